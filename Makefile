@@ -1,0 +1,133 @@
+# stagecraft - plain Makefile.
+#   make               build build/libstagecraft.a and bin/stagecraft
+#   make test          run every test (last line: "N passed, N failed")
+#   make test SAN=1    the same under clang's ASan + UBSan (objects in build-san/)
+#   make demo          install missing deps, build, run the main job
+#   make fuzz          build the libFuzzer targets (clang)
+#   USE_CUDA=yes|no USE_MPI=yes|no force optional parts (default: detected)
+
+SHELL := /bin/bash
+CUDA_HOME ?= /usr/local/cuda
+
+ifeq ($(SAN),1)
+  CC := clang
+  BUILD := build-san
+  SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+  OPT := -O1 -g
+else
+  CC ?= cc
+  BUILD := build
+  SANFLAGS :=
+  OPT := -O2 -g
+endif
+
+# ---- optional parts -------------------------------------------------------
+ifeq ($(origin USE_MPI),undefined)
+  USE_MPI := $(shell command -v mpicc >/dev/null 2>&1 && echo yes || echo no)
+endif
+ifeq ($(origin USE_CUDA),undefined)
+  USE_CUDA := $(shell (command -v nvcc >/dev/null 2>&1 || test -x $(CUDA_HOME)/bin/nvcc) && echo yes || echo no)
+endif
+NVCC := $(shell command -v nvcc 2>/dev/null || echo $(CUDA_HOME)/bin/nvcc)
+
+CPPFLAGS := -I. -Icommon -Itraces -Icost_models -Isim -Iplanner -Iexec -D_GNU_SOURCE
+CFLAGS := -std=c11 $(OPT) -Wall -Wextra -Wshadow -Wno-unused-parameter $(SANFLAGS)
+LDLIBS := -lcjson -lgsl -lopenblas -lm
+LDFLAGS := $(SANFLAGS)
+
+ifeq ($(USE_MPI),yes)
+  CPPFLAGS += -DSC_HAVE_MPI $(shell mpicc -showme:compile)
+  LDFLAGS += $(shell mpicc -showme:link | sed 's/-l[^ ]*//g')
+  LDLIBS := $(filter -l%,$(shell mpicc -showme:link)) $(LDLIBS)
+endif
+ifeq ($(USE_CUDA),yes)
+  CPPFLAGS += -DSC_HAVE_CUDA -I$(CUDA_HOME)/include
+  LDFLAGS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+  LDLIBS += -lnccl -lcublas -lcudart
+endif
+
+MODULES := common traces cost_models sim planner exec
+LIB_SRC := $(foreach d,$(MODULES),$(wildcard $(d)/*.c))
+CU_SRC := $(if $(filter yes,$(USE_CUDA)),$(wildcard exec/*.cu))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(patsubst %.cu,$(BUILD)/%.cu.o,$(CU_SRC))
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRC))
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(TEST_SRC))
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+
+LIB := $(BUILD)/libstagecraft.a
+ifeq ($(SAN),1)
+  CLI := $(BUILD)/bin/stagecraft
+else
+  CLI := bin/stagecraft
+endif
+TESTRUN := $(BUILD)/tests/run
+
+# Flags are remembered: changing any of them rebuilds everything.
+FLAGS_STAMP := $(BUILD)/flags
+FLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS) cuda=$(USE_CUDA)
+$(shell mkdir -p $(BUILD); echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+
+.PHONY: all test test-long demo deps fuzz bench golden-update clean config
+all: $(LIB) $(CLI)
+
+config:
+	@echo "CC=$(CC) USE_MPI=$(USE_MPI) USE_CUDA=$(USE_CUDA) BUILD=$(BUILD)"
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -Icommon -Itraces -Icost_models -Isim -Iexec -DSC_HAVE_CUDA -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(CLI): $(CLI_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+
+$(TESTRUN): $(TEST_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(TEST_OBJ) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
+
+deps:
+	@scripts/deps.sh
+
+test: deps $(CLI) $(TESTRUN)
+	@SC_BIN=$(CLI) SC_SAN=$(SAN) $(TESTRUN) $(T)
+
+test-long: deps $(CLI) $(TESTRUN)
+	@SC_BIN=$(CLI) SC_LONG=1 $(TESTRUN) $(T)
+
+bench: $(BENCH_BIN)
+
+demo: deps all
+	@scripts/demo.sh
+
+golden-update: $(CLI) $(TESTRUN)
+	@SC_BIN=$(CLI) SC_GOLDEN_UPDATE=1 $(TESTRUN) golden
+
+# libFuzzer targets: build/fuzz/fuzz_NAME; run e.g.
+#   build/fuzz/fuzz_model -max_total_time=300 tests/fuzz/corpus/model
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
+FUZZ_LIB_SRC := $(filter-out exec/%,$(LIB_SRC))
+fuzz: $(FUZZ_BIN)
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. -Icommon -Itraces -Icost_models -Isim -Iplanner -D_GNU_SOURCE $< $(FUZZ_LIB_SRC) -lcjson -lgsl -lopenblas -lm -o $@
+
+clean:
+	rm -rf build build-san bin
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

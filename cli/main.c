@@ -1,0 +1,47 @@
+/* main.c - `stagecraft`: dispatch to a command. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} command;
+
+static const command commands[] = {
+    {"model", "generate, show and list model descriptions", cmd_model},
+    {"cluster", "list and show cluster descriptions and presets", cmd_cluster},
+    {"cost", "per-module compute, communication and memory costs", cmd_cost},
+    {"version", "version and the optional parts this build has", cmd_version},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: stagecraft COMMAND [ARGS]   (stagecraft COMMAND --help for more)\n\n"
+               "stagecraft plans, simulates and runs distributed training of large models.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < SC_ARRAY_LEN(commands); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version"))
+        return cmd_version(argc - 1, argv + 1);
+    for (size_t i = 0; i < SC_ARRAY_LEN(commands); i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "stagecraft: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,128 @@
+/* util.c - shared printing and argument helpers of the command, see cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_fail(const sc_error *err)
+{
+    fprintf(stderr, "stagecraft: %s\n", err->msg[0] ? err->msg : sc_status_name(err->status));
+    switch (err->status) {
+    case SC_ENOMEM:
+    case SC_ECUDA:
+    case SC_ENCCL:
+    case SC_EMPI:
+        return 1;
+    default:
+        return 2;
+    }
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "stagecraft %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\ntry 'stagecraft %s --help'\n", cmd);
+    return 2;
+}
+
+int cli_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s ? s : "", &end, 10);
+    if (!s || !*s || *end || errno)
+        return cli_usage(cmd, "%s: '%s' is not an integer", opt, s ? s : "");
+    if (v < lo || v > hi)
+        return cli_usage(cmd, "%s: %ld is out of range [%ld, %ld]", opt, v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+int cli_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
+               double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s ? s : "", &end);
+    if (!s || !*s || *end || errno || !isfinite(v))
+        return cli_usage(cmd, "%s: '%s' is not a number", opt, s ? s : "");
+    if (v < lo || v > hi)
+        return cli_usage(cmd, "%s: %g is out of range [%g, %g]", opt, v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+int cli_print_json(cJSON *root)
+{
+    char *s = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!s) {
+        fprintf(stderr, "stagecraft: out of memory\n");
+        return 1;
+    }
+    fputs(s, stdout);
+    fputc('\n', stdout);
+    sc_free(s);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+char *cli_si(double v, char *buf)
+{
+    static const char *suf[] = {"", "k", "M", "G", "T", "P", "E"};
+    int i = 0;
+    double a = fabs(v);
+    while (a >= 1000 && i < 6) {
+        a /= 1000;
+        v /= 1000;
+        i++;
+    }
+    if (i == 0 && v == floor(v))
+        snprintf(buf, 32, "%.0f", v);
+    else
+        snprintf(buf, 32, "%.*f%s", a >= 100 ? 1 : 2, v, suf[i]);
+    return buf;
+}
+
+char *cli_bytes(double v, char *buf)
+{
+    static const char *suf[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int i = 0;
+    while (fabs(v) >= 1024 && i < 5) {
+        v /= 1024;
+        i++;
+    }
+    if (i == 0)
+        snprintf(buf, 32, "%.0f B", v);
+    else
+        snprintf(buf, 32, "%.2f %s", v, suf[i]);
+    return buf;
+}
+
+char *cli_us(double seconds, char *buf)
+{
+    double us = seconds * 1e6;
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%.1f", us);
+    /* thousands separators on the integer part */
+    char *dotp = strchr(tmp, '.');
+    size_t ilen = dotp ? (size_t)(dotp - tmp) : strlen(tmp);
+    size_t start = tmp[0] == '-' ? 1 : 0, o = 0;
+    if (start)
+        buf[o++] = '-';
+    for (size_t i = start; i < ilen && o < 28; i++) {
+        buf[o++] = tmp[i];
+        size_t left = ilen - i - 1;
+        if (left > 0 && left % 3 == 0)
+            buf[o++] = ',';
+    }
+    snprintf(buf + o, 32 - o, "%s", dotp ? dotp : "");
+    return buf;
+}

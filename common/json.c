@@ -1,0 +1,285 @@
+/* json.c - validating JSON readers, see json.h. */
+#include "json.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SC_JSON_MAX_BYTES (64u << 20)
+
+static void *hook_malloc(size_t n) { return sc_malloc(n); }
+static void hook_free(void *p) { sc_free(p); }
+
+void sc_json_init(void)
+{
+    static int done;
+    if (done)
+        return;
+    cJSON_Hooks h = {hook_malloc, hook_free};
+    cJSON_InitHooks(&h);
+    done = 1;
+}
+
+static const char *dot(const char *path) { return path && *path ? "." : ""; }
+static const char *nz(const char *path) { return path ? path : ""; }
+
+sc_status sc_json_parse(const char *file, const char *text, size_t len, cJSON **out,
+                        sc_error *err)
+{
+    sc_json_init();
+    *out = NULL;
+    if (len > SC_JSON_MAX_BYTES)
+        return sc_err(err, SC_EINVAL, "%s: larger than %u bytes", file, SC_JSON_MAX_BYTES);
+    if (memchr(text, '\0', len))
+        return sc_err(err, SC_EPARSE, "%s: not JSON: contains a NUL byte", file);
+    const char *end = NULL;
+    long fails = sc_alloc_failures();
+    /* len + 1: cJSON checks the terminating NUL is inside the buffer */
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+    if (!root) {
+        if (!end || sc_alloc_failures() != fails) /* cJSON folds OOM into syntax errors */
+            return sc_err(err, SC_ENOMEM, "%s: out of memory while parsing", file);
+        size_t off = (size_t)(end - text), line = 1, col = 1;
+        for (size_t i = 0; i < off && i < len; i++) {
+            if (text[i] == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        if (off >= len || text[off] == '\0')
+            return sc_err(err, SC_EPARSE, "%s: invalid JSON: unexpected end of input (line %zu)",
+                          file, line);
+        return sc_err(err, SC_EPARSE, "%s: invalid JSON at line %zu, column %zu", file, line,
+                      col);
+    }
+    *out = root;
+    return SC_OK;
+}
+
+sc_status sc_json_load(const char *file, cJSON **out, sc_error *err)
+{
+    char *text;
+    size_t len;
+    *out = NULL;
+    sc_status st = sc_read_file(file, SC_JSON_MAX_BYTES, &text, &len, err);
+    if (st)
+        return st;
+    st = sc_json_parse(file, text, len, out, err);
+    sc_free(text);
+    return st;
+}
+
+sc_status sc_json_save(const char *file, const cJSON *root, sc_error *err)
+{
+    sc_json_init();
+    char *s = cJSON_Print(root);
+    if (!s)
+        return sc_err(err, SC_ENOMEM, "%s: out of memory while printing JSON", file);
+    size_t n = strlen(s);
+    /* add the trailing newline a text file should have */
+    char *t = sc_realloc(s, n + 2);
+    if (!t) {
+        sc_free(s);
+        return sc_err(err, SC_ENOMEM, "%s: out of memory while printing JSON", file);
+    }
+    t[n] = '\n';
+    t[n + 1] = '\0';
+    sc_status st = sc_write_file_atomic(file, t, n + 1, err);
+    sc_free(t);
+    return st;
+}
+
+sc_status sc_json_format(const cJSON *root, const char *file, const char *want, sc_error *err)
+{
+    if (!cJSON_IsObject(root))
+        return sc_err(err, SC_EPARSE, "%s: top level must be a JSON object", file);
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (!f)
+        return sc_err(err, SC_EPARSE, "%s: format: missing (expected \"%s\")", file, want);
+    if (!cJSON_IsString(f))
+        return sc_err(err, SC_EPARSE, "%s: format: must be a string (expected \"%s\")", file,
+                      want);
+    if (strcmp(f->valuestring, want) != 0) {
+        /* same kind, other version: say so */
+        size_t kl = strcspn(want, "/");
+        if (strncmp(f->valuestring, want, kl) == 0 && f->valuestring[kl] == '/')
+            return sc_err(err, SC_ENOTSUP,
+                          "%s: format: unsupported version \"%.64s\" (this build reads \"%s\")",
+                          file, f->valuestring, want);
+        return sc_err(err, SC_EPARSE, "%s: format: \"%.64s\" is not \"%s\"", file,
+                      f->valuestring, want);
+    }
+    return SC_OK;
+}
+
+sc_status sc_json_keys(const cJSON *obj, const char *file, const char *path,
+                       const char *const *allowed, sc_error *err)
+{
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        const char *k = c->string ? c->string : "";
+        int ok = strcmp(k, "comment") == 0 || strncmp(k, "x-", 2) == 0;
+        for (const char *const *a = allowed; !ok && *a; a++)
+            ok = strcmp(k, *a) == 0;
+        if (!ok)
+            return sc_err(err, SC_EPARSE, "%s: %s%s%.64s: unknown field", file, nz(path),
+                          dot(path), k);
+        for (const cJSON *d = c->next; d; d = d->next)
+            if (d->string && strcmp(d->string, k) == 0)
+                return sc_err(err, SC_EPARSE, "%s: %s%s%.64s: duplicate field", file, nz(path),
+                              dot(path), k);
+    }
+    return SC_OK;
+}
+
+static sc_status missing(const char *file, const char *path, const char *key, sc_error *err)
+{
+    return sc_err(err, SC_EPARSE, "%s: %s%s%s: missing", file, nz(path), dot(path), key);
+}
+
+sc_status sc_json_num(const cJSON *obj, const char *file, const char *path, const char *key,
+                      int required, double lo, double hi, double *out, sc_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return required ? missing(file, path, key, err) : SC_OK;
+    if (!cJSON_IsNumber(v))
+        return sc_err(err, SC_EPARSE, "%s: %s%s%s: must be a number", file, nz(path), dot(path),
+                      key);
+    double d = v->valuedouble;
+    if (!isfinite(d))
+        return sc_err(err, SC_EINVAL, "%s: %s%s%s: must be finite", file, nz(path), dot(path),
+                      key);
+    if (d < lo || d > hi)
+        return sc_err(err, SC_EINVAL, "%s: %s%s%s: %g is out of range [%g, %g]", file, nz(path),
+                      dot(path), key, d, lo, hi);
+    *out = d;
+    return SC_OK;
+}
+
+sc_status sc_json_int(const cJSON *obj, const char *file, const char *path, const char *key,
+                      int required, long lo, long hi, long *out, sc_error *err)
+{
+    double d = 0;
+    int present = cJSON_GetObjectItemCaseSensitive(obj, key) != NULL;
+    sc_status st = sc_json_num(obj, file, path, key, required, (double)lo, (double)hi, &d, err);
+    if (st || !present)
+        return st;
+    if (d != floor(d))
+        return sc_err(err, SC_EINVAL, "%s: %s%s%s: %g must be an integer", file, nz(path),
+                      dot(path), key, d);
+    *out = (long)d;
+    return SC_OK;
+}
+
+sc_status sc_json_str(const cJSON *obj, const char *file, const char *path, const char *key,
+                      int required, size_t maxlen, const char **out, sc_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return required ? missing(file, path, key, err) : SC_OK;
+    if (!cJSON_IsString(v))
+        return sc_err(err, SC_EPARSE, "%s: %s%s%s: must be a string", file, nz(path), dot(path),
+                      key);
+    size_t n = strlen(v->valuestring);
+    if (n == 0)
+        return sc_err(err, SC_EINVAL, "%s: %s%s%s: must not be empty", file, nz(path),
+                      dot(path), key);
+    if (n > maxlen)
+        return sc_err(err, SC_EINVAL, "%s: %s%s%s: longer than %zu characters", file, nz(path),
+                      dot(path), key, maxlen);
+    for (const unsigned char *p = (const unsigned char *)v->valuestring; *p; p++)
+        if (*p < 0x20)
+            return sc_err(err, SC_EINVAL, "%s: %s%s%s: contains a control character", file,
+                          nz(path), dot(path), key);
+    *out = v->valuestring;
+    return SC_OK;
+}
+
+sc_status sc_json_bool(const cJSON *obj, const char *file, const char *path, const char *key,
+                       int required, int *out, sc_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return required ? missing(file, path, key, err) : SC_OK;
+    if (!cJSON_IsBool(v))
+        return sc_err(err, SC_EPARSE, "%s: %s%s%s: must be true or false", file, nz(path),
+                      dot(path), key);
+    *out = cJSON_IsTrue(v);
+    return SC_OK;
+}
+
+static sc_status typed(const cJSON *obj, const char *file, const char *path, const char *key,
+                       int required, const cJSON **out, int want_arr, sc_error *err)
+{
+    *out = NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return required ? missing(file, path, key, err) : SC_OK;
+    if (want_arr ? !cJSON_IsArray(v) : !cJSON_IsObject(v))
+        return sc_err(err, SC_EPARSE, "%s: %s%s%s: must be %s", file, nz(path), dot(path), key,
+                      want_arr ? "an array" : "an object");
+    *out = v;
+    return SC_OK;
+}
+
+sc_status sc_json_obj(const cJSON *obj, const char *file, const char *path, const char *key,
+                      int required, const cJSON **out, sc_error *err)
+{
+    return typed(obj, file, path, key, required, out, 0, err);
+}
+
+sc_status sc_json_arr(const cJSON *obj, const char *file, const char *path, const char *key,
+                      int required, const cJSON **out, sc_error *err)
+{
+    return typed(obj, file, path, key, required, out, 1, err);
+}
+
+static cJSON *add(cJSON *obj, const char *key, cJSON *item, int *oom)
+{
+    if (!item || !obj || !cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        *oom = 1;
+        return NULL;
+    }
+    return item;
+}
+
+cJSON *sc_jadd_num(cJSON *obj, const char *key, double v, int *oom)
+{
+    return add(obj, key, cJSON_CreateNumber(v), oom);
+}
+cJSON *sc_jadd_str(cJSON *obj, const char *key, const char *v, int *oom)
+{
+    return add(obj, key, cJSON_CreateString(v), oom);
+}
+cJSON *sc_jadd_bool(cJSON *obj, const char *key, int v, int *oom)
+{
+    return add(obj, key, cJSON_CreateBool(v), oom);
+}
+cJSON *sc_jadd_obj(cJSON *obj, const char *key, int *oom)
+{
+    return add(obj, key, cJSON_CreateObject(), oom);
+}
+cJSON *sc_jadd_arr(cJSON *obj, const char *key, int *oom)
+{
+    return add(obj, key, cJSON_CreateArray(), oom);
+}
+
+sc_status sc_json_digest(const cJSON *root, char out[17])
+{
+    sc_json_init();
+    char *s = cJSON_PrintUnformatted(root);
+    if (!s)
+        return SC_ENOMEM;
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        h ^= *p;
+        h *= 1099511628211ull;
+    }
+    sc_free(s);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return SC_OK;
+}

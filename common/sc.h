@@ -1,0 +1,91 @@
+/* sc.h - status codes, error messages, the allocation hook and small file
+ * helpers shared by every stagecraft module.
+ *
+ * Ownership: nothing here keeps global state except the allocation hook.
+ * Errors: every fallible call returns an sc_status and, when given a non-NULL
+ * sc_error, fills it with one line naming the file, the JSON path and what is
+ * wrong. The library never exits; only main() decides that.
+ */
+#ifndef SC_H
+#define SC_H
+
+#include <stddef.h>
+#include <stdarg.h>
+
+typedef enum sc_status {
+    SC_OK = 0,
+    SC_ENOMEM,   /* an allocation failed */
+    SC_EINVAL,   /* a value is out of range or inconsistent */
+    SC_EPARSE,   /* malformed input (JSON syntax, wrong type) */
+    SC_EIO,      /* a file could not be read or written */
+    SC_ENOTSUP,  /* built without the feature, or not supported */
+    SC_ENOTFOUND,/* no such built-in or preset */
+    SC_ECUDA,
+    SC_ENCCL,
+    SC_EMPI,
+    SC_ENOFIT    /* the work does not fit in device memory */
+} sc_status;
+
+#define SC_ERRMSG_MAX 1024
+
+typedef struct sc_error {
+    sc_status status;
+    char msg[SC_ERRMSG_MAX];
+} sc_error;
+
+/* Sets err (if non-NULL) to status and a printf-formatted message; returns
+ * status so callers can write `return sc_err(err, SC_EINVAL, "...")`. */
+sc_status sc_err(sc_error *err, sc_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prefixes an existing message with "PREFIX: ". */
+void sc_err_prefix(sc_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void sc_err_clear(sc_error *err);
+const char *sc_status_name(sc_status s);
+
+/* ---- allocation hook ----------------------------------------------------
+ * Every allocation of the library goes through sc_malloc/sc_calloc/
+ * sc_realloc/sc_free (and cJSON through them too, see sc_json_init). Tests
+ * install a hook that fails the Nth allocation to check error paths. */
+typedef void *(*sc_alloc_fn)(void *ud, void *ptr, size_t size); /* size 0 = free */
+void sc_set_alloc(sc_alloc_fn fn, void *ud); /* NULL restores the default */
+void *sc_malloc(size_t n);
+void *sc_calloc(size_t n, size_t size);
+void *sc_realloc(void *p, size_t n);
+void sc_free(void *p);
+char *sc_strdup(const char *s);
+/* Test helper: make the Nth allocation from now fail (0 disables). Counts
+ * allocations through the default allocator. */
+void sc_alloc_fail_at(long n);
+long sc_alloc_count(void);
+/* How many allocations have failed so far (any allocator): lets callers of
+ * libraries that fold allocation failure into other errors tell them apart. */
+long sc_alloc_failures(void);
+
+/* ---- files --------------------------------------------------------------- */
+/* Reads a whole file (at most max_bytes) into a NUL-terminated buffer the
+ * caller frees with sc_free. "-" reads standard input. */
+sc_status sc_read_file(const char *path, size_t max_bytes, char **out,
+                       size_t *len, sc_error *err);
+/* Writes data whole or not at all: a temporary file beside path, fsync'd,
+ * then renamed over it. "-" writes to standard output. */
+sc_status sc_write_file_atomic(const char *path, const void *data, size_t len,
+                               sc_error *err);
+
+/* Basename of a path for messages (no allocation). */
+const char *sc_basename(const char *path);
+
+/* Growable string buffer; on allocation failure it sets oom and keeps going
+ * silently so callers check once at the end. */
+typedef struct sc_buf {
+    char *s;
+    size_t len, cap;
+    int oom;
+} sc_buf;
+void sc_buf_printf(sc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sc_buf_vprintf(sc_buf *b, const char *fmt, va_list ap);
+void sc_buf_free(sc_buf *b);
+
+#define SC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

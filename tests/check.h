@@ -1,0 +1,81 @@
+/* check.h - the tiny test runner. A test is
+ *
+ *     TEST(sim_bubble_1f1b) { CHECK(x == 3); CHECK_NEAR(a, b, 1e-9); }
+ *
+ * Tests register themselves at load time; `tests/run` runs all of them,
+ * `tests/run PREFIX...` those whose name starts with a prefix (a '.' in a
+ * prefix matches the '_' after the module name: sim.bubble == sim_bubble).
+ * The last line printed is "N passed, N failed"; the exit status is non-zero
+ * when anything failed. A failed CHECK records file:line and the test goes on;
+ * REQUIRE stops the test.
+ */
+#ifndef SC_CHECK_H
+#define SC_CHECK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef void (*sc_test_fn)(void);
+void sc_test_register(const char *name, sc_test_fn fn);
+void sc_test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int sc_test_failed_now(void);
+/* Path of the stagecraft binary and a fresh scratch directory for this test. */
+const char *sc_test_bin(void);
+const char *sc_test_tmpdir(void);
+/* Runs a shell command, capturing stdout+stderr (at most cap-1 bytes) into
+ * out; returns the exit status (or -1). */
+int sc_test_sh(char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Returns 1 if the file exists. */
+int sc_test_exists(const char *path);
+
+#define TEST(name)                                                              \
+    static void test_##name(void);                                              \
+    __attribute__((constructor)) static void reg_##name(void)                   \
+    {                                                                           \
+        sc_test_register(#name, test_##name);                                   \
+    }                                                                           \
+    static void test_##name(void)
+
+#define CHECK(cond)                                                             \
+    do {                                                                        \
+        if (!(cond))                                                            \
+            sc_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);               \
+    } while (0)
+
+#define REQUIRE(cond)                                                           \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            sc_test_fail(__FILE__, __LINE__, "REQUIRE(%s)", #cond);             \
+            return;                                                             \
+        }                                                                       \
+    } while (0)
+
+#define CHECK_NEAR(a, b, rel)                                                   \
+    do {                                                                        \
+        double a_ = (a), b_ = (b);                                              \
+        double s_ = fabs(a_) > fabs(b_) ? fabs(a_) : fabs(b_);                  \
+        if (!(fabs(a_ - b_) <= (rel) * (s_ > 0 ? s_ : 1)))                      \
+            sc_test_fail(__FILE__, __LINE__, "CHECK_NEAR(%s, %s): %.17g vs %.17g", \
+                         #a, #b, a_, b_);                                       \
+    } while (0)
+
+#define CHECK_EQ_INT(a, b)                                                      \
+    do {                                                                        \
+        long long a_ = (long long)(a), b_ = (long long)(b);                     \
+        if (a_ != b_)                                                           \
+            sc_test_fail(__FILE__, __LINE__, "CHECK_EQ_INT(%s, %s): %lld vs %lld", \
+                         #a, #b, a_, b_);                                       \
+    } while (0)
+
+#define CHECK_STR_HAS(hay, needle)                                              \
+    do {                                                                        \
+        const char *h_ = (hay), *n_ = (needle);                                 \
+        if (!h_ || !strstr(h_, n_))                                             \
+            sc_test_fail(__FILE__, __LINE__, "CHECK_STR_HAS: \"%s\" not in \"%.400s\"", \
+                         n_, h_ ? h_ : "(null)");                               \
+    } while (0)
+
+#endif

@@ -1,0 +1,151 @@
+/* run.c - main() of the test runner, see check.h. */
+#include "check.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *name;
+    sc_test_fn fn;
+} entry;
+
+static entry tests[2048];
+static int ntests, failed_now;
+static char tmpdir[512], tmproot[256];
+static const char *bin = "bin/stagecraft";
+
+void sc_test_register(const char *name, sc_test_fn fn)
+{
+    if (ntests < (int)(sizeof tests / sizeof tests[0]))
+        tests[ntests++] = (entry){name, fn};
+}
+
+void sc_test_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "    %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    failed_now++;
+}
+
+int sc_test_failed_now(void) { return failed_now; }
+const char *sc_test_bin(void) { return bin; }
+const char *sc_test_tmpdir(void) { return tmpdir; }
+
+int sc_test_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int sc_test_sh(char *out, size_t cap, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[8400];
+    snprintf(full, sizeof full, "( %s ) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p)
+        return -1;
+    size_t n = 0;
+    if (out && cap)
+        out[0] = '\0';
+    char tmp[4096];
+    size_t got;
+    while ((got = fread(tmp, 1, sizeof tmp, p)) > 0) {
+        if (out && n + 1 < cap) {
+            size_t take = got < cap - 1 - n ? got : cap - 1 - n;
+            memcpy(out + n, tmp, take);
+            n += take;
+            out[n] = '\0';
+        }
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int matches(const char *name, const char *prefix)
+{
+    for (; *prefix; prefix++, name++) {
+        char c = *prefix == '.' ? '_' : *prefix;
+        if (*name != c)
+            return 0;
+    }
+    return 1;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+}
+
+int main(int argc, char **argv)
+{
+    int list = 0, first = 1;
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: tests/run [--list] [--bin PATH] [PREFIX...]\n"
+               "Runs the unit and CLI tests whose name starts with a PREFIX (all by default).\n");
+        return 0;
+    }
+    while (first < argc && argv[first][0] == '-') {
+        if (!strcmp(argv[first], "--list"))
+            list = 1;
+        else if (!strcmp(argv[first], "--bin") && first + 1 < argc)
+            bin = argv[++first];
+        first++;
+    }
+    if (getenv("SC_BIN"))
+        bin = getenv("SC_BIN");
+    qsort(tests, (size_t)ntests, sizeof tests[0], cmp);
+    const char *t = getenv("TMPDIR");
+    snprintf(tmproot, sizeof tmproot, "%s/sctest.XXXXXX", t ? t : "/tmp");
+    if (!mkdtemp(tmproot)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    int passed = 0, failed = 0;
+    for (int i = 0; i < ntests; i++) {
+        int want = first >= argc;
+        for (int a = first; a < argc && !want; a++)
+            want = matches(tests[i].name, argv[a]);
+        if (!want)
+            continue;
+        if (list) {
+            printf("%s\n", tests[i].name);
+            continue;
+        }
+        snprintf(tmpdir, sizeof tmpdir, "%s/%s", tmproot, tests[i].name);
+        mkdir(tmpdir, 0755);
+        failed_now = 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        tests[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (failed_now) {
+            failed++;
+            printf("FAIL %s (%.0f ms)\n", tests[i].name, ms);
+        } else {
+            passed++;
+            printf("ok   %s (%.0f ms)\n", tests[i].name, ms);
+        }
+        fflush(stdout);
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmproot);
+    if (system(cmd) != 0)
+        fprintf(stderr, "warning: could not remove %s\n", tmproot);
+    if (!list)
+        printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,42 @@
+/* gen.h - model generators from hyperparameters, one small file each
+ * (gen_gpt.c, gen_t5.c, gen_vit.c, gen_fid.c, gen_mm.c), each filling one
+ * sc_gen table entry. The CLI parses `--NAME VALUE` flags generically from
+ * the table, so a new generator needs no CLI change.
+ *
+ * Ownership: make() returns a finished (validated) model the caller frees
+ * with sc_model_free.
+ */
+#ifndef SC_GEN_H
+#define SC_GEN_H
+
+#include "model.h"
+
+typedef struct sc_gen_param {
+    const char *name;   /* flag name without "--": "layers" */
+    double dflt;        /* default value */
+    int is_flag;        /* boolean switch: present = 1, no value follows */
+    const char *help;
+} sc_gen_param;
+
+typedef struct sc_gen {
+    const char *kind;          /* "gpt" */
+    const char *description;   /* one line */
+    const sc_gen_param *params;
+    int n_params;
+    /* vals[i] is the value of params[i]; name is the model name. */
+    sc_status (*make)(const double *vals, const char *name, sc_dtype dtype, sc_model **out,
+                      sc_error *err);
+} sc_gen;
+
+extern const sc_gen sc_gen_gpt, sc_gen_t5, sc_gen_vit, sc_gen_fid, sc_gen_mm;
+
+/* All generators, in a fixed order. */
+const sc_gen *const *sc_gens(int *n);
+const sc_gen *sc_gen_find(const char *kind);
+/* Runs a generator with named overrides (names[i] = vals[i]); unknown names
+ * are an error naming the generator and the parameter. */
+sc_status sc_gen_run(const sc_gen *g, const char *name, sc_dtype dtype, int n_over,
+                     const char *const *names, const double *vals, sc_model **out,
+                     sc_error *err);
+
+#endif

@@ -1,0 +1,125 @@
+/* model.h - the model description: a tree of modules (stagecraft.model/1).
+ *
+ * Ownership: sc_model_load/sc_model_new return a model the caller frees with
+ * sc_model_free (free(NULL) is a no-op). Modules belong to their model and
+ * are freed with it. A failed call leaves its inputs unchanged and returns
+ * nothing half-built.
+ *
+ * Units: params are counts; flops are per sample (one sequence) per pass;
+ * bytes are per sample; times are seconds.
+ */
+#ifndef SC_MODEL_H
+#define SC_MODEL_H
+
+#include <cjson/cJSON.h>
+#include "sc.h"
+
+#define SC_MODEL_FORMAT "stagecraft.model/1"
+#define SC_MODEL_MAX_DEPTH 64
+#define SC_MODEL_MAX_MODULES 200000
+#define SC_MODEL_MAX_DIMS 8
+#define SC_NAME_MAX 128
+
+typedef enum sc_dtype { SC_FP32 = 0, SC_TF32, SC_FP16, SC_BF16, SC_FP8, SC_DTYPE_N } sc_dtype;
+/* "fp32" ... ; returns -1 for an unknown name. */
+int sc_dtype_parse(const char *s);
+const char *sc_dtype_name(sc_dtype d);
+/* Bytes per element of activations and weights in that dtype (tf32 stores 4). */
+double sc_dtype_bytes(sc_dtype d);
+
+typedef struct sc_module sc_module;
+struct sc_module {
+    char *name;          /* unique in the model */
+    char *kind;          /* free-form: embedding, block, attention, mlp, norm, head, ... */
+    double params;       /* its own parameters, not its children's */
+    double flops_fwd;    /* per sample */
+    double flops_bwd;    /* per sample; < 0 when absent (then 2 x flops_fwd) */
+    double act_out_bytes;   /* output per sample: what crosses a stage boundary after it */
+    double act_saved_bytes; /* stashed for backward per sample */
+    int has_tp;
+    double tp_bytes;     /* bytes all-reduced per sample per forward pass under tp */
+    int tp_shardable;    /* whether its weights split across a tp group */
+    char *shared;        /* parameter-sharing group or NULL */
+    char **inputs;       /* names of modules whose output it also consumes */
+    int n_inputs;
+    int has_measured;
+    double measured_fwd_s, measured_bwd_s;
+    char *measured_device;
+    /* named integer dimensions (hidden, ffn, heads, seq, vocab, ...) that let
+     * the executor build real GEMM shapes; optional */
+    int n_dims;
+    char *dim_name[SC_MODEL_MAX_DIMS];
+    double dim_val[SC_MODEL_MAX_DIMS];
+    sc_module **children;
+    int n_children;
+    /* derived on load/finish, read-only for callers */
+    sc_module *parent;
+    int index;           /* pre-order index, root = 0 */
+    int leaf_index;      /* position among the leaves in execution order, -1 if not a leaf */
+    int depth;
+};
+
+typedef struct sc_model {
+    char *name;
+    sc_dtype dtype;
+    int seq_len;
+    sc_module *root;
+    /* derived by sc_model_finish */
+    int n_modules;
+    sc_module **modules;   /* pre-order */
+    int n_leaves;
+    sc_module **leaves;    /* execution order (depth-first order of the leaves) */
+    int build_oom;         /* private: an allocation failed while building */
+} sc_model;
+
+/* Totals over a subtree (module and all descendants). */
+typedef struct sc_totals {
+    double params, flops_fwd, flops_bwd, act_saved_bytes, tp_bytes;
+} sc_totals;
+
+/* ---- building (generators) ---------------------------------------------- */
+sc_model *sc_model_new(const char *name, sc_dtype dtype, int seq_len);
+/* Adds a child to parent (NULL parent sets the root). Returns the module or
+ * NULL on allocation failure (the model stays valid; sc_model_finish will then
+ * report SC_ENOMEM). Numbers start at 0, flops_bwd at -1 (absent). */
+sc_module *sc_model_add(sc_model *m, sc_module *parent, const char *name, const char *kind);
+/* Setters that return the module for chaining; allocation failures are
+ * remembered and reported by sc_model_finish. */
+void sc_module_set_tp(sc_module *mod, double bytes, int shardable);
+void sc_module_set_shared(sc_model *m, sc_module *mod, const char *group);
+void sc_module_add_input(sc_model *m, sc_module *mod, const char *name);
+void sc_module_set_dim(sc_model *m, sc_module *mod, const char *name, double v);
+/* Returns the dimension's value, or dflt when the module lacks it. */
+double sc_module_dim(const sc_module *mod, const char *name, double dflt);
+/* Derives indices and tables and validates the whole model (unique names,
+ * known and acyclic inputs, ranges, depth). file names the origin in
+ * messages ("<gpt>" for a generator). */
+sc_status sc_model_finish(sc_model *m, const char *file, sc_error *err);
+
+/* ---- load / save ---------------------------------------------------------- */
+sc_status sc_model_from_json(const cJSON *root, const char *file, sc_model **out,
+                             sc_error *err);
+sc_status sc_model_load(const char *file, sc_model **out, sc_error *err);
+cJSON *sc_model_to_json(const sc_model *m);    /* NULL on allocation failure */
+sc_status sc_model_save(const sc_model *m, const char *file, sc_error *err);
+void sc_model_free(sc_model *m);
+
+/* ---- queries -------------------------------------------------------------- */
+/* O(n) tree walk; works before sc_model_finish too. */
+sc_module *sc_model_find(const sc_model *m, const char *name);
+sc_totals sc_module_totals(const sc_module *mod);
+sc_totals sc_model_totals(const sc_model *m);
+/* flops_bwd, or 2 x flops_fwd when absent */
+double sc_module_flops_bwd(const sc_module *mod);
+
+/* ---- built-in models by name (gpt-1.3b, ...) ------------------------------ */
+typedef struct sc_builtin {
+    const char *name;
+    const char *description;
+    sc_status (*make)(sc_model **out, sc_error *err);
+} sc_builtin;
+const sc_builtin *sc_builtins(int *n);
+/* A built-in name, else a file path. */
+sc_status sc_model_open(const char *name_or_file, sc_model **out, sc_error *err);
+
+#endif
