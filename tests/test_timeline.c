@@ -1,0 +1,112 @@
+/* test_timeline.c - the timeline format and its Chrome trace export. */
+#include "check.h"
+#include "json.h"
+#include "timeline.h"
+
+#include <dirent.h>
+
+static sc_timeline *two_ranks(void)
+{
+    sc_timeline *t = sc_timeline_new(2, "sim", "tiny", "cpu-local");
+    t->ranks[1].node = 1;
+    t->ranks[1].pp = 1;
+    sc_tl_op f0 = {SC_OP_F, 0, 0, 0, SC_STREAM_COMPUTE, 0, 0.0, 1.0};
+    sc_tl_op s0 = {SC_OP_SEND_F, 0, 0, 0, SC_STREAM_COMM, 4096, 1.0, 1.25};
+    sc_tl_op f1 = {SC_OP_F, 1, 0, 0, SC_STREAM_COMPUTE, 0, 1.25, 2.25};
+    sc_tl_op o1 = {SC_OP_OPTIMIZER, 1, -1, -1, SC_STREAM_COMPUTE, 0, 2.25, 2.5};
+    sc_timeline_add(t, 0, &f0);
+    sc_timeline_add(t, 0, &s0);
+    sc_timeline_add(t, 1, &f1);
+    sc_timeline_add(t, 1, &o1);
+    t->step_time_s = 2.5;
+    return t;
+}
+
+TEST(timeline_roundtrip)
+{
+    sc_timeline *t = two_ranks();
+    char path[600];
+    snprintf(path, sizeof path, "%s/t.json", sc_test_tmpdir());
+    sc_error err = {0};
+    REQUIRE(sc_timeline_save(t, path, &err) == SC_OK);
+    sc_timeline *u;
+    REQUIRE(sc_timeline_load(path, &u, &err) == SC_OK);
+    CHECK_EQ_INT(u->n_ranks, 2);
+    CHECK_EQ_INT(u->ranks[0].n_ops, 2);
+    CHECK_EQ_INT(u->ranks[1].node, 1);
+    CHECK(u->ranks[0].ops[1].kind == SC_OP_SEND_F);
+    CHECK(u->ranks[0].ops[1].stream == SC_STREAM_COMM);
+    CHECK_NEAR(u->ranks[0].ops[1].bytes, 4096, 0);
+    CHECK_EQ_INT(u->ranks[1].ops[1].mb, -1);
+    CHECK_NEAR(u->step_time_s, 2.5, 0);
+    CHECK(strcmp(u->model, "tiny") == 0);
+    sc_timeline_free(t);
+    sc_timeline_free(u);
+}
+
+TEST(timeline_chrome_events)
+{
+    sc_timeline *t = two_ranks();
+    cJSON *c = sc_timeline_chrome(t);
+    REQUIRE(c);
+    const cJSON *ev = cJSON_GetObjectItem(c, "traceEvents");
+    int x = 0, procs = 0, threads = 0;
+    double dur_send = -1;
+    int tid_send = -1, pid_f1 = -1;
+    for (const cJSON *e = ev->child; e; e = e->next) {
+        const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+        const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+        if (!strcmp(ph, "X")) {
+            x++;
+            if (!strcmp(name, "send_f0")) {
+                dur_send = cJSON_GetObjectItem(e, "dur")->valuedouble;
+                tid_send = cJSON_GetObjectItem(e, "tid")->valueint;
+            }
+            if (!strcmp(name, "F0") && cJSON_GetObjectItem(e, "tid")->valueint == 2)
+                pid_f1 = cJSON_GetObjectItem(e, "pid")->valueint;
+        } else if (!strcmp(name, "process_name")) {
+            procs++;
+        } else if (!strcmp(name, "thread_name")) {
+            threads++;
+        }
+    }
+    CHECK_EQ_INT(x, 4);
+    CHECK_EQ_INT(procs, 2);
+    CHECK_EQ_INT(threads, 4);
+    CHECK_NEAR(dur_send, 0.25e6, 1e-12); /* microseconds */
+    CHECK_EQ_INT(tid_send, 1);           /* rank 0, comm stream */
+    CHECK_EQ_INT(pid_f1, 1);             /* rank 1 lives on node 1 */
+    cJSON_Delete(c);
+    sc_timeline_free(t);
+}
+
+TEST(timeline_bad_corpus)
+{
+    DIR *d = opendir("tests/corpus/timeline");
+    REQUIRE(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".json"))
+            continue;
+        char path[512], exp[512];
+        snprintf(path, sizeof path, "tests/corpus/timeline/%s", e->d_name);
+        snprintf(exp, sizeof exp, "tests/corpus/timeline/%.*s.expect", (int)(l - 5), e->d_name);
+        char *want = NULL;
+        sc_error err = {0};
+        REQUIRE(sc_read_file(exp, 4096, &want, NULL, &err) == SC_OK);
+        sc_timeline *t = NULL;
+        if (sc_timeline_load(path, &t, &err) == SC_OK) {
+            sc_test_fail(__FILE__, __LINE__, "%s loaded but should fail", path);
+            sc_timeline_free(t);
+        } else {
+            CHECK_STR_HAS(err.msg, want);
+            CHECK_STR_HAS(err.msg, path);
+        }
+        sc_free(want);
+        n++;
+    }
+    closedir(d);
+    CHECK(n >= 6);
+}

@@ -1,0 +1,91 @@
+/* timeline.h - one training step as per-rank ops with start and end times
+ * (stagecraft.timeline/1), written by the simulator and by the executor
+ * alike so that they compare op for op; and its Chrome trace export.
+ *
+ * JSON:
+ *   { "format": "stagecraft.timeline/1", "source": "sim"|"exec",
+ *     "model": NAME, "cluster": NAME, "step_time_s": T,
+ *     "steps": { "n": N, "median_s": .., "min_s": .., "max_s": .. }   (optional)
+ *     "ranks": [ { "rank": R, "node": N, "device": D, "dp": i, "pp": j, "tp": k,
+ *                  "ops": [ { "kind": "F", "stage": S, "chunk": C, "mb": M,
+ *                             "bytes": B, "stream": "compute"|"comm",
+ *                             "start": s, "end": e }, ... ] }, ... ] }
+ * Times are seconds from the step's start. mb and chunk are -1 where they do
+ * not apply (an optimizer step, a gradient bucket's allreduce).
+ *
+ * Ownership: the caller frees a timeline with sc_timeline_free (NULL ok).
+ * Adding ops grows arrays by doubling; the first allocation failure is
+ * sticky and reported by save/to_json.
+ */
+#ifndef SC_TIMELINE_H
+#define SC_TIMELINE_H
+
+#include <cjson/cJSON.h>
+#include "sc.h"
+
+#define SC_TIMELINE_FORMAT "stagecraft.timeline/1"
+
+typedef enum sc_op_kind {
+    SC_OP_F = 0,        /* forward of a microbatch on a (virtual) stage */
+    SC_OP_B,            /* backward (input gradient only under zb-h1) */
+    SC_OP_W,            /* weight gradient (zb-h1) */
+    SC_OP_RECOMPUTE,    /* activation recomputation before a backward */
+    SC_OP_SEND_F,       /* activations to the next stage */
+    SC_OP_RECV_F,
+    SC_OP_SEND_B,       /* gradients to the previous stage */
+    SC_OP_RECV_B,
+    SC_OP_TP_ALLREDUCE, /* tensor-parallel allreduce inside the layers */
+    SC_OP_DP_ALLREDUCE, /* data-parallel gradient allreduce (one bucket) */
+    SC_OP_DP_REDUCESCATTER, /* ZeRO gradient reduce-scatter */
+    SC_OP_DP_ALLGATHER, /* ZeRO parameter allgather */
+    SC_OP_OPTIMIZER,
+    SC_OP_KIND_N
+} sc_op_kind;
+
+const char *sc_op_kind_name(sc_op_kind k);
+int sc_op_kind_parse(const char *s); /* -1 if unknown */
+
+enum { SC_STREAM_COMPUTE = 0, SC_STREAM_COMM = 1 };
+
+typedef struct sc_tl_op {
+    int kind, stage, chunk, mb, stream;
+    double bytes, start, end;
+} sc_tl_op;
+
+typedef struct sc_tl_rank {
+    int rank, node, device, dp, pp, tp;
+    int n_ops, cap;
+    sc_tl_op *ops;
+} sc_tl_rank;
+
+typedef struct sc_timeline {
+    char source[8];
+    char model[128], cluster[128];
+    double step_time_s;
+    int n_steps;            /* 0 = no step statistics */
+    double step_median_s, step_min_s, step_max_s;
+    int n_ranks;
+    sc_tl_rank *ranks;
+    int oom;
+} sc_timeline;
+
+/* A timeline with n_ranks empty ranks (rank i has .rank = i). */
+sc_timeline *sc_timeline_new(int n_ranks, const char *source, const char *model,
+                             const char *cluster);
+void sc_timeline_free(sc_timeline *t);
+/* Appends an op to rank r (ops need not be sorted). */
+void sc_timeline_add(sc_timeline *t, int r, const sc_tl_op *op);
+
+cJSON *sc_timeline_to_json(const sc_timeline *t);
+sc_status sc_timeline_save(const sc_timeline *t, const char *file, sc_error *err);
+sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **out,
+                                sc_error *err);
+sc_status sc_timeline_load(const char *file, sc_timeline **out, sc_error *err);
+
+/* Chrome trace events (the JSON Object Format of the Trace Event Format):
+ * one process per node, one thread per rank and stream (tid = 2·rank +
+ * stream), complete events ("ph": "X") in microseconds. Perfetto and
+ * chrome://tracing open it. */
+cJSON *sc_timeline_chrome(const sc_timeline *t);
+
+#endif
