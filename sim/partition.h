@@ -1,0 +1,44 @@
+/* partition.h - which leaves of the model each (virtual) stage holds.
+ *
+ * A partition of S stages splits the model's leaves, in execution order, into
+ * S contiguous non-empty ranges: stage s holds leaves [first[s], first[s+1]).
+ * In an interleaved schedule S = pp·v and virtual stage c·pp + r lives on
+ * pipeline rank r (Megatron-LM's assignment).
+ *
+ * Ownership: a filled partition owns its array; free with
+ * sc_partition_free (safe on a zeroed or already-freed partition).
+ */
+#ifndef SC_PARTITION_H
+#define SC_PARTITION_H
+
+#include "model.h"
+#include "sc.h"
+
+typedef struct sc_partition {
+    int n_stages;
+    int *first; /* n_stages + 1 entries; first[n_stages] = number of leaves */
+} sc_partition;
+
+/* Equal numbers of layers per stage: a layer is an outermost module of kind
+ * "block" (every leaf when the model has none). Leaves before the first
+ * layer go with stage 0, leaves after the last with the last stage, leaves
+ * between layers with the layer before them. When S does not divide the
+ * layer count, the first (count mod S) stages get one layer more.
+ * SC_EINVAL when there are fewer layers than stages. O(n). */
+sc_status sc_partition_uniform(const sc_model *m, int n_stages, sc_partition *out,
+                               sc_error *err);
+/* Stages begin at the given leaf positions: starts[] holds the first leaf of
+ * stages 1..S-1 (n = S-1 entries, strictly increasing, inside (0, leaves)). */
+sc_status sc_partition_explicit(const sc_model *m, int n_stages, const int *starts, int n,
+                                sc_partition *out, sc_error *err);
+/* "uniform" or "B1,B2,..." (leaf positions as in sc_partition_explicit). */
+sc_status sc_partition_parse(const char *spec, const sc_model *m, int n_stages,
+                             sc_partition *out, sc_error *err);
+/* Names of the stage's first and last leaves, for printing. */
+const char *sc_partition_first_name(const sc_model *m, const sc_partition *p, int s);
+const char *sc_partition_last_name(const sc_model *m, const sc_partition *p, int s);
+/* Stage of a leaf (binary search, O(log S)). */
+int sc_partition_stage_of(const sc_partition *p, int leaf);
+void sc_partition_free(sc_partition *p);
+
+#endif
