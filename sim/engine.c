@@ -1,0 +1,859 @@
+/* engine.c - the discrete-event engine (see engine.h for the contract).
+ *
+ * Layout: struct-of-arrays indexed by task, resource, link and flow id;
+ * dependencies are appended as (from, to) pairs and turned into a CSR
+ * successor list at run time (counting sort, O(T + E)). Resource order is an
+ * implicit dependency on the previous task submitted to the same resource
+ * (res_next). Flows keep their rate, remaining bytes and predicted end; a
+ * rate change pushes a new FLOW_END event and the superseded one is dropped
+ * when popped (its time no longer equals the flow's predicted end).
+ */
+#include "engine.h"
+#include "engine_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { EV_END = 0, EV_FLOW_START = 1, EV_FLOW_END = 2 };
+
+struct sc_sim {
+    sc_error err; /* sticky error of the adds */
+
+    /* tasks */
+    int nt, ct;
+    uint8_t *t_type;
+    int32_t *t_res;
+    int32_t *t_aux; /* flow index for flows */
+    double *t_val;  /* duration (compute) or bytes (flow) */
+    sc_sim_tag *t_tag;
+
+    /* dependencies as added */
+    int ne, ce;
+    int32_t *e_from, *e_to;
+
+    /* resources */
+    int nr, cr;
+    char **r_name;
+    double *r_busy;
+    int32_t *r_last; /* run time: last task submitted so far */
+
+    /* links */
+    int nl, cl;
+    char **l_name;
+    double *l_bw, *l_lat, *l_bytes, *l_busy, *l_since, *l_cap;
+    int32_t **l_flows; /* active flows crossing the link */
+    int32_t *l_nflows, *l_capflows, *l_cnt;
+    uint32_t *l_mark;
+    uint8_t *l_dirty;
+
+    /* flows */
+    int nf, cf;
+    int32_t *f_task, *f_path;
+    uint8_t *f_npath;
+    double *f_rem, *f_rate, *f_tlast, *f_end;
+    uint8_t *f_active, *f_frozen;
+    uint32_t *f_mark;
+    /* path pool; pos[k] is the flow's index in l_flows[path[k]] */
+    int np, cp;
+    int32_t *path, *pos;
+
+    /* run state */
+    int run_cap_t, run_cap_e;
+    double *t_start, *t_end;
+    int32_t *pend, *res_next, *succ_off, *succ;
+    sc_sim_heap heap;
+    sc_sim_heap link_heap; /* scratch of the rate recompute */
+    int32_t *dirty, *stack, *comp_flows;
+    int ndirty;
+    uint32_t epoch;
+    double makespan;
+    long long events;
+    int done;
+    int ran; /* results valid */
+};
+
+/* ---- growth helpers ---------------------------------------------------- */
+
+/* Grows each of the n arrays (element sizes in sz) to hold need elements;
+ * *cap is updated only when all succeeded. Returns 0 or -1. */
+static int grow(void ***arrs, const size_t *sz, int n, int need, int *cap)
+{
+    if (need <= *cap)
+        return 0;
+    long long nc = *cap ? *cap : 16;
+    while (nc < need)
+        nc *= 2;
+    if (nc > INT32_MAX)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        void *p = sc_realloc(*arrs[i], (size_t)nc * sz[i]);
+        if (!p)
+            return -1;
+        *arrs[i] = p;
+    }
+    *cap = (int)nc;
+    return 0;
+}
+
+static int fail(sc_sim *s, sc_status st, const char *what)
+{
+    if (s->err.status == SC_OK)
+        sc_err(&s->err, st, "%s", what);
+    return -1;
+}
+
+#define GROW(s, need, cap, ...)                                                    \
+    grow((void **[]){__VA_ARGS__}, sizes_##cap, (int)SC_ARRAY_LEN(sizes_##cap), need, &(s)->cap)
+
+sc_status sc_sim_new(sc_sim **out, sc_error *err)
+{
+    *out = sc_calloc(1, sizeof **out);
+    if (!*out)
+        return sc_err(err, SC_ENOMEM, "sim: out of memory creating the engine");
+    return SC_OK;
+}
+
+void sc_sim_free(sc_sim *s)
+{
+    if (!s)
+        return;
+    sc_free(s->t_type);
+    sc_free(s->t_res);
+    sc_free(s->t_aux);
+    sc_free(s->t_val);
+    sc_free(s->t_tag);
+    sc_free(s->e_from);
+    sc_free(s->e_to);
+    for (int i = 0; i < s->nr; i++)
+        sc_free(s->r_name[i]);
+    sc_free(s->r_name);
+    sc_free(s->r_busy);
+    sc_free(s->r_last);
+    for (int i = 0; i < s->nl; i++) {
+        sc_free(s->l_name[i]);
+        sc_free(s->l_flows[i]);
+    }
+    sc_free(s->l_name);
+    sc_free(s->l_bw);
+    sc_free(s->l_lat);
+    sc_free(s->l_bytes);
+    sc_free(s->l_busy);
+    sc_free(s->l_since);
+    sc_free(s->l_cap);
+    sc_free(s->l_flows);
+    sc_free(s->l_nflows);
+    sc_free(s->l_capflows);
+    sc_free(s->l_cnt);
+    sc_free(s->l_mark);
+    sc_free(s->l_dirty);
+    sc_free(s->f_task);
+    sc_free(s->f_path);
+    sc_free(s->f_npath);
+    sc_free(s->f_rem);
+    sc_free(s->f_rate);
+    sc_free(s->f_tlast);
+    sc_free(s->f_end);
+    sc_free(s->f_active);
+    sc_free(s->f_frozen);
+    sc_free(s->f_mark);
+    sc_free(s->path);
+    sc_free(s->pos);
+    sc_free(s->t_start);
+    sc_free(s->t_end);
+    sc_free(s->pend);
+    sc_free(s->res_next);
+    sc_free(s->succ_off);
+    sc_free(s->succ);
+    sc_free(s->dirty);
+    sc_free(s->stack);
+    sc_free(s->comp_flows);
+    sc_sim_heap_free(&s->heap);
+    sc_sim_heap_free(&s->link_heap);
+    sc_free(s);
+}
+
+static const size_t sizes_ct[] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t),
+                                  sizeof(double), sizeof(sc_sim_tag)};
+static const size_t sizes_ce[] = {sizeof(int32_t), sizeof(int32_t)};
+
+static int grow_tasks(sc_sim *s, int need)
+{
+    return GROW(s, need, ct, (void **)&s->t_type, (void **)&s->t_res, (void **)&s->t_aux,
+                (void **)&s->t_val, (void **)&s->t_tag);
+}
+
+static int grow_deps(sc_sim *s, int need)
+{
+    return GROW(s, need, ce, (void **)&s->e_from, (void **)&s->e_to);
+}
+
+void sc_sim_reserve(sc_sim *s, int ntasks, int ndeps)
+{
+    if (s->err.status != SC_OK)
+        return;
+    if (ntasks > s->ct)
+        grow_tasks(s, ntasks); /* a failure here only means no reservation */
+    if (ndeps > s->ce)
+        grow_deps(s, ndeps);
+}
+
+static char *dup_name(const char *name, int *ok)
+{
+    *ok = 1;
+    if (!name)
+        return NULL;
+    char *d = sc_strdup(name);
+    if (!d)
+        *ok = 0;
+    return d;
+}
+
+static const size_t sizes_cr[] = {sizeof(char *), sizeof(double), sizeof(int32_t)};
+
+int sc_sim_add_resource(sc_sim *s, const char *name)
+{
+    if (s->err.status != SC_OK)
+        return -1;
+    if (s->nr >= INT32_MAX - 1)
+        return fail(s, SC_EINVAL, "sim: too many resources");
+    if (GROW(s, s->nr + 1, cr, (void **)&s->r_name, (void **)&s->r_busy, (void **)&s->r_last))
+        return fail(s, SC_ENOMEM, "sim: out of memory adding a resource");
+    int ok;
+    char *d = dup_name(name, &ok);
+    if (!ok)
+        return fail(s, SC_ENOMEM, "sim: out of memory adding a resource");
+    s->r_name[s->nr] = d;
+    s->r_busy[s->nr] = 0;
+    s->ran = 0;
+    return s->nr++;
+}
+
+static const size_t sizes_cl[] = {sizeof(char *), sizeof(double), sizeof(double),
+                                  sizeof(double), sizeof(double), sizeof(double),
+                                  sizeof(double), sizeof(int32_t *), sizeof(int32_t),
+                                  sizeof(int32_t), sizeof(int32_t), sizeof(uint32_t),
+                                  sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
+
+int sc_sim_add_link(sc_sim *s, const char *name, double bandwidth, double latency)
+{
+    if (s->err.status != SC_OK)
+        return -1;
+    if (!(bandwidth > 0) || !isfinite(bandwidth)) {
+        sc_err(&s->err, SC_EINVAL, "sim: link %s: bandwidth must be a positive number (got %g)",
+               name ? name : "(unnamed)", bandwidth);
+        return -1;
+    }
+    if (!(latency >= 0) || !isfinite(latency)) {
+        sc_err(&s->err, SC_EINVAL, "sim: link %s: latency must be >= 0 (got %g)",
+               name ? name : "(unnamed)", latency);
+        return -1;
+    }
+    /* dirty and stack are per-link scratch arrays used by the recompute. */
+    if (GROW(s, s->nl + 1, cl, (void **)&s->l_name, (void **)&s->l_bw, (void **)&s->l_lat,
+             (void **)&s->l_bytes, (void **)&s->l_busy, (void **)&s->l_since, (void **)&s->l_cap,
+             (void **)&s->l_flows, (void **)&s->l_nflows, (void **)&s->l_capflows,
+             (void **)&s->l_cnt, (void **)&s->l_mark, (void **)&s->l_dirty, (void **)&s->dirty,
+             (void **)&s->stack))
+        return fail(s, SC_ENOMEM, "sim: out of memory adding a link");
+    int ok;
+    char *d = dup_name(name, &ok);
+    if (!ok)
+        return fail(s, SC_ENOMEM, "sim: out of memory adding a link");
+    int l = s->nl;
+    s->l_name[l] = d;
+    s->l_bw[l] = bandwidth;
+    s->l_lat[l] = latency;
+    s->l_bytes[l] = s->l_busy[l] = s->l_since[l] = s->l_cap[l] = 0;
+    s->l_flows[l] = NULL;
+    s->l_nflows[l] = s->l_capflows[l] = s->l_cnt[l] = 0;
+    s->l_mark[l] = 0;
+    s->l_dirty[l] = 0;
+    s->ran = 0;
+    return s->nl++;
+}
+
+static int new_task(sc_sim *s, int type, int res, double val, const sc_sim_tag *tag)
+{
+    if (s->nt >= INT32_MAX - 1)
+        return fail(s, SC_EINVAL, "sim: too many tasks");
+    if (s->nt == s->ct && grow_tasks(s, s->nt + 1))
+        return fail(s, SC_ENOMEM, "sim: out of memory adding a task");
+    int t = s->nt++;
+    s->t_type[t] = (uint8_t)type;
+    s->t_res[t] = res;
+    s->t_aux[t] = -1;
+    s->t_val[t] = val;
+    if (tag)
+        s->t_tag[t] = *tag;
+    else
+        memset(&s->t_tag[t], 0, sizeof s->t_tag[t]);
+    s->ran = 0;
+    return t;
+}
+
+int sc_sim_add_compute(sc_sim *s, int resource, double duration, const sc_sim_tag *tag)
+{
+    if (s->err.status != SC_OK)
+        return -1;
+    if (resource < -1 || resource >= s->nr) {
+        sc_err(&s->err, SC_EINVAL, "sim: task %d: no resource %d (%d defined)", s->nt, resource,
+               s->nr);
+        return -1;
+    }
+    if (!(duration >= 0) || !isfinite(duration)) {
+        sc_err(&s->err, SC_EINVAL, "sim: task %d: duration must be >= 0 (got %g)", s->nt,
+               duration);
+        return -1;
+    }
+    return new_task(s, SC_SIM_COMPUTE, resource, duration, tag);
+}
+
+int sc_sim_add_marker(sc_sim *s, const sc_sim_tag *tag)
+{
+    if (s->err.status != SC_OK)
+        return -1;
+    return new_task(s, SC_SIM_MARKER, -1, 0, tag);
+}
+
+static const size_t sizes_cf[] = {sizeof(int32_t), sizeof(int32_t), sizeof(uint8_t),
+                                  sizeof(double), sizeof(double), sizeof(double),
+                                  sizeof(double), sizeof(uint8_t), sizeof(uint8_t),
+                                  sizeof(uint32_t), sizeof(int32_t)};
+static const size_t sizes_cp[] = {sizeof(int32_t), sizeof(int32_t)};
+
+int sc_sim_add_flow(sc_sim *s, double bytes, const int *links, int nlinks, int resource,
+                    const sc_sim_tag *tag)
+{
+    if (s->err.status != SC_OK)
+        return -1;
+    if (!(bytes >= 0) || !isfinite(bytes)) {
+        sc_err(&s->err, SC_EINVAL, "sim: flow task %d: bytes must be >= 0 (got %g)", s->nt,
+               bytes);
+        return -1;
+    }
+    if (nlinks < 1 || nlinks > SC_SIM_MAX_PATH || !links) {
+        sc_err(&s->err, SC_EINVAL, "sim: flow task %d: path needs 1 to %d links (got %d)", s->nt,
+               SC_SIM_MAX_PATH, nlinks);
+        return -1;
+    }
+    for (int i = 0; i < nlinks; i++) {
+        if (links[i] < 0 || links[i] >= s->nl) {
+            sc_err(&s->err, SC_EINVAL, "sim: flow task %d: no link %d (%d defined)", s->nt,
+                   links[i], s->nl);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (links[j] == links[i]) {
+                sc_err(&s->err, SC_EINVAL, "sim: flow task %d: link %d appears twice in its path",
+                       s->nt, links[i]);
+                return -1;
+            }
+    }
+    if (resource < -1 || resource >= s->nr) {
+        sc_err(&s->err, SC_EINVAL, "sim: flow task %d: no resource %d (%d defined)", s->nt,
+               resource, s->nr);
+        return -1;
+    }
+    /* comp_flows is per-flow scratch for the recompute. */
+    if (GROW(s, s->nf + 1, cf, (void **)&s->f_task, (void **)&s->f_path, (void **)&s->f_npath,
+             (void **)&s->f_rem, (void **)&s->f_rate, (void **)&s->f_tlast, (void **)&s->f_end,
+             (void **)&s->f_active, (void **)&s->f_frozen, (void **)&s->f_mark,
+             (void **)&s->comp_flows) ||
+        GROW(s, s->np + nlinks, cp, (void **)&s->path, (void **)&s->pos))
+        return fail(s, SC_ENOMEM, "sim: out of memory adding a flow");
+    int t = new_task(s, SC_SIM_FLOW, resource, bytes, tag);
+    if (t < 0)
+        return -1;
+    int f = s->nf++;
+    s->t_aux[t] = f;
+    s->f_task[f] = t;
+    s->f_path[f] = s->np;
+    s->f_npath[f] = (uint8_t)nlinks;
+    memcpy(s->path + s->np, links, (size_t)nlinks * sizeof *links);
+    s->np += nlinks;
+    return t;
+}
+
+int sc_sim_add_dep(sc_sim *s, int before, int after)
+{
+    if (s->err.status != SC_OK)
+        return -1;
+    if (before < 0 || before >= s->nt || after < 0 || after >= s->nt) {
+        sc_err(&s->err, SC_EINVAL, "sim: dependency %d -> %d names a task that does not exist "
+               "(%d tasks)", before, after, s->nt);
+        return -1;
+    }
+    if (before == after) {
+        sc_err(&s->err, SC_EINVAL, "sim: task %d cannot depend on itself", before);
+        return -1;
+    }
+    if (s->ne == s->ce && grow_deps(s, s->ne + 1))
+        return fail(s, SC_ENOMEM, "sim: out of memory adding a dependency");
+    s->e_from[s->ne] = before;
+    s->e_to[s->ne] = after;
+    s->ne++;
+    s->ran = 0;
+    return 0;
+}
+
+sc_status sc_sim_status(const sc_sim *s, sc_error *err)
+{
+    if (s->err.status != SC_OK && err)
+        *err = s->err;
+    return s->err.status;
+}
+
+/* ---- the run ----------------------------------------------------------- */
+
+static inline sc_status push(sc_sim *s, double t, int id, int type)
+{
+    return sc_sim_heap_push(&s->heap, t, id, type);
+}
+
+static inline sc_status start_task(sc_sim *s, int t, double now)
+{
+    s->t_start[t] = now;
+    if (s->t_type[t] != SC_SIM_FLOW)
+        return push(s, now + s->t_val[t], t, EV_END);
+    int f = s->t_aux[t];
+    double lat = 0;
+    const int32_t *p = s->path + s->f_path[f];
+    for (int k = 0; k < s->f_npath[f]; k++)
+        lat += s->l_lat[p[k]];
+    return push(s, now + lat, t, EV_FLOW_START);
+}
+
+static sc_status finish_task(sc_sim *s, int t, double now)
+{
+    s->t_end[t] = now;
+    s->done++;
+    if (now > s->makespan)
+        s->makespan = now;
+    int r = s->t_res[t];
+    if (r >= 0) {
+        s->r_busy[r] += now - s->t_start[t];
+        int nx = s->res_next[t];
+        if (nx >= 0 && --s->pend[nx] == 0 && start_task(s, nx, now))
+            return SC_ENOMEM;
+    }
+    const int32_t *sc = s->succ + s->succ_off[t], *se = s->succ + s->succ_off[t + 1];
+    for (; sc < se; sc++)
+        if (--s->pend[*sc] == 0 && start_task(s, *sc, now))
+            return SC_ENOMEM;
+    return SC_OK;
+}
+
+static void mark_dirty(sc_sim *s, int l)
+{
+    if (!s->l_dirty[l]) {
+        s->l_dirty[l] = 1;
+        s->dirty[s->ndirty++] = l;
+    }
+}
+
+static sc_status flow_start(sc_sim *s, int t, double now)
+{
+    int f = s->t_aux[t];
+    if (s->t_val[t] <= 0) /* nothing to move: done once the latency is paid */
+        return finish_task(s, t, now);
+    s->f_active[f] = 1;
+    s->f_rem[f] = s->t_val[t];
+    s->f_rate[f] = 0;
+    s->f_tlast[f] = now;
+    s->f_end[f] = INFINITY;
+    const int32_t *p = s->path + s->f_path[f];
+    int32_t *pos = s->pos + s->f_path[f];
+    for (int k = 0; k < s->f_npath[f]; k++) {
+        int l = p[k];
+        if (s->l_nflows[l] == s->l_capflows[l]) {
+            int nc = s->l_capflows[l] ? s->l_capflows[l] * 2 : 4;
+            int32_t *a = sc_realloc(s->l_flows[l], (size_t)nc * sizeof *a);
+            if (!a)
+                return SC_ENOMEM;
+            s->l_flows[l] = a;
+            s->l_capflows[l] = nc;
+        }
+        if (s->l_nflows[l] == 0)
+            s->l_since[l] = now;
+        pos[k] = s->l_nflows[l];
+        s->l_flows[l][s->l_nflows[l]++] = f;
+        mark_dirty(s, l);
+    }
+    return SC_OK;
+}
+
+static void flow_detach(sc_sim *s, int f, double now)
+{
+    const int32_t *p = s->path + s->f_path[f];
+    const int32_t *pos = s->pos + s->f_path[f];
+    double bytes = s->t_val[s->f_task[f]];
+    for (int k = 0; k < s->f_npath[f]; k++) {
+        int l = p[k], i = pos[k];
+        int last = --s->l_nflows[l];
+        if (i != last) { /* move the last flow into slot i */
+            int g = s->l_flows[l][last];
+            s->l_flows[l][i] = g;
+            const int32_t *pg = s->path + s->f_path[g];
+            for (int j = 0; j < s->f_npath[g]; j++)
+                if (pg[j] == l) {
+                    s->pos[s->f_path[g] + j] = i;
+                    break;
+                }
+        }
+        if (last == 0)
+            s->l_busy[l] += now - s->l_since[l];
+        s->l_bytes[l] += bytes;
+        mark_dirty(s, l);
+    }
+    s->f_active[f] = 0;
+}
+
+/* Max-min fair rates for the component(s) of the dirty links, by progressive
+ * filling: repeatedly take the link whose remaining capacity per unfrozen
+ * flow is smallest and freeze its flows at that share. (Shares only grow as
+ * flows freeze, so the popped minimum is the true next bottleneck.) */
+static sc_status recompute(sc_sim *s, double now)
+{
+    uint32_t ep = ++s->epoch;
+    int nl = 0, nfl = 0;
+    for (int i = 0; i < s->ndirty; i++) {
+        int l = s->dirty[i];
+        s->l_dirty[l] = 0;
+        if (s->l_mark[l] != ep) {
+            s->l_mark[l] = ep;
+            s->stack[nl++] = l;
+        }
+    }
+    s->ndirty = 0;
+    /* stack[0..nl) grows into the component's link list (BFS order). */
+    for (int i = 0; i < nl; i++) {
+        int l = s->stack[i];
+        for (int j = 0; j < s->l_nflows[l]; j++) {
+            int f = s->l_flows[l][j];
+            if (s->f_mark[f] == ep)
+                continue;
+            s->f_mark[f] = ep;
+            s->comp_flows[nfl++] = f;
+            const int32_t *p = s->path + s->f_path[f];
+            for (int k = 0; k < s->f_npath[f]; k++)
+                if (s->l_mark[p[k]] != ep) {
+                    s->l_mark[p[k]] = ep;
+                    s->stack[nl++] = p[k];
+                }
+        }
+    }
+    for (int i = 0; i < nfl; i++) {
+        int f = s->comp_flows[i];
+        s->f_rem[f] -= s->f_rate[f] * (now - s->f_tlast[f]);
+        if (s->f_rem[f] < 0)
+            s->f_rem[f] = 0;
+        s->f_tlast[f] = now;
+        s->f_frozen[f] = 0;
+    }
+    for (int i = 0; i < nl; i++) {
+        int l = s->stack[i];
+        s->l_cap[l] = s->l_bw[l];
+        s->l_cnt[l] = s->l_nflows[l];
+    }
+    /* Links keyed by their fair share cap/cnt in a second heap; every change
+     * of a link's share pushes a fresh entry and an entry whose key no
+     * longer matches is skipped, so a recompute costs
+     * O((L_c + F_c*P) log L_c). Ties pop in push order: deterministic. */
+    sc_sim_heap *lh = &s->link_heap;
+    sc_sim_heap_clear(lh);
+    for (int i = 0; i < nl; i++) {
+        int l = s->stack[i];
+        if (s->l_cnt[l] > 0 && sc_sim_heap_push(lh, s->l_cap[l] / s->l_cnt[l], l, 0))
+            return SC_ENOMEM;
+    }
+    int left = nfl;
+    sc_sim_event e;
+    while (left > 0 && sc_sim_heap_pop(lh, &e)) {
+        int best = e.id;
+        if (s->l_cnt[best] == 0 || s->l_cap[best] / s->l_cnt[best] != e.time)
+            continue; /* stale */
+        double share = e.time;
+        for (int j = 0; j < s->l_nflows[best]; j++) {
+            int f = s->l_flows[best][j];
+            if (s->f_frozen[f])
+                continue;
+            s->f_frozen[f] = 1;
+            s->f_rate[f] = share;
+            left--;
+            const int32_t *p = s->path + s->f_path[f];
+            for (int k = 0; k < s->f_npath[f]; k++) {
+                int l = p[k];
+                s->l_cap[l] -= share;
+                if (s->l_cap[l] < 0)
+                    s->l_cap[l] = 0;
+                s->l_cnt[l]--;
+                if (l != best && s->l_cnt[l] > 0 &&
+                    sc_sim_heap_push(lh, s->l_cap[l] / s->l_cnt[l], l, 0))
+                    return SC_ENOMEM;
+            }
+        }
+    }
+    for (int i = 0; i < nfl; i++) {
+        int f = s->comp_flows[i];
+        double end = s->f_rate[f] > 0 ? now + s->f_rem[f] / s->f_rate[f] : INFINITY;
+        if (s->f_rem[f] == 0)
+            end = now;
+        if (end != s->f_end[f]) {
+            s->f_end[f] = end;
+            if (isfinite(end) && push(s, end, s->f_task[f], EV_FLOW_END))
+                return SC_ENOMEM;
+        }
+    }
+    return SC_OK;
+}
+
+static int describe(const sc_sim *s, int t, char *buf, size_t cap)
+{
+    static const char *tn[] = {"compute", "flow", "marker"};
+    const sc_sim_tag *g = &s->t_tag[t];
+    int n = snprintf(buf, cap, "task %d (%s, kind %d a=%d b=%d c=%d d=%d", t, tn[s->t_type[t]],
+                     g->kind, g->a, g->b, g->c, g->d);
+    int r = s->t_res[t];
+    if (r >= 0 && n >= 0 && (size_t)n < cap) {
+        if (s->r_name[r])
+            n += snprintf(buf + n, cap - (size_t)n, ", on resource '%s'", s->r_name[r]);
+        else
+            n += snprintf(buf + n, cap - (size_t)n, ", on resource %d", r);
+    }
+    if (n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, ")");
+    return n;
+}
+
+/* Called when the queue ran dry with tasks left: every unfinished task has an
+ * unfinished predecessor (explicit, or the previous task on its resource), so
+ * walking predecessors from the first stuck task must close a cycle. Builds
+ * the predecessor lists only now: O(T + E). */
+static sc_status report_deadlock(sc_sim *s, sc_error *err)
+{
+    int nt = s->nt, stuck = -1;
+    for (int t = 0; t < nt && stuck < 0; t++)
+        if (s->t_end[t] < 0)
+            stuck = t;
+    int32_t *poff = sc_calloc((size_t)nt + 1, sizeof *poff);
+    int32_t *pred = sc_malloc(((size_t)s->ne + 1) * sizeof *pred);
+    int32_t *rprev = sc_malloc((size_t)nt * sizeof *rprev);
+    int32_t *seen = sc_malloc((size_t)nt * sizeof *seen);
+    int32_t *walk = sc_malloc((size_t)nt * sizeof *walk);
+    if (!poff || !pred || !rprev || !seen || !walk) {
+        sc_free(poff), sc_free(pred), sc_free(rprev), sc_free(seen), sc_free(walk);
+        return sc_err(err, SC_EINVAL, "deadlock: %d of %d tasks never ran (task %d among them)",
+                      nt - s->done, nt, stuck);
+    }
+    for (int e = 0; e < s->ne; e++)
+        poff[s->e_to[e] + 1]++;
+    for (int t = 0; t < nt; t++)
+        poff[t + 1] += poff[t];
+    int32_t *fill = seen; /* reuse as a cursor array first */
+    for (int t = 0; t < nt; t++) {
+        fill[t] = poff[t];
+        rprev[t] = -1;
+    }
+    for (int e = 0; e < s->ne; e++)
+        pred[fill[s->e_to[e]]++] = s->e_from[e];
+    for (int t = 0; t < nt; t++)
+        if (s->t_res[t] >= 0 && s->res_next[t] >= 0)
+            rprev[s->res_next[t]] = t;
+    for (int t = 0; t < nt; t++)
+        seen[t] = -1;
+    int n = 0, t = stuck;
+    while (t >= 0 && seen[t] < 0) {
+        seen[t] = n;
+        walk[n++] = t;
+        int nx = -1;
+        if (rprev[t] >= 0 && s->t_end[rprev[t]] < 0)
+            nx = rprev[t];
+        for (int k = poff[t]; k < poff[t + 1] && nx < 0; k++)
+            if (s->t_end[pred[k]] < 0)
+                nx = pred[k];
+        t = nx;
+    }
+    char a[256], buf[SC_ERRMSG_MAX];
+    describe(s, stuck, a, sizeof a);
+    size_t len = (size_t)snprintf(buf, sizeof buf,
+                                  "deadlock: %d of %d tasks never ran; %s waits forever",
+                                  nt - s->done, nt, a);
+    if (t >= 0 && len < sizeof buf) {
+        int from = seen[t];
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "; cycle (dependencies and "
+                                "resource order): ");
+        for (int i = from; i < n && len < sizeof buf; i++) {
+            if (i - from >= 8) {
+                len += (size_t)snprintf(buf + len, sizeof buf - len, "... ");
+                break;
+            }
+            describe(s, walk[i], a, sizeof a);
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s waits for ", a);
+        }
+        if (len < sizeof buf)
+            snprintf(buf + len, sizeof buf - len, "task %d", t);
+    }
+    sc_free(poff), sc_free(pred), sc_free(rprev), sc_free(seen), sc_free(walk);
+    return sc_err(err, SC_EINVAL, "%s", buf);
+}
+
+static sc_status prepare(sc_sim *s)
+{
+    int nt = s->nt, ne = s->ne;
+    if (nt + 1 > s->run_cap_t) {
+        int c = nt + 1;
+        double *a = sc_realloc(s->t_start, (size_t)c * sizeof *a);
+        if (!a)
+            return SC_ENOMEM;
+        s->t_start = a;
+        a = sc_realloc(s->t_end, (size_t)c * sizeof *a);
+        if (!a)
+            return SC_ENOMEM;
+        s->t_end = a;
+        int32_t *b = sc_realloc(s->pend, (size_t)c * sizeof *b);
+        if (!b)
+            return SC_ENOMEM;
+        s->pend = b;
+        b = sc_realloc(s->res_next, (size_t)c * sizeof *b);
+        if (!b)
+            return SC_ENOMEM;
+        s->res_next = b;
+        b = sc_realloc(s->succ_off, (size_t)(c + 1) * sizeof *b);
+        if (!b)
+            return SC_ENOMEM;
+        s->succ_off = b;
+        s->run_cap_t = c;
+    }
+    if (ne + 1 > s->run_cap_e) {
+        int32_t *b = sc_realloc(s->succ, (size_t)(ne + 1) * sizeof *b);
+        if (!b)
+            return SC_ENOMEM;
+        s->succ = b;
+        s->run_cap_e = ne + 1;
+    }
+    /* CSR of successors, in the order the dependencies were added. */
+    memset(s->succ_off, 0, (size_t)(nt + 2) * sizeof *s->succ_off);
+    memset(s->pend, 0, (size_t)nt * sizeof *s->pend);
+    for (int e = 0; e < ne; e++) {
+        s->succ_off[s->e_from[e] + 2]++;
+        s->pend[s->e_to[e]]++;
+    }
+    for (int t = 0; t < nt; t++)
+        s->succ_off[t + 2] += s->succ_off[t + 1];
+    for (int e = 0; e < ne; e++)
+        s->succ[s->succ_off[s->e_from[e] + 1]++] = s->e_to[e];
+    /* now succ_off[t] .. succ_off[t+1] is task t's range */
+    for (int r = 0; r < s->nr; r++) {
+        s->r_last[r] = -1;
+        s->r_busy[r] = 0;
+    }
+    for (int t = 0; t < nt; t++) {
+        s->t_start[t] = -1;
+        s->t_end[t] = -1;
+        s->res_next[t] = -1;
+        int r = s->t_res[t];
+        if (r >= 0) {
+            int prev = s->r_last[r];
+            if (prev >= 0) {
+                s->res_next[prev] = t;
+                s->pend[t]++;
+            }
+            s->r_last[r] = t;
+        }
+    }
+    for (int l = 0; l < s->nl; l++) {
+        s->l_bytes[l] = s->l_busy[l] = s->l_since[l] = 0;
+        s->l_nflows[l] = 0;
+        s->l_dirty[l] = 0;
+        s->l_mark[l] = 0;
+    }
+    for (int f = 0; f < s->nf; f++) {
+        s->f_active[f] = 0;
+        s->f_mark[f] = 0;
+        s->f_rate[f] = 0;
+    }
+    s->epoch = 0;
+    s->ndirty = 0;
+    s->makespan = 0;
+    s->events = 0;
+    s->done = 0;
+    sc_sim_heap_clear(&s->heap);
+    return SC_OK;
+}
+
+sc_status sc_sim_run(sc_sim *s, sc_error *err)
+{
+    s->ran = 0;
+    if (s->err.status != SC_OK) {
+        if (err)
+            *err = s->err;
+        return s->err.status;
+    }
+    if (prepare(s))
+        return sc_err(err, SC_ENOMEM, "sim: out of memory preparing the run (%d tasks)", s->nt);
+    for (int t = 0; t < s->nt; t++)
+        if (s->pend[t] == 0 && start_task(s, t, 0.0))
+            return sc_err(err, SC_ENOMEM, "sim: out of memory in the event queue");
+    double now = 0;
+    sc_sim_heap *h = &s->heap;
+    for (;;) {
+        const sc_sim_event *top = sc_sim_heap_peek(h);
+        if (s->ndirty && (!top || top->time > now)) {
+            if (recompute(s, now))
+                return sc_err(err, SC_ENOMEM, "sim: out of memory in the event queue");
+            continue;
+        }
+        sc_sim_event ev;
+        if (!sc_sim_heap_pop(h, &ev))
+            break;
+        now = ev.time;
+        sc_status st = SC_OK;
+        switch (ev.type) {
+        case EV_END:
+            st = finish_task(s, ev.id, now);
+            break;
+        case EV_FLOW_START:
+            st = flow_start(s, ev.id, now);
+            break;
+        default: { /* EV_FLOW_END */
+            int f = s->t_aux[ev.id];
+            if (!s->f_active[f] || s->f_end[f] != ev.time)
+                continue; /* superseded by a rate change */
+            flow_detach(s, f, now);
+            st = finish_task(s, ev.id, now);
+            break;
+        }
+        }
+        s->events++;
+        if (st)
+            return sc_err(err, SC_ENOMEM, "sim: out of memory during the run");
+    }
+    if (s->done < s->nt)
+        return report_deadlock(s, err);
+    s->ran = 1;
+    return SC_OK;
+}
+
+/* ---- results ----------------------------------------------------------- */
+
+int sc_sim_task_count(const sc_sim *s) { return s->nt; }
+int sc_sim_resource_count(const sc_sim *s) { return s->nr; }
+int sc_sim_link_count(const sc_sim *s) { return s->nl; }
+
+sc_sim_task_type sc_sim_task_type_of(const sc_sim *s, int t)
+{
+    return (sc_sim_task_type)s->t_type[t];
+}
+
+const sc_sim_tag *sc_sim_task_tag(const sc_sim *s, int t) { return &s->t_tag[t]; }
+int sc_sim_task_resource(const sc_sim *s, int t) { return s->t_res[t]; }
+double sc_sim_task_start(const sc_sim *s, int t) { return s->ran ? s->t_start[t] : NAN; }
+double sc_sim_task_end(const sc_sim *s, int t) { return s->ran ? s->t_end[t] : NAN; }
+double sc_sim_resource_busy(const sc_sim *s, int r) { return s->r_busy[r]; }
+const char *sc_sim_resource_name(const sc_sim *s, int r) { return s->r_name[r]; }
+double sc_sim_link_bytes(const sc_sim *s, int l) { return s->l_bytes[l]; }
+double sc_sim_link_busy(const sc_sim *s, int l) { return s->l_busy[l]; }
+const char *sc_sim_link_name(const sc_sim *s, int l) { return s->l_name[l]; }
+double sc_sim_makespan(const sc_sim *s) { return s->ran ? s->makespan : NAN; }
+long long sc_sim_event_count(const sc_sim *s) { return s->events; }

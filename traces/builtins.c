@@ -1,0 +1,103 @@
+/* builtins.c - built-in models by name, each one generator call in bf16.
+ *
+ * Sources of the shapes:
+ *  - gpt-*: GPT-3, Brown et al. 2020, "Language Models are Few-Shot
+ *    Learners", Table 2.1 (n_layers, d_model, n_heads; n_ctx 2048; GPT-2's
+ *    BPE vocabulary of 50257). GPT-3 reuses GPT-2's model, whose LM head is
+ *    tied to the token embedding, so all are built --tied (the head carries
+ *    the `shared` group "wte" with the embedding). Table 2.1 lists d_model
+ *    5140 for 13B, which 40 heads do not divide; we use 5120 (128 per head,
+ *    as the 6.7B and 175B models have).
+ *  - t5-3b: Raffel et al. 2020 sec. 3.7 (24+24 layers, d_model 1024, d_ff
+ *    16384, 32 heads of d_kv 128, vocabulary 32128), 512 input and 128
+ *    target tokens.
+ *  - vit-huge: ViT-H/14, Dosovitskiy et al. 2021 Table 1 (32 layers, 1280,
+ *    16 heads, MLP 5120), 224 px images, 1000 classes.
+ *  - fid-3b: see gen_fid.c: T5-3B-sized reader, k = 100 passages of 250
+ *    tokens (Izacard & Grave 2021 sec. 4), 32 answer tokens, BERT-base
+ *    query encoder: 2.96B parameters.
+ *  - mm-1.3b: see gen_mm.c: ViT-L/14 + projector + gpt-1.3b decoder: 1.62B
+ *    parameters ("1.3b" names the language model).
+ */
+#include "gen.h"
+
+#include <string.h>
+
+#define RUN(gen, model_name, ...)                                                       \
+    do {                                                                                \
+        static const char *const n_[] = {__VA_ARGS__};                                  \
+        return sc_gen_run(&(gen), model_name, SC_BF16, (int)SC_ARRAY_LEN(n_), n_, v_,   \
+                          out, err);                                                    \
+    } while (0)
+
+static sc_status gpt(const char *name, double l, double h, double a, sc_model **out,
+                     sc_error *err)
+{
+    const double v_[] = {l, h, a, 2048, 50257, 1};
+    RUN(sc_gen_gpt, name, "layers", "hidden", "heads", "seq", "vocab", "tied");
+}
+
+static sc_status gpt_1_3b(sc_model **out, sc_error *err) { return gpt("gpt-1.3b", 24, 2048, 16, out, err); }
+static sc_status gpt_2_7b(sc_model **out, sc_error *err) { return gpt("gpt-2.7b", 32, 2560, 32, out, err); }
+static sc_status gpt_6_7b(sc_model **out, sc_error *err) { return gpt("gpt-6.7b", 32, 4096, 32, out, err); }
+static sc_status gpt_13b(sc_model **out, sc_error *err) { return gpt("gpt-13b", 40, 5120, 40, out, err); }
+static sc_status gpt_175b(sc_model **out, sc_error *err) { return gpt("gpt-175b", 96, 12288, 96, out, err); }
+
+static sc_status t5_3b(sc_model **out, sc_error *err)
+{
+    const double v_[] = {24, 24, 1024, 32, 16384, 128, 512, 128, 32128};
+    RUN(sc_gen_t5, "t5-3b", "enc_layers", "dec_layers", "hidden", "heads", "ffn", "kv", "seq",
+        "dec_seq", "vocab");
+}
+
+static sc_status vit_huge(sc_model **out, sc_error *err)
+{
+    const double v_[] = {32, 1280, 16, 5120, 224, 14, 3, 1000};
+    RUN(sc_gen_vit, "vit-huge", "layers", "hidden", "heads", "ffn", "image", "patch",
+        "channels", "classes");
+}
+
+static sc_status fid_3b(sc_model **out, sc_error *err)
+{
+    const double v_[] = {100, 24, 24, 1024, 32, 16384, 128, 250, 32, 32128,
+                         12,  768, 12, 3072, 32, 30522};
+    RUN(sc_gen_fid, "fid-3b", "passages", "enc_layers", "dec_layers", "hidden", "heads", "ffn",
+        "kv", "passage_len", "answer_len", "vocab", "ret_layers", "ret_hidden", "ret_heads",
+        "ret_ffn", "query_len", "ret_vocab");
+}
+
+static sc_status mm_1_3b(sc_model **out, sc_error *err)
+{
+    const double v_[] = {24, 1024, 16, 4096, 224, 14, 24, 2048, 16, 8192, 1792, 50257, 256, 1};
+    RUN(sc_gen_mm, "mm-1.3b", "vis_layers", "vis_hidden", "vis_heads", "vis_ffn", "image",
+        "patch", "layers", "hidden", "heads", "ffn", "seq", "vocab", "img_tokens", "tied");
+}
+
+static const sc_builtin builtins[] = {
+    {"gpt-1.3b", "GPT-3 XL: 24 layers, h 2048, 16 heads, s 2048, tied (1.32B)", gpt_1_3b},
+    {"gpt-2.7b", "GPT-3 2.7B: 32 layers, h 2560, 32 heads, s 2048, tied (2.65B)", gpt_2_7b},
+    {"gpt-6.7b", "GPT-3 6.7B: 32 layers, h 4096, 32 heads, s 2048, tied (6.66B)", gpt_6_7b},
+    {"gpt-13b", "GPT-3 13B: 40 layers, h 5120, 40 heads, s 2048, tied (12.85B)", gpt_13b},
+    {"gpt-175b", "GPT-3 175B: 96 layers, h 12288, 96 heads, s 2048, tied (174.6B)", gpt_175b},
+    {"t5-3b", "T5-3B: 24+24 layers, d_model 1024, d_ff 16384, 32x128 heads (2.85B)", t5_3b},
+    {"vit-huge", "ViT-H/14: 32 layers, h 1280, 16 heads, 224 px, 1000 classes (632M)", vit_huge},
+    {"fid-3b", "Fusion-in-Decoder, T5-3B-sized reader, 100 x 250-token passages (2.96B)", fid_3b},
+    {"mm-1.3b", "ViT-L/14 + projector + gpt-1.3b decoder, 256 image tokens (1.62B)", mm_1_3b},
+};
+
+const sc_builtin *sc_builtins(int *n)
+{
+    if (n)
+        *n = (int)SC_ARRAY_LEN(builtins);
+    return builtins;
+}
+
+sc_status sc_model_open(const char *name_or_file, sc_model **out, sc_error *err)
+{
+    if (!name_or_file || !out)
+        return sc_err(err, SC_EINVAL, "model: no name or file given");
+    for (size_t i = 0; i < SC_ARRAY_LEN(builtins); i++)
+        if (strcmp(builtins[i].name, name_or_file) == 0)
+            return builtins[i].make(out, err);
+    return sc_model_load(name_or_file, out, err);
+}

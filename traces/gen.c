@@ -1,0 +1,302 @@
+/* gen.c - the generator registry (sc_gens, sc_gen_find, sc_gen_run) and the
+ * transformer pieces every generator shares (gen_int.h).
+ *
+ * Sources of the per-module formulas, with s tokens, hidden h, a heads of
+ * size kv (inner = a*kv, = h for GPT), MLP inner f, d bytes per element:
+ *
+ *  - FLOPs count GEMMs only (2 per multiply-add), the convention of Narayanan
+ *    et al. 2021, "Efficient Large-Scale Language Model Training on GPU
+ *    Clusters Using Megatron-LM", sec. 5.1 / appendix: per layer and sample
+ *    24*s*h^2*(1 + s/(6h)) forward, split as
+ *      attention  QKV 6*s*h*inner + scores 2*s^2*inner + AV 2*s^2*inner
+ *                 + out proj 2*s*inner*h   (= 8sh^2 + 4s^2h when inner = h)
+ *      MLP        4*s*h*f                  (= 16sh^2 when f = 4h)
+ *    Norms, softmax, residuals and lookups are 0. Backward = 2 x forward.
+ *  - Activations saved for backward follow Korthikanti et al. 2022,
+ *    "Reducing Activation Recomputation in Large Transformer Models", sec.
+ *    4.1: per layer s*b*h*(34 + 5*a*s/h) bytes for 16-bit types and b = 1.
+ *    Their terms, written for d-byte elements with 1-byte dropout masks:
+ *      attention  input d*s*h, Q d*s*inner, K d*skv*inner, softmax output
+ *                 d*a*s*skv, its dropout mask a*s*skv, dropout output
+ *                 d*a*s*skv, V d*skv*inner, out-proj input d*s*inner,
+ *                 output dropout mask s*h
+ *                 (d = 2, self: 11*s*h + 5*a*s^2)
+ *      MLP        input d*s*h, GeLU input d*s*f, fc2 input d*s*f, dropout
+ *                 mask s*h                (d = 2, f = 4h: 19*s*h)
+ *      each norm  its input d*s*h          (two per layer: 4*s*h)
+ *    Cross-attention does not charge the encoder output it reads as its K/V
+ *    input: that tensor is the act_out of the module named in `inputs`, and a
+ *    stage holding cross-attention keeps it once however many layers use it.
+ *    Embedding: its dropout mask s*h; LM head: its input d*s*h plus the
+ *    fp32 logits of the cross-entropy, 4*s*V (Korthikanti sec. 4.1).
+ *  - Tensor parallelism (Shoeybi et al. 2019, "Megatron-LM"): attention and
+ *    MLP each all-reduce their output, d*s*h bytes per sample per forward;
+ *    the vocab-parallel embedding all-reduces its output d*s*h; the
+ *    vocab-parallel LM head with the parallel cross-entropy all-reduces three
+ *    fp32 numbers per token (max, sum of exps, target logit): 12*s bytes.
+ *    Norms are replicated (not shardable, nothing all-reduced).
+ *  - Parameters: attention 4*h*inner (+ 3*inner + h biases), MLP 2*h*f
+ *    (+ f + h biases), LayerNorm 2h (scale and bias), T5's norm h (scale).
+ */
+#include "gen_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- registry ------------------------------------------------------------ */
+
+static const sc_gen *const gens[] = {&sc_gen_gpt, &sc_gen_t5, &sc_gen_vit, &sc_gen_fid,
+                                     &sc_gen_mm};
+
+const sc_gen *const *sc_gens(int *n)
+{
+    if (n)
+        *n = (int)SC_ARRAY_LEN(gens);
+    return gens;
+}
+
+const sc_gen *sc_gen_find(const char *kind)
+{
+    if (!kind)
+        return NULL;
+    for (size_t i = 0; i < SC_ARRAY_LEN(gens); i++)
+        if (strcmp(gens[i]->kind, kind) == 0)
+            return gens[i];
+    return NULL;
+}
+
+#define MAX_GEN_PARAMS 64
+
+sc_status sc_gen_run(const sc_gen *g, const char *name, sc_dtype dtype, int n_over,
+                     const char *const *names, const double *vals, sc_model **out,
+                     sc_error *err)
+{
+    if (!g || !out || n_over < 0 || (n_over > 0 && (!names || !vals)))
+        return sc_err(err, SC_EINVAL, "generator: bad arguments");
+    if (g->n_params > MAX_GEN_PARAMS)
+        return sc_err(err, SC_EINVAL, "%s: more than %d parameters", g->kind, MAX_GEN_PARAMS);
+    if ((unsigned)dtype >= SC_DTYPE_N)
+        return sc_err(err, SC_EINVAL, "%s: unknown dtype %d", g->kind, (int)dtype);
+    double v[MAX_GEN_PARAMS];
+    for (int i = 0; i < g->n_params; i++)
+        v[i] = g->params[i].dflt;
+    for (int k = 0; k < n_over; k++) {
+        int found = -1;
+        for (int i = 0; i < g->n_params && found < 0; i++)
+            if (names[k] && strcmp(names[k], g->params[i].name) == 0)
+                found = i;
+        if (found < 0)
+            return sc_err(err, SC_EINVAL, "%s: unknown parameter '%.64s'", g->kind,
+                          names[k] ? names[k] : "(null)");
+        v[found] = vals[k]; /* a later override of the same name wins */
+    }
+    return g->make(v, name ? name : g->kind, dtype, out, err);
+}
+
+/* ---- validation helpers --------------------------------------------------- */
+
+sc_status sc_gen_int(const char *gen, const char *param, double v, double lo, double hi,
+                     sc_error *err)
+{
+    if (!isfinite(v) || v != floor(v) || v < lo || v > hi) {
+        if (lo == 1)
+            return sc_err(err, SC_EINVAL, "%s: '%s' must be a positive integer at most %.0f (got %g)",
+                          gen, param, hi, v);
+        return sc_err(err, SC_EINVAL, "%s: '%s' must be an integer from %.0f to %.0f (got %g)",
+                      gen, param, lo, hi, v);
+    }
+    return SC_OK;
+}
+
+sc_status sc_gen_flag(const char *gen, const char *param, double v, sc_error *err)
+{
+    if (v != 0 && v != 1)
+        return sc_err(err, SC_EINVAL, "%s: '%s' is a switch: 0 or 1 (got %g)", gen, param, v);
+    return SC_OK;
+}
+
+/* ---- building ------------------------------------------------------------- */
+
+sc_status sc_gen_begin(sc_gen_ctx *c, const char *gen, const char *name, sc_dtype dtype,
+                       int seq_len, const char *root_name, sc_module **root, sc_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->gen = gen;
+    c->d = sc_dtype_bytes(dtype);
+    c->m = sc_model_new(name, dtype, seq_len);
+    if (!c->m)
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", gen);
+    *root = sc_model_add(c->m, NULL, root_name, "model");
+    if (!*root)
+        c->oom = 1;
+    return SC_OK;
+}
+
+sc_status sc_gen_done(sc_gen_ctx *c, sc_model **out, sc_error *err)
+{
+    char file[64];
+    snprintf(file, sizeof file, "<%s>", c->gen);
+    sc_status st = c->oom ? sc_err(err, SC_ENOMEM, "%s: out of memory", file)
+                          : sc_model_finish(c->m, file, err);
+    if (st) {
+        sc_model_free(c->m);
+        c->m = NULL;
+        return st;
+    }
+    *out = c->m;
+    c->m = NULL;
+    return SC_OK;
+}
+
+sc_module *sc_gen_add(sc_gen_ctx *c, sc_module *parent, const char *kind, const char *fmt, ...)
+{
+    if (c->oom || !parent) {
+        c->oom = 1;
+        return NULL;
+    }
+    char name[SC_NAME_MAX + 1];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    sc_module *mod = sc_model_add(c->m, parent, name, kind);
+    if (!mod)
+        c->oom = 1;
+    return mod;
+}
+
+void sc_gen_set(sc_module *mod, double params, double flops_fwd, double act_out,
+                double act_saved)
+{
+    if (!mod)
+        return;
+    mod->params = params;
+    mod->flops_fwd = flops_fwd;
+    mod->act_out_bytes = act_out;
+    mod->act_saved_bytes = act_saved;
+}
+
+void sc_gen_dims(sc_gen_ctx *c, sc_module *mod, ...)
+{
+    va_list ap;
+    va_start(ap, mod);
+    for (;;) {
+        const char *n = va_arg(ap, const char *);
+        if (!n)
+            break;
+        double v = va_arg(ap, double);
+        sc_module_set_dim(c->m, mod, n, v);
+    }
+    va_end(ap);
+}
+
+static double inner(const sc_gen_tf *tf) { return tf->heads * tf->kv; }
+
+sc_module *sc_gen_norm(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
+                       const char *name)
+{
+    double n = tf->copies * s, d = c->d;
+    sc_module *x = sc_gen_add(c, parent, "norm", "%s", name);
+    sc_gen_set(x, tf->norm_p * tf->h, 0, d * n * tf->h, d * n * tf->h);
+    sc_module_set_tp(x, 0, 0);
+    sc_gen_dims(c, x, "hidden", tf->h, "seq", s, NULL);
+    if (tf->copies != 1)
+        sc_gen_dims(c, x, "passages", tf->copies, NULL);
+    return x;
+}
+
+sc_module *sc_gen_attn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double sq,
+                       double skv, int cross, const char *name)
+{
+    double h = tf->h, a = tf->heads, in = inner(tf), d = c->d, k = tf->copies;
+    double params = 4 * h * in + (tf->bias ? 3 * in + h : 0);
+    /* Q and out-projection over sq tokens, K and V over skv; scores and AV. */
+    double flops = 2 * sq * h * in + 2 * 2 * skv * h * in + 2 * sq * in * h
+                   + 2 * 2 * sq * skv * in;
+    /* Korthikanti et al. 2022 sec. 4.1, see the top of this file. */
+    double saved = d * sq * h + d * sq * in + 2 * d * skv * in + (2 * d + 1) * a * sq * skv
+                   + d * sq * in + sq * h;
+    sc_module *x = sc_gen_add(c, parent, cross ? "cross_attention" : "attention", "%s", name);
+    sc_gen_set(x, params, k * flops, k * d * sq * h, k * saved);
+    sc_module_set_tp(x, k * d * sq * h, 1); /* Megatron-LM: all-reduce after out proj */
+    sc_gen_dims(c, x, "hidden", h, "heads", a, "kv", tf->kv, "seq", sq, NULL);
+    if (cross)
+        sc_gen_dims(c, x, "kv_seq", skv, NULL);
+    if (k != 1)
+        sc_gen_dims(c, x, "passages", k, NULL);
+    return x;
+}
+
+sc_module *sc_gen_mlp(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
+                      const char *name)
+{
+    double h = tf->h, f = tf->ffn, d = c->d, k = tf->copies;
+    sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
+    sc_gen_set(x, 2 * h * f + (tf->bias ? f + h : 0), k * 4 * s * h * f, k * d * s * h,
+               k * (d * s * h + 2 * d * s * f + s * h));
+    sc_module_set_tp(x, k * d * s * h, 1); /* Megatron-LM: all-reduce after fc2 */
+    sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
+    if (k != 1)
+        sc_gen_dims(c, x, "passages", k, NULL);
+    return x;
+}
+
+sc_module *sc_gen_block(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
+                        int post_ln, double xskv, int n_xin, const char *const *xin,
+                        const char *name)
+{
+    char nm[SC_NAME_MAX + 1];
+    sc_module *b = sc_gen_add(c, parent, "block", "%s", name);
+    if (!b)
+        return NULL;
+    b->act_out_bytes = tf->copies * c->d * s * tf->h;
+#define PART(suffix) (snprintf(nm, sizeof nm, "%s." suffix, name), nm)
+    if (post_ln) {
+        sc_gen_attn(c, b, tf, s, s, 0, PART("attn"));
+        sc_gen_norm(c, b, tf, s, PART("ln1"));
+        sc_gen_mlp(c, b, tf, s, PART("mlp"));
+        sc_gen_norm(c, b, tf, s, PART("ln2"));
+    } else {
+        sc_gen_norm(c, b, tf, s, PART("ln1"));
+        sc_gen_attn(c, b, tf, s, s, 0, PART("attn"));
+        sc_gen_norm(c, b, tf, s, PART("ln2"));
+        if (xskv > 0) {
+            sc_module *x = sc_gen_attn(c, b, tf, s, xskv, 1, PART("xattn"));
+            for (int i = 0; i < n_xin; i++)
+                sc_module_add_input(c->m, x, xin[i]);
+            sc_gen_norm(c, b, tf, s, PART("ln3"));
+        }
+        sc_gen_mlp(c, b, tf, s, PART("mlp"));
+    }
+#undef PART
+    return c->oom ? NULL : b;
+}
+
+sc_module *sc_gen_tok_embed(sc_gen_ctx *c, sc_module *parent, const char *name, double h,
+                            double V, double positions, double s, int own, const char *shared)
+{
+    double d = c->d;
+    sc_module *x = sc_gen_add(c, parent, "embedding", "%s", name);
+    /* Lookups are not GEMMs: 0 FLOPs. Saved: the embedding dropout mask. */
+    sc_gen_set(x, own ? (V + positions) * h : positions * h, 0, d * s * h, s * h);
+    sc_module_set_tp(x, d * s * h, 1); /* vocab-parallel: all-reduce the output */
+    if (shared)
+        sc_module_set_shared(c->m, x, shared);
+    sc_gen_dims(c, x, "hidden", h, "vocab", V, "seq", s, NULL);
+    return x;
+}
+
+sc_module *sc_gen_lm_head(sc_gen_ctx *c, sc_module *parent, const char *name, double h,
+                          double V, double s, int own, const char *shared)
+{
+    double d = c->d;
+    sc_module *x = sc_gen_add(c, parent, "head", "%s", name);
+    sc_gen_set(x, own ? V * h : 0, 2 * s * h * V, d * s * V, d * s * h + 4 * s * V);
+    sc_module_set_tp(x, 12 * s, 1); /* parallel cross-entropy: 3 fp32 per token */
+    if (shared)
+        sc_module_set_shared(c->m, x, shared);
+    sc_gen_dims(c, x, "hidden", h, "vocab", V, "seq", s, NULL);
+    return x;
+}
