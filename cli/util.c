@@ -1,5 +1,6 @@
 /* util.c - shared printing and argument helpers of the command, see cli.h. */
 #include "cli.h"
+#include "json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -62,7 +63,7 @@ int cli_double(const char *cmd, const char *opt, const char *s, double lo, doubl
 
 int cli_print_json(cJSON *root)
 {
-    char *s = root ? cJSON_Print(root) : NULL;
+    char *s = root && sc_json_exact(root) == SC_OK ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!s) {
         fprintf(stderr, "stagecraft: out of memory\n");

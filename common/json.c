@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,10 +34,19 @@ sc_status sc_json_parse(const char *file, const char *text, size_t len, cJSON **
         return sc_err(err, SC_EINVAL, "%s: larger than %u bytes", file, SC_JSON_MAX_BYTES);
     if (memchr(text, '\0', len))
         return sc_err(err, SC_EPARSE, "%s: not JSON: contains a NUL byte", file);
+    /* Parse a NUL-terminated copy: cJSON reads one byte past an unterminated
+     * buffer (found by fuzzing) and wants the NUL inside the length. */
+    char *copy = sc_malloc(len + 1);
+    if (!copy)
+        return sc_err(err, SC_ENOMEM, "%s: out of memory while parsing", file);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
     const char *end = NULL;
     long fails = sc_alloc_failures();
-    /* len + 1: cJSON checks the terminating NUL is inside the buffer */
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+    cJSON *root = cJSON_ParseWithLengthOpts(copy, len + 1, &end, 1);
+    if (end)
+        end = text + (end - copy);
+    sc_free(copy);
     if (!root) {
         if (!end || sc_alloc_failures() != fails) /* cJSON folds OOM into syntax errors */
             return sc_err(err, SC_ENOMEM, "%s: out of memory while parsing", file);
@@ -72,9 +82,40 @@ sc_status sc_json_load(const char *file, cJSON **out, sc_error *err)
     return st;
 }
 
-sc_status sc_json_save(const char *file, const cJSON *root, sc_error *err)
+sc_status sc_json_exact(cJSON *node)
+{
+    for (; node; node = node->next) {
+        if (cJSON_IsNumber(node) && isfinite(node->valuedouble)) {
+            char buf[40];
+            double v = node->valuedouble;
+            int prec = 15;
+            for (; prec <= 17; prec++) {
+                snprintf(buf, sizeof buf, "%.*g", prec, v);
+                if (strtod(buf, NULL) == v)
+                    break;
+            }
+            if (prec > 15) {
+                char *s = sc_strdup(buf);
+                if (!s)
+                    return SC_ENOMEM;
+                node->type = cJSON_Raw;
+                node->valuestring = s;
+            }
+        }
+        if (node->child) {
+            sc_status st = sc_json_exact(node->child);
+            if (st)
+                return st;
+        }
+    }
+    return SC_OK;
+}
+
+sc_status sc_json_save(const char *file, cJSON *root, sc_error *err)
 {
     sc_json_init();
+    if (sc_json_exact(root))
+        return sc_err(err, SC_ENOMEM, "%s: out of memory while printing JSON", file);
     char *s = cJSON_Print(root);
     if (!s)
         return sc_err(err, SC_ENOMEM, "%s: out of memory while printing JSON", file);

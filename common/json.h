@@ -15,14 +15,22 @@
 /* Routes cJSON's allocations through the sc allocation hook. Idempotent. */
 void sc_json_init(void);
 
-/* Parses text, which must be NUL-terminated at text[len]; on a syntax error reports line and column. Rejects input
+/* Parses text[0..len) (a copy is parsed, so text need not be
+ * NUL-terminated); on a syntax error reports line and column. Rejects input
  * larger than 64 MiB. The caller frees *out with cJSON_Delete. */
 sc_status sc_json_parse(const char *file, const char *text, size_t len, cJSON **out,
                         sc_error *err);
 /* Reads and parses a file. */
 sc_status sc_json_load(const char *file, cJSON **out, sc_error *err);
-/* Prints and writes whole-or-nothing (temp file + rename). */
-sc_status sc_json_save(const char *file, const cJSON *root, sc_error *err);
+/* cJSON prints a double with 15 significant digits whenever they read back
+ * within one rounding step, which is not exact. This turns every number
+ * that needs 16 or 17 digits into a raw node holding its exact text, so
+ * printing round-trips every double. Call it right before printing: the
+ * nodes it changes are no longer cJSON numbers. SC_ENOMEM or SC_OK. */
+sc_status sc_json_exact(cJSON *root);
+/* Prints exactly (sc_json_exact, so root's numbers may become raw nodes)
+ * and writes whole-or-nothing (temp file + rename). */
+sc_status sc_json_save(const char *file, cJSON *root, sc_error *err);
 
 /* Checks root is an object whose "format" equals want ("stagecraft.model/1"). */
 sc_status sc_json_format(const cJSON *root, const char *file, const char *want,

@@ -1,0 +1,170 @@
+/* cmd_cluster.c - `stagecraft cluster list|show`. */
+#include "cli.h"
+#include "cluster.h"
+#include "json.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static int is_help(const char *s) { return !strcmp(s, "--help") || !strcmp(s, "-h"); }
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: stagecraft cluster list\n"
+               "       stagecraft cluster show NAME|FILE [--nodes N] [--json] [-o FILE]\n\n"
+               "Lists the cluster presets, or shows a preset or a cluster file\n"
+               "(stagecraft.cluster/1): GPUs, links, prices and efficiency parameters.\n\n"
+               "  --nodes N   override the node count\n"
+               "  --json      print the cluster JSON instead of the summary\n"
+               "  -o FILE     save the cluster JSON to FILE (e.g. a preset to edit)\n");
+}
+
+static int cluster_list(int argc, char **argv)
+{
+    if (argc > 1 && is_help(argv[1])) {
+        printf("usage: stagecraft cluster list\nLists the built-in cluster presets.\n");
+        return 0;
+    }
+    if (argc > 1)
+        return cli_usage("cluster list", "unexpected argument '%s'", argv[1]);
+    int n;
+    const sc_cluster_preset *p = sc_cluster_presets(&n);
+    for (int i = 0; i < n; i++)
+        printf("%-14s %s\n", p[i].name, p[i].description);
+    return 0;
+}
+
+/* "1.56 TB/s" (decimal prefixes, as link and memory rates are quoted) */
+static char *rate(double bytes_per_s, char *buf)
+{
+    static const char *pre[] = {"", "k", "M", "G", "T", "P"};
+    int i = 0;
+    while (bytes_per_s >= 1000 && i < 5) {
+        bytes_per_s /= 1000;
+        i++;
+    }
+    snprintf(buf, 48, "%.4g %sB/s", bytes_per_s, pre[i]);
+    return buf;
+}
+
+static void show_text(const sc_cluster *c)
+{
+    char a[48], b[48], d[48];
+    printf("%s%s%s\n", c->name, c->description[0] ? ": " : "", c->description);
+    printf("  nodes           %d x %d GPUs = %ld GPUs\n", c->nodes, c->gpus_per_node,
+           sc_cluster_total_gpus(c));
+    printf("  gpu             %s, %s, memory bandwidth %s\n", c->gpu.name,
+           cli_bytes(c->gpu.memory_bytes, a), rate(c->gpu.hbm_bytes_per_s, b));
+    printf("  peak FLOP/s    ");
+    for (int i = 0; i < SC_DTYPE_N; i++)
+        printf(" %s %s", sc_dtype_name((sc_dtype)i),
+               c->gpu.peak_flops[i] > 0 ? cli_si(c->gpu.peak_flops[i], a) : "-");
+    printf("\n");
+    printf("  intra-node      %s, %s per GPU per direction, latency %s us\n", c->intra.kind,
+           rate(c->intra.bytes_per_s, a), cli_us(c->intra.latency_s, b));
+    if (c->inter.nics_per_node > 0)
+        printf("  inter-node      %d x %s NICs (%s per node), latency %s us\n",
+               c->inter.nics_per_node, rate(c->inter.nic_bytes_per_s, a),
+               rate(c->inter.nics_per_node * c->inter.nic_bytes_per_s, b),
+               cli_us(c->inter.latency_s, d));
+    else
+        printf("  inter-node      none\n");
+    printf("  price per node  $%.4g/h on demand", c->price.on_demand_per_hour);
+    if (c->price.spot_per_hour > 0)
+        printf(", $%.4g/h spot (%.3g interruptions/h)", c->price.spot_per_hour,
+               c->price.spot_interruptions_per_hour);
+    else
+        printf(", no spot");
+    printf("\n  price cluster   $%.6g/h on demand\n", c->price.on_demand_per_hour * c->nodes);
+    printf("  storage         %s\n", rate(c->storage_bytes_per_s, a));
+    printf("  efficiency      %s\n", c->eff.provenance);
+    for (int i = 0; i < SC_DTYPE_N; i++)
+        if (c->gpu.peak_flops[i] > 0)
+            printf("    compute %-5s eff_max %.3g, f_half %s FLOPs\n", sc_dtype_name((sc_dtype)i),
+                   c->eff.eff_max[i], cli_si(c->eff.f_half[i], a));
+    printf("    memory bw     %.3g of peak\n", c->eff.memory_bw);
+    printf("    intra link    alpha %s us, bw_eff %.3g\n", cli_us(c->eff.alpha_s[SC_LINK_INTRA], a),
+           c->eff.bw_eff[SC_LINK_INTRA]);
+    printf("    inter link    alpha %s us, bw_eff %.3g\n", cli_us(c->eff.alpha_s[SC_LINK_INTER], a),
+           c->eff.bw_eff[SC_LINK_INTER]);
+    printf("    op overhead   %s us\n", cli_us(c->eff.op_overhead_s, a));
+    printf("    workspace     %s per GPU\n", cli_bytes(c->eff.workspace_bytes, a));
+}
+
+static int cluster_show(int argc, char **argv)
+{
+    static const struct option opts[] = {{"nodes", required_argument, NULL, 'n'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    long nodes = 0;
+    int json = 0, ch;
+    const char *out = NULL;
+    optind = 0; /* GNU: reinitialise; options and NAME may come in any order */
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'n':
+            if (cli_long("cluster show", "--nodes", optarg, 1, SC_CLUSTER_MAX_NODES, &nodes))
+                return 2;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            return cli_usage("cluster show", "unknown option or missing value '%s'",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage("cluster show", "missing NAME|FILE (see 'stagecraft cluster list')");
+    const char *name = argv[optind++];
+    if (optind < argc)
+        return cli_usage("cluster show", "unexpected argument '%s'", argv[optind]);
+    sc_cluster c;
+    sc_error err = {0};
+    if (sc_cluster_open(name, &c, &err) || (nodes && sc_cluster_set_nodes(&c, nodes, &err)))
+        return cli_fail(&err);
+    if (out) {
+        if (sc_cluster_save(&c, out, &err))
+            return cli_fail(&err);
+        if (strcmp(out, "-") != 0)
+            fprintf(stderr, "wrote %s: %s, %ld GPUs\n", out, c.name, sc_cluster_total_gpus(&c));
+        return 0;
+    }
+    if (json) {
+        cJSON *j = sc_cluster_to_json(&c);
+        if (j && sc_json_exact(j)) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+        return cli_print_json(j);
+    }
+    show_text(&c);
+    return 0;
+}
+
+int cmd_cluster(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "list"))
+        return cluster_list(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "show"))
+        return cluster_show(argc - 1, argv + 1);
+    return cli_usage("cluster", "unknown subcommand '%s' (list, show)", argv[1]);
+}

@@ -1,0 +1,189 @@
+/* cmd_cost.c - `stagecraft cost`: the per-module cost table of a model on a
+ * cluster (sc_cost_table). */
+#include "cli.h"
+#include "cluster.h"
+#include "cost.h"
+#include "json.h"
+#include "model.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: stagecraft cost --model M --cluster C [--nodes N] [--tp T] [--mbs B]\n"
+            "                       [--dtype D] [--algo ring|tree|hier] [--json]\n\n"
+            "Per-module costs of model M (a built-in name or a file) on cluster C (a preset\n"
+            "or a file), for one microbatch of B samples on one rank of a tp group of T:\n"
+            "parameters, forward and backward time, tensor-parallel allreduce time (forward\n"
+            "+ backward), model-state memory (weights, grads, Adam states, no ZeRO) and\n"
+            "activations saved per microbatch. Times are in microseconds.\n\n"
+            "  --tp T      tensor-parallel degree (default 1)\n"
+            "  --mbs B     samples per microbatch (default 1)\n"
+            "  --dtype D   fp32|tf32|fp16|bf16|fp8 (default: the model's)\n"
+            "  --algo A    collective algorithm for tp allreduces (default ring)\n"
+            "  --json      one JSON object instead of the table\n");
+}
+
+static cJSON *table_json(const sc_model *m, const sc_cluster *c, const sc_cost_cfg *cfg,
+                         const sc_cost_row *rows, int n, const sc_cost_row *tot)
+{
+    int oom = 0;
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    sc_jadd_str(j, "model", m->name, &oom);
+    sc_jadd_str(j, "cluster", c->name, &oom);
+    sc_jadd_num(j, "nodes", c->nodes, &oom);
+    sc_jadd_num(j, "tp", cfg->tp, &oom);
+    sc_jadd_num(j, "mbs", cfg->mbs, &oom);
+    sc_jadd_str(j, "dtype", sc_dtype_name(cfg->dtype), &oom);
+    sc_jadd_str(j, "tp_algo", cfg->tp_algo ? cfg->tp_algo : "ring", &oom);
+    cJSON *arr = sc_jadd_arr(j, "modules", &oom);
+    for (int i = 0; i <= n && !oom; i++) {
+        const sc_cost_row *r = i < n ? &rows[i] : tot;
+        cJSON *o = i < n ? cJSON_CreateObject() : sc_jadd_obj(j, "totals", &oom);
+        if (!o)
+            break;
+        if (i < n && !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            oom = 1;
+            break;
+        }
+        if (i < n) {
+            sc_jadd_str(o, "name", r->mod->name, &oom);
+            sc_jadd_str(o, "kind", r->mod->kind, &oom);
+            sc_jadd_num(o, "depth", r->depth, &oom);
+        }
+        sc_jadd_num(o, "params", r->params, &oom);
+        sc_jadd_num(o, "fwd_s", r->fwd_s, &oom);
+        sc_jadd_num(o, "bwd_s", r->bwd_s, &oom);
+        sc_jadd_num(o, "tp_bytes", r->tp_bytes, &oom);
+        sc_jadd_num(o, "tp_s", r->tp_s, &oom);
+        sc_jadd_num(o, "state_bytes", r->state_bytes, &oom);
+        sc_jadd_num(o, "act_bytes", r->act_bytes, &oom);
+    }
+    if (oom) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+static void table_text(const sc_model *m, const sc_cluster *c, const sc_cost_cfg *cfg,
+                       const sc_cost_row *rows, int n, const sc_cost_row *tot)
+{
+    int w = 6;
+    for (int i = 0; i < n; i++) {
+        int l = 2 * rows[i].depth + (int)strlen(rows[i].mod->name);
+        if (l > w)
+            w = l;
+    }
+    if (w > 48)
+        w = 48;
+    printf("%s on %s (%d x %d %s), tp %d, mbs %d, %s, tp allreduce %s\n", m->name, c->name,
+           c->nodes, c->gpus_per_node, c->gpu.name, cfg->tp, cfg->mbs, sc_dtype_name(cfg->dtype),
+           cfg->tp_algo ? cfg->tp_algo : "ring");
+    printf("%-*s %10s %12s %12s %12s %11s %11s\n", w, "module", "params", "fwd us", "bwd us",
+           "tp comm us", "states", "act/mb");
+    char b[6][48];
+    for (int i = 0; i <= n; i++) {
+        const sc_cost_row *r = i < n ? &rows[i] : tot;
+        if (i < n) {
+            int d = 2 * r->depth;
+            if (d > w - 1)
+                d = w - 1;
+            printf("%*s%-*.*s", d, "", w - d, w - d, r->mod->name);
+        } else {
+            printf("%-*s", w, "total");
+        }
+        printf(" %10s %12s %12s %12s %11s %11s\n", cli_si(r->params, b[0]), cli_us(r->fwd_s, b[1]),
+               cli_us(r->bwd_s, b[2]), cli_us(r->tp_s, b[3]), cli_bytes(r->state_bytes, b[4]),
+               cli_bytes(r->act_bytes, b[5]));
+    }
+}
+
+int cmd_cost(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'm'}, {"cluster", required_argument, NULL, 'c'},
+        {"nodes", required_argument, NULL, 'n'}, {"tp", required_argument, NULL, 't'},
+        {"mbs", required_argument, NULL, 'b'},   {"dtype", required_argument, NULL, 'd'},
+        {"algo", required_argument, NULL, 'a'},  {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+    const char *model = NULL, *cluster = NULL, *algo = NULL;
+    long nodes = 0, tp = 1, mbs = 1;
+    int dtype = -1, json = 0, ch;
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm':
+            model = optarg;
+            break;
+        case 'c':
+            cluster = optarg;
+            break;
+        case 'n':
+            if (cli_long("cost", "--nodes", optarg, 1, SC_CLUSTER_MAX_NODES, &nodes))
+                return 2;
+            break;
+        case 't':
+            if (cli_long("cost", "--tp", optarg, 1, 1 << 20, &tp))
+                return 2;
+            break;
+        case 'b':
+            if (cli_long("cost", "--mbs", optarg, 1, 1 << 20, &mbs))
+                return 2;
+            break;
+        case 'd':
+            if ((dtype = sc_dtype_parse(optarg)) < 0)
+                return cli_usage("cost", "--dtype: unknown '%s' (fp32, tf32, fp16, bf16, fp8)",
+                                 optarg);
+            break;
+        case 'a':
+            if (!sc_coll_find(optarg))
+                return cli_usage("cost", "--algo: unknown '%s' (ring, tree, hier)", optarg);
+            algo = optarg;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            return cli_usage("cost", "unknown option or missing value '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage("cost", "unexpected argument '%s'", argv[optind]);
+    if (!model || !cluster)
+        return cli_usage("cost", "--model and --cluster are required");
+    sc_error err = {0};
+    sc_cluster c;
+    if (sc_cluster_open(cluster, &c, &err) || (nodes && sc_cluster_set_nodes(&c, nodes, &err)))
+        return cli_fail(&err);
+    if (tp > sc_cluster_total_gpus(&c))
+        return cli_usage("cost", "--tp %ld exceeds the cluster's %ld GPUs (try --nodes)", tp,
+                         sc_cluster_total_gpus(&c));
+    sc_model *m;
+    if (sc_model_open(model, &m, &err))
+        return cli_fail(&err);
+    sc_cost_cfg cfg = {dtype >= 0 ? (sc_dtype)dtype : m->dtype, (int)tp, (int)mbs, algo};
+    sc_cost_row *rows, tot;
+    int n, rc = 0;
+    if (sc_cost_table(&c, m, &cfg, &rows, &n, &tot, &err)) {
+        sc_model_free(m);
+        return cli_fail(&err);
+    }
+    if (json)
+        rc = cli_print_json(table_json(m, &c, &cfg, rows, n, &tot));
+    else
+        table_text(m, &c, &cfg, rows, n, &tot);
+    sc_free(rows);
+    sc_model_free(m);
+    return rc;
+}

@@ -1,0 +1,451 @@
+/* cluster.c - load, validate, save the cluster description; see cluster.h. */
+#include "cluster.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+/* Ranges: wide enough for any real machine, tight enough to reject typos
+ * and keep every product finite. */
+#define MAX_BYTES 1e15     /* memory, bytes/s */
+#define MAX_FLOPS 1e18     /* FLOP/s, FLOPs */
+#define MAX_SECONDS 1.0    /* latencies, alphas, overheads */
+#define MAX_PRICE 1e6      /* $/hour per node */
+#define MAX_RATE 1e3       /* interruptions per hour */
+#define MIN_FRACTION 1e-6  /* efficiencies */
+
+static const char *const dtype_keys[SC_DTYPE_N] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
+static const char *const link_keys[SC_LINK_N] = {"intra", "inter"};
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+/* ---- from JSON ------------------------------------------------------------ */
+
+static sc_status read_gpu(const cJSON *g, const char *file, sc_cluster *c, sc_error *err)
+{
+    static const char *const keys[] = {"name", "memory_bytes", "hbm_bytes_per_s", "peak_flops",
+                                       NULL};
+    static const char *const pkeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+    sc_status st;
+    const char *s = NULL;
+    const cJSON *pf;
+    if ((st = sc_json_keys(g, file, "gpu", keys, err)) ||
+        (st = sc_json_str(g, file, "gpu", "name", 1, SC_CLUSTER_NAME_MAX, &s, err)) ||
+        (st = sc_json_num(g, file, "gpu", "memory_bytes", 1, 1, MAX_BYTES, &c->gpu.memory_bytes,
+                          err)) ||
+        (st = sc_json_num(g, file, "gpu", "hbm_bytes_per_s", 1, 1, MAX_BYTES,
+                          &c->gpu.hbm_bytes_per_s, err)) ||
+        (st = sc_json_obj(g, file, "gpu", "peak_flops", 1, &pf, err)) ||
+        (st = sc_json_keys(pf, file, "gpu.peak_flops", pkeys, err)))
+        return st;
+    copy_str(c->gpu.name, sizeof c->gpu.name, s);
+    for (int d = 0; d < SC_DTYPE_N; d++)
+        if ((st = sc_json_num(pf, file, "gpu.peak_flops", dtype_keys[d], 1, 0, MAX_FLOPS,
+                              &c->gpu.peak_flops[d], err)))
+            return st;
+    return SC_OK;
+}
+
+static sc_status read_links(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)
+{
+    static const char *const ikeys[] = {"kind", "bytes_per_s", "latency_s", NULL};
+    static const char *const nkeys[] = {"nic_bytes_per_s", "nics_per_node", "latency_s", NULL};
+    const cJSON *in, *nw;
+    const char *s = NULL;
+    long nics = 0;
+    sc_status st;
+    if ((st = sc_json_obj(root, file, "", "intra", 1, &in, err)) ||
+        (st = sc_json_keys(in, file, "intra", ikeys, err)) ||
+        (st = sc_json_str(in, file, "intra", "kind", 1, sizeof c->intra.kind - 1, &s, err)) ||
+        (st = sc_json_num(in, file, "intra", "bytes_per_s", 1, 0, MAX_BYTES,
+                          &c->intra.bytes_per_s, err)) ||
+        (st = sc_json_num(in, file, "intra", "latency_s", 1, 0, MAX_SECONDS,
+                          &c->intra.latency_s, err)))
+        return st;
+    copy_str(c->intra.kind, sizeof c->intra.kind, s);
+    if ((st = sc_json_obj(root, file, "", "inter", 1, &nw, err)) ||
+        (st = sc_json_keys(nw, file, "inter", nkeys, err)) ||
+        (st = sc_json_num(nw, file, "inter", "nic_bytes_per_s", 1, 0, MAX_BYTES,
+                          &c->inter.nic_bytes_per_s, err)) ||
+        (st = sc_json_int(nw, file, "inter", "nics_per_node", 1, 0, 1024, &nics, err)) ||
+        (st = sc_json_num(nw, file, "inter", "latency_s", 1, 0, MAX_SECONDS,
+                          &c->inter.latency_s, err)))
+        return st;
+    c->inter.nics_per_node = (int)nics;
+    return SC_OK;
+}
+
+static sc_status read_price(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)
+{
+    static const char *const keys[] = {"on_demand_per_hour", "spot_per_hour",
+                                       "spot_interruptions_per_hour", NULL};
+    const cJSON *p;
+    sc_status st;
+    if ((st = sc_json_obj(root, file, "", "price", 1, &p, err)) ||
+        (st = sc_json_keys(p, file, "price", keys, err)) ||
+        (st = sc_json_num(p, file, "price", "on_demand_per_hour", 1, 0, MAX_PRICE,
+                          &c->price.on_demand_per_hour, err)) ||
+        (st = sc_json_num(p, file, "price", "spot_per_hour", 1, 0, MAX_PRICE,
+                          &c->price.spot_per_hour, err)) ||
+        (st = sc_json_num(p, file, "price", "spot_interruptions_per_hour", 1, 0, MAX_RATE,
+                          &c->price.spot_interruptions_per_hour, err)))
+        return st;
+    return SC_OK;
+}
+
+static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)
+{
+    static const char *const keys[] = {"provenance", "compute",       "memory_bw",
+                                       "intra",      "inter",         "op_overhead_s",
+                                       "workspace_bytes", NULL};
+    static const char *const ckeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+    static const char *const dkeys[] = {"eff_max", "f_half", NULL};
+    static const char *const lkeys[] = {"alpha_s", "bw_eff", NULL};
+    const cJSON *e, *comp;
+    const char *s = NULL;
+    char path[64];
+    sc_status st;
+    sc_cluster_eff *f = &c->eff;
+    if ((st = sc_json_obj(root, file, "", "efficiency", 1, &e, err)) ||
+        (st = sc_json_keys(e, file, "efficiency", keys, err)) ||
+        (st = sc_json_str(e, file, "efficiency", "provenance", 1, SC_CLUSTER_PROV_MAX, &s,
+                          err)) ||
+        (st = sc_json_obj(e, file, "efficiency", "compute", 1, &comp, err)) ||
+        (st = sc_json_keys(comp, file, "efficiency.compute", ckeys, err)) ||
+        (st = sc_json_num(e, file, "efficiency", "memory_bw", 1, MIN_FRACTION, 1, &f->memory_bw,
+                          err)) ||
+        (st = sc_json_num(e, file, "efficiency", "op_overhead_s", 1, 0, MAX_SECONDS,
+                          &f->op_overhead_s, err)) ||
+        (st = sc_json_num(e, file, "efficiency", "workspace_bytes", 1, 0, MAX_BYTES,
+                          &f->workspace_bytes, err)))
+        return st;
+    copy_str(f->provenance, sizeof f->provenance, s);
+    for (int d = 0; d < SC_DTYPE_N; d++) {
+        const cJSON *x;
+        f->eff_max[d] = 0;
+        f->f_half[d] = 0;
+        if ((st = sc_json_obj(comp, file, "efficiency.compute", dtype_keys[d], 0, &x, err)))
+            return st;
+        if (!x) {
+            if (c->gpu.peak_flops[d] > 0)
+                return sc_err(err, SC_EPARSE,
+                              "%s: efficiency.compute.%s: missing (gpu.peak_flops.%s is not 0)",
+                              file, dtype_keys[d], dtype_keys[d]);
+            continue;
+        }
+        snprintf(path, sizeof path, "efficiency.compute.%s", dtype_keys[d]);
+        if ((st = sc_json_keys(x, file, path, dkeys, err)) ||
+            (st = sc_json_num(x, file, path, "eff_max", 1, MIN_FRACTION, 1, &f->eff_max[d],
+                              err)) ||
+            (st = sc_json_num(x, file, path, "f_half", 1, 0, MAX_FLOPS, &f->f_half[d], err)))
+            return st;
+    }
+    for (int l = 0; l < SC_LINK_N; l++) {
+        const cJSON *x;
+        snprintf(path, sizeof path, "efficiency.%s", link_keys[l]);
+        if ((st = sc_json_obj(e, file, "efficiency", link_keys[l], 1, &x, err)) ||
+            (st = sc_json_keys(x, file, path, lkeys, err)) ||
+            (st = sc_json_num(x, file, path, "alpha_s", 1, 0, MAX_SECONDS, &f->alpha_s[l],
+                              err)) ||
+            (st = sc_json_num(x, file, path, "bw_eff", 1, MIN_FRACTION, 1, &f->bw_eff[l], err)))
+            return st;
+    }
+    return SC_OK;
+}
+
+sc_status sc_cluster_from_json(const cJSON *root, const char *file, sc_cluster *out,
+                               sc_error *err)
+{
+    static const char *const keys[] = {"format", "name",  "description", "nodes",
+                                       "gpus_per_node", "gpu", "intra", "inter",
+                                       "price", "storage_bytes_per_s", "efficiency", NULL};
+    sc_cluster c;
+    memset(&c, 0, sizeof c);
+    const char *s = NULL, *desc = NULL;
+    const cJSON *g;
+    long nodes = 0, gpn = 0;
+    sc_status st;
+    if (!file)
+        file = "<cluster>";
+    if ((st = sc_json_format(root, file, SC_CLUSTER_FORMAT, err)) ||
+        (st = sc_json_keys(root, file, "", keys, err)) ||
+        (st = sc_json_str(root, file, "", "name", 1, SC_CLUSTER_NAME_MAX, &s, err)) ||
+        (st = sc_json_str(root, file, "", "description", 0, SC_CLUSTER_DESC_MAX, &desc, err)) ||
+        (st = sc_json_int(root, file, "", "nodes", 1, 1, SC_CLUSTER_MAX_NODES, &nodes, err)) ||
+        (st = sc_json_int(root, file, "", "gpus_per_node", 1, 1, SC_CLUSTER_MAX_GPUS_PER_NODE,
+                          &gpn, err)) ||
+        (st = sc_json_obj(root, file, "", "gpu", 1, &g, err)) ||
+        (st = read_gpu(g, file, &c, err)) || (st = read_links(root, file, &c, err)) ||
+        (st = read_price(root, file, &c, err)) ||
+        (st = sc_json_num(root, file, "", "storage_bytes_per_s", 1, 0, MAX_BYTES,
+                          &c.storage_bytes_per_s, err)) ||
+        (st = read_eff(root, file, &c, err)))
+        return st;
+    copy_str(c.name, sizeof c.name, s);
+    copy_str(c.description, sizeof c.description, desc);
+    c.nodes = (int)nodes;
+    c.gpus_per_node = (int)gpn;
+    if ((st = sc_cluster_validate(&c, file, err)))
+        return st;
+    *out = c;
+    return SC_OK;
+}
+
+sc_status sc_cluster_load(const char *file, sc_cluster *out, sc_error *err)
+{
+    cJSON *root = NULL;
+    sc_status st = sc_json_load(file, &root, err);
+    if (st)
+        return st;
+    st = sc_cluster_from_json(root, file, out, err);
+    cJSON_Delete(root);
+    return st;
+}
+
+/* ---- validation ----------------------------------------------------------- */
+
+static sc_status range(const char *file, const char *path, double v, double lo, double hi,
+                       sc_error *err)
+{
+    if (!isfinite(v))
+        return sc_err(err, SC_EINVAL, "%s: %s: must be finite", file, path);
+    if (v < lo || v > hi)
+        return sc_err(err, SC_EINVAL, "%s: %s: %g is out of range [%g, %g]", file, path, v, lo,
+                      hi);
+    return SC_OK;
+}
+
+static int bad_str(const char *s, int required)
+{
+    if (required && !*s)
+        return 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20)
+            return 1;
+    return 0;
+}
+
+sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *err)
+{
+    char path[64];
+    sc_status st;
+    if (!file)
+        file = "<cluster>";
+    if (bad_str(c->name, 1) || !memchr(c->name, 0, sizeof c->name))
+        return sc_err(err, SC_EINVAL, "%s: name: must be a non-empty printable string", file);
+    if (bad_str(c->description, 0) || !memchr(c->description, 0, sizeof c->description))
+        return sc_err(err, SC_EINVAL, "%s: description: must be printable", file);
+    if (bad_str(c->gpu.name, 1) || !memchr(c->gpu.name, 0, sizeof c->gpu.name))
+        return sc_err(err, SC_EINVAL, "%s: gpu.name: must be a non-empty printable string", file);
+    if (bad_str(c->intra.kind, 1) || !memchr(c->intra.kind, 0, sizeof c->intra.kind))
+        return sc_err(err, SC_EINVAL, "%s: intra.kind: must be a non-empty printable string",
+                      file);
+    if (bad_str(c->eff.provenance, 1) || !memchr(c->eff.provenance, 0, sizeof c->eff.provenance))
+        return sc_err(err, SC_EINVAL,
+                      "%s: efficiency.provenance: must be a non-empty printable string", file);
+    if (c->nodes < 1 || c->nodes > SC_CLUSTER_MAX_NODES)
+        return sc_err(err, SC_EINVAL, "%s: nodes: %d is out of range [1, %d]", file, c->nodes,
+                      SC_CLUSTER_MAX_NODES);
+    if (c->gpus_per_node < 1 || c->gpus_per_node > SC_CLUSTER_MAX_GPUS_PER_NODE)
+        return sc_err(err, SC_EINVAL, "%s: gpus_per_node: %d is out of range [1, %d]", file,
+                      c->gpus_per_node, SC_CLUSTER_MAX_GPUS_PER_NODE);
+    if ((st = range(file, "gpu.memory_bytes", c->gpu.memory_bytes, 1, MAX_BYTES, err)) ||
+        (st = range(file, "gpu.hbm_bytes_per_s", c->gpu.hbm_bytes_per_s, 1, MAX_BYTES, err)) ||
+        (st = range(file, "intra.bytes_per_s", c->intra.bytes_per_s, 0, MAX_BYTES, err)) ||
+        (st = range(file, "intra.latency_s", c->intra.latency_s, 0, MAX_SECONDS, err)) ||
+        (st = range(file, "inter.nic_bytes_per_s", c->inter.nic_bytes_per_s, 0, MAX_BYTES,
+                    err)) ||
+        (st = range(file, "inter.latency_s", c->inter.latency_s, 0, MAX_SECONDS, err)) ||
+        (st = range(file, "price.on_demand_per_hour", c->price.on_demand_per_hour, 0, MAX_PRICE,
+                    err)) ||
+        (st = range(file, "price.spot_per_hour", c->price.spot_per_hour, 0, MAX_PRICE, err)) ||
+        (st = range(file, "price.spot_interruptions_per_hour",
+                    c->price.spot_interruptions_per_hour, 0, MAX_RATE, err)) ||
+        (st = range(file, "storage_bytes_per_s", c->storage_bytes_per_s, 0, MAX_BYTES, err)) ||
+        (st = range(file, "efficiency.memory_bw", c->eff.memory_bw, MIN_FRACTION, 1, err)) ||
+        (st = range(file, "efficiency.op_overhead_s", c->eff.op_overhead_s, 0, MAX_SECONDS,
+                    err)) ||
+        (st = range(file, "efficiency.workspace_bytes", c->eff.workspace_bytes, 0, MAX_BYTES,
+                    err)))
+        return st;
+    if (c->inter.nics_per_node < 0 || c->inter.nics_per_node > 1024)
+        return sc_err(err, SC_EINVAL, "%s: inter.nics_per_node: %d is out of range [0, 1024]",
+                      file, c->inter.nics_per_node);
+    int any = 0;
+    for (int d = 0; d < SC_DTYPE_N; d++) {
+        snprintf(path, sizeof path, "gpu.peak_flops.%s", dtype_keys[d]);
+        if ((st = range(file, path, c->gpu.peak_flops[d], 0, MAX_FLOPS, err)))
+            return st;
+        snprintf(path, sizeof path, "efficiency.compute.%s.eff_max", dtype_keys[d]);
+        if ((st = range(file, path, c->eff.eff_max[d], c->gpu.peak_flops[d] > 0 ? MIN_FRACTION : 0,
+                        1, err)))
+            return st;
+        snprintf(path, sizeof path, "efficiency.compute.%s.f_half", dtype_keys[d]);
+        if ((st = range(file, path, c->eff.f_half[d], 0, MAX_FLOPS, err)))
+            return st;
+        if (c->eff.eff_max[d] == 0 && c->eff.f_half[d] != 0)
+            return sc_err(err, SC_EINVAL, "%s: efficiency.compute.%s: f_half without eff_max",
+                          file, dtype_keys[d]);
+        any |= c->gpu.peak_flops[d] > 0;
+    }
+    if (!any)
+        return sc_err(err, SC_EINVAL, "%s: gpu.peak_flops: every dtype is 0 (unsupported)", file);
+    for (int l = 0; l < SC_LINK_N; l++) {
+        snprintf(path, sizeof path, "efficiency.%s.alpha_s", link_keys[l]);
+        if ((st = range(file, path, c->eff.alpha_s[l], 0, MAX_SECONDS, err)))
+            return st;
+        snprintf(path, sizeof path, "efficiency.%s.bw_eff", link_keys[l]);
+        if ((st = range(file, path, c->eff.bw_eff[l], MIN_FRACTION, 1, err)))
+            return st;
+    }
+    if (c->gpus_per_node > 1 && c->intra.bytes_per_s <= 0)
+        return sc_err(err, SC_EINVAL,
+                      "%s: intra.bytes_per_s: must be > 0 with %d GPUs per node", file,
+                      c->gpus_per_node);
+    if (c->nodes > 1 && (c->inter.nics_per_node < 1 || c->inter.nic_bytes_per_s <= 0))
+        return sc_err(err, SC_EINVAL,
+                      "%s: inter: %d nodes need a network (nics_per_node >= 1 and "
+                      "nic_bytes_per_s > 0)",
+                      file, c->nodes);
+    return SC_OK;
+}
+
+/* ---- to JSON -------------------------------------------------------------- */
+
+cJSON *sc_cluster_to_json(const sc_cluster *c)
+{
+    sc_json_init();
+    int oom = 0;
+    cJSON *r = cJSON_CreateObject();
+    if (!r)
+        return NULL;
+    sc_jadd_str(r, "format", SC_CLUSTER_FORMAT, &oom);
+    sc_jadd_str(r, "name", c->name, &oom);
+    if (c->description[0])
+        sc_jadd_str(r, "description", c->description, &oom);
+    sc_jadd_num(r, "nodes", c->nodes, &oom);
+    sc_jadd_num(r, "gpus_per_node", c->gpus_per_node, &oom);
+    cJSON *g = sc_jadd_obj(r, "gpu", &oom);
+    sc_jadd_str(g, "name", c->gpu.name, &oom);
+    sc_jadd_num(g, "memory_bytes", c->gpu.memory_bytes, &oom);
+    sc_jadd_num(g, "hbm_bytes_per_s", c->gpu.hbm_bytes_per_s, &oom);
+    cJSON *pf = sc_jadd_obj(g, "peak_flops", &oom);
+    for (int d = 0; d < SC_DTYPE_N; d++)
+        sc_jadd_num(pf, dtype_keys[d], c->gpu.peak_flops[d], &oom);
+    cJSON *in = sc_jadd_obj(r, "intra", &oom);
+    sc_jadd_str(in, "kind", c->intra.kind, &oom);
+    sc_jadd_num(in, "bytes_per_s", c->intra.bytes_per_s, &oom);
+    sc_jadd_num(in, "latency_s", c->intra.latency_s, &oom);
+    cJSON *nw = sc_jadd_obj(r, "inter", &oom);
+    sc_jadd_num(nw, "nic_bytes_per_s", c->inter.nic_bytes_per_s, &oom);
+    sc_jadd_num(nw, "nics_per_node", c->inter.nics_per_node, &oom);
+    sc_jadd_num(nw, "latency_s", c->inter.latency_s, &oom);
+    cJSON *p = sc_jadd_obj(r, "price", &oom);
+    sc_jadd_num(p, "on_demand_per_hour", c->price.on_demand_per_hour, &oom);
+    sc_jadd_num(p, "spot_per_hour", c->price.spot_per_hour, &oom);
+    sc_jadd_num(p, "spot_interruptions_per_hour", c->price.spot_interruptions_per_hour, &oom);
+    sc_jadd_num(r, "storage_bytes_per_s", c->storage_bytes_per_s, &oom);
+    cJSON *e = sc_jadd_obj(r, "efficiency", &oom);
+    sc_jadd_str(e, "provenance", c->eff.provenance, &oom);
+    cJSON *comp = sc_jadd_obj(e, "compute", &oom);
+    for (int d = 0; d < SC_DTYPE_N; d++) {
+        if (c->gpu.peak_flops[d] <= 0 && c->eff.eff_max[d] == 0 && c->eff.f_half[d] == 0)
+            continue;
+        cJSON *x = sc_jadd_obj(comp, dtype_keys[d], &oom);
+        sc_jadd_num(x, "eff_max", c->eff.eff_max[d], &oom);
+        sc_jadd_num(x, "f_half", c->eff.f_half[d], &oom);
+    }
+    sc_jadd_num(e, "memory_bw", c->eff.memory_bw, &oom);
+    for (int l = 0; l < SC_LINK_N; l++) {
+        cJSON *x = sc_jadd_obj(e, link_keys[l], &oom);
+        sc_jadd_num(x, "alpha_s", c->eff.alpha_s[l], &oom);
+        sc_jadd_num(x, "bw_eff", c->eff.bw_eff[l], &oom);
+    }
+    sc_jadd_num(e, "op_overhead_s", c->eff.op_overhead_s, &oom);
+    sc_jadd_num(e, "workspace_bytes", c->eff.workspace_bytes, &oom);
+    if (oom) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
+
+sc_status sc_cluster_save(const sc_cluster *c, const char *file, sc_error *err)
+{
+    sc_status st = sc_cluster_validate(c, file, err);
+    if (st)
+        return st;
+    cJSON *r = sc_cluster_to_json(c);
+    if (!r) {
+        cJSON_Delete(r);
+        return sc_err(err, SC_ENOMEM, "%s: out of memory while building the cluster JSON", file);
+    }
+    st = sc_json_save(file, r, err);
+    cJSON_Delete(r);
+    return st;
+}
+
+/* ---- misc ----------------------------------------------------------------- */
+
+sc_status sc_cluster_open(const char *name_or_file, sc_cluster *out, sc_error *err)
+{
+    int n;
+    const sc_cluster_preset *p = sc_cluster_presets(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(p[i].name, name_or_file) == 0)
+            return sc_cluster_preset_get(name_or_file, out, err);
+    return sc_cluster_load(name_or_file, out, err);
+}
+
+sc_status sc_cluster_set_nodes(sc_cluster *c, long nodes, sc_error *err)
+{
+    if (nodes < 1 || nodes > SC_CLUSTER_MAX_NODES)
+        return sc_err(err, SC_EINVAL, "%s: nodes: %ld is out of range [1, %d]", c->name, nodes,
+                      SC_CLUSTER_MAX_NODES);
+    if (nodes > 1 && (c->inter.nics_per_node < 1 || c->inter.nic_bytes_per_s <= 0))
+        return sc_err(err, SC_EINVAL, "%s: nodes: %ld nodes need an inter-node network, and "
+                      "this cluster has none", c->name, nodes);
+    c->nodes = (int)nodes;
+    return SC_OK;
+}
+
+long sc_cluster_total_gpus(const sc_cluster *c)
+{
+    return (long)c->nodes * c->gpus_per_node;
+}
+
+static int deq(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
+{
+    int eq = !strcmp(a->name, b->name) && !strcmp(a->description, b->description) &&
+             a->nodes == b->nodes && a->gpus_per_node == b->gpus_per_node &&
+             !strcmp(a->gpu.name, b->gpu.name) && deq(a->gpu.memory_bytes, b->gpu.memory_bytes) &&
+             deq(a->gpu.hbm_bytes_per_s, b->gpu.hbm_bytes_per_s) &&
+             !strcmp(a->intra.kind, b->intra.kind) &&
+             deq(a->intra.bytes_per_s, b->intra.bytes_per_s) &&
+             deq(a->intra.latency_s, b->intra.latency_s) &&
+             deq(a->inter.nic_bytes_per_s, b->inter.nic_bytes_per_s) &&
+             a->inter.nics_per_node == b->inter.nics_per_node &&
+             deq(a->inter.latency_s, b->inter.latency_s) &&
+             deq(a->price.on_demand_per_hour, b->price.on_demand_per_hour) &&
+             deq(a->price.spot_per_hour, b->price.spot_per_hour) &&
+             deq(a->price.spot_interruptions_per_hour, b->price.spot_interruptions_per_hour) &&
+             deq(a->storage_bytes_per_s, b->storage_bytes_per_s) &&
+             deq(a->eff.memory_bw, b->eff.memory_bw) &&
+             deq(a->eff.op_overhead_s, b->eff.op_overhead_s) &&
+             deq(a->eff.workspace_bytes, b->eff.workspace_bytes) &&
+             !strcmp(a->eff.provenance, b->eff.provenance);
+    for (int d = 0; eq && d < SC_DTYPE_N; d++)
+        eq = deq(a->gpu.peak_flops[d], b->gpu.peak_flops[d]) &&
+             deq(a->eff.eff_max[d], b->eff.eff_max[d]) && deq(a->eff.f_half[d], b->eff.f_half[d]);
+    for (int l = 0; eq && l < SC_LINK_N; l++)
+        eq = deq(a->eff.alpha_s[l], b->eff.alpha_s[l]) && deq(a->eff.bw_eff[l], b->eff.bw_eff[l]);
+    return eq;
+}

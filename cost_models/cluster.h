@@ -1,0 +1,143 @@
+/* cluster.h - the cluster description (stagecraft.cluster/1) and its presets.
+ *
+ * Owner: cost_models/ (cluster.c, presets.c).
+ *
+ * Ownership: sc_cluster is a plain value struct (fixed-size strings, no
+ * pointers): copy it with `=`, nothing to free. Every loader fills *out only
+ * on success; on failure *out is unchanged and err names the file, the JSON
+ * path and what is wrong ("my.json: gpu.memory_bytes: -1 is out of range
+ * [1, 1e+15]"). sc_cluster_to_json returns a tree the caller frees with
+ * cJSON_Delete (NULL on allocation failure). Saving is whole-or-nothing.
+ * Round trip: load(save(x)) == x field for field (cJSON prints doubles with
+ * up to 17 significant digits, so every double survives exactly).
+ *
+ * Every number a cost model uses comes from this struct: peak rates, link
+ * bandwidths and the efficiency parameters that calibration fits.
+ *
+ * Units: bytes, bytes/s, FLOP/s, seconds, US dollars per hour per node.
+ *
+ * JSON keys (all required unless marked optional):
+ *   format         "stagecraft.cluster/1"
+ *   name           string
+ *   description    string, optional
+ *   nodes          integer >= 1
+ *   gpus_per_node  integer >= 1
+ *   gpu            { name, memory_bytes, hbm_bytes_per_s,
+ *                    peak_flops: { fp32, tf32, fp16, bf16, fp8 } }  (0 = unsupported)
+ *   intra          { kind ("nvswitch"|"nvlink"|"pcie"|"shm"|...),
+ *                    bytes_per_s (per GPU, one direction), latency_s }
+ *   inter          { nic_bytes_per_s, nics_per_node, latency_s }
+ *                    (nics_per_node 0 = no network; then nodes must be 1)
+ *   price          { on_demand_per_hour, spot_per_hour (0 = none),
+ *                    spot_interruptions_per_hour }
+ *   storage_bytes_per_s
+ *   efficiency     { provenance ("preset: ..." or "calibrated ..."),
+ *                    compute: { fp32|tf32|fp16|bf16|fp8: { eff_max, f_half } }
+ *                              (one entry per dtype with a non-zero peak;
+ *                               others optional),
+ *                    memory_bw (fraction of HBM bandwidth reached),
+ *                    intra: { alpha_s, bw_eff }, inter: { alpha_s, bw_eff },
+ *                    op_overhead_s (fixed cost per module call),
+ *                    workspace_bytes (per-rank reserve: context, comm
+ *                                     buffers, allocator slack) }
+ *
+ * Compute efficiency of a call of F FLOPs: eff(F) = eff_max * F / (F + f_half)
+ * (a saturating curve: small kernels cannot fill the device; f_half is the
+ * FLOP count at which half of eff_max is reached).
+ *
+ * The link latency_s fields are the hardware figures; the cost models use
+ * efficiency.*.alpha_s (per-message start-up cost, calibrated) and
+ * bytes_per_s * bw_eff.
+ */
+#ifndef SC_CLUSTER_H
+#define SC_CLUSTER_H
+
+#include <cjson/cJSON.h>
+#include "sc.h"
+#include "model.h"
+
+#define SC_CLUSTER_FORMAT "stagecraft.cluster/1"
+#define SC_CLUSTER_NAME_MAX 127
+#define SC_CLUSTER_DESC_MAX 255
+#define SC_CLUSTER_PROV_MAX 511
+#define SC_CLUSTER_MAX_NODES 100000
+#define SC_CLUSTER_MAX_GPUS_PER_NODE 1024
+
+typedef enum sc_link { SC_LINK_INTRA = 0, SC_LINK_INTER, SC_LINK_N } sc_link;
+
+typedef struct sc_cluster_eff {
+    double eff_max[SC_DTYPE_N];  /* (0, 1] */
+    double f_half[SC_DTYPE_N];   /* FLOPs, >= 0 */
+    double memory_bw;            /* (0, 1] */
+    double alpha_s[SC_LINK_N];   /* seconds per message/step */
+    double bw_eff[SC_LINK_N];    /* (0, 1] */
+    double op_overhead_s;
+    double workspace_bytes;
+    char provenance[SC_CLUSTER_PROV_MAX + 1];
+} sc_cluster_eff;
+
+typedef struct sc_cluster {
+    char name[SC_CLUSTER_NAME_MAX + 1];
+    char description[SC_CLUSTER_DESC_MAX + 1]; /* "" = none */
+    int nodes;
+    int gpus_per_node;
+    struct {
+        char name[SC_CLUSTER_NAME_MAX + 1];
+        double peak_flops[SC_DTYPE_N]; /* FLOP/s dense; 0 = unsupported */
+        double memory_bytes;
+        double hbm_bytes_per_s;
+    } gpu;
+    struct {
+        char kind[32];
+        double bytes_per_s;  /* per GPU, one direction */
+        double latency_s;
+    } intra;
+    struct {
+        double nic_bytes_per_s; /* one NIC, one direction */
+        int nics_per_node;
+        double latency_s;
+    } inter;
+    struct {
+        double on_demand_per_hour; /* per node */
+        double spot_per_hour;      /* per node, 0 = no spot offer */
+        double spot_interruptions_per_hour;
+    } price;
+    double storage_bytes_per_s;
+    sc_cluster_eff eff;
+} sc_cluster;
+
+typedef struct sc_cluster_preset {
+    const char *name;
+    const char *description; /* one line */
+} sc_cluster_preset;
+
+/* The presets, in a fixed order; *n gets their count. */
+const sc_cluster_preset *sc_cluster_presets(int *n);
+/* Fills *out with the preset called name (nodes = its default);
+ * SC_ENOTFOUND if there is none. cpu-local reads this machine's core count
+ * and memory (sysconf) at each call. */
+sc_status sc_cluster_preset_get(const char *name, sc_cluster *out, sc_error *err);
+/* A preset name, else a file path. */
+sc_status sc_cluster_open(const char *name_or_file, sc_cluster *out, sc_error *err);
+
+/* Validates and converts a parsed tree; file names the origin in messages. */
+sc_status sc_cluster_from_json(const cJSON *root, const char *file, sc_cluster *out,
+                               sc_error *err);
+sc_status sc_cluster_load(const char *file, sc_cluster *out, sc_error *err);
+cJSON *sc_cluster_to_json(const sc_cluster *c);
+
+sc_status sc_cluster_save(const sc_cluster *c, const char *file, sc_error *err);
+/* Checks every field's range and the cross-field rules (a multi-node
+ * cluster needs a network; every dtype with a peak has an efficiency curve).
+ * file names the origin in messages. */
+sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *err);
+
+/* Sets the node count (1..SC_CLUSTER_MAX_NODES); more than one node needs
+ * an inter-node network. c is unchanged on error. */
+sc_status sc_cluster_set_nodes(sc_cluster *c, long nodes, sc_error *err);
+/* nodes * gpus_per_node */
+long sc_cluster_total_gpus(const sc_cluster *c);
+/* 1 if every field is equal (strings compared as strings). */
+int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b);
+
+#endif

@@ -1,0 +1,209 @@
+/* cost.h - analytic cost models: compute time of modules, collective and
+ * point-to-point communication time, memory per rank, and a per-module cost
+ * table.
+ *
+ * Owner: cost_models/ (cost_compute.c, cost_comm.c, coll_ring.c, coll_tree.c,
+ * coll_hier.c, cost_memory.c, cost_table.c).
+ *
+ * Every number comes from the sc_cluster (peak rates, link bandwidths, the
+ * efficiency parameters calibration fits) or from the model; the only
+ * constants here are definitions (bytes per Adam state, the busbw factors).
+ * Functions are pure: same inputs, same result. Errors (an unsupported dtype,
+ * a group that needs a network the cluster lacks, a bad degree) return a
+ * status and a message naming the cluster and the module.
+ *
+ * ---- compute (cost_compute.c) ----------------------------------------------
+ * One module call on one rank, tp degree T, microbatch of mbs samples:
+ *   F = mbs * flops / T'           T' = T if the module is tp_shardable, else 1
+ *   t = op_overhead + max(F / (peak[dt] * eff(F)), B / (hbm * memory_bw))
+ *   eff(F) = eff_max[dt] * F / (F + f_half[dt]), so F / (peak * eff(F)) =
+ *            (F + f_half) / (peak * eff_max): a start-up cost plus a rate
+ *   (a roofline, Williams et al. 2009, with a size-dependent ceiling).
+ * Bytes moved B (an estimate from the fields a module has; W = params/T' *
+ * bytes(dt), A_s = mbs * act_saved/T', A_o = mbs * act_out):
+ *   forward  B = W + A_s + A_o            (read weights, write stash and output)
+ *   backward B = 2 W + A_s + 2 A_o        (read weights, write weight grads,
+ *                                          read stash, read output grad, write
+ *                                          input grad ~ A_o)
+ * with A_o = 0 for a module with children (its act_out is its subtree's
+ * output, written by its last leaf, not work of its own).
+ * A module with no flops and no bytes costs 0 (no call, no overhead).
+ * Measured times: when the module has `measured` and measured_device equals
+ * the cluster's gpu.name, t = measured * mbs / T' (measured times are per
+ * sample at tp = 1, on that device, already including overheads).
+ *
+ * ---- communication (cost_comm.c, coll_*.c) ---------------------------------
+ * alpha-beta model (Hockney 1994): a message of S bytes over a link costs
+ * alpha + S / beta. Per link class: alpha = efficiency.{intra,inter}.alpha_s,
+ *   beta_intra = intra.bytes_per_s * efficiency.intra.bw_eff
+ *   beta_inter = nics_per_node * nic_bytes_per_s * efficiency.inter.bw_eff / g
+ * where g = the members of the group on one node: they share the node's NICs
+ * evenly (each GPU gets a 1/g share), the usual rail-aligned assumption.
+ * A group of n ranks with g per node lies in one node when g >= n (intra
+ * link only); otherwise a flat algorithm (ring, tree) is bound by its
+ * slowest hop, beta = min(beta_intra, beta_inter), alpha = alpha_inter.
+ * Sizes S follow nccl-tests: the per-rank buffer for allreduce, broadcast
+ * and alltoall, the whole (n-rank) buffer for reduce-scatter input and
+ * allgather output. Algorithms (formulas in each coll_*.c):
+ *   ring   allreduce 2(n-1)/n S/beta + 2(n-1) alpha (Patarasuk & Yuan 2009);
+ *          reduce-scatter, allgather, alltoall (n-1)/n S/beta + (n-1) alpha;
+ *          broadcast (pipelined chain) S/beta + (n-1) alpha.
+ *   tree   double binary tree (Sanders et al. 2009, NCCL 2.4): bandwidth
+ *          term as ring, latency 2 ceil(log2 n) alpha for allreduce, ceil(log2
+ *          n) alpha for the one-way collectives; alltoall as ring.
+ *   hier   intra-node reduce-scatter, inter-node ring allreduce of S/g per
+ *          GPU over its NIC share, intra-node allgather (the hierarchical
+ *          allreduce of Horovod and BlueConnect, Cho et al. 2019); other
+ *          collectives analogous, see coll_hier.c.
+ * Bandwidth reporting (nccl-tests doc/PERFORMANCE.md): algbw = S / t,
+ * busbw = algbw * factor: allreduce 2(n-1)/n; reduce-scatter, allgather,
+ * alltoall (n-1)/n; broadcast 1.
+ *
+ * ---- memory (cost_memory.c) -------------------------------------------------
+ * Model states per parameter (ZeRO, Rajbhandari et al. 2020, mixed-precision
+ * Adam): fp16, bf16 weights 2, grads 2, optimizer 12 (fp32 master, m, v);
+ * fp8 counted the same (fp8 training keeps 16-bit weights and grads and the
+ * same fp32 states, Micikevicius et al. 2022); fp32, tf32 weights 4, grads 4,
+ * optimizer 8 (m, v): 16 bytes either way.
+ * Parameters per rank P = sum params/T'. ZeRO over dp:
+ *   stage 0: P(w+g+o)  1: P(w+g+o/dp)  2: P(w+(g+o)/dp)  3: P(w+g+o)/dp
+ * Activations, k microbatches in flight of mbs samples, per module
+ * act_saved/T' and act_out/T' (a sharded module's activations split):
+ *   none:      k * mbs * sum act_saved/T'
+ *   selective: k * mbs * sum over modules of act_saved/T', except modules of
+ *              kind "attention" or "attention_core" keep only act_out/T'
+ *              (their score/softmax stash is recomputed: Korthikanti et al.
+ *              2022, selective recompute drops the 5as/h term; 0 for such a
+ *              module with children, whose output is its last leaf's)
+ *   full:      k * mbs * in_bytes + mbs * max over layers of that layer's
+ *              sum act_saved/T', where in_bytes = act_out of the leaf that
+ *              runs just before the first module of the list (the stage input
+ *              kept per microbatch; 0 for the model's first leaf) and a layer
+ *              is a child of the root (the unit re-run in backward).
+ * Workspace = efficiency.workspace_bytes. Total = the sum.
+ */
+#ifndef SC_COST_H
+#define SC_COST_H
+
+#include "cluster.h"
+#include "model.h"
+#include "sc.h"
+
+/* ---- compute ---------------------------------------------------------------- */
+
+/* eff(F) for dtype dt (0 when the dtype is unsupported or F <= 0). */
+double sc_cost_eff(const sc_cluster *c, sc_dtype dt, double flops);
+/* Forward and backward time of one call of mod's own work. Either out
+ * pointer may be NULL. SC_ENOTSUP when the GPU has no peak for dt;
+ * SC_EINVAL for tp < 1 or mbs < 1. */
+sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
+                              int mbs, double *fwd_s, double *bwd_s, sc_error *err);
+/* Sums of sc_cost_module_time over mods[0..n) (e.g. a stage's leaves, or
+ * every module of the model: each holds only its own work). */
+sc_status sc_cost_modules_time(const sc_cluster *c, sc_module *const *mods, int n, sc_dtype dt,
+                               int tp, int mbs, double *fwd_s, double *bwd_s, sc_error *err);
+
+/* ---- communication ---------------------------------------------------------- */
+
+typedef enum sc_coll {
+    SC_COLL_ALLREDUCE = 0,
+    SC_COLL_REDUCE_SCATTER,
+    SC_COLL_ALLGATHER,
+    SC_COLL_BROADCAST,
+    SC_COLL_ALLTOALL,
+    SC_COLL_N
+} sc_coll;
+const char *sc_coll_name(sc_coll op);  /* "allreduce", ... */
+int sc_coll_parse(const char *s);      /* -1 if unknown */
+
+/* The link parameters a collective sees; filled by sc_cost_links. */
+typedef struct sc_comm_links {
+    int n, per_node, nodes;  /* ranks, ranks per node, nodes spanned = ceil(n/per_node) */
+    double alpha_intra, beta_intra; /* s, bytes/s */
+    double alpha_inter, beta_inter; /* beta_inter: this GPU's share of the NICs */
+} sc_comm_links;
+/* Checks 1 <= per_node <= min(n, gpus_per_node) (per_node is clamped to n)
+ * and that a group spanning nodes has a network. */
+sc_status sc_cost_links(const sc_cluster *c, int n, int per_node, sc_comm_links *out,
+                        sc_error *err);
+
+/* One collective algorithm: one small file fills one of these. time()
+ * returns seconds for S bytes (nccl-tests sizes, see above); n >= 1. */
+typedef struct sc_coll_algo {
+    const char *name;
+    const char *description;
+    double (*time)(const sc_comm_links *l, sc_coll op, double bytes);
+} sc_coll_algo;
+extern const sc_coll_algo sc_coll_ring, sc_coll_tree, sc_coll_hier;
+const sc_coll_algo *const *sc_coll_algos(int *n);
+const sc_coll_algo *sc_coll_find(const char *name); /* NULL if unknown */
+
+/* Time of collective op over n ranks, per_node of them on each node, with
+ * the algorithm called algo (NULL = "ring"). */
+sc_status sc_cost_coll(const sc_cluster *c, const char *algo, sc_coll op, double bytes, int n,
+                       int per_node, double *time_s, sc_error *err);
+/* Point to point: alpha + S/beta on the intra link, or, when inter, on the
+ * inter link with `sharing` GPUs of the node sending at once (>= 1). */
+sc_status sc_cost_p2p(const sc_cluster *c, double bytes, int inter, int sharing,
+                      double *time_s, sc_error *err);
+/* nccl-tests bus-bandwidth factor (0 for n < 1). */
+double sc_cost_busbw_factor(sc_coll op, int n);
+
+/* ---- memory ----------------------------------------------------------------- */
+
+typedef enum sc_recompute {
+    SC_RECOMPUTE_NONE = 0,
+    SC_RECOMPUTE_SELECTIVE,
+    SC_RECOMPUTE_FULL
+} sc_recompute;
+const char *sc_recompute_name(sc_recompute r);
+int sc_recompute_parse(const char *s); /* -1 if unknown */
+
+typedef struct sc_mem_cfg {
+    sc_dtype dtype;
+    int tp, dp;
+    int zero;            /* 0..3 */
+    int mbs;             /* samples per microbatch */
+    int inflight;        /* microbatches whose activations are held at once */
+    sc_recompute recompute;
+} sc_mem_cfg;
+
+typedef struct sc_mem {
+    double params;       /* parameters held per rank before ZeRO (sum params/T') */
+    double weights, grads, optimizer, activations, workspace;
+    double total;
+} sc_mem;
+
+/* Bytes per parameter for weights, grads, optimizer states in dtype dt. */
+void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o);
+/* Memory per rank for the modules mods[0..n) (a stage). */
+sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
+                         const sc_mem_cfg *cfg, sc_mem *out, sc_error *err);
+
+/* ---- per-module table ----------------------------------------------------- */
+
+typedef struct sc_cost_cfg {
+    sc_dtype dtype;
+    int tp;              /* >= 1; the tp group lies in one node when tp <= gpus_per_node */
+    int mbs;
+    const char *tp_algo; /* collective algorithm for tp allreduces; NULL = "ring" */
+} sc_cost_cfg;
+
+typedef struct sc_cost_row {
+    const sc_module *mod;
+    int depth;
+    double params;       /* own params per rank (/T' under tp) */
+    double fwd_s, bwd_s; /* own work, one microbatch */
+    double tp_bytes;     /* bytes all-reduced per microbatch in forward (same again in backward) */
+    double tp_s;         /* forward + backward tp allreduce time, one microbatch */
+    double state_bytes;  /* weights + grads + optimizer (ZeRO 0) per rank */
+    double act_bytes;    /* act_saved/T' per microbatch */
+} sc_cost_row;
+
+/* One row per module in pre-order (tree order). *rows is allocated with
+ * sc_malloc and freed by the caller with sc_free; totals (may be NULL) sums
+ * every row (mod = root, depth = -1). */
+sc_status sc_cost_table(const sc_cluster *c, const sc_model *m, const sc_cost_cfg *cfg,
+                        sc_cost_row **rows, int *n_rows, sc_cost_row *totals, sc_error *err);
+
+#endif

@@ -1,0 +1,82 @@
+/* cost_compute.c - compute time of modules (roofline with a size-dependent
+ * ceiling); formulas in cost.h. */
+#include "cost.h"
+
+#include <math.h>
+#include <string.h>
+
+double sc_cost_eff(const sc_cluster *c, sc_dtype dt, double flops)
+{
+    if ((unsigned)dt >= SC_DTYPE_N || c->gpu.peak_flops[dt] <= 0 || !(flops > 0))
+        return 0;
+    return c->eff.eff_max[dt] * flops / (flops + c->eff.f_half[dt]);
+}
+
+/* Seconds for F FLOPs: F / (peak * eff(F)) = (F + f_half) / (peak * eff_max). */
+static double flops_time(const sc_cluster *c, sc_dtype dt, double f)
+{
+    if (!(f > 0))
+        return 0;
+    return (f + c->eff.f_half[dt]) / (c->gpu.peak_flops[dt] * c->eff.eff_max[dt]);
+}
+
+static double call_time(const sc_cluster *c, sc_dtype dt, double f, double bytes)
+{
+    if (!(f > 0) && !(bytes > 0))
+        return 0;
+    double tc = flops_time(c, dt, f);
+    double tm = bytes / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
+    return c->eff.op_overhead_s + (tc > tm ? tc : tm);
+}
+
+sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
+                              int mbs, double *fwd_s, double *bwd_s, sc_error *err)
+{
+    if ((unsigned)dt >= SC_DTYPE_N)
+        return sc_err(err, SC_EINVAL, "%s: dtype %d is not a dtype", c->name, (int)dt);
+    if (c->gpu.peak_flops[dt] <= 0)
+        return sc_err(err, SC_ENOTSUP, "%s: the %s has no %s peak (gpu.peak_flops.%s is 0)",
+                      c->name, c->gpu.name, sc_dtype_name(dt), sc_dtype_name(dt));
+    if (tp < 1 || mbs < 1)
+        return sc_err(err, SC_EINVAL, "%s: tp (%d) and mbs (%d) must be >= 1", mod->name, tp,
+                      mbs);
+    double shard = mod->tp_shardable ? tp : 1;
+    double f, b;
+    if (mod->has_measured && mod->measured_device &&
+        strcmp(mod->measured_device, c->gpu.name) == 0) {
+        f = mod->measured_fwd_s * mbs / shard;
+        b = mod->measured_bwd_s * mbs / shard;
+    } else {
+        double w = mod->params / shard * sc_dtype_bytes(dt);
+        double as = mbs * mod->act_saved_bytes / shard;
+        /* an inner module's act_out is its subtree's output, written by its
+         * last leaf: not work of its own */
+        double ao = mod->n_children ? 0 : mbs * mod->act_out_bytes;
+        f = call_time(c, dt, mbs * mod->flops_fwd / shard, w + as + ao);
+        b = call_time(c, dt, mbs * sc_module_flops_bwd(mod) / shard, 2 * w + as + 2 * ao);
+    }
+    if (fwd_s)
+        *fwd_s = f;
+    if (bwd_s)
+        *bwd_s = b;
+    return SC_OK;
+}
+
+sc_status sc_cost_modules_time(const sc_cluster *c, sc_module *const *mods, int n, sc_dtype dt,
+                               int tp, int mbs, double *fwd_s, double *bwd_s, sc_error *err)
+{
+    double tf = 0, tb = 0;
+    for (int i = 0; i < n; i++) {
+        double f, b;
+        sc_status st = sc_cost_module_time(c, mods[i], dt, tp, mbs, &f, &b, err);
+        if (st)
+            return st;
+        tf += f;
+        tb += b;
+    }
+    if (fwd_s)
+        *fwd_s = tf;
+    if (bwd_s)
+        *bwd_s = tb;
+    return SC_OK;
+}

@@ -1,0 +1,130 @@
+/* cost_memory.c - memory per rank: model states under ZeRO, activations
+ * under recompute policies, workspace; formulas in cost.h. O(n) in the
+ * modules given. */
+#include <string.h>
+
+#include "cost.h"
+
+static const char *const rc_names[] = {"none", "selective", "full"};
+
+const char *sc_recompute_name(sc_recompute r)
+{
+    return (unsigned)r < SC_ARRAY_LEN(rc_names) ? rc_names[r] : "?";
+}
+
+int sc_recompute_parse(const char *s)
+{
+    for (size_t i = 0; s && i < SC_ARRAY_LEN(rc_names); i++)
+        if (strcmp(s, rc_names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* ZeRO paper, section 3: mixed-precision Adam keeps 2 + 2 + 12 bytes per
+ * parameter (K = 12); full fp32 keeps 4 + 4 + 8. */
+void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o)
+{
+    int wide = dt == SC_FP32 || dt == SC_TF32;
+    *w = wide ? 4 : 2;
+    *g = wide ? 4 : 2;
+    *o = wide ? 8 : 12;
+}
+
+static int is_attention(const sc_module *m)
+{
+    return m->kind && (strcmp(m->kind, "attention") == 0 || strcmp(m->kind, "attention_core") == 0);
+}
+
+/* The leaf that runs just before mod's first leaf (NULL for the first). */
+static const sc_module *prev_leaf(const sc_module *mod)
+{
+    const sc_module *x = mod;
+    while (x->n_children)
+        x = x->children[0];
+    while (x->parent) {
+        const sc_module *p = x->parent;
+        int i = 0;
+        while (i < p->n_children && p->children[i] != x)
+            i++;
+        if (i > 0 && i < p->n_children) {
+            const sc_module *y = p->children[i - 1];
+            while (y->n_children)
+                y = y->children[y->n_children - 1];
+            return y;
+        }
+        x = p;
+    }
+    return NULL;
+}
+
+/* The root's child that holds mod (mod itself at depth <= 1). */
+static const sc_module *layer_of(const sc_module *mod)
+{
+    while (mod->parent && mod->parent->parent)
+        mod = mod->parent;
+    return mod;
+}
+
+sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
+                         const sc_mem_cfg *cfg, sc_mem *out, sc_error *err)
+{
+    if ((unsigned)cfg->dtype >= SC_DTYPE_N || cfg->tp < 1 || cfg->dp < 1 || cfg->zero < 0 ||
+        cfg->zero > 3 || cfg->mbs < 1 || cfg->inflight < 0 ||
+        (unsigned)cfg->recompute > SC_RECOMPUTE_FULL)
+        return sc_err(err, SC_EINVAL,
+                      "memory: bad configuration (dtype %d, tp %d, dp %d, zero %d, mbs %d, "
+                      "inflight %d, recompute %d)",
+                      (int)cfg->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs, cfg->inflight,
+                      (int)cfg->recompute);
+    double tp = cfg->tp, dp = cfg->dp, k = cfg->inflight, mbs = cfg->mbs;
+    double params = 0, saved = 0, selective = 0, max_layer = 0, layer_sum = 0;
+    const sc_module *cur_layer = NULL;
+    for (int i = 0; i < n; i++) {
+        const sc_module *m = mods[i];
+        double sh = m->tp_shardable ? tp : 1;
+        params += m->params / sh;
+        saved += m->act_saved_bytes / sh;
+        selective += is_attention(m) ? (m->n_children ? 0 : m->act_out_bytes / sh)
+                                     : m->act_saved_bytes / sh;
+        const sc_module *ly = layer_of(m);
+        if (ly != cur_layer) {
+            cur_layer = ly;
+            layer_sum = 0;
+        }
+        layer_sum += m->act_saved_bytes / sh;
+        if (layer_sum > max_layer)
+            max_layer = layer_sum;
+    }
+    double w, g, o;
+    sc_cost_state_bytes(cfg->dtype, &w, &g, &o);
+    sc_mem r;
+    memset(&r, 0, sizeof r);
+    r.params = params;
+    r.weights = params * w;
+    r.grads = params * g;
+    r.optimizer = params * o;
+    if (cfg->zero >= 1)
+        r.optimizer /= dp;
+    if (cfg->zero >= 2)
+        r.grads /= dp;
+    if (cfg->zero >= 3)
+        r.weights /= dp;
+    switch (cfg->recompute) {
+    case SC_RECOMPUTE_NONE:
+        r.activations = k * mbs * saved;
+        break;
+    case SC_RECOMPUTE_SELECTIVE:
+        r.activations = k * mbs * selective;
+        break;
+    case SC_RECOMPUTE_FULL: {
+        const sc_module *pl = n > 0 ? prev_leaf(mods[0]) : NULL;
+        double in_bytes = pl ? pl->act_out_bytes : 0;
+        r.activations = k * mbs * in_bytes + (k > 0 ? mbs * max_layer : 0);
+        break;
+    }
+    }
+    r.workspace = c->eff.workspace_bytes;
+    r.total = r.weights + r.grads + r.optimizer + r.activations + r.workspace;
+    *out = r;
+    return SC_OK;
+}

@@ -1,0 +1,334 @@
+/* test_cluster.c - the cluster description: presets, round trips, validation,
+ * the bad-input corpus (tests/corpus/cluster). */
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "check.h"
+#include "cluster.h"
+#include "json.h"
+
+TEST(cluster_presets_valid_and_round_trip)
+{
+    int n;
+    const sc_cluster_preset *p = sc_cluster_presets(&n);
+    REQUIRE(n >= 8);
+    for (int i = 0; i < n; i++) {
+        sc_cluster c, d;
+        sc_error err = {0};
+        REQUIRE(sc_cluster_preset_get(p[i].name, &c, &err) == SC_OK);
+        CHECK(strcmp(c.name, p[i].name) == 0);
+        CHECK(p[i].description && *p[i].description);
+        CHECK(sc_cluster_validate(&c, p[i].name, &err) == SC_OK);
+        CHECK(strncmp(c.eff.provenance, "preset:", 7) == 0);
+        /* save, load: exactly equal */
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s.json", sc_test_tmpdir(), p[i].name);
+        REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
+        memset(&d, 0x5a, sizeof d);
+        if (sc_cluster_load(path, &d, &err) != SC_OK)
+            sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        CHECK(sc_cluster_equal(&c, &d));
+        /* and open() by file reads the same */
+        CHECK(sc_cluster_open(path, &d, &err) == SC_OK && sc_cluster_equal(&c, &d));
+    }
+}
+
+TEST(cluster_preset_figures)
+{
+    sc_cluster c;
+    sc_error err = {0};
+    REQUIRE(sc_cluster_open("p4d.24xlarge", &c, &err) == SC_OK);
+    CHECK_EQ_INT(c.gpus_per_node, 8);
+    CHECK_EQ_INT(c.nodes, 1);
+    CHECK_NEAR(c.gpu.peak_flops[SC_BF16], 312e12, 1e-12);
+    CHECK(c.gpu.peak_flops[SC_FP8] == 0);
+    /* 4 x 100 Gb/s EFA = 400 Gb/s = 50 GB/s per node */
+    CHECK_NEAR(c.inter.nics_per_node * c.inter.nic_bytes_per_s, 50e9, 1e-12);
+    CHECK_NEAR(c.price.on_demand_per_hour, 32.7726, 1e-12);
+    REQUIRE(sc_cluster_open("p5.48xlarge", &c, &err) == SC_OK);
+    CHECK_NEAR(c.inter.nics_per_node * c.inter.nic_bytes_per_s, 3200e9 / 8, 1e-12);
+    REQUIRE(sc_cluster_open("dgx-a100-80g", &c, &err) == SC_OK);
+    CHECK_NEAR(c.inter.nics_per_node * c.inter.nic_bytes_per_s, 8 * 200e9 / 8, 1e-12);
+    REQUIRE(sc_cluster_open("h200-sxm-1", &c, &err) == SC_OK);
+    CHECK_EQ_INT(sc_cluster_total_gpus(&c), 1);
+    CHECK_NEAR(c.gpu.hbm_bytes_per_s, 4.8e12, 1e-12);
+    REQUIRE(sc_cluster_open("cpu-local", &c, &err) == SC_OK);
+    CHECK(c.gpus_per_node >= 1);
+    CHECK(c.gpu.peak_flops[SC_FP32] > 0);
+    CHECK(strcmp(c.intra.kind, "shm") == 0);
+}
+
+TEST(cluster_unknown_preset_is_file)
+{
+    sc_cluster c;
+    sc_error err = {0};
+    CHECK(sc_cluster_preset_get("p9.huge", &c, &err) == SC_ENOTFOUND);
+    CHECK_STR_HAS(err.msg, "p9.huge");
+    CHECK(sc_cluster_open("/nonexistent/p9.json", &c, &err) == SC_EIO);
+    CHECK_STR_HAS(err.msg, "p9.json");
+}
+
+TEST(cluster_round_trip_exact_doubles)
+{
+    /* calibrated values are arbitrary doubles: every bit must survive */
+    sc_cluster c, d;
+    sc_error err = {0};
+    REQUIRE(sc_cluster_preset_get("p4de.24xlarge", &c, &err) == SC_OK);
+    c.eff.eff_max[SC_BF16] = 0.1 + 0.2;
+    c.eff.f_half[SC_BF16] = 1.0 / 3 * 1e9;
+    c.eff.alpha_s[SC_LINK_INTER] = 15 * 1e-6; /* prints as 1.5e-05 at 15 digits */
+    c.eff.memory_bw = nextafter(0.8, 1);
+    c.price.spot_per_hour = 12.345678901234567;
+    snprintf(c.eff.provenance, sizeof c.eff.provenance, "calibrated 2026-01-01 from run \"x\"");
+    char path[600];
+    snprintf(path, sizeof path, "%s/exact.json", sc_test_tmpdir());
+    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
+    REQUIRE(sc_cluster_load(path, &d, &err) == SC_OK);
+    CHECK(sc_cluster_equal(&c, &d));
+    CHECK(d.eff.alpha_s[SC_LINK_INTER] == 15 * 1e-6);
+    CHECK(d.eff.memory_bw == nextafter(0.8, 1));
+}
+
+TEST(cluster_save_refuses_invalid)
+{
+    sc_cluster c;
+    sc_error err = {0};
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    c.gpu.hbm_bytes_per_s = -5;
+    char path[600];
+    snprintf(path, sizeof path, "%s/bad.json", sc_test_tmpdir());
+    CHECK(sc_cluster_save(&c, path, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "gpu.hbm_bytes_per_s");
+    CHECK(!sc_test_exists(path));
+}
+
+TEST(cluster_set_nodes)
+{
+    sc_cluster c, before;
+    sc_error err = {0};
+    REQUIRE(sc_cluster_open("p4d.24xlarge", &c, &err) == SC_OK);
+    REQUIRE(sc_cluster_set_nodes(&c, 16, &err) == SC_OK);
+    CHECK_EQ_INT(c.nodes, 16);
+    CHECK_EQ_INT(sc_cluster_total_gpus(&c), 128);
+    before = c;
+    CHECK(sc_cluster_set_nodes(&c, 0, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "nodes");
+    CHECK(sc_cluster_equal(&c, &before));
+    /* a cluster without a network cannot grow */
+    c.inter.nics_per_node = 0;
+    c.nodes = 1;
+    CHECK(sc_cluster_set_nodes(&c, 2, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "network");
+    CHECK_EQ_INT(c.nodes, 1);
+    /* --nodes survives a round trip */
+    REQUIRE(sc_cluster_open("p4d.24xlarge", &c, &err) == SC_OK);
+    REQUIRE(sc_cluster_set_nodes(&c, 4, &err) == SC_OK);
+    char path[600];
+    snprintf(path, sizeof path, "%s/four.json", sc_test_tmpdir());
+    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
+    sc_cluster d;
+    REQUIRE(sc_cluster_load(path, &d, &err) == SC_OK);
+    CHECK_EQ_INT(d.nodes, 4);
+    CHECK(sc_cluster_equal(&c, &d));
+}
+
+/* Builds the JSON of a preset, applies one edit by path, and loads it. */
+static sc_status load_edited(const char *path, cJSON *val, sc_error *err)
+{
+    sc_cluster c;
+    sc_cluster_preset_get("p4d.24xlarge", &c, NULL);
+    cJSON *r = sc_cluster_to_json(&c);
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    cJSON *obj = r;
+    char *key = buf, *dot;
+    while ((dot = strchr(key, '.'))) {
+        *dot = 0;
+        obj = cJSON_GetObjectItemCaseSensitive(obj, key);
+        key = dot + 1;
+    }
+    if (val)
+        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, val);
+    else
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+    sc_status st = sc_cluster_from_json(r, "edit.json", &c, err);
+    cJSON_Delete(r);
+    return st;
+}
+
+TEST(cluster_validation_names_path)
+{
+    sc_error err = {0};
+    CHECK(load_edited("gpu.memory_bytes", cJSON_CreateNumber(-1), &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "edit.json: gpu.memory_bytes: -1 is out of range");
+    CHECK(load_edited("inter.nic_bytes_per_s", cJSON_CreateString("fast"), &err) == SC_EPARSE);
+    CHECK_STR_HAS(err.msg, "edit.json: inter.nic_bytes_per_s: must be a number");
+    CHECK(load_edited("efficiency.intra.bw_eff", cJSON_CreateNumber(1.5), &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "efficiency.intra.bw_eff");
+    CHECK(load_edited("efficiency.compute.bf16", NULL, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "edit.json: efficiency.compute.bf16: missing");
+    CHECK(load_edited("price.spot_per_hour", NULL, &err) == SC_EPARSE);
+    CHECK_STR_HAS(err.msg, "price.spot_per_hour: missing");
+    CHECK(load_edited("nodes", cJSON_CreateNumber(2.5), &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "nodes");
+    CHECK(load_edited("inter.nics_per_node", cJSON_CreateNumber(0), &err) == SC_OK);
+    CHECK(load_edited("nodes", cJSON_CreateNumber(2), &err) == SC_OK);
+    CHECK(load_edited("efficiency.provenance", cJSON_CreateString(""), &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "efficiency.provenance: must not be empty");
+    CHECK(load_edited("gpus_per_node", cJSON_CreateNumber(0), &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "gpus_per_node");
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Every file in tests/corpus/cluster/good/ loads and round-trips exactly
+ * (they are the presets saved by `stagecraft cluster show NAME -o`, and the
+ * fuzzer's seeds). */
+TEST(cluster_good_corpus)
+{
+    const char *dir = "tests/corpus/cluster/good";
+    DIR *d = opendir(dir);
+    REQUIRE(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[1024], out[1200];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        sc_cluster c, c2;
+        sc_error err = {0};
+        if (sc_cluster_load(path, &c, &err) != SC_OK) {
+            sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            continue;
+        }
+        snprintf(out, sizeof out, "%s/%s", sc_test_tmpdir(), e->d_name);
+        CHECK(sc_cluster_save(&c, out, &err) == SC_OK);
+        CHECK(sc_cluster_load(out, &c2, &err) == SC_OK && sc_cluster_equal(&c, &c2));
+        /* the preset of the same name (where machine-independent) is equal */
+        sc_cluster p;
+        if (strcmp(c.name, "cpu-local") != 0 && sc_cluster_preset_get(c.name, &p, NULL) == SC_OK)
+            CHECK(sc_cluster_equal(&c, &p));
+        n++;
+    }
+    closedir(d);
+    CHECK(n >= 7);
+}
+
+/* Every file in tests/corpus/cluster/ (except *.expect) must fail to load,
+ * with a message containing the sibling NAME.expect's text and naming the
+ * file. */
+TEST(cluster_bad_corpus)
+{
+    const char *dir = "tests/corpus/cluster";
+    DIR *d = opendir(dir);
+    REQUIRE(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        const char *name = e->d_name;
+        size_t len = strlen(name);
+        if (name[0] == '.' || (len > 7 && !strcmp(name + len - 7, ".expect")))
+            continue;
+        char path[1024], epath[1100];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (is_dir(path)) /* good/ holds valid files, see cluster_good_corpus */
+            continue;
+        snprintf(epath, sizeof epath, "%s.expect", path);
+        char *want = NULL;
+        size_t wl = 0;
+        sc_error err = {0};
+        if (sc_read_file(epath, 4096, &want, &wl, &err) != SC_OK) {
+            sc_test_fail(__FILE__, __LINE__, "%s: no .expect file", path);
+            continue;
+        }
+        while (wl && (want[wl - 1] == '\n' || want[wl - 1] == '\r'))
+            want[--wl] = 0;
+        sc_cluster c;
+        sc_status st = sc_cluster_load(path, &c, &err);
+        if (st == SC_OK)
+            sc_test_fail(__FILE__, __LINE__, "%s: loaded but should fail", path);
+        else {
+            CHECK_STR_HAS(err.msg, want);
+            CHECK_STR_HAS(err.msg, path);
+        }
+        sc_free(want);
+        n++;
+    }
+    closedir(d);
+    CHECK(n >= 12);
+}
+
+TEST(cluster_alloc_failures)
+{
+    /* every allocation failure while loading a preset's JSON reports ENOMEM,
+     * never crashes, and leaves the output untouched */
+    sc_cluster c;
+    sc_cluster_preset_get("dgx-h100", &c, NULL);
+    char path[600];
+    snprintf(path, sizeof path, "%s/c.json", sc_test_tmpdir());
+    sc_error err = {0};
+    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
+    for (long k = 1; k < 400; k++) {
+        sc_cluster out;
+        memset(&out, 0x11, sizeof out);
+        sc_cluster copy = out;
+        sc_alloc_fail_at(k);
+        sc_status st = sc_cluster_load(path, &out, &err);
+        sc_alloc_fail_at(0);
+        if (st == SC_OK) {
+            CHECK(sc_cluster_equal(&out, &c));
+            break;
+        }
+        CHECK(st == SC_ENOMEM);
+        CHECK(memcmp(&out, &copy, sizeof out) == 0);
+    }
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+TEST(cluster_cli)
+{
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return; /* the command is not built in this tree yet */
+    static char out[65536];
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster list", bin) == 0);
+    CHECK_STR_HAS(out, "p4d.24xlarge");
+    CHECK_STR_HAS(out, "cpu-local");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show p4d.24xlarge --nodes 4", bin) == 0);
+    CHECK_STR_HAS(out, "4 x 8 GPUs = 32 GPUs");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-h100 --json", bin) == 0);
+    CHECK_STR_HAS(out, "\"format\":\t\"stagecraft.cluster/1\"");
+    /* -o writes a file that loads back equal to the preset with --nodes */
+    char path[600];
+    snprintf(path, sizeof path, "%s/p5.json", sc_test_tmpdir());
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show p5.48xlarge --nodes 3 -o %s", bin, path) ==
+          0);
+    sc_cluster c, p;
+    sc_error err = {0};
+    REQUIRE(sc_cluster_load(path, &c, &err) == SC_OK);
+    REQUIRE(sc_cluster_preset_get("p5.48xlarge", &p, &err) == SC_OK);
+    REQUIRE(sc_cluster_set_nodes(&p, 3, &err) == SC_OK);
+    CHECK(sc_cluster_equal(&c, &p));
+    /* the file shows like the preset */
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show %s", bin, path) == 0);
+    CHECK_STR_HAS(out, "3 x 8 GPUs = 24 GPUs");
+    /* errors: exit 2, one line naming the problem */
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show tests/corpus/cluster/negative_bandwidth.json",
+                     bin) == 2);
+    CHECK_STR_HAS(out, "negative_bandwidth.json: inter.nic_bytes_per_s");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show p4d.24xlarge --nodes 0", bin) == 2);
+    CHECK_STR_HAS(out, "--nodes");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show h200-sxm-1 --frobnicate", bin) == 2);
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show", bin) == 2);
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster bogus", bin) == 2);
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show --help", bin) == 0);
+    CHECK_STR_HAS(out, "usage: stagecraft cluster");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster list --help", bin) == 0);
+}

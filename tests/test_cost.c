@@ -1,0 +1,398 @@
+/* test_cost.c - each cost formula against values computed by hand here. */
+#include <math.h>
+
+#include "check.h"
+#include "cost.h"
+#include "json.h"
+
+static sc_cluster preset(const char *name)
+{
+    sc_cluster c;
+    memset(&c, 0, sizeof c);
+    sc_cluster_preset_get(name, &c, NULL);
+    return c;
+}
+
+TEST(cost_ring_allreduce_one_node)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    double S = 1e9, t, beta = 300e9 * 0.8, a = 5e-6;
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 8, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 2.0 * 7 / 8 * S / beta + 2 * 7 * a, 1e-12);
+    /* NULL algorithm means ring */
+    double t2;
+    REQUIRE(sc_cost_coll(&c, NULL, SC_COLL_ALLREDUCE, S, 8, 8, &t2, NULL) == SC_OK);
+    CHECK(t == t2);
+    /* reduce-scatter, allgather, alltoall, broadcast */
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_REDUCE_SCATTER, S, 8, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 7.0 / 8 * S / beta + 7 * a, 1e-12);
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLGATHER, S, 4, 4, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 3.0 / 4 * S / beta + 3 * a, 1e-12);
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_BROADCAST, S, 8, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, S / beta + 7 * a, 1e-12);
+    /* one rank: free */
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 1, 1, &t, NULL) == SC_OK);
+    CHECK(t == 0);
+}
+
+TEST(cost_ring_allreduce_across_nodes)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    REQUIRE(sc_cluster_set_nodes(&c, 2, NULL) == SC_OK);
+    double S = 1e9, t;
+    /* 8 GPUs per node share 4 x 12.5 GB/s: 50e9 * 0.9 / 8 each, slower than NVSwitch */
+    double beta = 4 * 12.5e9 * 0.9 / 8, a = 15e-6;
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 16, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 2.0 * 15 / 16 * S / beta + 2 * 15 * a, 1e-12);
+    /* one GPU per node gets all 4 NICs */
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 2, 1, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 2.0 * 1 / 2 * S / (50e9 * 0.9) + 2 * a, 1e-12);
+}
+
+TEST(cost_busbw_factor)
+{
+    CHECK_NEAR(sc_cost_busbw_factor(SC_COLL_ALLREDUCE, 8), 2.0 * 7 / 8, 1e-15);
+    CHECK_NEAR(sc_cost_busbw_factor(SC_COLL_REDUCE_SCATTER, 8), 7.0 / 8, 1e-15);
+    CHECK_NEAR(sc_cost_busbw_factor(SC_COLL_ALLGATHER, 4), 3.0 / 4, 1e-15);
+    CHECK_NEAR(sc_cost_busbw_factor(SC_COLL_ALLTOALL, 16), 15.0 / 16, 1e-15);
+    CHECK(sc_cost_busbw_factor(SC_COLL_BROADCAST, 8) == 1);
+    CHECK(sc_cost_busbw_factor(SC_COLL_ALLREDUCE, 1) == 0);
+    /* with alpha = 0 the ring's busbw equals the link bandwidth for any n */
+    sc_cluster c = preset("dgx-h100");
+    c.eff.alpha_s[SC_LINK_INTRA] = 0;
+    for (int n = 2; n <= 8; n++) {
+        double t, S = 1e8;
+        REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, n, n, &t, NULL) == SC_OK);
+        CHECK_NEAR(S / t * sc_cost_busbw_factor(SC_COLL_ALLREDUCE, n), 450e9 * 0.8, 1e-12);
+        REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLGATHER, S, n, n, &t, NULL) == SC_OK);
+        CHECK_NEAR(S / t * sc_cost_busbw_factor(SC_COLL_ALLGATHER, n), 450e9 * 0.8, 1e-12);
+    }
+}
+
+TEST(cost_tree)
+{
+    sc_cluster c = preset("dgx-a100-80g");
+    double S = 64e6, t, beta = 300e9 * 0.8, a = 5e-6;
+    REQUIRE(sc_cost_coll(&c, "tree", SC_COLL_ALLREDUCE, S, 8, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 2.0 * 7 / 8 * S / beta + 2 * 3 * a, 1e-12);
+    REQUIRE(sc_cost_coll(&c, "tree", SC_COLL_ALLREDUCE, S, 5, 5, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 2.0 * 4 / 5 * S / beta + 2 * 3 * a, 1e-12); /* ceil(log2 5) = 3 */
+    REQUIRE(sc_cost_coll(&c, "tree", SC_COLL_BROADCAST, S, 8, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, S / beta + 3 * a, 1e-12);
+    /* small messages: the tree's latency beats the ring's at scale */
+    REQUIRE(sc_cluster_set_nodes(&c, 64, NULL) == SC_OK);
+    double tr, tt;
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, 1024, 512, 8, &tr, NULL) == SC_OK);
+    REQUIRE(sc_cost_coll(&c, "tree", SC_COLL_ALLREDUCE, 1024, 512, 8, &tt, NULL) == SC_OK);
+    CHECK(tt < tr / 10);
+}
+
+TEST(cost_hier)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    REQUIRE(sc_cluster_set_nodes(&c, 4, NULL) == SC_OK);
+    double S = 1e9, t;
+    double bi = 300e9 * 0.8, ai = 5e-6, be = 4 * 12.5e9 * 0.9 / 8, ae = 15e-6;
+    int p = 8, k = 4;
+    REQUIRE(sc_cost_coll(&c, "hier", SC_COLL_ALLREDUCE, S, 32, 8, &t, NULL) == SC_OK);
+    double want = 2.0 * (p - 1) / p * S / bi + 2 * (p - 1) * ai +
+                  2.0 * (k - 1) / k * (S / p) / be + 2 * (k - 1) * ae;
+    CHECK_NEAR(t, want, 1e-12);
+    /* node-level bandwidth: (S/p)/be = S / (4 NICs * 12.5e9 * 0.9) */
+    CHECK_NEAR((S / p) / be, S / (50e9 * 0.9), 1e-12);
+    /* and beats the flat ring across nodes */
+    double tr;
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 32, 8, &tr, NULL) == SC_OK);
+    CHECK(t < tr);
+    REQUIRE(sc_cost_coll(&c, "hier", SC_COLL_REDUCE_SCATTER, S, 32, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 7.0 / 8 * S / bi + 7 * ai + 3.0 / 4 * (S / 8) / be + 3 * ae, 1e-12);
+    REQUIRE(sc_cost_coll(&c, "hier", SC_COLL_ALLGATHER, S, 32, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 7.0 / 8 * S / bi + 7 * ai + 3.0 / 4 * (S / 8) / be + 3 * ae, 1e-12);
+    REQUIRE(sc_cost_coll(&c, "hier", SC_COLL_ALLTOALL, S, 32, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 7.0 / 32 * S / bi + 7 * ai + 24.0 / 32 * S / be + 3 * ae, 1e-12);
+    /* inside one node it is the ring */
+    double t1, t2;
+    REQUIRE(sc_cost_coll(&c, "hier", SC_COLL_ALLREDUCE, S, 8, 8, &t1, NULL) == SC_OK);
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 8, 8, &t2, NULL) == SC_OK);
+    CHECK(t1 == t2);
+}
+
+TEST(cost_comm_errors)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    sc_error err = {0};
+    double t;
+    CHECK(sc_cost_coll(&c, "butterfly", SC_COLL_ALLREDUCE, 1, 8, 8, &t, &err) == SC_ENOTFOUND);
+    CHECK_STR_HAS(err.msg, "butterfly");
+    CHECK(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, 1, 16, 16, &t, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "per node");
+    c.inter.nics_per_node = 0;
+    CHECK(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, 1, 16, 8, &t, &err) == SC_ENOTSUP);
+    CHECK_STR_HAS(err.msg, "network");
+    CHECK(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, -1, 8, 8, &t, &err) == SC_EINVAL);
+    int n;
+    const sc_coll_algo *const *a = sc_coll_algos(&n);
+    CHECK_EQ_INT(n, 3);
+    for (int i = 0; i < n; i++)
+        CHECK(a[i]->description && sc_coll_find(a[i]->name) == a[i]);
+    CHECK_EQ_INT(sc_coll_parse("reduce_scatter"), SC_COLL_REDUCE_SCATTER);
+    CHECK_EQ_INT(sc_coll_parse("gossip"), -1);
+}
+
+TEST(cost_p2p)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    double t;
+    REQUIRE(sc_cost_p2p(&c, 1e8, 0, 1, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 5e-6 + 1e8 / (300e9 * 0.8), 1e-12);
+    REQUIRE(sc_cost_p2p(&c, 1e8, 1, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 15e-6 + 1e8 / (50e9 * 0.9 / 8), 1e-12);
+    REQUIRE(sc_cost_p2p(&c, 1e8, 1, 1, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 15e-6 + 1e8 / (50e9 * 0.9), 1e-12);
+}
+
+/* root -> one module "w" with P params (tp-shardable when asked). */
+static sc_model *one_module(double params, double flops, double act_saved, double act_out,
+                            int shardable)
+{
+    sc_model *m = sc_model_new("t", SC_BF16, 1024);
+    sc_module *root = sc_model_add(m, NULL, "root", "model");
+    sc_module *w = sc_model_add(m, root, "w", "mlp");
+    w->params = params;
+    w->flops_fwd = flops;
+    w->act_saved_bytes = act_saved;
+    w->act_out_bytes = act_out;
+    if (shardable)
+        sc_module_set_tp(w, 1e6, 1);
+    sc_error err = {0};
+    if (sc_model_finish(m, "<test>", &err) != SC_OK) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        sc_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+TEST(cost_memory_zero_stages)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    c.eff.workspace_bytes = 0;
+    sc_model *m = one_module(1e9, 0, 0, 0, 0);
+    REQUIRE(m);
+    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE};
+    sc_mem r;
+    double want[4] = {16e9, 4e9 + 12e9 / 8, 2e9 + 14e9 / 8, 16e9 / 8};
+    for (int z = 0; z <= 3; z++) {
+        cfg.zero = z;
+        REQUIRE(sc_cost_memory(&c, m->modules, m->n_modules, &cfg, &r, NULL) == SC_OK);
+        CHECK_NEAR(r.total, want[z], 1e-12);
+        CHECK_NEAR(r.weights + r.grads + r.optimizer, want[z], 1e-12);
+    }
+    /* fp32: 4 + 4 + 8 */
+    cfg.dtype = SC_FP32;
+    cfg.zero = 0;
+    REQUIRE(sc_cost_memory(&c, m->modules, m->n_modules, &cfg, &r, NULL) == SC_OK);
+    CHECK_NEAR(r.weights, 4e9, 1e-12);
+    CHECK_NEAR(r.optimizer, 8e9, 1e-12);
+    /* workspace comes from the cluster */
+    c.eff.workspace_bytes = 3e9;
+    REQUIRE(sc_cost_memory(&c, m->modules, m->n_modules, &cfg, &r, NULL) == SC_OK);
+    CHECK_NEAR(r.total, 16e9 + 3e9, 1e-12);
+    cfg.zero = 4;
+    sc_error err = {0};
+    CHECK(sc_cost_memory(&c, m->modules, m->n_modules, &cfg, &r, &err) == SC_EINVAL);
+    sc_model_free(m);
+}
+
+TEST(cost_memory_tp_and_recompute)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    c.eff.workspace_bytes = 0;
+    /* root -> layer0 { attn (attention_core, shardable), mlp (shardable), norm },
+     *         layer1 { same } */
+    sc_model *m = sc_model_new("t", SC_BF16, 1024);
+    sc_module *root = sc_model_add(m, NULL, "root", "model");
+    for (int l = 0; l < 2; l++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "layer%d", l);
+        sc_module *ly = sc_model_add(m, root, nm, "block");
+        snprintf(nm, sizeof nm, "attn%d", l);
+        sc_module *a = sc_model_add(m, ly, nm, "attention_core");
+        a->params = 100;
+        a->act_saved_bytes = 1000;
+        a->act_out_bytes = 40;
+        sc_module_set_tp(a, 0, 1);
+        snprintf(nm, sizeof nm, "mlp%d", l);
+        sc_module *p = sc_model_add(m, ly, nm, "mlp");
+        p->params = 200;
+        p->act_saved_bytes = 400;
+        p->act_out_bytes = 60;
+        sc_module_set_tp(p, 0, 1);
+        snprintf(nm, sizeof nm, "norm%d", l);
+        sc_module *n = sc_model_add(m, ly, nm, "norm");
+        n->params = 10;
+        n->act_saved_bytes = 50;
+        n->act_out_bytes = 70;
+    }
+    sc_error err = {0};
+    REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
+    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE};
+    sc_mem r;
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
+    CHECK_NEAR(r.params, 2 * (100 / 2.0 + 200 / 2.0 + 10), 1e-12);
+    CHECK_NEAR(r.weights, 2 * r.params, 1e-12);
+    /* none: k * mbs * sum act_saved/T' = 3 * 4 * 2 * (500 + 200 + 50) */
+    CHECK_NEAR(r.activations, 3 * 4 * 2 * (500.0 + 200 + 50), 1e-12);
+    /* selective: attention keeps act_out/T' = 20 instead of 500 */
+    cfg.recompute = SC_RECOMPUTE_SELECTIVE;
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
+    CHECK_NEAR(r.activations, 3 * 4 * 2 * (20.0 + 200 + 50), 1e-12);
+    /* full, whole model: no stage input (first leaf), one layer's working
+     * set for one microbatch: mbs * 750 */
+    cfg.recompute = SC_RECOMPUTE_FULL;
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
+    CHECK_NEAR(r.activations, 4 * 750.0, 1e-12);
+    /* full, a stage starting at layer1: keeps norm0's output (70) per
+     * microbatch in flight */
+    REQUIRE(sc_cost_memory(&c, m->leaves + 3, 3, &cfg, &r, NULL) == SC_OK);
+    CHECK_NEAR(r.activations, 3 * 4 * 70.0 + 4 * 750.0, 1e-12);
+    sc_model_free(m);
+}
+
+TEST(cost_compute_flops_bound)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    /* 1e9 params, 2e12 FLOPs per sample: compute-bound on an A100 in bf16 */
+    sc_model *m = one_module(1e6, 2e12, 1e6, 1e6, 1);
+    REQUIRE(m);
+    const sc_module *w = m->modules[1];
+    double f, b, F = 2e12 * 2 / 4; /* mbs 2, tp 4 */
+    REQUIRE(sc_cost_module_time(&c, w, SC_BF16, 4, 2, &f, &b, NULL) == SC_OK);
+    double peak = 312e12, em = 0.75, fh = 312e12 * 10e-6;
+    double eff = em * F / (F + fh);
+    CHECK_NEAR(sc_cost_eff(&c, SC_BF16, F), eff, 1e-12);
+    CHECK_NEAR(f, 10e-6 + F / (peak * eff), 1e-12);
+    CHECK_NEAR(b, 10e-6 + 2 * F / (peak * em * 2 * F / (2 * F + fh)), 1e-12);
+    /* the curve saturates: big calls approach eff_max, small ones fall off */
+    CHECK(sc_cost_eff(&c, SC_BF16, 1e15) > 0.74);
+    CHECK(sc_cost_eff(&c, SC_BF16, 1e6) < 0.01);
+    sc_model_free(m);
+}
+
+TEST(cost_compute_bandwidth_bound)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    /* a norm-like module: few FLOPs, large activations */
+    sc_model *m = one_module(0, 1e6, 4e8, 2e8, 0);
+    REQUIRE(m);
+    const sc_module *w = m->modules[1];
+    double f, b;
+    REQUIRE(sc_cost_module_time(&c, w, SC_BF16, 8, 1, &f, &b, NULL) == SC_OK);
+    double bw = 1555e9 * 0.8;
+    CHECK_NEAR(f, 10e-6 + (4e8 + 2e8) / bw, 1e-12);
+    CHECK_NEAR(b, 10e-6 + (4e8 + 2 * 2e8) / bw, 1e-12);
+    /* V100 has no bf16 */
+    sc_cluster v = preset("p3.16xlarge");
+    sc_error err = {0};
+    CHECK(sc_cost_module_time(&v, w, SC_BF16, 1, 1, &f, &b, &err) == SC_ENOTSUP);
+    CHECK_STR_HAS(err.msg, "bf16");
+    sc_model_free(m);
+}
+
+TEST(cost_measured_preferred)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    sc_model *m = one_module(1e6, 2e12, 1e6, 1e6, 1);
+    REQUIRE(m);
+    sc_module *w = m->modules[1];
+    w->has_measured = 1;
+    w->measured_fwd_s = 1e-3;
+    w->measured_bwd_s = 2e-3;
+    w->measured_device = sc_strdup("A100-SXM4-40GB");
+    double f, b;
+    REQUIRE(sc_cost_module_time(&c, w, SC_BF16, 2, 4, &f, &b, NULL) == SC_OK);
+    CHECK_NEAR(f, 1e-3 * 4 / 2, 1e-12);
+    CHECK_NEAR(b, 2e-3 * 4 / 2, 1e-12);
+    /* other device: the model is used */
+    c = preset("p5.48xlarge");
+    REQUIRE(sc_cost_module_time(&c, w, SC_BF16, 2, 4, &f, &b, NULL) == SC_OK);
+    double f2, b2;
+    w->has_measured = 0;
+    REQUIRE(sc_cost_module_time(&c, w, SC_BF16, 2, 4, &f2, &b2, NULL) == SC_OK);
+    CHECK(f == f2 && b == b2);
+    CHECK(f != 2e-3);
+    sc_model_free(m);
+}
+
+TEST(cost_table_totals)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    sc_model *m = one_module(1e6, 2e12, 1e6, 1e6, 1);
+    REQUIRE(m);
+    sc_cost_cfg cfg = {SC_BF16, 4, 2, NULL};
+    sc_cost_row *rows, tot;
+    int n;
+    REQUIRE(sc_cost_table(&c, m, &cfg, &rows, &n, &tot, NULL) == SC_OK);
+    REQUIRE(n == 2);
+    CHECK_EQ_INT(rows[0].depth, 0);
+    CHECK_EQ_INT(rows[1].depth, 1);
+    CHECK(rows[0].fwd_s == 0); /* the root has no work of its own */
+    CHECK_NEAR(rows[1].params, 1e6 / 4, 1e-12);
+    CHECK_NEAR(rows[1].tp_bytes, 2e6, 1e-12);
+    double t;
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, 2e6, 4, 4, &t, NULL) == SC_OK);
+    CHECK_NEAR(rows[1].tp_s, 2 * t, 1e-12);
+    CHECK_NEAR(rows[1].state_bytes, 1e6 / 4 * 16, 1e-12);
+    CHECK_NEAR(rows[1].act_bytes, 2 * 1e6 / 4, 1e-12);
+    CHECK_NEAR(tot.fwd_s, rows[1].fwd_s, 1e-12);
+    CHECK_NEAR(tot.params, 1e6 / 4, 1e-12);
+    sc_free(rows);
+    /* V100 in bf16: the error names the module */
+    c = preset("p3.16xlarge");
+    sc_error err = {0};
+    CHECK(sc_cost_table(&c, m, &cfg, &rows, &n, &tot, &err) == SC_ENOTSUP);
+    CHECK(rows == NULL);
+    sc_model_free(m);
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+TEST(cost_cli)
+{
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return; /* the command is not built in this tree yet */
+    static char out[1 << 18];
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-1.3b --cluster p4d.24xlarge --tp 2",
+                     bin) == 0);
+    CHECK_STR_HAS(out, "fwd us");
+    CHECK_STR_HAS(out, "\ntotal ");
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s cost --model gpt-1.3b --cluster p4d.24xlarge --tp 2 --mbs 2 --json", bin) ==
+          0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *tot = cJSON_GetObjectItem(j, "totals");
+    const cJSON *mods = cJSON_GetObjectItem(j, "modules");
+    CHECK(tot && mods && cJSON_GetArraySize(mods) > 3);
+    CHECK(cJSON_GetObjectItem(j, "tp")->valuedouble == 2);
+    double sum = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, mods) sum += cJSON_GetObjectItem(x, "fwd_s")->valuedouble;
+    CHECK_NEAR(sum, cJSON_GetObjectItem(tot, "fwd_s")->valuedouble, 1e-9);
+    cJSON_Delete(j);
+    /* errors */
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-1.3b --cluster p3.16xlarge", bin) == 2);
+    CHECK_STR_HAS(out, "bf16");
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-1.3b --cluster p4d.24xlarge --tp 16",
+                     bin) == 2);
+    CHECK_STR_HAS(out, "--nodes");
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s cost --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --tp 16 --algo hier",
+                     bin) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-1.3b", bin) == 2);
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-1.3b --cluster nowhere.json", bin) == 2);
+    CHECK_STR_HAS(out, "nowhere.json");
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --help", bin) == 0);
+    CHECK_STR_HAS(out, "usage: stagecraft cost");
+}
