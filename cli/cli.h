@@ -17,6 +17,9 @@ int cmd_model(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 /* Prints the error and returns the exit status for its code. */
 int cli_fail(const sc_error *err);

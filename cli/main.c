@@ -14,6 +14,9 @@ static const command commands[] = {
     {"model", "generate, show and list model descriptions", cmd_model},
     {"cluster", "list and show cluster descriptions and presets", cmd_cluster},
     {"cost", "per-module compute, communication and memory costs", cmd_cost},
+    {"trace", "a timeline as Chrome trace JSON (Perfetto, chrome://tracing)", cmd_trace},
+    {"plot", "draw a timeline as a Gantt chart (gnuplot)", cmd_plot},
+    {"sim", "simulate one training step of a parallel configuration", cmd_sim},
     {"version", "version and the optional parts this build has", cmd_version},
 };
 

@@ -1,6 +1,6 @@
 /* sched.c - the schedule registry, communication insertion, the symbolic
  * deadlock checker and the in-flight activation walk (see sched.h). */
-#include "sched.h"
+#include "schedule.h"
 
 #include <stdio.h>
 #include <string.h>

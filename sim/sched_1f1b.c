@@ -5,7 +5,7 @@
  * m < p is accepted (it degenerates gracefully: every rank warms up with all
  * it can). Step time with free communication (m + p - 1)(tf + tb); rank r
  * holds at most min(p - r, m) microbatches' activations. */
-#include "sched.h"
+#include "schedule.h"
 
 #include <stdio.h>
 

@@ -2,7 +2,7 @@
  * backward, microbatches in ascending order on every rank.
  * With per-stage times tf, tb and free communication the step takes
  * (m + p - 1)(tf + tb); rank r holds all m microbatches' activations. */
-#include "sched.h"
+#include "schedule.h"
 
 #include <stdio.h>
 

@@ -9,7 +9,7 @@
  * Requires m % p == 0 (as Megatron-LM does), v >= 2 and p >= 2.
  * With per-chunk times tf, tb and free communication the step takes
  * m*v*(tf + tb) + (p - 1)(tf + tb): the bubble fraction (p - 1)/(v*m). */
-#include "sched.h"
+#include "schedule.h"
 
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 /* sched_sim.c - a schedule as engine tasks with constant costs (see
  * sched.h). The step builder mirrors this mapping with modelled costs. */
-#include "sched.h"
+#include "schedule.h"
 
 #include <stdio.h>
 

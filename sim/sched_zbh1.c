@@ -14,7 +14,7 @@
  * -- the paper's bubble (p - 1)(tf + tb - tw) when tw <= min(tf, tb); the
  * other terms are lower bounds under the p-microbatch memory limit. For
  * m < p and tw <= min(tf, tb): (m + p - 1)(tf + tb) + tw. */
-#include "sched.h"
+#include "schedule.h"
 
 #include <stdio.h>
 

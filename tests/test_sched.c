@@ -3,7 +3,7 @@
  * peak in-flight activations. */
 #include "check.h"
 #include "engine.h"
-#include "sched.h"
+#include "schedule.h"
 
 static sc_sched *gen(const char *name, int p, int m, int v)
 {

@@ -1,4 +1,4 @@
-/* sched.h - pipeline schedules: the single source of per-rank op order.
+/* schedule.h - pipeline schedules: the single source of per-rank op order.
  *
  * A schedule variant is one small file (sched_gpipe.c, sched_1f1b.c,
  * sched_interleaved.c, sched_zbh1.c) filling one sc_sched_impl: a name, a

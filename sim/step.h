@@ -1,0 +1,138 @@
+/* step.h - one training step of a parallel configuration, built as tasks on
+ * the discrete-event engine and simulated.
+ *
+ * What is modelled (each piece's cost from cost_models/, never a constant):
+ *   - ranks: dp·tp·pp, placed by cfg->placement (default "tp,pp,dp": tp
+ *     innermost within a node, then pp, then dp); rank -> node = rank / gpus
+ *     per node. The tp ranks of one (dp, pp) position run identical work, so
+ *     they share one compute-stream resource in the engine; their traffic is
+ *     simulated per rank.
+ *   - links: per GPU an intra-node port out and in (intra.bytes_per_s ·
+ *     bw_eff, latency alpha_intra on the out port), per node a NIC out and in
+ *     (nics_per_node · nic_bytes_per_s · bw_eff, latency alpha_inter on the
+ *     out side). A transfer inside a node crosses [port_out(src),
+ *     port_in(dst)], across nodes [nic_out(src node), nic_in(dst node)]:
+ *     every GPU of a node shares its NICs, with max-min fair sharing.
+ *   - compute: per virtual stage and microbatch, forward and backward time
+ *     of the stage's leaves (sc_cost_modules_time); zb-h1 splits the
+ *     backward into B and W halves (input- and weight-gradient GEMMs have the
+ *     same FLOPs: Qi et al. 2023 take T_B = T_W). Recompute: full re-runs the
+ *     forward (and its tp allreduces) before each backward; selective re-runs
+ *     the attention scores and values, 4·s²·h FLOPs per sample per attention
+ *     module (Korthikanti et al. 2022), from the module's dims.
+ *   - tensor parallelism: after each forward and each backward (B) op, one
+ *     ring allreduce over the tp group of the op's summed tp bytes (Megatron
+ *     allreduces s·h per sample after attention and after the MLP), with the
+ *     latency of every allreduce in it: 2(t-1)·alpha each.
+ *   - pipeline: each SEND of the schedule moves mbs·act_out of the stage's
+ *     last leaf, split over the tp ranks (Megatron's scatter/gather
+ *     optimisation, Narayanan et al. 2021 §4.1), rank t to rank t of the next
+ *     stage; the matching RECV waits for it. Sends never block the sender.
+ *   - data parallelism: each chunk's gradients are reduced in buckets of
+ *     cfg->bucket_bytes (default 25 MiB, PyTorch DDP's; at most 32 buckets a
+ *     chunk, larger buckets beyond) that overlap the last backward of that
+ *     chunk: the backward op is split into as many pieces and bucket k starts
+ *     when piece k ends. ZeRO 0: ring allreduce; ZeRO 1, 2: reduce-scatter,
+ *     the optimizer on 1/dp of the states, then an allgather of the updated
+ *     parameters; ZeRO 3: an allgather of the stage's parameters before
+ *     every forward and backward (prefetched: it may start once the previous
+ *     op has started) and a reduce-scatter after every backward.
+ *     Collectives on one communicator run one after another.
+ *   - a shared group (tied embedding and LM head) whose members sit on
+ *     different stages: each of those stages holds the parameters and their
+ *     gradients are allreduced between them before the optimizer (as
+ *     Megatron-LM does for tied embeddings).
+ *   - the optimizer: reads and writes every state of the rank's parameters
+ *     once (sc_cost_optimizer_time).
+ *   Collectives are rings simulated as flows: each member sends the ring's
+ *   volume (allreduce 2(n-1)/n·S, reduce-scatter and allgather (n-1)/n·S)
+ *   to the next member, all at once, after a latency of steps·alpha; ranks
+ *   are ordered by rank so a ring crosses each node boundary once.
+ *
+ * Breakdown: every compute stream's time is busy (compute, recompute,
+ * optimizer) or idle; an idle gap ends at a task that waited on something,
+ * and the part of the gap during which that communication was in flight is
+ * exposed communication of its kind (tp, pp, dp); the rest, and the tail
+ * after the stream's last task, is bubble. So for every rank
+ *   step = compute + recompute + optimizer + tp + pp + dp + bubble
+ * and the reported breakdown is the average over ranks.
+ *
+ * Throughput: model FLOPs per step = 3 · fwd FLOPs · global batch (2 for
+ * backward); tflops_per_gpu follows Megatron-LM (Narayanan et al. 2021):
+ * it counts the recomputed forward too (4· under full recompute);
+ * MFU (Chowdhery et al. 2022) counts model FLOPs only, against the dtype's
+ * peak.
+ *
+ * Ownership: sc_step_simulate returns a result freed with
+ * sc_step_result_free (NULL ok). Deterministic: the same inputs and seed
+ * give the same bytes.
+ */
+#ifndef SC_STEP_H
+#define SC_STEP_H
+
+#include <cjson/cJSON.h>
+#include "cluster.h"
+#include "cost.h"
+#include "model.h"
+#include "partition.h"
+#include "sc.h"
+#include "timeline.h"
+
+typedef struct sc_step_cfg {
+    int dp, tp, pp, v, m, mbs;
+    const char *schedule;            /* "gpipe", "1f1b", "interleaved", "zb-h1" */
+    int zero;                        /* 0..3 */
+    sc_recompute recompute;
+    const sc_partition *partition;   /* NULL = uniform over pp·v stages */
+    const char *placement;           /* NULL = "tp,pp,dp" (innermost first) */
+    double bucket_bytes;             /* 0 = 25 MiB */
+    double jitter;                   /* relative sigma of compute-time noise; 0 = none */
+    unsigned long seed;
+    int want_timeline;
+} sc_step_cfg;
+
+typedef struct sc_step_breakdown {
+    double compute, recompute, optimizer, tp, pp, dp, bubble;
+} sc_step_breakdown;
+
+typedef struct sc_step_link {
+    char name[48];
+    double bytes, busy_fraction, utilisation; /* utilisation = bytes / (bandwidth · step) */
+} sc_step_link;
+
+typedef struct sc_step_result {
+    double step_time_s;
+    sc_step_breakdown breakdown;   /* average per rank, seconds */
+    double bubble_fraction;        /* breakdown.bubble / step */
+    int n_ranks, nodes_used;
+    double *busy_fraction;         /* per rank */
+    int pp;
+    sc_mem *mem;                   /* per pipeline stage (rank position) */
+    int fits;                      /* every stage fits in GPU memory */
+    int n_links;
+    sc_step_link *links;           /* links that carried bytes */
+    double global_batch, samples_per_s, tokens_per_s;
+    double model_flops, tflops_per_gpu, mfu;
+    double cost_per_step_usd, cost_per_mtok_usd;
+    long long events;
+    int n_tasks;
+    sc_timeline *timeline;         /* when cfg->want_timeline */
+} sc_step_result;
+
+/* Checks cfg against the model and cluster (degrees, schedule, zero,
+ * placement, ranks that fit the cluster, tp dividing heads is NOT required
+ * here: the planner enforces it). */
+sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
+                        sc_error *err);
+sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
+                           sc_step_result **out, sc_error *err);
+void sc_step_result_free(sc_step_result *r);
+/* The result as JSON (keys: step_time_s, bubble_fraction, tflops_per_gpu,
+ * mfu, peak_mem_bytes (per stage), cost_per_step_usd, breakdown, ...). */
+cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg);
+
+/* Placement: rank of coordinates (d, p, t) and back. */
+int sc_step_rank(const sc_step_cfg *cfg, int d, int p, int t);
+void sc_step_coords(const sc_step_cfg *cfg, int rank, int *d, int *p, int *t);
+
+#endif

@@ -1,0 +1,347 @@
+/* test_step.c - the step builder against closed forms, the cost models,
+ * golden timelines and its errors. */
+#include "check.h"
+#include "cost.h"
+#include "json.h"
+#include "schedule.h"
+#include "step.h"
+
+#include <stdlib.h>
+
+/* L identical leaf blocks (each a layer), no parameters unless params > 0. */
+static sc_model *blocks(int L, double params, int shardable)
+{
+    sc_model *m = sc_model_new("blocks", SC_BF16, 16);
+    sc_module *r = sc_model_add(m, NULL, "blocks", "model");
+    for (int i = 0; i < L; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "b%d", i);
+        sc_module *b = sc_model_add(m, r, n, "block");
+        b->flops_fwd = 1e12;
+        b->params = params;
+        b->act_out_bytes = 1e6;
+        b->act_saved_bytes = 4e6;
+        if (shardable)
+            sc_module_set_tp(b, 0, 1);
+    }
+    sc_error err;
+    if (sc_model_finish(m, "<t>", &err)) {
+        sc_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* A cluster whose communication is free: alpha 0 and links so fast that
+ * the megabytes moved take ~1e-24 s. */
+static sc_cluster free_comm(int nodes, int gpn)
+{
+    sc_cluster c;
+    sc_error err;
+    sc_cluster_preset_get("dgx-a100-80g", &c, &err);
+    c.nodes = nodes;
+    c.gpus_per_node = gpn;
+    c.intra.bytes_per_s = 1e30;
+    c.inter.nic_bytes_per_s = 1e30;
+    c.eff.alpha_s[0] = c.eff.alpha_s[1] = 0;
+    return c;
+}
+
+static double stage_time(const sc_cluster *c, const sc_model *m, int first, int n, int fwd)
+{
+    double f, b;
+    sc_error err;
+    sc_cost_modules_time(c, m->leaves + first, n, m->dtype, 1, 1, &f, &b, &err);
+    return fwd ? f : b;
+}
+
+static double sim_step(const sc_model *m, const sc_cluster *c, sc_step_cfg *cfg)
+{
+    sc_step_result *r = NULL;
+    sc_error err = {0};
+    if (sc_step_simulate(m, c, cfg, &r, &err)) {
+        sc_test_fail(__FILE__, __LINE__, "simulate: %s", err.msg);
+        return -1;
+    }
+    double t = r->step_time_s;
+    /* the breakdown adds up to the step on average */
+    const sc_step_breakdown *k = &r->breakdown;
+    CHECK_NEAR(k->compute + k->recompute + k->optimizer + k->tp + k->pp + k->dp + k->bubble, t,
+               1e-9);
+    sc_step_result_free(r);
+    return t;
+}
+
+TEST(step_closed_form_gpipe_1f1b)
+{
+    int P[] = {1, 2, 4, 4, 8}, M[] = {1, 4, 4, 9, 16};
+    for (size_t i = 0; i < SC_ARRAY_LEN(P); i++) {
+        int p = P[i], mm = M[i];
+        sc_model *m = blocks(2 * p, 0, 0);
+        sc_cluster c = free_comm(1, 8);
+        double tf = stage_time(&c, m, 0, 2, 1), tb = stage_time(&c, m, 0, 2, 0);
+        const char *scheds[] = {"gpipe", "1f1b"};
+        for (int s = 0; s < 2; s++) {
+            sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = p, .v = 1, .m = mm, .mbs = 1,
+                               .schedule = scheds[s]};
+            CHECK_NEAR(sim_step(m, &c, &cfg), (mm + p - 1) * (tf + tb), 1e-9);
+        }
+        sc_model_free(m);
+    }
+}
+
+TEST(step_closed_form_interleaved)
+{
+    int P[] = {2, 4, 4}, M[] = {4, 4, 8}, V[] = {2, 2, 3};
+    for (size_t i = 0; i < SC_ARRAY_LEN(P); i++) {
+        int p = P[i], mm = M[i], v = V[i];
+        sc_model *m = blocks(p * v, 0, 0);
+        sc_cluster c = free_comm(1, 8);
+        double tf = stage_time(&c, m, 0, 1, 1), tb = stage_time(&c, m, 0, 1, 0);
+        sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = p, .v = v, .m = mm, .mbs = 1,
+                           .schedule = "interleaved"};
+        double ideal = mm * v * (tf + tb);
+        double step = sim_step(m, &c, &cfg);
+        CHECK_NEAR(step, ideal + (p - 1) * (tf + tb), 1e-9);
+        /* the bubble is (p - 1) / (v m) of the ideal time */
+        CHECK_NEAR((step - ideal) / ideal, (p - 1.0) / (v * mm), 1e-9);
+        sc_model_free(m);
+    }
+}
+
+TEST(step_closed_form_zbh1)
+{
+    int P[] = {2, 4, 4}, M[] = {4, 4, 8};
+    for (size_t i = 0; i < SC_ARRAY_LEN(P); i++) {
+        int p = P[i], mm = M[i];
+        sc_model *m = blocks(p, 0, 0);
+        sc_cluster c = free_comm(1, 8);
+        double tf = stage_time(&c, m, 0, 1, 1), tbw = stage_time(&c, m, 0, 1, 0);
+        double tb = tbw / 2, tw = tbw / 2; /* B and W halves */
+        sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = p, .v = 1, .m = mm, .mbs = 1,
+                           .schedule = "zb-h1"};
+        double step = sim_step(m, &c, &cfg);
+        CHECK_NEAR(step, mm * (tf + tb + tw) + (p - 1) * (tf + tb - tw), 1e-9);
+        sc_model_free(m);
+    }
+}
+
+/* One dp allreduce, exposed whole after a one-bucket backward, equals the
+ * cost model's ring time; two rings on one NIC take twice as long. */
+TEST(step_dp_allreduce_matches_ring)
+{
+    sc_model *m = blocks(1, 50e6, 0);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    c.nodes = 4;
+    c.gpus_per_node = 1;
+    sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 1, .mbs = 1, .schedule = "1f1b",
+                       .bucket_bytes = 1e12};
+    sc_step_result *r;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+    double w, g, o, ring;
+    sc_cost_state_bytes(SC_BF16, &w, &g, &o);
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, 50e6 * g, 4, 1, &ring, &err) == SC_OK);
+    CHECK_NEAR(r->breakdown.dp, ring, 1e-9);
+    sc_step_result_free(r);
+    /* two GPUs a node, tp 2 (a non-shardable module: same bytes per rank):
+     * the two dp rings share each NIC. Without latency the time doubles. */
+    c.eff.alpha_s[0] = c.eff.alpha_s[1] = 0;
+    c.intra.bytes_per_s = 1e30;
+    c.gpus_per_node = 1;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+    double one = r->breakdown.dp;
+    sc_step_result_free(r);
+    c.gpus_per_node = 2;
+    cfg.tp = 2;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+    CHECK_NEAR(r->breakdown.dp, 2 * one, 1e-9);
+    sc_step_result_free(r);
+    sc_model_free(m);
+}
+
+/* Peak memory per stage equals the cost model's with the schedule's
+ * in-flight microbatches: GPipe m, 1F1B min(p - r, m). */
+TEST(step_memory_per_schedule)
+{
+    int p = 4, mm = 8;
+    sc_model *m = blocks(8, 10e6, 1);
+    sc_cluster c = free_comm(1, 8);
+    const char *scheds[] = {"gpipe", "1f1b"};
+    for (int s = 0; s < 2; s++) {
+        sc_step_cfg cfg = {.dp = 2, .tp = 1, .pp = p, .v = 1, .m = mm, .mbs = 2,
+                           .schedule = scheds[s], .zero = 1};
+        sc_step_result *r;
+        sc_error err;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+        for (int st = 0; st < p; st++) {
+            int inflight = s == 0 ? mm : (p - st < mm ? p - st : mm);
+            sc_mem_cfg mc = {SC_BF16, 1, 2, 1, 2, inflight, SC_RECOMPUTE_NONE};
+            sc_mem want;
+            REQUIRE(sc_cost_memory(&c, m->leaves + 2 * st, 2, &mc, &want, &err) == SC_OK);
+            CHECK_NEAR(r->mem[st].total, want.total, 1e-12);
+            CHECK_NEAR(r->mem[st].activations, want.activations, 1e-12);
+        }
+        sc_step_result_free(r);
+    }
+    sc_model_free(m);
+}
+
+/* A tied embedding and head on different stages: both hold the weights and
+ * their gradients are allreduced between the stages (dp exposure > 0 with
+ * dp = 1). */
+TEST(step_shared_group_across_stages)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = 4, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b"};
+    sc_step_result *r;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+    CHECK(r->breakdown.dp > 0);
+    /* the last stage carries a copy of the V·h embedding: more weights than
+     * its own blocks alone */
+    const sc_module *emb = m->leaves[0];
+    CHECK(r->mem[3].params > emb->params);
+    sc_step_result_free(r);
+    sc_model_free(m);
+}
+
+static char *result_text(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg)
+{
+    sc_step_result *r;
+    sc_error err;
+    if (sc_step_simulate(m, c, cfg, &r, &err))
+        return NULL;
+    cJSON *j = sc_step_result_json(r, cfg);
+    cJSON *t = sc_timeline_to_json(r->timeline);
+    cJSON_AddItemToObject(j, "timeline", t);
+    sc_json_exact(j);
+    char *s = cJSON_Print(j);
+    cJSON_Delete(j);
+    sc_step_result_free(r);
+    return s;
+}
+
+TEST(step_deterministic_and_jitter)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    c.nodes = 2;
+    sc_step_cfg cfg = {.dp = 2, .tp = 4, .pp = 2, .v = 1, .m = 4, .mbs = 1,
+                       .schedule = "1f1b", .want_timeline = 1};
+    char *a = result_text(m, &c, &cfg), *b = result_text(m, &c, &cfg);
+    REQUIRE(a && b);
+    CHECK(strcmp(a, b) == 0);
+    sc_free(b);
+    cfg.jitter = 0.05;
+    cfg.seed = 7;
+    char *j1 = result_text(m, &c, &cfg), *j2 = result_text(m, &c, &cfg);
+    cfg.seed = 8;
+    char *j3 = result_text(m, &c, &cfg);
+    REQUIRE(j1 && j2 && j3);
+    CHECK(strcmp(j1, j2) == 0);
+    CHECK(strcmp(j1, j3) != 0);
+    CHECK(strcmp(j1, a) != 0);
+    sc_free(a);
+    sc_free(j1);
+    sc_free(j2);
+    sc_free(j3);
+    sc_model_free(m);
+}
+
+/* Golden timelines, one small case per schedule: byte-exact (the
+ * simulator is deterministic). `make golden-update` rewrites them. */
+TEST(step_golden_timelines)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    const char *scheds[] = {"gpipe", "1f1b", "interleaved", "zb-h1"};
+    for (int s = 0; s < 4; s++) {
+        sc_step_cfg cfg = {.dp = 2, .tp = 2, .pp = 2, .v = s == 2 ? 2 : 1, .m = 4, .mbs = 1,
+                           .schedule = scheds[s], .want_timeline = 1};
+        char *text = result_text(m, &c, &cfg);
+        REQUIRE(text);
+        char path[256];
+        snprintf(path, sizeof path, "tests/golden/sim_%s.json", scheds[s]);
+        if (getenv("SC_GOLDEN_UPDATE")) {
+            sc_write_file_atomic(path, text, strlen(text), &err);
+        } else {
+            char *want = NULL;
+            if (sc_read_file(path, 1 << 26, &want, NULL, &err) != SC_OK)
+                sc_test_fail(__FILE__, __LINE__, "%s missing: run make golden-update", path);
+            else if (strcmp(want, text) != 0)
+                sc_test_fail(__FILE__, __LINE__, "%s differs (make golden-update to review)",
+                             path);
+            sc_free(want);
+        }
+        sc_free(text);
+    }
+    sc_model_free(m);
+}
+
+TEST(step_errors)
+{
+    sc_model *m = blocks(4, 0, 0);
+    sc_cluster c = free_comm(1, 8);
+    sc_step_result *r = NULL;
+    sc_error err;
+    sc_step_cfg cfg = {.dp = 4, .tp = 2, .pp = 2, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b"};
+    CHECK(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "16 ranks, but dgx-a100-80g with 1 node has 8 GPUs");
+    cfg.dp = 1;
+    cfg.placement = "tp,dp";
+    CHECK(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "placement 'tp,dp'");
+    cfg.placement = "dp,tp,pp";
+    cfg.schedule = "interleaved";
+    cfg.v = 2;
+    cfg.m = 3;
+    CHECK(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "multiple");
+    cfg.schedule = "pipedream";
+    CHECK(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_ENOTFOUND);
+    cfg.schedule = "1f1b";
+    cfg.v = 1;
+    cfg.pp = 8;
+    cfg.tp = 1;
+    CHECK(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "fewer than the 8 pipeline stages");
+    CHECK(r == NULL);
+    sc_model_free(m);
+}
+
+/* Placement: rank <-> coordinates round trip for every order. */
+TEST(step_placement_roundtrip)
+{
+    const char *orders[] = {"tp,pp,dp", "tp,dp,pp", "pp,tp,dp", "pp,dp,tp", "dp,tp,pp",
+                            "dp,pp,tp"};
+    for (int o = 0; o < 6; o++) {
+        sc_step_cfg cfg = {.dp = 3, .tp = 2, .pp = 4, .placement = orders[o]};
+        int seen[24] = {0};
+        for (int d = 0; d < 3; d++)
+            for (int p = 0; p < 4; p++)
+                for (int t = 0; t < 2; t++) {
+                    int r = sc_step_rank(&cfg, d, p, t), d2, p2, t2;
+                    REQUIRE(r >= 0 && r < 24);
+                    seen[r]++;
+                    sc_step_coords(&cfg, r, &d2, &p2, &t2);
+                    CHECK(d2 == d && p2 == p && t2 == t);
+                }
+        for (int r = 0; r < 24; r++)
+            CHECK_EQ_INT(seen[r], 1);
+    }
+    sc_step_cfg cfg = {.dp = 2, .tp = 8, .pp = 2};
+    CHECK_EQ_INT(sc_step_rank(&cfg, 0, 0, 7), 7);  /* tp innermost */
+    CHECK_EQ_INT(sc_step_rank(&cfg, 0, 1, 0), 8);  /* then pp */
+    CHECK_EQ_INT(sc_step_rank(&cfg, 1, 0, 0), 16); /* then dp */
+}
