@@ -14,17 +14,19 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: stagecraft cost --model M --cluster C [--nodes N] [--tp T] [--mbs B]\n"
-            "                       [--dtype D] [--algo ring|tree|hier] [--json]\n\n"
+            "                       [--dtype D] [--algo ring|tree|hier] [--depth N] [--json]\n\n"
             "Per-module costs of model M (a built-in name or a file) on cluster C (a preset\n"
             "or a file), for one microbatch of B samples on one rank of a tp group of T:\n"
             "parameters, forward and backward time, tensor-parallel allreduce time (forward\n"
             "+ backward), model-state memory (weights, grads, Adam states, no ZeRO) and\n"
-            "activations saved per microbatch. Times are in microseconds.\n\n"
+            "activations saved per microbatch. Times are in microseconds. A row with children\n"
+            "shows its subtree's sums.\n\n"
             "  --tp T      tensor-parallel degree (default 1)\n"
             "  --mbs B     samples per microbatch (default 1)\n"
             "  --dtype D   fp32|tf32|fp16|bf16|fp8 (default: the model's)\n"
             "  --algo A    collective algorithm for tp allreduces (default ring)\n"
-            "  --json      one JSON object instead of the table\n");
+            "  --depth N   show the tree down to depth N only (the totals cover everything)\n"
+            "  --json      one JSON object (own costs per module) instead of the table\n");
 }
 
 static cJSON *table_json(const sc_model *m, const sc_cluster *c, const sc_cost_cfg *cfg,
@@ -72,8 +74,24 @@ static cJSON *table_json(const sc_model *m, const sc_cluster *c, const sc_cost_c
     return j;
 }
 
+/* Row i with its whole subtree summed in (rows are in pre-order). */
+static sc_cost_row subtree(const sc_cost_row *rows, int n, int i)
+{
+    sc_cost_row s = rows[i];
+    for (int k = i + 1; k < n && rows[k].depth > rows[i].depth; k++) {
+        s.params += rows[k].params;
+        s.fwd_s += rows[k].fwd_s;
+        s.bwd_s += rows[k].bwd_s;
+        s.tp_bytes += rows[k].tp_bytes;
+        s.tp_s += rows[k].tp_s;
+        s.state_bytes += rows[k].state_bytes;
+        s.act_bytes += rows[k].act_bytes;
+    }
+    return s;
+}
+
 static void table_text(const sc_model *m, const sc_cluster *c, const sc_cost_cfg *cfg,
-                       const sc_cost_row *rows, int n, const sc_cost_row *tot)
+                       const sc_cost_row *rows, int n, const sc_cost_row *tot, long maxdepth)
 {
     int w = 6;
     for (int i = 0; i < n; i++) {
@@ -90,7 +108,12 @@ static void table_text(const sc_model *m, const sc_cluster *c, const sc_cost_cfg
            "tp comm us", "states", "act/mb");
     char b[6][48];
     for (int i = 0; i <= n; i++) {
-        const sc_cost_row *r = i < n ? &rows[i] : tot;
+        if (i < n && rows[i].depth > maxdepth)
+            continue;
+        sc_cost_row sub;
+        if (i < n)
+            sub = subtree(rows, n, i);
+        const sc_cost_row *r = i < n ? &sub : tot;
         if (i < n) {
             int d = 2 * r->depth;
             if (d > w - 1)
@@ -112,9 +135,10 @@ int cmd_cost(int argc, char **argv)
         {"nodes", required_argument, NULL, 'n'}, {"tp", required_argument, NULL, 't'},
         {"mbs", required_argument, NULL, 'b'},   {"dtype", required_argument, NULL, 'd'},
         {"algo", required_argument, NULL, 'a'},  {"json", no_argument, NULL, 'j'},
+        {"depth", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     const char *model = NULL, *cluster = NULL, *algo = NULL;
-    long nodes = 0, tp = 1, mbs = 1;
+    long nodes = 0, tp = 1, mbs = 1, depth = 1000;
     int dtype = -1, json = 0, ch;
     optind = 0;
     opterr = 0;
@@ -151,6 +175,10 @@ int cmd_cost(int argc, char **argv)
         case 'j':
             json = 1;
             break;
+        case 'D':
+            if (cli_long("cost", "--depth", optarg, 0, 1000, &depth))
+                return 2;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -182,7 +210,7 @@ int cmd_cost(int argc, char **argv)
     if (json)
         rc = cli_print_json(table_json(m, &c, &cfg, rows, n, &tot));
     else
-        table_text(m, &c, &cfg, rows, n, &tot);
+        table_text(m, &c, &cfg, rows, n, &tot, depth);
     sc_free(rows);
     sc_model_free(m);
     return rc;

@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# demo.sh - the main job on built-ins (run by `make demo` after the build).
+# demo.sh - the main job on built-ins (run by `make demo` after the build):
+# gpt-1.3b on 16 x p4d.24xlarge, its per-module costs, and one simulated
+# training step two ways: tensor parallelism spread across nodes (every layer
+# all-reduces over the network) against a pipeline across nodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sc=bin/stagecraft
-echo "== gpt-1.3b: the model =="
+echo "== the model: gpt-1.3b =="
 $sc model show gpt-1.3b --depth 1
 echo
-echo "== gpt-1.3b on 16 x p4d.24xlarge, tp 8: per-module costs =="
+echo "== the cluster: 16 x p4d.24xlarge =="
 $sc cluster show p4d.24xlarge --nodes 16
 echo
+echo "== per-module costs, tp 8, one sample per microbatch =="
 $sc cost --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --tp 8 --mbs 1 --depth 1
+echo
+echo "== one step, tensor parallelism across 2 nodes (dp 8, tp 16) =="
+$sc sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --dp 8 --tp 16 --pp 1 \
+  --microbatches 8 --mbs 1 --schedule 1f1b
+echo
+echo "== one step, pipeline across 2 nodes (dp 8, tp 8, pp 2) =="
+$sc sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --dp 8 --tp 8 --pp 2 \
+  --microbatches 8 --mbs 1 --schedule 1f1b

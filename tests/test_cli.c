@@ -1,0 +1,136 @@
+/* test_cli.c - the stagecraft command as a user runs it: help, exit codes,
+ * one-line errors, nothing written on failure, JSON output. */
+#include "check.h"
+#include "json.h"
+#include "timeline.h"
+
+#include <stdlib.h>
+
+static char out[1 << 16];
+
+#define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
+
+TEST(cli_help_everywhere)
+{
+    CHECK(SC("%s --help", sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "commands:");
+    const char *cmds[] = {"model", "model gen", "model gen gpt", "model show", "model list",
+                          "cluster", "cluster show", "cluster list", "cost", "sim", "trace",
+                          "plot", "plot timeline", "version"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(cmds); i++) {
+        int rc = SC("%s %s --help", sc_test_bin(), cmds[i]);
+        if (rc != 0)
+            sc_test_fail(__FILE__, __LINE__, "'%s --help' exited %d: %.200s", cmds[i], rc, out);
+        CHECK_STR_HAS(out, "usage");
+    }
+    CHECK(SC("%s frobnicate", sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "unknown command 'frobnicate'");
+}
+
+TEST(cli_model_gen_show_roundtrip)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s model gen gpt --layers 24 --hidden 2048 --heads 16 --seq 2048 --vocab 50257 "
+               "--tied -o %s/g.json", sc_test_bin(), d) == 0);
+    /* the generated file shows the same totals as the built-in gpt-1.3b */
+    REQUIRE(SC("%s model show %s/g.json --json", sc_test_bin(), d) == 0);
+    cJSON *a = cJSON_Parse(out);
+    REQUIRE(SC("%s model show gpt-1.3b --json", sc_test_bin()) == 0);
+    cJSON *b = cJSON_Parse(out);
+    REQUIRE(a && b);
+    const cJSON *ta = cJSON_GetObjectItem(a, "totals"), *tb = cJSON_GetObjectItem(b, "totals");
+    CHECK(cJSON_GetObjectItem(ta, "params")->valuedouble ==
+          cJSON_GetObjectItem(tb, "params")->valuedouble);
+    CHECK(cJSON_GetObjectItem(ta, "flops_fwd")->valuedouble ==
+          cJSON_GetObjectItem(tb, "flops_fwd")->valuedouble);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    CHECK(SC("%s model show %s/g.json --depth 1", sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "total: 1.32G params");
+    CHECK(SC("%s model list", sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "gpt-175b");
+    CHECK_STR_HAS(out, "mm-1.3b");
+}
+
+TEST(cli_bad_input_one_line_exit2_nothing_written)
+{
+    const char *d = sc_test_tmpdir();
+    /* a bad model file: exit 2, one line naming file and path */
+    CHECK(SC("%s model show tests/corpus/model/negative_params.json 2>&1 >/dev/null",
+             sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "stagecraft: tests/corpus/model/negative_params.json: root.params:");
+    CHECK(strchr(out, '\n') == out + strlen(out) - 1);
+    /* generator errors write nothing */
+    CHECK(SC("%s model gen gpt --heads 3 -o %s/x.json", sc_test_bin(), d) == 2);
+    CHECK_STR_HAS(out, "must divide");
+    CHECK(!sc_test_exists("x.json"));
+    char p[600];
+    snprintf(p, sizeof p, "%s/x.json", d);
+    CHECK(!sc_test_exists(p));
+    CHECK(SC("%s model gen gpt --bogus 3 -o %s", sc_test_bin(), p) == 2);
+    CHECK_STR_HAS(out, "gpt has no parameter '--bogus'");
+    CHECK(!sc_test_exists(p));
+    /* sim with a bad model file writes no timeline */
+    snprintf(p, sizeof p, "%s/t.json", d);
+    CHECK(SC("%s sim --model tests/corpus/model/cycle_input.json --cluster p4d.24xlarge "
+             "--microbatches 2 --timeline %s", sc_test_bin(), p) == 2);
+    CHECK_STR_HAS(out, "makes a cycle");
+    CHECK(!sc_test_exists(p));
+    CHECK(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 4 --tp 8 --pp 1 "
+             "--microbatches 2 --timeline %s", sc_test_bin(), p) == 2);
+    CHECK_STR_HAS(out, "32 ranks, but p4d.24xlarge with 1 node has 8 GPUs");
+    CHECK(!sc_test_exists(p));
+    CHECK(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --tp x --microbatches 2",
+             sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "--tp: 'x' is not an integer");
+    CHECK(SC("%s sim --model gpt-1.3b --cluster nowhere.json --microbatches 2",
+             sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "nowhere.json");
+}
+
+TEST(cli_sim_json_and_timeline)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --tp 4 --pp 2 "
+               "--microbatches 4 --mbs 1 --schedule 1f1b --json --timeline %s/t.json",
+               sc_test_bin(), d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const char *keys[] = {"step_time_s", "bubble_fraction", "tflops_per_gpu", "mfu",
+                          "peak_mem_bytes", "cost_per_step_usd", "breakdown", "busy_fraction",
+                          "links", "tokens_per_s"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(keys); i++)
+        if (!cJSON_GetObjectItem(j, keys[i]))
+            sc_test_fail(__FILE__, __LINE__, "sim --json lacks %s", keys[i]);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "peak_mem_bytes")) == 2);
+    double step = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
+    cJSON_Delete(j);
+    char p[600];
+    snprintf(p, sizeof p, "%s/t.json", d);
+    sc_timeline *t;
+    sc_error err;
+    REQUIRE(sc_timeline_load(p, &t, &err) == SC_OK);
+    CHECK_EQ_INT(t->n_ranks, 16);
+    CHECK_NEAR(t->step_time_s, step, 1e-12);
+    sc_timeline_free(t);
+    /* byte-identical without jitter */
+    static char first[1 << 16];
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --tp 2 --pp 2 "
+               "--microbatches 4", sc_test_bin()) == 0);
+    snprintf(first, sizeof first, "%s", out);
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --tp 2 --pp 2 "
+               "--microbatches 4", sc_test_bin()) == 0);
+    CHECK(strcmp(first, out) == 0);
+    CHECK_STR_HAS(out, "step time");
+    /* jitter over several runs reports a spread */
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 1 --tp 2 --pp 2 "
+               "--microbatches 4 --jitter 0.05 --seed 3 --runs 5 --json", sc_test_bin()) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *runs = cJSON_GetObjectItem(j, "runs");
+    REQUIRE(runs);
+    CHECK(cJSON_GetObjectItem(runs, "stddev_step_time_s")->valuedouble > 0);
+    CHECK(cJSON_GetObjectItem(runs, "min_step_time_s")->valuedouble <
+          cJSON_GetObjectItem(runs, "max_step_time_s")->valuedouble);
+    cJSON_Delete(j);
+}
