@@ -173,7 +173,9 @@ static void from_spec(const spec *s, sc_cluster *c)
     c->price.spot_per_hour = s->spot;
     c->price.spot_interruptions_per_hour = s->interruptions;
     c->storage_bytes_per_s = 1 * GB;
-    set_eff(c, 0.75, 0.85, 5 * US, s->inter_alpha, 2 * GIB);
+    /* alpha per ring step inside a node: ~1 us (NCCL's LL protocol over
+     * NVLink; an 8-GPU allreduce of a few KiB takes ~10-15 us = 14 steps). */
+    set_eff(c, 0.75, 0.85, 1 * US, s->inter_alpha, 2 * GIB);
     snprintf(c->eff.provenance, sizeof c->eff.provenance, "%s", s->sources);
 }
 
