@@ -4,6 +4,7 @@
 #include "json.h"
 #include "model.h"
 #include "partition.h"
+#include "plan.h"
 #include "step.h"
 
 #include <getopt.h>
@@ -18,7 +19,8 @@ static void help(void)
         "                      --microbatches M --mbs B --schedule S [--zero Z]\n"
         "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
         "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE]\n"
-        "                      [--jitter SIGMA --seed N --runs K] [--json]\n"
+        "                      [--jitter SIGMA --seed N --runs K] [-o plan.json] [--json]\n"
+        "       stagecraft sim --plan plan.json [--timeline FILE] [--jitter ...] [--json]\n"
         "Simulates one training step of a parallel configuration on the discrete-event engine\n"
         "and reports the step time and its breakdown, the bubble, per-rank busy fractions,\n"
         "per-link traffic, peak memory per stage, throughput, TFLOP/s per GPU, MFU and cost.\n\n"
@@ -29,6 +31,8 @@ static void help(void)
         "                     stages 2..pp·v begin (see 'stagecraft model show')\n"
         "  --placement        rank order from innermost to outermost (default tp,pp,dp)\n"
         "  --timeline FILE    write the step's timeline (stagecraft.timeline/1)\n"
+        "  -o plan.json       write the configuration as a plan, with this prediction\n"
+        "  --plan plan.json   replay a plan (its model, cluster and configuration)\n"
         "  --jitter SIGMA     multiply compute times by 1 + N(0, SIGMA) noise; with --runs K\n"
         "                     the mean and spread of K seeded runs are reported\n"
         "  --json             print one JSON object instead of the summary\n");
@@ -115,7 +119,7 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
 int cmd_sim(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_CLUSTER, O_NODES, O_DP, O_TP, O_PP, O_V, O_M, O_MBS, O_SCHED, O_ZERO,
-           O_RECOMP, O_PART, O_PLACE, O_BUCKET, O_TL, O_JIT, O_SEED, O_RUNS, O_JSON };
+           O_RECOMP, O_PART, O_PLACE, O_BUCKET, O_TL, O_JIT, O_SEED, O_RUNS, O_JSON, O_PLAN };
     static const struct option opts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"cluster", required_argument, NULL, O_CLUSTER},
@@ -137,9 +141,13 @@ int cmd_sim(int argc, char **argv)
         {"seed", required_argument, NULL, O_SEED},
         {"runs", required_argument, NULL, O_RUNS},
         {"json", no_argument, NULL, O_JSON},
+        {"plan", required_argument, NULL, O_PLAN},
+        {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *model = NULL, *cluster = NULL, *part_spec = NULL, *tl_file = NULL;
+    const char *plan_in = NULL, *plan_out = NULL;
+    int config_given = 0;
     long nodes = 0, dp = 1, tp = 1, pp = 1, v = 1, m = 0, mbs = 1, zero = 0, seed = 1, runs = 1;
     double bucket = 0, jitter = 0;
     int json = 0, recomp = SC_RECOMPUTE_NONE, ch;
@@ -147,8 +155,10 @@ int cmd_sim(int argc, char **argv)
     cfg.schedule = "1f1b";
     optind = 0;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         int bad = 0;
+        if (ch >= O_MODEL && ch <= O_BUCKET && ch != O_NODES)
+            config_given = 1;
         switch (ch) {
         case O_MODEL: model = optarg; break;
         case O_CLUSTER: cluster = optarg; break;
@@ -173,6 +183,8 @@ int cmd_sim(int argc, char **argv)
         case O_SEED: bad = cli_long("sim", "--seed", optarg, 0, 2147483647L, &seed); break;
         case O_RUNS: bad = cli_long("sim", "--runs", optarg, 1, 100000, &runs); break;
         case O_JSON: json = 1; break;
+        case O_PLAN: plan_in = optarg; break;
+        case 'o': plan_out = optarg; break;
         case 'h': help(); return 0;
         default: return cli_usage("sim", "unknown option '%s'", argv[optind - 1]);
         }
@@ -181,9 +193,11 @@ int cmd_sim(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage("sim", "unexpected argument '%s'", argv[optind]);
-    if (!model || !cluster)
-        return cli_usage("sim", "--model and --cluster are required");
-    if (!m)
+    if (plan_in && (config_given || nodes))
+        return cli_usage("sim", "--plan replays a plan: give no --model, --cluster or degrees");
+    if (!plan_in && (!model || !cluster))
+        return cli_usage("sim", "--model and --cluster are required (or --plan)");
+    if (!plan_in && !m)
         return cli_usage("sim", "--microbatches is required");
     cfg.dp = (int)dp;
     cfg.tp = (int)tp;
@@ -201,18 +215,36 @@ int cmd_sim(int argc, char **argv)
     sc_error err = {0};
     sc_model *mod = NULL;
     sc_cluster cl;
-    if (sc_model_open(model, &mod, &err))
-        return cli_fail(&err);
-    if (sc_cluster_open(cluster, &cl, &err) || (nodes && sc_cluster_set_nodes(&cl, nodes, &err))) {
-        sc_model_free(mod);
-        return cli_fail(&err);
-    }
     sc_partition part = {0};
-    if (sc_partition_parse(part_spec, mod, cfg.pp * cfg.v, &part, &err)) {
-        sc_model_free(mod);
-        return cli_fail(&err);
+    sc_plan *plan = NULL;
+    if (plan_in) {
+        if (sc_plan_load(plan_in, &plan, &err) || sc_plan_open(plan, plan_in, &mod, &cl, &err)) {
+            sc_plan_free(plan);
+            return cli_fail(&err);
+        }
+        sc_step_cfg pc;
+        sc_plan_step_cfg(plan, &pc);
+        pc.jitter = cfg.jitter;
+        pc.seed = cfg.seed;
+        pc.want_timeline = cfg.want_timeline;
+        cfg = pc;
+        model = plan->model_source;
+        cluster = plan->cluster_source;
+    } else {
+        if (sc_model_open(model, &mod, &err))
+            return cli_fail(&err);
+        if (sc_cluster_open(cluster, &cl, &err) ||
+            (nodes && sc_cluster_set_nodes(&cl, nodes, &err))) {
+            sc_model_free(mod);
+            return cli_fail(&err);
+        }
+        if (sc_partition_parse(part_spec, mod, cfg.pp * cfg.v, &part, &err)) {
+            sc_model_free(mod);
+            return cli_fail(&err);
+        }
+        cfg.partition = &part;
     }
-    cfg.partition = &part;
+    const sc_partition *shown = cfg.partition;
     sc_step_result *r = NULL;
     double sum = 0, sum2 = 0, lo = INFINITY, hi = 0;
     int rc = 0;
@@ -243,6 +275,14 @@ int cmd_sim(int argc, char **argv)
         if (sc_timeline_save(r->timeline, tl_file, &err))
             rc = cli_fail(&err);
     }
+    if (!rc && plan_out) {
+        sc_plan *out = NULL;
+        const char *method = plan ? plan->method : (!part_spec || !strcmp(part_spec, "uniform")) ? "uniform" : "explicit";
+        if (sc_plan_make(mod, model, &cl, cluster, &cfg, method, r, &out, &err) ||
+            sc_plan_save(out, mod, plan_out, &err))
+            rc = cli_fail(&err);
+        sc_plan_free(out);
+    }
     if (!rc) {
         double mean = sum / runs, sd = runs > 1 ? sqrt(fmax(0, (sum2 - runs * mean * mean) / (runs - 1))) : 0;
         if (json) {
@@ -264,7 +304,7 @@ int cmd_sim(int argc, char **argv)
             }
             rc = cli_print_json(j);
         } else {
-            print_summary(mod, &cl, &cfg, r, &part);
+            print_summary(mod, &cl, &cfg, r, shown);
             if (runs > 1 || jitter > 0) {
                 char b1[32], b2[32], b3[32], b4[32];
                 printf("\njitter %.3g over %ld runs (seeds %ld..%ld): step mean %s us, sd %s us, "
@@ -274,10 +314,13 @@ int cmd_sim(int argc, char **argv)
             }
             if (tl_file)
                 printf("\ntimeline written to %s\n", tl_file);
+            if (plan_out)
+                printf("plan written to %s\n", plan_out);
         }
     }
     sc_step_result_free(r);
     sc_partition_free(&part);
+    sc_plan_free(plan);
     sc_model_free(mod);
     return rc;
 }

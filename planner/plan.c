@@ -1,0 +1,484 @@
+/* plan.c - the plan format, see plan.h. */
+#include "plan.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+sc_status sc_model_digest(const sc_model *m, char out[17])
+{
+    cJSON *j = sc_model_to_json(m);
+    if (!j)
+        return SC_ENOMEM;
+    sc_status st = sc_json_digest(j, out);
+    cJSON_Delete(j);
+    return st;
+}
+
+sc_status sc_cluster_digest(const sc_cluster *c, char out[17])
+{
+    /* the node count is part of the plan, not of the hardware description */
+    sc_cluster one = *c;
+    one.nodes = 1;
+    cJSON *j = sc_cluster_to_json(&one);
+    if (!j)
+        return SC_ENOMEM;
+    sc_status st = sc_json_digest(j, out);
+    cJSON_Delete(j);
+    return st;
+}
+
+void sc_plan_free(sc_plan *p)
+{
+    if (!p)
+        return;
+    sc_partition_free(&p->partition);
+    sc_free(p->peak_mem);
+    sc_free(p);
+}
+
+sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_cluster *c,
+                       const char *cluster_source, const sc_step_cfg *cfg, const char *method,
+                       const sc_step_result *r, sc_plan **out, sc_error *err)
+{
+    *out = NULL;
+    if (!cfg->partition || cfg->partition->n_stages != cfg->pp * cfg->v)
+        return sc_err(err, SC_EINVAL, "plan: the configuration has no partition of pp·v stages");
+    sc_plan *p = sc_calloc(1, sizeof *p);
+    if (!p)
+        return sc_err(err, SC_ENOMEM, "plan: out of memory");
+    snprintf(p->model_name, sizeof p->model_name, "%s", m->name);
+    snprintf(p->model_source, sizeof p->model_source, "%s", model_source);
+    snprintf(p->cluster_name, sizeof p->cluster_name, "%s", c->name);
+    snprintf(p->cluster_source, sizeof p->cluster_source, "%s", cluster_source);
+    p->nodes = c->nodes;
+    p->gpus_per_node = c->gpus_per_node;
+    p->dp = cfg->dp;
+    p->tp = cfg->tp;
+    p->pp = cfg->pp;
+    p->v = cfg->v;
+    p->m = cfg->m;
+    p->mbs = cfg->mbs;
+    p->zero = cfg->zero;
+    p->recompute = cfg->recompute;
+    snprintf(p->schedule, sizeof p->schedule, "%s", cfg->schedule);
+    snprintf(p->placement, sizeof p->placement, "%s", cfg->placement ? cfg->placement : "tp,pp,dp");
+    snprintf(p->method, sizeof p->method, "%s", method ? method : "explicit");
+    int S = cfg->partition->n_stages;
+    p->partition.first = sc_malloc(sizeof(int) * (size_t)(S + 1));
+    if (!p->partition.first || sc_model_digest(m, p->model_digest) ||
+        sc_cluster_digest(c, p->cluster_digest)) {
+        sc_plan_free(p);
+        return sc_err(err, SC_ENOMEM, "plan: out of memory");
+    }
+    p->partition.n_stages = S;
+    memcpy(p->partition.first, cfg->partition->first, sizeof(int) * (size_t)(S + 1));
+    if (r) {
+        p->has_prediction = 1;
+        p->step_time_s = r->step_time_s;
+        p->bubble_fraction = r->bubble_fraction;
+        p->tflops_per_gpu = r->tflops_per_gpu;
+        p->mfu = r->mfu;
+        p->tokens_per_s = r->tokens_per_s;
+        p->cost_per_step_usd = r->cost_per_step_usd;
+        p->breakdown = r->breakdown;
+        p->peak_mem = sc_malloc(sizeof(double) * (size_t)r->pp);
+        if (!p->peak_mem) {
+            sc_plan_free(p);
+            return sc_err(err, SC_ENOMEM, "plan: out of memory");
+        }
+        for (int i = 0; i < r->pp; i++)
+            p->peak_mem[i] = r->mem[i].total;
+    }
+    *out = p;
+    return SC_OK;
+}
+
+void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->dp = p->dp;
+    cfg->tp = p->tp;
+    cfg->pp = p->pp;
+    cfg->v = p->v;
+    cfg->m = p->m;
+    cfg->mbs = p->mbs;
+    cfg->zero = p->zero;
+    cfg->recompute = p->recompute;
+    cfg->schedule = p->schedule;
+    cfg->placement = p->placement;
+    cfg->partition = &p->partition;
+}
+
+cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
+{
+    sc_json_init();
+    int oom = 0;
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    sc_jadd_str(j, "format", SC_PLAN_FORMAT, &oom);
+    cJSON *o = sc_jadd_obj(j, "model", &oom);
+    sc_jadd_str(o, "name", p->model_name, &oom);
+    sc_jadd_str(o, "source", p->model_source, &oom);
+    sc_jadd_str(o, "digest", p->model_digest, &oom);
+    o = sc_jadd_obj(j, "cluster", &oom);
+    sc_jadd_str(o, "name", p->cluster_name, &oom);
+    sc_jadd_str(o, "source", p->cluster_source, &oom);
+    sc_jadd_str(o, "digest", p->cluster_digest, &oom);
+    sc_jadd_num(o, "nodes", p->nodes, &oom);
+    sc_jadd_num(o, "gpus_per_node", p->gpus_per_node, &oom);
+    sc_jadd_num(j, "dp", p->dp, &oom);
+    sc_jadd_num(j, "tp", p->tp, &oom);
+    sc_jadd_num(j, "pp", p->pp, &oom);
+    sc_jadd_num(j, "v", p->v, &oom);
+    sc_jadd_num(j, "microbatches", p->m, &oom);
+    sc_jadd_num(j, "mbs", p->mbs, &oom);
+    sc_jadd_num(j, "global_batch", (double)p->dp * p->m * p->mbs, &oom);
+    sc_jadd_str(j, "schedule", p->schedule, &oom);
+    sc_jadd_num(j, "zero", p->zero, &oom);
+    sc_jadd_str(j, "recompute", sc_recompute_name(p->recompute), &oom);
+    sc_jadd_str(j, "placement", p->placement, &oom);
+    cJSON *part = sc_jadd_obj(j, "partition", &oom);
+    sc_jadd_str(part, "method", p->method, &oom);
+    cJSON *st = sc_jadd_arr(part, "stages", &oom);
+    for (int s = 0; s < p->partition.n_stages && !oom; s++) {
+        cJSON *x = cJSON_CreateObject();
+        if (!x || !cJSON_AddItemToArray(st, x)) {
+            cJSON_Delete(x);
+            oom = 1;
+            break;
+        }
+        int a = p->partition.first[s], b = p->partition.first[s + 1] - 1;
+        sc_jadd_num(x, "first_leaf", a, &oom);
+        sc_jadd_num(x, "last_leaf", b, &oom);
+        if (m && b < m->n_leaves) {
+            sc_jadd_str(x, "first", m->leaves[a]->name, &oom);
+            sc_jadd_str(x, "last", m->leaves[b]->name, &oom);
+        }
+    }
+    cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
+    sc_step_cfg cfg;
+    sc_plan_step_cfg(p, &cfg);
+    int n = p->dp * p->tp * p->pp;
+    int gpn = p->gpus_per_node;
+    for (int r = 0; r < n && !oom; r++) {
+        int d, pp_, t;
+        sc_step_coords(&cfg, r, &d, &pp_, &t);
+        cJSON *x = cJSON_CreateObject();
+        if (!x || !cJSON_AddItemToArray(ranks, x)) {
+            cJSON_Delete(x);
+            oom = 1;
+            break;
+        }
+        sc_jadd_num(x, "rank", r, &oom);
+        sc_jadd_num(x, "node", r / gpn, &oom);
+        sc_jadd_num(x, "device", r % gpn, &oom);
+        sc_jadd_num(x, "dp", d, &oom);
+        sc_jadd_num(x, "pp", pp_, &oom);
+        sc_jadd_num(x, "tp", t, &oom);
+    }
+    if (p->has_prediction) {
+        cJSON *pr = sc_jadd_obj(j, "prediction", &oom);
+        sc_jadd_num(pr, "step_time_s", p->step_time_s, &oom);
+        sc_jadd_num(pr, "bubble_fraction", p->bubble_fraction, &oom);
+        cJSON *bd = sc_jadd_obj(pr, "breakdown", &oom);
+        sc_jadd_num(bd, "compute_s", p->breakdown.compute, &oom);
+        sc_jadd_num(bd, "recompute_s", p->breakdown.recompute, &oom);
+        sc_jadd_num(bd, "optimizer_s", p->breakdown.optimizer, &oom);
+        sc_jadd_num(bd, "tp_comm_s", p->breakdown.tp, &oom);
+        sc_jadd_num(bd, "pp_comm_s", p->breakdown.pp, &oom);
+        sc_jadd_num(bd, "dp_comm_s", p->breakdown.dp, &oom);
+        sc_jadd_num(bd, "bubble_s", p->breakdown.bubble, &oom);
+        cJSON *pm = sc_jadd_arr(pr, "peak_mem_bytes", &oom);
+        for (int i = 0; i < p->pp && pm; i++)
+            cJSON_AddItemToArray(pm, cJSON_CreateNumber(p->peak_mem[i]));
+        sc_jadd_num(pr, "tflops_per_gpu", p->tflops_per_gpu, &oom);
+        sc_jadd_num(pr, "mfu", p->mfu, &oom);
+        sc_jadd_num(pr, "tokens_per_s", p->tokens_per_s, &oom);
+        sc_jadd_num(pr, "cost_per_step_usd", p->cost_per_step_usd, &oom);
+    }
+    if (oom) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+sc_status sc_plan_save(const sc_plan *p, const sc_model *m, const char *file, sc_error *err)
+{
+    cJSON *j = sc_plan_to_json(p, m);
+    if (!j)
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+    sc_status st = sc_json_save(file, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+static sc_status copy_str(const cJSON *o, const char *file, const char *path, const char *key,
+                          char *dst, size_t cap, sc_error *err)
+{
+    const char *s = NULL;
+    sc_status st = sc_json_str(o, file, path, key, 1, cap - 1, &s, err);
+    if (!st)
+        snprintf(dst, cap, "%s", s);
+    return st;
+}
+
+static sc_status get_int(const cJSON *o, const char *file, const char *key, long lo, long hi,
+                         int *dst, sc_error *err)
+{
+    long v = 0;
+    sc_status st = sc_json_int(o, file, "", key, 1, lo, hi, &v, err);
+    if (!st)
+        *dst = (int)v;
+    return st;
+}
+
+sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
+{
+    static const char *const top[] = {"format", "model", "cluster", "dp", "tp", "pp", "v",
+                                      "microbatches", "mbs", "global_batch", "schedule", "zero",
+                                      "recompute", "placement", "partition", "ranks",
+                                      "prediction", NULL};
+    static const char *const mk[] = {"name", "source", "digest", NULL};
+    static const char *const ck[] = {"name", "source", "digest", "nodes", "gpus_per_node", NULL};
+    *out = NULL;
+    cJSON *j;
+    sc_status st = sc_json_load(file, &j, err);
+    if (st)
+        return st;
+    sc_plan *p = sc_calloc(1, sizeof *p);
+    if (!p) {
+        cJSON_Delete(j);
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+    }
+    const cJSON *mo = NULL, *co = NULL, *part = NULL, *stages = NULL, *pred = NULL;
+    const char *s = NULL;
+    st = sc_json_format(j, file, SC_PLAN_FORMAT, err);
+    if (!st)
+        st = sc_json_keys(j, file, "", top, err);
+    if (!st)
+        st = sc_json_obj(j, file, "", "model", 1, &mo, err);
+    if (!st)
+        st = sc_json_keys(mo, file, "model", mk, err);
+    if (!st)
+        st = copy_str(mo, file, "model", "name", p->model_name, sizeof p->model_name, err);
+    if (!st)
+        st = copy_str(mo, file, "model", "source", p->model_source, sizeof p->model_source, err);
+    if (!st)
+        st = copy_str(mo, file, "model", "digest", p->model_digest, sizeof p->model_digest, err);
+    if (!st)
+        st = sc_json_obj(j, file, "", "cluster", 1, &co, err);
+    if (!st)
+        st = sc_json_keys(co, file, "cluster", ck, err);
+    if (!st)
+        st = copy_str(co, file, "cluster", "name", p->cluster_name, sizeof p->cluster_name, err);
+    if (!st)
+        st = copy_str(co, file, "cluster", "source", p->cluster_source, sizeof p->cluster_source,
+                      err);
+    if (!st)
+        st = copy_str(co, file, "cluster", "digest", p->cluster_digest, sizeof p->cluster_digest,
+                      err);
+    if (!st) {
+        long n = 0;
+        st = sc_json_int(co, file, "cluster", "nodes", 1, 1, SC_CLUSTER_MAX_NODES, &n, err);
+        p->nodes = (int)n;
+        if (!st)
+            st = sc_json_int(co, file, "cluster", "gpus_per_node", 1, 1,
+                             SC_CLUSTER_MAX_GPUS_PER_NODE, &n, err);
+        p->gpus_per_node = (int)n;
+    }
+    if (!st)
+        st = get_int(j, file, "dp", 1, 1 << 20, &p->dp, err);
+    if (!st)
+        st = get_int(j, file, "tp", 1, 1 << 12, &p->tp, err);
+    if (!st)
+        st = get_int(j, file, "pp", 1, 1 << 12, &p->pp, err);
+    if (!st)
+        st = get_int(j, file, "v", 1, 64, &p->v, err);
+    if (!st)
+        st = get_int(j, file, "microbatches", 1, 1 << 16, &p->m, err);
+    if (!st)
+        st = get_int(j, file, "mbs", 1, 1 << 16, &p->mbs, err);
+    if (!st)
+        st = get_int(j, file, "zero", 0, 3, &p->zero, err);
+    if (!st && (long)p->dp * p->tp * p->pp > 1L << 22)
+        st = sc_err(err, SC_EINVAL, "%s: dp·tp·pp: more than %ld ranks", file, 1L << 22);
+    if (!st && (long)p->dp * p->tp * p->pp > (long)p->nodes * p->gpus_per_node)
+        st = sc_err(err, SC_EINVAL, "%s: dp·tp·pp = %ld ranks, but the cluster has %ld GPUs", file,
+                    (long)p->dp * p->tp * p->pp, (long)p->nodes * p->gpus_per_node);
+    if (!st)
+        st = copy_str(j, file, "", "schedule", p->schedule, sizeof p->schedule, err);
+    if (!st)
+        st = copy_str(j, file, "", "placement", p->placement, sizeof p->placement, err);
+    if (!st)
+        st = sc_json_str(j, file, "", "recompute", 1, 16, &s, err);
+    if (!st) {
+        int r = sc_recompute_parse(s);
+        if (r < 0)
+            st = sc_err(err, SC_EINVAL, "%s: recompute: \"%s\" is not none, selective or full",
+                        file, s);
+        p->recompute = (sc_recompute)(r < 0 ? 0 : r);
+    }
+    if (!st)
+        st = sc_json_obj(j, file, "", "partition", 1, &part, err);
+    if (!st) {
+        static const char *const pk[] = {"method", "stages", NULL};
+        st = sc_json_keys(part, file, "partition", pk, err);
+    }
+    if (!st)
+        st = copy_str(part, file, "partition", "method", p->method, sizeof p->method, err);
+    if (!st)
+        st = sc_json_arr(part, file, "partition", "stages", 1, &stages, err);
+    if (!st) {
+        int S = cJSON_GetArraySize(stages);
+        if (S != p->pp * p->v)
+            st = sc_err(err, SC_EINVAL, "%s: partition.stages: %d stages, pp·v = %d", file, S,
+                        p->pp * p->v);
+        else if (!(p->partition.first = sc_malloc(sizeof(int) * (size_t)(S + 1))))
+            st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+        else
+            p->partition.n_stages = S;
+        int i = 0;
+        for (const cJSON *x = stages->child; x && !st; x = x->next, i++) {
+            static const char *const sk[] = {"first_leaf", "last_leaf", "first", "last", NULL};
+            char path[64];
+            long a = 0, b = 0;
+            snprintf(path, sizeof path, "partition.stages[%d]", i);
+            if (!cJSON_IsObject(x)) {
+                st = sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
+                break;
+            }
+            st = sc_json_keys(x, file, path, sk, err);
+            if (!st)
+                st = sc_json_int(x, file, path, "first_leaf", 1, 0, SC_MODEL_MAX_MODULES, &a, err);
+            if (!st)
+                st = sc_json_int(x, file, path, "last_leaf", 1, 0, SC_MODEL_MAX_MODULES, &b, err);
+            if (!st && (b < a || (i == 0 && a != 0) || (i > 0 && a != p->partition.first[i])))
+                st = sc_err(err, SC_EINVAL,
+                            "%s: %s: leaves %ld..%ld do not continue the previous stage", file,
+                            path, a, b);
+            if (!st) {
+                p->partition.first[i] = (int)a;
+                p->partition.first[i + 1] = (int)b + 1;
+            }
+        }
+    }
+    if (!st)
+        st = sc_json_obj(j, file, "", "prediction", 0, &pred, err);
+    if (!st && pred) {
+        static const char *const prk[] = {"step_time_s", "bubble_fraction", "breakdown",
+                                          "peak_mem_bytes", "tflops_per_gpu", "mfu",
+                                          "tokens_per_s", "cost_per_step_usd", NULL};
+        st = sc_json_keys(pred, file, "prediction", prk, err);
+        if (!st)
+            st = sc_json_num(pred, file, "prediction", "step_time_s", 1, 0, 1e9, &p->step_time_s,
+                             err);
+        if (!st)
+            st = sc_json_num(pred, file, "prediction", "bubble_fraction", 0, 0, 1,
+                             &p->bubble_fraction, err);
+        if (!st)
+            st = sc_json_num(pred, file, "prediction", "tflops_per_gpu", 0, 0, 1e9,
+                             &p->tflops_per_gpu, err);
+        if (!st)
+            st = sc_json_num(pred, file, "prediction", "mfu", 0, 0, 10, &p->mfu, err);
+        if (!st)
+            st = sc_json_num(pred, file, "prediction", "tokens_per_s", 0, 0, 1e15,
+                             &p->tokens_per_s, err);
+        if (!st)
+            st = sc_json_num(pred, file, "prediction", "cost_per_step_usd", 0, 0, 1e12,
+                             &p->cost_per_step_usd, err);
+        const cJSON *bd = NULL, *pm = NULL;
+        if (!st)
+            st = sc_json_obj(pred, file, "prediction", "breakdown", 0, &bd, err);
+        if (!st && bd) {
+            static const char *const bk[] = {"compute_s", "recompute_s", "optimizer_s",
+                                             "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s",
+                                             NULL};
+            double *dst[] = {&p->breakdown.compute, &p->breakdown.recompute,
+                             &p->breakdown.optimizer, &p->breakdown.tp, &p->breakdown.pp,
+                             &p->breakdown.dp, &p->breakdown.bubble};
+            st = sc_json_keys(bd, file, "prediction.breakdown", bk, err);
+            for (int k = 0; k < 7 && !st; k++)
+                st = sc_json_num(bd, file, "prediction.breakdown", bk[k], 1, 0, 1e9, dst[k], err);
+        }
+        if (!st)
+            st = sc_json_arr(pred, file, "prediction", "peak_mem_bytes", 0, &pm, err);
+        if (!st && pm) {
+            if (cJSON_GetArraySize(pm) != p->pp)
+                st = sc_err(err, SC_EINVAL, "%s: prediction.peak_mem_bytes: %d entries, pp = %d",
+                            file, cJSON_GetArraySize(pm), p->pp);
+            else if (!(p->peak_mem = sc_calloc((size_t)p->pp, sizeof(double))))
+                st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+            int i = 0;
+            for (const cJSON *x = pm->child; x && !st; x = x->next, i++) {
+                if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0 && x->valuedouble < 1e18))
+                    st = sc_err(err, SC_EINVAL, "%s: prediction.peak_mem_bytes[%d]: must be a "
+                                "byte count", file, i);
+                else
+                    p->peak_mem[i] = x->valuedouble;
+            }
+        }
+        p->has_prediction = !st && pm != NULL;
+    }
+    cJSON_Delete(j);
+    if (st) {
+        sc_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return SC_OK;
+}
+
+sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_cluster *cluster,
+                       sc_error *err)
+{
+    *model = NULL;
+    sc_model *m = NULL;
+    sc_cluster c;
+    char dg[17];
+    sc_status st = sc_model_open(p->model_source, &m, err);
+    if (st) {
+        sc_err_prefix(err, "%s: model.source", file);
+        return st;
+    }
+    if (sc_model_digest(m, dg)) {
+        sc_model_free(m);
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+    }
+    if (strcmp(dg, p->model_digest)) {
+        sc_model_free(m);
+        return sc_err(err, SC_EINVAL,
+                      "%s: model.digest: %s has changed since the plan was made (digest %s, plan "
+                      "says %s)",
+                      file, p->model_source, dg, p->model_digest);
+    }
+    st = sc_cluster_open(p->cluster_source, &c, err);
+    if (st) {
+        sc_model_free(m);
+        sc_err_prefix(err, "%s: cluster.source", file);
+        return st;
+    }
+    /* cpu-local is read off the machine it runs on: its digest travels with
+     * the machine, so it is not compared */
+    if (strcmp(p->cluster_source, "cpu-local") != 0 && sc_cluster_digest(&c, dg) == SC_OK &&
+        strcmp(dg, p->cluster_digest)) {
+        sc_model_free(m);
+        return sc_err(err, SC_EINVAL,
+                      "%s: cluster.digest: %s has changed since the plan was made (digest %s, "
+                      "plan says %s)",
+                      file, p->cluster_source, dg, p->cluster_digest);
+    }
+    st = sc_cluster_set_nodes(&c, p->nodes, err);
+    if (!st && p->partition.first[p->partition.n_stages] != m->n_leaves)
+        st = sc_err(err, SC_EINVAL, "%s: partition: covers %d leaves, %s has %d", file,
+                    p->partition.first[p->partition.n_stages], m->name, m->n_leaves);
+    if (st) {
+        sc_model_free(m);
+        return st;
+    }
+    *model = m;
+    *cluster = c;
+    return SC_OK;
+}

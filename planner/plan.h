@@ -1,0 +1,74 @@
+/* plan.h - a plan (stagecraft.plan/1): a parallel configuration of one model
+ * on one cluster, with its partition, placement and prediction. The planner
+ * writes it, `sim --plan` replays it, the executor runs it.
+ *
+ * JSON:
+ *   { "format": "stagecraft.plan/1",
+ *     "model":   { "name", "source", "digest" },   source: a built-in name or a file
+ *     "cluster": { "name", "source", "digest", "nodes", "gpus_per_node" },
+ *     "dp", "tp", "pp", "v", "microbatches", "mbs", "global_batch",
+ *     "schedule", "zero", "recompute", "placement",
+ *     "partition": { "method": "uniform"|"tree"|"optimal"|"explicit",
+ *                    "stages": [ { "first_leaf", "last_leaf", "first", "last" } ] },
+ *     "ranks": [ { "rank", "node", "device", "dp", "pp", "tp" } ],
+ *     "prediction": { "step_time_s", "bubble_fraction", "breakdown": {...},
+ *                     "peak_mem_bytes": [per stage], "tflops_per_gpu", "mfu",
+ *                     "tokens_per_s", "cost_per_step_usd" } }          (optional)
+ * Digests are FNV-1a of the model's and cluster's JSON (sc_json_digest): a
+ * plan replayed against a changed model or cluster is refused, naming which.
+ * Stage i holds leaves first_leaf..last_leaf (inclusive) in execution order;
+ * first/last are those leaves' names, checked against the model on open.
+ *
+ * Ownership: sc_plan_load / sc_plan_make return a plan the caller frees with
+ * sc_plan_free (NULL ok).
+ */
+#ifndef SC_PLAN_H
+#define SC_PLAN_H
+
+#include <cjson/cJSON.h>
+#include "cluster.h"
+#include "model.h"
+#include "partition.h"
+#include "sc.h"
+#include "step.h"
+
+#define SC_PLAN_FORMAT "stagecraft.plan/1"
+
+typedef struct sc_plan {
+    char model_name[SC_NAME_MAX + 1], model_source[1024], model_digest[17];
+    char cluster_name[128], cluster_source[1024], cluster_digest[17];
+    int nodes, gpus_per_node;
+    int dp, tp, pp, v, m, mbs, zero;
+    sc_recompute recompute;
+    char schedule[32], placement[16], method[16];
+    sc_partition partition;
+    int has_prediction;
+    double step_time_s, bubble_fraction, tflops_per_gpu, mfu, tokens_per_s, cost_per_step_usd;
+    sc_step_breakdown breakdown;
+    double *peak_mem; /* pp entries when has_prediction */
+} sc_plan;
+
+/* A plan from a configuration (cfg->partition must be set, with pp·v
+ * stages) and, optionally, its simulated result r (NULL: no prediction).
+ * model_source / cluster_source are what the executor will open (a
+ * built-in name or a path). */
+sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_cluster *c,
+                       const char *cluster_source, const sc_step_cfg *cfg, const char *method,
+                       const sc_step_result *r, sc_plan **out, sc_error *err);
+cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m);
+sc_status sc_plan_save(const sc_plan *p, const sc_model *m, const char *file, sc_error *err);
+/* Parses and validates the file alone (not against the model). */
+sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err);
+/* Opens the plan's model and cluster from their sources, applies the node
+ * count, checks both digests and the partition's leaf names. */
+sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model,
+                       sc_cluster *cluster, sc_error *err);
+/* The step configuration of the plan (partition points into p). */
+void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg);
+void sc_plan_free(sc_plan *p);
+
+/* Digests used in plans. */
+sc_status sc_model_digest(const sc_model *m, char out[17]);
+sc_status sc_cluster_digest(const sc_cluster *c, char out[17]);
+
+#endif
