@@ -427,6 +427,13 @@ static sc_status stage_costs(builder *b)
     return SC_OK;
 }
 
+int sc_step_bucket_count(double grad_bytes, double bucket_bytes)
+{
+    double bucket = bucket_bytes > 0 ? bucket_bytes : DEFAULT_BUCKET;
+    double k = ceil(grad_bytes / bucket);
+    return k < 1 ? 1 : k > MAX_BUCKETS ? MAX_BUCKETS : (int)k;
+}
+
 /* Optimizer time: every state byte of the rank's (ZeRO-sharded) parameters
  * read and written once at the calibrated HBM rate, plus one op overhead. */
 static double optimizer_time(const sc_cluster *c, sc_dtype dt, double params)
@@ -525,10 +532,8 @@ static sc_status build(builder *b)
             int grad_final = i == lastg[o.chunk];
             int reduce_now = (o.kind == (split ? SC_OP_W : SC_OP_B)) && (grad_final || cfg->zero == 3) && dp > 1;
             int K = 1;
-            if (reduce_now && grad_final) {
-                K = (int)ceil(b->grad[s] / bucket);
-                K = K < 1 ? 1 : K > MAX_BUCKETS ? MAX_BUCKETS : K;
-            }
+            if (reduce_now && grad_final)
+                K = sc_step_bucket_count(b->grad[s], bucket);
             for (int d = 0; d < dp && !b->st; d++) {
                 int g = d * pp + p, first = -1, last = -1;
                 if (o.kind == SC_OP_B && b->trc[s] > 0) {
@@ -1019,6 +1024,47 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
     }
     r->timeline = tl;
     return SC_OK;
+}
+
+static void builder_free(builder *b);
+
+sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
+                              sc_stage_info *info, sc_error *err)
+{
+    sc_status st = sc_step_check(m, c, cfg, err);
+    if (st)
+        return st;
+    builder b = {.m = m, .c = c, .cfg = cfg, .err = err, .dp = cfg->dp, .tp = cfg->tp,
+                 .pp = cfg->pp, .v = cfg->v, .S = cfg->pp * cfg->v, .nm = cfg->m,
+                 .dt = m->dtype};
+    if (cfg->partition) {
+        b.part = *cfg->partition;
+    } else {
+        st = sc_partition_uniform(m, b.S, &b.part, err);
+        if (st)
+            return st;
+        b.own_part = 1;
+    }
+    size_t S = (size_t)b.S;
+    b.tf = sc_calloc(S, sizeof(double));
+    b.tb = sc_calloc(S, sizeof(double));
+    b.trc = sc_calloc(S, sizeof(double));
+    b.tpb = sc_calloc(S, sizeof(double));
+    b.bnd = sc_calloc(S, sizeof(double));
+    b.grad = sc_calloc(S, sizeof(double));
+    b.pbytes = sc_calloc(S, sizeof(double));
+    b.tpn = sc_calloc(S, sizeof(int));
+    if (!b.tf || !b.tb || !b.trc || !b.tpb || !b.bnd || !b.grad || !b.pbytes || !b.tpn)
+        st = sc_err(err, SC_ENOMEM, "sim: out of memory");
+    if (!st)
+        st = stage_costs(&b);
+    for (int s = 0; s < b.S && !st; s++) {
+        info[s] = (sc_stage_info){b.tf[s], b.tb[s], b.trc[s], b.tpb[s], b.tpn[s],
+                                  s + 1 < b.S ? b.bnd[s] : 0, b.grad[s], b.pbytes[s],
+                                  sc_step_bucket_count(b.grad[s], cfg->bucket_bytes)};
+    }
+    builder_free(&b);
+    return st;
 }
 
 void sc_step_result_free(sc_step_result *r)

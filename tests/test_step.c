@@ -345,3 +345,34 @@ TEST(step_placement_roundtrip)
     CHECK_EQ_INT(sc_step_rank(&cfg, 0, 1, 0), 8);  /* then pp */
     CHECK_EQ_INT(sc_step_rank(&cfg, 1, 0, 0), 16); /* then dp */
 }
+
+/* The stage figures the executor sizes its work from are the simulator's. */
+TEST(step_stage_infos)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 1, .tp = 4, .pp = 2, .v = 1, .m = 2, .mbs = 2, .schedule = "1f1b"};
+    sc_stage_info info[2];
+    REQUIRE(sc_step_stage_infos(m, &c, &cfg, info, &err) == SC_OK);
+    sc_partition p;
+    REQUIRE(sc_partition_uniform(m, 2, &p, &err) == SC_OK);
+    double f, b;
+    REQUIRE(sc_cost_modules_time(&c, m->leaves, p.first[1], SC_BF16, 4, 2, &f, &b, &err) == SC_OK);
+    CHECK_NEAR(info[0].fwd_s, f, 1e-12);
+    CHECK_NEAR(info[0].bwd_s, b, 1e-12);
+    /* the boundary after blocks.11: s·h bf16 per sample, 2 samples, over 4 tp ranks */
+    CHECK_NEAR(info[0].send_bytes, 2048.0 * 2048 * 2 * 2 / 4, 1e-12);
+    CHECK_NEAR(info[1].send_bytes, 0, 0);
+    /* 25 attention/MLP/embedding allreduces of s·h·2 bytes per sample on stage 0 */
+    CHECK_EQ_INT(info[0].tp_count, 25);
+    CHECK_NEAR(info[0].tp_bytes, 25 * 2048.0 * 2048 * 2 * 2, 1e-12);
+    CHECK_EQ_INT(info[0].buckets, sc_step_bucket_count(info[0].grad_bytes, 0));
+    CHECK_EQ_INT(sc_step_bucket_count(1, 0), 1);
+    CHECK_EQ_INT(sc_step_bucket_count(1e12, 0), 32);
+    CHECK_EQ_INT(sc_step_bucket_count(60e6, 25.0 * 1024 * 1024), 3);
+    sc_partition_free(&p);
+    sc_model_free(m);
+}
