@@ -18,8 +18,11 @@ int cmd_cluster(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_bench(int, char **);
 
 /* Prints the error and returns the exit status for its code. */
 int cli_fail(const sc_error *err);

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "plot.h"
 #include "timeline.h"
+#include "tune.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -12,12 +13,15 @@ static int is_help(const char *s) { return !strcmp(s, "--help") || !strcmp(s, "-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: stagecraft plot timeline TIMELINE -o FILE.png|FILE.svg [--title T]\n"
-               "                      [--width W] [--height H] [--script FILE.gp]\n\n"
+               "                      [--width W] [--height H] [--script FILE.gp]\n"
+               "       stagecraft plot tune TUNE.json -o FILE.png|FILE.svg [same options]\n\n"
                "Draws pictures with gnuplot (scripts/deps.sh installs gnuplot-nox).\n\n"
                "  timeline   one training step (stagecraft.timeline/1) as a Gantt chart:\n"
                "             a row per rank (rank 0 at the top; compute stream above, comm\n"
                "             stream below), time in ms, ops coloured by kind. At most %d\n"
-               "             rows are drawn; the title says when ranks were left out.\n\n"
+               "             rows are drawn; the title says when ranks were left out.\n"
+               "  tune       a microbatch sweep (stagecraft tune -o TUNE.json): step time and\n"
+               "             bubble fraction against the microbatch count, best point marked.\n\n"
                "  -o, --output FILE   .png or .svg (the extension picks the format); written\n"
                "                      whole or not at all\n"
                "  --title T           the chart's title (default: model, cluster, step time)\n"
@@ -28,7 +32,42 @@ static void usage(FILE *f)
             SC_PLOT_MAX_ROWS);
 }
 
-static int plot_timeline(int argc, char **argv)
+static int plot_tune_file(const char *in, const char *out, const sc_plot_opts *po)
+{
+    sc_error err = {0};
+    sc_tune *t = NULL;
+    if (sc_tune_load(in, &t, &err))
+        return cli_fail(&err);
+    double *x = sc_malloc(sizeof(double) * (size_t)t->n * 3);
+    if (!x) {
+        sc_tune_free(t);
+        fprintf(stderr, "stagecraft: out of memory\n");
+        return 1;
+    }
+    double *step = x + t->n, *bub = x + 2 * t->n;
+    for (int i = 0; i < t->n; i++) {
+        x[i] = t->pts[i].m;
+        step[i] = 1e3 * t->pts[i].step_s;
+        bub[i] = t->pts[i].bubble_fraction;
+    }
+    double mark[2] = {x[t->best], step[t->best]};
+    char title[400], mt[64];
+    snprintf(title, sizeof title, "%s on %d x %s: dp %d tp %d pp %d %s, global batch %ld",
+             t->model, t->nodes, t->cluster, t->dp, t->tp, t->pp, t->schedule, t->global_batch);
+    snprintf(mt, sizeof mt, "best: m = %d", t->pts[t->best].m);
+    sc_plot_series ser[2] = {{"step time (ms)", x, step, t->n, 0, 0, mark, 1, mt},
+                             {"bubble fraction", x, bub, t->n, 1, 0, NULL, 0, NULL}};
+    sc_plot_xy xy = {title, "microbatches per step (m)", "step time (ms)", "bubble fraction",
+                     1, 0, ser, 2};
+    sc_status st = sc_plot_lines(&xy, out, po, &err);
+    if (!st)
+        fprintf(stderr, "wrote %s: %d points, best m = %d\n", out, t->n, t->pts[t->best].m);
+    sc_free(x);
+    sc_tune_free(t);
+    return st ? cli_fail(&err) : 0;
+}
+
+static int plot_file(const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                          {"title", required_argument, NULL, 't'},
@@ -37,7 +76,6 @@ static int plot_timeline(int argc, char **argv)
                                          {"script", required_argument, NULL, 's'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *cmd = "plot timeline";
     sc_plot_opts po = {0};
     const char *out = NULL;
     long v;
@@ -73,7 +111,7 @@ static int plot_timeline(int argc, char **argv)
         }
     }
     if (optind >= argc)
-        return cli_usage(cmd, "missing TIMELINE");
+        return cli_usage(cmd, "missing the input file");
     const char *in = argv[optind++];
     if (optind < argc)
         return cli_usage(cmd, "unexpected argument '%s'", argv[optind]);
@@ -82,6 +120,8 @@ static int plot_timeline(int argc, char **argv)
     if (sc_plot_format_of(out) < 0)
         return cli_usage(cmd, "-o %s: unknown format (the name must end in .png or .svg)", out);
 
+    if (!strcmp(cmd, "plot tune"))
+        return plot_tune_file(in, out, &po);
     sc_error err = {0};
     sc_timeline *t = NULL;
     if (sc_timeline_load(in, &t, &err))
@@ -107,6 +147,8 @@ int cmd_plot(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "timeline"))
-        return plot_timeline(argc - 1, argv + 1);
-    return cli_usage("plot", "unknown subcommand '%s' (timeline)", argv[1]);
+        return plot_file("plot timeline", argc - 1, argv + 1);
+    if (!strcmp(argv[1], "tune"))
+        return plot_file("plot tune", argc - 1, argv + 1);
+    return cli_usage("plot", "unknown subcommand '%s' (timeline, tune)", argv[1]);
 }

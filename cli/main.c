@@ -17,6 +17,9 @@ static const command commands[] = {
     {"trace", "a timeline as Chrome trace JSON (Perfetto, chrome://tracing)", cmd_trace},
     {"plot", "draw a timeline as a Gantt chart (gnuplot)", cmd_plot},
     {"sim", "simulate one training step of a parallel configuration", cmd_sim},
+    {"plan", "search for the best parallel configuration", cmd_plan},
+    {"tune", "sweep the microbatch count of one layout", cmd_tune},
+    {"bench", "microbenchmarks: gemm, p2p, allreduce, allgather, reducescatter", cmd_bench},
     {"version", "version and the optional parts this build has", cmd_version},
 };
 

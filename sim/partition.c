@@ -37,6 +37,14 @@ static int first_leaf(const sc_module *x)
     return x->leaf_index;
 }
 
+int sc_partition_layers(const sc_model *m)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_modules; i++)
+        n += outermost_block(m->modules[i]);
+    return n ? n : m->n_leaves;
+}
+
 sc_status sc_partition_uniform(const sc_model *m, int n_stages, sc_partition *out,
                                sc_error *err)
 {

@@ -34,6 +34,9 @@ sc_status sc_partition_explicit(const sc_model *m, int n_stages, const int *star
 /* "uniform" or "B1,B2,..." (leaf positions as in sc_partition_explicit). */
 sc_status sc_partition_parse(const char *spec, const sc_model *m, int n_stages,
                              sc_partition *out, sc_error *err);
+/* Layers as sc_partition_uniform counts them (outermost "block" modules, or
+ * every leaf when there are none). */
+int sc_partition_layers(const sc_model *m);
 /* Names of the stage's first and last leaves, for printing. */
 const char *sc_partition_first_name(const sc_model *m, const sc_partition *p, int s);
 const char *sc_partition_last_name(const sc_model *m, const sc_partition *p, int s);

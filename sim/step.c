@@ -520,7 +520,7 @@ static sc_status build(builder *b)
             if (cfg->zero == 3 && dp > 1 && (o.kind == SC_OP_F || o.kind == SC_OP_B)) {
                 for (int t = 0; t < tp && t < 64; t++) {
                     dp_members(b, p, t, members);
-                    double P = b->pbytes[s] * dp; /* the gathered (whole) buffer */
+                    double P = b->pbytes[s]; /* the gathered (whole) buffer */
                     int s0;
                     gather_end[ng++] = add_ring(b, members, dp, (dp - 1.0) / dp * P, dp - 1.0,
                                                 prev_first, dp, &b->dp_chain[p * tp + t],

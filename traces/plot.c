@@ -2,6 +2,7 @@
 #include "plot.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,28 @@ static void put_quoted(sc_buf *b, const char *s)
     sc_buf_printf(b, "'");
 }
 
+/* The terminal for fmt at width x height, drawing into output_path. */
+static void put_terminal(sc_buf *b, int fmt, int width, int height, const char *output_path)
+{
+    if (fmt == SC_PLOT_PNG) {
+        sc_buf_printf(b,
+                      "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+                      "    set terminal pngcairo size %d,%d noenhanced font 'sans,10'\n"
+                      "} else {\n"
+                      "    set terminal png size %d,%d noenhanced\n"
+                      "}\n",
+                      width, height, width, height);
+    } else {
+        sc_buf_printf(b,
+                      "set terminal svg size %d,%d noenhanced font 'sans,10' "
+                      "background rgb 'white'\n",
+                      width, height);
+    }
+    sc_buf_printf(b, "set output ");
+    put_quoted(b, output_path);
+    sc_buf_printf(b, "\n");
+}
+
 static int is_compute_kind(int k)
 {
     return k == SC_OP_F || k == SC_OP_B || k == SC_OP_W || k == SC_OP_RECOMPUTE;
@@ -127,23 +150,7 @@ static sc_status build_script(const sc_timeline *t, const char *out, const char 
     sc_buf_printf(b, "# stagecraft plot timeline: %d of %d ranks, %ld ops\n", rows, t->n_ranks,
                   n_ops);
     sc_buf_printf(b, "# self-contained: edit and rerun with `gnuplot THIS_FILE`\n");
-    if (fmt == SC_PLOT_PNG) {
-        sc_buf_printf(b,
-                      "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-                      "    set terminal pngcairo size %d,%d noenhanced font 'sans,10'\n"
-                      "} else {\n"
-                      "    set terminal png size %d,%d noenhanced\n"
-                      "}\n",
-                      width, height, width, height);
-    } else {
-        sc_buf_printf(b,
-                      "set terminal svg size %d,%d noenhanced font 'sans,10' "
-                      "background rgb 'white'\n",
-                      width, height);
-    }
-    sc_buf_printf(b, "set output ");
-    put_quoted(b, output_path);
-    sc_buf_printf(b, "\n");
+    put_terminal(b, fmt, width, height, output_path);
 
     char title[512];
     if (o->title && o->title[0])
@@ -295,7 +302,7 @@ static void gnuplot_stderr(const char *path, char *out, size_t cap)
  * errno value (ENOENT when the program is not found). The child reports a
  * failed exec through a close-on-exec pipe, so exec errors are told apart
  * from gnuplot's own exit codes. (fork + execvp rather than posix_spawnp:
- * <spawn.h> includes <sched.h>, which -Isim shadows with sim/sched.h.) */
+ * the child's exec error comes back through the pipe.) */
 static int spawn_wait(const char *prog, const char *script, const char *errlog, int *status)
 {
     int pfd[2];
@@ -338,12 +345,13 @@ static int spawn_wait(const char *prog, const char *script, const char *errlog, 
     return child_errno;
 }
 
-sc_status sc_plot_timeline(const sc_timeline *t, const char *out, const sc_plot_opts *o,
-                           sc_error *err)
+/* Builds the script that draws ctx into output_path (messages name out). */
+typedef sc_status (*build_fn)(const void *ctx, const char *out, const char *output_path,
+                              const sc_plot_opts *o, sc_buf *b, sc_error *err);
+
+static sc_status run_plot(build_fn build_script_of, const void *ctx, const char *out,
+                          const sc_plot_opts *o, sc_error *err)
 {
-    static const sc_plot_opts defaults = {0};
-    if (!o)
-        o = &defaults;
     const char *prog = o->gnuplot && o->gnuplot[0] ? o->gnuplot : "gnuplot";
     if (!out || !*out || !strcmp(out, "-"))
         return sc_err(err, SC_EINVAL, "%s: a plot needs a file name ending in .png or .svg",
@@ -365,7 +373,7 @@ sc_status sc_plot_timeline(const sc_timeline *t, const char *out, const sc_plot_
         goto done;
     }
     snprintf(tmpout, ol + 16, "%s.tmpXXXXXX", out);
-    if ((st = build_script(t, out, out, o, &saved, err)))
+    if ((st = build_script_of(ctx, out, out, o, &saved, err)))
         goto done;
     {
         int fd = mkstemp(tmpout);
@@ -376,7 +384,7 @@ sc_status sc_plot_timeline(const sc_timeline *t, const char *out, const sc_plot_
         close(fd);
         have_tmpout = 1;
     }
-    if ((st = build_script(t, out, tmpout, o, &run, err)))
+    if ((st = build_script_of(ctx, out, tmpout, o, &run, err)))
         goto done;
     const char *tmp_env = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/sc-plot.XXXXXX", tmp_env && *tmp_env ? tmp_env : "/tmp");
@@ -448,4 +456,102 @@ done:
     sc_buf_free(&run);
     sc_buf_free(&saved);
     return st;
+}
+
+static sc_status timeline_builder(const void *ctx, const char *out, const char *output_path,
+                                  const sc_plot_opts *o, sc_buf *b, sc_error *err)
+{
+    return build_script(ctx, out, output_path, o, b, err);
+}
+
+sc_status sc_plot_timeline(const sc_timeline *t, const char *out, const sc_plot_opts *o,
+                           sc_error *err)
+{
+    static const sc_plot_opts defaults = {0};
+    return run_plot(timeline_builder, t, out, o ? o : &defaults, err);
+}
+
+/* ---- line charts ---------------------------------------------------------- */
+
+static sc_status lines_script(const void *ctx, const char *out, const char *output_path,
+                              const sc_plot_opts *o, sc_buf *b, sc_error *err)
+{
+    const sc_plot_xy *p = ctx;
+    int fmt = sc_plot_format_of(out);
+    if (fmt < 0)
+        return sc_err(err, SC_EINVAL, "%s: unknown plot format (the name must end in .png or .svg)",
+                      out);
+    if ((o->width && (o->width < 100 || o->width > SC_PLOT_MAX_PIXELS)) ||
+        (o->height && (o->height < 100 || o->height > SC_PLOT_MAX_PIXELS)))
+        return sc_err(err, SC_EINVAL, "%s: plot size %dx%d out of range [100, %d]", out, o->width,
+                      o->height, SC_PLOT_MAX_PIXELS);
+    int points = 0, y2 = 0;
+    for (int i = 0; i < p->n_series; i++) {
+        points += p->series[i].n;
+        y2 |= p->series[i].y2;
+    }
+    if (points == 0)
+        return sc_err(err, SC_EINVAL, "%s: nothing to plot: no points", out);
+    sc_buf_printf(b, "# stagecraft line chart: %d series, %d points\n", p->n_series, points);
+    sc_buf_printf(b, "# self-contained: edit and rerun with `gnuplot THIS_FILE`\n");
+    put_terminal(b, fmt, o->width ? o->width : 1000, o->height ? o->height : 600, output_path);
+    sc_buf_printf(b, "set title ");
+    put_quoted(b, o->title && o->title[0] ? o->title : p->title ? p->title : "");
+    sc_buf_printf(b, "\nset xlabel ");
+    put_quoted(b, p->xlabel ? p->xlabel : "");
+    sc_buf_printf(b, "\nset ylabel ");
+    put_quoted(b, p->ylabel ? p->ylabel : "");
+    sc_buf_printf(b, "\nset grid\nset key outside bottom center horizontal\n");
+    if (p->logx)
+        sc_buf_printf(b, "set logscale x 2\n");
+    if (p->logy)
+        sc_buf_printf(b, "set logscale y\n");
+    if (y2) {
+        sc_buf_printf(b, "set y2label ");
+        put_quoted(b, p->y2label ? p->y2label : "");
+        sc_buf_printf(b, "\nset y2tics\nset ytics nomirror\n");
+    }
+    for (int i = 0; i < p->n_series; i++) {
+        const sc_plot_series *ser = &p->series[i];
+        sc_buf_printf(b, "$s%d << EOD\n", i);
+        for (int k = 0; k < ser->n; k++)
+            if (isfinite(ser->x[k]) && isfinite(ser->y[k]))
+                sc_buf_printf(b, "%.17g %.17g\n", ser->x[k], ser->y[k]);
+        sc_buf_printf(b, "EOD\n");
+        if (ser->mark && ser->n_mark > 0) {
+            sc_buf_printf(b, "$m%d << EOD\n", i);
+            for (int k = 0; k < ser->n_mark; k++)
+                sc_buf_printf(b, "%.17g %.17g\n", ser->mark[2 * k], ser->mark[2 * k + 1]);
+            sc_buf_printf(b, "EOD\n");
+        }
+    }
+    sc_buf_printf(b, "plot ");
+    for (int i = 0; i < p->n_series; i++) {
+        const sc_plot_series *ser = &p->series[i];
+        sc_buf_printf(b, "%s$s%d using 1:2 axes x1y%d with %s lw 2 pt 7 ps 0.8 lc rgb '%s' title ",
+                      i ? ", \\\n     " : "", i, ser->y2 ? 2 : 1,
+                      ser->points_only ? "points" : "linespoints", sc_plot_kind_color(i % SC_OP_KIND_N));
+        put_quoted(b, ser->title ? ser->title : "");
+        if (ser->mark && ser->n_mark > 0) {
+            sc_buf_printf(b, ", \\\n     $m%d using 1:2 axes x1y%d with points pt 6 ps 2.5 lw 2 "
+                             "lc rgb 'black' title ", i, ser->y2 ? 2 : 1);
+            put_quoted(b, ser->mark_title ? ser->mark_title : "marked");
+        }
+    }
+    sc_buf_printf(b, "\n");
+    return b->oom ? sc_err(err, SC_ENOMEM, "%s: out of memory", out) : SC_OK;
+}
+
+sc_status sc_plot_lines_script(const sc_plot_xy *p, const char *out, const sc_plot_opts *o,
+                               sc_buf *script, sc_error *err)
+{
+    static const sc_plot_opts defaults = {0};
+    return lines_script(p, out, out, o ? o : &defaults, script, err);
+}
+
+sc_status sc_plot_lines(const sc_plot_xy *p, const char *out, const sc_plot_opts *o,
+                        sc_error *err)
+{
+    static const sc_plot_opts defaults = {0};
+    return run_plot(lines_script, p, out, o ? o : &defaults, err);
 }

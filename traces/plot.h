@@ -1,5 +1,6 @@
-/* plot.h - pictures of stagecraft data drawn with gnuplot; for now the
- * timeline of one training step as a Gantt chart.
+/* plot.h - pictures of stagecraft data drawn with gnuplot: the timeline of
+ * one training step as a Gantt chart, and line charts (tune curves, what-if
+ * studies).
  *
  * The chart: one row per rank (rank 0 at the top, "rank N" on the y axis),
  * time in milliseconds on the x axis, one box per op coloured by its kind
@@ -68,5 +69,33 @@ sc_status sc_plot_timeline_script(const sc_timeline *t, const char *out,
  * written. */
 sc_status sc_plot_timeline(const sc_timeline *t, const char *out, const sc_plot_opts *o,
                            sc_error *err);
+
+/* A line chart: each series is a line with points (or points only), on the
+ * left axis or the right one (y2); mark holds n_mark (x, y) pairs drawn as
+ * large circles (a best point, a Pareto front). */
+typedef struct sc_plot_series {
+    const char *title;
+    const double *x, *y;
+    int n;
+    int y2, points_only;
+    const double *mark;
+    int n_mark;
+    const char *mark_title;
+} sc_plot_series;
+
+typedef struct sc_plot_xy {
+    const char *title, *xlabel, *ylabel, *y2label;
+    int logx, logy;
+    const sc_plot_series *series;
+    int n_series;
+} sc_plot_xy;
+
+/* The script of a line chart (as sc_plot_timeline_script). */
+sc_status sc_plot_lines_script(const sc_plot_xy *p, const char *out, const sc_plot_opts *o,
+                               sc_buf *script, sc_error *err);
+/* Draws a line chart into out (.png or .svg), whole or not at all, as
+ * sc_plot_timeline. */
+sc_status sc_plot_lines(const sc_plot_xy *p, const char *out, const sc_plot_opts *o,
+                        sc_error *err);
 
 #endif

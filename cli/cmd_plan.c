@@ -1,0 +1,303 @@
+/* cmd_plan.c - `stagecraft plan`: search for the best plan. */
+#include "cli.h"
+#include "cluster.h"
+#include "json.h"
+#include "model.h"
+#include "plan.h"
+#include "search.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void help(void)
+{
+    printf("usage: stagecraft plan --model M --cluster C [--nodes N] --global-batch B\n"
+           "                       [--optimize speed|memory] [--top K] [--partitioner P]\n"
+           "                       [--fix dp=D,tp=T,pp=P,v=V,m=M,mbs=S,schedule=X,zero=Z,"
+           "recompute=R]\n"
+           "                       [--max-mbs S] [--memory-weight W] [-o plan.json] [--json]\n"
+           "Searches data-, tensor- and pipeline-parallel degrees, interleaving, microbatch\n"
+           "count and size, schedule, ZeRO stage and recompute for model M on cluster C:\n"
+           "partitions each shape, drops what does not fit, estimates every survivor\n"
+           "analytically, simulates the best K (default 16) and ranks them by step time\n"
+           "(speed) or by peak memory among the plans within 5%% of the fastest (memory).\n"
+           "Prints the ranked table and why the winner wins; -o writes the winner as a plan.\n");
+}
+
+typedef struct {
+    double t0;
+    int shown;
+} progress_state;
+
+static double wall(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void progress(void *ud, double done)
+{
+    progress_state *p = ud;
+    if (wall() - p->t0 < 1.0)
+        return;
+    int n = (int)(done * 30);
+    fprintf(stderr, "\rsearching [%.*s%*s] %3.0f%%", n, "##############################",
+            30 - n, "", 100 * done);
+    p->shown = 1;
+}
+
+static int parse_fix(const char *spec, sc_search_opts *o)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            return cli_usage("plan", "--fix: '%s' is not KEY=VALUE", tok);
+        *eq++ = '\0';
+        long v = 0;
+        if (!strcmp(tok, "schedule")) {
+            static char sched[32];
+            snprintf(sched, sizeof sched, "%s", eq);
+            o->fix_schedule = sched;
+            continue;
+        }
+        if (!strcmp(tok, "recompute")) {
+            if ((o->fix_recompute = sc_recompute_parse(eq)) < 0)
+                return cli_usage("plan", "--fix: recompute=%s is not none, selective or full", eq);
+            continue;
+        }
+        if (cli_long("plan", tok, eq, 0, 1 << 20, &v))
+            return 2;
+        if (!strcmp(tok, "dp"))
+            o->fix_dp = (int)v;
+        else if (!strcmp(tok, "tp"))
+            o->fix_tp = (int)v;
+        else if (!strcmp(tok, "pp"))
+            o->fix_pp = (int)v;
+        else if (!strcmp(tok, "v"))
+            o->fix_v = (int)v;
+        else if (!strcmp(tok, "m"))
+            o->fix_m = (int)v;
+        else if (!strcmp(tok, "mbs"))
+            o->fix_mbs = (int)v;
+        else if (!strcmp(tok, "zero"))
+            o->fix_zero = (int)v;
+        else
+            return cli_usage("plan", "--fix: unknown key '%s' (dp, tp, pp, v, m, mbs, schedule, "
+                             "zero, recompute)", tok);
+    }
+    return 0;
+}
+
+static double exposed(const sc_step_result *r)
+{
+    return r->breakdown.tp + r->breakdown.pp + r->breakdown.dp;
+}
+
+static double peak(const sc_step_result *r)
+{
+    double p = 0;
+    for (int i = 0; i < r->pp; i++)
+        p = fmax(p, r->mem[i].total);
+    return p;
+}
+
+static cJSON *cand_json(const sc_candidate *c)
+{
+    cJSON *o = sc_step_result_json(c->sim, &c->cfg);
+    if (!o)
+        return NULL;
+    cJSON *e = cJSON_AddObjectToObject(o, "estimate");
+    cJSON_AddNumberToObject(e, "step_time_s", c->est.step_s);
+    cJSON_AddNumberToObject(e, "bubble_s", c->est.bubble_s);
+    cJSON_AddNumberToObject(e, "peak_mem_bytes", c->est.peak_mem);
+    cJSON_AddNumberToObject(o, "exposed_comm_s", exposed(c->sim));
+    cJSON_AddNumberToObject(o, "peak_mem_max_bytes", peak(c->sim));
+    return o;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    enum { O_MODEL = 256, O_CLUSTER, O_NODES, O_BATCH, O_OPT, O_TOP, O_FIX, O_PART, O_MAXMBS,
+           O_MW, O_JSON };
+    static const struct option opts[] = {{"model", required_argument, NULL, O_MODEL},
+                                         {"cluster", required_argument, NULL, O_CLUSTER},
+                                         {"nodes", required_argument, NULL, O_NODES},
+                                         {"global-batch", required_argument, NULL, O_BATCH},
+                                         {"optimize", required_argument, NULL, O_OPT},
+                                         {"top", required_argument, NULL, O_TOP},
+                                         {"fix", required_argument, NULL, O_FIX},
+                                         {"partitioner", required_argument, NULL, O_PART},
+                                         {"max-mbs", required_argument, NULL, O_MAXMBS},
+                                         {"memory-weight", required_argument, NULL, O_MW},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *model = NULL, *cluster = NULL, *out = NULL;
+    long nodes = 0, batch = 0, top = 16, maxmbs = 8;
+    int json = 0, ch;
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (ch) {
+        case O_MODEL: model = optarg; break;
+        case O_CLUSTER: cluster = optarg; break;
+        case O_NODES: bad = cli_long("plan", "--nodes", optarg, 1, SC_CLUSTER_MAX_NODES, &nodes); break;
+        case O_BATCH: bad = cli_long("plan", "--global-batch", optarg, 1, 1L << 30, &batch); break;
+        case O_OPT:
+            if (!strcmp(optarg, "speed"))
+                o.optimize_memory = 0;
+            else if (!strcmp(optarg, "memory"))
+                o.optimize_memory = 1;
+            else
+                return cli_usage("plan", "--optimize: '%s' is not speed or memory", optarg);
+            break;
+        case O_TOP: bad = cli_long("plan", "--top", optarg, 1, 1000, &top); break;
+        case O_FIX: bad = parse_fix(optarg, &o); break;
+        case O_PART: o.partitioner = optarg; break;
+        case O_MAXMBS: bad = cli_long("plan", "--max-mbs", optarg, 1, 1024, &maxmbs); break;
+        case O_MW: bad = cli_double("plan", "--memory-weight", optarg, 0, 1, &o.memory_weight); break;
+        case O_JSON: json = 1; break;
+        case 'o': out = optarg; break;
+        case 'h': help(); return 0;
+        default: return cli_usage("plan", "unknown option or missing value '%s'", argv[optind - 1]);
+        }
+        if (bad)
+            return 2;
+    }
+    if (optind < argc)
+        return cli_usage("plan", "unexpected argument '%s'", argv[optind]);
+    if (!model || !cluster || !batch)
+        return cli_usage("plan", "--model, --cluster and --global-batch are required");
+    o.top_k = (int)top;
+    o.global_batch = batch;
+    o.max_mbs = (int)maxmbs;
+    sc_error err = {0};
+    sc_model *m;
+    sc_cluster c;
+    if (sc_model_open(model, &m, &err))
+        return cli_fail(&err);
+    if (sc_cluster_open(cluster, &c, &err) || (nodes && sc_cluster_set_nodes(&c, nodes, &err))) {
+        sc_model_free(m);
+        return cli_fail(&err);
+    }
+    progress_state ps = {wall(), 0};
+    if (isatty(2)) {
+        o.progress = progress;
+        o.progress_ud = &ps;
+    }
+    sc_search *s;
+    sc_status st = sc_search_run(m, &c, &o, &s, &err);
+    if (ps.shown)
+        fprintf(stderr, "\r%50s\r", "");
+    if (st) {
+        sc_model_free(m);
+        return cli_fail(&err);
+    }
+    long en, fit;
+    int nsim;
+    double te, tsim;
+    sc_search_counts(s, &en, &fit, &nsim);
+    sc_search_times(s, &te, &tsim);
+    const sc_candidate *w = sc_search_ranked(s, 0), *r2 = sc_search_ranked(s, 1);
+    int rc = 0;
+    if (out) {
+        sc_plan *p = NULL;
+        if (sc_plan_make(m, model, &c, cluster, &w->cfg, sc_search_partitioner(s), w->sim, &p,
+                         &err) ||
+            sc_plan_save(p, m, out, &err))
+            rc = cli_fail(&err);
+        sc_plan_free(p);
+    }
+    if (!rc && json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "model", m->name);
+        cJSON_AddStringToObject(j, "cluster", c.name);
+        cJSON_AddNumberToObject(j, "nodes", c.nodes);
+        cJSON_AddNumberToObject(j, "gpus", (double)sc_cluster_total_gpus(&c));
+        cJSON_AddNumberToObject(j, "global_batch", (double)batch);
+        cJSON_AddStringToObject(j, "optimize", o.optimize_memory ? "memory" : "speed");
+        cJSON_AddStringToObject(j, "partitioner", sc_search_partitioner(s));
+        cJSON_AddNumberToObject(j, "enumerated", (double)en);
+        cJSON_AddNumberToObject(j, "fitting", (double)fit);
+        cJSON_AddNumberToObject(j, "simulated", nsim);
+        cJSON_AddNumberToObject(j, "estimate_wall_s", te);
+        cJSON_AddNumberToObject(j, "simulate_wall_s", tsim);
+        cJSON *arr = cJSON_AddArrayToObject(j, "ranked");
+        for (int i = 0; i < nsim; i++)
+            cJSON_AddItemToArray(arr, cand_json(sc_search_ranked(s, i)));
+        rc = cli_print_json(j);
+    } else if (!rc) {
+        char b[4][32];
+        printf("plan: %s on %d x %s (%ld GPUs), global batch %ld, optimize %s, partitioner %s\n",
+               m->name, c.nodes, c.name, sc_cluster_total_gpus(&c), batch,
+               o.optimize_memory ? "memory" : "speed", sc_search_partitioner(s));
+        printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n\n", en,
+               fit, te, nsim, tsim);
+        printf("%3s %4s %3s %3s %2s %4s %4s %-11s %4s %-9s %10s %7s %10s %10s %8s %9s\n", "#",
+               "dp", "tp", "pp", "v", "m", "mbs", "schedule", "zero", "recompute", "step ms",
+               "bubble", "comm ms", "peak mem", "TFLOP/s", "$/step");
+        for (int i = 0; i < nsim; i++) {
+            const sc_candidate *k = sc_search_ranked(s, i);
+            const sc_step_cfg *g = &k->cfg;
+            printf("%3d %4d %3d %3d %2d %4d %4d %-11s %4d %-9s %10.1f %6.1f%% %10.1f %10s %8.1f "
+                   "%9.4f\n",
+                   i + 1, g->dp, g->tp, g->pp, g->v, g->m, g->mbs, g->schedule, g->zero,
+                   sc_recompute_name(g->recompute), 1e3 * k->sim->step_time_s,
+                   100 * k->sim->bubble_fraction, 1e3 * exposed(k->sim),
+                   cli_bytes(peak(k->sim), b[0]), k->sim->tflops_per_gpu,
+                   k->sim->cost_per_step_usd);
+        }
+        if (r2) {
+            const sc_step_breakdown *x = &w->sim->breakdown, *y = &r2->sim->breakdown;
+            printf("\nwhy #1 wins: its step beside the runner-up's (ms per step, average rank)\n");
+            printf("  %-22s %10s %10s %10s\n", "", "#1", "#2", "#2 - #1");
+            struct {
+                const char *n;
+                double a, b;
+            } rows[] = {{"compute", x->compute, y->compute},
+                        {"recompute", x->recompute, y->recompute},
+                        {"optimizer", x->optimizer, y->optimizer},
+                        {"tp comm (exposed)", x->tp, y->tp},
+                        {"pp comm (exposed)", x->pp, y->pp},
+                        {"dp comm (exposed)", x->dp, y->dp},
+                        {"bubble", x->bubble, y->bubble},
+                        {"step", w->sim->step_time_s, r2->sim->step_time_s},
+                        {"peak memory (GiB)", peak(w->sim) / 1e3 / 1073741824.0,
+                         peak(r2->sim) / 1e3 / 1073741824.0}};
+            for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++)
+                printf("  %-22s %10.1f %10.1f %+10.1f\n", rows[i].n, 1e3 * rows[i].a,
+                       1e3 * rows[i].b, 1e3 * (rows[i].b - rows[i].a));
+            /* the largest difference names the reason */
+            int best = 0;
+            double bd = 0;
+            for (int i = 0; i < 7; i++)
+                if (fabs(rows[i].b - rows[i].a) > bd) {
+                    bd = fabs(rows[i].b - rows[i].a);
+                    best = i;
+                }
+            if (o.optimize_memory)
+                printf("  #1 needs %s per GPU against %s, within 5%% of the fastest step\n",
+                       cli_bytes(peak(w->sim), b[0]), cli_bytes(peak(r2->sim), b[1]));
+            else
+                printf("  the largest difference is %s: %+.1f ms\n", rows[best].n,
+                       1e3 * (rows[best].b - rows[best].a));
+        }
+        if (out)
+            printf("\nwinner written to %s\n", out);
+    }
+    sc_search_free(s);
+    sc_model_free(m);
+    return rc;
+}

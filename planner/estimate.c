@@ -1,0 +1,305 @@
+/* estimate.c - the planner's analytical step-time and memory model (see
+ * search.h for the formulas). Everything per candidate is arithmetic over
+ * a table built once per partition. */
+#include "planner_int.h"
+#include "cost.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void sc_stage_table_free(sc_stage_table *t)
+{
+    if (!t)
+        return;
+    sc_partition_free(&t->part);
+    double *a[] = {t->f, t->b, t->rc_sel, t->tp_s, t->send_s, t->grad, t->params, t->act1,
+                   t->act_slope};
+    for (size_t i = 0; i < SC_ARRAY_LEN(a); i++)
+        sc_free(a[i]);
+    memset(t, 0, sizeof *t);
+}
+
+static int node_of_position(int r, int tp, int gpn) { return r * tp / gpn; }
+
+sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
+                               int mbs, const sc_partition *part, sc_stage_table *out,
+                               sc_error *err)
+{
+    sc_stage_table t = {.S = pp * v, .pp = pp, .v = v, .tp = tp, .mbs = mbs};
+    size_t S = (size_t)t.S, P = (size_t)pp;
+    t.part.n_stages = part->n_stages;
+    t.part.first = sc_malloc(sizeof(int) * (S + 1));
+    t.f = sc_calloc(S, sizeof(double));
+    t.b = sc_calloc(S, sizeof(double));
+    t.rc_sel = sc_calloc(S, sizeof(double));
+    t.tp_s = sc_calloc(S, sizeof(double));
+    t.send_s = sc_calloc(S, sizeof(double));
+    t.grad = sc_calloc(S, sizeof(double));
+    t.params = sc_calloc(P, sizeof(double));
+    t.act1 = sc_calloc(P * 3, sizeof(double));
+    t.act_slope = sc_calloc(P * 3, sizeof(double));
+    if (!t.part.first || !t.f || !t.b || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
+        !t.params || !t.act1 || !t.act_slope) {
+        sc_stage_table_free(&t);
+        return sc_err(err, SC_ENOMEM, "plan: out of memory");
+    }
+    memcpy(t.part.first, part->first, sizeof(int) * (S + 1));
+    /* the simulator's own per-stage figures, with and without selective
+     * recompute */
+    sc_stage_info *info = sc_malloc(sizeof *info * S);
+    if (!info) {
+        sc_stage_table_free(&t);
+        return sc_err(err, SC_ENOMEM, "plan: out of memory");
+    }
+    sc_step_cfg cfg = {.dp = 1, .tp = tp, .pp = pp, .v = v, .m = 1, .mbs = mbs,
+                       .schedule = v > 1 ? "interleaved" : "1f1b", .partition = &t.part,
+                       .recompute = SC_RECOMPUTE_SELECTIVE};
+    sc_cluster big = *c; /* step_check wants the ranks to fit: give it room */
+    big.nodes = SC_CLUSTER_MAX_NODES;
+    sc_status st = sc_step_stage_infos(m, &big, &cfg, info, err);
+    int gpn = c->gpus_per_node;
+    for (int s = 0; s < t.S && !st; s++) {
+        t.f[s] = info[s].fwd_s;
+        t.b[s] = info[s].bwd_s;
+        t.rc_sel[s] = info[s].recompute_s;
+        t.grad[s] = info[s].grad_bytes;
+        if (tp > 1 && info[s].tp_count > 0) {
+            double one;
+            int per_node = tp < gpn ? tp : gpn;
+            st = sc_cost_coll(c, "ring", SC_COLL_ALLREDUCE, info[s].tp_bytes, tp, per_node, &one,
+                              err);
+            /* the ring's latency once per allreduce of the pass */
+            double a = c->eff.alpha_s[tp <= gpn ? SC_LINK_INTRA : SC_LINK_INTER];
+            t.tp_s[s] = one + (info[s].tp_count - 1) * 2.0 * (tp - 1) * a;
+        }
+        if (!st && s + 1 < t.S && info[s].send_bytes > 0) {
+            int r = s % pp, r2 = (s + 1) % pp;
+            int inter = node_of_position(r, tp, gpn) != node_of_position(r2, tp, gpn);
+            st = sc_cost_p2p(c, info[s].send_bytes, inter, inter ? (tp < gpn ? tp : gpn) : 1,
+                             &t.send_s[s], err);
+        }
+    }
+    sc_free(info);
+    /* per position: parameters and activation coefficients */
+    sc_module **mods = st ? NULL : sc_malloc(sizeof *mods * (size_t)(m->n_leaves + 1));
+    if (!st && !mods)
+        st = sc_err(err, SC_ENOMEM, "plan: out of memory");
+    for (int r = 0; r < pp && !st; r++) {
+        int n = 0;
+        for (int ch = 0; ch < v; ch++) {
+            int s = ch * pp + r;
+            for (int i = t.part.first[s]; i < t.part.first[s + 1]; i++)
+                mods[n++] = m->leaves[i];
+        }
+        for (int mode = 0; mode < 3 && !st; mode++) {
+            sc_mem a1, a2;
+            sc_mem_cfg mc = {m->dtype, tp, 1, 0, mbs, 1, (sc_recompute)mode};
+            st = sc_cost_memory(c, mods, n, &mc, &a1, err);
+            mc.inflight = 2;
+            if (!st)
+                st = sc_cost_memory(c, mods, n, &mc, &a2, err);
+            if (!st) {
+                t.act1[r * 3 + mode] = a1.activations;
+                t.act_slope[r * 3 + mode] = a2.activations - a1.activations;
+                t.params[r] = a1.params;
+            }
+        }
+    }
+    /* shared groups split over positions: each holder keeps a copy */
+    for (int i = 0; i < m->n_leaves && !st; i++) {
+        const sc_module *x = m->leaves[i];
+        if (!x->shared)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = m->leaves[j]->shared && !strcmp(m->leaves[j]->shared, x->shared);
+        if (seen)
+            continue;
+        double all = 0, *here = sc_calloc(P, sizeof(double));
+        int *holds = sc_calloc(P, sizeof(int));
+        if (!here || !holds) {
+            sc_free(here);
+            sc_free(holds);
+            st = sc_err(err, SC_ENOMEM, "plan: out of memory");
+            break;
+        }
+        for (int j = i; j < m->n_leaves; j++) {
+            const sc_module *y = m->leaves[j];
+            if (!y->shared || strcmp(y->shared, x->shared))
+                continue;
+            double p = y->params / (y->has_tp && y->tp_shardable ? tp : 1);
+            int r = sc_partition_stage_of(&t.part, j) % pp;
+            all += p;
+            here[r] += p;
+            holds[r] = 1;
+        }
+        int npos = 0;
+        for (int r = 0; r < pp; r++)
+            if (holds[r]) {
+                npos++;
+                t.params[r] += all - here[r];
+            }
+        double wb, gb, ob;
+        sc_cost_state_bytes(m->dtype, &wb, &gb, &ob);
+        if (npos > 1 && all * gb > t.shared_grad) {
+            t.shared_grad = all * gb;
+            t.shared_npos = npos;
+        }
+        sc_free(here);
+        sc_free(holds);
+    }
+    sc_free(mods);
+    if (st) {
+        sc_stage_table_free(&t);
+        return st;
+    }
+    *out = t;
+    return SC_OK;
+}
+
+int sc_inflight(const char *schedule, int pp, int m, int v, int r)
+{
+    if (!strcmp(schedule, "gpipe"))
+        return m * v;
+    if (!strcmp(schedule, "zb-h1"))
+        return pp < m ? pp : m;
+    if (!strcmp(schedule, "interleaved") && v > 1) {
+        if (m == pp)
+            return m * v;
+        int k = 2 * (pp - r - 1) + (v - 1) * pp + 1;
+        return k < m * v ? k : m * v;
+    }
+    return pp - r < m ? pp - r : m; /* 1f1b */
+}
+
+static double coll(const sc_cluster *c, sc_coll op, double bytes, int n, int per_node)
+{
+    double t = 0;
+    if (n <= 1 || bytes <= 0)
+        return 0;
+    if (sc_cost_coll(c, "ring", op, bytes, n, per_node, &t, NULL) != SC_OK)
+        return INFINITY;
+    return t;
+}
+
+void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
+                      sc_dtype dt, sc_estimate *out)
+{
+    int pp = t->pp, v = t->v, m = cfg->m, dp = cfg->dp, tp = t->tp;
+    int gpn = c->gpus_per_node, mode = (int)cfg->recompute;
+    const char *sched = cfg->schedule;
+    double wb, gb, ob;
+    sc_cost_state_bytes(dt, &wb, &gb, &ob);
+    double maxT = 0, sumT = 0, maxF = 0, maxB = 0, maxsend = 0, compute = 0, tps = 0;
+    for (int r = 0; r < pp; r++) {
+        double F = 0, B = 0;
+        for (int ch = 0; ch < v; ch++) {
+            int s = ch * pp + r;
+            double rc = mode == SC_RECOMPUTE_FULL ? t->f[s] + t->tp_s[s]
+                        : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
+                                                         : 0;
+            F += t->f[s] + t->tp_s[s];
+            B += t->b[s] + t->tp_s[s] + rc;
+            if (t->send_s[s] > maxsend)
+                maxsend = t->send_s[s];
+            compute += (t->f[s] + t->b[s]) / pp;
+            tps += (mode == SC_RECOMPUTE_FULL ? 3 : 2) * t->tp_s[s] / pp;
+        }
+        double T = F + B;
+        sumT += T;
+        maxT = fmax(maxT, T);
+        maxF = fmax(maxF, F);
+        maxB = fmax(maxB, B);
+    }
+    double pipe;
+    if (pp == 1)
+        pipe = m * maxT;
+    else if (!strcmp(sched, "interleaved"))
+        pipe = m * maxT + (pp - 1) * maxT / v;
+    else if (!strcmp(sched, "zb-h1"))
+        pipe = m * maxT + (pp - 1) * fmax(maxF, maxB / 2);
+    else
+        pipe = (m - 1) * maxT + sumT;
+    double p2p = pp > 1 ? 2.0 * (pp - 1) * maxsend : 0;
+    pipe += p2p;
+    /* data parallelism, ZeRO, the optimizer: the slowest position's tail */
+    int stride = tp * pp, per_node = stride >= gpn ? 1 : gpn / stride;
+    if (per_node > dp)
+        per_node = dp;
+    double tail = 0, dpx_max = 0, opt_max = 0, mem_max = 0, zero3 = 0;
+    for (int r = 0; r < pp; r++) {
+        double grads = 0, blast = t->b[r];
+        for (int ch = 0; ch < v; ch++)
+            grads += t->grad[ch * pp + r];
+        double P = t->params[r];
+        double dpx = 0;
+        if (dp > 1) {
+            sc_coll op = cfg->zero == 0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
+            double tr = coll(c, op, grads, dp, per_node);
+            int K = sc_step_bucket_count(t->grad[r], cfg->bucket_bytes);
+            dpx = fmax(tr / K, tr - blast * (K - 1) / K);
+            if (cfg->zero == 1 || cfg->zero == 2)
+                dpx += coll(c, SC_COLL_ALLGATHER, P * wb, dp, per_node);
+            if (cfg->zero == 3) {
+                double ag = coll(c, SC_COLL_ALLGATHER, P * wb / v, dp, per_node);
+                double shortest = fmin(t->f[r], t->b[r]);
+                zero3 = fmax(zero3, 2.0 * m * v * fmax(0, ag - shortest));
+            }
+        }
+        if (t->shared_npos > 1)
+            dpx += coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_npos, 1);
+        double local = cfg->zero >= 1 ? P / dp : P;
+        double opt = local > 0 ? c->eff.op_overhead_s + 2 * local * (wb + gb + ob) /
+                                                          (c->gpu.hbm_bytes_per_s * c->eff.memory_bw)
+                               : 0;
+        tail = fmax(tail, dpx + opt);
+        dpx_max = fmax(dpx_max, dpx);
+        opt_max = fmax(opt_max, opt);
+        /* memory: states under ZeRO, activations with the schedule's in-flight count */
+        double W = P * wb, G = P * gb, O = P * ob;
+        if (cfg->zero >= 1)
+            O /= dp;
+        if (cfg->zero >= 2)
+            G /= dp;
+        if (cfg->zero >= 3)
+            W /= dp;
+        int peak = sc_inflight(sched, pp, m, v, r);
+        int k = (peak + v - 1) / v;
+        double act = t->act1[r * 3 + mode] + (k - 1) * t->act_slope[r * 3 + mode];
+        double mem = W + G + O + act + c->eff.workspace_bytes;
+        mem_max = fmax(mem_max, mem);
+    }
+    pipe += zero3;
+    out->step_s = pipe + tail;
+    out->pipe_s = pipe;
+    out->bubble_s = fmax(0, pipe - p2p - zero3 - m * maxT);
+    out->compute_s = m * compute;
+    out->tp_s = m * tps;
+    out->pp_s = p2p;
+    out->dp_s = dpx_max + zero3;
+    out->optimizer_s = opt_max;
+    out->peak_mem = mem_max;
+    out->fits = mem_max <= c->gpu.memory_bytes;
+}
+
+sc_status sc_estimate_step(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
+                           sc_estimate *out, sc_error *err)
+{
+    sc_partition part = {0};
+    sc_status st = SC_OK;
+    const sc_partition *pp = cfg->partition;
+    if (!pp) {
+        st = sc_partition_uniform(m, cfg->pp * cfg->v, &part, err);
+        pp = &part;
+    }
+    sc_stage_table t;
+    if (!st)
+        st = sc_stage_table_build(m, c, cfg->pp, cfg->v, cfg->tp, cfg->mbs, pp, &t, err);
+    sc_partition_free(&part);
+    if (st)
+        return st;
+    sc_estimate_fast(&t, c, cfg, m->dtype, out);
+    sc_stage_table_free(&t);
+    return SC_OK;
+}

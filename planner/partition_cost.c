@@ -1,0 +1,615 @@
+/* partition_cost.c - the stage cost model of the partitioners (see
+ * partitioner.h): a context of prefix sums built once per call, O(1) stage
+ * time and O(G) stage memory, sc_partition_eval, and small helpers.
+ * Building the context costs O(M log M + L + E + (L + S)·G + S·tp·min(dp,
+ * gpus_per_node)) time and O((L + S)·(G + 1)) memory (M modules, L leaves,
+ * E inputs edges, G shared groups). */
+#include "partitioner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const policy_names[] = {"replicate", "strict"};
+
+const char *sc_shared_policy_name(sc_shared_policy p)
+{
+    return (unsigned)p < SC_ARRAY_LEN(policy_names) ? policy_names[p] : "?";
+}
+
+int sc_shared_policy_parse(const char *s)
+{
+    for (size_t i = 0; s && i < SC_ARRAY_LEN(policy_names); i++)
+        if (!strcmp(s, policy_names[i]))
+            return (int)i;
+    return -1;
+}
+
+void sc_partitioner_cfg_init(sc_partitioner_cfg *cfg, const sc_model *m, const sc_cluster *c,
+                             int n_stages)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->model = m;
+    cfg->cluster = c;
+    cfg->tp = cfg->mbs = cfg->dp = 1;
+    cfg->zero = 0;
+    cfg->recompute = SC_RECOMPUTE_NONE;
+    cfg->n_stages = n_stages;
+    cfg->pp = n_stages;
+    cfg->v = 1;
+    cfg->inflight = NULL;
+    cfg->inflight_max = n_stages;
+    cfg->mem_weight = SC_PARTITION_W_SPEED;
+    cfg->shared = SC_SHARED_REPLICATE;
+}
+
+static sc_status check_cfg(const sc_partitioner_cfg *cfg, sc_error *err)
+{
+    if (!cfg || !cfg->model || !cfg->cluster)
+        return sc_err(err, SC_EINVAL, "partition: no model or cluster");
+    const sc_model *m = cfg->model;
+    if (cfg->tp < 1 || cfg->mbs < 1 || cfg->dp < 1)
+        return sc_err(err, SC_EINVAL, "partition: tp %d, mbs %d, dp %d must be >= 1", cfg->tp,
+                      cfg->mbs, cfg->dp);
+    if (cfg->zero < 0 || cfg->zero > 3)
+        return sc_err(err, SC_EINVAL, "partition: ZeRO stage %d is out of range [0, 3]",
+                      cfg->zero);
+    if ((unsigned)cfg->recompute > SC_RECOMPUTE_FULL)
+        return sc_err(err, SC_EINVAL, "partition: bad recompute policy %d", (int)cfg->recompute);
+    if (cfg->pp < 1 || cfg->v < 1 || cfg->n_stages != cfg->pp * cfg->v)
+        return sc_err(err, SC_EINVAL, "partition: %d stages is not pp %d x v %d", cfg->n_stages,
+                      cfg->pp, cfg->v);
+    if (!(cfg->mem_weight >= 0 && cfg->mem_weight <= 1))
+        return sc_err(err, SC_EINVAL, "partition: memory weight %g is out of range [0, 1]",
+                      cfg->mem_weight);
+    if ((unsigned)cfg->shared > SC_SHARED_STRICT)
+        return sc_err(err, SC_EINVAL, "partition: bad shared-group policy %d", (int)cfg->shared);
+    if (cfg->inflight) {
+        for (int r = 0; r < cfg->pp; r++)
+            if (cfg->inflight[r] < 0)
+                return sc_err(err, SC_EINVAL, "partition: rank %d has %d microbatches in flight",
+                              r, cfg->inflight[r]);
+    } else if (cfg->inflight_max < 0) {
+        return sc_err(err, SC_EINVAL, "partition: %d microbatches in flight", cfg->inflight_max);
+    }
+    if (!m->leaves || m->n_leaves < 1)
+        return sc_err(err, SC_EINVAL, "partition: model %s is not finished or has no leaves",
+                      m->name);
+    if (m->n_leaves < cfg->n_stages)
+        return sc_err(err, SC_EINVAL, "partition: %s has %d leaves, fewer than the %d stages",
+                      m->name, m->n_leaves, cfg->n_stages);
+    return SC_OK;
+}
+
+/* ---- helpers over the tree ---------------------------------------------- */
+
+static int first_leaf(const sc_module *x)
+{
+    while (x->n_children)
+        x = x->children[0];
+    return x->leaf_index;
+}
+
+static int last_leaf(const sc_module *x)
+{
+    while (x->n_children)
+        x = x->children[x->n_children - 1];
+    return x->leaf_index;
+}
+
+static const sc_module *layer_of(const sc_module *mod)
+{
+    while (mod->parent && mod->parent->parent)
+        mod = mod->parent;
+    return mod;
+}
+
+static int is_attention(const sc_module *m)
+{
+    return m->kind && (!strcmp(m->kind, "attention") || !strcmp(m->kind, "attention_core"));
+}
+
+static int cmp_mod_name(const void *a, const void *b)
+{
+    return strcmp((*(sc_module *const *)a)->name, (*(sc_module *const *)b)->name);
+}
+
+static const sc_module *find_sorted(sc_module **sorted, int n, const char *name)
+{
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, c = strcmp(sorted[mid]->name, name);
+        if (!c)
+            return sorted[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+/* State bytes of `params` parameters under the ZeRO stage (step.c's
+ * add_state, sc_cost_memory's division). */
+static double state_bytes(const sc_partitioner_cfg *cfg, double params)
+{
+    double w, g, o;
+    sc_cost_state_bytes(cfg->model->dtype, &w, &g, &o);
+    double W = params * w, G = params * g, O = params * o;
+    if (cfg->zero >= 1)
+        O /= cfg->dp;
+    if (cfg->zero >= 2)
+        G /= cfg->dp;
+    if (cfg->zero >= 3)
+        W /= cfg->dp;
+    return W + G + O;
+}
+
+/* ---- context ------------------------------------------------------------- */
+
+void sc_pctx_free(sc_pctx *x)
+{
+    if (!x)
+        return;
+    sc_free(x->t);
+    sc_free(x->C);
+    sc_free(x->bytes);
+    sc_free(x->comm[0]);
+    sc_free(x->comm[1]);
+    sc_free(x->inter);
+    sc_free(x->forbid);
+    sc_free(x->P);
+    sc_free(x->A);
+    sc_free(x->Asel);
+    sc_free(x->in_bytes);
+    sc_free(x->layer);
+    sc_free(x->layer_lo);
+    sc_free(x->layer_hi);
+    sc_free(x->sparse);
+    sc_free(x->kc);
+    for (int g = 0; g < x->n_groups; g++) {
+        sc_free(x->groups[g].here);
+        sc_free(x->groups[g].next);
+    }
+    sc_free(x->groups);
+    memset(x, 0, sizeof *x);
+}
+
+/* GPU index -> node for placement tp,pp,dp. */
+static int crosses(const sc_partitioner_cfg *cfg, int r1, int r2)
+{
+    int gpn = cfg->cluster->gpus_per_node, tp = cfg->tp, pp = cfg->pp;
+    int nd = cfg->dp < gpn ? cfg->dp : gpn;
+    for (int d = 0; d < nd; d++)
+        for (int t = 0; t < tp; t++) {
+            long a = ((long)d * pp + r1) * tp + t, b = ((long)d * pp + r2) * tp + t;
+            if (a / gpn != b / gpn)
+                return 1;
+        }
+    return 0;
+}
+
+static sc_status groups_init(sc_pctx *x, sc_error *err)
+{
+    const sc_model *m = x->m;
+    int L = x->L, tp = x->tp;
+    /* distinct names, in pre-order of first appearance */
+    int ng = 0;
+    for (int i = 0; i < m->n_modules; i++) {
+        const sc_module *a = m->modules[i];
+        if (!a->shared)
+            continue;
+        int seen = 0;
+        for (int g = 0; g < ng && !seen; g++)
+            seen = !strcmp(x->groups[g].name, a->shared);
+        if (seen)
+            continue;
+        sc_pgroup *ng_arr = sc_realloc(x->groups, sizeof *ng_arr * (size_t)(ng + 1));
+        if (!ng_arr)
+            return sc_err(err, SC_ENOMEM, "partition: out of memory");
+        x->groups = ng_arr;
+        memset(&x->groups[ng], 0, sizeof x->groups[ng]);
+        x->groups[ng].name = a->shared;
+        x->n_groups = ++ng;
+    }
+    for (int g = 0; g < ng; g++) {
+        sc_pgroup *G = &x->groups[g];
+        G->here = sc_calloc((size_t)L + 1, sizeof *G->here);
+        G->next = sc_malloc(sizeof *G->next * ((size_t)L + 1));
+        if (!G->here || !G->next)
+            return sc_err(err, SC_ENOMEM, "partition: out of memory");
+        G->span_lo = L;
+        G->span_hi = -1;
+        for (int i = 0; i < m->n_modules; i++) {
+            const sc_module *a = m->modules[i];
+            if (!a->shared || strcmp(a->shared, G->name))
+                continue;
+            int lo = first_leaf(a), hi = last_leaf(a);
+            if (lo < G->span_lo) {
+                G->span_lo = lo;
+                G->first_name = a->name;
+            }
+            if (hi > G->span_hi) {
+                G->span_hi = hi;
+                G->last_name = a->name;
+            }
+        }
+        for (int l = 0; l < L; l++) {
+            const sc_module *a = m->leaves[l];
+            int member = a->shared && !strcmp(a->shared, G->name);
+            /* sc_cost_memory's sharding rule (step.c also tests has_tp, which
+             * tp_shardable implies for every loaded or generated model);
+             * one rule keeps memory monotone in the range */
+            double p = member ? a->params / (a->tp_shardable ? tp : 1) : 0;
+            G->here[l + 1] = G->here[l] + p;
+        }
+        G->all = G->here[L];
+        G->next[L] = L;
+        for (int l = L - 1; l >= 0; l--) {
+            const sc_module *a = m->leaves[l];
+            G->next[l] = a->shared && !strcmp(a->shared, G->name) ? l : G->next[l + 1];
+        }
+    }
+    return SC_OK;
+}
+
+static sc_status memory_init(sc_pctx *x, sc_error *err)
+{
+    const sc_model *m = x->m;
+    const sc_partitioner_cfg *cfg = x->cfg;
+    int L = x->L, tp = x->tp;
+    x->P = sc_calloc((size_t)L + 1, sizeof *x->P);
+    x->A = sc_calloc((size_t)L + 1, sizeof *x->A);
+    x->Asel = sc_calloc((size_t)L + 1, sizeof *x->Asel);
+    x->in_bytes = sc_calloc((size_t)L, sizeof *x->in_bytes);
+    x->layer = sc_malloc(sizeof *x->layer * (size_t)L);
+    x->layer_lo = sc_malloc(sizeof *x->layer_lo * (size_t)L);
+    x->layer_hi = sc_malloc(sizeof *x->layer_hi * (size_t)L);
+    x->kc = sc_malloc(sizeof *x->kc * (size_t)x->pp);
+    if (!x->P || !x->A || !x->Asel || !x->in_bytes || !x->layer || !x->layer_lo ||
+        !x->layer_hi || !x->kc)
+        return sc_err(err, SC_ENOMEM, "partition: out of memory");
+    const sc_module *cur = NULL;
+    int nl = -1;
+    for (int l = 0; l < L; l++) {
+        const sc_module *a = m->leaves[l];
+        double sh = a->tp_shardable ? tp : 1;
+        x->P[l + 1] = x->P[l] + a->params / sh;
+        x->A[l + 1] = x->A[l] + a->act_saved_bytes / sh;
+        x->Asel[l + 1] =
+            x->Asel[l] + (is_attention(a) ? a->act_out_bytes / sh : a->act_saved_bytes / sh);
+        x->in_bytes[l] = l > 0 ? m->leaves[l - 1]->act_out_bytes : 0;
+        const sc_module *ly = layer_of(a);
+        if (ly != cur) {
+            cur = ly;
+            nl++;
+            x->layer_lo[nl] = l;
+        }
+        x->layer[l] = nl;
+        x->layer_hi[nl] = l + 1;
+    }
+    x->n_layers = nl + 1;
+    /* sparse table: level q holds the max of 2^q consecutive layer sums */
+    int lv = 1;
+    while ((1 << lv) <= x->n_layers)
+        lv++;
+    x->levels = lv;
+    x->sparse = sc_malloc(sizeof *x->sparse * (size_t)x->n_layers * (size_t)lv);
+    if (!x->sparse)
+        return sc_err(err, SC_ENOMEM, "partition: out of memory");
+    int n = x->n_layers;
+    for (int a = 0; a < n; a++)
+        x->sparse[a] = x->A[x->layer_hi[a]] - x->A[x->layer_lo[a]];
+    for (int q = 1; q < lv; q++)
+        for (int a = 0; a + (1 << q) <= n; a++) {
+            double u = x->sparse[(q - 1) * n + a], w = x->sparse[(q - 1) * n + a + (1 << (q - 1))];
+            x->sparse[q * n + a] = u > w ? u : w;
+        }
+    for (int r = 0; r < x->pp; r++) {
+        int k = cfg->inflight ? cfg->inflight[r] : cfg->inflight_max;
+        x->kc[r] = (k + x->v - 1) / x->v;
+    }
+    x->ws = cfg->cluster->eff.workspace_bytes;
+    x->cap = (cfg->cluster->gpu.memory_bytes - x->ws) / x->v;
+    x->state_bpp = state_bytes(cfg, 1.0);
+    return SC_OK;
+}
+
+static sc_status comm_init(sc_pctx *x, sc_error *err)
+{
+    const sc_model *m = x->m;
+    const sc_partitioner_cfg *cfg = x->cfg;
+    int L = x->L, S = x->S;
+    sc_status st = SC_OK;
+    x->bytes = sc_calloc((size_t)L + 1, sizeof *x->bytes);
+    x->comm[0] = sc_calloc((size_t)L + 1, sizeof *x->comm[0]);
+    x->comm[1] = sc_calloc((size_t)L + 1, sizeof *x->comm[1]);
+    x->inter = sc_calloc((size_t)S, 1);
+    double *acc = sc_calloc((size_t)L + 2, sizeof *acc);
+    sc_module **sorted = sc_malloc(sizeof *sorted * (size_t)m->n_modules);
+    if (!x->bytes || !x->comm[0] || !x->comm[1] || !x->inter || !acc || !sorted) {
+        st = sc_err(err, SC_ENOMEM, "partition: out of memory");
+        goto out;
+    }
+    /* inputs edges: producer y's output crosses boundaries (ylast, xfirst] */
+    memcpy(sorted, m->modules, sizeof *sorted * (size_t)m->n_modules);
+    qsort(sorted, (size_t)m->n_modules, sizeof *sorted, cmp_mod_name);
+    for (int i = 0; i < m->n_modules; i++) {
+        const sc_module *a = m->modules[i];
+        for (int k = 0; k < a->n_inputs; k++) {
+            const sc_module *y = find_sorted(sorted, m->n_modules, a->inputs[k]);
+            if (!y)
+                continue;
+            int yl = last_leaf(y), xf = first_leaf(a);
+            if (yl < xf) {
+                acc[yl + 1] += y->act_out_bytes;
+                acc[xf + 1] -= y->act_out_bytes;
+            }
+        }
+    }
+    double run = 0;
+    for (int b = 1; b < L; b++) {
+        run += acc[b];
+        x->bytes[b] = (m->leaves[b - 1]->act_out_bytes + run) * x->mbs / x->tp;
+    }
+    int any_inter = 0;
+    for (int k = 0; k + 1 < S; k++) {
+        x->inter[k] = (unsigned char)crosses(cfg, k % x->pp, (k + 1) % x->pp);
+        any_inter |= x->inter[k];
+    }
+    int gpn = cfg->cluster->gpus_per_node, sharing = x->tp < gpn ? x->tp : gpn;
+    for (int b = 1; b < L && !st; b++) {
+        double t0 = 0, t1 = 0;
+        st = sc_cost_p2p(cfg->cluster, x->bytes[b], 0, 1, &t0, err);
+        if (!st && any_inter)
+            st = sc_cost_p2p(cfg->cluster, x->bytes[b], 1, sharing, &t1, err);
+        x->comm[0][b] = 2 * t0;
+        x->comm[1][b] = 2 * t1;
+    }
+    if (st)
+        sc_err_prefix(err, "partition");
+out:
+    sc_free(acc);
+    sc_free(sorted);
+    return st;
+}
+
+sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
+{
+    memset(x, 0, sizeof *x);
+    sc_status st = check_cfg(cfg, err);
+    if (st)
+        return st;
+    const sc_model *m = cfg->model;
+    x->cfg = cfg;
+    x->m = m;
+    x->L = m->n_leaves;
+    x->S = cfg->n_stages;
+    x->pp = cfg->pp;
+    x->v = cfg->v;
+    x->tp = cfg->tp;
+    x->mbs = cfg->mbs;
+    int L = x->L;
+    x->t = sc_malloc(sizeof *x->t * (size_t)L);
+    x->C = sc_calloc((size_t)L + 1, sizeof *x->C);
+    x->forbid = sc_calloc((size_t)L + 1, 1);
+    if (!x->t || !x->C || !x->forbid) {
+        sc_pctx_free(x);
+        return sc_err(err, SC_ENOMEM, "partition: out of memory");
+    }
+    for (int l = 0; l < L && !st; l++) {
+        double f = 0, b = 0;
+        st = sc_cost_module_time(cfg->cluster, m->leaves[l], m->dtype, x->tp, x->mbs, &f, &b,
+                                 err);
+        x->t[l] = f + b;
+        x->C[l + 1] = x->C[l] + x->t[l];
+    }
+    if (!st)
+        st = comm_init(x, err);
+    if (!st)
+        st = memory_init(x, err);
+    if (!st)
+        st = groups_init(x, err);
+    if (st) {
+        sc_pctx_free(x);
+        return st;
+    }
+    /* strict: no boundary inside a group's span */
+    if (cfg->shared == SC_SHARED_STRICT) {
+        int *d = sc_calloc((size_t)L + 2, sizeof *d);
+        if (!d) {
+            sc_pctx_free(x);
+            return sc_err(err, SC_ENOMEM, "partition: out of memory");
+        }
+        for (int g = 0; g < x->n_groups; g++)
+            if (x->groups[g].span_hi > x->groups[g].span_lo) {
+                d[x->groups[g].span_lo + 1]++;
+                d[x->groups[g].span_hi + 1]--;
+            }
+        int run = 0;
+        for (int b = 1; b < L; b++) {
+            run += d[b];
+            x->forbid[b] = run > 0;
+        }
+        sc_free(d);
+    }
+    x->n_allowed = 0;
+    for (int b = 1; b < L; b++)
+        x->n_allowed += !x->forbid[b];
+    return SC_OK;
+}
+
+double sc_pctx_time(const sc_pctx *x, int k, int i, int j)
+{
+    double recv = k > 0 ? x->comm[x->inter[k - 1]][i] : 0;
+    double send = k < x->S - 1 ? x->comm[x->inter[k]][j] : 0;
+    return (x->C[j] + send) - (x->C[i] - recv);
+}
+
+static double max_layer(const sc_pctx *x, int i, int j)
+{
+    int li = x->layer[i], lj = x->layer[j - 1];
+    if (li == lj)
+        return x->A[j] - x->A[i];
+    double a = x->A[x->layer_hi[li]] - x->A[i], b = x->A[j] - x->A[x->layer_lo[lj]];
+    double r = a > b ? a : b;
+    int lo = li + 1, hi = lj - 1; /* full layers between, inclusive */
+    if (lo <= hi) {
+        int q = 0;
+        while ((2 << q) <= hi - lo + 1)
+            q++;
+        int n = x->n_layers;
+        double u = x->sparse[q * n + lo], w = x->sparse[q * n + hi - (1 << q) + 1];
+        if (u > r)
+            r = u;
+        if (w > r)
+            r = w;
+    }
+    return r;
+}
+
+double sc_pctx_memx(const sc_pctx *x, int k, int i, int j)
+{
+    double params = x->P[j] - x->P[i];
+    for (int g = 0; g < x->n_groups; g++) {
+        const sc_pgroup *G = &x->groups[g];
+        if (G->next[i] < j)
+            params += G->all - (G->here[j] - G->here[i]);
+    }
+    double kc = x->kc[k % x->pp], mbs = x->mbs, act = 0;
+    switch (x->cfg->recompute) {
+    case SC_RECOMPUTE_NONE:
+        act = kc * mbs * (x->A[j] - x->A[i]);
+        break;
+    case SC_RECOMPUTE_SELECTIVE:
+        act = kc * mbs * (x->Asel[j] - x->Asel[i]);
+        break;
+    case SC_RECOMPUTE_FULL:
+        act = kc * mbs * x->in_bytes[i] + (kc > 0 ? mbs * max_layer(x, i, j) : 0);
+        break;
+    }
+    return params * x->state_bpp + act;
+}
+
+sc_status sc_pctx_strict_error(const sc_pctx *x, sc_error *err)
+{
+    const sc_pgroup *best = NULL;
+    for (int g = 0; g < x->n_groups; g++) {
+        const sc_pgroup *G = &x->groups[g];
+        if (!best || G->span_hi - G->span_lo > best->span_hi - best->span_lo)
+            best = G;
+    }
+    if (!best)
+        return sc_err(err, SC_EINVAL, "partition: cannot split into %d stages", x->S);
+    return sc_err(err, SC_EINVAL,
+                  "shared group '%s' spans %s..%s: cannot split into %d stages; use the "
+                  "replicate policy",
+                  best->name, best->first_name, best->last_name, x->S);
+}
+
+/* ---- evaluation ------------------------------------------------------------ */
+
+void sc_part_eval_free(sc_part_eval *e)
+{
+    if (!e)
+        return;
+    sc_free(e->time_s);
+    sc_free(e->mem_bytes);
+    sc_free(e->rank_mem);
+    memset(e, 0, sizeof *e);
+}
+
+sc_status sc_partition_eval(const sc_partitioner_cfg *cfg, const sc_partition *p,
+                            sc_part_eval *out, sc_error *err)
+{
+    if (!p || !p->first || p->n_stages != (cfg ? cfg->n_stages : -1))
+        return sc_err(err, SC_EINVAL, "partition: the partition has %d stages, not %d",
+                      p ? p->n_stages : 0, cfg ? cfg->n_stages : 0);
+    sc_pctx x;
+    sc_status st = sc_pctx_init(&x, cfg, err);
+    if (st)
+        return st;
+    int S = x.S, L = x.L;
+    if (p->first[0] != 0 || p->first[S] != L) {
+        sc_pctx_free(&x);
+        return sc_err(err, SC_EINVAL, "partition: stages must cover leaves 0..%d", L - 1);
+    }
+    for (int s = 0; s < S; s++)
+        if (p->first[s + 1] <= p->first[s]) {
+            sc_pctx_free(&x);
+            return sc_err(err, SC_EINVAL, "partition: stage %d is empty or out of order", s);
+        }
+    sc_part_eval e = {0};
+    e.n_stages = S;
+    e.pp = x.pp;
+    e.time_s = sc_calloc((size_t)S, sizeof *e.time_s);
+    e.mem_bytes = sc_calloc((size_t)S, sizeof *e.mem_bytes);
+    e.rank_mem = sc_calloc((size_t)x.pp, sizeof *e.rank_mem);
+    if (!e.time_s || !e.mem_bytes || !e.rank_mem) {
+        sc_part_eval_free(&e);
+        sc_pctx_free(&x);
+        return sc_err(err, SC_ENOMEM, "partition: out of memory");
+    }
+    e.fits = 1;
+    e.bottleneck_stage = 0;
+    for (int r = 0; r < x.pp; r++)
+        e.rank_mem[r] = x.ws;
+    for (int s = 0; s < S && !st; s++) {
+        int i = p->first[s], j = p->first[s + 1];
+        e.time_s[s] = sc_pctx_time(&x, s, i, j);
+        sc_mem_cfg mc = {cfg->model->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs,
+                         x.kc[s % x.pp], cfg->recompute};
+        sc_mem mem;
+        st = sc_cost_memory(cfg->cluster, cfg->model->leaves + i, j - i, &mc, &mem, err);
+        if (st)
+            break;
+        double copies = 0;
+        for (int g = 0; g < x.n_groups; g++) {
+            const sc_pgroup *G = &x.groups[g];
+            if (G->next[i] < j) {
+                double here = G->here[j] - G->here[i];
+                if (G->all > here)
+                    copies += G->all - here;
+            }
+        }
+        e.mem_bytes[s] = mem.total + (copies > 0 ? state_bytes(cfg, copies) : 0);
+        e.rank_mem[s % x.pp] += e.mem_bytes[s] - x.ws;
+        if (e.mem_bytes[s] - x.ws > x.cap)
+            e.fits = 0;
+        if (e.time_s[s] > e.bottleneck_s || s == 0) {
+            e.bottleneck_s = e.time_s[s];
+            e.bottleneck_stage = s;
+        }
+        if (e.mem_bytes[s] > e.max_mem_bytes)
+            e.max_mem_bytes = e.mem_bytes[s];
+    }
+    for (int g = 0; g < x.n_groups && !st; g++) {
+        const sc_pgroup *G = &x.groups[g];
+        if (G->span_hi > G->span_lo &&
+            sc_partition_stage_of(p, G->span_lo) != sc_partition_stage_of(p, G->span_hi))
+            e.splits_shared = 1;
+    }
+    sc_pctx_free(&x);
+    if (st) {
+        sc_part_eval_free(&e);
+        return st;
+    }
+    *out = e;
+    return SC_OK;
+}
+
+sc_status sc_partition_by_method(const char *method, const sc_partitioner_cfg *cfg,
+                                 sc_partition *out, sc_error *err)
+{
+    if (!method || !strcmp(method, "optimal"))
+        return sc_partition_optimal(cfg, out, err);
+    if (!strcmp(method, "tree"))
+        return sc_partition_tree(cfg, out, err);
+    if (!strcmp(method, "uniform")) {
+        if (!cfg || !cfg->model)
+            return sc_err(err, SC_EINVAL, "partition: no model");
+        return sc_partition_uniform(cfg->model, cfg->n_stages, out, err);
+    }
+    return sc_err(err, SC_EINVAL,
+                  "partition: unknown method '%s' (uniform, tree or optimal)", method);
+}

@@ -1,0 +1,448 @@
+/* partition_optimal.c - the exact min-max contiguous split (see
+ * partitioner.h for the cost model).
+ *
+ * Search: parametric. For a bound T, feasible(T) says whether leaves 0..L-1
+ * can be covered by S stages, stage k over [i, j) with
+ *   time_k(i, j) = (C[j] + send_k(j)) - (C[i] - recv_k(i)) <= T
+ *   memx_k(i, j) <= cap, and no boundary the strict policy forbids.
+ * reach_k[j] = leaves [0, j) covered by k stages. memx_k grows with j, so
+ * each start i has a last end e_k(i) (found once per call: two pointers when
+ * memory also shrinks as i grows, i.e. recompute none/selective; a binary
+ * search per i under full recompute, whose stage input term act_out(i-1)
+ * makes memory non-monotone in i). For level k and end j the valid starts are
+ * the reachable i < j with e_k(i) >= j, and the time test is
+ *   max over them of (C[i] - recv_k(i)) >= C[j] + send_k(j) - T,
+ * a sliding-window maximum: a monotone deque when e_k is non-decreasing
+ * (entries expire in insertion order), else a max-heap with lazy deletion.
+ * One test is O(S·L) (O(S·L·log L) with the heap).
+ *
+ * The bound: the answer T* is one of the time_k(i, j) values. An infeasible
+ * test at T also yields T_next, the smallest time_k(i, j) of a best start
+ * that failed (> T): every test in [T, T_next) has the same reach sets, so
+ * T* >= T_next. A feasible test yields a split whose bottleneck (the same
+ * expression) is an upper bound. The loop alternates testing T = lo (the
+ * candidate T_next: feasible means T* = lo, done) and T = the midpoint of
+ * [lo, hi) over the bit patterns of non-negative doubles (whose order is the
+ * order of the values), and stops when lo >= hi: T* = hi, exact to the last
+ * bit. At most 2·64 + 2 tests (64 = the bits of a double; in practice 10-30),
+ * so O(L·S·64) time (times log L with the heap), O(L·S) memory for the
+ * parents.
+ *
+ * Does not fit: the smallest achievable largest stage memory comes from the
+ * same reach recursion with memory alone (running maximum of e_k(i) over the
+ * reachable starts, O(S·L)), bisected over the memory bound to 1e-12
+ * relative; the split found gives the figure reported. */
+#include "partitioner.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct opt {
+    sc_pctx *x;
+    int L, S, pp;
+    int nprof;
+    int *prof_of_rank;   /* pp */
+    int *prof_k;         /* representative stage of each profile */
+    int *E;              /* nprof x L: e(i) */
+    unsigned char *mono; /* nprof */
+    unsigned char *ra, *rb; /* reach */
+    int *par;            /* S x (L+1) */
+    int *dq;             /* deque / heap, L+1 */
+    double *val;         /* L+1: C[i] - recv(i) for the current level */
+    double *zero;        /* L+1 zeros */
+} opt;
+
+static uint64_t dbits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static double bitsd(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* e(i) for every start i of the profile under the bound B on memx. */
+static void compute_e(opt *o, int p, double B)
+{
+    sc_pctx *x = o->x;
+    int L = o->L, k = o->prof_k[p];
+    int *e = o->E + (size_t)p * L;
+    if (x->cfg->recompute != SC_RECOMPUTE_FULL) {
+        int j = 0;
+        for (int i = 0; i < L; i++) {
+            if (j < i)
+                j = i;
+            while (j < L && sc_pctx_memx(x, k, i, j + 1) <= B)
+                j++;
+            e[i] = j;
+        }
+        o->mono[p] = 1;
+        return;
+    }
+    int mono = 1;
+    for (int i = 0; i < L; i++) {
+        int lo = i, hi = L; /* largest j in [i, L] with memx(i, j) <= B (j = i: empty) */
+        while (lo < hi) {
+            int mid = lo + (hi - lo + 1) / 2;
+            if (sc_pctx_memx(x, k, i, mid) <= B)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        e[i] = lo;
+        if (i > 0 && e[i] < e[i - 1])
+            mono = 0;
+    }
+    o->mono[p] = (unsigned char)mono;
+}
+
+static void compute_all_e(opt *o, double B)
+{
+    for (int p = 0; p < o->nprof; p++)
+        compute_e(o, p, B);
+}
+
+/* max-heap of indices keyed by o->val */
+static void heap_push(opt *o, int *n, int i)
+{
+    int *h = o->dq, c = (*n)++;
+    h[c] = i;
+    while (c > 0) {
+        int p = (c - 1) / 2;
+        if (o->val[h[p]] >= o->val[h[c]])
+            break;
+        int t = h[p];
+        h[p] = h[c];
+        h[c] = t;
+        c = p;
+    }
+}
+
+static void heap_pop(opt *o, int *n)
+{
+    int *h = o->dq;
+    h[0] = h[--(*n)];
+    int c = 0;
+    for (;;) {
+        int l = 2 * c + 1, r = l + 1, b = c;
+        if (l < *n && o->val[h[l]] > o->val[h[b]])
+            b = l;
+        if (r < *n && o->val[h[r]] > o->val[h[b]])
+            b = r;
+        if (b == c)
+            break;
+        int t = h[b];
+        h[b] = h[c];
+        h[c] = t;
+        c = b;
+    }
+}
+
+/* feasible(T): 1 if some split has every stage time <= T (and fits); parents
+ * recorded. When infeasible, *tnext gets the smallest failing best time. */
+static int feasible(opt *o, double T, double *tnext)
+{
+    sc_pctx *x = o->x;
+    int L = o->L, S = o->S;
+    unsigned char *cur = o->ra, *nxt = o->rb;
+    double tn = INFINITY;
+    memset(cur, 0, (size_t)L + 1);
+    cur[0] = 1;
+    for (int k = 0; k < S; k++) {
+        int p = o->prof_of_rank[k % o->pp];
+        const int *e = o->E + (size_t)p * L;
+        const double *recv = k > 0 ? x->comm[x->inter[k - 1]] : o->zero;
+        const double *send = k < S - 1 ? x->comm[x->inter[k]] : o->zero;
+        int jmin = k + 1, jmax = L - (S - 1 - k);
+        int *par = o->par + (size_t)k * (L + 1);
+        memset(nxt, 0, (size_t)L + 1);
+        int any = 0, last = k == S - 1;
+        if (o->mono[p]) {
+            int *dq = o->dq, h = 0, t = 0;
+            for (int j = jmin; j <= jmax; j++) {
+                int i = j - 1;
+                if (cur[i] && e[i] > i) {
+                    double v = x->C[i] - recv[i];
+                    o->val[i] = v;
+                    while (t > h && o->val[dq[t - 1]] <= v)
+                        t--;
+                    dq[t++] = i;
+                }
+                while (t > h && e[dq[h]] < j)
+                    h++;
+                if (t == h || (last && j < L) || (j < L && x->forbid[j]))
+                    continue;
+                int b = dq[h];
+                double tau = (x->C[j] + send[j]) - o->val[b];
+                if (tau <= T) {
+                    nxt[j] = 1;
+                    par[j] = b;
+                    any = 1;
+                } else if (tau < tn) {
+                    tn = tau;
+                }
+            }
+        } else {
+            int n = 0;
+            for (int j = jmin; j <= jmax; j++) {
+                int i = j - 1;
+                if (cur[i] && e[i] > i) {
+                    o->val[i] = x->C[i] - recv[i];
+                    heap_push(o, &n, i);
+                }
+                while (n > 0 && e[o->dq[0]] < j)
+                    heap_pop(o, &n);
+                if (n == 0 || (last && j < L) || (j < L && x->forbid[j]))
+                    continue;
+                int b = o->dq[0];
+                double tau = (x->C[j] + send[j]) - o->val[b];
+                if (tau <= T) {
+                    nxt[j] = 1;
+                    par[j] = b;
+                    any = 1;
+                } else if (tau < tn) {
+                    tn = tau;
+                }
+            }
+        }
+        unsigned char *sw = cur;
+        cur = nxt;
+        nxt = sw;
+        if (!any)
+            break;
+    }
+    o->ra = cur;
+    o->rb = nxt;
+    *tnext = tn;
+    return cur[L];
+}
+
+/* Memory alone under the bound implied by o->E: 1 if a split exists. */
+static int feasible_mem(opt *o)
+{
+    sc_pctx *x = o->x;
+    int L = o->L, S = o->S;
+    unsigned char *cur = o->ra, *nxt = o->rb;
+    memset(cur, 0, (size_t)L + 1);
+    cur[0] = 1;
+    for (int k = 0; k < S; k++) {
+        const int *e = o->E + (size_t)o->prof_of_rank[k % o->pp] * L;
+        int jmin = k + 1, jmax = L - (S - 1 - k), best = -1;
+        int *par = o->par + (size_t)k * (L + 1);
+        memset(nxt, 0, (size_t)L + 1);
+        int any = 0;
+        for (int j = jmin; j <= jmax; j++) {
+            int i = j - 1;
+            if (cur[i] && (best < 0 || e[i] > e[best]))
+                best = i;
+            if (best < 0 || e[best] < j || (j < L && x->forbid[j]))
+                continue;
+            nxt[j] = 1;
+            par[j] = best;
+            any = 1;
+        }
+        unsigned char *sw = cur;
+        cur = nxt;
+        nxt = sw;
+        if (!any)
+            break;
+    }
+    o->ra = cur;
+    o->rb = nxt;
+    return cur[L];
+}
+
+static void reconstruct(const opt *o, int *first)
+{
+    int j = o->L;
+    first[o->S] = j;
+    for (int k = o->S - 1; k >= 0; k--) {
+        j = o->par[(size_t)k * (o->L + 1) + j];
+        first[k] = j;
+    }
+}
+
+static double split_time(const opt *o, const int *first)
+{
+    double b = -INFINITY;
+    for (int k = 0; k < o->S; k++) {
+        double t = sc_pctx_time(o->x, k, first[k], first[k + 1]);
+        if (t > b)
+            b = t;
+    }
+    return b;
+}
+
+static double split_memx(const opt *o, const int *first)
+{
+    double b = -INFINITY;
+    for (int k = 0; k < o->S; k++) {
+        double t = sc_pctx_memx(o->x, k, first[k], first[k + 1]);
+        if (t > b)
+            b = t;
+    }
+    return b;
+}
+
+static void opt_free(opt *o)
+{
+    sc_free(o->prof_of_rank);
+    sc_free(o->prof_k);
+    sc_free(o->E);
+    sc_free(o->mono);
+    sc_free(o->ra);
+    sc_free(o->rb);
+    sc_free(o->par);
+    sc_free(o->dq);
+    sc_free(o->val);
+    sc_free(o->zero);
+}
+
+static sc_status not_fit(opt *o, int *first, sc_error *err)
+{
+    sc_pctx *x = o->x;
+    int L = o->L;
+    /* an upper bound every stage meets: memx(i, L) is the largest from i */
+    double hi = 0;
+    for (int p = 0; p < o->nprof; p++)
+        for (int i = 0; i < L; i++) {
+            double m = sc_pctx_memx(x, o->prof_k[p], i, L);
+            if (m > hi)
+                hi = m;
+        }
+    double lo = 0;
+    compute_all_e(o, hi);
+    if (!feasible_mem(o)) /* only the strict policy can forbid every split */
+        return sc_pctx_strict_error(x, err);
+    reconstruct(o, first);
+    hi = split_memx(o, first);
+    for (int it = 0; it < 200 && hi - lo > 1e-12 * hi; it++) {
+        double mid = lo + (hi - lo) / 2;
+        compute_all_e(o, mid);
+        if (feasible_mem(o)) {
+            reconstruct(o, first);
+            double h = split_memx(o, first);
+            hi = h < mid ? h : mid;
+        } else {
+            lo = mid;
+        }
+    }
+    double need = x->ws + x->v * hi, gib = 1024.0 * 1024 * 1024;
+    return sc_err(err, SC_ENOFIT, "does not fit: needs %.1f GiB per GPU, has %.1f GiB",
+                  need / gib, x->cfg->cluster->gpu.memory_bytes / gib);
+}
+
+sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
+                               sc_error *err)
+{
+    sc_pctx x;
+    sc_status st = sc_pctx_init(&x, cfg, err);
+    if (st)
+        return st;
+    int L = x.L, S = x.S, pp = x.pp;
+    if (x.n_allowed < S - 1) {
+        st = sc_pctx_strict_error(&x, err);
+        sc_pctx_free(&x);
+        return st;
+    }
+    opt o = {0};
+    o.x = &x;
+    o.L = L;
+    o.S = S;
+    o.pp = pp;
+    o.prof_of_rank = sc_malloc(sizeof *o.prof_of_rank * (size_t)pp);
+    o.prof_k = sc_malloc(sizeof *o.prof_k * (size_t)pp);
+    o.mono = sc_calloc((size_t)pp, 1);
+    o.ra = sc_malloc((size_t)L + 1);
+    o.rb = sc_malloc((size_t)L + 1);
+    o.par = sc_malloc(sizeof *o.par * (size_t)S * ((size_t)L + 1));
+    o.dq = sc_malloc(sizeof *o.dq * ((size_t)L + 1));
+    o.val = sc_malloc(sizeof *o.val * ((size_t)L + 1));
+    o.zero = sc_calloc((size_t)L + 1, sizeof *o.zero);
+    int *first = sc_malloc(sizeof *first * ((size_t)S + 1));
+    int *best = sc_malloc(sizeof *best * ((size_t)S + 1));
+    if (!o.prof_of_rank || !o.prof_k || !o.mono || !o.ra || !o.rb || !o.par || !o.dq ||
+        !o.val || !o.zero || !first || !best) {
+        st = sc_err(err, SC_ENOMEM, "partition: out of memory");
+        goto done;
+    }
+    /* memory profiles: ranks with the same per-chunk in-flight count */
+    for (int r = 0; r < pp; r++) {
+        int p = 0;
+        while (p < o.nprof && x.kc[o.prof_k[p]] != x.kc[r])
+            p++;
+        if (p == o.nprof)
+            o.prof_k[o.nprof++] = r;
+        o.prof_of_rank[r] = p;
+    }
+    o.E = sc_malloc(sizeof *o.E * (size_t)o.nprof * (size_t)L);
+    if (!o.E) {
+        st = sc_err(err, SC_ENOMEM, "partition: out of memory");
+        goto done;
+    }
+    compute_all_e(&o, x.cap);
+    double tn;
+    if (!feasible(&o, INFINITY, &tn)) {
+        st = not_fit(&o, first, err);
+        goto done;
+    }
+    reconstruct(&o, best);
+    double hi = split_time(&o, best);
+    /* a lower bound to start from: the mean and the largest leaf */
+    double guess = x.C[L] / S;
+    for (int l = 0; l < L; l++)
+        if (x.t[l] > guess)
+            guess = x.t[l];
+    double lo = 0; /* every T < lo is infeasible (times are >= 0) */
+    int step = 0;
+    while (lo < hi) {
+        double T;
+        if (step == 0) {
+            T = guess < hi ? guess : lo;
+        } else if (step % 2 == 1) {
+            T = lo;
+        } else {
+            uint64_t bl = dbits(lo > 0 ? lo : 0.0), bh = dbits(hi);
+            T = bitsd(bl + (bh - bl) / 2);
+        }
+        if (T < lo)
+            T = lo;
+        step++;
+        if (feasible(&o, T, &tn)) {
+            reconstruct(&o, first);
+            double h = split_time(&o, first);
+            if (h < hi) {
+                hi = h;
+                memcpy(best, first, sizeof *best * ((size_t)S + 1));
+            } else {
+                hi = T < hi ? T : hi; /* cannot happen: h <= T */
+            }
+        } else {
+            if (!(tn > lo) || tn == INFINITY)
+                break; /* cannot happen: a failing test names a larger candidate */
+            lo = tn;
+        }
+    }
+    sc_partition p = {0};
+    p.first = sc_malloc(sizeof *p.first * ((size_t)S + 1));
+    if (!p.first) {
+        st = sc_err(err, SC_ENOMEM, "partition: out of memory");
+        goto done;
+    }
+    memcpy(p.first, best, sizeof *best * ((size_t)S + 1));
+    p.n_stages = S;
+    *out = p;
+done:
+    sc_free(first);
+    sc_free(best);
+    opt_free(&o);
+    sc_pctx_free(&x);
+    return st;
+}

@@ -1,0 +1,35 @@
+/* planner_int.h - what the planner's own files share: the per-partition
+ * table of stage figures that makes an estimate O(pp·v). */
+#ifndef SC_PLANNER_INT_H
+#define SC_PLANNER_INT_H
+
+#include "search.h"
+
+/* Figures of one partition for one (pp, v, tp, mbs). Arrays are per stage
+ * (S = pp·v) or per pipeline position (pp), as marked. */
+typedef struct sc_stage_table {
+    int S, pp, v, tp, mbs;
+    sc_partition part;          /* owned */
+    double *f, *b, *rc_sel;     /* per stage: forward, backward, selective recompute (s) */
+    double *tp_s;               /* per stage: one pass's tp allreduces (s) */
+    double *send_s;             /* per stage: p2p time to the next stage (s), 0 on the last */
+    double *grad;               /* per stage: gradient bytes per rank */
+    double *params;             /* per position: parameters per rank, shared copies included */
+    double *act1, *act_slope;   /* per position x 3 recompute modes: activations at 1
+                                   microbatch in flight and per extra one */
+    double shared_grad;         /* bytes of the largest shared group split over positions */
+    int shared_npos;            /* positions it spans (0 = none) */
+} sc_stage_table;
+
+sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
+                               int mbs, const sc_partition *part, sc_stage_table *out,
+                               sc_error *err);
+void sc_stage_table_free(sc_stage_table *t);
+/* Microbatches in flight on position r (sets of one chunk), from the
+ * schedules' closed forms (tests/test_sched.c checks them against the
+ * generated lists). */
+int sc_inflight(const char *schedule, int pp, int m, int v, int r);
+void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
+                      sc_dtype dt, sc_estimate *out);
+
+#endif

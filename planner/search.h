@@ -1,0 +1,88 @@
+/* search.h - the planner: enumerate parallel configurations, partition,
+ * drop what does not fit, estimate every survivor analytically, simulate the
+ * best K with the discrete-event simulator, rank.
+ *
+ * Enumeration (for G = nodes · gpus_per_node GPUs and global batch B):
+ *   tp divides gpus_per_node (tp inside a node) and every attention module's
+ *   heads; pp <= layers; dp = G / (tp·pp) exactly; dp divides B; mbs divides
+ *   B/dp (mbs <= max_mbs), m = B/(dp·mbs); schedules gpipe, 1f1b, zb-h1, and
+ *   interleaved with v in 2..8 where m is a multiple of pp and pp·v <= layers
+ *   (pp = 1 runs 1f1b only: every schedule is the same there); ZeRO 0..3;
+ *   recompute none, selective, full. --fix narrows any of them.
+ * Partition: one per (pp, v, tp, mbs), shared by the candidates that differ
+ * only in schedule, ZeRO stage or recompute (see sc_search_opts.partitioner);
+ * each candidate's memory is then checked on it, schedule-aware.
+ * Estimate (estimate.c): per stage compute, tp allreduce and p2p time from the
+ * cost models; the pipeline time of the schedule's closed form generalised
+ * to unequal stages ((m-1)·max T + sum T for gpipe and 1f1b, m·max T + (p-1)·
+ * max T / v for interleaved, m·max T + (p-1)·max(F, B/2) for zb-h1); the data-
+ * parallel reduction exposed past the last backward's buckets; the ZeRO
+ * gathers; the optimizer. O(pp·v) per candidate.
+ * Ranking: by simulated step time (speed), or (memory) by peak memory among
+ * the simulated plans within 5% of the fastest, then by step time.
+ *
+ * Ownership: sc_search_run returns a search the caller frees with
+ * sc_search_free; candidates and their results belong to it.
+ */
+#ifndef SC_SEARCH_H
+#define SC_SEARCH_H
+
+#include <cjson/cJSON.h>
+#include "cluster.h"
+#include "model.h"
+#include "partition.h"
+#include "sc.h"
+#include "step.h"
+
+typedef struct sc_search_opts {
+    long global_batch;
+    int optimize_memory;      /* 0: speed, 1: memory */
+    int top_k;                /* simulated candidates, 0 = 16 */
+    const char *partitioner;  /* "uniform", "tree" or "optimal"; NULL = "optimal" when built */
+    double memory_weight;     /* tree partitioner; < 0 = 0.2 (speed) or 0.8 (memory) */
+    int max_mbs;              /* 0 = 8 */
+    /* fixed choices; 0 (or NULL, or -1 for zero/recompute) = free */
+    int fix_dp, fix_tp, fix_pp, fix_v, fix_m, fix_mbs;
+    int fix_zero, fix_recompute;
+    const char *fix_schedule;
+    /* called now and then with the fraction done (may be NULL) */
+    void (*progress)(void *ud, double done);
+    void *progress_ud;
+} sc_search_opts;
+
+typedef struct sc_estimate {
+    double step_s, pipe_s, bubble_s, compute_s, tp_s, pp_s, dp_s, optimizer_s;
+    double peak_mem;          /* worst pipeline position */
+    int fits;
+} sc_estimate;
+
+typedef struct sc_candidate {
+    sc_step_cfg cfg;          /* partition points into the search's cache */
+    char schedule[16];
+    int part_key;
+    sc_estimate est;
+    sc_step_result *sim;      /* set for the simulated ones */
+} sc_candidate;
+
+typedef struct sc_search sc_search;
+
+/* Defaults for opts (every field free, K = 16). */
+void sc_search_opts_default(sc_search_opts *o);
+sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
+                        sc_search **out, sc_error *err);
+void sc_search_free(sc_search *s);
+/* Counts: enumerated configurations, those that fit, those simulated. */
+void sc_search_counts(const sc_search *s, long *enumerated, long *fitting, int *simulated);
+/* Simulated candidates in rank order (0 = the winner); NULL past the end. */
+const sc_candidate *sc_search_ranked(const sc_search *s, int i);
+/* Seconds spent in enumeration+partition+estimate and in simulation. */
+void sc_search_times(const sc_search *s, double *estimate_s, double *simulate_s);
+/* The partition method used. */
+const char *sc_search_partitioner(const sc_search *s);
+
+/* The analytical estimate of one configuration (cfg->partition NULL =
+ * uniform); the same model the search uses, without its caches. */
+sc_status sc_estimate_step(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
+                           sc_estimate *out, sc_error *err);
+
+#endif
