@@ -35,6 +35,8 @@ static void help(void)
         "  --plan plan.json   replay a plan (its model, cluster and configuration)\n"
         "  --jitter SIGMA     multiply compute times by 1 + N(0, SIGMA) noise; with --runs K\n"
         "                     the mean and spread of K seeded runs are reported\n"
+        "  --one-replica      simulate data-parallel replica 0 alone, carrying the others'\n"
+        "                     network load (dp times faster; same result: see README)\n"
         "  --json             print one JSON object instead of the summary\n");
 }
 
@@ -119,7 +121,7 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
 int cmd_sim(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_CLUSTER, O_NODES, O_DP, O_TP, O_PP, O_V, O_M, O_MBS, O_SCHED, O_ZERO,
-           O_RECOMP, O_PART, O_PLACE, O_BUCKET, O_TL, O_JIT, O_SEED, O_RUNS, O_JSON, O_PLAN };
+           O_RECOMP, O_PART, O_PLACE, O_BUCKET, O_TL, O_JIT, O_SEED, O_RUNS, O_JSON, O_PLAN, O_ONE };
     static const struct option opts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"cluster", required_argument, NULL, O_CLUSTER},
@@ -142,6 +144,7 @@ int cmd_sim(int argc, char **argv)
         {"runs", required_argument, NULL, O_RUNS},
         {"json", no_argument, NULL, O_JSON},
         {"plan", required_argument, NULL, O_PLAN},
+        {"one-replica", no_argument, NULL, O_ONE},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -184,6 +187,7 @@ int cmd_sim(int argc, char **argv)
         case O_RUNS: bad = cli_long("sim", "--runs", optarg, 1, 100000, &runs); break;
         case O_JSON: json = 1; break;
         case O_PLAN: plan_in = optarg; break;
+        case O_ONE: cfg.one_replica = 1; break;
         case 'o': plan_out = optarg; break;
         case 'h': help(); return 0;
         default: return cli_usage("sim", "unknown option '%s'", argv[optind - 1]);
@@ -227,6 +231,7 @@ int cmd_sim(int argc, char **argv)
         pc.jitter = cfg.jitter;
         pc.seed = cfg.seed;
         pc.want_timeline = cfg.want_timeline;
+        pc.one_replica = cfg.one_replica;
         cfg = pc;
         model = plan->model_source;
         cluster = plan->cluster_source;

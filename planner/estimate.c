@@ -173,14 +173,29 @@ int sc_inflight(const char *schedule, int pp, int m, int v, int r)
     return pp - r < m ? pp - r : m; /* 1f1b */
 }
 
-static double coll(const sc_cluster *c, sc_coll op, double bytes, int n, int per_node)
+/* A data-parallel ring of n ranks, per_node of them on a node. Across
+ * nodes every GPU of a node runs its own ring through the node's NICs at
+ * once (one per (pp, tp) coordinate), so each gets 1/gpus_per_node of them:
+ * the simulator shows this contention and the estimate must too. */
+static double dp_coll(const sc_cluster *c, sc_coll op, double bytes, int n, int per_node)
 {
     double t = 0;
     if (n <= 1 || bytes <= 0)
         return 0;
-    if (sc_cost_coll(c, "ring", op, bytes, n, per_node, &t, NULL) != SC_OK)
+    if (per_node >= n) {
+        if (sc_cost_coll(c, "ring", op, bytes, n, per_node, &t, NULL) != SC_OK)
+            return INFINITY;
+        return t;
+    }
+    double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
+    double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER] /
+                c->gpus_per_node;
+    double beta = be < bi ? be : bi, a = c->eff.alpha_s[SC_LINK_INTER];
+    if (!(beta > 0))
         return INFINITY;
-    return t;
+    if (op == SC_COLL_ALLREDUCE)
+        return 2.0 * (n - 1) / n * bytes / beta + 2.0 * (n - 1) * a;
+    return (n - 1.0) / n * bytes / beta + (n - 1) * a; /* reduce-scatter, allgather */
 }
 
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
@@ -236,19 +251,25 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         double dpx = 0;
         if (dp > 1) {
             sc_coll op = cfg->zero == 0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
-            double tr = coll(c, op, grads, dp, per_node);
+            double tr = dp_coll(c, op, grads, dp, per_node);
             int K = sc_step_bucket_count(t->grad[r], cfg->bucket_bytes);
             dpx = fmax(tr / K, tr - blast * (K - 1) / K);
             if (cfg->zero == 1 || cfg->zero == 2)
-                dpx += coll(c, SC_COLL_ALLGATHER, P * wb, dp, per_node);
+                dpx += dp_coll(c, SC_COLL_ALLGATHER, P * wb, dp, per_node);
             if (cfg->zero == 3) {
-                double ag = coll(c, SC_COLL_ALLGATHER, P * wb / v, dp, per_node);
-                double shortest = fmin(t->f[r], t->b[r]);
-                zero3 = fmax(zero3, 2.0 * m * v * fmax(0, ag - shortest));
+                /* a gather before every F and B and a reduce-scatter after
+                 * every B share the NICs; what exceeds the position's
+                 * compute is exposed, and the first gather always is */
+                double ag = dp_coll(c, SC_COLL_ALLGATHER, P * wb / v, dp, per_node);
+                double rs = dp_coll(c, SC_COLL_REDUCE_SCATTER, grads / v, dp, per_node);
+                double busy = 0;
+                for (int ch = 0; ch < v; ch++)
+                    busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
+                zero3 = fmax(zero3, ag + fmax(0, m * v * (2 * ag + rs) - busy));
             }
         }
         if (t->shared_npos > 1)
-            dpx += coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_npos, 1);
+            dpx += dp_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_npos, 1);
         double local = cfg->zero >= 1 ? P / dp : P;
         double opt = local > 0 ? c->eff.op_overhead_s + 2 * local * (wb + gb + ob) /
                                                           (c->gpu.hbm_bytes_per_s * c->eff.memory_bw)

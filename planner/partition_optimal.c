@@ -86,10 +86,40 @@ static void compute_e(opt *o, int p, double B)
         o->mono[p] = 1;
         return;
     }
+    /* largest j in [i, L] with memx(i, j) <= B (j = i: the empty stage),
+     * by galloping from e(i-1) then bisecting: O(log of the distance) */
     int mono = 1;
     for (int i = 0; i < L; i++) {
-        int lo = i, hi = L; /* largest j in [i, L] with memx(i, j) <= B (j = i: empty) */
-        while (lo < hi) {
+        int lo, hi, j0 = i > 0 && e[i - 1] > i ? e[i - 1] : i;
+        if (j0 == i || sc_pctx_memx(x, k, i, j0) <= B) {
+            lo = j0; /* ok; gallop up */
+            int step = 1;
+            hi = L;
+            while (lo < L) {
+                int nj = lo + step < L ? lo + step : L;
+                if (sc_pctx_memx(x, k, i, nj) <= B) {
+                    lo = nj;
+                    step *= 2;
+                } else {
+                    hi = nj - 1;
+                    break;
+                }
+            }
+        } else {
+            hi = j0 - 1; /* fails at j0; gallop down */
+            int step = 1;
+            lo = i;
+            while (hi > i) {
+                int nj = hi - step + 1 > i ? hi - step + 1 : i + 1;
+                if (sc_pctx_memx(x, k, i, nj) <= B) {
+                    lo = nj;
+                    break;
+                }
+                hi = nj - 1;
+                step *= 2;
+            }
+        }
+        while (lo < hi) { /* memx(i, lo) ok (or lo == i), memx(i, hi + 1) fails */
             int mid = lo + (hi - lo + 1) / 2;
             if (sc_pctx_memx(x, k, i, mid) <= B)
                 lo = mid;

@@ -354,6 +354,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         sc_candidate *cd = &s->cands[order[k]];
         cd->cfg.schedule = cd->schedule;
         cd->cfg.partition = &s->tables[cd->part_key].part;
+        cd->cfg.one_replica = 1; /* same result as every replica (tests/test_step.c) */
         st = sc_step_simulate(m, c, &cd->cfg, &cd->sim, err);
         if (!st && cd->sim->fits)
             s->ranked[s->nranked++] = order[k];

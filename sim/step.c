@@ -52,6 +52,7 @@ typedef struct builder {
     sc_partition part;
     int own_part;
     int dp, tp, pp, v, S, nm, ranks, gpn, nodes;
+    int nrep;          /* data-parallel replicas simulated: dp, or 1 (see one_replica) */
     sc_dtype dt;
     /* per virtual stage */
     double *tf, *tb, *trc, *tpb, *bnd, *grad, *pbytes;
@@ -61,7 +62,8 @@ typedef struct builder {
     double *link_bw;
     /* chains: last end marker per communicator */
     int *tp_chain;     /* per group (d, p) */
-    int *dp_chain;     /* per (p, t) */
+    int *dp_chain;     /* per (p, t): gradient reductions and ZeRO 1/2 gathers */
+    int *z3_chain;     /* per (p, t): ZeRO-3 parameter gathers (their own stream) */
     int *dp_first;     /* start marker of the first collective of the pending reduction, per (p, t) */
     int *grad_done;    /* per (d, p, chunk): the task after which the chunk's grads are final */
     int *recv_task;    /* per (d, dir, mb, stage) */
@@ -109,6 +111,12 @@ static int placement_order(const char *pl, int order[3])
         }
     }
     return *s ? -1 : 0;
+}
+
+static int placement_dp_outermost(const char *pl)
+{
+    int order[3];
+    return placement_order(pl, order) == 0 && order[2] == 2;
 }
 
 int sc_step_rank(const sc_step_cfg *cfg, int d, int p, int t)
@@ -326,6 +334,74 @@ static void tp_members(builder *b, int d, int p, int *out)
         }
 }
 
+/* A data-parallel ring collective of communicator (p, t) after deps[0..nrep)
+ * (one task per simulated replica). Simulating every replica, it is
+ * add_ring over the dp members. Simulating replica 0 alone (one_replica),
+ * its member stands for all: by the symmetry of the default placement every
+ * replica runs the same ops at the same times, and a ring through a node
+ * leaves it once and enters it once, so the ring's inter-node edge becomes
+ * one flow through its node's NIC out and in, and (when several members
+ * share the node) its intra-node edges one flow through its GPU's ports. */
+static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const int *deps,
+                   int *chain, int op, int stage, int chunk, int mb, double report, int *start_out)
+{
+    int dp = b->dp;
+    if (b->nrep == dp) {
+        int *members = sc_malloc(sizeof(int) * (size_t)dp);
+        if (!members)
+            return fail_nomem(b), -1;
+        dp_members(b, p, t, members);
+        int e = add_ring(b, members, dp, vol, lat_steps, deps, dp, chain, op, stage, chunk, mb,
+                         report, start_out);
+        sc_free(members);
+        return e;
+    }
+    int start = sc_sim_add_marker(b->sim, NULL), end = sc_sim_add_marker(b->sim, NULL);
+    if (start < 0 || end < 0)
+        return fail_nomem(b), -1;
+    if (deps[0] >= 0)
+        sc_sim_add_dep(b->sim, deps[0], start);
+    if (chain && *chain >= 0)
+        sc_sim_add_dep(b->sim, *chain, start);
+    int r = rank_of(b, 0, p, t), X = node_of(b, r), rpn = 0;
+    for (int d = 0; d < dp; d++)
+        rpn += node_of(b, rank_of(b, d, p, t)) == X;
+    if (dp > 1 && (vol > 0 || lat_steps > 0)) {
+        double a = b->c->eff.alpha_s[rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA];
+        int from = start;
+        if (lat_steps > 1 && a > 0) {
+            from = sc_sim_add_compute(b->sim, -1, (lat_steps - 1) * a, NULL);
+            sc_sim_add_dep(b->sim, start, from);
+        }
+        int paths[2][2] = {{b->nic_out[X], b->nic_in[X]}, {b->port_out[r], b->port_in[r]}};
+        int first = 1;
+        for (int k = 0; k < 2; k++) {
+            if ((k == 0 && rpn == dp) || (k == 1 && rpn == 1))
+                continue;
+            int f = sc_sim_add_flow(b->sim, vol, paths[k], 2, -1, NULL);
+            tinfo *ti = info_at(b, f);
+            if (!ti)
+                return -1;
+            ti->rank = first ? r : -1; /* one comm op per collective in the timeline */
+            first = 0;
+            ti->op = (uint8_t)op;
+            ti->stage = (int16_t)stage;
+            ti->chunk = (int16_t)chunk;
+            ti->mb = mb;
+            ti->bytes = report;
+            sc_sim_add_dep(b->sim, from, f);
+            sc_sim_add_dep(b->sim, f, end);
+        }
+    } else {
+        sc_sim_add_dep(b->sim, start, end);
+    }
+    if (chain)
+        *chain = end;
+    if (start_out)
+        *start_out = start;
+    return end;
+}
+
 /* The tp allreduce after a compute task of group g: returns the tp_done
  * marker on the stream (or the compute task itself when tp = 1). */
 static int tp_after(builder *b, int g, int after, int stage, int chunk, int mb, int *members)
@@ -495,7 +571,7 @@ static sc_status build(builder *b)
         int lastg[64];
         for (int c = 0; c < v && c < 64; c++)
             lastg[c] = last_grad_op(ops, n, c, split);
-        for (int d = 0; d < dp; d++)
+        for (int d = 0; d < b->nrep; d++)
             prev_first[d] = -1;
         for (int i = 0; i < n && !b->st; i++) {
             sc_sched_op o = ops[i];
@@ -503,7 +579,7 @@ static sc_status build(builder *b)
             if (o.kind == SC_OP_SEND_F || o.kind == SC_OP_SEND_B)
                 continue; /* its producer was recorded with the op before it */
             if (o.kind == SC_OP_RECV_F || o.kind == SC_OP_RECV_B) {
-                for (int d = 0; d < dp; d++) {
+                for (int d = 0; d < b->nrep; d++) {
                     int t = stream_task(b, d * pp + p, 0, BUSY_NONE, o.kind, s, o.chunk, o.mb);
                     tinfo *ti = info_at(b, t);
                     if (!ti)
@@ -519,12 +595,11 @@ static sc_status build(builder *b)
             int ng = 0;
             if (cfg->zero == 3 && dp > 1 && (o.kind == SC_OP_F || o.kind == SC_OP_B)) {
                 for (int t = 0; t < tp && t < 64; t++) {
-                    dp_members(b, p, t, members);
                     double P = b->pbytes[s]; /* the gathered (whole) buffer */
                     int s0;
-                    gather_end[ng++] = add_ring(b, members, dp, (dp - 1.0) / dp * P, dp - 1.0,
-                                                prev_first, dp, &b->dp_chain[p * tp + t],
-                                                SC_OP_DP_ALLGATHER, s, o.chunk, o.mb, P, &s0);
+                    gather_end[ng++] = dp_ring(b, p, t, (dp - 1.0) / dp * P, dp - 1.0, prev_first,
+                                               &b->z3_chain[p * tp + t], SC_OP_DP_ALLGATHER, s,
+                                               o.chunk, o.mb, P, &s0);
                     if (gather_start < 0)
                         gather_start = s0;
                 }
@@ -534,7 +609,7 @@ static sc_status build(builder *b)
             int K = 1;
             if (reduce_now && grad_final)
                 K = sc_step_bucket_count(b->grad[s], bucket);
-            for (int d = 0; d < dp && !b->st; d++) {
+            for (int d = 0; d < b->nrep && !b->st; d++) {
                 int g = d * pp + p, first = -1, last = -1;
                 if (o.kind == SC_OP_B && b->trc[s] > 0) {
                     first = stream_task(b, g, b->trc[s], BUSY_RECOMPUTE, SC_OP_RECOMPUTE, s,
@@ -580,13 +655,12 @@ static sc_status build(builder *b)
                 double lat = kind == SC_COLL_ALLREDUCE ? 2.0 * (dp - 1) : dp - 1.0;
                 int op = kind == SC_COLL_ALLREDUCE ? SC_OP_DP_ALLREDUCE : SC_OP_DP_REDUCESCATTER;
                 for (int t = 0; t < tp; t++) {
-                    dp_members(b, p, t, members);
                     for (int k = 0; k < K; k++) {
-                        for (int d = 0; d < dp; d++)
+                        for (int d = 0; d < b->nrep; d++)
                             deps[d] = cur[d * (MAX_BUCKETS + 1) + k];
                         int s0;
-                        add_ring(b, members, dp, vol, lat, deps, dp, &b->dp_chain[p * tp + t], op,
-                                 s, o.chunk, grad_final ? -1 : o.mb, G, &s0);
+                        dp_ring(b, p, t, vol, lat, deps, &b->dp_chain[p * tp + t], op, s, o.chunk,
+                                grad_final ? -1 : o.mb, G, &s0);
                         if (k == 0 && (grad_final || b->dp_first[p * tp + t] < 0))
                             b->dp_first[p * tp + t] = s0;
                     }
@@ -596,7 +670,7 @@ static sc_status build(builder *b)
     }
 
     /* 2. pipeline messages */
-    for (int d = 0; d < dp && !b->st; d++) {
+    for (int d = 0; d < b->nrep && !b->st; d++) {
         for (int p = 0; p < pp && !b->st; p++) {
             int n;
             const sc_sched_op *ops = sc_sched_rank_ops(b->sched, p, &n);
@@ -669,7 +743,7 @@ static sc_status build(builder *b)
         if (npos < 2)
             continue;
         double G = params * gb;
-        for (int d = 0; d < dp; d++) {
+        for (int d = 0; d < b->nrep; d++) {
             for (int t = 0; t < tp; t++) {
                 for (int k = 0; k < npos; k++) {
                     int p = pos_chunk[k] / 64, c = pos_chunk[k] % 64;
@@ -706,7 +780,7 @@ static sc_status build(builder *b)
             params += b->pbytes[c * pp + p] / wb;
         double local = cfg->zero >= 1 ? params / dp : params;
         double topt = optimizer_time(b->c, b->dt, local);
-        for (int d = 0; d < dp; d++) {
+        for (int d = 0; d < b->nrep; d++) {
             int g = d * pp + p;
             int t = stream_task(b, g, topt, BUSY_OPT, SC_OP_OPTIMIZER, p, -1, -1);
             tinfo *ti = info_at(b, t);
@@ -735,18 +809,17 @@ static sc_status build(builder *b)
             int ends[64], nends = 0, s0 = -1;
             double P = params * wb; /* whole gathered buffer per rank */
             for (int q = 0; q < tp; q++) {
-                dp_members(b, p, q, members);
-                for (int d = 0; d < dp; d++)
+                for (int d = 0; d < b->nrep; d++)
                     deps[d] = b->opt_task[d * pp + p];
                 int st0;
-                int e = add_ring(b, members, dp, (dp - 1.0) / dp * P, dp - 1.0, deps, dp,
-                                 &b->dp_chain[p * tp + q], SC_OP_DP_ALLGATHER, p, -1, -1, P, &st0);
+                int e = dp_ring(b, p, q, (dp - 1.0) / dp * P, dp - 1.0, deps,
+                                &b->dp_chain[p * tp + q], SC_OP_DP_ALLGATHER, p, -1, -1, P, &st0);
                 if (nends < 64)
                     ends[nends++] = e;
                 if (s0 < 0)
                     s0 = st0;
             }
-            for (int d = 0; d < dp; d++) {
+            for (int d = 0; d < b->nrep; d++) {
                 int t = stream_task(b, d * pp + p, 0, BUSY_NONE, SC_OP_DP_ALLGATHER, p, -1, -1);
                 tinfo *ti = info_at(b, t);
                 if (!ti)
@@ -801,7 +874,7 @@ static sc_status results(builder *b, sc_step_result *r)
     const sc_step_cfg *cfg = b->cfg;
     sc_sim *sim = b->sim;
     double step = sc_sim_makespan(sim);
-    int groups = b->dp * b->pp;
+    int groups = b->nrep * b->pp;
     r->step_time_s = step;
     r->n_ranks = b->ranks;
     r->nodes_used = (b->ranks + b->gpn - 1) / b->gpn;
@@ -853,12 +926,15 @@ static sc_status results(builder *b, sc_step_result *r)
             last_end[g] = e0;
     }
     sc_step_breakdown avg = {0};
+    for (int k = 0; k < b->ranks; k++) {
+        int d, p, t;
+        sc_step_coords(b->cfg, k, &d, &p, &t);
+        int g = (b->nrep == b->dp ? d : 0) * b->pp + p;
+        double busy = gb[g].compute + gb[g].recompute + gb[g].optimizer;
+        r->busy_fraction[k] = step > 0 ? busy / step : 0;
+    }
     for (int g = 0; g < groups; g++) {
         gb[g].bubble += step - last_end[g];
-        double busy = gb[g].compute + gb[g].recompute + gb[g].optimizer;
-        int d = g / b->pp, p = g % b->pp;
-        for (int t = 0; t < b->tp; t++)
-            r->busy_fraction[rank_of(b, d, p, t)] = step > 0 ? busy / step : 0;
         avg.compute += gb[g].compute / groups;
         avg.recompute += gb[g].recompute / groups;
         avg.optimizer += gb[g].optimizer / groups;
@@ -1086,7 +1162,7 @@ static void builder_free(builder *b)
         sc_partition_free(&b->part);
     void *arrs[] = {b->tf, b->tb, b->trc, b->tpb, b->bnd, b->grad, b->pbytes, b->tpn,
                     b->port_out, b->port_in, b->nic_out, b->nic_in, b->stream, b->link_bw,
-                    b->tp_chain, b->dp_chain, b->dp_first, b->grad_done, b->recv_task,
+                    b->tp_chain, b->dp_chain, b->z3_chain, b->dp_first, b->grad_done, b->recv_task,
                     b->opt_task, b->extra_deps, b->extra_start, b->n_extra, b->info};
     for (size_t i = 0; i < SC_ARRAY_LEN(arrs); i++)
         sc_free(arrs[i]);
@@ -1109,6 +1185,8 @@ sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step
     b.S = cfg->pp * cfg->v;
     b.nm = cfg->m;
     b.ranks = b.dp * b.tp * b.pp;
+    /* one replica stands for all only when dp is the outermost placement */
+    b.nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : b.dp;
     b.gpn = c->gpus_per_node;
     b.nodes = (b.ranks + b.gpn - 1) / b.gpn;
     b.dt = m->dtype;
@@ -1146,6 +1224,7 @@ sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step
     b.stream = sc_malloc(sizeof(int) * groups);
     b.tp_chain = sc_malloc(sizeof(int) * groups);
     b.dp_chain = sc_malloc(sizeof(int) * (size_t)b.pp * b.tp);
+    b.z3_chain = sc_malloc(sizeof(int) * (size_t)b.pp * b.tp);
     b.dp_first = sc_malloc(sizeof(int) * (size_t)b.pp * b.tp);
     b.grad_done = sc_malloc(sizeof(int) * groups * (size_t)b.v);
     b.recv_task = sc_malloc(sizeof(int) * (size_t)b.dp * 2 * (size_t)cfg->m * S);
@@ -1155,7 +1234,7 @@ sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step
     b.n_extra = sc_calloc(groups, sizeof(int));
     if (!b.tf || !b.tb || !b.trc || !b.tpb || !b.bnd || !b.grad || !b.pbytes || !b.tpn ||
         !b.port_out || !b.port_in || !b.nic_out || !b.nic_in || !b.link_bw || !b.stream ||
-        !b.tp_chain || !b.dp_chain || !b.dp_first || !b.grad_done || !b.recv_task ||
+        !b.tp_chain || !b.dp_chain || !b.z3_chain || !b.dp_first || !b.grad_done || !b.recv_task ||
         !b.opt_task || !b.extra_deps || !b.extra_start || !b.n_extra) {
         builder_free(&b);
         return sc_err(err, SC_ENOMEM, "sim: out of memory");
@@ -1163,7 +1242,7 @@ sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step
     for (size_t i = 0; i < groups; i++)
         b.tp_chain[i] = b.opt_task[i] = -1;
     for (int i = 0; i < b.pp * b.tp; i++)
-        b.dp_chain[i] = b.dp_first[i] = -1;
+        b.dp_chain[i] = b.z3_chain[i] = b.dp_first[i] = -1;
     for (size_t i = 0; i < groups * (size_t)b.v; i++)
         b.grad_done[i] = -1;
     for (size_t i = 0; i < (size_t)b.dp * 2 * (size_t)cfg->m * S; i++)

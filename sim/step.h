@@ -89,6 +89,12 @@ typedef struct sc_step_cfg {
     double jitter;                   /* relative sigma of compute-time noise; 0 = none */
     unsigned long seed;
     int want_timeline;
+    /* Simulate data-parallel replica 0 alone, standing for all (every
+     * replica runs the same ops; its dp collectives' flows carry the NIC
+     * load the others would): dp times fewer tasks. Used only when dp is
+     * the outermost placement; the timeline then holds replica 0's ranks.
+     * tests/test_step.c checks it against the full simulation. */
+    int one_replica;
 } sc_step_cfg;
 
 typedef struct sc_step_breakdown {
