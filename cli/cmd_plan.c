@@ -116,7 +116,13 @@ static cJSON *cand_json(const sc_candidate *c)
         return NULL;
     cJSON *e = cJSON_AddObjectToObject(o, "estimate");
     cJSON_AddNumberToObject(e, "step_time_s", c->est.step_s);
+    cJSON_AddNumberToObject(e, "pipeline_s", c->est.pipe_s);
     cJSON_AddNumberToObject(e, "bubble_s", c->est.bubble_s);
+    cJSON_AddNumberToObject(e, "compute_s", c->est.compute_s);
+    cJSON_AddNumberToObject(e, "tp_comm_s", c->est.tp_s);
+    cJSON_AddNumberToObject(e, "pp_comm_s", c->est.pp_s);
+    cJSON_AddNumberToObject(e, "dp_comm_s", c->est.dp_s);
+    cJSON_AddNumberToObject(e, "optimizer_s", c->est.optimizer_s);
     cJSON_AddNumberToObject(e, "peak_mem_bytes", c->est.peak_mem);
     cJSON_AddNumberToObject(o, "exposed_comm_s", exposed(c->sim));
     cJSON_AddNumberToObject(o, "peak_mem_max_bytes", peak(c->sim));

@@ -174,9 +174,10 @@ int sc_inflight(const char *schedule, int pp, int m, int v, int r)
 }
 
 /* A data-parallel ring of n ranks, per_node of them on a node. Across
- * nodes every GPU of a node runs its own ring through the node's NICs at
- * once (one per (pp, tp) coordinate), so each gets 1/gpus_per_node of them:
- * the simulator shows this contention and the estimate must too. */
+ * nodes, each (pp, tp) coordinate of a node runs its own ring at once, and
+ * a ring leaves a node once however many of its members sit there, so the
+ * gpus_per_node / per_node rings of a node share its NICs evenly: the
+ * simulator shows this contention and the estimate must too. */
 static double dp_coll(const sc_cluster *c, sc_coll op, double bytes, int n, int per_node)
 {
     double t = 0;
@@ -188,8 +189,8 @@ static double dp_coll(const sc_cluster *c, sc_coll op, double bytes, int n, int 
         return t;
     }
     double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
-    double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER] /
-                c->gpus_per_node;
+    double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER] *
+                per_node / c->gpus_per_node;
     double beta = be < bi ? be : bi, a = c->eff.alpha_s[SC_LINK_INTER];
     if (!(beta > 0))
         return INFINITY;
@@ -244,16 +245,22 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         per_node = dp;
     double tail = 0, dpx_max = 0, opt_max = 0, mem_max = 0, zero3 = 0;
     for (int r = 0; r < pp; r++) {
-        double grads = 0, blast = t->b[r];
-        for (int ch = 0; ch < v; ch++)
+        double grads = 0, blast = 0;
+        for (int ch = 0; ch < v; ch++) {
             grads += t->grad[ch * pp + r];
+            blast += t->b[ch * pp + r];
+        }
         double P = t->params[r];
         double dpx = 0;
         if (dp > 1) {
             sc_coll op = cfg->zero == 0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
             double tr = dp_coll(c, op, grads, dp, per_node);
+            /* buckets overlap the last microbatch's backward: every chunk's
+             * (their final backwards run together at the end of the
+             * schedule) but the last bucket of the last chunk */
             int K = sc_step_bucket_count(t->grad[r], cfg->bucket_bytes);
-            dpx = fmax(tr / K, tr - blast * (K - 1) / K);
+            double overlap = blast - t->b[r] / K;
+            dpx = fmax(tr / (K * v), tr - overlap);
             if (cfg->zero == 1 || cfg->zero == 2)
                 dpx += dp_coll(c, SC_COLL_ALLGATHER, P * wb, dp, per_node);
             if (cfg->zero == 3) {

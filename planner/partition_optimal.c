@@ -6,11 +6,13 @@
  *   time_k(i, j) = (C[j] + send_k(j)) - (C[i] - recv_k(i)) <= T
  *   memx_k(i, j) <= cap, and no boundary the strict policy forbids.
  * reach_k[j] = leaves [0, j) covered by k stages. memx_k grows with j, so
- * each start i has a last end e_k(i) (found once per call: two pointers when
- * memory also shrinks as i grows, i.e. recompute none/selective; a binary
- * search per i under full recompute, whose stage input term act_out(i-1)
- * makes memory non-monotone in i). For level k and end j the valid starts are
- * the reachable i < j with e_k(i) >= j, and the time test is
+ * each start i has a last end e_k(i), found once per call and memory
+ * profile (the ranks sharing an in-flight count): two pointers, O(L), when
+ * memory also shrinks as i grows (recompute none, selective); under full
+ * recompute the stage-input term act_out(i-1) makes memory non-monotone in
+ * i, and each e(i) is a search galloping from e(i-1), O(L log L).
+ * For level k and end j the valid starts are the reachable i < j with
+ * e_k(i) >= j, and the time test is
  *   max over them of (C[i] - recv_k(i)) >= C[j] + send_k(j) - T,
  * a sliding-window maximum: a monotone deque when e_k is non-decreasing
  * (entries expire in insertion order), else a max-heap with lazy deletion.
@@ -24,9 +26,9 @@
  * candidate T_next: feasible means T* = lo, done) and T = the midpoint of
  * [lo, hi) over the bit patterns of non-negative doubles (whose order is the
  * order of the values), and stops when lo >= hi: T* = hi, exact to the last
- * bit. At most 2·64 + 2 tests (64 = the bits of a double; in practice 10-30),
- * so O(L·S·64) time (times log L with the heap), O(L·S) memory for the
- * parents.
+ * bit. Every midpoint test halves the bit range, so there are at most
+ * 2·64 + 2 tests (64 = the bits of a double; 10-15 on the GPT built-ins):
+ * O(L·S·64) time (times log L with the heap), O(L·S) memory for the parents.
  *
  * Does not fit: the smallest achievable largest stage memory comes from the
  * same reach recursion with memory alone (running maximum of e_k(i) over the

@@ -1,0 +1,233 @@
+/* test_planner.c - the analytical estimate against the simulator, the
+ * search, the tuner and the plan and tune commands. */
+#include "check.h"
+#include "json.h"
+#include "plan.h"
+#include "search.h"
+#include "tune.h"
+
+#include <math.h>
+
+static void open_pair(const char *model, const char *cluster, int nodes, sc_model **m,
+                      sc_cluster *c)
+{
+    sc_error err;
+    *m = NULL;
+    if (sc_model_open(model, m, &err) || sc_cluster_preset_get(cluster, c, &err) ||
+        sc_cluster_set_nodes(c, nodes, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+}
+
+/* The estimate is the search's filter: within 15% of the simulator on
+ * typical layouts (it assumes every ring of a node crosses the NICs at the
+ * same moment, which is pessimistic when pipeline stages finish at different
+ * times), and its memory is the simulator's to the byte. */
+TEST(planner_estimate_tracks_sim)
+{
+    struct {
+        const char *model;
+        int nodes, dp, tp, pp, v, m, mbs, zero, rc;
+        const char *sched;
+    } cs[] = {{"gpt-1.3b", 16, 8, 8, 2, 1, 8, 1, 0, 0, "1f1b"},
+              {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved"},
+              {"gpt-1.3b", 16, 32, 2, 2, 1, 8, 2, 2, 0, "zb-h1"},
+              {"gpt-1.3b", 16, 64, 2, 1, 1, 1, 8, 0, 1, "1f1b"},
+              {"gpt-13b", 16, 4, 8, 4, 1, 32, 1, 1, 2, "1f1b"},
+              {"gpt-13b", 16, 8, 4, 4, 1, 16, 1, 0, 2, "gpipe"},
+              {"gpt-13b", 16, 16, 8, 1, 1, 8, 1, 3, 1, "1f1b"}};
+    for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
+        sc_model *m;
+        sc_cluster c;
+        open_pair(cs[i].model, "p4d.24xlarge", cs[i].nodes, &m, &c);
+        REQUIRE(m);
+        sc_step_cfg cfg = {.dp = cs[i].dp, .tp = cs[i].tp, .pp = cs[i].pp, .v = cs[i].v,
+                           .m = cs[i].m, .mbs = cs[i].mbs, .zero = cs[i].zero,
+                           .recompute = (sc_recompute)cs[i].rc, .schedule = cs[i].sched,
+                           .one_replica = 1};
+        sc_estimate e;
+        sc_step_result *r;
+        sc_error err;
+        REQUIRE(sc_estimate_step(m, &c, &cfg, &e, &err) == SC_OK);
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+        double rel = fabs(e.step_s / r->step_time_s - 1);
+        if (rel > 0.15)
+            sc_test_fail(__FILE__, __LINE__, "case %zu: estimate %.4f s vs simulated %.4f s", i,
+                         e.step_s, r->step_time_s);
+        double peak = 0;
+        for (int p = 0; p < r->pp; p++)
+            peak = fmax(peak, r->mem[p].total);
+        CHECK_NEAR(e.peak_mem, peak, 1e-9);
+        sc_step_result_free(r);
+        sc_model_free(m);
+    }
+}
+
+TEST(planner_search_ranks_and_fixes)
+{
+    sc_model *m;
+    sc_cluster c;
+    open_pair("gpt-1.3b", "p4d.24xlarge", 4, &m, &c);
+    REQUIRE(m);
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 64;
+    o.top_k = 6;
+    sc_search *s;
+    sc_error err;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    long en, fit;
+    int n;
+    sc_search_counts(s, &en, &fit, &n);
+    CHECK(en > 100 && fit > 0 && fit <= en);
+    CHECK(n >= 2 && n <= 6);
+    for (int i = 0; i + 1 < n; i++)
+        CHECK(sc_search_ranked(s, i)->sim->step_time_s <=
+              sc_search_ranked(s, i + 1)->sim->step_time_s);
+    for (int i = 0; i < n; i++) {
+        const sc_step_cfg *g = &sc_search_ranked(s, i)->cfg;
+        CHECK_EQ_INT(g->dp * g->tp * g->pp, 32);
+        CHECK_EQ_INT((long)g->dp * g->m * g->mbs, 64);
+        CHECK(8 % g->tp == 0 && 16 % g->tp == 0);
+    }
+    double best = sc_search_ranked(s, 0)->sim->step_time_s;
+    sc_search_free(s);
+    /* fixing the winner's layout cannot beat it */
+    o.fix_pp = 2;
+    o.fix_schedule = "1f1b";
+    o.fix_zero = 1;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    sc_search_counts(s, NULL, NULL, &n);
+    for (int i = 0; i < n; i++) {
+        const sc_candidate *k = sc_search_ranked(s, i);
+        CHECK_EQ_INT(k->cfg.pp, 2);
+        CHECK(!strcmp(k->cfg.schedule, "1f1b"));
+        CHECK_EQ_INT(k->cfg.zero, 1);
+        CHECK(k->sim->step_time_s >= best * (1 - 1e-12));
+    }
+    sc_search_free(s);
+    /* memory mode: the winner is within 5% of the fastest simulated plan and
+     * needs no more memory than any other plan within that band */
+    sc_search_opts_default(&o);
+    o.global_batch = 64;
+    o.optimize_memory = 1;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    sc_search_counts(s, NULL, NULL, &n);
+    double fastest = INFINITY;
+    for (int i = 0; i < n; i++)
+        fastest = fmin(fastest, sc_search_ranked(s, i)->sim->step_time_s);
+    const sc_step_result *w = sc_search_ranked(s, 0)->sim;
+    CHECK(w->step_time_s <= 1.05 * fastest);
+    double wpeak = 0;
+    for (int p = 0; p < w->pp; p++)
+        wpeak = fmax(wpeak, w->mem[p].total);
+    for (int i = 1; i < n; i++) {
+        const sc_step_result *r = sc_search_ranked(s, i)->sim;
+        double pk = 0;
+        for (int p = 0; p < r->pp; p++)
+            pk = fmax(pk, r->mem[p].total);
+        if (r->step_time_s <= 1.05 * fastest)
+            CHECK(wpeak <= pk);
+    }
+    sc_search_free(s);
+    /* nothing matches / nothing fits */
+    sc_search_opts_default(&o);
+    o.global_batch = 3;
+    o.fix_dp = 32;
+    CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "no configuration");
+    sc_model_free(m);
+    open_pair("gpt-175b", "h200-sxm-1", 1, &m, &c);
+    sc_search_opts_default(&o);
+    o.global_batch = 8;
+    CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_ENOFIT);
+    CHECK_STR_HAS(err.msg, "none of the configurations fits in");
+    sc_model_free(m);
+}
+
+TEST(planner_tune_curve)
+{
+    sc_model *m;
+    sc_cluster c;
+    open_pair("gpt-1.3b", "p4d.24xlarge", 2, &m, &c);
+    REQUIRE(m);
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 64;
+    o.fix_dp = 2;
+    o.fix_tp = 2;
+    o.fix_pp = 4;
+    o.max_mbs = 32;
+    sc_tune *t;
+    sc_error err;
+    REQUIRE(sc_tune_run(m, &c, &o, &t, &err) == SC_OK);
+    CHECK(t->n >= 3);
+    for (int i = 0; i < t->n; i++) {
+        CHECK_EQ_INT((long)t->pts[i].m * t->pts[i].mbs * 2, 64);
+        if (i)
+            CHECK(t->pts[i].m > t->pts[i - 1].m);
+        CHECK(t->pts[t->best].step_s <= t->pts[i].step_s);
+    }
+    /* the 1F1B bubble shrinks as m grows */
+    CHECK(t->pts[t->n - 1].bubble_fraction < t->pts[0].bubble_fraction);
+    char path[600];
+    snprintf(path, sizeof path, "%s/tune.json", sc_test_tmpdir());
+    cJSON *j = sc_tune_to_json(t);
+    REQUIRE(j && sc_json_save(path, j, &err) == SC_OK);
+    cJSON_Delete(j);
+    sc_tune *u;
+    REQUIRE(sc_tune_load(path, &u, &err) == SC_OK);
+    CHECK_EQ_INT(u->n, t->n);
+    CHECK_EQ_INT(u->best, t->best);
+    CHECK(u->pts[1].step_s == t->pts[1].step_s);
+    sc_tune_free(u);
+    sc_tune_free(t);
+    o.fix_pp = 0;
+    CHECK(sc_tune_run(m, &c, &o, &t, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "--dp, --tp and --pp");
+    sc_model_free(m);
+}
+
+static char out[1 << 16];
+
+/* plan -o writes the winner; sim --plan replays it to the same step time;
+ * tune -o and plot tune draw the curve. */
+TEST(planner_cli)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 4 --global-batch "
+                       "64 --top 4 -o %s/plan.json",
+                       bin, d) == 0);
+    CHECK_STR_HAS(out, "why #1 wins");
+    CHECK_STR_HAS(out, "winner written to");
+    char path[600];
+    snprintf(path, sizeof path, "%s/plan.json", d);
+    sc_plan *p;
+    sc_error err;
+    REQUIRE(sc_plan_load(path, &p, &err) == SC_OK);
+    REQUIRE(p->has_prediction);
+    REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, path) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK_NEAR(cJSON_GetObjectItem(j, "step_time_s")->valuedouble, p->step_time_s, 1e-12);
+    cJSON_Delete(j);
+    sc_plan_free(p);
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch "
+                       "32 --dp 2 --tp 2 --pp 4 -o %s/tune.json",
+                       bin, d) == 0);
+    CHECK_STR_HAS(out, "<- best");
+    REQUIRE(sc_test_sh(out, sizeof out, "%s plot tune %s/tune.json -o %s/tune.png", bin, d, d) ==
+            0);
+    snprintf(path, sizeof path, "%s/tune.png", d);
+    CHECK(sc_test_exists(path));
+    /* bad input: exit 2 and a message */
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge "
+                     "--global-batch 8 --fix tp=3", bin) == 2);
+    CHECK_STR_HAS(out, "no configuration");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge "
+                     "--global-batch 8 --fix bogus=1", bin) == 2);
+    CHECK_STR_HAS(out, "unknown key 'bogus'");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --plan tests/corpus/model/dup_key.json", bin) == 2);
+    CHECK_STR_HAS(out, "format");
+}
