@@ -285,20 +285,36 @@ int cmd_plan(int argc, char **argv)
             for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++)
                 printf("  %-22s %10.1f %10.1f %+10.1f\n", rows[i].n, 1e3 * rows[i].a,
                        1e3 * rows[i].b, 1e3 * (rows[i].b - rows[i].a));
-            /* the largest difference names the reason */
-            int best = 0;
-            double bd = 0;
+            /* the components that make the difference, largest first */
+            int idx[7];
             for (int i = 0; i < 7; i++)
-                if (fabs(rows[i].b - rows[i].a) > bd) {
-                    bd = fabs(rows[i].b - rows[i].a);
-                    best = i;
+                idx[i] = i;
+            for (int i = 1; i < 7; i++)
+                for (int k = i; k > 0 && rows[idx[k]].b - rows[idx[k]].a >
+                                            rows[idx[k - 1]].b - rows[idx[k - 1]].a; k--) {
+                    int tmp = idx[k];
+                    idx[k] = idx[k - 1];
+                    idx[k - 1] = tmp;
                 }
-            if (o.optimize_memory)
+            if (o.optimize_memory) {
                 printf("  #1 needs %s per GPU against %s, within 5%% of the fastest step\n",
                        cli_bytes(peak(w->sim), b[0]), cli_bytes(peak(r2->sim), b[1]));
-            else
-                printf("  the largest difference is %s: %+.1f ms\n", rows[best].n,
-                       1e3 * (rows[best].b - rows[best].a));
+            } else {
+                printf("  #1 is %.1f ms faster:", 1e3 * (r2->sim->step_time_s - w->sim->step_time_s));
+                int said = 0;
+                for (int i = 0; i < 7 && said < 2; i++) {
+                    double d = rows[idx[i]].b - rows[idx[i]].a;
+                    if (d <= 1e-6)
+                        break;
+                    printf("%s the runner-up spends %.1f ms more on %s", said ? ";" : "", 1e3 * d,
+                           rows[idx[i]].n);
+                    said++;
+                }
+                double d = rows[idx[6]].a - rows[idx[6]].b;
+                if (d > 1e-6)
+                    printf("; #1 spends %.1f ms more on %s", 1e3 * d, rows[idx[6]].n);
+                printf("\n");
+            }
         }
         if (out)
             printf("\nwinner written to %s\n", out);

@@ -5,6 +5,7 @@
 # all-reduces over the network) against a pipeline across nodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mkdir -p out
 sc=bin/stagecraft
 echo "== the model: gpt-1.3b =="
 $sc model show gpt-1.3b --depth 1
@@ -22,3 +23,6 @@ echo
 echo "== one step, pipeline across 2 nodes (dp 8, tp 8, pp 2) =="
 $sc sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --dp 8 --tp 8 --pp 2 \
   --microbatches 8 --mbs 1 --schedule 1f1b
+echo
+echo "== the planner: the best plan for gpt-1.3b on 16 x p4d.24xlarge, global batch 512 =="
+$sc plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --global-batch 512 --top 8 -o out/demo-plan.json
