@@ -43,7 +43,7 @@ endif
 ifeq ($(USE_CUDA),yes)
   CPPFLAGS += -DSC_HAVE_CUDA -I$(CUDA_HOME)/include
   LDFLAGS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
-  LDLIBS += -lnccl -lcublas -lcudart
+  LDLIBS += -lnccl -lcublas -lcudart -lstdc++
 endif
 
 MODULES := common traces cost_models sim planner exec

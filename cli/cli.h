@@ -22,6 +22,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_exec(int, char **);
 int cmd_bench(int, char **);
 
 /* Prints the error and returns the exit status for its code. */

@@ -16,6 +16,7 @@ static const command commands[] = {
     {"cost", "per-module compute, communication and memory costs", cmd_cost},
     {"trace", "a timeline as Chrome trace JSON (Perfetto, chrome://tracing)", cmd_trace},
     {"plot", "draw a timeline as a Gantt chart (gnuplot)", cmd_plot},
+    {"exec", "run a plan on real devices (mpirun) and measure it", cmd_exec},
     {"sim", "simulate one training step of a parallel configuration", cmd_sim},
     {"plan", "search for the best parallel configuration", cmd_plan},
     {"tune", "sweep the microbatch count of one layout", cmd_tune},

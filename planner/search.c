@@ -28,6 +28,8 @@ struct sc_search {
     long ncands, capcands, enumerated;
     int *ranked, nranked;
     double t_est, t_sim;
+    long nofit_shapes;               /* shapes no partition could fit */
+    char nofit_msg[SC_ERRMSG_MAX];   /* the partitioner's message for the last */
 };
 
 static double now(void)
@@ -277,10 +279,15 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                         char buf[256];
                         if (impl->validate((int)pp, (int)mm, v, buf, sizeof buf))
                             continue;
-                        int ti = table_for(s, pp, v, tp, mbs, err);
+                        sc_error terr = {0};
+                        int ti = table_for(s, pp, v, tp, mbs, &terr);
                         if (ti < 0) {
-                            if (err && err->status == SC_ENOMEM)
-                                st = SC_ENOMEM;
+                            if (terr.status == SC_ENOMEM)
+                                st = sc_err(err, SC_ENOMEM, "%s", terr.msg);
+                            if (terr.status == SC_ENOFIT) {
+                                s->nofit_shapes++;
+                                memcpy(s->nofit_msg, terr.msg, sizeof s->nofit_msg);
+                            }
                             continue; /* no partition for this shape */
                         }
                         for (int z = 0; z <= 3 && !st; z++) {
@@ -315,8 +322,12 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         return st;
     }
     if (s->ncands == 0) {
-        long enumerated = s->enumerated;
+        long enumerated = s->enumerated, nofit = s->nofit_shapes;
+        char msg[SC_ERRMSG_MAX];
+        memcpy(msg, s->nofit_msg, sizeof msg);
         sc_search_free(s);
+        if (enumerated == 0 && nofit > 0)
+            return sc_err(err, SC_ENOFIT, "plan: %s (even with ZeRO 3 and full recompute)", msg);
         if (enumerated == 0)
             return sc_err(err, SC_EINVAL,
                           "plan: no configuration of %s on %ld GPUs with global batch %ld "

@@ -140,7 +140,8 @@ TEST(planner_search_ranks_and_fixes)
     sc_search_opts_default(&o);
     o.global_batch = 8;
     CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_ENOFIT);
-    CHECK_STR_HAS(err.msg, "none of the configurations fits in");
+    CHECK_STR_HAS(err.msg, "does not fit: needs ");
+    CHECK_STR_HAS(err.msg, " GiB per GPU, has 131.");
     sc_model_free(m);
 }
 

@@ -1,0 +1,50 @@
+/* backend_cuda.cu - the CUDA backend's kernels, behind C launchers
+ * (backend_cuda.c holds everything else: cuBLAS, NCCL and MPI are C APIs).
+ * Built only where nvcc is found. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* The fill pattern of backend.h (sc_backend_pattern), byte for byte. */
+__device__ static uint8_t pattern(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + (i >> 3) + 1;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (uint8_t)(z >> (8 * (i & 7)));
+}
+
+__global__ static void fill_k(uint8_t *p, size_t n, uint64_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = pattern(seed, i);
+}
+
+__global__ static void memop_k(float *d, const float *s, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        d[i] = s[i] * 0.5f + d[i] * 0.5f;
+}
+
+static unsigned blocks(size_t n)
+{
+    size_t b = (n + 255) / 256;
+    return b < 1 ? 1 : b > 65535 ? 65535 : (unsigned)b;
+}
+
+extern "C" int sc_cuda_fill(void *p, size_t bytes, uint64_t seed, void *stream)
+{
+    if (bytes)
+        fill_k<<<blocks(bytes), 256, 0, (cudaStream_t)stream>>>((uint8_t *)p, bytes, seed);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int sc_cuda_memop(void *dst, const void *src, size_t bytes, void *stream)
+{
+    size_t n = bytes / 4;
+    if (n)
+        memop_k<<<blocks(n), 256, 0, (cudaStream_t)stream>>>((float *)dst, (const float *)src, n);
+    return (int)cudaGetLastError();
+}

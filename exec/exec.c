@@ -1,0 +1,1175 @@
+/* exec.c - the schedule interpreter: one rank's share of a plan's step on a
+ * backend (see exec.h for what runs and how it is measured, backend.h for
+ * the device interface). Backend-agnostic: every device call goes through
+ * the sc_backend table.
+ *
+ * Cost: setup O(leaves + ops); each step runs the rank's schedule list once
+ * (O(m·v) ops plus their work); rank 0's gather is O(ranks · ops).
+ */
+#include "exec.h"
+#include "backend.h"
+#include "cost.h"
+#include "exec_int.h"
+#include "json.h"
+#include "model.h"
+#include "plan.h"
+#include "schedule.h"
+#include "step.h"
+#include "timeline.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_BUCKETS 32
+#define CLOCK_ROUNDS 8
+
+enum { IT_WGEMM = 0, IT_CORE, IT_MEM };
+
+/* One piece of a stage's forward: a GEMM with weights (backward: an
+ * input-gradient and a weight-gradient GEMM), an attention-core GEMM
+ * (backward: two input-gradient GEMMs) or a memory-bound pass. */
+typedef struct item {
+    int type, m, n, k, batch;
+    size_t bytes; /* IT_MEM */
+} item;
+
+typedef struct stage_work {
+    int s, chunk;
+    item *it;
+    int n;
+    sc_stage_info info;
+} stage_work;
+
+/* One op of the measured timeline on this rank. */
+typedef struct rec {
+    int kind, stage, chunk, mb, stream;
+    double bytes, t0, t1;
+} rec;
+
+/* An outstanding communication. */
+typedef struct pend {
+    sc_req *req;
+    int rec;      /* index into the step's records, -1 if not recorded (a receive) */
+    int buf;      /* buffer id it uses (hazard tracking), -1 none */
+    int kind, stage, mb, peer;
+} pend;
+
+struct sc_exec {
+    const sc_backend *be;
+    sc_bk *bk;
+    int rank, size;
+    sc_plan *plan;
+    sc_model *model;
+    sc_cluster cluster;
+    int have_cluster;
+    sc_step_cfg cfg;
+    sc_sched *sched;
+    sc_stage_info *info;  /* per virtual stage */
+    int d, p, t, S, split;
+    sc_dtype dt, cdt;
+    size_t ce;            /* bytes per compute element */
+    sc_exec_opts o;
+    int fault_rank, fault_step, fault_hang, fault_corrupt;
+    /* work */
+    stage_work *sw;       /* v entries: chunk c */
+    /* communicators */
+    sc_comm *tpc, *dpc, **shc, **chan; /* chan[dir * S + s] */
+    int n_shared;
+    double *sh_bytes;     /* per shared group this rank joins (0 if not) */
+    /* buffers */
+    sc_dbuf *A, *B, *C, *M0, *M1, *opt, *tpb, *zb, *shb, *agb;
+    sc_dbuf **sendb;      /* [dir][chunk][mb] */
+    sc_dbuf **recvb;      /* [dir][chunk] */
+    sc_dbuf **gradb;      /* [chunk][bucket] */
+    double opt_bytes, ag_bytes;
+    /* per step */
+    rec *recs;
+    int nrec, caprec;
+    pend *pend;
+    int npend, cappend;
+    sc_ev **evs;
+    int nev, capev;
+    int *ev_rec;          /* record index of each event pair */
+    long checked;
+    int step;             /* global index (warm-up included) */
+    int verify_now;
+    double *offset;       /* rank 0: clock(r) - clock(0) */
+};
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static double deadline(sc_exec *x) { return x->be->now(x->bk) + x->o.timeout_s; }
+
+static int rank_of(sc_exec *x, int d, int p, int t) { return sc_step_rank(&x->cfg, d, p, t); }
+
+static sc_status timed_out(sc_exec *x, sc_error *err, int kind, int stage, int mb, int peer)
+{
+    char what[64];
+    snprintf(what, sizeof what, "%s", kind >= 0 ? sc_op_kind_name(kind) : "barrier");
+    return sc_err(err, SC_EIO,
+                  "rank %d: timed out after %g s waiting for %s (stage %d, mb %d) from rank %d",
+                  x->rank, x->o.timeout_s, what, stage, mb, peer);
+}
+
+static int grow(void **p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = sc_realloc(*p, elem * (size_t)n);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int add_rec(sc_exec *x, int kind, int stage, int chunk, int mb, int stream,
+                   double bytes)
+{
+    if (grow((void **)&x->recs, &x->caprec, x->nrec + 1, sizeof(rec)))
+        return -1;
+    x->recs[x->nrec] = (rec){kind, stage, chunk, mb, stream, bytes, 0, 0};
+    return x->nrec++;
+}
+
+/* ---- work of a stage ------------------------------------------------------- */
+
+static int is_attention(const sc_module *x)
+{
+    return !strcmp(x->kind, "attention") || !strcmp(x->kind, "cross_attention") ||
+           !strcmp(x->kind, "attention_core");
+}
+
+static int clampi(double v)
+{
+    if (!(v >= 1))
+        return 1;
+    return v > 1e9 ? 1000000000 : (int)llround(v);
+}
+
+static int push_item(item **it, int *n, int *cap, item v)
+{
+    if (grow((void **)it, cap, *n + 1, sizeof(item)))
+        return -1;
+    (*it)[(*n)++] = v;
+    return 0;
+}
+
+/* The forward work of one leaf for mbs samples on one tp rank. */
+static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, item **it, int *n,
+                      int *cap)
+{
+    double sh = x->has_tp && x->tp_shardable ? tp : 1;
+    double seq = sc_module_dim(x, "seq", m->seq_len), P = sc_module_dim(x, "passages", 1);
+    double T = mbs * P * seq, h = sc_module_dim(x, "hidden", 0);
+    double mem = x->act_out_bytes * mbs;
+    int rc = 0;
+    if (is_attention(x)) {
+        double a = sc_module_dim(x, "heads", 0), dk = sc_module_dim(x, "kv", 0);
+        if (a < 1)
+            a = 1;
+        if (dk < 1)
+            dk = h > 0 ? h / a : 64;
+        double inner = a * dk, skv = sc_module_dim(x, "kv_seq", seq);
+        double ah = a / sh >= 1 ? floor(a / sh) : 1;
+        int core = !strcmp(x->kind, "attention_core");
+        if (!core && h > 0)
+            rc |= push_item(it, n, cap,
+                            (item){IT_WGEMM, clampi(T), clampi(3 * inner / sh), clampi(h), 1, 0});
+        int batch = clampi(mbs * P * ah);
+        rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(skv), clampi(dk), batch, 0});
+        rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(dk), clampi(skv), batch, 0});
+        if (!core && h > 0)
+            rc |= push_item(it, n, cap,
+                            (item){IT_WGEMM, clampi(T), clampi(h), clampi(inner / sh), 1, 0});
+        return rc;
+    }
+    if (!strcmp(x->kind, "mlp") && h > 0) {
+        double ffn = sc_module_dim(x, "ffn", 4 * h);
+        int g = clampi(x->flops_fwd / (2 * seq * P * h * ffn));
+        if (g > 4)
+            g = 4;
+        for (int i = 0; i + 1 < g; i++)
+            rc |= push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(ffn / sh), clampi(h), 1, 0});
+        rc |= push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(h), clampi(ffn / sh), 1, 0});
+        return rc;
+    }
+    double V = sc_module_dim(x, "vocab", 0);
+    if (!strcmp(x->kind, "head") && h > 0 && V > 0)
+        return push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(V / sh), clampi(h), 1, 0});
+    if (x->flops_fwd > 0) {
+        double fl = x->flops_fwd * mbs / sh;
+        if (h > 0)
+            return push_item(it, n, cap,
+                             (item){IT_WGEMM, clampi(T), clampi(h), clampi(fl / (2 * T * h)), 1, 0});
+        int side = clampi(cbrt(fl / 2));
+        return push_item(it, n, cap, (item){IT_WGEMM, side, side, side, 1, 0});
+    }
+    if (mem >= 4)
+        return push_item(it, n, cap, (item){IT_MEM, 0, 0, 0, 0, (size_t)mem});
+    return 0;
+}
+
+static sc_status build_work(sc_exec *x, sc_error *err)
+{
+    const sc_model *m = x->model;
+    x->sw = sc_calloc((size_t)x->cfg.v, sizeof(stage_work));
+    if (!x->sw)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int c = 0; c < x->cfg.v; c++) {
+        stage_work *w = &x->sw[c];
+        int s = c * x->cfg.pp + x->p, cap = 0;
+        w->s = s;
+        w->chunk = c;
+        w->info = x->info[s];
+        for (int l = x->cfg.partition->first[s]; l < x->cfg.partition->first[s + 1]; l++)
+            if (leaf_items(m, m->leaves[l], x->cfg.mbs, x->cfg.tp, &w->it, &w->n, &cap))
+                return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    }
+    return SC_OK;
+}
+
+/* ---- running work ---------------------------------------------------------- */
+
+enum { RUN_F = 0, RUN_B, RUN_W, RUN_BW, RUN_SEL };
+
+/* The GEMMs and passes of one piece of an op, items [i0, i1). */
+static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, int i1,
+                           sc_error *err)
+{
+    const sc_backend *be = x->be;
+    sc_status st = SC_OK;
+    for (int i = i0; i < i1 && !st; i++) {
+        const item *q = &w->it[i];
+        int m = q->m, n = q->n, k = q->k, b = q->batch;
+        if (q->type == IT_MEM) {
+            if (what != RUN_W && what != RUN_SEL)
+                st = be->memop(x->bk, x->M1, x->M0, q->bytes, err);
+            continue;
+        }
+        if (what == RUN_F || (what == RUN_SEL && q->type == IT_CORE)) {
+            st = be->gemm(x->bk, x->dt, m, n, k, b, x->A, x->B, x->C, err);
+            continue;
+        }
+        if (what == RUN_SEL)
+            continue;
+        /* backward of C[m,n] = A[m,k] B[k,n]: dA = dC B^T (m,k,n); dB = A^T dC (k,n,m) */
+        int input = what == RUN_B || what == RUN_BW;
+        int weight = what == RUN_W || what == RUN_BW;
+        if (input)
+            st = be->gemm(x->bk, x->dt, m, k, n, b, x->C, x->B, x->A, err);
+        if (!st && ((q->type == IT_CORE && input) || (q->type == IT_WGEMM && weight)))
+            st = be->gemm(x->bk, x->dt, k, n, m, b, x->A, x->C, x->B, err);
+    }
+    return st;
+}
+
+static sc_status ev_pair(sc_exec *x, int r, int which, sc_error *err)
+{
+    /* event 2r+which of the step: which 0 = start, 1 = end */
+    int need = 2 * (r + 1);
+    if (need > x->nev) {
+        if (grow((void **)&x->evs, &x->capev, need, sizeof(sc_ev *)))
+            return sc_err(err, SC_ENOMEM, "exec: out of memory");
+        for (int i = x->nev; i < need; i++) {
+            x->evs[i] = x->be->ev_new(x->bk, err);
+            if (!x->evs[i]) {
+                x->nev = i;
+                return err ? err->status : SC_ENOMEM;
+            }
+        }
+        x->nev = need;
+    }
+    return x->be->ev_record(x->bk, x->evs[2 * r + which], err);
+}
+
+/* ---- communication ---------------------------------------------------------- */
+
+static sc_status wait_pend(sc_exec *x, int i, sc_error *err)
+{
+    pend *q = &x->pend[i];
+    double t0 = 0, t1 = 0;
+    sc_status st = x->be->req_wait(x->bk, q->req, deadline(x), &t0, &t1, err);
+    if (st == SC_EIO)
+        return timed_out(x, err, q->kind, q->stage, q->mb, q->peer);
+    if (st)
+        return st;
+    if (q->rec >= 0) {
+        x->recs[q->rec].t0 = t0;
+        x->recs[q->rec].t1 = t1;
+    }
+    x->pend[i] = x->pend[--x->npend];
+    return SC_OK;
+}
+
+/* Before reusing buffer id buf: wait for whatever still uses it. */
+static sc_status free_buf(sc_exec *x, int buf, sc_error *err)
+{
+    for (int i = x->npend - 1; i >= 0; i--)
+        if (x->pend[i].buf == buf) {
+            sc_status st = wait_pend(x, i, err);
+            if (st)
+                return st;
+        }
+    return SC_OK;
+}
+
+/* Tests every pending request (drives MPI progress, timestamps completions). */
+static sc_status poll_all(sc_exec *x, sc_error *err)
+{
+    for (int i = 0; i < x->npend; i++)
+        if (x->be->req_test(x->bk, x->pend[i].req, err) < 0)
+            return err ? err->status : SC_EMPI;
+    return SC_OK;
+}
+
+static int add_pend(sc_exec *x, sc_req *r, int rec_i, int buf, int kind, int stage, int mb,
+                    int peer)
+{
+    if (grow((void **)&x->pend, &x->cappend, x->npend + 1, sizeof(pend)))
+        return -1;
+    x->pend[x->npend++] = (pend){r, rec_i, buf, kind, stage, mb, peer};
+    return x->npend - 1;
+}
+
+enum { COLL_AR = 0, COLL_RS, COLL_AG };
+
+/* Posts a collective of `bytes` (whole buffer: allreduce's, or the gathered
+ * / scattered whole) on c and records it as op kind. wait_now: compute after
+ * it needs its result. */
+static sc_status collective(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int buf, double bytes,
+                            int kind, int stage, int chunk, int mb, int peer, int wait_now,
+                            sc_error *err)
+{
+    const sc_backend *be = x->be;
+    sc_status st = free_buf(x, buf, err);
+    if (st)
+        return st;
+    int n = be->comm_size(c);
+    size_t count = (size_t)(bytes / (double)x->ce);
+    if (coll != COLL_AR)
+        count /= (size_t)n;
+    sc_req *r = NULL;
+    st = coll == COLL_AR   ? be->iallreduce(x->bk, c, b, count, x->dt, &r, err)
+         : coll == COLL_RS ? be->ireducescatter(x->bk, c, b, count, x->dt, &r, err)
+                           : be->iallgather(x->bk, c, b, count, x->dt, &r, err);
+    if (st)
+        return st;
+    int ri = add_rec(x, kind, stage, chunk, mb, SC_STREAM_COMM, bytes);
+    if (ri < 0 || add_pend(x, r, ri, buf, kind, stage, mb, peer) < 0)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    if (wait_now) {
+        st = be->compute_wait_req(x->bk, r, deadline(x), err);
+        if (st == SC_EIO)
+            return timed_out(x, err, kind, stage, mb, peer);
+    }
+    return st;
+}
+
+/* Buffer ids for hazard tracking. */
+enum { BUF_TP = 1, BUF_Z3 = 2, BUF_SH = 3, BUF_AG = 4, BUF_GRAD = 1000, BUF_SEND = 100000,
+       BUF_RECV = 50000 };
+
+static sc_status tp_allreduce(sc_exec *x, const stage_work *w, int mb, sc_error *err)
+{
+    if (x->cfg.tp == 1 || w->info.tp_count == 0)
+        return SC_OK;
+    return collective(x, x->tpc, COLL_AR, x->tpb, BUF_TP, w->info.tp_bytes, SC_OP_TP_ALLREDUCE,
+                      w->s, w->chunk, mb, rank_of(x, x->d, x->p, (x->t + 1) % x->cfg.tp), 1,
+                      err);
+}
+
+static int dp_peer(sc_exec *x) { return rank_of(x, (x->d + 1) % x->cfg.dp, x->p, x->t); }
+
+/* ---- the step ------------------------------------------------------------ */
+
+static uint64_t msg_seed(sc_exec *x, int dir, int from_stage, int mb)
+{
+    return (((uint64_t)x->step * 2 + (uint64_t)dir) * (uint64_t)x->S + (uint64_t)from_stage) *
+               (uint64_t)x->cfg.m + (uint64_t)mb + 1;
+}
+
+static sc_status expect_sum(size_t bytes, uint64_t seed, uint64_t *out)
+{
+    unsigned char tmp[4096];
+    uint64_t h = SC_FNV_INIT;
+    for (size_t off = 0; off < bytes; off += sizeof tmp) {
+        size_t n = bytes - off < sizeof tmp ? bytes - off : sizeof tmp;
+        for (size_t i = 0; i < n; i++)
+            tmp[i] = sc_backend_pattern(seed, off + i);
+        h = sc_backend_fnv(h, tmp, n);
+    }
+    *out = h;
+    return SC_OK;
+}
+
+static size_t msg_bytes(sc_exec *x, int from_stage)
+{
+    return (size_t)x->info[from_stage].send_bytes;
+}
+
+/* The receive of op o (RECV_F / RECV_B) and its check. */
+static sc_status do_recv(sc_exec *x, const sc_sched_op *o, sc_error *err)
+{
+    const sc_backend *be = x->be;
+    int dir = o->kind == SC_OP_RECV_B;
+    int s = o->chunk * x->cfg.pp + x->p;
+    int from = dir ? s + 1 : s - 1;          /* sending stage */
+    int link = dir ? s : s - 1;              /* the boundary's lower stage */
+    size_t bytes = msg_bytes(x, link);
+    sc_comm *c = x->chan[dir * x->S + link];
+    int peer_world = rank_of(x, x->d, o->peer, x->t);
+    int peer = peer_world > x->rank ? 1 : 0;
+    sc_dbuf *b = x->recvb[dir * x->cfg.v + o->chunk];
+    int buf = BUF_RECV + dir * x->cfg.v + o->chunk;
+    sc_status st = free_buf(x, buf, err);
+    sc_req *r = NULL;
+    if (!st)
+        st = be->irecv(x->bk, c, b, bytes, peer, &r, err);
+    if (st)
+        return st;
+    int pi = add_pend(x, r, -1, buf, o->kind, s, o->mb, peer_world);
+    if (pi < 0)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    st = be->compute_wait_req(x->bk, r, deadline(x), err);
+    if (st == SC_EIO)
+        return timed_out(x, err, o->kind, s, o->mb, peer_world);
+    if (st || !x->verify_now)
+        return st;
+    /* check: wait for the receive itself, then compare checksums */
+    st = wait_pend(x, pi, err);
+    if (st)
+        return st;
+    uint64_t got, want;
+    st = be->checksum(x->bk, b, bytes, &got, err);
+    if (st)
+        return st;
+    expect_sum(bytes, msg_seed(x, dir, from, o->mb), &want);
+    if (got != want)
+        return sc_err(err, SC_EINVAL,
+                      "rank %d: checksum mismatch on %s (stage %d, mb %d) from rank %d, step %d: "
+                      "got %016llx, want %016llx (%zu bytes)",
+                      x->rank, sc_op_kind_name(o->kind), s, o->mb, peer_world, x->step,
+                      (unsigned long long)got, (unsigned long long)want, bytes);
+    x->checked++;
+    return SC_OK;
+}
+
+static sc_status do_send(sc_exec *x, const sc_sched_op *o, sc_error *err)
+{
+    const sc_backend *be = x->be;
+    int dir = o->kind == SC_OP_SEND_B;
+    int s = o->chunk * x->cfg.pp + x->p;
+    int link = dir ? s - 1 : s;
+    size_t bytes = msg_bytes(x, link);
+    sc_comm *c = x->chan[dir * x->S + link];
+    int peer_world = rank_of(x, x->d, o->peer, x->t);
+    int peer = peer_world > x->rank ? 1 : 0;
+    int idx = (dir * x->cfg.v + o->chunk) * x->cfg.m + o->mb;
+    sc_dbuf *b = x->sendb[idx];
+    sc_status st = free_buf(x, BUF_SEND + idx, err);
+    if (!st)
+        st = be->fill(x->bk, b, bytes,
+                      msg_seed(x, dir, s, o->mb) +
+                          (x->fault_corrupt && x->fault_rank == x->rank && x->fault_step == x->step),
+                      err);
+    sc_req *r = NULL;
+    if (!st)
+        st = be->isend(x->bk, c, b, bytes, peer, &r, err);
+    if (st)
+        return st;
+    int ri = add_rec(x, o->kind, s, o->chunk, o->mb, SC_STREAM_COMM, (double)bytes);
+    if (ri < 0 || add_pend(x, r, ri, BUF_SEND + idx, o->kind, s, o->mb, peer_world) < 0)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    return SC_OK;
+}
+
+/* Compute op with optional bucketed reduction after pieces. */
+static sc_status compute_piece_op(sc_exec *x, int kind, const stage_work *w, int mb, int what,
+                                  int K, int reduce, int grad_final, sc_error *err)
+{
+    int ri = add_rec(x, kind, w->s, w->chunk, mb, SC_STREAM_COMPUTE, 0);
+    if (ri < 0)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    sc_status st = ev_pair(x, ri, 0, err);
+    for (int k = 0; k < K && !st; k++) {
+        int i0 = (int)((long)w->n * k / K), i1 = (int)((long)w->n * (k + 1) / K);
+        st = run_items(x, w, what, i0, i1, err);
+        if (!st && k + 1 == K)
+            st = ev_pair(x, ri, 1, err);
+        if (!st && reduce) {
+            /* bucket k of this chunk's gradients */
+            int zero = x->cfg.zero, coll = zero == 0 ? COLL_AR : COLL_RS;
+            int kind2 = zero == 0 ? SC_OP_DP_ALLREDUCE : SC_OP_DP_REDUCESCATTER;
+            double G = w->info.grad_bytes / K;
+            st = collective(x, x->dpc, coll, x->gradb[w->chunk * MAX_BUCKETS + k],
+                            BUF_GRAD + w->chunk * MAX_BUCKETS + k, G, kind2, w->s, w->chunk,
+                            grad_final ? -1 : mb, dp_peer(x), 0, err);
+        }
+        if (!st)
+            st = poll_all(x, err);
+    }
+    return st;
+}
+
+static sc_status zero3_gather(sc_exec *x, const stage_work *w, int mb, sc_error *err)
+{
+    if (x->cfg.zero != 3 || x->cfg.dp == 1)
+        return SC_OK;
+    return collective(x, x->dpc, COLL_AG, x->zb, BUF_Z3, w->info.param_bytes * x->cfg.dp,
+                      SC_OP_DP_ALLGATHER, w->s, w->chunk, mb, dp_peer(x), 1, err);
+}
+
+static void maybe_fault(sc_exec *x)
+{
+    if (x->fault_rank != x->rank || x->fault_step != x->step || x->fault_corrupt)
+        return;
+    fprintf(stderr, "stagecraft exec: rank %d: SC_EXEC_FAULT: %s at step %d\n", x->rank,
+            x->fault_hang ? "hanging" : "killing myself", x->step);
+    fflush(stderr);
+    if (!x->fault_hang)
+        raise(SIGKILL);
+    for (;;)
+        pause();
+}
+
+static int last_grad_op(const sc_sched_op *ops, int n, int chunk, int split)
+{
+    int want = split ? SC_OP_W : SC_OP_B, last = -1;
+    for (int i = 0; i < n; i++)
+        if (ops[i].kind == want && ops[i].chunk == chunk)
+            last = i;
+    return last;
+}
+
+static sc_status run_step(sc_exec *x, double *t_start, sc_error *err)
+{
+    const sc_backend *be = x->be;
+    const sc_step_cfg *cfg = &x->cfg;
+    int n;
+    const sc_sched_op *ops = sc_sched_rank_ops(x->sched, x->p, &n);
+    sc_status st = be->barrier(x->bk, deadline(x), err);
+    if (st == SC_EIO)
+        return sc_err(err, SC_EIO,
+                      "rank %d: timed out after %g s waiting for the start of step %d (barrier) "
+                      "from rank %d", x->rank, x->o.timeout_s, x->step, x->rank ? 0 : 1);
+    if (!st)
+        st = be->epoch(x->bk, err);
+    if (st)
+        return st;
+    *t_start = be->now(x->bk);
+    x->nrec = 0;
+    int faulted = 0;
+    for (int i = 0; i < n && !st; i++) {
+        const sc_sched_op *o = &ops[i];
+        const stage_work *w = &x->sw[o->chunk];
+        if (!faulted && (o->kind == SC_OP_F || o->kind == SC_OP_B || o->kind == SC_OP_W)) {
+            faulted = 1;
+            maybe_fault(x);
+        }
+        switch (o->kind) {
+        case SC_OP_RECV_F:
+        case SC_OP_RECV_B:
+            st = do_recv(x, o, err);
+            break;
+        case SC_OP_SEND_F:
+        case SC_OP_SEND_B:
+            st = do_send(x, o, err);
+            break;
+        case SC_OP_F:
+            st = zero3_gather(x, w, o->mb, err);
+            if (!st)
+                st = compute_piece_op(x, SC_OP_F, w, o->mb, RUN_F, 1, 0, 0, err);
+            if (!st)
+                st = tp_allreduce(x, w, o->mb, err);
+            break;
+        case SC_OP_B:
+        case SC_OP_W: {
+            int is_b = o->kind == SC_OP_B;
+            if (is_b) {
+                st = zero3_gather(x, w, o->mb, err);
+                if (!st && w->info.recompute_s > 0) {
+                    int full = cfg->recompute == SC_RECOMPUTE_FULL;
+                    int ri = add_rec(x, SC_OP_RECOMPUTE, w->s, w->chunk, o->mb,
+                                     SC_STREAM_COMPUTE, 0);
+                    if (ri < 0)
+                        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+                    st = ev_pair(x, ri, 0, err);
+                    if (!st)
+                        st = run_items(x, w, full ? RUN_F : RUN_SEL, 0, w->n, err);
+                    if (!st)
+                        st = ev_pair(x, ri, 1, err);
+                    if (!st && full)
+                        st = tp_allreduce(x, w, o->mb, err);
+                }
+            }
+            if (st)
+                break;
+            int grad_final = i == last_grad_op(ops, n, o->chunk, x->split);
+            int reduce = o->kind == (x->split ? SC_OP_W : SC_OP_B) &&
+                         (grad_final || cfg->zero == 3) && cfg->dp > 1;
+            int K = reduce && grad_final ? sc_step_bucket_count(w->info.grad_bytes, 0) : 1;
+            int what = is_b ? (x->split ? RUN_B : RUN_BW) : RUN_W;
+            st = compute_piece_op(x, o->kind, w, o->mb, what, K, reduce, grad_final, err);
+            if (!st && is_b)
+                st = tp_allreduce(x, w, o->mb, err);
+            break;
+        }
+        default:
+            break;
+        }
+        if (!st)
+            st = poll_all(x, err);
+    }
+    if (st)
+        return st;
+    /* tied groups split over stages */
+    for (int g = 0; g < x->n_shared && !st; g++)
+        if (x->shc[g])
+            st = collective(x, x->shc[g], COLL_AR, x->shb, BUF_SH, x->sh_bytes[g],
+                            SC_OP_DP_ALLREDUCE, -1, -1, -1, -1, 0, err);
+    /* the optimizer needs every gradient reduction */
+    for (int i = 0; i < x->npend && !st; i++) {
+        int k = x->pend[i].kind;
+        if (k == SC_OP_DP_ALLREDUCE || k == SC_OP_DP_REDUCESCATTER) {
+            st = be->compute_wait_req(x->bk, x->pend[i].req, deadline(x), err);
+            if (st == SC_EIO)
+                return timed_out(x, err, k, x->pend[i].stage, x->pend[i].mb, x->pend[i].peer);
+        }
+    }
+    if (st)
+        return st;
+    int ri = add_rec(x, SC_OP_OPTIMIZER, x->p, -1, -1, SC_STREAM_COMPUTE, 0);
+    if (ri < 0)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    st = ev_pair(x, ri, 0, err);
+    if (!st && x->opt_bytes >= 4)
+        st = be->memop(x->bk, x->opt, x->opt, (size_t)x->opt_bytes, err);
+    if (!st)
+        st = ev_pair(x, ri, 1, err);
+    if (!st && (cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1)
+        st = collective(x, x->dpc, COLL_AG, x->agb, BUF_AG, x->ag_bytes, SC_OP_DP_ALLGATHER,
+                        x->p, -1, -1, dp_peer(x), 0, err);
+    /* end of step: every request, then the device */
+    while (!st && x->npend)
+        st = wait_pend(x, x->npend - 1, err);
+    if (!st) {
+        st = be->sync(x->bk, deadline(x), err);
+        if (st == SC_EIO)
+            return sc_err(err, SC_EIO,
+                          "rank %d: timed out after %g s waiting for the device to finish step %d "
+                          "(a peer of a collective) from rank %d",
+                          x->rank, x->o.timeout_s, x->step, x->rank ? 0 : 1);
+    }
+    /* compute op times from their events */
+    for (int r = 0; r < x->nrec && !st; r++)
+        if (x->recs[r].stream == SC_STREAM_COMPUTE) {
+            st = be->ev_time(x->bk, x->evs[2 * r], &x->recs[r].t0, err);
+            if (!st)
+                st = be->ev_time(x->bk, x->evs[2 * r + 1], &x->recs[r].t1, err);
+        }
+    return st;
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static sc_status parse_fault(sc_exec *x, sc_error *err)
+{
+    x->fault_rank = x->fault_step = -1;
+    const char *f = getenv("SC_EXEC_FAULT");
+    if (!f || !*f)
+        return SC_OK;
+    char mode[16] = "kill";
+    if (sscanf(f, "%d:%d:%15s", &x->fault_rank, &x->fault_step, mode) < 2 ||
+        (strcmp(mode, "kill") && strcmp(mode, "hang") && strcmp(mode, "corrupt")))
+        return sc_err(err, SC_EINVAL,
+                      "exec: SC_EXEC_FAULT='%s': want RANK:STEP[:kill|hang|corrupt]", f);
+    x->fault_hang = !strcmp(mode, "hang");
+    x->fault_corrupt = !strcmp(mode, "corrupt");
+    return SC_OK;
+}
+
+static sc_dbuf *balloc(sc_exec *x, double bytes, sc_status *st, sc_error *err)
+{
+    if (*st)
+        return NULL;
+    if (!(bytes >= 0) || bytes > 1e13) {
+        *st = sc_err(err, SC_EINVAL, "exec: rank %d: buffer of %g bytes", x->rank, bytes);
+        return NULL;
+    }
+    sc_dbuf *b = x->be->alloc(x->bk, (size_t)ceil(bytes), err);
+    if (!b)
+        *st = err ? err->status : SC_ENOMEM;
+    return b;
+}
+
+static double maxd(double a, double b) { return a > b ? a : b; }
+
+static sc_status make_buffers(sc_exec *x, sc_error *err)
+{
+    const sc_step_cfg *cfg = &x->cfg;
+    double X = 0, mem = 4, tpb = 4, P = 4;
+    for (int c = 0; c < cfg->v; c++) {
+        const stage_work *w = &x->sw[c];
+        for (int i = 0; i < w->n; i++) {
+            const item *q = &w->it[i];
+            double mk = (double)q->m * q->k, kn = (double)q->k * q->n, mn = (double)q->m * q->n;
+            X = maxd(X, maxd(mk, maxd(kn, mn)) * q->batch);
+            if (q->type == IT_MEM)
+                mem = maxd(mem, (double)q->bytes);
+        }
+        tpb = maxd(tpb, w->info.tp_bytes);
+        P = maxd(P, w->info.param_bytes * cfg->dp);
+    }
+    sc_status st = SC_OK;
+    double eb = (double)x->ce;
+    x->A = balloc(x, maxd(X, 1) * eb, &st, err);
+    x->B = balloc(x, maxd(X, 1) * eb, &st, err);
+    x->C = balloc(x, maxd(X, 1) * eb, &st, err);
+    x->M0 = balloc(x, mem, &st, err);
+    x->M1 = balloc(x, mem, &st, err);
+    x->tpb = balloc(x, tpb, &st, err);
+    x->zb = balloc(x, cfg->zero == 3 && cfg->dp > 1 ? P : 4, &st, err);
+    /* optimizer states and the ZeRO 1/2 gathered parameters */
+    double wb, gb, ob, params = 0;
+    sc_cost_state_bytes(x->model->dtype, &wb, &gb, &ob);
+    for (int c = 0; c < cfg->v; c++)
+        params += x->sw[c].info.param_bytes / wb;
+    double local = cfg->zero >= 1 ? params / cfg->dp : params;
+    x->opt_bytes = local * (wb + gb + ob);
+    x->ag_bytes = params * wb;
+    x->opt = balloc(x, maxd(x->opt_bytes, 4), &st, err);
+    x->agb = balloc(x, (cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1 ? x->ag_bytes : 4, &st,
+                    err);
+    double shmax = 4;
+    for (int g = 0; g < x->n_shared; g++)
+        shmax = maxd(shmax, x->sh_bytes[g]);
+    x->shb = balloc(x, shmax, &st, err);
+    if (st)
+        return st;
+    int v = cfg->v, m = cfg->m;
+    x->sendb = sc_calloc((size_t)(2 * v * m), sizeof(sc_dbuf *));
+    x->recvb = sc_calloc((size_t)(2 * v), sizeof(sc_dbuf *));
+    x->gradb = sc_calloc((size_t)(v * MAX_BUCKETS), sizeof(sc_dbuf *));
+    if (!x->sendb || !x->recvb || !x->gradb)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int dir = 0; dir < 2; dir++)
+        for (int c = 0; c < v; c++) {
+            int s = c * cfg->pp + x->p;
+            int link = dir ? s - 1 : s; /* the boundary this rank sends over */
+            double sb = link >= 0 && link + 1 < x->S ? x->info[link].send_bytes : 0;
+            int rlink = dir ? s : s - 1; /* and receives over */
+            double rb = rlink >= 0 && rlink + 1 < x->S ? x->info[rlink].send_bytes : 0;
+            x->recvb[dir * v + c] = balloc(x, maxd(rb, 4), &st, err);
+            for (int k = 0; k < m; k++)
+                x->sendb[(dir * v + c) * m + k] = sb > 0 ? balloc(x, sb, &st, err)
+                                                         : balloc(x, 4, &st, err);
+        }
+    for (int c = 0; c < v && cfg->dp > 1; c++) {
+        const stage_work *w = &x->sw[c];
+        int K = sc_step_bucket_count(w->info.grad_bytes, 0);
+        for (int k = 0; k < K; k++)
+            x->gradb[c * MAX_BUCKETS + k] = balloc(x, maxd(w->info.grad_bytes / K, 4) + 64 * cfg->dp, &st, err);
+    }
+    return st;
+}
+
+/* Communicators: tp, dp, tied groups, and one two-rank channel per pipeline
+ * boundary and direction. Every rank makes every split, in one order. */
+static sc_status make_comms(sc_exec *x, sc_error *err)
+{
+    const sc_backend *be = x->be;
+    const sc_step_cfg *cfg = &x->cfg;
+    int pp = cfg->pp, tp = cfg->tp;
+    sc_status st = be->comm_split(x->bk, x->d * pp + x->p, x->t, &x->tpc, err);
+    if (!st)
+        st = be->comm_split(x->bk, x->p * tp + x->t, x->d, &x->dpc, err);
+    if (st)
+        return st;
+    x->chan = sc_calloc((size_t)(2 * x->S), sizeof(sc_comm *));
+    if (!x->chan)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int dir = 0; dir < 2 && !st; dir++)
+        for (int s = 0; s + 1 < x->S && !st; s++) {
+            int pa = s % pp, pb = (s + 1) % pp;
+            int member = x->p == pa || x->p == pb;
+            st = be->comm_split(x->bk, member ? x->d * tp + x->t : -1, x->rank,
+                                &x->chan[dir * x->S + s], err);
+        }
+    if (st)
+        return st;
+    /* tied groups: positions holding members (as sim/step.c) */
+    const sc_model *m = x->model;
+    double wb, gb, ob;
+    sc_cost_state_bytes(m->dtype, &wb, &gb, &ob);
+    x->shc = sc_calloc((size_t)m->n_leaves + 1, sizeof(sc_comm *));
+    x->sh_bytes = sc_calloc((size_t)m->n_leaves + 1, sizeof(double));
+    if (!x->shc || !x->sh_bytes)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int i = 0; i < m->n_leaves && !st; i++) {
+        const sc_module *a = m->leaves[i];
+        if (!a->shared)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = m->leaves[j]->shared && !strcmp(m->leaves[j]->shared, a->shared);
+        if (seen)
+            continue;
+        unsigned long long posmask = 0;
+        int npos = 0;
+        double params = 0;
+        for (int j = i; j < m->n_leaves; j++) {
+            const sc_module *y = m->leaves[j];
+            if (!y->shared || strcmp(y->shared, a->shared))
+                continue;
+            params += y->params / (y->has_tp && y->tp_shardable ? tp : 1);
+            int p = sc_partition_stage_of(cfg->partition, j) % pp;
+            if (p < 64 && !(posmask >> p & 1)) {
+                posmask |= 1ull << p;
+                npos++;
+            }
+        }
+        if (npos < 2)
+            continue;
+        int me = x->p < 64 && (posmask >> x->p & 1);
+        int g = x->n_shared++;
+        x->sh_bytes[g] = params * gb;
+        st = be->comm_split(x->bk, me ? x->d * tp + x->t : -1, x->rank, &x->shc[g], err);
+    }
+    return st;
+}
+
+int sc_exec_rank(const sc_exec *x) { return x && x->bk ? x->rank : -1; }
+
+sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **out,
+                       sc_error *err)
+{
+    *out = NULL;
+    const sc_backend *be = sc_backend_find(o->backend);
+    if (!be)
+        return sc_err(err, SC_EINVAL, "exec: unknown backend '%s' (cpu, cuda)",
+                      o->backend ? o->backend : "(null)");
+    if (o->steps < 1 || o->warmup < 0 || !(o->timeout_s > 0))
+        return sc_err(err, SC_EINVAL, "exec: need steps >= 1, warmup >= 0 and timeout > 0");
+    if (!be->available) {
+        sc_bk *dummy;
+        return be->init(NULL, &dummy, err);
+    }
+    sc_exec *x = sc_calloc(1, sizeof *x);
+    if (!x)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    x->be = be;
+    x->o = *o;
+    sc_bk_opts bo = {o->argc, o->argv, -1};
+    sc_status st = be->init(&bo, &x->bk, err);
+    if (st) {
+        sc_free(x);
+        return st;
+    }
+    *out = x;
+    x->rank = be->rank(x->bk);
+    x->size = be->size(x->bk);
+    st = parse_fault(x, err);
+    if (!st)
+        st = sc_plan_load(plan_file, &x->plan, err);
+    if (!st) {
+        st = sc_plan_open(x->plan, plan_file, &x->model, &x->cluster, err);
+        x->have_cluster = !st;
+    }
+    if (st)
+        return st;
+    sc_plan_step_cfg(x->plan, &x->cfg);
+    const sc_step_cfg *cfg = &x->cfg;
+    int need = cfg->dp * cfg->tp * cfg->pp;
+    if (need != x->size)
+        return sc_err(err, SC_EINVAL,
+                      "%s: the plan needs dp·tp·pp = %d·%d·%d = %d ranks, but %d were started "
+                      "(run: mpirun -np %d stagecraft exec %s ...)",
+                      sc_basename(plan_file), cfg->dp, cfg->tp, cfg->pp, need, x->size, need,
+                      plan_file);
+    x->S = cfg->pp * cfg->v;
+    x->info = sc_calloc((size_t)x->S, sizeof(sc_stage_info));
+    if (!x->info)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    st = sc_step_stage_infos(x->model, &x->cluster, cfg, x->info, err);
+    if (!st)
+        st = sc_sched_generate(cfg->schedule, cfg->pp, cfg->m, cfg->v, &x->sched, err);
+    if (st) {
+        sc_err_prefix(err, "%s", sc_basename(plan_file));
+        return st;
+    }
+    x->split = x->sched->impl->split_backward;
+    sc_step_coords(cfg, x->rank, &x->d, &x->p, &x->t);
+    x->dt = x->model->dtype;
+    x->cdt = be->compute_dtype(x->bk, x->dt);
+    x->ce = sc_backend_elem_bytes(x->cdt);
+    st = build_work(x, err);
+    if (!st)
+        st = make_comms(x, err);
+    if (!st)
+        st = make_buffers(x, err);
+    return st;
+}
+
+/* ---- measurement ------------------------------------------------------------ */
+
+typedef struct wire_op {
+    double kind, stage, chunk, mb, stream, bytes, t0, t1;
+} wire_op;
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
+                      int *must_abort, sc_error *err)
+{
+    const sc_backend *be = x->be;
+    *must_abort = 1;
+    memset(sum, 0, sizeof *sum);
+    int R = x->size, N = x->o.steps, W = x->o.warmup;
+    sc_status st = SC_OK;
+    /* clocks: rank 0 against each rank */
+    x->offset = sc_calloc((size_t)R, sizeof(double));
+    if (!x->offset)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int q = 1; q < R && !st; q++) {
+        double dl = be->now(x->bk) + x->o.timeout_s;
+        if (x->rank == 0)
+            st = be->clock_offset(x->bk, q, CLOCK_ROUNDS, dl, &x->offset[q], err);
+        else if (x->rank == q)
+            st = be->clock_offset(x->bk, 0, CLOCK_ROUNDS, dl + x->o.timeout_s, &x->offset[q],
+                                  err);
+        if (st == SC_EIO)
+            return sc_err(err, SC_EIO,
+                          "rank %d: timed out after %g s waiting for the clock exchange from rank %d",
+                          x->rank, x->o.timeout_s, x->rank ? 0 : q);
+    }
+    if (st)
+        return st;
+    /* steps */
+    rec *all = NULL;
+    int per = -1;
+    double *span = sc_calloc((size_t)N * 2, sizeof(double));
+    if (!span)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int k = 0; k < W + N && !st; k++) {
+        double t_start = 0;
+        x->step = k;
+        x->verify_now = x->o.verify && k <= W;
+        st = run_step(x, &t_start, err);
+        if (st)
+            break;
+        if (k < W)
+            continue;
+        if (per < 0) {
+            per = x->nrec;
+            all = sc_calloc((size_t)N * (size_t)(per ? per : 1), sizeof(rec));
+            if (!all) {
+                st = sc_err(err, SC_ENOMEM, "exec: out of memory");
+                break;
+            }
+        }
+        if (x->nrec != per) {
+            st = sc_err(err, SC_EINVAL, "exec: rank %d: step %d ran %d ops, the first %d", x->rank,
+                        k, x->nrec, per);
+            break;
+        }
+        double end = t_start;
+        for (int r = 0; r < per; r++)
+            end = maxd(end, x->recs[r].t1);
+        memcpy(all + (size_t)(k - W) * per, x->recs, sizeof(rec) * (size_t)per);
+        span[2 * (k - W)] = t_start;
+        span[2 * (k - W) + 1] = end;
+    }
+    double *spans = NULL, *times = NULL;
+    wire_op *mine = NULL, *gathered = NULL;
+    int median = 0, maxn = 0, *counts = NULL;
+    if (st)
+        goto done;
+    /* gather the step spans, pick the median step */
+    if (x->rank == 0) {
+        spans = sc_calloc((size_t)R * N * 2, sizeof(double));
+        times = sc_calloc((size_t)N * 2, sizeof(double));
+        counts = sc_calloc((size_t)R, sizeof(int));
+        if (!spans || !times || !counts) {
+            st = sc_err(err, SC_ENOMEM, "exec: out of memory");
+            goto done; /* others time out in the gather: rank 0 aborts them */
+        }
+    }
+    st = be->gather_host(x->bk, span, sizeof(double) * 2 * N, spans, 0, deadline(x), err);
+    if (st)
+        goto gather_failed;
+    if (x->rank == 0) {
+        for (int k = 0; k < N; k++) {
+            double b = 1e300, e = -1e300;
+            for (int r = 0; r < R; r++) {
+                b = fmin(b, spans[(size_t)r * 2 * N + 2 * k] - x->offset[r]);
+                e = fmax(e, spans[(size_t)r * 2 * N + 2 * k + 1] - x->offset[r]);
+            }
+            times[k] = e - b;
+            times[N + k] = b; /* begin of step k on rank 0's clock */
+        }
+        double *sorted = spans; /* reuse */
+        memcpy(sorted, times, sizeof(double) * N);
+        qsort(sorted, (size_t)N, sizeof(double), cmp_dbl);
+        double med = sorted[(N - 1) / 2];
+        sum->median_s = N % 2 ? med : (sorted[N / 2 - 1] + sorted[N / 2]) / 2;
+        sum->min_s = sorted[0];
+        sum->max_s = sorted[N - 1];
+        for (int k = 0; k < N; k++)
+            if (times[k] == med) {
+                median = k;
+                break;
+            }
+    }
+    st = be->bcast_host(x->bk, &median, sizeof median, 0, deadline(x), err);
+    if (st)
+        goto gather_failed;
+    st = be->gather_host(x->bk, &per, sizeof per, counts, 0, deadline(x), err);
+    if (st)
+        goto gather_failed;
+    if (x->rank == 0)
+        for (int r = 0; r < R; r++)
+            maxn = counts[r] > maxn ? counts[r] : maxn;
+    st = be->bcast_host(x->bk, &maxn, sizeof maxn, 0, deadline(x), err);
+    if (st)
+        goto gather_failed;
+    mine = sc_calloc((size_t)(maxn ? maxn : 1), sizeof(wire_op));
+    if (x->rank == 0)
+        gathered = sc_calloc((size_t)R * (maxn ? maxn : 1), sizeof(wire_op));
+    if (!mine || (x->rank == 0 && !gathered)) {
+        st = sc_err(err, SC_ENOMEM, "exec: out of memory");
+        goto done;
+    }
+    for (int r = 0; r < per; r++) {
+        const rec *q = &all[(size_t)median * per + r];
+        mine[r] = (wire_op){q->kind, q->stage, q->chunk, q->mb, q->stream, q->bytes, q->t0, q->t1};
+    }
+    st = be->gather_host(x->bk, mine, sizeof(wire_op) * (size_t)(maxn ? maxn : 1), gathered, 0,
+                         deadline(x), err);
+    if (st)
+        goto gather_failed;
+    sum->ranks = R;
+    sum->steps = N;
+    sum->checked = x->checked;
+    snprintf(sum->device, sizeof sum->device, "%s", be->device_name(x->bk));
+    snprintf(sum->dtype, sizeof sum->dtype, "%s", sc_dtype_name(x->cdt));
+    if (x->rank == 0) {
+        sc_timeline *tl = sc_timeline_new(R, "exec", x->model->name, x->cluster.name);
+        if (!tl) {
+            st = sc_err(err, SC_ENOMEM, "exec: out of memory");
+            goto done;
+        }
+        tl->step_time_s = times[median];
+        tl->n_steps = N;
+        tl->step_median_s = sum->median_s;
+        tl->step_min_s = sum->min_s;
+        tl->step_max_s = sum->max_s;
+        double b = times[N + median];
+        int gpn = x->cluster.gpus_per_node > 0 ? x->cluster.gpus_per_node : 1;
+        for (int r = 0; r < R; r++) {
+            sc_tl_rank *rk = &tl->ranks[r];
+            sc_step_coords(&x->cfg, r, &rk->dp, &rk->pp, &rk->tp);
+            rk->node = r / gpn;
+            rk->device = r % gpn;
+            for (int i = 0; i < counts[r]; i++) {
+                const wire_op *w = &gathered[(size_t)r * maxn + i];
+                sc_tl_op op = {(int)w->kind, (int)w->stage, (int)w->chunk, (int)w->mb,
+                               (int)w->stream, w->bytes, w->t0 - x->offset[r] - b,
+                               w->t1 - x->offset[r] - b};
+                sc_timeline_add(tl, r, &op);
+            }
+            sum->ops_per_step += counts[r];
+        }
+        if (out_file) {
+            st = sc_timeline_save(tl, out_file, err);
+            if (st)
+                *must_abort = 0; /* every rank finished: nobody is stuck */
+        } else if (tl->oom) {
+            st = sc_err(err, SC_ENOMEM, "exec: out of memory");
+        }
+        sc_timeline_free(tl);
+    }
+    if (!st)
+        *must_abort = 0;
+    goto done;
+gather_failed:
+    if (st == SC_EIO)
+        st = sc_err(err, SC_EIO,
+                    "rank %d: timed out after %g s waiting for the measurement gather from rank %d",
+                    x->rank, x->o.timeout_s, x->rank ? 0 : 1);
+done:
+    sc_free(all);
+    sc_free(span);
+    sc_free(spans);
+    sc_free(times);
+    sc_free(counts);
+    sc_free(mine);
+    sc_free(gathered);
+    return st;
+}
+
+void sc_exec_abort(sc_exec *x, int code)
+{
+    if (x && x->be && x->bk)
+        x->be->abort(x->bk, code);
+    _Exit(code);
+}
+
+void sc_exec_close(sc_exec *x)
+{
+    if (!x)
+        return;
+    const sc_backend *be = x->be;
+    if (x->bk) {
+        for (int i = 0; i < x->npend; i++)
+            be->req_wait(x->bk, x->pend[i].req, be->now(x->bk) + x->o.timeout_s, NULL, NULL, NULL);
+        sc_dbuf *bufs[] = {x->A, x->B, x->C, x->M0, x->M1, x->opt, x->tpb, x->zb, x->shb, x->agb};
+        for (size_t i = 0; i < SC_ARRAY_LEN(bufs); i++)
+            be->free(x->bk, bufs[i]);
+        int v = x->cfg.v, m = x->cfg.m;
+        for (int i = 0; x->sendb && i < 2 * v * m; i++)
+            be->free(x->bk, x->sendb[i]);
+        for (int i = 0; x->recvb && i < 2 * v; i++)
+            be->free(x->bk, x->recvb[i]);
+        for (int i = 0; x->gradb && i < v * MAX_BUCKETS; i++)
+            be->free(x->bk, x->gradb[i]);
+        for (int i = 0; i < x->nev; i++)
+            be->ev_free(x->bk, x->evs[i]);
+        for (int i = 0; x->chan && i < 2 * x->S; i++)
+            be->comm_free(x->bk, x->chan[i]);
+        for (int i = 0; x->shc && i < x->n_shared; i++)
+            be->comm_free(x->bk, x->shc[i]);
+        be->comm_free(x->bk, x->tpc);
+        be->comm_free(x->bk, x->dpc);
+        be->finalize(x->bk);
+    }
+    sc_free(x->sendb);
+    sc_free(x->recvb);
+    sc_free(x->gradb);
+    sc_free(x->evs);
+    sc_free(x->chan);
+    sc_free(x->shc);
+    sc_free(x->sh_bytes);
+    sc_free(x->recs);
+    sc_free(x->pend);
+    sc_free(x->offset);
+    for (int c = 0; x->sw && c < x->cfg.v; c++)
+        sc_free(x->sw[c].it);
+    sc_free(x->sw);
+    sc_free(x->info);
+    sc_sched_free(x->sched);
+    sc_model_free(x->model);
+    sc_plan_free(x->plan);
+    sc_free(x);
+}

@@ -1,0 +1,93 @@
+/* exec.h - the executor: runs a plan's training step on real devices, one
+ * MPI rank per device, and measures it (stagecraft.timeline/1, source
+ * "exec", with the simulator's op identities so the two compare op for op).
+ *
+ * What each rank runs (exec.c; mirrors sim/step.c, see step.h):
+ *   - the per-rank op order of sc_sched_generate for its pipeline position,
+ *     nothing reordered: RECV right before the op that consumes it (a
+ *     nonblocking receive, then a wait), SEND right after its producer
+ *     (nonblocking, waited at the end of the step);
+ *   - F: the stage's leaves as real GEMMs with the modules' dims (attention:
+ *     QKV, per-head scores and values, output projection; MLP: up and down;
+ *     head: the vocabulary projection; tp-shardable modules split heads, ffn
+ *     and vocab by tp) and memory-bound passes (norms, embedding lookups,
+ *     anything without FLOPs) over mbs samples;
+ *   - B: input-gradient GEMMs (and weight-gradient GEMMs unless the schedule
+ *     splits the backward, zb-h1, where W runs them); a RECOMPUTE op before
+ *     B when the plan recomputes (full: the forward again, then its tp
+ *     allreduce; selective: attention scores and values);
+ *   - tp allreduce of sc_stage_info.tp_bytes after every F, B and full
+ *     recompute; pipeline messages of send_bytes, filled with a pattern of
+ *     (step, direction, sending stage, mb) and checked by checksum on receipt
+ *     (warm-up steps and the first measured step);
+ *   - data parallelism as the simulator: gradient buckets (allreduce, or
+ *     reduce-scatter under ZeRO 1-3) after the last backward of each chunk,
+ *     the backward cut into as many pieces; ZeRO 3: allgather before every F
+ *     and B and reduce-scatter after every B (W under zb-h1); ZeRO 1/2:
+ *     allgather of the parameters after the optimizer; tied groups split
+ *     over stages: an allreduce of their gradients before the optimizer;
+ *   - the optimizer: one memory-bound pass over the rank's weights, grads
+ *     and Adam states (bytes from sc_cost_state_bytes, /dp under ZeRO).
+ * Sizes are the modelled bytes; the CPU backend computes in fp32 whatever
+ * the plan's dtype (GEMM buffers hold fp32; communication moves the
+ * modelled byte counts).
+ *
+ * Measurement: W warm-up steps, then N measured steps, each started by a
+ * barrier. Rank 0 aligns every rank's clock (Cristian's algorithm, least
+ * round trip of 8 ping-pongs) and keeps the median step's ops; step time =
+ * latest op end - earliest step start over ranks.
+ *
+ * Faults: every wait polls with a deadline of timeout_s; on timeout the
+ * error reads "rank R: timed out after S s waiting for OP (stage s, mb m)
+ * from rank Q" and sc_exec_run returns SC_EIO with *must_abort set: the
+ * caller prints it and calls sc_exec_abort. Test hook: the environment
+ * variable SC_EXEC_FAULT=RANK:STEP[:kill|hang] makes that rank raise
+ * SIGKILL (kill, the default) or sleep forever (hang) just before the first
+ * compute op of step STEP (counting warm-up steps from 0).
+ *
+ * Ownership: sc_exec_open returns a handle freed by sc_exec_close (NULL
+ * ok), which also finalizes MPI when it started it.
+ */
+#ifndef SC_EXEC_H
+#define SC_EXEC_H
+
+#include "sc.h"
+
+typedef struct sc_exec sc_exec;
+
+typedef struct sc_exec_opts {
+    const char *backend;   /* "cpu" or "cuda" */
+    int steps;             /* measured steps, >= 1 */
+    int warmup;            /* warm-up steps, >= 0 */
+    double timeout_s;      /* per wait, > 0 */
+    int verify;            /* 1: check received activations by checksum */
+    int *argc;             /* for MPI_Init (may be NULL) */
+    char ***argv;
+} sc_exec_opts;
+
+typedef struct sc_exec_summary {
+    int ranks, steps;
+    double median_s, min_s, max_s;
+    long ops_per_step;     /* all ranks together */
+    long checked;          /* messages verified by checksum on this rank */
+    char device[96];
+    char dtype[8];         /* what GEMMs ran in */
+} sc_exec_summary;
+
+/* Starts the backend (MPI_Init for both backends), loads and opens the plan
+ * and checks the world size equals dp·tp·pp. On error *out is NULL unless
+ * the backend started, in which case *out is a handle to close (so MPI is
+ * finalized) and sc_exec_rank tells which rank failed. */
+sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **out,
+                       sc_error *err);
+int sc_exec_rank(const sc_exec *x);   /* -1 before the backend started */
+/* Runs warm-up and measured steps; on rank 0 writes the measured timeline
+ * to out_file (whole or not at all; NULL: none). On failure *must_abort
+ * says the other ranks may be stuck (call sc_exec_abort after printing). */
+sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
+                      int *must_abort, sc_error *err);
+/* MPI_Abort with code; never returns. */
+void sc_exec_abort(sc_exec *x, int code);
+void sc_exec_close(sc_exec *x);
+
+#endif

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# gpu_check.sh - the executor's check on one GPU (e.g. one H200), in well
+# under 5 minutes: build (or use a carried build), sweep `stagecraft bench
+# gemm` over sizes (skipped with a message if bench is absent), simulate a
+# one-GPU plan of gpt-1.3b and run it with the cuda backend. Writes
+# bench_gemm.json, plan.json, sim_timeline.json and measured.json into
+# $OUT (or the directory given as $1, default ./gpu_check_out).
+#   usage: exec/gpu_check.sh [OUTDIR]
+set -u
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-gpu_check_out}}
+mkdir -p "$out"
+S=bin/stagecraft
+say() { echo "gpu_check: $*"; }
+
+# 1. build unless a carried binary already has CUDA
+if ! { [ -x $S ] && $S version 2>/dev/null | grep -q '^CUDA: yes'; }; then
+    say "building"
+    make -j"$(nproc)" all >"$out/build.log" 2>&1 || { say "build failed (see $out/build.log)"; tail -20 "$out/build.log"; exit 1; }
+fi
+$S version
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || true
+
+# 2. GEMM sweep (bench is written by another module; tolerate its absence)
+if $S bench --help >/dev/null 2>&1; then
+    say "bench gemm sweep"
+    timeout 120 $S bench gemm --backend cuda --dtype bf16 --sizes 1024,2048,4096,8192 \
+        -o "$out/bench_gemm.json" || say "bench gemm failed or timed out (continuing)"
+else
+    say "stagecraft bench is not in this build: skipping the GEMM sweep"
+fi
+
+# 3. a one-GPU plan of gpt-1.3b, simulated, then executed
+$S sim --model gpt-1.3b --cluster h200-sxm-1 --dp 1 --tp 1 --pp 1 --microbatches 4 --mbs 1 \
+    --schedule 1f1b -o "$out/plan.json" --timeline "$out/sim_timeline.json" || { say "sim failed"; exit 1; }
+run=()
+if command -v mpirun >/dev/null 2>&1; then
+    run=(mpirun --allow-run-as-root -np 1)
+fi
+say "exec: ${run[*]:-(no mpirun: singleton MPI)} $S exec ... --backend cuda"
+timeout 240 "${run[@]}" $S exec "$out/plan.json" --backend cuda --steps 5 --warmup 2 \
+    --timeout 120 -o "$out/measured.json"
+rc=$?
+[ $rc -eq 0 ] || { say "exec failed with status $rc"; exit 1; }
+python3 - "$out/sim_timeline.json" "$out/measured.json" <<'PY' || true
+import json, sys
+s, m = (json.load(open(f)) for f in sys.argv[1:3])
+print("predicted step %.4f s, measured median %.4f s (min %.4f, max %.4f)" % (
+    s["step_time_s"], m["steps"]["median_s"], m["steps"]["min_s"], m["steps"]["max_s"]))
+PY
+say "ok: results in $out"
