@@ -19,11 +19,15 @@ int cmd_cost(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_exec(int, char **);
 int cmd_bench(int, char **);
+int cmd_whatif(int argc, char **argv);
+int cmd_repro(int argc, char **argv);
 
 /* Prints the error and returns the exit status for its code. */
 int cli_fail(const sc_error *err);

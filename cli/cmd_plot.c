@@ -55,8 +55,9 @@ static int plot_tune_file(const char *in, const char *out, const sc_plot_opts *p
     snprintf(title, sizeof title, "%s on %d x %s: dp %d tp %d pp %d %s, global batch %ld",
              t->model, t->nodes, t->cluster, t->dp, t->tp, t->pp, t->schedule, t->global_batch);
     snprintf(mt, sizeof mt, "best: m = %d", t->pts[t->best].m);
-    sc_plot_series ser[2] = {{"step time (ms)", x, step, t->n, 0, 0, mark, 1, mt},
-                             {"bubble fraction", x, bub, t->n, 1, 0, NULL, 0, NULL}};
+    sc_plot_series ser[2] = {{.title = "step time (ms)", .x = x, .y = step, .n = t->n, .mark = mark,
+                              .n_mark = 1, .mark_title = mt},
+                             {.title = "bubble fraction", .x = x, .y = bub, .n = t->n, .y2 = 1}};
     sc_plot_xy xy = {title, "microbatches per step (m)", "step time (ms)", "bubble fraction",
                      1, 0, ser, 2};
     sc_status st = sc_plot_lines(&xy, out, po, &err);

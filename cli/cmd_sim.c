@@ -53,6 +53,10 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     printf("\nstep time      %14s us   (%.0f samples, %s tokens per step)\n",
            cli_us(r->step_time_s, b[0]), r->global_batch,
            cli_si(r->global_batch * m->seq_len, b[1]));
+    double half = sc_step_interval(r, c, m->dtype);
+    if (half > 0)
+        printf("               ± %11s us   (95%% interval from the calibration fits)\n",
+               cli_us(half, b[0]));
     const sc_step_breakdown *k = &r->breakdown;
     double s = r->step_time_s > 0 ? r->step_time_s : 1;
     struct {
@@ -296,6 +300,9 @@ int cmd_sim(int argc, char **argv)
                 cJSON_AddStringToObject(j, "model", mod->name);
                 cJSON_AddStringToObject(j, "cluster", cl.name);
                 cJSON_AddNumberToObject(j, "nodes", cl.nodes);
+                double half = sc_step_interval(r, &cl, mod->dtype);
+                if (half > 0)
+                    cJSON_AddNumberToObject(j, "step_time_interval_s", half);
                 if (runs > 1 || jitter > 0) {
                     cJSON *o = cJSON_AddObjectToObject(j, "runs");
                     cJSON_AddNumberToObject(o, "n", (double)runs);

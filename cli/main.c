@@ -19,7 +19,11 @@ static const command commands[] = {
     {"exec", "run a plan on real devices (mpirun) and measure it", cmd_exec},
     {"sim", "simulate one training step of a parallel configuration", cmd_sim},
     {"plan", "search for the best parallel configuration", cmd_plan},
+    {"calibrate", "fit a cluster's efficiency parameters to measurements", cmd_calibrate},
+    {"compare", "a plan's prediction beside its measurement", cmd_compare},
     {"tune", "sweep the microbatch count of one layout", cmd_tune},
+    {"whatif", "best plan per node count and cluster: days and dollars, on demand and spot", cmd_whatif},
+    {"repro", "reproduce a claim: seed38 (pipeline vs tensor parallelism, the 38%)", cmd_repro},
     {"bench", "microbenchmarks: gemm, p2p, allreduce, allgather, reducescatter", cmd_bench},
     {"version", "version and the optional parts this build has", cmd_version},
 };

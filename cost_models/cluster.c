@@ -99,11 +99,135 @@ static sc_status read_price(const cJSON *root, const char *file, sc_cluster *c, 
     return SC_OK;
 }
 
+static sc_status read_stats(const cJSON *o, const char *file, const char *path, sc_fit_stats *s,
+                            sc_error *err)
+{
+    static const char *const keys[] = {"n", "r2", "mape", "rel_sd", "se", NULL};
+    long n = 0;
+    const cJSON *se;
+    sc_status st;
+    if ((st = sc_json_keys(o, file, path, keys, err)) ||
+        (st = sc_json_int(o, file, path, "n", 1, 0, 100000000L, &n, err)) ||
+        (st = sc_json_num(o, file, path, "r2", 1, -1e9, 1, &s->r2, err)) ||
+        (st = sc_json_num(o, file, path, "mape", 1, 0, 1e9, &s->mape, err)) ||
+        (st = sc_json_num(o, file, path, "rel_sd", 1, 0, 1e9, &s->rel_sd, err)) ||
+        (st = sc_json_arr(o, file, path, "se", 1, &se, err)))
+        return st;
+    if (cJSON_GetArraySize(se) != 2)
+        return sc_err(err, SC_EINVAL, "%s: %s.se: must hold 2 numbers", file, path);
+    int i = 0;
+    for (const cJSON *x = se->child; x; x = x->next, i++) {
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0)
+            return sc_err(err, SC_EINVAL, "%s: %s.se[%d]: must be a finite number >= 0", file,
+                          path, i);
+        s->se[i] = x->valuedouble;
+    }
+    s->n = (int)n;
+    return SC_OK;
+}
+
+static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f, sc_error *err)
+{
+    static const char *const keys[] = {"date", "inputs", "compute", "op_overhead", "intra",
+                                       "inter", NULL};
+    static const char *const ikeys[] = {"file", "digest", NULL};
+    const char *date;
+    const cJSON *inputs, *comp, *x;
+    char path[64];
+    sc_status st;
+    memset(f, 0, sizeof *f);
+    if ((st = sc_json_keys(o, file, "efficiency.fits", keys, err)) ||
+        (st = sc_json_str(o, file, "efficiency.fits", "date", 1, sizeof f->date - 1, &date, err)) ||
+        (st = sc_json_arr(o, file, "efficiency.fits", "inputs", 1, &inputs, err)) ||
+        (st = sc_json_obj(o, file, "efficiency.fits", "compute", 1, &comp, err)))
+        return st;
+    copy_str(f->date, sizeof f->date, date);
+    if (cJSON_GetArraySize(inputs) > SC_CLUSTER_MAX_INPUTS)
+        return sc_err(err, SC_EINVAL, "%s: efficiency.fits.inputs: more than %d", file,
+                      SC_CLUSTER_MAX_INPUTS);
+    for (const cJSON *i = inputs->child; i; i = i->next) {
+        const char *fn, *dg;
+        snprintf(path, sizeof path, "efficiency.fits.inputs[%d]", f->n_inputs);
+        if (!cJSON_IsObject(i))
+            return sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
+        if ((st = sc_json_keys(i, file, path, ikeys, err)) ||
+            (st = sc_json_str(i, file, path, "file", 1, 127, &fn, err)) ||
+            (st = sc_json_str(i, file, path, "digest", 1, 16, &dg, err)))
+            return st;
+        copy_str(f->input[f->n_inputs], sizeof f->input[0], fn);
+        copy_str(f->digest[f->n_inputs], sizeof f->digest[0], dg);
+        f->n_inputs++;
+    }
+    static const char *const ckeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+    if ((st = sc_json_keys(comp, file, "efficiency.fits.compute", ckeys, err)))
+        return st;
+    for (int d = 0; d < SC_DTYPE_N; d++) {
+        if ((st = sc_json_obj(comp, file, "efficiency.fits.compute", dtype_keys[d], 0, &x, err)))
+            return st;
+        snprintf(path, sizeof path, "efficiency.fits.compute.%s", dtype_keys[d]);
+        if (x && (st = read_stats(x, file, path, &f->compute[d], err)))
+            return st;
+    }
+    if ((st = sc_json_obj(o, file, "efficiency.fits", "op_overhead", 0, &x, err)) ||
+        (x && (st = read_stats(x, file, "efficiency.fits.op_overhead", &f->overhead, err))))
+        return st;
+    for (int l = 0; l < SC_LINK_N; l++) {
+        snprintf(path, sizeof path, "efficiency.fits.%s", link_keys[l]);
+        if ((st = sc_json_obj(o, file, "efficiency.fits", link_keys[l], 0, &x, err)) ||
+            (x && (st = read_stats(x, file, path, &f->link[l], err))))
+            return st;
+    }
+    f->present = 1;
+    return SC_OK;
+}
+
+static void add_stats(cJSON *parent, const char *key, const sc_fit_stats *s, int *oom)
+{
+    if (s->n <= 0)
+        return;
+    cJSON *o = sc_jadd_obj(parent, key, oom);
+    sc_jadd_num(o, "n", s->n, oom);
+    sc_jadd_num(o, "r2", s->r2, oom);
+    sc_jadd_num(o, "mape", s->mape, oom);
+    sc_jadd_num(o, "rel_sd", s->rel_sd, oom);
+    cJSON *se = sc_jadd_arr(o, "se", oom);
+    for (int i = 0; i < 2 && se; i++) {
+        cJSON *n = cJSON_CreateNumber(s->se[i]);
+        if (!n || !cJSON_AddItemToArray(se, n)) {
+            cJSON_Delete(n);
+            *oom = 1;
+        }
+    }
+}
+
+static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
+{
+    cJSON *o = sc_jadd_obj(e, "fits", oom);
+    sc_jadd_str(o, "date", f->date, oom);
+    cJSON *in = sc_jadd_arr(o, "inputs", oom);
+    for (int i = 0; i < f->n_inputs && in; i++) {
+        cJSON *x = cJSON_CreateObject();
+        if (!x || !cJSON_AddItemToArray(in, x)) {
+            cJSON_Delete(x);
+            *oom = 1;
+            break;
+        }
+        sc_jadd_str(x, "file", f->input[i], oom);
+        sc_jadd_str(x, "digest", f->digest[i], oom);
+    }
+    cJSON *comp = sc_jadd_obj(o, "compute", oom);
+    for (int d = 0; d < SC_DTYPE_N; d++)
+        add_stats(comp, dtype_keys[d], &f->compute[d], oom);
+    add_stats(o, "op_overhead", &f->overhead, oom);
+    for (int l = 0; l < SC_LINK_N; l++)
+        add_stats(o, link_keys[l], &f->link[l], oom);
+}
+
 static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)
 {
     static const char *const keys[] = {"provenance", "compute",       "memory_bw",
                                        "intra",      "inter",         "op_overhead_s",
-                                       "workspace_bytes", NULL};
+                                       "workspace_bytes", "fits", NULL};
     static const char *const ckeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const dkeys[] = {"eff_max", "f_half", NULL};
     static const char *const lkeys[] = {"alpha_s", "bw_eff", NULL};
@@ -156,7 +280,10 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
             (st = sc_json_num(x, file, path, "bw_eff", 1, MIN_FRACTION, 1, &f->bw_eff[l], err)))
             return st;
     }
-    return SC_OK;
+    const cJSON *fits;
+    if ((st = sc_json_obj(e, file, "efficiency", "fits", 0, &fits, err)))
+        return st;
+    return fits ? read_fits(fits, file, &f->fits, err) : SC_OK;
 }
 
 sc_status sc_cluster_from_json(const cJSON *root, const char *file, sc_cluster *out,
@@ -369,6 +496,8 @@ cJSON *sc_cluster_to_json(const sc_cluster *c)
     }
     sc_jadd_num(e, "op_overhead_s", c->eff.op_overhead_s, &oom);
     sc_jadd_num(e, "workspace_bytes", c->eff.workspace_bytes, &oom);
+    if (c->eff.fits.present)
+        add_fits(e, &c->eff.fits, &oom);
     if (oom) {
         cJSON_Delete(r);
         return NULL;
@@ -447,5 +576,28 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
              deq(a->eff.eff_max[d], b->eff.eff_max[d]) && deq(a->eff.f_half[d], b->eff.f_half[d]);
     for (int l = 0; eq && l < SC_LINK_N; l++)
         eq = deq(a->eff.alpha_s[l], b->eff.alpha_s[l]) && deq(a->eff.bw_eff[l], b->eff.bw_eff[l]);
+    const sc_cluster_fits *fa = &a->eff.fits, *fb = &b->eff.fits;
+    eq = eq && fa->present == fb->present;
+    if (eq && fa->present) {
+        eq = !strcmp(fa->date, fb->date) && fa->n_inputs == fb->n_inputs;
+        for (int i = 0; eq && i < fa->n_inputs; i++)
+            eq = !strcmp(fa->input[i], fb->input[i]) && !strcmp(fa->digest[i], fb->digest[i]);
+        const sc_fit_stats *sa[SC_DTYPE_N + 1 + SC_LINK_N], *sb[SC_DTYPE_N + 1 + SC_LINK_N];
+        for (int d = 0; d < SC_DTYPE_N; d++) {
+            sa[d] = &fa->compute[d];
+            sb[d] = &fb->compute[d];
+        }
+        sa[SC_DTYPE_N] = &fa->overhead;
+        sb[SC_DTYPE_N] = &fb->overhead;
+        for (int l = 0; l < SC_LINK_N; l++) {
+            sa[SC_DTYPE_N + 1 + l] = &fa->link[l];
+            sb[SC_DTYPE_N + 1 + l] = &fb->link[l];
+        }
+        for (int k = 0; eq && k < SC_DTYPE_N + 1 + SC_LINK_N; k++)
+            eq = sa[k]->n == sb[k]->n && (sa[k]->n == 0 ||
+                 (deq(sa[k]->r2, sb[k]->r2) && deq(sa[k]->mape, sb[k]->mape) &&
+                  deq(sa[k]->rel_sd, sb[k]->rel_sd) && deq(sa[k]->se[0], sb[k]->se[0]) &&
+                  deq(sa[k]->se[1], sb[k]->se[1])));
+    }
     return eq;
 }

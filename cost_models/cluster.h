@@ -39,7 +39,12 @@
  *                    intra: { alpha_s, bw_eff }, inter: { alpha_s, bw_eff },
  *                    op_overhead_s (fixed cost per module call),
  *                    workspace_bytes (per-rank reserve: context, comm
- *                                     buffers, allocator slack) }
+ *                                     buffers, allocator slack),
+ *                    fits (optional, written by calibrate): { date,
+ *                      inputs: [ { file, digest } ],
+ *                      compute: { DTYPE: STATS }, op_overhead: STATS,
+ *                      intra: STATS, inter: STATS } }
+ *                    with STATS = { n, r2, mape, rel_sd, se: [a, b] }
  *
  * Compute efficiency of a call of F FLOPs: eff(F) = eff_max * F / (F + f_half)
  * (a saturating curve: small kernels cannot fill the device; f_half is the
@@ -65,6 +70,31 @@
 
 typedef enum sc_link { SC_LINK_INTRA = 0, SC_LINK_INTER, SC_LINK_N } sc_link;
 
+/* Statistics of one calibration fit (n = 0: not fitted). rel_sd is the
+ * standard deviation of the relative residuals (measured/predicted - 1),
+ * which `sim` and `plan` turn into error bars; se holds the standard errors
+ * of the fitted parameters (compute: eff_max, f_half; links: alpha_s,
+ * bw_eff; overhead: op_overhead_s). */
+typedef struct sc_fit_stats {
+    int n;
+    double r2, mape, rel_sd;
+    double se[2];
+} sc_fit_stats;
+
+#define SC_CLUSTER_MAX_INPUTS 16
+
+/* What calibration fitted and from what (stagecraft calibrate). */
+typedef struct sc_cluster_fits {
+    int present;
+    char date[32];                         /* ISO 8601, UTC */
+    int n_inputs;
+    char input[SC_CLUSTER_MAX_INPUTS][128]; /* file names */
+    char digest[SC_CLUSTER_MAX_INPUTS][17]; /* FNV-1a of their JSON */
+    sc_fit_stats compute[SC_DTYPE_N];
+    sc_fit_stats overhead;
+    sc_fit_stats link[SC_LINK_N];
+} sc_cluster_fits;
+
 typedef struct sc_cluster_eff {
     double eff_max[SC_DTYPE_N];  /* (0, 1] */
     double f_half[SC_DTYPE_N];   /* FLOPs, >= 0 */
@@ -74,6 +104,7 @@ typedef struct sc_cluster_eff {
     double op_overhead_s;
     double workspace_bytes;
     char provenance[SC_CLUSTER_PROV_MAX + 1];
+    sc_cluster_fits fits;        /* optional: "efficiency.fits" */
 } sc_cluster_eff;
 
 typedef struct sc_cluster {

@@ -52,6 +52,7 @@
 #include "cluster.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -179,6 +180,35 @@ static void from_spec(const spec *s, sc_cluster *c)
     snprintf(c->eff.provenance, sizeof c->eff.provenance, "%s", s->sources);
 }
 
+/* fp32 FLOP/s of one core: FMA lanes x 2 FLOP x 2 FMA units per cycle
+ * (64 with AVX-512, 32 with AVX2, 16 otherwise) times the clock that
+ * /proc/cpuinfo reports (2 GHz when it says nothing). An upper bound that
+ * calibration scales with eff_max. */
+static double cpu_core_peak(void)
+{
+    double mhz = 0, per_cycle = 16;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    while (f && fgets(line, sizeof line, f)) {
+        if (!mhz && !strncmp(line, "cpu MHz", 7)) {
+            const char *colon = strchr(line, ':');
+            if (colon)
+                mhz = atof(colon + 1);
+        }
+        if (!strncmp(line, "flags", 5)) {
+            if (strstr(line, " avx512f"))
+                per_cycle = 64;
+            else if (strstr(line, " avx2") && per_cycle < 32)
+                per_cycle = 32;
+        }
+    }
+    if (f)
+        fclose(f);
+    if (!(mhz >= 500 && mhz <= 10000))
+        mhz = 2000;
+    return mhz * 1e6 * per_cycle;
+}
+
 static void cpu_local(sc_cluster *c)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -195,7 +225,7 @@ static void cpu_local(sc_cluster *c)
     c->nodes = 1;
     c->gpus_per_node = (int)cores;
     snprintf(c->gpu.name, sizeof c->gpu.name, "cpu-core");
-    c->gpu.peak_flops[SC_FP32] = 50e9;
+    c->gpu.peak_flops[SC_FP32] = cpu_core_peak();
     c->gpu.memory_bytes = mem / (double)cores;
     c->gpu.hbm_bytes_per_s = 10 * GB;
     snprintf(c->intra.kind, sizeof c->intra.kind, "shm");
@@ -205,7 +235,7 @@ static void cpu_local(sc_cluster *c)
     c->inter.nics_per_node = 1;
     c->inter.latency_s = 20 * US;
     c->storage_bytes_per_s = 1 * GB;
-    set_eff(c, 0.75, 0.7, 5 * US, 20 * US, 0.25 * GIB);
+    set_eff(c, 0.75, 0.6, 5 * US, 20 * US, 0.25 * GIB);
     /* a core is not launch-bound like a GPU: half efficiency at 1 us of work */
     c->eff.f_half[SC_FP32] = c->gpu.peak_flops[SC_FP32] * 1 * US;
     c->eff.op_overhead_s = 1 * US;

@@ -87,7 +87,8 @@ static void cpu_abort(sc_bk *bk, int code)
 static int cpu_rank(const sc_bk *bk) { return bk->rank; }
 static int cpu_size(const sc_bk *bk) { return bk->size; }
 static sc_dtype cpu_dtype(const sc_bk *bk, sc_dtype want) { return SC_FP32; }
-static const char *cpu_device(const sc_bk *bk) { return "OpenBLAS sgemm fp32, 1 thread per rank"; }
+/* Starts with cpu-local's gpu.name, which calibration matches against. */
+static const char *cpu_device(const sc_bk *bk) { return "cpu-core (OpenBLAS sgemm fp32, 1 thread per rank)"; }
 
 static sc_dbuf *cpu_alloc(sc_bk *bk, size_t bytes, sc_error *err)
 {

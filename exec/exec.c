@@ -63,6 +63,7 @@ struct sc_exec {
     sc_bk *bk;
     int rank, size;
     sc_plan *plan;
+    char plan_file[512];
     sc_model *model;
     sc_cluster cluster;
     int have_cluster;
@@ -877,6 +878,7 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
     x->rank = be->rank(x->bk);
     x->size = be->size(x->bk);
     st = parse_fault(x, err);
+    snprintf(x->plan_file, sizeof x->plan_file, "%s", plan_file);
     if (!st)
         st = sc_plan_load(plan_file, &x->plan, err);
     if (!st) {
@@ -1071,6 +1073,13 @@ sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
             goto done;
         }
         tl->step_time_s = times[median];
+        snprintf(tl->device, sizeof tl->device, "%s", be->device_name(x->bk));
+        snprintf(tl->plan_file, sizeof tl->plan_file, "%s", x->plan_file);
+        if (sc_plan_file_digest(x->plan_file, tl->plan_digest, err)) {
+            sc_timeline_free(tl);
+            st = err ? err->status : SC_EIO;
+            goto done;
+        }
         tl->n_steps = N;
         tl->step_median_s = sum->median_s;
         tl->step_min_s = sum->min_s;

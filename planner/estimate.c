@@ -22,6 +22,32 @@ void sc_stage_table_free(sc_stage_table *t)
 
 static int node_of_position(int r, int tp, int gpn) { return r * tp / gpn; }
 
+/* A ring of n ranks (a data- or tensor-parallel group), per_node of them on a node. Across
+ * nodes, each (pp, tp) coordinate of a node runs its own ring at once, and
+ * a ring leaves a node once however many of its members sit there, so the
+ * gpus_per_node / per_node rings of a node share its NICs evenly: the
+ * simulator shows this contention and the estimate must too. */
+static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, int n, int per_node)
+{
+    double t = 0;
+    if (n <= 1 || bytes <= 0)
+        return 0;
+    if (per_node >= n) {
+        if (sc_cost_coll(c, "ring", op, bytes, n, per_node, &t, NULL) != SC_OK)
+            return INFINITY;
+        return t;
+    }
+    double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
+    double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER] *
+                per_node / c->gpus_per_node;
+    double beta = be < bi ? be : bi, a = c->eff.alpha_s[SC_LINK_INTER];
+    if (!(beta > 0))
+        return INFINITY;
+    if (op == SC_COLL_ALLREDUCE)
+        return 2.0 * (n - 1) / n * bytes / beta + 2.0 * (n - 1) * a;
+    return (n - 1.0) / n * bytes / beta + (n - 1) * a; /* reduce-scatter, allgather */
+}
+
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
                                int mbs, const sc_partition *part, sc_stage_table *out,
                                sc_error *err)
@@ -65,10 +91,8 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         t.rc_sel[s] = info[s].recompute_s;
         t.grad[s] = info[s].grad_bytes;
         if (tp > 1 && info[s].tp_count > 0) {
-            double one;
             int per_node = tp < gpn ? tp : gpn;
-            st = sc_cost_coll(c, "ring", SC_COLL_ALLREDUCE, info[s].tp_bytes, tp, per_node, &one,
-                              err);
+            double one = ring_coll(c, SC_COLL_ALLREDUCE, info[s].tp_bytes, tp, per_node);
             /* the ring's latency once per allreduce of the pass */
             double a = c->eff.alpha_s[tp <= gpn ? SC_LINK_INTRA : SC_LINK_INTER];
             t.tp_s[s] = one + (info[s].tp_count - 1) * 2.0 * (tp - 1) * a;
@@ -173,32 +197,6 @@ int sc_inflight(const char *schedule, int pp, int m, int v, int r)
     return pp - r < m ? pp - r : m; /* 1f1b */
 }
 
-/* A data-parallel ring of n ranks, per_node of them on a node. Across
- * nodes, each (pp, tp) coordinate of a node runs its own ring at once, and
- * a ring leaves a node once however many of its members sit there, so the
- * gpus_per_node / per_node rings of a node share its NICs evenly: the
- * simulator shows this contention and the estimate must too. */
-static double dp_coll(const sc_cluster *c, sc_coll op, double bytes, int n, int per_node)
-{
-    double t = 0;
-    if (n <= 1 || bytes <= 0)
-        return 0;
-    if (per_node >= n) {
-        if (sc_cost_coll(c, "ring", op, bytes, n, per_node, &t, NULL) != SC_OK)
-            return INFINITY;
-        return t;
-    }
-    double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
-    double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER] *
-                per_node / c->gpus_per_node;
-    double beta = be < bi ? be : bi, a = c->eff.alpha_s[SC_LINK_INTER];
-    if (!(beta > 0))
-        return INFINITY;
-    if (op == SC_COLL_ALLREDUCE)
-        return 2.0 * (n - 1) / n * bytes / beta + 2.0 * (n - 1) * a;
-    return (n - 1.0) / n * bytes / beta + (n - 1) * a; /* reduce-scatter, allgather */
-}
-
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
                       sc_dtype dt, sc_estimate *out)
 {
@@ -254,7 +252,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         double dpx = 0;
         if (dp > 1) {
             sc_coll op = cfg->zero == 0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
-            double tr = dp_coll(c, op, grads, dp, per_node);
+            double tr = ring_coll(c, op, grads, dp, per_node);
             /* buckets overlap the last microbatch's backward: every chunk's
              * (their final backwards run together at the end of the
              * schedule) but the last bucket of the last chunk */
@@ -262,13 +260,13 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             double overlap = blast - t->b[r] / K;
             dpx = fmax(tr / (K * v), tr - overlap);
             if (cfg->zero == 1 || cfg->zero == 2)
-                dpx += dp_coll(c, SC_COLL_ALLGATHER, P * wb, dp, per_node);
+                dpx += ring_coll(c, SC_COLL_ALLGATHER, P * wb, dp, per_node);
             if (cfg->zero == 3) {
                 /* a gather before every F and B and a reduce-scatter after
                  * every B share the NICs; what exceeds the position's
                  * compute is exposed, and the first gather always is */
-                double ag = dp_coll(c, SC_COLL_ALLGATHER, P * wb / v, dp, per_node);
-                double rs = dp_coll(c, SC_COLL_REDUCE_SCATTER, grads / v, dp, per_node);
+                double ag = ring_coll(c, SC_COLL_ALLGATHER, P * wb / v, dp, per_node);
+                double rs = ring_coll(c, SC_COLL_REDUCE_SCATTER, grads / v, dp, per_node);
                 double busy = 0;
                 for (int ch = 0; ch < v; ch++)
                     busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
@@ -276,7 +274,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             }
         }
         if (t->shared_npos > 1)
-            dpx += dp_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_npos, 1);
+            dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_npos, 1);
         double local = cfg->zero >= 1 ? P / dp : P;
         double opt = local > 0 ? c->eff.op_overhead_s + 2 * local * (wb + gb + ob) /
                                                           (c->gpu.hbm_bytes_per_s * c->eff.memory_bw)

@@ -28,6 +28,17 @@ sc_status sc_cluster_digest(const sc_cluster *c, char out[17])
     return st;
 }
 
+sc_status sc_plan_file_digest(const char *file, char out[17], sc_error *err)
+{
+    cJSON *j;
+    sc_status st = sc_json_load(file, &j, err);
+    if (st)
+        return st;
+    st = sc_json_digest(j, out);
+    cJSON_Delete(j);
+    return st ? sc_err(err, st, "%s: out of memory", file) : SC_OK;
+}
+
 void sc_plan_free(sc_plan *p)
 {
     if (!p)

@@ -67,6 +67,10 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model,
 void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg);
 void sc_plan_free(sc_plan *p);
 
+/* FNV-1a digest of a plan file's JSON (as loaded), for timelines that name
+ * the plan they measured. */
+sc_status sc_plan_file_digest(const char *file, char out[17], sc_error *err);
+
 /* Digests used in plans. */
 sc_status sc_model_digest(const sc_model *m, char out[17]);
 sc_status sc_cluster_digest(const sc_cluster *c, char out[17]);

@@ -1391,3 +1391,18 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     }
     return j;
 }
+
+double sc_step_interval(const sc_step_result *r, const sc_cluster *c, sc_dtype dt)
+{
+    const sc_cluster_fits *f = &c->eff.fits;
+    if (!f->present || r->step_time_s <= 0)
+        return 0;
+    const sc_step_breakdown *k = &r->breakdown;
+    double busy = (k->compute + k->recompute + k->optimizer) / r->step_time_s;
+    double comm = (k->tp + k->pp + k->dp) / r->step_time_s;
+    double sdc = f->compute[dt].n > 0 ? f->compute[dt].rel_sd : 0, sdl = 0;
+    for (int l = 0; l < SC_LINK_N; l++)
+        if (f->link[l].n > 0 && f->link[l].rel_sd > sdl)
+            sdl = f->link[l].rel_sd;
+    return 1.96 * r->step_time_s * sqrt(busy * busy * sdc * sdc + comm * comm * sdl * sdl);
+}

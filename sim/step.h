@@ -158,6 +158,14 @@ sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_s
  * (bucket_bytes 0 = 25 MiB). */
 int sc_step_bucket_count(double grad_bytes, double bucket_bytes);
 
+/* Half-width of an approximate 95% interval of r's step time on a
+ * calibrated cluster: 1.96 · step · sqrt((b·sd_compute)² + (k·sd_link)²),
+ * where b and k are the busy (compute, recompute, optimizer) and exposed
+ * communication shares of the step and sd the relative residual standard
+ * deviations of the fits (efficiency.fits: compute of dt, the worse link
+ * class). 0 when the cluster carries no fits. */
+double sc_step_interval(const sc_step_result *r, const sc_cluster *c, sc_dtype dt);
+
 /* Placement: rank of coordinates (d, p, t) and back. */
 int sc_step_rank(const sc_step_cfg *cfg, int d, int p, int t);
 void sc_step_coords(const sc_step_cfg *cfg, int rank, int *d, int *p, int *t);

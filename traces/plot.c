@@ -524,6 +524,18 @@ static sc_status lines_script(const void *ctx, const char *out, const char *outp
                 sc_buf_printf(b, "%.17g %.17g\n", ser->mark[2 * k], ser->mark[2 * k + 1]);
             sc_buf_printf(b, "EOD\n");
         }
+        if (ser->labels) {
+            sc_buf_printf(b, "$l%d << EOD\n", i);
+            for (int k = 0; k < ser->n; k++) {
+                if (!isfinite(ser->x[k]) || !isfinite(ser->y[k]) || !ser->labels[k])
+                    continue;
+                sc_buf_printf(b, "%.17g %.17g \"", ser->x[k], ser->y[k]);
+                for (const char *q = ser->labels[k]; *q; q++)
+                    sc_buf_printf(b, "%c", *q == '"' ? '\'' : (unsigned char)*q < ' ' ? ' ' : *q);
+                sc_buf_printf(b, "\"\n");
+            }
+            sc_buf_printf(b, "EOD\n");
+        }
     }
     sc_buf_printf(b, "plot ");
     for (int i = 0; i < p->n_series; i++) {
@@ -537,6 +549,10 @@ static sc_status lines_script(const void *ctx, const char *out, const char *outp
                              "lc rgb 'black' title ", i, ser->y2 ? 2 : 1);
             put_quoted(b, ser->mark_title ? ser->mark_title : "marked");
         }
+        if (ser->labels)
+            sc_buf_printf(b, ", \\\n     $l%d using 1:2:3 axes x1y%d with labels left offset "
+                             "char 0.6,0.6 textcolor rgb '%s' notitle", i, ser->y2 ? 2 : 1,
+                          sc_plot_kind_color(i % SC_OP_KIND_N));
     }
     sc_buf_printf(b, "\n");
     return b->oom ? sc_err(err, SC_ENOMEM, "%s: out of memory", out) : SC_OK;

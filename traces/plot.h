@@ -72,7 +72,8 @@ sc_status sc_plot_timeline(const sc_timeline *t, const char *out, const sc_plot_
 
 /* A line chart: each series is a line with points (or points only), on the
  * left axis or the right one (y2); mark holds n_mark (x, y) pairs drawn as
- * large circles (a best point, a Pareto front). */
+ * large circles (a best point, a Pareto front); labels, when set, name each
+ * point. */
 typedef struct sc_plot_series {
     const char *title;
     const double *x, *y;
@@ -81,6 +82,9 @@ typedef struct sc_plot_series {
     const double *mark;
     int n_mark;
     const char *mark_title;
+    /* optional: n short texts drawn beside the points, in the series' colour
+     * (a double quote in one becomes a single quote) */
+    const char *const *labels;
 } sc_plot_series;
 
 typedef struct sc_plot_xy {

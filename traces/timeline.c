@@ -90,6 +90,13 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
     sc_jadd_str(j, "model", t->model, &oom);
     sc_jadd_str(j, "cluster", t->cluster, &oom);
     sc_jadd_num(j, "step_time_s", t->step_time_s, &oom);
+    if (t->device[0])
+        sc_jadd_str(j, "device", t->device, &oom);
+    if (t->plan_file[0]) {
+        cJSON *p = sc_jadd_obj(j, "plan", &oom);
+        sc_jadd_str(p, "file", t->plan_file, &oom);
+        sc_jadd_str(p, "digest", t->plan_digest, &oom);
+    }
     if (t->n_steps > 0) {
         cJSON *s = sc_jadd_obj(j, "steps", &oom);
         sc_jadd_num(s, "n", t->n_steps, &oom);
@@ -155,7 +162,7 @@ sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **
                                 sc_error *err)
 {
     static const char *const top[] = {"format", "source", "model", "cluster", "step_time_s",
-                                      "steps", "ranks", NULL};
+                                      "steps", "device", "plan", "ranks", NULL};
     static const char *const rk[] = {"rank", "node", "device", "dp", "pp", "tp", "ops", NULL};
     static const char *const ok[] = {"kind", "stage", "chunk", "mb", "bytes", "stream",
                                      "start", "end", NULL};
@@ -189,7 +196,27 @@ sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **
     if (!t)
         return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
     t->step_time_s = step;
-    if (steps) {
+    const char *dev = NULL;
+    const cJSON *plan = NULL;
+    st = sc_json_str(j, file, "", "device", 0, sizeof t->device - 1, &dev, err);
+    if (!st && dev)
+        snprintf(t->device, sizeof t->device, "%s", dev);
+    if (!st)
+        st = sc_json_obj(j, file, "", "plan", 0, &plan, err);
+    if (!st && plan) {
+        static const char *const pk[] = {"file", "digest", NULL};
+        const char *pf = NULL, *pd = NULL;
+        st = sc_json_keys(plan, file, "plan", pk, err);
+        if (!st)
+            st = sc_json_str(plan, file, "plan", "file", 1, sizeof t->plan_file - 1, &pf, err);
+        if (!st)
+            st = sc_json_str(plan, file, "plan", "digest", 1, 16, &pd, err);
+        if (!st) {
+            snprintf(t->plan_file, sizeof t->plan_file, "%s", pf);
+            snprintf(t->plan_digest, sizeof t->plan_digest, "%s", pd);
+        }
+    }
+    if (!st && steps) {
         static const char *const sk[] = {"n", "median_s", "min_s", "max_s", NULL};
         long ns = 0;
         st = sc_json_keys(steps, file, "steps", sk, err);

@@ -6,6 +6,8 @@
  *   { "format": "stagecraft.timeline/1", "source": "sim"|"exec",
  *     "model": NAME, "cluster": NAME, "step_time_s": T,
  *     "steps": { "n": N, "median_s": .., "min_s": .., "max_s": .. }   (optional)
+ *     "device": "what ran it",                 (optional; exec writes it)
+ *     "plan": { "file": PATH, "digest": HEX }   (optional; the plan exec ran)
  *     "ranks": [ { "rank": R, "node": N, "device": D, "dp": i, "pp": j, "tp": k,
  *                  "ops": [ { "kind": "F", "stage": S, "chunk": C, "mb": M,
  *                             "bytes": B, "stream": "compute"|"comm",
@@ -62,6 +64,9 @@ typedef struct sc_timeline {
     char source[8];
     char model[128], cluster[128];
     double step_time_s;
+    char device[128];       /* "" = unknown */
+    char plan_file[512];    /* "" = none */
+    char plan_digest[17];
     int n_steps;            /* 0 = no step statistics */
     double step_median_s, step_min_s, step_max_s;
     int n_ranks;

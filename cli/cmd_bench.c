@@ -1,0 +1,171 @@
+/* cmd_bench.c - `stagecraft bench OP`: microbenchmarks of GEMM, point-to-point
+ * and collectives on a backend, run under mpirun for the communication ops
+ * (see exec/bench.h for what is measured and how). */
+#include "cli.h"
+#include "bench.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: stagecraft bench gemm|p2p|allreduce|allgather|reducescatter [OPTIONS]\n"
+            "       mpirun -np R stagecraft bench OP [OPTIONS]\n\n"
+            "Measures one operation over a sweep of sizes and prints a table on rank 0.\n"
+            "gemm runs on every rank at once (C[m,n] = A[m,k] B[k,n]; FLOP/s = 2mnk/time);\n"
+            "p2p is a ping-pong between ranks 0 and 1 (time = half the round trip);\n"
+            "allreduce, allgather and reducescatter run over every rank. Bandwidths follow\n"
+            "nccl-tests (doc/PERFORMANCE.md): size S is the per-rank buffer for allreduce\n"
+            "and p2p, the whole n-rank buffer for allgather and reducescatter;\n"
+            "algbw = S / time, busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather,\n"
+            "reducescatter), 1 (p2p). Times are the median (and min) over iterations of\n"
+            "the slowest rank.\n\n"
+            "  --backend B        cpu (OpenBLAS + MPI, default) or cuda (cuBLAS + NCCL)\n"
+            "  --sizes SPEC       MIN:MAX:FACTOR or a list A,B,C; suffixes K, M, G (x1024).\n"
+            "                     Bytes for the communication ops (default 1K:16M:4 on cpu,\n"
+            "                     1K:1G:4 on cuda); square m=n=k for gemm, or MxNxK list\n"
+            "                     items (default 128:1024:2 on cpu, 256:16384:2 on cuda)\n"
+            "  --dtype D          fp32, tf32, fp16, bf16, fp8 (default fp32 on cpu, bf16 on\n"
+            "                     cuda; the cpu backend runs everything in fp32)\n"
+            "  --iters N          timed iterations per size (default 20)\n"
+            "  --warmup W         untimed iterations first (default 3)\n"
+            "  --timeout S        seconds to wait for a peer before giving up (default 120)\n"
+            "  -o, --output FILE  write the results (stagecraft.bench/1) on rank 0, whole or\n"
+            "                     not at all\n"
+            "  --json             print the results as JSON instead of the table\n\n"
+            "examples:\n"
+            "  stagecraft bench gemm --sizes 256:2048:2 -o gemm.json\n"
+            "  mpirun -np 2 stagecraft bench allreduce --sizes 1K:64M:4 -o ar.json\n"
+            "  scripts/netcluster.sh run --np 2 -- $PWD/bin/stagecraft bench p2p -o p2p.json\n");
+}
+
+/* Before MPI starts, the rank from the launcher's environment, so that a
+ * usage error is printed once, not once per rank. */
+static int launcher_rank(void)
+{
+    const char *v[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(v); i++)
+        if (getenv(v[i]))
+            return atoi(getenv(v[i]));
+    return 0;
+}
+
+#define USAGE(...) (launcher_rank() == 0 ? cli_usage("bench", __VA_ARGS__) : 2)
+
+int cmd_bench(int argc, char **argv)
+{
+    enum { O_BACKEND = 1000, O_SIZES, O_DTYPE, O_ITERS, O_WARMUP, O_TIMEOUT, O_JSON };
+    static const struct option opts[] = {{"backend", required_argument, NULL, O_BACKEND},
+                                         {"sizes", required_argument, NULL, O_SIZES},
+                                         {"dtype", required_argument, NULL, O_DTYPE},
+                                         {"iters", required_argument, NULL, O_ITERS},
+                                         {"warmup", required_argument, NULL, O_WARMUP},
+                                         {"timeout", required_argument, NULL, O_TIMEOUT},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *backend = "cpu", *sizes = NULL, *dtype = NULL, *out = NULL;
+    long iters = 20, warmup = 3;
+    double timeout = 120;
+    int json = 0, ch, quiet = launcher_rank() != 0;
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (ch) {
+        case O_BACKEND: backend = optarg; break;
+        case O_SIZES: sizes = optarg; break;
+        case O_DTYPE: dtype = optarg; break;
+        case O_ITERS:
+            if (quiet ? (iters = atol(optarg)) < 1 || iters > 100000
+                      : cli_long("bench", "--iters", optarg, 1, 100000, &iters))
+                return 2;
+            break;
+        case O_WARMUP:
+            if (quiet ? (warmup = atol(optarg)) < 0 || warmup > 100000
+                      : cli_long("bench", "--warmup", optarg, 0, 100000, &warmup))
+                return 2;
+            break;
+        case O_TIMEOUT:
+            if (quiet ? (timeout = atof(optarg)) < 0.001 || timeout > 86400
+                      : cli_double("bench", "--timeout", optarg, 0.001, 86400, &timeout))
+                return 2;
+            break;
+        case O_JSON: json = 1; break;
+        case 'o': out = optarg; break;
+        case 'h':
+            if (!quiet)
+                usage(stdout);
+            return 0;
+        default:
+            return USAGE("unknown option or missing value '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return USAGE("missing OP (gemm, p2p, allreduce, allgather, reducescatter)");
+    int op = sc_bench_op_parse(argv[optind]);
+    if (op < 0)
+        return USAGE("unknown OP '%s' (gemm, p2p, allreduce, allgather, reducescatter)",
+                     argv[optind]);
+    if (optind + 1 < argc)
+        return USAGE("unexpected argument '%s'", argv[optind + 1]);
+    int cuda = !strcmp(backend, "cuda");
+    if (!cuda && strcmp(backend, "cpu"))
+        return USAGE("--backend: unknown '%s' (cpu, cuda)", backend);
+    int dt = sc_dtype_parse(dtype ? dtype : cuda ? "bf16" : "fp32");
+    if (dt < 0)
+        return USAGE("--dtype: unknown '%s' (fp32, tf32, fp16, bf16, fp8)", dtype);
+    if (!sizes)
+        sizes = op == SC_BENCH_GEMM ? (cuda ? "256:16384:2" : "128:1024:2")
+                                    : (cuda ? "1K:1G:4" : "1K:16M:4");
+    static sc_bench_point pts[SC_BENCH_MAX_SIZES];
+    int npts = 0;
+    sc_error err = {0};
+    if (sc_bench_parse_sizes((sc_bench_op)op, sizes, pts, &npts, &err))
+        return USAGE("%s", err.msg);
+
+    sc_bench *b = NULL;
+    if (sc_bench_open(backend, NULL, NULL, &b, &err)) {
+        int rc = cli_fail(&err);
+        return rc;
+    }
+    sc_bench_opts o = {.op = (sc_bench_op)op, .dtype = (sc_dtype)dt, .sizes = pts,
+                       .n_sizes = npts, .iters = (int)iters, .warmup = (int)warmup,
+                       .timeout_s = timeout};
+    sc_bench_result *r = NULL;
+    int rank = sc_bench_rank(b), size = sc_bench_nranks(b);
+    sc_status st = sc_bench_run(b, &o, &r, &err);
+    int rc = 0;
+    if (st) {
+        /* SC_EINVAL and SC_ENOTSUP come from checks every rank makes alike
+         * (p2p on one rank, comm ops without MPI): said once, by rank 0.
+         * Anything else may leave the other ranks waiting on this one: end
+         * them all. */
+        int uniform = st == SC_EINVAL || st == SC_ENOTSUP;
+        if (rank == 0 || !uniform)
+            rc = cli_fail(&err);
+        else
+            rc = 2;
+        if (size > 1 && !uniform)
+            sc_bench_abort(b, rc);
+    } else if (rank == 0) {
+        if (out && (st = sc_bench_save(r, out, &err)))
+            rc = cli_fail(&err);
+        if (json) {
+            cJSON *j = sc_bench_to_json(r);
+            int prc = cli_print_json(j);
+            rc = rc ? rc : prc;
+        } else {
+            sc_bench_print(r, stdout);
+            if (out && !st)
+                printf("wrote %s\n", out);
+        }
+        fflush(stdout);
+    }
+    sc_bench_result_free(r);
+    sc_bench_close(b);
+    return rc;
+}

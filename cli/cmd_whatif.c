@@ -1,0 +1,298 @@
+/* cmd_whatif.c - `stagecraft whatif`: node counts × clusters, days and dollars
+ * on demand and on spot. */
+#include "cli.h"
+#include "cluster.h"
+#include "cost.h"
+#include "json.h"
+#include "model.h"
+#include "whatif.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void help(void)
+{
+    printf(
+        "usage: stagecraft whatif --model M --cluster C[,C2...] --nodes LIST --global-batch B\n"
+        "                         --tokens T [--spot] [--interruptions-per-hour X]\n"
+        "                         [--storage-gbps G] [--restart-minutes R] [--top K]\n"
+        "                         [-o DIR] [--json]\n"
+        "For each cluster and node count, searches the best plan (the planner, K simulated\n"
+        "candidates, default 4) and reports its configuration, step time, tokens/s,\n"
+        "scaling efficiency (tokens/s per GPU against the cluster's smallest count), days\n"
+        "to train T tokens and the cost on demand (nodes x price x hours) and, with\n"
+        "--spot, on spot capacity with interruptions, checkpoints and restarts charged.\n"
+        "A count where nothing fits or no configuration matches is skipped and reported.\n\n"
+        "  --nodes LIST     counts separated by commas (1,2,4,8,16); A-B stands for the\n"
+        "                   powers of two from A to B (1-64 = 1,2,4,8,16,32,64); both mix\n"
+        "  --tokens T       tokens to train (300e9, 3e11)\n"
+        "  --spot           also price spot capacity (clusters without a spot price: '-')\n"
+        "  --interruptions-per-hour X  spot interruptions per node-hour (default: the\n"
+        "                   cluster's price.spot_interruptions_per_hour); the job stops\n"
+        "                   when any of its nodes is taken back (X x nodes per hour)\n"
+        "  --storage-gbps G checkpoint write bandwidth per node in gigabits per second\n"
+        "                   (8 Gb/s = 1 GB/s; default: the cluster's storage_bytes_per_s);\n"
+        "                   the weights and optimizer states are written by all nodes at once\n"
+        "  --restart-minutes R  time to get going again after an interruption (default 10)\n"
+        "  -o DIR           output folder (default out/whatif, created if missing):\n"
+        "                   whatif.csv, whatif.json, and time_vs_cost, tokens_vs_nodes,\n"
+        "                   cost_per_mtok_vs_nodes as .png and .svg (gnuplot)\n"
+        "  --json           print the JSON instead of the table\n\n"
+        "Spot model (planner/whatif.h): checkpoint every tau seconds of work, tau from\n"
+        "Daly (2006), refining Young (1974) tau = sqrt(2 delta M); expected wall time\n"
+        "T_w = [T_s + (T_s/tau - 1) delta] / (1 - ((tau + delta)/2 + R) / M), M the job's\n"
+        "mean time between interruptions, delta the checkpoint write time. When the\n"
+        "denominator is <= 0 spot is reported infeasible.\n");
+}
+
+typedef struct {
+    double t0;
+    int tty;
+} progress_state;
+
+static double wall(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void progress(void *ud, int done, int total, const char *cluster, long nodes,
+                     const sc_whatif_point *p, const char *reason)
+{
+    progress_state *s = ud;
+    if (!s->tty || wall() - s->t0 < 1.0)
+        return;
+    if (p)
+        fprintf(stderr, "whatif: [%d/%d] %s x %ld: %.3g tokens/s, %.2f days\n", done, total,
+                cluster, nodes, p->tokens_per_s, p->days);
+    else
+        fprintf(stderr, "whatif: [%d/%d] %s x %ld: skipped\n", done, total, cluster, nodes);
+}
+
+static const char *money(double v, char *b)
+{
+    if (!isfinite(v))
+        return "infeasible";
+    /* whole dollars with thousands separators */
+    char d[32];
+    int len = snprintf(d, sizeof d, "%.0f", v), o = 0;
+    for (int i = 0; i < len && o < 30; i++) {
+        if (i && (len - i) % 3 == 0)
+            b[o++] = ',';
+        b[o++] = d[i];
+    }
+    b[o] = '\0';
+    return b;
+}
+
+static void print_table(const sc_whatif *w, const sc_model *m, double state_bytes)
+{
+    char b[6][32];
+    printf("whatif: %s (%s params, checkpoint %s), global batch %ld, %s tokens\n", w->model,
+           cli_si(sc_model_totals(m).params, b[0]), cli_bytes(state_bytes, b[1]), w->global_batch,
+           cli_si(w->tokens, b[2]));
+    if (w->spot)
+        printf("spot: restart %.3g min per interruption; rates, prices and checkpoint "
+               "bandwidth per cluster below the table\n",
+               w->restart_s / 60);
+    printf("\n%-14s %5s %5s  %-30s %9s %10s %7s %8s %11s %8s",
+           "cluster", "nodes", "GPUs", "config (dp.tp.pp v m mbs ...)", "step ms", "tokens/s",
+           "scaling", "days", "on-demand $", "$/Mtok");
+    if (w->spot)
+        printf(" %7s %9s %9s %9s %6s", "ckpt s", "every min", "spot days", "spot $", "waste");
+    printf("  front\n");
+    for (int i = 0; i < w->n_points; i++) {
+        const sc_whatif_point *p = &w->points[i];
+        char cfg[64];
+        snprintf(cfg, sizeof cfg, "%d.%d.%d%s%.0d m%d mbs%d %s z%d%s", p->dp, p->tp, p->pp,
+                 p->v > 1 ? " v" : "", p->v > 1 ? p->v : 0, p->m, p->mbs, p->schedule, p->zero,
+                 p->recompute == SC_RECOMPUTE_SELECTIVE ? " sel"
+                 : p->recompute == SC_RECOMPUTE_FULL    ? " full"
+                                                        : "");
+        printf("%-14s %5ld %5ld  %-30s %9.1f %10s %6.1f%% %8.2f %11s %8.3f",
+               w->clusters[p->cluster].name, p->nodes, p->gpus, cfg, 1e3 * p->step_s,
+               cli_si(p->tokens_per_s, b[0]), 100 * p->scaling_efficiency, p->days,
+               money(p->cost_on_demand, b[1]), p->usd_per_mtok_on_demand);
+        if (w->spot && p->has_spot) {
+            printf(" %7.2f", p->spot.checkpoint_s);
+            if (isfinite(p->spot.interval_s))
+                printf(" %9.1f", p->spot.interval_s / 60);
+            else
+                printf(" %9s", "never");
+            if (p->spot.feasible)
+                printf(" %9.2f %9s %5.1f%%", p->spot_days, money(p->cost_spot, b[2]),
+                       100 * p->spot.waste_fraction);
+            else
+                printf(" %9s %9s %6s", "-", "infeasible", "100%");
+        } else if (w->spot) {
+            printf(" %7s %9s %9s %9s %6s", "-", "-", "-", "-", "-");
+        }
+        const char *f = p->pareto_on_demand && p->pareto_spot ? "both"
+                        : p->pareto_on_demand                 ? "on-demand"
+                        : p->pareto_spot                      ? "spot"
+                                                              : "";
+        printf("  %s\n", f);
+    }
+    if (w->spot) {
+        printf("\n");
+        for (int c = 0; c < w->n_clusters; c++) {
+            const sc_cluster *k = &w->clusters[c];
+            if (k->price.spot_per_hour > 0) {
+                for (int i = 0; i < w->n_points; i++)
+                    if (w->points[i].cluster == c) {
+                        const sc_whatif_point *p = &w->points[i];
+                        printf("%s: $%.4g/h on demand, $%.4g/h spot per node; %.3g "
+                               "interruptions per node-hour; checkpoints written at %.3g GB/s per node\n",
+                               k->name, k->price.on_demand_per_hour, k->price.spot_per_hour,
+                               p->spot.interruptions_per_hour / (double)p->nodes,
+                               state_bytes / (p->spot.checkpoint_s * (double)p->nodes) / 1e9);
+                        break;
+                    }
+            } else {
+                printf("%s: $%.4g/h on demand per node; no spot price\n", k->name,
+                       k->price.on_demand_per_hour);
+            }
+        }
+    }
+    if (w->n_skipped) {
+        printf("\nskipped:\n");
+        for (int i = 0; i < w->n_skipped; i++)
+            printf("  %s x %ld: %s\n", w->clusters[w->skipped[i].cluster].name,
+                   w->skipped[i].nodes, w->skipped[i].reason);
+    }
+}
+
+int cmd_whatif(int argc, char **argv)
+{
+    enum { O_MODEL = 256, O_CLUSTER, O_NODES, O_BATCH, O_TOKENS, O_SPOT, O_IPH, O_STORAGE,
+           O_RESTART, O_TOP, O_JSON };
+    static const struct option opts[] = {{"model", required_argument, NULL, O_MODEL},
+                                         {"cluster", required_argument, NULL, O_CLUSTER},
+                                         {"nodes", required_argument, NULL, O_NODES},
+                                         {"global-batch", required_argument, NULL, O_BATCH},
+                                         {"tokens", required_argument, NULL, O_TOKENS},
+                                         {"spot", no_argument, NULL, O_SPOT},
+                                         {"interruptions-per-hour", required_argument, NULL, O_IPH},
+                                         {"storage-gbps", required_argument, NULL, O_STORAGE},
+                                         {"restart-minutes", required_argument, NULL, O_RESTART},
+                                         {"top", required_argument, NULL, O_TOP},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *model = NULL, *clusters = NULL, *list = NULL, *dir = "out/whatif";
+    long batch = 0, top = 4;
+    double tokens = 0, gbps = 0, restart_min = 10;
+    int json = 0, ch;
+    sc_whatif_opts o;
+    sc_whatif_opts_default(&o);
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (ch) {
+        case O_MODEL: model = optarg; break;
+        case O_CLUSTER: clusters = optarg; break;
+        case O_NODES: list = optarg; break;
+        case O_BATCH: bad = cli_long("whatif", "--global-batch", optarg, 1, 1L << 30, &batch); break;
+        case O_TOKENS: bad = cli_double("whatif", "--tokens", optarg, 1, 1e18, &tokens); break;
+        case O_SPOT: o.spot = 1; break;
+        case O_IPH:
+            bad = cli_double("whatif", "--interruptions-per-hour", optarg, 0, 3600,
+                             &o.interruptions_per_hour);
+            break;
+        case O_STORAGE: bad = cli_double("whatif", "--storage-gbps", optarg, 1e-6, 1e6, &gbps); break;
+        case O_RESTART:
+            bad = cli_double("whatif", "--restart-minutes", optarg, 0, 1e6, &restart_min);
+            break;
+        case O_TOP: bad = cli_long("whatif", "--top", optarg, 1, 1000, &top); break;
+        case O_JSON: json = 1; break;
+        case 'o': dir = optarg; break;
+        case 'h': help(); return 0;
+        default: return cli_usage("whatif", "unknown option or missing value '%s'", argv[optind - 1]);
+        }
+        if (bad)
+            return 2;
+    }
+    if (optind < argc)
+        return cli_usage("whatif", "unexpected argument '%s'", argv[optind]);
+    if (!model || !clusters || !list || !batch || !tokens)
+        return cli_usage("whatif",
+                         "--model, --cluster, --nodes, --global-batch and --tokens are required");
+    if (!*dir)
+        return cli_usage("whatif", "-o: empty folder name");
+    sc_error err = {0};
+    long nodes[SC_WHATIF_MAX_COUNTS];
+    int n_nodes = 0;
+    if (sc_whatif_parse_nodes(list, nodes, SC_WHATIF_MAX_COUNTS, &n_nodes, &err))
+        return cli_usage("whatif", "%s", err.msg);
+
+    /* the clusters, each a preset name or a file */
+    sc_cluster cs[SC_WHATIF_MAX_CLUSTERS];
+    int nc = 0;
+    char names[4096];
+    if (snprintf(names, sizeof names, "%s", clusters) >= (int)sizeof names)
+        return cli_usage("whatif", "--cluster: list too long");
+    for (char *save = NULL, *tok = strtok_r(names, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (nc == SC_WHATIF_MAX_CLUSTERS)
+            return cli_usage("whatif", "--cluster: more than %d clusters", SC_WHATIF_MAX_CLUSTERS);
+        if (sc_cluster_open(tok, &cs[nc], &err))
+            return cli_fail(&err);
+        for (int i = 0; i < nc; i++)
+            if (!strcmp(cs[i].name, cs[nc].name))
+                return cli_usage("whatif", "--cluster: %s is listed twice", cs[nc].name);
+        nc++;
+    }
+    if (!nc)
+        return cli_usage("whatif", "--cluster: empty list");
+
+    sc_model *m;
+    if (sc_model_open(model, &m, &err))
+        return cli_fail(&err);
+    o.global_batch = batch;
+    o.tokens = tokens;
+    o.top_k = (int)top;
+    o.restart_s = 60 * restart_min;
+    if (gbps > 0)
+        o.storage_bytes_per_s = gbps * 1e9 / 8;
+    progress_state ps = {wall(), isatty(2)};
+    o.progress = progress;
+    o.progress_ud = &ps;
+    sc_whatif *w = NULL;
+    if (sc_whatif_run(m, cs, nc, nodes, n_nodes, &o, &w, &err)) {
+        sc_model_free(m);
+        return cli_fail(&err);
+    }
+    int rc = 0;
+    if (w->n_points == 0) {
+        fprintf(stderr, "stagecraft: whatif: no cluster and node count could run %s; nothing "
+                        "written\n", m->name);
+        for (int i = 0; i < w->n_skipped; i++)
+            fprintf(stderr, "  %s x %ld: %s\n", w->clusters[w->skipped[i].cluster].name,
+                    w->skipped[i].nodes, w->skipped[i].reason);
+        rc = 2;
+    } else if (sc_whatif_write(w, dir, NULL, &err)) {
+        rc = cli_fail(&err);
+    } else if (json) {
+        rc = cli_print_json(sc_whatif_to_json(w));
+    } else {
+        double bw, bg, bo;
+        sc_cost_state_bytes(m->dtype, &bw, &bg, &bo);
+        print_table(w, m, (bw + bo) * sc_model_totals(m).params);
+        printf("\nfront: the (days, $) options no other beats on both, over every cluster and "
+               "count%s\n",
+               w->spot ? ", on demand and spot" : "");
+        printf("wrote %s/whatif.csv, whatif.json and time_vs_cost, tokens_vs_nodes, "
+               "cost_per_mtok_vs_nodes (.png, .svg)\n",
+               dir);
+    }
+    sc_whatif_free(w);
+    sc_model_free(m);
+    return rc;
+}

@@ -1,0 +1,759 @@
+/* bench.c - microbenchmarks over a backend, see bench.h.
+ *
+ * Cost: one allocation of the largest size per buffer; per size, warmup +
+ * iters calls, one barrier per communication iteration and one gather of the
+ * per-iteration times to rank 0. Trade-off taken: a barrier before every
+ * collective iteration (instead of nccl-tests' back-to-back loop averaged
+ * over the loop) so that each iteration's time is one call's, which gives
+ * the median and the minimum the calibration fits; it costs a barrier's
+ * latency per iteration in wall time, not in the figures.
+ */
+#include "bench.h"
+#include "backend.h"
+#include "cost.h"
+#include "json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct sc_bench {
+    const sc_backend *be;
+    sc_bk *bk;
+};
+
+static const char *const op_names[SC_BENCH_OP_N] = {"gemm", "p2p", "allreduce", "allgather",
+                                                    "reducescatter"};
+
+const char *sc_bench_op_name(sc_bench_op op)
+{
+    return (unsigned)op < SC_BENCH_OP_N ? op_names[op] : "?";
+}
+
+int sc_bench_op_parse(const char *s)
+{
+    for (int i = 0; i < SC_BENCH_OP_N; i++)
+        if (s && !strcmp(s, op_names[i]))
+            return i;
+    return -1;
+}
+
+/* ---- sizes ------------------------------------------------------------------ */
+
+#define MAX_BYTES (64.0 * 1024 * 1024 * 1024)
+#define MAX_DIM 65536
+
+/* A number with an optional binary suffix K, M, G; *end past it. */
+static int parse_num(const char *s, const char **end, double *out)
+{
+    char *e;
+    errno = 0;
+    double v = strtod(s, &e);
+    if (e == s || errno || !isfinite(v) || v < 0)
+        return -1;
+    switch (*e) {
+    case 'k': case 'K': v *= 1024; e++; break;
+    case 'm': case 'M': v *= 1024.0 * 1024; e++; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; e++; break;
+    default: break;
+    }
+    if (*e == 'i' || *e == 'B') /* tolerate KiB / KB spellings */
+        e += (*e == 'i' && e[1] == 'B') ? 2 : 1;
+    *end = e;
+    *out = v;
+    return 0;
+}
+
+static sc_status add_size(sc_bench_op op, double v, int m, int n, int k, sc_bench_point *out,
+                          int *cnt, const char *text, sc_error *err)
+{
+    if (*cnt >= SC_BENCH_MAX_SIZES)
+        return sc_err(err, SC_EINVAL, "--sizes '%s': more than %d sizes", text,
+                      SC_BENCH_MAX_SIZES);
+    sc_bench_point z = {0};
+    if (op == SC_BENCH_GEMM) {
+        if (m < 1 || n < 1 || k < 1 || m > MAX_DIM || n > MAX_DIM || k > MAX_DIM)
+            return sc_err(err, SC_EINVAL,
+                          "--sizes '%s': gemm dimensions must be integers in [1, %d]", text,
+                          MAX_DIM);
+        z.m = m, z.n = n, z.k = k;
+    } else {
+        if (v < 1 || v > MAX_BYTES || v != floor(v))
+            return sc_err(err, SC_EINVAL,
+                          "--sizes '%s': %.0f bytes: sizes must be whole bytes in [1, 64G]",
+                          text, v);
+        z.bytes = v;
+    }
+    out[(*cnt)++] = z;
+    return SC_OK;
+}
+
+static int as_dim(double v) { return v == floor(v) && v >= 1 && v <= MAX_DIM ? (int)v : -1; }
+
+sc_status sc_bench_parse_sizes(sc_bench_op op, const char *text, sc_bench_point *out, int *n,
+                               sc_error *err)
+{
+    *n = 0;
+    if (!text || !*text)
+        return sc_err(err, SC_EINVAL, "--sizes: empty");
+    const char *p = text, *e;
+    double a, b, f;
+    if (strchr(text, ':')) {
+        if (parse_num(p, &e, &a) || *e != ':' || parse_num(e + 1, &e, &b) || *e != ':')
+            return sc_err(err, SC_EINVAL, "--sizes '%s': expected MIN:MAX:FACTOR", text);
+        char *fe;
+        errno = 0;
+        f = strtod(e + 1, &fe);
+        if (fe == e + 1 || *fe || errno || !(f >= 1) || !isfinite(f))
+            return sc_err(err, SC_EINVAL, "--sizes '%s': FACTOR must be a number >= 1", text);
+        if (a < 1 || b < a)
+            return sc_err(err, SC_EINVAL, "--sizes '%s': need 1 <= MIN <= MAX", text);
+        for (double v = a; v <= b * (1 + 1e-12); v *= f) {
+            double r = floor(v + 0.5);
+            int d = as_dim(r);
+            sc_status st = add_size(op, r, d, d, d, out, n, text, err);
+            if (st)
+                return st;
+            if (f == 1)
+                break;
+        }
+        return SC_OK;
+    }
+    while (*p) {
+        if (parse_num(p, &e, &a))
+            return sc_err(err, SC_EINVAL, "--sizes '%s': '%s' is not a size", text, p);
+        int m = as_dim(a), nn = m, k = m;
+        if (op == SC_BENCH_GEMM && (*e == 'x' || *e == 'X')) {
+            if (parse_num(e + 1, &e, &b) || (*e != 'x' && *e != 'X') ||
+                parse_num(e + 1, &e, &f))
+                return sc_err(err, SC_EINVAL, "--sizes '%s': expected MxNxK", text);
+            nn = as_dim(b), k = as_dim(f);
+        }
+        if (*e && *e != ',')
+            return sc_err(err, SC_EINVAL, "--sizes '%s': unexpected '%c'", text, *e);
+        sc_status st = add_size(op, a, m, nn, k, out, n, text, err);
+        if (st)
+            return st;
+        if (*e == ',' && !e[1])
+            return sc_err(err, SC_EINVAL, "--sizes '%s': a size must follow ','", text);
+        p = *e ? e + 1 : e;
+    }
+    return SC_OK;
+}
+
+/* ---- one rank without MPI ---------------------------------------------------
+ * The cpu backend needs MPI (backend_cpu.c is unavailable without it), yet a
+ * GEMM on one core needs none: built without MPI, `bench gemm --backend cpu`
+ * runs on this minimal table of the backend calls gemm uses (OpenBLAS
+ * sgemm on one thread, fp32, host clock), with the same figures and file.
+ * The communication ops never reach it (sc_bench_run refuses them first). */
+#ifndef SC_HAVE_MPI
+#include <cblas.h>
+
+struct sc_dbuf {
+    size_t bytes;
+    float *p;
+};
+struct sc_ev {
+    double t;
+};
+struct sc_bk {
+    int unused;
+};
+
+void openblas_set_num_threads(int);
+
+static double lo_now(const sc_bk *bk)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static sc_status lo_init(const sc_bk_opts *o, sc_bk **out, sc_error *err)
+{
+    if (!(*out = sc_calloc(1, sizeof **out)))
+        return sc_err(err, SC_ENOMEM, "cpu: out of memory");
+    openblas_set_num_threads(1);
+    return SC_OK;
+}
+static void lo_finalize(sc_bk *bk) { sc_free(bk); }
+static void lo_abort(sc_bk *bk, int code) { exit(code); }
+static int lo_rank(const sc_bk *bk) { return 0; }
+static int lo_size(const sc_bk *bk) { return 1; }
+static sc_dtype lo_dtype(const sc_bk *bk, sc_dtype want) { return SC_FP32; }
+static const char *lo_device(const sc_bk *bk)
+{
+    return "cpu-core (OpenBLAS sgemm fp32, 1 thread, no MPI)";
+}
+static sc_dbuf *lo_alloc(sc_bk *bk, size_t bytes, sc_error *err)
+{
+    sc_dbuf *b = sc_calloc(1, sizeof *b);
+    if (b && !(b->p = sc_malloc(bytes ? bytes : 1))) {
+        sc_free(b);
+        b = NULL;
+    }
+    if (!b)
+        sc_err(err, SC_ENOMEM, "cpu: out of memory allocating %zu bytes", bytes);
+    else
+        b->bytes = bytes;
+    return b;
+}
+static void lo_free(sc_bk *bk, sc_dbuf *b)
+{
+    if (b)
+        sc_free(b->p);
+    sc_free(b);
+}
+static sc_status lo_fill(sc_bk *bk, sc_dbuf *b, size_t bytes, uint64_t seed, sc_error *err)
+{
+    unsigned char *p = (unsigned char *)b->p;
+    for (size_t i = 0; i < bytes && i < b->bytes; i++)
+        p[i] = sc_backend_pattern(seed, i);
+    return SC_OK;
+}
+static sc_status lo_gemm(sc_bk *bk, sc_dtype dt, int m, int n, int k, int batch,
+                         const sc_dbuf *A, const sc_dbuf *B, sc_dbuf *C, sc_error *err)
+{
+    size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
+    if (A->bytes < 4 * mk * batch || B->bytes < 4 * kn * batch || C->bytes < 4 * mn * batch)
+        return sc_err(err, SC_EINVAL, "cpu: gemm %dx%dx%d does not fit its buffers", m, n, k);
+    for (int i = 0; i < batch; i++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A->p + mk * i, k,
+                    B->p + kn * i, n, 0.0f, C->p + mn * i, n);
+    return SC_OK;
+}
+static sc_status lo_sync(sc_bk *bk, double deadline, sc_error *err) { return SC_OK; }
+static sc_status lo_epoch(sc_bk *bk, sc_error *err) { return SC_OK; }
+static sc_ev *lo_ev_new(sc_bk *bk, sc_error *err)
+{
+    sc_ev *e = sc_calloc(1, sizeof *e);
+    if (!e)
+        sc_err(err, SC_ENOMEM, "cpu: out of memory");
+    return e;
+}
+static void lo_ev_free(sc_bk *bk, sc_ev *e) { sc_free(e); }
+static sc_status lo_ev_record(sc_bk *bk, sc_ev *e, sc_error *err)
+{
+    e->t = lo_now(bk);
+    return SC_OK;
+}
+static sc_status lo_ev_time(sc_bk *bk, sc_ev *e, double *t, sc_error *err)
+{
+    *t = e->t;
+    return SC_OK;
+}
+static void lo_comm_free(sc_bk *bk, sc_comm *c) {}
+
+static const sc_backend local_cpu = {
+    .name = "cpu", .desc = "OpenBLAS sgemm on one rank (no MPI)", .available = 1,
+    .init = lo_init, .finalize = lo_finalize, .abort = lo_abort, .rank = lo_rank,
+    .size = lo_size, .compute_dtype = lo_dtype, .device_name = lo_device, .alloc = lo_alloc,
+    .free = lo_free, .fill = lo_fill, .gemm = lo_gemm, .sync = lo_sync, .epoch = lo_epoch,
+    .now = lo_now, .ev_new = lo_ev_new, .ev_free = lo_ev_free, .ev_record = lo_ev_record,
+    .ev_time = lo_ev_time, .comm_free = lo_comm_free,
+};
+#endif
+
+/* ---- open / close ---------------------------------------------------------- */
+
+sc_status sc_bench_open(const char *backend, int *argc, char ***argv, sc_bench **out,
+                        sc_error *err)
+{
+    *out = NULL;
+    const sc_backend *be = sc_backend_find(backend);
+    if (!be)
+        return sc_err(err, SC_ENOTFOUND, "unknown backend '%s' (cpu, cuda)", backend);
+#ifndef SC_HAVE_MPI
+    if (be == &sc_backend_cpu && !be->available)
+        be = &local_cpu;
+#endif
+    sc_bench *b = sc_calloc(1, sizeof *b);
+    if (!b)
+        return sc_err(err, SC_ENOMEM, "out of memory");
+    b->be = be;
+    sc_bk_opts o = {.argc = argc, .argv = argv, .device = -1};
+    sc_status st = be->init(&o, &b->bk, err);
+    if (st) {
+        sc_free(b);
+        return st;
+    }
+    *out = b;
+    return SC_OK;
+}
+
+int sc_bench_rank(const sc_bench *b) { return b->be->rank(b->bk); }
+int sc_bench_nranks(const sc_bench *b) { return b->be->size(b->bk); }
+
+void sc_bench_abort(sc_bench *b, int code)
+{
+    b->be->abort(b->bk, code);
+    abort(); /* not reached: the backend's abort does not return */
+}
+
+void sc_bench_close(sc_bench *b)
+{
+    if (!b)
+        return;
+    b->be->finalize(b->bk);
+    sc_free(b);
+}
+
+void sc_bench_result_free(sc_bench_result *r) { sc_free(r); }
+
+/* ---- measuring ------------------------------------------------------------- */
+
+typedef struct {
+    const sc_backend *be;
+    sc_bk *bk;
+    int rank, size;
+    double timeout;
+    sc_dbuf *A, *B, *C; /* gemm; A alone for the comm ops */
+    sc_ev *e0, *e1;
+    sc_comm *pair; /* p2p: world ranks 0 and 1 */
+} ctx;
+
+static double deadline(const ctx *c) { return c->be->now(c->bk) + c->timeout; }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One gemm call timed with events on the compute stream (after an epoch,
+ * so device event times are anchored to the host clock). */
+static sc_status time_gemm(ctx *c, sc_dtype dt, const sc_bench_point *z, double *t,
+                           sc_error *err)
+{
+    const sc_backend *be = c->be;
+    double a = 0, b = 0;
+    sc_status st = be->epoch(c->bk, err);
+    if (!st)
+        st = be->ev_record(c->bk, c->e0, err);
+    if (!st)
+        st = be->gemm(c->bk, dt, z->m, z->n, z->k, 1, c->A, c->B, c->C, err);
+    if (!st)
+        st = be->ev_record(c->bk, c->e1, err);
+    if (!st)
+        st = be->sync(c->bk, deadline(c), err);
+    if (!st)
+        st = be->ev_time(c->bk, c->e0, &a, err);
+    if (!st)
+        st = be->ev_time(c->bk, c->e1, &b, err);
+    *t = b - a;
+    return st;
+}
+
+/* One ping-pong between ranks 0 and 1 of the pair communicator; on rank 0
+ * t = half the round trip, from the start of the send to the end of the
+ * receive (the requests' own times: host clock on the CPU, events around
+ * the NCCL calls on CUDA). 0 elsewhere. */
+static sc_status time_p2p(ctx *c, size_t bytes, double *t, sc_error *err)
+{
+    const sc_backend *be = c->be;
+    sc_req *req = NULL;
+    sc_status st = SC_OK;
+    double s0 = 0, s1 = 0, r0 = 0, r1 = 0;
+    *t = 0;
+    if (c->rank == 0) {
+        st = be->isend(c->bk, c->pair, c->A, bytes, 1, &req, err);
+        if (!st)
+            st = be->req_wait(c->bk, req, deadline(c), &s0, &s1, err);
+        if (!st)
+            st = be->irecv(c->bk, c->pair, c->A, bytes, 1, &req, err);
+        if (!st)
+            st = be->req_wait(c->bk, req, deadline(c), &r0, &r1, err);
+        *t = (r1 - s0) / 2;
+    } else if (c->rank == 1) {
+        st = be->irecv(c->bk, c->pair, c->A, bytes, 0, &req, err);
+        if (!st)
+            st = be->req_wait(c->bk, req, deadline(c), NULL, NULL, err);
+        if (!st)
+            st = be->isend(c->bk, c->pair, c->A, bytes, 0, &req, err);
+        if (!st)
+            st = be->req_wait(c->bk, req, deadline(c), NULL, NULL, err);
+    }
+    return st;
+}
+
+/* One collective over the world; t = the request's own start to end. */
+static sc_status time_coll(ctx *c, sc_bench_op op, size_t count, sc_dtype dt, double *t,
+                           sc_error *err)
+{
+    const sc_backend *be = c->be;
+    sc_comm *w = be->world(c->bk);
+    sc_req *req = NULL;
+    sc_status st;
+    double t0 = 0, t1 = 0;
+    if (op == SC_BENCH_ALLREDUCE)
+        st = be->iallreduce(c->bk, w, c->A, count, dt, &req, err);
+    else if (op == SC_BENCH_ALLGATHER)
+        st = be->iallgather(c->bk, w, c->A, count, dt, &req, err);
+    else
+        st = be->ireducescatter(c->bk, w, c->A, count, dt, &req, err);
+    if (!st)
+        st = be->req_wait(c->bk, req, deadline(c), &t0, &t1, err);
+    *t = t1 - t0;
+    return st;
+}
+
+/* Node identity: host name and network namespace, so that the namespaces
+ * of an emulated cluster count as nodes. */
+typedef struct {
+    char host[112];
+    unsigned long long netns;
+} node_id;
+
+static void my_node(node_id *id)
+{
+    memset(id, 0, sizeof *id);
+    if (gethostname(id->host, sizeof id->host - 1) != 0)
+        strcpy(id->host, "?");
+    struct stat st;
+    if (stat("/proc/self/ns/net", &st) == 0)
+        id->netns = (unsigned long long)st.st_ino;
+}
+
+static int same_node(const node_id *a, const node_id *b)
+{
+    return a->netns == b->netns && !strcmp(a->host, b->host);
+}
+
+/* Fills the topology fields of r on rank 0 (collective). */
+static sc_status topology(ctx *c, sc_bench_op op, sc_bench_result *r, sc_error *err)
+{
+    node_id me, *all = NULL;
+    my_node(&me);
+    int n = c->size;
+    if (c->rank == 0) {
+        all = sc_calloc((size_t)n, sizeof *all);
+        if (!all)
+            return sc_err(err, SC_ENOMEM, "out of memory");
+    }
+    sc_status st = SC_OK;
+    if (n > 1)
+        st = c->be->gather_host(c->bk, &me, sizeof me, all, 0, deadline(c), err);
+    else if (all)
+        all[0] = me;
+    if (st || c->rank != 0) {
+        sc_free(all);
+        return st;
+    }
+    snprintf(r->host, sizeof r->host, "%s", me.host);
+    int measured = op == SC_BENCH_P2P ? 2 : op == SC_BENCH_GEMM ? 1 : n;
+    /* nodes among the measured ranks (the first `measured` of the world);
+     * ranks per node: the most ranks of the world on one node. O(n^2). */
+    int nodes = 0, rpn = 0;
+    for (int i = 0; i < n; i++) {
+        int count = 0, seen = 0;
+        for (int j = 0; j < n; j++) {
+            count += same_node(&all[i], &all[j]);
+            seen |= j < i && same_node(&all[i], &all[j]);
+        }
+        rpn = count > rpn ? count : rpn;
+        nodes += i < measured && !seen;
+    }
+    r->nodes = nodes;
+    r->ranks_per_node = rpn;
+    snprintf(r->link, sizeof r->link, "%s", nodes > 1 ? "inter" : "intra");
+    sc_free(all);
+    return SC_OK;
+}
+
+static int op_is_comm(sc_bench_op op) { return op != SC_BENCH_GEMM; }
+
+static sc_coll op_coll(sc_bench_op op)
+{
+    return op == SC_BENCH_ALLREDUCE ? SC_COLL_ALLREDUCE
+           : op == SC_BENCH_ALLGATHER ? SC_COLL_ALLGATHER
+                                      : SC_COLL_REDUCE_SCATTER;
+}
+
+sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **out,
+                       sc_error *err)
+{
+    *out = NULL;
+    const sc_backend *be = b->be;
+    const char *opn = sc_bench_op_name(o->op);
+    if ((unsigned)o->op >= SC_BENCH_OP_N || o->n_sizes < 1 || o->n_sizes > SC_BENCH_MAX_SIZES ||
+        o->iters < 1 || o->warmup < 0 || !(o->timeout_s > 0) || (unsigned)o->dtype >= SC_DTYPE_N)
+        return sc_err(err, SC_EINVAL, "bench %s: bad options", opn);
+    ctx c = {.be = be, .bk = b->bk, .rank = be->rank(b->bk), .size = be->size(b->bk),
+             .timeout = o->timeout_s};
+#ifndef SC_HAVE_MPI
+    if (op_is_comm(o->op))
+        return sc_err(err, SC_ENOTSUP,
+                      "bench %s: needs MPI to start ranks, and this build has none "
+                      "(built without MPI; only 'bench gemm' runs)", opn);
+#endif
+    if (o->op == SC_BENCH_P2P && c.size < 2)
+        return sc_err(err, SC_EINVAL,
+                      "bench p2p: needs 2 ranks, have %d (run it under mpirun -np 2)", c.size);
+
+    sc_dtype cdt = be->compute_dtype(b->bk, o->dtype);
+    size_t eb = sc_backend_elem_bytes(cdt);
+    sc_bench_result *r = NULL;
+    if (c.rank == 0) {
+        r = sc_calloc(1, sizeof *r);
+        if (!r)
+            return sc_err(err, SC_ENOMEM, "out of memory");
+        r->op = o->op;
+        snprintf(r->backend, sizeof r->backend, "%s", be->name);
+        snprintf(r->device, sizeof r->device, "%s", be->device_name(b->bk));
+        r->world = c.size;
+        r->ranks = o->op == SC_BENCH_P2P ? 2 : c.size;
+        r->dtype = o->dtype;
+        r->compute_dtype = cdt;
+        r->elem_bytes = (double)eb;
+        r->busbw_factor = o->op == SC_BENCH_P2P || o->op == SC_BENCH_GEMM
+                              ? 1
+                              : sc_cost_busbw_factor(op_coll(o->op), c.size);
+        r->iters = o->iters;
+        r->warmup = o->warmup;
+    }
+    double *times = NULL, *all = NULL;
+    sc_status st = topology(&c, o->op, r, err);
+
+    /* the largest buffers any size needs */
+    size_t a_max = 0, b_max = 0, c_max = 0;
+    for (int i = 0; i < o->n_sizes; i++) {
+        const sc_bench_point *z = &o->sizes[i];
+        if (o->op == SC_BENCH_GEMM) {
+            size_t a = (size_t)z->m * z->k * eb, bb = (size_t)z->k * z->n * eb,
+                   cc = (size_t)z->m * z->n * eb;
+            a_max = a > a_max ? a : a_max;
+            b_max = bb > b_max ? bb : b_max;
+            c_max = cc > c_max ? cc : c_max;
+        } else if ((size_t)z->bytes > a_max) {
+            a_max = (size_t)z->bytes;
+        }
+    }
+    if (!st && !(c.A = be->alloc(b->bk, a_max, err)))
+        st = err ? err->status : SC_ENOMEM;
+    if (!st && o->op == SC_BENCH_GEMM) {
+        if (!(c.B = be->alloc(b->bk, b_max, err)) || !(c.C = be->alloc(b->bk, c_max, err)))
+            st = err ? err->status : SC_ENOMEM;
+        if (!st)
+            st = be->fill(b->bk, c.B, b_max, 2, err);
+    }
+    if (!st)
+        st = be->fill(b->bk, c.A, a_max, 1 + (uint64_t)c.rank, err);
+    if (!st && (!(c.e0 = be->ev_new(b->bk, err)) || !(c.e1 = be->ev_new(b->bk, err))))
+        st = err ? err->status : SC_ENOMEM;
+    if (!st) {
+        times = sc_calloc((size_t)o->iters, sizeof *times);
+        all = c.rank == 0 ? sc_calloc((size_t)o->iters * c.size, sizeof *all) : NULL;
+        if (!times || (c.rank == 0 && !all))
+            st = sc_err(err, SC_ENOMEM, "out of memory");
+    }
+    if (!st && o->op == SC_BENCH_P2P)
+        st = be->comm_split(b->bk, c.rank < 2 ? 0 : -1, c.rank, &c.pair, err);
+    if (!st)
+        st = be->sync(b->bk, deadline(&c), err);
+
+    for (int i = 0; !st && i < o->n_sizes; i++) {
+        const sc_bench_point *z = &o->sizes[i];
+        size_t bytes = (size_t)z->bytes, count = 0;
+        if (o->op == SC_BENCH_ALLREDUCE) {
+            count = bytes / eb;
+        } else if (o->op == SC_BENCH_ALLGATHER || o->op == SC_BENCH_REDUCESCATTER) {
+            count = bytes / (eb * (size_t)c.size); /* per rank: S is the n-rank buffer */
+        }
+        if (o->op == SC_BENCH_ALLREDUCE)
+            bytes = count * eb;
+        else if (o->op == SC_BENCH_ALLGATHER || o->op == SC_BENCH_REDUCESCATTER)
+            bytes = count * eb * (size_t)c.size;
+        if (op_is_comm(o->op) && bytes == 0)
+            continue; /* smaller than one element per rank: nothing to move */
+        for (int it = -o->warmup; !st && it < o->iters; it++) {
+            double t = 0;
+            if (op_is_comm(o->op)) {
+                st = be->epoch(b->bk, err);
+                if (!st)
+                    st = be->barrier(b->bk, deadline(&c), err);
+            }
+            if (st)
+                break;
+            if (o->op == SC_BENCH_GEMM)
+                st = time_gemm(&c, o->dtype, z, &t, err);
+            else if (o->op == SC_BENCH_P2P)
+                st = time_p2p(&c, bytes, &t, err);
+            else
+                st = time_coll(&c, o->op, count, o->dtype, &t, err);
+            if (it >= 0)
+                times[it] = t;
+        }
+        if (st)
+            break;
+        size_t len = (size_t)o->iters * sizeof *times;
+        if (c.size > 1)
+            st = be->gather_host(b->bk, times, len, all, 0, deadline(&c), err);
+        else
+            memcpy(all, times, len);
+        if (st || c.rank != 0)
+            continue;
+        /* per iteration the slowest rank (p2p: rank 0, the others report 0) */
+        for (int it = 0; it < o->iters; it++)
+            for (int q = 1; q < c.size; q++)
+                if (all[(size_t)q * o->iters + it] > all[it])
+                    all[it] = all[(size_t)q * o->iters + it];
+        qsort(all, (size_t)o->iters, sizeof *all, cmp_double);
+        double med = o->iters % 2 ? all[o->iters / 2]
+                                  : (all[o->iters / 2 - 1] + all[o->iters / 2]) / 2;
+        sc_bench_row *row = &r->rows[r->n_rows++];
+        memset(row, 0, sizeof *row);
+        row->time_s = med;
+        row->time_min_s = all[0];
+        if (o->op == SC_BENCH_GEMM) {
+            row->m = z->m, row->n = z->n, row->k = z->k;
+            row->flop = 2.0 * z->m * z->n * z->k;
+            row->flops = med > 0 ? row->flop / med : 0;
+        } else {
+            row->bytes = (double)bytes;
+            row->algbw = med > 0 ? (double)bytes / med : 0;
+            row->busbw = row->algbw * r->busbw_factor;
+        }
+    }
+    if (!st && c.rank == 0 && r->n_rows == 0)
+        st = sc_err(err, SC_EINVAL,
+                    "bench %s: every size is smaller than one %zu-byte element per rank", opn,
+                    eb);
+
+    be->comm_free(b->bk, c.pair);
+    be->ev_free(b->bk, c.e0);
+    be->ev_free(b->bk, c.e1);
+    be->free(b->bk, c.A);
+    be->free(b->bk, c.B);
+    be->free(b->bk, c.C);
+    sc_free(times);
+    sc_free(all);
+    if (st) {
+        if (err && c.size > 1)
+            sc_err_prefix(err, "bench %s: rank %d", opn, c.rank);
+        sc_free(r);
+        return st;
+    }
+    *out = r;
+    return SC_OK;
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+cJSON *sc_bench_to_json(const sc_bench_result *r)
+{
+    sc_json_init();
+    int oom = 0;
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    sc_jadd_str(j, "format", "stagecraft.bench/1", &oom);
+    sc_jadd_str(j, "op", sc_bench_op_name(r->op), &oom);
+    sc_jadd_str(j, "backend", r->backend, &oom);
+    sc_jadd_str(j, "device", r->device, &oom);
+    sc_jadd_str(j, "host", r->host, &oom);
+    sc_jadd_num(j, "ranks", r->ranks, &oom);
+    sc_jadd_num(j, "world", r->world, &oom);
+    sc_jadd_num(j, "nodes", r->nodes, &oom);
+    sc_jadd_num(j, "ranks_per_node", r->ranks_per_node, &oom);
+    sc_jadd_str(j, "link", r->link, &oom);
+    sc_jadd_str(j, "dtype", sc_dtype_name(r->dtype), &oom);
+    sc_jadd_str(j, "compute_dtype", sc_dtype_name(r->compute_dtype), &oom);
+    sc_jadd_num(j, "elem_bytes", r->elem_bytes, &oom);
+    if (r->op != SC_BENCH_GEMM)
+        sc_jadd_num(j, "busbw_factor", r->busbw_factor, &oom);
+    sc_jadd_num(j, "iters", r->iters, &oom);
+    sc_jadd_num(j, "warmup", r->warmup, &oom);
+    cJSON *a = sc_jadd_arr(j, "results", &oom);
+    for (int i = 0; a && i < r->n_rows; i++) {
+        const sc_bench_row *w = &r->rows[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(a, o)) {
+            cJSON_Delete(o);
+            oom = 1;
+            break;
+        }
+        if (r->op == SC_BENCH_GEMM) {
+            sc_jadd_num(o, "m", w->m, &oom);
+            sc_jadd_num(o, "n", w->n, &oom);
+            sc_jadd_num(o, "k", w->k, &oom);
+        } else {
+            sc_jadd_num(o, "bytes", w->bytes, &oom);
+        }
+        sc_jadd_num(o, "time_s", w->time_s, &oom);
+        sc_jadd_num(o, "time_min_s", w->time_min_s, &oom);
+        if (r->op == SC_BENCH_GEMM) {
+            sc_jadd_num(o, "flop", w->flop, &oom);
+            sc_jadd_num(o, "flops", w->flops, &oom);
+        } else {
+            sc_jadd_num(o, "algbw", w->algbw, &oom);
+            sc_jadd_num(o, "busbw", w->busbw, &oom);
+        }
+    }
+    if (oom || !a) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+sc_status sc_bench_save(const sc_bench_result *r, const char *path, sc_error *err)
+{
+    cJSON *j = sc_bench_to_json(r);
+    if (!j)
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", path);
+    sc_status st = sc_json_save(path, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+static const char *human_bytes(double v, char *buf, size_t cap)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB"};
+    int i = 0;
+    while (v >= 1024 && i < 3)
+        v /= 1024, i++;
+    if (v == floor(v))
+        snprintf(buf, cap, "%.0f %s", v, u[i]);
+    else
+        snprintf(buf, cap, "%.2f %s", v, u[i]);
+    return buf;
+}
+
+void sc_bench_print(const sc_bench_result *r, FILE *f)
+{
+    fprintf(f, "bench %s on %s (%s), %d rank%s", sc_bench_op_name(r->op), r->backend, r->device,
+            r->ranks, r->ranks == 1 ? "" : "s");
+    if (r->op != SC_BENCH_GEMM)
+        fprintf(f, " on %d node%s (%s, %d per node)", r->nodes, r->nodes == 1 ? "" : "s",
+                r->link, r->ranks_per_node);
+    fprintf(f, ", %s", sc_dtype_name(r->dtype));
+    if (r->compute_dtype != r->dtype)
+        fprintf(f, " (runs as %s)", sc_dtype_name(r->compute_dtype));
+    fprintf(f, ", %d iters after %d warmup\n", r->iters, r->warmup);
+    if (r->op == SC_BENCH_GEMM) {
+        fprintf(f, "%7s %7s %7s %14s %14s %12s\n", "m", "n", "k", "median us", "min us",
+                "GFLOP/s");
+        for (int i = 0; i < r->n_rows; i++) {
+            const sc_bench_row *w = &r->rows[i];
+            fprintf(f, "%7d %7d %7d %14.1f %14.1f %12.2f\n", w->m, w->n, w->k, w->time_s * 1e6,
+                    w->time_min_s * 1e6, w->flops / 1e9);
+        }
+        return;
+    }
+    fprintf(f, "%12s %14s %14s %14s %14s\n", "size", "median us", "min us", "algbw GB/s",
+            "busbw GB/s");
+    for (int i = 0; i < r->n_rows; i++) {
+        const sc_bench_row *w = &r->rows[i];
+        char b[32];
+        fprintf(f, "%12s %14.1f %14.1f %14.3f %14.3f\n", human_bytes(w->bytes, b, sizeof b),
+                w->time_s * 1e6, w->time_min_s * 1e6, w->algbw / 1e9, w->busbw / 1e9);
+    }
+    if (r->op != SC_BENCH_P2P)
+        fprintf(f, "busbw = algbw x %.4g (nccl-tests convention, %d ranks)\n", r->busbw_factor,
+                r->ranks);
+}

@@ -1,0 +1,180 @@
+/* compare.c - see compare.h. */
+#include "compare.h"
+#include "cluster.h"
+#include "json.h"
+#include "plan.h"
+#include "step.h"
+#include "timeline.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void sc_comparison_free(sc_comparison *c)
+{
+    if (!c)
+        return;
+    sc_free(c->rank_pred);
+    sc_free(c->rank_meas);
+    sc_free(c->rank_err);
+    sc_free(c);
+}
+
+static int busy_kind(int k)
+{
+    return k == SC_OP_F || k == SC_OP_B || k == SC_OP_W || k == SC_OP_RECOMPUTE ||
+           k == SC_OP_OPTIMIZER;
+}
+
+sc_status sc_compare(const char *plan_file, const char *measured_file, const char *cluster,
+                     sc_comparison **out, sc_error *err)
+{
+    *out = NULL;
+    sc_plan *p = NULL;
+    sc_model *m = NULL;
+    sc_cluster c;
+    sc_timeline *meas = NULL;
+    sc_step_result *r = NULL;
+    sc_comparison *cmp = NULL;
+    sc_status st = sc_plan_load(plan_file, &p, err);
+    if (!st)
+        st = sc_plan_open(p, plan_file, &m, &c, err);
+    if (!st && cluster) {
+        st = sc_cluster_open(cluster, &c, err);
+        if (!st)
+            st = sc_cluster_set_nodes(&c, p->nodes, err);
+    }
+    if (!st)
+        st = sc_timeline_load(measured_file, &meas, err);
+    if (!st && strcmp(meas->source, "exec"))
+        st = sc_err(err, SC_EINVAL, "%s: source: \"%s\" is not a measurement", measured_file,
+                    meas->source);
+    char dg[17];
+    if (!st && meas->plan_digest[0] && !sc_plan_file_digest(plan_file, dg, err) &&
+        strcmp(dg, meas->plan_digest))
+        st = sc_err(err, SC_EINVAL, "%s: plan.digest: it measured %s, not %s (or that plan has "
+                    "changed since)", measured_file, meas->plan_file, plan_file);
+    if (!st && meas->n_ranks != p->dp * p->tp * p->pp)
+        st = sc_err(err, SC_EINVAL, "%s: ranks: %d ranks, the plan has dp·tp·pp = %d",
+                    measured_file, meas->n_ranks, p->dp * p->tp * p->pp);
+    sc_step_cfg cfg;
+    if (!st) {
+        sc_plan_step_cfg(p, &cfg);
+        cfg.want_timeline = 1;
+        st = sc_step_simulate(m, &c, &cfg, &r, err);
+    }
+    if (!st) {
+        cmp = sc_calloc(1, sizeof *cmp);
+        if (cmp) {
+            cmp->n_ranks = meas->n_ranks;
+            cmp->rank_pred = sc_calloc((size_t)cmp->n_ranks, sizeof(double));
+            cmp->rank_meas = sc_calloc((size_t)cmp->n_ranks, sizeof(double));
+            cmp->rank_err = sc_calloc((size_t)cmp->n_ranks, sizeof(double));
+        }
+        if (!cmp || !cmp->rank_pred || !cmp->rank_meas || !cmp->rank_err)
+            st = sc_err(err, SC_ENOMEM, "compare: out of memory");
+    }
+    if (!st) {
+        snprintf(cmp->cluster, sizeof cmp->cluster, "%s", c.name);
+        snprintf(cmp->device, sizeof cmp->device, "%s", meas->device[0] ? meas->device : "?");
+        cmp->pred_step = r->step_time_s;
+        cmp->meas_step = meas->step_time_s;
+        cmp->step_err = cmp->meas_step > 0 ? cmp->pred_step / cmp->meas_step - 1 : 0;
+        cmp->interval = sc_step_interval(r, &c, m->dtype);
+        double ps[SC_OP_KIND_N] = {0}, ms[SC_OP_KIND_N] = {0};
+        int pn[SC_OP_KIND_N] = {0}, mn[SC_OP_KIND_N] = {0};
+        const sc_timeline *tl[2] = {r->timeline, meas};
+        for (int w = 0; w < 2; w++)
+            for (int k = 0; k < tl[w]->n_ranks && k < cmp->n_ranks; k++)
+                for (int i = 0; i < tl[w]->ranks[k].n_ops; i++) {
+                    const sc_tl_op *o = &tl[w]->ranks[k].ops[i];
+                    if (o->kind < 0 || o->kind >= SC_OP_KIND_N)
+                        continue;
+                    double d = o->end - o->start;
+                    (w ? ms : ps)[o->kind] += d;
+                    (w ? mn : pn)[o->kind]++;
+                    if (busy_kind(o->kind) && o->stream == SC_STREAM_COMPUTE)
+                        (w ? cmp->rank_meas : cmp->rank_pred)[k] += d;
+                }
+        double sum = 0;
+        for (int k = 0; k < SC_OP_KIND_N; k++) {
+            if (!pn[k] || !mn[k] || cmp->n_kinds >= (int)SC_ARRAY_LEN(cmp->kinds))
+                continue;
+            sc_kind_cmp *kc = &cmp->kinds[cmp->n_kinds++];
+            snprintf(kc->name, sizeof kc->name, "%s", sc_op_kind_name((sc_op_kind)k));
+            kc->n = mn[k];
+            kc->pred = ps[k] / pn[k];
+            kc->meas = ms[k] / mn[k];
+            kc->err = kc->meas > 0 ? kc->pred / kc->meas - 1 : 0;
+            sum += fabs(kc->err);
+        }
+        cmp->kind_mape = cmp->n_kinds ? sum / cmp->n_kinds : 0;
+        sum = 0;
+        for (int k = 0; k < cmp->n_ranks; k++) {
+            cmp->rank_err[k] = cmp->rank_meas[k] > 0 ? cmp->rank_pred[k] / cmp->rank_meas[k] - 1 : 0;
+            sum += fabs(cmp->rank_err[k]);
+        }
+        cmp->rank_mape = cmp->n_ranks ? sum / cmp->n_ranks : 0;
+    }
+    sc_step_result_free(r);
+    sc_timeline_free(meas);
+    sc_model_free(m);
+    sc_plan_free(p);
+    if (st) {
+        sc_comparison_free(cmp);
+        return st;
+    }
+    *out = cmp;
+    return SC_OK;
+}
+
+cJSON *sc_comparison_json(const sc_comparison *c)
+{
+    sc_json_init();
+    int oom = 0;
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    sc_jadd_str(j, "cluster", c->cluster, &oom);
+    sc_jadd_str(j, "device", c->device, &oom);
+    cJSON *s = sc_jadd_obj(j, "step", &oom);
+    sc_jadd_num(s, "predicted_s", c->pred_step, &oom);
+    sc_jadd_num(s, "measured_s", c->meas_step, &oom);
+    sc_jadd_num(s, "error", c->step_err, &oom);
+    if (c->interval > 0)
+        sc_jadd_num(s, "interval_s", c->interval, &oom);
+    cJSON *k = sc_jadd_arr(j, "kinds", &oom);
+    for (int i = 0; i < c->n_kinds && !oom; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(k, o)) {
+            cJSON_Delete(o);
+            oom = 1;
+            break;
+        }
+        sc_jadd_str(o, "kind", c->kinds[i].name, &oom);
+        sc_jadd_num(o, "ops", c->kinds[i].n, &oom);
+        sc_jadd_num(o, "predicted_s", c->kinds[i].pred, &oom);
+        sc_jadd_num(o, "measured_s", c->kinds[i].meas, &oom);
+        sc_jadd_num(o, "error", c->kinds[i].err, &oom);
+    }
+    sc_jadd_num(j, "kind_mape", c->kind_mape, &oom);
+    cJSON *rk = sc_jadd_arr(j, "ranks", &oom);
+    for (int i = 0; i < c->n_ranks && !oom; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(rk, o)) {
+            cJSON_Delete(o);
+            oom = 1;
+            break;
+        }
+        sc_jadd_num(o, "rank", i, &oom);
+        sc_jadd_num(o, "predicted_busy_s", c->rank_pred[i], &oom);
+        sc_jadd_num(o, "measured_busy_s", c->rank_meas[i], &oom);
+        sc_jadd_num(o, "error", c->rank_err[i], &oom);
+    }
+    sc_jadd_num(j, "rank_mape", c->rank_mape, &oom);
+    if (oom) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}

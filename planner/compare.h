@@ -1,0 +1,42 @@
+/* compare.h - prediction beside measurement: a plan simulated (on a given
+ * cluster, e.g. a calibrated one) against the timeline `stagecraft exec`
+ * measured for it.
+ *
+ * Compared: the step time (simulated makespan vs the measured median step);
+ * each op kind's mean duration over every rank (F, B, W, recompute,
+ * optimizer, send_f, send_b, tp_allreduce, dp_* as present in both); each
+ * rank's busy time (its compute-stream ops). Errors are predicted/measured
+ * - 1; MAPEs are the means of their absolute values over kinds and ranks.
+ * Ownership: sc_comparison_free.
+ */
+#ifndef SC_COMPARE_H
+#define SC_COMPARE_H
+
+#include <cjson/cJSON.h>
+#include "sc.h"
+
+typedef struct sc_kind_cmp {
+    char name[24];
+    int n;             /* measured ops of that kind */
+    double pred, meas; /* mean durations (s) */
+    double err;
+} sc_kind_cmp;
+
+typedef struct sc_comparison {
+    char cluster[128], device[128];
+    double pred_step, meas_step, step_err, interval;
+    int n_kinds;
+    sc_kind_cmp kinds[16];
+    double kind_mape;
+    int n_ranks;
+    double *rank_pred, *rank_meas, *rank_err;
+    double rank_mape;
+} sc_comparison;
+
+/* cluster NULL: the plan's own. */
+sc_status sc_compare(const char *plan_file, const char *measured_file, const char *cluster,
+                     sc_comparison **out, sc_error *err);
+cJSON *sc_comparison_json(const sc_comparison *c);
+void sc_comparison_free(sc_comparison *c);
+
+#endif

@@ -1,0 +1,251 @@
+/* test_bench.c - `stagecraft bench`: the sizes parser, the stagecraft.bench/1
+ * files it writes (gemm on one rank; allreduce, allgather and p2p under
+ * mpirun over shared memory), the nccl-tests busbw factors, and usage errors.
+ * The mpirun tests are skipped (they pass, saying so) where mpirun is
+ * missing or the build has no MPI. The whole file takes a few seconds. */
+#include "check.h"
+#include "bench.h"
+#include "json.h"
+
+#include <stdlib.h>
+
+static char out[1 << 16];
+
+#define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
+#define MPIRUN "%smpirun --allow-run-as-root --oversubscribe"
+
+/* Open MPI leaks in MPI_Init/MPI_Finalize (from components it has unloaded,
+ * so LeakSanitizer cannot even name them): under SAN=1, commands that start
+ * MPI run without leak detection; AddressSanitizer and UBSan still check
+ * them. Usage errors (no MPI) keep it. */
+static const char *mpi_env(void)
+{
+    const char *s = getenv("SC_SAN");
+    return s && !strcmp(s, "1") ? "ASAN_OPTIONS=detect_leaks=0 " : "";
+}
+
+static cJSON *load(const char *path)
+{
+    cJSON *j = NULL;
+    sc_error err = {0};
+    if (sc_json_load(path, &j, &err)) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return NULL;
+    }
+    return j;
+}
+
+static double num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* 1 when mpirun can start ranks of this build; else says why and returns 0. */
+static int have_mpirun(const char *test)
+{
+    if (SC("command -v mpirun") != 0) {
+        fprintf(stderr, "    %s: skipped: mpirun not found\n", test);
+        return 0;
+    }
+    if (SC("%s version --json", sc_test_bin()) != 0 || !strstr(out, "\"mpi\":\ttrue")) {
+        fprintf(stderr, "    %s: skipped: built without MPI\n", test);
+        return 0;
+    }
+    return 1;
+}
+
+TEST(bench_parse_sizes)
+{
+    sc_bench_point p[SC_BENCH_MAX_SIZES];
+    int n = 0;
+    sc_error err = {0};
+    REQUIRE(sc_bench_parse_sizes(SC_BENCH_ALLREDUCE, "1K:64K:4", p, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n, 4);
+    CHECK(p[0].bytes == 1024 && p[3].bytes == 65536);
+    REQUIRE(sc_bench_parse_sizes(SC_BENCH_P2P, "1024:65536:4", p, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n, 4);
+    REQUIRE(sc_bench_parse_sizes(SC_BENCH_P2P, "8,1M,2G", p, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n, 3);
+    CHECK(p[1].bytes == 1048576 && p[2].bytes == 2147483648.0);
+    REQUIRE(sc_bench_parse_sizes(SC_BENCH_GEMM, "64:256:2", p, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n, 3);
+    CHECK(p[2].m == 256 && p[2].n == 256 && p[2].k == 256 && p[2].bytes == 0);
+    REQUIRE(sc_bench_parse_sizes(SC_BENCH_GEMM, "512,4096x1024x256", p, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n, 2);
+    CHECK(p[1].m == 4096 && p[1].n == 1024 && p[1].k == 256);
+    REQUIRE(sc_bench_parse_sizes(SC_BENCH_GEMM, "100:100:1", p, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n, 1);
+    const char *bad[] = {"", "10:1:2", "1:10:0.5", "1:10", "x", "1K:2K:2:3", "0", "65M,",
+                         "1.5", "128G", "1:1G:1.0000001"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(bad); i++) {
+        err = (sc_error){0};
+        if (sc_bench_parse_sizes(SC_BENCH_ALLREDUCE, bad[i], p, &n, &err) != SC_EINVAL)
+            sc_test_fail(__FILE__, __LINE__, "'%s' parsed", bad[i]);
+    }
+    CHECK(sc_bench_parse_sizes(SC_BENCH_GEMM, "100000", p, &n, &err) == SC_EINVAL);
+    CHECK(sc_bench_parse_sizes(SC_BENCH_GEMM, "4x4", p, &n, &err) == SC_EINVAL);
+    CHECK(sc_bench_parse_sizes(SC_BENCH_ALLREDUCE, "4x4x4", p, &n, &err) == SC_EINVAL);
+    CHECK(sc_bench_op_parse("reducescatter") == SC_BENCH_REDUCESCATTER);
+    CHECK(sc_bench_op_parse("alltoall") == -1);
+}
+
+TEST(bench_gemm_one_rank_json)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s%s bench gemm --sizes 64:256:2 --iters 3 --warmup 1 -o %s/g.json", mpi_env(),
+               sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "GFLOP/s");
+    char p[600];
+    snprintf(p, sizeof p, "%s/g.json", d);
+    cJSON *j = load(p);
+    REQUIRE(j);
+    CHECK(!strcmp(str(j, "format"), "stagecraft.bench/1"));
+    CHECK(!strcmp(str(j, "op"), "gemm"));
+    CHECK(!strcmp(str(j, "backend"), "cpu"));
+    CHECK(strlen(str(j, "device")) > 0);
+    CHECK(num(j, "ranks") == 1);
+    CHECK(!strcmp(str(j, "dtype"), "fp32"));
+    const cJSON *r = cJSON_GetObjectItem(j, "results");
+    REQUIRE(cJSON_GetArraySize(r) == 3);
+    int want = 64;
+    for (const cJSON *x = r->child; x; x = x->next, want *= 2) {
+        CHECK(num(x, "m") == want && num(x, "n") == want && num(x, "k") == want);
+        double t = num(x, "time_s"), tmin = num(x, "time_min_s");
+        CHECK(t > 0 && tmin > 0 && tmin <= t && t < 10);
+        CHECK(num(x, "flops") > 1e6);
+        CHECK_NEAR(num(x, "flop"), 2.0 * want * want * want, 0);
+        CHECK_NEAR(num(x, "flops"), num(x, "flop") / t, 1e-12);
+        CHECK(!cJSON_GetObjectItem(x, "bytes"));
+    }
+    cJSON_Delete(j);
+    /* --json prints the same document */
+    REQUIRE(SC("%s%s bench gemm --sizes 32 --iters 1 --warmup 0 --json", mpi_env(),
+               sc_test_bin()) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "results")) == 1);
+    cJSON_Delete(j);
+}
+
+TEST(bench_allreduce_busbw_nccl_tests)
+{
+    if (!have_mpirun("bench_allreduce_busbw_nccl_tests"))
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC(MPIRUN " -np 2 %s bench allreduce --sizes 1024:65536:4 --iters 5 -o %s/a.json",
+               mpi_env(), sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "busbw");
+    char p[600];
+    snprintf(p, sizeof p, "%s/a.json", d);
+    cJSON *j = load(p);
+    REQUIRE(j);
+    CHECK(!strcmp(str(j, "op"), "allreduce"));
+    CHECK(num(j, "ranks") == 2 && num(j, "world") == 2);
+    CHECK(num(j, "nodes") == 1 && num(j, "ranks_per_node") == 2);
+    CHECK(!strcmp(str(j, "link"), "intra"));
+    CHECK(num(j, "busbw_factor") == 1);
+    const cJSON *r = cJSON_GetObjectItem(j, "results");
+    REQUIRE(cJSON_GetArraySize(r) == 4);
+    double want = 1024;
+    for (const cJSON *x = r->child; x; x = x->next, want *= 4) {
+        CHECK(num(x, "bytes") == want);
+        CHECK(num(x, "time_s") > 0 && num(x, "time_min_s") <= num(x, "time_s"));
+        CHECK(num(x, "algbw") > 0);
+        CHECK(num(x, "busbw") == num(x, "algbw") * (2.0 * (2 - 1) / 2)); /* exactly */
+        CHECK_NEAR(num(x, "algbw"), want / num(x, "time_s"), 1e-12);
+    }
+    cJSON_Delete(j);
+}
+
+TEST(bench_allgather_three_ranks)
+{
+    if (!have_mpirun("bench_allgather_three_ranks"))
+        return;
+    const char *d = sc_test_tmpdir();
+    /* S is the whole 3-rank buffer: 1000 bytes rounds down to 996 = 3 x 83 floats */
+    REQUIRE(SC(MPIRUN " -np 3 %s bench allgather --sizes 1000,12K --iters 3 -o %s/g.json",
+               mpi_env(), sc_test_bin(), d) == 0);
+    char p[600];
+    snprintf(p, sizeof p, "%s/g.json", d);
+    cJSON *j = load(p);
+    REQUIRE(j);
+    CHECK(num(j, "ranks") == 3);
+    CHECK(num(j, "busbw_factor") == 2.0 / 3);
+    const cJSON *r = cJSON_GetObjectItem(j, "results");
+    REQUIRE(cJSON_GetArraySize(r) == 2);
+    CHECK(num(r->child, "bytes") == 996);
+    CHECK(num(r->child->next, "bytes") == 12288);
+    for (const cJSON *x = r->child; x; x = x->next)
+        CHECK(num(x, "busbw") == num(x, "algbw") * (2.0 / 3));
+    cJSON_Delete(j);
+}
+
+TEST(bench_p2p_pingpong)
+{
+    if (!have_mpirun("bench_p2p_pingpong"))
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC(MPIRUN " -np 2 %s bench p2p --sizes 1K:1M:32 --iters 5 -o %s/p.json", mpi_env(),
+               sc_test_bin(), d) == 0);
+    char p[600];
+    snprintf(p, sizeof p, "%s/p.json", d);
+    cJSON *j = load(p);
+    REQUIRE(j);
+    CHECK(!strcmp(str(j, "op"), "p2p"));
+    CHECK(num(j, "ranks") == 2 && !strcmp(str(j, "link"), "intra"));
+    const cJSON *r = cJSON_GetObjectItem(j, "results");
+    REQUIRE(cJSON_GetArraySize(r) == 3);
+    for (const cJSON *x = r->child; x; x = x->next) {
+        CHECK(num(x, "time_s") > 0);
+        CHECK(num(x, "busbw") == num(x, "algbw"));
+    }
+    /* bigger messages move faster */
+    CHECK(num(r->child->next->next, "algbw") > num(r->child, "algbw"));
+    cJSON_Delete(j);
+}
+
+TEST(bench_bad_args_exit2_nothing_written)
+{
+    const char *d = sc_test_tmpdir();
+    char p[600];
+    snprintf(p, sizeof p, "%s/x.json", d);
+    const char *bad[] = {"",
+                         "alltoall",
+                         "gemm --sizes 10:1:2",
+                         "gemm --sizes 64x64",
+                         "allreduce --sizes 0",
+                         "gemm --iters 0",
+                         "gemm --warmup -1",
+                         "gemm --backend tpu",
+                         "gemm --dtype fp7",
+                         "gemm --bogus",
+                         "gemm extra",
+                         "gemm --timeout 0"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(bad); i++) {
+        int rc = SC("%s bench %s -o %s", sc_test_bin(), bad[i], p);
+        if (rc != 2)
+            sc_test_fail(__FILE__, __LINE__, "'bench %s' exited %d: %.200s", bad[i], rc, out);
+        CHECK_STR_HAS(out, "stagecraft bench: ");
+        CHECK(!sc_test_exists(p));
+    }
+    /* p2p on one rank: a clear error, exit 2, no file */
+    CHECK(SC("%s%s bench p2p -o %s", mpi_env(), sc_test_bin(), p) == 2);
+    CHECK(strstr(out, "needs 2 ranks") || strstr(out, "built without MPI"));
+    CHECK(!sc_test_exists(p));
+    /* a collective on one rank runs with MPI; without, it says why not */
+    int rc = SC("%s%s bench allreduce --sizes 1K --iters 1 -o %s", mpi_env(), sc_test_bin(), p);
+    CHECK(rc == 0 || (rc == 2 && strstr(out, "built without MPI")));
+    CHECK(rc == 0 || !sc_test_exists(p));
+    /* an unwritable output: exit non-zero, nothing left behind */
+    CHECK(SC("%s%s bench gemm --sizes 16 --iters 1 -o %s/no/such/dir.json", mpi_env(),
+             sc_test_bin(), d) != 0);
+    CHECK(SC("%s bench --help", sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "busbw");
+}

@@ -1,0 +1,251 @@
+/* test_calibrate.c - the calibration fits on synthetic measurements whose
+ * true parameters are known, their bad inputs, error bars, and compare. */
+#include "calibrate.h"
+#include "check.h"
+#include "compare.h"
+#include "cost.h"
+#include "json.h"
+#include "step.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* A bench file: gemm sizes timed by the cost model's roofline for one kernel with the
+ * given parameters, times multiplied by (1 + noise·(-1)^i). */
+static void write_gemm_bench(const char *path, const sc_cluster *truth, const char *device,
+                             double noise)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", "stagecraft.bench/1");
+    cJSON_AddStringToObject(j, "op", "gemm");
+    cJSON_AddStringToObject(j, "backend", "cpu");
+    cJSON_AddStringToObject(j, "device", device);
+    cJSON_AddNumberToObject(j, "ranks", 1);
+    cJSON_AddStringToObject(j, "link", "intra");
+    cJSON_AddStringToObject(j, "dtype", "fp32");
+    cJSON_AddStringToObject(j, "compute_dtype", "fp32");
+    cJSON_AddNumberToObject(j, "elem_bytes", 4);
+    cJSON *a = cJSON_AddArrayToObject(j, "results");
+    int i = 0;
+    for (int n = 16; n <= 2048; n *= 2, i++) {
+        double F = 2.0 * n * n * n, B = 3.0 * n * n * 4;
+        double tc = (F + truth->eff.f_half[SC_FP32]) /
+                    (truth->gpu.peak_flops[SC_FP32] * truth->eff.eff_max[SC_FP32]);
+        double tm = B / (truth->gpu.hbm_bytes_per_s * truth->eff.memory_bw);
+        double t = (tc > tm ? tc : tm) * (1 + noise * (i % 2 ? -1 : 1)); /* one kernel */
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(a, o);
+        cJSON_AddNumberToObject(o, "m", n);
+        cJSON_AddNumberToObject(o, "n", n);
+        cJSON_AddNumberToObject(o, "k", n);
+        cJSON_AddNumberToObject(o, "time_s", t);
+    }
+    sc_error err;
+    if (sc_json_save(path, j, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    cJSON_Delete(j);
+}
+
+/* A collective bench: time = steps·alpha + volume/beta exactly. */
+static void write_comm_bench(const char *path, const char *op, int ranks, const char *link,
+                             double alpha, double beta, int npts)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", "stagecraft.bench/1");
+    cJSON_AddStringToObject(j, "op", op);
+    cJSON_AddStringToObject(j, "backend", "cpu");
+    cJSON_AddStringToObject(j, "device", "cpu-core (test)");
+    cJSON_AddNumberToObject(j, "ranks", ranks);
+    cJSON_AddStringToObject(j, "link", link);
+    cJSON_AddStringToObject(j, "dtype", "fp32");
+    cJSON_AddStringToObject(j, "compute_dtype", "fp32");
+    cJSON_AddNumberToObject(j, "elem_bytes", 4);
+    cJSON *a = cJSON_AddArrayToObject(j, "results");
+    double bytes = 4096;
+    for (int i = 0; i < npts; i++, bytes *= 4) {
+        double n = !strcmp(op, "p2p") ? 2 : ranks, steps, vol;
+        if (!strcmp(op, "allreduce")) {
+            steps = 2 * (n - 1);
+            vol = 2 * (n - 1) / n * bytes;
+        } else if (!strcmp(op, "p2p")) {
+            steps = 1;
+            vol = bytes;
+        } else {
+            steps = n - 1;
+            vol = (n - 1) / n * bytes;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(a, o);
+        cJSON_AddNumberToObject(o, "bytes", bytes);
+        cJSON_AddNumberToObject(o, "time_s", steps * alpha + vol / beta);
+    }
+    sc_error err;
+    if (sc_json_save(path, j, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    cJSON_Delete(j);
+}
+
+static sc_cluster cpu_cluster(void)
+{
+    sc_cluster c;
+    sc_error err;
+    sc_cluster_preset_get("cpu-local", &c, &err);
+    c.gpus_per_node = 4;
+    return c;
+}
+
+TEST(calibrate_recovers_known_parameters)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), truth = base;
+    truth.eff.eff_max[SC_FP32] = 0.42;
+    truth.eff.f_half[SC_FP32] = 3e6;
+    char g[600], ar[600], p2[600], ag[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(ar, sizeof ar, "%s/ar.json", d);
+    snprintf(p2, sizeof p2, "%s/p2p.json", d);
+    snprintf(ag, sizeof ag, "%s/ag.json", d);
+    write_gemm_bench(g, &truth, "cpu-core (test)", 0.0);
+    write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 7);
+    write_comm_bench(p2, "p2p", 2, "intra", 3e-6, 2.5e9, 7);
+    write_comm_bench(ag, "allgather", 4, "intra", 3e-6, 2.5e9, 7);
+    const char *files[] = {g, ar, p2, ag};
+    sc_cluster out;
+    sc_calib_report rep;
+    sc_error err;
+    REQUIRE(sc_calibrate(&base, files, 4, "2026-11-29T00:00:00Z", &out, &rep, &err) == SC_OK);
+    CHECK_NEAR(out.eff.eff_max[SC_FP32], 0.42, 1e-4);
+    CHECK_NEAR(out.eff.f_half[SC_FP32], 3e6, 1e-2);
+    CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTRA], 3e-6, 1e-6);
+    CHECK_NEAR(out.eff.bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 2.5e9, 1e-6);
+    CHECK(out.eff.fits.present);
+    CHECK_EQ_INT(out.eff.fits.n_inputs, 4);
+    CHECK_EQ_INT(out.eff.fits.compute[SC_FP32].n, 8);
+    CHECK(out.eff.fits.compute[SC_FP32].r2 > 0.999999);
+    CHECK(out.eff.fits.compute[SC_FP32].mape < 1e-4);
+    CHECK_EQ_INT(out.eff.fits.link[SC_LINK_INTRA].n, 21);
+    CHECK_STR_HAS(out.eff.provenance, "calibrated 2026-11-29T00:00:00Z from 4 files");
+    /* per-collective fits are reported too */
+    int per_op = 0;
+    for (int i = 0; i < rep.n_fits; i++)
+        per_op += !strcmp(rep.fits[i].what, "intra allreduce") ||
+                  !strcmp(rep.fits[i].what, "intra p2p");
+    CHECK_EQ_INT(per_op, 2);
+    /* the calibrated cluster round-trips through its file, fits and all */
+    char path[600];
+    snprintf(path, sizeof path, "%s/cal.json", d);
+    REQUIRE(sc_cluster_save(&out, path, &err) == SC_OK);
+    sc_cluster back;
+    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
+    CHECK(sc_cluster_equal(&out, &back));
+    /* noise gives standard errors and a residual spread */
+    write_gemm_bench(g, &truth, "cpu-core (test)", 0.03);
+    const char *one[] = {g};
+    REQUIRE(sc_calibrate(&base, one, 1, "2026-11-29T00:00:00Z", &out, &rep, &err) == SC_OK);
+    CHECK(out.eff.fits.compute[SC_FP32].rel_sd > 0.02);
+    CHECK(out.eff.fits.compute[SC_FP32].se[0] > 0);
+    CHECK_NEAR(out.eff.eff_max[SC_FP32], 0.42, 0.05);
+}
+
+TEST(calibrate_bad_inputs)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), truth = base;
+    char g[600], ar[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(ar, sizeof ar, "%s/ar.json", d);
+    sc_cluster out;
+    sc_error err;
+    /* another device */
+    write_gemm_bench(g, &truth, "NVIDIA H200", 0);
+    const char *f1[] = {g};
+    CHECK(sc_calibrate(&base, f1, 1, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "device: measured on \"NVIDIA H200\", not on cpu-local's cpu-core");
+    /* too few points */
+    write_comm_bench(ar, "allreduce", 4, "intra", 1e-6, 1e9, 2);
+    const char *f2[] = {ar};
+    CHECK(sc_calibrate(&base, f2, 1, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "too few");
+    /* more ranks than the cluster has */
+    write_comm_bench(ar, "allreduce", 64, "intra", 1e-6, 1e9, 5);
+    CHECK(sc_calibrate(&base, f2, 1, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "ranks: 64 ranks, but cpu-local has 4 GPUs");
+    /* not a measurement */
+    const char *f3[] = {"tests/corpus/cluster/good/p4d.24xlarge.json"};
+    CHECK(sc_calibrate(&base, f3, 1, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "is neither a bench");
+    /* a simulated timeline is no measurement */
+    const char *f4[] = {"tests/golden/sim_1f1b.json"};
+    CHECK(sc_calibrate(&base, f4, 1, NULL, &out, NULL, &err) != SC_OK);
+}
+
+/* With fits, sim reports an interval that grows with the residual spread. */
+TEST(calibrate_error_bars)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 1, .tp = 2, .pp = 2, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b"};
+    sc_step_result *r;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+    CHECK(sc_step_interval(r, &c, SC_BF16) == 0); /* no fits: no interval */
+    c.eff.fits.present = 1;
+    c.eff.fits.compute[SC_BF16] = (sc_fit_stats){10, 0.99, 0.02, 0.03, {0, 0}};
+    double h1 = sc_step_interval(r, &c, SC_BF16);
+    c.eff.fits.compute[SC_BF16].rel_sd = 0.06;
+    double h2 = sc_step_interval(r, &c, SC_BF16);
+    CHECK(h1 > 0 && h2 > h1);
+    const sc_step_breakdown *k = &r->breakdown;
+    double busy = (k->compute + k->recompute + k->optimizer) / r->step_time_s;
+    CHECK_NEAR(h1, 1.96 * r->step_time_s * busy * 0.03, 1e-9);
+    sc_step_result_free(r);
+    sc_model_free(m);
+}
+
+/* calibrate and compare end to end on a real two-rank run (skipped without
+ * mpirun). */
+TEST(calibrate_compare_cli)
+{
+    char out[1 << 14], bin[4096];
+    const char *d = sc_test_tmpdir();
+    if (!realpath(sc_test_bin(), bin)) {
+        sc_test_fail(__FILE__, __LINE__, "no %s", sc_test_bin());
+        return;
+    }
+    if (sc_test_sh(out, sizeof out, "command -v mpirun") != 0) {
+        printf("    (skipped: no mpirun)\n");
+        return;
+    }
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
+                       "--vocab 256 --dtype fp32 -o m.json && %s cluster show cpu-local --json | "
+                       "sed 's/\"gpus_per_node\":[^,]*/\"gpus_per_node\": 2/' > c.json && "
+                       "%s sim --model m.json --cluster c.json --pp 2 --microbatches 2 -o p.json "
+                       "&& mpirun --allow-run-as-root --oversubscribe -np 2 %s exec p.json "
+                       "--backend cpu --steps 2 --warmup 1 -o meas.json && %s bench gemm --sizes "
+                       "16:256:2 -o g.json",
+                       d, bin, bin, bin, bin, bin) == 0);
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && %s calibrate --cluster c.json g.json meas.json -o cal.json", d,
+                       bin) == 0);
+    CHECK_STR_HAS(out, "compute fp32");
+    CHECK_STR_HAS(out, "wrote cal.json");
+    REQUIRE(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json --cluster cal.json",
+                       d, bin) == 0);
+    CHECK_STR_HAS(out, "MAPE over op kinds");
+    CHECK_STR_HAS(out, "95% interval");
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && %s compare p.json meas.json --cluster cal.json --json", d,
+                       bin) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "step"), "measured_s")->valuedouble > 0);
+    cJSON_Delete(j);
+    /* a measurement of another plan is refused */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "cd %s && %s sim --model m.json --cluster c.json --tp 2 --microbatches 2 -o "
+                     "q.json >/dev/null && %s compare q.json meas.json",
+                     d, bin, bin) != 0);
+}
