@@ -278,9 +278,11 @@ static sc_status read_timeline(ctx *x, const cJSON *j, const char *file, sc_erro
         st = check_dtype(x, pi->model->dtype, file, err);
     /* the median duration of each (stage, kind) over ranks and microbatches */
     int S = st ? 0 : pi->cfg.pp * pi->cfg.v;
-    const int kinds[] = {SC_OP_F, SC_OP_B, SC_OP_W, SC_OP_RECOMPUTE};
+    const int kinds[] = {SC_OP_F, SC_OP_B, SC_OP_W, SC_OP_RECOMPUTE, SC_OP_OPTIMIZER};
     for (int s = 0; s < S && !st; s++) {
-        for (int k = 0; k < 4 && !st; k++) {
+        for (int k = 0; k < 5 && !st; k++) {
+            if (kinds[k] == SC_OP_OPTIMIZER && s >= pi->cfg.pp)
+                continue; /* the optimizer op carries the pipeline position */
             int n = 0, cap = 0;
             double *v = NULL;
             for (int r = 0; r < t->n_ranks && !st; r++)
@@ -359,6 +361,16 @@ static int predict(ctx *c, const sc_cluster *cl, double *pred)
         }
         const plan_in *pi = &c->plans[q->plan];
         const sc_stage_info *in = &pi->info[q->stage];
+        if (q->kind == SC_OP_OPTIMIZER) { /* stage holds the pipeline position */
+            double params = 0, w, g, o;
+            sc_cost_state_bytes(c->dt, &w, &g, &o);
+            for (int ch = 0; ch < pi->cfg.v; ch++)
+                params += pi->info[ch * pi->cfg.pp + q->stage].param_bytes / w;
+            if (pi->cfg.zero >= 1)
+                params /= pi->cfg.dp;
+            pred[i] = sc_cost_optimizer_time(cl, c->dt, params);
+            continue;
+        }
         switch (q->kind) {
         case SC_OP_F: pred[i] = in->fwd_s; break;
         case SC_OP_B: pred[i] = pi->split ? in->bwd_s / 2 : in->bwd_s; break;

@@ -174,6 +174,11 @@ typedef struct sc_mem {
     double total;
 } sc_mem;
 
+/* The optimizer step over params parameters held by one rank: every state
+ * byte read and written once at the calibrated HBM rate, plus one op
+ * overhead (0 for no parameters). */
+double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params);
+
 /* Bytes per parameter for weights, grads, optimizer states in dtype dt. */
 void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o);
 /* Memory per rank for the modules mods[0..n) (a stage). */

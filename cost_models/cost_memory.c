@@ -128,3 +128,13 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
     *out = r;
     return SC_OK;
 }
+
+double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params)
+{
+    double w, g, o;
+    sc_cost_state_bytes(dt, &w, &g, &o);
+    if (params <= 0)
+        return 0;
+    return c->eff.op_overhead_s +
+           2 * params * (w + g + o) / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
+}

@@ -227,7 +227,7 @@ static void cpu_local(sc_cluster *c)
     snprintf(c->gpu.name, sizeof c->gpu.name, "cpu-core");
     c->gpu.peak_flops[SC_FP32] = cpu_core_peak();
     c->gpu.memory_bytes = mem / (double)cores;
-    c->gpu.hbm_bytes_per_s = 10 * GB;
+    c->gpu.hbm_bytes_per_s = 20 * GB; /* one core streaming from DRAM */
     snprintf(c->intra.kind, sizeof c->intra.kind, "shm");
     c->intra.bytes_per_s = 5 * GB;
     c->intra.latency_s = 1 * US;

@@ -276,9 +276,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         if (t->shared_npos > 1)
             dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_npos, 1);
         double local = cfg->zero >= 1 ? P / dp : P;
-        double opt = local > 0 ? c->eff.op_overhead_s + 2 * local * (wb + gb + ob) /
-                                                          (c->gpu.hbm_bytes_per_s * c->eff.memory_bw)
-                               : 0;
+        double opt = sc_cost_optimizer_time(c, dt, local);
         tail = fmax(tail, dpx + opt);
         dpx_max = fmax(dpx_max, dpx);
         opt_max = fmax(opt_max, opt);

@@ -510,17 +510,6 @@ int sc_step_bucket_count(double grad_bytes, double bucket_bytes)
     return k < 1 ? 1 : k > MAX_BUCKETS ? MAX_BUCKETS : (int)k;
 }
 
-/* Optimizer time: every state byte of the rank's (ZeRO-sharded) parameters
- * read and written once at the calibrated HBM rate, plus one op overhead. */
-static double optimizer_time(const sc_cluster *c, sc_dtype dt, double params)
-{
-    double w, g, o;
-    sc_cost_state_bytes(dt, &w, &g, &o);
-    if (params <= 0)
-        return 0;
-    return c->eff.op_overhead_s + 2 * params * (w + g + o) / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
-}
-
 /* ---- build -------------------------------------------------------------------- */
 
 static int last_grad_op(const sc_sched_op *ops, int n, int chunk, int split)
@@ -779,7 +768,7 @@ static sc_status build(builder *b)
         for (int c = 0; c < v; c++)
             params += b->pbytes[c * pp + p] / wb;
         double local = cfg->zero >= 1 ? params / dp : params;
-        double topt = optimizer_time(b->c, b->dt, local);
+        double topt = sc_cost_optimizer_time(b->c, b->dt, local);
         for (int d = 0; d < b->nrep; d++) {
             int g = d * pp + p;
             int t = stream_task(b, g, topt, BUSY_OPT, SC_OP_OPTIMIZER, p, -1, -1);

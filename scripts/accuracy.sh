@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# accuracy.sh - the calibration loop's accuracy check (make test-long):
+# calibrate on benches plus two plans, predict five other plans of a small
+# GPT that differ in pp, m, schedule and tp, and compare with what the CPU
+# backend measures. Prints a markdown table; exits 1 when a plan's step-time
+# error exceeds 10% or the MAPE exceeds 5%.
+#   scripts/accuracy.sh [--dir DIR] [--netcluster]   (run from the repo root)
+# With --netcluster the ranks run on a 2-node emulated cluster
+# (scripts/netcluster.sh, one rank per node, shaped inter-node link), and the
+# plans use the inter-node path.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+sc=$root/bin/stagecraft
+dir=out/accuracy
+net=0
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --dir) dir=$2; shift 2 ;;
+    --netcluster) net=1; shift ;;
+    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
+    *) echo "accuracy.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+command -v mpirun >/dev/null || { echo "accuracy.sh: mpirun not found (scripts/deps.sh)" >&2; exit 2; }
+mkdir -p "$dir"
+cd "$dir"
+if [[ $net == 1 ]]; then
+  "$root/scripts/netcluster.sh" up --nodes 2 --rate "${SC_NET_RATE:-1gbit}" >/dev/null
+  trap '"$root/scripts/netcluster.sh" down >/dev/null 2>&1 || true' EXIT
+  run2() { "$root/scripts/netcluster.sh" run --np 2 -- "$@"; }
+  nodes=2
+else
+  run2() { mpirun --allow-run-as-root --oversubscribe -np 2 "$@"; }
+  nodes=1
+fi
+"$sc" model gen gpt --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 2048 --dtype fp32 \
+  -o gpt.json 2>/dev/null
+# the cluster: this machine's cores; on the emulated cluster 2 nodes of 1
+if [[ $net == 1 ]]; then
+  "$sc" cluster show cpu-local --json |
+    sed 's/"gpus_per_node":[^,]*/"gpus_per_node": 1/; s/"name":[^,]*"cpu-local"/"name": "cpu-net"/' \
+    > cpu.json
+else
+  "$sc" cluster show cpu-local --json |
+    sed 's/"gpus_per_node":[^,]*/"gpus_per_node": 2/' > cpu.json
+fi
+"$sc" bench gemm --sizes 32:1024:2 -o bench_gemm.json >/dev/null
+run2 "$sc" bench allreduce --sizes 4K:4M:4 -o bench_allreduce.json >/dev/null
+run2 "$sc" bench p2p --sizes 4K:4M:4 -o bench_p2p.json >/dev/null
+plan() { # NAME ARGS...: make the plan, run it, keep the measurement
+  local name=$1; shift
+  "$sc" sim --model gpt.json --cluster cpu.json --nodes $nodes "$@" -o "$name.plan.json" >/dev/null
+  run2 "$sc" exec "$name.plan.json" --backend cpu --steps 6 --warmup 2 -o "$name.measured.json" >/dev/null
+}
+plan cal_pp2 --pp 2 --microbatches 4 --mbs 2 --schedule 1f1b
+plan cal_tp2 --tp 2 --microbatches 2 --mbs 2 --schedule 1f1b
+"$sc" calibrate --cluster cpu.json bench_gemm.json bench_allreduce.json bench_p2p.json \
+  cal_pp2.measured.json cal_tp2.measured.json -o calibrated.json > calibrate.txt
+plan pp2_gpipe_m8 --pp 2 --microbatches 8 --mbs 1 --schedule gpipe
+plan pp2_zbh1_m4 --pp 2 --microbatches 4 --mbs 2 --schedule zb-h1
+plan pp2_interleaved_m4 --pp 2 --v 2 --microbatches 4 --mbs 2 --schedule interleaved
+plan tp2_m4 --tp 2 --microbatches 4 --mbs 1 --schedule 1f1b
+plan dp2_m2 --dp 2 --microbatches 2 --mbs 2 --schedule 1f1b
+echo "| plan | predicted ms | measured ms | error |"
+echo "| --- | ---: | ---: | ---: |"
+fail=0
+sum=0
+n=0
+for p in pp2_gpipe_m8 pp2_zbh1_m4 pp2_interleaved_m4 tp2_m4 dp2_m2; do
+  "$sc" compare "$p.plan.json" "$p.measured.json" --cluster calibrated.json --json > "$p.compare.json"
+  read -r pred meas err < <(/usr/bin/env python3 -c "
+import json,sys
+d=json.load(open('$p.compare.json'))['step']
+print(d['predicted_s']*1e3, d['measured_s']*1e3, d['error']*100)")
+  printf '| %s | %.1f | %.1f | %+.1f%% |\n' "$p" "$pred" "$meas" "$err"
+  awk -v e="$err" 'BEGIN { exit !(e > 10 || e < -10) }' && fail=1
+  sum=$(awk -v s="$sum" -v e="$err" 'BEGIN { print s + (e < 0 ? -e : e) }')
+  n=$((n + 1))
+done
+mape=$(awk -v s="$sum" -v n="$n" 'BEGIN { printf "%.1f", s / n }')
+echo
+echo "MAPE $mape% over $n plans (targets: each error within 10%, MAPE at most 5%)"
+awk -v m="$mape" 'BEGIN { exit !(m > 5) }' && fail=1
+exit $fail
