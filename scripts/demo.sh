@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# demo.sh - the main job on built-ins (run by `make demo` after the build):
+# demo.sh - the main job on built-ins (run by `make demo` after the build), the
+# seed scenario end to end with its plots in out/:
 # gpt-1.3b on 16 x p4d.24xlarge, its per-module costs, and one simulated
 # training step two ways: tensor parallelism spread across nodes (every layer
 # all-reduces over the network) against a pipeline across nodes.
@@ -26,3 +27,10 @@ $sc sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --dp 8 --tp 8 --pp 2 
 echo
 echo "== the planner: the best plan for gpt-1.3b on 16 x p4d.24xlarge, global batch 512 =="
 $sc plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --global-batch 512 --top 8 -o out/demo-plan.json
+echo
+echo "== the 38% claim: tensor parallelism across nodes against a pipeline (plots in out/seed38) =="
+$sc repro seed38 -o out/seed38
+echo
+echo "== what if: 1 to 64 nodes of p4d.24xlarge and p5.48xlarge, on demand and spot (plots in out/whatif) =="
+$sc whatif --model gpt-1.3b --cluster p4d.24xlarge,p5.48xlarge --nodes 1-64 --global-batch 512 \
+  --tokens 300e9 --spot -o out/whatif
