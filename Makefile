@@ -107,8 +107,10 @@ deps:
 test: deps $(CLI) $(TESTRUN)
 	@SC_BIN=$(CLI) SC_SAN=$(SAN) $(TESTRUN) $(T)
 
+# Every test plus the long ones (SC_LONG=1): the emulated cluster of
+# scripts/netcluster.sh (needs root and iproute2) and whatever else is slow.
 test-long: deps $(CLI) $(TESTRUN)
-	@SC_BIN=$(CLI) SC_LONG=1 $(TESTRUN) $(T)
+	@SC_BIN=$(CLI) SC_SAN=$(SAN) SC_LONG=1 $(TESTRUN) $(T)
 
 bench: $(BENCH_BIN)
 

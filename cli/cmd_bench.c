@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "bench.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@ static void usage(FILE *f)
             "  --warmup W         untimed iterations first (default 3)\n"
             "  --timeout S        seconds to wait for a peer before giving up (default 120)\n"
             "  -o, --output FILE  write the results (stagecraft.bench/1) on rank 0, whole or\n"
-            "                     not at all\n"
+            "                     not at all ('-': standard output, instead of the table)\n"
             "  --json             print the results as JSON instead of the table\n\n"
             "examples:\n"
             "  stagecraft bench gemm --sizes 256:2048:2 -o gemm.json\n"
@@ -50,6 +51,34 @@ static int launcher_rank(void)
     for (size_t i = 0; i < SC_ARRAY_LEN(v); i++)
         if (getenv(v[i]))
             return atoi(getenv(v[i]));
+    return 0;
+}
+
+/* cli_long / cli_double, silent on ranks other than 0 (same verdicts). */
+static int opt_long(int quiet, const char *opt, const char *s, long lo, long hi, long *out)
+{
+    if (!quiet)
+        return cli_long("bench", opt, s, lo, hi, out);
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (!*s || *e || errno || v < lo || v > hi)
+        return 2;
+    *out = v;
+    return 0;
+}
+
+static int opt_double(int quiet, const char *opt, const char *s, double lo, double hi,
+                      double *out)
+{
+    if (!quiet)
+        return cli_double("bench", opt, s, lo, hi, out);
+    char *e;
+    errno = 0;
+    double v = strtod(s, &e);
+    if (!*s || *e || errno || !(v >= lo && v <= hi))
+        return 2;
+    *out = v;
     return 0;
 }
 
@@ -80,18 +109,15 @@ int cmd_bench(int argc, char **argv)
         case O_SIZES: sizes = optarg; break;
         case O_DTYPE: dtype = optarg; break;
         case O_ITERS:
-            if (quiet ? (iters = atol(optarg)) < 1 || iters > 100000
-                      : cli_long("bench", "--iters", optarg, 1, 100000, &iters))
+            if (opt_long(quiet, "--iters", optarg, 1, 100000, &iters))
                 return 2;
             break;
         case O_WARMUP:
-            if (quiet ? (warmup = atol(optarg)) < 0 || warmup > 100000
-                      : cli_long("bench", "--warmup", optarg, 0, 100000, &warmup))
+            if (opt_long(quiet, "--warmup", optarg, 0, 100000, &warmup))
                 return 2;
             break;
         case O_TIMEOUT:
-            if (quiet ? (timeout = atof(optarg)) < 0.001 || timeout > 86400
-                      : cli_double("bench", "--timeout", optarg, 0.001, 86400, &timeout))
+            if (opt_double(quiet, "--timeout", optarg, 0.001, 86400, &timeout))
                 return 2;
             break;
         case O_JSON: json = 1; break;
@@ -154,7 +180,9 @@ int cmd_bench(int argc, char **argv)
     } else if (rank == 0) {
         if (out && (st = sc_bench_save(r, out, &err)))
             rc = cli_fail(&err);
-        if (json) {
+        if (out && !strcmp(out, "-")) {
+            /* the document went to standard output: nothing else there */
+        } else if (json) {
             cJSON *j = sc_bench_to_json(r);
             int prc = cli_print_json(j);
             rc = rc ? rc : prc;

@@ -7,16 +7,18 @@
  * What is measured, per size, over `iters` timed iterations after `warmup`
  * untimed ones:
  *   gemm     C[m,n] = A[m,k] B[k,n] on every rank at once (each rank its own
- *            device); time of one call from events around it on the compute
- *            stream, the maximum over ranks of each iteration. flop = 2mnk,
- *            flops = flop / time (FLOP/s).
- *   p2p      ping-pong between world ranks 0 and 1 (others wait): rank 0
- *            sends S bytes, rank 1 sends them back; time = half the round
- *            trip on rank 0's host clock. algbw = busbw = S / time.
+ *            device); one call timed by events around it on the compute
+ *            stream (device time on CUDA); per iteration the slowest rank.
+ *            flop = 2mnk, flops = flop / time (FLOP/s).
+ *   p2p      ping-pong between world ranks 0 and 1 over a two-rank
+ *            communicator (others wait): rank 0 sends S bytes, rank 1 sends
+ *            them back; time = half of rank 0's send start to receive end.
  *   allreduce, allgather, reducescatter
  *            over every rank of the world, in place, summing in the dtype.
- *            A barrier starts each iteration; each rank times issue to
- *            completion on its host clock; time = the maximum over ranks.
+ *            An epoch and a barrier start each iteration; each rank's time
+ *            is its request's start to end as the backend reports it (CPU:
+ *            posted to completion seen; CUDA: events around the NCCL call);
+ *            per iteration the slowest rank.
  * Sizes follow nccl-tests (doc/PERFORMANCE.md in NVIDIA/nccl-tests): S is
  * the per-rank buffer for allreduce and p2p, the whole n-rank buffer for the
  * reduce-scatter input and the allgather output (so S is rounded down to a
@@ -29,6 +31,21 @@
  * (so ranks of an emulated cluster, scripts/netcluster.sh, land on their
  * own nodes); link = "intra" when every measured rank shares one node, else
  * "inter".
+ *
+ * Built without MPI, gemm still runs on one rank (a minimal OpenBLAS path
+ * inside bench.c, since the cpu backend needs MPI); the other ops fail with
+ * SC_ENOTSUP "built without MPI".
+ *
+ * The file (stagecraft.bench/1), one per op and run:
+ *   {"format": "stagecraft.bench/1", "op", "backend", "device" (rank 0's
+ *    device_name), "host" (rank 0's), "ranks" (that took part: 2 for p2p,
+ *    else the world), "world", "nodes" (among the ranks that took part),
+ *    "ranks_per_node" (most ranks of the world on one node), "link" ("intra"
+ *    | "inter"), "dtype" (asked), "compute_dtype" (run), "elem_bytes",
+ *    "busbw_factor" (not for gemm), "iters", "warmup",
+ *    "results": [{"bytes", "time_s", "time_min_s", "algbw", "busbw"}] or,
+ *    for gemm, [{"m", "n", "k", "time_s", "time_min_s", "flop", "flops"}]}
+ * Times in seconds, bandwidths in bytes/s, flops in FLOP/s (flop: per call).
  *
  * Ownership: sc_bench_open returns a handle closed by sc_bench_close (NULL
  * ok), which finalizes the backend (and MPI). sc_bench_run returns, on rank
@@ -141,6 +158,11 @@ void sc_bench_result_free(sc_bench_result *r);
 cJSON *sc_bench_to_json(const sc_bench_result *r);
 /* Writes it whole or not at all. */
 sc_status sc_bench_save(const sc_bench_result *r, const char *path, sc_error *err);
+/* Reads and validates a stagecraft.bench/1 file (what sc_bench_save
+ * writes); the caller frees *out with sc_bench_result_free. Errors name the
+ * file and the JSON path ("b.json: results[2].time_s: ..."); *out is NULL
+ * on failure. */
+sc_status sc_bench_load(const char *path, sc_bench_result **out, sc_error *err);
 /* A readable table (sizes, times in us, GB/s, GFLOP/s). */
 void sc_bench_print(const sc_bench_result *r, FILE *f);
 

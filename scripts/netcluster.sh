@@ -20,10 +20,14 @@
 # mpirun runs in the hub namespace (so every node is "remote" to it) and starts
 # one orted per node through this script's `rsh` subcommand, which maps a
 # node's address to its namespace and runs the command there with
-# `ip netns exec`. OpenMPI's TCP BTL and out-of-band channel are restricted to
-# the cluster subnet.
+# `ip netns exec`, in a UTS namespace of its own whose host name is the
+# node's (NAME-nodeI): Open MPI names its session directory and vader's
+# shared-memory segments after the host name, and two nodes sharing one
+# crash each other (a segfault in mca_btl_vader_poll_handle_frag with 2
+# ranks on each of 2 nodes). OpenMPI's TCP BTL and out-of-band channel are
+# restricted to the cluster subnet; no tree spawn.
 #
-# Needs root and iproute2. Every subcommand is idempotent; `down` removes
+# Needs root (every subcommand), iproute2 and unshare (util-linux). Every subcommand is idempotent; `down` removes
 # everything `up` made (namespaces, veths, the bridge, the state directory),
 # and `up` cleans up after itself if any step fails.
 set -euo pipefail
@@ -62,8 +66,8 @@ options:
   --name NAME   prefix of the namespaces (default sc: sc-node0, sc-hub)
   --help        this text
 
-example:
-  sudo scripts/$PROG up --nodes 2 --rate 1gbit
+example (as root):
+  scripts/$PROG up --nodes 2 --rate 1gbit
   scripts/$PROG run --np 2 -- bin/stagecraft bench p2p --sizes 1M:64M:4
   scripts/$PROG down
 
@@ -82,6 +86,7 @@ need_root() {
   [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces and tc)"
   command -v ip >/dev/null || die "needs iproute2 (ip)"
   command -v tc >/dev/null || die "needs iproute2 (tc)"
+  command -v unshare >/dev/null || die "needs unshare (util-linux)"
 }
 
 hub() { echo "$NAME-hub"; }
@@ -104,12 +109,14 @@ rate_bits() {
 }
 
 # Shapes egress of DEV in namespace NS to RATE with a token bucket whose
-# burst holds 2 ms at the rate (at least 64 KiB so a GSO segment fits) and
-# whose queue holds 20 ms.
+# burst holds 250 us at the rate (at least 64 KiB so a GSO segment fits) and
+# whose queue holds 20 ms. A message smaller than the burst can pass at
+# memory speed: at 1gbit the bucket is 64 KiB, at 10gbit 312 KB. A larger
+# bucket (2 ms) let 8 MiB messages through at 12.5 Gbit/s on a 10gbit link.
 shape() {
   local ns=$1 dev=$2 rate=$3 bits burst
   bits=$(rate_bits "$rate")
-  burst=$(( bits / 8 / 500 )); (( burst < 65536 )) && burst=65536
+  burst=$(( bits / 8 / 4000 )); (( burst < 65536 )) && burst=65536
   tc -n "$ns" qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 20ms
 }
 

@@ -249,3 +249,47 @@ TEST(bench_bad_args_exit2_nothing_written)
     CHECK(SC("%s bench --help", sc_test_bin()) == 0);
     CHECK_STR_HAS(out, "busbw");
 }
+
+TEST(bench_load_roundtrip_and_errors)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s%s bench gemm --sizes 32,64x16x8 --iters 2 --warmup 0 -o %s/g.json", mpi_env(),
+               sc_test_bin(), d) == 0);
+    char p[600], q[600];
+    snprintf(p, sizeof p, "%s/g.json", d);
+    snprintf(q, sizeof q, "%s/g2.json", d);
+    sc_bench_result *r = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_bench_load(p, &r, &err) == SC_OK);
+    CHECK(r->op == SC_BENCH_GEMM && r->n_rows == 2 && r->ranks == 1);
+    CHECK(r->rows[1].m == 64 && r->rows[1].n == 16 && r->rows[1].k == 8);
+    CHECK(r->rows[1].flop == 2.0 * 64 * 16 * 8);
+    /* saving what was loaded gives the same bytes */
+    REQUIRE(sc_bench_save(r, q, &err) == SC_OK);
+    sc_bench_result_free(r);
+    CHECK(SC("cmp %s %s", p, q) == 0);
+
+    /* damaged copies: one-line errors naming the file and the JSON path */
+    struct {
+        const char *sed, *want;
+    } bad[] = {
+        {"s/\"link\":\\t\"intra\"/\"link\":\\t\"pcie\"/", "link: \"pcie\""},
+        {"s/\"time_min_s\":\\t[-0-9.e]*/\"time_min_s\":\\t1000/", "results[0].time_min_s"},
+        {"s/\"flops\":/\"flopz\": 1, \"flops\":/", "results[0]"},
+        {"s/stagecraft.bench\\/1/stagecraft.bench\\/2/", "unsupported version"},
+        {"s/\"op\":\\t\"gemm\"/\"op\":\\t\"gemv\"/", "op: unknown \"gemv\""},
+    };
+    for (size_t i = 0; i < SC_ARRAY_LEN(bad); i++) {
+        REQUIRE(SC("sed '%s' %s > %s", bad[i].sed, p, q) == 0);
+        err = (sc_error){0};
+        r = NULL;
+        if (sc_bench_load(q, &r, &err) == SC_OK) {
+            sc_test_fail(__FILE__, __LINE__, "damage %zu loaded", i);
+            sc_bench_result_free(r);
+            continue;
+        }
+        CHECK(r == NULL);
+        CHECK_STR_HAS(err.msg, "g2.json: ");
+        CHECK_STR_HAS(err.msg, bad[i].want);
+    }
+}
