@@ -117,6 +117,23 @@ bench: $(BENCH_BIN)
 demo: deps all
 	@scripts/demo.sh
 
+# Executes every notebooks/*.ipynb on Debian's python3 kernel into out/notebooks/
+# (the committed notebooks are never rewritten); fails when any cell fails.
+NOTEBOOKS := $(wildcard notebooks/*.ipynb)
+.PHONY: notebooks
+notebooks: deps $(CLI)
+	@scripts/deps.sh --notebooks
+	@mkdir -p out/notebooks
+	@failed=; for nb in $(NOTEBOOKS); do \
+	  echo "notebook $$nb"; \
+	  PATH=/usr/bin:$$PATH SC_BIN=$(CLI) PYDEVD_DISABLE_FILE_VALIDATION=1 \
+	  /usr/bin/jupyter-nbconvert --to notebook --execute --log-level=WARN \
+	    --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=300 \
+	    --output-dir out/notebooks "$$nb" || failed="$$failed $$nb"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "notebooks failed:$$failed" >&2; exit 1; fi; \
+	echo "notebooks: all $(words $(NOTEBOOKS)) ran; executed copies in out/notebooks/"
+
 golden-update: $(CLI) $(TESTRUN)
 	@SC_BIN=$(CLI) SC_GOLDEN_UPDATE=1 $(TESTRUN) golden
 

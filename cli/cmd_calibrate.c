@@ -110,7 +110,9 @@ int cmd_calibrate(int argc, char **argv)
     }
     if (rep.n_gemm + rep.n_ops > 0)
         printf("\nper-op overhead %.3g ± %.2g s; HBM efficiency %.3f%s\n", rep.overhead_s,
-               rep.overhead_se, rep.memory_bw, rep.memory_bw_se > 0 ? "" : " (not fitted)");
+               rep.overhead_se, rep.memory_bw,
+               rep.n_ops == 0 ? " (not fitted: no measured plans)"
+               : rep.memory_bw >= 0.999 ? " (at its bound)" : "");
     if (rep.notes[0])
         printf("note: %s\n", rep.notes);
     printf("wrote %s\n", out);

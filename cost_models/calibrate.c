@@ -668,12 +668,19 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
             n += c->lp[i].link == l;
         if (n == 0)
             continue;
-        sc_calib_fit f = {0};
-        if (fit_alpha_beta(c, l, -1, &f))
+        sc_calib_fit f = {0}, pooled = {0};
+        if (fit_alpha_beta(c, l, -1, &pooled))
             return sc_err(err, SC_EINVAL,
                           "calibrate: too few or degenerate %s communication points to fit "
                           "alpha and beta: %d (need at least 3 sizes)",
                           lname[l], n);
+        /* The simulator moves every transfer at one beta per link class;
+         * training traffic is dominated by allreduces (gradients, tensor
+         * parallelism), so their own fit sets the class when there is one,
+         * and the pooled fit only otherwise. */
+        int from_allreduce = !fit_alpha_beta(c, l, 0, &f);
+        if (!from_allreduce)
+            f = pooled;
         /* the error of the input cluster's alpha, beta on the same points */
         double nominal = l == SC_LINK_INTRA
                              ? c->base->intra.bytes_per_s
@@ -711,11 +718,22 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         }
         out->eff.fits.link[l] = (sc_fit_stats){f.n, f.r2, f.mape, f.rel_sd,
                                                {f.se_a, f.se_b / (f.b > nominal ? f.b : nominal)}};
-        if (rep && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
-            snprintf(f.what, sizeof f.what, "%s (all)", lname[l]);
-            rep->fits[rep->n_fits++] = f;
+        int nops = 0;
+        for (int op = 0; op < 4; op++) {
+            sc_calib_fit g = {0};
+            nops += !fit_alpha_beta(c, l, op, &g);
         }
-        for (int op = 0; op < 4 && rep; op++) {
+        if (rep && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
+            sc_calib_fit shown = f;
+            snprintf(shown.what, sizeof shown.what, "%s (used)", lname[l]);
+            rep->fits[rep->n_fits++] = shown;
+            if (nops > 1 && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
+                pooled.mape_before = -1;
+                snprintf(pooled.what, sizeof pooled.what, "%s (all pooled)", lname[l]);
+                rep->fits[rep->n_fits++] = pooled;
+            }
+        }
+        for (int op = 0; op < 4 && rep && nops > 1; op++) {
             sc_calib_fit g = {0};
             if (rep->n_fits < (int)SC_ARRAY_LEN(rep->fits) && !fit_alpha_beta(c, l, op, &g)) {
                 snprintf(g.what, sizeof g.what, "%s %s", lname[l], comm_ops[op]);

@@ -24,9 +24,11 @@
  *     and beta of the ring model time = steps·alpha + volume/beta (allreduce
  *     2(n-1) steps and 2(n-1)/n·S; reduce-scatter and allgather n-1 and
  *     (n-1)/n·S; p2p 1 and S), by GSL weighted linear least squares
- *     (gsl_multifit_wlinear, weights 1/t^2 so every size counts alike), pooled
- *     over the collectives of the class; each collective is also fitted on
- *     its own and reported. beta becomes bw_eff against the nominal bandwidth
+ *     (gsl_multifit_wlinear, weights 1/t^2 so every size counts alike). The
+ *     simulator has one beta per link class: the allreduce points set it
+ *     when there are any (training traffic is mostly allreduces), else the
+ *     fit pooled over every collective of the class; each collective is also
+ *     fitted on its own and reported. beta becomes bw_eff against the nominal bandwidth
  *     (intra.bytes_per_s; nics_per_node · nic_bytes_per_s); a beta above
  *     nominal raises the nominal figure (and bw_eff = 1), said in the report.
  * Each fit records n, R² (of the times), MAPE and the standard deviation of

@@ -7,7 +7,8 @@ set -euo pipefail
 pkgs=(libcjson-dev libgsl-dev gnuplot-nox libopenmpi-dev openmpi-bin libopenblas-dev
       iproute2 clang libclang-rt-14-dev)
 if [[ ${1:-} == --notebooks ]]; then
-  pkgs+=(jupyter-nbconvert python3-ipykernel python3-nbformat python3-torch python3-torchvision)
+  pkgs+=(jupyter-nbconvert python3-ipykernel python3-nbformat python3-matplotlib python3-pandas
+        python3-torch python3-torchvision)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
