@@ -242,6 +242,8 @@ static sc_status build_work(sc_exec *x, sc_error *err)
 enum { RUN_F = 0, RUN_B, RUN_W, RUN_BW, RUN_SEL };
 
 /* The GEMMs and passes of one piece of an op, items [i0, i1). */
+static sc_status poll_all(sc_exec *x, sc_error *err);
+
 static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, int i1,
                            sc_error *err)
 {
@@ -250,6 +252,12 @@ static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, in
     for (int i = i0; i < i1 && !st; i++) {
         const item *q = &w->it[i];
         int m = q->m, n = q->n, k = q->k, b = q->batch;
+        /* MPI moves a large message only while its ranks call into it: on a
+         * synchronous backend, test the pending requests between kernels so
+         * sends and gradient buckets progress during compute, as they do on
+         * a GPU's separate streams */
+        if (i > i0 && !be->async && x->npend && (st = poll_all(x, err)))
+            break;
         if (q->type == IT_MEM) {
             if (what != RUN_W && what != RUN_SEL)
                 st = be->memop(x->bk, x->M1, x->M0, q->bytes, err);

@@ -135,6 +135,7 @@ cJSON *sc_comparison_json(const sc_comparison *c)
     cJSON *j = cJSON_CreateObject();
     if (!j)
         return NULL;
+    sc_jadd_str(j, "format", "stagecraft.compare/1", &oom);
     sc_jadd_str(j, "cluster", c->cluster, &oom);
     sc_jadd_str(j, "device", c->device, &oom);
     cJSON *s = sc_jadd_obj(j, "step", &oom);

@@ -18,7 +18,7 @@
  *        ratio(s, n) = (1 - s) + s / log2 n        (pipeline / baseline).
  *    The text uses two n: log2 8 = 3 ("a third": ratio 1/2 + 1/6 = 0.6667,
  *    gain 50%) and log2 16 = 4 (0.625, gain 60%). Neither gives 38%
- *    (1/1.38 = 0.725 would need s = 0.367 with n = 16). Both are reported.
+ *    The 38% is the saving 1 - 0.625; with log2 8 it would be 33%. Both are reported.
  *
  * 2., 3. Our models, on the same two layouts (sc_seed38_layouts):
  *    baseline  tp = k·G, pp = 1, dp = N/k, placement tp,pp,dp: one tensor-
@@ -142,7 +142,7 @@ typedef struct sc_seed38_model {
     sc_seed38_point nodes[SC_SEED38_N_NODES];
     int n_nodes;               /* node counts k divides */
     /* bandwidth factors at which the simulated ratio reaches 0.625 and
-     * 1/1.38 (a 38% gain), interpolated linearly in log2 factor between
+     * 0.62 (a 38% saving), interpolated linearly in log2 factor between
      * sweep points; NaN when the sweep does not reach them */
     double bw_factor_0625, bw_factor_38;
     double measured_ratio;     /* NaN = none handed in */

@@ -24,10 +24,13 @@ done
 command -v mpirun >/dev/null || { echo "accuracy.sh: mpirun not found (scripts/deps.sh)" >&2; exit 2; }
 mkdir -p "$dir"
 cd "$dir"
+rate=${SC_NET_RATE:-1gbit}
+rate_bits=$(awk -v r="$rate" 'BEGIN { v = r + 0; u = substr(r, length(v) + 1);
+  m = u ~ /^g/ ? 1e9 : u ~ /^m/ ? 1e6 : u ~ /^k/ ? 1e3 : 1; print v * m }')
 if [[ $net == 1 ]]; then
-  "$root/scripts/netcluster.sh" up --nodes 2 --rate "${SC_NET_RATE:-1gbit}" >/dev/null
-  trap '"$root/scripts/netcluster.sh" down >/dev/null 2>&1 || true' EXIT
-  run2() { "$root/scripts/netcluster.sh" run --np 2 -- "$@"; }
+  "$root/scripts/netcluster.sh" --name sca up --nodes 2 --rate "$rate" >/dev/null
+  trap '"$root/scripts/netcluster.sh" --name sca down >/dev/null 2>&1 || true' EXIT
+  run2() { "$root/scripts/netcluster.sh" --name sca run --np 2 -- "$@" 2>/dev/null; }
   nodes=2
 else
   run2() { mpirun --allow-run-as-root --oversubscribe -np 2 "$@"; }
@@ -36,21 +39,27 @@ fi
 "$sc" model gen gpt --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 2048 --dtype fp32 \
   -o gpt.json 2>/dev/null
 # the cluster: this machine's cores; on the emulated cluster 2 nodes of 1
-if [[ $net == 1 ]]; then
-  "$sc" cluster show cpu-local --json |
-    sed 's/"gpus_per_node":[^,]*/"gpus_per_node": 1/; s/"name":[^,]*"cpu-local"/"name": "cpu-net"/' \
-    > cpu.json
-else
-  "$sc" cluster show cpu-local --json |
-    sed 's/"gpus_per_node":[^,]*/"gpus_per_node": 2/' > cpu.json
-fi
+# core, linked at the shaped rate
+"$sc" cluster show cpu-local --json | /usr/bin/env python3 -c "
+import json, sys
+c = json.load(sys.stdin)
+if $net:
+    c['name'] = 'cpu-net'; c['nodes'] = 2; c['gpus_per_node'] = 1
+    c['inter']['nic_bytes_per_s'] = $rate_bits / 8; c['inter']['nics_per_node'] = 1
+else:
+    c['gpus_per_node'] = 2
+json.dump(c, open('cpu.json', 'w'), indent=1)"
 "$sc" bench gemm --sizes 32:1024:2 -o bench_gemm.json >/dev/null
-run2 "$sc" bench allreduce --sizes 4K:4M:4 -o bench_allreduce.json >/dev/null
-run2 "$sc" bench p2p --sizes 4K:4M:4 -o bench_p2p.json >/dev/null
+# across a shaped link, messages under the token bucket pass at memory speed:
+# measure from 256 KiB up there
+sizes=4K:4M:4
+[[ $net == 1 ]] && sizes=256K:16M:4
+run2 "$sc" bench allreduce --sizes $sizes -o bench_allreduce.json >/dev/null
+run2 "$sc" bench p2p --sizes $sizes -o bench_p2p.json >/dev/null
 plan() { # NAME ARGS...: make the plan, run it, keep the measurement
   local name=$1; shift
   "$sc" sim --model gpt.json --cluster cpu.json --nodes $nodes "$@" -o "$name.plan.json" >/dev/null
-  run2 "$sc" exec "$name.plan.json" --backend cpu --steps 6 --warmup 2 -o "$name.measured.json" >/dev/null
+  run2 "$sc" exec "$name.plan.json" --backend cpu --steps 10 --warmup 2 -o "$name.measured.json" >/dev/null
 }
 plan cal_pp2 --pp 2 --microbatches 4 --mbs 2 --schedule 1f1b
 plan cal_tp2 --tp 2 --microbatches 2 --mbs 2 --schedule 1f1b

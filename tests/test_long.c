@@ -1,0 +1,61 @@
+/* test_long.c - the checks `make test-long` adds (SC_LONG=1): the
+ * calibration loop's accuracy on this machine and on a 2-node emulated
+ * cluster, and the executed miniature of the 38% comparison. Each runs a
+ * script that prints its table and exits non-zero when its target fails. */
+#include "check.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static char out[1 << 16];
+
+static int long_enabled(void)
+{
+    if (getenv("SC_LONG"))
+        return 1;
+    printf("    (skipped: make test-long)\n");
+    return 0;
+}
+
+static void run_script(const char *cmd)
+{
+    int rc = sc_test_sh(out, sizeof out, "%s", cmd);
+    printf("%s", out);
+    if (rc != 0)
+        sc_test_fail(__FILE__, __LINE__, "%s exited %d", cmd, rc);
+}
+
+TEST(long_accuracy_local)
+{
+    if (!long_enabled())
+        return;
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "scripts/accuracy.sh --dir %s/acc", sc_test_tmpdir());
+    run_script(cmd);
+}
+
+TEST(long_accuracy_netcluster)
+{
+    if (!long_enabled())
+        return;
+    if (geteuid() != 0) {
+        printf("    (skipped: the emulated cluster needs root)\n");
+        return;
+    }
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "scripts/accuracy.sh --netcluster --dir %s/acc", sc_test_tmpdir());
+    run_script(cmd);
+}
+
+TEST(long_seed38_miniature)
+{
+    if (!long_enabled())
+        return;
+    if (geteuid() != 0) {
+        printf("    (skipped: the emulated cluster needs root)\n");
+        return;
+    }
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "scripts/seed38_mini.sh --dir %s/mini", sc_test_tmpdir());
+    run_script(cmd);
+}
