@@ -59,7 +59,17 @@ run2 "$sc" bench p2p --sizes $sizes -o bench_p2p.json >/dev/null
 plan() { # NAME ARGS...: make the plan, run it, keep the measurement
   local name=$1; shift
   "$sc" sim --model gpt.json --cluster cpu.json --nodes $nodes "$@" -o "$name.plan.json" >/dev/null
-  run2 "$sc" exec "$name.plan.json" --backend cpu --steps 10 --warmup 2 -o "$name.measured.json" >/dev/null
+  # two runs, the faster kept: this machine is a VM whose speed drifts over
+  # tens of seconds, and interference only ever adds time
+  run2 "$sc" exec "$name.plan.json" --backend cpu --steps 6 --warmup 2 -o "$name.measured.json" >/dev/null
+  run2 "$sc" exec "$name.plan.json" --backend cpu --steps 6 --warmup 2 -o "$name.again.json" >/dev/null
+  /usr/bin/env python3 -c "
+import json, os
+a, b = '$name.measured.json', '$name.again.json'
+if json.load(open(b))['step_time_s'] < json.load(open(a))['step_time_s']:
+    os.replace(b, a)
+else:
+    os.remove(b)"
 }
 plan cal_pp2 --pp 2 --microbatches 4 --mbs 2 --schedule 1f1b
 plan cal_tp2 --tp 2 --microbatches 2 --mbs 2 --schedule 1f1b
