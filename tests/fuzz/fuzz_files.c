@@ -1,0 +1,42 @@
+/* fuzz_files.c - libFuzzer target for the loaders that read a file path
+ * (plans, tune curves, and the bench and timeline inputs of calibration):
+ * each input is written to a temporary file and handed to all of them.
+ *   make fuzz && build/fuzz/fuzz_files -max_total_time=120 tests/fuzz/corpus/files
+ * Any input must load or fail with a message; never crash, leak or hang. */
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "calibrate.h"
+#include "plan.h"
+#include "tune.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static char path[64];
+    if (!path[0])
+        snprintf(path, sizeof path, "/tmp/sc-fuzz-files-%d.json", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 0;
+    fwrite(data, 1, size, f);
+    fclose(f);
+    sc_error err = {0};
+    sc_plan *p = NULL;
+    if (sc_plan_load(path, &p, &err) != SC_OK && !err.msg[0])
+        __builtin_trap();
+    sc_plan_free(p);
+    sc_tune *t = NULL;
+    err.msg[0] = '\0';
+    if (sc_tune_load(path, &t, &err) != SC_OK && !err.msg[0])
+        __builtin_trap();
+    sc_tune_free(t);
+    sc_cluster c, out;
+    sc_cluster_preset_get("cpu-local", &c, NULL);
+    const char *files[] = {path};
+    err.msg[0] = '\0';
+    if (sc_calibrate(&c, files, 1, "2026-01-01T00:00:00Z", &out, NULL, &err) != SC_OK &&
+        !err.msg[0])
+        __builtin_trap();
+    return 0;
+}
