@@ -20,13 +20,17 @@ static void help(void)
            "                       [--optimize speed|memory] [--top K] [--partitioner P]\n"
            "                       [--fix dp=D,tp=T,pp=P,v=V,m=M,mbs=S,schedule=X,zero=Z,"
            "recompute=R]\n"
-           "                       [--max-mbs S] [--memory-weight W] [-o plan.json] [--json]\n"
+           "                       [--max-mbs S] [--memory-weight W] [--shared replicate|strict]\n"
+           "                       [-o plan.json] [--json]\n"
            "Searches data-, tensor- and pipeline-parallel degrees, interleaving, microbatch\n"
            "count and size, schedule, ZeRO stage and recompute for model M on cluster C:\n"
            "partitions each shape, drops what does not fit, estimates every survivor\n"
            "analytically, simulates the best K (default 16) and ranks them by step time\n"
            "(speed) or by peak memory among the plans within 5%% of the fastest (memory).\n"
-           "Prints the ranked table and why the winner wins; -o writes the winner as a plan.\n");
+           "Prints the ranked table and why the winner wins; -o writes the winner as a plan.\n"
+           "--shared: modules sharing parameters (a tied embedding and LM head) are\n"
+           "replicated on the stages that hold them, their gradients allreduced (default,\n"
+           "as Megatron-LM), or kept on one stage (strict; a tied GPT then has one stage).\n");
 }
 
 typedef struct {
@@ -132,7 +136,7 @@ static cJSON *cand_json(const sc_candidate *c)
 int cmd_plan(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_CLUSTER, O_NODES, O_BATCH, O_OPT, O_TOP, O_FIX, O_PART, O_MAXMBS,
-           O_MW, O_JSON };
+           O_MW, O_JSON, O_SHARED };
     static const struct option opts[] = {{"model", required_argument, NULL, O_MODEL},
                                          {"cluster", required_argument, NULL, O_CLUSTER},
                                          {"nodes", required_argument, NULL, O_NODES},
@@ -144,6 +148,7 @@ int cmd_plan(int argc, char **argv)
                                          {"max-mbs", required_argument, NULL, O_MAXMBS},
                                          {"memory-weight", required_argument, NULL, O_MW},
                                          {"json", no_argument, NULL, O_JSON},
+                                         {"shared", required_argument, NULL, O_SHARED},
                                          {"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -175,6 +180,12 @@ int cmd_plan(int argc, char **argv)
         case O_MAXMBS: bad = cli_long("plan", "--max-mbs", optarg, 1, 1024, &maxmbs); break;
         case O_MW: bad = cli_double("plan", "--memory-weight", optarg, 0, 1, &o.memory_weight); break;
         case O_JSON: json = 1; break;
+        case O_SHARED:
+            if (!strcmp(optarg, "strict"))
+                o.shared_strict = 1;
+            else if (strcmp(optarg, "replicate"))
+                return cli_usage("plan", "--shared: '%s' is not replicate or strict", optarg);
+            break;
         case 'o': out = optarg; break;
         case 'h': help(); return 0;
         default: return cli_usage("plan", "unknown option or missing value '%s'", argv[optind - 1]);

@@ -5,7 +5,8 @@
  * search may pick (ZeRO 3, full recompute, one microbatch in flight): a
  * split that cannot fit even so is no split at all (SC_ENOFIT and the shape
  * is skipped), and each candidate's own settings are checked on the result.
- * Shared groups follow the replicate policy (as the simulator models them). */
+ * Shared groups follow the replicate policy (as the simulator models them)
+ * unless the request asks for strict. */
 #include "partitioner_hook.h"
 #include "partitioner.h"
 
@@ -34,7 +35,7 @@ sc_status sc_planner_partition(const char *name, const sc_part_request *rq, sc_p
     cfg.mem_weight = rq->memory_weight >= 0 ? rq->memory_weight
                      : rq->optimize_memory  ? SC_PARTITION_W_MEMORY
                                             : SC_PARTITION_W_SPEED;
-    cfg.shared = SC_SHARED_REPLICATE;
+    cfg.shared = rq->shared_strict ? SC_SHARED_STRICT : SC_SHARED_REPLICATE;
     return sc_partition_by_method(name, &cfg, out, err);
 }
 

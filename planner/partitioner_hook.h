@@ -15,6 +15,7 @@ typedef struct sc_part_request {
     int pp, v, tp, mbs, dp;
     double memory_weight;   /* tree: blend of time and memory */
     int optimize_memory;
+    int shared_strict;
 } sc_part_request;
 
 /* "uniform", "tree" or "optimal". */

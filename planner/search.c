@@ -28,7 +28,8 @@ struct sc_search {
     long ncands, capcands, enumerated;
     int *ranked, nranked;
     double t_est, t_sim;
-    long nofit_shapes;               /* shapes no partition could fit */
+    long nofit_shapes;               /* shapes no partition could serve */
+    sc_status nofit_status;
     char nofit_msg[SC_ERRMSG_MAX];   /* the partitioner's message for the last */
 };
 
@@ -111,7 +112,7 @@ static int table_for(sc_search *s, int pp, int v, int tp, int mbs, sc_error *err
     sc_partition part = {0};
     sc_part_request rq = {s->m, s->c, pp, v, tp, mbs,
                           (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
-                          s->o.memory_weight, s->o.optimize_memory};
+                          s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st)
         return -1;
@@ -284,8 +285,9 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                         if (ti < 0) {
                             if (terr.status == SC_ENOMEM)
                                 st = sc_err(err, SC_ENOMEM, "%s", terr.msg);
-                            if (terr.status == SC_ENOFIT) {
+                            if (terr.status == SC_ENOFIT || terr.status == SC_EINVAL) {
                                 s->nofit_shapes++;
+                                s->nofit_status = terr.status;
                                 memcpy(s->nofit_msg, terr.msg, sizeof s->nofit_msg);
                             }
                             continue; /* no partition for this shape */
@@ -323,11 +325,14 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     }
     if (s->ncands == 0) {
         long enumerated = s->enumerated, nofit = s->nofit_shapes;
+        sc_status nst = s->nofit_status;
         char msg[SC_ERRMSG_MAX];
         memcpy(msg, s->nofit_msg, sizeof msg);
         sc_search_free(s);
-        if (enumerated == 0 && nofit > 0)
+        if (enumerated == 0 && nofit > 0 && nst == SC_ENOFIT)
             return sc_err(err, SC_ENOFIT, "plan: %s (even with ZeRO 3 and full recompute)", msg);
+        if (enumerated == 0 && nofit > 0)
+            return sc_err(err, nst, "plan: %s", msg);
         if (enumerated == 0)
             return sc_err(err, SC_EINVAL,
                           "plan: no configuration of %s on %ld GPUs with global batch %ld "

@@ -41,6 +41,8 @@ typedef struct sc_search_opts {
     const char *partitioner;  /* "uniform", "tree" or "optimal"; NULL = "optimal" when built */
     double memory_weight;     /* tree partitioner; < 0 = 0.2 (speed) or 0.8 (memory) */
     int max_mbs;              /* 0 = 8 */
+    int shared_strict;        /* tree/optimal: keep every shared group on one stage
+                                 (default: replicate it across stages, as Megatron-LM) */
     /* fixed choices; 0 (or NULL, or -1 for zero/recompute) = free */
     int fix_dp, fix_tp, fix_pp, fix_v, fix_m, fix_mbs;
     int fix_zero, fix_recompute;

@@ -229,6 +229,18 @@ TEST(planner_cli)
     CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge "
                      "--global-batch 8 --fix bogus=1", bin) == 2);
     CHECK_STR_HAS(out, "unknown key 'bogus'");
+    /* strict shared groups: a tied GPT cannot be split across stages */
+    REQUIRE(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                       "--global-batch 64 --top 3 --shared strict --json", bin) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *ranked = cJSON_GetObjectItem(j, "ranked");
+    for (const cJSON *x = ranked ? ranked->child : NULL; x; x = x->next)
+        CHECK_EQ_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(x, "config"), "pp")->valueint, 1);
+    cJSON_Delete(j);
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 --shared strict --fix pp=2", bin) == 2);
+    CHECK_STR_HAS(out, "shared group 'wte' spans embed..head");
     CHECK(sc_test_sh(out, sizeof out, "%s sim --plan tests/corpus/model/dup_key.json", bin) == 2);
     CHECK_STR_HAS(out, "format");
 }
