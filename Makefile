@@ -31,9 +31,10 @@ endif
 NVCC := $(shell command -v nvcc 2>/dev/null || echo $(CUDA_HOME)/bin/nvcc)
 
 CPPFLAGS := -I. -Icommon -Itraces -Icost_models -Isim -Iplanner -Iexec -D_GNU_SOURCE
-CFLAGS := -std=c11 $(OPT) -Wall -Wextra -Wshadow -Wno-unused-parameter $(SANFLAGS)
+# -pthread: exec/team.c (one thread per GPU where MPI is absent)
+CFLAGS := -std=c11 $(OPT) -pthread -Wall -Wextra -Wshadow -Wno-unused-parameter $(SANFLAGS)
 LDLIBS := -lcjson -lgsl -lopenblas -lm
-LDFLAGS := $(SANFLAGS)
+LDFLAGS := -pthread $(SANFLAGS)
 
 ifeq ($(USE_MPI),yes)
   CPPFLAGS += -DSC_HAVE_MPI $(shell mpicc -showme:compile)

@@ -1,7 +1,13 @@
 /* cmd_exec.c - `stagecraft exec`: run a plan on real devices (one MPI rank
- * per device) and write the measured timeline. */
+ * per device, or for the cuda backend one thread per GPU of this node where
+ * MPI is absent or --threads asks) and write the measured timeline. */
+#include "backend.h"
+#include "build_info.h"
 #include "cli.h"
 #include "exec.h"
+#include "json.h"
+#include "plan.h"
+#include "team.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -12,6 +18,7 @@ static void help(void)
     printf(
         "usage: mpirun -np R stagecraft exec plan.json --backend cpu|cuda [--steps N]\n"
         "                      [--warmup W] [--timeout S] [--no-verify] [-o measured.json]\n"
+        "       stagecraft exec plan.json --backend cuda [--threads] ...   (one node)\n"
         "Runs the plan's training step on real devices, one MPI rank per device (R must\n"
         "equal the plan's dp·tp·pp; rank -> (dp, pp, tp) by the plan's placement), in the\n"
         "per-rank op order of the schedule generator: real GEMMs of the modules' shapes,\n"
@@ -21,9 +28,14 @@ static void help(void)
         "simulator's op identities: compare it with 'stagecraft sim --plan plan.json\n"
         "--timeline FILE'.\n\n"
         "  --backend cpu      OpenBLAS sgemm, one thread per rank, fp32 whatever the plan's\n"
-        "                     dtype (communication moves the modelled byte counts); MPI\n"
+        "                     dtype (communication moves the modelled byte counts); needs\n"
+        "                     MPI (a build without MPI refuses it)\n"
         "  --backend cuda     cuBLAS on tensor cores in the plan's dtype (fp8 runs as bf16),\n"
         "                     NCCL; one GPU per rank (the node-local rank picks it)\n"
+        "  --threads          cuda only: no mpirun; this process starts dp·tp·pp threads,\n"
+        "                     thread r on GPU r of this node (fails if fewer are visible),\n"
+        "                     host collectives in-process, NCCL between the threads. The\n"
+        "                     only mode of --backend cuda in a build without MPI%s\n"
         "  --steps N          measured steps (default 10)\n"
         "  --warmup W         warm-up steps before them (default 2)\n"
         "  --timeout S        seconds any wait may take before every rank is aborted\n"
@@ -32,7 +44,142 @@ static void help(void)
         "                     the warm-up steps and the first measured step)\n"
         "  -o FILE            write the measured timeline (only on success, whole)\n\n"
         "Launch with OpenMPI as usual: mpirun -np 4 [--hostfile H], or srun under Slurm.\n"
-        "Exit status: 0 success, 2 bad input (e.g. wrong rank count), 1 any other failure.\n");
+        "Exit status: 0 success, 2 bad input (e.g. wrong rank count), 1 any other failure\n"
+        "(with threads: non-zero if any thread failed, with its message).\n",
+#ifdef SC_HAVE_MPI
+        ""
+#else
+        " (this one)"
+#endif
+    );
+}
+
+static int exit_code(sc_status st)
+{
+    return st == SC_EINVAL || st == SC_EPARSE || st == SC_ENOTFOUND ? 2 : 1;
+}
+
+/* What one rank did. */
+typedef struct rank_result {
+    int rank;               /* sc_exec_rank: -1 if the backend did not start */
+    sc_status st;
+    int setup;              /* failed in sc_exec_open */
+    sc_error err;
+    sc_exec_summary sum;
+} rank_result;
+
+/* One rank's exec: open, run, close (the same for an MPI rank and a
+ * thread). Run errors are printed at once (every rank's own line) and abort
+ * every rank when others may be stuck; setup errors are left in r for the
+ * caller. team: the threads' team (NULL under MPI), told of a failure so
+ * the other threads stop waiting. */
+static void one_rank(const char *plan, const sc_exec_opts *o, const char *out, sc_team *team,
+                     int team_rank, rank_result *r)
+{
+    sc_exec *x = NULL;
+    r->st = sc_exec_open(plan, o, &x, &r->err);
+    r->rank = sc_exec_rank(x);
+    if (r->st) {
+        r->setup = 1;
+        sc_team_fail(team, team_rank, r->err.msg);
+        sc_exec_close(x);
+        return;
+    }
+    int must_abort = 0;
+    r->st = sc_exec_run(x, out, &r->sum, &must_abort, &r->err);
+    if (r->st) {
+        fprintf(stderr, "stagecraft exec: %s\n", r->err.msg);
+        fflush(stderr);
+        if (must_abort)
+            sc_exec_abort(x, 1); /* MPI_Abort; threads: the whole process */
+        sc_team_fail(team, team_rank, r->err.msg);
+    }
+    sc_exec_close(x);
+}
+
+static void print_summary(const char *plan, const char *out, const sc_exec_summary *sum,
+                          const char *mode)
+{
+    char b[3][32];
+    printf("exec %s: %d ranks%s, %s (GEMMs in %s)\n", plan, sum->ranks, mode, sum->device,
+           sum->dtype);
+    printf("%d measured steps: median %s us, min %s us, max %s us; %ld ops per step\n",
+           sum->steps, cli_us(sum->median_s, b[0]), cli_us(sum->min_s, b[1]),
+           cli_us(sum->max_s, b[2]), sum->ops_per_step);
+    if (out)
+        printf("wrote %s\n", out);
+}
+
+typedef struct thread_job {
+    const char *plan, *out;
+    sc_exec_opts o;
+    rank_result *res;
+} thread_job;
+
+static void thread_main(sc_team *t, int rank, void *arg)
+{
+    thread_job *j = arg;
+    one_rank(j->plan, &j->o, rank == 0 ? j->out : NULL, t, rank, &j->res[rank]);
+}
+
+/* --backend cuda without MPI: dp·tp·pp threads of this process, thread r on
+ * GPU r, each running what an MPI rank runs; rank 0 writes the timeline. */
+static int exec_threads(const char *plan, const sc_exec_opts *o, const char *out)
+{
+    sc_error err = {0};
+    sc_plan *p = NULL;
+    sc_status st = sc_plan_load(plan, &p, &err);
+    if (st) {
+        fprintf(stderr, "stagecraft exec: %s\n", err.msg);
+        return exit_code(st);
+    }
+    int dp = p->dp, tp = p->tp, pp = p->pp, n = dp * tp * pp;
+    sc_plan_free(p);
+    /* no device at all (no driver, or none visible): the threads start and
+     * the backend's init says why, in the CUDA runtime's words */
+    int ndev = sc_cuda_device_count();
+    if (ndev > 0 && n > ndev) {
+        fprintf(stderr,
+                "stagecraft exec: %s: the plan needs dp·tp·pp = %d·%d·%d = %d GPUs (one "
+                "thread each), but %d CUDA %s visible\n",
+                sc_basename(plan), dp, tp, pp, n, ndev, ndev == 1 ? "device is" : "devices are");
+        return 2;
+    }
+    sc_json_init(); /* once, before the threads (it installs cJSON's hooks) */
+    sc_team *t = NULL;
+    rank_result *res = sc_calloc((size_t)n, sizeof *res);
+    if (!res || (st = sc_team_new(n, &t, &err))) {
+        sc_free(res);
+        fprintf(stderr, "stagecraft exec: %s\n", res ? err.msg : "out of memory");
+        return 1;
+    }
+    thread_job j = {plan, out, *o, res};
+    st = sc_team_run(t, thread_main, &j, &err);
+    sc_team_free(t);
+    int code = 0;
+    if (st) {
+        fprintf(stderr, "stagecraft exec: %s\n", err.msg);
+        code = 1;
+    }
+    /* setup errors: the first rank's own failure (not "gave up" because of
+     * another's), as rank 0 alone reports them under MPI */
+    int cause = -1;
+    for (int r = 0; r < n; r++)
+        if (res[r].setup && (cause < 0 || (strstr(res[cause].err.msg, ": gave up: ") &&
+                                           !strstr(res[r].err.msg, ": gave up: "))))
+            cause = r;
+    if (cause >= 0) {
+        fprintf(stderr, "stagecraft exec: %s\n", res[cause].err.msg);
+        if (!code)
+            code = exit_code(res[cause].st);
+    }
+    for (int r = 0; r < n && !code; r++)
+        if (res[r].st) /* run errors were printed by their thread */
+            code = 1;
+    if (!code)
+        print_summary(plan, out, &res[0].sum, ", one thread per GPU");
+    sc_free(res);
+    return code;
 }
 
 int cmd_exec(int argc, char **argv)
@@ -41,11 +188,11 @@ int cmd_exec(int argc, char **argv)
         {"backend", required_argument, 0, 'b'}, {"steps", required_argument, 0, 'n'},
         {"warmup", required_argument, 0, 'w'},  {"timeout", required_argument, 0, 't'},
         {"no-verify", no_argument, 0, 'V'},     {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"threads", no_argument, 0, 'T'},       {0, 0, 0, 0}};
     const char *backend = NULL, *out = NULL;
     long steps = 10, warmup = 2;
     double timeout = 60;
-    int verify = 1, c;
+    int verify = 1, threads = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -67,6 +214,9 @@ int cmd_exec(int argc, char **argv)
         case 'V':
             verify = 0;
             break;
+        case 'T':
+            threads = 1;
+            break;
         case 'o':
             out = optarg;
             break;
@@ -84,40 +234,28 @@ int cmd_exec(int argc, char **argv)
     if (strcmp(backend, "cpu") && strcmp(backend, "cuda"))
         return cli_usage("exec", "--backend '%s': want cpu or cuda", backend);
     const char *plan = argv[optind];
+    if (threads && strcmp(backend, "cuda"))
+        return cli_usage("exec", "--threads is for --backend cuda (the cpu backend needs MPI)");
+#ifndef SC_HAVE_MPI
+    threads = !strcmp(backend, "cuda"); /* the only way to run it without MPI */
+#endif
 
     sc_exec_opts o = {backend, (int)steps, (int)warmup, timeout, verify, NULL, NULL};
-    sc_error err = {0};
-    sc_exec *x = NULL;
-    sc_status st = sc_exec_open(plan, &o, &x, &err);
-    int rank = sc_exec_rank(x);
-    if (st) {
+    if (threads && sc_backend_cuda.available)
+        return exec_threads(plan, &o, out);
+    rank_result r;
+    memset(&r, 0, sizeof r);
+    one_rank(plan, &o, out, NULL, -1, &r);
+    if (r.setup) {
         /* setup errors are the same on every rank: rank 0 (or a lone
          * process) reports them */
-        if (rank <= 0)
-            fprintf(stderr, "stagecraft exec: %s\n", err.msg);
-        sc_exec_close(x);
-        return st == SC_EINVAL || st == SC_EPARSE || st == SC_ENOTFOUND ? 2 : 1;
+        if (r.rank <= 0)
+            fprintf(stderr, "stagecraft exec: %s\n", r.err.msg);
+        return exit_code(r.st);
     }
-    sc_exec_summary sum;
-    int must_abort = 0;
-    st = sc_exec_run(x, out, &sum, &must_abort, &err);
-    if (st) {
-        fprintf(stderr, "stagecraft exec: %s\n", err.msg);
-        fflush(stderr);
-        if (must_abort)
-            sc_exec_abort(x, 1);
-        sc_exec_close(x);
+    if (r.st)
         return 1;
-    }
-    if (rank == 0) {
-        char b[3][32];
-        printf("exec %s: %d ranks, %s (GEMMs in %s)\n", plan, sum.ranks, sum.device, sum.dtype);
-        printf("%d measured steps: median %s us, min %s us, max %s us; %ld ops per step\n",
-               sum.steps, cli_us(sum.median_s, b[0]), cli_us(sum.min_s, b[1]),
-               cli_us(sum.max_s, b[2]), sum.ops_per_step);
-        if (out)
-            printf("wrote %s\n", out);
-    }
-    sc_exec_close(x);
+    if (r.rank == 0)
+        print_summary(plan, out, &r.sum, "");
     return 0;
 }

@@ -64,7 +64,8 @@ const char *sc_status_name(sc_status s)
 
 /* ---- allocation ---------------------------------------------------------- */
 
-static long alloc_count, alloc_fail_at;
+/* atomic: the executor's thread mode allocates from several threads */
+static _Atomic long alloc_count, alloc_fail_at;
 
 static void *default_alloc(void *ud, void *ptr, size_t size)
 {
@@ -73,8 +74,8 @@ static void *default_alloc(void *ud, void *ptr, size_t size)
         free(ptr);
         return NULL;
     }
-    alloc_count++;
-    if (alloc_fail_at > 0 && alloc_count == alloc_fail_at)
+    long k = ++alloc_count;
+    if (alloc_fail_at > 0 && k == alloc_fail_at)
         return NULL;
     return realloc(ptr, size);
 }
@@ -96,7 +97,7 @@ void sc_alloc_fail_at(long n)
 
 long sc_alloc_count(void) { return alloc_count; }
 
-static long alloc_failures;
+static _Atomic long alloc_failures;
 long sc_alloc_failures(void) { return alloc_failures; }
 
 void *sc_malloc(size_t n)

@@ -4,8 +4,15 @@
  * bf16), NCCL point-to-point (grouped ncclSend/ncclRecv) and collectives,
  * one CUDA stream for compute and one per communicator, timings from CUDA
  * events. MPI starts the ranks, broadcasts the ncclUniqueId and carries the
- * host-side helpers (shared with the CPU backend, backend_cpu.c). The
- * kernels (fill, memop) are in backend_cuda.cu; cuBLAS, NCCL and the
+ * host-side helpers (shared with the CPU backend, backend_cpu.c). Where MPI
+ * is absent, or when the calling thread is bound to a team (team.h), the
+ * ranks are threads of one process, one per GPU (device = rank unless
+ * opts->device says otherwise): the team carries the host-side helpers and
+ * broadcasts the ncclUniqueId that thread 0 made; every thread then calls
+ * ncclCommInitRank with its rank (comm splits stay ncclCommSplit), and the
+ * clock offset is 0 (one CLOCK_MONOTONIC). Built without MPI and called by
+ * an unbound thread, init makes a team of one (one GPU, e.g. bench gemm).
+ * The kernels (fill, memop) are in backend_cuda.cu; cuBLAS, NCCL and the
  * runtime are C APIs, so everything else stays C.
  *
  * Contracts are backend.h's. Specifics: compute is asynchronous (async = 1);
@@ -14,10 +21,13 @@
  * communication first makes its stream wait for an event recorded on the
  * compute stream. NCCL communicators are blocking (ncclCommInitRank,
  * ncclCommSplit): a peer that dies during setup hangs setup (the run itself
- * is guarded by deadlines).
+ * is guarded by deadlines). In a team, a thread whose init fails before
+ * the id broadcast marks the team failed (sc_team_fail) so the others stop
+ * waiting at once; abort ends the process (_Exit), as MPI_Abort ends every
+ * rank.
  *
- * Built without CUDA or without MPI the table is present with available = 0
- * and init fails with "built without CUDA" / "built without MPI".
+ * Built without CUDA the table is present with available = 0 and init fails
+ * with "built without CUDA".
  */
 #include "backend.h"
 #include "exec_int.h"
@@ -26,11 +36,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(SC_HAVE_CUDA) && defined(SC_HAVE_MPI)
+#if defined(SC_HAVE_CUDA)
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <mpi.h>
 #include <nccl.h>
+#ifdef SC_HAVE_MPI
+#include <mpi.h>
+#endif
+#include "team.h"
 
 /* backend_cuda.cu */
 int sc_cuda_fill(void *p, size_t bytes, uint64_t seed, void *stream);
@@ -78,6 +91,8 @@ struct sc_ev {
 };
 struct sc_bk {
     int rank, size, started_mpi, dev;
+    sc_team *team;      /* NULL: MPI; else the threads' team (own_team: made by init) */
+    int own_team;
     cudaStream_t cs;
     cublasHandle_t cb;
     sc_comm world;
@@ -90,36 +105,69 @@ struct sc_bk {
 
 #define bk_rank_ (bk ? bk->rank : -1)
 
-static sc_status cu_init(const sc_bk_opts *o, sc_bk **out, sc_error *err)
+static sc_status cu_init_(const sc_bk_opts *o, sc_bk **out, sc_error *err)
 {
     sc_bk *bk = NULL;
-    int inited = 0, provided, started = 0;
+    int trank = -1, local = 0;
+    sc_team *team = sc_team_bound(&trank);
     *out = NULL;
-    MPI_TRY(MPI_Initialized(&inited));
-    if (!inited) {
-        MPI_TRY(MPI_Init_thread(o ? o->argc : NULL, o ? o->argv : NULL, MPI_THREAD_SINGLE,
-                                &provided));
-        started = 1;
+    if (team) {
+        /* one thread per GPU: the launcher's team */
+        bk = sc_calloc(1, sizeof *bk);
+        if (!bk)
+            return sc_err(err, SC_ENOMEM, "cuda: out of memory");
+        *out = bk;
+        bk->team = team;
+        bk->rank = local = trank;
+        bk->size = sc_team_size(team);
+    } else {
+#ifdef SC_HAVE_MPI
+        int inited = 0, provided, started = 0;
+        MPI_TRY(MPI_Initialized(&inited));
+        if (!inited) {
+            MPI_TRY(MPI_Init_thread(o ? o->argc : NULL, o ? o->argv : NULL, MPI_THREAD_SINGLE,
+                                    &provided));
+            started = 1;
+        }
+        bk = sc_calloc(1, sizeof *bk);
+        if (!bk)
+            return sc_err(err, SC_ENOMEM, "cuda: out of memory");
+        *out = bk; /* so finalize runs on error */
+        bk->started_mpi = started;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(MPI_COMM_WORLD, &bk->rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &bk->size);
+        /* node-local rank picks the device */
+        MPI_Comm node;
+        MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, bk->rank,
+                                    MPI_INFO_NULL, &node));
+        MPI_Comm_rank(node, &local);
+        MPI_Comm_free(&node);
+#else
+        /* no MPI and no team: one rank on one GPU, a team of one */
+        sc_status st0 = sc_team_new(1, &team, err);
+        if (st0)
+            return st0;
+        bk = sc_calloc(1, sizeof *bk);
+        if (!bk) {
+            sc_team_free(team);
+            return sc_err(err, SC_ENOMEM, "cuda: out of memory");
+        }
+        *out = bk;
+        bk->team = team;
+        bk->own_team = 1;
+        bk->rank = 0;
+        bk->size = 1;
+#endif
     }
-    bk = sc_calloc(1, sizeof *bk);
-    if (!bk)
-        return sc_err(err, SC_ENOMEM, "cuda: out of memory");
-    *out = bk; /* so finalize runs on error */
-    bk->started_mpi = started;
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &bk->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &bk->size);
-    /* node-local rank picks the device */
-    MPI_Comm node;
-    int local = 0;
-    MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, bk->rank, MPI_INFO_NULL,
-                                &node));
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
     int ndev = 0;
     CUDA_TRY(cudaGetDeviceCount(&ndev));
     if (ndev < 1)
         return sc_err(err, SC_ECUDA, "cuda: rank %d: no CUDA device visible", bk->rank);
+    if (bk->team && bk->size > ndev && !(o && o->device >= 0))
+        return sc_err(err, SC_EINVAL,
+                      "cuda: rank %d: %d ranks run as threads, one per GPU, but %d CUDA %s "
+                      "visible", bk->rank, bk->size, ndev, ndev == 1 ? "device is" : "devices are");
     bk->dev = o && o->device >= 0 ? o->device : local % ndev;
     CUDA_TRY(cudaSetDevice(bk->dev));
     struct cudaDeviceProp prop;
@@ -131,13 +179,23 @@ static sc_status cu_init(const sc_bk_opts *o, sc_bk **out, sc_error *err)
     CUDA_TRY(cudaEventCreateWithFlags(&bk->tmp, cudaEventDisableTiming));
     CUBLAS_TRY(cublasCreate(&bk->cb));
     CUBLAS_TRY(cublasSetStream(bk->cb, bk->cs));
-    /* the world communicator: rank 0's unique id over MPI */
+    /* the world communicator: rank 0's unique id over MPI or the team */
     ncclUniqueId id;
+    memset(&id, 0, sizeof id);
     if (bk->rank == 0)
         NCCL_TRY(ncclGetUniqueId(&id));
-    MPI_Request q;
-    MPI_TRY(MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD, &q));
-    sc_status st = sc_mpi_wait(bk->rank, &q, sc_exec_clock() + 300, err);
+    sc_status st;
+    if (bk->team) {
+        st = sc_team_bcast(bk->team, bk->rank, &id, sizeof id, 0, sc_exec_clock() + 300, err);
+    } else {
+#ifdef SC_HAVE_MPI
+        MPI_Request q;
+        MPI_TRY(MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD, &q));
+        st = sc_mpi_wait(bk->rank, &q, sc_exec_clock() + 300, err);
+#else
+        st = sc_err(err, SC_ENOTSUP, "cuda: rank %d: no MPI and no team", bk->rank);
+#endif
+    }
     if (st)
         return st;
     NCCL_TRY(ncclCommInitRank(&bk->world.nc, bk->size, id, bk->rank));
@@ -148,6 +206,25 @@ static sc_status cu_init(const sc_bk_opts *o, sc_bk **out, sc_error *err)
     bk->anchor_host = sc_exec_clock();
     CUDA_TRY(cudaEventRecord(bk->anchor, bk->cs));
     return SC_OK;
+}
+
+static void cu_finalize(sc_bk *bk);
+
+static sc_status cu_init(const sc_bk_opts *o, sc_bk **out, sc_error *err)
+{
+    int trank = -1;
+    sc_team *team = sc_team_bound(&trank);
+    sc_status st = cu_init_(o, out, err);
+    /* in a team, peers waiting for this thread (the id broadcast) stop now */
+    if (st && team)
+        sc_team_fail(team, trank, err ? err->msg : "cuda backend init failed");
+    /* without MPI nothing outlives a failed init (the MPI path keeps its
+     * context for the caller, as before) */
+    if (st && *out && (*out)->team) {
+        cu_finalize(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 static void cu_finalize(sc_bk *bk)
@@ -167,9 +244,13 @@ static void cu_finalize(sc_bk *bk)
         cublasDestroy(bk->cb);
     if (bk->cs)
         cudaStreamDestroy(bk->cs);
+    if (bk->own_team)
+        sc_team_free(bk->team);
+#ifdef SC_HAVE_MPI
     int fin = 0;
     if (bk->started_mpi && MPI_Finalized(&fin) == MPI_SUCCESS && !fin)
         MPI_Finalize();
+#endif
     sc_free(bk);
 }
 
@@ -177,8 +258,11 @@ static void cu_abort(sc_bk *bk, int code)
 {
     fflush(stdout);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
-    _Exit(code);
+#ifdef SC_HAVE_MPI
+    if (!bk || !bk->team)
+        MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+    _Exit(code); /* threads of a team: the process is every rank */
 }
 
 static int cu_rank(const sc_bk *bk) { return bk->rank; }
@@ -607,15 +691,24 @@ static sc_status cu_req_wait(sc_bk *bk, sc_req *r, double deadline, double *t0, 
 
 static sc_status cu_barrier(sc_bk *bk, double deadline, sc_error *err)
 {
+    if (bk->team)
+        return sc_team_barrier(bk->team, bk->rank, deadline, err);
+#ifdef SC_HAVE_MPI
     int bk_rank_ = bk->rank;
     MPI_Request q;
     MPI_TRY(MPI_Ibarrier(MPI_COMM_WORLD, &q));
     return sc_mpi_wait(bk->rank, &q, deadline, err);
+#else
+    return sc_err(err, SC_ENOTSUP, "cuda: rank %d: no MPI and no team", bk->rank);
+#endif
 }
 
 static sc_status cu_gather_host(sc_bk *bk, const void *send, size_t len, void *recv, int root,
                                 double deadline, sc_error *err)
 {
+    if (bk->team)
+        return sc_team_gather(bk->team, bk->rank, send, len, recv, root, deadline, err);
+#ifdef SC_HAVE_MPI
     int bk_rank_ = bk->rank;
     MPI_Request q;
     if (len > 2147483647u)
@@ -623,28 +716,47 @@ static sc_status cu_gather_host(sc_bk *bk, const void *send, size_t len, void *r
     MPI_TRY(MPI_Igather(send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE, root,
                         MPI_COMM_WORLD, &q));
     return sc_mpi_wait(bk->rank, &q, deadline, err);
+#else
+    return sc_err(err, SC_ENOTSUP, "cuda: rank %d: no MPI and no team", bk->rank);
+#endif
 }
 
 static sc_status cu_bcast_host(sc_bk *bk, void *buf, size_t len, int root, double deadline,
                                sc_error *err)
 {
+    if (bk->team)
+        return sc_team_bcast(bk->team, bk->rank, buf, len, root, deadline, err);
+#ifdef SC_HAVE_MPI
     int bk_rank_ = bk->rank;
     MPI_Request q;
     if (len > 2147483647u)
         return sc_err(err, SC_EINVAL, "cuda: broadcast of %zu bytes is too large", len);
     MPI_TRY(MPI_Ibcast(buf, (int)len, MPI_BYTE, root, MPI_COMM_WORLD, &q));
     return sc_mpi_wait(bk->rank, &q, deadline, err);
+#else
+    return sc_err(err, SC_ENOTSUP, "cuda: rank %d: no MPI and no team", bk->rank);
+#endif
 }
 
 static sc_status cu_clock_offset(sc_bk *bk, int peer, int rounds, double deadline,
                                  double *offset, sc_error *err)
 {
+    if (bk->team) /* threads of one process share CLOCK_MONOTONIC: 0 */
+        return sc_team_clock_offset(bk->team, bk->rank, peer, offset, err);
+#ifdef SC_HAVE_MPI
     return sc_mpi_clock_offset(bk->rank, peer, rounds, deadline, offset, err);
+#else
+    return sc_err(err, SC_ENOTSUP, "cuda: rank %d: no MPI and no team", bk->rank);
+#endif
 }
 
 const sc_backend sc_backend_cuda = {
     .name = "cuda",
+#ifdef SC_HAVE_MPI
     .desc = "cuBLAS on tensor cores in the plan's dtype, NCCL, MPI",
+#else
+    .desc = "cuBLAS on tensor cores in the plan's dtype, NCCL, one thread per GPU (no MPI)",
+#endif
     .available = 1,
     .async = 1,
     .init = cu_init,
@@ -687,20 +799,14 @@ const sc_backend sc_backend_cuda = {
     .clock_offset = cu_clock_offset,
 };
 
-#else /* no CUDA or no MPI */
+#else /* no CUDA */
 
 static sc_status cuda_init_none(const sc_bk_opts *o, sc_bk **out, sc_error *err)
 {
     *out = NULL;
-#ifndef SC_HAVE_CUDA
     return sc_err(err, SC_ENOTSUP,
                   "cuda backend: built without CUDA (no nvcc at build time; rebuild with "
                   "USE_CUDA=yes where CUDA, cuBLAS and NCCL are installed)");
-#else
-    return sc_err(err, SC_ENOTSUP,
-                  "cuda backend: built without MPI (rebuild with USE_MPI=yes: the cuda backend "
-                  "needs MPI to start its ranks)");
-#endif
 }
 
 const sc_backend sc_backend_cuda = {

@@ -18,6 +18,7 @@
 #include "timeline.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -857,6 +858,9 @@ static sc_status make_comms(sc_exec *x, sc_error *err)
 
 int sc_exec_rank(const sc_exec *x) { return x && x->bk ? x->rank : -1; }
 
+/* The only process-wide state: serializes plan loading (see sc_exec_open). */
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+
 sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **out,
                        sc_error *err)
 {
@@ -887,12 +891,16 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
     x->size = be->size(x->bk);
     st = parse_fault(x, err);
     snprintf(x->plan_file, sizeof x->plan_file, "%s", plan_file);
+    /* ranks that are threads (team.h) load one at a time: cJSON's parser
+     * writes a global (its last error position) */
+    pthread_mutex_lock(&load_mu);
     if (!st)
         st = sc_plan_load(plan_file, &x->plan, err);
     if (!st) {
         st = sc_plan_open(x->plan, plan_file, &x->model, &x->cluster, err);
         x->have_cluster = !st;
     }
+    pthread_mutex_unlock(&load_mu);
     if (st)
         return st;
     sc_plan_step_cfg(x->plan, &x->cfg);

@@ -214,8 +214,9 @@ TEST(calibrate_compare_cli)
         sc_test_fail(__FILE__, __LINE__, "no %s", sc_test_bin());
         return;
     }
-    if (sc_test_sh(out, sizeof out, "command -v mpirun") != 0) {
-        printf("    (skipped: no mpirun)\n");
+    if (sc_test_sh(out, sizeof out, "command -v mpirun") != 0 ||
+        sc_test_sh(out, sizeof out, "%s version | grep -q 'MPI:  yes'", bin) != 0) {
+        printf("    (skipped: no mpirun or a build without MPI)\n");
         return;
     }
     REQUIRE(sc_test_sh(out, sizeof out,
