@@ -123,6 +123,8 @@ int cmd_tune(int argc, char **argv)
                    100 * p->bubble_fraction, 100 * p->efficiency, cli_bytes(p->peak_mem, b),
                    p->tokens_per_s, i == t->best ? "  <- best" : "");
         }
+        for (int i = 0; i < t->n_skipped; i++)
+            printf("%6d %5d   %s\n", t->skipped[i].m, t->skipped[i].mbs, t->skipped[i].reason);
         printf("\nbest: m = %d microbatches of %d samples, %.1f ms per step\n",
                t->pts[t->best].m, t->pts[t->best].mbs, 1e3 * t->pts[t->best].step_s);
         if (out)

@@ -1,6 +1,7 @@
 /* tune.c - the microbatch sweep, see tune.h. */
 #include "tune.h"
 #include "json.h"
+#include "schedule.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,25 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     }
     sc_search_free(s);
     qsort(t->pts, (size_t)t->n, sizeof *t->pts, by_m);
+    /* the swept points that did not come back, and why */
+    long b = o.global_batch % o.fix_dp ? 0 : o.global_batch / o.fix_dp;
+    for (long mbs = 1; b && mbs <= b && mbs <= (o.max_mbs > 0 ? o.max_mbs : 8); mbs++) {
+        if (b % mbs || (o.fix_mbs && mbs != o.fix_mbs) || t->n_skipped >= 64)
+            continue;
+        int mm = (int)(b / mbs), found = 0;
+        for (int i = 0; i < t->n && !found; i++)
+            found = t->pts[i].m == mm;
+        if (found)
+            continue;
+        char buf[160];
+        const sc_sched_impl *impl = sc_sched_find(o.fix_schedule);
+        const char *why = impl ? impl->validate(o.fix_pp, mm, o.fix_v, buf, sizeof buf) : NULL;
+        t->skipped[t->n_skipped].m = mm;
+        t->skipped[t->n_skipped].mbs = (int)mbs;
+        snprintf(t->skipped[t->n_skipped].reason, sizeof t->skipped[0].reason, "%s",
+                 why ? why : "does not fit in memory");
+        t->n_skipped++;
+    }
     t->best = 0;
     for (int i = 1; i < t->n; i++)
         if (t->pts[i].step_s < t->pts[t->best].step_s)
@@ -122,6 +142,20 @@ cJSON *sc_tune_to_json(const sc_tune *t)
         sc_jadd_num(o, "tokens_per_s", p->tokens_per_s, &oom);
     }
     sc_jadd_num(j, "best", t->best, &oom);
+    if (t->n_skipped) {
+        cJSON *sk = sc_jadd_arr(j, "skipped", &oom);
+        for (int i = 0; i < t->n_skipped && sk; i++) {
+            cJSON *o = cJSON_CreateObject();
+            if (!o || !cJSON_AddItemToArray(sk, o)) {
+                cJSON_Delete(o);
+                oom = 1;
+                break;
+            }
+            sc_jadd_num(o, "m", t->skipped[i].m, &oom);
+            sc_jadd_num(o, "mbs", t->skipped[i].mbs, &oom);
+            sc_jadd_str(o, "reason", t->skipped[i].reason, &oom);
+        }
+    }
     if (oom) {
         cJSON_Delete(j);
         return NULL;
@@ -133,7 +167,7 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
 {
     static const char *const top[] = {"format", "model", "cluster", "nodes", "global_batch",
                                       "dp", "tp", "pp", "v", "schedule", "zero", "recompute",
-                                      "points", "best", NULL};
+                                      "points", "best", "skipped", NULL};
     static const char *const pk[] = {"m", "mbs", "step_time_s", "bubble_fraction", "efficiency",
                                      "peak_mem_bytes", "tokens_per_s", NULL};
     *out = NULL;

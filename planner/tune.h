@@ -33,6 +33,13 @@ typedef struct sc_tune {
     long global_batch;
     int n, best;
     sc_tune_point *pts;
+    /* the swept (m, mbs) with no point, and why (printed and in the JSON as
+     * "skipped": [{m, mbs, reason}]; not read back by sc_tune_load) */
+    int n_skipped;
+    struct {
+        int m, mbs;
+        char reason[160];
+    } skipped[64];
 } sc_tune;
 
 /* opts must fix dp, tp and pp; schedule defaults to 1f1b, v to 1, ZeRO to

@@ -168,6 +168,10 @@ TEST(planner_tune_curve)
             CHECK(t->pts[i].m > t->pts[i - 1].m);
         CHECK(t->pts[t->best].step_s <= t->pts[i].step_s);
     }
+    /* every swept (m, mbs) is either a point or skipped with a reason */
+    CHECK_EQ_INT(t->n + t->n_skipped, 6);
+    for (int i = 0; i < t->n_skipped; i++)
+        CHECK(t->skipped[i].reason[0] != '\0');
     /* the 1F1B bubble shrinks as m grows */
     CHECK(t->pts[t->n - 1].bubble_fraction < t->pts[0].bubble_fraction);
     char path[600];
