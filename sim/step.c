@@ -247,6 +247,29 @@ static int path(builder *b, int from, int to, int links[2], double *alpha)
     return 2;
 }
 
+/* One flow of vol bytes over links[0..1] between task `from` and task `to`
+ * (either may be -1), recorded for the timeline as an op of rank (-1: not
+ * shown) with the given identity. Returns the flow's task or -1. */
+static int flow_task(builder *b, const int links[2], double vol, int from, int to, int rank,
+                     int op, int stage, int chunk, int mb, double report)
+{
+    int f = sc_sim_add_flow(b->sim, vol, links, 2, -1, NULL);
+    tinfo *ti = info_at(b, f);
+    if (!ti)
+        return -1;
+    ti->rank = rank;
+    ti->op = (uint8_t)op;
+    ti->stage = (int16_t)stage;
+    ti->chunk = (int16_t)chunk;
+    ti->mb = mb;
+    ti->bytes = report;
+    if (from >= 0)
+        sc_sim_add_dep(b->sim, from, f);
+    if (to >= 0)
+        sc_sim_add_dep(b->sim, f, to);
+    return f;
+}
+
 /* A ring collective among ranks members[0..n) (ascending). Each member sends
  * vol bytes to the next; lat_steps alpha of latency in all. Starts after
  * deps and after the communicator's previous collective (*chain). Returns
@@ -284,18 +307,9 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             int l[2];
             double a;
             path(b, members[i], members[(i + 1) % n], l, &a);
-            int f = sc_sim_add_flow(b->sim, vol, l, 2, -1, NULL);
-            tinfo *ti = info_at(b, f);
-            if (!ti)
+            if (flow_task(b, l, vol, from, end, members[i], op, stage, chunk, mb,
+                          report_bytes) < 0)
                 return -1;
-            ti->rank = members[i];
-            ti->op = (uint8_t)op;
-            ti->stage = (int16_t)stage;
-            ti->chunk = (int16_t)chunk;
-            ti->mb = mb;
-            ti->bytes = report_bytes;
-            sc_sim_add_dep(b->sim, from, f);
-            sc_sim_add_dep(b->sim, f, end);
         }
     } else {
         sc_sim_add_dep(b->sim, start, end);
@@ -378,19 +392,11 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
         for (int k = 0; k < 2; k++) {
             if ((k == 0 && rpn == dp) || (k == 1 && rpn == 1))
                 continue;
-            int f = sc_sim_add_flow(b->sim, vol, paths[k], 2, -1, NULL);
-            tinfo *ti = info_at(b, f);
-            if (!ti)
+            /* one comm op per collective in the timeline */
+            if (flow_task(b, paths[k], vol, from, end, first ? r : -1, op, stage, chunk, mb,
+                          report) < 0)
                 return -1;
-            ti->rank = first ? r : -1; /* one comm op per collective in the timeline */
             first = 0;
-            ti->op = (uint8_t)op;
-            ti->stage = (int16_t)stage;
-            ti->chunk = (int16_t)chunk;
-            ti->mb = mb;
-            ti->bytes = report;
-            sc_sim_add_dep(b->sim, from, f);
-            sc_sim_add_dep(b->sim, f, end);
         }
     } else {
         sc_sim_add_dep(b->sim, start, end);
@@ -677,21 +683,12 @@ static sc_status build(builder *b)
                     int from = rank_of(b, d, p, t), to = rank_of(b, d, o.peer, t), l[2];
                     double a;
                     path(b, from, to, l, &a);
-                    int f = sc_sim_add_flow(b->sim, bytes, l, 2, -1, NULL);
-                    tinfo *ti = info_at(b, f);
-                    if (!ti)
+                    int f = flow_task(b, l, bytes, prod, end, from, o.kind, s, o.chunk, o.mb,
+                                      bytes);
+                    if (f < 0)
                         break;
-                    ti->rank = from;
-                    ti->op = (uint8_t)o.kind;
-                    ti->stage = (int16_t)s;
-                    ti->chunk = o.chunk;
-                    ti->mb = o.mb;
-                    ti->bytes = bytes;
                     if (first_flow < 0)
                         first_flow = f;
-                    if (prod >= 0)
-                        sc_sim_add_dep(b->sim, prod, f);
-                    sc_sim_add_dep(b->sim, f, end);
                 }
                 tinfo *ri = info_at(b, recv);
                 if (!ri || end < 0)
