@@ -321,7 +321,7 @@ static double logistic(double v) { return 1 / (1 + exp(-v)); }
 static double logit(double p) { return log(p / (1 - p)); }
 
 /* Which parameters a stage of the fit varies, in x order. */
-enum { P_EFF = 1, P_FHALF = 2, P_OVH = 4, P_MEM = 8 };
+enum { P_EFF = 1, P_FHALF = 2, P_OVH = 4, P_MEM = 8, P_BWD = 16 };
 
 /* The cluster for parameters x (the active ones, in the order above) on
  * top of the current estimate c->cur. */
@@ -338,6 +338,8 @@ static void trial_cluster(const ctx *c, const double *x, sc_cluster *out)
         out->eff.op_overhead_s = exp(x[i++]);
     if (c->active & P_MEM)
         out->eff.memory_bw = fmin(1, fmax(1e-4, logistic(x[i++])));
+    if (c->active & P_BWD)
+        out->eff.bwd_factor = fmin(10, fmax(0.1, exp(x[i++])));
 }
 
 /* Predictions of every compute point under cluster cl; 0 or -1. A gemm
@@ -437,7 +439,7 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
         if ((c->cp[i].plan < 0 && gemm) || (c->cp[i].plan >= 0 && ops))
             c->idx[c->nidx++] = i;
     int p = 0;
-    double x0[4];
+    double x0[5];
     const sc_cluster_eff *e0 = &c->cur.eff;
     if (active & P_EFF)
         x0[p++] = logit(fmin(0.999, fmax(1e-3, e0->eff_max[c->dt])));
@@ -447,6 +449,8 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
         x0[p++] = log(fmax(1e-9, e0->op_overhead_s));
     if (active & P_MEM)
         x0[p++] = logit(fmin(0.999, fmax(1e-3, e0->memory_bw)));
+    if (active & P_BWD)
+        x0[p++] = log(e0->bwd_factor > 0 ? e0->bwd_factor : 1);
     if (c->nidx < p + 1)
         return sc_err(err, SC_EINVAL,
                       "calibrate: too few %s points to fit %s: %d (need at least %d)",
@@ -472,7 +476,7 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
     if (gs && gs != GSL_EMAXITER) {
         st = sc_err(err, SC_EINVAL, "calibrate: the compute fit failed: %s", gsl_strerror(gs));
     } else {
-        double x[4];
+        double x[5];
         for (int i = 0; i < p; i++)
             x[i] = gsl_vector_get(w->x, (size_t)i);
         gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, cov);
@@ -482,14 +486,15 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
         sc_cluster cl;
         trial_cluster(c, x, &cl);
         int i = 0;
-        for (int bit = 1; bit <= P_MEM; bit <<= 1) {
+        for (int bit = 1; bit <= P_BWD; bit <<= 1) {
             if (!(active & bit))
                 continue;
             double sx = sqrt(fmax(0, s2 * gsl_matrix_get(cov, (size_t)i, (size_t)i)));
             double v = bit == P_EFF     ? cl.eff.eff_max[c->dt]
                        : bit == P_FHALF ? cl.eff.f_half[c->dt]
                        : bit == P_OVH   ? cl.eff.op_overhead_s
-                                        : cl.eff.memory_bw;
+                       : bit == P_MEM   ? cl.eff.memory_bw
+                                        : cl.eff.bwd_factor;
             /* delta method through the transform */
             se[i] = bit == P_EFF || bit == P_MEM ? v * (1 - v) * sx : v * sx;
             i++;
@@ -530,13 +535,13 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
     sc_cluster b0 = *c->base;
     b0.nodes = SC_CLUSTER_MAX_NODES;
     double before = predict(c, &b0, pred) ? -1 : point_stats(pred, meas, c->ncp).mape;
-    double se_curve[2] = {0, 0}, se_ops[3] = {0, 0, 0};
+    double se_curve[2] = {0, 0}, se_ops[4] = {0, 0, 0, 0};
     sc_status st = SC_OK;
     int fitted_mem = 0;
     if (ngemm > 0)
         st = fit_stage(c, P_EFF | P_FHALF, 1, 0, se_curve, err);
     if (!st && nops > 0) {
-        int act = P_OVH | P_MEM | (ngemm > 0 ? 0 : P_EFF);
+        int act = P_OVH | P_MEM | P_BWD | (ngemm > 0 ? 0 : P_EFF);
         st = fit_stage(c, act, 0, 1, se_ops, err);
         fitted_mem = 1;
         if (!st && !ngemm)
@@ -552,6 +557,7 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         out->eff.f_half[c->dt] = fh;
         out->eff.op_overhead_s = c->cur.eff.op_overhead_s;
         out->eff.memory_bw = c->cur.eff.memory_bw;
+        out->eff.bwd_factor = c->cur.eff.bwd_factor;
         out->eff.fits.compute[c->dt] =
             (sc_fit_stats){c->ncp, all.r2, all.mape, all.rel_sd, {se_curve[0], se_curve[1]}};
         double ovh_se = nops > 0 ? se_ops[ngemm > 0 ? 0 : 1] : 0;

@@ -227,7 +227,7 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
 {
     static const char *const keys[] = {"provenance", "compute",       "memory_bw",
                                        "intra",      "inter",         "op_overhead_s",
-                                       "workspace_bytes", "fits", NULL};
+                                       "workspace_bytes", "fits", "bwd_factor", NULL};
     static const char *const ckeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const dkeys[] = {"eff_max", "f_half", NULL};
     static const char *const lkeys[] = {"alpha_s", "bw_eff", NULL};
@@ -248,6 +248,9 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
                           &f->op_overhead_s, err)) ||
         (st = sc_json_num(e, file, "efficiency", "workspace_bytes", 1, 0, MAX_BYTES,
                           &f->workspace_bytes, err)))
+        return st;
+    f->bwd_factor = 1;
+    if ((st = sc_json_num(e, file, "efficiency", "bwd_factor", 0, 0.1, 10, &f->bwd_factor, err)))
         return st;
     copy_str(f->provenance, sizeof f->provenance, s);
     for (int d = 0; d < SC_DTYPE_N; d++) {
@@ -398,6 +401,8 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
         (st = range(file, "efficiency.memory_bw", c->eff.memory_bw, MIN_FRACTION, 1, err)) ||
         (st = range(file, "efficiency.op_overhead_s", c->eff.op_overhead_s, 0, MAX_SECONDS,
                     err)) ||
+        (c->eff.bwd_factor != 0 &&
+         (st = range(file, "efficiency.bwd_factor", c->eff.bwd_factor, 0.1, 10, err))) ||
         (st = range(file, "efficiency.workspace_bytes", c->eff.workspace_bytes, 0, MAX_BYTES,
                     err)))
         return st;
@@ -496,6 +501,8 @@ cJSON *sc_cluster_to_json(const sc_cluster *c)
     }
     sc_jadd_num(e, "op_overhead_s", c->eff.op_overhead_s, &oom);
     sc_jadd_num(e, "workspace_bytes", c->eff.workspace_bytes, &oom);
+    if (c->eff.bwd_factor != 1 && c->eff.bwd_factor != 0)
+        sc_jadd_num(e, "bwd_factor", c->eff.bwd_factor, &oom);
     if (c->eff.fits.present)
         add_fits(e, &c->eff.fits, &oom);
     if (oom) {
@@ -570,6 +577,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
              deq(a->eff.memory_bw, b->eff.memory_bw) &&
              deq(a->eff.op_overhead_s, b->eff.op_overhead_s) &&
              deq(a->eff.workspace_bytes, b->eff.workspace_bytes) &&
+             deq(a->eff.bwd_factor, b->eff.bwd_factor) &&
              !strcmp(a->eff.provenance, b->eff.provenance);
     for (int d = 0; eq && d < SC_DTYPE_N; d++)
         eq = deq(a->gpu.peak_flops[d], b->gpu.peak_flops[d]) &&

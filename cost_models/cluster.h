@@ -38,6 +38,8 @@
  *                    memory_bw (fraction of HBM bandwidth reached),
  *                    intra: { alpha_s, bw_eff }, inter: { alpha_s, bw_eff },
  *                    op_overhead_s (fixed cost per module call),
+ *                    bwd_factor (optional, default 1: backward kernels' time per
+ *                                FLOP relative to forward ones, calibrated),
  *                    workspace_bytes (per-rank reserve: context, comm
  *                                     buffers, allocator slack),
  *                    fits (optional, written by calibrate): { date,
@@ -103,6 +105,8 @@ typedef struct sc_cluster_eff {
     double bw_eff[SC_LINK_N];    /* (0, 1] */
     double op_overhead_s;
     double workspace_bytes;
+    double bwd_factor;           /* backward FLOPs run this much slower than forward
+                                    ones (optional in files, 1 = same) */
     char provenance[SC_CLUSTER_PROV_MAX + 1];
     sc_cluster_fits fits;        /* optional: "efficiency.fits" */
 } sc_cluster_eff;

@@ -27,6 +27,8 @@
  *                                          input grad ~ A_o)
  * with A_o = 0 for a module with children (its act_out is its subtree's
  * output, written by its last leaf, not work of its own).
+ * Backward FLOPs are scaled by efficiency.bwd_factor (1 unless calibrated:
+ * backward kernels, transposed operands, often run slower per FLOP).
  * A module with no flops and no bytes costs 0 (no call, no overhead).
  * Measured times: when the module has `measured` and measured_device equals
  * the cluster's gpu.name, t = measured * mbs / T' (measured times are per

@@ -53,7 +53,8 @@ sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtyp
          * last leaf: not work of its own */
         double ao = mod->n_children ? 0 : mbs * mod->act_out_bytes;
         f = call_time(c, dt, mbs * mod->flops_fwd / shard, w + as + ao);
-        b = call_time(c, dt, mbs * sc_module_flops_bwd(mod) / shard, 2 * w + as + 2 * ao);
+        double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
+        b = call_time(c, dt, bf * mbs * sc_module_flops_bwd(mod) / shard, 2 * w + as + 2 * ao);
     }
     if (fwd_s)
         *fwd_s = f;

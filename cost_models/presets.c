@@ -147,6 +147,7 @@ static void set_eff(sc_cluster *c, double tc_eff, double fp32_eff, double alpha_
     c->eff.bw_eff[SC_LINK_INTER] = 0.9;
     c->eff.op_overhead_s = 10 * US;
     c->eff.workspace_bytes = workspace;
+    c->eff.bwd_factor = 1;
 }
 
 static void from_spec(const spec *s, sc_cluster *c)

@@ -253,3 +253,36 @@ TEST(calibrate_compare_cli)
                      "q.json >/dev/null && %s compare q.json meas.json",
                      d, bin, bin) != 0);
 }
+
+/* bwd_factor scales the backward FLOPs' time, round-trips through the
+ * cluster file and is range-checked. */
+TEST(calibrate_bwd_factor)
+{
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    CHECK_NEAR(c.eff.bwd_factor, 1, 0);
+    sc_model *m = sc_model_new("g", SC_BF16, 8);
+    sc_module *x = sc_model_add(m, NULL, "g", "mlp");
+    x->flops_fwd = 1e13; /* compute-bound */
+    REQUIRE(sc_model_finish(m, "<t>", &err) == SC_OK);
+    double f1, b1, f2, b2;
+    REQUIRE(sc_cost_module_time(&c, x, SC_BF16, 1, 1, &f1, &b1, &err) == SC_OK);
+    c.eff.bwd_factor = 1.5;
+    REQUIRE(sc_cost_module_time(&c, x, SC_BF16, 1, 1, &f2, &b2, &err) == SC_OK);
+    CHECK_NEAR(f2, f1, 1e-12);
+    double o = c.eff.op_overhead_s, fh = c.eff.f_half[SC_BF16];
+    double per = 1 / (c.gpu.peak_flops[SC_BF16] * c.eff.eff_max[SC_BF16]);
+    CHECK_NEAR(b2, o + (1.5 * 2e13 + fh) * per, 1e-12);
+    CHECK_NEAR(b1, o + (2e13 + fh) * per, 1e-12);
+    char path[600];
+    snprintf(path, sizeof path, "%s/c.json", sc_test_tmpdir());
+    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
+    sc_cluster back;
+    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
+    CHECK(sc_cluster_equal(&c, &back));
+    c.eff.bwd_factor = 20;
+    CHECK(sc_cluster_validate(&c, "<t>", &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "efficiency.bwd_factor");
+    sc_model_free(m);
+}
