@@ -67,6 +67,7 @@ int cmd_calibrate(int argc, char **argv)
         cJSON_AddNumberToObject(j, "comm_points", rep.n_comm);
         cJSON_AddNumberToObject(j, "op_overhead_s", rep.overhead_s);
         cJSON_AddNumberToObject(j, "memory_bw", rep.memory_bw);
+        cJSON_AddNumberToObject(j, "bwd_factor", rep.bwd_factor);
         cJSON *a = cJSON_AddArrayToObject(j, "fits");
         for (int i = 0; i < rep.n_fits; i++) {
             const sc_calib_fit *f = &rep.fits[i];
@@ -113,6 +114,9 @@ int cmd_calibrate(int argc, char **argv)
                rep.overhead_se, rep.memory_bw,
                rep.n_ops == 0 ? " (not fitted: no measured plans)"
                : rep.memory_bw >= 0.999 ? " (at its bound)" : "");
+    if (rep.n_ops > 0)
+        printf("backward factor %.3f ± %.2g (backward FLOPs' time relative to forward)\n",
+               rep.bwd_factor, rep.bwd_factor_se);
     if (rep.notes[0])
         printf("note: %s\n", rep.notes);
     printf("wrote %s\n", out);

@@ -574,6 +574,8 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
             rep->overhead_se = ovh_se;
             rep->memory_bw = out->eff.memory_bw;
             rep->memory_bw_se = fitted_mem ? mem_se : 0;
+            rep->bwd_factor = out->eff.bwd_factor;
+            rep->bwd_factor_se = nops > 0 ? se_ops[ngemm > 0 ? 2 : 3] : 0;
         }
     }
     sc_free(c->idx);

@@ -63,7 +63,7 @@ typedef struct sc_calib_fit {
 
 typedef struct sc_calib_report {
     int n_files, n_gemm, n_ops, n_comm;
-    double overhead_s, overhead_se, memory_bw, memory_bw_se;
+    double overhead_s, overhead_se, memory_bw, memory_bw_se, bwd_factor, bwd_factor_se;
     int n_fits;
     sc_calib_fit fits[24];
     char notes[512];
