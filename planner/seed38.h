@@ -72,7 +72,7 @@
  *        SIDE = { step_time_s, compute_s, tp_s, pp_s, dp_s, comm_s,
  *                 bubble_s, optimizer_s, share }
  *     measured: null | { ratio, gain, source },
- *     bw_factor_0625, bw_factor_38 (null when not reached in the sweep),
+ *     bw_factor_0625, bw_factor_38 (ratio 0.62, a 38% saving; null when not reached),
  *     sweep_bandwidth: [ { factor, nic_bytes_per_s, share_sim, ratio_sim,
  *                 share_est, ratio_est, closed_log2_16, closed_log2_8 } ],
  *     sweep_nodes: [ { nodes, dp, global_batch, share_sim, ratio_sim,
