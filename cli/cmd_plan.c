@@ -203,12 +203,9 @@ int cmd_plan(int argc, char **argv)
     sc_error err = {0};
     sc_model *m;
     sc_cluster c;
-    if (sc_model_open(model, &m, &err))
-        return cli_fail(&err);
-    if (sc_cluster_open(cluster, &c, &err) || (nodes && sc_cluster_set_nodes(&c, nodes, &err))) {
-        sc_model_free(m);
-        return cli_fail(&err);
-    }
+    int orc = cli_open(model, cluster, nodes, &m, &c);
+    if (orc)
+        return orc;
     progress_state ps = {wall(), 0};
     if (isatty(2)) {
         o.progress = progress;

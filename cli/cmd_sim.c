@@ -240,13 +240,9 @@ int cmd_sim(int argc, char **argv)
         model = plan->model_source;
         cluster = plan->cluster_source;
     } else {
-        if (sc_model_open(model, &mod, &err))
-            return cli_fail(&err);
-        if (sc_cluster_open(cluster, &cl, &err) ||
-            (nodes && sc_cluster_set_nodes(&cl, nodes, &err))) {
-            sc_model_free(mod);
-            return cli_fail(&err);
-        }
+        int orc = cli_open(model, cluster, nodes, &mod, &cl);
+        if (orc)
+            return orc;
         if (sc_partition_parse(part_spec, mod, cfg.pp * cfg.v, &part, &err)) {
             sc_model_free(mod);
             return cli_fail(&err);

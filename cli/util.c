@@ -1,6 +1,8 @@
 /* util.c - shared printing and argument helpers of the command, see cli.h. */
 #include "cli.h"
 #include "json.h"
+#include "cluster.h"
+#include "model.h"
 
 #include <errno.h>
 #include <math.h>
@@ -126,4 +128,18 @@ char *cli_us(double seconds, char *buf)
     }
     snprintf(buf + o, 32 - o, "%s", dotp ? dotp : "");
     return buf;
+}
+
+int cli_open(const char *model, const char *cluster, long nodes, sc_model **m, sc_cluster *c)
+{
+    sc_error err = {0};
+    *m = NULL;
+    if (sc_model_open(model, m, &err))
+        return cli_fail(&err);
+    if (sc_cluster_open(cluster, c, &err) || (nodes && sc_cluster_set_nodes(c, nodes, &err))) {
+        sc_model_free(*m);
+        *m = NULL;
+        return cli_fail(&err);
+    }
+    return 0;
 }

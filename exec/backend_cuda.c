@@ -552,36 +552,35 @@ static ncclDataType_t nccl_type(sc_dtype dt)
     }
 }
 
-static sc_status cu_isend(sc_bk *bk, sc_comm *c, const sc_dbuf *b, size_t bytes, int peer,
-                          sc_req **req, sc_error *err)
+/* One grouped ncclSend or ncclRecv of bytes with peer on c's stream. */
+static sc_status cu_p2p(sc_bk *bk, sc_comm *c, void *p, size_t cap, size_t bytes, int peer,
+                        int send, sc_req **req, sc_error *err)
 {
     sc_req *r;
-    if (bytes > b->bytes)
-        return sc_err(err, SC_EINVAL, "cuda: send of %zu bytes from a %zu-byte buffer", bytes, b->bytes);
+    if (bytes > cap)
+        return sc_err(err, SC_EINVAL, "cuda: %s of %zu bytes %s a %zu-byte buffer",
+                      send ? "send" : "receive", bytes, send ? "from" : "into", cap);
     sc_status st = begin(bk, c, &r, err);
     if (st)
         return st;
     ncclResult_t nr = ncclGroupStart();
     if (nr == ncclSuccess)
-        nr = ncclSend(b->p, bytes, ncclInt8, peer, c->nc, c->st);
+        nr = send ? ncclSend(p, bytes, ncclInt8, peer, c->nc, c->st)
+                  : ncclRecv(p, bytes, ncclInt8, peer, c->nc, c->st);
     ncclResult_t ne = ncclGroupEnd();
-    return finish(bk, r, nr != ncclSuccess ? nr : ne, "ncclSend", req, err);
+    return finish(bk, r, nr != ncclSuccess ? nr : ne, send ? "ncclSend" : "ncclRecv", req, err);
+}
+
+static sc_status cu_isend(sc_bk *bk, sc_comm *c, const sc_dbuf *b, size_t bytes, int peer,
+                          sc_req **req, sc_error *err)
+{
+    return cu_p2p(bk, c, b->p, b->bytes, bytes, peer, 1, req, err);
 }
 
 static sc_status cu_irecv(sc_bk *bk, sc_comm *c, sc_dbuf *b, size_t bytes, int peer,
                           sc_req **req, sc_error *err)
 {
-    sc_req *r;
-    if (bytes > b->bytes)
-        return sc_err(err, SC_EINVAL, "cuda: receive of %zu bytes into a %zu-byte buffer", bytes, b->bytes);
-    sc_status st = begin(bk, c, &r, err);
-    if (st)
-        return st;
-    ncclResult_t nr = ncclGroupStart();
-    if (nr == ncclSuccess)
-        nr = ncclRecv(b->p, bytes, ncclInt8, peer, c->nc, c->st);
-    ncclResult_t ne = ncclGroupEnd();
-    return finish(bk, r, nr != ncclSuccess ? nr : ne, "ncclRecv", req, err);
+    return cu_p2p(bk, c, b->p, b->bytes, bytes, peer, 0, req, err);
 }
 
 static sc_status cu_iallreduce(sc_bk *bk, sc_comm *c, sc_dbuf *b, size_t count, sc_dtype dt,
