@@ -693,18 +693,19 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         double nominal = l == SC_LINK_INTRA
                              ? c->base->intra.bytes_per_s
                              : c->base->inter.nics_per_node * c->base->inter.nic_bytes_per_s;
+        /* the input cluster's error on the points of the fit that is used */
         double a0 = c->base->eff.alpha_s[l], b0 = nominal * c->base->eff.bw_eff[l], m0 = 0;
-        for (int i = 0, k = 0; i < c->nlp; i++) {
+        int k = 0;
+        for (int i = 0; i < c->nlp; i++) {
             const lpoint *q = &c->lp[i];
-            if (q->link != l)
+            if (q->link != l || (from_allreduce && q->op != 0))
                 continue;
-            double s, v;
-            ring_terms(q, &s, &v);
-            m0 += fabs((s * a0 + v / b0) / q->t - 1);
+            double sv, v;
+            ring_terms(q, &sv, &v);
+            m0 += fabs((sv * a0 + v / b0) / q->t - 1);
             k++;
-            if (k == n)
-                m0 /= n;
         }
+        m0 = k ? m0 / k : 0;
         f.mape_before = m0;
         out->eff.alpha_s[l] = f.a;
         if (f.b > nominal) {
