@@ -232,13 +232,16 @@ size_t sc_backend_elem_bytes(sc_dtype dt);
 
 /* Byte i of the fill pattern of seed (splitmix64-style mix of seed and
  * i / 8, byte i % 8 of it). */
-static inline uint8_t sc_backend_pattern(uint64_t seed, uint64_t i)
+static inline uint64_t sc_backend_pattern_word(uint64_t seed, uint64_t word)
 {
-    uint64_t z = seed * 0x9E3779B97F4A7C15ull + (i >> 3) + 1;
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + word + 1;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (uint8_t)(z >> (8 * (i & 7)));
+    return z ^ (z >> 31);
+}
+static inline uint8_t sc_backend_pattern(uint64_t seed, uint64_t i)
+{
+    return (uint8_t)(sc_backend_pattern_word(seed, i >> 3) >> (8 * (i & 7)));
 }
 /* FNV-1a 64 step over n bytes (start from SC_FNV_INIT). */
 #define SC_FNV_INIT 0xcbf29ce484222325ull
