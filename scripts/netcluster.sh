@@ -205,6 +205,8 @@ cmd_up() {
     || die "up: --nodes '$nodes' must be an integer in [1, $MAX_NODES]"
   [[ $slots =~ ^[0-9]+$ ]] && (( slots >= 1 && slots <= 1024 )) \
     || die "up: --slots '$slots' must be an integer in [1, 1024]"
+  [[ -z $cpn || $cpn =~ ^[1-9][0-9]{0,4}$ ]] \
+    || die "up: --cores-per-node '$cpn' must be a positive integer"
   local bits
   bits=$(rate_bits "$rate") && (( bits >= 8000 )) \
     || die "up: --rate '$rate' is not a tc rate of at least 8kbit (e.g. 100mbit, 1gbit)"

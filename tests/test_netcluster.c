@@ -13,6 +13,8 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
 #include <unistd.h>
 
 static char out[1 << 16];
@@ -37,7 +39,8 @@ TEST(netcluster_script_parses_and_helps)
     CHECK(SC("scripts/netcluster.sh up --help") == 0);
     /* argument errors exit 2 and make nothing (checked before needing root) */
     const char *bad[] = {"up --nodes 0", "up --nodes x", "up --rate fast", "up --slots 0",
-                         "up --bogus", "frobnicate", "run", "run --np 2",
+                         "up --bogus", "up --cores-per-node 0", "up --cores-per-node x",
+                         "up --cores-per-node 100000", "frobnicate", "run", "run --np 2",
                          "run --map-by core -- true"};
     for (size_t i = 0; i < SC_ARRAY_LEN(bad); i++) {
         int rc = SC(NC " %s", bad[i]);
@@ -113,6 +116,21 @@ static void on_cluster(const char *bin)
     CHECK_STR_HAS(out, "mpirun --allow-run-as-root --oversubscribe -np 2");
     CHECK_STR_HAS(out, "rank=0 ns=sclt-node0 host=sclt-node0");
     CHECK_STR_HAS(out, "rank=1 ns=sclt-node1 host=sclt-node1");
+
+    /* each node's ranks run on the node's own cores: with 2 or more CPUs
+     * the two nodes share none (before, every orted bound its rank to
+     * core 0) */
+    CHECK(SC("timeout 60 " NC " run --np 2 --map-by node -- sh -c "
+             "'echo rank=$OMPI_COMM_WORLD_RANK cpus=$(awk \"/^Cpus_allowed_list/ "
+             "{ print \\$2 }\" /proc/self/status)'") == 0);
+    char c0[64] = "", c1[64] = "";
+    const char *r0 = strstr(out, "rank=0 cpus="), *r1 = strstr(out, "rank=1 cpus=");
+    CHECK(r0 && sscanf(r0, "rank=0 cpus=%63s", c0) == 1);
+    CHECK(r1 && sscanf(r1, "rank=1 cpus=%63s", c1) == 1);
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2 && strcmp(c0, c1) == 0)
+        sc_test_fail(__FILE__, __LINE__, "both nodes' ranks run on cpus %s", c0);
+    CHECK(SC(NC " status") == 0);
+    CHECK_STR_HAS(out, "core(s) each");
 
     /* two ranks per node: shared memory inside a node, TCP across */
     char p[600];
