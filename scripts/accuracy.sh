@@ -56,36 +56,49 @@ sizes=4K:4M:4
 [[ $net == 1 ]] && sizes=256K:16M:4
 run2 "$sc" bench allreduce --sizes $sizes -o bench_allreduce.json >/dev/null
 run2 "$sc" bench p2p --sizes $sizes -o bench_p2p.json >/dev/null
-plan() { # NAME ARGS...: make the plan, run it, keep the measurement
+plan() { # NAME ARGS...: make the plan
   local name=$1; shift
   "$sc" sim --model gpt.json --cluster cpu.json --nodes $nodes "$@" -o "$name.plan.json" >/dev/null
-  # two runs, the faster kept: this machine is a VM whose speed drifts over
-  # tens of seconds, and interference only ever adds time
-  run2 "$sc" exec "$name.plan.json" --backend cpu --steps 6 --warmup 2 -o "$name.measured.json" >/dev/null
-  run2 "$sc" exec "$name.plan.json" --backend cpu --steps 6 --warmup 2 -o "$name.again.json" >/dev/null
-  /usr/bin/env python3 -c "
-import json, os
-a, b = '$name.measured.json', '$name.again.json'
-if json.load(open(b))['step_time_s'] < json.load(open(a))['step_time_s']:
-    os.replace(b, a)
-else:
-    os.remove(b)"
 }
+measure() { # NAME OUT: run the plan once
+  run2 "$sc" exec "$1.plan.json" --backend cpu --steps 6 --warmup 2 -o "$2" >/dev/null
+}
+cal="cal_pp2 cal_tp2"
+predict="pp2_gpipe_m8 pp2_zbh1_m4 pp2_interleaved_m4 tp2_m4 dp2_m2"
 plan cal_pp2 --pp 2 --microbatches 4 --mbs 2 --schedule 1f1b
 plan cal_tp2 --tp 2 --microbatches 2 --mbs 2 --schedule 1f1b
-"$sc" calibrate --cluster cpu.json bench_gemm.json bench_allreduce.json bench_p2p.json \
-  cal_pp2.measured.json cal_tp2.measured.json -o calibrated.json > calibrate.txt
 plan pp2_gpipe_m8 --pp 2 --microbatches 8 --mbs 1 --schedule gpipe
 plan pp2_zbh1_m4 --pp 2 --microbatches 4 --mbs 2 --schedule zb-h1
 plan pp2_interleaved_m4 --pp 2 --v 2 --microbatches 4 --mbs 2 --schedule interleaved
 plan tp2_m4 --tp 2 --microbatches 4 --mbs 1 --schedule 1f1b
 plan dp2_m2 --dp 2 --microbatches 2 --mbs 2 --schedule 1f1b
+# Every plan runs twice, in two passes over all of them (the second in
+# reverse order), and the faster run is kept: this machine is a VM whose
+# speed drifts over tens of seconds, interference only ever adds time, and
+# runs spread over the whole check keep a slow phase from moving the
+# calibration plans against the predicted ones. Calibration reads only the
+# calibration plans' measurements; the predictions are made from the plans
+# and the calibrated cluster alone.
+all="$cal $predict"
+for p in $all; do measure "$p" "$p.measured.json"; done
+for p in $(echo $all | tr ' ' '\n' | tac); do measure "$p" "$p.again.json"; done
+for p in $all; do
+  /usr/bin/env python3 -c "
+import json, os
+a, b = '$p.measured.json', '$p.again.json'
+if json.load(open(b))['step_time_s'] < json.load(open(a))['step_time_s']:
+    os.replace(b, a)
+else:
+    os.remove(b)"
+done
+"$sc" calibrate --cluster cpu.json bench_gemm.json bench_allreduce.json bench_p2p.json \
+  cal_pp2.measured.json cal_tp2.measured.json -o calibrated.json > calibrate.txt
 echo "| plan | predicted ms | measured ms | error |"
 echo "| --- | ---: | ---: | ---: |"
 fail=0
 sum=0
 n=0
-for p in pp2_gpipe_m8 pp2_zbh1_m4 pp2_interleaved_m4 tp2_m4 dp2_m2; do
+for p in $predict; do
   "$sc" compare "$p.plan.json" "$p.measured.json" --cluster calibrated.json --json > "$p.compare.json"
   read -r pred meas err < <(/usr/bin/env python3 -c "
 import json,sys
