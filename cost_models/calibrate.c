@@ -453,8 +453,11 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
         x0[p++] = log(e0->bwd_factor > 0 ? e0->bwd_factor : 1);
     if (c->nidx < p + 1)
         return sc_err(err, SC_EINVAL,
-                      "calibrate: too few %s points to fit %s: %d (need at least %d)",
-                      gemm ? "gemm" : "measured op", sc_dtype_name(c->dt), c->nidx, p + 1);
+                      "calibrate: too few %s points to fit %s: %d (need at least %d; %s)",
+                      gemm ? "gemm" : "measured op", sc_dtype_name(c->dt), c->nidx, p + 1,
+                      gemm ? "bench gemm over more sizes"
+                           : "a point is one op kind of one stage of one plan: add a plan "
+                             "with another microbatch size or more stages");
     gsl_multifit_nlinear_fdf fdf = {resid_f, NULL, NULL, (size_t)c->nidx, (size_t)p, c, 0, 0, 0};
     gsl_multifit_nlinear_parameters prm = gsl_multifit_nlinear_default_parameters();
     gsl_multifit_nlinear_workspace *w =

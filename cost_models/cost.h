@@ -123,6 +123,7 @@ typedef struct sc_comm_links {
     int n, per_node, nodes;  /* ranks, ranks per node, nodes spanned = ceil(n/per_node) */
     double alpha_intra, beta_intra; /* s, bytes/s */
     double alpha_inter, beta_inter; /* beta_inter: this GPU's share of the NICs */
+    double beta_nic;                /* the node's NICs whole (bytes/s) */
 } sc_comm_links;
 /* Checks 1 <= per_node <= min(n, gpus_per_node) (per_node is clamped to n)
  * and that a group spanning nodes has a network. */

@@ -67,8 +67,8 @@ sc_status sc_cost_links(const sc_cluster *c, int n, int per_node, sc_comm_links 
     l.alpha_intra = c->eff.alpha_s[SC_LINK_INTRA];
     l.beta_intra = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
     l.alpha_inter = c->eff.alpha_s[SC_LINK_INTER];
-    l.beta_inter =
-        c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER] / per_node;
+    l.beta_nic = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER];
+    l.beta_inter = l.beta_nic / per_node;
     if (l.nodes <= 1 && per_node > 1 && !(l.beta_intra > 0))
         return sc_err(err, SC_ENOTSUP, "%s: no intra-node bandwidth (intra.bytes_per_s is 0)",
                       c->name);

@@ -5,8 +5,11 @@
 #include "cost.h"
 
 /* The single link a flat algorithm (ring, tree) sees: inside one node the
- * intra link; across nodes its slowest hop (min of the intra link and this
- * GPU's NIC share; only the NIC when one GPU per node) with the inter alpha. */
+ * intra link; across nodes its slowest hop, with the inter alpha. A ring (or
+ * a tree's edge) leaves a node once however many of the group's ranks sit
+ * there, so the hop across has the node's NICs whole: the group alone on
+ * the network. Concurrent groups sharing the NICs are the caller's to model
+ * (the planner's estimate and the simulator do). */
 static inline void sc_flat_link(const sc_comm_links *l, double *alpha, double *beta)
 {
     if (l->nodes <= 1) {
@@ -15,7 +18,7 @@ static inline void sc_flat_link(const sc_comm_links *l, double *alpha, double *b
         return;
     }
     *alpha = l->alpha_inter;
-    *beta = l->per_node > 1 && l->beta_intra < l->beta_inter ? l->beta_intra : l->beta_inter;
+    *beta = l->per_node > 1 && l->beta_intra < l->beta_nic ? l->beta_intra : l->beta_nic;
 }
 
 /* Ring formulas on one link (n ranks, S bytes per nccl-tests convention),

@@ -134,3 +134,30 @@ TEST(cli_sim_json_and_timeline)
           cJSON_GetObjectItem(runs, "max_step_time_s")->valuedouble);
     cJSON_Delete(j);
 }
+
+/* A tensor-parallel group spanning nodes: `cost` (one ring, alone on the
+ * network) and the simulator (one microbatch, nothing else moving) agree on
+ * the tp time. The ring crosses each node boundary once, so its hop across
+ * has the NICs whole; `cost` once gave each member 1/8 of them (4x the
+ * simulated time here). */
+TEST(cli_cost_tp_across_nodes_matches_sim)
+{
+    REQUIRE(SC("%s cost --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --tp 16 --mbs 1 "
+               "--depth 9 --json", sc_test_bin()) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    double tp_cost = 0; /* own costs per module: their sum is the model's */
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(j, "modules"))
+        tp_cost += cJSON_GetObjectItem(m, "tp_s")->valuedouble;
+    cJSON_Delete(j);
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --tp 16 --mbs 1 "
+               "--microbatches 1 --json", sc_test_bin()) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    double tp_sim =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(j, "breakdown"), "tp_comm_s")->valuedouble;
+    cJSON_Delete(j);
+    CHECK(tp_cost > 0);
+    CHECK_NEAR(tp_cost / tp_sim, 1.0, 0.01);
+}

@@ -40,10 +40,19 @@ TEST(cost_ring_allreduce_across_nodes)
     sc_cluster c = preset("p4d.24xlarge");
     REQUIRE(sc_cluster_set_nodes(&c, 2, NULL) == SC_OK);
     double S = 1e9, t;
-    /* 8 GPUs per node share 4 x 12.5 GB/s: 50e9 * 0.9 / 8 each, slower than NVSwitch */
-    double beta = 4 * 12.5e9 * 0.9 / 8, a = 15e-6;
+    /* the ring crosses each node boundary once: that hop has the node's 4 x
+     * 12.5 GB/s whole (at 0.9), slower than NVSwitch (300e9 * 0.8) */
+    double beta = 4 * 12.5e9 * 0.9, a = 15e-6;
     REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 16, 8, &t, NULL) == SC_OK);
     CHECK_NEAR(t, 2.0 * 15 / 16 * S / beta + 2 * 15 * a, 1e-12);
+    /* whatever the ranks per node */
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 16, 4, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 2.0 * 15 / 16 * S / beta + 2 * 15 * a, 1e-12);
+    /* a node link faster than the intra one: the intra link is the slowest hop */
+    sc_cluster f = c;
+    f.inter.nic_bytes_per_s = 1e12;
+    REQUIRE(sc_cost_coll(&f, "ring", SC_COLL_ALLREDUCE, S, 16, 8, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 2.0 * 15 / 16 * S / (300e9 * 0.8) + 2 * 15 * a, 1e-12);
     /* one GPU per node gets all 4 NICs */
     REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 2, 1, &t, NULL) == SC_OK);
     CHECK_NEAR(t, 2.0 * 1 / 2 * S / (50e9 * 0.9) + 2 * a, 1e-12);
