@@ -49,13 +49,15 @@ if $net:
 else:
     c['gpus_per_node'] = 2
 json.dump(c, open('cpu.json', 'w'), indent=1)"
-"$sc" bench gemm --sizes 32:1024:2 -o bench_gemm.json >/dev/null
+benches() { # SUFFIX: the three benches, into bench_OP.SUFFIX
+  "$sc" bench gemm --sizes 32:1024:2 -o "bench_gemm.$1" >/dev/null
+  run2 "$sc" bench allreduce --sizes $sizes -o "bench_allreduce.$1" >/dev/null
+  run2 "$sc" bench p2p --sizes $sizes -o "bench_p2p.$1" >/dev/null
+}
 # across a shaped link, messages under the token bucket pass at memory speed:
 # measure from 256 KiB up there
 sizes=4K:4M:4
 [[ $net == 1 ]] && sizes=256K:16M:4
-run2 "$sc" bench allreduce --sizes $sizes -o bench_allreduce.json >/dev/null
-run2 "$sc" bench p2p --sizes $sizes -o bench_p2p.json >/dev/null
 plan() { # NAME ARGS...: make the plan
   local name=$1; shift
   "$sc" sim --model gpt.json --cluster cpu.json --nodes $nodes "$@" -o "$name.plan.json" >/dev/null
@@ -72,16 +74,31 @@ plan pp2_zbh1_m4 --pp 2 --microbatches 4 --mbs 2 --schedule zb-h1
 plan pp2_interleaved_m4 --pp 2 --v 2 --microbatches 4 --mbs 2 --schedule interleaved
 plan tp2_m4 --tp 2 --microbatches 4 --mbs 1 --schedule 1f1b
 plan dp2_m2 --dp 2 --microbatches 2 --mbs 2 --schedule 1f1b
-# Every plan runs twice, in two passes over all of them (the second in
-# reverse order), and the faster run is kept: this machine is a VM whose
-# speed drifts over tens of seconds, interference only ever adds time, and
-# runs spread over the whole check keep a slow phase from moving the
-# calibration plans against the predicted ones. Calibration reads only the
-# calibration plans' measurements; the predictions are made from the plans
-# and the calibrated cluster alone.
+# Every bench and plan runs twice, in two passes over all of them (the
+# second in reverse order), and the faster run is kept (per size for the
+# benches): this machine is a VM whose speed drifts over tens of seconds,
+# interference only ever adds time, and runs spread over the whole check keep
+# a slow phase from moving the calibration inputs against the predicted
+# plans (one allreduce bench in a slow phase measured 2-8x the usual times
+# and put the tp and dp plans 8-9% high). Calibration reads only the benches
+# and the calibration plans' measurements; the predictions are made from the
+# plans and the calibrated cluster alone.
 all="$cal $predict"
+benches json
 for p in $all; do measure "$p" "$p.measured.json"; done
 for p in $(echo $all | tr ' ' '\n' | tac); do measure "$p" "$p.again.json"; done
+benches again.json
+for op in gemm allreduce p2p; do
+  /usr/bin/env python3 -c "
+import json, os
+a, b = 'bench_$op.json', 'bench_$op.again.json'
+x, y = json.load(open(a)), json.load(open(b))
+assert len(x['results']) == len(y['results'])
+x['results'] = [q if q['time_s'] < p['time_s'] else p for p, q in zip(x['results'], y['results'])]
+json.dump(x, open(a + '.tmp', 'w'), indent=1)
+os.replace(a + '.tmp', a)
+os.remove(b)"
+done
 for p in $all; do
   /usr/bin/env python3 -c "
 import json, os
