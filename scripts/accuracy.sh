@@ -79,7 +79,7 @@ plan dp2_m2 --dp 2 --microbatches 2 --mbs 2 --schedule 1f1b
 # benches): this machine is a VM whose speed drifts over tens of seconds,
 # interference only ever adds time, and runs spread over the whole check keep
 # a slow phase from moving the calibration inputs against the predicted
-# plans (one allreduce bench in a slow phase measured 2-8x the usual times
+# plans (one allreduce bench in a slow phase measured 1.3-8x the usual times
 # and put the tp and dp plans 8-9% high). Calibration reads only the benches
 # and the calibration plans' measurements; the predictions are made from the
 # plans and the calibrated cluster alone.
