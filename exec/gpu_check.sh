@@ -2,9 +2,13 @@
 # gpu_check.sh - the executor's check on one GPU (e.g. one H200), in well
 # under 5 minutes: build (or use a carried build), sweep `stagecraft bench
 # gemm` over sizes (skipped with a message if bench is absent), simulate a
-# one-GPU plan of gpt-1.3b and run it with the cuda backend. Writes
-# bench_gemm.json, plan.json, sim_timeline.json and measured.json into
-# $OUT (or the directory given as $1, default ./gpu_check_out).
+# one-GPU plan of gpt-1.3b and run it with the cuda backend, then (the
+# calibration check) calibrate h200-sxm-1 from the GEMM sweep alone and
+# compare the plan's prediction with the measured step, with the preset and
+# with the calibrated cluster. Writes bench_gemm.json, plan.json,
+# sim_timeline.json, measured.json, calibrated.json, calibrate.txt and
+# compare_{preset,calibrated}.{txt,json} into $OUT (or the directory given
+# as $1, default ./gpu_check_out).
 #   usage: exec/gpu_check.sh [OUTDIR]
 set -u
 cd "$(dirname "$0")/.."
@@ -24,7 +28,10 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
 # 2. GEMM sweep (bench is written by another module; tolerate its absence)
 if $S bench --help >/dev/null 2>&1; then
     say "bench gemm sweep"
-    timeout 120 $S bench gemm --backend cuda --dtype bf16 --sizes 1024,2048,4096,8192 \
+    # squares, and the shapes of gpt-1.3b's GEMMs at one microbatch (2048
+    # tokens x hidden 2048: qkv, attention out, mlp up, mlp down)
+    timeout 120 $S bench gemm --backend cuda --dtype bf16 \
+        --sizes 1024,2048,4096,8192,2048x6144x2048,2048x2048x2048,2048x8192x2048,2048x2048x8192 \
         -o "$out/bench_gemm.json" || say "bench gemm failed or timed out (continuing)"
 else
     say "stagecraft bench is not in this build: skipping the GEMM sweep"
@@ -48,4 +55,21 @@ s, m = (json.load(open(f)) for f in sys.argv[1:3])
 print("predicted step %.4f s, measured median %.4f s (min %.4f, max %.4f)" % (
     s["step_time_s"], m["steps"]["median_s"], m["steps"]["min_s"], m["steps"]["max_s"]))
 PY
+
+# 4. the calibration check: h200-sxm-1 calibrated from the GEMM sweep alone,
+#    the measured step predicted with the preset and with the calibration
+if [ -s "$out/bench_gemm.json" ]; then
+    $S calibrate --cluster h200-sxm-1 "$out/bench_gemm.json" -o "$out/calibrated.json" \
+        | tee "$out/calibrate.txt" || say "calibrate failed (continuing)"
+    $S compare "$out/plan.json" "$out/measured.json" | tee "$out/compare_preset.txt"
+    $S compare "$out/plan.json" "$out/measured.json" --json > "$out/compare_preset.json"
+    if [ -s "$out/calibrated.json" ]; then
+        $S compare "$out/plan.json" "$out/measured.json" --cluster "$out/calibrated.json" \
+            | tee "$out/compare_calibrated.txt"
+        $S compare "$out/plan.json" "$out/measured.json" --cluster "$out/calibrated.json" \
+            --json > "$out/compare_calibrated.json"
+    fi
+else
+    say "no GEMM sweep: skipping the calibration check"
+fi
 say "ok: results in $out"
