@@ -97,7 +97,10 @@ int cmd_calibrate(int argc, char **argv)
     for (int i = 0; i < rep.n_fits; i++) {
         const sc_calib_fit *f = &rep.fits[i];
         char a[40], b[40], bf[16] = "";
-        if (!strncmp(f->what, "compute", 7)) {
+        if (strstr(f->what, " host")) { /* seconds of the sender per byte sent */
+            snprintf(a, sizeof a, "-");
+            snprintf(b, sizeof b, "h %.3g ± %.2g s/B", f->b, f->se_b);
+        } else if (!strncmp(f->what, "compute", 7)) {
             snprintf(a, sizeof a, "eff_max %.3f ± %.3f", f->a, f->se_a);
             snprintf(b, sizeof b, "f_half %.3g ± %.2g", f->b, f->se_b);
         } else {
@@ -106,8 +109,13 @@ int cmd_calibrate(int argc, char **argv)
         }
         if (f->mape_before >= 0)
             snprintf(bf, sizeof bf, "%.1f%%", 100 * f->mape_before);
-        printf("%-22s %5d %24s %24s %7.4f %6.1f%% %8s\n", f->what, f->n, a, b, f->r2,
-               100 * f->mape, bf);
+        char r2[16];
+        if (isnan(f->r2))
+            snprintf(r2, sizeof r2, "-");
+        else
+            snprintf(r2, sizeof r2, "%.4f", f->r2);
+        printf("%-22s %5d %24s %24s %7s %6.1f%% %8s\n", f->what, f->n, a, b, r2, 100 * f->mape,
+               bf);
     }
     if (rep.n_gemm + rep.n_ops > 0)
         printf("\nper-op overhead %.3g ± %.2g s; HBM efficiency %.3f%s\n", rep.overhead_s,

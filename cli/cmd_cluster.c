@@ -84,10 +84,13 @@ static void show_text(const sc_cluster *c)
             printf("    compute %-5s eff_max %.3g, f_half %s FLOPs\n", sc_dtype_name((sc_dtype)i),
                    c->eff.eff_max[i], cli_si(c->eff.f_half[i], a));
     printf("    memory bw     %.3g of peak\n", c->eff.memory_bw);
-    printf("    intra link    alpha %s us, bw_eff %.3g\n", cli_us(c->eff.alpha_s[SC_LINK_INTRA], a),
-           c->eff.bw_eff[SC_LINK_INTRA]);
-    printf("    inter link    alpha %s us, bw_eff %.3g\n", cli_us(c->eff.alpha_s[SC_LINK_INTER], a),
-           c->eff.bw_eff[SC_LINK_INTER]);
+    for (int l = 0; l < SC_LINK_N; l++) {
+        printf("    %s link    alpha %s us, bw_eff %.3g", l == SC_LINK_INTRA ? "intra" : "inter",
+               cli_us(c->eff.alpha_s[l], a), c->eff.bw_eff[l]);
+        if (c->eff.p2p_bw_eff[l] > 0)
+            printf(" (collectives), p2p_bw_eff %.3g (point-to-point)", c->eff.p2p_bw_eff[l]);
+        printf("\n");
+    }
     printf("    op overhead   %s us\n", cli_us(c->eff.op_overhead_s, a));
     printf("    workspace     %s per GPU\n", cli_bytes(c->eff.workspace_bytes, a));
 }

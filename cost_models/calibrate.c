@@ -33,6 +33,13 @@ typedef struct lpoint {
     double bytes, t;
 } lpoint;
 
+/* A sender's host time: the gap between two compute ops of a rank with only
+ * sends (no receive) between them in its schedule, and the bytes sent. */
+typedef struct hpoint {
+    int link;
+    double bytes, gap;
+} hpoint;
+
 typedef struct plan_in {
     sc_plan *plan;
     sc_model *model;
@@ -48,6 +55,8 @@ typedef struct ctx {
     int ncp, capcp;
     lpoint *lp;
     int nlp, caplp;
+    hpoint *hp;
+    int nhp, caphp;
     plan_in *plans;
     int nplans;
     sc_cluster cur; /* the estimate so far */
@@ -241,6 +250,106 @@ static sc_status open_plan(const char *tl_file, const sc_timeline *t, plan_in *p
     return SC_OK;
 }
 
+/* When the message a RECV op waits for was complete on its sender: the end
+ * of the sender's measured send (stage `from`, microbatch mb); -1 if absent. */
+static double sent_at(const sc_timeline *t, int kind, int from, int mb)
+{
+    for (int r = 0; r < t->n_ranks; r++)
+        for (int i = 0; i < t->ranks[r].n_ops; i++) {
+            const sc_tl_op *o = &t->ranks[r].ops[i];
+            if (o->kind == kind && o->stage == from && o->mb == mb)
+                return o->end;
+        }
+    return -1;
+}
+
+/* The host points of one measured plan: plans without tensor or data
+ * parallelism and without recompute, whose ranks do nothing but compute,
+ * send and receive. A gap between two compute ops of a rank with sends
+ * between them in its schedule is the sender's host time (plus the
+ * executor's own, a few microseconds) when every receive between them had
+ * its message complete on the sender before the gap began (so no waiting
+ * is in it). */
+static sc_status host_points(ctx *x, const plan_in *pi, const sc_timeline *t, const char *file,
+                             sc_error *err)
+{
+    const sc_step_cfg *cfg = &pi->cfg;
+    if (cfg->tp != 1 || cfg->dp != 1 || cfg->recompute != SC_RECOMPUTE_NONE || cfg->pp < 2)
+        return SC_OK;
+    sc_sched *sched = NULL;
+    sc_error e2;
+    if (sc_sched_generate(pi->plan->schedule, cfg->pp, cfg->m, cfg->v, &sched, &e2))
+        return SC_OK; /* the plan's own check reports a bad schedule */
+    sc_status st = SC_OK;
+    for (int r = 0; r < t->n_ranks && !st; r++) {
+        const sc_tl_rank *rk = &t->ranks[r];
+        int p = rk->pp, n, peer_node = -1;
+        const sc_sched_op *ops = sc_sched_rank_ops(sched, p, &n);
+        const sc_tl_op *prev = NULL; /* the measured compute op matched last */
+        int sends = 0, waited = 0;
+        double ready = 0; /* when the messages received since prev were complete */
+        int mi = 0;       /* cursor into the rank's measured ops */
+        for (int i = 0; i < n && !st; i++) {
+            int kind = ops[i].kind, s = sc_sched_stage(sched, p, ops[i].chunk);
+            if (kind == SC_OP_RECV_F || kind == SC_OP_RECV_B) {
+                int fwd = kind == SC_OP_RECV_F;
+                double at = sent_at(t, fwd ? SC_OP_SEND_F : SC_OP_SEND_B, fwd ? s - 1 : s + 1,
+                                    ops[i].mb);
+                if (at < 0)
+                    waited = 1;
+                else if (at > ready)
+                    ready = at;
+                continue;
+            }
+            if (kind == SC_OP_SEND_F || kind == SC_OP_SEND_B) {
+                sends++;
+                for (int q = 0; q < t->n_ranks; q++)
+                    if (t->ranks[q].pp == ops[i].peer)
+                        peer_node = t->ranks[q].node;
+                continue;
+            }
+            if (kind != SC_OP_F && kind != SC_OP_B && kind != SC_OP_W)
+                continue;
+            /* the next measured compute op, and the bytes posted between
+             * the two (sends start when their producer ends) */
+            const sc_tl_op *cur = NULL;
+            for (; mi < rk->n_ops && !cur; mi++)
+                if (rk->ops[mi].stream == SC_STREAM_COMPUTE && rk->ops[mi].kind == kind)
+                    cur = &rk->ops[mi];
+            if (!cur)
+                break; /* the measurement ends early: use what matched */
+            double sent = 0;
+            for (int q = 0; prev && q < rk->n_ops; q++) {
+                const sc_tl_op *o = &rk->ops[q];
+                if ((o->kind == SC_OP_SEND_F || o->kind == SC_OP_SEND_B) &&
+                    o->start >= prev->end - 1e-9 && o->start <= cur->start)
+                    sent += o->bytes;
+            }
+            if (prev && sends > 0 && !waited && ready <= prev->end && sent > 0 &&
+                peer_node >= 0) {
+                hpoint h = {peer_node != rk->node ? SC_LINK_INTER : SC_LINK_INTRA, sent,
+                            fmax(0, cur->start - prev->end)};
+                if (x->nhp == x->caphp) {
+                    int nc = x->caphp ? 2 * x->caphp : 64;
+                    hpoint *nh = sc_realloc(x->hp, sizeof *nh * (size_t)nc);
+                    if (!nh) {
+                        st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+                        break;
+                    }
+                    x->hp = nh;
+                    x->caphp = nc;
+                }
+                x->hp[x->nhp++] = h;
+            }
+            prev = cur;
+            sends = waited = 0;
+            ready = 0;
+        }
+    }
+    sc_sched_free(sched);
+    return st;
+}
+
 static sc_status read_timeline(ctx *x, const cJSON *j, const char *file, sc_error *err)
 {
     sc_timeline *t;
@@ -311,6 +420,8 @@ static sc_status read_timeline(ctx *x, const cJSON *j, const char *file, sc_erro
             sc_free(v);
         }
     }
+    if (!st)
+        st = host_points(x, pi, t, file, err);
     sc_timeline_free(t);
     return st;
 }
@@ -710,26 +821,38 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         }
         m0 = k ? m0 / k : 0;
         f.mape_before = m0;
+        /* Point-to-point messages get their own share of the link when
+         * both an allreduce fit and a p2p fit exist (a collective algorithm
+         * may reach a different share than one message does) */
+        sc_calib_fit fp = {0};
+        int p2p = from_allreduce && !fit_alpha_beta(c, l, 3, &fp);
         out->eff.alpha_s[l] = f.a;
-        if (f.b > nominal) {
+        double top = fmax(f.b, p2p ? fp.b : 0);
+        if (top > nominal) {
             if (l == SC_LINK_INTRA)
-                out->intra.bytes_per_s = f.b;
+                out->intra.bytes_per_s = top;
             else
-                out->inter.nic_bytes_per_s = f.b / (c->base->inter.nics_per_node > 0
-                                                        ? c->base->inter.nics_per_node
-                                                        : 1);
-            out->eff.bw_eff[l] = 1;
+                out->inter.nic_bytes_per_s = top / (c->base->inter.nics_per_node > 0
+                                                         ? c->base->inter.nics_per_node
+                                                         : 1);
             if (rep) {
                 size_t len = strlen(rep->notes);
                 snprintf(rep->notes + len, sizeof rep->notes - len,
                          "%s%s: measured %.3g B/s above the nominal %.3g B/s; nominal raised",
-                         len ? "; " : "", lname[l], f.b, nominal);
+                         len ? "; " : "", lname[l], top, nominal);
             }
-        } else {
-            out->eff.bw_eff[l] = fmax(1e-4, f.b / nominal);
+            nominal = top;
         }
+        out->eff.bw_eff[l] = fmin(1, fmax(1e-4, f.b / nominal));
         out->eff.fits.link[l] = (sc_fit_stats){f.n, f.r2, f.mape, f.rel_sd,
-                                               {f.se_a, f.se_b / (f.b > nominal ? f.b : nominal)}};
+                                               {f.se_a, f.se_b / nominal}};
+        out->eff.p2p_bw_eff[l] = 0;
+        out->eff.fits.link_p2p[l] = (sc_fit_stats){0};
+        if (p2p) {
+            out->eff.p2p_bw_eff[l] = fmin(1, fmax(1e-4, fp.b / nominal));
+            out->eff.fits.link_p2p[l] = (sc_fit_stats){fp.n, fp.r2, fp.mape, fp.rel_sd,
+                                                       {fp.se_a, fp.se_b / nominal}};
+        }
         int nops = 0;
         for (int op = 0; op < 4; op++) {
             sc_calib_fit g = {0};
@@ -737,7 +860,8 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         }
         if (rep && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
             sc_calib_fit shown = f;
-            snprintf(shown.what, sizeof shown.what, "%s (used)", lname[l]);
+            snprintf(shown.what, sizeof shown.what, "%s (used%s)", lname[l],
+                     p2p ? ", coll." : "");
             rep->fits[rep->n_fits++] = shown;
             if (nops > 1 && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
                 pooled.mape_before = -1;
@@ -748,13 +872,81 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         for (int op = 0; op < 4 && rep && nops > 1; op++) {
             sc_calib_fit g = {0};
             if (rep->n_fits < (int)SC_ARRAY_LEN(rep->fits) && !fit_alpha_beta(c, l, op, &g)) {
-                snprintf(g.what, sizeof g.what, "%s %s", lname[l], comm_ops[op]);
+                snprintf(g.what, sizeof g.what, "%s %s%s", lname[l], comm_ops[op],
+                         p2p && op == 3 ? " (used)" : "");
                 g.mape_before = -1;
                 rep->fits[rep->n_fits++] = g;
             }
         }
     }
     return SC_OK;
+}
+
+/* The sender's host time per byte of each link class, h = sum(gap) /
+ * sum(bytes) over the host points (least squares through the origin with
+ * weights 1/bytes), when there are at least 3; otherwise the base's value
+ * stays. */
+static void fit_host(ctx *c, sc_cluster *out, sc_calib_report *rep)
+{
+    static const char *const lname[] = {"intra", "inter"};
+    for (int l = 0; l < SC_LINK_N; l++) {
+        int n = 0;
+        double sg = 0, sb = 0;
+        for (int i = 0; i < c->nhp; i++)
+            if (c->hp[i].link == l) {
+                n++;
+                sg += c->hp[i].gap;
+                sb += c->hp[i].bytes;
+            }
+        if (n < 3 || !(sb > 0))
+            continue;
+        double h = sg / sb, ss = 0, mape = 0, rm = 0, rv = 0, mean = sg / n, sst = 0, ssr = 0;
+        double bmin = INFINITY, bmax = 0;
+        for (int i = 0; i < c->nhp; i++) {
+            const hpoint *q = &c->hp[i];
+            if (q->link != l)
+                continue;
+            bmin = fmin(bmin, q->bytes);
+            bmax = fmax(bmax, q->bytes);
+            double pred = h * q->bytes, res = q->gap - pred;
+            ss += res * res / q->bytes;
+            ssr += res * res;
+            sst += (q->gap - mean) * (q->gap - mean);
+            if (q->gap > 0) {
+                double r = pred / q->gap - 1;
+                mape += fabs(r) / n;
+                rm += r / n;
+            }
+        }
+        for (int i = 0; i < c->nhp; i++) {
+            const hpoint *q = &c->hp[i];
+            if (q->link == l && q->gap > 0) {
+                double r = h * q->bytes / q->gap - 1;
+                rv += (r - rm) * (r - rm);
+            }
+        }
+        h = fmin(h, 1e-6);
+        out->eff.p2p_host_s_per_byte[l] = h;
+        double se = n > 1 ? sqrt(ss / (n - 1) / sb) : 0;
+        /* R² means something only when the message sizes vary (with one
+         * size no line beats the mean): 0 in the file, NaN in the report */
+        int sized = bmax > bmin * (1 + 1e-9);
+        double r2 = sized && sst > 0 ? 1 - ssr / sst : 0;
+        out->eff.fits.host[l] = (sc_fit_stats){n, r2, mape, n > 1 ? sqrt(rv / (n - 1)) : 0,
+                                               {0, se}};
+        if (rep && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
+            sc_calib_fit f = {0};
+            f.n = n;
+            f.b = h;
+            f.se_b = se;
+            f.r2 = sized ? r2 : NAN;
+            f.mape = mape;
+            f.rel_sd = out->eff.fits.host[l].rel_sd;
+            f.mape_before = -1;
+            snprintf(f.what, sizeof f.what, "%s host", lname[l]);
+            rep->fits[rep->n_fits++] = f;
+        }
+    }
 }
 
 /* ---- driver ------------------------------------------------------------------------- */
@@ -805,6 +997,8 @@ sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfi
         st = fit_compute(&c, &res, rep, err);
     if (!st)
         st = fit_links(&c, &res, rep, err);
+    if (!st)
+        fit_host(&c, &res, rep);
     if (!st) {
         char now[32];
         if (!date) {
@@ -835,6 +1029,7 @@ sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfi
     sc_free(c.plans);
     sc_free(c.cp);
     sc_free(c.lp);
+    sc_free(c.hp);
     if (st)
         return st;
     *out = res;

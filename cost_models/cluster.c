@@ -16,6 +16,7 @@
 #define MAX_PRICE 1e6      /* $/hour per node */
 #define MAX_RATE 1e3       /* interruptions per hour */
 #define MIN_FRACTION 1e-6  /* efficiencies */
+#define MAX_HOST_S_PER_BYTE 1e-6 /* a sender busy 1 us per byte: a 1 MB/s host */
 
 static const char *const dtype_keys[SC_DTYPE_N] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
 static const char *const link_keys[SC_LINK_N] = {"intra", "inter"};
@@ -128,8 +129,9 @@ static sc_status read_stats(const cJSON *o, const char *file, const char *path, 
 
 static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f, sc_error *err)
 {
-    static const char *const keys[] = {"date", "inputs", "compute", "op_overhead", "intra",
-                                       "inter", NULL};
+    static const char *const keys[] = {"date",      "inputs",    "compute",    "op_overhead",
+                                       "intra",     "inter",     "intra_p2p",  "inter_p2p",
+                                       "intra_host", "inter_host", NULL};
     static const char *const ikeys[] = {"file", "digest", NULL};
     const char *date;
     const cJSON *inputs, *comp, *x;
@@ -176,6 +178,16 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
         if ((st = sc_json_obj(o, file, "efficiency.fits", link_keys[l], 0, &x, err)) ||
             (x && (st = read_stats(x, file, path, &f->link[l], err))))
             return st;
+        snprintf(path, sizeof path, "efficiency.fits.%s_p2p", link_keys[l]);
+        if ((st = sc_json_obj(o, file, "efficiency.fits", path + strlen("efficiency.fits."), 0,
+                              &x, err)) ||
+            (x && (st = read_stats(x, file, path, &f->link_p2p[l], err))))
+            return st;
+        snprintf(path, sizeof path, "efficiency.fits.%s_host", link_keys[l]);
+        if ((st = sc_json_obj(o, file, "efficiency.fits", path + strlen("efficiency.fits."), 0,
+                              &x, err)) ||
+            (x && (st = read_stats(x, file, path, &f->host[l], err))))
+            return st;
     }
     f->present = 1;
     return SC_OK;
@@ -221,6 +233,13 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
     add_stats(o, "op_overhead", &f->overhead, oom);
     for (int l = 0; l < SC_LINK_N; l++)
         add_stats(o, link_keys[l], &f->link[l], oom);
+    for (int l = 0; l < SC_LINK_N; l++) {
+        char key[16];
+        snprintf(key, sizeof key, "%s_p2p", link_keys[l]);
+        add_stats(o, key, &f->link_p2p[l], oom);
+        snprintf(key, sizeof key, "%s_host", link_keys[l]);
+        add_stats(o, key, &f->host[l], oom);
+    }
 }
 
 static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)
@@ -230,7 +249,8 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
                                        "workspace_bytes", "fits", "bwd_factor", NULL};
     static const char *const ckeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const dkeys[] = {"eff_max", "f_half", NULL};
-    static const char *const lkeys[] = {"alpha_s", "bw_eff", NULL};
+    static const char *const lkeys[] = {"alpha_s", "bw_eff", "p2p_bw_eff",
+                                        "p2p_host_s_per_byte", NULL};
     const cJSON *e, *comp;
     const char *s = NULL;
     char path[64];
@@ -281,6 +301,13 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
             (st = sc_json_num(x, file, path, "alpha_s", 1, 0, MAX_SECONDS, &f->alpha_s[l],
                               err)) ||
             (st = sc_json_num(x, file, path, "bw_eff", 1, MIN_FRACTION, 1, &f->bw_eff[l], err)))
+            return st;
+        f->p2p_bw_eff[l] = 0;
+        f->p2p_host_s_per_byte[l] = 0;
+        if ((st = sc_json_num(x, file, path, "p2p_bw_eff", 0, MIN_FRACTION, 1, &f->p2p_bw_eff[l],
+                              err)) ||
+            (st = sc_json_num(x, file, path, "p2p_host_s_per_byte", 0, 0, MAX_HOST_S_PER_BYTE,
+                              &f->p2p_host_s_per_byte[l], err)))
             return st;
     }
     const cJSON *fits;
@@ -435,6 +462,13 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
         snprintf(path, sizeof path, "efficiency.%s.bw_eff", link_keys[l]);
         if ((st = range(file, path, c->eff.bw_eff[l], MIN_FRACTION, 1, err)))
             return st;
+        snprintf(path, sizeof path, "efficiency.%s.p2p_bw_eff", link_keys[l]);
+        if (c->eff.p2p_bw_eff[l] != 0 &&
+            (st = range(file, path, c->eff.p2p_bw_eff[l], MIN_FRACTION, 1, err)))
+            return st;
+        snprintf(path, sizeof path, "efficiency.%s.p2p_host_s_per_byte", link_keys[l]);
+        if ((st = range(file, path, c->eff.p2p_host_s_per_byte[l], 0, MAX_HOST_S_PER_BYTE, err)))
+            return st;
     }
     if (c->gpus_per_node > 1 && c->intra.bytes_per_s <= 0)
         return sc_err(err, SC_EINVAL,
@@ -498,6 +532,10 @@ cJSON *sc_cluster_to_json(const sc_cluster *c)
         cJSON *x = sc_jadd_obj(e, link_keys[l], &oom);
         sc_jadd_num(x, "alpha_s", c->eff.alpha_s[l], &oom);
         sc_jadd_num(x, "bw_eff", c->eff.bw_eff[l], &oom);
+        if (c->eff.p2p_bw_eff[l] > 0)
+            sc_jadd_num(x, "p2p_bw_eff", c->eff.p2p_bw_eff[l], &oom);
+        if (c->eff.p2p_host_s_per_byte[l] > 0)
+            sc_jadd_num(x, "p2p_host_s_per_byte", c->eff.p2p_host_s_per_byte[l], &oom);
     }
     sc_jadd_num(e, "op_overhead_s", c->eff.op_overhead_s, &oom);
     sc_jadd_num(e, "workspace_bytes", c->eff.workspace_bytes, &oom);
@@ -583,14 +621,17 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         eq = deq(a->gpu.peak_flops[d], b->gpu.peak_flops[d]) &&
              deq(a->eff.eff_max[d], b->eff.eff_max[d]) && deq(a->eff.f_half[d], b->eff.f_half[d]);
     for (int l = 0; eq && l < SC_LINK_N; l++)
-        eq = deq(a->eff.alpha_s[l], b->eff.alpha_s[l]) && deq(a->eff.bw_eff[l], b->eff.bw_eff[l]);
+        eq = deq(a->eff.alpha_s[l], b->eff.alpha_s[l]) && deq(a->eff.bw_eff[l], b->eff.bw_eff[l]) &&
+             deq(a->eff.p2p_bw_eff[l], b->eff.p2p_bw_eff[l]) &&
+             deq(a->eff.p2p_host_s_per_byte[l], b->eff.p2p_host_s_per_byte[l]);
     const sc_cluster_fits *fa = &a->eff.fits, *fb = &b->eff.fits;
     eq = eq && fa->present == fb->present;
     if (eq && fa->present) {
         eq = !strcmp(fa->date, fb->date) && fa->n_inputs == fb->n_inputs;
         for (int i = 0; eq && i < fa->n_inputs; i++)
             eq = !strcmp(fa->input[i], fb->input[i]) && !strcmp(fa->digest[i], fb->digest[i]);
-        const sc_fit_stats *sa[SC_DTYPE_N + 1 + SC_LINK_N], *sb[SC_DTYPE_N + 1 + SC_LINK_N];
+        enum { NS = SC_DTYPE_N + 1 + 3 * SC_LINK_N };
+        const sc_fit_stats *sa[NS], *sb[NS];
         for (int d = 0; d < SC_DTYPE_N; d++) {
             sa[d] = &fa->compute[d];
             sb[d] = &fb->compute[d];
@@ -600,8 +641,12 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         for (int l = 0; l < SC_LINK_N; l++) {
             sa[SC_DTYPE_N + 1 + l] = &fa->link[l];
             sb[SC_DTYPE_N + 1 + l] = &fb->link[l];
+            sa[SC_DTYPE_N + 1 + SC_LINK_N + l] = &fa->link_p2p[l];
+            sb[SC_DTYPE_N + 1 + SC_LINK_N + l] = &fb->link_p2p[l];
+            sa[SC_DTYPE_N + 1 + 2 * SC_LINK_N + l] = &fa->host[l];
+            sb[SC_DTYPE_N + 1 + 2 * SC_LINK_N + l] = &fb->host[l];
         }
-        for (int k = 0; eq && k < SC_DTYPE_N + 1 + SC_LINK_N; k++)
+        for (int k = 0; eq && k < NS; k++)
             eq = sa[k]->n == sb[k]->n && (sa[k]->n == 0 ||
                  (deq(sa[k]->r2, sb[k]->r2) && deq(sa[k]->mape, sb[k]->mape) &&
                   deq(sa[k]->rel_sd, sb[k]->rel_sd) && deq(sa[k]->se[0], sb[k]->se[0]) &&

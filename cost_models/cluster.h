@@ -36,7 +36,9 @@
  *                              (one entry per dtype with a non-zero peak;
  *                               others optional),
  *                    memory_bw (fraction of HBM bandwidth reached),
- *                    intra: { alpha_s, bw_eff }, inter: { alpha_s, bw_eff },
+ *                    intra: { alpha_s, bw_eff, p2p_bw_eff, p2p_host_s_per_byte },
+ *                    inter: { alpha_s, bw_eff, p2p_bw_eff, p2p_host_s_per_byte }
+ *                           (the p2p_ keys optional),
  *                    op_overhead_s (fixed cost per module call),
  *                    bwd_factor (optional, default 1: backward kernels' time per
  *                                FLOP relative to forward ones, calibrated),
@@ -45,7 +47,9 @@
  *                    fits (optional, written by calibrate): { date,
  *                      inputs: [ { file, digest } ],
  *                      compute: { DTYPE: STATS }, op_overhead: STATS,
- *                      intra: STATS, inter: STATS } }
+ *                      intra: STATS, inter: STATS,
+ *                      intra_p2p: STATS, inter_p2p: STATS,
+ *                      intra_host: STATS, inter_host: STATS (optional) } }
  *                    with STATS = { n, r2, mape, rel_sd, se: [a, b] }
  *
  * Compute efficiency of a call of F FLOPs: eff(F) = eff_max * F / (F + f_half)
@@ -54,7 +58,13 @@
  *
  * The link latency_s fields are the hardware figures; the cost models use
  * efficiency.*.alpha_s (per-message start-up cost, calibrated) and
- * bytes_per_s * bw_eff.
+ * bytes_per_s * bw_eff for collectives, bytes_per_s * p2p_bw_eff for
+ * point-to-point messages (pipeline activations and gradients) when the file
+ * has it: a collective algorithm can reach a different share of a link than
+ * one message does (measured on the emulated cluster: allreduce 47%, p2p
+ * 94% of a 1 Gbit/s link). A send also holds the sender's compute stream
+ * for p2p_host_s_per_byte per byte (0 on GPUs; on the emulated cluster the
+ * kernel's TCP path runs on the sending core: about 7 ns per byte).
  */
 #ifndef SC_CLUSTER_H
 #define SC_CLUSTER_H
@@ -95,6 +105,8 @@ typedef struct sc_cluster_fits {
     sc_fit_stats compute[SC_DTYPE_N];
     sc_fit_stats overhead;
     sc_fit_stats link[SC_LINK_N];
+    sc_fit_stats link_p2p[SC_LINK_N];     /* "intra_p2p", "inter_p2p" (optional) */
+    sc_fit_stats host[SC_LINK_N];         /* "intra_host", "inter_host" (optional) */
 } sc_cluster_fits;
 
 typedef struct sc_cluster_eff {
@@ -102,7 +114,12 @@ typedef struct sc_cluster_eff {
     double f_half[SC_DTYPE_N];   /* FLOPs, >= 0 */
     double memory_bw;            /* (0, 1] */
     double alpha_s[SC_LINK_N];   /* seconds per message/step */
-    double bw_eff[SC_LINK_N];    /* (0, 1] */
+    double bw_eff[SC_LINK_N];    /* (0, 1]: collectives' share of the link */
+    double p2p_bw_eff[SC_LINK_N]; /* (0, 1]: point-to-point messages' share; 0 = absent
+                                     from the file, bw_eff applies (sc_cluster_p2p_eff) */
+    double p2p_host_s_per_byte[SC_LINK_N]; /* sender's compute-stream time per byte of a
+                                              point-to-point message (0: none, as on GPUs;
+                                              CPU devices spend it in the TCP stack) */
     double op_overhead_s;
     double workspace_bytes;
     double bwd_factor;           /* backward FLOPs run this much slower than forward
@@ -174,5 +191,12 @@ sc_status sc_cluster_set_nodes(sc_cluster *c, long nodes, sc_error *err);
 long sc_cluster_total_gpus(const sc_cluster *c);
 /* 1 if every field is equal (strings compared as strings). */
 int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b);
+
+/* Point-to-point messages' share of link class l: p2p_bw_eff when set,
+ * else bw_eff. */
+static inline double sc_cluster_p2p_eff(const sc_cluster *c, sc_link l)
+{
+    return c->eff.p2p_bw_eff[l] > 0 ? c->eff.p2p_bw_eff[l] : c->eff.bw_eff[l];
+}
 
 #endif

@@ -102,7 +102,7 @@ sc_status sc_cost_p2p(const sc_cluster *c, double bytes, int inter, int sharing,
     if (!(bytes >= 0) || bytes > 1e18)
         return sc_err(err, SC_EINVAL, "%s: a message of %g bytes is out of range", c->name, bytes);
     if (!inter) {
-        double beta = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
+        double beta = c->intra.bytes_per_s * sc_cluster_p2p_eff(c, SC_LINK_INTRA);
         if (!(beta > 0))
             return sc_err(err, SC_ENOTSUP, "%s: no intra-node bandwidth (intra.bytes_per_s is 0)",
                           c->name);
@@ -114,8 +114,8 @@ sc_status sc_cost_p2p(const sc_cluster *c, double bytes, int inter, int sharing,
                       c->name, sharing, c->gpus_per_node);
     if (!has_network(c))
         return sc_err(err, SC_ENOTSUP, "%s: no inter-node network", c->name);
-    double beta =
-        c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER] / sharing;
+    double beta = c->inter.nics_per_node * c->inter.nic_bytes_per_s *
+                  sc_cluster_p2p_eff(c, SC_LINK_INTER) / sharing;
     *time_s = c->eff.alpha_s[SC_LINK_INTER] + bytes / beta;
     return SC_OK;
 }

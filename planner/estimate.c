@@ -104,6 +104,16 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                              &t.send_s[s], err);
         }
     }
+    /* the sender's host time per message (CPU devices): stage s's F sends
+     * forward, stage s + 1's B sends the gradient back */
+    for (int s = 0; s + 1 < t.S && !st; s++) {
+        int r = s % pp, r2 = (s + 1) % pp;
+        int inter = node_of_position(r, tp, gpn) != node_of_position(r2, tp, gpn);
+        double h = c->eff.p2p_host_s_per_byte[inter ? SC_LINK_INTER : SC_LINK_INTRA] *
+                   info[s].send_bytes;
+        t.f[s] += h;
+        t.b[s + 1] += h;
+    }
     sc_free(info);
     /* per position: parameters and activation coefficients */
     sc_module **mods = st ? NULL : sc_malloc(sizeof *mods * (size_t)(m->n_leaves + 1));

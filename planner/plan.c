@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 sc_status sc_model_digest(const sc_model *m, char out[17])
 {
@@ -442,14 +443,31 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     return SC_OK;
 }
 
+/* A source as the plan names it, or, when that is a relative path with no
+ * such file from here, the same path next to the plan file (plans travel
+ * with their model and cluster files). The digests check what was found. */
+static const char *beside(const char *source, const char *file, char *buf, size_t n)
+{
+    const char *slash = strrchr(file, '/');
+    if (source[0] == '/' || !slash || access(source, F_OK) == 0 || !strchr(source, '.'))
+        return source;
+    int len = snprintf(buf, n, "%.*s/%s", (int)(slash - file), file, source);
+    if (len < 0 || (size_t)len >= n || access(buf, F_OK) != 0)
+        return source;
+    return buf;
+}
+
 sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_cluster *cluster,
                        sc_error *err)
 {
+    char mbuf[2048], cbuf[2048];
+    const char *msrc = beside(p->model_source, file, mbuf, sizeof mbuf);
+    const char *csrc = beside(p->cluster_source, file, cbuf, sizeof cbuf);
     *model = NULL;
     sc_model *m = NULL;
     sc_cluster c;
     char dg[17];
-    sc_status st = sc_model_open(p->model_source, &m, err);
+    sc_status st = sc_model_open(msrc, &m, err);
     if (st) {
         sc_err_prefix(err, "%s: model.source", file);
         return st;
@@ -465,7 +483,7 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
                       "says %s)",
                       file, p->model_source, dg, p->model_digest);
     }
-    st = sc_cluster_open(p->cluster_source, &c, err);
+    st = sc_cluster_open(csrc, &c, err);
     if (st) {
         sc_model_free(m);
         sc_err_prefix(err, "%s: cluster.source", file);

@@ -27,7 +27,9 @@
 #define MAX_BUCKETS 32
 #define DEFAULT_BUCKET (25.0 * 1024 * 1024)
 
-enum { BUSY_NONE = 0, BUSY_COMPUTE, BUSY_RECOMPUTE, BUSY_OPT };
+/* BUSY_HOST: the sender's time in a send (p2p_host_s_per_byte), on its compute
+ * stream; counted as exposed pp communication, not as busy time */
+enum { BUSY_NONE = 0, BUSY_COMPUTE, BUSY_RECOMPUTE, BUSY_OPT, BUSY_HOST };
 enum { WAIT_NONE = 0, WAIT_TP, WAIT_PP, WAIT_DP };
 
 /* What the builder remembers of a task (indexed by engine task id). */
@@ -571,8 +573,20 @@ static sc_status build(builder *b)
         for (int i = 0; i < n && !b->st; i++) {
             sc_sched_op o = ops[i];
             int s = o.chunk * pp + p, oi = b->sched->off[p] + i;
-            if (o.kind == SC_OP_SEND_F || o.kind == SC_OP_SEND_B)
-                continue; /* its producer was recorded with the op before it */
+            if (o.kind == SC_OP_SEND_F || o.kind == SC_OP_SEND_B) {
+                /* its producer was recorded with the op before it; the
+                 * sender's host time, if any, holds its compute stream */
+                int dir = o.kind == SC_OP_SEND_B;
+                double bytes = b->bnd[dir ? s - 1 : s];
+                for (int d = 0; d < b->nrep && !b->st; d++) {
+                    int from = rank_of(b, d, p, 0), to = rank_of(b, d, o.peer, 0);
+                    sc_link lk = node_of(b, from) != node_of(b, to) ? SC_LINK_INTER : SC_LINK_INTRA;
+                    double h = b->c->eff.p2p_host_s_per_byte[lk] * bytes;
+                    if (h > 0)
+                        stream_task(b, d * pp + p, h, BUSY_HOST, o.kind, s, o.chunk, o.mb);
+                }
+                continue;
+            }
             if (o.kind == SC_OP_RECV_F || o.kind == SC_OP_RECV_B) {
                 for (int d = 0; d < b->nrep; d++) {
                     int t = stream_task(b, d * pp + p, 0, BUSY_NONE, o.kind, s, o.chunk, o.mb);
@@ -683,7 +697,12 @@ static sc_status build(builder *b)
                     int from = rank_of(b, d, p, t), to = rank_of(b, d, o.peer, t), l[2];
                     double a;
                     path(b, from, to, l, &a);
-                    int f = flow_task(b, l, bytes, prod, end, from, o.kind, s, o.chunk, o.mb,
+                    /* links run at the collectives' share (bw_eff); a message
+                     * reaching another share (p2p_bw_eff) costs the link
+                     * bytes in proportion */
+                    sc_link lk = node_of(b, from) != node_of(b, to) ? SC_LINK_INTER : SC_LINK_INTRA;
+                    double wire = bytes * b->c->eff.bw_eff[lk] / sc_cluster_p2p_eff(b->c, lk);
+                    int f = flow_task(b, l, wire, prod, end, from, o.kind, s, o.chunk, o.mb,
                                       bytes);
                     if (f < 0)
                         break;
@@ -908,6 +927,8 @@ static sc_status results(builder *b, sc_step_result *r)
             gb[g].recompute += dur;
         else if (ti->busy == BUSY_OPT)
             gb[g].optimizer += dur;
+        else if (ti->busy == BUSY_HOST)
+            gb[g].pp += dur;
         if (e0 > last_end[g])
             last_end[g] = e0;
     }
@@ -1054,8 +1075,8 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
         sc_tl_op op = {ti->op, ti->stage, ti->chunk, ti->mb, SC_STREAM_COMPUTE, ti->bytes,
                        sc_sim_task_start(sim, task), sc_sim_task_end(sim, task)};
         if (ti->group >= 0) {
-            if (ti->busy == BUSY_NONE)
-                continue; /* waits are implied by the gaps */
+            if (ti->busy == BUSY_NONE || ti->busy == BUSY_HOST)
+                continue; /* waits and send time are implied by the gaps */
             if (ti->is_piece) /* a later bucket piece of one backward: extend the op */
             {
                 int d = ti->group / b->pp, p = ti->group % b->pp;

@@ -5,6 +5,7 @@
 #include "compare.h"
 #include "cost.h"
 #include "json.h"
+#include "plan.h"
 #include "step.h"
 
 #include <math.h>
@@ -107,7 +108,7 @@ TEST(calibrate_recovers_known_parameters)
     snprintf(ag, sizeof ag, "%s/ag.json", d);
     write_gemm_bench(g, &truth, "cpu-core (test)", 0.0);
     write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 7);
-    write_comm_bench(p2, "p2p", 2, "intra", 3e-6, 2.5e9, 7);
+    write_comm_bench(p2, "p2p", 2, "intra", 3e-6, 5e9, 7); /* a message: twice the share */
     write_comm_bench(ag, "allgather", 4, "intra", 3e-6, 2.5e9, 7);
     const char *files[] = {g, ar, p2, ag};
     sc_cluster out;
@@ -118,6 +119,10 @@ TEST(calibrate_recovers_known_parameters)
     CHECK_NEAR(out.eff.f_half[SC_FP32], 3e6, 1e-2);
     CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTRA], 3e-6, 1e-6);
     CHECK_NEAR(out.eff.bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 2.5e9, 1e-6);
+    /* point-to-point messages get their own share of the link */
+    CHECK_NEAR(out.eff.p2p_bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 5e9, 1e-6);
+    CHECK_EQ_INT(out.eff.fits.link_p2p[SC_LINK_INTRA].n, 7);
+    CHECK(out.eff.p2p_bw_eff[SC_LINK_INTER] == 0); /* nothing measured there */
     CHECK(out.eff.fits.present);
     CHECK_EQ_INT(out.eff.fits.n_inputs, 4);
     CHECK_EQ_INT(out.eff.fits.compute[SC_FP32].n, 8);
@@ -129,7 +134,7 @@ TEST(calibrate_recovers_known_parameters)
     int per_op = 0;
     for (int i = 0; i < rep.n_fits; i++)
         per_op += !strcmp(rep.fits[i].what, "intra allreduce") ||
-                  !strcmp(rep.fits[i].what, "intra p2p");
+                  !strcmp(rep.fits[i].what, "intra p2p (used)");
     CHECK_EQ_INT(per_op, 2);
     /* the calibrated cluster round-trips through its file, fits and all */
     char path[600];
@@ -285,4 +290,129 @@ TEST(calibrate_bwd_factor)
     CHECK(sc_cluster_validate(&c, "<t>", &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "efficiency.bwd_factor");
     sc_model_free(m);
+}
+
+/* The point-to-point fields of the cluster format: ranges, the file round
+ * trip, the cost model and the simulator's use of them. */
+TEST(calibrate_p2p_fields)
+{
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    CHECK(c.eff.p2p_bw_eff[SC_LINK_INTER] == 0); /* presets: bw_eff for both */
+    double t1, t2;
+    REQUIRE(sc_cost_p2p(&c, 1e9, 1, 1, &t1, &err) == SC_OK);
+    c.eff.p2p_bw_eff[SC_LINK_INTER] = c.eff.bw_eff[SC_LINK_INTER] / 2;
+    REQUIRE(sc_cost_p2p(&c, 1e9, 1, 1, &t2, &err) == SC_OK);
+    double a = c.eff.alpha_s[SC_LINK_INTER];
+    CHECK_NEAR((t2 - a) / (t1 - a), 2, 1e-9);
+    c.eff.p2p_host_s_per_byte[SC_LINK_INTER] = 2e-9;
+    char path[600];
+    snprintf(path, sizeof path, "%s/c.json", sc_test_tmpdir());
+    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
+    sc_cluster back;
+    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
+    CHECK(sc_cluster_equal(&c, &back));
+    CHECK_NEAR(back.eff.p2p_host_s_per_byte[SC_LINK_INTER], 2e-9, 0);
+    sc_cluster bad = c;
+    bad.eff.p2p_bw_eff[SC_LINK_INTRA] = 1.5;
+    CHECK(sc_cluster_validate(&bad, "<t>", &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "efficiency.intra.p2p_bw_eff");
+    bad = c;
+    bad.eff.p2p_host_s_per_byte[SC_LINK_INTER] = 1e-3;
+    CHECK(sc_cluster_validate(&bad, "<t>", &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "efficiency.inter.p2p_host_s_per_byte");
+
+    /* the simulator: a pipeline across nodes, one GPU per node; the sender's
+     * host time holds its compute stream (stage 0 sends m messages in a row)
+     * and shows as exposed pp communication */
+    sc_model *m;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_cluster one;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &one, &err) == SC_OK);
+    one.gpus_per_node = 1;
+    REQUIRE(sc_cluster_set_nodes(&one, 2, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = 2, .v = 1, .m = 4, .mbs = 1, .schedule = "gpipe"};
+    sc_step_result *r0, *r1;
+    REQUIRE(sc_step_simulate(m, &one, &cfg, &r0, &err) == SC_OK);
+    double h = 1e-6; /* 1 us a byte: far above the compute */
+    one.eff.p2p_host_s_per_byte[SC_LINK_INTER] = h;
+    REQUIRE(sc_step_simulate(m, &one, &cfg, &r1, &err) == SC_OK);
+    double bytes = 2048.0 * 2048 * 2; /* one microbatch's activations, bf16 */
+    CHECK(r1->step_time_s >= 4 * h * bytes);
+    CHECK(r1->breakdown.pp > r0->breakdown.pp + 4 * h * bytes / 2 - 1e-9);
+    const sc_step_breakdown *k = &r1->breakdown;
+    CHECK_NEAR(k->compute + k->recompute + k->optimizer + k->tp + k->pp + k->dp + k->bubble,
+               r1->step_time_s, 1e-9);
+    CHECK_NEAR(r1->breakdown.compute, r0->breakdown.compute, 1e-12);
+    sc_step_result_free(r0);
+    sc_step_result_free(r1);
+    sc_model_free(m);
+}
+
+/* calibrate recovers the sender's host time per byte from a measurement
+ * whose truth is known: a simulated pipeline step relabelled as measured. */
+TEST(calibrate_recovers_host_time)
+{
+    char out[1 << 14], bin[4096];
+    const char *d = sc_test_tmpdir();
+    REQUIRE(realpath(sc_test_bin(), bin));
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
+                       "--vocab 256 --dtype fp32 -o m.json && %s cluster show cpu-local --json "
+                       "> c0.json",
+                       d, bin, bin) == 0);
+    char p[600];
+    sc_error err;
+    cJSON *c = NULL;
+    snprintf(p, sizeof p, "%s/c0.json", d);
+    REQUIRE(sc_json_load(p, &c, &err) == SC_OK);
+    cJSON_ReplaceItemInObject(c, "nodes", cJSON_CreateNumber(2));
+    cJSON_ReplaceItemInObject(c, "gpus_per_node", cJSON_CreateNumber(1));
+    cJSON *in = cJSON_GetObjectItem(c, "inter");
+    cJSON_ReplaceItemInObject(in, "nics_per_node", cJSON_CreateNumber(1));
+    cJSON_ReplaceItemInObject(in, "nic_bytes_per_s", cJSON_CreateNumber(1.25e8));
+    cJSON *ie = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "efficiency"), "inter");
+    cJSON_AddNumberToObject(ie, "p2p_host_s_per_byte", 5e-9);
+    snprintf(p, sizeof p, "%s/truth.json", d);
+    REQUIRE(sc_json_save(p, c, &err) == SC_OK);
+    cJSON_DeleteItemFromObject(ie, "p2p_host_s_per_byte");
+    snprintf(p, sizeof p, "%s/base.json", d);
+    REQUIRE(sc_json_save(p, c, &err) == SC_OK);
+    cJSON_Delete(c);
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && %s sim --model m.json --cluster truth.json --nodes 2 --pp 2 "
+                       "--microbatches 4 --schedule gpipe -o p.json --timeline t.json",
+                       d, bin) == 0);
+    /* the simulated timeline, relabelled as a measurement of p.json */
+    cJSON *t = NULL;
+    snprintf(p, sizeof p, "%s/t.json", d);
+    REQUIRE(sc_json_load(p, &t, &err) == SC_OK);
+    cJSON_ReplaceItemInObject(t, "source", cJSON_CreateString("exec"));
+    cJSON_AddStringToObject(t, "device", "cpu-core (test)");
+    char pp[600], dg[17];
+    snprintf(pp, sizeof pp, "%s/p.json", d);
+    REQUIRE(sc_plan_file_digest(pp, dg, &err) == SC_OK);
+    cJSON *pl = cJSON_AddObjectToObject(t, "plan");
+    cJSON_AddStringToObject(pl, "file", "p.json");
+    cJSON_AddStringToObject(pl, "digest", dg);
+    snprintf(p, sizeof p, "%s/meas.json", d);
+    REQUIRE(sc_json_save(p, t, &err) == SC_OK);
+    cJSON_Delete(t);
+    sc_cluster base, cal;
+    snprintf(p, sizeof p, "%s/base.json", d);
+    REQUIRE(sc_cluster_load(p, &base, &err) == SC_OK);
+    char g[600], mp[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    write_gemm_bench(g, &base, "cpu-core (test)", 0.0);
+    snprintf(mp, sizeof mp, "%s/meas.json", d);
+    const char *files[] = {g, mp};
+    sc_calib_report rep;
+    if (sc_calibrate(&base, files, 2, "2026-11-29T00:00:00Z", &cal, &rep, &err) != SC_OK) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    CHECK_NEAR(cal.eff.p2p_host_s_per_byte[SC_LINK_INTER], 5e-9, 5e-11);
+    CHECK(cal.eff.fits.host[SC_LINK_INTER].n >= 3);
+    CHECK(cal.eff.p2p_host_s_per_byte[SC_LINK_INTRA] == 0);
 }
