@@ -284,6 +284,11 @@ static sc_status host_points(ctx *x, const plan_in *pi, const sc_timeline *t, co
     for (int r = 0; r < t->n_ranks && !st; r++) {
         const sc_tl_rank *rk = &t->ranks[r];
         int p = rk->pp, n, peer_node = -1;
+        if (p < 0 || p >= cfg->pp) {
+            st = sc_err(err, SC_EINVAL, "%s: ranks[%d].pp: %d is not a pipeline position of the "
+                        "plan (pp %d)", file, r, p, cfg->pp);
+            break;
+        }
         const sc_sched_op *ops = sc_sched_rank_ops(sched, p, &n);
         const sc_tl_op *prev = NULL; /* the measured compute op matched last */
         int sends = 0, waited = 0;

@@ -415,4 +415,15 @@ TEST(calibrate_recovers_host_time)
     CHECK_NEAR(cal.eff.p2p_host_s_per_byte[SC_LINK_INTER], 5e-9, 5e-11);
     CHECK(cal.eff.fits.host[SC_LINK_INTER].n >= 3);
     CHECK(cal.eff.p2p_host_s_per_byte[SC_LINK_INTRA] == 0);
+    /* a rank claiming a pipeline position the plan does not have is refused */
+    REQUIRE(sc_json_load(mp, &t, &err) == SC_OK);
+    cJSON *r1 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "ranks"), 1);
+    cJSON_ReplaceItemInObject(r1, "pp", cJSON_CreateNumber(5));
+    snprintf(p, sizeof p, "%s/bad.json", d);
+    REQUIRE(sc_json_save(p, t, &err) == SC_OK);
+    cJSON_Delete(t);
+    const char *bad[] = {g, p};
+    CHECK(sc_calibrate(&base, bad, 2, NULL, &cal, &rep, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "bad.json");
+    CHECK_STR_HAS(err.msg, "is not a pipeline position of the plan");
 }
