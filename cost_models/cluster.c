@@ -21,6 +21,18 @@
 static const char *const dtype_keys[SC_DTYPE_N] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
 static const char *const link_keys[SC_LINK_N] = {"intra", "inter"};
 
+/* The per-link fit statistics, k = 0 collectives ("intra", "inter"), 1
+ * point-to-point ("intra_p2p", ...), 2 the sender's host time ("..._host"). */
+static const char *const link_fit_sfx[3] = {"", "_p2p", "_host"};
+static const sc_fit_stats *link_fit_c(const sc_cluster_fits *f, int k, int l)
+{
+    return k == 0 ? &f->link[l] : k == 1 ? &f->link_p2p[l] : &f->host[l];
+}
+static sc_fit_stats *link_fit(sc_cluster_fits *f, int k, int l)
+{
+    return k == 0 ? &f->link[l] : k == 1 ? &f->link_p2p[l] : &f->host[l];
+}
+
 static void copy_str(char *dst, size_t cap, const char *src)
 {
     snprintf(dst, cap, "%s", src ? src : "");
@@ -173,22 +185,14 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
     if ((st = sc_json_obj(o, file, "efficiency.fits", "op_overhead", 0, &x, err)) ||
         (x && (st = read_stats(x, file, "efficiency.fits.op_overhead", &f->overhead, err))))
         return st;
-    for (int l = 0; l < SC_LINK_N; l++) {
-        snprintf(path, sizeof path, "efficiency.fits.%s", link_keys[l]);
-        if ((st = sc_json_obj(o, file, "efficiency.fits", link_keys[l], 0, &x, err)) ||
-            (x && (st = read_stats(x, file, path, &f->link[l], err))))
-            return st;
-        snprintf(path, sizeof path, "efficiency.fits.%s_p2p", link_keys[l]);
-        if ((st = sc_json_obj(o, file, "efficiency.fits", path + strlen("efficiency.fits."), 0,
-                              &x, err)) ||
-            (x && (st = read_stats(x, file, path, &f->link_p2p[l], err))))
-            return st;
-        snprintf(path, sizeof path, "efficiency.fits.%s_host", link_keys[l]);
-        if ((st = sc_json_obj(o, file, "efficiency.fits", path + strlen("efficiency.fits."), 0,
-                              &x, err)) ||
-            (x && (st = read_stats(x, file, path, &f->host[l], err))))
-            return st;
-    }
+    for (int k = 0; k < 3; k++)
+        for (int l = 0; l < SC_LINK_N; l++) {
+            snprintf(path, sizeof path, "efficiency.fits.%s%s", link_keys[l], link_fit_sfx[k]);
+            if ((st = sc_json_obj(o, file, "efficiency.fits", path + strlen("efficiency.fits."),
+                                  0, &x, err)) ||
+                (x && (st = read_stats(x, file, path, link_fit(f, k, l), err))))
+                return st;
+        }
     f->present = 1;
     return SC_OK;
 }
@@ -231,15 +235,12 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
     for (int d = 0; d < SC_DTYPE_N; d++)
         add_stats(comp, dtype_keys[d], &f->compute[d], oom);
     add_stats(o, "op_overhead", &f->overhead, oom);
-    for (int l = 0; l < SC_LINK_N; l++)
-        add_stats(o, link_keys[l], &f->link[l], oom);
-    for (int l = 0; l < SC_LINK_N; l++) {
-        char key[16];
-        snprintf(key, sizeof key, "%s_p2p", link_keys[l]);
-        add_stats(o, key, &f->link_p2p[l], oom);
-        snprintf(key, sizeof key, "%s_host", link_keys[l]);
-        add_stats(o, key, &f->host[l], oom);
-    }
+    for (int k = 0; k < 3; k++)
+        for (int l = 0; l < SC_LINK_N; l++) {
+            char key[16];
+            snprintf(key, sizeof key, "%s%s", link_keys[l], link_fit_sfx[k]);
+            add_stats(o, key, link_fit_c(f, k, l), oom);
+        }
 }
 
 static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)
@@ -638,14 +639,11 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         }
         sa[SC_DTYPE_N] = &fa->overhead;
         sb[SC_DTYPE_N] = &fb->overhead;
-        for (int l = 0; l < SC_LINK_N; l++) {
-            sa[SC_DTYPE_N + 1 + l] = &fa->link[l];
-            sb[SC_DTYPE_N + 1 + l] = &fb->link[l];
-            sa[SC_DTYPE_N + 1 + SC_LINK_N + l] = &fa->link_p2p[l];
-            sb[SC_DTYPE_N + 1 + SC_LINK_N + l] = &fb->link_p2p[l];
-            sa[SC_DTYPE_N + 1 + 2 * SC_LINK_N + l] = &fa->host[l];
-            sb[SC_DTYPE_N + 1 + 2 * SC_LINK_N + l] = &fb->host[l];
-        }
+        for (int k = 0; k < 3; k++)
+            for (int l = 0; l < SC_LINK_N; l++) {
+                sa[SC_DTYPE_N + 1 + k * SC_LINK_N + l] = link_fit_c(fa, k, l);
+                sb[SC_DTYPE_N + 1 + k * SC_LINK_N + l] = link_fit_c(fb, k, l);
+            }
         for (int k = 0; eq && k < NS; k++)
             eq = sa[k]->n == sb[k]->n && (sa[k]->n == 0 ||
                  (deq(sa[k]->r2, sb[k]->r2) && deq(sa[k]->mape, sb[k]->mape) &&

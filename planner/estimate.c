@@ -85,9 +85,11 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     big.nodes = SC_CLUSTER_MAX_NODES;
     sc_status st = sc_step_stage_infos(m, &big, &cfg, info, err);
     int gpn = c->gpus_per_node;
+    double host_prev = 0; /* the host time of the message into stage s from s + 1's B */
     for (int s = 0; s < t.S && !st; s++) {
         t.f[s] = info[s].fwd_s;
-        t.b[s] = info[s].bwd_s;
+        t.b[s] = info[s].bwd_s + host_prev; /* B of s > 0 sends its gradient back */
+        host_prev = 0;
         t.rc_sel[s] = info[s].recompute_s;
         t.grad[s] = info[s].grad_bytes;
         if (tp > 1 && info[s].tp_count > 0) {
@@ -102,17 +104,13 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
             int inter = node_of_position(r, tp, gpn) != node_of_position(r2, tp, gpn);
             st = sc_cost_p2p(c, info[s].send_bytes, inter, inter ? (tp < gpn ? tp : gpn) : 1,
                              &t.send_s[s], err);
+            /* the sender's host time per message (CPU devices): s's F sends
+             * forward, s + 1's B sends the same size back */
+            double h = c->eff.p2p_host_s_per_byte[inter ? SC_LINK_INTER : SC_LINK_INTRA] *
+                       info[s].send_bytes;
+            t.f[s] += h;
+            host_prev = h;
         }
-    }
-    /* the sender's host time per message (CPU devices): stage s's F sends
-     * forward, stage s + 1's B sends the gradient back */
-    for (int s = 0; s + 1 < t.S && !st; s++) {
-        int r = s % pp, r2 = (s + 1) % pp;
-        int inter = node_of_position(r, tp, gpn) != node_of_position(r2, tp, gpn);
-        double h = c->eff.p2p_host_s_per_byte[inter ? SC_LINK_INTER : SC_LINK_INTRA] *
-                   info[s].send_bytes;
-        t.f[s] += h;
-        t.b[s + 1] += h;
     }
     sc_free(info);
     /* per position: parameters and activation coefficients */

@@ -234,6 +234,11 @@ static int stream_task(builder *b, int g, double dur, int busy, int op, int stag
 
 static int node_of(builder *b, int rank) { return rank / b->gpn; }
 
+static sc_link link_class(builder *b, int from, int to)
+{
+    return node_of(b, from) != node_of(b, to) ? SC_LINK_INTER : SC_LINK_INTRA;
+}
+
 static int path(builder *b, int from, int to, int links[2], double *alpha)
 {
     int na = node_of(b, from), nb = node_of(b, to);
@@ -579,8 +584,7 @@ static sc_status build(builder *b)
                 int dir = o.kind == SC_OP_SEND_B;
                 double bytes = b->bnd[dir ? s - 1 : s];
                 for (int d = 0; d < b->nrep && !b->st; d++) {
-                    int from = rank_of(b, d, p, 0), to = rank_of(b, d, o.peer, 0);
-                    sc_link lk = node_of(b, from) != node_of(b, to) ? SC_LINK_INTER : SC_LINK_INTRA;
+                    sc_link lk = link_class(b, rank_of(b, d, p, 0), rank_of(b, d, o.peer, 0));
                     double h = b->c->eff.p2p_host_s_per_byte[lk] * bytes;
                     if (h > 0)
                         stream_task(b, d * pp + p, h, BUSY_HOST, o.kind, s, o.chunk, o.mb);
@@ -700,7 +704,7 @@ static sc_status build(builder *b)
                     /* links run at the collectives' share (bw_eff); a message
                      * reaching another share (p2p_bw_eff) costs the link
                      * bytes in proportion */
-                    sc_link lk = node_of(b, from) != node_of(b, to) ? SC_LINK_INTER : SC_LINK_INTRA;
+                    sc_link lk = link_class(b, from, to);
                     double wire = bytes * b->c->eff.bw_eff[lk] / sc_cluster_p2p_eff(b->c, lk);
                     int f = flow_task(b, l, wire, prod, end, from, o.kind, s, o.chunk, o.mb,
                                       bytes);
