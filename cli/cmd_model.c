@@ -140,12 +140,9 @@ static cJSON *show_json(const sc_model *m)
     for (int i = 0; i < m->n_modules && !oom; i++) {
         const sc_module *x = m->modules[i];
         sc_totals s = sc_module_totals(x);
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        cJSON *o = sc_jpush_obj(arr, &oom);
+        if (!o)
             break;
-        }
         sc_jadd_str(o, "name", x->name, &oom);
         sc_jadd_str(o, "kind", x->kind, &oom);
         sc_jadd_num(o, "depth", x->depth, &oom);
@@ -161,7 +158,7 @@ static cJSON *show_json(const sc_model *m)
         if (x->n_inputs) {
             cJSON *a = sc_jadd_arr(o, "inputs", &oom);
             for (int k = 0; k < x->n_inputs && a; k++)
-                cJSON_AddItemToArray(a, cJSON_CreateString(x->inputs[k]));
+                sc_jpush_str(a, x->inputs[k], &oom);
         }
     }
     if (oom) {

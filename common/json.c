@@ -309,6 +309,29 @@ cJSON *sc_jadd_arr(cJSON *obj, const char *key, int *oom)
     return add(obj, key, cJSON_CreateArray(), oom);
 }
 
+static cJSON *push(cJSON *arr, cJSON *item, int *oom)
+{
+    if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        *oom = 1;
+        return NULL;
+    }
+    return item;
+}
+
+cJSON *sc_jpush_obj(cJSON *arr, int *oom)
+{
+    return push(arr, cJSON_CreateObject(), oom);
+}
+cJSON *sc_jpush_num(cJSON *arr, double v, int *oom)
+{
+    return push(arr, cJSON_CreateNumber(v), oom);
+}
+cJSON *sc_jpush_str(cJSON *arr, const char *v, int *oom)
+{
+    return push(arr, cJSON_CreateString(v), oom);
+}
+
 sc_status sc_json_digest(const cJSON *root, char out[17])
 {
     sc_json_init();

@@ -61,6 +61,10 @@ cJSON *sc_jadd_str(cJSON *obj, const char *key, const char *v, int *oom);
 cJSON *sc_jadd_bool(cJSON *obj, const char *key, int v, int *oom);
 cJSON *sc_jadd_obj(cJSON *obj, const char *key, int *oom);
 cJSON *sc_jadd_arr(cJSON *obj, const char *key, int *oom);
+/* Appends a new object (a number, a string) to array arr; NULL and *oom = 1 on failure. */
+cJSON *sc_jpush_obj(cJSON *arr, int *oom);
+cJSON *sc_jpush_num(cJSON *arr, double v, int *oom);
+cJSON *sc_jpush_str(cJSON *arr, const char *v, int *oom);
 
 /* Hex SHA-256-free content digest (FNV-1a 64) of a cJSON tree printed
  * unformatted: stable across runs, used to tie plans to their inputs. */

@@ -207,13 +207,8 @@ static void add_stats(cJSON *parent, const char *key, const sc_fit_stats *s, int
     sc_jadd_num(o, "mape", s->mape, oom);
     sc_jadd_num(o, "rel_sd", s->rel_sd, oom);
     cJSON *se = sc_jadd_arr(o, "se", oom);
-    for (int i = 0; i < 2 && se; i++) {
-        cJSON *n = cJSON_CreateNumber(s->se[i]);
-        if (!n || !cJSON_AddItemToArray(se, n)) {
-            cJSON_Delete(n);
-            *oom = 1;
-        }
-    }
+    for (int i = 0; i < 2 && se; i++)
+        sc_jpush_num(se, s->se[i], oom);
 }
 
 static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
@@ -222,12 +217,9 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
     sc_jadd_str(o, "date", f->date, oom);
     cJSON *in = sc_jadd_arr(o, "inputs", oom);
     for (int i = 0; i < f->n_inputs && in; i++) {
-        cJSON *x = cJSON_CreateObject();
-        if (!x || !cJSON_AddItemToArray(in, x)) {
-            cJSON_Delete(x);
-            *oom = 1;
+        cJSON *x = sc_jpush_obj(in, oom);
+        if (!x)
             break;
-        }
         sc_jadd_str(x, "file", f->input[i], oom);
         sc_jadd_str(x, "digest", f->digest[i], oom);
     }

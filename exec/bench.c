@@ -671,12 +671,9 @@ cJSON *sc_bench_to_json(const sc_bench_result *r)
     cJSON *a = sc_jadd_arr(j, "results", &oom);
     for (int i = 0; a && i < r->n_rows; i++) {
         const sc_bench_row *w = &r->rows[i];
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(a, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        cJSON *o = sc_jpush_obj(a, &oom);
+        if (!o)
             break;
-        }
         if (r->op == SC_BENCH_GEMM) {
             sc_jadd_num(o, "m", w->m, &oom);
             sc_jadd_num(o, "n", w->n, &oom);

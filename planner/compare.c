@@ -146,12 +146,9 @@ cJSON *sc_comparison_json(const sc_comparison *c)
         sc_jadd_num(s, "interval_s", c->interval, &oom);
     cJSON *k = sc_jadd_arr(j, "kinds", &oom);
     for (int i = 0; i < c->n_kinds && !oom; i++) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(k, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        cJSON *o = sc_jpush_obj(k, &oom);
+        if (!o)
             break;
-        }
         sc_jadd_str(o, "kind", c->kinds[i].name, &oom);
         sc_jadd_num(o, "ops", c->kinds[i].n, &oom);
         sc_jadd_num(o, "predicted_s", c->kinds[i].pred, &oom);
@@ -161,12 +158,9 @@ cJSON *sc_comparison_json(const sc_comparison *c)
     sc_jadd_num(j, "kind_mape", c->kind_mape, &oom);
     cJSON *rk = sc_jadd_arr(j, "ranks", &oom);
     for (int i = 0; i < c->n_ranks && !oom; i++) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(rk, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        cJSON *o = sc_jpush_obj(rk, &oom);
+        if (!o)
             break;
-        }
         sc_jadd_num(o, "rank", i, &oom);
         sc_jadd_num(o, "predicted_busy_s", c->rank_pred[i], &oom);
         sc_jadd_num(o, "measured_busy_s", c->rank_meas[i], &oom);

@@ -155,12 +155,9 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     sc_jadd_str(part, "method", p->method, &oom);
     cJSON *st = sc_jadd_arr(part, "stages", &oom);
     for (int s = 0; s < p->partition.n_stages && !oom; s++) {
-        cJSON *x = cJSON_CreateObject();
-        if (!x || !cJSON_AddItemToArray(st, x)) {
-            cJSON_Delete(x);
-            oom = 1;
+        cJSON *x = sc_jpush_obj(st, &oom);
+        if (!x)
             break;
-        }
         int a = p->partition.first[s], b = p->partition.first[s + 1] - 1;
         sc_jadd_num(x, "first_leaf", a, &oom);
         sc_jadd_num(x, "last_leaf", b, &oom);
@@ -177,12 +174,9 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     for (int r = 0; r < n && !oom; r++) {
         int d, pp_, t;
         sc_step_coords(&cfg, r, &d, &pp_, &t);
-        cJSON *x = cJSON_CreateObject();
-        if (!x || !cJSON_AddItemToArray(ranks, x)) {
-            cJSON_Delete(x);
-            oom = 1;
+        cJSON *x = sc_jpush_obj(ranks, &oom);
+        if (!x)
             break;
-        }
         sc_jadd_num(x, "rank", r, &oom);
         sc_jadd_num(x, "node", r / gpn, &oom);
         sc_jadd_num(x, "device", r % gpn, &oom);
@@ -204,7 +198,7 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
         sc_jadd_num(bd, "bubble_s", p->breakdown.bubble, &oom);
         cJSON *pm = sc_jadd_arr(pr, "peak_mem_bytes", &oom);
         for (int i = 0; i < p->pp && pm; i++)
-            cJSON_AddItemToArray(pm, cJSON_CreateNumber(p->peak_mem[i]));
+            sc_jpush_num(pm, p->peak_mem[i], &oom);
         sc_jadd_num(pr, "tflops_per_gpu", p->tflops_per_gpu, &oom);
         sc_jadd_num(pr, "mfu", p->mfu, &oom);
         sc_jadd_num(pr, "tokens_per_s", p->tokens_per_s, &oom);

@@ -377,12 +377,9 @@ cJSON *sc_seed38_to_json(const sc_seed38 *r)
     cJSON *arr = sc_jadd_arr(j, "models", &oom);
     for (int i = 0; i < r->n_models && !oom; i++) {
         const sc_seed38_model *m = &r->models[i];
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        cJSON *o = sc_jpush_obj(arr, &oom);
+        if (!o)
             break;
-        }
         sc_jadd_str(o, "model", m->name, &oom);
         sc_jadd_num(o, "params", m->params, &oom);
         sc_jadd_num(o, "span_nodes", m->span, &oom);
@@ -406,12 +403,9 @@ cJSON *sc_seed38_to_json(const sc_seed38 *r)
         cJSON *bw = sc_jadd_arr(o, "sweep_bandwidth", &oom);
         for (int k = 0; k < SC_SEED38_N_BW && !oom; k++) {
             const sc_seed38_point *p = &m->bw[k];
-            cJSON *x = cJSON_CreateObject();
-            if (!x || !cJSON_AddItemToArray(bw, x)) {
-                cJSON_Delete(x);
-                oom = 1;
+            cJSON *x = sc_jpush_obj(bw, &oom);
+            if (!x)
                 break;
-            }
             sc_jadd_num(x, "factor", p->x, &oom);
             sc_jadd_num(x, "nic_bytes_per_s", p->nic_bytes_per_s, &oom);
             sc_jadd_num(x, "share_sim", p->share_sim, &oom);
@@ -424,12 +418,9 @@ cJSON *sc_seed38_to_json(const sc_seed38 *r)
         cJSON *nd = sc_jadd_arr(o, "sweep_nodes", &oom);
         for (int k = 0; k < m->n_nodes && !oom; k++) {
             const sc_seed38_point *p = &m->nodes[k];
-            cJSON *x = cJSON_CreateObject();
-            if (!x || !cJSON_AddItemToArray(nd, x)) {
-                cJSON_Delete(x);
-                oom = 1;
+            cJSON *x = sc_jpush_obj(nd, &oom);
+            if (!x)
                 break;
-            }
             sc_jadd_num(x, "nodes", p->x, &oom);
             sc_jadd_num(x, "dp", p->dp, &oom);
             sc_jadd_num(x, "global_batch", (double)p->global_batch, &oom);

@@ -127,12 +127,9 @@ cJSON *sc_tune_to_json(const sc_tune *t)
     cJSON *a = sc_jadd_arr(j, "points", &oom);
     for (int i = 0; i < t->n && !oom; i++) {
         const sc_tune_point *p = &t->pts[i];
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(a, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        cJSON *o = sc_jpush_obj(a, &oom);
+        if (!o)
             break;
-        }
         sc_jadd_num(o, "m", p->m, &oom);
         sc_jadd_num(o, "mbs", p->mbs, &oom);
         sc_jadd_num(o, "step_time_s", p->step_s, &oom);
@@ -145,12 +142,9 @@ cJSON *sc_tune_to_json(const sc_tune *t)
     if (t->n_skipped) {
         cJSON *sk = sc_jadd_arr(j, "skipped", &oom);
         for (int i = 0; i < t->n_skipped && sk; i++) {
-            cJSON *o = cJSON_CreateObject();
-            if (!o || !cJSON_AddItemToArray(sk, o)) {
-                cJSON_Delete(o);
-                oom = 1;
+            cJSON *o = sc_jpush_obj(sk, &oom);
+            if (!o)
                 break;
-            }
             sc_jadd_num(o, "m", t->skipped[i].m, &oom);
             sc_jadd_num(o, "mbs", t->skipped[i].mbs, &oom);
             sc_jadd_str(o, "reason", t->skipped[i].reason, &oom);

@@ -391,11 +391,8 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
     sc_jadd_str(j, "format", SC_WHATIF_FORMAT, &oom);
     sc_jadd_str(j, "model", w->model, &oom);
     cJSON *cl = sc_jadd_arr(j, "clusters", &oom);
-    for (int i = 0; cl && i < w->n_clusters; i++) {
-        cJSON *s = cJSON_CreateString(w->clusters[i].name);
-        if (!s || !cJSON_AddItemToArray(cl, s))
-            oom = 1;
-    }
+    for (int i = 0; cl && i < w->n_clusters; i++)
+        sc_jpush_str(cl, w->clusters[i].name, &oom);
     sc_jadd_num(j, "global_batch", (double)w->global_batch, &oom);
     sc_jadd_num(j, "tokens", w->tokens, &oom);
     sc_jadd_bool(j, "spot", w->spot, &oom);
@@ -403,12 +400,9 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
     cJSON *pts = sc_jadd_arr(j, "points", &oom);
     for (int i = 0; pts && i < w->n_points; i++) {
         const sc_whatif_point *p = &w->points[i];
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(pts, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        cJSON *o = sc_jpush_obj(pts, &oom);
+        if (!o)
             break;
-        }
         sc_jadd_str(o, "cluster", w->clusters[p->cluster].name, &oom);
         sc_jadd_num(o, "nodes", (double)p->nodes, &oom);
         sc_jadd_num(o, "gpus", (double)p->gpus, &oom);
@@ -450,23 +444,17 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
     }
     cJSON *sk = sc_jadd_arr(j, "skipped", &oom);
     for (int i = 0; sk && i < w->n_skipped; i++) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(sk, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        cJSON *o = sc_jpush_obj(sk, &oom);
+        if (!o)
             break;
-        }
         sc_jadd_str(o, "cluster", w->clusters[w->skipped[i].cluster].name, &oom);
         sc_jadd_num(o, "nodes", (double)w->skipped[i].nodes, &oom);
         sc_jadd_str(o, "reason", w->skipped[i].reason, &oom);
     }
     cJSON *pa = sc_jadd_arr(j, "pareto", &oom);
     for (int i = 0; pa && i < w->n_points; i++)
-        if (w->points[i].pareto_on_demand || w->points[i].pareto_spot) {
-            cJSON *x = cJSON_CreateNumber(i);
-            if (!x || !cJSON_AddItemToArray(pa, x))
-                oom = 1;
-        }
+        if (w->points[i].pareto_on_demand || w->points[i].pareto_spot)
+            sc_jpush_num(pa, i, &oom);
     if (oom) {
         cJSON_Delete(j);
         return NULL;

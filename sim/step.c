@@ -1364,13 +1364,10 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     cJSON *pm = sc_jadd_arr(j, "peak_mem_bytes", &oom);
     cJSON *md = sc_jadd_arr(j, "memory", &oom);
     for (int p = 0; p < r->pp && !oom; p++) {
-        cJSON_AddItemToArray(pm, cJSON_CreateNumber(r->mem[p].total));
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(md, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        sc_jpush_num(pm, r->mem[p].total, &oom);
+        cJSON *o = sc_jpush_obj(md, &oom);
+        if (!o)
             break;
-        }
         sc_jadd_num(o, "stage", p, &oom);
         sc_jadd_num(o, "weights", r->mem[p].weights, &oom);
         sc_jadd_num(o, "grads", r->mem[p].grads, &oom);
@@ -1381,15 +1378,12 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     }
     cJSON *bf = sc_jadd_arr(j, "busy_fraction", &oom);
     for (int k = 0; k < r->n_ranks && !oom; k++)
-        cJSON_AddItemToArray(bf, cJSON_CreateNumber(r->busy_fraction[k]));
+        sc_jpush_num(bf, r->busy_fraction[k], &oom);
     cJSON *ls = sc_jadd_arr(j, "links", &oom);
     for (int k = 0; k < r->n_links && !oom; k++) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(ls, o)) {
-            cJSON_Delete(o);
-            oom = 1;
+        cJSON *o = sc_jpush_obj(ls, &oom);
+        if (!o)
             break;
-        }
         sc_jadd_str(o, "name", r->links[k].name, &oom);
         sc_jadd_num(o, "bytes", r->links[k].bytes, &oom);
         sc_jadd_num(o, "busy_fraction", r->links[k].busy_fraction, &oom);

@@ -704,11 +704,7 @@ static cJSON *node_to_json(const sc_module *x, int *oom)
     if (x->n_inputs) {
         cJSON *a = sc_jadd_arr(j, "inputs", oom);
         for (int i = 0; i < x->n_inputs && a; i++) {
-            cJSON *s = cJSON_CreateString(x->inputs[i]);
-            if (!s || !cJSON_AddItemToArray(a, s)) {
-                cJSON_Delete(s);
-                *oom = 1;
-            }
+            sc_jpush_str(a, x->inputs[i], oom);
         }
     }
     if (x->has_measured) {

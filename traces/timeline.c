@@ -107,12 +107,9 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
     cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
     for (int i = 0; i < t->n_ranks && !oom; i++) {
         const sc_tl_rank *k = &t->ranks[i];
-        cJSON *r = cJSON_CreateObject();
-        if (!r || !cJSON_AddItemToArray(ranks, r)) {
-            cJSON_Delete(r);
-            oom = 1;
+        cJSON *r = sc_jpush_obj(ranks, &oom);
+        if (!r)
             break;
-        }
         sc_jadd_num(r, "rank", k->rank, &oom);
         sc_jadd_num(r, "node", k->node, &oom);
         sc_jadd_num(r, "device", k->device, &oom);
@@ -122,12 +119,9 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
         cJSON *ops = sc_jadd_arr(r, "ops", &oom);
         for (int o = 0; o < k->n_ops && !oom; o++) {
             const sc_tl_op *op = &k->ops[o];
-            cJSON *x = cJSON_CreateObject();
-            if (!x || !cJSON_AddItemToArray(ops, x)) {
-                cJSON_Delete(x);
-                oom = 1;
+            cJSON *x = sc_jpush_obj(ops, &oom);
+            if (!x)
                 break;
-            }
             sc_jadd_str(x, "kind", sc_op_kind_name((sc_op_kind)op->kind), &oom);
             sc_jadd_num(x, "stage", op->stage, &oom);
             sc_jadd_num(x, "chunk", op->chunk, &oom);
@@ -327,12 +321,9 @@ sc_status sc_timeline_load(const char *file, sc_timeline **out, sc_error *err)
 
 static void meta(cJSON *arr, const char *what, int pid, int tid, const char *name, int *oom)
 {
-    cJSON *e = cJSON_CreateObject();
-    if (!e || !cJSON_AddItemToArray(arr, e)) {
-        cJSON_Delete(e);
-        *oom = 1;
+    cJSON *e = sc_jpush_obj(arr, oom);
+    if (!e)
         return;
-    }
     sc_jadd_str(e, "name", what, oom);
     sc_jadd_str(e, "ph", "M", oom);
     sc_jadd_num(e, "pid", pid, oom);
@@ -365,12 +356,9 @@ cJSON *sc_timeline_chrome(const sc_timeline *t)
         }
         for (int o = 0; o < k->n_ops && !oom; o++) {
             const sc_tl_op *op = &k->ops[o];
-            cJSON *e = cJSON_CreateObject();
-            if (!e || !cJSON_AddItemToArray(ev, e)) {
-                cJSON_Delete(e);
-                oom = 1;
+            cJSON *e = sc_jpush_obj(ev, &oom);
+            if (!e)
                 break;
-            }
             if (op->mb >= 0)
                 snprintf(name, sizeof name, "%s%d", sc_op_kind_name((sc_op_kind)op->kind), op->mb);
             else
