@@ -49,27 +49,19 @@
 int sc_cuda_fill(void *p, size_t bytes, uint64_t seed, void *stream);
 int sc_cuda_memop(void *dst, const void *src, size_t bytes, void *stream);
 
-#define CUDA_TRY(call)                                                                  \
+/* Return an error naming the rank, the call and its library's reason when
+ * call does not return ok. */
+#define LIB_TRY(type, ok, code, lib, reason, call)                                      \
     do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess)                                                          \
-            return sc_err(err, SC_ECUDA, "cuda: rank %d: %s (%s:%d): %s", bk_rank_, #call, \
-                          __FILE__, __LINE__, cudaGetErrorString(e_));                  \
+        type e_ = (call);                                                               \
+        if (e_ != (ok))                                                                 \
+            return sc_err(err, code, lib ": rank %d: %s (%s:%d): %s", bk_rank_, #call,  \
+                          __FILE__, __LINE__, reason(e_));                              \
     } while (0)
-#define NCCL_TRY(call)                                                                  \
-    do {                                                                                \
-        ncclResult_t e_ = (call);                                                       \
-        if (e_ != ncclSuccess)                                                          \
-            return sc_err(err, SC_ENCCL, "nccl: rank %d: %s (%s:%d): %s", bk_rank_, #call, \
-                          __FILE__, __LINE__, ncclGetErrorString(e_));                  \
-    } while (0)
+#define CUDA_TRY(call) LIB_TRY(cudaError_t, cudaSuccess, SC_ECUDA, "cuda", cudaGetErrorString, call)
+#define NCCL_TRY(call) LIB_TRY(ncclResult_t, ncclSuccess, SC_ENCCL, "nccl", ncclGetErrorString, call)
 #define CUBLAS_TRY(call)                                                                \
-    do {                                                                                \
-        cublasStatus_t e_ = (call);                                                     \
-        if (e_ != CUBLAS_STATUS_SUCCESS)                                                \
-            return sc_err(err, SC_ECUDA, "cublas: rank %d: %s (%s:%d): %s", bk_rank_,   \
-                          #call, __FILE__, __LINE__, cublasGetStatusString(e_));        \
-    } while (0)
+    LIB_TRY(cublasStatus_t, CUBLAS_STATUS_SUCCESS, SC_ECUDA, "cublas", cublasGetStatusString, call)
 
 #define MAX_COMMS 1024
 

@@ -215,6 +215,15 @@ static double noisy(builder *b, double d)
     return d * (f < 0.1 ? 0.1 : f);
 }
 
+/* The op identity a task reports in the timeline. */
+static void set_op(tinfo *i, int op, int stage, int chunk, int mb)
+{
+    i->op = (uint8_t)op;
+    i->stage = (int16_t)stage;
+    i->chunk = (int16_t)chunk;
+    i->mb = mb;
+}
+
 /* A task on group g's compute stream. */
 static int stream_task(builder *b, int g, double dur, int busy, int op, int stage, int chunk,
                        int mb)
@@ -225,10 +234,7 @@ static int stream_task(builder *b, int g, double dur, int busy, int op, int stag
         return -1;
     i->group = g;
     i->busy = (uint8_t)busy;
-    i->op = (uint8_t)op;
-    i->stage = (int16_t)stage;
-    i->chunk = (int16_t)chunk;
-    i->mb = mb;
+    set_op(i, op, stage, chunk, mb);
     return t;
 }
 
@@ -265,10 +271,7 @@ static int flow_task(builder *b, const int links[2], double vol, int from, int t
     if (!ti)
         return -1;
     ti->rank = rank;
-    ti->op = (uint8_t)op;
-    ti->stage = (int16_t)stage;
-    ti->chunk = (int16_t)chunk;
-    ti->mb = mb;
+    set_op(ti, op, stage, chunk, mb);
     ti->bytes = report;
     if (from >= 0)
         sc_sim_add_dep(b->sim, from, f);
