@@ -801,13 +801,18 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
                           "calibrate: too few or degenerate %s communication points to fit "
                           "alpha and beta: %d (need at least 3 sizes)",
                           lname[l], n);
-        /* The simulator moves every transfer at one beta per link class;
+        /* each collective's own fit (ok[op]), once */
+        sc_calib_fit g[4];
+        memset(g, 0, sizeof g);
+        int ok[4], nops = 0;
+        for (int op = 0; op < 4; op++)
+            nops += ok[op] = !fit_alpha_beta(c, l, op, &g[op]);
+        /* The simulator moves collectives at one beta per link class;
          * training traffic is dominated by allreduces (gradients, tensor
          * parallelism), so their own fit sets the class when there is one,
          * and the pooled fit only otherwise. */
-        int from_allreduce = !fit_alpha_beta(c, l, 0, &f);
-        if (!from_allreduce)
-            f = pooled;
+        int from_allreduce = ok[0];
+        f = from_allreduce ? g[0] : pooled;
         /* the error of the input cluster's alpha, beta on the same points */
         double nominal = l == SC_LINK_INTRA
                              ? c->base->intra.bytes_per_s
@@ -829,8 +834,8 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         /* Point-to-point messages get their own share of the link when
          * both an allreduce fit and a p2p fit exist (a collective algorithm
          * may reach a different share than one message does) */
-        sc_calib_fit fp = {0};
-        int p2p = from_allreduce && !fit_alpha_beta(c, l, 3, &fp);
+        int p2p = from_allreduce && ok[3];
+        const sc_calib_fit fp = g[3];
         out->eff.alpha_s[l] = f.a;
         double top = fmax(f.b, p2p ? fp.b : 0);
         if (top > nominal) {
@@ -858,11 +863,6 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
             out->eff.fits.link_p2p[l] = (sc_fit_stats){fp.n, fp.r2, fp.mape, fp.rel_sd,
                                                        {fp.se_a, fp.se_b / nominal}};
         }
-        int nops = 0;
-        for (int op = 0; op < 4; op++) {
-            sc_calib_fit g = {0};
-            nops += !fit_alpha_beta(c, l, op, &g);
-        }
         if (rep && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
             sc_calib_fit shown = f;
             snprintf(shown.what, sizeof shown.what, "%s (used%s)", lname[l],
@@ -875,12 +875,12 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
             }
         }
         for (int op = 0; op < 4 && rep && nops > 1; op++) {
-            sc_calib_fit g = {0};
-            if (rep->n_fits < (int)SC_ARRAY_LEN(rep->fits) && !fit_alpha_beta(c, l, op, &g)) {
-                snprintf(g.what, sizeof g.what, "%s %s%s", lname[l], comm_ops[op],
+            if (rep->n_fits < (int)SC_ARRAY_LEN(rep->fits) && ok[op]) {
+                sc_calib_fit shown = g[op];
+                snprintf(shown.what, sizeof shown.what, "%s %s%s", lname[l], comm_ops[op],
                          p2p && op == 3 ? " (used)" : "");
-                g.mape_before = -1;
-                rep->fits[rep->n_fits++] = g;
+                shown.mape_before = -1;
+                rep->fits[rep->n_fits++] = shown;
             }
         }
     }
