@@ -89,6 +89,7 @@
 
 #include "cluster.h"
 #include "model.h"
+#include "partition.h"
 #include "sc.h"
 
 /* ---- compute ---------------------------------------------------------------- */
@@ -187,6 +188,54 @@ void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o);
 /* Memory per rank for the modules mods[0..n) (a stage). */
 sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                          const sc_mem_cfg *cfg, sc_mem *out, sc_error *err);
+
+/* ---- per stage --------------------------------------------------------------- */
+
+/* What one virtual stage costs and moves, per rank of its tp group: the one
+ * computation that the lowering (and through it the simulator, the executor
+ * and calibration) and the planner's estimate read.
+ *   fwd_s, bwd_s: one microbatch (sc_cost_modules_time of its leaves); bwd is
+ *     the full backward (zb-h1's B and W take half each: input- and
+ *     weight-gradient GEMMs have the same FLOPs, Qi et al. 2023);
+ *   recompute_s: re-run before each backward: full re-runs the forward;
+ *     selective re-runs the attention scores and values, 4·s·s_kv·inner FLOPs
+ *     per sample per attention module (Korthikanti et al. 2022);
+ *   tp_bytes, tp_count: Megatron allreduces s·h per sample after attention
+ *     and after the MLP: the stage's summed tp bytes, and how many
+ *     allreduces make them up;
+ *   send_bytes: to the next stage per microbatch per tp rank: the last
+ *     leaf's output plus every `inputs` edge crossing the boundary (relayed
+ *     stage by stage), split over the tp ranks (Narayanan et al. 2021 §4.1);
+ *     0 on the last stage;
+ *   grad_bytes, param_bytes: per rank (tp-sharded modules /tp);
+ *   buckets: sc_cost_bucket_count(grad_bytes, bucket_bytes). */
+typedef struct sc_stage_info {
+    double fwd_s, bwd_s;
+    double recompute_s;
+    double tp_bytes;
+    int tp_count;
+    double send_bytes;
+    double grad_bytes;
+    double param_bytes;
+    int buckets;
+} sc_stage_info;
+
+typedef struct sc_stage_cfg {
+    sc_dtype dtype;
+    int tp, mbs;
+    sc_recompute recompute;
+    double bucket_bytes;   /* 0 = 25 MiB */
+} sc_stage_cfg;
+
+/* Fills info[0 .. part->n_stages). Errors of sc_cost_modules_time. O(leaves
+ * + inputs edges · stages). */
+sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partition *part,
+                        const sc_stage_cfg *cfg, sc_stage_info *info, sc_error *err);
+/* Data-parallel gradient buckets for grad_bytes: ceil(grad / bucket), at
+ * least 1, at most SC_MAX_BUCKETS (bucket_bytes 0 = 25 MiB, PyTorch DDP's
+ * default): larger buckets beyond. */
+#define SC_MAX_BUCKETS 32
+int sc_cost_bucket_count(double grad_bytes, double bucket_bytes);
 
 /* ---- per-module table ----------------------------------------------------- */
 

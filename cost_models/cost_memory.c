@@ -30,11 +30,6 @@ void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o)
     *o = wide ? 8 : 12;
 }
 
-static int is_attention(const sc_module *m)
-{
-    return m->kind && (strcmp(m->kind, "attention") == 0 || strcmp(m->kind, "attention_core") == 0);
-}
-
 /* The leaf that runs just before mod's first leaf (NULL for the first). */
 static const sc_module *prev_leaf(const sc_module *mod)
 {
@@ -84,7 +79,7 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
         double sh = m->tp_shardable ? tp : 1;
         params += m->params / sh;
         saved += m->act_saved_bytes / sh;
-        selective += is_attention(m) ? (m->n_children ? 0 : m->act_out_bytes / sh)
+        selective += sc_module_is_attention(m) ? (m->n_children ? 0 : m->act_out_bytes / sh)
                                      : m->act_saved_bytes / sh;
         const sc_module *ly = layer_of(m);
         if (ly != cur_layer) {

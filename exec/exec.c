@@ -628,7 +628,7 @@ static sc_status run_step(sc_exec *x, double *t_start, sc_error *err)
             int grad_final = i == last_grad_op(ops, n, o->chunk, x->split);
             int reduce = o->kind == (x->split ? SC_OP_W : SC_OP_B) &&
                          (grad_final || cfg->zero == 3) && cfg->dp > 1;
-            int K = reduce && grad_final ? sc_step_bucket_count(w->info.grad_bytes, 0) : 1;
+            int K = reduce && grad_final ? sc_cost_bucket_count(w->info.grad_bytes, 0) : 1;
             int what = is_b ? (x->split ? RUN_B : RUN_BW) : RUN_W;
             st = compute_piece_op(x, o->kind, w, o->mb, what, K, reduce, grad_final, err);
             if (!st && is_b)
@@ -787,7 +787,7 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
         }
     for (int c = 0; c < v && cfg->dp > 1; c++) {
         const stage_work *w = &x->sw[c];
-        int K = sc_step_bucket_count(w->info.grad_bytes, 0);
+        int K = sc_cost_bucket_count(w->info.grad_bytes, 0);
         for (int k = 0; k < K; k++)
             x->gradb[c * MAX_BUCKETS + k] = balloc(x, maxd(w->info.grad_bytes / K, 4) + 64 * cfg->dp, &st, err);
     }

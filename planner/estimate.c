@@ -264,7 +264,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             /* buckets overlap the last microbatch's backward: every chunk's
              * (their final backwards run together at the end of the
              * schedule) but the last bucket of the last chunk */
-            int K = sc_step_bucket_count(t->grad[r], cfg->bucket_bytes);
+            int K = sc_cost_bucket_count(t->grad[r], cfg->bucket_bytes);
             double overlap = blast - t->b[r] / K;
             dpx = fmax(tr / (K * v), tr - overlap);
             if (cfg->zero == 1 || cfg->zero == 2)

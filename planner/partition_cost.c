@@ -104,11 +104,6 @@ static const sc_module *layer_of(const sc_module *mod)
     return mod;
 }
 
-static int is_attention(const sc_module *m)
-{
-    return m->kind && (!strcmp(m->kind, "attention") || !strcmp(m->kind, "attention_core"));
-}
-
 static int cmp_mod_name(const void *a, const void *b)
 {
     return strcmp((*(sc_module *const *)a)->name, (*(sc_module *const *)b)->name);
@@ -277,7 +272,7 @@ static sc_status memory_init(sc_pctx *x, sc_error *err)
         x->P[l + 1] = x->P[l] + a->params / sh;
         x->A[l + 1] = x->A[l] + a->act_saved_bytes / sh;
         x->Asel[l + 1] =
-            x->Asel[l] + (is_attention(a) ? a->act_out_bytes / sh : a->act_saved_bytes / sh);
+            x->Asel[l] + (sc_module_is_attention(a) ? a->act_out_bytes / sh : a->act_saved_bytes / sh);
         x->in_bytes[l] = l > 0 ? m->leaves[l - 1]->act_out_bytes : 0;
         const sc_module *ly = layer_of(a);
         if (ly != cur) {

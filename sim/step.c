@@ -15,8 +15,10 @@
 #include "step.h"
 #include "engine.h"
 #include "json.h"
+#include "lower.h"
 #include "schedule.h"
 
+#include <assert.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -24,8 +26,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_BUCKETS 32
-#define DEFAULT_BUCKET (25.0 * 1024 * 1024)
 
 /* BUSY_HOST: the sender's time in a send (p2p_host_s_per_byte), on its compute
  * stream; counted as exposed pp communication, not as busy time */
@@ -44,35 +44,39 @@ typedef struct tinfo {
     double bytes;
 } tinfo;
 
+/* One (replica d, position p) stream group: the tp ranks of a position
+ * share one compute stream in the engine. */
+typedef struct sgroup {
+    int stream;        /* engine resource */
+    int tp_chain;      /* end marker of the group's last tp collective */
+    int opt;           /* its optimizer task */
+    int *task;         /* per action of position p: its last stream task, -1 none */
+} sgroup;
+
+/* One (position p, tp rank t) data-parallel communicator. */
+typedef struct dcomm {
+    int dp_chain;      /* gradient reductions and ZeRO 1/2 gathers, in order */
+    int z3_chain;      /* ZeRO-3 parameter gathers (their own stream) */
+    int dp_first;      /* start marker of the first collective of the pending reduction */
+} dcomm;
+
 typedef struct builder {
     const sc_model *m;
     const sc_cluster *c;
     const sc_step_cfg *cfg;
     sc_error *err;
     sc_sim *sim;
-    sc_sched *sched;
-    sc_partition part;
-    int own_part;
-    int dp, tp, pp, v, S, nm, ranks, gpn, nodes;
+    const sc_lowered *lw;
+    int dp, tp, pp, v, S, ranks, gpn, nodes;
     int nrep;          /* data-parallel replicas simulated: dp, or 1 (see one_replica) */
     sc_dtype dt;
-    /* per virtual stage */
-    double *tf, *tb, *trc, *tpb, *bnd, *grad, *pbytes;
-    int *tpn;
-    /* links and resources */
-    int *port_out, *port_in, *nic_out, *nic_in, *stream;
+    /* links */
+    int *port_out, *port_in, *nic_out, *nic_in;
     double *link_bw;
-    /* chains: last end marker per communicator */
-    int *tp_chain;     /* per group (d, p) */
-    int *dp_chain;     /* per (p, t): gradient reductions and ZeRO 1/2 gathers */
-    int *z3_chain;     /* per (p, t): ZeRO-3 parameter gathers (their own stream) */
-    int *dp_first;     /* start marker of the first collective of the pending reduction, per (p, t) */
-    int *grad_done;    /* per (d, p, chunk): the task after which the chunk's grads are final */
-    int *recv_task;    /* per (d, dir, mb, stage) */
-    int *opt_task;     /* per group */
-    int *extra_deps;   /* shared-group allreduce ends per group (at most 8 each) */
-    int *extra_start;  /* and their start markers */
-    int *n_extra;
+    sgroup *grp;       /* nrep·pp, index d·pp + p */
+    dcomm *comm;       /* pp·tp, index p·tp + t */
+    int *tie_start, *tie_end; /* per (tie, d, t): a TIED ring's start and end markers */
+    int *members, *deps; /* scratch: max(dp, tp, pp) + 1 entries each */
     tinfo *info;
     int ninfo;
     gsl_rng *rng;
@@ -228,7 +232,7 @@ static void set_op(tinfo *i, int op, int stage, int chunk, int mb)
 static int stream_task(builder *b, int g, double dur, int busy, int op, int stage, int chunk,
                        int mb)
 {
-    int t = sc_sim_add_compute(b->sim, b->stream[g], busy ? noisy(b, dur) : 0, NULL);
+    int t = sc_sim_add_compute(b->sim, b->grp[g].stream, busy ? noisy(b, dur) : 0, NULL);
     tinfo *i = info_at(b, t);
     if (!i)
         return -1;
@@ -418,19 +422,18 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
     return end;
 }
 
-/* The tp allreduce after a compute task of group g: returns the tp_done
- * marker on the stream (or the compute task itself when tp = 1). */
-static int tp_after(builder *b, int g, int after, int stage, int chunk, int mb, int *members)
+/* The tp allreduce of action a (a TP action) after task `after` of group
+ * g: returns the tp_done marker on the stream. */
+static int tp_after(builder *b, int g, int after, const sc_action *a)
 {
-    if (b->tp == 1 || b->tpn[stage] == 0)
-        return after;
     int d = g / b->pp, p = g % b->pp, s0;
-    tp_members(b, d, p, members);
-    double S = b->tpb[stage];
-    int end = add_ring(b, members, b->tp, 2.0 * (b->tp - 1) / b->tp * S,
-                       2.0 * (b->tp - 1) * b->tpn[stage], &after, 1, &b->tp_chain[g],
-                       SC_OP_TP_ALLREDUCE, stage, chunk, mb, S, &s0);
-    int done = stream_task(b, g, 0, BUSY_NONE, SC_OP_TP_ALLREDUCE, stage, chunk, mb);
+    tp_members(b, d, p, b->members);
+    double S = a->bytes;
+    int count = b->lw->info[a->stage].tp_count;
+    int end = add_ring(b, b->members, b->tp, 2.0 * (b->tp - 1) / b->tp * S,
+                       2.0 * (b->tp - 1) * count, &after, 1, &b->grp[g].tp_chain,
+                       SC_OP_TP_ALLREDUCE, a->stage, a->chunk, a->mb, S, &s0);
+    int done = stream_task(b, g, 0, BUSY_NONE, SC_OP_TP_ALLREDUCE, a->stage, a->chunk, a->mb);
     tinfo *i = info_at(b, done);
     if (!i || end < 0)
         return -1;
@@ -441,414 +444,305 @@ static int tp_after(builder *b, int g, int after, int stage, int chunk, int mb, 
     return done;
 }
 
-/* ---- per-stage costs ----------------------------------------------------------- */
+/* ---- build: the lowered step as engine tasks --------------------------------- */
 
-static int is_attention(const sc_module *x)
+/* deps[d] = replica d's task of action `act` of position p (-1 for none). */
+static const int *replica_tasks(builder *b, int p, int act)
 {
-    return !strcmp(x->kind, "attention") || !strcmp(x->kind, "cross_attention") ||
-           !strcmp(x->kind, "attention_core");
+    for (int d = 0; d < b->nrep; d++)
+        b->deps[d] = act >= 0 ? b->grp[d * b->pp + p].task[act] : -1;
+    return b->deps;
 }
 
-static sc_status stage_costs(builder *b)
+/* The gathers of one schedule op [i, j) of position p: a ring per tp rank
+ * over the dp communicator; ends[t] and *start receive their markers. */
+static void build_gathers(builder *b, int p, int i, int j, int *ends, int *start)
 {
-    const sc_model *m = b->m;
-    const sc_cluster *c = b->c;
-    int mbs = b->cfg->mbs, tp = b->tp;
-    double wb, gb, ob;
-    sc_cost_state_bytes(b->dt, &wb, &gb, &ob);
-    for (int s = 0; s < b->S; s++) {
-        int f0 = b->part.first[s], n = b->part.first[s + 1] - f0;
-        sc_module *const *mods = m->leaves + f0;
-        sc_status st = sc_cost_modules_time(c, mods, n, b->dt, tp, mbs, &b->tf[s], &b->tb[s],
-                                            b->err);
-        if (st)
-            return st;
-        double params = 0, rc = 0, tpb = 0;
-        int tpn = 0;
-        for (int i = 0; i < n; i++) {
-            const sc_module *x = mods[i];
-            double sh = x->has_tp && x->tp_shardable ? tp : 1;
-            params += x->params / sh;
-            if (x->has_tp && x->tp_bytes > 0) {
-                tpb += x->tp_bytes * mbs;
-                tpn++;
-            }
-            if (is_attention(x)) {
-                double sq = sc_module_dim(x, "seq", m->seq_len);
-                double skv = sc_module_dim(x, "kv_seq", sq);
-                double heads = sc_module_dim(x, "heads", 0), kv = sc_module_dim(x, "kv", 0);
-                double inner = heads > 0 && kv > 0 ? heads * kv : sc_module_dim(x, "hidden", 0);
-                double k = sc_module_dim(x, "passages", 1);
-                double fl = 4 * sq * skv * inner * k * mbs / sh;
-                double eff = sc_cost_eff(c, b->dt, fl);
-                if (fl > 0 && eff > 0)
-                    rc += fl / (c->gpu.peak_flops[b->dt] * eff);
-            }
-        }
-        b->tpb[s] = tpb;
-        b->tpn[s] = tpn;
-        b->grad[s] = params * gb;
-        b->pbytes[s] = params * wb;
-        b->trc[s] = b->cfg->recompute == SC_RECOMPUTE_FULL        ? b->tf[s]
-                    : b->cfg->recompute == SC_RECOMPUTE_SELECTIVE ? rc
-                                                                  : 0;
-    }
-    /* boundary s -> s+1: the last leaf's output plus every inputs edge that
-     * crosses it (relayed stage by stage). */
-    for (int s = 0; s + 1 < b->S; s++)
-        b->bnd[s] = m->leaves[b->part.first[s + 1] - 1]->act_out_bytes;
-    for (int i = 0; i < m->n_modules; i++) {
-        const sc_module *x = m->modules[i];
-        for (int k = 0; k < x->n_inputs; k++) {
-            const sc_module *y = sc_model_find(m, x->inputs[k]);
-            if (!y)
-                continue;
-            const sc_module *yl = y, *xl = x;
-            while (yl->n_children)
-                yl = yl->children[yl->n_children - 1];
-            while (xl->n_children)
-                xl = xl->children[0];
-            int sy = sc_partition_stage_of(&b->part, yl->leaf_index);
-            int sx = sc_partition_stage_of(&b->part, xl->leaf_index);
-            for (int s = sy; s < sx; s++)
-                b->bnd[s] += y->act_out_bytes;
+    const sc_action *acts = b->lw->pos[p].acts;
+    int dp = b->dp;
+    for (int a = i; a < j && !b->st; a++) {
+        if (acts[a].kind != SC_ACT_GATHER)
+            continue;
+        double P = acts[a].bytes;
+        for (int t = 0; t < b->tp && !b->st; t++) {
+            int s0;
+            ends[t] = dp_ring(b, p, t, (dp - 1.0) / dp * P, dp - 1.0,
+                              replica_tasks(b, p, acts[a].after), &b->comm[p * b->tp + t].z3_chain,
+                              SC_OP_DP_ALLGATHER, acts[a].stage, acts[a].chunk, acts[a].mb, P, &s0);
+            if (t == 0)
+                *start = s0;
         }
     }
-    for (int s = 0; s + 1 < b->S; s++)
-        b->bnd[s] = b->bnd[s] * mbs / tp;
-    return SC_OK;
 }
 
-int sc_step_bucket_count(double grad_bytes, double bucket_bytes)
+/* The stream tasks of one schedule op [i, j) of position p for replica d;
+ * the op's first compute waits for its gathers (ends[0..tp), when ng). */
+static void build_stream(builder *b, int d, int p, int i, int j, const int *ends, int ng,
+                         int gstart)
 {
-    double bucket = bucket_bytes > 0 ? bucket_bytes : DEFAULT_BUCKET;
-    double k = ceil(grad_bytes / bucket);
-    return k < 1 ? 1 : k > MAX_BUCKETS ? MAX_BUCKETS : (int)k;
-}
-
-/* ---- build -------------------------------------------------------------------- */
-
-static int last_grad_op(const sc_sched_op *ops, int n, int chunk, int split)
-{
-    int want = split ? SC_OP_W : SC_OP_B, last = -1;
-    for (int i = 0; i < n; i++)
-        if (ops[i].kind == want && ops[i].chunk == chunk)
-            last = i;
-    return last;
-}
-
-static int recv_index(builder *b, int d, int dir, int mb, int stage)
-{
-    return ((d * 2 + dir) * b->nm + mb) * b->S + stage;
-}
-
-static sc_status build(builder *b)
-{
-    const sc_step_cfg *cfg = b->cfg;
-    int dp = b->dp, tp = b->tp, pp = b->pp, v = b->v;
-    int split = b->sched->impl->split_backward;
-    int maxn = dp > tp ? dp : tp;
-    if (maxn < pp)
-        maxn = pp;
-    int *members = sc_malloc(sizeof(int) * (size_t)(maxn + 1) * 2);
-    int *deps = sc_malloc(sizeof(int) * (size_t)(dp * MAX_BUCKETS + tp + 8));
-    int *cur = sc_malloc(sizeof(int) * (size_t)dp * (MAX_BUCKETS + 1));
-    int *prev_first = sc_malloc(sizeof(int) * (size_t)dp);
-    int *producer = NULL;
-    if (!members || !deps || !cur || !prev_first) {
-        sc_free(members), sc_free(deps), sc_free(cur), sc_free(prev_first);
-        return fail_nomem(b);
-    }
-    double bucket = cfg->bucket_bytes > 0 ? cfg->bucket_bytes : DEFAULT_BUCKET;
-    double wb, gb, ob;
-    sc_cost_state_bytes(b->dt, &wb, &gb, &ob);
-
-    /* 1. stream tasks, position by position, op by op, replica by replica */
-    int total_ops = b->sched->off[pp];
-    producer = sc_malloc(sizeof(int) * (size_t)dp * (size_t)(total_ops ? total_ops : 1));
-    if (!producer) {
-        sc_free(members), sc_free(deps), sc_free(cur), sc_free(prev_first);
-        return fail_nomem(b);
-    }
-    for (int p = 0; p < pp && !b->st; p++) {
-        int n;
-        const sc_sched_op *ops = sc_sched_rank_ops(b->sched, p, &n);
-        int lastg[64];
-        for (int c = 0; c < v && c < 64; c++)
-            lastg[c] = last_grad_op(ops, n, c, split);
-        for (int d = 0; d < b->nrep; d++)
-            prev_first[d] = -1;
-        for (int i = 0; i < n && !b->st; i++) {
-            sc_sched_op o = ops[i];
-            int s = o.chunk * pp + p, oi = b->sched->off[p] + i;
-            if (o.kind == SC_OP_SEND_F || o.kind == SC_OP_SEND_B) {
-                /* its producer was recorded with the op before it; the
-                 * sender's host time, if any, holds its compute stream */
-                int dir = o.kind == SC_OP_SEND_B;
-                double bytes = b->bnd[dir ? s - 1 : s];
-                for (int d = 0; d < b->nrep && !b->st; d++) {
-                    sc_link lk = link_class(b, rank_of(b, d, p, 0), rank_of(b, d, o.peer, 0));
-                    double h = b->c->eff.p2p_host_s_per_byte[lk] * bytes;
-                    if (h > 0)
-                        stream_task(b, d * pp + p, h, BUSY_HOST, o.kind, s, o.chunk, o.mb);
-                }
-                continue;
+    const sc_action *acts = b->lw->pos[p].acts;
+    sgroup *G = &b->grp[d * b->pp + p];
+    int g = d * b->pp + p;
+    for (int k = i; k < j && !b->st; k++) {
+        const sc_action *a = &acts[k];
+        switch (a->kind) {
+        case SC_ACT_COMPUTE: {
+            int busy = a->op == SC_OP_RECOMPUTE ? BUSY_RECOMPUTE : BUSY_COMPUTE;
+            int t = stream_task(b, g, a->seconds, busy, a->op, a->stage, a->chunk, a->mb);
+            tinfo *ti = info_at(b, t);
+            if (!ti)
+                return;
+            ti->is_piece = a->piece > 0;
+            if (ng) {
+                for (int q = 0; q < b->tp; q++)
+                    sc_sim_add_dep(b->sim, ends[q], t);
+                ti->wait = WAIT_DP;
+                ti->wait_s = gstart;
+                ti->wait_e = ends[b->tp - 1];
+                ng = 0;
             }
-            if (o.kind == SC_OP_RECV_F || o.kind == SC_OP_RECV_B) {
-                for (int d = 0; d < b->nrep; d++) {
-                    int t = stream_task(b, d * pp + p, 0, BUSY_NONE, o.kind, s, o.chunk, o.mb);
-                    tinfo *ti = info_at(b, t);
-                    if (!ti)
-                        break;
-                    ti->wait = WAIT_PP;
-                    b->recv_task[recv_index(b, d, o.kind == SC_OP_RECV_B, o.mb, s)] = t;
-                }
-                continue;
-            }
-            /* ZeRO-3: gather the stage's parameters before F and B */
-            int gather_end[64];
-            int gather_start = -1;
-            int ng = 0;
-            if (cfg->zero == 3 && dp > 1 && (o.kind == SC_OP_F || o.kind == SC_OP_B)) {
-                for (int t = 0; t < tp && t < 64; t++) {
-                    double P = b->pbytes[s]; /* the gathered (whole) buffer */
-                    int s0;
-                    gather_end[ng++] = dp_ring(b, p, t, (dp - 1.0) / dp * P, dp - 1.0, prev_first,
-                                               &b->z3_chain[p * tp + t], SC_OP_DP_ALLGATHER, s,
-                                               o.chunk, o.mb, P, &s0);
-                    if (gather_start < 0)
-                        gather_start = s0;
-                }
-            }
-            int grad_final = i == lastg[o.chunk];
-            int reduce_now = (o.kind == (split ? SC_OP_W : SC_OP_B)) && (grad_final || cfg->zero == 3) && dp > 1;
-            int K = 1;
-            if (reduce_now && grad_final)
-                K = sc_step_bucket_count(b->grad[s], bucket);
-            for (int d = 0; d < b->nrep && !b->st; d++) {
-                int g = d * pp + p, first = -1, last = -1;
-                if (o.kind == SC_OP_B && b->trc[s] > 0) {
-                    first = stream_task(b, g, b->trc[s], BUSY_RECOMPUTE, SC_OP_RECOMPUTE, s,
-                                        o.chunk, o.mb);
-                    last = first;
-                    if (cfg->recompute == SC_RECOMPUTE_FULL)
-                        last = tp_after(b, g, last, s, o.chunk, o.mb, members);
-                }
-                double dur = o.kind == SC_OP_F ? b->tf[s] : split ? b->tb[s] / 2 : b->tb[s];
-                for (int k = 0; k < K; k++) {
-                    int t = stream_task(b, g, dur / K, BUSY_COMPUTE, o.kind, s, o.chunk, o.mb);
-                    tinfo *ti = info_at(b, t);
-                    if (!ti)
-                        break;
-                    ti->is_piece = k > 0;
-                    if (first < 0)
-                        first = t;
-                    if (k == 0 && ng) {
-                        for (int q = 0; q < ng; q++)
-                            sc_sim_add_dep(b->sim, gather_end[q], t);
-                        ti->wait = WAIT_DP;
-                        ti->wait_s = gather_start;
-                        ti->wait_e = gather_end[ng - 1];
-                    }
-                    cur[d * (MAX_BUCKETS + 1) + k] = t;
-                    last = t;
-                }
-                if (o.kind != SC_OP_W)
-                    last = tp_after(b, g, last, s, o.chunk, o.mb, members);
-                cur[d * (MAX_BUCKETS + 1) + K] = last;
-                prev_first[d] = first;
-                if (grad_final)
-                    b->grad_done[(d * pp + p) * v + o.chunk] = last;
-                /* the SEND right after this op is produced by its last task */
-                if (i + 1 < n && (ops[i + 1].kind == SC_OP_SEND_F || ops[i + 1].kind == SC_OP_SEND_B))
-                    producer[d * total_ops + oi + 1] = last;
-            }
-            if (reduce_now && !b->st) {
-                /* gradient buckets of this chunk across the dp replicas */
-                sc_coll kind = cfg->zero == 0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
-                double G = b->grad[s] / K;
-                double vol = kind == SC_COLL_ALLREDUCE ? 2.0 * (dp - 1) / dp * G : (dp - 1.0) / dp * G;
-                double lat = kind == SC_COLL_ALLREDUCE ? 2.0 * (dp - 1) : dp - 1.0;
-                int op = kind == SC_COLL_ALLREDUCE ? SC_OP_DP_ALLREDUCE : SC_OP_DP_REDUCESCATTER;
-                for (int t = 0; t < tp; t++) {
-                    for (int k = 0; k < K; k++) {
-                        for (int d = 0; d < b->nrep; d++)
-                            deps[d] = cur[d * (MAX_BUCKETS + 1) + k];
-                        int s0;
-                        dp_ring(b, p, t, vol, lat, deps, &b->dp_chain[p * tp + t], op, s, o.chunk,
-                                grad_final ? -1 : o.mb, G, &s0);
-                        if (k == 0 && (grad_final || b->dp_first[p * tp + t] < 0))
-                            b->dp_first[p * tp + t] = s0;
-                    }
-                }
-            }
+            G->task[k] = t;
+            break;
+        }
+        case SC_ACT_TP:
+            G->task[k] = tp_after(b, g, G->task[a->after], a);
+            break;
+        case SC_ACT_SEND: {
+            /* the sender's host time, if any, holds its compute stream */
+            sc_link lk = link_class(b, rank_of(b, d, p, 0), rank_of(b, d, a->peer, 0));
+            double h = b->c->eff.p2p_host_s_per_byte[lk] * a->bytes;
+            if (h > 0)
+                G->task[k] = stream_task(b, g, h, BUSY_HOST, a->op, a->stage, a->chunk, a->mb);
+            break;
+        }
+        case SC_ACT_RECV: {
+            int t = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
+            tinfo *ti = info_at(b, t);
+            if (!ti)
+                return;
+            ti->wait = WAIT_PP;
+            G->task[k] = t;
+            break;
+        }
+        default: /* collectives across replicas: build_reduces, build_gathers */
+            break;
         }
     }
+}
 
-    /* 2. pipeline messages */
-    for (int d = 0; d < b->nrep && !b->st; d++) {
-        for (int p = 0; p < pp && !b->st; p++) {
-            int n;
-            const sc_sched_op *ops = sc_sched_rank_ops(b->sched, p, &n);
-            for (int i = 0; i < n && !b->st; i++) {
-                sc_sched_op o = ops[i];
-                if (o.kind != SC_OP_SEND_F && o.kind != SC_OP_SEND_B)
+/* The gradient buckets of one schedule op [i, j) of position p, per tp
+ * rank, across the replicas. */
+static void build_reduces(builder *b, int p, int i, int j)
+{
+    const sc_action *acts = b->lw->pos[p].acts;
+    int dp = b->dp;
+    for (int t = 0; t < b->tp && !b->st; t++) {
+        dcomm *C = &b->comm[p * b->tp + t];
+        for (int k = i; k < j && !b->st; k++) {
+            const sc_action *a = &acts[k];
+            if (a->kind != SC_ACT_REDUCE)
+                continue;
+            int ar = a->coll == SC_COLL_ALLREDUCE, s0;
+            double vol = ar ? 2.0 * (dp - 1) / dp * a->bytes : (dp - 1.0) / dp * a->bytes;
+            double lat = ar ? 2.0 * (dp - 1) : dp - 1.0;
+            dp_ring(b, p, t, vol, lat, replica_tasks(b, p, a->after), &C->dp_chain, a->op,
+                    a->stage, a->chunk, a->mb, a->bytes, &s0);
+            if (a->piece == 0 && (a->mb < 0 || C->dp_first < 0))
+                C->dp_first = s0;
+        }
+    }
+}
+
+/* Phase 1: the schedule's ops, position by position, op by op: gathers,
+ * then each replica's stream tasks, then the buckets across replicas. */
+static void build_ops(builder *b)
+{
+    int *ends = sc_malloc(sizeof(int) * (size_t)b->tp);
+    if (!ends) {
+        fail_nomem(b);
+        return;
+    }
+    for (int p = 0; p < b->pp && !b->st; p++) {
+        const sc_lowered_pos *L = &b->lw->pos[p];
+        for (int i = 0, j; i < L->n && !b->st; i = j) {
+            for (j = i + 1; j < L->n && L->acts[j].sched_op == L->acts[i].sched_op; j++)
+                ;
+            if (L->acts[i].sched_op < 0)
+                continue; /* step-level: build_ties, build_optimizer */
+            int gstart = -1, ng = 0;
+            for (int k = i; k < j; k++)
+                ng |= L->acts[k].kind == SC_ACT_GATHER;
+            build_gathers(b, p, i, j, ends, &gstart);
+            for (int d = 0; d < b->nrep && !b->st; d++)
+                build_stream(b, d, p, i, j, ends, ng, gstart);
+            build_reduces(b, p, i, j);
+        }
+    }
+    sc_free(ends);
+}
+
+/* Phase 2: pipeline messages, a flow per tp rank from each SEND's producer
+ * to the matching RECV's marker. */
+static void build_messages(builder *b)
+{
+    for (int d = 0; d < b->nrep && !b->st; d++)
+        for (int p = 0; p < b->pp && !b->st; p++) {
+            const sc_lowered_pos *L = &b->lw->pos[p];
+            for (int i = 0; i < L->n && !b->st; i++) {
+                const sc_action *a = &L->acts[i];
+                if (a->kind != SC_ACT_SEND)
                     continue;
-                int s = o.chunk * pp + p, dir = o.kind == SC_OP_SEND_B;
-                int to_stage = dir ? s - 1 : s + 1;
-                int recv = b->recv_task[recv_index(b, d, dir, o.mb, to_stage)];
-                int prod = producer[d * total_ops + b->sched->off[p] + i];
-                double bytes = b->bnd[dir ? s - 1 : s];
+                int recv = b->grp[d * b->pp + a->peer].task[a->match];
+                int prod = b->grp[d * b->pp + p].task[a->after];
                 int end = sc_sim_add_marker(b->sim, NULL), first_flow = -1;
-                for (int t = 0; t < tp; t++) {
-                    int from = rank_of(b, d, p, t), to = rank_of(b, d, o.peer, t), l[2];
-                    double a;
-                    path(b, from, to, l, &a);
+                for (int t = 0; t < b->tp; t++) {
+                    int from = rank_of(b, d, p, t), to = rank_of(b, d, a->peer, t), l[2];
+                    double al;
+                    path(b, from, to, l, &al);
                     /* links run at the collectives' share (bw_eff); a message
                      * reaching another share (p2p_bw_eff) costs the link
                      * bytes in proportion */
                     sc_link lk = link_class(b, from, to);
-                    double wire = bytes * b->c->eff.bw_eff[lk] / sc_cluster_p2p_eff(b->c, lk);
-                    int f = flow_task(b, l, wire, prod, end, from, o.kind, s, o.chunk, o.mb,
-                                      bytes);
+                    double wire = a->bytes * b->c->eff.bw_eff[lk] / sc_cluster_p2p_eff(b->c, lk);
+                    int f = flow_task(b, l, wire, prod, end, from, a->op, a->stage, a->chunk,
+                                      a->mb, a->bytes);
                     if (f < 0)
-                        break;
+                        return;
                     if (first_flow < 0)
                         first_flow = f;
                 }
                 tinfo *ri = info_at(b, recv);
                 if (!ri || end < 0)
-                    break;
+                    return;
                 ri->wait_s = first_flow;
                 ri->wait_e = end;
-                ri->bytes = bytes;
+                ri->bytes = a->bytes;
                 sc_sim_add_dep(b->sim, end, recv);
             }
         }
-    }
+}
 
-    /* 3. shared groups split over stages: allreduce their gradients */
-    for (int i = 0; i < b->m->n_leaves && !b->st; i++) {
-        const sc_module *x = b->m->leaves[i];
-        if (!x->shared)
-            continue;
-        int seen_before = 0;
-        for (int j = 0; j < i && !seen_before; j++)
-            seen_before = b->m->leaves[j]->shared && !strcmp(b->m->leaves[j]->shared, x->shared);
-        if (seen_before)
-            continue;
-        /* positions (and chunks) holding members; the group's parameters */
-        int pos_chunk[64], npos = 0;
-        double params = 0;
-        for (int j = i; j < b->m->n_leaves; j++) {
-            const sc_module *y = b->m->leaves[j];
-            if (!y->shared || strcmp(y->shared, x->shared))
+/* Phase 3: each tie's allreduce among the positions holding it, per
+ * replica and tp rank, after each member's grad-final op. */
+static void build_ties(builder *b)
+{
+    const sc_lowered *lw = b->lw;
+    for (int k = 0; k < lw->n_ties && !b->st; k++) {
+        const sc_tie *T = &lw->ties[k];
+        int n = T->npos;
+        double G = T->bytes;
+        for (int d = 0; d < b->nrep && !b->st; d++)
+            for (int t = 0; t < b->tp && !b->st; t++) {
+                /* positions ascend and so do their ranks along the placement
+                 * order; sort anyway, keeping deps aligned */
+                for (int q = 0; q < n; q++) {
+                    int p = T->pos[q];
+                    b->members[q] = rank_of(b, d, p, t);
+                    b->deps[q] = b->grp[d * b->pp + p].task[lw->pos[p].acts[T->act[q]].after];
+                }
+                for (int a = 1; a < n; a++)
+                    for (int z = a; z > 0 && b->members[z - 1] > b->members[z]; z--) {
+                        int x1 = b->members[z], x2 = b->deps[z];
+                        b->members[z] = b->members[z - 1];
+                        b->deps[z] = b->deps[z - 1];
+                        b->members[z - 1] = x1;
+                        b->deps[z - 1] = x2;
+                    }
+                int s0, at = (k * b->nrep + d) * b->tp + t;
+                b->tie_end[at] = add_ring(b, b->members, n, 2.0 * (n - 1) / n * G,
+                                          2.0 * (n - 1), b->deps, n, NULL, SC_OP_DP_ALLREDUCE,
+                                          -1, -1, -1, G, &s0);
+                b->tie_start[at] = s0;
+            }
+    }
+}
+
+/* Phase 4: per position, the optimizer after its reductions (the chain's
+ * end stands for every REDUCE of a communicator: they run in order) and
+ * ties, then ZeRO 1/2's parameter gather, which the stream waits for. */
+static void build_optimizer(builder *b, int p)
+{
+    const sc_lowered_pos *L = &b->lw->pos[p];
+    const sc_action *opt = NULL, *params = NULL;
+    for (int i = 0; i < L->n; i++) {
+        if (L->acts[i].kind == SC_ACT_COMPUTE && L->acts[i].op == SC_OP_OPTIMIZER)
+            opt = &L->acts[i];
+        if (L->acts[i].kind == SC_ACT_PARAMS)
+            params = &L->acts[i];
+    }
+    assert(opt);
+    int tp = b->tp;
+    dcomm *C0 = &b->comm[p * tp];
+    for (int d = 0; d < b->nrep && !b->st; d++) {
+        int g = d * b->pp + p;
+        int t = stream_task(b, g, opt->seconds, BUSY_OPT, SC_OP_OPTIMIZER, p, -1, -1);
+        tinfo *ti = info_at(b, t);
+        if (!ti)
+            return;
+        b->grp[g].opt = t;
+        int reduces = 0, tie_s = -1, tie_e = -1;
+        for (int k = 0; k < opt->ndeps; k++) {
+            const sc_action *a = &L->acts[L->deps[opt->dep0 + k]];
+            reduces |= a->kind == SC_ACT_REDUCE;
+            if (a->kind != SC_ACT_TIED)
                 continue;
-            params += y->params / (y->has_tp && y->tp_shardable ? tp : 1);
-            int s = sc_partition_stage_of(&b->part, j);
-            int p = s % pp, c = s / pp, dup = 0;
-            for (int k = 0; k < npos; k++)
-                dup |= pos_chunk[k] / 64 == p;
-            if (!dup && npos < 64)
-                pos_chunk[npos++] = p * 64 + c;
-        }
-        if (npos < 2)
-            continue;
-        double G = params * gb;
-        for (int d = 0; d < b->nrep; d++) {
-            for (int t = 0; t < tp; t++) {
-                for (int k = 0; k < npos; k++) {
-                    int p = pos_chunk[k] / 64, c = pos_chunk[k] % 64;
-                    members[k] = rank_of(b, d, p, t);
-                    deps[k] = b->grad_done[(d * pp + p) * v + c];
-                }
-                for (int a = 1; a < npos; a++) /* sort members, keep deps aligned */
-                    for (int z = a; z > 0 && members[z - 1] > members[z]; z--) {
-                        int x1 = members[z], x2 = deps[z];
-                        members[z] = members[z - 1];
-                        deps[z] = deps[z - 1];
-                        members[z - 1] = x1;
-                        deps[z - 1] = x2;
-                    }
-                int s0;
-                int end = add_ring(b, members, npos, 2.0 * (npos - 1) / npos * G,
-                                   2.0 * (npos - 1), deps, npos, NULL, SC_OP_DP_ALLREDUCE, -1, -1,
-                                   -1, G, &s0);
-                for (int k = 0; k < npos; k++) {
-                    int g = d * pp + pos_chunk[k] / 64;
-                    if (b->n_extra[g] < 8) {
-                        b->extra_start[g * 8 + b->n_extra[g]] = s0;
-                        b->extra_deps[g * 8 + b->n_extra[g]++] = end;
-                    }
-                }
-            }
-        }
-    }
-
-    /* 4. optimizer, ZeRO 1/2 allgather, end of step */
-    for (int p = 0; p < pp && !b->st; p++) {
-        double params = 0;
-        for (int c = 0; c < v; c++)
-            params += b->pbytes[c * pp + p] / wb;
-        double local = cfg->zero >= 1 ? params / dp : params;
-        double topt = sc_cost_optimizer_time(b->c, b->dt, local);
-        for (int d = 0; d < b->nrep; d++) {
-            int g = d * pp + p;
-            int t = stream_task(b, g, topt, BUSY_OPT, SC_OP_OPTIMIZER, p, -1, -1);
-            tinfo *ti = info_at(b, t);
-            if (!ti)
-                break;
-            b->opt_task[g] = t;
-            int waits = 0;
-            for (int q = 0; q < tp; q++)
-                if (b->dp_chain[p * tp + q] >= 0) {
-                    sc_sim_add_dep(b->sim, b->dp_chain[p * tp + q], t);
-                    waits = 1;
-                }
-            for (int k = 0; k < b->n_extra[g]; k++) {
-                sc_sim_add_dep(b->sim, b->extra_deps[g * 8 + k], t);
-                waits = 1;
-            }
-            if (waits) {
-                ti->wait = WAIT_DP;
-                ti->wait_s = b->dp_first[p * tp] >= 0 ? b->dp_first[p * tp]
-                             : b->n_extra[g]          ? b->extra_start[g * 8]
-                                                      : -1;
-                ti->wait_e = b->dp_chain[p * tp] >= 0 ? b->dp_chain[p * tp] : b->extra_deps[g * 8];
-            }
-        }
-        if ((cfg->zero == 1 || cfg->zero == 2) && dp > 1) {
-            int ends[64], nends = 0, s0 = -1;
-            double P = params * wb; /* whole gathered buffer per rank */
             for (int q = 0; q < tp; q++) {
-                for (int d = 0; d < b->nrep; d++)
-                    deps[d] = b->opt_task[d * pp + p];
-                int st0;
-                int e = dp_ring(b, p, q, (dp - 1.0) / dp * P, dp - 1.0, deps,
-                                &b->dp_chain[p * tp + q], SC_OP_DP_ALLGATHER, p, -1, -1, P, &st0);
-                if (nends < 64)
-                    ends[nends++] = e;
-                if (s0 < 0)
-                    s0 = st0;
-            }
-            for (int d = 0; d < b->nrep; d++) {
-                int t = stream_task(b, d * pp + p, 0, BUSY_NONE, SC_OP_DP_ALLGATHER, p, -1, -1);
-                tinfo *ti = info_at(b, t);
-                if (!ti)
-                    break;
-                for (int k = 0; k < nends; k++)
-                    sc_sim_add_dep(b->sim, ends[k], t);
-                ti->wait = WAIT_DP;
-                ti->wait_s = s0;
-                ti->wait_e = ends[nends - 1];
+                int at = (a->peer * b->nrep + d) * tp + q;
+                sc_sim_add_dep(b->sim, b->tie_end[at], t);
+                if (tie_e < 0) {
+                    tie_s = b->tie_start[at];
+                    tie_e = b->tie_end[at];
+                }
             }
         }
+        for (int q = 0; q < tp && reduces; q++)
+            sc_sim_add_dep(b->sim, b->comm[p * tp + q].dp_chain, t);
+        if (reduces || tie_e >= 0) {
+            ti->wait = WAIT_DP;
+            ti->wait_s = C0->dp_first >= 0 ? C0->dp_first : tie_s;
+            ti->wait_e = C0->dp_chain >= 0 ? C0->dp_chain : tie_e;
+        }
     }
-    sc_free(members);
-    sc_free(deps);
-    sc_free(cur);
-    sc_free(prev_first);
-    sc_free(producer);
+    if (!params || b->st)
+        return;
+    int dp = b->dp, s0 = -1, *ends = sc_malloc(sizeof(int) * (size_t)tp);
+    if (!ends) {
+        fail_nomem(b);
+        return;
+    }
+    double P = params->bytes;
+    for (int q = 0; q < tp; q++) {
+        for (int d = 0; d < b->nrep; d++)
+            b->deps[d] = b->grp[d * b->pp + p].opt;
+        int st0;
+        ends[q] = dp_ring(b, p, q, (dp - 1.0) / dp * P, dp - 1.0, b->deps,
+                          &b->comm[p * tp + q].dp_chain, SC_OP_DP_ALLGATHER, p, -1, -1, P, &st0);
+        if (s0 < 0)
+            s0 = st0;
+    }
+    for (int d = 0; d < b->nrep && !b->st; d++) {
+        int t = stream_task(b, d * b->pp + p, 0, BUSY_NONE, SC_OP_DP_ALLGATHER, p, -1, -1);
+        tinfo *ti = info_at(b, t);
+        if (!ti)
+            break;
+        for (int k = 0; k < tp; k++)
+            sc_sim_add_dep(b->sim, ends[k], t);
+        ti->wait = WAIT_DP;
+        ti->wait_s = s0;
+        ti->wait_e = ends[tp - 1];
+    }
+    sc_free(ends);
+}
+
+/* The lowered step as tasks, in four phases so that every dependency names
+ * a task that already exists. */
+static sc_status build(builder *b)
+{
+    build_ops(b);
+    build_messages(b);
+    build_ties(b);
+    for (int p = 0; p < b->pp && !b->st; p++)
+        build_optimizer(b, p);
     if (!b->st)
         b->st = sc_sim_status(b->sim, b->err);
     return b->st;
@@ -984,14 +878,14 @@ static sc_status results(builder *b, sc_step_result *r)
     int *peak = sc_calloc((size_t)b->pp, sizeof *peak);
     if (!peak)
         return fail_nomem(b);
-    sc_status st = sc_sched_peak_inflight(b->sched, peak);
+    sc_status st = sc_sched_peak_inflight(b->lw->sched, peak);
     r->fits = 1;
     for (int p = 0; p < b->pp && !st; p++) {
         /* the position's leaves, all chunks */
         int n = 0;
         for (int c = 0; c < b->v; c++) {
             int s = c * b->pp + p;
-            n += b->part.first[s + 1] - b->part.first[s];
+            n += b->lw->part.first[s + 1] - b->lw->part.first[s];
         }
         sc_module **mods = sc_malloc(sizeof *mods * (size_t)(n ? n : 1));
         if (!mods) {
@@ -1001,35 +895,27 @@ static sc_status results(builder *b, sc_step_result *r)
         n = 0;
         for (int c = 0; c < b->v; c++) {
             int s = c * b->pp + p;
-            for (int i = b->part.first[s]; i < b->part.first[s + 1]; i++)
+            for (int i = b->lw->part.first[s]; i < b->lw->part.first[s + 1]; i++)
                 mods[n++] = b->m->leaves[i];
         }
         sc_mem_cfg mc = {b->dt, b->tp, b->dp, cfg->zero, cfg->mbs,
                          (peak[p] + b->v - 1) / b->v, cfg->recompute};
         st = sc_cost_memory(b->c, mods, n, &mc, &r->mem[p], b->err);
         /* copies of shared groups owned elsewhere (a tied head's embedding) */
-        for (int i = 0; i < n && !st; i++) {
-            const sc_module *x = mods[i];
-            if (!x->shared)
-                continue;
-            int first_here = 1;
-            for (int j = 0; j < i; j++)
-                if (mods[j]->shared && !strcmp(mods[j]->shared, x->shared))
-                    first_here = 0;
-            if (!first_here)
-                continue;
+        for (int g = 0; g < b->m->n_groups && !st; g++) {
+            const sc_model_group *G = &b->m->groups[g];
             double here = 0, all = 0;
-            for (int j = 0; j < b->m->n_leaves; j++) {
-                const sc_module *y = b->m->leaves[j];
-                if (!y->shared || strcmp(y->shared, x->shared))
-                    continue;
-                double pp_ = y->params / (y->has_tp && y->tp_shardable ? b->tp : 1);
-                all += pp_;
-                int s = sc_partition_stage_of(&b->part, j);
-                if (s % b->pp == p)
-                    here += pp_;
+            int member = 0;
+            for (int k = 0; k < G->n; k++) {
+                const sc_module *y = b->m->leaves[G->leaves[k]];
+                double py = y->params / (y->has_tp && y->tp_shardable ? b->tp : 1);
+                all += py;
+                if (sc_partition_stage_of(&b->lw->part, G->leaves[k]) % b->pp == p) {
+                    here += py;
+                    member = 1;
+                }
             }
-            if (all > here)
+            if (member && all > here)
                 add_state(b, &r->mem[p], all - here);
         }
         sc_free(mods);
@@ -1116,44 +1002,23 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
     return SC_OK;
 }
 
-static void builder_free(builder *b);
-
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                               sc_stage_info *info, sc_error *err)
 {
     sc_status st = sc_step_check(m, c, cfg, err);
     if (st)
         return st;
-    builder b = {.m = m, .c = c, .cfg = cfg, .err = err, .dp = cfg->dp, .tp = cfg->tp,
-                 .pp = cfg->pp, .v = cfg->v, .S = cfg->pp * cfg->v, .nm = cfg->m,
-                 .dt = m->dtype};
-    if (cfg->partition) {
-        b.part = *cfg->partition;
-    } else {
-        st = sc_partition_uniform(m, b.S, &b.part, err);
+    sc_partition own = {0};
+    const sc_partition *part = cfg->partition;
+    if (!part) {
+        st = sc_partition_uniform(m, cfg->pp * cfg->v, &own, err);
         if (st)
             return st;
-        b.own_part = 1;
+        part = &own;
     }
-    size_t S = (size_t)b.S;
-    b.tf = sc_calloc(S, sizeof(double));
-    b.tb = sc_calloc(S, sizeof(double));
-    b.trc = sc_calloc(S, sizeof(double));
-    b.tpb = sc_calloc(S, sizeof(double));
-    b.bnd = sc_calloc(S, sizeof(double));
-    b.grad = sc_calloc(S, sizeof(double));
-    b.pbytes = sc_calloc(S, sizeof(double));
-    b.tpn = sc_calloc(S, sizeof(int));
-    if (!b.tf || !b.tb || !b.trc || !b.tpb || !b.bnd || !b.grad || !b.pbytes || !b.tpn)
-        st = sc_err(err, SC_ENOMEM, "sim: out of memory");
-    if (!st)
-        st = stage_costs(&b);
-    for (int s = 0; s < b.S && !st; s++) {
-        info[s] = (sc_stage_info){b.tf[s], b.tb[s], b.trc[s], b.tpb[s], b.tpn[s],
-                                  s + 1 < b.S ? b.bnd[s] : 0, b.grad[s], b.pbytes[s],
-                                  sc_step_bucket_count(b.grad[s], cfg->bucket_bytes)};
-    }
-    builder_free(&b);
+    sc_stage_cfg sc = {m->dtype, cfg->tp, cfg->mbs, cfg->recompute, cfg->bucket_bytes};
+    st = sc_cost_stage(c, m, part, &sc, info, err);
+    sc_partition_free(&own);
     return st;
 }
 
@@ -1171,136 +1036,119 @@ void sc_step_result_free(sc_step_result *r)
 static void builder_free(builder *b)
 {
     sc_sim_free(b->sim);
-    sc_sched_free(b->sched);
-    if (b->own_part)
-        sc_partition_free(&b->part);
-    void *arrs[] = {b->tf, b->tb, b->trc, b->tpb, b->bnd, b->grad, b->pbytes, b->tpn,
-                    b->port_out, b->port_in, b->nic_out, b->nic_in, b->stream, b->link_bw,
-                    b->tp_chain, b->dp_chain, b->z3_chain, b->dp_first, b->grad_done, b->recv_task,
-                    b->opt_task, b->extra_deps, b->extra_start, b->n_extra, b->info};
+    for (int g = 0; b->grp && g < b->nrep * b->pp; g++)
+        sc_free(b->grp[g].task);
+    void *arrs[] = {b->port_out, b->port_in, b->nic_out, b->nic_in, b->link_bw, b->grp,
+                    b->comm, b->tie_start, b->tie_end, b->members, b->deps, b->info};
     for (size_t i = 0; i < SC_ARRAY_LEN(arrs); i++)
         sc_free(arrs[i]);
     if (b->rng)
         gsl_rng_free(b->rng);
 }
 
+/* The builder's state for lw: every array allocated and set to "none". */
+static sc_status builder_init(builder *b, const sc_model *m, const sc_cluster *c,
+                              const sc_step_cfg *cfg, const sc_lowered *lw, sc_error *err)
+{
+    *b = (builder){.m = m, .c = c, .cfg = cfg, .err = err, .lw = lw};
+    b->dp = cfg->dp;
+    b->tp = cfg->tp;
+    b->pp = cfg->pp;
+    b->v = cfg->v;
+    b->S = cfg->pp * cfg->v;
+    b->ranks = b->dp * b->tp * b->pp;
+    /* one replica stands for all only when dp is the outermost placement */
+    b->nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : b->dp;
+    b->gpn = c->gpus_per_node;
+    b->nodes = (b->ranks + b->gpn - 1) / b->gpn;
+    b->dt = m->dtype;
+    int groups = b->nrep * b->pp, maxn = b->dp;
+    if (maxn < b->tp)
+        maxn = b->tp;
+    if (maxn < b->pp)
+        maxn = b->pp;
+    size_t nt = (size_t)(lw->n_ties ? lw->n_ties : 1) * (size_t)b->nrep * (size_t)b->tp;
+    b->port_out = sc_malloc(sizeof(int) * (size_t)b->ranks);
+    b->port_in = sc_malloc(sizeof(int) * (size_t)b->ranks);
+    b->nic_out = sc_malloc(sizeof(int) * (size_t)b->nodes);
+    b->nic_in = sc_malloc(sizeof(int) * (size_t)b->nodes);
+    b->link_bw = sc_malloc(sizeof(double) * (size_t)(2 * b->ranks + 2 * b->nodes));
+    b->grp = sc_calloc((size_t)groups, sizeof *b->grp);
+    b->comm = sc_malloc(sizeof *b->comm * (size_t)b->pp * (size_t)b->tp);
+    b->tie_start = sc_malloc(sizeof(int) * nt);
+    b->tie_end = sc_malloc(sizeof(int) * nt);
+    b->members = sc_malloc(sizeof(int) * (size_t)(maxn + 1));
+    b->deps = sc_malloc(sizeof(int) * (size_t)(maxn + 1));
+    if (!b->port_out || !b->port_in || !b->nic_out || !b->nic_in || !b->link_bw || !b->grp ||
+        !b->comm || !b->tie_start || !b->tie_end || !b->members || !b->deps)
+        return sc_err(err, SC_ENOMEM, "sim: out of memory");
+    for (int g = 0; g < groups; g++) {
+        const sc_lowered_pos *L = &lw->pos[g % b->pp];
+        sgroup *G = &b->grp[g];
+        *G = (sgroup){-1, -1, -1, sc_malloc(sizeof(int) * (size_t)(L->n ? L->n : 1))};
+        if (!G->task)
+            return sc_err(err, SC_ENOMEM, "sim: out of memory");
+        for (int i = 0; i < L->n; i++)
+            G->task[i] = -1;
+    }
+    for (int i = 0; i < b->pp * b->tp; i++)
+        b->comm[i] = (dcomm){-1, -1, -1};
+    if (cfg->jitter > 0) {
+        b->rng = gsl_rng_alloc(gsl_rng_mt19937);
+        if (!b->rng)
+            return sc_err(err, SC_ENOMEM, "sim: out of memory");
+        gsl_rng_set(b->rng, cfg->seed);
+    }
+    return sc_sim_new(&b->sim, err);
+}
+
+/* The engine's links (a port out and in per GPU, a NIC out and in per node)
+ * and one compute stream per simulated group. */
+static void add_resources(builder *b)
+{
+    const sc_cluster *c = b->c;
+    double bw_intra = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
+    double bw_inter = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER];
+    char name[48];
+    for (int r = 0; r < b->ranks; r++) {
+        snprintf(name, sizeof name, "gpu%d.out", r);
+        b->port_out[r] = sc_sim_add_link(b->sim, name, bw_intra, c->eff.alpha_s[SC_LINK_INTRA]);
+        snprintf(name, sizeof name, "gpu%d.in", r);
+        b->port_in[r] = sc_sim_add_link(b->sim, name, bw_intra, 0);
+        b->link_bw[b->port_out[r] >= 0 ? b->port_out[r] : 0] = bw_intra;
+        b->link_bw[b->port_in[r] >= 0 ? b->port_in[r] : 0] = bw_intra;
+    }
+    for (int n = 0; n < b->nodes; n++) {
+        double bw = bw_inter > 0 ? bw_inter : bw_intra; /* one node without a network */
+        snprintf(name, sizeof name, "node%d.nic.out", n);
+        b->nic_out[n] = sc_sim_add_link(b->sim, name, bw, c->eff.alpha_s[SC_LINK_INTER]);
+        snprintf(name, sizeof name, "node%d.nic.in", n);
+        b->nic_in[n] = sc_sim_add_link(b->sim, name, bw, 0);
+        b->link_bw[b->nic_out[n] >= 0 ? b->nic_out[n] : 0] = bw;
+        b->link_bw[b->nic_in[n] >= 0 ? b->nic_in[n] : 0] = bw;
+    }
+    for (int g = 0; g < b->nrep * b->pp; g++) {
+        snprintf(name, sizeof name, "dp%d.pp%d", g / b->pp, g % b->pp);
+        b->grp[g].stream = sc_sim_add_resource(b->sim, name);
+    }
+}
+
 sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_result **out, sc_error *err)
 {
     *out = NULL;
-    sc_status st = sc_step_check(m, c, cfg, err);
+    sc_lowered *lw = NULL;
+    sc_status st = sc_lower(m, c, cfg, &lw, err);
     if (st)
         return st;
-    builder b = {.m = m, .c = c, .cfg = cfg, .err = err};
-    b.dp = cfg->dp;
-    b.tp = cfg->tp;
-    b.pp = cfg->pp;
-    b.v = cfg->v;
-    b.S = cfg->pp * cfg->v;
-    b.nm = cfg->m;
-    b.ranks = b.dp * b.tp * b.pp;
-    /* one replica stands for all only when dp is the outermost placement */
-    b.nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : b.dp;
-    b.gpn = c->gpus_per_node;
-    b.nodes = (b.ranks + b.gpn - 1) / b.gpn;
-    b.dt = m->dtype;
-    st = sc_sched_generate(cfg->schedule, b.pp, cfg->m, b.v, &b.sched, err);
-    if (st)
-        return st;
-    if (b.v > 64) {
-        sc_sched_free(b.sched);
-        return sc_err(err, SC_EINVAL, "sim: at most 64 chunks per rank (v=%d)", b.v);
-    }
-    if (cfg->partition) {
-        b.part = *cfg->partition;
-    } else {
-        st = sc_partition_uniform(m, b.S, &b.part, err);
-        if (st) {
-            sc_sched_free(b.sched);
-            return st;
-        }
-        b.own_part = 1;
-    }
-    size_t S = (size_t)b.S, groups = (size_t)b.dp * b.pp;
-    b.tf = sc_calloc(S, sizeof(double));
-    b.tb = sc_calloc(S, sizeof(double));
-    b.trc = sc_calloc(S, sizeof(double));
-    b.tpb = sc_calloc(S, sizeof(double));
-    b.bnd = sc_calloc(S, sizeof(double));
-    b.grad = sc_calloc(S, sizeof(double));
-    b.pbytes = sc_calloc(S, sizeof(double));
-    b.tpn = sc_calloc(S, sizeof(int));
-    b.port_out = sc_malloc(sizeof(int) * (size_t)b.ranks);
-    b.port_in = sc_malloc(sizeof(int) * (size_t)b.ranks);
-    b.nic_out = sc_malloc(sizeof(int) * (size_t)b.nodes);
-    b.nic_in = sc_malloc(sizeof(int) * (size_t)b.nodes);
-    b.link_bw = sc_malloc(sizeof(double) * (size_t)(2 * b.ranks + 2 * b.nodes));
-    b.stream = sc_malloc(sizeof(int) * groups);
-    b.tp_chain = sc_malloc(sizeof(int) * groups);
-    b.dp_chain = sc_malloc(sizeof(int) * (size_t)b.pp * b.tp);
-    b.z3_chain = sc_malloc(sizeof(int) * (size_t)b.pp * b.tp);
-    b.dp_first = sc_malloc(sizeof(int) * (size_t)b.pp * b.tp);
-    b.grad_done = sc_malloc(sizeof(int) * groups * (size_t)b.v);
-    b.recv_task = sc_malloc(sizeof(int) * (size_t)b.dp * 2 * (size_t)cfg->m * S);
-    b.opt_task = sc_malloc(sizeof(int) * groups);
-    b.extra_deps = sc_malloc(sizeof(int) * groups * 8);
-    b.extra_start = sc_malloc(sizeof(int) * groups * 8);
-    b.n_extra = sc_calloc(groups, sizeof(int));
-    if (!b.tf || !b.tb || !b.trc || !b.tpb || !b.bnd || !b.grad || !b.pbytes || !b.tpn ||
-        !b.port_out || !b.port_in || !b.nic_out || !b.nic_in || !b.link_bw || !b.stream ||
-        !b.tp_chain || !b.dp_chain || !b.z3_chain || !b.dp_first || !b.grad_done || !b.recv_task ||
-        !b.opt_task || !b.extra_deps || !b.extra_start || !b.n_extra) {
-        builder_free(&b);
-        return sc_err(err, SC_ENOMEM, "sim: out of memory");
-    }
-    for (size_t i = 0; i < groups; i++)
-        b.tp_chain[i] = b.opt_task[i] = -1;
-    for (int i = 0; i < b.pp * b.tp; i++)
-        b.dp_chain[i] = b.z3_chain[i] = b.dp_first[i] = -1;
-    for (size_t i = 0; i < groups * (size_t)b.v; i++)
-        b.grad_done[i] = -1;
-    for (size_t i = 0; i < (size_t)b.dp * 2 * (size_t)cfg->m * S; i++)
-        b.recv_task[i] = -1;
-    if (cfg->jitter > 0) {
-        b.rng = gsl_rng_alloc(gsl_rng_mt19937);
-        if (!b.rng) {
-            builder_free(&b);
-            return sc_err(err, SC_ENOMEM, "sim: out of memory");
-        }
-        gsl_rng_set(b.rng, cfg->seed);
-    }
-    st = stage_costs(&b);
-    if (!st)
-        st = sc_sim_new(&b.sim, err);
+    builder b;
+    st = builder_init(&b, m, c, cfg, lw, err);
     if (st) {
         builder_free(&b);
+        sc_lower_free(lw);
         return st;
     }
-    /* links and streams */
-    double bw_intra = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
-    double bw_inter = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER];
-    char name[48];
-    for (int r = 0; r < b.ranks; r++) {
-        snprintf(name, sizeof name, "gpu%d.out", r);
-        b.port_out[r] = sc_sim_add_link(b.sim, name, bw_intra, c->eff.alpha_s[SC_LINK_INTRA]);
-        snprintf(name, sizeof name, "gpu%d.in", r);
-        b.port_in[r] = sc_sim_add_link(b.sim, name, bw_intra, 0);
-        b.link_bw[b.port_out[r] >= 0 ? b.port_out[r] : 0] = bw_intra;
-        b.link_bw[b.port_in[r] >= 0 ? b.port_in[r] : 0] = bw_intra;
-    }
-    for (int n = 0; n < b.nodes; n++) {
-        double bw = bw_inter > 0 ? bw_inter : bw_intra; /* one node without a network */
-        snprintf(name, sizeof name, "node%d.nic.out", n);
-        b.nic_out[n] = sc_sim_add_link(b.sim, name, bw, c->eff.alpha_s[SC_LINK_INTER]);
-        snprintf(name, sizeof name, "node%d.nic.in", n);
-        b.nic_in[n] = sc_sim_add_link(b.sim, name, bw, 0);
-        b.link_bw[b.nic_out[n] >= 0 ? b.nic_out[n] : 0] = bw;
-        b.link_bw[b.nic_in[n] >= 0 ? b.nic_in[n] : 0] = bw;
-    }
-    for (size_t g = 0; g < groups; g++) {
-        snprintf(name, sizeof name, "dp%zu.pp%zu", g / b.pp, g % b.pp);
-        b.stream[g] = sc_sim_add_resource(b.sim, name);
-    }
+    add_resources(&b);
     st = sc_sim_status(b.sim, err);
     if (!st)
         st = build(&b);
@@ -1317,6 +1165,7 @@ sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step
     if (!st && cfg->want_timeline)
         st = make_timeline(&b, r);
     builder_free(&b);
+    sc_lower_free(lw);
     if (st) {
         sc_step_result_free(r);
         return st;

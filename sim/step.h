@@ -137,26 +137,10 @@ void sc_step_result_free(sc_step_result *r);
  * mfu, peak_mem_bytes (per stage), cost_per_step_usd, breakdown, ...). */
 cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg);
 
-/* What one virtual stage costs and moves, per rank of its tp group, exactly
- * as the simulator models it (the executor sizes its work from the same
- * figures so that the two compare op for op). */
-typedef struct sc_stage_info {
-    double fwd_s, bwd_s;   /* one microbatch; bwd is the full backward */
-    double recompute_s;    /* re-run before each backward (0 without recompute) */
-    double tp_bytes;       /* allreduced per microbatch after F and after B (per member buffer) */
-    int tp_count;          /* allreduces that make up tp_bytes */
-    double send_bytes;     /* to the next stage per microbatch per tp rank (0 on the last) */
-    double grad_bytes;     /* gradient bytes per rank */
-    double param_bytes;    /* weight bytes per rank */
-    int buckets;           /* data-parallel gradient buckets */
-} sc_stage_info;
-
-/* Fills info[0 .. pp·v) for cfg (partition NULL = uniform). */
+/* sc_cost_stage (cost.h) for cfg's partition (NULL = uniform): info[0 ..
+ * pp·v), after sc_step_check. */
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                               sc_stage_info *info, sc_error *err);
-/* Buckets for grad_bytes: ceil(grad / bucket), at least 1, at most 32
- * (bucket_bytes 0 = 25 MiB). */
-int sc_step_bucket_count(double grad_bytes, double bucket_bytes);
 
 /* Half-width of an approximate 95% interval of r's step time on a
  * calibrated cluster: 1.96 · step · sqrt((b·sd_compute)² + (k·sd_link)²),

@@ -369,10 +369,10 @@ TEST(step_stage_infos)
     /* 25 attention/MLP/embedding allreduces of s·h·2 bytes per sample on stage 0 */
     CHECK_EQ_INT(info[0].tp_count, 25);
     CHECK_NEAR(info[0].tp_bytes, 25 * 2048.0 * 2048 * 2 * 2, 1e-12);
-    CHECK_EQ_INT(info[0].buckets, sc_step_bucket_count(info[0].grad_bytes, 0));
-    CHECK_EQ_INT(sc_step_bucket_count(1, 0), 1);
-    CHECK_EQ_INT(sc_step_bucket_count(1e12, 0), 32);
-    CHECK_EQ_INT(sc_step_bucket_count(60e6, 25.0 * 1024 * 1024), 3);
+    CHECK_EQ_INT(info[0].buckets, sc_cost_bucket_count(info[0].grad_bytes, 0));
+    CHECK_EQ_INT(sc_cost_bucket_count(1, 0), 1);
+    CHECK_EQ_INT(sc_cost_bucket_count(1e12, 0), 32);
+    CHECK_EQ_INT(sc_cost_bucket_count(60e6, 25.0 * 1024 * 1024), 3);
     sc_partition_free(&p);
     sc_model_free(m);
 }

@@ -74,6 +74,7 @@ sc_module *sc_model_add(sc_model *m, sc_module *parent, const char *name, const 
     mod->kind = sc_strdup(kind);
     mod->flops_bwd = -1;
     mod->leaf_index = -1;
+    mod->group = -1;
     if (!mod->name || !mod->kind)
         goto oom;
     if (!parent) {
@@ -192,10 +193,65 @@ static void module_free(sc_module *mod)
     sc_free(mod);
 }
 
+static void groups_free(sc_model *m)
+{
+    for (int g = 0; g < m->n_groups; g++)
+        sc_free(m->groups[g].leaves);
+    sc_free(m->groups);
+    m->groups = NULL;
+    m->n_groups = 0;
+}
+
+/* The parameter-sharing groups of the leaves, in the order of their first
+ * member; O(leaves · groups). */
+static sc_status build_groups(sc_model *m, const char *file, sc_error *err)
+{
+    groups_free(m);
+    int cap = 0;
+    for (int i = 0; i < m->n_leaves; i++) {
+        sc_module *x = m->leaves[i];
+        x->group = -1;
+        if (!x->shared)
+            continue;
+        int g = 0;
+        while (g < m->n_groups && strcmp(m->groups[g].name, x->shared))
+            g++;
+        if (g == m->n_groups) {
+            if (g == cap) {
+                cap = cap ? 2 * cap : 4;
+                sc_model_group *ng = sc_realloc(m->groups, sizeof *ng * (size_t)cap);
+                if (!ng)
+                    goto oom;
+                m->groups = ng;
+            }
+            m->groups[g] = (sc_model_group){x->shared, 0, NULL};
+            m->n_groups++;
+        }
+        sc_model_group *G = &m->groups[g];
+        int *nl = sc_realloc(G->leaves, sizeof *nl * (size_t)(G->n + 1));
+        if (!nl)
+            goto oom;
+        G->leaves = nl;
+        G->leaves[G->n++] = i;
+        x->group = g;
+    }
+    return SC_OK;
+oom:
+    groups_free(m);
+    return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+}
+
+int sc_module_is_attention(const sc_module *x)
+{
+    return !strcmp(x->kind, "attention") || !strcmp(x->kind, "cross_attention") ||
+           !strcmp(x->kind, "attention_core");
+}
+
 void sc_model_free(sc_model *m)
 {
     if (!m)
         return;
+    groups_free(m);
     module_free(m->root);
     sc_free(m->modules);
     sc_free(m->leaves);
@@ -445,7 +501,7 @@ sc_status sc_model_finish(sc_model *m, const char *file, sc_error *err)
     m->n_modules = w.n;
     m->leaves = leaves;
     m->n_leaves = w.leaves;
-    return SC_OK;
+    return build_groups(m, file, err);
 }
 
 /* ---- queries --------------------------------------------------------------- */

@@ -57,7 +57,16 @@ struct sc_module {
     int index;           /* pre-order index, root = 0 */
     int leaf_index;      /* position among the leaves in execution order, -1 if not a leaf */
     int depth;
+    int group;           /* index into sc_model.groups of a leaf with `shared`, else -1 */
 };
+
+/* A parameter-sharing group (a tied embedding and LM head): the leaves that
+ * name it in `shared`, built once by sc_model_finish. */
+typedef struct sc_model_group {
+    const char *name;    /* points into the first member's `shared` */
+    int n;
+    int *leaves;         /* leaf indices, ascending */
+} sc_model_group;
 
 typedef struct sc_model {
     char *name;
@@ -69,6 +78,8 @@ typedef struct sc_model {
     sc_module **modules;   /* pre-order */
     int n_leaves;
     sc_module **leaves;    /* execution order (depth-first order of the leaves) */
+    int n_groups;
+    sc_model_group *groups; /* in the order of their first leaf */
     int build_oom;         /* private: an allocation failed while building */
 } sc_model;
 
@@ -111,6 +122,10 @@ sc_totals sc_module_totals(const sc_module *mod);
 sc_totals sc_model_totals(const sc_model *m);
 /* flops_bwd, or 2 x flops_fwd when absent */
 double sc_module_flops_bwd(const sc_module *mod);
+/* The one definition of an attention module: kind "attention",
+ * "cross_attention" or "attention_core" (whose scores selective recompute
+ * re-runs and whose saved activations it drops). */
+int sc_module_is_attention(const sc_module *mod);
 
 /* ---- built-in models by name (gpt-1.3b, ...) ------------------------------ */
 typedef struct sc_builtin {

@@ -1,0 +1,92 @@
+/* cost_stage.c - what each virtual stage costs and moves (see cost.h,
+ * sc_cost_stage): the one per-stage computation every layer reads. */
+#include "cost.h"
+
+#include <math.h>
+
+#define DEFAULT_BUCKET (25.0 * 1024 * 1024)
+
+int sc_cost_bucket_count(double grad_bytes, double bucket_bytes)
+{
+    double bucket = bucket_bytes > 0 ? bucket_bytes : DEFAULT_BUCKET;
+    double k = ceil(grad_bytes / bucket);
+    return k < 1 ? 1 : k > SC_MAX_BUCKETS ? SC_MAX_BUCKETS : (int)k;
+}
+
+/* Selective recompute of one attention module for mbs samples on one tp
+ * rank: the scores and values, 4·s·s_kv·inner FLOPs per sample. */
+static double selective_s(const sc_cluster *c, const sc_model *m, const sc_module *x,
+                          sc_dtype dt, int mbs, double sh)
+{
+    double sq = sc_module_dim(x, "seq", m->seq_len);
+    double skv = sc_module_dim(x, "kv_seq", sq);
+    double heads = sc_module_dim(x, "heads", 0), kv = sc_module_dim(x, "kv", 0);
+    double inner = heads > 0 && kv > 0 ? heads * kv : sc_module_dim(x, "hidden", 0);
+    double k = sc_module_dim(x, "passages", 1);
+    double fl = 4 * sq * skv * inner * k * mbs / sh;
+    double eff = sc_cost_eff(c, dt, fl);
+    return fl > 0 && eff > 0 ? fl / (c->gpu.peak_flops[dt] * eff) : 0;
+}
+
+/* The outermost leaf of x on side `last` (its first or last leaf). */
+static const sc_module *edge_leaf(const sc_module *x, int last)
+{
+    while (x->n_children)
+        x = x->children[last ? x->n_children - 1 : 0];
+    return x;
+}
+
+sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partition *part,
+                        const sc_stage_cfg *cfg, sc_stage_info *info, sc_error *err)
+{
+    int S = part->n_stages, tp = cfg->tp, mbs = cfg->mbs;
+    sc_dtype dt = cfg->dtype;
+    double wb, gb, ob;
+    sc_cost_state_bytes(dt, &wb, &gb, &ob);
+    for (int s = 0; s < S; s++) {
+        sc_stage_info *in = &info[s];
+        *in = (sc_stage_info){0};
+        int f0 = part->first[s], n = part->first[s + 1] - f0;
+        sc_module *const *mods = m->leaves + f0;
+        sc_status st = sc_cost_modules_time(c, mods, n, dt, tp, mbs, &in->fwd_s, &in->bwd_s, err);
+        if (st)
+            return st;
+        double params = 0, rc = 0;
+        for (int i = 0; i < n; i++) {
+            const sc_module *x = mods[i];
+            double sh = x->has_tp && x->tp_shardable ? tp : 1;
+            params += x->params / sh;
+            if (x->has_tp && x->tp_bytes > 0) {
+                in->tp_bytes += x->tp_bytes * mbs;
+                in->tp_count++;
+            }
+            if (sc_module_is_attention(x))
+                rc += selective_s(c, m, x, dt, mbs, sh);
+        }
+        in->grad_bytes = params * gb;
+        in->param_bytes = params * wb;
+        in->recompute_s = cfg->recompute == SC_RECOMPUTE_FULL        ? in->fwd_s
+                          : cfg->recompute == SC_RECOMPUTE_SELECTIVE ? rc
+                                                                     : 0;
+        in->buckets = sc_cost_bucket_count(in->grad_bytes, cfg->bucket_bytes);
+    }
+    /* boundary s -> s+1: the last leaf's output plus every inputs edge that
+     * crosses it (relayed stage by stage) */
+    for (int s = 0; s + 1 < S; s++)
+        info[s].send_bytes = m->leaves[part->first[s + 1] - 1]->act_out_bytes;
+    for (int i = 0; i < m->n_modules; i++) {
+        const sc_module *x = m->modules[i];
+        for (int k = 0; k < x->n_inputs; k++) {
+            const sc_module *y = sc_model_find(m, x->inputs[k]);
+            if (!y)
+                continue;
+            int sy = sc_partition_stage_of(part, edge_leaf(y, 1)->leaf_index);
+            int sx = sc_partition_stage_of(part, edge_leaf(x, 0)->leaf_index);
+            for (int s = sy; s < sx; s++)
+                info[s].send_bytes += y->act_out_bytes;
+        }
+    }
+    for (int s = 0; s + 1 < S; s++)
+        info[s].send_bytes = info[s].send_bytes * mbs / tp;
+    return SC_OK;
+}

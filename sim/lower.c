@@ -1,0 +1,424 @@
+/* lower.c - a step lowered to per-position actions; see lower.h for the
+ * rules. Every rule about what runs after what in a step is here. */
+#include "lower.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *sc_act_kind_name(int kind)
+{
+    static const char *const names[SC_ACT_N] = {"compute", "tp",   "gather", "reduce",
+                                                "send",    "recv", "tied",   "params"};
+    return kind >= 0 && kind < SC_ACT_N ? names[kind] : "?";
+}
+
+typedef struct lctx {
+    sc_lowered *lw;
+    const sc_model *m;
+    const sc_cluster *c;
+    sc_error *err;
+    sc_status st;
+} lctx;
+
+/* Appends a to position p's list; its index, or -1 (st set) on failure. */
+static int push(lctx *x, int p, sc_action a)
+{
+    sc_lowered_pos *L = &x->lw->pos[p];
+    if (x->st)
+        return -1;
+    if (L->n == L->cap_) {
+        int n = L->cap_ ? 2 * L->cap_ : 256;
+        sc_action *na = sc_realloc(L->acts, sizeof *na * (size_t)n);
+        if (!na) {
+            x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
+            return -1;
+        }
+        L->acts = na;
+        L->cap_ = n;
+    }
+    L->acts[L->n] = a;
+    return L->n++;
+}
+
+static int push_dep(lctx *x, int p, int act)
+{
+    sc_lowered_pos *L = &x->lw->pos[p];
+    if (x->st)
+        return -1;
+    if (L->ndeps == L->capdeps_) {
+        int n = L->capdeps_ ? 2 * L->capdeps_ : 64;
+        int *nd = sc_realloc(L->deps, sizeof *nd * (size_t)n);
+        if (!nd) {
+            x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
+            return -1;
+        }
+        L->deps = nd;
+        L->capdeps_ = n;
+    }
+    L->deps[L->ndeps] = act;
+    return L->ndeps++;
+}
+
+static sc_action act(int kind, int op, int stage, int chunk, int mb, int sched_op)
+{
+    return (sc_action){.kind = (uint8_t)kind, .op = (uint8_t)op, .stage = (int16_t)stage,
+                       .chunk = (int16_t)chunk, .mb = mb, .piece = 0, .pieces = 1, .peer = -1,
+                       .match = -1, .sched_op = sched_op, .after = -1, .dep0 = 0, .ndeps = 0};
+}
+
+/* A TP action after action `after` when the stage allreduces; returns the
+ * last action of the two. */
+static int tp_after(lctx *x, int p, int after, int s, int chunk, int mb, int si)
+{
+    const sc_lowered *lw = x->lw;
+    if (lw->cfg.tp == 1 || lw->info[s].tp_count == 0)
+        return after;
+    sc_action a = act(SC_ACT_TP, SC_OP_TP_ALLREDUCE, s, chunk, mb, si);
+    a.coll = SC_COLL_ALLREDUCE;
+    a.waits = 1;
+    a.after = after;
+    a.bytes = lw->info[s].tp_bytes;
+    return push(x, p, a);
+}
+
+/* The index in ops of the op after which chunk's gradients are final. */
+static int last_grad_op(const sc_sched_op *ops, int n, int chunk, int split)
+{
+    int want = split ? SC_OP_W : SC_OP_B, last = -1;
+    for (int i = 0; i < n; i++)
+        if (ops[i].kind == want && ops[i].chunk == chunk)
+            last = i;
+    return last;
+}
+
+/* One compute op of the schedule (F, B or W) with what goes with it;
+ * returns its last action on the compute stream (what a SEND after it
+ * waits for). */
+static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_final,
+                          int *prev_first, int *grad_done)
+{
+    const sc_lowered *lw = x->lw;
+    const sc_step_cfg *cfg = &lw->cfg;
+    int split = lw->sched->impl->split_backward;
+    int s = o->chunk * cfg->pp + p, dp = cfg->dp;
+    const sc_stage_info *in = &lw->info[s];
+    if (cfg->zero == 3 && dp > 1 && (o->kind == SC_OP_F || o->kind == SC_OP_B)) {
+        sc_action a = act(SC_ACT_GATHER, SC_OP_DP_ALLGATHER, s, o->chunk, o->mb, si);
+        a.coll = SC_COLL_ALLGATHER;
+        a.waits = 1;
+        a.after = *prev_first;
+        a.bytes = in->param_bytes; /* the gathered (whole) buffer */
+        push(x, p, a);
+    }
+    int first = -1, last = -1;
+    if (o->kind == SC_OP_B && in->recompute_s > 0) {
+        sc_action a = act(SC_ACT_COMPUTE, SC_OP_RECOMPUTE, s, o->chunk, o->mb, si);
+        a.seconds = in->recompute_s;
+        first = last = push(x, p, a);
+        if (cfg->recompute == SC_RECOMPUTE_FULL)
+            last = tp_after(x, p, last, s, o->chunk, o->mb, si);
+    }
+    int reduce = o->kind == (split ? SC_OP_W : SC_OP_B) && (grad_final || cfg->zero == 3) &&
+                 dp > 1;
+    int K = reduce && grad_final ? in->buckets : 1;
+    double dur = o->kind == SC_OP_F ? in->fwd_s : split ? in->bwd_s / 2 : in->bwd_s;
+    for (int k = 0; k < K && !x->st; k++) {
+        sc_action a = act(SC_ACT_COMPUTE, o->kind, s, o->chunk, o->mb, si);
+        a.seconds = dur / K;
+        a.piece = (int16_t)k;
+        a.pieces = (int16_t)K;
+        last = push(x, p, a);
+        if (first < 0)
+            first = last;
+        if (reduce) {
+            int zero0 = cfg->zero == 0;
+            sc_action r = act(SC_ACT_REDUCE, zero0 ? SC_OP_DP_ALLREDUCE : SC_OP_DP_REDUCESCATTER,
+                              s, o->chunk, grad_final ? -1 : o->mb, si);
+            r.coll = zero0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
+            r.after = last;
+            r.piece = (int16_t)k;
+            r.pieces = (int16_t)K;
+            r.bytes = in->grad_bytes / K;
+            push(x, p, r);
+        }
+    }
+    if (o->kind != SC_OP_W)
+        last = tp_after(x, p, last, s, o->chunk, o->mb, si);
+    *prev_first = first;
+    if (grad_final)
+        grad_done[o->chunk] = last;
+    return last;
+}
+
+/* Position p's list from its schedule ops; grad_done[c] receives the last
+ * action of chunk c's grad-final op. */
+static void lower_position(lctx *x, int p, int *grad_done)
+{
+    const sc_lowered *lw = x->lw;
+    int pp = lw->cfg.pp, n;
+    int split = lw->sched->impl->split_backward;
+    const sc_sched_op *ops = sc_sched_rank_ops(lw->sched, p, &n);
+    int prev_first = -1, produced = -1;
+    for (int i = 0; i < n && !x->st; i++) {
+        const sc_sched_op *o = &ops[i];
+        int s = o->chunk * pp + p;
+        switch (o->kind) {
+        case SC_OP_SEND_F:
+        case SC_OP_SEND_B: {
+            int back = o->kind == SC_OP_SEND_B;
+            sc_action a = act(SC_ACT_SEND, o->kind, s, o->chunk, o->mb, i);
+            a.peer = o->peer;
+            a.after = produced; /* the op right before it (sched.h's rule) */
+            a.bytes = lw->info[back ? s - 1 : s].send_bytes;
+            push(x, p, a);
+            break;
+        }
+        case SC_OP_RECV_F:
+        case SC_OP_RECV_B: {
+            int back = o->kind == SC_OP_RECV_B;
+            sc_action a = act(SC_ACT_RECV, o->kind, s, o->chunk, o->mb, i);
+            a.peer = o->peer;
+            a.waits = 1;
+            a.bytes = lw->info[back ? s : s - 1].send_bytes;
+            push(x, p, a);
+            break;
+        }
+        case SC_OP_F:
+        case SC_OP_B:
+        case SC_OP_W: {
+            int final = i == last_grad_op(ops, n, o->chunk, split);
+            produced = lower_compute(x, p, o, i, final, &prev_first, grad_done);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+}
+
+/* Each SEND's match: the RECV of the same direction, microbatch and
+ * receiving stage in the peer's list. O(actions) with one table per
+ * direction of (mb, stage) -> RECV index. */
+static void match_sends(lctx *x)
+{
+    sc_lowered *lw = x->lw;
+    int S = lw->S, m = lw->cfg.m;
+    int *recv = sc_malloc(sizeof(int) * 2 * (size_t)m * (size_t)S);
+    if (!recv) {
+        x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
+        return;
+    }
+    for (size_t i = 0; i < 2 * (size_t)m * (size_t)S; i++)
+        recv[i] = -1;
+    for (int p = 0; p < lw->cfg.pp; p++)
+        for (int i = 0; i < lw->pos[p].n; i++) {
+            const sc_action *a = &lw->pos[p].acts[i];
+            if (a->kind == SC_ACT_RECV)
+                recv[((a->op == SC_OP_RECV_B) * m + a->mb) * S + a->stage] = i;
+        }
+    for (int p = 0; p < lw->cfg.pp; p++)
+        for (int i = 0; i < lw->pos[p].n; i++) {
+            sc_action *a = &lw->pos[p].acts[i];
+            if (a->kind != SC_ACT_SEND)
+                continue;
+            int back = a->op == SC_OP_SEND_B, to = back ? a->stage - 1 : a->stage + 1;
+            a->match = recv[(back * m + a->mb) * S + to];
+        }
+    sc_free(recv);
+}
+
+/* Tied groups whose members sit on two or more positions. A position counts
+ * once, with the chunk of its first member leaf. */
+static void lower_ties(lctx *x, const int *grad_done)
+{
+    sc_lowered *lw = x->lw;
+    const sc_model *m = x->m;
+    int pp = lw->cfg.pp, v = lw->cfg.v, tp = lw->cfg.tp;
+    double wb, gb, ob;
+    sc_cost_state_bytes(m->dtype, &wb, &gb, &ob);
+    lw->ties = sc_calloc((size_t)(m->n_groups ? m->n_groups : 1), sizeof *lw->ties);
+    int *chunk = sc_malloc(sizeof(int) * (size_t)pp);
+    if (!lw->ties || !chunk) {
+        sc_free(chunk);
+        x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
+        return;
+    }
+    for (int g = 0; g < m->n_groups && !x->st; g++) {
+        const sc_model_group *G = &m->groups[g];
+        double params = 0;
+        int npos = 0;
+        for (int p = 0; p < pp; p++)
+            chunk[p] = -1;
+        for (int k = 0; k < G->n; k++) {
+            const sc_module *y = m->leaves[G->leaves[k]];
+            params += y->params / (y->has_tp && y->tp_shardable ? tp : 1);
+            int s = sc_partition_stage_of(&lw->part, G->leaves[k]);
+            if (chunk[s % pp] < 0) {
+                chunk[s % pp] = s / pp;
+                npos++;
+            }
+        }
+        if (npos < 2)
+            continue;
+        sc_tie *T = &lw->ties[lw->n_ties++];
+        T->group = g;
+        T->bytes = params * gb;
+        T->pos = sc_malloc(sizeof(int) * (size_t)npos);
+        T->act = sc_malloc(sizeof(int) * (size_t)npos);
+        if (!T->pos || !T->act) {
+            x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
+            break;
+        }
+        for (int p = 0; p < pp; p++) {
+            if (chunk[p] < 0)
+                continue;
+            sc_action a = act(SC_ACT_TIED, SC_OP_DP_ALLREDUCE, -1, -1, -1, -1);
+            a.coll = SC_COLL_ALLREDUCE;
+            a.peer = lw->n_ties - 1;
+            a.after = grad_done[p * v + chunk[p]];
+            a.bytes = T->bytes;
+            T->pos[T->npos] = p;
+            T->act[T->npos++] = push(x, p, a);
+        }
+    }
+    sc_free(chunk);
+}
+
+/* The optimizer after every reduction of the position, then ZeRO 1/2's
+ * parameter allgather. */
+static void lower_optimizer(lctx *x, int p)
+{
+    sc_lowered *lw = x->lw;
+    const sc_step_cfg *cfg = &lw->cfg;
+    double wb, gb, ob, params = 0;
+    sc_cost_state_bytes(x->m->dtype, &wb, &gb, &ob);
+    for (int c = 0; c < cfg->v; c++)
+        params += lw->info[c * cfg->pp + p].param_bytes / wb;
+    double local = cfg->zero >= 1 ? params / cfg->dp : params;
+    sc_lowered_pos *L = &lw->pos[p];
+    int dep0 = L->ndeps;
+    for (int i = 0; i < L->n; i++)
+        if (L->acts[i].kind == SC_ACT_REDUCE || L->acts[i].kind == SC_ACT_TIED)
+            push_dep(x, p, i);
+    sc_action a = act(SC_ACT_COMPUTE, SC_OP_OPTIMIZER, p, -1, -1, -1);
+    a.seconds = sc_cost_optimizer_time(x->c, x->m->dtype, local);
+    a.bytes = local * (wb + gb + ob);
+    a.dep0 = dep0;
+    a.ndeps = L->ndeps - dep0;
+    int opt = push(x, p, a);
+    if ((cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1) {
+        sc_action g = act(SC_ACT_PARAMS, SC_OP_DP_ALLGATHER, p, -1, -1, -1);
+        g.coll = SC_COLL_ALLGATHER;
+        g.waits = 1;
+        g.after = opt;
+        g.bytes = params * wb; /* the whole gathered buffer per rank */
+        push(x, p, g);
+    }
+}
+
+void sc_lower_free(sc_lowered *lw)
+{
+    if (!lw)
+        return;
+    for (int p = 0; lw->pos && p < lw->cfg.pp; p++) {
+        sc_free(lw->pos[p].acts);
+        sc_free(lw->pos[p].deps);
+    }
+    for (int t = 0; t < lw->n_ties; t++) {
+        sc_free(lw->ties[t].pos);
+        sc_free(lw->ties[t].act);
+    }
+    sc_free(lw->ties);
+    sc_free(lw->pos);
+    sc_free(lw->info);
+    sc_sched_free(lw->sched);
+    if (lw->own_part)
+        sc_partition_free(&lw->part);
+    sc_free(lw);
+}
+
+sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
+                   sc_lowered **out, sc_error *err)
+{
+    *out = NULL;
+    sc_status st = sc_step_check(m, c, cfg, err);
+    if (st)
+        return st;
+    sc_lowered *lw = sc_calloc(1, sizeof *lw);
+    if (!lw)
+        return sc_err(err, SC_ENOMEM, "lower: out of memory");
+    lw->cfg = *cfg;
+    lw->S = cfg->pp * cfg->v;
+    st = sc_sched_generate(cfg->schedule, cfg->pp, cfg->m, cfg->v, &lw->sched, err);
+    if (!st && cfg->partition) {
+        lw->part = *cfg->partition;
+    } else if (!st) {
+        st = sc_partition_uniform(m, lw->S, &lw->part, err);
+        lw->own_part = !st;
+    }
+    lw->cfg.partition = &lw->part;
+    if (!st) {
+        lw->info = sc_calloc((size_t)lw->S, sizeof *lw->info);
+        lw->pos = sc_calloc((size_t)cfg->pp, sizeof *lw->pos);
+        if (!lw->info || !lw->pos)
+            st = sc_err(err, SC_ENOMEM, "lower: out of memory");
+    }
+    if (!st) {
+        sc_stage_cfg sc = {m->dtype, cfg->tp, cfg->mbs, cfg->recompute, cfg->bucket_bytes};
+        st = sc_cost_stage(c, m, &lw->part, &sc, lw->info, err);
+    }
+    int *grad_done = st ? NULL : sc_malloc(sizeof(int) * (size_t)lw->S);
+    if (!st && !grad_done)
+        st = sc_err(err, SC_ENOMEM, "lower: out of memory");
+    if (st) {
+        sc_lower_free(lw);
+        return st;
+    }
+    lctx x = {lw, m, c, err, SC_OK};
+    for (int s = 0; s < lw->S; s++)
+        grad_done[s] = -1;
+    for (int p = 0; p < cfg->pp && !x.st; p++)
+        lower_position(&x, p, grad_done + p * cfg->v);
+    if (!x.st)
+        match_sends(&x);
+    if (!x.st)
+        lower_ties(&x, grad_done);
+    for (int p = 0; p < cfg->pp && !x.st; p++)
+        lower_optimizer(&x, p);
+    sc_free(grad_done);
+    if (x.st) {
+        sc_lower_free(lw);
+        return x.st;
+    }
+    *out = lw;
+    return SC_OK;
+}
+
+void sc_lower_dump(const sc_lowered *lw, FILE *f)
+{
+    for (int p = 0; p < lw->cfg.pp; p++) {
+        fprintf(f, "position %d: %d actions\n", p, lw->pos[p].n);
+        for (int i = 0; i < lw->pos[p].n; i++) {
+            const sc_action *a = &lw->pos[p].acts[i];
+            fprintf(f, "  %4d %-7s %-14s stage %2d chunk %2d mb %3d", i,
+                    sc_act_kind_name(a->kind), sc_op_kind_name(a->op), a->stage, a->chunk, a->mb);
+            if (a->pieces > 1)
+                fprintf(f, " piece %d/%d", a->piece, a->pieces);
+            if (a->after >= 0)
+                fprintf(f, " after %d", a->after);
+            if (a->peer >= 0)
+                fprintf(f, " peer %d", a->peer);
+            if (a->match >= 0)
+                fprintf(f, " match %d", a->match);
+            if (a->waits)
+                fprintf(f, " waits");
+            if (a->kind == SC_ACT_COMPUTE)
+                fprintf(f, " %.3f us", a->seconds * 1e6);
+            if (a->bytes > 0)
+                fprintf(f, " %.0f B", a->bytes);
+            for (int k = 0; k < a->ndeps; k++)
+                fprintf(f, "%s%d", k ? "," : " deps ", lw->pos[p].deps[a->dep0 + k]);
+            fputc('\n', f);
+        }
+    }
+}
