@@ -235,6 +235,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
  * least 1, at most SC_MAX_BUCKETS (bucket_bytes 0 = 25 MiB, PyTorch DDP's
  * default): larger buckets beyond. */
 #define SC_MAX_BUCKETS 32
+#define SC_DEFAULT_BUCKET_BYTES (25.0 * 1024 * 1024)
 int sc_cost_bucket_count(double grad_bytes, double bucket_bytes);
 
 /* ---- per-module table ----------------------------------------------------- */

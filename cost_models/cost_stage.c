@@ -4,11 +4,9 @@
 
 #include <math.h>
 
-#define DEFAULT_BUCKET (25.0 * 1024 * 1024)
-
 int sc_cost_bucket_count(double grad_bytes, double bucket_bytes)
 {
-    double bucket = bucket_bytes > 0 ? bucket_bytes : DEFAULT_BUCKET;
+    double bucket = bucket_bytes > 0 ? bucket_bytes : SC_DEFAULT_BUCKET_BYTES;
     double k = ceil(grad_bytes / bucket);
     return k < 1 ? 1 : k > SC_MAX_BUCKETS ? SC_MAX_BUCKETS : (int)k;
 }

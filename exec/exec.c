@@ -11,9 +11,9 @@
 #include "cost.h"
 #include "exec_int.h"
 #include "json.h"
+#include "lower.h"
 #include "model.h"
 #include "plan.h"
-#include "schedule.h"
 #include "step.h"
 #include "timeline.h"
 
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_BUCKETS 32
+#define MAX_BUCKETS SC_MAX_BUCKETS
 #define CLOCK_ROUNDS 8
 
 enum { IT_WGEMM = 0, IT_CORE, IT_MEM };
@@ -57,6 +57,7 @@ typedef struct pend {
     int rec;      /* index into the step's records, -1 if not recorded (a receive) */
     int buf;      /* buffer id it uses (hazard tracking), -1 none */
     int kind, stage, mb, peer;
+    int act;      /* the lowered action that posted it, -1 none */
 } pend;
 
 struct sc_exec {
@@ -69,9 +70,12 @@ struct sc_exec {
     sc_cluster cluster;
     int have_cluster;
     sc_step_cfg cfg;
-    sc_sched *sched;
-    sc_stage_info *info;  /* per virtual stage */
+    sc_lowered *lw;       /* the step this rank interprets: lw->pos[p] */
+    const sc_stage_info *info; /* lw->info, per virtual stage */
+    char *optdep;         /* per action of the position: the optimizer waits for it */
     int d, p, t, S, split;
+    int cur_rec;          /* the record of the compute op whose pieces are running */
+    int cur_act;          /* the action being interpreted */
     sc_dtype dt, cdt;
     size_t ce;            /* bytes per compute element */
     sc_exec_opts o;
@@ -80,14 +84,12 @@ struct sc_exec {
     stage_work *sw;       /* v entries: chunk c */
     /* communicators */
     sc_comm *tpc, *dpc, **shc, **chan; /* chan[dir * S + s] */
-    int n_shared;
-    double *sh_bytes;     /* per shared group this rank joins (0 if not) */
+    int n_shared;         /* communicators in shc: one per tie of the lowered step */
     /* buffers */
     sc_dbuf *A, *B, *C, *M0, *M1, *opt, *tpb, *zb, *shb, *agb;
     sc_dbuf **sendb;      /* [dir][chunk][mb] */
     sc_dbuf **recvb;      /* [dir][chunk] */
     sc_dbuf **gradb;      /* [chunk][bucket] */
-    double opt_bytes, ag_bytes;
     /* per step */
     rec *recs;
     int nrec, caprec;
@@ -143,12 +145,6 @@ static int add_rec(sc_exec *x, int kind, int stage, int chunk, int mb, int strea
 
 /* ---- work of a stage ------------------------------------------------------- */
 
-static int is_attention(const sc_module *x)
-{
-    return !strcmp(x->kind, "attention") || !strcmp(x->kind, "cross_attention") ||
-           !strcmp(x->kind, "attention_core");
-}
-
 static int clampi(double v)
 {
     if (!(v >= 1))
@@ -173,7 +169,7 @@ static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, it
     double T = mbs * P * seq, h = sc_module_dim(x, "hidden", 0);
     double mem = x->act_out_bytes * mbs;
     int rc = 0;
-    if (is_attention(x)) {
+    if (sc_module_is_attention(x)) {
         double a = sc_module_dim(x, "heads", 0), dk = sc_module_dim(x, "kv", 0);
         if (a < 1)
             a = 1;
@@ -345,7 +341,7 @@ static int add_pend(sc_exec *x, sc_req *r, int rec_i, int buf, int kind, int sta
 {
     if (grow((void **)&x->pend, &x->cappend, x->npend + 1, sizeof(pend)))
         return -1;
-    x->pend[x->npend++] = (pend){r, rec_i, buf, kind, stage, mb, peer};
+    x->pend[x->npend++] = (pend){r, rec_i, buf, kind, stage, mb, peer, x->cur_act};
     return x->npend - 1;
 }
 
@@ -387,15 +383,6 @@ static sc_status collective(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int bu
 enum { BUF_TP = 1, BUF_Z3 = 2, BUF_SH = 3, BUF_AG = 4, BUF_GRAD = 1000, BUF_SEND = 100000,
        BUF_RECV = 50000 };
 
-static sc_status tp_allreduce(sc_exec *x, const stage_work *w, int mb, sc_error *err)
-{
-    if (x->cfg.tp == 1 || w->info.tp_count == 0)
-        return SC_OK;
-    return collective(x, x->tpc, COLL_AR, x->tpb, BUF_TP, w->info.tp_bytes, SC_OP_TP_ALLREDUCE,
-                      w->s, w->chunk, mb, rank_of(x, x->d, x->p, (x->t + 1) % x->cfg.tp), 1,
-                      err);
-}
-
 static int dp_peer(sc_exec *x) { return rank_of(x, (x->d + 1) % x->cfg.dp, x->p, x->t); }
 
 /* ---- the step ------------------------------------------------------------ */
@@ -420,37 +407,32 @@ static sc_status expect_sum(size_t bytes, uint64_t seed, uint64_t *out)
     return SC_OK;
 }
 
-static size_t msg_bytes(sc_exec *x, int from_stage)
-{
-    return (size_t)x->info[from_stage].send_bytes;
-}
-
-/* The receive of op o (RECV_F / RECV_B) and its check. */
-static sc_status do_recv(sc_exec *x, const sc_sched_op *o, sc_error *err)
+/* The receive of a RECV action and its check. */
+static sc_status do_recv(sc_exec *x, const sc_action *a, sc_error *err)
 {
     const sc_backend *be = x->be;
-    int dir = o->kind == SC_OP_RECV_B;
-    int s = o->chunk * x->cfg.pp + x->p;
+    int dir = a->op == SC_OP_RECV_B;
+    int s = a->stage;
     int from = dir ? s + 1 : s - 1;          /* sending stage */
     int link = dir ? s : s - 1;              /* the boundary's lower stage */
-    size_t bytes = msg_bytes(x, link);
+    size_t bytes = (size_t)a->bytes;
     sc_comm *c = x->chan[dir * x->S + link];
-    int peer_world = rank_of(x, x->d, o->peer, x->t);
+    int peer_world = rank_of(x, x->d, a->peer, x->t);
     int peer = peer_world > x->rank ? 1 : 0;
-    sc_dbuf *b = x->recvb[dir * x->cfg.v + o->chunk];
-    int buf = BUF_RECV + dir * x->cfg.v + o->chunk;
+    sc_dbuf *b = x->recvb[dir * x->cfg.v + a->chunk];
+    int buf = BUF_RECV + dir * x->cfg.v + a->chunk;
     sc_status st = free_buf(x, buf, err);
     sc_req *r = NULL;
     if (!st)
         st = be->irecv(x->bk, c, b, bytes, peer, &r, err);
     if (st)
         return st;
-    int pi = add_pend(x, r, -1, buf, o->kind, s, o->mb, peer_world);
+    int pi = add_pend(x, r, -1, buf, a->op, s, a->mb, peer_world);
     if (pi < 0)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
     st = be->compute_wait_req(x->bk, r, deadline(x), err);
     if (st == SC_EIO)
-        return timed_out(x, err, o->kind, s, o->mb, peer_world);
+        return timed_out(x, err, a->op, s, a->mb, peer_world);
     if (st || !x->verify_now)
         return st;
     /* check: wait for the receive itself, then compare checksums */
@@ -461,28 +443,28 @@ static sc_status do_recv(sc_exec *x, const sc_sched_op *o, sc_error *err)
     st = be->checksum(x->bk, b, bytes, &got, err);
     if (st)
         return st;
-    expect_sum(bytes, msg_seed(x, dir, from, o->mb), &want);
+    expect_sum(bytes, msg_seed(x, dir, from, a->mb), &want);
     if (got != want)
         return sc_err(err, SC_EINVAL,
                       "rank %d: checksum mismatch on %s (stage %d, mb %d) from rank %d, step %d: "
                       "got %016llx, want %016llx (%zu bytes)",
-                      x->rank, sc_op_kind_name(o->kind), s, o->mb, peer_world, x->step,
+                      x->rank, sc_op_kind_name(a->op), s, a->mb, peer_world, x->step,
                       (unsigned long long)got, (unsigned long long)want, bytes);
     x->checked++;
     return SC_OK;
 }
 
-static sc_status do_send(sc_exec *x, const sc_sched_op *o, sc_error *err)
+static sc_status do_send(sc_exec *x, const sc_action *a, sc_error *err)
 {
     const sc_backend *be = x->be;
-    int dir = o->kind == SC_OP_SEND_B;
-    int s = o->chunk * x->cfg.pp + x->p;
+    int dir = a->op == SC_OP_SEND_B;
+    int s = a->stage;
     int link = dir ? s - 1 : s;
-    size_t bytes = msg_bytes(x, link);
+    size_t bytes = (size_t)a->bytes;
     sc_comm *c = x->chan[dir * x->S + link];
-    int peer_world = rank_of(x, x->d, o->peer, x->t);
+    int peer_world = rank_of(x, x->d, a->peer, x->t);
     int peer = peer_world > x->rank ? 1 : 0;
-    int idx = (dir * x->cfg.v + o->chunk) * x->cfg.m + o->mb;
+    int idx = (dir * x->cfg.v + a->chunk) * x->cfg.m + a->mb;
     sc_dbuf *b = x->sendb[idx];
     sc_status st = free_buf(x, BUF_SEND + idx, err);
     /* The pattern is written only on the steps whose receives are checked:
@@ -490,7 +472,7 @@ static sc_status do_send(sc_exec *x, const sc_sched_op *o, sc_error *err)
      * (0.2 ms per 128 KiB on a CPU core) would add to the sender's time. */
     if (!st && x->verify_now)
         st = be->fill(x->bk, b, bytes,
-                      msg_seed(x, dir, s, o->mb) +
+                      msg_seed(x, dir, s, a->mb) +
                           (x->fault_corrupt && x->fault_rank == x->rank && x->fault_step == x->step),
                       err);
     sc_req *r = NULL;
@@ -498,46 +480,97 @@ static sc_status do_send(sc_exec *x, const sc_sched_op *o, sc_error *err)
         st = be->isend(x->bk, c, b, bytes, peer, &r, err);
     if (st)
         return st;
-    int ri = add_rec(x, o->kind, s, o->chunk, o->mb, SC_STREAM_COMM, (double)bytes);
-    if (ri < 0 || add_pend(x, r, ri, BUF_SEND + idx, o->kind, s, o->mb, peer_world) < 0)
+    int ri = add_rec(x, a->op, s, a->chunk, a->mb, SC_STREAM_COMM, (double)bytes);
+    if (ri < 0 || add_pend(x, r, ri, BUF_SEND + idx, a->op, s, a->mb, peer_world) < 0)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
     return SC_OK;
 }
 
-/* Compute op with optional bucketed reduction after pieces. */
-static sc_status compute_piece_op(sc_exec *x, int kind, const stage_work *w, int mb, int what,
-                                  int K, int reduce, int grad_final, sc_error *err)
+/* A COMPUTE action: piece `piece` of `pieces` of an op's work; the op's
+ * record opens with its first piece and closes with its last. */
+static sc_status do_compute(sc_exec *x, const sc_action *a, sc_error *err)
 {
-    int ri = add_rec(x, kind, w->s, w->chunk, mb, SC_STREAM_COMPUTE, 0);
-    if (ri < 0)
-        return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    sc_status st = ev_pair(x, ri, 0, err);
-    for (int k = 0; k < K && !st; k++) {
-        int i0 = (int)((long)w->n * k / K), i1 = (int)((long)w->n * (k + 1) / K);
-        st = run_items(x, w, what, i0, i1, err);
-        if (!st && k + 1 == K)
-            st = ev_pair(x, ri, 1, err);
-        if (!st && reduce) {
-            /* bucket k of this chunk's gradients */
-            int zero = x->cfg.zero, coll = zero == 0 ? COLL_AR : COLL_RS;
-            int kind2 = zero == 0 ? SC_OP_DP_ALLREDUCE : SC_OP_DP_REDUCESCATTER;
-            double G = w->info.grad_bytes / K;
-            st = collective(x, x->dpc, coll, x->gradb[w->chunk * MAX_BUCKETS + k],
-                            BUF_GRAD + w->chunk * MAX_BUCKETS + k, G, kind2, w->s, w->chunk,
-                            grad_final ? -1 : mb, dp_peer(x), 0, err);
-        }
-        if (!st)
-            st = poll_all(x, err);
+    const stage_work *w = &x->sw[a->chunk];
+    int what = a->op == SC_OP_F   ? RUN_F
+               : a->op == SC_OP_B ? (x->split ? RUN_B : RUN_BW)
+               : a->op == SC_OP_W ? RUN_W
+               : x->cfg.recompute == SC_RECOMPUTE_FULL ? RUN_F
+                                                        : RUN_SEL;
+    sc_status st = SC_OK;
+    if (a->piece == 0) {
+        x->cur_rec = add_rec(x, a->op, a->stage, a->chunk, a->mb, SC_STREAM_COMPUTE, 0);
+        if (x->cur_rec < 0)
+            return sc_err(err, SC_ENOMEM, "exec: out of memory");
+        st = ev_pair(x, x->cur_rec, 0, err);
     }
+    int i0 = (int)((long)w->n * a->piece / a->pieces);
+    int i1 = (int)((long)w->n * (a->piece + 1) / a->pieces);
+    if (!st)
+        st = run_items(x, w, what, i0, i1, err);
+    if (!st && a->piece + 1 == a->pieces)
+        st = ev_pair(x, x->cur_rec, 1, err);
     return st;
 }
 
-static sc_status zero3_gather(sc_exec *x, const stage_work *w, int mb, sc_error *err)
+/* The optimizer: waits for the reductions it depends on, then one
+ * memory-bound pass over the rank's states. */
+static sc_status do_optimizer(sc_exec *x, const sc_action *a, sc_error *err)
 {
-    if (x->cfg.zero != 3 || x->cfg.dp == 1)
-        return SC_OK;
-    return collective(x, x->dpc, COLL_AG, x->zb, BUF_Z3, w->info.param_bytes * x->cfg.dp,
-                      SC_OP_DP_ALLGATHER, w->s, w->chunk, mb, dp_peer(x), 1, err);
+    const sc_backend *be = x->be;
+    for (int i = 0; i < x->npend; i++) {
+        const pend *q = &x->pend[i];
+        if (q->act < 0 || !x->optdep[q->act])
+            continue;
+        sc_status st = be->compute_wait_req(x->bk, q->req, deadline(x), err);
+        if (st == SC_EIO)
+            return timed_out(x, err, q->kind, q->stage, q->mb, q->peer);
+        if (st)
+            return st;
+    }
+    int ri = add_rec(x, SC_OP_OPTIMIZER, a->stage, -1, -1, SC_STREAM_COMPUTE, 0);
+    if (ri < 0)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    sc_status st = ev_pair(x, ri, 0, err);
+    if (!st && a->bytes >= 4)
+        st = be->memop(x->bk, x->opt, x->opt, (size_t)a->bytes, err);
+    if (!st)
+        st = ev_pair(x, ri, 1, err);
+    return st;
+}
+
+/* One lowered action as backend calls. */
+static sc_status run_action(sc_exec *x, const sc_action *a, sc_error *err)
+{
+    int tpeer = rank_of(x, x->d, x->p, (x->t + 1) % x->cfg.tp);
+    switch (a->kind) {
+    case SC_ACT_RECV:
+        return do_recv(x, a, err);
+    case SC_ACT_SEND:
+        return do_send(x, a, err);
+    case SC_ACT_COMPUTE:
+        return a->op == SC_OP_OPTIMIZER ? do_optimizer(x, a, err) : do_compute(x, a, err);
+    case SC_ACT_TP:
+        return collective(x, x->tpc, COLL_AR, x->tpb, BUF_TP, a->bytes, a->op, a->stage,
+                          a->chunk, a->mb, tpeer, a->waits, err);
+    case SC_ACT_GATHER:
+        return collective(x, x->dpc, COLL_AG, x->zb, BUF_Z3, a->bytes, a->op, a->stage, a->chunk,
+                          a->mb, dp_peer(x), a->waits, err);
+    case SC_ACT_REDUCE: {
+        int b = a->chunk * MAX_BUCKETS + a->piece;
+        return collective(x, x->dpc, a->coll == SC_COLL_ALLREDUCE ? COLL_AR : COLL_RS,
+                          x->gradb[b], BUF_GRAD + b, a->bytes, a->op, a->stage, a->chunk, a->mb,
+                          dp_peer(x), a->waits, err);
+    }
+    case SC_ACT_TIED:
+        return collective(x, x->shc[a->peer], COLL_AR, x->shb, BUF_SH, a->bytes, a->op, -1, -1,
+                          -1, -1, a->waits, err);
+    case SC_ACT_PARAMS:
+        return collective(x, x->dpc, COLL_AG, x->agb, BUF_AG, a->bytes, a->op, a->stage, -1, -1,
+                          dp_peer(x), a->waits, err);
+    default:
+        return sc_err(err, SC_EINVAL, "exec: rank %d: unknown action kind %d", x->rank,
+                      a->kind);
+    }
 }
 
 static void maybe_fault(sc_exec *x)
@@ -553,21 +586,10 @@ static void maybe_fault(sc_exec *x)
         pause();
 }
 
-static int last_grad_op(const sc_sched_op *ops, int n, int chunk, int split)
-{
-    int want = split ? SC_OP_W : SC_OP_B, last = -1;
-    for (int i = 0; i < n; i++)
-        if (ops[i].kind == want && ops[i].chunk == chunk)
-            last = i;
-    return last;
-}
-
-static sc_status run_step(sc_exec *x, double *t_start, sc_error *err)
+/* The start of a step: a barrier, then the backend's epoch. */
+static sc_status step_begin(sc_exec *x, double *t_start, sc_error *err)
 {
     const sc_backend *be = x->be;
-    const sc_step_cfg *cfg = &x->cfg;
-    int n;
-    const sc_sched_op *ops = sc_sched_rank_ops(x->sched, x->p, &n);
     sc_status st = be->barrier(x->bk, deadline(x), err);
     if (st == SC_EIO)
         return sc_err(err, SC_EIO,
@@ -575,102 +597,17 @@ static sc_status run_step(sc_exec *x, double *t_start, sc_error *err)
                       "from rank %d", x->rank, x->o.timeout_s, x->step, x->rank ? 0 : 1);
     if (!st)
         st = be->epoch(x->bk, err);
-    if (st)
-        return st;
     *t_start = be->now(x->bk);
     x->nrec = 0;
-    int faulted = 0;
-    for (int i = 0; i < n && !st; i++) {
-        const sc_sched_op *o = &ops[i];
-        const stage_work *w = &x->sw[o->chunk];
-        if (!faulted && (o->kind == SC_OP_F || o->kind == SC_OP_B || o->kind == SC_OP_W)) {
-            faulted = 1;
-            maybe_fault(x);
-        }
-        switch (o->kind) {
-        case SC_OP_RECV_F:
-        case SC_OP_RECV_B:
-            st = do_recv(x, o, err);
-            break;
-        case SC_OP_SEND_F:
-        case SC_OP_SEND_B:
-            st = do_send(x, o, err);
-            break;
-        case SC_OP_F:
-            st = zero3_gather(x, w, o->mb, err);
-            if (!st)
-                st = compute_piece_op(x, SC_OP_F, w, o->mb, RUN_F, 1, 0, 0, err);
-            if (!st)
-                st = tp_allreduce(x, w, o->mb, err);
-            break;
-        case SC_OP_B:
-        case SC_OP_W: {
-            int is_b = o->kind == SC_OP_B;
-            if (is_b) {
-                st = zero3_gather(x, w, o->mb, err);
-                if (!st && w->info.recompute_s > 0) {
-                    int full = cfg->recompute == SC_RECOMPUTE_FULL;
-                    int ri = add_rec(x, SC_OP_RECOMPUTE, w->s, w->chunk, o->mb,
-                                     SC_STREAM_COMPUTE, 0);
-                    if (ri < 0)
-                        return sc_err(err, SC_ENOMEM, "exec: out of memory");
-                    st = ev_pair(x, ri, 0, err);
-                    if (!st)
-                        st = run_items(x, w, full ? RUN_F : RUN_SEL, 0, w->n, err);
-                    if (!st)
-                        st = ev_pair(x, ri, 1, err);
-                    if (!st && full)
-                        st = tp_allreduce(x, w, o->mb, err);
-                }
-            }
-            if (st)
-                break;
-            int grad_final = i == last_grad_op(ops, n, o->chunk, x->split);
-            int reduce = o->kind == (x->split ? SC_OP_W : SC_OP_B) &&
-                         (grad_final || cfg->zero == 3) && cfg->dp > 1;
-            int K = reduce && grad_final ? sc_cost_bucket_count(w->info.grad_bytes, 0) : 1;
-            int what = is_b ? (x->split ? RUN_B : RUN_BW) : RUN_W;
-            st = compute_piece_op(x, o->kind, w, o->mb, what, K, reduce, grad_final, err);
-            if (!st && is_b)
-                st = tp_allreduce(x, w, o->mb, err);
-            break;
-        }
-        default:
-            break;
-        }
-        if (!st)
-            st = poll_all(x, err);
-    }
-    if (st)
-        return st;
-    /* tied groups split over stages */
-    for (int g = 0; g < x->n_shared && !st; g++)
-        if (x->shc[g])
-            st = collective(x, x->shc[g], COLL_AR, x->shb, BUF_SH, x->sh_bytes[g],
-                            SC_OP_DP_ALLREDUCE, -1, -1, -1, -1, 0, err);
-    /* the optimizer needs every gradient reduction */
-    for (int i = 0; i < x->npend && !st; i++) {
-        int k = x->pend[i].kind;
-        if (k == SC_OP_DP_ALLREDUCE || k == SC_OP_DP_REDUCESCATTER) {
-            st = be->compute_wait_req(x->bk, x->pend[i].req, deadline(x), err);
-            if (st == SC_EIO)
-                return timed_out(x, err, k, x->pend[i].stage, x->pend[i].mb, x->pend[i].peer);
-        }
-    }
-    if (st)
-        return st;
-    int ri = add_rec(x, SC_OP_OPTIMIZER, x->p, -1, -1, SC_STREAM_COMPUTE, 0);
-    if (ri < 0)
-        return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    st = ev_pair(x, ri, 0, err);
-    if (!st && x->opt_bytes >= 4)
-        st = be->memop(x->bk, x->opt, x->opt, (size_t)x->opt_bytes, err);
-    if (!st)
-        st = ev_pair(x, ri, 1, err);
-    if (!st && (cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1)
-        st = collective(x, x->dpc, COLL_AG, x->agb, BUF_AG, x->ag_bytes, SC_OP_DP_ALLGATHER,
-                        x->p, -1, -1, dp_peer(x), 0, err);
-    /* end of step: every request, then the device */
+    return st;
+}
+
+/* The end of a step: every request, the device, then the compute ops'
+ * times from their events. */
+static sc_status step_end(sc_exec *x, sc_error *err)
+{
+    const sc_backend *be = x->be;
+    sc_status st = SC_OK;
     while (!st && x->npend)
         st = wait_pend(x, x->npend - 1, err);
     if (!st) {
@@ -681,7 +618,6 @@ static sc_status run_step(sc_exec *x, double *t_start, sc_error *err)
                           "(a peer of a collective) from rank %d",
                           x->rank, x->o.timeout_s, x->step, x->rank ? 0 : 1);
     }
-    /* compute op times from their events */
     for (int r = 0; r < x->nrec && !st; r++)
         if (x->recs[r].stream == SC_STREAM_COMPUTE) {
             st = be->ev_time(x->bk, x->evs[2 * r], &x->recs[r].t0, err);
@@ -689,6 +625,29 @@ static sc_status run_step(sc_exec *x, double *t_start, sc_error *err)
                 st = be->ev_time(x->bk, x->evs[2 * r + 1], &x->recs[r].t1, err);
         }
     return st;
+}
+
+/* One step: this rank's lowered list, in order, polling the pending
+ * requests after every action so they progress during compute. */
+static sc_status run_step(sc_exec *x, double *t_start, sc_error *err)
+{
+    const sc_lowered_pos *L = &x->lw->pos[x->p];
+    sc_status st = step_begin(x, t_start, err);
+    int faulted = 0;
+    for (int i = 0; i < L->n && !st; i++) {
+        const sc_action *a = &L->acts[i];
+        if (!faulted && a->sched_op >= 0 &&
+            (a->kind == SC_ACT_COMPUTE || a->kind == SC_ACT_GATHER)) {
+            faulted = 1;
+            maybe_fault(x);
+        }
+        x->cur_act = i;
+        st = run_action(x, a, err);
+        x->cur_act = -1;
+        if (!st)
+            st = poll_all(x, err);
+    }
+    return st ? st : step_end(x, err);
 }
 
 /* ---- setup ------------------------------------------------------------------ */
@@ -728,8 +687,10 @@ static double maxd(double a, double b) { return a > b ? a : b; }
 static sc_status make_buffers(sc_exec *x, sc_error *err)
 {
     const sc_step_cfg *cfg = &x->cfg;
-    double X = 0, mem = 4, tpb = 4, P = 4;
-    for (int c = 0; c < cfg->v; c++) {
+    const sc_lowered_pos *L = &x->lw->pos[x->p];
+    int v = cfg->v, m = cfg->m;
+    double X = 0, mem = 4;
+    for (int c = 0; c < v; c++) {
         const stage_work *w = &x->sw[c];
         for (int i = 0; i < w->n; i++) {
             const item *q = &w->it[i];
@@ -738,8 +699,36 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
             if (q->type == IT_MEM)
                 mem = maxd(mem, (double)q->bytes);
         }
-        tpb = maxd(tpb, w->info.tp_bytes);
-        P = maxd(P, w->info.param_bytes * cfg->dp);
+    }
+    /* each communication buffer holds the largest whole buffer of the
+     * actions that use it */
+    double tpb = 4, zb = 4, shb = 4, agb = 4, opt = 4;
+    double *grad = sc_calloc((size_t)(v * MAX_BUCKETS), sizeof(double));
+    x->gradb = sc_calloc((size_t)(v * MAX_BUCKETS), sizeof(sc_dbuf *));
+    x->sendb = sc_calloc((size_t)(2 * v * m), sizeof(sc_dbuf *));
+    x->recvb = sc_calloc((size_t)(2 * v), sizeof(sc_dbuf *));
+    if (!grad || !x->gradb || !x->sendb || !x->recvb) {
+        sc_free(grad);
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    }
+    for (int i = 0; i < L->n; i++) {
+        const sc_action *a = &L->acts[i];
+        switch (a->kind) {
+        case SC_ACT_TP: tpb = maxd(tpb, a->bytes); break;
+        case SC_ACT_GATHER: zb = maxd(zb, a->bytes); break;
+        case SC_ACT_TIED: shb = maxd(shb, a->bytes); break;
+        case SC_ACT_PARAMS: agb = maxd(agb, a->bytes); break;
+        case SC_ACT_REDUCE: {
+            double *g = &grad[a->chunk * MAX_BUCKETS + a->piece];
+            *g = maxd(*g, a->bytes);
+            break;
+        }
+        case SC_ACT_COMPUTE:
+            if (a->op == SC_OP_OPTIMIZER)
+                opt = maxd(opt, a->bytes);
+            break;
+        default: break;
+        }
     }
     sc_status st = SC_OK;
     double eb = (double)x->ce;
@@ -749,30 +738,15 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
     x->M0 = balloc(x, mem, &st, err);
     x->M1 = balloc(x, mem, &st, err);
     x->tpb = balloc(x, tpb, &st, err);
-    x->zb = balloc(x, cfg->zero == 3 && cfg->dp > 1 ? P : 4, &st, err);
-    /* optimizer states and the ZeRO 1/2 gathered parameters */
-    double wb, gb, ob, params = 0;
-    sc_cost_state_bytes(x->model->dtype, &wb, &gb, &ob);
-    for (int c = 0; c < cfg->v; c++)
-        params += x->sw[c].info.param_bytes / wb;
-    double local = cfg->zero >= 1 ? params / cfg->dp : params;
-    x->opt_bytes = local * (wb + gb + ob);
-    x->ag_bytes = params * wb;
-    x->opt = balloc(x, maxd(x->opt_bytes, 4), &st, err);
-    x->agb = balloc(x, (cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1 ? x->ag_bytes : 4, &st,
-                    err);
-    double shmax = 4;
-    for (int g = 0; g < x->n_shared; g++)
-        shmax = maxd(shmax, x->sh_bytes[g]);
-    x->shb = balloc(x, shmax, &st, err);
-    if (st)
-        return st;
-    int v = cfg->v, m = cfg->m;
-    x->sendb = sc_calloc((size_t)(2 * v * m), sizeof(sc_dbuf *));
-    x->recvb = sc_calloc((size_t)(2 * v), sizeof(sc_dbuf *));
-    x->gradb = sc_calloc((size_t)(v * MAX_BUCKETS), sizeof(sc_dbuf *));
-    if (!x->sendb || !x->recvb || !x->gradb)
-        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    x->zb = balloc(x, zb, &st, err);
+    x->opt = balloc(x, opt, &st, err);
+    x->agb = balloc(x, agb, &st, err);
+    x->shb = balloc(x, shb, &st, err);
+    /* a reduce-scatter's count rounds down per member: room for the rest */
+    for (int b = 0; b < v * MAX_BUCKETS && !st; b++)
+        if (grad[b] > 0)
+            x->gradb[b] = balloc(x, grad[b] + 64 * cfg->dp, &st, err);
+    sc_free(grad);
     for (int dir = 0; dir < 2; dir++)
         for (int c = 0; c < v; c++) {
             int s = c * cfg->pp + x->p;
@@ -782,15 +756,8 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
             double rb = rlink >= 0 && rlink + 1 < x->S ? x->info[rlink].send_bytes : 0;
             x->recvb[dir * v + c] = balloc(x, maxd(rb, 4), &st, err);
             for (int k = 0; k < m; k++)
-                x->sendb[(dir * v + c) * m + k] = sb > 0 ? balloc(x, sb, &st, err)
-                                                         : balloc(x, 4, &st, err);
+                x->sendb[(dir * v + c) * m + k] = balloc(x, maxd(sb, 4), &st, err);
         }
-    for (int c = 0; c < v && cfg->dp > 1; c++) {
-        const stage_work *w = &x->sw[c];
-        int K = sc_cost_bucket_count(w->info.grad_bytes, 0);
-        for (int k = 0; k < K; k++)
-            x->gradb[c * MAX_BUCKETS + k] = balloc(x, maxd(w->info.grad_bytes / K, 4) + 64 * cfg->dp, &st, err);
-    }
     return st;
 }
 
@@ -818,43 +785,17 @@ static sc_status make_comms(sc_exec *x, sc_error *err)
         }
     if (st)
         return st;
-    /* tied groups: positions holding members (as sim/step.c) */
-    const sc_model *m = x->model;
-    double wb, gb, ob;
-    sc_cost_state_bytes(m->dtype, &wb, &gb, &ob);
-    x->shc = sc_calloc((size_t)m->n_leaves + 1, sizeof(sc_comm *));
-    x->sh_bytes = sc_calloc((size_t)m->n_leaves + 1, sizeof(double));
-    if (!x->shc || !x->sh_bytes)
+    /* tied groups split over positions: one communicator each */
+    const sc_lowered *lw = x->lw;
+    x->shc = sc_calloc((size_t)(lw->n_ties ? lw->n_ties : 1), sizeof(sc_comm *));
+    if (!x->shc)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    for (int i = 0; i < m->n_leaves && !st; i++) {
-        const sc_module *a = m->leaves[i];
-        if (!a->shared)
-            continue;
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = m->leaves[j]->shared && !strcmp(m->leaves[j]->shared, a->shared);
-        if (seen)
-            continue;
-        unsigned long long posmask = 0;
-        int npos = 0;
-        double params = 0;
-        for (int j = i; j < m->n_leaves; j++) {
-            const sc_module *y = m->leaves[j];
-            if (!y->shared || strcmp(y->shared, a->shared))
-                continue;
-            params += y->params / (y->has_tp && y->tp_shardable ? tp : 1);
-            int p = sc_partition_stage_of(cfg->partition, j) % pp;
-            if (p < 64 && !(posmask >> p & 1)) {
-                posmask |= 1ull << p;
-                npos++;
-            }
-        }
-        if (npos < 2)
-            continue;
-        int me = x->p < 64 && (posmask >> x->p & 1);
-        int g = x->n_shared++;
-        x->sh_bytes[g] = params * gb;
-        st = be->comm_split(x->bk, me ? x->d * tp + x->t : -1, x->rank, &x->shc[g], err);
+    for (int k = 0; k < lw->n_ties && !st; k++) {
+        int me = 0;
+        for (int q = 0; q < lw->ties[k].npos; q++)
+            me |= lw->ties[k].pos[q] == x->p;
+        x->n_shared++;
+        st = be->comm_split(x->bk, me ? x->d * tp + x->t : -1, x->rank, &x->shc[k], err);
     }
     return st;
 }
@@ -916,21 +857,26 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
                       sc_basename(plan_file), cfg->dp, cfg->tp, cfg->pp, need, x->size, need,
                       plan_file);
     x->S = cfg->pp * cfg->v;
-    x->info = sc_calloc((size_t)x->S, sizeof(sc_stage_info));
-    if (!x->info)
-        return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    st = sc_step_stage_infos(x->model, &x->cluster, cfg, x->info, err);
-    if (!st)
-        st = sc_sched_generate(cfg->schedule, cfg->pp, cfg->m, cfg->v, &x->sched, err);
+    st = sc_lower(x->model, &x->cluster, cfg, &x->lw, err);
     if (st) {
         sc_err_prefix(err, "%s", sc_basename(plan_file));
         return st;
     }
-    x->split = x->sched->impl->split_backward;
+    x->info = x->lw->info;
+    x->split = x->lw->sched->impl->split_backward;
     sc_step_coords(cfg, x->rank, &x->d, &x->p, &x->t);
     x->dt = x->model->dtype;
     x->cdt = be->compute_dtype(x->bk, x->dt);
     x->ce = sc_backend_elem_bytes(x->cdt);
+    /* the actions the optimizer waits for */
+    const sc_lowered_pos *L = &x->lw->pos[x->p];
+    x->optdep = sc_calloc((size_t)(L->n ? L->n : 1), 1);
+    if (!x->optdep)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int i = 0; i < L->n; i++)
+        for (int k = 0; k < L->acts[i].ndeps; k++)
+            x->optdep[L->deps[L->acts[i].dep0 + k]] = 1;
+    x->cur_act = -1;
     st = build_work(x, err);
     if (!st)
         st = make_comms(x, err);
@@ -1188,15 +1134,14 @@ void sc_exec_close(sc_exec *x)
     sc_free(x->evs);
     sc_free(x->chan);
     sc_free(x->shc);
-    sc_free(x->sh_bytes);
     sc_free(x->recs);
     sc_free(x->pend);
     sc_free(x->offset);
     for (int c = 0; x->sw && c < x->cfg.v; c++)
         sc_free(x->sw[c].it);
     sc_free(x->sw);
-    sc_free(x->info);
-    sc_sched_free(x->sched);
+    sc_free(x->optdep);
+    sc_lower_free(x->lw);
     sc_model_free(x->model);
     sc_plan_free(x->plan);
     sc_free(x);

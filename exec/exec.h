@@ -2,32 +2,31 @@
  * MPI rank per device, and measures it (stagecraft.timeline/1, source
  * "exec", with the simulator's op identities so the two compare op for op).
  *
- * What each rank runs (exec.c; mirrors sim/step.c, see step.h):
- *   - the per-rank op order of sc_sched_generate for its pipeline position,
- *     nothing reordered: RECV right before the op that consumes it (a
- *     nonblocking receive, then a wait), SEND right after its producer
- *     (nonblocking, waited at the end of the step);
- *   - F: the stage's leaves as real GEMMs with the modules' dims (attention:
- *     QKV, per-head scores and values, output projection; MLP: up and down;
- *     head: the vocabulary projection; tp-shardable modules split heads, ffn
- *     and vocab by tp) and memory-bound passes (norms, embedding lookups,
- *     anything without FLOPs) over mbs samples;
- *   - B: input-gradient GEMMs (and weight-gradient GEMMs unless the schedule
- *     splits the backward, zb-h1, where W runs them); a RECOMPUTE op before
- *     B when the plan recomputes (full: the forward again, then its tp
- *     allreduce; selective: attention scores and values);
- *   - tp allreduce of sc_stage_info.tp_bytes after every F, B and full
- *     recompute; pipeline messages of send_bytes, filled with a pattern of
- *     (step, direction, sending stage, mb) and checked by checksum on receipt
- *     (warm-up steps and the first measured step);
- *   - data parallelism as the simulator: gradient buckets (allreduce, or
- *     reduce-scatter under ZeRO 1-3) after the last backward of each chunk,
- *     the backward cut into as many pieces; ZeRO 3: allgather before every F
- *     and B and reduce-scatter after every B (W under zb-h1); ZeRO 1/2:
- *     allgather of the parameters after the optimizer; tied groups split
- *     over stages: an allreduce of their gradients before the optimizer;
- *   - the optimizer: one memory-bound pass over the rank's weights, grads
- *     and Adam states (bytes from sc_cost_state_bytes, /dp under ZeRO).
+ * What each rank runs (exec.c): its pipeline position's list of the lowered
+ * step (sim/lower.h: sc_lower), action by action, in order. lower.h holds
+ * every rule of what runs after what; the simulator translates the same
+ * list into engine tasks, so the two compare op for op by construction.
+ * Each action becomes backend calls:
+ *   - COMPUTE F: the stage's leaves as real GEMMs with the modules' dims
+ *     (attention: QKV, per-head scores and values, output projection; MLP:
+ *     up and down; head: the vocabulary projection; tp-shardable modules
+ *     split heads, ffn and vocab by tp) and memory-bound passes (norms,
+ *     embedding lookups, anything without FLOPs) over mbs samples; B: the
+ *     input-gradient GEMMs (and the weight-gradient GEMMs unless the
+ *     schedule splits the backward, zb-h1, where W runs them); RECOMPUTE:
+ *     the forward again (full) or the attention scores and values
+ *     (selective); a compute op cut into bucket pieces runs its share of
+ *     the GEMMs per piece and is one timeline op; OPTIMIZER: after a compute
+ *     wait on the reductions it depends on, one memory-bound pass over the
+ *     rank's weights, grads and Adam states;
+ *   - RECV: a nonblocking receive, then the compute stream waits for it;
+ *     SEND: nonblocking, waited at the end of the step; messages are filled
+ *     with a pattern of (step, direction, sending stage, mb) and checked by
+ *     checksum on receipt (warm-up steps and the first measured step);
+ *   - TP, GATHER, REDUCE, TIED, PARAMS: nonblocking collectives on the tp,
+ *     dp or tie communicator (allreduce, reduce-scatter or allgather of the
+ *     action's whole buffer); the compute stream waits at once for those the
+ *     action marks `waits`.
  * Sizes are the modelled bytes; the CPU backend computes in fp32 whatever
  * the plan's dtype (GEMM buffers hold fp32; communication moves the
  * modelled byte counts).

@@ -78,12 +78,8 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     }
-    sc_step_cfg cfg = {.dp = 1, .tp = tp, .pp = pp, .v = v, .m = 1, .mbs = mbs,
-                       .schedule = v > 1 ? "interleaved" : "1f1b", .partition = &t.part,
-                       .recompute = SC_RECOMPUTE_SELECTIVE};
-    sc_cluster big = *c; /* step_check wants the ranks to fit: give it room */
-    big.nodes = SC_CLUSTER_MAX_NODES;
-    sc_status st = sc_step_stage_infos(m, &big, &cfg, info, err);
+    sc_stage_cfg scfg = {m->dtype, tp, mbs, SC_RECOMPUTE_SELECTIVE, 0};
+    sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */
     for (int s = 0; s < t.S && !st; s++) {
@@ -139,15 +135,8 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         }
     }
     /* shared groups split over positions: each holder keeps a copy */
-    for (int i = 0; i < m->n_leaves && !st; i++) {
-        const sc_module *x = m->leaves[i];
-        if (!x->shared)
-            continue;
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = m->leaves[j]->shared && !strcmp(m->leaves[j]->shared, x->shared);
-        if (seen)
-            continue;
+    for (int g = 0; g < m->n_groups && !st; g++) {
+        const sc_model_group *G = &m->groups[g];
         double all = 0, *here = sc_calloc(P, sizeof(double));
         int *holds = sc_calloc(P, sizeof(int));
         if (!here || !holds) {
@@ -156,10 +145,9 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
             st = sc_err(err, SC_ENOMEM, "plan: out of memory");
             break;
         }
-        for (int j = i; j < m->n_leaves; j++) {
+        for (int k = 0; k < G->n; k++) {
+            int j = G->leaves[k];
             const sc_module *y = m->leaves[j];
-            if (!y->shared || strcmp(y->shared, x->shared))
-                continue;
             double p = y->params / (y->has_tp && y->tp_shardable ? tp : 1);
             int r = sc_partition_stage_of(&t.part, j) % pp;
             all += p;

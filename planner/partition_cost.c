@@ -188,26 +188,16 @@ static sc_status groups_init(sc_pctx *x, sc_error *err)
 {
     const sc_model *m = x->m;
     int L = x->L, tp = x->tp;
-    /* distinct names, in pre-order of first appearance */
-    int ng = 0;
-    for (int i = 0; i < m->n_modules; i++) {
-        const sc_module *a = m->modules[i];
-        if (!a->shared)
-            continue;
-        int seen = 0;
-        for (int g = 0; g < ng && !seen; g++)
-            seen = !strcmp(x->groups[g].name, a->shared);
-        if (seen)
-            continue;
-        sc_pgroup *ng_arr = sc_realloc(x->groups, sizeof *ng_arr * (size_t)(ng + 1));
-        if (!ng_arr)
-            return sc_err(err, SC_ENOMEM, "partition: out of memory");
-        x->groups = ng_arr;
-        memset(&x->groups[ng], 0, sizeof x->groups[ng]);
-        x->groups[ng].name = a->shared;
-        x->n_groups = ++ng;
-    }
+    /* the model's groups, in pre-order of first appearance */
+    int ng = m->n_groups;
+    x->groups = sc_calloc((size_t)(ng ? ng : 1), sizeof *x->groups);
+    if (!x->groups)
+        return sc_err(err, SC_ENOMEM, "partition: out of memory");
+    x->n_groups = ng;
+    for (int g = 0; g < ng; g++)
+        x->groups[g].name = m->groups[g].name;
     for (int g = 0; g < ng; g++) {
+        const sc_model_group *MG = &m->groups[g];
         sc_pgroup *G = &x->groups[g];
         G->here = sc_calloc((size_t)L + 1, sizeof *G->here);
         G->next = sc_malloc(sizeof *G->next * ((size_t)L + 1));
@@ -215,10 +205,8 @@ static sc_status groups_init(sc_pctx *x, sc_error *err)
             return sc_err(err, SC_ENOMEM, "partition: out of memory");
         G->span_lo = L;
         G->span_hi = -1;
-        for (int i = 0; i < m->n_modules; i++) {
-            const sc_module *a = m->modules[i];
-            if (!a->shared || strcmp(a->shared, G->name))
-                continue;
+        for (int k = 0; k < MG->n_mods; k++) {
+            const sc_module *a = m->modules[MG->mods[k]];
             int lo = first_leaf(a), hi = last_leaf(a);
             if (lo < G->span_lo) {
                 G->span_lo = lo;
@@ -231,7 +219,7 @@ static sc_status groups_init(sc_pctx *x, sc_error *err)
         }
         for (int l = 0; l < L; l++) {
             const sc_module *a = m->leaves[l];
-            int member = a->shared && !strcmp(a->shared, G->name);
+            int member = a->group == g;
             /* sc_cost_memory's sharding rule (step.c also tests has_tp, which
              * tp_shardable implies for every loaded or generated model);
              * one rule keeps memory monotone in the range */
@@ -242,7 +230,7 @@ static sc_status groups_init(sc_pctx *x, sc_error *err)
         G->next[L] = L;
         for (int l = L - 1; l >= 0; l--) {
             const sc_module *a = m->leaves[l];
-            G->next[l] = a->shared && !strcmp(a->shared, G->name) ? l : G->next[l + 1];
+            G->next[l] = a->group == g ? l : G->next[l + 1];
         }
     }
     return SC_OK;

@@ -8,6 +8,7 @@
  *     "cluster": { "name", "source", "digest", "nodes", "gpus_per_node" },
  *     "dp", "tp", "pp", "v", "microbatches", "mbs", "global_batch",
  *     "schedule", "zero", "recompute", "placement",
+ *     "bucket_bytes",   data-parallel gradient bucket size (optional; 25 MiB)
  *     "partition": { "method": "uniform"|"tree"|"optimal"|"explicit",
  *                    "stages": [ { "first_leaf", "last_leaf", "first", "last" } ] },
  *     "ranks": [ { "rank", "node", "device", "dp", "pp", "tp" } ],
@@ -40,6 +41,7 @@ typedef struct sc_plan {
     int nodes, gpus_per_node;
     int dp, tp, pp, v, m, mbs, zero;
     sc_recompute recompute;
+    double bucket_bytes;  /* > 0 */
     char schedule[32], placement[16], method[16];
     sc_partition partition;
     int has_prediction;

@@ -1,7 +1,8 @@
 /* test_exec.c - the executor on the CPU backend under mpirun: every schedule
  * at pp 2 and 4, tp 2, dp 2 (ZeRO 0-3), recompute, tied embeddings and
  * mixes; the measured timeline holds exactly the simulator's compute-stream
- * ops per rank in the same order and the same multiset of comm ops;
+ * ops per rank in the same order and the same multiset of comm ops, and
+ * both are the lowered list of the plan (tests/lower_check.h);
  * activations are checked by checksum on receipt; a wrong rank count, a bad
  * plan and a dead or hung rank fail cleanly with nothing written.
  *
@@ -11,6 +12,7 @@
  */
 #include "check.h"
 #include "json.h"
+#include "lower_check.h"
 #include "timeline.h"
 
 #include <stdlib.h>
@@ -175,6 +177,11 @@ static void run_cfg(const char *d, const char *cfg, int ranks)
     snprintf(sf, sizeof sf, "%s/sim.json", d);
     snprintf(ef, sizeof ef, "%s/measured.json", d);
     compare(what, sf, ef);
+    /* and both are the lowered list, op for op */
+    char pf[512];
+    snprintf(pf, sizeof pf, "%s/plan.json", d);
+    CHECK(sc_check_timeline_vs_lowered(what, pf, sf) > 0);
+    CHECK(sc_check_timeline_vs_lowered(what, pf, ef) > 0);
 }
 
 TEST(exec_help_and_usage)
@@ -241,6 +248,9 @@ TEST(exec_tp_dp_zero_recompute)
     run_cfg(d, "--dp 2 --tp 1 --pp 1 --microbatches 2 --mbs 1 --schedule 1f1b", 2);
     run_cfg(d, "--dp 2 --tp 1 --pp 1 --microbatches 2 --mbs 1 --schedule 1f1b --zero 1", 2);
     run_cfg(d, "--dp 2 --tp 1 --pp 1 --microbatches 2 --mbs 1 --schedule 1f1b --zero 3", 2);
+    /* the parameter gather before the recompute; small buckets: several pieces */
+    run_cfg(d, "--dp 2 --tp 1 --pp 1 --microbatches 2 --mbs 1 --schedule 1f1b --zero 3 "
+               "--recompute full --bucket-mib 0.25", 2);
     run_cfg(d, "--dp 1 --tp 2 --pp 1 --microbatches 2 --mbs 1 --schedule 1f1b --recompute full",
             2);
     run_cfg(d, "--dp 1 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b "

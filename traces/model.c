@@ -195,21 +195,33 @@ static void module_free(sc_module *mod)
 
 static void groups_free(sc_model *m)
 {
-    for (int g = 0; g < m->n_groups; g++)
+    for (int g = 0; g < m->n_groups; g++) {
         sc_free(m->groups[g].leaves);
+        sc_free(m->groups[g].mods);
+    }
     sc_free(m->groups);
     m->groups = NULL;
     m->n_groups = 0;
 }
 
-/* The parameter-sharing groups of the leaves, in the order of their first
- * member; O(leaves · groups). */
+static int push_index(int **arr, int n, int v)
+{
+    int *na = sc_realloc(*arr, sizeof *na * (size_t)(n + 1));
+    if (!na)
+        return -1;
+    na[n] = v;
+    *arr = na;
+    return 0;
+}
+
+/* The parameter-sharing groups, in pre-order of their first member;
+ * O(modules · groups). */
 static sc_status build_groups(sc_model *m, const char *file, sc_error *err)
 {
     groups_free(m);
     int cap = 0;
-    for (int i = 0; i < m->n_leaves; i++) {
-        sc_module *x = m->leaves[i];
+    for (int i = 0; i < m->n_modules; i++) {
+        sc_module *x = m->modules[i];
         x->group = -1;
         if (!x->shared)
             continue;
@@ -224,16 +236,19 @@ static sc_status build_groups(sc_model *m, const char *file, sc_error *err)
                     goto oom;
                 m->groups = ng;
             }
-            m->groups[g] = (sc_model_group){x->shared, 0, NULL};
+            m->groups[g] = (sc_model_group){x->shared, 0, NULL, 0, NULL};
             m->n_groups++;
         }
         sc_model_group *G = &m->groups[g];
-        int *nl = sc_realloc(G->leaves, sizeof *nl * (size_t)(G->n + 1));
-        if (!nl)
-            goto oom;
-        G->leaves = nl;
-        G->leaves[G->n++] = i;
         x->group = g;
+        if (push_index(&G->mods, G->n_mods, i))
+            goto oom;
+        G->n_mods++;
+        if (x->leaf_index >= 0) {
+            if (push_index(&G->leaves, G->n, x->leaf_index))
+                goto oom;
+            G->n++;
+        }
     }
     return SC_OK;
 oom:

@@ -57,15 +57,18 @@ struct sc_module {
     int index;           /* pre-order index, root = 0 */
     int leaf_index;      /* position among the leaves in execution order, -1 if not a leaf */
     int depth;
-    int group;           /* index into sc_model.groups of a leaf with `shared`, else -1 */
+    int group;           /* index into sc_model.groups when it has `shared`, else -1 */
 };
 
-/* A parameter-sharing group (a tied embedding and LM head): the leaves that
- * name it in `shared`, built once by sc_model_finish. */
+/* A parameter-sharing group (a tied embedding and LM head): the modules
+ * that name it in `shared`, built once by sc_model_finish. Members must
+ * share a stage (or, when split, reduce their gradients together). */
 typedef struct sc_model_group {
     const char *name;    /* points into the first member's `shared` */
     int n;
-    int *leaves;         /* leaf indices, ascending */
+    int *leaves;         /* the members that are leaves: leaf indices, ascending */
+    int n_mods;
+    int *mods;           /* every member: pre-order module indices, ascending */
 } sc_model_group;
 
 typedef struct sc_model {

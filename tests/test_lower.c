@@ -1,0 +1,307 @@
+/* test_lower.c - the lowered step: its rules (what runs after what) on
+ * small configurations, and the proof that it drives the simulator: every
+ * schedule, ZeRO stage and recompute mode simulated here yields a timeline
+ * whose ops are exactly the lowered list's (test_exec.c makes the same
+ * check of the executor's measured timelines). */
+#include "check.h"
+#include "lower.h"
+#include "lower_check.h"
+#include "plan.h"
+#include "cluster.h"
+#include "timeline.h"
+
+#include <stdlib.h>
+
+/* ---- the timeline against the lowered list ------------------------------------ */
+
+typedef struct ident {
+    int kind, stage, chunk, mb;
+} ident;
+
+static int by_ident(const void *a, const void *b)
+{
+    const ident *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind - y->kind;
+    if (x->stage != y->stage)
+        return x->stage - y->stage;
+    if (x->chunk != y->chunk)
+        return x->chunk - y->chunk;
+    return x->mb - y->mb;
+}
+
+/* What position p's list puts on a rank's timeline: its compute ops (an op
+ * cut into bucket pieces is one op), in list order, into comp; its
+ * communication ops into comm. */
+static void expected(const sc_lowered_pos *L, ident *comp, int *nc, ident *comm, int *nm)
+{
+    *nc = *nm = 0;
+    for (int i = 0; i < L->n; i++) {
+        const sc_action *a = &L->acts[i];
+        ident id = {a->op, a->stage, a->chunk, a->mb};
+        if (a->kind == SC_ACT_COMPUTE && a->piece == 0)
+            comp[(*nc)++] = id;
+        else if (a->kind != SC_ACT_COMPUTE && a->kind != SC_ACT_RECV)
+            comm[(*nm)++] = id;
+    }
+}
+
+static int compare_ids(const char *what, int rank, const char *stream, const ident *want,
+                       int nw, const ident *got, int ng)
+{
+    for (int i = 0; i < nw || i < ng; i++) {
+        if (i < nw && i < ng && !by_ident(&want[i], &got[i]))
+            continue;
+        char a[96] = "-", b[96] = "-";
+        if (i < nw)
+            snprintf(a, sizeof a, "%s(stage %d, chunk %d, mb %d)", sc_op_kind_name(want[i].kind),
+                     want[i].stage, want[i].chunk, want[i].mb);
+        if (i < ng)
+            snprintf(b, sizeof b, "%s(stage %d, chunk %d, mb %d)", sc_op_kind_name(got[i].kind),
+                     got[i].stage, got[i].chunk, got[i].mb);
+        sc_test_fail(__FILE__, __LINE__,
+                     "%s: rank %d %s: %d lowered ops, %d in the timeline; at %d lowered %s, "
+                     "timeline %s",
+                     what, rank, stream, nw, ng, i, a, b);
+        return -1;
+    }
+    return 0;
+}
+
+long sc_check_timeline_vs_lowered(const char *what, const char *plan_file, const char *tl_file)
+{
+    sc_plan *plan = NULL;
+    sc_model *m = NULL;
+    sc_cluster c;
+    sc_timeline *tl = NULL;
+    sc_lowered *lw = NULL;
+    sc_step_cfg cfg;
+    sc_error err;
+    long total = 0;
+    if (sc_plan_load(plan_file, &plan, &err) || sc_plan_open(plan, plan_file, &m, &c, &err) ||
+        (sc_plan_step_cfg(plan, &cfg), sc_lower(m, &c, &cfg, &lw, &err)) ||
+        sc_timeline_load(tl_file, &tl, &err)) {
+        sc_test_fail(__FILE__, __LINE__, "%s: %s", what, err.msg);
+        goto out;
+    }
+    for (int r = 0; r < tl->n_ranks; r++) {
+        const sc_tl_rank *rk = &tl->ranks[r];
+        if (rk->pp < 0 || rk->pp >= cfg.pp) {
+            sc_test_fail(__FILE__, __LINE__, "%s: rank %d: position %d", what, r, rk->pp);
+            goto out;
+        }
+        const sc_lowered_pos *L = &lw->pos[rk->pp];
+        size_t cap = (size_t)(L->n + rk->n_ops + 1);
+        ident *wc = calloc(cap, sizeof *wc), *wm = calloc(cap, sizeof *wm);
+        ident *gc = calloc(cap, sizeof *gc), *gm = calloc(cap, sizeof *gm);
+        int nwc, nwm, ngc = 0, ngm = 0;
+        expected(L, wc, &nwc, wm, &nwm);
+        /* compute ops in start order (ties: file order), comm ops as a multiset */
+        for (int i = 0; i < rk->n_ops; i++) {
+            const sc_tl_op *o = &rk->ops[i];
+            ident id = {o->kind, o->stage, o->chunk, o->mb};
+            if (o->stream == SC_STREAM_COMPUTE)
+                gc[ngc++] = id;
+            else
+                gm[ngm++] = id;
+        }
+        qsort(wm, (size_t)nwm, sizeof *wm, by_ident);
+        qsort(gm, (size_t)ngm, sizeof *gm, by_ident);
+        int bad = compare_ids(what, r, "compute stream (in order)", wc, nwc, gc, ngc) ||
+                  compare_ids(what, r, "comm stream", wm, nwm, gm, ngm);
+        free(wc), free(wm), free(gc), free(gm);
+        if (bad) {
+            total = 0;
+            goto out;
+        }
+        total += nwc + nwm;
+    }
+out:
+    sc_lower_free(lw);
+    sc_timeline_free(tl);
+    sc_model_free(m);
+    sc_plan_free(plan);
+    return total;
+}
+
+/* ---- the rules ------------------------------------------------------------------ */
+
+static sc_model *tiny(int tied)
+{
+    static char out[1 << 14];
+    const char *d = sc_test_tmpdir();
+    if (sc_test_sh(out, sizeof out,
+                   "%s model gen gpt --layers 8 --hidden 128 --heads 4 --seq 64 --vocab 512 "
+                   "--dtype fp32 %s -o %s/tiny.json",
+                   sc_test_bin(), tied ? "--tied" : "", d) != 0)
+        return NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s/tiny.json", d);
+    sc_model *m = NULL;
+    sc_error err;
+    return sc_model_load(path, &m, &err) ? NULL : m;
+}
+
+static int count(const sc_lowered_pos *L, int kind, int op)
+{
+    int n = 0;
+    for (int i = 0; i < L->n; i++)
+        n += L->acts[i].kind == kind && (op < 0 || L->acts[i].op == op);
+    return n;
+}
+
+TEST(lower_rules_1f1b_dp_tp_tied)
+{
+    sc_model *m = tiny(1);
+    REQUIRE(m);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 2, .tp = 2, .pp = 2, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b",
+                       .bucket_bytes = 64 * 1024};
+    sc_lowered *lw;
+    REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
+    CHECK_EQ_INT(lw->n_ties, 1); /* the tied embedding and head sit on both positions */
+    for (int p = 0; p < 2; p++) {
+        const sc_lowered_pos *L = &lw->pos[p];
+        const sc_stage_info *in = &lw->info[p];
+        CHECK(in->buckets > 1);
+        /* one F and one B record per microbatch; the grad-final B in pieces */
+        CHECK_EQ_INT(count(L, SC_ACT_COMPUTE, SC_OP_F), 4);
+        CHECK_EQ_INT(count(L, SC_ACT_COMPUTE, SC_OP_B), 3 + in->buckets);
+        CHECK_EQ_INT(count(L, SC_ACT_REDUCE, -1), in->buckets);
+        CHECK_EQ_INT(count(L, SC_ACT_TP, -1), 8); /* after every F and B */
+        CHECK_EQ_INT(count(L, SC_ACT_TIED, -1), 1);
+        CHECK_EQ_INT(count(L, SC_ACT_COMPUTE, SC_OP_OPTIMIZER), 1);
+        CHECK_EQ_INT(count(L, SC_ACT_SEND, -1), 4);
+        CHECK_EQ_INT(count(L, SC_ACT_RECV, -1), 4);
+        for (int i = 0; i < L->n; i++) {
+            const sc_action *a = &L->acts[i];
+            /* dependencies point backwards in the list */
+            CHECK(a->after < i);
+            if (a->kind == SC_ACT_REDUCE) {
+                /* bucket k right after piece k of the same op */
+                const sc_action *pc = &L->acts[a->after];
+                CHECK(a->after == i - 1 && pc->kind == SC_ACT_COMPUTE && pc->piece == a->piece);
+                CHECK(a->mb == -1 && a->coll == SC_COLL_ALLREDUCE);
+            }
+            if (a->kind == SC_ACT_SEND) {
+                /* after its producer's tp allreduce (tp = 2), to the peer's matching RECV */
+                CHECK(a->after == i - 1 && L->acts[a->after].kind == SC_ACT_TP);
+                const sc_action *r = &lw->pos[a->peer].acts[a->match];
+                CHECK(r->kind == SC_ACT_RECV && r->mb == a->mb && r->peer == p);
+                CHECK(r->bytes == a->bytes && a->bytes > 0);
+            }
+            if (a->kind == SC_ACT_COMPUTE && a->op == SC_OP_OPTIMIZER) {
+                /* waits for every reduction and the tie, and comes after them */
+                CHECK_EQ_INT(a->ndeps, in->buckets + 1);
+                for (int k = 0; k < a->ndeps; k++)
+                    CHECK(L->deps[a->dep0 + k] < i);
+            }
+            if (a->kind == SC_ACT_TIED) /* after the grad-final op's last stream action */
+                CHECK(L->acts[a->after].kind == SC_ACT_TP &&
+                      L->acts[L->acts[a->after].after].op == SC_OP_B);
+        }
+    }
+    sc_lower_free(lw);
+    sc_model_free(m);
+}
+
+TEST(lower_rules_zero3_recompute_zbh1)
+{
+    sc_model *m = tiny(0);
+    REQUIRE(m);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 2, .tp = 1, .pp = 2, .v = 1, .m = 4, .mbs = 1, .schedule = "zb-h1",
+                       .zero = 3, .recompute = SC_RECOMPUTE_FULL};
+    sc_lowered *lw;
+    REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
+    for (int p = 0; p < 2; p++) {
+        const sc_lowered_pos *L = &lw->pos[p];
+        /* a gather before every F and B (none before W), then the recompute */
+        CHECK_EQ_INT(count(L, SC_ACT_GATHER, -1), 8);
+        CHECK_EQ_INT(count(L, SC_ACT_COMPUTE, SC_OP_RECOMPUTE), 4);
+        CHECK_EQ_INT(count(L, SC_ACT_PARAMS, -1), 0);
+        for (int i = 0; i < L->n; i++) {
+            const sc_action *a = &L->acts[i];
+            if (a->kind == SC_ACT_COMPUTE && a->op == SC_OP_RECOMPUTE)
+                CHECK(i > 0 && L->acts[i - 1].kind == SC_ACT_GATHER);
+            if (a->kind == SC_ACT_GATHER)
+                CHECK(a->waits && a->bytes == lw->info[a->stage].param_bytes);
+            /* reduce-scatters follow W (the weight gradients), never B */
+            if (a->kind == SC_ACT_REDUCE)
+                CHECK(a->coll == SC_COLL_REDUCE_SCATTER && L->acts[a->after].op == SC_OP_W);
+        }
+        CHECK_EQ_INT(count(L, SC_ACT_REDUCE, -1), 3 + lw->info[p].buckets);
+    }
+    sc_lower_free(lw);
+    cfg.zero = 1;
+    cfg.recompute = SC_RECOMPUTE_NONE;
+    REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
+    CHECK_EQ_INT(count(&lw->pos[0], SC_ACT_PARAMS, -1), 1);
+    CHECK(lw->pos[0].acts[lw->pos[0].n - 1].kind == SC_ACT_PARAMS);
+    sc_lower_free(lw);
+    sc_model_free(m);
+}
+
+/* The simulator's timeline is the lowered list, for every schedule, ZeRO
+ * stage and recompute mode, with tp, dp and a tied group. */
+TEST(lower_drives_sim)
+{
+    static char out[1 << 14];
+    const char *d = sc_test_tmpdir();
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s model gen gpt --layers 8 --hidden 128 --heads 4 --seq 64 --vocab 512 "
+                       "--dtype fp32 --tied -o %s/tiny.json",
+                       sc_test_bin(), d) == 0);
+    const char *scheds[] = {"gpipe", "1f1b", "interleaved", "zb-h1"};
+    const char *rcs[] = {"none", "selective", "full"};
+    long ops = 0;
+    int runs = 0;
+    for (int s = 0; s < 4; s++)
+        for (int z = 0; z < 4; z++) {
+            const char *rc = rcs[(s + z) % 3];
+            char cfg[256], what[300], plan[512], tl[512];
+            snprintf(cfg, sizeof cfg,
+                     "--dp 2 --tp 2 --pp 2 --v %d --microbatches 4 --mbs 1 --schedule %s "
+                     "--zero %d --recompute %s --bucket-mib 0.5",
+                     s == 2 ? 2 : 1, scheds[s], z, rc);
+            snprintf(what, sizeof what, "[%s]", cfg);
+            snprintf(plan, sizeof plan, "%s/plan.json", d);
+            snprintf(tl, sizeof tl, "%s/sim.json", d);
+            if (sc_test_sh(out, sizeof out,
+                           "%s sim --model %s/tiny.json --cluster p4d.24xlarge %s -o %s "
+                           "--timeline %s",
+                           sc_test_bin(), d, cfg, plan, tl) != 0) {
+                sc_test_fail(__FILE__, __LINE__, "%s: sim failed: %.300s", what, out);
+                continue;
+            }
+            long n = sc_check_timeline_vs_lowered(what, plan, tl);
+            CHECK(n > 0);
+            ops += n;
+            runs++;
+        }
+    CHECK_EQ_INT(runs, 16);
+    printf("  (%d configurations, %ld ops matched)\n", runs, ops);
+}
+
+TEST(lower_errors)
+{
+    sc_model *m = tiny(0);
+    REQUIRE(m);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_lowered *lw = (sc_lowered *)1;
+    sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = 2, .v = 1, .m = 1, .mbs = 1,
+                       .schedule = "interleaved"};
+    CHECK(sc_lower(m, &c, &cfg, &lw, &err) != SC_OK);
+    CHECK(lw == NULL);
+    cfg.schedule = "nope";
+    CHECK(sc_lower(m, &c, &cfg, &lw, &err) == SC_ENOTFOUND);
+    CHECK_STR_HAS(err.msg, "unknown schedule");
+    sc_lower_free(NULL);
+    sc_model_free(m);
+}
