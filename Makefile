@@ -1,6 +1,6 @@
 # stagecraft - plain Makefile.
 #   make               build build/libstagecraft.a and bin/stagecraft
-#   make test          run every test (last line: "N passed, N failed")
+#   make test          run every test (last line: "N passed, N failed, N skipped")
 #   make test SAN=1    the same under clang's ASan + UBSan (objects in build-san/)
 #   make demo          install missing deps, build, run the main job
 #   make fuzz          build the libFuzzer targets (clang)

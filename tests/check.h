@@ -5,7 +5,7 @@
  * Tests register themselves at load time; `tests/run` runs all of them,
  * `tests/run PREFIX...` those whose name starts with a prefix (a '.' in a
  * prefix matches the '_' after the module name: sim.bubble == sim_bubble).
- * The last line printed is "N passed, N failed"; the exit status is non-zero
+ * The last line printed is "N passed, N failed, N skipped"; the exit status is non-zero
  * when anything failed. A failed CHECK records file:line and the test goes on;
  * REQUIRE stops the test.
  */
@@ -28,6 +28,11 @@ const char *sc_test_tmpdir(void);
  * out; returns the exit status (or -1). */
 int sc_test_sh(char *out, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Marks the running test skipped: it cannot run here (a missing tool, a
+ * long check outside test-long), with the reason printed. A skipped test
+ * counts as skipped, never as passed; a failure recorded in it still fails
+ * it. The caller returns right after. */
+void sc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Returns 1 if the file exists. */
 int sc_test_exists(const char *path);
 

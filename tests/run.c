@@ -14,7 +14,8 @@ typedef struct {
 } entry;
 
 static entry tests[2048];
-static int ntests, failed_now;
+static int ntests, failed_now, skipped_now;
+static char skip_reason[512];
 static char tmpdir[512], tmproot[256];
 static const char *bin = "bin/stagecraft";
 
@@ -33,6 +34,15 @@ void sc_test_fail(const char *file, int line, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     failed_now++;
+}
+
+void sc_test_skip(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(skip_reason, sizeof skip_reason, fmt, ap);
+    va_end(ap);
+    skipped_now = 1;
 }
 
 int sc_test_failed_now(void) { return failed_now; }
@@ -113,7 +123,7 @@ int main(int argc, char **argv)
         perror("mkdtemp");
         return 2;
     }
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < ntests; i++) {
         int want = first >= argc;
         for (int a = first; a < argc && !want; a++)
@@ -126,7 +136,7 @@ int main(int argc, char **argv)
         }
         snprintf(tmpdir, sizeof tmpdir, "%s/%s", tmproot, tests[i].name);
         mkdir(tmpdir, 0755);
-        failed_now = 0;
+        failed_now = skipped_now = 0;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         tests[i].fn();
@@ -135,6 +145,9 @@ int main(int argc, char **argv)
         if (failed_now) {
             failed++;
             printf("FAIL %s (%.0f ms)\n", tests[i].name, ms);
+        } else if (skipped_now) {
+            skipped++;
+            printf("skip %s: %s\n", tests[i].name, skip_reason);
         } else {
             passed++;
             printf("ok   %s (%.0f ms)\n", tests[i].name, ms);
@@ -146,6 +159,6 @@ int main(int argc, char **argv)
     if (system(cmd) != 0)
         fprintf(stderr, "warning: could not remove %s\n", tmproot);
     if (!list)
-        printf("%d passed, %d failed\n", passed, failed);
+        printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 /* test_bench.c - `stagecraft bench`: the sizes parser, the stagecraft.bench/1
  * files it writes (gemm on one rank; allreduce, allgather and p2p under
  * mpirun over shared memory), the nccl-tests busbw factors, and usage errors.
- * The mpirun tests are skipped (they pass, saying so) where mpirun is
+ * The mpirun tests are skipped (counted as skipped, saying why) where mpirun is
  * missing or the build has no MPI. The whole file takes a few seconds. */
 #include "check.h"
 #include "bench.h"
@@ -51,11 +51,11 @@ static const char *str(const cJSON *o, const char *k)
 static int have_mpirun(const char *test)
 {
     if (SC("command -v mpirun") != 0) {
-        fprintf(stderr, "    %s: skipped: mpirun not found\n", test);
+        sc_test_skip("mpirun not found (%s)", test);
         return 0;
     }
     if (SC("%s version --json", sc_test_bin()) != 0 || !strstr(out, "\"mpi\":\ttrue")) {
-        fprintf(stderr, "    %s: skipped: built without MPI\n", test);
+        sc_test_skip("built without MPI (%s)", test);
         return 0;
     }
     return 1;

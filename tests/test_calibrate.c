@@ -221,7 +221,7 @@ TEST(calibrate_compare_cli)
     }
     if (sc_test_sh(out, sizeof out, "command -v mpirun") != 0 ||
         sc_test_sh(out, sizeof out, "%s version | grep -q 'MPI:  yes'", bin) != 0) {
-        printf("    (skipped: no mpirun or a build without MPI)\n");
+        sc_test_skip("no mpirun or a build without MPI");
         return;
     }
     REQUIRE(sc_test_sh(out, sizeof out,

@@ -26,23 +26,24 @@ static char out[1 << 16];
 #define MPIRUN "env ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root --oversubscribe " \
                "--mca btl_vader_single_copy_mechanism none"
 
-/* 1 if exec can run here (mpirun and an MPI build); prints why not. */
+/* 1 if exec can run here (mpirun and an MPI build); else marks the test
+ * skipped, saying why. */
 static int have_mpi(void)
 {
     static int known = -1;
-    if (known >= 0)
-        return known;
-    known = 0;
-    if (SC("command -v mpirun") != 0) {
-        printf("  (skipped: mpirun not found)\n");
-        return 0;
+    static const char *why = "";
+    if (known < 0) {
+        known = 0;
+        if (SC("command -v mpirun") != 0)
+            why = "mpirun not found";
+        else if (SC("%s version", sc_test_bin()) == 0 && strstr(out, "MPI:  no"))
+            why = "built without MPI";
+        else
+            known = 1;
     }
-    if (SC("%s version", sc_test_bin()) == 0 && strstr(out, "MPI:  no")) {
-        printf("  (skipped: built without MPI)\n");
-        return 0;
-    }
-    known = 1;
-    return 1;
+    if (!known)
+        sc_test_skip("%s", why);
+    return known;
 }
 
 /* A tiny fp32 model and an 8-device CPU cluster in the test's directory. */

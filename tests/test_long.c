@@ -13,7 +13,7 @@ static int long_enabled(void)
 {
     if (getenv("SC_LONG"))
         return 1;
-    printf("    (skipped: make test-long)\n");
+    sc_test_skip("a long check: make test-long");
     return 0;
 }
 
@@ -39,7 +39,7 @@ TEST(long_accuracy_netcluster)
     if (!long_enabled())
         return;
     if (geteuid() != 0) {
-        printf("    (skipped: the emulated cluster needs root)\n");
+        sc_test_skip("the emulated cluster needs root");
         return;
     }
     char cmd[700];
@@ -52,7 +52,7 @@ TEST(long_seed38_miniature)
     if (!long_enabled())
         return;
     if (geteuid() != 0) {
-        printf("    (skipped: the emulated cluster needs root)\n");
+        sc_test_skip("the emulated cluster needs root");
         return;
     }
     char cmd[700];

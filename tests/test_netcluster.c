@@ -68,13 +68,11 @@ static void nc_down(void)
 TEST(netcluster_long_up_run_bench_down)
 {
     if (!getenv("SC_LONG")) {
-        fprintf(stderr, "    netcluster_long_up_run_bench_down: skipped: set SC_LONG=1 "
-                        "(make test-long)\n");
+        sc_test_skip("a long check: set SC_LONG=1 (make test-long)");
         return;
     }
     if (geteuid() != 0 || !tool("ip") || !tool("tc") || !tool("mpirun") || !tool("unshare")) {
-        fprintf(stderr, "    netcluster_long_up_run_bench_down: skipped: needs root, "
-                        "iproute2, unshare and mpirun\n");
+        sc_test_skip("needs root, iproute2, unshare and mpirun");
         return;
     }
     char bin[PATH_MAX];

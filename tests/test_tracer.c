@@ -24,8 +24,8 @@ static int have_torch(void)
                             "/usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null") == 0;
     }
     if (!cached)
-        printf("  (skipped: /usr/bin/python3 cannot import torch and torchvision; "
-               "install python3-torch python3-torchvision)\n");
+        sc_test_skip("/usr/bin/python3 cannot import torch and torchvision; "
+                     "install python3-torch python3-torchvision");
     return cached;
 }
 
