@@ -897,19 +897,35 @@ static int cmp_dbl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
-                      int *must_abort, sc_error *err)
+/* What a measurement holds between its phases; freed by meas_free. */
+typedef struct meas {
+    int R, N, W;
+    rec *all;          /* N steps × per records of this rank */
+    int per;           /* records per step */
+    double *span;      /* per measured step: start, end on this rank's clock */
+    double *spans;     /* rank 0: every rank's spans */
+    double *times;     /* rank 0: step times, then step begins on rank 0's clock */
+    int *counts;       /* rank 0: records per rank */
+    int median, maxn;
+    wire_op *mine, *gathered;
+} meas;
+
+static void meas_free(meas *g)
+{
+    void *arrs[] = {g->all, g->span, g->spans, g->times, g->counts, g->mine, g->gathered};
+    for (size_t i = 0; i < SC_ARRAY_LEN(arrs); i++)
+        sc_free(arrs[i]);
+}
+
+/* Phase 1: rank 0 measures each rank's clock offset (Cristian's algorithm). */
+static sc_status sync_clocks(sc_exec *x, sc_error *err)
 {
     const sc_backend *be = x->be;
-    *must_abort = 1;
-    memset(sum, 0, sizeof *sum);
-    int R = x->size, N = x->o.steps, W = x->o.warmup;
-    sc_status st = SC_OK;
-    /* clocks: rank 0 against each rank */
-    x->offset = sc_calloc((size_t)R, sizeof(double));
+    x->offset = sc_calloc((size_t)x->size, sizeof(double));
     if (!x->offset)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    for (int q = 1; q < R && !st; q++) {
+    sc_status st = SC_OK;
+    for (int q = 1; q < x->size && !st; q++) {
         double dl = be->now(x->bk) + x->o.timeout_s;
         if (x->rank == 0)
             st = be->clock_offset(x->bk, q, CLOCK_ROUNDS, dl, &x->offset[q], err);
@@ -921,175 +937,191 @@ sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
                           "rank %d: timed out after %g s waiting for the clock exchange from rank %d",
                           x->rank, x->o.timeout_s, x->rank ? 0 : q);
     }
-    if (st)
-        return st;
-    /* steps */
-    rec *all = NULL;
-    int per = -1;
-    double *span = sc_calloc((size_t)N * 2, sizeof(double));
-    if (!span)
+    return st;
+}
+
+/* Phase 2: warm-up and measured steps; keeps every measured step's records. */
+static sc_status run_steps(sc_exec *x, meas *g, sc_error *err)
+{
+    g->per = -1;
+    g->span = sc_calloc((size_t)g->N * 2, sizeof(double));
+    if (!g->span)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    for (int k = 0; k < W + N && !st; k++) {
+    for (int k = 0; k < g->W + g->N; k++) {
         double t_start = 0;
         x->step = k;
-        x->verify_now = x->o.verify && k <= W;
-        st = run_step(x, &t_start, err);
+        x->verify_now = x->o.verify && k <= g->W;
+        sc_status st = run_step(x, &t_start, err);
         if (st)
-            break;
-        if (k < W)
+            return st;
+        if (k < g->W)
             continue;
-        if (per < 0) {
-            per = x->nrec;
-            all = sc_calloc((size_t)N * (size_t)(per ? per : 1), sizeof(rec));
-            if (!all) {
-                st = sc_err(err, SC_ENOMEM, "exec: out of memory");
-                break;
-            }
+        if (g->per < 0) {
+            g->per = x->nrec;
+            g->all = sc_calloc((size_t)g->N * (size_t)(g->per ? g->per : 1), sizeof(rec));
+            if (!g->all)
+                return sc_err(err, SC_ENOMEM, "exec: out of memory");
         }
-        if (x->nrec != per) {
-            st = sc_err(err, SC_EINVAL, "exec: rank %d: step %d ran %d ops, the first %d", x->rank,
-                        k, x->nrec, per);
-            break;
-        }
+        if (x->nrec != g->per)
+            return sc_err(err, SC_EINVAL, "exec: rank %d: step %d ran %d ops, the first %d",
+                          x->rank, k, x->nrec, g->per);
         double end = t_start;
-        for (int r = 0; r < per; r++)
+        for (int r = 0; r < g->per; r++)
             end = maxd(end, x->recs[r].t1);
-        memcpy(all + (size_t)(k - W) * per, x->recs, sizeof(rec) * (size_t)per);
-        span[2 * (k - W)] = t_start;
-        span[2 * (k - W) + 1] = end;
+        memcpy(g->all + (size_t)(k - g->W) * g->per, x->recs, sizeof(rec) * (size_t)g->per);
+        g->span[2 * (k - g->W)] = t_start;
+        g->span[2 * (k - g->W) + 1] = end;
     }
-    double *spans = NULL, *times = NULL;
-    wire_op *mine = NULL, *gathered = NULL;
-    int median = 0, maxn = 0, *counts = NULL;
-    if (st)
-        goto done;
-    /* gather the step spans, pick the median step */
+    return SC_OK;
+}
+
+/* Phase 3: rank 0 gathers the spans, takes each step's time as latest end
+ * minus earliest start over ranks (on its clock), and picks the median
+ * step, which every rank then learns. */
+static sc_status pick_median(sc_exec *x, meas *g, sc_exec_summary *sum, sc_error *err)
+{
+    const sc_backend *be = x->be;
+    int R = g->R, N = g->N;
     if (x->rank == 0) {
-        spans = sc_calloc((size_t)R * N * 2, sizeof(double));
-        times = sc_calloc((size_t)N * 2, sizeof(double));
-        counts = sc_calloc((size_t)R, sizeof(int));
-        if (!spans || !times || !counts) {
-            st = sc_err(err, SC_ENOMEM, "exec: out of memory");
-            goto done; /* others time out in the gather: rank 0 aborts them */
-        }
+        g->spans = sc_calloc((size_t)R * N * 2, sizeof(double));
+        g->times = sc_calloc((size_t)N * 2, sizeof(double));
+        g->counts = sc_calloc((size_t)R, sizeof(int));
+        if (!g->spans || !g->times || !g->counts) /* others time out in the gather */
+            return sc_err(err, SC_ENOMEM, "exec: out of memory");
     }
-    st = be->gather_host(x->bk, span, sizeof(double) * 2 * N, spans, 0, deadline(x), err);
+    sc_status st = be->gather_host(x->bk, g->span, sizeof(double) * 2 * N, g->spans, 0,
+                                   deadline(x), err);
     if (st)
-        goto gather_failed;
+        return st;
     if (x->rank == 0) {
         for (int k = 0; k < N; k++) {
             double b = 1e300, e = -1e300;
             for (int r = 0; r < R; r++) {
-                b = fmin(b, spans[(size_t)r * 2 * N + 2 * k] - x->offset[r]);
-                e = fmax(e, spans[(size_t)r * 2 * N + 2 * k + 1] - x->offset[r]);
+                b = fmin(b, g->spans[(size_t)r * 2 * N + 2 * k] - x->offset[r]);
+                e = fmax(e, g->spans[(size_t)r * 2 * N + 2 * k + 1] - x->offset[r]);
             }
-            times[k] = e - b;
-            times[N + k] = b; /* begin of step k on rank 0's clock */
+            g->times[k] = e - b;
+            g->times[N + k] = b; /* begin of step k on rank 0's clock */
         }
-        double *sorted = spans; /* reuse */
-        memcpy(sorted, times, sizeof(double) * N);
+        double *sorted = g->spans; /* reuse */
+        memcpy(sorted, g->times, sizeof(double) * N);
         qsort(sorted, (size_t)N, sizeof(double), cmp_dbl);
         double med = sorted[(N - 1) / 2];
         sum->median_s = N % 2 ? med : (sorted[N / 2 - 1] + sorted[N / 2]) / 2;
         sum->min_s = sorted[0];
         sum->max_s = sorted[N - 1];
         for (int k = 0; k < N; k++)
-            if (times[k] == med) {
-                median = k;
+            if (g->times[k] == med) {
+                g->median = k;
                 break;
             }
     }
-    st = be->bcast_host(x->bk, &median, sizeof median, 0, deadline(x), err);
+    return be->bcast_host(x->bk, &g->median, sizeof g->median, 0, deadline(x), err);
+}
+
+/* Phase 4: every rank's records of the median step to rank 0. */
+static sc_status gather_ops(sc_exec *x, meas *g, sc_error *err)
+{
+    const sc_backend *be = x->be;
+    sc_status st = be->gather_host(x->bk, &g->per, sizeof g->per, g->counts, 0, deadline(x), err);
     if (st)
-        goto gather_failed;
-    st = be->gather_host(x->bk, &per, sizeof per, counts, 0, deadline(x), err);
-    if (st)
-        goto gather_failed;
+        return st;
     if (x->rank == 0)
-        for (int r = 0; r < R; r++)
-            maxn = counts[r] > maxn ? counts[r] : maxn;
-    st = be->bcast_host(x->bk, &maxn, sizeof maxn, 0, deadline(x), err);
+        for (int r = 0; r < g->R; r++)
+            g->maxn = g->counts[r] > g->maxn ? g->counts[r] : g->maxn;
+    st = be->bcast_host(x->bk, &g->maxn, sizeof g->maxn, 0, deadline(x), err);
     if (st)
-        goto gather_failed;
-    mine = sc_calloc((size_t)(maxn ? maxn : 1), sizeof(wire_op));
+        return st;
+    size_t cap = (size_t)(g->maxn ? g->maxn : 1);
+    g->mine = sc_calloc(cap, sizeof(wire_op));
     if (x->rank == 0)
-        gathered = sc_calloc((size_t)R * (maxn ? maxn : 1), sizeof(wire_op));
-    if (!mine || (x->rank == 0 && !gathered)) {
+        g->gathered = sc_calloc((size_t)g->R * cap, sizeof(wire_op));
+    if (!g->mine || (x->rank == 0 && !g->gathered))
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int r = 0; r < g->per; r++) {
+        const rec *q = &g->all[(size_t)g->median * g->per + r];
+        g->mine[r] = (wire_op){q->kind, q->stage, q->chunk, q->mb, q->stream, q->bytes, q->t0, q->t1};
+    }
+    return be->gather_host(x->bk, g->mine, sizeof(wire_op) * cap, g->gathered, 0, deadline(x),
+                           err);
+}
+
+/* Phase 5 (rank 0): the median step as a timeline, on rank 0's clock from
+ * the step's start; written whole to out_file (NULL: none). */
+static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_exec_summary *sum,
+                                sc_error *err)
+{
+    int R = g->R, N = g->N;
+    sc_timeline *tl = sc_timeline_new(R, "exec", x->model->name, x->cluster.name);
+    if (!tl)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    tl->step_time_s = g->times[g->median];
+    snprintf(tl->device, sizeof tl->device, "%s", x->be->device_name(x->bk));
+    snprintf(tl->plan_file, sizeof tl->plan_file, "%s", x->plan_file);
+    sc_status st = sc_plan_file_digest(x->plan_file, tl->plan_digest, err);
+    tl->n_steps = N;
+    tl->step_median_s = sum->median_s;
+    tl->step_min_s = sum->min_s;
+    tl->step_max_s = sum->max_s;
+    double b = g->times[N + g->median];
+    int gpn = x->cluster.gpus_per_node > 0 ? x->cluster.gpus_per_node : 1;
+    for (int r = 0; r < R && !st; r++) {
+        sc_tl_rank *rk = &tl->ranks[r];
+        sc_step_coords(&x->cfg, r, &rk->dp, &rk->pp, &rk->tp);
+        rk->node = r / gpn;
+        rk->device = r % gpn;
+        for (int i = 0; i < g->counts[r]; i++) {
+            const wire_op *w = &g->gathered[(size_t)r * g->maxn + i];
+            sc_tl_op op = {(int)w->kind, (int)w->stage, (int)w->chunk, (int)w->mb,
+                           (int)w->stream, w->bytes, w->t0 - x->offset[r] - b,
+                           w->t1 - x->offset[r] - b};
+            sc_timeline_add(tl, r, &op);
+        }
+        sum->ops_per_step += g->counts[r];
+    }
+    if (!st && out_file)
+        st = sc_timeline_save(tl, out_file, err);
+    else if (!st && tl->oom)
         st = sc_err(err, SC_ENOMEM, "exec: out of memory");
-        goto done;
-    }
-    for (int r = 0; r < per; r++) {
-        const rec *q = &all[(size_t)median * per + r];
-        mine[r] = (wire_op){q->kind, q->stage, q->chunk, q->mb, q->stream, q->bytes, q->t0, q->t1};
-    }
-    st = be->gather_host(x->bk, mine, sizeof(wire_op) * (size_t)(maxn ? maxn : 1), gathered, 0,
-                         deadline(x), err);
-    if (st)
-        goto gather_failed;
-    sum->ranks = R;
-    sum->steps = N;
-    sum->checked = x->checked;
-    snprintf(sum->device, sizeof sum->device, "%s", be->device_name(x->bk));
-    snprintf(sum->dtype, sizeof sum->dtype, "%s", sc_dtype_name(x->cdt));
-    if (x->rank == 0) {
-        sc_timeline *tl = sc_timeline_new(R, "exec", x->model->name, x->cluster.name);
-        if (!tl) {
-            st = sc_err(err, SC_ENOMEM, "exec: out of memory");
-            goto done;
-        }
-        tl->step_time_s = times[median];
-        snprintf(tl->device, sizeof tl->device, "%s", be->device_name(x->bk));
-        snprintf(tl->plan_file, sizeof tl->plan_file, "%s", x->plan_file);
-        if (sc_plan_file_digest(x->plan_file, tl->plan_digest, err)) {
-            sc_timeline_free(tl);
-            st = err ? err->status : SC_EIO;
-            goto done;
-        }
-        tl->n_steps = N;
-        tl->step_median_s = sum->median_s;
-        tl->step_min_s = sum->min_s;
-        tl->step_max_s = sum->max_s;
-        double b = times[N + median];
-        int gpn = x->cluster.gpus_per_node > 0 ? x->cluster.gpus_per_node : 1;
-        for (int r = 0; r < R; r++) {
-            sc_tl_rank *rk = &tl->ranks[r];
-            sc_step_coords(&x->cfg, r, &rk->dp, &rk->pp, &rk->tp);
-            rk->node = r / gpn;
-            rk->device = r % gpn;
-            for (int i = 0; i < counts[r]; i++) {
-                const wire_op *w = &gathered[(size_t)r * maxn + i];
-                sc_tl_op op = {(int)w->kind, (int)w->stage, (int)w->chunk, (int)w->mb,
-                               (int)w->stream, w->bytes, w->t0 - x->offset[r] - b,
-                               w->t1 - x->offset[r] - b};
-                sc_timeline_add(tl, r, &op);
-            }
-            sum->ops_per_step += counts[r];
-        }
-        if (out_file) {
-            st = sc_timeline_save(tl, out_file, err);
-            if (st)
-                *must_abort = 0; /* every rank finished: nobody is stuck */
-        } else if (tl->oom) {
-            st = sc_err(err, SC_ENOMEM, "exec: out of memory");
-        }
-        sc_timeline_free(tl);
-    }
+    sc_timeline_free(tl);
+    return st;
+}
+
+sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
+                      int *must_abort, sc_error *err)
+{
+    *must_abort = 1;
+    memset(sum, 0, sizeof *sum);
+    meas g = {.R = x->size, .N = x->o.steps, .W = x->o.warmup};
+    sc_status st = sync_clocks(x, err);
     if (!st)
-        *must_abort = 0;
-    goto done;
-gather_failed:
+        st = run_steps(x, &g, err);
+    if (st) {
+        meas_free(&g);
+        return st;
+    }
+    /* every rank finished its steps: from here a failure is a gather's */
+    st = pick_median(x, &g, sum, err);
+    if (!st)
+        st = gather_ops(x, &g, err);
     if (st == SC_EIO)
         st = sc_err(err, SC_EIO,
                     "rank %d: timed out after %g s waiting for the measurement gather from rank %d",
                     x->rank, x->o.timeout_s, x->rank ? 0 : 1);
-done:
-    sc_free(all);
-    sc_free(span);
-    sc_free(spans);
-    sc_free(times);
-    sc_free(counts);
-    sc_free(mine);
-    sc_free(gathered);
+    if (!st) {
+        sum->ranks = g.R;
+        sum->steps = g.N;
+        sum->checked = x->checked;
+        snprintf(sum->device, sizeof sum->device, "%s", x->be->device_name(x->bk));
+        snprintf(sum->dtype, sizeof sum->dtype, "%s", sc_dtype_name(x->cdt));
+        if (x->rank == 0) {
+            st = write_timeline(x, &g, out_file, sum, err);
+            *must_abort = 0; /* every rank finished: nobody is stuck */
+        }
+    }
+    if (!st)
+        *must_abort = 0;
+    meas_free(&g);
     return st;
 }
 
