@@ -1,16 +1,18 @@
-/* step.c - one training step on the engine; see step.h for the model.
+/* step.c - the lowered step (lower.h) as tasks on the engine; see step.h
+ * for how each action is modelled.
  *
  * Build order (so every dependency names a task that already exists):
- *   1. per pipeline position p, per op of p's schedule list, per dp replica
- *      d: the compute-stream tasks of the op, its tp allreduce, the ZeRO-3
- *      allgather before it and the gradient buckets after it (collectives
- *      across d are made once every replica's task exists);
- *   2. pipeline messages: tp flows from each SEND's producer to the matching
- *      RECV marker;
- *   3. allreduces of shared groups split over stages;
- *   4. optimizer, ZeRO 1/2 parameter allgather, end-of-step markers.
- * Cost: O(T) tasks with T = dp·pp·m·v·(ops per microbatch)·(1 + tp), then
- * the engine's run.
+ *   1. build_ops: per pipeline position, per schedule op of its lowered
+ *      list: the op's ZeRO-3 gathers, then each simulated replica's stream
+ *      tasks (compute pieces, tp allreduces, send host time, receive
+ *      markers), then its gradient buckets across the replicas;
+ *   2. build_messages: a flow per tp rank from each SEND's producer to the
+ *      matching RECV's marker;
+ *   3. build_ties: the allreduces of tied groups split over positions;
+ *   4. build_optimizer: per position, the optimizer, ZeRO 1/2's parameter
+ *      allgather and its end-of-step wait.
+ * Cost: O(T) tasks with T = dp·pp·m·v·(actions per microbatch)·(1 + tp),
+ * then the engine's run.
  */
 #include "step.h"
 #include "engine.h"

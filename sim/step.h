@@ -1,6 +1,13 @@
 /* step.h - one training step of a parallel configuration, built as tasks on
  * the discrete-event engine and simulated.
  *
+ * What runs after what is not decided here: sc_step_simulate lowers the
+ * step (lower.h, the one list of actions the executor runs too) and
+ * translates each action into engine tasks on modelled resources, in four
+ * phases (the schedule's ops with their collectives, pipeline messages,
+ * tied-group allreduces, the optimizer). What follows says how each action
+ * is modelled.
+ *
  * What is modelled (each piece's cost from cost_models/, never a constant):
  *   - ranks: dp·tp·pp, placed by cfg->placement (default "tp,pp,dp": tp
  *     innermost within a node, then pp, then dp); rank -> node = rank / gpus
