@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "cost.h"
 #include "json.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <math.h>
@@ -319,12 +320,6 @@ typedef struct {
 
 static double deadline(const ctx *c) { return c->be->now(c->bk) + c->timeout; }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* One gemm call timed with events on the compute stream (after an epoch,
  * so device event times are anchored to the host clock). */
 static sc_status time_gemm(ctx *c, sc_dtype dt, const sc_bench_point *z, double *t,
@@ -602,9 +597,7 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
             for (int q = 1; q < c.size; q++)
                 if (all[(size_t)q * o->iters + it] > all[it])
                     all[it] = all[(size_t)q * o->iters + it];
-        qsort(all, (size_t)o->iters, sizeof *all, cmp_double);
-        double med = o->iters % 2 ? all[o->iters / 2]
-                                  : (all[o->iters / 2 - 1] + all[o->iters / 2]) / 2;
+        double med = sc_median(all, (size_t)o->iters); /* sorts all: all[0] is the minimum */
         sc_bench_row *row = &r->rows[r->n_rows++];
         memset(row, 0, sizeof *row);
         row->time_s = med;
