@@ -304,7 +304,7 @@ TEST(seed38_write_failure_keeps_folder)
     sc_seed38 *r = NULL;
     sc_error err = {0};
     REQUIRE(sc_seed38_run(&o, &r, &err) == SC_OK);
-    char dir[1000], path[800], out[4096];
+    char dir[700], path[800], sub[900], out[4096];
     snprintf(dir, sizeof dir, "%s/keep", sc_test_tmpdir());
     snprintf(path, sizeof path, "%s/seed38_vs_share.png", dir);
     REQUIRE(sc_test_sh(out, sizeof out, "mkdir -p %s && printf old > %s", dir, path) == 0);
@@ -319,8 +319,8 @@ TEST(seed38_write_failure_keeps_folder)
     REQUIRE(sc_test_sh(out, sizeof out, "cat %s; echo; ls -A %s | wc -l", path, dir) == 0);
     CHECK_STR_HAS(out, "old\n1\n");
     /* a folder that cannot be made names the file in the way */
-    snprintf(dir, sizeof dir, "%s/sub", path);
-    CHECK_EQ_INT(sc_seed38_write(r, dir, &err), SC_EIO);
+    snprintf(sub, sizeof sub, "%s/sub", path);
+    CHECK_EQ_INT(sc_seed38_write(r, sub, &err), SC_EIO);
     CHECK_STR_HAS(err.msg, "seed38_vs_share.png: exists and is not a folder");
     sc_seed38_free(r);
 }
