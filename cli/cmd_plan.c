@@ -1,37 +1,51 @@
 /* cmd_plan.c - `stagecraft plan`: search for the best plan. */
 #include "cli.h"
+#include "cli_opts.h"
 #include "cluster.h"
 #include "json.h"
 #include "model.h"
 #include "plan.h"
 #include "search.h"
 
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-static void help(void)
-{
-    printf("usage: stagecraft plan --model M --cluster C [--nodes N] --global-batch B\n"
-           "                       [--optimize speed|memory] [--top K] [--partitioner P]\n"
-           "                       [--fix dp=D,tp=T,pp=P,v=V,m=M,mbs=S,schedule=X,zero=Z,"
-           "recompute=R]\n"
-           "                       [--max-mbs S] [--memory-weight W] [--shared replicate|strict]\n"
-           "                       [-o plan.json] [--json]\n"
-           "Searches data-, tensor- and pipeline-parallel degrees, interleaving, microbatch\n"
-           "count and size, schedule, ZeRO stage and recompute for model M on cluster C:\n"
-           "partitions each shape, drops what does not fit, estimates every survivor\n"
-           "analytically, simulates the best K (default 16) and ranks them by step time\n"
-           "(speed) or by peak memory among the plans within 5%% of the fastest (memory).\n"
-           "Prints the ranked table and why the winner wins; -o writes the winner as a plan.\n"
-           "--shared: modules sharing parameters (a tied embedding and LM head) are\n"
-           "replicated on the stages that hold them, their gradients allreduced (default,\n"
-           "as Megatron-LM), or kept on one stage (strict; a tied GPT then has one stage).\n");
-}
+typedef struct {
+    cli_search_args s; /* first: the shared options (cli_opts.h) land here */
+    const char *out;
+} plan_args;
+
+static const cli_opt plan_opts[] = {
+    {"fix", 0, "K=V,...", "fix choices of the search, KEY=VALUE as --KEY VALUE\n"
+     "(m: --microbatches); KEY one of", cli_opt_fix, 0, 0, 0, 0, NULL, cli_fix_keys, 0},
+    {"output", 'o', "FILE", "write the winner as a plan (stagecraft.plan/1)", cli_opt_str,
+     offsetof(plan_args, out), 0, 0, 0, NULL, NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
+};
+
+static const cli_cmd plan_cmd = {
+    "plan", CLI_PLAN,
+    "usage: stagecraft plan --model M --cluster C [--nodes N] --global-batch B\n"
+    "                       [--optimize speed|memory] [--top K] [--partitioner P]\n"
+    "                       [--fix dp=D,tp=T,pp=P,v=V,m=M,mbs=S,schedule=X,zero=Z,"
+    "recompute=R]\n"
+    "                       [--dp D] [--tp T] [--pp P] [--v V] [--microbatches M] [--mbs S]\n"
+    "                       [--schedule S] [--zero Z] [--recompute R]\n"
+    "                       [--max-mbs S] [--memory-weight W] [--shared replicate|strict]\n"
+    "                       [-o plan.json] [--json]\n"
+    "Searches data-, tensor- and pipeline-parallel degrees, interleaving, microbatch\n"
+    "count and size, schedule, ZeRO stage and recompute for model M on cluster C:\n"
+    "partitions each shape, drops what does not fit, estimates every survivor\n"
+    "analytically, simulates the best K (default 16) and ranks them by step time\n"
+    "(speed) or by peak memory among the plans within 5% of the fastest (memory).\n"
+    "Prints the ranked table and why the winner wins; -o writes the winner as a plan.\n"
+    "--dp, --tp, ..., --recompute fix that choice of the search, as --fix does.\n",
+    NULL, plan_opts};
 
 typedef struct {
     double t0;
@@ -54,50 +68,6 @@ static void progress(void *ud, double done)
     fprintf(stderr, "\rsearching [%.*s%*s] %3.0f%%", n, "##############################",
             30 - n, "", 100 * done);
     p->shown = 1;
-}
-
-static int parse_fix(const char *spec, sc_search_opts *o)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *eq = strchr(tok, '=');
-        if (!eq)
-            return cli_usage("plan", "--fix: '%s' is not KEY=VALUE", tok);
-        *eq++ = '\0';
-        long v = 0;
-        if (!strcmp(tok, "schedule")) {
-            static char sched[32];
-            snprintf(sched, sizeof sched, "%s", eq);
-            o->fix_schedule = sched;
-            continue;
-        }
-        if (!strcmp(tok, "recompute")) {
-            if ((o->fix_recompute = sc_recompute_parse(eq)) < 0)
-                return cli_usage("plan", "--fix: recompute=%s is not none, selective or full", eq);
-            continue;
-        }
-        if (cli_long("plan", tok, eq, 0, 1 << 20, &v))
-            return 2;
-        if (!strcmp(tok, "dp"))
-            o->fix_dp = (int)v;
-        else if (!strcmp(tok, "tp"))
-            o->fix_tp = (int)v;
-        else if (!strcmp(tok, "pp"))
-            o->fix_pp = (int)v;
-        else if (!strcmp(tok, "v"))
-            o->fix_v = (int)v;
-        else if (!strcmp(tok, "m"))
-            o->fix_m = (int)v;
-        else if (!strcmp(tok, "mbs"))
-            o->fix_mbs = (int)v;
-        else if (!strcmp(tok, "zero"))
-            o->fix_zero = (int)v;
-        else
-            return cli_usage("plan", "--fix: unknown key '%s' (dp, tp, pp, v, m, mbs, schedule, "
-                             "zero, recompute)", tok);
-    }
-    return 0;
 }
 
 static double exposed(const sc_step_result *r)
@@ -135,71 +105,20 @@ static cJSON *cand_json(const sc_candidate *c)
 
 int cmd_plan(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_CLUSTER, O_NODES, O_BATCH, O_OPT, O_TOP, O_FIX, O_PART, O_MAXMBS,
-           O_MW, O_JSON, O_SHARED };
-    static const struct option opts[] = {{"model", required_argument, NULL, O_MODEL},
-                                         {"cluster", required_argument, NULL, O_CLUSTER},
-                                         {"nodes", required_argument, NULL, O_NODES},
-                                         {"global-batch", required_argument, NULL, O_BATCH},
-                                         {"optimize", required_argument, NULL, O_OPT},
-                                         {"top", required_argument, NULL, O_TOP},
-                                         {"fix", required_argument, NULL, O_FIX},
-                                         {"partitioner", required_argument, NULL, O_PART},
-                                         {"max-mbs", required_argument, NULL, O_MAXMBS},
-                                         {"memory-weight", required_argument, NULL, O_MW},
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {"shared", required_argument, NULL, O_SHARED},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *model = NULL, *cluster = NULL, *out = NULL;
-    long nodes = 0, batch = 0, top = 16, maxmbs = 8;
-    int json = 0, ch;
-    sc_search_opts o;
-    sc_search_opts_default(&o);
-    optind = 0;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        int bad = 0;
-        switch (ch) {
-        case O_MODEL: model = optarg; break;
-        case O_CLUSTER: cluster = optarg; break;
-        case O_NODES: bad = cli_long("plan", "--nodes", optarg, 1, SC_CLUSTER_MAX_NODES, &nodes); break;
-        case O_BATCH: bad = cli_long("plan", "--global-batch", optarg, 1, 1L << 30, &batch); break;
-        case O_OPT:
-            if (!strcmp(optarg, "speed"))
-                o.optimize_memory = 0;
-            else if (!strcmp(optarg, "memory"))
-                o.optimize_memory = 1;
-            else
-                return cli_usage("plan", "--optimize: '%s' is not speed or memory", optarg);
-            break;
-        case O_TOP: bad = cli_long("plan", "--top", optarg, 1, 1000, &top); break;
-        case O_FIX: bad = parse_fix(optarg, &o); break;
-        case O_PART: o.partitioner = optarg; break;
-        case O_MAXMBS: bad = cli_long("plan", "--max-mbs", optarg, 1, 1024, &maxmbs); break;
-        case O_MW: bad = cli_double("plan", "--memory-weight", optarg, 0, 1, &o.memory_weight); break;
-        case O_JSON: json = 1; break;
-        case O_SHARED:
-            if (!strcmp(optarg, "strict"))
-                o.shared_strict = 1;
-            else if (strcmp(optarg, "replicate"))
-                return cli_usage("plan", "--shared: '%s' is not replicate or strict", optarg);
-            break;
-        case 'o': out = optarg; break;
-        case 'h': help(); return 0;
-        default: return cli_usage("plan", "unknown option or missing value '%s'", argv[optind - 1]);
-        }
-        if (bad)
-            return 2;
-    }
-    if (optind < argc)
-        return cli_usage("plan", "unexpected argument '%s'", argv[optind]);
+    plan_args a;
+    memset(&a, 0, sizeof a);
+    cli_search_args_init(&a.s);
+    int prc = cli_parse(&plan_cmd, argc, argv, &a);
+    if (prc)
+        return prc == CLI_HELP_SHOWN ? 0 : prc;
+    const char *model = a.s.model, *cluster = a.s.cluster, *out = a.out;
+    long nodes = a.s.nodes, batch = a.s.batch;
+    int json = a.s.json;
     if (!model || !cluster || !batch)
         return cli_usage("plan", "--model, --cluster and --global-batch are required");
-    o.top_k = (int)top;
+    sc_search_opts o = a.s.o;
+    o.top_k = (int)a.s.top;
     o.global_batch = batch;
-    o.max_mbs = (int)maxmbs;
     sc_error err = {0};
     sc_model *m;
     sc_cluster c;

@@ -1,5 +1,6 @@
 /* cmd_sim.c - `stagecraft sim`: simulate one training step. */
 #include "cli.h"
+#include "cli_opts.h"
 #include "cluster.h"
 #include "json.h"
 #include "model.h"
@@ -7,38 +8,61 @@
 #include "plan.h"
 #include "step.h"
 
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-static void help(void)
-{
-    printf(
-        "usage: stagecraft sim --model M --cluster C [--nodes N] --dp D --tp T --pp P [--v V]\n"
-        "                      --microbatches M --mbs B --schedule S [--zero Z]\n"
-        "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
-        "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE]\n"
-        "                      [--jitter SIGMA --seed N --runs K] [-o plan.json] [--json]\n"
-        "       stagecraft sim --plan plan.json [--timeline FILE] [--jitter ...] [--json]\n"
-        "Simulates one training step of a parallel configuration on the discrete-event engine\n"
-        "and reports the step time and its breakdown, the bubble, per-rank busy fractions,\n"
-        "per-link traffic, peak memory per stage, throughput, TFLOP/s per GPU, MFU and cost.\n\n"
-        "  --model M          a built-in model name or a model file\n"
-        "  --cluster C        a preset name or a cluster file; --nodes overrides its node count\n"
-        "  --schedule S       gpipe, 1f1b, interleaved (needs --v >= 2), zb-h1\n"
-        "  --partition        'uniform' (equal layers per stage) or the leaf positions where\n"
-        "                     stages 2..pp·v begin (see 'stagecraft model show')\n"
-        "  --placement        rank order from innermost to outermost (default tp,pp,dp)\n"
-        "  --timeline FILE    write the step's timeline (stagecraft.timeline/1)\n"
-        "  -o plan.json       write the configuration as a plan, with this prediction\n"
-        "  --plan plan.json   replay a plan (its model, cluster and configuration)\n"
-        "  --jitter SIGMA     multiply compute times by 1 + N(0, SIGMA) noise; with --runs K\n"
-        "                     the mean and spread of K seeded runs are reported\n"
-        "  --one-replica      simulate data-parallel replica 0 alone, carrying the others'\n"
-        "                     network load (dp times faster; same result: see README)\n"
-        "  --json             print one JSON object instead of the summary\n");
-}
+typedef struct {
+    cli_search_args s; /* first: the shared options (cli_opts.h) land here */
+    const char *part, *placement, *timeline, *plan_in, *plan_out;
+    double bucket, jitter;
+    long seed, runs;
+    int one_replica;
+} sim_args;
+
+#define S(f) offsetof(sim_args, f)
+
+static const cli_opt sim_opts[] = {
+    {"partition", 0, "SPEC", "'uniform' (equal layers per stage, the default) or the\n"
+     "leaf positions where stages 2..pp·v begin (see\n'stagecraft model show')", cli_opt_str,
+     S(part), 0, 0, 0, NULL, NULL, 0},
+    {"placement", 0, "ORDER", "rank order from innermost to outermost (default\ntp,pp,dp)",
+     cli_opt_str, S(placement), 0, 0, 0, NULL, NULL, 0},
+    {"bucket-mib", 0, "X", "data-parallel gradient bucket size in MiB (default 25)", cli_opt_double,
+     S(bucket), 1e-3, 1e6, 0, NULL, NULL, 0},
+    {"timeline", 0, "FILE", "write the step's timeline (stagecraft.timeline/1)", cli_opt_str,
+     S(timeline), 0, 0, 0, NULL, NULL, 0},
+    {"jitter", 0, "SIGMA", "multiply compute times by 1 + N(0, SIGMA) noise; with\n"
+     "--runs K the mean and spread of K seeded runs are\nreported", cli_opt_double, S(jitter),
+     0, 0.99, 0, NULL, NULL, 0},
+    {"seed", 0, "N", "the first run's seed", cli_opt_long, S(seed), 0, 2147483647.0, 0, NULL,
+     NULL, 1},
+    {"runs", 0, "K", "runs, seeds N, N+1, ...", cli_opt_long, S(runs), 1, 100000, 0, NULL,
+     NULL, 1},
+    {"plan", 0, "FILE", "replay a plan (its model, cluster and configuration)", cli_opt_str,
+     S(plan_in), 0, 0, 0, NULL, NULL, 0},
+    {"one-replica", 0, NULL, "simulate data-parallel replica 0 alone, carrying the\n"
+     "others' network load (dp times faster; same result: see\nREADME)", cli_opt_flag,
+     S(one_replica), 0, 0, 0, NULL, NULL, 0},
+    {"output", 'o', "FILE", "write the configuration as a plan, with this prediction",
+     cli_opt_str, S(plan_out), 0, 0, 0, NULL, NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
+};
+
+static const cli_cmd sim_cmd = {
+    "sim", CLI_SIM,
+    "usage: stagecraft sim --model M --cluster C [--nodes N] --dp D --tp T --pp P [--v V]\n"
+    "                      --microbatches M --mbs B --schedule S [--zero Z]\n"
+    "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
+    "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE]\n"
+    "                      [--jitter SIGMA --seed N --runs K] [-o plan.json] [--json]\n"
+    "       stagecraft sim --plan plan.json [--timeline FILE] [--jitter ...] [--json]\n"
+    "Simulates one training step of a parallel configuration on the discrete-event engine\n"
+    "and reports the step time and its breakdown, the bubble, per-rank busy fractions,\n"
+    "per-link traffic, peak memory per stage, throughput, TFLOP/s per GPU, MFU and cost.\n"
+    "Unless given: dp, tp, pp, v and mbs 1, schedule 1f1b, ZeRO 0, no recompute.\n",
+    NULL, sim_opts};
 
 static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                           const sc_step_result *r, const sc_partition *part)
@@ -124,83 +148,32 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
 
 int cmd_sim(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_CLUSTER, O_NODES, O_DP, O_TP, O_PP, O_V, O_M, O_MBS, O_SCHED, O_ZERO,
-           O_RECOMP, O_PART, O_PLACE, O_BUCKET, O_TL, O_JIT, O_SEED, O_RUNS, O_JSON, O_PLAN, O_ONE };
-    static const struct option opts[] = {
-        {"model", required_argument, NULL, O_MODEL},
-        {"cluster", required_argument, NULL, O_CLUSTER},
-        {"nodes", required_argument, NULL, O_NODES},
-        {"dp", required_argument, NULL, O_DP},
-        {"tp", required_argument, NULL, O_TP},
-        {"pp", required_argument, NULL, O_PP},
-        {"v", required_argument, NULL, O_V},
-        {"microbatches", required_argument, NULL, O_M},
-        {"mbs", required_argument, NULL, O_MBS},
-        {"schedule", required_argument, NULL, O_SCHED},
-        {"zero", required_argument, NULL, O_ZERO},
-        {"recompute", required_argument, NULL, O_RECOMP},
-        {"partition", required_argument, NULL, O_PART},
-        {"placement", required_argument, NULL, O_PLACE},
-        {"bucket-mib", required_argument, NULL, O_BUCKET},
-        {"timeline", required_argument, NULL, O_TL},
-        {"jitter", required_argument, NULL, O_JIT},
-        {"seed", required_argument, NULL, O_SEED},
-        {"runs", required_argument, NULL, O_RUNS},
-        {"json", no_argument, NULL, O_JSON},
-        {"plan", required_argument, NULL, O_PLAN},
-        {"one-replica", no_argument, NULL, O_ONE},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *model = NULL, *cluster = NULL, *part_spec = NULL, *tl_file = NULL;
-    const char *plan_in = NULL, *plan_out = NULL;
-    int config_given = 0;
-    long nodes = 0, dp = 1, tp = 1, pp = 1, v = 1, m = 0, mbs = 1, zero = 0, seed = 1, runs = 1;
-    double bucket = 0, jitter = 0;
-    int json = 0, recomp = SC_RECOMPUTE_NONE, ch;
+    sim_args a;
+    memset(&a, 0, sizeof a);
+    cli_search_args_init(&a.s);
+    a.seed = 1;
+    a.runs = 1;
+    int prc = cli_parse(&sim_cmd, argc, argv, &a);
+    if (prc)
+        return prc == CLI_HELP_SHOWN ? 0 : prc;
+    const sc_search_opts *f = &a.s.o; /* the layout options, 0 (or -1, NULL) when not given */
+    const char *model = a.s.model, *cluster = a.s.cluster, *part_spec = a.part;
+    const char *tl_file = a.timeline, *plan_in = a.plan_in, *plan_out = a.plan_out;
+    long nodes = a.s.nodes, seed = a.seed, runs = a.runs;
+    long dp = f->fix_dp ? f->fix_dp : 1, tp = f->fix_tp ? f->fix_tp : 1,
+         pp = f->fix_pp ? f->fix_pp : 1, v = f->fix_v ? f->fix_v : 1, m = f->fix_m,
+         mbs = f->fix_mbs ? f->fix_mbs : 1, zero = f->fix_zero >= 0 ? f->fix_zero : 0;
+    double bucket = a.bucket, jitter = a.jitter;
+    int json = a.s.json;
+    int recomp = f->fix_recompute >= 0 ? f->fix_recompute : SC_RECOMPUTE_NONE;
+    /* anything that describes the configuration, which --plan brings itself */
+    int config_given = model || cluster || f->fix_dp || f->fix_tp || f->fix_pp || f->fix_v ||
+                       f->fix_m || f->fix_mbs || f->fix_schedule || f->fix_zero >= 0 ||
+                       f->fix_recompute >= 0 || part_spec || a.placement || bucket > 0;
     sc_step_cfg cfg = {0};
-    cfg.schedule = "1f1b";
-    optind = 0;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        int bad = 0;
-        if (ch >= O_MODEL && ch <= O_BUCKET && ch != O_NODES)
-            config_given = 1;
-        switch (ch) {
-        case O_MODEL: model = optarg; break;
-        case O_CLUSTER: cluster = optarg; break;
-        case O_NODES: bad = cli_long("sim", "--nodes", optarg, 1, SC_CLUSTER_MAX_NODES, &nodes); break;
-        case O_DP: bad = cli_long("sim", "--dp", optarg, 1, 1 << 20, &dp); break;
-        case O_TP: bad = cli_long("sim", "--tp", optarg, 1, 1 << 12, &tp); break;
-        case O_PP: bad = cli_long("sim", "--pp", optarg, 1, 1 << 12, &pp); break;
-        case O_V: bad = cli_long("sim", "--v", optarg, 1, 64, &v); break;
-        case O_M: bad = cli_long("sim", "--microbatches", optarg, 1, 1 << 16, &m); break;
-        case O_MBS: bad = cli_long("sim", "--mbs", optarg, 1, 1 << 16, &mbs); break;
-        case O_SCHED: cfg.schedule = optarg; break;
-        case O_ZERO: bad = cli_long("sim", "--zero", optarg, 0, 3, &zero); break;
-        case O_RECOMP:
-            if ((recomp = sc_recompute_parse(optarg)) < 0)
-                return cli_usage("sim", "--recompute: '%s' is not none, selective or full", optarg);
-            break;
-        case O_PART: part_spec = optarg; break;
-        case O_PLACE: cfg.placement = optarg; break;
-        case O_BUCKET: bad = cli_double("sim", "--bucket-mib", optarg, 1e-3, 1e6, &bucket); break;
-        case O_TL: tl_file = optarg; break;
-        case O_JIT: bad = cli_double("sim", "--jitter", optarg, 0, 0.99, &jitter); break;
-        case O_SEED: bad = cli_long("sim", "--seed", optarg, 0, 2147483647L, &seed); break;
-        case O_RUNS: bad = cli_long("sim", "--runs", optarg, 1, 100000, &runs); break;
-        case O_JSON: json = 1; break;
-        case O_PLAN: plan_in = optarg; break;
-        case O_ONE: cfg.one_replica = 1; break;
-        case 'o': plan_out = optarg; break;
-        case 'h': help(); return 0;
-        default: return cli_usage("sim", "unknown option '%s'", argv[optind - 1]);
-        }
-        if (bad)
-            return 2;
-    }
-    if (optind < argc)
-        return cli_usage("sim", "unexpected argument '%s'", argv[optind]);
+    cfg.schedule = f->fix_schedule ? f->fix_schedule : "1f1b";
+    cfg.placement = a.placement;
+    cfg.one_replica = a.one_replica;
     if (plan_in && (config_given || nodes))
         return cli_usage("sim", "--plan replays a plan: give no --model, --cluster or degrees");
     if (!plan_in && (!model || !cluster))

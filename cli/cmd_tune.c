@@ -1,87 +1,52 @@
 /* cmd_tune.c - `stagecraft tune`: the microbatch auto-tuner. */
 #include "cli.h"
+#include "cli_opts.h"
 #include "cluster.h"
 #include "json.h"
 #include "model.h"
 #include "tune.h"
 
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-static void help(void)
-{
-    printf("usage: stagecraft tune --model M --cluster C [--nodes N] --global-batch B\n"
-           "                       --dp D --tp T --pp P [--v V] [--schedule S] [--zero Z]\n"
-           "                       [--recompute R] [--mbs S | --max-mbs S] [--partitioner P]\n"
-           "                       [-o tune.json] [--json]\n"
-           "Sweeps the microbatch count m (and size mbs = B/(dp·m)) of one layout, simulates\n"
-           "every point that fits and prints the curve (step time, bubble fraction,\n"
-           "efficiency = compute / step, peak memory) and the best m. It is the planner's\n"
-           "search with the layout fixed. 'stagecraft plot tune tune.json -o tune.png' draws\n"
-           "the curve.\n");
-}
+typedef struct {
+    cli_search_args s; /* first: the shared options (cli_opts.h) land here */
+    const char *out;
+} tune_args;
+
+static const cli_opt tune_opts[] = {
+    {"output", 'o', "FILE", "write the curve (stagecraft.tune/1)", cli_opt_str,
+     offsetof(tune_args, out), 0, 0, 0, NULL, NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
+};
+
+static const cli_cmd tune_cmd = {
+    "tune", CLI_TUNE,
+    "usage: stagecraft tune --model M --cluster C [--nodes N] --global-batch B\n"
+    "                       --dp D --tp T --pp P [--v V] [--schedule S] [--zero Z]\n"
+    "                       [--recompute R] [--mbs S | --max-mbs S] [--partitioner P]\n"
+    "                       [-o tune.json] [--json]\n"
+    "Sweeps the microbatch count m (and size mbs = B/(dp·m)) of one layout, simulates\n"
+    "every point that fits and prints the curve (step time, bubble fraction,\n"
+    "efficiency = compute / step, peak memory) and the best m. It is the planner's\n"
+    "search with the layout fixed. 'stagecraft plot tune tune.json -o tune.png' draws\n"
+    "the curve.\n",
+    NULL, tune_opts};
 
 int cmd_tune(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_CLUSTER, O_NODES, O_BATCH, O_DP, O_TP, O_PP, O_V, O_SCHED, O_ZERO,
-           O_RECOMP, O_MBS, O_MAXMBS, O_PART, O_JSON };
-    static const struct option opts[] = {{"model", required_argument, NULL, O_MODEL},
-                                         {"cluster", required_argument, NULL, O_CLUSTER},
-                                         {"nodes", required_argument, NULL, O_NODES},
-                                         {"global-batch", required_argument, NULL, O_BATCH},
-                                         {"dp", required_argument, NULL, O_DP},
-                                         {"tp", required_argument, NULL, O_TP},
-                                         {"pp", required_argument, NULL, O_PP},
-                                         {"v", required_argument, NULL, O_V},
-                                         {"schedule", required_argument, NULL, O_SCHED},
-                                         {"zero", required_argument, NULL, O_ZERO},
-                                         {"recompute", required_argument, NULL, O_RECOMP},
-                                         {"mbs", required_argument, NULL, O_MBS},
-                                         {"max-mbs", required_argument, NULL, O_MAXMBS},
-                                         {"partitioner", required_argument, NULL, O_PART},
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *model = NULL, *cluster = NULL, *out = NULL;
-    long nodes = 0, batch = 0, v = 0;
-    int json = 0, ch;
-    sc_search_opts o;
-    sc_search_opts_default(&o);
-    o.max_mbs = 64;
-    optind = 0;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        int bad = 0;
-        switch (ch) {
-        case O_MODEL: model = optarg; break;
-        case O_CLUSTER: cluster = optarg; break;
-        case O_NODES: bad = cli_long("tune", "--nodes", optarg, 1, SC_CLUSTER_MAX_NODES, &nodes); break;
-        case O_BATCH: bad = cli_long("tune", "--global-batch", optarg, 1, 1L << 30, &batch); break;
-        case O_DP: bad = cli_long("tune", "--dp", optarg, 1, 1 << 20, &v), o.fix_dp = (int)v; break;
-        case O_TP: bad = cli_long("tune", "--tp", optarg, 1, 1 << 12, &v), o.fix_tp = (int)v; break;
-        case O_PP: bad = cli_long("tune", "--pp", optarg, 1, 1 << 12, &v), o.fix_pp = (int)v; break;
-        case O_V: bad = cli_long("tune", "--v", optarg, 1, 8, &v), o.fix_v = (int)v; break;
-        case O_SCHED: o.fix_schedule = optarg; break;
-        case O_ZERO: bad = cli_long("tune", "--zero", optarg, 0, 3, &v), o.fix_zero = (int)v; break;
-        case O_RECOMP:
-            if ((o.fix_recompute = sc_recompute_parse(optarg)) < 0)
-                return cli_usage("tune", "--recompute: '%s' is not none, selective or full", optarg);
-            break;
-        case O_MBS: bad = cli_long("tune", "--mbs", optarg, 1, 1 << 16, &v), o.fix_mbs = (int)v; break;
-        case O_MAXMBS: bad = cli_long("tune", "--max-mbs", optarg, 1, 1 << 16, &v), o.max_mbs = (int)v; break;
-        case O_PART: o.partitioner = optarg; break;
-        case O_JSON: json = 1; break;
-        case 'o': out = optarg; break;
-        case 'h': help(); return 0;
-        default: return cli_usage("tune", "unknown option or missing value '%s'", argv[optind - 1]);
-        }
-        if (bad)
-            return 2;
-    }
-    if (optind < argc)
-        return cli_usage("tune", "unexpected argument '%s'", argv[optind]);
+    tune_args a;
+    memset(&a, 0, sizeof a);
+    cli_search_args_init(&a.s);
+    a.s.o.max_mbs = 64;
+    int prc = cli_parse(&tune_cmd, argc, argv, &a);
+    if (prc)
+        return prc == CLI_HELP_SHOWN ? 0 : prc;
+    const char *model = a.s.model, *cluster = a.s.cluster, *out = a.out;
+    long nodes = a.s.nodes, batch = a.s.batch;
+    int json = a.s.json;
+    sc_search_opts o = a.s.o;
     if (!model || !cluster || !batch || !o.fix_dp || !o.fix_tp || !o.fix_pp)
         return cli_usage("tune", "--model, --cluster, --global-batch, --dp, --tp and --pp are "
                          "required");

@@ -1,53 +1,74 @@
 /* cmd_whatif.c - `stagecraft whatif`: node counts × clusters, days and dollars
  * on demand and on spot. */
 #include "cli.h"
+#include "cli_opts.h"
 #include "cluster.h"
 #include "cost.h"
 #include "json.h"
 #include "model.h"
 #include "whatif.h"
 
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-static void help(void)
-{
-    printf(
-        "usage: stagecraft whatif --model M --cluster C[,C2...] --nodes LIST --global-batch B\n"
-        "                         --tokens T [--spot] [--interruptions-per-hour X]\n"
-        "                         [--storage-gbps G] [--restart-minutes R] [--top K]\n"
-        "                         [-o DIR] [--json]\n"
-        "For each cluster and node count, searches the best plan (the planner, K simulated\n"
-        "candidates, default 4) and reports its configuration, step time, tokens/s,\n"
-        "scaling efficiency (tokens/s per GPU against the cluster's smallest count), days\n"
-        "to train T tokens and the cost on demand (nodes x price x hours) and, with\n"
-        "--spot, on spot capacity with interruptions, checkpoints and restarts charged.\n"
-        "A count where nothing fits or no configuration matches is skipped and reported.\n\n"
-        "  --nodes LIST     counts separated by commas (1,2,4,8,16); A-B stands for the\n"
-        "                   powers of two from A to B (1-64 = 1,2,4,8,16,32,64); both mix\n"
-        "  --tokens T       tokens to train (300e9, 3e11)\n"
-        "  --spot           also price spot capacity (clusters without a spot price: '-')\n"
-        "  --interruptions-per-hour X  spot interruptions per node-hour (default: the\n"
-        "                   cluster's price.spot_interruptions_per_hour); the job stops\n"
-        "                   when any of its nodes is taken back (X x nodes per hour)\n"
-        "  --storage-gbps G checkpoint write bandwidth per node in gigabits per second\n"
-        "                   (8 Gb/s = 1 GB/s; default: the cluster's storage_bytes_per_s);\n"
-        "                   the weights and optimizer states are written by all nodes at once\n"
-        "  --restart-minutes R  time to get going again after an interruption (default 10)\n"
-        "  -o DIR           output folder (default out/whatif, created if missing):\n"
-        "                   whatif.csv, whatif.json, and time_vs_cost, tokens_vs_nodes,\n"
-        "                   cost_per_mtok_vs_nodes as .png and .svg (gnuplot)\n"
-        "  --json           print the JSON instead of the table\n\n"
-        "Spot model (planner/whatif.h): checkpoint every tau seconds of work, tau from\n"
-        "Daly (2006), refining Young (1974) tau = sqrt(2 delta M); expected wall time\n"
-        "T_w = [T_s + (T_s/tau - 1) delta] / (1 - ((tau + delta)/2 + R) / M), M the job's\n"
-        "mean time between interruptions, delta the checkpoint write time. When the\n"
-        "denominator is <= 0 spot is reported infeasible.\n");
-}
+typedef struct {
+    cli_search_args s; /* first: the shared options (cli_opts.h) land here */
+    const char *clusters, *nodes, *dir;
+    double tokens, iph, gbps, restart_min;
+    int spot;
+} whatif_args;
+
+#define W(f) offsetof(whatif_args, f)
+
+static const cli_opt whatif_opts[] = {
+    {"cluster", 0, "C[,C2...]", "clusters to compare: presets or cluster files", cli_opt_str,
+     W(clusters), 0, 0, 0, NULL, NULL, 0},
+    {"nodes", 0, "LIST", "counts separated by commas (1,2,4,8,16); A-B stands for\n"
+     "the powers of two from A to B (1-64 = 1,2,4,8,16,32,64);\nboth mix",
+     cli_opt_str, W(nodes), 0, 0, 0, NULL, NULL, 0},
+    {"tokens", 0, "T", "tokens to train (300e9, 3e11)", cli_opt_double, W(tokens), 1, 1e18, 0,
+     NULL, NULL, 0},
+    {"spot", 0, NULL, "also price spot capacity ('-' where a cluster has none)",
+     cli_opt_flag, W(spot), 0, 0, 0, NULL, NULL, 0},
+    {"interruptions-per-hour", 0, "X", "spot interruptions per node-hour (default: the\n"
+     "cluster's price.spot_interruptions_per_hour); the job\n"
+     "stops when any of its nodes is taken back (X x nodes per\nhour)", cli_opt_double,
+     W(iph), 0, 3600, 0, NULL, NULL, 0},
+    {"storage-gbps", 0, "G", "checkpoint write bandwidth per node in gigabits per\n"
+     "second (8 Gb/s = 1 GB/s; default: the cluster's\n"
+     "storage_bytes_per_s); the weights and optimizer states\n"
+     "are written by all nodes at once", cli_opt_double, W(gbps), 1e-6, 1e6, 0, NULL, NULL, 0},
+    {"restart-minutes", 0, "R", "time to get going again after an interruption",
+     cli_opt_double, W(restart_min), 0, 1e6, 0, NULL, NULL, 1},
+    {"output", 'o', "DIR", "output folder, created if missing: whatif.csv,\n"
+     "whatif.json, and time_vs_cost, tokens_vs_nodes,\n"
+     "cost_per_mtok_vs_nodes as .png and .svg (gnuplot)", cli_opt_str, W(dir), 0, 0, 0, NULL,
+     NULL, 1},
+    {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
+};
+
+static const cli_cmd whatif_cmd = {
+    "whatif", CLI_WHATIF,
+    "usage: stagecraft whatif --model M --cluster C[,C2...] --nodes LIST --global-batch B\n"
+    "                         --tokens T [--spot] [--interruptions-per-hour X]\n"
+    "                         [--storage-gbps G] [--restart-minutes R] [--top K]\n"
+    "                         [-o DIR] [--json]\n"
+    "For each cluster and node count, searches the best plan (the planner, K simulated\n"
+    "candidates, default 4) and reports its configuration, step time, tokens/s,\n"
+    "scaling efficiency (tokens/s per GPU against the cluster's smallest count), days\n"
+    "to train T tokens and the cost on demand (nodes x price x hours) and, with\n"
+    "--spot, on spot capacity with interruptions, checkpoints and restarts charged.\n"
+    "A count where nothing fits or no configuration matches is skipped and reported.\n",
+    "Spot model (planner/whatif.h): checkpoint every tau seconds of work, tau from\n"
+    "Daly (2006), refining Young (1974) tau = sqrt(2 delta M); expected wall time\n"
+    "T_w = [T_s + (T_s/tau - 1) delta] / (1 - ((tau + delta)/2 + R) / M), M the job's\n"
+    "mean time between interruptions, delta the checkpoint write time. When the\n"
+    "denominator is <= 0 spot is reported infeasible.\n",
+    whatif_opts};
 
 typedef struct {
     double t0;
@@ -169,58 +190,24 @@ static void print_table(const sc_whatif *w, const sc_model *m, double state_byte
 
 int cmd_whatif(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_CLUSTER, O_NODES, O_BATCH, O_TOKENS, O_SPOT, O_IPH, O_STORAGE,
-           O_RESTART, O_TOP, O_JSON };
-    static const struct option opts[] = {{"model", required_argument, NULL, O_MODEL},
-                                         {"cluster", required_argument, NULL, O_CLUSTER},
-                                         {"nodes", required_argument, NULL, O_NODES},
-                                         {"global-batch", required_argument, NULL, O_BATCH},
-                                         {"tokens", required_argument, NULL, O_TOKENS},
-                                         {"spot", no_argument, NULL, O_SPOT},
-                                         {"interruptions-per-hour", required_argument, NULL, O_IPH},
-                                         {"storage-gbps", required_argument, NULL, O_STORAGE},
-                                         {"restart-minutes", required_argument, NULL, O_RESTART},
-                                         {"top", required_argument, NULL, O_TOP},
-                                         {"json", no_argument, NULL, O_JSON},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *model = NULL, *clusters = NULL, *list = NULL, *dir = "out/whatif";
-    long batch = 0, top = 4;
-    double tokens = 0, gbps = 0, restart_min = 10;
-    int json = 0, ch;
     sc_whatif_opts o;
     sc_whatif_opts_default(&o);
-    optind = 0;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        int bad = 0;
-        switch (ch) {
-        case O_MODEL: model = optarg; break;
-        case O_CLUSTER: clusters = optarg; break;
-        case O_NODES: list = optarg; break;
-        case O_BATCH: bad = cli_long("whatif", "--global-batch", optarg, 1, 1L << 30, &batch); break;
-        case O_TOKENS: bad = cli_double("whatif", "--tokens", optarg, 1, 1e18, &tokens); break;
-        case O_SPOT: o.spot = 1; break;
-        case O_IPH:
-            bad = cli_double("whatif", "--interruptions-per-hour", optarg, 0, 3600,
-                             &o.interruptions_per_hour);
-            break;
-        case O_STORAGE: bad = cli_double("whatif", "--storage-gbps", optarg, 1e-6, 1e6, &gbps); break;
-        case O_RESTART:
-            bad = cli_double("whatif", "--restart-minutes", optarg, 0, 1e6, &restart_min);
-            break;
-        case O_TOP: bad = cli_long("whatif", "--top", optarg, 1, 1000, &top); break;
-        case O_JSON: json = 1; break;
-        case 'o': dir = optarg; break;
-        case 'h': help(); return 0;
-        default: return cli_usage("whatif", "unknown option or missing value '%s'", argv[optind - 1]);
-        }
-        if (bad)
-            return 2;
-    }
-    if (optind < argc)
-        return cli_usage("whatif", "unexpected argument '%s'", argv[optind]);
+    whatif_args a;
+    memset(&a, 0, sizeof a);
+    cli_search_args_init(&a.s);
+    a.s.top = o.top_k;
+    a.dir = "out/whatif";
+    a.iph = o.interruptions_per_hour;
+    a.restart_min = 10;
+    int prc = cli_parse(&whatif_cmd, argc, argv, &a);
+    if (prc)
+        return prc == CLI_HELP_SHOWN ? 0 : prc;
+    const char *model = a.s.model, *clusters = a.clusters, *list = a.nodes, *dir = a.dir;
+    long batch = a.s.batch, top = a.s.top;
+    double tokens = a.tokens, gbps = a.gbps, restart_min = a.restart_min;
+    int json = a.s.json;
+    o.spot = a.spot;
+    o.interruptions_per_hour = a.iph;
     if (!model || !clusters || !list || !batch || !tokens)
         return cli_usage("whatif",
                          "--model, --cluster, --nodes, --global-batch and --tokens are required");

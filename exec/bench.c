@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "cost.h"
 #include "json.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <math.h>
@@ -27,21 +28,7 @@ struct sc_bench {
     sc_bk *bk;
 };
 
-static const char *const op_names[SC_BENCH_OP_N] = {"gemm", "p2p", "allreduce", "allgather",
-                                                    "reducescatter"};
-
-const char *sc_bench_op_name(sc_bench_op op)
-{
-    return (unsigned)op < SC_BENCH_OP_N ? op_names[op] : "?";
-}
-
-int sc_bench_op_parse(const char *s)
-{
-    for (int i = 0; i < SC_BENCH_OP_N; i++)
-        if (s && !strcmp(s, op_names[i]))
-            return i;
-    return -1;
-}
+/* The ops (their table, names and run functions) are under "measuring". */
 
 /* ---- sizes ------------------------------------------------------------------ */
 
@@ -319,24 +306,26 @@ typedef struct {
 
 static double deadline(const ctx *c) { return c->be->now(c->bk) + c->timeout; }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+/* One timed iteration of an op at one size. */
+typedef struct {
+    sc_dtype dtype;
+    const sc_bench_point *z; /* gemm: m, n, k */
+    size_t bytes;            /* communication ops: bytes moved (p2p: each way) */
+    size_t count;            /* collectives: elements per rank */
+} iter;
 
 /* One gemm call timed with events on the compute stream (after an epoch,
  * so device event times are anchored to the host clock). */
-static sc_status time_gemm(ctx *c, sc_dtype dt, const sc_bench_point *z, double *t,
-                           sc_error *err)
+static sc_status time_gemm(ctx *c, const iter *it, double *t, sc_error *err)
 {
     const sc_backend *be = c->be;
+    const sc_bench_point *z = it->z;
     double a = 0, b = 0;
     sc_status st = be->epoch(c->bk, err);
     if (!st)
         st = be->ev_record(c->bk, c->e0, err);
     if (!st)
-        st = be->gemm(c->bk, dt, z->m, z->n, z->k, 1, c->A, c->B, c->C, err);
+        st = be->gemm(c->bk, it->dtype, z->m, z->n, z->k, 1, c->A, c->B, c->C, err);
     if (!st)
         st = be->ev_record(c->bk, c->e1, err);
     if (!st)
@@ -353,9 +342,10 @@ static sc_status time_gemm(ctx *c, sc_dtype dt, const sc_bench_point *z, double 
  * t = half the round trip, from the start of the send to the end of the
  * receive (the requests' own times: host clock on the CPU, events around
  * the NCCL calls on CUDA). 0 elsewhere. */
-static sc_status time_p2p(ctx *c, size_t bytes, double *t, sc_error *err)
+static sc_status time_p2p(ctx *c, const iter *it, double *t, sc_error *err)
 {
     const sc_backend *be = c->be;
+    size_t bytes = it->bytes;
     sc_req *req = NULL;
     sc_status st = SC_OK;
     double s0 = 0, s1 = 0, r0 = 0, r1 = 0;
@@ -381,25 +371,89 @@ static sc_status time_p2p(ctx *c, size_t bytes, double *t, sc_error *err)
     return st;
 }
 
-/* One collective over the world; t = the request's own start to end. */
-static sc_status time_coll(ctx *c, sc_bench_op op, size_t count, sc_dtype dt, double *t,
-                           sc_error *err)
+/* One collective over the world, in place on A; t = the request's own start
+ * to end. */
+static sc_status wait_coll(ctx *c, sc_status st, sc_req *req, double *t, sc_error *err)
 {
-    const sc_backend *be = c->be;
-    sc_comm *w = be->world(c->bk);
-    sc_req *req = NULL;
-    sc_status st;
     double t0 = 0, t1 = 0;
-    if (op == SC_BENCH_ALLREDUCE)
-        st = be->iallreduce(c->bk, w, c->A, count, dt, &req, err);
-    else if (op == SC_BENCH_ALLGATHER)
-        st = be->iallgather(c->bk, w, c->A, count, dt, &req, err);
-    else
-        st = be->ireducescatter(c->bk, w, c->A, count, dt, &req, err);
     if (!st)
-        st = be->req_wait(c->bk, req, deadline(c), &t0, &t1, err);
+        st = c->be->req_wait(c->bk, req, deadline(c), &t0, &t1, err);
     *t = t1 - t0;
     return st;
+}
+
+static sc_status time_allreduce(ctx *c, const iter *it, double *t, sc_error *err)
+{
+    sc_req *req = NULL;
+    sc_status st = c->be->iallreduce(c->bk, c->be->world(c->bk), c->A, it->count, it->dtype,
+                                     &req, err);
+    return wait_coll(c, st, req, t, err);
+}
+
+static sc_status time_allgather(ctx *c, const iter *it, double *t, sc_error *err)
+{
+    sc_req *req = NULL;
+    sc_status st = c->be->iallgather(c->bk, c->be->world(c->bk), c->A, it->count, it->dtype,
+                                     &req, err);
+    return wait_coll(c, st, req, t, err);
+}
+
+static sc_status time_reducescatter(ctx *c, const iter *it, double *t, sc_error *err)
+{
+    sc_req *req = NULL;
+    sc_status st = c->be->ireducescatter(c->bk, c->be->world(c->bk), c->A, it->count,
+                                         it->dtype, &req, err);
+    return wait_coll(c, st, req, t, err);
+}
+
+/* ---- the ops ----------------------------------------------------------------
+ * One entry per op, in sc_bench_op order: its name (the CLI's OP and the
+ * bench file's "op"), a one-line description, the function that times one
+ * iteration, and how its sizes and ranks are read (bench.h). */
+
+typedef enum {
+    SIZE_DIMS,      /* a size is m, n, k (gemm) */
+    SIZE_BYTES,     /* S bytes sent as given (p2p) */
+    SIZE_PER_RANK,  /* S the per-rank buffer: S / elem elements (allreduce) */
+    SIZE_ALL_RANKS  /* S the n-rank buffer: S / (elem·n) elements per rank */
+} size_kind;
+
+typedef struct {
+    const char *name;
+    const char *desc;
+    sc_status (*run)(ctx *c, const iter *it, double *t, sc_error *err);
+    size_kind size;
+    int comm;  /* moves data between ranks: needs MPI; an epoch and a barrier
+                  start each iteration */
+    int pair;  /* world ranks 0 and 1 only, over their own communicator */
+    int coll;  /* the sc_coll whose nccl-tests bus factor applies; -1: factor 1 */
+} bench_op;
+
+static const bench_op ops[SC_BENCH_OP_N] = {
+    [SC_BENCH_GEMM] = {"gemm", "C[m,n] = A[m,k] B[k,n] on every rank at once", time_gemm,
+                       SIZE_DIMS, 0, 0, -1},
+    [SC_BENCH_P2P] = {"p2p", "ping-pong between ranks 0 and 1, time = half the round trip",
+                      time_p2p, SIZE_BYTES, 1, 1, -1},
+    [SC_BENCH_ALLREDUCE] = {"allreduce", "sum over every rank, in place", time_allreduce,
+                            SIZE_PER_RANK, 1, 0, SC_COLL_ALLREDUCE},
+    [SC_BENCH_ALLGATHER] = {"allgather", "every rank's share to every rank", time_allgather,
+                            SIZE_ALL_RANKS, 1, 0, SC_COLL_ALLGATHER},
+    [SC_BENCH_REDUCESCATTER] = {"reducescatter", "sum over every rank, each keeping a share",
+                                time_reducescatter, SIZE_ALL_RANKS, 1, 0,
+                                SC_COLL_REDUCE_SCATTER},
+};
+
+const char *sc_bench_op_name(sc_bench_op op)
+{
+    return (unsigned)op < SC_BENCH_OP_N ? ops[op].name : "?";
+}
+
+int sc_bench_op_parse(const char *s)
+{
+    for (int i = 0; s && i < SC_BENCH_OP_N; i++)
+        if (!strcmp(s, ops[i].name))
+            return i;
+    return -1;
 }
 
 /* Node identity: host name and network namespace, so that the namespaces
@@ -425,7 +479,7 @@ static int same_node(const node_id *a, const node_id *b)
 }
 
 /* Fills the topology fields of r on rank 0 (collective). */
-static sc_status topology(ctx *c, sc_bench_op op, sc_bench_result *r, sc_error *err)
+static sc_status topology(ctx *c, const bench_op *k, sc_bench_result *r, sc_error *err)
 {
     node_id me, *all = NULL;
     my_node(&me);
@@ -445,7 +499,7 @@ static sc_status topology(ctx *c, sc_bench_op op, sc_bench_result *r, sc_error *
         return st;
     }
     snprintf(r->host, sizeof r->host, "%s", me.host);
-    int measured = op == SC_BENCH_P2P ? 2 : n;
+    int measured = k->pair ? 2 : n;
     /* nodes among the measured ranks (the first `measured` of the world);
      * ranks per node: the most ranks of the world on one node. O(n^2). */
     int nodes = 0, rpn = 0;
@@ -465,15 +519,6 @@ static sc_status topology(ctx *c, sc_bench_op op, sc_bench_result *r, sc_error *
     return SC_OK;
 }
 
-static int op_is_comm(sc_bench_op op) { return op != SC_BENCH_GEMM; }
-
-static sc_coll op_coll(sc_bench_op op)
-{
-    return op == SC_BENCH_ALLREDUCE ? SC_COLL_ALLREDUCE
-           : op == SC_BENCH_ALLGATHER ? SC_COLL_ALLGATHER
-                                      : SC_COLL_REDUCE_SCATTER;
-}
-
 sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **out,
                        sc_error *err)
 {
@@ -483,17 +528,19 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     if ((unsigned)o->op >= SC_BENCH_OP_N || o->n_sizes < 1 || o->n_sizes > SC_BENCH_MAX_SIZES ||
         o->iters < 1 || o->warmup < 0 || !(o->timeout_s > 0) || (unsigned)o->dtype >= SC_DTYPE_N)
         return sc_err(err, SC_EINVAL, "bench %s: bad options", opn);
+    const bench_op *k = &ops[o->op];
     ctx c = {.be = be, .bk = b->bk, .rank = be->rank(b->bk), .size = be->size(b->bk),
              .timeout = o->timeout_s};
 #ifndef SC_HAVE_MPI
-    if (op_is_comm(o->op))
+    if (k->comm)
         return sc_err(err, SC_ENOTSUP,
                       "bench %s: needs MPI to start ranks, and this build has none "
                       "(built without MPI; only 'bench gemm' runs)", opn);
 #endif
-    if (o->op == SC_BENCH_P2P && c.size < 2)
+    if (k->pair && c.size < 2)
         return sc_err(err, SC_EINVAL,
-                      "bench p2p: needs 2 ranks, have %d (run it under mpirun -np 2)", c.size);
+                      "bench %s: needs 2 ranks, have %d (run it under mpirun -np 2)", opn,
+                      c.size);
 
     sc_dtype cdt = be->compute_dtype(b->bk, o->dtype);
     size_t eb = sc_backend_elem_bytes(cdt);
@@ -506,24 +553,22 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
         snprintf(r->backend, sizeof r->backend, "%s", be->name);
         snprintf(r->device, sizeof r->device, "%s", be->device_name(b->bk));
         r->world = c.size;
-        r->ranks = o->op == SC_BENCH_P2P ? 2 : c.size;
+        r->ranks = k->pair ? 2 : c.size;
         r->dtype = o->dtype;
         r->compute_dtype = cdt;
         r->elem_bytes = (double)eb;
-        r->busbw_factor = o->op == SC_BENCH_P2P || o->op == SC_BENCH_GEMM
-                              ? 1
-                              : sc_cost_busbw_factor(op_coll(o->op), c.size);
+        r->busbw_factor = k->coll < 0 ? 1 : sc_cost_busbw_factor((sc_coll)k->coll, c.size);
         r->iters = o->iters;
         r->warmup = o->warmup;
     }
     double *times = NULL, *all = NULL;
-    sc_status st = topology(&c, o->op, r, err);
+    sc_status st = topology(&c, k, r, err);
 
     /* the largest buffers any size needs */
     size_t a_max = 0, b_max = 0, c_max = 0;
     for (int i = 0; i < o->n_sizes; i++) {
         const sc_bench_point *z = &o->sizes[i];
-        if (o->op == SC_BENCH_GEMM) {
+        if (k->size == SIZE_DIMS) {
             size_t a = (size_t)z->m * z->k * eb, bb = (size_t)z->k * z->n * eb,
                    cc = (size_t)z->m * z->n * eb;
             a_max = a > a_max ? a : a_max;
@@ -535,7 +580,7 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     }
     if (!st && !(c.A = be->alloc(b->bk, a_max, err)))
         st = err ? err->status : SC_ENOMEM;
-    if (!st && o->op == SC_BENCH_GEMM) {
+    if (!st && k->size == SIZE_DIMS) {
         if (!(c.B = be->alloc(b->bk, b_max, err)) || !(c.C = be->alloc(b->bk, c_max, err)))
             st = err ? err->status : SC_ENOMEM;
         if (!st)
@@ -551,40 +596,34 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
         if (!times || (c.rank == 0 && !all))
             st = sc_err(err, SC_ENOMEM, "out of memory");
     }
-    if (!st && o->op == SC_BENCH_P2P)
+    if (!st && k->pair)
         st = be->comm_split(b->bk, c.rank < 2 ? 0 : -1, c.rank, &c.pair, err);
     if (!st)
         st = be->sync(b->bk, deadline(&c), err);
 
     for (int i = 0; !st && i < o->n_sizes; i++) {
         const sc_bench_point *z = &o->sizes[i];
-        size_t bytes = (size_t)z->bytes, count = 0;
-        if (o->op == SC_BENCH_ALLREDUCE) {
-            count = bytes / eb;
-        } else if (o->op == SC_BENCH_ALLGATHER || o->op == SC_BENCH_REDUCESCATTER) {
-            count = bytes / (eb * (size_t)c.size); /* per rank: S is the n-rank buffer */
+        iter one = {o->dtype, z, (size_t)z->bytes, 0};
+        if (k->size == SIZE_PER_RANK) {
+            one.count = one.bytes / eb;
+            one.bytes = one.count * eb;
+        } else if (k->size == SIZE_ALL_RANKS) {
+            one.count = one.bytes / (eb * (size_t)c.size); /* per rank: S is the n-rank buffer */
+            one.bytes = one.count * eb * (size_t)c.size;
         }
-        if (o->op == SC_BENCH_ALLREDUCE)
-            bytes = count * eb;
-        else if (o->op == SC_BENCH_ALLGATHER || o->op == SC_BENCH_REDUCESCATTER)
-            bytes = count * eb * (size_t)c.size;
-        if (op_is_comm(o->op) && bytes == 0)
+        size_t bytes = one.bytes;
+        if (k->comm && bytes == 0)
             continue; /* smaller than one element per rank: nothing to move */
         for (int it = -o->warmup; !st && it < o->iters; it++) {
             double t = 0;
-            if (op_is_comm(o->op)) {
+            if (k->comm) {
                 st = be->epoch(b->bk, err);
                 if (!st)
                     st = be->barrier(b->bk, deadline(&c), err);
             }
             if (st)
                 break;
-            if (o->op == SC_BENCH_GEMM)
-                st = time_gemm(&c, o->dtype, z, &t, err);
-            else if (o->op == SC_BENCH_P2P)
-                st = time_p2p(&c, bytes, &t, err);
-            else
-                st = time_coll(&c, o->op, count, o->dtype, &t, err);
+            st = k->run(&c, &one, &t, err);
             if (it >= 0)
                 times[it] = t;
         }
@@ -602,14 +641,12 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
             for (int q = 1; q < c.size; q++)
                 if (all[(size_t)q * o->iters + it] > all[it])
                     all[it] = all[(size_t)q * o->iters + it];
-        qsort(all, (size_t)o->iters, sizeof *all, cmp_double);
-        double med = o->iters % 2 ? all[o->iters / 2]
-                                  : (all[o->iters / 2 - 1] + all[o->iters / 2]) / 2;
+        double med = sc_median(all, (size_t)o->iters); /* sorts all: all[0] is the minimum */
         sc_bench_row *row = &r->rows[r->n_rows++];
         memset(row, 0, sizeof *row);
         row->time_s = med;
         row->time_min_s = all[0];
-        if (o->op == SC_BENCH_GEMM) {
+        if (k->size == SIZE_DIMS) {
             row->m = z->m, row->n = z->n, row->k = z->k;
             row->flop = 2.0 * z->m * z->n * z->k;
             row->flops = med > 0 ? row->flop / med : 0;

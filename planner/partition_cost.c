@@ -5,6 +5,7 @@
  * gpus_per_node)) time and O((L + S)·(G + 1)) memory (M modules, L leaves,
  * E inputs edges, G shared groups). */
 #include "partitioner.h"
+#include "partitioner_hook.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -584,15 +585,11 @@ sc_status sc_partition_eval(const sc_partitioner_cfg *cfg, const sc_partition *p
 sc_status sc_partition_by_method(const char *method, const sc_partitioner_cfg *cfg,
                                  sc_partition *out, sc_error *err)
 {
-    if (!method || !strcmp(method, "optimal"))
-        return sc_partition_optimal(cfg, out, err);
-    if (!strcmp(method, "tree"))
-        return sc_partition_tree(cfg, out, err);
-    if (!strcmp(method, "uniform")) {
-        if (!cfg || !cfg->model)
-            return sc_err(err, SC_EINVAL, "partition: no model");
-        return sc_partition_uniform(cfg->model, cfg->n_stages, out, err);
-    }
-    return sc_err(err, SC_EINVAL,
-                  "partition: unknown method '%s' (uniform, tree or optimal)", method);
+    /* the one table of partitioners, partitioner_hook.c */
+    const sc_partitioner_impl *impl =
+        sc_partitioner_find(method ? method : sc_planner_default_partitioner());
+    if (!impl)
+        return sc_err(err, SC_EINVAL, "partition: unknown method '%s' (%s)", method,
+                      sc_planner_partitioners());
+    return impl->run(cfg, out, err);
 }

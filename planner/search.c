@@ -217,10 +217,11 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     if (c->gpu.peak_flops[m->dtype] <= 0)
         return sc_err(err, SC_ENOTSUP, "plan: %s has no %s peak", c->gpu.name,
                       sc_dtype_name(m->dtype));
-    const char *pname = o->partitioner ? o->partitioner : sc_planner_default_partitioner();
-    if (!sc_planner_has_partitioner(pname))
-        return sc_err(err, SC_ENOTFOUND, "plan: unknown partitioner '%s' (%s)", pname,
-                      sc_planner_partitioners());
+    const sc_partitioner_impl *part;
+    sc_status pst = sc_partitioner_lookup(
+        "plan", o->partitioner ? o->partitioner : sc_planner_default_partitioner(), &part, err);
+    if (pst)
+        return pst;
     sc_search *s = sc_calloc(1, sizeof *s);
     if (!s)
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
@@ -233,7 +234,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         s->o.max_mbs = 8;
     if (s->o.memory_weight < 0)
         s->o.memory_weight = o->optimize_memory ? 0.8 : 0.2;
-    snprintf(s->partitioner, sizeof s->partitioner, "%s", pname);
+    snprintf(s->partitioner, sizeof s->partitioner, "%s", part->name);
 
     double t0 = now();
     long G = sc_cluster_total_gpus(c), B = o->global_batch;

@@ -3,15 +3,14 @@
  * again per sweep point (7 bandwidths, up to 5 node counts). */
 #include "seed38.h"
 #include "json.h"
+#include "outdir.h"
 #include "partition.h"
 #include "plot.h"
 #include "search.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const double bw_factors[SC_SEED38_N_BW] = {0.125, 0.25, 0.5, 1, 2, 4, 8};
 static const int node_counts[SC_SEED38_N_NODES] = {2, 4, 8, 16, 32};
@@ -440,28 +439,6 @@ cJSON *sc_seed38_to_json(const sc_seed38 *r)
 
 /* ---- files ----------------------------------------------------------------- */
 
-static sc_status mkdirs(const char *dir, sc_error *err)
-{
-    char p[4096];
-    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
-        return sc_err(err, SC_EINVAL, "%s: path too long", dir);
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || !*s) {
-            char c = *s;
-            *s = 0;
-            if (mkdir(p, 0777) && errno != EEXIST)
-                return sc_err(err, SC_EIO, "%s: cannot create: %s", p, strerror(errno));
-            *s = c;
-            if (!c)
-                break;
-        }
-    }
-    struct stat sb;
-    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
-        return sc_err(err, SC_EIO, "%s: not a directory", dir);
-    return SC_OK;
-}
-
 #define CURVE_N 11
 #define MAX_SERIES (2 * SC_SEED38_MAX_MODELS + 4)
 
@@ -575,29 +552,27 @@ static sc_status plot_nodes(const sc_seed38 *r, const char *path, sc_error *err)
 
 sc_status sc_seed38_write(const sc_seed38 *r, const char *dir, sc_error *err)
 {
-    sc_status st = mkdirs(dir, err);
+    /* every file into a staging folder, renamed into dir when all exist: a
+     * failure leaves dir's files as they were */
+    sc_outdir *od = NULL;
+    sc_status st = sc_outdir_open(dir, "seed38", &od, err);
     if (st)
         return st;
-    /* the plots first, the JSON last; on failure the files already written
-     * are removed, so a failed call leaves at most the empty directory */
-    static const char *names[] = {"seed38_vs_share.png", "seed38_vs_nodes.png",
-                                  "seed38_vs_share.svg", "seed38_vs_nodes.svg", "seed38.json"};
-    char path[SC_ARRAY_LEN(names)][4200];
-    int done = 0;
-    for (size_t i = 0; i < SC_ARRAY_LEN(names); i++)
-        snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
-    while (done < 4 && !st) {
-        st = done % 2 ? plot_nodes(r, path[done], err) : plot_share(r, path[done], err);
+    static const char *const names[] = {"seed38_vs_share.png", "seed38_vs_nodes.png",
+                                        "seed38_vs_share.svg", "seed38_vs_nodes.svg"};
+    const char *path;
+    for (size_t i = 0; i < SC_ARRAY_LEN(names) && !st; i++) {
+        st = sc_outdir_file(od, names[i], &path, err);
         if (!st)
-            done++;
+            st = i % 2 ? plot_nodes(r, path, err) : plot_share(r, path, err);
     }
-    if (!st) {
-        cJSON *j = sc_seed38_to_json(r);
-        st = j ? sc_json_save(path[4], j, err) : sc_err(err, SC_ENOMEM, "seed38: out of memory");
-        cJSON_Delete(j);
-    }
-    if (st)
-        for (int i = 0; i < done; i++)
-            remove(path[i]);
-    return st;
+    cJSON *j = NULL;
+    if (!st && !(j = sc_seed38_to_json(r)))
+        st = sc_err(err, SC_ENOMEM, "seed38: out of memory");
+    if (!st)
+        st = sc_outdir_file(od, "seed38.json", &path, err);
+    if (!st)
+        st = sc_json_save(path, j, err);
+    cJSON_Delete(j);
+    return sc_outdir_close(od, st, err);
 }

@@ -3,15 +3,13 @@
 #include "whatif.h"
 #include "cost.h"
 #include "json.h"
+#include "outdir.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* ---- checkpoint/restart mathematics ------------------------------------- */
 
@@ -522,39 +520,8 @@ sc_status sc_whatif_csv(const sc_whatif *w, sc_buf *b, sc_error *err)
     return b->oom ? sc_err(err, SC_ENOMEM, "whatif: out of memory") : SC_OK;
 }
 
-/* mkdir -p; SC_EIO naming the folder on failure. */
-static sc_status make_dirs(const char *dir, sc_error *err)
-{
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-        return sc_err(err, SC_EINVAL, "%s: path too long", dir);
-    for (char *q = path + 1;; q++) {
-        if (*q == '/' || *q == '\0') {
-            char c = *q;
-            *q = '\0';
-            struct stat stb;
-            if (stat(path, &stb) != 0) {
-                if (mkdir(path, 0777) != 0 && errno != EEXIST)
-                    return sc_err(err, SC_EIO, "%s: cannot create folder: %s", path,
-                                  strerror(errno));
-            } else if (!S_ISDIR(stb.st_mode)) {
-                return sc_err(err, SC_EIO, "%s: exists and is not a folder", path);
-            }
-            *q = c;
-            if (!c)
-                break;
-        }
-    }
-    return SC_OK;
-}
-
-static const char *const out_names[] = {
-    "whatif.csv",        "whatif.json",          "time_vs_cost.png",
-    "time_vs_cost.svg",  "tokens_vs_nodes.png",  "tokens_vs_nodes.svg",
-    "cost_per_mtok_vs_nodes.png", "cost_per_mtok_vs_nodes.svg"};
-
-/* The three charts, into tmp/NAME.{png,svg}. */
-static sc_status draw_charts(const sc_whatif *w, const char *tmp, const sc_plot_opts *po,
+/* The three charts, as NAME.png and NAME.svg of the output set od. */
+static sc_status draw_charts(const sc_whatif *w, sc_outdir *od, const sc_plot_opts *po,
                              sc_error *err)
 {
     int n = w->n_points, nc = w->n_clusters;
@@ -666,8 +633,11 @@ static sc_status draw_charts(const sc_whatif *w, const char *tmp, const sc_plot_
         static const char *const base[] = {"time_vs_cost", "tokens_vs_nodes",
                                            "cost_per_mtok_vs_nodes"};
         for (int f = 0; f < 2; f++) {
-            char path[4400];
-            snprintf(path, sizeof path, "%s/%s.%s", tmp, base[chart], f ? "svg" : "png");
+            char name[64];
+            const char *path;
+            snprintf(name, sizeof name, "%s.%s", base[chart], f ? "svg" : "png");
+            if ((st = sc_outdir_file(od, name, &path, err)))
+                goto done;
             sc_plot_opts o = po ? *po : (sc_plot_opts){0};
             o.title = NULL;
             if ((st = sc_plot_lines(&xy, path, &o, err)))
@@ -690,57 +660,28 @@ sc_status sc_whatif_write(const sc_whatif *w, const char *dir, const sc_plot_opt
 {
     if (w->n_points == 0)
         return sc_err(err, SC_EINVAL, "whatif: no point of the study ran: nothing to write");
-    sc_status st = make_dirs(dir, err);
+    /* every file into a staging folder, renamed into dir when all exist */
+    sc_outdir *od = NULL;
+    sc_status st = sc_outdir_open(dir, "whatif", &od, err);
     if (st)
         return st;
-    char tmp[4200], path[4300], dst[4300];
-    if (snprintf(tmp, sizeof tmp, "%s/.whatif.tmpXXXXXX", dir) >= (int)sizeof tmp)
-        return sc_err(err, SC_EINVAL, "%s: path too long", dir);
-    if (!mkdtemp(tmp))
-        return sc_err(err, SC_EIO, "%s: cannot create a temporary folder: %s", dir,
-                      strerror(errno));
+    const char *path;
     sc_buf b = {0};
-    if ((st = sc_whatif_csv(w, &b, err)))
-        goto done;
-    snprintf(path, sizeof path, "%s/whatif.csv", tmp);
-    if ((st = sc_write_file_atomic(path, b.s, b.len, err)))
-        goto done;
-    cJSON *j = sc_whatif_to_json(w);
-    if (!j) {
+    cJSON *j = NULL;
+    st = sc_whatif_csv(w, &b, err);
+    if (!st)
+        st = sc_outdir_file(od, "whatif.csv", &path, err);
+    if (!st)
+        st = sc_write_file_atomic(path, b.s, b.len, err);
+    if (!st && !(j = sc_whatif_to_json(w)))
         st = sc_err(err, SC_ENOMEM, "whatif: out of memory");
-        goto done;
-    }
-    snprintf(path, sizeof path, "%s/whatif.json", tmp);
-    st = sc_json_save(path, j, err);
+    if (!st)
+        st = sc_outdir_file(od, "whatif.json", &path, err);
+    if (!st)
+        st = sc_json_save(path, j, err);
     cJSON_Delete(j);
-    if (st)
-        goto done;
-    if ((st = draw_charts(w, tmp, po, err)))
-        goto done;
-    for (size_t i = 0; i < SC_ARRAY_LEN(out_names); i++) {
-        snprintf(path, sizeof path, "%s/%s", tmp, out_names[i]);
-        snprintf(dst, sizeof dst, "%s/%s", dir, out_names[i]);
-        if (rename(path, dst) != 0) {
-            st = sc_err(err, SC_EIO, "%s: cannot rename into place: %s", dst, strerror(errno));
-            goto done;
-        }
-    }
-done:
-    /* messages name the temporary folder; name DIR instead */
-    if (st && err) {
-        char *q = strstr(err->msg, tmp);
-        if (q) {
-            char fixed[SC_ERRMSG_MAX];
-            snprintf(fixed, sizeof fixed, "%.*s%s%s", (int)(q - err->msg), err->msg, dir,
-                     q + strlen(tmp));
-            memcpy(err->msg, fixed, sizeof fixed);
-        }
-    }
-    for (size_t i = 0; i < SC_ARRAY_LEN(out_names); i++) {
-        snprintf(path, sizeof path, "%s/%s", tmp, out_names[i]);
-        unlink(path);
-    }
-    rmdir(tmp);
+    if (!st)
+        st = draw_charts(w, od, po, err);
     sc_buf_free(&b);
-    return st;
+    return sc_outdir_close(od, st, err);
 }

@@ -295,3 +295,32 @@ TEST(seed38_cli_bad_args)
     CHECK_STR_HAS(out, "usage: stagecraft repro seed38");
     CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s repro --help", bin), 0);
 }
+
+/* A write that fails (gnuplot missing) leaves the folder's files as they
+ * were and no staging folder behind (common/outdir.h). */
+TEST(seed38_write_failure_keeps_folder)
+{
+    sc_seed38_opts o = {.models = "gpt-1.3b", .nodes = 2, .global_batch = 64};
+    sc_seed38 *r = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_seed38_run(&o, &r, &err) == SC_OK);
+    char dir[700], path[800], sub[900], out[4096];
+    snprintf(dir, sizeof dir, "%s/keep", sc_test_tmpdir());
+    snprintf(path, sizeof path, "%s/seed38_vs_share.png", dir);
+    REQUIRE(sc_test_sh(out, sizeof out, "mkdir -p %s && printf old > %s", dir, path) == 0);
+    const char *old_path = getenv("PATH");
+    char saved[4096];
+    snprintf(saved, sizeof saved, "%s", old_path ? old_path : "/usr/bin:/bin");
+    setenv("PATH", "/nonexistent", 1);
+    sc_status st = sc_seed38_write(r, dir, &err);
+    setenv("PATH", saved, 1);
+    CHECK_EQ_INT(st, SC_ENOTSUP);
+    CHECK_STR_HAS(err.msg, "gnuplot not found");
+    REQUIRE(sc_test_sh(out, sizeof out, "cat %s; echo; ls -A %s | wc -l", path, dir) == 0);
+    CHECK_STR_HAS(out, "old\n1\n");
+    /* a folder that cannot be made names the file in the way */
+    snprintf(sub, sizeof sub, "%s/sub", path);
+    CHECK_EQ_INT(sc_seed38_write(r, sub, &err), SC_EIO);
+    CHECK_STR_HAS(err.msg, "seed38_vs_share.png: exists and is not a folder");
+    sc_seed38_free(r);
+}

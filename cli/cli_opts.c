@@ -1,0 +1,403 @@
+/* cli_opts.c - the shared option table of plan, tune, whatif and sim, its
+ * parse functions, the parser and the --help printer (see cli_opts.h). */
+#include "cli_opts.h"
+#include "cli.h"
+#include "cluster.h"
+#include "cost.h"
+#include "partitioner_hook.h"
+#include "schedule.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FIELD(o, dst, type) ((type *)((char *)(dst) + (o)->off))
+#define OFF(f) offsetof(cli_search_args, f)
+
+void cli_search_args_init(cli_search_args *a)
+{
+    memset(a, 0, sizeof *a);
+    sc_search_opts_default(&a->o);
+    a->top = a->o.top_k;
+}
+
+/* ---- parse functions ------------------------------------------------------ */
+
+int cli_opt_str(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                void *dst)
+{
+    *FIELD(o, dst, const char *) = arg;
+    return 0;
+}
+
+int cli_opt_flag(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                 void *dst)
+{
+    *FIELD(o, dst, int) = 1;
+    return 0;
+}
+
+int cli_opt_long(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                 void *dst)
+{
+    return cli_long(cmd, label, arg, (long)o->lo, (long)o->hi, FIELD(o, dst, long));
+}
+
+int cli_opt_int(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                void *dst)
+{
+    long v;
+    if (cli_long(cmd, label, arg, (long)o->lo, (long)o->hi, &v))
+        return 2;
+    *FIELD(o, dst, int) = (int)v;
+    return 0;
+}
+
+int cli_opt_double(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                   void *dst)
+{
+    return cli_double(cmd, label, arg, o->lo, o->hi, FIELD(o, dst, double));
+}
+
+static int not_one_of(const char *cmd, const char *label, const cli_opt *o, const char *arg)
+{
+    return cli_usage(cmd, "%s: '%s' is not one of %s", label, arg, o->choices());
+}
+
+/* Words: the index of arg among words (", "-separated), or -1. */
+static int word_index(const char *words, const char *arg)
+{
+    size_t n = strlen(arg);
+    int i = 0;
+    for (const char *p = words; *p; i++) {
+        const char *e = strstr(p, ", ");
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, arg, n))
+            return i;
+        if (!e)
+            break;
+        p = e + 2;
+    }
+    return -1;
+}
+
+/* Stores the index of a word of o->choices() into an int field. */
+static int opt_word(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                    void *dst)
+{
+    int i = word_index(o->choices(), arg);
+    if (i < 0)
+        return not_one_of(cmd, label, o, arg);
+    *FIELD(o, dst, int) = i;
+    return 0;
+}
+
+/* sc_recompute_name's words, in sc_recompute order, built once (the CLI is
+ * one thread). */
+static const char *recompute_words(void)
+{
+    static char list[96];
+    if (!list[0]) {
+        size_t n = 0;
+        for (int r = SC_RECOMPUTE_NONE; strcmp(sc_recompute_name((sc_recompute)r), "?") &&
+                                        n < sizeof list;
+             r++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
+                                  sc_recompute_name((sc_recompute)r));
+    }
+    return list;
+}
+
+static int opt_recompute(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                         void *dst)
+{
+    int r = sc_recompute_parse(arg);
+    if (r < 0)
+        return not_one_of(cmd, label, o, arg);
+    *FIELD(o, dst, int) = r;
+    return 0;
+}
+
+static const char *optimize_words(void) { return "speed, memory"; } /* optimize_memory 0, 1 */
+static const char *shared_words(void) { return "replicate, strict"; } /* shared_strict 0, 1 */
+
+/* The schedules of sim/schedule.h's table, built once (the CLI is one
+ * thread). */
+static const char *schedule_words(void)
+{
+    static char list[256];
+    if (!list[0]) {
+        size_t n = 0;
+        for (int i = 0; sc_sched_all[i] && n < sizeof list; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+                                  sc_sched_all[i]->name);
+    }
+    return list;
+}
+
+/* A schedule's name, from the table (so --fix can keep it past its buffer). */
+static int opt_schedule(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                        void *dst)
+{
+    const sc_sched_impl *s = sc_sched_find(arg);
+    if (!s)
+        return not_one_of(cmd, label, o, arg);
+    *FIELD(o, dst, const char *) = s->name;
+    return 0;
+}
+
+static int opt_partitioner(const char *cmd, const char *label, const cli_opt *o,
+                           const char *arg, void *dst)
+{
+    const sc_partitioner_impl *p = sc_partitioner_find(arg);
+    if (!p)
+        return not_one_of(cmd, label, o, arg);
+    *FIELD(o, dst, const char *) = p->name;
+    return 0;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+#define ALL (CLI_PLAN | CLI_TUNE | CLI_WHATIF | CLI_SIM)
+#define LAYOUT (CLI_PLAN | CLI_TUNE | CLI_SIM)
+
+const cli_opt cli_search_opts[] = {
+    {"model", 0, "M", "a built-in model (stagecraft model list) or a model file",
+     cli_opt_str, OFF(model), 0, 0, ALL, NULL, NULL, 0},
+    {"cluster", 0, "C", "a preset (stagecraft cluster list) or a cluster file",
+     cli_opt_str, OFF(cluster), 0, 0, LAYOUT, NULL, NULL, 0},
+    {"nodes", 0, "N", "nodes to use (default: the cluster's count)",
+     cli_opt_long, OFF(nodes), 1, SC_CLUSTER_MAX_NODES, LAYOUT, NULL, NULL, 0},
+    {"global-batch", 0, "B", "samples per step (dp x microbatches x mbs)", cli_opt_long,
+     OFF(batch), 1, (double)CLI_MAX_BATCH, CLI_PLAN | CLI_TUNE | CLI_WHATIF, NULL, NULL, 0},
+    {"optimize", 0, "O", "what the ranking favours", opt_word, OFF(o.optimize_memory), 0, 0,
+     CLI_PLAN, NULL, optimize_words, 0},
+    {"top", 0, "K", "candidates the search simulates", cli_opt_long,
+     OFF(top), 1, CLI_MAX_TOP, CLI_PLAN | CLI_WHATIF, NULL, NULL, 1},
+    {"partitioner", 0, "P", "pipeline split (default optimal)", opt_partitioner,
+     OFF(o.partitioner), 0, 0, CLI_PLAN | CLI_TUNE, NULL, sc_planner_partitioners, 0},
+    {"max-mbs", 0, "S", "largest microbatch size to try", cli_opt_int,
+     OFF(o.max_mbs), 1, CLI_MAX_MBS, CLI_PLAN | CLI_TUNE, NULL, NULL, 1},
+    {"memory-weight", 0, "W", "tree partitioner: memory's weight against time\n"
+     "(default 0.2 for speed, 0.8 for memory)", cli_opt_double, OFF(o.memory_weight), 0, 1,
+     CLI_PLAN, NULL, NULL, 0},
+    {"shared", 0, "X", "modules sharing parameters (a tied embedding and LM\n"
+     "head): replicated on the stages that hold them, their\n"
+     "gradients allreduced (default, as Megatron-LM), or kept\n"
+     "on one stage (strict; a tied GPT then has one stage)",
+     opt_word, OFF(o.shared_strict), 0, 0, CLI_PLAN, NULL, shared_words, 0},
+    /* the layout; plan: each fixes that choice of the search, as --fix does */
+    {"dp", 0, "D", "data-parallel degree", cli_opt_int, OFF(o.fix_dp), 1, CLI_MAX_DP, LAYOUT,
+     "dp", NULL, 0},
+    {"tp", 0, "T", "tensor-parallel degree", cli_opt_int, OFF(o.fix_tp), 1, CLI_MAX_TP, LAYOUT,
+     "tp", NULL, 0},
+    {"pp", 0, "P", "pipeline-parallel degree (stages)", cli_opt_int, OFF(o.fix_pp), 1,
+     CLI_MAX_PP, LAYOUT, "pp", NULL, 0},
+    {"v", 0, "V", "model chunks per rank (interleaved: 2 or more)", cli_opt_int, OFF(o.fix_v),
+     1, CLI_MAX_V, LAYOUT, "v", NULL, 0},
+    {"microbatches", 0, "M", "microbatches per step per pipeline", cli_opt_int, OFF(o.fix_m), 1,
+     CLI_MAX_M, CLI_PLAN | CLI_SIM, "m", NULL, 0},
+    {"mbs", 0, "S", "samples per microbatch", cli_opt_int, OFF(o.fix_mbs), 1, CLI_MAX_MBS,
+     LAYOUT, "mbs", NULL, 0},
+    {"schedule", 0, "S", "pipeline schedule", opt_schedule,
+     OFF(o.fix_schedule), 0, 0, LAYOUT, "schedule", schedule_words, 0},
+    {"zero", 0, "Z", "ZeRO stage", cli_opt_int, OFF(o.fix_zero), 0, 3, LAYOUT, "zero", NULL, 0},
+    {"recompute", 0, "R", "activation recomputation", opt_recompute, OFF(o.fix_recompute), 0,
+     0, LAYOUT, "recompute", recompute_words, 0},
+    {"json", 0, NULL, "print JSON instead of the table", cli_opt_flag, OFF(json), 0, 0, ALL,
+     NULL, NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
+};
+
+const char *cli_fix_keys(void)
+{
+    static char list[128];
+    if (!list[0]) {
+        size_t n = 0;
+        for (const cli_opt *o = cli_search_opts; o->name && n < sizeof list; o++)
+            if (o->fix_key)
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
+                                      o->fix_key);
+    }
+    return list;
+}
+
+int cli_opt_fix(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                void *dst)
+{
+    char buf[512];
+    if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
+        return cli_usage(cmd, "%s: longer than %zu characters", label, sizeof buf - 1);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            return cli_usage(cmd, "%s: '%s' is not KEY=VALUE", label, tok);
+        *eq++ = '\0';
+        const cli_opt *k = cli_search_opts;
+        while (k->name && !(k->fix_key && !strcmp(k->fix_key, tok)))
+            k++;
+        if (!k->name)
+            return cli_usage(cmd, "%s: unknown key '%s' (%s)", label, tok, cli_fix_keys());
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", label, tok);
+        /* string values must outlive buf: the table's parsers of words store
+         * static names (opt_schedule), never the argument */
+        if (k->parse == cli_opt_str)
+            return cli_usage(cmd, "%s: cannot be fixed", what);
+        if (k->parse(cmd, what, k, eq, dst))
+            return 2;
+    }
+    return 0;
+}
+
+/* ---- the parser ------------------------------------------------------------ */
+
+#define MAX_OPTS 64
+
+/* The options cmd takes, shared ones first; returns how many. */
+static int gather(const cli_cmd *cmd, const cli_opt **list)
+{
+    int n = 0;
+    for (const cli_opt *o = cli_search_opts; o->name; o++)
+        if (o->cmds & cmd->who)
+            list[n++] = o;
+    for (const cli_opt *o = cmd->own; o && o->name && n < MAX_OPTS; o++)
+        list[n++] = o;
+    return n;
+}
+
+#define HELP_COL 24
+#define HELP_WIDTH 80
+
+/* Prints lead then text at column *col (lead: "", " ", ": " or "; "). When
+ * text's first line would pass HELP_WIDTH it goes on a fresh indented line,
+ * the lead's punctuation staying behind; a '\n' in text starts an indented
+ * line. */
+static void put_wrapped(const char *lead, const char *text, int *col)
+{
+    const char *nl = strchr(text, '\n');
+    int len = (int)strlen(lead) + (nl ? (int)(nl - text) : (int)strlen(text));
+    if (*col > HELP_COL && *col + len > HELP_WIDTH) {
+        if (lead[0] && lead[0] != ' ')
+            putchar(lead[0]);
+        printf("\n%*s", HELP_COL, "");
+        *col = HELP_COL;
+    } else {
+        *col += printf("%s", lead);
+    }
+    for (; *text; text++) {
+        putchar(*text);
+        (*col)++;
+        if (*text == '\n') {
+            printf("%*s", HELP_COL, "");
+            *col = HELP_COL;
+        }
+    }
+}
+
+static void print_opt(const cli_opt *o, const void *dst)
+{
+    char left[64], seg[160];
+    int n = o->short_name ? snprintf(left, sizeof left, "  -%c, --%s", o->short_name, o->name)
+                          : snprintf(left, sizeof left, "  --%s", o->name);
+    if (o->arg)
+        snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg);
+    printf("%-*s", HELP_COL, left);
+    if ((int)strlen(left) >= HELP_COL)
+        printf("\n%*s", HELP_COL, "");
+    int col = HELP_COL;
+    put_wrapped("", o->help, &col);
+    if (o->choices)
+        put_wrapped(": ", o->choices(), &col);
+    seg[0] = '\0';
+    if (o->parse == cli_opt_int || o->parse == cli_opt_long)
+        snprintf(seg, sizeof seg, "[%.0f, %.0f]", o->lo, o->hi);
+    else if (o->parse == cli_opt_double)
+        snprintf(seg, sizeof seg, "[%g, %g]", o->lo, o->hi);
+    if (seg[0])
+        put_wrapped(" ", seg, &col);
+    seg[0] = '\0';
+    if (o->show_default && dst) {
+        if (o->parse == cli_opt_int)
+            snprintf(seg, sizeof seg, "default %d", *FIELD(o, dst, const int));
+        else if (o->parse == cli_opt_long)
+            snprintf(seg, sizeof seg, "default %ld", *FIELD(o, dst, const long));
+        else if (o->parse == cli_opt_double)
+            snprintf(seg, sizeof seg, "default %g", *FIELD(o, dst, const double));
+        else if (o->parse == cli_opt_str && *FIELD(o, dst, const char *const))
+            snprintf(seg, sizeof seg, "default %s", *FIELD(o, dst, const char *const));
+    }
+    if (seg[0])
+        put_wrapped("; ", seg, &col);
+    putchar('\n');
+}
+
+static const cli_opt help_opt = {"help", 'h', NULL, "this text", cli_opt_flag, 0, 0, 0, 0,
+                                 NULL, NULL, 0};
+
+void cli_help(const cli_cmd *cmd, const void *dst)
+{
+    fputs(cmd->usage, stdout);
+    printf("\noptions shared with the other search commands (plan, tune, whatif, sim):\n");
+    for (const cli_opt *o = cli_search_opts; o->name; o++)
+        if (o->cmds & cmd->who)
+            print_opt(o, dst);
+    printf("\noptions of %s:\n", cmd->name);
+    for (const cli_opt *o = cmd->own; o && o->name; o++)
+        print_opt(o, dst);
+    print_opt(&help_opt, NULL);
+    if (cmd->notes) {
+        putchar('\n');
+        fputs(cmd->notes, stdout);
+    }
+}
+
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *dst)
+{
+    const cli_opt *list[MAX_OPTS];
+    int n = gather(cmd, list);
+    struct option lo[MAX_OPTS + 2];
+    char shorts[2 * MAX_OPTS + 2] = "h";
+    size_t ns = 1;
+    enum { LONG_BASE = 1000 };
+    for (int i = 0; i < n; i++) {
+        lo[i] = (struct option){list[i]->name, list[i]->arg ? required_argument : no_argument,
+                                NULL, LONG_BASE + i};
+        if (list[i]->short_name) {
+            shorts[ns++] = list[i]->short_name;
+            if (list[i]->arg)
+                shorts[ns++] = ':';
+        }
+    }
+    shorts[ns] = '\0';
+    lo[n] = (struct option){"help", no_argument, NULL, 'h'};
+    lo[n + 1] = (struct option){NULL, 0, NULL, 0};
+    optind = 0;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+        if (ch == 'h') {
+            cli_help(cmd, dst);
+            return CLI_HELP_SHOWN;
+        }
+        const cli_opt *o = NULL;
+        if (ch >= LONG_BASE && ch < LONG_BASE + n)
+            o = list[ch - LONG_BASE];
+        for (int i = 0; i < n && !o && ch != '?' && ch != ':'; i++)
+            if (list[i]->short_name == ch)
+                o = list[i];
+        if (!o)
+            return cli_usage(cmd->name, "unknown option or missing value '%s'", argv[optind - 1]);
+        char label[64];
+        if (ch >= LONG_BASE)
+            snprintf(label, sizeof label, "--%s", o->name);
+        else
+            snprintf(label, sizeof label, "-%c", o->short_name);
+        if (o->parse(cmd->name, label, o, optarg, dst))
+            return 2;
+    }
+    if (optind < argc)
+        return cli_usage(cmd->name, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}

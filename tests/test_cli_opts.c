@@ -1,0 +1,187 @@
+/* test_cli_opts.c - the option table plan, tune, whatif and sim share
+ * (cli/cli_opts.c), seen from the command line: one verdict and one message
+ * per option and value whichever command parses it, --fix KEY=VALUE judged as
+ * --KEY VALUE, the same --help line everywhere, and the old spellings. A
+ * value that parses is shown by `--help` after it: the parser reaches --help
+ * (exit 0) only when every option before it was accepted. */
+#include "check.h"
+#include "json.h"
+
+#include <stdlib.h>
+
+static char out[1 << 16];
+
+#define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
+
+/* out's first line without "stagecraft CMD: ", into buf. */
+static const char *message(char *buf, size_t cap)
+{
+    const char *p = strstr(out, ": ");
+    p = p ? p + 2 : out;
+    size_t n = strcspn(p, "\n");
+    snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
+    return buf;
+}
+
+typedef struct {
+    const char *opt, *bad, *good, *msg; /* msg: the verdict on bad */
+    const char *cmds[4];                /* the commands that take opt */
+} probe;
+
+static const probe probes[] = {
+    {"--v", "65", "64", "--v: 65 is out of range [1, 64]", {"plan", "tune", "sim"}},
+    {"--max-mbs", "65537", "65536", "--max-mbs: 65537 is out of range [1, 65536]",
+     {"plan", "tune"}},
+    {"--max-mbs", "x", "1024", "--max-mbs: 'x' is not an integer", {"plan", "tune"}},
+    {"--mbs", "65537", "65536", "--mbs: 65537 is out of range [1, 65536]",
+     {"plan", "tune", "sim"}},
+    {"--dp", "0", "1048576", "--dp: 0 is out of range [1, 1048576]", {"plan", "tune", "sim"}},
+    {"--tp", "4097", "4096", "--tp: 4097 is out of range [1, 4096]", {"plan", "tune", "sim"}},
+    {"--zero", "4", "3", "--zero: 4 is out of range [0, 3]", {"plan", "tune", "sim"}},
+    {"--microbatches", "65537", "65536", "--microbatches: 65537 is out of range [1, 65536]",
+     {"plan", "sim"}},
+    {"--schedule", "bogus", "zb-h1",
+     "--schedule: 'bogus' is not one of gpipe, 1f1b, interleaved, zb-h1",
+     {"plan", "tune", "sim"}},
+    {"--recompute", "some", "selective", "--recompute: 'some' is not one of none, selective, full",
+     {"plan", "tune", "sim"}},
+    {"--partitioner", "magic", "tree",
+     "--partitioner: 'magic' is not one of uniform, tree, optimal", {"plan", "tune"}},
+    {"--global-batch", "0", "1073741824", "--global-batch: 0 is out of range [1, 1073741824]",
+     {"plan", "tune", "whatif"}},
+    {"--top", "1001", "1000", "--top: 1001 is out of range [1, 1000]", {"plan", "whatif"}},
+    {"--nodes", "0", "100000", "--nodes: 0 is out of range [1, 100000]",
+     {"plan", "tune", "sim"}},
+};
+
+TEST(cli_opts_same_verdict_in_every_command)
+{
+    const char *bin = sc_test_bin();
+    char want[256], got[256];
+    for (size_t i = 0; i < SC_ARRAY_LEN(probes); i++) {
+        const probe *p = &probes[i];
+        for (int c = 0; c < 4 && p->cmds[c]; c++) {
+            int rc = SC("%s %s %s %s", bin, p->cmds[c], p->opt, p->bad);
+            if (rc != 2 || strcmp(message(got, sizeof got), p->msg))
+                sc_test_fail(__FILE__, __LINE__, "%s %s %s: exit %d, '%s' (want 2, '%s')",
+                             p->cmds[c], p->opt, p->bad, rc, got, p->msg);
+            snprintf(want, sizeof want, "try 'stagecraft %s --help'", p->cmds[c]);
+            CHECK_STR_HAS(out, want);
+            rc = SC("%s %s %s %s --help", bin, p->cmds[c], p->opt, p->good);
+            if (rc != 0)
+                sc_test_fail(__FILE__, __LINE__, "%s %s %s refused: %.200s", p->cmds[c],
+                             p->opt, p->good, out);
+        }
+    }
+}
+
+/* plan's --fix KEY=VALUE is judged by the option KEY's own entry. */
+TEST(cli_opts_fix_is_the_option)
+{
+    const char *bin = sc_test_bin();
+    char got[256];
+    static const struct {
+        const char *fix, *msg;
+    } cases[] = {
+        {"v=65", "--fix v: 65 is out of range [1, 64]"},
+        {"m=0", "--fix m: 0 is out of range [1, 65536]"},
+        {"mbs=65537", "--fix mbs: 65537 is out of range [1, 65536]"},
+        {"dp=8,zero=9", "--fix zero: 9 is out of range [0, 3]"},
+        {"schedule=bogus", "--fix schedule: 'bogus' is not one of gpipe, 1f1b, interleaved, zb-h1"},
+        {"recompute=some", "--fix recompute: 'some' is not one of none, selective, full"},
+        {"bogus=1",
+         "--fix: unknown key 'bogus' (dp, tp, pp, v, m, mbs, schedule, zero, recompute)"},
+        {"pp", "--fix: 'pp' is not KEY=VALUE"},
+    };
+    for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
+        int rc = SC("%s plan --model gpt-1.3b --cluster p4d.24xlarge --global-batch 8 --fix %s",
+                    bin, cases[i].fix);
+        if (rc != 2 || strcmp(message(got, sizeof got), cases[i].msg))
+            sc_test_fail(__FILE__, __LINE__, "--fix %s: exit %d, '%s' (want 2, '%s')",
+                         cases[i].fix, rc, got, cases[i].msg);
+    }
+    CHECK(SC("%s plan --fix dp=2,tp=2,pp=2,v=64,m=65536,mbs=65536,schedule=interleaved,zero=3,"
+             "recompute=full --help", bin) == 0);
+}
+
+/* The same help line for a shared option in every command that takes it. */
+TEST(cli_opts_one_help_line)
+{
+    const char *bin = sc_test_bin();
+    static const struct {
+        const char *opt, *cmds[4];
+    } lines[] = {
+        {"  --v V ", {"plan", "tune", "sim"}},
+        {"  --mbs S ", {"plan", "tune", "sim"}},
+        {"  --schedule S ", {"plan", "tune", "sim"}},
+        {"  --global-batch B ", {"plan", "tune", "whatif"}},
+        {"  --model M ", {"plan", "tune", "whatif", "sim"}},
+    };
+    static char first[1 << 16], line[1 << 16];
+    for (size_t i = 0; i < SC_ARRAY_LEN(lines); i++) {
+        for (int c = 0; c < 4 && lines[i].cmds[c]; c++) {
+            /* the option's line and its continuation lines */
+            REQUIRE(SC("%s %s --help | awk '/^%s/ {p = 1; print; next} p && /^      / {print; "
+                       "next} {p = 0}'",
+                       bin, lines[i].cmds[c], lines[i].opt) == 0);
+            snprintf(line, sizeof line, "%s", out);
+            if (!*line)
+                sc_test_fail(__FILE__, __LINE__, "%s --help has no '%s'", lines[i].cmds[c],
+                             lines[i].opt);
+            if (c == 0)
+                snprintf(first, sizeof first, "%s", line);
+            else if (strcmp(first, line))
+                sc_test_fail(__FILE__, __LINE__, "%s --help: '%s' is not plan's '%s'",
+                             lines[i].cmds[c], line, first);
+        }
+    }
+    REQUIRE(SC("%s tune --help", bin) == 0);
+    CHECK_STR_HAS(out, "--v V                 model chunks per rank (interleaved: 2 or more) "
+                       "[1, 64]");
+    CHECK_STR_HAS(out, "--max-mbs S           largest microbatch size to try [1, 65536]; "
+                       "default 64");
+    REQUIRE(SC("%s plan --help", bin) == 0);
+    CHECK_STR_HAS(out, "largest microbatch size to try [1, 65536]; default 8");
+    CHECK_STR_HAS(out, "--top K               candidates the search simulates [1, 1000]; "
+                       "default 16");
+    REQUIRE(SC("%s whatif --help", bin) == 0);
+    CHECK_STR_HAS(out, "candidates the search simulates [1, 1000]; default 4");
+    /* the options a command does not take are unknown to it */
+    CHECK(SC("%s whatif --v 2", bin) == 2);
+    CHECK_STR_HAS(out, "unknown option or missing value '--v'");
+    CHECK(SC("%s sim --top 2", bin) == 2);
+    CHECK_STR_HAS(out, "unknown option or missing value '--top'");
+    CHECK(SC("%s tune --microbatches 2", bin) == 2);
+    CHECK_STR_HAS(out, "unknown option or missing value '--microbatches'");
+    CHECK(SC("%s plan --model gpt-1.3b extra", bin) == 2);
+    CHECK_STR_HAS(out, "unexpected argument 'extra'");
+}
+
+/* plan --KEY VALUE and plan --fix KEY=VALUE make the same search. */
+TEST(cli_opts_plan_options_equal_fix)
+{
+    const char *bin = sc_test_bin();
+    const char *base = "plan --model gpt-1.3b --cluster p4d.24xlarge --global-batch 16 --top 2 "
+                       "--json";
+    REQUIRE(SC("%s %s --pp 2 --zero 1 --schedule 1f1b", bin, base) == 0);
+    cJSON *a = cJSON_Parse(out);
+    REQUIRE(SC("%s %s --fix pp=2,zero=1,schedule=1f1b", bin, base) == 0);
+    cJSON *b = cJSON_Parse(out);
+    REQUIRE(a && b);
+    /* wall-clock figures aside, the same document */
+    static const char *const wall[] = {"estimate_wall_s", "simulate_wall_s"};
+    for (int i = 0; i < 2; i++) {
+        cJSON_DeleteItemFromObject(a, wall[i]);
+        cJSON_DeleteItemFromObject(b, wall[i]);
+    }
+    CHECK(cJSON_Compare(a, b, 1));
+    const cJSON *r = cJSON_GetObjectItem(a, "ranked");
+    REQUIRE(cJSON_GetArraySize(r) >= 1);
+    for (const cJSON *x = r->child; x; x = x->next) {
+        const cJSON *g = cJSON_GetObjectItem(x, "config");
+        CHECK_EQ_INT(cJSON_GetObjectItem(g, "pp")->valueint, 2);
+        CHECK_EQ_INT(cJSON_GetObjectItem(g, "zero")->valueint, 1);
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
