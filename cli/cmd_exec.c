@@ -137,7 +137,7 @@ static int exec_threads(const char *plan, const sc_exec_opts *o, const char *out
     sc_plan_free(p);
     /* no device at all (no driver, or none visible): the threads start and
      * the backend's init says why, in the CUDA runtime's words */
-    int ndev = sc_cuda_device_count();
+    int ndev = sc_build_info_get().cuda_devices;
     if (ndev > 0 && n > ndev) {
         fprintf(stderr,
                 "stagecraft exec: %s: the plan needs dp·tp·pp = %d·%d·%d = %d GPUs (one "

@@ -12,6 +12,7 @@
 #include "exec_int.h"
 #include "json.h"
 #include "lower.h"
+#include "stats.h"
 #include "model.h"
 #include "plan.h"
 #include "step.h"
@@ -891,12 +892,6 @@ typedef struct wire_op {
     double kind, stage, chunk, mb, stream, bytes, t0, t1;
 } wire_op;
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* What a measurement holds between its phases; freed by meas_free. */
 typedef struct meas {
     int R, N, W;
@@ -1005,11 +1000,11 @@ static sc_status pick_median(sc_exec *x, meas *g, sc_exec_summary *sum, sc_error
         }
         double *sorted = g->spans; /* reuse */
         memcpy(sorted, g->times, sizeof(double) * N);
-        qsort(sorted, (size_t)N, sizeof(double), cmp_dbl);
-        double med = sorted[(N - 1) / 2];
-        sum->median_s = N % 2 ? med : (sorted[N / 2 - 1] + sorted[N / 2]) / 2;
+        sum->median_s = sc_median(sorted, N); /* sorts */
         sum->min_s = sorted[0];
         sum->max_s = sorted[N - 1];
+        /* the step kept as the timeline: the lower middle one */
+        double med = sorted[(N - 1) / 2];
         for (int k = 0; k < N; k++)
             if (g->times[k] == med) {
                 g->median = k;

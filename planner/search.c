@@ -270,7 +270,9 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                     int vmin = 1, vmax = 1;
                     if (!strcmp(sched, "interleaved")) {
                         vmin = 2;
-                        vmax = MAX_V;
+                        /* searched: 2..MAX_V; a fixed v (1..64, as the simulator
+                         * takes) is tried as asked */
+                        vmax = o->fix_v > MAX_V ? o->fix_v : MAX_V;
                     }
                     for (int v = vmin; v <= vmax && !st; v++) {
                         if (o->fix_v && v != o->fix_v)
