@@ -3,6 +3,7 @@
 #include "cli_opts.h"
 #include "cluster.h"
 #include "json.h"
+#include "lower.h"
 #include "model.h"
 #include "partition.h"
 #include "plan.h"
@@ -15,7 +16,7 @@
 
 typedef struct {
     cli_search_args s; /* first: the shared options (cli_opts.h) land here */
-    const char *part, *placement, *timeline, *plan_in, *plan_out;
+    const char *part, *placement, *timeline, *lowered, *plan_in, *plan_out;
     double bucket, jitter;
     long seed, runs;
     int one_replica;
@@ -33,6 +34,9 @@ static const cli_opt sim_opts[] = {
      S(bucket), 1e-3, 1e6, 0, NULL, NULL, 0},
     {"timeline", 0, "FILE", "write the step's timeline (stagecraft.timeline/1)", cli_opt_str,
      S(timeline), 0, 0, 0, NULL, NULL, 0},
+    {"lowered", 0, "FILE", "write the lowered step, the list of actions per pipeline\n"
+     "position that both sim and exec replay (text)", cli_opt_str, S(lowered), 0, 0, 0, NULL,
+     NULL, 0},
     {"jitter", 0, "SIGMA", "multiply compute times by 1 + N(0, SIGMA) noise; with\n"
      "--runs K the mean and spread of K seeded runs are\nreported", cli_opt_double, S(jitter),
      0, 0.99, 0, NULL, NULL, 0},
@@ -56,8 +60,10 @@ static const cli_cmd sim_cmd = {
     "                      --microbatches M --mbs B --schedule S [--zero Z]\n"
     "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
     "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE]\n"
+    "                      [--lowered FILE]\n"
     "                      [--jitter SIGMA --seed N --runs K] [-o plan.json] [--json]\n"
-    "       stagecraft sim --plan plan.json [--timeline FILE] [--jitter ...] [--json]\n"
+    "       stagecraft sim --plan plan.json [--timeline FILE] [--lowered FILE] [--jitter ...]\n"
+    "                      [--json]\n"
     "Simulates one training step of a parallel configuration on the discrete-event engine\n"
     "and reports the step time and its breakdown, the bubble, per-rank busy fractions,\n"
     "per-link traffic, peak memory per stage, throughput, TFLOP/s per GPU, MFU and cost.\n"
@@ -253,6 +259,12 @@ int cmd_sim(int argc, char **argv)
         if (sc_timeline_save(r->timeline, tl_file, &err))
             rc = cli_fail(&err);
     }
+    if (!rc && a.lowered) {
+        sc_lowered *lw = NULL;
+        if (sc_lower(mod, &cl, &cfg, &lw, &err) || sc_lower_save(lw, a.lowered, &err))
+            rc = cli_fail(&err);
+        sc_lower_free(lw);
+    }
     if (!rc && plan_out) {
         sc_plan *out = NULL;
         const char *method = plan ? plan->method : (!part_spec || !strcmp(part_spec, "uniform")) ? "uniform" : "explicit";
@@ -295,6 +307,8 @@ int cmd_sim(int argc, char **argv)
             }
             if (tl_file)
                 printf("\ntimeline written to %s\n", tl_file);
+            if (a.lowered)
+                printf("lowered step written to %s\n", a.lowered);
             if (plan_out)
                 printf("plan written to %s\n", plan_out);
         }

@@ -3,6 +3,7 @@
 #include "lower.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *sc_act_kind_name(int kind)
@@ -407,7 +408,7 @@ void sc_lower_dump(const sc_lowered *lw, FILE *f)
             if (a->after >= 0)
                 fprintf(f, " after %d", a->after);
             if (a->peer >= 0)
-                fprintf(f, " peer %d", a->peer);
+                fprintf(f, a->kind == SC_ACT_TIED ? " tie %d" : " peer %d", a->peer);
             if (a->match >= 0)
                 fprintf(f, " match %d", a->match);
             if (a->waits)
@@ -421,4 +422,22 @@ void sc_lower_dump(const sc_lowered *lw, FILE *f)
             fputc('\n', f);
         }
     }
+}
+
+sc_status sc_lower_save(const sc_lowered *lw, const char *file, sc_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+    sc_lower_dump(lw, f);
+    int bad = ferror(f);
+    if (fclose(f) || bad) {
+        free(buf);
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+    }
+    sc_status st = sc_write_file_atomic(file, buf, len, err);
+    free(buf);
+    return st;
 }

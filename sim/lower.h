@@ -122,8 +122,12 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
                    sc_lowered **out, sc_error *err);
 void sc_lower_free(sc_lowered *lw);
 
-/* Writes the lowered step as text, one action a line (for tests and
- * `sim --lowered`). */
+/* Writes the lowered step as text: per position a header line, then one
+ * line per action: index, kind, the op it reports as, stage, chunk, mb,
+ * piece k/K, "after N", "peer P", "match M", "waits", the modelled
+ * duration of a compute, its bytes and the optimizer's deps. */
 void sc_lower_dump(const sc_lowered *lw, FILE *f);
+/* The same into file, whole or not at all (`sim --lowered FILE`). */
+sc_status sc_lower_save(const sc_lowered *lw, const char *file, sc_error *err);
 
 #endif

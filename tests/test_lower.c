@@ -305,3 +305,29 @@ TEST(lower_errors)
     sc_lower_free(NULL);
     sc_model_free(m);
 }
+
+/* `sim --lowered FILE` writes the list, one action a line, whole. */
+TEST(lower_sim_writes_the_list)
+{
+    static char out[1 << 14];
+    const char *d = sc_test_tmpdir();
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --tp 2 --pp 2 "
+                       "--microbatches 4 --zero 1 --lowered %s/low.txt",
+                       sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "lowered step written to");
+    REQUIRE(sc_test_sh(out, sizeof out, "cat %s/low.txt", d) == 0);
+    CHECK_STR_HAS(out, "position 0: ");
+    CHECK_STR_HAS(out, "position 1: ");
+    CHECK_STR_HAS(out, "tied    dp_allreduce");
+    CHECK_STR_HAS(out, "params  dp_allgather");
+    CHECK_STR_HAS(out, "reduce  dp_reducescatter");
+    /* a bad configuration writes nothing */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s sim --model gpt-1.3b --cluster p4d.24xlarge --pp 2 --v 2 "
+                     "--schedule interleaved --microbatches 3 --lowered %s/bad.txt",
+                     sc_test_bin(), d) != 0);
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/bad.txt", d);
+    CHECK(!sc_test_exists(bad));
+}
