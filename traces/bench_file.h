@@ -1,6 +1,7 @@
 /* bench_file.h - the microbenchmark file (stagecraft.bench/1): what
- * `stagecraft bench` (exec/bench.h) writes and calibration reads. Its one
- * reader and its one writer live here, below both users.
+ * `stagecraft bench` (exec/bench.h) writes and calibration
+ * (planner/calib_points.h) reads. Its one reader and its one writer live
+ * here, below both users.
  *
  * The file, one per op and run:
  *   {"format": "stagecraft.bench/1", "op", "backend", "device" (rank 0's

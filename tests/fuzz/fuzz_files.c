@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench_file.h"
+#include "calib_points.h"
 #include "calibrate.h"
 #include "plan.h"
 #include "tune.h"
