@@ -1,4 +1,5 @@
 /* cmd_calibrate.c - `stagecraft calibrate` and `stagecraft compare`. */
+#include "calib_points.h"
 #include "calibrate.h"
 #include "cli.h"
 #include "compare.h"

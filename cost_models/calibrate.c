@@ -1,13 +1,10 @@
-/* calibrate.c - GSL fits of the cluster's efficiency parameters; see
- * calibrate.h for what is fitted and how. */
+/* calibrate.c - GSL fits of the cluster's efficiency parameters to point
+ * arrays; see calibrate.h for what is fitted and how. */
 #include "calibrate.h"
 #include "cost.h"
-#include "json.h"
-#include "plan.h"
-#include "schedule.h"
-#include "step.h"
 #include "timeline.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_multifit.h>
@@ -17,57 +14,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define MAX_POINTS 100000
-
-typedef struct cpoint {
-    int plan;          /* -1: a gemm size */
-    int stage, kind;   /* measured op: stage and SC_OP_F/B/W/RECOMPUTE */
-    double flop, bytes;
-    double meas;
-} cpoint;
-
-typedef struct lpoint {
-    int link, op, n; /* op: 0 allreduce, 1 reducescatter, 2 allgather, 3 p2p */
-    double bytes, t;
-} lpoint;
-
-/* A sender's host time: the gap between two compute ops of a rank with only
- * sends (no receive) between them in its schedule, and the bytes sent. */
-typedef struct hpoint {
-    int link;
-    double bytes, gap;
-} hpoint;
-
-typedef struct plan_in {
-    sc_plan *plan;
-    sc_model *model;
-    sc_step_cfg cfg;
-    int split;
-    sc_stage_info *info;
-} plan_in;
-
+/* The compute points are numbered gemm first: point i < n_gemm is gemm[i],
+ * point n_gemm + j is ops[j]. */
 typedef struct ctx {
     const sc_cluster *base;
+    const sc_calib_points *pts;
     sc_dtype dt;
-    cpoint *cp;
-    int ncp, capcp;
-    lpoint *lp;
-    int nlp, caplp;
-    hpoint *hp;
-    int nhp, caphp;
-    plan_in *plans;
-    int nplans;
-    sc_cluster cur; /* the estimate so far */
-    int active;     /* P_* of the stage being fitted */
-    int use_gemm, use_ops; /* which points the stage fits */
-    int *idx;       /* the points of the stage */
+    int ncp;               /* n_gemm + n_ops */
+    double *meas;          /* per compute point */
+    sc_stage_info **info;  /* per plan, pp·v: scratch of predict */
+    sc_cluster cur;        /* the estimate so far */
+    int active;            /* P_* of the stage being fitted */
+    int *idx;              /* the points of the stage */
     int nidx;
-    int fails;      /* evaluations that could not compute a prediction */
+    int fails;             /* evaluations that could not compute a prediction */
 } ctx;
 
-static const char *const comm_ops[] = {"allreduce", "reducescatter", "allgather", "p2p"};
+static const char *const comm_ops[SC_CALIB_COMM_N] = {"allreduce", "reducescatter", "allgather",
+                                                      "p2p"};
 
 int sc_calib_device_matches(const sc_cluster *c, const char *device)
 {
@@ -88,349 +53,6 @@ int sc_calib_device_matches(const sc_cluster *c, const char *device)
     return strstr(dev, word) != NULL;
 }
 
-/* ---- reading inputs ------------------------------------------------------------ */
-
-static int push_cp(ctx *x, cpoint p)
-{
-    if (x->ncp == x->capcp) {
-        int nc = x->capcp ? 2 * x->capcp : 256;
-        cpoint *n = sc_realloc(x->cp, sizeof *n * (size_t)nc);
-        if (!n)
-            return -1;
-        x->cp = n;
-        x->capcp = nc;
-    }
-    x->cp[x->ncp++] = p;
-    return 0;
-}
-
-static int push_lp(ctx *x, lpoint p)
-{
-    if (x->nlp == x->caplp) {
-        int nc = x->caplp ? 2 * x->caplp : 256;
-        lpoint *n = sc_realloc(x->lp, sizeof *n * (size_t)nc);
-        if (!n)
-            return -1;
-        x->lp = n;
-        x->caplp = nc;
-    }
-    x->lp[x->nlp++] = p;
-    return 0;
-}
-
-static sc_status check_dtype(ctx *x, sc_dtype dt, const char *file, sc_error *err)
-{
-    if ((int)x->dt < 0)
-        x->dt = dt;
-    else if (x->dt != dt)
-        return sc_err(err, SC_EINVAL,
-                      "%s: measured in %s, other inputs in %s: calibrate one dtype at a time",
-                      file, sc_dtype_name(dt), sc_dtype_name(x->dt));
-    if (x->base->gpu.peak_flops[dt] <= 0)
-        return sc_err(err, SC_EINVAL, "%s: %s has no %s peak to calibrate", file,
-                      x->base->name, sc_dtype_name(dt));
-    return SC_OK;
-}
-
-static sc_status read_bench(ctx *x, const cJSON *j, const char *file, sc_error *err)
-{
-    static const char *const keys[] = {"format", "op", "backend", "device", "host", "ranks",
-                                       "world", "nodes", "ranks_per_node", "link", "dtype",
-                                       "compute_dtype", "elem_bytes", "busbw_factor", "iters",
-                                       "warmup", "results", NULL};
-    const char *op, *device, *link, *cdt;
-    long ranks = 0;
-    double eb = 0;
-    const cJSON *res;
-    sc_status st;
-    if ((st = sc_json_keys(j, file, "", keys, err)) ||
-        (st = sc_json_str(j, file, "", "op", 1, 32, &op, err)) ||
-        (st = sc_json_str(j, file, "", "device", 1, 255, &device, err)) ||
-        (st = sc_json_str(j, file, "", "link", 1, 8, &link, err)) ||
-        (st = sc_json_str(j, file, "", "compute_dtype", 1, 8, &cdt, err)) ||
-        (st = sc_json_int(j, file, "", "ranks", 1, 1, 1 << 24, &ranks, err)) ||
-        (st = sc_json_num(j, file, "", "elem_bytes", 1, 1, 16, &eb, err)) ||
-        (st = sc_json_arr(j, file, "", "results", 1, &res, err)))
-        return st;
-    if (!sc_calib_device_matches(x->base, device))
-        return sc_err(err, SC_EINVAL,
-                      "%s: device: measured on \"%s\", not on %s's %s", file, device,
-                      x->base->name, x->base->gpu.name);
-    if (ranks > sc_cluster_total_gpus(x->base))
-        return sc_err(err, SC_EINVAL, "%s: ranks: %ld ranks, but %s has %ld GPUs", file, ranks,
-                      x->base->name, sc_cluster_total_gpus(x->base));
-    int lk = !strcmp(link, "intra") ? SC_LINK_INTRA : !strcmp(link, "inter") ? SC_LINK_INTER : -1;
-    if (lk < 0)
-        return sc_err(err, SC_EINVAL, "%s: link: \"%s\" is not intra or inter", file, link);
-    int is_gemm = !strcmp(op, "gemm"), cop = -1;
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(op, comm_ops[i]))
-            cop = i;
-    if (!is_gemm && cop < 0)
-        return sc_err(err, SC_EINVAL, "%s: op: unknown \"%s\"", file, op);
-    int dt = sc_dtype_parse(cdt);
-    if (dt < 0)
-        return sc_err(err, SC_EINVAL, "%s: compute_dtype: unknown \"%s\"", file, cdt);
-    if (is_gemm && (st = check_dtype(x, (sc_dtype)dt, file, err)))
-        return st;
-    int i = 0;
-    for (const cJSON *r = res->child; r; r = r->next, i++) {
-        char path[48];
-        snprintf(path, sizeof path, "results[%d]", i);
-        if (!cJSON_IsObject(r))
-            return sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
-        double t = 0;
-        if ((st = sc_json_num(r, file, path, "time_s", 1, 1e-12, 1e6, &t, err)))
-            return st;
-        if (is_gemm) {
-            long m = 0, n = 0, k = 0;
-            if ((st = sc_json_int(r, file, path, "m", 1, 1, 1 << 20, &m, err)) ||
-                (st = sc_json_int(r, file, path, "n", 1, 1, 1 << 20, &n, err)) ||
-                (st = sc_json_int(r, file, path, "k", 1, 1, 1 << 20, &k, err)))
-                return st;
-            cpoint p = {-1, 0, 0, 2.0 * m * n * k, ((double)m * k + (double)k * n + (double)m * n) * eb,
-                        t};
-            if (push_cp(x, p))
-                return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
-        } else {
-            double bytes = 0;
-            if ((st = sc_json_num(r, file, path, "bytes", 1, 1, 1e15, &bytes, err)))
-                return st;
-            lpoint p = {lk, cop, cop == 3 ? 2 : (int)ranks, bytes, t};
-            if (push_lp(x, p))
-                return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
-        }
-    }
-    if (x->ncp + x->nlp > MAX_POINTS)
-        return sc_err(err, SC_EINVAL, "%s: more than %d points in all", file, MAX_POINTS);
-    return SC_OK;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The plan a timeline names: as written, else beside the timeline. */
-static sc_status open_plan(const char *tl_file, const sc_timeline *t, plan_in *pi,
-                           sc_error *err)
-{
-    char path[1200];
-    snprintf(path, sizeof path, "%s", t->plan_file);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        const char *slash = strrchr(tl_file, '/');
-        if (slash)
-            snprintf(path, sizeof path, "%.*s/%s", (int)(slash - tl_file), tl_file,
-                     sc_basename(t->plan_file));
-        f = fopen(path, "r");
-    }
-    if (!f)
-        return sc_err(err, SC_EIO, "%s: plan.file: cannot open %s", tl_file, t->plan_file);
-    fclose(f);
-    char dg[17];
-    sc_status st = sc_plan_file_digest(path, dg, err);
-    if (!st && strcmp(dg, t->plan_digest))
-        st = sc_err(err, SC_EINVAL, "%s: plan.digest: %s has changed since it was run", tl_file,
-                    path);
-    sc_cluster pc;
-    if (!st)
-        st = sc_plan_load(path, &pi->plan, err);
-    if (!st)
-        st = sc_plan_open(pi->plan, path, &pi->model, &pc, err);
-    if (st)
-        return st;
-    sc_plan_step_cfg(pi->plan, &pi->cfg);
-    const sc_sched_impl *impl = sc_sched_find(pi->plan->schedule);
-    pi->split = impl && impl->split_backward;
-    pi->info = sc_calloc((size_t)(pi->cfg.pp * pi->cfg.v), sizeof *pi->info);
-    if (!pi->info)
-        return sc_err(err, SC_ENOMEM, "%s: out of memory", tl_file);
-    return SC_OK;
-}
-
-/* When the message a RECV op waits for was complete on its sender: the end
- * of the sender's measured send (stage `from`, microbatch mb); -1 if absent. */
-static double sent_at(const sc_timeline *t, int kind, int from, int mb)
-{
-    for (int r = 0; r < t->n_ranks; r++)
-        for (int i = 0; i < t->ranks[r].n_ops; i++) {
-            const sc_tl_op *o = &t->ranks[r].ops[i];
-            if (o->kind == kind && o->stage == from && o->mb == mb)
-                return o->end;
-        }
-    return -1;
-}
-
-/* The host points of one measured plan: plans without tensor or data
- * parallelism and without recompute, whose ranks do nothing but compute,
- * send and receive. A gap between two compute ops of a rank with sends
- * between them in its schedule is the sender's host time (plus the
- * executor's own, a few microseconds) when every receive between them had
- * its message complete on the sender before the gap began (so no waiting
- * is in it). */
-static sc_status host_points(ctx *x, const plan_in *pi, const sc_timeline *t, const char *file,
-                             sc_error *err)
-{
-    const sc_step_cfg *cfg = &pi->cfg;
-    if (cfg->tp != 1 || cfg->dp != 1 || cfg->recompute != SC_RECOMPUTE_NONE || cfg->pp < 2)
-        return SC_OK;
-    sc_sched *sched = NULL;
-    sc_error e2;
-    if (sc_sched_generate(pi->plan->schedule, cfg->pp, cfg->m, cfg->v, &sched, &e2))
-        return SC_OK; /* the plan's own check reports a bad schedule */
-    sc_status st = SC_OK;
-    for (int r = 0; r < t->n_ranks && !st; r++) {
-        const sc_tl_rank *rk = &t->ranks[r];
-        int p = rk->pp, n, peer_node = -1;
-        if (p < 0 || p >= cfg->pp) {
-            st = sc_err(err, SC_EINVAL, "%s: ranks[%d].pp: %d is not a pipeline position of the "
-                        "plan (pp %d)", file, r, p, cfg->pp);
-            break;
-        }
-        const sc_sched_op *ops = sc_sched_rank_ops(sched, p, &n);
-        const sc_tl_op *prev = NULL; /* the measured compute op matched last */
-        int sends = 0, waited = 0;
-        double ready = 0; /* when the messages received since prev were complete */
-        int mi = 0;       /* cursor into the rank's measured ops */
-        for (int i = 0; i < n && !st; i++) {
-            int kind = ops[i].kind, s = sc_sched_stage(sched, p, ops[i].chunk);
-            if (kind == SC_OP_RECV_F || kind == SC_OP_RECV_B) {
-                int fwd = kind == SC_OP_RECV_F;
-                double at = sent_at(t, fwd ? SC_OP_SEND_F : SC_OP_SEND_B, fwd ? s - 1 : s + 1,
-                                    ops[i].mb);
-                if (at < 0)
-                    waited = 1;
-                else if (at > ready)
-                    ready = at;
-                continue;
-            }
-            if (kind == SC_OP_SEND_F || kind == SC_OP_SEND_B) {
-                sends++;
-                for (int q = 0; q < t->n_ranks; q++)
-                    if (t->ranks[q].pp == ops[i].peer)
-                        peer_node = t->ranks[q].node;
-                continue;
-            }
-            if (kind != SC_OP_F && kind != SC_OP_B && kind != SC_OP_W)
-                continue;
-            /* the next measured compute op, and the bytes posted between
-             * the two (sends start when their producer ends) */
-            const sc_tl_op *cur = NULL;
-            for (; mi < rk->n_ops && !cur; mi++)
-                if (rk->ops[mi].stream == SC_STREAM_COMPUTE && rk->ops[mi].kind == kind)
-                    cur = &rk->ops[mi];
-            if (!cur)
-                break; /* the measurement ends early: use what matched */
-            double sent = 0;
-            for (int q = 0; prev && q < rk->n_ops; q++) {
-                const sc_tl_op *o = &rk->ops[q];
-                if ((o->kind == SC_OP_SEND_F || o->kind == SC_OP_SEND_B) &&
-                    o->start >= prev->end - 1e-9 && o->start <= cur->start)
-                    sent += o->bytes;
-            }
-            if (prev && sends > 0 && !waited && ready <= prev->end && sent > 0 &&
-                peer_node >= 0) {
-                hpoint h = {peer_node != rk->node ? SC_LINK_INTER : SC_LINK_INTRA, sent,
-                            fmax(0, cur->start - prev->end)};
-                if (x->nhp == x->caphp) {
-                    int nc = x->caphp ? 2 * x->caphp : 64;
-                    hpoint *nh = sc_realloc(x->hp, sizeof *nh * (size_t)nc);
-                    if (!nh) {
-                        st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
-                        break;
-                    }
-                    x->hp = nh;
-                    x->caphp = nc;
-                }
-                x->hp[x->nhp++] = h;
-            }
-            prev = cur;
-            sends = waited = 0;
-            ready = 0;
-        }
-    }
-    sc_sched_free(sched);
-    return st;
-}
-
-static sc_status read_timeline(ctx *x, const cJSON *j, const char *file, sc_error *err)
-{
-    sc_timeline *t;
-    sc_status st = sc_timeline_from_json(j, file, &t, err);
-    if (st)
-        return st;
-    if (strcmp(t->source, "exec")) {
-        sc_timeline_free(t);
-        return sc_err(err, SC_EINVAL, "%s: source: a simulated timeline is no measurement", file);
-    }
-    if (!t->plan_file[0]) {
-        sc_timeline_free(t);
-        return sc_err(err, SC_EINVAL, "%s: plan: missing (which plan was measured?)", file);
-    }
-    if (!sc_calib_device_matches(x->base, t->device)) {
-        st = sc_err(err, SC_EINVAL, "%s: device: measured on \"%s\", not on %s's %s", file,
-                    t->device, x->base->name, x->base->gpu.name);
-        sc_timeline_free(t);
-        return st;
-    }
-    plan_in *np = sc_realloc(x->plans, sizeof *np * (size_t)(x->nplans + 1));
-    if (!np) {
-        sc_timeline_free(t);
-        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
-    }
-    x->plans = np;
-    plan_in *pi = &x->plans[x->nplans];
-    memset(pi, 0, sizeof *pi);
-    x->nplans++;
-    st = open_plan(file, t, pi, err);
-    if (!st && t->n_ranks != pi->cfg.dp * pi->cfg.tp * pi->cfg.pp)
-        st = sc_err(err, SC_EINVAL, "%s: ranks: %d ranks measured, the plan has dp·tp·pp = %d",
-                    file, t->n_ranks, pi->cfg.dp * pi->cfg.tp * pi->cfg.pp);
-    if (!st)
-        st = check_dtype(x, pi->model->dtype, file, err);
-    /* the median duration of each (stage, kind) over ranks and microbatches */
-    int S = st ? 0 : pi->cfg.pp * pi->cfg.v;
-    const int kinds[] = {SC_OP_F, SC_OP_B, SC_OP_W, SC_OP_RECOMPUTE, SC_OP_OPTIMIZER};
-    for (int s = 0; s < S && !st; s++) {
-        for (int k = 0; k < 5 && !st; k++) {
-            if (kinds[k] == SC_OP_OPTIMIZER && s >= pi->cfg.pp)
-                continue; /* the optimizer op carries the pipeline position */
-            int n = 0, cap = 0;
-            double *v = NULL;
-            for (int r = 0; r < t->n_ranks && !st; r++)
-                for (int i = 0; i < t->ranks[r].n_ops; i++) {
-                    const sc_tl_op *o = &t->ranks[r].ops[i];
-                    if (o->stage != s || o->kind != kinds[k] || o->stream != SC_STREAM_COMPUTE)
-                        continue;
-                    if (n == cap) {
-                        cap = cap ? 2 * cap : 64;
-                        double *nv = sc_realloc(v, sizeof *nv * (size_t)cap);
-                        if (!nv) {
-                            st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
-                            break;
-                        }
-                        v = nv;
-                    }
-                    v[n++] = o->end - o->start;
-                }
-            if (!st && n > 0) {
-                qsort(v, (size_t)n, sizeof *v, cmp_d);
-                double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-                cpoint p = {x->nplans - 1, s, kinds[k], 0, 0, med};
-                if (med > 0 && push_cp(x, p))
-                    st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
-            }
-            sc_free(v);
-        }
-    }
-    if (!st)
-        st = host_points(x, pi, t, file, err);
-    sc_timeline_free(t);
-    return st;
-}
-
 /* ---- the compute fit ---------------------------------------------------------------- */
 
 static double logistic(double v) { return 1 / (1 + exp(-v)); }
@@ -444,7 +66,6 @@ enum { P_EFF = 1, P_FHALF = 2, P_OVH = 4, P_MEM = 8, P_BWD = 16 };
 static void trial_cluster(const ctx *c, const double *x, sc_cluster *out)
 {
     *out = c->cur;
-    out->nodes = SC_CLUSTER_MAX_NODES; /* room for any plan's ranks */
     int i = 0;
     if (c->active & P_EFF)
         out->eff.eff_max[c->dt] = fmin(1, fmax(1e-4, logistic(x[i++])));
@@ -458,42 +79,46 @@ static void trial_cluster(const ctx *c, const double *x, sc_cluster *out)
         out->eff.bwd_factor = fmin(10, fmax(0.1, exp(x[i++])));
 }
 
-/* Predictions of every compute point under cluster cl; 0 or -1. A gemm
- * size is one kernel: no executor overhead. */
+/* Predictions of every compute point under cluster cl; 0 or -1 (a stage
+ * that cannot be costed). A gemm point is one kernel: no executor
+ * overhead. */
 static int predict(ctx *c, const sc_cluster *cl, double *pred)
 {
-    for (int p = 0; p < c->nplans; p++) {
+    const sc_calib_points *pts = c->pts;
+    for (int p = 0; p < pts->n_plans; p++) {
+        const sc_calib_plan *pl = &pts->plans[p];
         sc_error e;
-        if (sc_step_stage_infos(c->plans[p].model, cl, &c->plans[p].cfg, c->plans[p].info, &e))
+        if (sc_cost_stage(cl, pl->model, pl->part, &pl->cfg, c->info[p], &e))
             return -1;
     }
     double peak = cl->gpu.peak_flops[c->dt], hbm = cl->gpu.hbm_bytes_per_s;
-    for (int i = 0; i < c->ncp; i++) {
-        const cpoint *q = &c->cp[i];
-        if (q->plan < 0) {
-            double eff = cl->eff.eff_max[c->dt];
-            double tc = (q->flop + cl->eff.f_half[c->dt]) / (peak * eff);
-            double tm = q->bytes / (hbm * cl->eff.memory_bw);
-            pred[i] = tc > tm ? tc : tm;
-            continue;
-        }
-        const plan_in *pi = &c->plans[q->plan];
-        const sc_stage_info *in = &pi->info[q->stage];
+    for (int i = 0; i < pts->n_gemm; i++) {
+        const sc_calib_gemm *q = &pts->gemm[i];
+        double eff = cl->eff.eff_max[c->dt];
+        double tc = (q->flop + cl->eff.f_half[c->dt]) / (peak * eff);
+        double tm = q->bytes / (hbm * cl->eff.memory_bw);
+        pred[i] = tc > tm ? tc : tm;
+    }
+    for (int j = 0; j < pts->n_ops; j++) {
+        const sc_calib_op *q = &pts->ops[j];
+        const sc_calib_plan *pl = &pts->plans[q->plan];
+        const sc_stage_info *info = c->info[q->plan], *in = &info[q->stage];
+        double *out = &pred[pts->n_gemm + j];
         if (q->kind == SC_OP_OPTIMIZER) { /* stage holds the pipeline position */
             double params = 0, w, g, o;
             sc_cost_state_bytes(c->dt, &w, &g, &o);
-            for (int ch = 0; ch < pi->cfg.v; ch++)
-                params += pi->info[ch * pi->cfg.pp + q->stage].param_bytes / w;
-            if (pi->cfg.zero >= 1)
-                params /= pi->cfg.dp;
-            pred[i] = sc_cost_optimizer_time(cl, c->dt, params);
+            for (int ch = 0; ch < pl->v; ch++)
+                params += info[ch * pl->pp + q->stage].param_bytes / w;
+            if (pl->zero >= 1)
+                params /= pl->dp;
+            *out = sc_cost_optimizer_time(cl, c->dt, params);
             continue;
         }
         switch (q->kind) {
-        case SC_OP_F: pred[i] = in->fwd_s; break;
-        case SC_OP_B: pred[i] = pi->split ? in->bwd_s / 2 : in->bwd_s; break;
-        case SC_OP_W: pred[i] = in->bwd_s / 2; break;
-        default: pred[i] = in->recompute_s; break;
+        case SC_OP_F: *out = in->fwd_s; break;
+        case SC_OP_B: *out = pl->split ? in->bwd_s / 2 : in->bwd_s; break;
+        case SC_OP_W: *out = in->bwd_s / 2; break;
+        default: *out = in->recompute_s; break;
         }
     }
     return 0;
@@ -514,7 +139,7 @@ static int resid_f(const gsl_vector *xv, void *data, gsl_vector *f)
         return GSL_EDOM;
     }
     for (int k = 0; k < c->nidx; k++)
-        gsl_vector_set(f, (size_t)k, pred[c->idx[k]] / c->cp[c->idx[k]].meas - 1);
+        gsl_vector_set(f, (size_t)k, pred[c->idx[k]] / c->meas[c->idx[k]] - 1);
     sc_free(pred);
     return GSL_SUCCESS;
 }
@@ -552,7 +177,7 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
     c->active = active;
     c->nidx = 0;
     for (int i = 0; i < c->ncp; i++)
-        if ((c->cp[i].plan < 0 && gemm) || (c->cp[i].plan >= 0 && ops))
+        if ((i < c->pts->n_gemm && gemm) || (i >= c->pts->n_gemm && ops))
             c->idx[c->nidx++] = i;
     int p = 0;
     double x0[5];
@@ -618,7 +243,6 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
             se[i] = bit == P_EFF || bit == P_MEM ? v * (1 - v) * sx : v * sx;
             i++;
         }
-        cl.nodes = c->cur.nodes;
         c->cur = cl;
     }
     gsl_set_error_handler(old);
@@ -635,29 +259,26 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
  * sizes). */
 static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_error *err)
 {
-    int ngemm = 0, nops = 0;
-    for (int i = 0; i < c->ncp; i++)
-        c->cp[i].plan < 0 ? ngemm++ : nops++;
+    const sc_calib_points *pts = c->pts;
+    int ngemm = pts->n_gemm, nops = pts->n_ops;
     c->idx = sc_malloc(sizeof(int) * (size_t)c->ncp);
-    double *meas = sc_malloc(sizeof(double) * (size_t)c->ncp);
+    double *meas = c->meas = sc_malloc(sizeof(double) * (size_t)c->ncp);
     double *pred = sc_malloc(sizeof(double) * (size_t)c->ncp);
-    if (!c->idx || !meas || !pred) {
-        sc_free(c->idx);
-        sc_free(meas);
-        sc_free(pred);
-        c->idx = NULL;
-        return sc_err(err, SC_ENOMEM, "calibrate: out of memory");
-    }
-    for (int i = 0; i < c->ncp; i++)
-        meas[i] = c->cp[i].meas;
+    c->info = pts->n_plans ? sc_calloc((size_t)pts->n_plans, sizeof *c->info) : NULL;
+    int ok = c->idx && meas && pred && (c->info || !pts->n_plans);
+    for (int p = 0; ok && p < pts->n_plans; p++)
+        ok = !!(c->info[p] = sc_calloc((size_t)pts->plans[p].part->n_stages, sizeof **c->info));
+    sc_status st = ok ? SC_OK : sc_err(err, SC_ENOMEM, "calibrate: out of memory");
+    for (int i = 0; ok && i < ngemm; i++)
+        meas[i] = pts->gemm[i].t;
+    for (int j = 0; ok && j < nops; j++)
+        meas[ngemm + j] = pts->ops[j].t;
     c->cur = *out;
-    sc_cluster b0 = *c->base;
-    b0.nodes = SC_CLUSTER_MAX_NODES;
-    double before = predict(c, &b0, pred) ? -1 : point_stats(pred, meas, c->ncp).mape;
+    double before =
+        !ok || predict(c, c->base, pred) ? -1 : point_stats(pred, meas, c->ncp).mape;
     double se_curve[2] = {0, 0}, se_ops[4] = {0, 0, 0, 0};
-    sc_status st = SC_OK;
     int fitted_mem = 0;
-    if (ngemm > 0)
+    if (!st && ngemm > 0)
         st = fit_stage(c, P_EFF | P_FHALF, 1, 0, se_curve, err);
     if (!st && nops > 0) {
         int act = P_OVH | P_MEM | P_BWD | (ngemm > 0 ? 0 : P_EFF);
@@ -667,9 +288,7 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
             se_curve[0] = se_ops[0];
     }
     if (!st) {
-        sc_cluster cl = c->cur;
-        cl.nodes = SC_CLUSTER_MAX_NODES;
-        predict(c, &cl, pred);
+        predict(c, &c->cur, pred);
         stats all = point_stats(pred, meas, c->ncp);
         double e = c->cur.eff.eff_max[c->dt], fh = c->cur.eff.f_half[c->dt];
         out->eff.eff_max[c->dt] = e;
@@ -697,21 +316,26 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
             rep->bwd_factor_se = nops > 0 ? se_ops[ngemm > 0 ? 2 : 3] : 0;
         }
     }
+    for (int p = 0; c->info && p < pts->n_plans; p++)
+        sc_free(c->info[p]);
+    sc_free(c->info);
     sc_free(c->idx);
-    c->idx = NULL;
     sc_free(meas);
     sc_free(pred);
+    c->info = NULL;
+    c->idx = NULL;
+    c->meas = NULL;
     return st;
 }
 
 /* ---- the link fits ------------------------------------------------------------------ */
 
-static void ring_terms(const lpoint *q, double *steps, double *vol)
+static void ring_terms(const sc_calib_link *q, double *steps, double *vol)
 {
     double n = q->n;
     switch (q->op) {
-    case 0: *steps = 2 * (n - 1); *vol = 2 * (n - 1) / n * q->bytes; break;
-    case 3: *steps = 1; *vol = q->bytes; break;
+    case SC_CALIB_ALLREDUCE: *steps = 2 * (n - 1); *vol = 2 * (n - 1) / n * q->bytes; break;
+    case SC_CALIB_P2P: *steps = 1; *vol = q->bytes; break;
     default: *steps = n - 1; *vol = (n - 1) / n * q->bytes; break;
     }
 }
@@ -721,8 +345,9 @@ static void ring_terms(const lpoint *q, double *steps, double *vol)
 static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
 {
     int n = 0;
-    for (int i = 0; i < c->nlp; i++)
-        n += c->lp[i].link == link && (op < 0 || c->lp[i].op == op);
+    const sc_calib_points *pts = c->pts;
+    for (int i = 0; i < pts->n_link; i++)
+        n += pts->link[i].link == link && (op < 0 || (int)pts->link[i].op == op);
     if (n < 3)
         return -1;
     gsl_matrix *X = gsl_matrix_alloc((size_t)n, 2), *cov = gsl_matrix_alloc(2, 2);
@@ -733,9 +358,9 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
     int rc = -1;
     if (X && cov && y && wt && cc && ws && pred && meas) {
         int k = 0;
-        for (int i = 0; i < c->nlp; i++) {
-            const lpoint *q = &c->lp[i];
-            if (q->link != link || (op >= 0 && q->op != op))
+        for (int i = 0; i < pts->n_link; i++) {
+            const sc_calib_link *q = &pts->link[i];
+            if (q->link != link || (op >= 0 && (int)q->op != op))
                 continue;
             double s, v;
             ring_terms(q, &s, &v);
@@ -791,8 +416,8 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
     static const char *const lname[] = {"intra", "inter"};
     for (int l = 0; l < SC_LINK_N; l++) {
         int n = 0;
-        for (int i = 0; i < c->nlp; i++)
-            n += c->lp[i].link == l;
+        for (int i = 0; i < c->pts->n_link; i++)
+            n += c->pts->link[i].link == l;
         if (n == 0)
             continue;
         sc_calib_fit f = {0}, pooled = {0};
@@ -802,17 +427,17 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
                           "alpha and beta: %d (need at least 3 sizes)",
                           lname[l], n);
         /* each collective's own fit (ok[op]), once */
-        sc_calib_fit g[4];
+        sc_calib_fit g[SC_CALIB_COMM_N];
         memset(g, 0, sizeof g);
-        int ok[4], nops = 0;
-        for (int op = 0; op < 4; op++)
+        int ok[SC_CALIB_COMM_N], nops = 0;
+        for (int op = 0; op < SC_CALIB_COMM_N; op++)
             nops += ok[op] = !fit_alpha_beta(c, l, op, &g[op]);
         /* The simulator moves collectives at one beta per link class;
          * training traffic is dominated by allreduces (gradients, tensor
          * parallelism), so their own fit sets the class when there is one,
          * and the pooled fit only otherwise. */
-        int from_allreduce = ok[0];
-        f = from_allreduce ? g[0] : pooled;
+        int from_allreduce = ok[SC_CALIB_ALLREDUCE];
+        f = from_allreduce ? g[SC_CALIB_ALLREDUCE] : pooled;
         /* the error of the input cluster's alpha, beta on the same points */
         double nominal = l == SC_LINK_INTRA
                              ? c->base->intra.bytes_per_s
@@ -820,9 +445,9 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         /* the input cluster's error on the points of the fit that is used */
         double a0 = c->base->eff.alpha_s[l], b0 = nominal * c->base->eff.bw_eff[l], m0 = 0;
         int k = 0;
-        for (int i = 0; i < c->nlp; i++) {
-            const lpoint *q = &c->lp[i];
-            if (q->link != l || (from_allreduce && q->op != 0))
+        for (int i = 0; i < c->pts->n_link; i++) {
+            const sc_calib_link *q = &c->pts->link[i];
+            if (q->link != l || (from_allreduce && q->op != SC_CALIB_ALLREDUCE))
                 continue;
             double sv, v;
             ring_terms(q, &sv, &v);
@@ -834,8 +459,8 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         /* Point-to-point messages get their own share of the link when
          * both an allreduce fit and a p2p fit exist (a collective algorithm
          * may reach a different share than one message does) */
-        int p2p = from_allreduce && ok[3];
-        const sc_calib_fit fp = g[3];
+        int p2p = from_allreduce && ok[SC_CALIB_P2P];
+        const sc_calib_fit fp = g[SC_CALIB_P2P];
         out->eff.alpha_s[l] = f.a;
         double top = fmax(f.b, p2p ? fp.b : 0);
         if (top > nominal) {
@@ -874,11 +499,11 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
                 rep->fits[rep->n_fits++] = pooled;
             }
         }
-        for (int op = 0; op < 4 && rep && nops > 1; op++) {
+        for (int op = 0; op < SC_CALIB_COMM_N && rep && nops > 1; op++) {
             if (rep->n_fits < (int)SC_ARRAY_LEN(rep->fits) && ok[op]) {
                 sc_calib_fit shown = g[op];
                 snprintf(shown.what, sizeof shown.what, "%s %s%s", lname[l], comm_ops[op],
-                         p2p && op == 3 ? " (used)" : "");
+                         p2p && op == SC_CALIB_P2P ? " (used)" : "");
                 shown.mape_before = -1;
                 rep->fits[rep->n_fits++] = shown;
             }
@@ -897,18 +522,18 @@ static void fit_host(ctx *c, sc_cluster *out, sc_calib_report *rep)
     for (int l = 0; l < SC_LINK_N; l++) {
         int n = 0;
         double sg = 0, sb = 0;
-        for (int i = 0; i < c->nhp; i++)
-            if (c->hp[i].link == l) {
+        for (int i = 0; i < c->pts->n_host; i++)
+            if (c->pts->host[i].link == l) {
                 n++;
-                sg += c->hp[i].gap;
-                sb += c->hp[i].bytes;
+                sg += c->pts->host[i].gap;
+                sb += c->pts->host[i].bytes;
             }
         if (n < 3 || !(sb > 0))
             continue;
         double h = sg / sb, ss = 0, mape = 0, rm = 0, rv = 0, mean = sg / n, sst = 0, ssr = 0;
         double bmin = INFINITY, bmax = 0;
-        for (int i = 0; i < c->nhp; i++) {
-            const hpoint *q = &c->hp[i];
+        for (int i = 0; i < c->pts->n_host; i++) {
+            const sc_calib_host *q = &c->pts->host[i];
             if (q->link != l)
                 continue;
             bmin = fmin(bmin, q->bytes);
@@ -923,8 +548,8 @@ static void fit_host(ctx *c, sc_cluster *out, sc_calib_report *rep)
                 rm += r / n;
             }
         }
-        for (int i = 0; i < c->nhp; i++) {
-            const hpoint *q = &c->hp[i];
+        for (int i = 0; i < c->pts->n_host; i++) {
+            const sc_calib_host *q = &c->pts->host[i];
             if (q->link == l && q->gap > 0) {
                 double r = h * q->bytes / q->gap - 1;
                 rv += (r - rm) * (r - rm);
@@ -954,87 +579,66 @@ static void fit_host(ctx *c, sc_cluster *out, sc_calib_report *rep)
     }
 }
 
+
 /* ---- driver ------------------------------------------------------------------------- */
 
-sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfiles,
-                       const char *date, sc_cluster *out, sc_calib_report *rep, sc_error *err)
+/* What only a caller's bug can break: op points that name a plan, stage
+ * and kind that exist, plans with a partition of pp·v stages. */
+static void check_points(const sc_calib_points *pts)
 {
-    if (nfiles < 1)
-        return sc_err(err, SC_EINVAL, "calibrate: no input files");
-    if (nfiles > SC_CLUSTER_MAX_INPUTS)
-        return sc_err(err, SC_EINVAL, "calibrate: at most %d input files",
-                      SC_CLUSTER_MAX_INPUTS);
-    ctx c = {.base = base, .dt = (sc_dtype)-1};
-    sc_cluster res = *base;
-    memset(&res.eff.fits, 0, sizeof res.eff.fits);
+    for (int p = 0; p < pts->n_plans; p++) {
+        const sc_calib_plan *pl = &pts->plans[p];
+        assert(pl->model && pl->part && pl->pp >= 1 && pl->v >= 1 && pl->dp >= 1);
+        assert(pl->part->n_stages == pl->pp * pl->v);
+        (void)pl;
+    }
+    for (int j = 0; j < pts->n_ops; j++) {
+        const sc_calib_op *q = &pts->ops[j];
+        assert(q->plan >= 0 && q->plan < pts->n_plans);
+        assert(q->kind == SC_OP_F || q->kind == SC_OP_B || q->kind == SC_OP_W ||
+               q->kind == SC_OP_RECOMPUTE || q->kind == SC_OP_OPTIMIZER);
+        assert(q->stage >= 0 && q->stage < (q->kind == SC_OP_OPTIMIZER
+                                                ? pts->plans[q->plan].pp
+                                                : pts->plans[q->plan].part->n_stages));
+        (void)q;
+    }
+    for (int i = 0; i < pts->n_link; i++) {
+        assert(pts->link[i].link >= 0 && pts->link[i].link < SC_LINK_N);
+        assert((unsigned)pts->link[i].op < SC_CALIB_COMM_N && pts->link[i].n >= 1);
+    }
+    for (int i = 0; i < pts->n_host; i++)
+        assert(pts->host[i].link >= 0 && pts->host[i].link < SC_LINK_N);
+}
+
+sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts,
+                              sc_cluster *out, sc_calib_report *rep, sc_error *err)
+{
     if (rep)
         memset(rep, 0, sizeof *rep);
+    check_points(pts);
+    int ncp = pts->n_gemm + pts->n_ops;
+    if (ncp == 0 && pts->n_link == 0)
+        return sc_err(err, SC_EINVAL, "calibrate: the inputs hold no measurements");
+    if (ncp > 0 && !((int)pts->dtype >= 0 && (int)pts->dtype < SC_DTYPE_N))
+        return sc_err(err, SC_EINVAL, "calibrate: compute points without a dtype");
+    if (ncp > 0 && base->gpu.peak_flops[pts->dtype] <= 0)
+        return sc_err(err, SC_EINVAL, "calibrate: %s has no %s peak to calibrate", base->name,
+                      sc_dtype_name(pts->dtype));
+    ctx c = {.base = base, .pts = pts, .dt = pts->dtype, .ncp = ncp};
+    sc_cluster res = *base;
+    memset(&res.eff.fits, 0, sizeof res.eff.fits);
     sc_status st = SC_OK;
-    for (int i = 0; i < nfiles && !st; i++) {
-        cJSON *j;
-        st = sc_json_load(files[i], &j, err);
-        if (st)
-            break;
-        const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
-        const char *fs = cJSON_IsString(fmt) ? fmt->valuestring : "";
-        if (!strcmp(fs, "stagecraft.bench/1"))
-            st = read_bench(&c, j, files[i], err);
-        else if (!strcmp(fs, "stagecraft.timeline/1"))
-            st = read_timeline(&c, j, files[i], err);
-        else
-            st = sc_err(err, SC_EINVAL,
-                        "%s: format: \"%.64s\" is neither a bench (stagecraft.bench/1) nor a "
-                        "measured timeline (stagecraft.timeline/1)",
-                        files[i], fs);
-        if (!st) {
-            snprintf(res.eff.fits.input[i], sizeof res.eff.fits.input[i], "%s",
-                     sc_basename(files[i]));
-            st = sc_json_digest(j, res.eff.fits.digest[i]);
-            if (st)
-                st = sc_err(err, SC_ENOMEM, "%s: out of memory", files[i]);
-        }
-        cJSON_Delete(j);
-    }
-    res.eff.fits.n_inputs = nfiles;
-    if (!st && c.ncp == 0 && c.nlp == 0)
-        st = sc_err(err, SC_EINVAL, "calibrate: the inputs hold no measurements");
-    if (!st && c.ncp > 0)
+    if (ncp > 0)
         st = fit_compute(&c, &res, rep, err);
     if (!st)
         st = fit_links(&c, &res, rep, err);
     if (!st)
         fit_host(&c, &res, rep);
-    if (!st) {
-        char now[32];
-        if (!date) {
-            time_t tt = time(NULL);
-            struct tm tmv;
-            gmtime_r(&tt, &tmv);
-            strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-            date = now;
-        }
-        snprintf(res.eff.fits.date, sizeof res.eff.fits.date, "%s", date);
-        res.eff.fits.present = 1;
-        snprintf(res.eff.provenance, sizeof res.eff.provenance,
-                 "calibrated %s from %d file%s by stagecraft calibrate (was: %.400s)", date, nfiles,
-                 nfiles == 1 ? "" : "s", base->eff.provenance);
-        st = sc_cluster_validate(&res, "calibrate", err);
-    }
     if (rep) {
-        rep->n_files = nfiles;
-        rep->n_comm = c.nlp;
-        for (int i = 0; i < c.ncp; i++)
-            c.cp[i].plan < 0 ? rep->n_gemm++ : rep->n_ops++;
+        rep->n_gemm = pts->n_gemm;
+        rep->n_ops = pts->n_ops;
+        rep->n_comm = pts->n_link;
     }
-    for (int p = 0; p < c.nplans; p++) {
-        sc_plan_free(c.plans[p].plan);
-        sc_model_free(c.plans[p].model);
-        sc_free(c.plans[p].info);
-    }
-    sc_free(c.plans);
-    sc_free(c.cp);
-    sc_free(c.lp);
-    sc_free(c.hp);
     if (st)
         return st;
     *out = res;

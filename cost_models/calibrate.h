@@ -1,56 +1,134 @@
-/* calibrate.h - fit a cluster's efficiency parameters to measurements:
- * `stagecraft calibrate --cluster C FILE... -o calibrated.json`.
+/* calibrate.h - fit a cluster's efficiency parameters to measured points.
  *
- * Inputs are microbenchmark files (stagecraft.bench/1, from `stagecraft
- * bench`) and measured timelines (stagecraft.timeline/1 from `stagecraft
- * exec`, which name the plan they ran; the plan must still open).
+ * This half knows no files, schedules or simulator: it fits point arrays
+ * handed to it (sc_calib_points). Reading bench files and measured
+ * timelines into points, and `stagecraft calibrate`'s entry sc_calibrate,
+ * are planner/calib_points.h.
  *
  * What is fitted:
- *   compute (per dtype measured): eff_max, f_half, the HBM efficiency and
- *     the per-op overhead, by GSL nonlinear least squares (the trust-region
- *     solver of gsl_multifit_nlinear, finite-difference Jacobian) on the
- *     relative residuals of (a) every bench gemm size, predicted by the
- *     roofline of cost.h for one call of 2mnk FLOPs moving (mk+kn+mn)
- *     elements, and (b) every measured compute op (F, B, W, recompute; the
- *     median over steps and ranks of each (plan, stage, kind)), predicted by
- *     the simulator's own per-stage figures (sc_step_stage_infos). Parameters
- *     are fitted through transforms that keep them in range (a logistic for
- *     the efficiencies, a logarithm for f_half and the overhead); standard
- *     errors come from the covariance at the optimum (delta method).
- *     Needs at least one point more than the parameters it fits: gemm sizes
- *     alone fit eff_max, f_half and the overhead; measured ops add the HBM
- *     efficiency.
- *   links (per class, intra and inter, from the bench's link field): alpha
- *     and beta of the ring model time = steps·alpha + volume/beta (allreduce
- *     2(n-1) steps and 2(n-1)/n·S; reduce-scatter and allgather n-1 and
- *     (n-1)/n·S; p2p 1 and S), by GSL weighted linear least squares
- *     (gsl_multifit_wlinear, weights 1/t^2 so every size counts alike). The
- *     simulator has one beta per link class: the allreduce points set it
- *     when there are any (training traffic is mostly allreduces), else the
- *     fit pooled over every collective of the class; each collective is also
- *     fitted on its own and reported. beta becomes bw_eff against the nominal bandwidth
- *     (intra.bytes_per_s; nics_per_node · nic_bytes_per_s); a beta above
- *     nominal raises the nominal figure (and bw_eff = 1), said in the report.
+ *   compute (the points' dtype): eff_max, f_half, the HBM efficiency, the
+ *     per-op overhead and the backward factor, by GSL nonlinear least
+ *     squares (the trust-region solver of gsl_multifit_nlinear,
+ *     finite-difference Jacobian) on the relative residuals of (a) every
+ *     gemm point, predicted by the roofline of cost.h for one kernel of
+ *     `flop` FLOPs moving `bytes` (no per-op overhead), and (b) every
+ *     measured op point, predicted by sc_cost_stage (cost.h) for its plan's
+ *     model, partition and sc_stage_cfg at its stage: F the forward, B the
+ *     backward (half of it when the plan's schedule splits the backward),
+ *     W half the backward, RECOMPUTE the recompute; OPTIMIZER (stage = the
+ *     pipeline position) sc_cost_optimizer_time of the parameters of the
+ *     position's v chunks (/dp under ZeRO >= 1). In two stages, because over
+ *     times alone the overhead and f_half only ever appear as o +
+ *     f_half/(peak·eff) and cannot be told apart: (1) the gemm points fit
+ *     eff_max and f_half; (2) the op points fit the overhead, the HBM
+ *     efficiency and the backward factor with that curve (and eff_max too
+ *     when there are no gemm points). Parameters are fitted through
+ *     transforms that keep them in range (a logistic for the efficiencies,
+ *     a logarithm for f_half, the overhead and the backward factor);
+ *     standard errors come from the covariance at the optimum (delta
+ *     method). Each stage needs at least one point more than the
+ *     parameters it fits.
+ *   links (per class, intra and inter): alpha and beta of the ring model
+ *     time = steps·alpha + volume/beta (allreduce 2(n-1) steps and
+ *     2(n-1)/n·S; reduce-scatter and allgather n-1 and (n-1)/n·S; p2p 1 and
+ *     S), by GSL weighted linear least squares (gsl_multifit_wlinear,
+ *     weights 1/t^2 so every size counts alike), at least 3 points a class.
+ *     The simulator has one beta per link class: the allreduce points set
+ *     it when there are any (training traffic is mostly allreduces), else
+ *     the fit pooled over every collective of the class; each collective is
+ *     also fitted on its own and reported, and p2p's own fit sets
+ *     p2p_bw_eff when there is an allreduce fit too. beta becomes bw_eff
+ *     against the nominal bandwidth (intra.bytes_per_s; nics_per_node ·
+ *     nic_bytes_per_s); a beta above nominal raises the nominal figure (and
+ *     bw_eff = 1), said in the report.
+ *   host time (per class, at least 3 host points): the sender's host time
+ *     per byte h = sum(gap) / sum(bytes) (least squares through the origin,
+ *     weights 1/bytes), capped at 1e-6 s/B; fewer points leave the base's
+ *     value.
  * Each fit records n, R² (of the times), MAPE and the standard deviation of
  * the relative residuals (rel_sd), which sim and plan turn into error bars.
  *
- * Bad input: files that are neither, a bench or timeline measured on
- * another device than the cluster's GPU (the first word of gpu.name, e.g.
- * "A100" of "A100-SXM4-40GB" or "cpu" of "cpu-core", must appear in the
- * recorded device name, case-insensitively), a timeline whose rank count is
- * not its plan's dp·tp·pp, a bench with more ranks than the cluster has
- * GPUs, and too few points for a fit each get a clear error naming the file.
+ * Errors (SC_EINVAL, messages starting "calibrate: "): no points at all, a
+ * compute dtype without a peak on the base cluster, too few or degenerate
+ * points for a fit, a failed solver. Deterministic for the same points.
  *
- * The result is the input cluster with the fitted values, its provenance
- * ("calibrated DATE from N files") and efficiency.fits (date, the inputs'
- * names and digests, every fit's statistics). Deterministic for the same
- * inputs and date.
+ * Ownership: sc_calib_fit_points reads the points (and the models and
+ * partitions they point to) and keeps nothing; its scratch is its own.
  */
 #ifndef SC_CALIBRATE_H
 #define SC_CALIBRATE_H
 
 #include "cluster.h"
+#include "cost.h"
+#include "model.h"
+#include "partition.h"
 #include "sc.h"
+
+/* ---- points ------------------------------------------------------------------ */
+
+/* A gemm size: one kernel of flop FLOPs moving bytes, measured t seconds. */
+typedef struct sc_calib_gemm {
+    double flop, bytes, t;
+} sc_calib_gemm;
+
+/* A measured plan, as far as predicting its compute ops needs it. */
+typedef struct sc_calib_plan {
+    const sc_model *model;
+    const sc_partition *part; /* pp·v stages */
+    sc_stage_cfg cfg;         /* dtype (the model's), tp, mbs, recompute, bucket_bytes */
+    int pp, v, dp, zero;
+    int split;                /* the schedule splits the backward into B and W (zb-h1) */
+} sc_calib_plan;
+
+/* A measured compute op: t, the median duration of op kind `kind` (SC_OP_F,
+ * SC_OP_B, SC_OP_W, SC_OP_RECOMPUTE or SC_OP_OPTIMIZER of timeline.h) at
+ * virtual stage `stage` (OPTIMIZER: the pipeline position) of plans[plan]. */
+typedef struct sc_calib_op {
+    int plan, stage, kind;
+    double t;
+} sc_calib_op;
+
+/* The communication a link point measured, in the order the report lists
+ * the per-collective fits. */
+typedef enum sc_calib_comm {
+    SC_CALIB_ALLREDUCE = 0,
+    SC_CALIB_REDUCESCATTER,
+    SC_CALIB_ALLGATHER,
+    SC_CALIB_P2P,
+    SC_CALIB_COMM_N
+} sc_calib_comm;
+
+/* One size of a communication benchmark over link class `link`
+ * (SC_LINK_INTRA, SC_LINK_INTER): `bytes` (nccl-tests sizes) over n ranks
+ * (2 for p2p) in t seconds. */
+typedef struct sc_calib_link {
+    int link;
+    sc_calib_comm op;
+    int n;
+    double bytes, t;
+} sc_calib_link;
+
+/* A sender's host time: a gap of `gap` seconds between two compute ops of a
+ * rank during which it posted `bytes` of sends over link class `link`. */
+typedef struct sc_calib_host {
+    int link;
+    double bytes, gap;
+} sc_calib_host;
+
+/* Everything the fits consume. Compute points (gemm and ops) share one
+ * dtype; t > 0 for every gemm, op and link point, bytes > 0 for link and
+ * host points. */
+typedef struct sc_calib_points {
+    sc_dtype dtype;           /* of the compute points; (sc_dtype)-1 when there are none */
+    int n_gemm, n_ops, n_plans, n_link, n_host;
+    sc_calib_gemm *gemm;
+    sc_calib_op *ops;
+    sc_calib_plan *plans;     /* what ops[].plan indexes */
+    sc_calib_link *link;
+    sc_calib_host *host;
+} sc_calib_points;
+
+/* ---- fits -------------------------------------------------------------------- */
 
 typedef struct sc_calib_fit {
     char what[32];        /* "compute fp32", "intra allreduce", ... */
@@ -69,12 +147,19 @@ typedef struct sc_calib_report {
     char notes[512];
 } sc_calib_report;
 
-/* Fits base's parameters to the files; date NULL = now (UTC). On success
- * *out is the calibrated cluster and *rep (if non-NULL) the report. */
-sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfiles,
-                       const char *date, sc_cluster *out, sc_calib_report *rep, sc_error *err);
+/* Fits base's parameters to pts. On success *out is base with the fitted
+ * values and their statistics in efficiency.fits (compute, overhead, link,
+ * link_p2p, host; every other fits field zeroed: the caller records the
+ * inputs, date and provenance and validates), and *rep (if non-NULL) the
+ * report, n_files left 0. On failure *out is untouched. Cost: each compute
+ * evaluation runs sc_cost_stage once per plan; the solver takes up to 300
+ * iterations per stage. */
+sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts,
+                              sc_cluster *out, sc_calib_report *rep, sc_error *err);
 
-/* Does the device string match the cluster's GPU (see above)? */
+/* Does the device string match the cluster's GPU? The first word of
+ * gpu.name (e.g. "A100" of "A100-SXM4-40GB", "cpu" of "cpu-core") must
+ * appear in it, case-insensitively. */
 int sc_calib_device_matches(const sc_cluster *c, const char *device);
 
 #endif

@@ -28,12 +28,13 @@ struct sc_bench {
     sc_bk *bk;
 };
 
-/* The ops (their table, names and run functions) are under "measuring". */
+/* The ops (their table and run functions) are under "measuring"; their
+ * names are the bench file's (traces/bench_file.h). */
 
 /* ---- sizes ------------------------------------------------------------------ */
 
-#define MAX_BYTES (64.0 * 1024 * 1024 * 1024)
-#define MAX_DIM 65536
+#define MAX_BYTES SC_BENCH_MAX_BYTES
+#define MAX_DIM SC_BENCH_MAX_DIM
 
 /* A number with an optional binary suffix K, M, G; *end past it. */
 static int parse_num(const char *s, const char **end, double *out)
@@ -290,8 +291,6 @@ void sc_bench_close(sc_bench *b)
     sc_free(b);
 }
 
-void sc_bench_result_free(sc_bench_result *r) { sc_free(r); }
-
 /* ---- measuring ------------------------------------------------------------- */
 
 typedef struct {
@@ -407,8 +406,9 @@ static sc_status time_reducescatter(ctx *c, const iter *it, double *t, sc_error 
 }
 
 /* ---- the ops ----------------------------------------------------------------
- * One entry per op, in sc_bench_op order: its name (the CLI's OP and the
- * bench file's "op"), a one-line description, the function that times one
+ * One entry per op, in sc_bench_op order (its name, the CLI's OP and the
+ * bench file's "op", is the format's: sc_bench_op_name in
+ * traces/bench_file.h): a one-line description, the function that times one
  * iteration, and how its sizes and ranks are read (bench.h). */
 
 typedef enum {
@@ -419,7 +419,6 @@ typedef enum {
 } size_kind;
 
 typedef struct {
-    const char *name;
     const char *desc;
     sc_status (*run)(ctx *c, const iter *it, double *t, sc_error *err);
     size_kind size;
@@ -430,31 +429,18 @@ typedef struct {
 } bench_op;
 
 static const bench_op ops[SC_BENCH_OP_N] = {
-    [SC_BENCH_GEMM] = {"gemm", "C[m,n] = A[m,k] B[k,n] on every rank at once", time_gemm,
+    [SC_BENCH_GEMM] = {"C[m,n] = A[m,k] B[k,n] on every rank at once", time_gemm,
                        SIZE_DIMS, 0, 0, -1},
-    [SC_BENCH_P2P] = {"p2p", "ping-pong between ranks 0 and 1, time = half the round trip",
+    [SC_BENCH_P2P] = {"ping-pong between ranks 0 and 1, time = half the round trip",
                       time_p2p, SIZE_BYTES, 1, 1, -1},
-    [SC_BENCH_ALLREDUCE] = {"allreduce", "sum over every rank, in place", time_allreduce,
+    [SC_BENCH_ALLREDUCE] = {"sum over every rank, in place", time_allreduce,
                             SIZE_PER_RANK, 1, 0, SC_COLL_ALLREDUCE},
-    [SC_BENCH_ALLGATHER] = {"allgather", "every rank's share to every rank", time_allgather,
+    [SC_BENCH_ALLGATHER] = {"every rank's share to every rank", time_allgather,
                             SIZE_ALL_RANKS, 1, 0, SC_COLL_ALLGATHER},
-    [SC_BENCH_REDUCESCATTER] = {"reducescatter", "sum over every rank, each keeping a share",
+    [SC_BENCH_REDUCESCATTER] = {"sum over every rank, each keeping a share",
                                 time_reducescatter, SIZE_ALL_RANKS, 1, 0,
                                 SC_COLL_REDUCE_SCATTER},
 };
-
-const char *sc_bench_op_name(sc_bench_op op)
-{
-    return (unsigned)op < SC_BENCH_OP_N ? ops[op].name : "?";
-}
-
-int sc_bench_op_parse(const char *s)
-{
-    for (int i = 0; s && i < SC_BENCH_OP_N; i++)
-        if (!strcmp(s, ops[i].name))
-            return i;
-    return -1;
-}
 
 /* Node identity: host name and network namespace, so that the namespaces
  * of an emulated cluster count as nodes. */
@@ -679,205 +665,7 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     return SC_OK;
 }
 
-/* ---- output ---------------------------------------------------------------- */
-
-cJSON *sc_bench_to_json(const sc_bench_result *r)
-{
-    sc_json_init();
-    int oom = 0;
-    cJSON *j = cJSON_CreateObject();
-    if (!j)
-        return NULL;
-    sc_jadd_str(j, "format", "stagecraft.bench/1", &oom);
-    sc_jadd_str(j, "op", sc_bench_op_name(r->op), &oom);
-    sc_jadd_str(j, "backend", r->backend, &oom);
-    sc_jadd_str(j, "device", r->device, &oom);
-    sc_jadd_str(j, "host", r->host, &oom);
-    sc_jadd_num(j, "ranks", r->ranks, &oom);
-    sc_jadd_num(j, "world", r->world, &oom);
-    sc_jadd_num(j, "nodes", r->nodes, &oom);
-    sc_jadd_num(j, "ranks_per_node", r->ranks_per_node, &oom);
-    sc_jadd_str(j, "link", r->link, &oom);
-    sc_jadd_str(j, "dtype", sc_dtype_name(r->dtype), &oom);
-    sc_jadd_str(j, "compute_dtype", sc_dtype_name(r->compute_dtype), &oom);
-    sc_jadd_num(j, "elem_bytes", r->elem_bytes, &oom);
-    if (r->op != SC_BENCH_GEMM)
-        sc_jadd_num(j, "busbw_factor", r->busbw_factor, &oom);
-    sc_jadd_num(j, "iters", r->iters, &oom);
-    sc_jadd_num(j, "warmup", r->warmup, &oom);
-    cJSON *a = sc_jadd_arr(j, "results", &oom);
-    for (int i = 0; a && i < r->n_rows; i++) {
-        const sc_bench_row *w = &r->rows[i];
-        cJSON *o = sc_jpush_obj(a, &oom);
-        if (!o)
-            break;
-        if (r->op == SC_BENCH_GEMM) {
-            sc_jadd_num(o, "m", w->m, &oom);
-            sc_jadd_num(o, "n", w->n, &oom);
-            sc_jadd_num(o, "k", w->k, &oom);
-        } else {
-            sc_jadd_num(o, "bytes", w->bytes, &oom);
-        }
-        sc_jadd_num(o, "time_s", w->time_s, &oom);
-        sc_jadd_num(o, "time_min_s", w->time_min_s, &oom);
-        if (r->op == SC_BENCH_GEMM) {
-            sc_jadd_num(o, "flop", w->flop, &oom);
-            sc_jadd_num(o, "flops", w->flops, &oom);
-        } else {
-            sc_jadd_num(o, "algbw", w->algbw, &oom);
-            sc_jadd_num(o, "busbw", w->busbw, &oom);
-        }
-    }
-    if (oom || !a) {
-        cJSON_Delete(j);
-        return NULL;
-    }
-    return j;
-}
-
-sc_status sc_bench_save(const sc_bench_result *r, const char *path, sc_error *err)
-{
-    cJSON *j = sc_bench_to_json(r);
-    if (!j)
-        return sc_err(err, SC_ENOMEM, "%s: out of memory", path);
-    sc_status st = sc_json_save(path, j, err);
-    cJSON_Delete(j);
-    return st;
-}
-
-#define MAX_TIME 1e6
-#define MAX_RATE 1e18
-
-sc_status sc_bench_load(const char *path, sc_bench_result **out, sc_error *err)
-{
-    static const char *const top[] = {"format", "op", "backend", "device", "host", "ranks",
-                                      "world", "nodes", "ranks_per_node", "link", "dtype",
-                                      "compute_dtype", "elem_bytes", "busbw_factor", "iters",
-                                      "warmup", "results", NULL};
-    static const char *const gemm_keys[] = {"m", "n", "k", "time_s", "time_min_s", "flop",
-                                            "flops", NULL};
-    static const char *const comm_keys[] = {"bytes", "time_s", "time_min_s", "algbw", "busbw",
-                                            NULL};
-    *out = NULL;
-    cJSON *j = NULL;
-    sc_status st = sc_json_load(path, &j, err);
-    if (st)
-        return st;
-    sc_bench_result *r = sc_calloc(1, sizeof *r);
-    if (!r) {
-        cJSON_Delete(j);
-        return sc_err(err, SC_ENOMEM, "%s: out of memory", path);
-    }
-    const char *op = NULL, *backend = NULL, *device = NULL, *host = "", *link = NULL,
-               *dt = NULL, *cdt = NULL;
-    long ranks = 0, world = 0, nodes = 0, rpn = 0, iters = 0, warmup = 0;
-    const cJSON *res = NULL;
-    st = sc_json_format(j, path, "stagecraft.bench/1", err);
-    if (!st)
-        st = sc_json_keys(j, path, "", top, err);
-    if (!st)
-        st = sc_json_str(j, path, "", "op", 1, 32, &op, err);
-    if (!st && (int)(r->op = (sc_bench_op)sc_bench_op_parse(op)) < 0)
-        st = sc_err(err, SC_EINVAL,
-                    "%s: op: unknown \"%s\" (gemm, p2p, allreduce, allgather, reducescatter)",
-                    path, op);
-    if (!st)
-        st = sc_json_str(j, path, "", "backend", 1, sizeof r->backend - 1, &backend, err);
-    if (!st)
-        st = sc_json_str(j, path, "", "device", 1, sizeof r->device - 1, &device, err);
-    if (!st)
-        st = sc_json_str(j, path, "", "host", 0, sizeof r->host - 1, &host, err);
-    if (!st)
-        st = sc_json_int(j, path, "", "ranks", 1, 1, 1L << 24, &ranks, err);
-    if (!st)
-        st = sc_json_int(j, path, "", "world", 1, ranks, 1L << 24, &world, err);
-    if (!st)
-        st = sc_json_int(j, path, "", "nodes", 1, 1, ranks, &nodes, err);
-    if (!st)
-        st = sc_json_int(j, path, "", "ranks_per_node", 1, 1, world, &rpn, err);
-    if (!st)
-        st = sc_json_str(j, path, "", "link", 1, 5, &link, err);
-    if (!st && strcmp(link, "intra") && strcmp(link, "inter"))
-        st = sc_err(err, SC_EINVAL, "%s: link: \"%s\" is not \"intra\" or \"inter\"", path,
-                    link);
-    if (!st)
-        st = sc_json_str(j, path, "", "dtype", 1, 8, &dt, err);
-    if (!st && sc_dtype_parse(dt) < 0)
-        st = sc_err(err, SC_EINVAL, "%s: dtype: unknown \"%s\"", path, dt);
-    if (!st)
-        st = sc_json_str(j, path, "", "compute_dtype", 1, 8, &cdt, err);
-    if (!st && sc_dtype_parse(cdt) < 0)
-        st = sc_err(err, SC_EINVAL, "%s: compute_dtype: unknown \"%s\"", path, cdt);
-    if (!st)
-        st = sc_json_num(j, path, "", "elem_bytes", 1, 1, 8, &r->elem_bytes, err);
-    r->busbw_factor = 1;
-    if (!st)
-        st = sc_json_num(j, path, "", "busbw_factor", r->op != SC_BENCH_GEMM, 0, 2,
-                         &r->busbw_factor, err);
-    if (!st)
-        st = sc_json_int(j, path, "", "iters", 1, 1, 100000, &iters, err);
-    if (!st)
-        st = sc_json_int(j, path, "", "warmup", 1, 0, 100000, &warmup, err);
-    if (!st)
-        st = sc_json_arr(j, path, "", "results", 1, &res, err);
-    int n = st ? 0 : cJSON_GetArraySize(res);
-    if (!st && (n < 1 || n > SC_BENCH_MAX_SIZES))
-        st = sc_err(err, SC_EINVAL, "%s: results: %d entries, expected 1 to %d", path, n,
-                    SC_BENCH_MAX_SIZES);
-    const cJSON *x = res ? res->child : NULL;
-    for (int i = 0; !st && x; i++, x = x->next) {
-        char p[32];
-        snprintf(p, sizeof p, "results[%d]", i);
-        sc_bench_row *w = &r->rows[i];
-        if (!cJSON_IsObject(x)) {
-            st = sc_err(err, SC_EPARSE, "%s: %s: must be an object", path, p);
-            break;
-        }
-        int gemm = r->op == SC_BENCH_GEMM;
-        st = sc_json_keys(x, path, p, gemm ? gemm_keys : comm_keys, err);
-        long m = 0, nn = 0, k = 0;
-        if (!st && gemm) {
-            st = sc_json_int(x, path, p, "m", 1, 1, MAX_DIM, &m, err);
-            if (!st)
-                st = sc_json_int(x, path, p, "n", 1, 1, MAX_DIM, &nn, err);
-            if (!st)
-                st = sc_json_int(x, path, p, "k", 1, 1, MAX_DIM, &k, err);
-            if (!st)
-                st = sc_json_num(x, path, p, "flop", 1, 0, 1e15, &w->flop, err);
-            if (!st)
-                st = sc_json_num(x, path, p, "flops", 1, 0, MAX_RATE, &w->flops, err);
-            w->m = (int)m, w->n = (int)nn, w->k = (int)k;
-        } else if (!st) {
-            st = sc_json_num(x, path, p, "bytes", 1, 1, MAX_BYTES, &w->bytes, err);
-            if (!st)
-                st = sc_json_num(x, path, p, "algbw", 1, 0, MAX_RATE, &w->algbw, err);
-            if (!st)
-                st = sc_json_num(x, path, p, "busbw", 1, 0, MAX_RATE, &w->busbw, err);
-        }
-        if (!st)
-            st = sc_json_num(x, path, p, "time_s", 1, 0, MAX_TIME, &w->time_s, err);
-        if (!st)
-            st = sc_json_num(x, path, p, "time_min_s", 1, 0, w->time_s, &w->time_min_s, err);
-        r->n_rows = i + 1;
-    }
-    if (!st) {
-        snprintf(r->backend, sizeof r->backend, "%s", backend);
-        snprintf(r->device, sizeof r->device, "%s", device);
-        snprintf(r->host, sizeof r->host, "%s", host);
-        snprintf(r->link, sizeof r->link, "%s", link);
-        r->ranks = (int)ranks, r->world = (int)world, r->nodes = (int)nodes;
-        r->ranks_per_node = (int)rpn, r->iters = (int)iters, r->warmup = (int)warmup;
-        r->dtype = (sc_dtype)sc_dtype_parse(dt);
-        r->compute_dtype = (sc_dtype)sc_dtype_parse(cdt);
-    }
-    cJSON_Delete(j);
-    if (st) {
-        sc_free(r);
-        return st;
-    }
-    *out = r;
-    return SC_OK;
-}
+/* ---- output ----------------------------------------------------------------- */
 
 static const char *human_bytes(double v, char *buf, size_t cap)
 {

@@ -1,8 +1,8 @@
 /* bench.h - microbenchmarks of one device and its links: GEMM, point-to-point
  * and the collectives the executor uses, measured over a sweep of sizes on a
  * backend (exec/backend.h: "cpu" = OpenBLAS + MPI, "cuda" = cuBLAS + NCCL).
- * The files they write (stagecraft.bench/1) are what calibration fits the
- * cluster's efficiency parameters from.
+ * The files they write (stagecraft.bench/1, traces/bench_file.h) are what
+ * calibration fits the cluster's efficiency parameters from.
  *
  * What is measured, per size, over `iters` timed iterations after `warmup`
  * untimed ones:
@@ -36,20 +36,12 @@
  * inside bench.c, since the cpu backend needs MPI); the other ops fail with
  * SC_ENOTSUP "built without MPI".
  *
- * The file (stagecraft.bench/1), one per op and run:
- *   {"format": "stagecraft.bench/1", "op", "backend", "device" (rank 0's
- *    device_name), "host" (rank 0's), "ranks" (that took part: 2 for p2p,
- *    else the world), "world", "nodes" (among the ranks that took part),
- *    "ranks_per_node" (most ranks of the world on one node), "link" ("intra"
- *    | "inter"), "dtype" (asked), "compute_dtype" (run), "elem_bytes",
- *    "busbw_factor" (not for gemm), "iters", "warmup",
- *    "results": [{"bytes", "time_s", "time_min_s", "algbw", "busbw"}] or,
- *    for gemm, [{"m", "n", "k", "time_s", "time_min_s", "flop", "flops"}]}
- * Times in seconds, bandwidths in bytes/s, flops in FLOP/s (flop: per call).
+ * The file it writes, stagecraft.bench/1, and its reader are in
+ * traces/bench_file.h, below this module and calibration, its two users.
  *
  * Ownership: sc_bench_open returns a handle closed by sc_bench_close (NULL
  * ok), which finalizes the backend (and MPI). sc_bench_run returns, on rank
- * 0, a result freed by sc_bench_result_free; other ranks get NULL. Errors
+ * 0, a result freed by sc_bench_result_free (bench_file.h); other ranks get NULL. Errors
  * name the backend, the rank and what failed. A failure on one rank of a
  * multi-rank run leaves the others waiting until their deadline: the caller
  * (main) prints the error and calls sc_bench_abort, which ends every rank.
@@ -57,23 +49,10 @@
 #ifndef SC_BENCH_H
 #define SC_BENCH_H
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
+#include "bench_file.h"
 #include "model.h"
 #include "sc.h"
-
-typedef enum sc_bench_op {
-    SC_BENCH_GEMM = 0,
-    SC_BENCH_P2P,
-    SC_BENCH_ALLREDUCE,
-    SC_BENCH_ALLGATHER,
-    SC_BENCH_REDUCESCATTER,
-    SC_BENCH_OP_N
-} sc_bench_op;
-const char *sc_bench_op_name(sc_bench_op op); /* "gemm", "p2p", ... */
-int sc_bench_op_parse(const char *s);         /* -1 if unknown */
-
-#define SC_BENCH_MAX_SIZES 256
 
 /* One size of a sweep: bytes for the communication ops; m, n, k for gemm. */
 typedef struct sc_bench_point {
@@ -102,38 +81,6 @@ typedef struct sc_bench_opts {
     double timeout_s; /* deadline for each wait on a peer (> 0) */
 } sc_bench_opts;
 
-/* One measured size. For gemm bytes = 0; for the others m = n = k = 0,
- * flop = flops = 0. */
-typedef struct sc_bench_row {
-    double bytes;
-    int m, n, k;
-    double time_s;      /* median over iters of the per-iteration time */
-    double time_min_s;  /* minimum */
-    double algbw;       /* bytes/s */
-    double busbw;       /* bytes/s */
-    double flop;        /* work of one call (gemm) */
-    double flops;       /* FLOP/s at the median time (gemm) */
-} sc_bench_row;
-
-typedef struct sc_bench_result {
-    sc_bench_op op;
-    char backend[16];
-    char device[128];      /* rank 0's device_name */
-    char host[128];        /* rank 0's host name */
-    int ranks;             /* ranks that took part: world size (2 for p2p) */
-    int world;             /* world size */
-    int nodes;             /* distinct nodes among the ranks that took part */
-    int ranks_per_node;    /* max ranks of the world on one node */
-    char link[8];          /* "intra" or "inter" */
-    sc_dtype dtype;        /* requested */
-    sc_dtype compute_dtype;/* what the backend ran (gemm; comm ops: as stored) */
-    double elem_bytes;
-    double busbw_factor;   /* the nccl-tests factor applied (1 for p2p) */
-    int iters, warmup;
-    int n_rows;
-    sc_bench_row rows[SC_BENCH_MAX_SIZES];
-} sc_bench_result;
-
 typedef struct sc_bench sc_bench;
 
 /* Starts the backend called backend ("cpu", "cuda"): initializes MPI when
@@ -151,18 +98,6 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
 /* Ends every rank of the run with code (MPI_Abort); never returns. */
 void sc_bench_abort(sc_bench *b, int code) __attribute__((noreturn));
 void sc_bench_close(sc_bench *b);
-void sc_bench_result_free(sc_bench_result *r);
-
-/* The result as a stagecraft.bench/1 document (see the README): NULL on
- * allocation failure. Caller frees with cJSON_Delete. */
-cJSON *sc_bench_to_json(const sc_bench_result *r);
-/* Writes it whole or not at all. */
-sc_status sc_bench_save(const sc_bench_result *r, const char *path, sc_error *err);
-/* Reads and validates a stagecraft.bench/1 file (what sc_bench_save
- * writes); the caller frees *out with sc_bench_result_free. Errors name the
- * file and the JSON path ("b.json: results[2].time_s: ..."); *out is NULL
- * on failure. */
-sc_status sc_bench_load(const char *path, sc_bench_result **out, sc_error *err);
 /* A readable table (sizes, times in us, GB/s, GFLOP/s). */
 void sc_bench_print(const sc_bench_result *r, FILE *f);
 

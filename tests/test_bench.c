@@ -293,3 +293,66 @@ TEST(bench_load_roundtrip_and_errors)
         CHECK_STR_HAS(err.msg, bad[i].want);
     }
 }
+
+/* The reader needs only the measurements (what calibration reads); the
+ * run's record is checked when present, held as "not recorded" when absent
+ * and left out again on save. The fuzz corpus's bench files load. */
+TEST(bench_load_measurements_only)
+{
+    const char *d = sc_test_tmpdir();
+    char p[600], q[600], q2[600];
+    snprintf(p, sizeof p, "%s/min.json", d);
+    snprintf(q, sizeof q, "%s/min2.json", d);
+    snprintf(q2, sizeof q2, "%s/min3.json", d);
+    FILE *f = fopen(p, "w");
+    REQUIRE(f);
+    fputs("{\"format\": \"stagecraft.bench/1\", \"op\": \"allreduce\", \"device\": \"cpu-core\", "
+          "\"ranks\": 4, \"link\": \"intra\", \"compute_dtype\": \"fp32\", \"elem_bytes\": 4, "
+          "\"results\": [{\"bytes\": 4096, \"time_s\": 1e-5}, {\"bytes\": 8192, \"time_s\": "
+          "2e-5}]}\n",
+          f);
+    fclose(f);
+    sc_bench_result *r = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_bench_load(p, &r, &err) == SC_OK);
+    CHECK(r->op == SC_BENCH_ALLREDUCE && r->ranks == 4 && r->n_rows == 2);
+    CHECK(r->world == 0 && r->nodes == 0 && r->ranks_per_node == 0);
+    CHECK(r->iters == 0 && r->warmup == -1 && (int)r->dtype < 0 && !r->backend[0]);
+    CHECK(r->busbw_factor == -1);
+    CHECK(r->rows[1].bytes == 8192 && r->rows[1].time_s == 2e-5);
+    CHECK(r->rows[0].time_min_s == -1 && r->rows[0].algbw == -1 && r->rows[0].busbw == -1);
+    /* saved, it records no more than it was given, and loads again */
+    REQUIRE(sc_bench_save(r, q, &err) == SC_OK);
+    sc_bench_result_free(r);
+    cJSON *j = load(q);
+    REQUIRE(j);
+    CHECK(!cJSON_GetObjectItem(j, "world") && !cJSON_GetObjectItem(j, "iters") &&
+          !cJSON_GetObjectItem(j, "dtype") && !cJSON_GetObjectItem(j, "backend"));
+    CHECK(!cJSON_GetObjectItem(cJSON_GetObjectItem(j, "results")->child, "algbw"));
+    cJSON_Delete(j);
+    REQUIRE(sc_bench_load(q, &r, &err) == SC_OK);
+    REQUIRE(sc_bench_save(r, q2, &err) == SC_OK);
+    sc_bench_result_free(r);
+    CHECK(SC("cmp %s %s", q, q2) == 0);
+    /* a record field that is present is still checked */
+    REQUIRE(SC("sed 's/\"ranks\": 4,/\"ranks\": 4, \"world\": 2,/' %s > %s", p, q) == 0);
+    r = NULL;
+    CHECK(sc_bench_load(q, &r, &err) == SC_EINVAL);
+    CHECK(r == NULL);
+    CHECK_STR_HAS(err.msg, "min2.json: world: 2 is out of range [4, ");
+    /* what `stagecraft bench` wrote loads and saves back byte for byte */
+    const char *corpus[] = {"tests/fuzz/corpus/files/bench_gemm.json",
+                            "tests/fuzz/corpus/files/bench_allreduce.json",
+                            "tests/fuzz/corpus/files/bench_p2p.json"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(corpus); i++) {
+        r = NULL;
+        if (sc_bench_load(corpus[i], &r, &err) != SC_OK) {
+            sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            continue;
+        }
+        CHECK(r->world >= r->ranks && r->iters > 0 && r->warmup >= 0);
+        CHECK(sc_bench_save(r, q, &err) == SC_OK);
+        sc_bench_result_free(r);
+        CHECK(SC("cmp %s %s", corpus[i], q) == 0);
+    }
+}

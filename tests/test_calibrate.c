@@ -1,5 +1,6 @@
 /* test_calibrate.c - the calibration fits on synthetic measurements whose
  * true parameters are known, their bad inputs, error bars, and compare. */
+#include "calib_points.h"
 #include "calibrate.h"
 #include "check.h"
 #include "compare.h"
@@ -426,4 +427,37 @@ TEST(calibrate_recovers_host_time)
     CHECK(sc_calibrate(&base, bad, 2, NULL, &cal, &rep, &err) != SC_OK);
     CHECK_STR_HAS(err.msg, "bad.json");
     CHECK_STR_HAS(err.msg, "is not a pipeline position of the plan");
+}
+
+/* The fit half alone (cost_models/calibrate.h): points handed to it, no
+ * files. Link points on the ring model and host points with a known time
+ * per byte come back as their parameters; the inputs' record is the
+ * caller's. */
+TEST(calibrate_fit_points_alone)
+{
+    sc_cluster base = cpu_cluster(), out;
+    sc_calib_link link[7];
+    sc_calib_host host[5];
+    double bytes = 4096;
+    for (int i = 0; i < 7; i++, bytes *= 4) /* allreduce over 4 ranks */
+        link[i] = (sc_calib_link){SC_LINK_INTRA, SC_CALIB_ALLREDUCE, 4, bytes,
+                                  6 * 3e-6 + 2 * 3.0 / 4 * bytes / 2.5e9};
+    for (int i = 0; i < 5; i++)
+        host[i] = (sc_calib_host){SC_LINK_INTER, 1e5 * (i + 1), 5e-9 * 1e5 * (i + 1)};
+    sc_calib_points pts = {.dtype = (sc_dtype)-1, .n_link = 7, .link = link, .n_host = 5,
+                           .host = host};
+    sc_calib_report rep;
+    sc_error err;
+    REQUIRE(sc_calib_fit_points(&base, &pts, &out, &rep, &err) == SC_OK);
+    CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTRA], 3e-6, 1e-6);
+    CHECK_NEAR(out.eff.bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 2.5e9, 1e-6);
+    CHECK_NEAR(out.eff.p2p_host_s_per_byte[SC_LINK_INTER], 5e-9, 1e-9);
+    CHECK_EQ_INT(out.eff.fits.host[SC_LINK_INTER].n, 5);
+    CHECK(!out.eff.fits.present && out.eff.fits.n_inputs == 0);
+    CHECK_EQ_INT(rep.n_comm, 7);
+    CHECK_EQ_INT(rep.n_files, 0);
+    /* no points */
+    sc_calib_points none = {.dtype = (sc_dtype)-1};
+    CHECK(sc_calib_fit_points(&base, &none, &out, NULL, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "calibrate: the inputs hold no measurements");
 }

@@ -1,12 +1,15 @@
 /* fuzz_files.c - libFuzzer target for the loaders that read a file path
- * (plans, tune curves, and the bench and timeline inputs of calibration):
- * each input is written to a temporary file and handed to all of them.
+ * (plans, tune curves, bench files, and the bench and timeline inputs of
+ * calibration): each input is written to a temporary file and handed to all
+ * of them.
  *   make fuzz && build/fuzz/fuzz_files -max_total_time=120 tests/fuzz/corpus/files
  * Any input must load or fail with a message; never crash, leak or hang. */
 #include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
 
+#include "bench_file.h"
+#include "calib_points.h"
 #include "calibrate.h"
 #include "plan.h"
 #include "tune.h"
@@ -31,6 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sc_tune_load(path, &t, &err) != SC_OK && !err.msg[0])
         __builtin_trap();
     sc_tune_free(t);
+    sc_bench_result *b = NULL;
+    err.msg[0] = '\0';
+    if (sc_bench_load(path, &b, &err) != SC_OK && !err.msg[0])
+        __builtin_trap();
+    sc_bench_result_free(b);
     sc_cluster c, out;
     sc_cluster_preset_get("cpu-local", &c, NULL);
     const char *files[] = {path};

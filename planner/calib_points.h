@@ -1,0 +1,62 @@
+/* calib_points.h - calibration's measured points, read from files, and the
+ * entry of `stagecraft calibrate --cluster C FILE... -o calibrated.json`.
+ *
+ * This half reads; cost_models/calibrate.h fits (sc_calib_fit_points, on
+ * the sc_calib_points made here). It sits in planner/ because a measured
+ * timeline is read against its plan (sim/plan.h) and its lowered step
+ * (sim/lower.h), which the fits must not know.
+ *
+ * Inputs, told apart by their "format":
+ *   bench files (stagecraft.bench/1 from `stagecraft bench`, read by
+ *   traces/bench_file.h): a gemm file gives one gemm point per size (one
+ *   kernel of 2mnk FLOPs moving (mk+kn+mn)·elem_bytes); a collective or p2p
+ *   file one link point per size over its link class, with its ranks (2 for
+ *   p2p).
+ *   measured timelines (stagecraft.timeline/1 with source "exec", from
+ *   `stagecraft exec`): the plan they name is opened (its path as written,
+ *   else beside the timeline; its digest must match) with its model and
+ *   cluster. Each (virtual stage, kind) of F, B, W, RECOMPUTE, and each
+ *   pipeline position's OPTIMIZER, gives one op point: the median duration
+ *   over ranks and microbatches of its compute-stream ops. Plans without
+ *   tensor or data parallelism and without recompute, with pp >= 2, also
+ *   give host points: the plan's step is lowered (sc_lower on its own
+ *   cluster) and each rank's actions walked in order beside its measured
+ *   compute ops (the first piece of each F, B or W compute action is one
+ *   measured op); a gap between two compute ops with sends between them is
+ *   the sender's host time (plus the executor's own, a few microseconds)
+ *   for the bytes its measured sends posted in the gap, when every receive
+ *   between them had its message complete on the sender before the gap
+ *   began (so no waiting is in it). The link class is the sending rank's
+ *   node against its peer's.
+ *
+ * Bad input, each a clear error naming the file: files that are neither, a
+ * bench file the reader refuses, a bench or timeline measured on another
+ * device than the cluster's GPU (sc_calib_device_matches), a bench with
+ * more ranks than the cluster has GPUs or a time under 1e-12 s, a simulated
+ * timeline, one naming no plan, a plan that no longer opens or has
+ * changed, a timeline whose rank count is not its plan's dp·tp·pp or whose
+ * rank claims a pipeline position the plan does not have, compute points
+ * in more than one dtype or in a dtype the cluster has no peak for, more
+ * than 100000 points. The fits' own errors follow (calibrate.h).
+ *
+ * Ownership: nothing is kept; the plans and models opened are freed before
+ * sc_calibrate returns.
+ */
+#ifndef SC_CALIB_POINTS_H
+#define SC_CALIB_POINTS_H
+
+#include "calibrate.h"
+#include "cluster.h"
+#include "sc.h"
+
+/* Reads files[0..nfiles) (1 to SC_CLUSTER_MAX_INPUTS) into points, fits
+ * base's parameters to them, and on success sets *out to the calibrated
+ * cluster: the fitted values, their provenance ("calibrated DATE from N
+ * files") and efficiency.fits (date, the inputs' names and digests, every
+ * fit's statistics), validated; *rep (if non-NULL) is the report. date NULL
+ * = now (UTC). On failure *out is untouched. Deterministic for the same
+ * inputs and date. */
+sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfiles,
+                       const char *date, sc_cluster *out, sc_calib_report *rep, sc_error *err);
+
+#endif
