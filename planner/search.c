@@ -142,9 +142,9 @@ static int heads_divisible(const sc_model *m, int tp)
 {
     for (int i = 0; i < m->n_modules; i++) {
         const sc_module *x = m->modules[i];
-        double h = sc_module_dim(x, "heads", 0);
-        if (h > 0 && fmod(h, tp) != 0)
-            return 0;
+        double h = sc_module_dim(x, "heads", 0), kvh = sc_module_dim(x, "kv_heads", 0);
+        if ((h > 0 && fmod(h, tp) != 0) || (kvh > 0 && fmod(kvh, tp) != 0))
+            return 0; /* grouped-query attention splits its kv heads too */
     }
     return 1;
 }

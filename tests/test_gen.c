@@ -356,7 +356,7 @@ TEST(gen_every_generator_roundtrips)
 {
     int n;
     const sc_gen *const *g = sc_gens(&n);
-    CHECK_EQ_INT(n, 5);
+    CHECK_EQ_INT(n, 6);
     for (int i = 0; i < n; i++) {
         CHECK(sc_gen_find(g[i]->kind) == g[i]);
         CHECK(g[i]->description && g[i]->n_params > 0);
@@ -380,11 +380,12 @@ TEST(gen_builtins_build)
 {
     int n;
     const sc_builtin *b = sc_builtins(&n);
-    CHECK_EQ_INT(n, 9);
+    CHECK_EQ_INT(n, 12);
     /* published sizes, within 2% */
     const struct { const char *name; double params; } want[] = {
         {"gpt-1.3b", 1.32e9}, {"gpt-2.7b", 2.65e9}, {"gpt-6.7b", 6.66e9},
-        {"gpt-13b", 12.85e9}, {"gpt-175b", 174.6e9}, {"t5-3b", 2.85e9},
+        {"gpt-13b", 12.85e9}, {"gpt-175b", 174.6e9}, {"llama3-8b", 8.03e9},
+        {"llama3-70b", 70.6e9}, {"llama3-405b", 405e9}, {"t5-3b", 2.85e9},
         {"vit-huge", 632e6}, {"fid-3b", 2.96e9}, {"mm-1.3b", 1.62e9},
     };
     for (int i = 0; i < n; i++) {
@@ -399,7 +400,7 @@ TEST(gen_builtins_build)
         CHECK(m->dtype == SC_BF16);
         CHECK(!strcmp(want[i].name, b[i].name));
         CHECK_NEAR(sc_model_totals(m).params, want[i].params, 0.005);
-        if (i == 0 || i == 5 || i == 8) /* a few, to keep the test quick */
+        if (i == 0 || i == 5 || i == 8 || i == 11) /* a few, to keep the test quick */
             roundtrip(m);
         sc_model_free(m);
     }
@@ -465,13 +466,14 @@ TEST(gen_bad_overrides)
 /* Failing each allocation in turn gives SC_ENOMEM, never a half-built model. */
 TEST(gen_alloc_failures)
 {
-    const sc_gen *gens[] = {&sc_gen_gpt, &sc_gen_t5, &sc_gen_fid, &sc_gen_mm};
+    const sc_gen *gens[] = {&sc_gen_gpt, &sc_gen_t5, &sc_gen_fid, &sc_gen_mm, &sc_gen_llama};
     const char *n[][4] = {{"layers", "layers", "layers", "layers"},
                           {"enc_layers", "dec_layers", "enc_layers", "dec_layers"},
                           {"passages", "enc_layers", "dec_layers", "ret_layers"},
-                          {"vis_layers", "layers", "vis_layers", "layers"}};
-    const double v[][4] = {{1, 1, 1, 1}, {1, 1, 1, 1}, {3, 1, 2, 1}, {1, 1, 1, 1}};
-    for (int g = 0; g < 4; g++) {
+                          {"vis_layers", "layers", "vis_layers", "layers"},
+                          {"layers", "tied", "layers", "tied"}};
+    const double v[][4] = {{1, 1, 1, 1}, {1, 1, 1, 1}, {3, 1, 2, 1}, {1, 1, 1, 1}, {2, 0, 2, 1}};
+    for (int g = 0; g < 5; g++) {
         int ok = 0;
         for (long k = 1; k < 100000 && !ok; k++) {
             sc_model *m = NULL;

@@ -8,6 +8,17 @@
  *    the `shared` group "wte" with the embedding). Table 2.1 lists d_model
  *    5140 for 13B, which 40 heads do not divide; we use 5120 (128 per head,
  *    as the 6.7B and 175B models have).
+ *  - llama3-*: Llama 3, Dubey et al. 2024, "The Llama 3 Herd of Models",
+ *    Table 3 (layers, model dimension, FFN dimension, attention heads,
+ *    key/value heads: 8B 32/4096/14336/32/8, 70B 80/8192/28672/64/8, 405B
+ *    126/16384/53248/128/8; vocabulary 128,000 tokens, 128,256 in the
+ *    released tokenizer with its special tokens), untied embeddings (see
+ *    gen_llama.c). Sequence length 8192: the paper's main pre-training
+ *    stage (sec. 3.4.1: the 405B starts at 4,096 tokens and doubles to
+ *    8,192 early on; the 128K context comes from a later, short
+ *    long-context stage, sec. 3.4.2). Computed parameters 8.030B, 70.554B
+ *    and 405.853B against the published 8B, 70B and 405B (Hugging Face
+ *    lists 8.03B and 70.6B).
  *  - t5-3b: Raffel et al. 2020 sec. 3.7 (24+24 layers, d_model 1024, d_ff
  *    16384, 32 heads of d_kv 128, vocabulary 32128), 512 input and 128
  *    target tokens.
@@ -42,6 +53,17 @@ static sc_status gpt_2_7b(sc_model **out, sc_error *err) { return gpt("gpt-2.7b"
 static sc_status gpt_6_7b(sc_model **out, sc_error *err) { return gpt("gpt-6.7b", 32, 4096, 32, out, err); }
 static sc_status gpt_13b(sc_model **out, sc_error *err) { return gpt("gpt-13b", 40, 5120, 40, out, err); }
 static sc_status gpt_175b(sc_model **out, sc_error *err) { return gpt("gpt-175b", 96, 12288, 96, out, err); }
+
+static sc_status llama3(const char *name, double l, double h, double f, double a,
+                        sc_model **out, sc_error *err)
+{
+    const double v_[] = {l, h, f, a, 8, 8192, 128256};
+    RUN(sc_gen_llama, name, "layers", "hidden", "ffn", "heads", "kv_heads", "seq", "vocab");
+}
+
+static sc_status llama3_8b(sc_model **out, sc_error *err) { return llama3("llama3-8b", 32, 4096, 14336, 32, out, err); }
+static sc_status llama3_70b(sc_model **out, sc_error *err) { return llama3("llama3-70b", 80, 8192, 28672, 64, out, err); }
+static sc_status llama3_405b(sc_model **out, sc_error *err) { return llama3("llama3-405b", 126, 16384, 53248, 128, out, err); }
 
 static sc_status t5_3b(sc_model **out, sc_error *err)
 {
@@ -79,6 +101,9 @@ static const sc_builtin builtins[] = {
     {"gpt-6.7b", "GPT-3 6.7B: 32 layers, h 4096, 32 heads, s 2048, tied (6.66B)", gpt_6_7b},
     {"gpt-13b", "GPT-3 13B: 40 layers, h 5120, 40 heads, s 2048, tied (12.85B)", gpt_13b},
     {"gpt-175b", "GPT-3 175B: 96 layers, h 12288, 96 heads, s 2048, tied (174.6B)", gpt_175b},
+    {"llama3-8b", "Llama 3 8B: 32 layers, h 4096, ffn 14336, 32 heads, 8 kv, s 8192 (8.03B)", llama3_8b},
+    {"llama3-70b", "Llama 3 70B: 80 layers, h 8192, ffn 28672, 64 heads, 8 kv, s 8192 (70.6B)", llama3_70b},
+    {"llama3-405b", "Llama 3 405B: 126 layers, h 16384, ffn 53248, 128 heads, 8 kv, s 8192 (405.9B)", llama3_405b},
     {"t5-3b", "T5-3B: 24+24 layers, d_model 1024, d_ff 16384, 32x128 heads (2.85B)", t5_3b},
     {"vit-huge", "ViT-H/14: 32 layers, h 1280, 16 heads, 224 px, 1000 classes (632M)", vit_huge},
     {"fid-3b", "Fusion-in-Decoder, T5-3B-sized reader, 100 x 250-token passages (2.96B)", fid_3b},

@@ -47,8 +47,8 @@
 
 /* ---- registry ------------------------------------------------------------ */
 
-static const sc_gen *const gens[] = {&sc_gen_gpt, &sc_gen_t5, &sc_gen_vit, &sc_gen_fid,
-                                     &sc_gen_mm};
+static const sc_gen *const gens[] = {&sc_gen_gpt, &sc_gen_llama, &sc_gen_t5, &sc_gen_vit,
+                                     &sc_gen_fid, &sc_gen_mm};
 
 const sc_gen *const *sc_gens(int *n)
 {

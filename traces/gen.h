@@ -1,7 +1,7 @@
 /* gen.h - model generators from hyperparameters, one small file each
- * (gen_gpt.c, gen_t5.c, gen_vit.c, gen_fid.c, gen_mm.c), each filling one
- * sc_gen table entry. The CLI parses `--NAME VALUE` flags generically from
- * the table, so a new generator needs no CLI change.
+ * (gen_gpt.c, gen_llama.c, gen_t5.c, gen_vit.c, gen_fid.c, gen_mm.c), each
+ * filling one sc_gen table entry. The CLI parses `--NAME VALUE` flags
+ * generically from the table, so a new generator needs no CLI change.
  *
  * Ownership: make() returns a finished (validated) model the caller frees
  * with sc_model_free.
@@ -28,7 +28,7 @@ typedef struct sc_gen {
                       sc_error *err);
 } sc_gen;
 
-extern const sc_gen sc_gen_gpt, sc_gen_t5, sc_gen_vit, sc_gen_fid, sc_gen_mm;
+extern const sc_gen sc_gen_gpt, sc_gen_llama, sc_gen_t5, sc_gen_vit, sc_gen_fid, sc_gen_mm;
 
 /* All generators, in a fixed order. */
 const sc_gen *const *sc_gens(int *n);

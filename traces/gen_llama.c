@@ -1,0 +1,172 @@
+/* gen_llama.c - Llama-style decoder-only transformer (Llama 2/3): pre-norm
+ * blocks with RMSNorm, grouped-query attention with rotary position
+ * embeddings, a SwiGLU MLP, no biases, untied token embedding and LM head.
+ *
+ * Tree: root "llama" -> embed (token only: rotary embeddings have no
+ * parameters), blocks.i (kind "block": ln1, attn, ln2, mlp), ln_f, head.
+ *
+ * Sources:
+ *  - Architecture: Touvron et al. 2023, "LLaMA: Open and Efficient
+ *    Foundation Language Models", sec. 2.2 (pre-normalization with RMSNorm,
+ *    SwiGLU, rotary embeddings; the reference code's linear layers have no
+ *    biases and there is no dropout); grouped-query attention,
+ *    Ainslie et al. 2023, "GQA", as used by Llama 2 34B/70B and all of Llama 3
+ *    (Dubey et al. 2024, "The Llama 3 Herd of Models", sec. 3.2).
+ *  - Parameters, with h hidden, a query heads of size hd = h/a, g kv heads
+ *    (kvd = g*hd), MLP inner f, vocabulary V, l layers:
+ *      attention  q h*h + k h*kvd + v h*kvd + o h*h = 2h^2 + 2h*kvd
+ *      MLP        gate h*f + up h*f + down f*h     = 3h*f
+ *      RMSNorm    h (a scale, no bias), two per layer and a final one
+ *      embedding  V*h, LM head V*h (0 with --tied: the `shared` group "tok")
+ *    P = l*(2h^2 + 2h*kvd + 3h*f + 2h) + h + 2V*h (untied).
+ *  - Forward FLOPs per sample, gen.c's convention (Narayanan et al. 2021:
+ *    GEMMs only, 2 per multiply-add, backward 2 x forward): every linear
+ *    layer over s tokens costs 2*s*in*out, so
+ *      attention  Q 2sh^2 + K,V 2*2*s*h*kvd + O 2sh^2 + scores and AV
+ *                 4*s^2*h (each query head attends over all s keys, GQA or
+ *                 not; counted over the full s x s square without halving
+ *                 for the causal mask, as gen_gpt.c does)
+ *      MLP        3 * 2*s*h*f = 6shf
+ *      LM head    2shV
+ *    RoPE, RMSNorm, SiLU, the gating product and residuals are 0.
+ *  - Activations saved for backward: gen.c's split of Korthikanti et al.
+ *    2022 sec. 4.1, adapted where Llama differs (d bytes per element):
+ *      no dropout anywhere (Llama trains without it), so the attention-
+ *        probability and output dropout masks and the dropout output are
+ *        gone: the AV product reads the softmax output itself;
+ *      attention  input d*s*h, Q d*s*h, K and V d*s*kvd each (GQA: stored at
+ *                 kv width; the sharing of a kv head by a/g query heads is a
+ *                 broadcast, not a copy), softmax output d*a*s^2, out-proj
+ *                 input d*s*h.  RoPE needs nothing saved: its backward is
+ *                 the inverse rotation, and the rotated Q and K are the ones
+ *                 the scores GEMM saves anyway.
+ *                 (d = 2, g = a: 10*s*h + 2*a*s^2 against GPT's 11sh + 5as^2)
+ *      SwiGLU     input d*s*h, gate and up outputs d*s*f each (the SiLU and
+ *                 the product need both), down-proj input d*s*f
+ *                 (d*s*h + 3*d*s*f; Megatron-LM's fused SwiGLU keeps its
+ *                 2f-wide input and recomputes the SiLU, the same bytes)
+ *      RMSNorm    its input d*s*h (the per-token rstd is left out, as
+ *                 LayerNorm's mean and rstd are in gen.c)
+ *      embedding  0 (no embedding dropout); LM head as gen.c: d*s*h + 4*s*V.
+ *  - Tensor parallelism as gen.c (Megatron-LM): attention and MLP each
+ *    all-reduce their output, d*s*h bytes; vocab-parallel embedding d*s*h;
+ *    the LM head's parallel cross-entropy 12*s. Under tp the kv heads split
+ *    across ranks like the query heads, so tp must divide 'kv_heads' too
+ *    (the planner's check reads the attention module's dim "kv_heads").
+ *  - Dims: attention hidden, heads, kv (= head size hd, as everywhere),
+ *    kv_heads, seq; mlp hidden, ffn, seq; embedding and head hidden, vocab,
+ *    seq. Known gap: exec/exec.c sizes its fused QKV GEMM from heads*kv
+ *    alone (3h wide, not h + 2*kvd), so under GQA it runs K and V a/g times
+ *    too wide; the parameters, FLOPs and bytes here, which the cost models
+ *    and the simulator use, are exact.
+ */
+#include "gen_int.h"
+
+#include <math.h>
+#include <stdio.h>
+
+enum { P_LAYERS, P_HIDDEN, P_HEADS, P_KV_HEADS, P_FFN, P_SEQ, P_VOCAB, P_TIED, P_N };
+
+/* Defaults: Llama 3 8B (Dubey et al. 2024, Table 3). */
+static const sc_gen_param params[P_N] = {
+    [P_LAYERS] = {"layers", 32, 0, "transformer layers l"},
+    [P_HIDDEN] = {"hidden", 4096, 0, "hidden size h"},
+    [P_HEADS] = {"heads", 32, 0, "query heads a (must divide hidden; head size even for RoPE)"},
+    [P_KV_HEADS] = {"kv_heads", 8, 0, "key/value heads of grouped-query attention (must divide heads)"},
+    [P_FFN] = {"ffn", 14336, 0, "SwiGLU inner size f (gate, up: h x f; down: f x h)"},
+    [P_SEQ] = {"seq", 8192, 0, "sequence length s"},
+    [P_VOCAB] = {"vocab", 128256, 0, "vocabulary size V"},
+    [P_TIED] = {"tied", 0, 1, "tie the LM head to the token embedding"},
+};
+
+/* Grouped-query self-attention over s tokens; see the top of this file. */
+static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, double g, double s,
+                      const char *name)
+{
+    double hd = h / a, kvd = g * hd, d = c->d;
+    double own = 2 * h * h + 2 * h * kvd;
+    double flops = 2 * s * h * h + 2 * 2 * s * h * kvd + 2 * s * h * h + 4 * s * s * h;
+    double saved = d * s * h + d * s * h + 2 * d * s * kvd + d * a * s * s + d * s * h;
+    sc_module *x = sc_gen_add(c, parent, "attention", "%s", name);
+    sc_gen_set(x, own, flops, d * s * h, saved);
+    sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after out proj */
+    sc_gen_dims(c, x, "hidden", h, "heads", a, "kv", hd, "kv_heads", g, "seq", s, NULL);
+    return x;
+}
+
+/* SwiGLU MLP over s tokens: gate and up h x f, down f x h. */
+static sc_module *swiglu(sc_gen_ctx *c, sc_module *parent, double h, double f, double s,
+                         const char *name)
+{
+    double d = c->d;
+    sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
+    sc_gen_set(x, 3 * h * f, 6 * s * h * f, d * s * h, d * s * h + 3 * d * s * f);
+    sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after down proj */
+    sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
+    return x;
+}
+
+static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_model **out,
+                      sc_error *err)
+{
+    const char *g = "llama";
+    sc_status st = SC_OK;
+    if (!st) st = sc_gen_int(g, "layers", v[P_LAYERS], 1, 4096, err);
+    if (!st) st = sc_gen_int(g, "hidden", v[P_HIDDEN], 1, 1e6, err);
+    if (!st) st = sc_gen_int(g, "heads", v[P_HEADS], 1, 1e5, err);
+    if (!st) st = sc_gen_int(g, "kv_heads", v[P_KV_HEADS], 1, 1e5, err);
+    if (!st) st = sc_gen_int(g, "ffn", v[P_FFN], 1, 1e7, err);
+    if (!st) st = sc_gen_int(g, "seq", v[P_SEQ], 1, 1e7, err);
+    if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
+    if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
+    if (st)
+        return st;
+    double l = v[P_LAYERS], h = v[P_HIDDEN], a = v[P_HEADS], kvh = v[P_KV_HEADS];
+    double f = v[P_FFN], s = v[P_SEQ], V = v[P_VOCAB];
+    int tied = v[P_TIED] != 0;
+    if (fmod(h, a) != 0)
+        return sc_err(err, SC_EINVAL, "llama: 'heads' (%g) must divide 'hidden' (%g)", a, h);
+    if (fmod(h / a, 2) != 0)
+        return sc_err(err, SC_EINVAL,
+                      "llama: the head size 'hidden'/'heads' (%g/%g = %g) must be even: rotary "
+                      "embeddings turn pairs of channels", h, a, h / a);
+    if (fmod(a, kvh) != 0)
+        return sc_err(err, SC_EINVAL, "llama: 'kv_heads' (%g) must divide 'heads' (%g)", kvh, a);
+    /* RMSNorm: a scale of h per norm, no bias */
+    sc_gen_tf tf = {.h = h, .heads = a, .kv = h / a, .ffn = f, .bias = 0, .norm_p = 1,
+                    .copies = 1};
+
+    sc_gen_ctx c;
+    sc_module *root;
+    if ((st = sc_gen_begin(&c, g, name, dtype, (int)s, "llama", &root, err)))
+        return st;
+    sc_module *e = sc_gen_tok_embed(&c, root, "embed", h, V, 0, s, 1, tied ? "tok" : NULL);
+    if (e)
+        e->act_saved_bytes = 0; /* no embedding dropout, so no mask to keep */
+    for (int i = 0; i < (int)l; i++) {
+        char nm[64], part[80];
+        snprintf(nm, sizeof nm, "blocks.%d", i);
+        sc_module *b = sc_gen_add(&c, root, "block", "%s", nm);
+        if (b)
+            b->act_out_bytes = c.d * s * h;
+        snprintf(part, sizeof part, "%s.ln1", nm);
+        sc_gen_norm(&c, b, &tf, s, part);
+        snprintf(part, sizeof part, "%s.attn", nm);
+        gqa(&c, b, h, a, kvh, s, part);
+        snprintf(part, sizeof part, "%s.ln2", nm);
+        sc_gen_norm(&c, b, &tf, s, part);
+        snprintf(part, sizeof part, "%s.mlp", nm);
+        swiglu(&c, b, h, f, s, part);
+    }
+    sc_gen_norm(&c, root, &tf, s, "ln_f");
+    sc_gen_lm_head(&c, root, "head", h, V, s, !tied, tied ? "tok" : NULL);
+    return sc_gen_done(&c, out, err);
+}
+
+const sc_gen sc_gen_llama = {
+    .kind = "llama",
+    .description = "Llama-style decoder: RMSNorm, grouped-query attention, RoPE, SwiGLU (Llama 2/3)",
+    .params = params,
+    .n_params = P_N,
+    .make = make,
+};
