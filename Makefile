@@ -4,6 +4,7 @@
 #   make test SAN=1    the same under clang's ASan + UBSan (objects in build-san/)
 #   make demo          install missing deps, build, run the main job
 #   make fuzz          build the libFuzzer targets (clang)
+#   make check-layers  fail on any include or symbol against the layers
 #   USE_CUDA=yes|no USE_MPI=yes|no force optional parts (default: detected)
 
 SHELL := /bin/bash
@@ -30,7 +31,15 @@ ifeq ($(origin USE_CUDA),undefined)
 endif
 NVCC := $(shell command -v nvcc 2>/dev/null || echo $(CUDA_HOME)/bin/nvcc)
 
-CPPFLAGS := -I. -Icommon -Itraces -Icost_models -Isim -Iplanner -Iexec -D_GNU_SOURCE
+# Layers (scripts/check_layers.sh, DESIGN.md): each folder is compiled with
+# only the folders it may use on its include path, so an include that goes
+# against the order fails to compile; `make check-layers` also checks the
+# linked symbols. cli/, tests/, bench/ and the fuzz targets see everything.
+LAYERED := common traces cost_models sim planner exec
+$(foreach d,$(LAYERED),$(eval INC_$(d) := $(addprefix -I,$(shell scripts/check_layers.sh --deps $(d)))))
+INC_ALL := $(addprefix -I,$(LAYERED))
+incs = $(or $(INC_$(firstword $(subst /, ,$(1)))),$(INC_ALL))
+CPPFLAGS := -D_GNU_SOURCE
 # -pthread: exec/team.c (one thread per GPU where MPI is absent)
 CFLAGS := -std=c11 $(OPT) -pthread -Wall -Wextra -Wshadow -Wno-unused-parameter $(SANFLAGS)
 LDLIBS := -lcjson -lgsl -lopenblas -lm
@@ -69,10 +78,10 @@ TESTRUN := $(BUILD)/tests/run
 
 # Flags are remembered: changing any of them rebuilds everything.
 FLAGS_STAMP := $(BUILD)/flags
-FLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS) cuda=$(USE_CUDA)
+FLAGS_NOW := $(CC) $(CPPFLAGS) $(foreach d,$(LAYERED),$(INC_$(d))) $(CFLAGS) $(LDFLAGS) $(LDLIBS) cuda=$(USE_CUDA)
 $(shell mkdir -p $(BUILD); echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 
-.PHONY: all test test-long demo deps fuzz bench golden-update clean config
+.PHONY: all test test-long demo deps fuzz bench golden-update clean config check-layers
 all: $(LIB) $(CLI)
 
 config:
@@ -80,11 +89,11 @@ config:
 
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(call incs,$<) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -Icommon -Itraces -Icost_models -Isim -Iexec -DSC_HAVE_CUDA -c $< -o $@
+	$(NVCC) -O2 $(INC_exec) -DSC_HAVE_CUDA -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -100,7 +109,7 @@ $(TESTRUN): $(TEST_OBJ) $(LIB)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
+	$(CC) $(INC_ALL) $(CPPFLAGS) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
 
 deps:
 	@scripts/deps.sh
@@ -114,6 +123,10 @@ test-long: deps $(CLI) $(TESTRUN)
 	@SC_BIN=$(CLI) SC_SAN=$(SAN) SC_LONG=1 $(TESTRUN) $(T)
 
 bench: $(BENCH_BIN)
+
+# Fails on any #include or linked symbol that goes against the layers.
+check-layers: $(LIB)
+	@scripts/check_layers.sh $(BUILD)
 
 demo: deps all
 	@scripts/demo.sh
@@ -145,7 +158,7 @@ FUZZ_LIB_SRC := $(filter-out exec/%,$(LIB_SRC))
 fuzz: $(FUZZ_BIN)
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
 	@mkdir -p $(dir $@)
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. -Icommon -Itraces -Icost_models -Isim -Iplanner -D_GNU_SOURCE $< $(FUZZ_LIB_SRC) -lcjson -lgsl -lopenblas -lm -o $@
+	clang -g -O1 -fsanitize=fuzzer,address,undefined $(INC_ALL) -D_GNU_SOURCE $< $(FUZZ_LIB_SRC) -lcjson -lgsl -lopenblas -lm -o $@
 
 clean:
 	rm -rf build build-san bin
