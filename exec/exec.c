@@ -177,11 +177,13 @@ static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, it
         if (dk < 1)
             dk = h > 0 ? h / a : 64;
         double inner = a * dk, skv = sc_module_dim(x, "kv_seq", seq);
+        /* grouped-query attention: K and V have kv_heads heads (default all) */
+        double kvh = sc_module_dim(x, "kv_heads", a);
         double ah = a / sh >= 1 ? floor(a / sh) : 1;
         int core = !strcmp(x->kind, "attention_core");
         if (!core && h > 0)
             rc |= push_item(it, n, cap,
-                            (item){IT_WGEMM, clampi(T), clampi(3 * inner / sh), clampi(h), 1, 0});
+                            (item){IT_WGEMM, clampi(T), clampi((a + 2 * kvh) * dk / sh), clampi(h), 1, 0});
         int batch = clampi(mbs * P * ah);
         rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(skv), clampi(dk), batch, 0});
         rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(dk), clampi(skv), batch, 0});
