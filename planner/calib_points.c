@@ -1,6 +1,7 @@
 /* calib_points.c - calibration's points from bench files and measured
  * timelines, and sc_calibrate; see calib_points.h. */
 #include "calib_points.h"
+#include "stats.h"
 #include "bench_file.h"
 #include "json.h"
 #include "lower.h"
@@ -139,12 +140,6 @@ static sc_status read_bench(reader *x, const cJSON *j, const char *file, sc_erro
 }
 
 /* ---- measured timelines --------------------------------------------------------- */
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* The plan a timeline names: as written, else beside the timeline; with its
  * model and cluster. On failure whatever was opened is freed. */
@@ -315,8 +310,7 @@ static sc_status op_points(reader *x, int plan, const sc_step_cfg *cfg, const sc
                     v[n++] = o->end - o->start;
                 }
             if (!st && n > 0) {
-                qsort(v, (size_t)n, sizeof *v, cmp_d);
-                double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+                double med = sc_median(v, (size_t)n);
                 sc_calib_op *q = med > 0 ? room(pts->ops, pts->n_ops, &x->cap_ops, sizeof *q)
                                          : NULL;
                 if (q) {
