@@ -200,7 +200,7 @@ int cmd_cost(int argc, char **argv)
     sc_model *m;
     if (sc_model_open(model, &m, &err))
         return cli_fail(&err);
-    sc_cost_cfg cfg = {dtype >= 0 ? (sc_dtype)dtype : m->dtype, (int)tp, (int)mbs, algo};
+    sc_cost_cfg cfg = {dtype >= 0 ? (sc_dtype)dtype : m->dtype, (int)tp, (int)mbs, algo, 0};
     sc_cost_row *rows, tot;
     int n, rc = 0;
     if (sc_cost_table(&c, m, &cfg, &rows, &n, &tot, &err)) {

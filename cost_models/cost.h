@@ -170,7 +170,19 @@ typedef struct sc_mem_cfg {
     int mbs;             /* samples per microbatch */
     int inflight;        /* microbatches whose activations are held at once */
     sc_recompute recompute;
+    int sp;              /* sequence parallelism (with tp > 1) */
 } sc_mem_cfg;
+
+/* Activation bytes per sample that module m stashes for its backward on one
+ * rank of a tp group of size tp (Korthikanti et al. 2022, sec. 4): a
+ * shardable module keeps act_saved_rep whole and the rest / tp; a module
+ * with tp data that does not shard (a norm) keeps all of it whole; sequence
+ * parallelism (sp) splits whatever stays whole by tp too; a module without
+ * tp data keeps everything. With `selective`, an attention leaf drops its
+ * scores (act_saved_scores; a model without them keeps act_out only). For
+ * gpt-175b at tp 8 per layer: s·h·(10 + 24/t + 5·a·s/(h·t)) bytes without
+ * sp and s·h/t·(34 + 5·a·s/h) with it, the paper's formulas. */
+double sc_cost_saved_bytes(const sc_module *m, int tp, int sp, int selective);
 
 typedef struct sc_mem {
     double params;       /* parameters held per rank before ZeRO (sum params/T') */
@@ -245,6 +257,7 @@ typedef struct sc_cost_cfg {
     int tp;              /* >= 1; the tp group lies in one node when tp <= gpus_per_node */
     int mbs;
     const char *tp_algo; /* collective algorithm for tp allreduces; NULL = "ring" */
+    int sp;              /* sequence parallelism: act_bytes as sc_cost_saved_bytes */
 } sc_cost_cfg;
 
 typedef struct sc_cost_row {
@@ -255,7 +268,7 @@ typedef struct sc_cost_row {
     double tp_bytes;     /* bytes all-reduced per microbatch in forward (same again in backward) */
     double tp_s;         /* forward + backward tp allreduce time, one microbatch */
     double state_bytes;  /* weights + grads + optimizer (ZeRO 0) per rank */
-    double act_bytes;    /* act_saved/T' per microbatch */
+    double act_bytes;    /* saved for backward per microbatch on one rank (sc_cost_saved_bytes) */
 } sc_cost_row;
 
 /* One row per module in pre-order (tree order). *rows is allocated with

@@ -60,6 +60,23 @@ static const sc_module *layer_of(const sc_module *mod)
     return mod;
 }
 
+double sc_cost_saved_bytes(const sc_module *m, int tp, int sp, int selective)
+{
+    double t = tp > 1 ? tp : 1;
+    double saved = m->act_saved_bytes;
+    if (selective && sc_module_is_attention(m)) {
+        if (m->n_children)
+            return 0; /* its leaves are counted */
+        if (m->act_saved_scores < 0) /* no scores given: it keeps its output */
+            return m->act_out_bytes / (m->tp_shardable ? t : 1);
+        saved -= m->act_saved_scores;
+    }
+    if (!m->has_tp)
+        return saved;
+    double whole = m->tp_shardable ? (m->act_saved_rep < saved ? m->act_saved_rep : saved) : saved;
+    return (saved - whole) / t + whole / (sp ? t : 1);
+}
+
 sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                          const sc_mem_cfg *cfg, sc_mem *out, sc_error *err)
 {
@@ -72,21 +89,25 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                       (int)cfg->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs, cfg->inflight,
                       (int)cfg->recompute);
     double tp = cfg->tp, dp = cfg->dp, k = cfg->inflight, mbs = cfg->mbs;
-    double params = 0, saved = 0, selective = 0, max_layer = 0, layer_sum = 0;
+    double params = 0, saved = 0, selective = 0, max_layer = 0, layer_sum = 0, ckpt = 0;
     const sc_module *cur_layer = NULL;
     for (int i = 0; i < n; i++) {
         const sc_module *m = mods[i];
         double sh = m->tp_shardable ? tp : 1;
+        double one = sc_cost_saved_bytes(m, cfg->tp, cfg->sp, 0);
         params += m->params / sh;
-        saved += m->act_saved_bytes / sh;
-        selective += sc_module_is_attention(m) ? (m->n_children ? 0 : m->act_out_bytes / sh)
-                                     : m->act_saved_bytes / sh;
+        saved += one;
+        selective += sc_cost_saved_bytes(m, cfg->tp, cfg->sp, 1);
         const sc_module *ly = layer_of(m);
         if (ly != cur_layer) {
+            /* full recompute keeps each layer's input (the activation
+             * before its first leaf; sequence-sharded under sp) */
+            const sc_module *pl = prev_leaf(m);
+            ckpt += pl ? pl->act_out_bytes / (cfg->sp && tp > 1 ? tp : 1) : 0;
             cur_layer = ly;
             layer_sum = 0;
         }
-        layer_sum += m->act_saved_bytes / sh;
+        layer_sum += one;
         if (layer_sum > max_layer)
             max_layer = layer_sum;
     }
@@ -111,12 +132,9 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
     case SC_RECOMPUTE_SELECTIVE:
         r.activations = k * mbs * selective;
         break;
-    case SC_RECOMPUTE_FULL: {
-        const sc_module *pl = n > 0 ? prev_leaf(mods[0]) : NULL;
-        double in_bytes = pl ? pl->act_out_bytes : 0;
-        r.activations = k * mbs * in_bytes + (k > 0 ? mbs * max_layer : 0);
+    case SC_RECOMPUTE_FULL:
+        r.activations = k * mbs * ckpt + (k > 0 ? mbs * max_layer : 0);
         break;
-    }
     }
     r.workspace = c->eff.workspace_bytes;
     r.total = r.weights + r.grads + r.optimizer + r.activations + r.workspace;

@@ -52,7 +52,7 @@ sc_status sc_cost_table(const sc_cluster *c, const sc_model *m, const sc_cost_cf
             return st;
         }
         x->state_bytes = x->params * (w + g + o);
-        x->act_bytes = cfg->mbs * mod->act_saved_bytes / sh;
+        x->act_bytes = cfg->mbs * sc_cost_saved_bytes(mod, cfg->tp, cfg->sp, 0);
         tot.params += x->params;
         tot.fwd_s += x->fwd_s;
         tot.bwd_s += x->bwd_s;

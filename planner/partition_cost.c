@@ -158,6 +158,7 @@ void sc_pctx_free(sc_pctx *x)
     sc_free(x->A);
     sc_free(x->Asel);
     sc_free(x->in_bytes);
+    sc_free(x->ckpt);
     sc_free(x->layer);
     sc_free(x->layer_lo);
     sc_free(x->layer_hi);
@@ -246,11 +247,12 @@ static sc_status memory_init(sc_pctx *x, sc_error *err)
     x->A = sc_calloc((size_t)L + 1, sizeof *x->A);
     x->Asel = sc_calloc((size_t)L + 1, sizeof *x->Asel);
     x->in_bytes = sc_calloc((size_t)L, sizeof *x->in_bytes);
+    x->ckpt = sc_calloc((size_t)L + 1, sizeof *x->ckpt);
     x->layer = sc_malloc(sizeof *x->layer * (size_t)L);
     x->layer_lo = sc_malloc(sizeof *x->layer_lo * (size_t)L);
     x->layer_hi = sc_malloc(sizeof *x->layer_hi * (size_t)L);
     x->kc = sc_malloc(sizeof *x->kc * (size_t)x->pp);
-    if (!x->P || !x->A || !x->Asel || !x->in_bytes || !x->layer || !x->layer_lo ||
+    if (!x->P || !x->A || !x->Asel || !x->in_bytes || !x->ckpt || !x->layer || !x->layer_lo ||
         !x->layer_hi || !x->kc)
         return sc_err(err, SC_ENOMEM, "partition: out of memory");
     const sc_module *cur = NULL;
@@ -259,11 +261,11 @@ static sc_status memory_init(sc_pctx *x, sc_error *err)
         const sc_module *a = m->leaves[l];
         double sh = a->tp_shardable ? tp : 1;
         x->P[l + 1] = x->P[l] + a->params / sh;
-        x->A[l + 1] = x->A[l] + a->act_saved_bytes / sh;
-        x->Asel[l + 1] =
-            x->Asel[l] + (sc_module_is_attention(a) ? a->act_out_bytes / sh : a->act_saved_bytes / sh);
-        x->in_bytes[l] = l > 0 ? m->leaves[l - 1]->act_out_bytes : 0;
+        x->A[l + 1] = x->A[l] + sc_cost_saved_bytes(a, tp, cfg->sp, 0);
+        x->Asel[l + 1] = x->Asel[l] + sc_cost_saved_bytes(a, tp, cfg->sp, 1);
+        x->in_bytes[l] = l > 0 ? m->leaves[l - 1]->act_out_bytes / (cfg->sp ? tp : 1) : 0;
         const sc_module *ly = layer_of(a);
+        x->ckpt[l + 1] = x->ckpt[l] + (ly != cur ? x->in_bytes[l] : 0);
         if (ly != cur) {
             cur = ly;
             nl++;
@@ -469,7 +471,10 @@ double sc_pctx_memx(const sc_pctx *x, int k, int i, int j)
         act = kc * mbs * (x->Asel[j] - x->Asel[i]);
         break;
     case SC_RECOMPUTE_FULL:
-        act = kc * mbs * x->in_bytes[i] + (kc > 0 ? mbs * max_layer(x, i, j) : 0);
+        /* every layer's input stays (the stage's own input too, when it
+         * starts inside a layer), one layer at a time is recomputed */
+        act = kc * mbs * (x->in_bytes[i] + x->ckpt[j] - x->ckpt[i + 1]) +
+              (kc > 0 ? mbs * max_layer(x, i, j) : 0);
         break;
     }
     return params * x->state_bpp + act;
@@ -542,7 +547,7 @@ sc_status sc_partition_eval(const sc_partitioner_cfg *cfg, const sc_partition *p
         int i = p->first[s], j = p->first[s + 1];
         e.time_s[s] = sc_pctx_time(&x, s, i, j);
         sc_mem_cfg mc = {cfg->model->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs,
-                         x.kc[s % x.pp], cfg->recompute};
+                         x.kc[s % x.pp], cfg->recompute, cfg->sp};
         sc_mem mem;
         st = sc_cost_memory(cfg->cluster, cfg->model->leaves + i, j - i, &mc, &mem, err);
         if (st)

@@ -100,6 +100,7 @@ typedef struct sc_partitioner_cfg {
     int inflight_max;         /* >= 0; used when inflight is NULL */
     double mem_weight;        /* tree only, in [0, 1] */
     sc_shared_policy shared;
+    int sp;                   /* sequence parallelism (memory: sc_cost_saved_bytes) */
 } sc_partitioner_cfg;
 
 /* Defaults: tp = mbs = dp = 1, zero 0, recompute none, pp = n_stages, v = 1,
@@ -198,9 +199,10 @@ typedef struct sc_pctx {
     int n_allowed;          /* allowed interior boundaries */
     /* memory prefix sums (the formulas of sc_cost_memory) */
     double *P;              /* L+1 params / T' */
-    double *A;              /* L+1 act_saved / T' (recompute none) */
+    double *A;              /* L+1 sc_cost_saved_bytes (recompute none) */
     double *Asel;           /* L+1 selective */
-    double *in_bytes;       /* L: act_out of the leaf before (full) */
+    double *in_bytes;       /* L: act_out of the leaf before (full; / T' under sp) */
+    double *ckpt;           /* L+1: in_bytes of the leaves that start a layer (full) */
     int *layer;             /* L: layer id (root's child holding the leaf) */
     int *layer_lo, *layer_hi; /* per layer: leaf range [lo, hi) */
     int n_layers;

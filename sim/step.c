@@ -901,7 +901,7 @@ static sc_status results(builder *b, sc_step_result *r)
                 mods[n++] = b->m->leaves[i];
         }
         sc_mem_cfg mc = {b->dt, b->tp, b->dp, cfg->zero, cfg->mbs,
-                         (peak[p] + b->v - 1) / b->v, cfg->recompute};
+                         (peak[p] + b->v - 1) / b->v, cfg->recompute, cfg->sp};
         st = sc_cost_memory(b->c, mods, n, &mc, &r->mem[p], b->err);
         /* copies of shared groups owned elsewhere (a tied head's embedding) */
         for (int g = 0; g < b->m->n_groups && !st; g++) {

@@ -90,6 +90,7 @@ typedef struct sc_step_cfg {
     const char *schedule;            /* "gpipe", "1f1b", "interleaved", "zb-h1" */
     int zero;                        /* 0..3 */
     sc_recompute recompute;
+    int sp;                          /* sequence parallelism (Korthikanti et al. 2022); needs tp > 1 */
     const sc_partition *partition;   /* NULL = uniform over pp·v stages */
     const char *placement;           /* NULL = "tp,pp,dp" (innermost first) */
     double bucket_bytes;             /* 0 = 25 MiB */

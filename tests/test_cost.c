@@ -188,7 +188,7 @@ TEST(cost_memory_zero_stages)
     c.eff.workspace_bytes = 0;
     sc_model *m = one_module(1e9, 0, 0, 0, 0);
     REQUIRE(m);
-    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE};
+    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0};
     sc_mem r;
     double want[4] = {16e9, 4e9 + 12e9 / 8, 2e9 + 14e9 / 8, 16e9 / 8};
     for (int z = 0; z <= 3; z++) {
@@ -245,7 +245,7 @@ TEST(cost_memory_tp_and_recompute)
     }
     sc_error err = {0};
     REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
-    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE};
+    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE, 0};
     sc_mem r;
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
     CHECK_NEAR(r.params, 2 * (100 / 2.0 + 200 / 2.0 + 10), 1e-12);
@@ -256,11 +256,12 @@ TEST(cost_memory_tp_and_recompute)
     cfg.recompute = SC_RECOMPUTE_SELECTIVE;
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
     CHECK_NEAR(r.activations, 3 * 4 * 2 * (20.0 + 200 + 50), 1e-12);
-    /* full, whole model: no stage input (first leaf), one layer's working
-     * set for one microbatch: mbs * 750 */
+    /* full, whole model: every layer's input stays per microbatch in flight
+     * (layer0 has none, the first leaf; layer1's is norm0's output, 70),
+     * plus one layer's working set for one microbatch: mbs * 750 */
     cfg.recompute = SC_RECOMPUTE_FULL;
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
-    CHECK_NEAR(r.activations, 4 * 750.0, 1e-12);
+    CHECK_NEAR(r.activations, 3 * 4 * 70.0 + 4 * 750.0, 1e-12);
     /* full, a stage starting at layer1: keeps norm0's output (70) per
      * microbatch in flight */
     REQUIRE(sc_cost_memory(&c, m->leaves + 3, 3, &cfg, &r, NULL) == SC_OK);
@@ -338,7 +339,7 @@ TEST(cost_table_totals)
     sc_cluster c = preset("p4d.24xlarge");
     sc_model *m = one_module(1e6, 2e12, 1e6, 1e6, 1);
     REQUIRE(m);
-    sc_cost_cfg cfg = {SC_BF16, 4, 2, NULL};
+    sc_cost_cfg cfg = {SC_BF16, 4, 2, NULL, 0};
     sc_cost_row *rows, tot;
     int n;
     REQUIRE(sc_cost_table(&c, m, &cfg, &rows, &n, &tot, NULL) == SC_OK);
@@ -404,4 +405,50 @@ TEST(cost_cli)
     CHECK_STR_HAS(out, "nowhere.json");
     CHECK(sc_test_sh(out, sizeof out, "%s cost --help", bin) == 0);
     CHECK_STR_HAS(out, "usage: stagecraft cost");
+}
+
+/* Activations of one gpt-175b layer at t = 8 (s 2048, h 12288, a 96, b 1):
+ * Korthikanti et al. 2022, Table 2, in bytes: s·h·(10 + 24/t + 5·a·s/(h·t))
+ * without sequence parallelism, s·h/t·(34 + 5·a·s/h) with it; selective
+ * recompute: s·h·(10 + 24/t) and 34·s·h/t. (552 and 342 MiB for the first
+ * two: the issue's figures.) */
+TEST(cost_activation_korthikanti_gpt175b_t8)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-175b", &m, &err) == SC_OK);
+    const sc_module *blk = sc_model_find(m, "blocks.0");
+    REQUIRE(blk && blk->n_children > 0);
+    double s = 2048, h = 12288, a = 96, t = 8, sh = s * h;
+    double want[2][2] = {{sh * (10 + 24 / t + 5 * a * s / (h * t)), sh / t * (34 + 5 * a * s / h)},
+                         {sh * (10 + 24 / t), 34 * sh / t}};
+    for (int sel = 0; sel < 2; sel++)
+        for (int sp = 0; sp < 2; sp++) {
+            double got = 0;
+            for (int i = 0; i < blk->n_children; i++)
+                got += sc_cost_saved_bytes(blk->children[i], (int)t, sp, sel);
+            CHECK_NEAR(got, want[sel][sp], 1e-12);
+        }
+    CHECK_NEAR(want[0][0] / (1 << 20), 552, 1e-12);
+    CHECK_NEAR(want[0][1] / (1 << 20), 342, 1e-12);
+    /* without tp (t = 1) the layer keeps all of it: 34·s·h + 5·a·s² */
+    double one = 0;
+    for (int i = 0; i < blk->n_children; i++)
+        one += sc_cost_saved_bytes(blk->children[i], 1, 0, 0);
+    CHECK_NEAR(one, 34 * sh + 5 * a * s * s, 1e-12);
+    /* full recompute keeps each layer's input: 2·s·h per layer, /t with sp */
+    sc_cluster c = preset("dgx-a100-80g");
+    int lo = blk->children[0]->leaf_index, n = 8; /* blocks 0 and 1: two layers */
+    sc_mem_cfg mc = {m->dtype, 8, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0};
+    sc_mem r0, r1;
+    REQUIRE(sc_cost_memory(&c, m->leaves + lo, n, &mc, &r0, &err) == SC_OK);
+    mc.inflight = 2;
+    REQUIRE(sc_cost_memory(&c, m->leaves + lo, n, &mc, &r1, &err) == SC_OK);
+    CHECK_NEAR(r1.activations - r0.activations, 2 * 2 * sh, 1e-12);
+    mc.sp = 1;
+    REQUIRE(sc_cost_memory(&c, m->leaves + lo, n, &mc, &r1, &err) == SC_OK);
+    mc.inflight = 1;
+    REQUIRE(sc_cost_memory(&c, m->leaves + lo, n, &mc, &r0, &err) == SC_OK);
+    CHECK_NEAR(r1.activations - r0.activations, 2 * 2 * sh / t, 1e-12);
+    sc_model_free(m);
 }

@@ -221,6 +221,9 @@ sc_module *sc_gen_attn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
     sc_module *x = sc_gen_add(c, parent, cross ? "cross_attention" : "attention", "%s", name);
     sc_gen_set(x, params, k * flops, k * d * sq * h, k * saved);
     sc_module_set_tp(x, k * d * sq * h, 1); /* Megatron-LM: all-reduce after out proj */
+    /* whole on every tp rank: the input and the output dropout mask;
+     * selective recompute drops the scores' softmax, mask and dropout */
+    sc_module_set_saved_parts(x, k * (d * sq * h + sq * h), k * (2 * d + 1) * a * sq * skv);
     sc_gen_dims(c, x, "hidden", h, "heads", a, "kv", tf->kv, "seq", sq, NULL);
     if (cross)
         sc_gen_dims(c, x, "kv_seq", skv, NULL);
@@ -237,6 +240,7 @@ sc_module *sc_gen_mlp(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, dou
     sc_gen_set(x, 2 * h * f + (tf->bias ? f + h : 0), k * 4 * s * h * f, k * d * s * h,
                k * (d * s * h + 2 * d * s * f + s * h));
     sc_module_set_tp(x, k * d * s * h, 1); /* Megatron-LM: all-reduce after fc2 */
+    sc_module_set_saved_parts(x, k * (d * s * h + s * h), -1); /* input, dropout mask */
     sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
     if (k != 1)
         sc_gen_dims(c, x, "passages", k, NULL);
@@ -282,6 +286,7 @@ sc_module *sc_gen_tok_embed(sc_gen_ctx *c, sc_module *parent, const char *name, 
     /* Lookups are not GEMMs: 0 FLOPs. Saved: the embedding dropout mask. */
     sc_gen_set(x, own ? (V + positions) * h : positions * h, 0, d * s * h, s * h);
     sc_module_set_tp(x, d * s * h, 1); /* vocab-parallel: all-reduce the output */
+    sc_module_set_saved_parts(x, s * h, -1); /* its dropout mask, after the allreduce */
     if (shared)
         sc_module_set_shared(c->m, x, shared);
     sc_gen_dims(c, x, "hidden", h, "vocab", V, "seq", s, NULL);
@@ -295,6 +300,7 @@ sc_module *sc_gen_lm_head(sc_gen_ctx *c, sc_module *parent, const char *name, do
     sc_module *x = sc_gen_add(c, parent, "head", "%s", name);
     sc_gen_set(x, own ? V * h : 0, 2 * s * h * V, d * s * V, d * s * h + 4 * s * V);
     sc_module_set_tp(x, 12 * s, 1); /* parallel cross-entropy: 3 fp32 per token */
+    sc_module_set_saved_parts(x, d * s * h, -1); /* its input; the logits are vocab-sharded */
     if (shared)
         sc_module_set_shared(c->m, x, shared);
     sc_gen_dims(c, x, "hidden", h, "vocab", V, "seq", s, NULL);

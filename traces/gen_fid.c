@@ -89,7 +89,8 @@ static void freeze(sc_module *x)
     if (!x)
         return;
     x->flops_bwd = 0;
-    x->act_saved_bytes = 0;
+    x->act_saved_bytes = x->act_saved_rep = 0;
+    x->act_saved_scores = x->act_saved_scores < 0 ? -1 : 0;
     for (int i = 0; i < x->n_children; i++)
         freeze(x->children[i]);
 }

@@ -55,10 +55,7 @@
  *    (the planner's check reads the attention module's dim "kv_heads").
  *  - Dims: attention hidden, heads, kv (= head size hd, as everywhere),
  *    kv_heads, seq; mlp hidden, ffn, seq; embedding and head hidden, vocab,
- *    seq. Known gap: exec/exec.c sizes its fused QKV GEMM from heads*kv
- *    alone (3h wide, not h + 2*kvd), so under GQA it runs K and V a/g times
- *    too wide; the parameters, FLOPs and bytes here, which the cost models
- *    and the simulator use, are exact.
+ *    seq; the executor sizes its fused QKV GEMM h + 2*kvd wide from them.
  */
 #include "gen_int.h"
 
@@ -90,6 +87,7 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
     sc_module *x = sc_gen_add(c, parent, "attention", "%s", name);
     sc_gen_set(x, own, flops, d * s * h, saved);
     sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after out proj */
+    sc_module_set_saved_parts(x, d * s * h, d * a * s * s); /* input; softmax output */
     sc_gen_dims(c, x, "hidden", h, "heads", a, "kv", hd, "kv_heads", g, "seq", s, NULL);
     return x;
 }
@@ -102,6 +100,7 @@ static sc_module *swiglu(sc_gen_ctx *c, sc_module *parent, double h, double f, d
     sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
     sc_gen_set(x, 3 * h * f, 6 * s * h * f, d * s * h, d * s * h + 3 * d * s * f);
     sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after down proj */
+    sc_module_set_saved_parts(x, d * s * h, -1); /* its input */
     sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
     return x;
 }
@@ -142,7 +141,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
         return st;
     sc_module *e = sc_gen_tok_embed(&c, root, "embed", h, V, 0, s, 1, tied ? "tok" : NULL);
     if (e)
-        e->act_saved_bytes = 0; /* no embedding dropout, so no mask to keep */
+        e->act_saved_bytes = e->act_saved_rep = 0; /* no embedding dropout, no mask to keep */
     for (int i = 0; i < (int)l; i++) {
         char nm[64], part[80];
         snprintf(nm, sizeof nm, "blocks.%d", i);

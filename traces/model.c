@@ -75,6 +75,7 @@ sc_module *sc_model_add(sc_model *m, sc_module *parent, const char *name, const 
     mod->flops_bwd = -1;
     mod->leaf_index = -1;
     mod->group = -1;
+    mod->act_saved_scores = -1;
     if (!mod->name || !mod->kind)
         goto oom;
     if (!parent) {
@@ -105,6 +106,14 @@ void sc_module_set_tp(sc_module *mod, double bytes, int shardable)
     mod->has_tp = 1;
     mod->tp_bytes = bytes;
     mod->tp_shardable = shardable;
+}
+
+void sc_module_set_saved_parts(sc_module *mod, double replicated, double scores)
+{
+    if (!mod)
+        return;
+    mod->act_saved_rep = replicated;
+    mod->act_saved_scores = scores;
 }
 
 void sc_module_set_shared(sc_model *m, sc_module *mod, const char *group)
@@ -561,7 +570,8 @@ sc_totals sc_model_totals(const sc_model *m)
 /* ---- JSON ------------------------------------------------------------------ */
 
 static const char *const node_keys[] = {"name", "kind", "params", "flops_fwd", "flops_bwd",
-                                        "act_out_bytes", "act_saved_bytes", "tp", "shared",
+                                        "act_out_bytes", "act_saved_bytes", "act_scores_bytes",
+                                        "tp", "shared",
                                         "inputs", "measured", "dims", "children", NULL};
 
 static sc_status node_from_json(const cJSON *j, const char *file, char *path, size_t pathcap,
@@ -597,6 +607,12 @@ static sc_status node_from_json(const cJSON *j, const char *file, char *path, si
         st = sc_json_num(j, file, path, "act_saved_bytes", 1, 0, MAX_BYTES,
                          &mod->act_saved_bytes, err);
     if (!st)
+        st = sc_json_num(j, file, path, "act_scores_bytes", 0, 0, MAX_BYTES,
+                         &mod->act_saved_scores, err);
+    if (!st && mod->act_saved_scores > mod->act_saved_bytes)
+        st = sc_err(err, SC_EINVAL, "%s: %s.act_scores_bytes: %g exceeds act_saved_bytes %g",
+                    file, path, mod->act_saved_scores, mod->act_saved_bytes);
+    if (!st)
         st = sc_json_str(j, file, path, "shared", 0, SC_NAME_MAX, &shared, err);
     if (!st && shared) {
         sc_module_set_shared(m, mod, shared);
@@ -608,13 +624,20 @@ static sc_status node_from_json(const cJSON *j, const char *file, char *path, si
     if (!st)
         st = sc_json_obj(j, file, path, "tp", 0, &o, err);
     if (!st && o) {
-        static const char *const k[] = {"bytes", "shardable", NULL};
+        static const char *const k[] = {"bytes", "shardable", "replicated_saved", NULL};
         snprintf(path + plen, pathcap - plen, ".tp");
         st = sc_json_keys(o, file, path, k, err);
         if (!st)
             st = sc_json_num(o, file, path, "bytes", 1, 0, MAX_BYTES, &mod->tp_bytes, err);
         if (!st)
             st = sc_json_bool(o, file, path, "shardable", 1, &mod->tp_shardable, err);
+        if (!st)
+            st = sc_json_num(o, file, path, "replicated_saved", 0, 0, MAX_BYTES,
+                             &mod->act_saved_rep, err);
+        if (!st && mod->act_saved_rep > mod->act_saved_bytes)
+            st = sc_err(err, SC_EINVAL,
+                        "%s: %s.replicated_saved: %g exceeds the module's act_saved_bytes %g",
+                        file, path, mod->act_saved_rep, mod->act_saved_bytes);
         mod->has_tp = 1;
         path[plen] = '\0';
     }
@@ -765,10 +788,14 @@ static cJSON *node_to_json(const sc_module *x, int *oom)
         sc_jadd_num(j, "flops_bwd", x->flops_bwd, oom);
     sc_jadd_num(j, "act_out_bytes", x->act_out_bytes, oom);
     sc_jadd_num(j, "act_saved_bytes", x->act_saved_bytes, oom);
+    if (x->act_saved_scores >= 0)
+        sc_jadd_num(j, "act_scores_bytes", x->act_saved_scores, oom);
     if (x->has_tp) {
         cJSON *t = sc_jadd_obj(j, "tp", oom);
         sc_jadd_num(t, "bytes", x->tp_bytes, oom);
         sc_jadd_bool(t, "shardable", x->tp_shardable, oom);
+        if (x->act_saved_rep > 0)
+            sc_jadd_num(t, "replicated_saved", x->act_saved_rep, oom);
     }
     if (x->shared)
         sc_jadd_str(j, "shared", x->shared, oom);

@@ -39,6 +39,17 @@ struct sc_module {
     int has_tp;
     double tp_bytes;     /* bytes all-reduced per sample per forward pass under tp */
     int tp_shardable;    /* whether its weights split across a tp group */
+    /* Of act_saved_bytes, per sample (Korthikanti et al. 2022 sec. 4):
+     * the part tensor parallelism leaves whole on every rank of the group
+     * (the input of its first GEMM, the dropout mask after its allreduce),
+     * which sequence parallelism shards too; "tp.replicated_saved", 0 when
+     * absent (everything of a shardable module shards) */
+    double act_saved_rep;
+    /* the attention scores' part (softmax output, its dropout mask and
+     * output) that selective recompute drops; "act_scores_bytes", < 0 when
+     * absent (then an attention leaf keeps only its act_out under selective
+     * recompute) */
+    double act_saved_scores;
     char *shared;        /* parameter-sharing group or NULL */
     char **inputs;       /* names of modules whose output it also consumes */
     int n_inputs;
@@ -100,6 +111,9 @@ sc_module *sc_model_add(sc_model *m, sc_module *parent, const char *name, const 
 /* Setters that return the module for chaining; allocation failures are
  * remembered and reported by sc_model_finish. */
 void sc_module_set_tp(sc_module *mod, double bytes, int shardable);
+/* The parts of act_saved_bytes above: replicated under tp, and attention
+ * scores (< 0: none given). */
+void sc_module_set_saved_parts(sc_module *mod, double replicated, double scores);
 void sc_module_set_shared(sc_model *m, sc_module *mod, const char *group);
 void sc_module_add_input(sc_model *m, sc_module *mod, const char *name);
 void sc_module_set_dim(sc_model *m, sc_module *mod, const char *name, double v);
