@@ -37,6 +37,17 @@ int cli_opt_flag(const char *cmd, const char *label, const cli_opt *o, const cha
     return 0;
 }
 
+/* A flag that is also a --fix key: no value sets 1, --fix sp=0|1 sets it. */
+static int opt_sp(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                  void *dst)
+{
+    if (!arg) {
+        *FIELD(o, dst, int) = 1;
+        return 0;
+    }
+    return cli_opt_int(cmd, label, o, arg, dst);
+}
+
 int cli_opt_long(const char *cmd, const char *label, const cli_opt *o, const char *arg,
                  void *dst)
 {
@@ -204,6 +215,9 @@ const cli_opt cli_search_opts[] = {
     {"zero", 0, "Z", "ZeRO stage", cli_opt_int, OFF(o.fix_zero), 0, 3, LAYOUT, "zero", NULL, 0},
     {"recompute", 0, "R", "activation recomputation", opt_recompute, OFF(o.fix_recompute), 0,
      0, LAYOUT, "recompute", recompute_words, 0},
+    {"sp", 0, NULL, "sequence parallelism (needs tp >= 2; plan searches it\n"
+     "unless given; --fix sp=0 turns it off)", opt_sp, OFF(o.fix_sp), 0, 1,
+     CLI_PLAN | CLI_TUNE | CLI_SIM, "sp", NULL, 0},
     {"json", 0, NULL, "print JSON instead of the table", cli_opt_flag, OFF(json), 0, 0, ALL,
      NULL, NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},

@@ -178,16 +178,17 @@ int cmd_plan(int argc, char **argv)
                o.optimize_memory ? "memory" : "speed", sc_search_partitioner(s));
         printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n\n", en,
                fit, te, nsim, tsim);
-        printf("%3s %4s %3s %3s %2s %4s %4s %-11s %4s %-9s %10s %7s %10s %10s %8s %9s\n", "#",
-               "dp", "tp", "pp", "v", "m", "mbs", "schedule", "zero", "recompute", "step ms",
-               "bubble", "comm ms", "peak mem", "TFLOP/s", "$/step");
+        printf("%3s %4s %3s %3s %2s %4s %4s %-11s %4s %-9s %2s %10s %7s %10s %10s %8s %9s\n",
+               "#", "dp", "tp", "pp", "v", "m", "mbs", "schedule", "zero", "recompute", "sp",
+               "step ms", "bubble", "comm ms", "peak mem", "TFLOP/s", "$/step");
         for (int i = 0; i < nsim; i++) {
             const sc_candidate *k = sc_search_ranked(s, i);
             const sc_step_cfg *g = &k->cfg;
-            printf("%3d %4d %3d %3d %2d %4d %4d %-11s %4d %-9s %10.1f %6.1f%% %10.1f %10s %8.1f "
-                   "%9.4f\n",
+            printf("%3d %4d %3d %3d %2d %4d %4d %-11s %4d %-9s %2s %10.1f %6.1f%% %10.1f %10s "
+                   "%8.1f %9.4f\n",
                    i + 1, g->dp, g->tp, g->pp, g->v, g->m, g->mbs, g->schedule, g->zero,
-                   sc_recompute_name(g->recompute), 1e3 * k->sim->step_time_s,
+                   sc_recompute_name(g->recompute), g->sp ? "sp" : "-",
+                   1e3 * k->sim->step_time_s,
                    100 * k->sim->bubble_fraction, 1e3 * exposed(k->sim),
                    cli_bytes(peak(k->sim), b[0]), k->sim->tflops_per_gpu,
                    k->sim->cost_per_step_usd);

@@ -105,6 +105,14 @@ sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtyp
  * every module of the model: each holds only its own work). */
 sc_status sc_cost_modules_time(const sc_cluster *c, sc_module *const *mods, int n, sc_dtype dt,
                                int tp, int mbs, double *fwd_s, double *bwd_s, sc_error *err);
+/* The same under sequence parallelism (sp): a module with tp data that tp
+ * does not shard (a norm) runs on s/t tokens per rank. The two above are
+ * these with sp = 0. */
+sc_status sc_cost_module_time_sp(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
+                                 int sp, int mbs, double *fwd_s, double *bwd_s, sc_error *err);
+sc_status sc_cost_modules_time_sp(const sc_cluster *c, sc_module *const *mods, int n,
+                                  sc_dtype dt, int tp, int sp, int mbs, double *fwd_s,
+                                  double *bwd_s, sc_error *err);
 
 /* ---- communication ---------------------------------------------------------- */
 
@@ -237,6 +245,7 @@ typedef struct sc_stage_cfg {
     int tp, mbs;
     sc_recompute recompute;
     double bucket_bytes;   /* 0 = 25 MiB */
+    int sp;                /* sequence parallelism */
 } sc_stage_cfg;
 
 /* Fills info[0 .. part->n_stages). Errors of sc_cost_modules_time. O(leaves

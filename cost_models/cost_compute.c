@@ -32,6 +32,12 @@ static double call_time(const sc_cluster *c, sc_dtype dt, double f, double bytes
 sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
                               int mbs, double *fwd_s, double *bwd_s, sc_error *err)
 {
+    return sc_cost_module_time_sp(c, mod, dt, tp, 0, mbs, fwd_s, bwd_s, err);
+}
+
+sc_status sc_cost_module_time_sp(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
+                                 int sp, int mbs, double *fwd_s, double *bwd_s, sc_error *err)
+{
     if ((unsigned)dt >= SC_DTYPE_N)
         return sc_err(err, SC_EINVAL, "%s: dtype %d is not a dtype", c->name, (int)dt);
     if (c->gpu.peak_flops[dt] <= 0)
@@ -40,7 +46,9 @@ sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtyp
     if (tp < 1 || mbs < 1)
         return sc_err(err, SC_EINVAL, "%s: tp (%d) and mbs (%d) must be >= 1", mod->name, tp,
                       mbs);
-    double shard = mod->tp_shardable ? tp : 1;
+    /* sequence parallelism: what tp leaves whole (norms, dropouts) runs on
+     * s/t tokens of each rank (Korthikanti et al. 2022 sec. 4.2.2) */
+    double shard = mod->tp_shardable || (sp && mod->has_tp) ? tp : 1;
     double f, b;
     if (mod->has_measured && mod->measured_device &&
         strcmp(mod->measured_device, c->gpu.name) == 0) {
@@ -66,10 +74,17 @@ sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtyp
 sc_status sc_cost_modules_time(const sc_cluster *c, sc_module *const *mods, int n, sc_dtype dt,
                                int tp, int mbs, double *fwd_s, double *bwd_s, sc_error *err)
 {
+    return sc_cost_modules_time_sp(c, mods, n, dt, tp, 0, mbs, fwd_s, bwd_s, err);
+}
+
+sc_status sc_cost_modules_time_sp(const sc_cluster *c, sc_module *const *mods, int n,
+                                  sc_dtype dt, int tp, int sp, int mbs, double *fwd_s,
+                                  double *bwd_s, sc_error *err)
+{
     double tf = 0, tb = 0;
     for (int i = 0; i < n; i++) {
         double f, b;
-        sc_status st = sc_cost_module_time(c, mods[i], dt, tp, mbs, &f, &b, err);
+        sc_status st = sc_cost_module_time_sp(c, mods[i], dt, tp, sp, mbs, &f, &b, err);
         if (st)
             return st;
         tf += f;

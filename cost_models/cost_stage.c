@@ -46,7 +46,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         *in = (sc_stage_info){0};
         int f0 = part->first[s], n = part->first[s + 1] - f0;
         sc_module *const *mods = m->leaves + f0;
-        sc_status st = sc_cost_modules_time(c, mods, n, dt, tp, mbs, &in->fwd_s, &in->bwd_s, err);
+        sc_status st = sc_cost_modules_time_sp(c, mods, n, dt, tp, cfg->sp, mbs, &in->fwd_s,
+                                               &in->bwd_s, err);
         if (st)
             return st;
         double params = 0, rc = 0;

@@ -38,7 +38,8 @@ sc_status sc_cost_table(const sc_cluster *c, const sc_model *m, const sc_cost_cf
         x->depth = mod->depth;
         x->params = mod->params / sh;
         sc_status st =
-            sc_cost_module_time(c, mod, cfg->dtype, cfg->tp, cfg->mbs, &x->fwd_s, &x->bwd_s, err);
+            sc_cost_module_time_sp(c, mod, cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, &x->fwd_s,
+                                   &x->bwd_s, err);
         if (!st && mod->has_tp && cfg->tp > 1 && mod->tp_bytes > 0) {
             double t;
             x->tp_bytes = mod->tp_bytes * cfg->mbs;

@@ -553,8 +553,12 @@ static sc_status run_action(sc_exec *x, const sc_action *a, sc_error *err)
     case SC_ACT_COMPUTE:
         return a->op == SC_OP_OPTIMIZER ? do_optimizer(x, a, err) : do_compute(x, a, err);
     case SC_ACT_TP:
-        return collective(x, x->tpc, COLL_AR, x->tpb, BUF_TP, a->bytes, a->op, a->stage,
-                          a->chunk, a->mb, tpeer, a->waits, err);
+        return collective(x, x->tpc,
+                          a->coll == SC_COLL_ALLREDUCE        ? COLL_AR
+                          : a->coll == SC_COLL_REDUCE_SCATTER ? COLL_RS
+                                                              : COLL_AG,
+                          x->tpb, BUF_TP, a->bytes, a->op, a->stage, a->chunk, a->mb, tpeer,
+                          a->waits, err);
     case SC_ACT_GATHER:
         return collective(x, x->dpc, COLL_AG, x->zb, BUF_Z3, a->bytes, a->op, a->stage, a->chunk,
                           a->mb, dp_peer(x), a->waits, err);

@@ -365,7 +365,7 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
             pl[n] = (sc_calib_plan){
                 .model = o.model,
                 .part = cfg.partition,
-                .cfg = {o.model->dtype, cfg.tp, cfg.mbs, cfg.recompute, cfg.bucket_bytes},
+                .cfg = {o.model->dtype, cfg.tp, cfg.mbs, cfg.recompute, cfg.bucket_bytes, cfg.sp},
                 .pp = cfg.pp,
                 .v = cfg.v,
                 .dp = cfg.dp,

@@ -8,7 +8,7 @@
 /* Figures of one partition for one (pp, v, tp, mbs). Arrays are per stage
  * (S = pp·v) or per pipeline position (pp), as marked. */
 typedef struct sc_stage_table {
-    int S, pp, v, tp, mbs;
+    int S, pp, v, tp, mbs, sp;
     sc_partition part;          /* owned */
     double *f, *b, *rc_sel;     /* per stage: forward, backward, selective recompute (s) */
     double *tp_s;               /* per stage: one pass's tp allreduces (s) */
@@ -22,7 +22,7 @@ typedef struct sc_stage_table {
 } sc_stage_table;
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
-                               int mbs, const sc_partition *part, sc_stage_table *out,
+                               int sp, int mbs, const sc_partition *part, sc_stage_table *out,
                                sc_error *err);
 void sc_stage_table_free(sc_stage_table *t);
 /* Microbatches in flight on position r (sets of one chunk), from the

@@ -13,7 +13,7 @@
 #define MAX_V 8
 
 typedef struct table_key {
-    int pp, v, tp, mbs;
+    int pp, v, tp, mbs, sp;
 } table_key;
 
 struct sc_search {
@@ -48,6 +48,7 @@ void sc_search_opts_default(sc_search_opts *o)
     o->max_mbs = 8;
     o->fix_zero = -1;
     o->fix_recompute = -1;
+    o->fix_sp = -1;
 }
 
 void sc_search_free(sc_search *s)
@@ -91,11 +92,11 @@ void sc_search_times(const sc_search *s, double *estimate_s, double *simulate_s)
 const char *sc_search_partitioner(const sc_search *s) { return s->partitioner; }
 
 /* The table for (pp, v, tp, mbs), partitioning on first use. -1 on error. */
-static int table_for(sc_search *s, int pp, int v, int tp, int mbs, sc_error *err)
+static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, sc_error *err)
 {
     for (int i = 0; i < s->ntables; i++)
         if (s->keys[i].pp == pp && s->keys[i].v == v && s->keys[i].tp == tp &&
-            s->keys[i].mbs == mbs)
+            s->keys[i].mbs == mbs && s->keys[i].sp == sp)
             return i;
     if (s->ntables == s->captables) {
         int nc = s->captables ? 2 * s->captables : 64;
@@ -112,15 +113,16 @@ static int table_for(sc_search *s, int pp, int v, int tp, int mbs, sc_error *err
     sc_partition part = {0};
     sc_part_request rq = {s->m, s->c, pp, v, tp, mbs,
                           (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
-                          s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict};
+                          s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, sp};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st)
         return -1;
-    st = sc_stage_table_build(s->m, s->c, pp, v, tp, mbs, &part, &s->tables[s->ntables], err);
+    st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, mbs, &part, &s->tables[s->ntables],
+                              err);
     sc_partition_free(&part);
     if (st)
         return -1;
-    s->keys[s->ntables] = (table_key){pp, v, tp, mbs};
+    s->keys[s->ntables] = (table_key){pp, v, tp, mbs, sp};
     return s->ntables++;
 }
 
@@ -283,8 +285,11 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                         char buf[256];
                         if (impl->validate((int)pp, (int)mm, v, buf, sizeof buf))
                             continue;
+                        for (int sp = 0; sp <= (tp > 1) && !st; sp++) {
+                        if (o->fix_sp >= 0 && sp != o->fix_sp)
+                            continue;
                         sc_error terr = {0};
-                        int ti = table_for(s, pp, v, tp, mbs, &terr);
+                        int ti = table_for(s, pp, v, tp, sp, mbs, &terr);
                         if (ti < 0) {
                             if (terr.status == SC_ENOMEM)
                                 st = sc_err(err, SC_ENOMEM, "%s", terr.msg);
@@ -304,7 +309,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                                 sc_candidate cd = {0};
                                 cd.cfg = (sc_step_cfg){.dp = (int)dp, .tp = tp, .pp = pp, .v = v,
                                                        .m = (int)mm, .mbs = mbs, .zero = z,
-                                                       .recompute = (sc_recompute)rc};
+                                                       .recompute = (sc_recompute)rc, .sp = sp};
                                 snprintf(cd.schedule, sizeof cd.schedule, "%s", sched);
                                 cd.cfg.schedule = sched;
                                 cd.part_key = ti;
@@ -313,6 +318,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                                 if (cd.est.fits && add_candidate(s, &cd))
                                     st = sc_err(err, SC_ENOMEM, "plan: out of memory");
                             }
+                        }
                         }
                     }
                 }

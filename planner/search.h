@@ -46,6 +46,7 @@ typedef struct sc_search_opts {
     /* fixed choices; 0 (or NULL, or -1 for zero/recompute) = free */
     int fix_dp, fix_tp, fix_pp, fix_v, fix_m, fix_mbs;
     int fix_zero, fix_recompute;
+    int fix_sp;               /* -1 free (searched where tp > 1), 0 off, 1 on */
     const char *fix_schedule;
     /* called now and then with the fraction done (may be NULL) */
     void (*progress)(void *ud, double done);

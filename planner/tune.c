@@ -36,6 +36,8 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
         o.fix_zero = 0;
     if (o.fix_recompute < 0)
         o.fix_recompute = SC_RECOMPUTE_NONE;
+    if (o.fix_sp < 0)
+        o.fix_sp = 0;
     o.top_k = 1 << 20; /* simulate every fitting point */
     o.optimize_memory = 0;
     sc_search *s;
@@ -64,6 +66,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     t->v = o.fix_v;
     t->zero = o.fix_zero;
     t->recompute = (sc_recompute)o.fix_recompute;
+    t->sp = o.fix_sp;
     t->global_batch = o.global_batch;
     for (int i = 0; i < n; i++) {
         const sc_candidate *k = sc_search_ranked(s, i);
@@ -124,6 +127,7 @@ cJSON *sc_tune_to_json(const sc_tune *t)
     sc_jadd_str(j, "schedule", t->schedule, &oom);
     sc_jadd_num(j, "zero", t->zero, &oom);
     sc_jadd_str(j, "recompute", sc_recompute_name(t->recompute), &oom);
+    sc_jadd_bool(j, "sp", t->sp, &oom);
     cJSON *a = sc_jadd_arr(j, "points", &oom);
     for (int i = 0; i < t->n && !oom; i++) {
         const sc_tune_point *p = &t->pts[i];
@@ -161,7 +165,7 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
 {
     static const char *const top[] = {"format", "model", "cluster", "nodes", "global_batch",
                                       "dp", "tp", "pp", "v", "schedule", "zero", "recompute",
-                                      "points", "best", "skipped", NULL};
+                                      "sp", "points", "best", "skipped", NULL};
     static const char *const pk[] = {"m", "mbs", "step_time_s", "bubble_fraction", "efficiency",
                                      "peak_mem_bytes", "tokens_per_s", NULL};
     *out = NULL;
@@ -212,6 +216,8 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
                         file, s);
         t->recompute = (sc_recompute)(r < 0 ? 0 : r);
     }
+    if (!st) /* optional: files from before it have none */
+        st = sc_json_bool(j, file, "", "sp", 0, &t->sp, err);
     if (!st)
         st = sc_json_arr(j, file, "", "points", 1, &pts, err);
     if (!st) {

@@ -30,6 +30,7 @@ typedef struct sc_tune {
     char model[SC_NAME_MAX + 1], cluster[128], schedule[32];
     int nodes, dp, tp, pp, v, zero;
     sc_recompute recompute;
+    int sp;                  /* sequence parallelism */
     long global_batch;
     int n, best;
     sc_tune_point *pts;
@@ -43,7 +44,8 @@ typedef struct sc_tune {
 } sc_tune;
 
 /* opts must fix dp, tp and pp; schedule defaults to 1f1b, v to 1, ZeRO to
- * 0 and recompute to none; m and mbs are swept (mbs <= opts->max_mbs). */
+ * 0, recompute to none and sequence parallelism off; m and mbs are swept
+ * (mbs <= opts->max_mbs). */
 sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_opts *opts,
                       sc_tune **out, sc_error *err);
 cJSON *sc_tune_to_json(const sc_tune *t);

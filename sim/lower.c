@@ -67,19 +67,29 @@ static sc_action act(int kind, int op, int stage, int chunk, int mb, int sched_o
                        .match = -1, .sched_op = sched_op, .after = -1, .dep0 = 0, .ndeps = 0};
 }
 
-/* A TP action after action `after` when the stage allreduces; returns the
- * last action of the two. */
+/* The tp collective after action `after` when the stage allreduces: one
+ * allreduce, or under sequence parallelism a reduce-scatter then an
+ * all-gather of the same bytes (the same ring volume and steps); returns
+ * the last action. */
 static int tp_after(lctx *x, int p, int after, int s, int chunk, int mb, int si)
 {
     const sc_lowered *lw = x->lw;
     if (lw->cfg.tp == 1 || lw->info[s].tp_count == 0)
         return after;
-    sc_action a = act(SC_ACT_TP, SC_OP_TP_ALLREDUCE, s, chunk, mb, si);
-    a.coll = SC_COLL_ALLREDUCE;
-    a.waits = 1;
-    a.after = after;
-    a.bytes = lw->info[s].tp_bytes;
-    return push(x, p, a);
+    static const int colls[2][2] = {{SC_COLL_ALLREDUCE, -1},
+                                    {SC_COLL_REDUCE_SCATTER, SC_COLL_ALLGATHER}};
+    static const int ops[2][2] = {{SC_OP_TP_ALLREDUCE, -1},
+                                  {SC_OP_TP_REDUCESCATTER, SC_OP_TP_ALLGATHER}};
+    int sp = lw->cfg.sp != 0;
+    for (int k = 0; k < 1 + sp; k++) {
+        sc_action a = act(SC_ACT_TP, ops[sp][k], s, chunk, mb, si);
+        a.coll = (uint8_t)colls[sp][k];
+        a.waits = 1;
+        a.after = after;
+        a.bytes = lw->info[s].tp_bytes;
+        after = push(x, p, a);
+    }
+    return after;
 }
 
 /* The index in ops of the op after which chunk's gradients are final. */
@@ -365,7 +375,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
             st = sc_err(err, SC_ENOMEM, "lower: out of memory");
     }
     if (!st) {
-        sc_stage_cfg sc = {m->dtype, cfg->tp, cfg->mbs, cfg->recompute, cfg->bucket_bytes};
+        sc_stage_cfg sc = {m->dtype, cfg->tp, cfg->mbs, cfg->recompute, cfg->bucket_bytes, cfg->sp};
         st = sc_cost_stage(c, m, &lw->part, &sc, lw->info, err);
     }
     int *grad_done = st ? NULL : sc_malloc(sizeof(int) * (size_t)lw->S);

@@ -23,7 +23,9 @@
  *     start once the previous compute op has started (prefetch); the stream
  *     waits for it before the op's first compute.
  *   - TP (tp > 1 and the stage has tp bytes): ring allreduce after the
- *     compute before it; the stream waits for it.
+ *     compute before it; the stream waits for it. Under sequence
+ *     parallelism (cfg.sp) two TPs: a reduce-scatter, then an all-gather of
+ *     the same bytes (Korthikanti et al. 2022 sec. 4.2.2).
  *   - The gradients of a chunk are final after the last op that computes
  *     them (the last W under zb-h1, else the last B): that op is cut into K
  *     = sc_stage_info.buckets pieces and bucket k is reduced (allreduce
@@ -58,7 +60,7 @@
 
 typedef enum sc_act_kind {
     SC_ACT_COMPUTE = 0, /* op F, B, W, RECOMPUTE or OPTIMIZER; piece of pieces */
-    SC_ACT_TP,          /* tp allreduce of `bytes` after action `after` */
+    SC_ACT_TP,          /* tp collective (coll) of `bytes` after action `after` */
     SC_ACT_GATHER,      /* ZeRO-3 allgather of `bytes` (whole); prefetch from `after` */
     SC_ACT_REDUCE,      /* dp gradient bucket of `bytes` after action `after` */
     SC_ACT_SEND,        /* message of `bytes` to position peer, after `after` */

@@ -9,6 +9,7 @@
  *     "dp", "tp", "pp", "v", "microbatches", "mbs", "global_batch",
  *     "schedule", "zero", "recompute", "placement",
  *     "bucket_bytes",   data-parallel gradient bucket size (optional; 25 MiB)
+ *     "sp",             sequence parallelism (optional; false)
  *     "partition": { "method": "uniform"|"tree"|"optimal"|"explicit",
  *                    "stages": [ { "first_leaf", "last_leaf", "first", "last" } ] },
  *     "ranks": [ { "rank", "node", "device", "dp", "pp", "tp" } ],
@@ -42,6 +43,7 @@ typedef struct sc_plan {
     int dp, tp, pp, v, m, mbs, zero;
     sc_recompute recompute;
     double bucket_bytes;  /* > 0 */
+    int sp;               /* sequence parallelism */
     char schedule[32], placement[16], method[16];
     sc_partition partition;
     int has_prediction;

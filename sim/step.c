@@ -182,6 +182,10 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
     if (c->gpu.peak_flops[m->dtype] <= 0)
         return sc_err(err, SC_ENOTSUP, "sim: %s has no %s peak on %s", c->name,
                       sc_dtype_name(m->dtype), c->gpu.name);
+    if (cfg->sp && cfg->tp < 2)
+        return sc_err(err, SC_EINVAL,
+                      "sim: sequence parallelism splits the tensor-parallel group's sequence: "
+                      "it needs tp >= 2 (tp=%d)", cfg->tp);
     if (!(cfg->jitter >= 0 && cfg->jitter < 1))
         return sc_err(err, SC_EINVAL, "sim: jitter %g must be in [0, 1)", cfg->jitter);
     return SC_OK;
@@ -424,18 +428,19 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
     return end;
 }
 
-/* The tp allreduce of action a (a TP action) after task `after` of group
- * g: returns the tp_done marker on the stream. */
+/* The tp collective of action a (a TP action: an allreduce, or sequence
+ * parallelism's reduce-scatter or all-gather, half its volume and steps)
+ * after task `after` of group g: returns the tp_done marker on the stream. */
 static int tp_after(builder *b, int g, int after, const sc_action *a)
 {
     int d = g / b->pp, p = g % b->pp, s0;
     tp_members(b, d, p, b->members);
-    double S = a->bytes;
+    double S = a->bytes, halves = a->coll == SC_COLL_ALLREDUCE ? 2 : 1;
     int count = b->lw->info[a->stage].tp_count;
-    int end = add_ring(b, b->members, b->tp, 2.0 * (b->tp - 1) / b->tp * S,
-                       2.0 * (b->tp - 1) * count, &after, 1, &b->grp[g].tp_chain,
-                       SC_OP_TP_ALLREDUCE, a->stage, a->chunk, a->mb, S, &s0);
-    int done = stream_task(b, g, 0, BUSY_NONE, SC_OP_TP_ALLREDUCE, a->stage, a->chunk, a->mb);
+    int end = add_ring(b, b->members, b->tp, halves * (b->tp - 1) / b->tp * S,
+                       halves * (b->tp - 1) * count, &after, 1, &b->grp[g].tp_chain, a->op,
+                       a->stage, a->chunk, a->mb, S, &s0);
+    int done = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
     tinfo *i = info_at(b, done);
     if (!i || end < 0)
         return -1;
@@ -1018,7 +1023,7 @@ sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_s
             return st;
         part = &own;
     }
-    sc_stage_cfg sc = {m->dtype, cfg->tp, cfg->mbs, cfg->recompute, cfg->bucket_bytes};
+    sc_stage_cfg sc = {m->dtype, cfg->tp, cfg->mbs, cfg->recompute, cfg->bucket_bytes, cfg->sp};
     st = sc_cost_stage(c, m, part, &sc, info, err);
     sc_partition_free(&own);
     return st;
@@ -1193,6 +1198,7 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     sc_jadd_str(c, "schedule", cfg->schedule, &oom);
     sc_jadd_num(c, "zero", cfg->zero, &oom);
     sc_jadd_str(c, "recompute", sc_recompute_name(cfg->recompute), &oom);
+    sc_jadd_bool(c, "sp", cfg->sp, &oom);
     sc_jadd_str(c, "placement", cfg->placement ? cfg->placement : "tp,pp,dp", &oom);
     sc_jadd_num(j, "step_time_s", r->step_time_s, &oom);
     cJSON *bd = sc_jadd_obj(j, "breakdown", &oom);

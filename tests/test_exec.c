@@ -254,6 +254,8 @@ TEST(exec_tp_dp_zero_recompute)
                "--recompute full --bucket-mib 0.25", 2);
     run_cfg(d, "--dp 1 --tp 2 --pp 1 --microbatches 2 --mbs 1 --schedule 1f1b --recompute full",
             2);
+    /* sequence parallelism: reduce-scatter and all-gather on the tp group */
+    run_cfg(d, "--dp 1 --tp 2 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b --sp", 4);
     run_cfg(d, "--dp 1 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b "
                "--recompute selective", 2);
 }

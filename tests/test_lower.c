@@ -331,3 +331,67 @@ TEST(lower_sim_writes_the_list)
     snprintf(bad, sizeof bad, "%s/bad.txt", d);
     CHECK(!sc_test_exists(bad));
 }
+
+/* Sequence parallelism: each tp allreduce becomes a reduce-scatter then an
+ * all-gather of the same bytes; the simulator charges the same ring time,
+ * the norms run on s/t tokens (less compute) and activations shrink. */
+TEST(lower_sequence_parallel)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 1, .tp = 4, .pp = 2, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b"};
+    sc_lowered *a, *b;
+    REQUIRE(sc_lower(m, &c, &cfg, &a, &err) == SC_OK);
+    cfg.sp = 1;
+    REQUIRE(sc_lower(m, &c, &cfg, &b, &err) == SC_OK);
+    for (int p = 0; p < 2; p++) {
+        int ar = count(&a->pos[p], SC_ACT_TP, SC_OP_TP_ALLREDUCE);
+        CHECK(ar > 0);
+        CHECK_EQ_INT(count(&b->pos[p], SC_ACT_TP, SC_OP_TP_ALLREDUCE), 0);
+        CHECK_EQ_INT(count(&b->pos[p], SC_ACT_TP, SC_OP_TP_REDUCESCATTER), ar);
+        CHECK_EQ_INT(count(&b->pos[p], SC_ACT_TP, SC_OP_TP_ALLGATHER), ar);
+        CHECK(b->info[p].fwd_s < a->info[p].fwd_s); /* the norms, on s/t tokens */
+        for (int i = 0; i < b->pos[p].n; i++) {
+            const sc_action *x = &b->pos[p].acts[i];
+            if (x->op == SC_OP_TP_ALLGATHER) /* right after its reduce-scatter, same bytes */
+                CHECK(x->after == i - 1 && b->pos[p].acts[i - 1].op == SC_OP_TP_REDUCESCATTER &&
+                      b->pos[p].acts[i - 1].bytes == x->bytes);
+        }
+    }
+    sc_lower_free(a);
+    sc_lower_free(b);
+    sc_step_result *r0, *r1;
+    cfg.sp = 0;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_OK);
+    cfg.sp = 1;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r1, &err) == SC_OK);
+    CHECK_NEAR(r1->breakdown.tp, r0->breakdown.tp, 1e-9); /* same ring volume and steps */
+    CHECK(r1->breakdown.compute < r0->breakdown.compute);
+    CHECK(r1->mem[0].activations < r0->mem[0].activations);
+    sc_step_result_free(r0);
+    sc_step_result_free(r1);
+    cfg.tp = 1;
+    CHECK(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "tp >= 2");
+    sc_model_free(m);
+}
+
+/* plan searches sequence parallelism where tp > 1; --fix sp=0 keeps it off */
+TEST(lower_plan_searches_sp)
+{
+    static char out[1 << 16];
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s plan --model gpt-13b --cluster dgx-a100-80g --nodes 2 "
+                       "--global-batch 64 --tp 8 --json",
+                       sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "\"sp\":\ttrue");
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s plan --model gpt-13b --cluster dgx-a100-80g --nodes 2 "
+                       "--global-batch 64 --tp 8 --fix sp=0 --json",
+                       sc_test_bin()) == 0);
+    CHECK(!strstr(out, "\"sp\":\ttrue"));
+    CHECK_STR_HAS(out, "\"sp\":\tfalse");
+}

@@ -15,7 +15,7 @@
 /* One colour per op kind, in sc_op_kind order. Tableau-10 hues, chosen so
  * that related kinds share a family: the two p2p directions are orange
  * (activations) and pink (gradients), sends darker than receives; the dp
- * collectives are yellows and teal; tp allreduce is the one red. */
+ * collectives are yellows and teal; tp collectives are reds. */
 static const char *const palette[SC_OP_KIND_N] = {
     "#4e79a7", /* F                blue */
     "#59a14f", /* B                green */
@@ -30,6 +30,8 @@ static const char *const palette[SC_OP_KIND_N] = {
     "#b6992d", /* dp_reducescatter olive */
     "#76b7b2", /* dp_allgather     teal */
     "#79706e", /* optimizer        grey */
+    "#ff9d9a", /* tp_reducescatter light red */
+    "#a8323e", /* tp_allgather     dark red */
 };
 
 const char *sc_plot_kind_color(int kind)

@@ -8,7 +8,8 @@
 
 static const char *kind_names[SC_OP_KIND_N] = {
     "F", "B", "W", "recompute", "send_f", "recv_f", "send_b", "recv_b",
-    "tp_allreduce", "dp_allreduce", "dp_reducescatter", "dp_allgather", "optimizer"};
+    "tp_allreduce", "dp_allreduce", "dp_reducescatter", "dp_allgather", "optimizer",
+    "tp_reducescatter", "tp_allgather"};
 
 const char *sc_op_kind_name(sc_op_kind k)
 {

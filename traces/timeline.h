@@ -41,6 +41,8 @@ typedef enum sc_op_kind {
     SC_OP_DP_REDUCESCATTER, /* ZeRO gradient reduce-scatter */
     SC_OP_DP_ALLGATHER, /* ZeRO parameter allgather */
     SC_OP_OPTIMIZER,
+    SC_OP_TP_REDUCESCATTER, /* sequence parallelism: the tp allreduce's first half */
+    SC_OP_TP_ALLGATHER,     /* and its second (Korthikanti et al. 2022 sec. 4.2.2) */
     SC_OP_KIND_N
 } sc_op_kind;
 
