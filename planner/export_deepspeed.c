@@ -180,7 +180,11 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
 
     int oom = 0;
     char *cfg_text = cJSON_Print(cfg);
-    if (!cfg_text || !cJSON_AddItemToObject(e->settings, "ds_config", cfg)) {
+    if (!cfg_text) {
+        cJSON_Delete(cfg);
+        return SC_ENOMEM;
+    }
+    if (!cJSON_AddItemToObject(e->settings, "ds_config", cfg)) {
         cJSON_Delete(cfg);
         sc_free(cfg_text);
         return SC_ENOMEM;
