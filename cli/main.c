@@ -21,6 +21,8 @@ static const command commands[] = {
     {"plan", "search for the best parallel configuration", cmd_plan},
     {"calibrate", "fit a cluster's efficiency parameters to measurements", cmd_calibrate},
     {"compare", "a plan's prediction beside its measurement", cmd_compare},
+    {"export", "a plan as a training framework's launch and config (Megatron-LM, DeepSpeed, torch)",
+     cmd_export},
     {"tune", "sweep the microbatch count of one layout", cmd_tune},
     {"whatif", "best plan per node count and cluster: days and dollars, on demand and spot", cmd_whatif},
     {"repro", "reproduce a claim: seed38 (pipeline vs tensor parallelism, the 38%)", cmd_repro},

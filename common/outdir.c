@@ -143,19 +143,23 @@ static sc_status commit(sc_outdir *d, sc_error *err)
     for (int i = 0; i < d->n; i++)
         if (stat(d->staged[i], &sb) != 0)
             return sc_err(err, SC_EIO, "%s/%s: was not written", d->dir, d->names[i]);
-    for (int i = 0; i < d->n; i++) {
-        char *dst = final_path(d, i);
-        if (!dst)
-            return sc_err(err, SC_ENOMEM, "%s: out of memory", d->dir);
-        if (rename(d->staged[i], dst) != 0) {
-            sc_status st = sc_err(err, SC_EIO, "%s: cannot rename into place: %s", dst,
-                                  strerror(errno));
-            sc_free(dst);
-            return st;
-        }
-        sc_free(dst);
-    }
-    return SC_OK;
+    /* every destination path before the first rename, so that an allocation
+     * failing here renames nothing */
+    char **dst = sc_calloc((size_t)d->n + 1, sizeof *dst);
+    sc_status st = dst ? SC_OK : SC_ENOMEM;
+    for (int i = 0; !st && i < d->n; i++)
+        if (!(dst[i] = final_path(d, i)))
+            st = SC_ENOMEM;
+    if (st == SC_ENOMEM)
+        sc_err(err, SC_ENOMEM, "%s: out of memory", d->dir);
+    for (int i = 0; !st && i < d->n; i++)
+        if (rename(d->staged[i], dst[i]) != 0)
+            st = sc_err(err, SC_EIO, "%s: cannot rename into place: %s", dst[i],
+                        strerror(errno));
+    for (int i = 0; dst && i < d->n; i++)
+        sc_free(dst[i]);
+    sc_free(dst);
+    return st;
 }
 
 sc_status sc_outdir_close(sc_outdir *d, sc_status st, sc_error *err)

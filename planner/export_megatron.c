@@ -1,0 +1,384 @@
+/* export_megatron.c - a plan as Megatron-LM's launch: megatron_torchrun.sh
+ * (torchrun on each node, running pretrain_gpt.py with the plan's flags)
+ * and megatron_sbatch.sh (the same under Slurm).
+ *
+ * Flags were checked against NVIDIA/Megatron-LM at commit d98e8a6
+ * (git describe core_v0.15.0rc7-2333-gd98e8a64dd, 2026-08-22):
+ * megatron/training/arguments.py and the dataclasses it turns into flags
+ * (megatron/core/model_parallel_config.py, transformer/transformer_config.py,
+ * training/config/), parallel_state.py for the rank order,
+ * pipeline_parallel_layer_layout.py for --pipeline-model-parallel-layout,
+ * pipeline_parallel/schedules.py for the schedules.
+ *
+ * The mapping:
+ *   - the model must be a GPT-style decoder (ex_gpt: identical blocks, a
+ *     token embedding, an LM head); anything else is refused;
+ *   - stages cut between layers; equal layers per stage need only
+ *     --pipeline-model-parallel-size (and --num-layers-per-virtual-pipeline-
+ *     stage for interleaved); an uneven first and/or last stage with equal
+ *     middle ones, v = 1, uses --decoder-first/last-pipeline-num-layers;
+ *     any other partition --pipeline-model-parallel-layout ("Et*6|t*6|..L",
+ *     stage i = chunk·pp + rank, as the plan numbers them);
+ *   - placement tp,pp,dp is --use-tp-pp-dp-mapping (tp-cp-ep-pp-dp),
+ *     tp,dp,pp Megatron's default order (tp-cp-ep-dp-pp); others refused;
+ *   - ZeRO 1 is --use-distributed-optimizer; 2 the same (Megatron keeps the
+ *     whole gradient buffer); 3 Megatron-FSDP (optim_grads_params) when
+ *     pp = 1, refused with pipeline parallelism;
+ *   - schedules: 1f1b and interleaved are Megatron's own; gpipe and zb-h1
+ *     run as 1F1B, said in the notes.
+ */
+#include "export_int.h"
+#include "json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MEGATRON_CHECKED                                                                   \
+    "NVIDIA/Megatron-LM commit d98e8a64ddf34856e74b24714e3bedb2f5a39553 (git describe "    \
+    "core_v0.15.0rc7-2333-gd98e8a64dd, 2026-08-22): megatron/training/arguments.py and "    \
+    "the config dataclasses it builds flags from"
+
+enum { G_MODEL, G_PARALLEL, G_BATCH, G_MEMORY, G_PRECISION, G_N };
+static const char *const group_names[G_N] = {"MODEL_ARGS", "PARALLEL_ARGS", "BATCH_ARGS",
+                                             "MEMORY_ARGS", "PRECISION_ARGS"};
+
+typedef struct margs {
+    sc_buf group[G_N];
+    cJSON *json; /* settings.args: flag -> value (true for a switch) */
+    int oom;
+} margs;
+
+static void arg_num(margs *a, int g, const char *flag, double v)
+{
+    sc_buf_printf(&a->group[g], "    %s %.0f\n", flag, v);
+    sc_jadd_num(a->json, flag, v, &a->oom);
+}
+
+static void arg_str(margs *a, int g, const char *flag, const char *v)
+{
+    sc_buf_printf(&a->group[g], "    %s %s\n", flag, v);
+    sc_jadd_str(a->json, flag, v, &a->oom);
+}
+
+static void arg_flag(margs *a, int g, const char *flag)
+{
+    sc_buf_printf(&a->group[g], "    %s\n", flag);
+    sc_jadd_bool(a->json, flag, 1, &a->oom);
+}
+
+/* The pipeline flags for the plan's partition (see the top of the file). */
+static sc_status pipeline_args(const sc_export_ctx *x, sc_export *e, margs *a)
+{
+    const sc_plan *p = x->plan;
+    int S = x->n_stages, cnt0 = ex_stage_blocks(x, 0);
+    int even = 1, mid_even = 1, zero = 0;
+    for (int s = 0; s < S; s++) {
+        int c = ex_stage_blocks(x, s);
+        even &= c == cnt0;
+        zero |= c == 0;
+        if (s > 1 && s < S - 1)
+            mid_even &= c == ex_stage_blocks(x, 1);
+    }
+    arg_num(a, G_PARALLEL, "--pipeline-model-parallel-size", p->pp);
+    if (S == 1)
+        return SC_OK;
+    if (even && !zero) {
+        if (p->v > 1)
+            arg_num(a, G_PARALLEL, "--num-layers-per-virtual-pipeline-stage", cnt0);
+    } else if (p->v == 1 && mid_even && !zero) {
+        int first = ex_stage_blocks(x, 0), last = ex_stage_blocks(x, S - 1);
+        int mid = S > 2 ? ex_stage_blocks(x, 1) : -1;
+        if (first != mid)
+            arg_num(a, G_PARALLEL, "--decoder-first-pipeline-num-layers", first);
+        if (last != mid)
+            arg_num(a, G_PARALLEL, "--decoder-last-pipeline-num-layers", last);
+    } else {
+        sc_buf l = {0};
+        for (int s = 0; s < S; s++) {
+            int c = ex_stage_blocks(x, s);
+            sc_buf_printf(&l, "%s%s", s ? "|" : "", s == 0 ? "E" : "");
+            if (c == 1)
+                sc_buf_printf(&l, "t");
+            else if (c > 1)
+                sc_buf_printf(&l, "t*%d", c);
+            if (s == S - 1)
+                sc_buf_printf(&l, "L");
+        }
+        if (l.oom) {
+            sc_buf_free(&l);
+            return SC_ENOMEM;
+        }
+        sc_buf_printf(&a->group[G_PARALLEL], "    --pipeline-model-parallel-layout \"%s\"\n",
+                      l.s);
+        sc_jadd_str(a->json, "--pipeline-model-parallel-layout", l.s, &a->oom);
+        sc_buf_free(&l);
+        for (int s = 0; s < S; s++)
+            if (ex_stage_blocks(x, s) == 0 && s > 0 && s < S - 1)
+                if (ex_note(e, "stage %d holds no layer (only %s): Megatron-LM runs it as an "
+                               "empty stage and puts the final norm with the LM head on the "
+                               "last stage",
+                            s + 1, x->units[x->stage_unit[s]].mod->name))
+                    return SC_ENOMEM;
+    }
+    /* a non-block unit after the last layer on a stage before the last one
+     * (the final norm): Megatron keeps it with the LM head */
+    for (int s = 0; s < S - 1; s++)
+        for (int u = x->stage_unit[s]; u < x->stage_unit[s + 1]; u++)
+            if (x->units[u].block < 0 && u > 0 && x->units[u - 1].block >= 0 &&
+                ex_stage_blocks(x, s) > 0)
+                if (ex_note(e, "%s sits on stage %d in the plan; Megatron-LM runs it on the "
+                               "last stage, with the LM head",
+                            x->units[u].mod->name, s + 1))
+                    return SC_ENOMEM;
+    return SC_OK;
+}
+
+static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
+{
+    const sc_plan *p = x->plan;
+    const ex_gpt *g = &x->gpt;
+    sc_status st = SC_OK;
+
+    arg_num(a, G_MODEL, "--num-layers", g->layers);
+    arg_num(a, G_MODEL, "--hidden-size", g->hidden);
+    arg_num(a, G_MODEL, "--num-attention-heads", g->heads);
+    if (g->kv * g->heads != g->hidden)
+        arg_num(a, G_MODEL, "--kv-channels", g->kv);
+    arg_num(a, G_MODEL, "--ffn-hidden-size", g->ffn);
+    arg_num(a, G_MODEL, "--seq-length", g->seq);
+    arg_num(a, G_MODEL, "--max-position-embeddings", g->seq);
+    if (!g->pos_embed) {
+        arg_str(a, G_MODEL, "--position-embedding-type", "none");
+        st = st ? st : ex_note(e, "the model's embedding holds no learned position table: the "
+                                  "script sets --position-embedding-type none (use rope if the "
+                                  "model is rotary)");
+    }
+    if (!g->tied)
+        arg_flag(a, G_MODEL, "--untie-embeddings-and-output-weights");
+
+    arg_num(a, G_PARALLEL, "--tensor-model-parallel-size", p->tp);
+    if (!st)
+        st = pipeline_args(x, e, a);
+    if (x->order[0] == 0 && x->order[1] == 1)
+        arg_flag(a, G_PARALLEL, "--use-tp-pp-dp-mapping");
+
+    arg_num(a, G_BATCH, "--micro-batch-size", p->mbs);
+    arg_num(a, G_BATCH, "--global-batch-size", (double)p->dp * p->m * p->mbs);
+
+    if (p->recompute == SC_RECOMPUTE_SELECTIVE) {
+        arg_str(a, G_MEMORY, "--recompute-granularity", "selective");
+    } else if (p->recompute == SC_RECOMPUTE_FULL) {
+        arg_str(a, G_MEMORY, "--recompute-granularity", "full");
+        arg_str(a, G_MEMORY, "--recompute-method", "uniform");
+        arg_num(a, G_MEMORY, "--recompute-num-layers", 1);
+    }
+    double eb = ex_elem_bytes(x), bucket = floor(p->bucket_bytes / eb);
+    if (p->zero == 3) {
+        arg_flag(a, G_MEMORY, "--use-megatron-fsdp");
+        arg_str(a, G_MEMORY, "--data-parallel-sharding-strategy", "optim_grads_params");
+        st = st ? st : ex_note(e, "ZeRO-3 runs as Megatron-FSDP (--use-megatron-fsdp, sharding "
+                                  "optim_grads_params), which gathers parameters per module "
+                                  "rather than per stage as the plan models");
+    } else {
+        if (p->zero >= 1)
+            arg_flag(a, G_MEMORY, "--use-distributed-optimizer");
+        if (p->zero == 2)
+            st = st ? st : ex_note(e, "ZeRO-2 runs as Megatron's distributed optimizer: "
+                                      "gradients are reduce-scattered as the plan models, but "
+                                      "each rank keeps the whole gradient buffer, so gradient "
+                                      "memory is that of ZeRO-1");
+        if (p->dp > 1) {
+            arg_flag(a, G_MEMORY, "--overlap-grad-reduce");
+            arg_num(a, G_MEMORY, "--ddp-bucket-size", bucket);
+            st = st ? st : ex_note(e, "data-parallel buckets hold %.0f parameters (the plan's "
+                                      "%.0f-byte buckets; --ddp-bucket-size counts parameters, "
+                                      "not bytes)",
+                                   bucket, p->bucket_bytes);
+        }
+    }
+
+    switch (x->model->dtype) {
+    case SC_BF16:
+        arg_flag(a, G_PRECISION, "--bf16");
+        if (p->dp > 1) {
+            arg_flag(a, G_PRECISION, "--grad-reduce-in-bf16");
+            st = st ? st : ex_note(e, "gradients are reduced in bf16 as the plan models "
+                                      "(--grad-reduce-in-bf16); without it Megatron-LM reduces "
+                                      "them in fp32, twice the bytes");
+        }
+        break;
+    case SC_FP16:
+        arg_flag(a, G_PRECISION, "--fp16");
+        break;
+    case SC_FP8:
+        arg_flag(a, G_PRECISION, "--bf16");
+        arg_str(a, G_PRECISION, "--fp8-format", "hybrid");
+        st = st ? st : ex_note(e, "fp8 runs through Transformer Engine (--fp8-format hybrid) "
+                                  "with bf16 for what is not a GEMM");
+        break;
+    case SC_TF32:
+        st = st ? st : ex_note(e, "tf32: Megatron-LM trains in fp32; TF32 GEMMs follow "
+                                  "PyTorch's torch.backends.cuda.matmul.allow_tf32");
+        break;
+    default:
+        break;
+    }
+
+    /* the vocabulary Megatron pads to (build_tokenizer.py, vocab_size_with_padding) */
+    long mult = 128L * p->tp, padded = (g->vocab + mult - 1) / mult * mult;
+    if (padded != g->vocab && !st)
+        st = ex_note(e, "the vocabulary is padded from %d to %ld (a multiple of 128 x tp %d): "
+                        "the embedding%s holds %.0f more parameters than the plan counts",
+                     g->vocab, padded, p->tp, g->tied ? "" : " and the LM head each",
+                     (double)(padded - g->vocab) * g->hidden);
+
+    if (!st && !strcmp(p->schedule, "gpipe") && p->pp > 1)
+        st = ex_note(e, "Megatron-LM has no GPipe schedule: it runs 1F1B, with the same bubble "
+                        "and at most pp = %d microbatches' activations held at once instead of "
+                        "m = %d",
+                     p->pp, p->m);
+    if (!st && !strcmp(p->schedule, "zb-h1") && p->pp > 1)
+        st = ex_note(e, "Megatron-LM has no zero-bubble schedule (none in the checked source): "
+                        "it runs 1F1B, without splitting the backward, so the bubble is that of "
+                        "1F1B, about three times ZB-H1's (Qi et al. 2023)");
+    if (!st && p->tp > 1)
+        st = ex_note(e, "--sequence-parallel is off, as the plan models tensor parallelism "
+                        "(allreduces); turning it on keeps the bytes and cuts activation memory");
+    return st ? st : a->oom ? SC_ENOMEM : SC_OK;
+}
+
+static void header(const sc_export_ctx *x, const sc_export *e, sc_buf *b, const char *what)
+{
+    sc_buf_printf(b, "# %s\n# Written by stagecraft export from\n", what);
+    ex_plan_line(x, b, "#   ");
+    ex_wrap(b, "# ", "#   ", "Flags checked against " MEGATRON_CHECKED ".");
+    sc_buf_printf(b, "#\n");
+    if (e->n_notes) {
+        sc_buf_printf(b, "# What Megatron-LM does differently from the plan:\n");
+        ex_notes_comment(e, b, "#");
+    } else {
+        sc_buf_printf(b, "# Megatron-LM runs the plan as it stands.\n");
+    }
+}
+
+static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
+{
+    const sc_plan *p = x->plan;
+    if (!x->gpt.ok)
+        return ex_refuse(x, err, "%s", x->gpt.why);
+    sc_status st = ex_need_block_cuts(x, err);
+    if (st)
+        return st;
+    if (x->order[0] != 0)
+        return ex_refuse(x, err,
+                         "placement %s: Megatron-LM orders ranks with tp innermost (tp,dp,pp by "
+                         "default, tp,pp,dp with --use-tp-pp-dp-mapping)",
+                         p->placement);
+    if (p->zero == 3 && p->pp > 1)
+        return ex_refuse(x, err,
+                         "ZeRO-3 with pipeline parallelism (pp=%d): this export maps ZeRO-3 to "
+                         "Megatron-FSDP, which the checked source does not pair with pipeline "
+                         "parallelism",
+                         p->pp);
+    if (!strcmp(p->schedule, "interleaved") && (p->m % p->pp != 0 || p->m < p->pp))
+        return ex_refuse(x, err,
+                         "the interleaved schedule with m=%d microbatches: Megatron-LM needs a "
+                         "multiple of pp=%d",
+                         p->m, p->pp);
+
+    margs a = {0};
+    cJSON *margs_json = sc_jadd_obj(e->settings, "args", &a.oom);
+    a.json = margs_json;
+    if (!a.json)
+        return SC_ENOMEM;
+    st = notes_and_args(x, e, &a);
+
+    sc_buf b = {0};
+    if (!st) {
+        sc_buf_printf(&b, "#!/usr/bin/env bash\n");
+        header(x, e, &b, "Megatron-LM launch of a stagecraft plan: torchrun on each node.");
+        sc_buf_printf(
+            &b,
+            "#\n"
+            "# Run it once on every node (NODE_RANK 0..%d), MEGATRON pointing at a Megatron-LM\n"
+            "# checkout:\n"
+            "#   NODE_RANK=0 MASTER_ADDR=<node 0's address> MEGATRON=/path/to/Megatron-LM \\\n"
+            "#       bash megatron_torchrun.sh\n"
+            "# or under Slurm: sbatch megatron_sbatch.sh (from this folder).\n"
+            "# Data: without DATA_PATH, Megatron's mock data and NullTokenizer with the model's\n"
+            "# vocabulary (a throughput run); set DATA_PATH (an indexed dataset prefix),\n"
+            "# VOCAB_FILE and MERGE_FILE (GPT-2 BPE) for real data. TRAIN_ITERS and LR are not\n"
+            "# part of the plan.\n"
+            "set -euo pipefail\n\n"
+            "MEGATRON=${MEGATRON:-Megatron-LM}\n"
+            "NNODES=%d\nGPUS_PER_NODE=%d\n\n",
+            x->nodes - 1, x->nodes, x->per_node);
+        for (int g = 0; g < G_N; g++) {
+            sc_buf_printf(&b, "%s=(\n%s)\n", group_names[g], a.group[g].s ? a.group[g].s : "");
+            if (a.group[g].oom)
+                b.oom = 1;
+        }
+        sc_buf_printf(
+            &b,
+            "if [ -n \"${DATA_PATH:-}\" ]; then\n"
+            "    DATA_ARGS=(--data-path \"$DATA_PATH\" --tokenizer-type GPT2BPETokenizer\n"
+            "               --vocab-file \"${VOCAB_FILE:?set VOCAB_FILE}\"\n"
+            "               --merge-file \"${MERGE_FILE:?set MERGE_FILE}\")\n"
+            "else\n"
+            "    DATA_ARGS=(--mock-data --tokenizer-type NullTokenizer --vocab-size %d)\n"
+            "fi\n"
+            "TRAINING_ARGS=(--train-iters \"${TRAIN_ITERS:-100}\" --lr \"${LR:-1.0e-4}\" "
+            "--log-interval 1)\n\n"
+            "exec torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" \\\n"
+            "    --node-rank \"${NODE_RANK:-0}\" --master-addr \"${MASTER_ADDR:-localhost}\" \\\n"
+            "    --master-port \"${MASTER_PORT:-6000}\" \\\n"
+            "    \"$MEGATRON/pretrain_gpt.py\" \\\n"
+            "    \"${MODEL_ARGS[@]}\" \"${PARALLEL_ARGS[@]}\" \"${BATCH_ARGS[@]}\" "
+            "\"${MEMORY_ARGS[@]}\" \\\n"
+            "    \"${PRECISION_ARGS[@]}\" \"${DATA_ARGS[@]}\" \"${TRAINING_ARGS[@]}\" \"$@\"\n",
+            x->gpt.vocab);
+        st = ex_file(e, "megatron_torchrun.sh", &b);
+    }
+    if (!st) {
+        sc_buf_printf(&b,
+                      "#!/usr/bin/env bash\n"
+                      "#SBATCH --job-name=stagecraft-%s\n"
+                      "#SBATCH --nodes=%d\n"
+                      "#SBATCH --ntasks-per-node=1\n"
+                      "#SBATCH --gpus-per-node=%d\n"
+                      "#SBATCH --exclusive\n",
+                      p->model_name, x->nodes, x->per_node);
+        header(x, e, &b, "Megatron-LM launch of a stagecraft plan under Slurm.");
+        sc_buf_printf(&b,
+                      "#\n"
+                      "# Submit from the folder that holds megatron_torchrun.sh (which has the\n"
+                      "# flags): sbatch megatron_sbatch.sh. One task per node runs torchrun.\n"
+                      "set -euo pipefail\n\n"
+                      "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+                      "export MASTER_ADDR MASTER_PORT=${MASTER_PORT:-6000}\n"
+                      "srun --export=ALL bash -c 'NODE_RANK=$SLURM_NODEID exec bash "
+                      "\"$SLURM_SUBMIT_DIR/megatron_torchrun.sh\"'\n");
+        st = ex_file(e, "megatron_sbatch.sh", &b);
+    }
+    sc_buf_free(&b);
+    for (int g = 0; g < G_N; g++)
+        sc_buf_free(&a.group[g]);
+    if (!st) {
+        int oom = 0;
+        sc_jadd_num(e->settings, "nodes", x->nodes, &oom);
+        sc_jadd_num(e->settings, "gpus_per_node", x->per_node, &oom);
+        sc_jadd_str(e->settings, "entry", "pretrain_gpt.py", &oom);
+        if (oom)
+            st = SC_ENOMEM;
+    }
+    return st;
+}
+
+const sc_export_target sc_export_megatron = {
+    .name = "megatron",
+    .framework = "Megatron-LM",
+    .description = "launch scripts (torchrun per node, sbatch) with Megatron-LM's flags",
+    .checked = MEGATRON_CHECKED,
+    .build = build,
+};

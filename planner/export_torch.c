@@ -1,0 +1,569 @@
+/* export_torch.c - a plan as one runnable Python file for
+ * torch.distributed.pipelining (torch >= 2.4): torch_pipeline.py.
+ *
+ * The API was checked against pytorch/pytorch: torch/distributed/
+ * pipelining/__init__.py and schedules.py (commit 00722e6, which has
+ * ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B,
+ * ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble, ScheduleDualPipeV),
+ * stage.py (PipelineStage(submodule, stage_index, num_stages, device,
+ * input_args=..., group=...)) and _IR.py (pipeline(module, mb_args,
+ * split_spec={name: SplitPoint.BEGINNING}); a parameter used by two stages
+ * is copied into both). The 2.4 release's __init__ exports pipeline,
+ * SplitPoint, PipelineStage and the first three schedules; the file checks
+ * for its schedule class at run time.
+ *
+ * The file holds the plan as constants (degrees, placement, microbatches,
+ * the schedule class, the split points by module name, the units of each
+ * stage) and a program:
+ *   - when the plan's model is stagecraft's GPT (embed, blocks.N, ln_f,
+ *     head), a reference implementation with the same module names, cut
+ *     into manual PipelineStages at the plan's boundaries, DDP over the
+ *     data-parallel group (the plan's bucket size), ZeroRedundancyOptimizer
+ *     for ZeRO-1, torch.utils.checkpoint per block for full recompute, and
+ *     the tied embedding kept in step across the first and last stage;
+ *   - otherwise --factory FILE.py:FUNC (as traces/torch_trace.py takes it)
+ *     builds the model, and pipeline() splits it at SPLIT_POINTS.
+ * Schedules: gpipe ScheduleGPipe, 1f1b Schedule1F1B, interleaved
+ * ScheduleInterleaved1F1B (v stages per rank), zb-h1
+ * ScheduleInterleavedZeroBubble with one stage per rank (torch's ZB1P).
+ * Refused (not written by this export): tensor parallelism, ZeRO 2 and 3.
+ */
+#include "export_int.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define TORCH_CHECKED                                                                      \
+    "pytorch/pytorch: torch/distributed/pipelining/schedules.py at commit "               \
+    "00722e648b740f91d0e71494baa17891749fd291, stage.py, _IR.py, __init__.py (torch 2.4 "  \
+    "exports pipeline, SplitPoint, PipelineStage, ScheduleGPipe, Schedule1F1B, "           \
+    "ScheduleInterleaved1F1B; later releases add ScheduleInterleavedZeroBubble)"
+
+/* The program after the constants (written from a tested Python file). */
+static const char *const body[] = {
+    "",
+    "",
+    "def rank_coords(rank):",
+    "    \"\"\"(dp, pp, tp) of a rank under PLACEMENT (innermost axis first).\"\"\"",
+    "    dims = {\"tp\": TP, \"pp\": PP, \"dp\": DP}",
+    "    c = {}",
+    "    for axis in PLACEMENT:",
+    "        c[axis] = rank % dims[axis]",
+    "        rank //= dims[axis]",
+    "    return c[\"dp\"], c[\"pp\"], c[\"tp\"]",
+    "",
+    "",
+    "def rank_of(dp, pp, tp):",
+    "    dims = {\"tp\": TP, \"pp\": PP, \"dp\": DP}",
+    "    c = {\"tp\": tp, \"pp\": pp, \"dp\": dp}",
+    "    rank, scale = 0, 1",
+    "    for axis in PLACEMENT:",
+    "        rank += c[axis] * scale",
+    "        scale *= dims[axis]",
+    "    return rank",
+    "",
+    "",
+    "def make_groups(dp, pp):",
+    "    \"\"\"This rank's pipeline, data-parallel and tied-weight groups (every rank",
+    "    creates every group, in the same order, as new_group requires).\"\"\"",
+    "    pp_group = dp_group = tie_group = None",
+    "    for d in range(DP):",
+    "        ranks = [rank_of(d, p, 0) for p in range(PP)]",
+    "        g = dist.new_group(ranks)",
+    "        if d == dp:",
+    "            pp_group = g",
+    "    for p in range(PP):",
+    "        ranks = [rank_of(d, p, 0) for d in range(DP)]",
+    "        g = dist.new_group(ranks)",
+    "        if p == pp:",
+    "            dp_group = g",
+    "    if GPT is not None and GPT[\"tied\"] and PP > 1:",
+    "        for d in range(DP):",
+    "            g = dist.new_group([rank_of(d, 0, 0), rank_of(d, PP - 1, 0)])",
+    "            if d == dp:",
+    "                tie_group = g",
+    "    return pp_group, dp_group, tie_group",
+    "",
+    "",
+    "# ---- the plan's model, when it is stagecraft's GPT (module names as in the plan)",
+    "",
+    "class Embedding(nn.Module):",
+    "    def __init__(self, g):",
+    "        super().__init__()",
+    "        self.tok = nn.Embedding(g[\"vocab\"], g[\"hidden\"])",
+    "        self.pos = nn.Embedding(g[\"seq\"], g[\"hidden\"]) if g[\"pos_embed\"] else None",
+    "",
+    "    def forward(self, tokens):",
+    "        x = self.tok(tokens)",
+    "        if self.pos is not None:",
+    "            x = x + self.pos(torch.arange(tokens.shape[1], device=tokens.device))",
+    "        return x",
+    "",
+    "",
+    "class Attention(nn.Module):",
+    "    def __init__(self, g):",
+    "        super().__init__()",
+    "        self.heads, self.kv = g[\"heads\"], g[\"kv\"]",
+    "        self.qkv = nn.Linear(g[\"hidden\"], 3 * g[\"heads\"] * g[\"kv\"])",
+    "        self.proj = nn.Linear(g[\"heads\"] * g[\"kv\"], g[\"hidden\"])",
+    "",
+    "    def forward(self, x):",
+    "        b, s, _ = x.shape",
+    "        q, k, v = self.qkv(x).view(b, s, 3, self.heads, self.kv).permute(2, 0, 3, 1, 4)",
+    "        # flash / memory-efficient kernels keep no attention scores for the backward",
+    "        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+    "        return self.proj(y.transpose(1, 2).reshape(b, s, self.heads * self.kv))",
+    "",
+    "",
+    "class MLP(nn.Module):",
+    "    def __init__(self, g):",
+    "        super().__init__()",
+    "        self.fc1 = nn.Linear(g[\"hidden\"], g[\"ffn\"])",
+    "        self.fc2 = nn.Linear(g[\"ffn\"], g[\"hidden\"])",
+    "",
+    "    def forward(self, x):",
+    "        return self.fc2(F.gelu(self.fc1(x)))",
+    "",
+    "",
+    "class Block(nn.Module):",
+    "    def __init__(self, g):",
+    "        super().__init__()",
+    "        self.ln1 = nn.LayerNorm(g[\"hidden\"])",
+    "        self.attn = Attention(g)",
+    "        self.ln2 = nn.LayerNorm(g[\"hidden\"])",
+    "        self.mlp = MLP(g)",
+    "",
+    "    def forward(self, x):",
+    "        x = x + self.attn(self.ln1(x))",
+    "        return x + self.mlp(self.ln2(x))",
+    "",
+    "",
+    "class Head(nn.Module):",
+    "    def __init__(self, g):",
+    "        super().__init__()",
+    "        self.weight = nn.Parameter(torch.empty(g[\"vocab\"], g[\"hidden\"]))",
+    "        nn.init.normal_(self.weight, std=0.02)",
+    "",
+    "    def forward(self, x):",
+    "        return F.linear(x, self.weight)",
+    "",
+    "",
+    "class StageModel(nn.Module):",
+    "    \"\"\"The units of one stage: embed, blocks.N, ln_f, head (names as in the plan).\"\"\"",
+    "",
+    "    def __init__(self, g, units):",
+    "        super().__init__()",
+    "        self.embed = Embedding(g) if \"embed\" in units else None",
+    "        self.blocks = nn.ModuleDict(",
+    "            {u.split(\".\")[1]: Block(g) for u in units if u.startswith(\"blocks.\")})",
+    "        self.ln_f = nn.LayerNorm(g[\"hidden\"]) if \"ln_f\" in units else None",
+    "        self.head = Head(g) if \"head\" in units else None",
+    "        if self.head is not None and self.embed is not None and g[\"tied\"]:",
+    "            self.head.weight = self.embed.tok.weight",
+    "",
+    "    def forward(self, x):",
+    "        if self.embed is not None:",
+    "            x = self.embed(x)",
+    "        for block in self.blocks.values():",
+    "            if RECOMPUTE == \"full\" and self.training:",
+    "                x = checkpoint(block, x, use_reentrant=False)",
+    "            else:",
+    "                x = block(x)",
+    "        if self.ln_f is not None:",
+    "            x = self.ln_f(x)",
+    "        if self.head is not None:",
+    "            x = self.head(x)",
+    "        return x",
+    "",
+    "",
+    "def tied_weights(modules):",
+    "    \"\"\"The tied embedding / head weights this rank holds (pp > 1).\"\"\"",
+    "    out = []",
+    "    for m in modules:",
+    "        m = m.module if isinstance(m, DDP) else m",
+    "        if getattr(m, \"embed\", None) is not None:",
+    "            out.append(m.embed.tok.weight)",
+    "        if getattr(m, \"head\", None) is not None:",
+    "            out.append(m.head.weight)",
+    "    return out",
+    "",
+    "",
+    "def load_factory(spec):",
+    "    \"\"\"FILE.py:FUNC -> what FUNC() returns: a module, or (module, example_inputs).\"\"\"",
+    "    path, _, func = spec.partition(\":\")",
+    "    loader = importlib.util.spec_from_file_location(\"stagecraft_factory\", path)",
+    "    mod = importlib.util.module_from_spec(loader)",
+    "    loader.loader.exec_module(mod)",
+    "    made = getattr(mod, func or \"make\")()",
+    "    if isinstance(made, tuple):",
+    "        module, example = made",
+    "    else:",
+    "        module, example = made, None",
+    "    if example is None:",
+    "        if VOCAB is None:",
+    "            raise SystemExit(\"the factory must return (module, example_inputs)\")",
+    "        example = torch.randint(VOCAB, (MBS, SEQ))",
+    "    if not isinstance(example, tuple):",
+    "        example = (example,)",
+    "    return module, example",
+    "",
+    "",
+    "def lm_loss(output, target):",
+    "    return F.cross_entropy(output.flatten(0, 1).float(), target.flatten())",
+    "",
+    "",
+    "def placeholder_loss(output, target):",
+    "    # the factory path's stand-in: replace it with the model's real loss",
+    "    return output.float().mean()",
+    "",
+    "",
+    "def batch(step, dp, device):",
+    "    \"\"\"Synthetic tokens for one step of one data-parallel replica: the same on",
+    "    the ranks of the first and the last stage.\"\"\"",
+    "    g = torch.Generator().manual_seed(1000003 * step + dp)",
+    "    t = torch.randint(VOCAB, (N_MICROBATCHES * MBS, SEQ + 1), generator=g)",
+    "    return t[:, :-1].to(device), t[:, 1:].to(device)",
+    "",
+    "",
+    "def main():",
+    "    ap = argparse.ArgumentParser(description=__doc__)",
+    "    ap.add_argument(\"--factory\", help=\"FILE.py:FUNC building the plan's model (nn.Module or \"",
+    "                    \"(module, example_inputs)); required unless the plan's model is GPT\")",
+    "    ap.add_argument(\"--steps\", type=int, default=10)",
+    "    ap.add_argument(\"--lr\", type=float, default=1e-4)",
+    "    args = ap.parse_args()",
+    "",
+    "    if tuple(int(x) for x in torch.__version__.split(\".\")[:2]) < (2, 4):",
+    "        raise SystemExit(f\"torch.distributed.pipelining needs torch >= 2.4, not {torch.__version__}\")",
+    "    if SCHEDULE is not None and not hasattr(pipelining, SCHEDULE):",
+    "        raise SystemExit(f\"this torch ({torch.__version__}) has no {SCHEDULE}\")",
+    "    cuda = torch.cuda.is_available()",
+    "    dist.init_process_group(\"nccl\" if cuda else \"gloo\")",
+    "    rank, world = dist.get_rank(), dist.get_world_size()",
+    "    if world != WORLD:",
+    "        raise SystemExit(f\"the plan has {WORLD} ranks, torchrun started {world}\")",
+    "    local = int(os.environ.get(\"LOCAL_RANK\", \"0\"))",
+    "    device = torch.device(\"cuda\", local) if cuda else torch.device(\"cpu\")",
+    "    if cuda:",
+    "        torch.cuda.set_device(device)",
+    "    dtype = getattr(torch, DTYPE)",
+    "    dp, pp, _ = rank_coords(rank)",
+    "    pp_group, dp_group, tie_group = make_groups(dp, pp)",
+    "    stage_ids = [pp + c * PP for c in range(V)]",
+    "    n_stages = PP * V",
+    "    torch.manual_seed(1234 + pp)",
+    "",
+    "    reference = args.factory is None",
+    "    if reference and (GPT is None or STAGE_UNITS is None):",
+    "        raise SystemExit(\"the plan's model is not stagecraft's GPT: pass --factory FILE.py:FUNC\")",
+    "    if reference:",
+    "        modules = [StageModel(GPT, STAGE_UNITS[s]).to(device=device, dtype=dtype)",
+    "                   for s in stage_ids]",
+    "        loss_fn = lm_loss",
+    "        tied = tied_weights(modules) if tie_group is not None else []",
+    "        for w in tied:  # the stage-0 copy is the one both start from",
+    "            dist.broadcast(w.data, src=rank_of(dp, 0, 0), group=tie_group)",
+    "        if DP > 1:",
+    "            modules = [DDP(m, process_group=dp_group, bucket_cap_mb=BUCKET_MIB)",
+    "                       for m in modules]",
+    "        stages = []",
+    "        for s, m in zip(stage_ids, modules):",
+    "            if s == 0:",
+    "                example = torch.zeros(MBS, SEQ, dtype=torch.long, device=device)",
+    "            else:",
+    "                example = torch.zeros(MBS, SEQ, GPT[\"hidden\"], dtype=dtype, device=device)",
+    "            stages.append(PipelineStage(m, s, n_stages, device, input_args=(example,),",
+    "                                        group=pp_group))",
+    "    else:",
+    "        model, example = load_factory(args.factory)",
+    "        model = model.to(device=device, dtype=dtype) if dtype != torch.float32 else model",
+    "        loss_fn = placeholder_loss",
+    "        tied = []",
+    "        pipe = pipeline(model, mb_args=example,",
+    "                        split_spec={name: SplitPoint.BEGINNING for name in SPLIT_POINTS})",
+    "        stages = [pipe.build_stage(s, device, group=pp_group) for s in stage_ids]",
+    "        modules = [st.submod for st in stages]",
+    "",
+    "    params = [p for m in modules for p in m.parameters()]",
+    "    if ZERO == 1 and DP > 1:",
+    "        opt = ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.AdamW,",
+    "                                      process_group=dp_group, lr=args.lr)",
+    "    else:",
+    "        opt = torch.optim.AdamW(params, lr=args.lr)",
+    "",
+    "    if PP == 1:",
+    "        schedule = None",
+    "    elif V > 1 or SCHEDULE == \"ScheduleInterleavedZeroBubble\":",
+    "        schedule = getattr(pipelining, SCHEDULE)(stages, N_MICROBATCHES, loss_fn=loss_fn)",
+    "    else:",
+    "        schedule = getattr(pipelining, SCHEDULE)(stages[0], N_MICROBATCHES, loss_fn=loss_fn)",
+    "",
+    "    first = 0 in stage_ids",
+    "    last = n_stages - 1 in stage_ids",
+    "    for step in range(args.steps):",
+    "        opt.zero_grad(set_to_none=True)",
+    "        if reference:",
+    "            tokens, labels = batch(step, dp, device)",
+    "            inputs = (tokens,)",
+    "        else:",
+    "            inputs = tuple(torch.cat([e.to(device)] * N_MICROBATCHES) for e in example)",
+    "            labels = inputs[0]",
+    "        losses = []",
+    "        if schedule is None:",
+    "            m = modules[0]",
+    "            for i in range(N_MICROBATCHES):",
+    "                x = tuple(t[i * MBS:(i + 1) * MBS] for t in inputs)",
+    "                y = labels[i * MBS:(i + 1) * MBS]",
+    "                sync = i == N_MICROBATCHES - 1 or not isinstance(m, DDP)",
+    "                with (contextlib.nullcontext() if sync else m.no_sync()):",
+    "                    loss = loss_fn(m(*x), y) / N_MICROBATCHES",
+    "                    loss.backward()",
+    "                losses.append(loss.detach() * N_MICROBATCHES)",
+    "        else:",
+    "            step_args = inputs if first else ()",
+    "            schedule.step(*step_args, target=labels if last else None,",
+    "                          losses=losses if last else None)",
+    "        if not reference and DP > 1:",
+    "            # pipeline() builds the stages, so DDP cannot wrap them: reduce here",
+    "            for p in params:",
+    "                if p.grad is not None:",
+    "                    dist.all_reduce(p.grad, group=dp_group)",
+    "                    p.grad /= DP",
+    "        for w in tied:",
+    "            if w.grad is not None:",
+    "                dist.all_reduce(w.grad, group=tie_group)",
+    "        opt.step()",
+    "        if last and losses and (DP == 1 or dp == 0):",
+    "            mean = torch.stack([l.float() for l in losses]).mean().item()",
+    "            print(f\"step {step}: loss {mean:.4f}\", flush=True)",
+    "    dist.destroy_process_group()",
+    "",
+    "",
+    "if __name__ == \"__main__\":",
+    "    main()",
+};
+
+static const char *schedule_class(const sc_plan *p)
+{
+    if (p->pp == 1)
+        return NULL;
+    if (!strcmp(p->schedule, "gpipe"))
+        return "ScheduleGPipe";
+    if (!strcmp(p->schedule, "interleaved"))
+        return "ScheduleInterleaved1F1B";
+    if (!strcmp(p->schedule, "zb-h1"))
+        return "ScheduleInterleavedZeroBubble";
+    return "Schedule1F1B";
+}
+
+/* The highest module (below the root) whose first leaf is leaf. */
+static const sc_module *split_module(const sc_model *m, int leaf)
+{
+    const sc_module *x = m->leaves[leaf];
+    while (x->parent && x->parent->parent) {
+        const sc_module *f = x->parent;
+        while (f->n_children)
+            f = f->children[0];
+        if (f->leaf_index != leaf)
+            break;
+        x = x->parent;
+    }
+    return x;
+}
+
+/* stagecraft's GPT layout: units embed, blocks.0..L-1, ln_f, head. */
+static int std_gpt(const sc_export_ctx *x)
+{
+    if (!x->gpt.ok || x->n_units != x->n_blocks + 3)
+        return 0;
+    if (strcmp(x->units[0].mod->name, "embed") || strcmp(x->units[x->n_units - 2].mod->name, "ln_f") ||
+        strcmp(x->units[x->n_units - 1].mod->name, "head"))
+        return 0;
+    for (int u = 1; u <= x->n_blocks; u++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "blocks.%d", u - 1);
+        if (strcmp(x->units[u].mod->name, nm))
+            return 0;
+    }
+    return 1;
+}
+
+static const char *py_dtype(sc_dtype d)
+{
+    return d == SC_FP16 ? "float16" : d == SC_BF16 || d == SC_FP8 ? "bfloat16" : "float32";
+}
+
+static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
+{
+    const sc_plan *p = x->plan;
+    sc_status st = SC_OK;
+    if (p->pp > 1 && !strcmp(p->schedule, "zb-h1"))
+        st = ex_note(e, "ZB-H1 runs as ScheduleInterleavedZeroBubble with one stage per rank "
+                        "(torch's ZB1P schedule); the file stops if the installed torch lacks it");
+    if (!st && (x->model->dtype == SC_BF16 || x->model->dtype == SC_FP16))
+        st = ex_note(e, "the model is cast to %s: weights, gradients and AdamW states in %s "
+                        "with no fp32 master copy, less memory than the plan's mixed precision",
+                     sc_dtype_name(x->model->dtype), sc_dtype_name(x->model->dtype));
+    if (!st && x->model->dtype == SC_FP8)
+        st = ex_note(e, "fp8: the file runs in bf16 (no fp8 GEMMs)");
+    if (!st && p->zero == 1 && p->dp > 1)
+        st = ex_note(e, "ZeRO-1 runs as ZeroRedundancyOptimizer: DDP all-reduces the gradients "
+                        "(the plan reduce-scatters them) and each rank broadcasts the parameters "
+                        "it updated");
+    if (reference) {
+        if (!st && x->gpt.tied && p->pp > 1)
+            st = ex_note(e, "the tied embedding and LM head are two parameters, on the first and "
+                            "the last stage: the file starts them equal and all-reduces their "
+                            "gradients between the two after each step, after the pipeline "
+                            "rather than overlapped with it");
+        if (!st && p->recompute == SC_RECOMPUTE_SELECTIVE)
+            st = ex_note(e, "selective recompute: F.scaled_dot_product_attention's flash and "
+                            "memory-efficient kernels keep no attention scores, which is what "
+                            "selective recompute saves; nothing else is recomputed");
+    } else {
+        if (!st)
+            st = ex_note(e, "the plan's model is not stagecraft's GPT cut between layers: run the "
+                            "file with --factory FILE.py:FUNC building the model; pipeline() "
+                            "splits it at SPLIT_POINTS by module name and copies a weight used by "
+                            "two stages into both without keeping the copies in step");
+        if (!st && p->dp > 1)
+            st = ex_note(e, "with --factory, data-parallel gradients are all-reduced after the "
+                            "pipeline step, not overlapped with the backward");
+        if (!st && p->recompute != SC_RECOMPUTE_NONE)
+            st = ex_note(e, "with --factory, recompute is the model's own: the file adds none");
+    }
+    return st;
+}
+
+static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
+{
+    const sc_plan *p = x->plan;
+    const sc_model *m = x->model;
+    if (p->tp > 1)
+        return ex_unwritten(x, err,
+                            "tensor parallelism (tp=%d) for torch.distributed.pipelining (it "
+                            "would need a DTensor plan); export with --to megatron",
+                            p->tp);
+    if (p->zero >= 2)
+        return ex_unwritten(x, err, "ZeRO-%d (FSDP around pipeline stages)", p->zero);
+    int cuts_ok = 1;
+    for (int s = 0; s < x->n_stages; s++)
+        cuts_ok &= x->stage_unit[s] >= 0;
+    int reference = std_gpt(x) && cuts_ok;
+    sc_status st = notes(x, e, reference);
+    if (st)
+        return st;
+
+    const char *sched = schedule_class(p);
+    int oom = 0;
+    cJSON *js = e->settings;
+    sc_jadd_str(js, "schedule_class", sched ? sched : "none (pp = 1)", &oom);
+    sc_jadd_num(js, "n_microbatches", p->m, &oom);
+    sc_jadd_num(js, "stages_per_rank", p->v, &oom);
+    sc_jadd_str(js, "data_parallel",
+                p->dp == 1      ? "none"
+                : !reference    ? "all-reduce after the step"
+                : p->zero == 1  ? "DDP + ZeroRedundancyOptimizer"
+                                : "DDP",
+                &oom);
+    sc_jadd_num(js, "bucket_cap_mb", p->bucket_bytes / (1 << 20), &oom);
+    sc_jadd_bool(js, "reference_model", reference, &oom);
+    cJSON *sp = sc_jadd_arr(js, "split_points", &oom);
+    for (int s = 1; sp && s < x->n_stages; s++)
+        sc_jpush_str(sp, split_module(m, p->partition.first[s])->name, &oom);
+    if (oom)
+        return SC_ENOMEM;
+
+    sc_buf b = {0};
+    sc_buf_printf(&b, "#!/usr/bin/env python3\n"
+                      "# torch.distributed.pipelining run of a stagecraft plan.\n"
+                      "# Written by stagecraft export from\n");
+    ex_plan_line(x, &b, "#   ");
+    ex_wrap(&b, "# ", "#   ", "API checked against " TORCH_CHECKED ".");
+    sc_buf_printf(&b, "#\n");
+    if (e->n_notes) {
+        sc_buf_printf(&b, "# What torch.distributed.pipelining does differently from the plan:\n");
+        ex_notes_comment(e, &b, "#");
+    } else {
+        sc_buf_printf(&b, "# torch.distributed.pipelining runs the plan as it stands.\n");
+    }
+    sc_buf_printf(&b,
+                  "#\n"
+                  "# Run it on %s%d node%s (NODE_RANK 0..%d):\n"
+                  "#   torchrun --nnodes %d --nproc-per-node %d --node-rank $NODE_RANK \\\n"
+                  "#       --master-addr $MASTER_ADDR --master-port 29500 torch_pipeline.py%s\n"
+                  "\"\"\"torch.distributed.pipelining run of plan %s (stagecraft export).\"\"\"\n\n"
+                  "import argparse\n"
+                  "import contextlib\n"
+                  "import importlib.util\n"
+                  "import os\n\n"
+                  "import torch\n"
+                  "import torch.distributed as dist\n"
+                  "import torch.distributed.pipelining as pipelining\n"
+                  "import torch.nn as nn\n"
+                  "import torch.nn.functional as F\n"
+                  "from torch.distributed.optim import ZeroRedundancyOptimizer\n"
+                  "from torch.distributed.pipelining import PipelineStage, SplitPoint, pipeline\n"
+                  "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+                  "from torch.utils.checkpoint import checkpoint\n\n",
+                  x->nodes > 1 ? "each of the " : "the ", x->nodes, x->nodes > 1 ? "s" : "",
+                  x->nodes - 1, x->nodes, x->per_node,
+                  reference ? "" : " \\\n#       --factory FILE.py:FUNC",
+                  sc_basename(x->plan_file));
+    sc_buf_printf(&b, "MODEL_NAME = \"%s\"\nDP, TP, PP, V = %d, %d, %d, %d\nWORLD = %d\n"
+                      "N_MICROBATCHES = %d\nMBS = %d\nSEQ = %d\n",
+                  p->model_name, p->dp, p->tp, p->pp, p->v, x->world, p->m, p->mbs, m->seq_len);
+    if (x->gpt.ok)
+        sc_buf_printf(&b, "VOCAB = %d\n", x->gpt.vocab);
+    else
+        sc_buf_printf(&b, "VOCAB = None\n");
+    sc_buf_printf(&b, "# rank order, innermost axis first (the plan's placement)\n"
+                      "PLACEMENT = [\"%s\", \"%s\", \"%s\"]\n",
+                  ex_axis(x->order[0]), ex_axis(x->order[1]), ex_axis(x->order[2]));
+    if (sched)
+        sc_buf_printf(&b, "SCHEDULE = \"%s\"\n", sched);
+    else
+        sc_buf_printf(&b, "SCHEDULE = None  # pp = 1: microbatches with gradient accumulation\n");
+    sc_buf_printf(&b, "# stage s + 1 begins at the module SPLIT_POINTS[s] (stage i = chunk * PP + "
+                      "pp rank)\nSPLIT_POINTS = [");
+    for (int s = 1; s < x->n_stages; s++)
+        sc_buf_printf(&b, "%s\"%s\"", s > 1 ? ", " : "",
+                      split_module(m, p->partition.first[s])->name);
+    sc_buf_printf(&b, "]\n");
+    if (reference) {
+        sc_buf_printf(&b, "# the units of each stage, for the reference model\nSTAGE_UNITS = [\n");
+        for (int s = 0; s < x->n_stages; s++) {
+            sc_buf_printf(&b, "    [");
+            for (int u = x->stage_unit[s]; u < x->stage_unit[s + 1]; u++)
+                sc_buf_printf(&b, "%s\"%s\"", u > x->stage_unit[s] ? ", " : "",
+                              x->units[u].mod->name);
+            sc_buf_printf(&b, "],\n");
+        }
+        sc_buf_printf(&b, "]\n");
+        const ex_gpt *g = &x->gpt;
+        sc_buf_printf(&b, "GPT = {\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"kv\": %d, "
+                          "\"ffn\": %d, \"vocab\": %d,\n       \"seq\": %d, \"tied\": %s, "
+                          "\"pos_embed\": %s}\n",
+                      g->layers, g->hidden, g->heads, g->kv, g->ffn, g->vocab, g->seq,
+                      g->tied ? "True" : "False", g->pos_embed ? "True" : "False");
+    } else {
+        sc_buf_printf(&b, "STAGE_UNITS = None\nGPT = None\n");
+    }
+    sc_buf_printf(&b, "ZERO = %d\nRECOMPUTE = \"%s\"\nDTYPE = \"%s\"\nBUCKET_MIB = %.17g\n",
+                  p->zero, sc_recompute_name(p->recompute), py_dtype(m->dtype),
+                  p->bucket_bytes / (1 << 20));
+    for (size_t i = 0; i < SC_ARRAY_LEN(body); i++)
+        sc_buf_printf(&b, "%s\n", body[i]);
+    st = ex_file(e, "torch_pipeline.py", &b);
+    sc_buf_free(&b);
+    return st;
+}
+
+const sc_export_target sc_export_torch = {
+    .name = "torch",
+    .framework = "torch.distributed.pipelining",
+    .description = "a runnable torch.distributed.pipelining program (torch_pipeline.py)",
+    .checked = TORCH_CHECKED,
+    .build = build,
+};

@@ -1,0 +1,492 @@
+/* test_export.c - `stagecraft export`: each target on gpt-1.3b and t5-3b
+ * plans (written by `sim -o`), checked field by field (the Megatron-LM flags
+ * line by line, DeepSpeed's config through cJSON, the Python files through
+ * /usr/bin/python3 -m py_compile, the shell scripts through bash -n); the
+ * refusals; -o writing every file or none; --help. */
+#include "check.h"
+#include "export.h"
+#include "json.h"
+#include "plan.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+static char out[1 << 17];
+
+#define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
+
+/* A plan of MODEL on p4d.24xlarge from `sim -o`, at DIR/NAME; ARGS are sim's. */
+static int make_plan(const char *name, const char *model, const char *args)
+{
+    return SC("%s sim --model %s --cluster p4d.24xlarge %s -o %s/%s >/dev/null", sc_test_bin(),
+              model, args, sc_test_tmpdir(), name);
+}
+
+/* The script has the line "    FLAG" (a switch) or "    FLAG VALUE". */
+static int has_arg(const char *script, const char *flag_value)
+{
+    char line[256];
+    snprintf(line, sizeof line, "\n    %s\n", flag_value);
+    return strstr(script, line) != NULL;
+}
+
+#define CHECK_ARG(s, fv)                                                                    \
+    do {                                                                                    \
+        if (!has_arg((s), (fv)))                                                            \
+            sc_test_fail(__FILE__, __LINE__, "no line '    %s' in the script", (fv));       \
+    } while (0)
+
+static char *read_in(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *s = NULL;
+    size_t n;
+    if (sc_read_file(path, 1 << 22, &s, &n, NULL))
+        return NULL;
+    return s;
+}
+
+static int files_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+static const cJSON *jget(const cJSON *o, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+TEST(export_help)
+{
+    CHECK(SC("%s export --help", sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "usage: stagecraft export PLAN --to TARGET");
+    CHECK_STR_HAS(out, "megatron");
+    CHECK_STR_HAS(out, "deepspeed");
+    CHECK_STR_HAS(out, "torch");
+    REQUIRE(make_plan("p.json", "gpt-1.3b", "--pp 2 --microbatches 4") == 0);
+    CHECK(SC("%s export %s/p.json 2>&1", sc_test_bin(), sc_test_tmpdir()) == 2);
+    CHECK_STR_HAS(out, "missing --to TARGET");
+    CHECK(SC("%s export %s/p.json --to colossal 2>&1", sc_test_bin(), sc_test_tmpdir()) == 2);
+    CHECK_STR_HAS(out, "--to: 'colossal' is not one of megatron, deepspeed, torch");
+    CHECK(SC("%s export --to torch 2>&1", sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "missing PLAN");
+    CHECK(SC("%s export %s/nope.json --to torch 2>&1", sc_test_bin(), sc_test_tmpdir()) == 2);
+}
+
+/* gpt-1.3b, dp 4 tp 2 pp 4, ZeRO 1, selective recompute: every flag. */
+TEST(export_megatron_gpt_flags)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_plan("g.json", "gpt-1.3b",
+                      "--nodes 4 --dp 4 --tp 2 --pp 4 --microbatches 8 --mbs 2 --schedule 1f1b "
+                      "--zero 1 --recompute selective") == 0);
+    REQUIRE(SC("%s export %s/g.json --to megatron", sc_test_bin(), d) == 0);
+    char *s = strdup(out);
+    REQUIRE(s);
+    static const char *const want[] = {
+        "--num-layers 24", "--hidden-size 2048", "--num-attention-heads 16",
+        "--ffn-hidden-size 8192", "--seq-length 2048", "--max-position-embeddings 2048",
+        "--tensor-model-parallel-size 2", "--pipeline-model-parallel-size 4",
+        "--use-tp-pp-dp-mapping", "--micro-batch-size 2", "--global-batch-size 64",
+        "--recompute-granularity selective", "--use-distributed-optimizer",
+        "--overlap-grad-reduce", "--ddp-bucket-size 13107200", "--bf16",
+        "--grad-reduce-in-bf16"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(want); i++)
+        CHECK_ARG(s, want[i]);
+    /* tied embeddings (Megatron's default), even layers: no uneven flags */
+    CHECK(!strstr(s, "--untie-embeddings-and-output-weights"));
+    CHECK(!strstr(s, "--decoder-first-pipeline-num-layers"));
+    CHECK(!strstr(s, "--pipeline-model-parallel-layout"));
+    CHECK(!strstr(s, "--recompute-method"));
+    CHECK_STR_HAS(s, "--mock-data --tokenizer-type NullTokenizer --vocab-size 50257)");
+    CHECK_STR_HAS(s, "\"$MEGATRON/pretrain_gpt.py\"");
+    CHECK_STR_HAS(s, "NNODES=4\nGPUS_PER_NODE=8\n");
+    /* the header: the checked version and what differs */
+    CHECK_STR_HAS(s, "d98e8a64ddf34856e74b24714e3bedb2f5a39553");
+    CHECK_STR_HAS(s, "What Megatron-LM does differently from the plan:");
+    CHECK_STR_HAS(s, "padded from 50257 to 50432");
+
+    /* -o: both scripts, executable, valid bash; the JSON's args match */
+    REQUIRE(SC("%s export %s/g.json --to megatron -o %s/m --json", sc_test_bin(), d, d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *args = jget(jget(j, "settings"), "args");
+    CHECK(cJSON_GetNumberValue(jget(args, "--num-layers")) == 24);
+    CHECK(cJSON_GetNumberValue(jget(args, "--pipeline-model-parallel-size")) == 4);
+    CHECK(cJSON_IsTrue(jget(args, "--use-distributed-optimizer")));
+    CHECK(cJSON_GetArraySize(jget(j, "differences")) >= 3);
+    CHECK(!strcmp(cJSON_GetStringValue(jget(j, "main")), "megatron_torchrun.sh"));
+    cJSON_Delete(j);
+    char *t = read_in(d, "m/megatron_torchrun.sh"), *b = read_in(d, "m/megatron_sbatch.sh");
+    REQUIRE(t && b);
+    CHECK(!strcmp(t, s));
+    CHECK_STR_HAS(b, "#SBATCH --nodes=4\n");
+    CHECK_STR_HAS(b, "#SBATCH --gpus-per-node=8\n");
+    CHECK_STR_HAS(b, "megatron_torchrun.sh");
+    CHECK_EQ_INT(files_in(d), 2); /* g.json and m/ */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/m/megatron_torchrun.sh", d);
+    struct stat stt;
+    CHECK(stat(path, &stt) == 0 && (stt.st_mode & 0100));
+    CHECK(SC("bash -n %s/m/megatron_torchrun.sh && bash -n %s/m/megatron_sbatch.sh 2>&1", d, d) ==
+          0);
+    sc_free(t);
+    sc_free(b);
+    free(s);
+}
+
+/* Partitions, schedules, recompute, placement, ZeRO 3. */
+TEST(export_megatron_variants)
+{
+    const char *d = sc_test_tmpdir();
+    /* uneven first and last stage, equal middle ones: 5 | 6 | 6 | 7 layers */
+    REQUIRE(make_plan("fl.json", "gpt-1.3b", "--pp 4 --microbatches 8 --partition 21,45,69") == 0);
+    REQUIRE(SC("%s export %s/fl.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--decoder-first-pipeline-num-layers 5");
+    CHECK_ARG(out, "--decoder-last-pipeline-num-layers 7");
+    CHECK(!strstr(out, "--pipeline-model-parallel-layout"));
+    /* unequal middle stages: the layout, stage by stage */
+    REQUIRE(make_plan("ly.json", "gpt-1.3b", "--pp 4 --microbatches 8 --partition 25,41,73") == 0);
+    REQUIRE(SC("%s export %s/ly.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--pipeline-model-parallel-layout \"Et*6|t*4|t*8|t*6L\"");
+    /* the embedding alone on stage 0 */
+    REQUIRE(make_plan("e0.json", "gpt-1.3b", "--pp 2 --microbatches 4 --partition 1") == 0);
+    REQUIRE(SC("%s export %s/e0.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--pipeline-model-parallel-layout \"E|t*24L\"");
+    /* interleaved: layers per virtual stage */
+    REQUIRE(make_plan("il.json", "gpt-1.3b",
+                      "--pp 4 --v 2 --schedule interleaved --microbatches 8 --recompute full") ==
+            0);
+    REQUIRE(SC("%s export %s/il.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--num-layers-per-virtual-pipeline-stage 3");
+    CHECK_ARG(out, "--recompute-granularity full");
+    CHECK_ARG(out, "--recompute-method uniform");
+    CHECK_ARG(out, "--recompute-num-layers 1");
+    /* placement tp,dp,pp is Megatron's default order; zb-h1 runs as 1F1B */
+    REQUIRE(make_plan("zb.json", "gpt-1.3b",
+                      "--nodes 1 --dp 2 --pp 4 --schedule zb-h1 --microbatches 8 "
+                      "--placement tp,dp,pp") == 0);
+    REQUIRE(SC("%s export %s/zb.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK(!strstr(out, "--use-tp-pp-dp-mapping"));
+    CHECK_STR_HAS(out, "no zero-bubble schedule");
+    /* ZeRO 3 without pipeline parallelism: Megatron-FSDP */
+    REQUIRE(make_plan("z3.json", "gpt-1.3b", "--nodes 1 --dp 8 --zero 3 --microbatches 2") == 0);
+    REQUIRE(SC("%s export %s/z3.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--use-megatron-fsdp");
+    CHECK_ARG(out, "--data-parallel-sharding-strategy optim_grads_params");
+    CHECK_ARG(out, "--pipeline-model-parallel-size 1");
+}
+
+/* One line on stderr naming the plan and the feature, exit 2, nothing
+ * written (DIR is not created). */
+static void check_refusal(const char *plan, const char *target, const char *needle, int line)
+{
+    const char *d = sc_test_tmpdir();
+    int rc = SC("%s export %s/%s --to %s -o %s/never 2>&1", sc_test_bin(), d, plan, target, d);
+    char want[600];
+    snprintf(want, sizeof want, "stagecraft: %s/%s: ", d, plan);
+    if (rc != 2 || !strstr(out, want) || !strstr(out, needle) ||
+        strchr(out, '\n') != out + strlen(out) - 1)
+        sc_test_fail(__FILE__, line, "export %s --to %s: rc %d, '%s' (wanted '%s')", plan, target,
+                     rc, out, needle);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/never", d);
+    if (sc_test_exists(dir))
+        sc_test_fail(__FILE__, line, "export %s --to %s refused but created %s", plan, target,
+                     dir);
+}
+
+TEST(export_refusals)
+{
+    REQUIRE(make_plan("cut.json", "gpt-1.3b", "--pp 4 --microbatches 8 --partition 2,45,73") == 0);
+    check_refusal("cut.json", "megatron",
+                  "Megatron-LM cannot run this plan: stage 2 begins at blocks.0.attn, inside the "
+                  "layer blocks.0",
+                  __LINE__);
+    check_refusal("cut.json", "deepspeed", "stage 2 begins at blocks.0.attn", __LINE__);
+    REQUIRE(make_plan("il.json", "gpt-1.3b", "--pp 4 --v 2 --schedule interleaved "
+                                             "--microbatches 8") == 0);
+    check_refusal("il.json", "deepspeed",
+                  "DeepSpeed cannot run this plan: the interleaved schedule (v=2 chunks per rank)",
+                  __LINE__);
+    REQUIRE(make_plan("z2.json", "gpt-1.3b",
+                      "--nodes 1 --dp 2 --pp 4 --zero 2 --microbatches 8") == 0);
+    check_refusal("z2.json", "deepspeed", "ZeRO-2 with pipeline parallelism (pp=4)", __LINE__);
+    check_refusal("z2.json", "torch", "does not write ZeRO-2", __LINE__);
+    REQUIRE(make_plan("z3.json", "gpt-1.3b",
+                      "--nodes 1 --dp 2 --pp 4 --zero 3 --microbatches 8") == 0);
+    check_refusal("z3.json", "megatron", "ZeRO-3 with pipeline parallelism (pp=4)", __LINE__);
+    REQUIRE(make_plan("pl.json", "gpt-1.3b",
+                      "--nodes 1 --dp 2 --tp 2 --pp 2 --microbatches 4 --placement pp,tp,dp") ==
+            0);
+    check_refusal("pl.json", "megatron", "placement pp,tp,dp", __LINE__);
+    check_refusal("pl.json", "torch", "does not write tensor parallelism (tp=2)", __LINE__);
+    REQUIRE(make_plan("t5.json", "t5-3b", "--pp 4 --microbatches 8") == 0);
+    check_refusal("t5.json", "megatron",
+                  "Megatron-LM cannot run this plan: t5-3b is an encoder-decoder", __LINE__);
+    REQUIRE(make_plan("vit.json", "vit-huge", "--pp 2 --microbatches 4") == 0);
+    check_refusal("vit.json", "megatron", "no token embedding with a vocabulary", __LINE__);
+}
+
+/* DeepSpeed on gpt-1.3b: the config field by field, the PipelineModule
+ * arguments, a Python file that compiles. */
+TEST(export_deepspeed_gpt)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_plan("g.json", "gpt-1.3b",
+                      "--nodes 4 --dp 4 --tp 2 --pp 4 --microbatches 8 --mbs 2 --schedule gpipe "
+                      "--zero 1 --recompute full") == 0);
+    REQUIRE(SC("%s export %s/g.json --to deepspeed -o %s/ds 2>&1", sc_test_bin(), d, d) == 0);
+    CHECK_STR_HAS(out, "deepspeed_pipeline.py ds_config.json");
+    char *cfg = read_in(d, "ds/ds_config.json"), *py = read_in(d, "ds/deepspeed_pipeline.py");
+    REQUIRE(cfg && py);
+    cJSON *c = cJSON_Parse(cfg);
+    REQUIRE(c);
+    CHECK(cJSON_GetNumberValue(jget(c, "train_batch_size")) == 64);
+    CHECK(cJSON_GetNumberValue(jget(c, "train_micro_batch_size_per_gpu")) == 2);
+    CHECK(cJSON_GetNumberValue(jget(c, "gradient_accumulation_steps")) == 8);
+    CHECK(cJSON_IsTrue(jget(jget(c, "bf16"), "enabled")));
+    CHECK(!jget(c, "fp16"));
+    const cJSON *z = jget(c, "zero_optimization");
+    CHECK(cJSON_GetNumberValue(jget(z, "stage")) == 1);
+    CHECK(cJSON_GetNumberValue(jget(z, "reduce_bucket_size")) == 13107200);
+    CHECK(jget(c, "activation_checkpointing") != NULL);
+    cJSON_Delete(c);
+    CHECK_STR_HAS(py, "NUM_STAGES = 4\n");
+    CHECK_STR_HAS(py, "PARTS = [0, 7, 13, 19, 27]\n");
+    CHECK_STR_HAS(py, "TOPOLOGY_AXES = [\"data\", \"pipe\", \"model\"]\n");
+    CHECK_STR_HAS(py, "TOPOLOGY_DIMS = [4, 4, 2]\n");
+    CHECK_STR_HAS(py, "\"wte\": [\"embed\", \"head\"],\n");
+    CHECK_STR_HAS(py, "ACTIVATION_CHECKPOINT_INTERVAL = 1\n");
+    CHECK_STR_HAS(py, "    \"blocks.23\",\n    \"ln_f\",\n    \"head\",\n]");
+    CHECK_STR_HAS(py, "38327e07f6cd39b63418f60cedd1651b0be3e7c3");
+    CHECK(SC("/usr/bin/python3 -m py_compile %s/ds/deepspeed_pipeline.py 2>&1", d) == 0);
+    /* the Python file's config is the JSON file's */
+    CHECK(SC("cd %s/ds && /usr/bin/python3 -c 'import json, deepspeed_pipeline as m; "
+             "assert m.DS_CONFIG == json.load(open(\"ds_config.json\")); "
+             "assert m.PARTS[-1] == len(m.LAYERS)' 2>&1",
+             d) == 0);
+    /* --json carries the same */
+    REQUIRE(SC("%s export %s/g.json --to deepspeed --json", sc_test_bin(), d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *pm = jget(jget(j, "settings"), "pipeline_module");
+    CHECK(cJSON_GetNumberValue(jget(pm, "num_stages")) == 4);
+    CHECK_EQ_INT(cJSON_GetArraySize(jget(pm, "parts")), 5);
+    CHECK_EQ_INT(cJSON_GetArraySize(jget(pm, "layers")), 27);
+    CHECK(cJSON_GetNumberValue(
+              jget(jget(jget(j, "settings"), "ds_config"), "train_batch_size")) == 64);
+    /* the schedule DeepSpeed runs instead of the plan's GPipe */
+    char *diffs = cJSON_PrintUnformatted(jget(j, "differences"));
+    CHECK_STR_HAS(diffs, "1F1B-style TrainSchedule, not GPipe");
+    CHECK_STR_HAS(diffs, "reduced after the last microbatch's backward");
+    cJSON_free(diffs);
+    cJSON_Delete(j);
+    sc_free(cfg);
+    sc_free(py);
+}
+
+/* torch on gpt-1.3b: the schedule class per schedule, split points, the
+ * reference model's stages; valid Python. */
+TEST(export_torch_gpt)
+{
+    const char *d = sc_test_tmpdir();
+    static const struct {
+        const char *args, *cls;
+    } cases[] = {
+        {"--dp 2 --pp 4 --microbatches 8 --schedule 1f1b --zero 1", "Schedule1F1B"},
+        {"--pp 4 --microbatches 8 --schedule gpipe", "ScheduleGPipe"},
+        {"--pp 4 --v 2 --microbatches 8 --schedule interleaved", "ScheduleInterleaved1F1B"},
+        {"--pp 4 --microbatches 8 --schedule zb-h1", "ScheduleInterleavedZeroBubble"},
+    };
+    for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
+        char args[256];
+        snprintf(args, sizeof args, "--nodes 1 %s", cases[i].args);
+        REQUIRE(make_plan("g.json", "gpt-1.3b", args) == 0);
+        REQUIRE(SC("%s export %s/g.json --to torch -o %s/t%zu", sc_test_bin(), d, d, i) == 0);
+        char name[64], want[128];
+        snprintf(name, sizeof name, "t%zu/torch_pipeline.py", i);
+        char *py = read_in(d, name);
+        REQUIRE(py);
+        snprintf(want, sizeof want, "SCHEDULE = \"%s\"\n", cases[i].cls);
+        CHECK_STR_HAS(py, want);
+        CHECK_STR_HAS(py, "N_MICROBATCHES = 8\n");
+        CHECK_STR_HAS(py, "torchrun --nnodes 1 --nproc-per-node");
+        CHECK_STR_HAS(py, "00722e648b740f91d0e71494baa17891749fd291");
+        if (i == 0) {
+            CHECK_STR_HAS(py, "DP, TP, PP, V = 2, 1, 4, 1\n");
+            CHECK_STR_HAS(py, "SPLIT_POINTS = [\"blocks.6\", \"blocks.12\", \"blocks.18\"]\n");
+            CHECK_STR_HAS(py, "[\"blocks.18\", \"blocks.19\", \"blocks.20\", \"blocks.21\", "
+                              "\"blocks.22\", \"blocks.23\", \"ln_f\", \"head\"],\n");
+            CHECK_STR_HAS(py, "\"tied\": True");
+            CHECK_STR_HAS(py, "ZERO = 1\n");
+            CHECK_STR_HAS(py, "ZeroRedundancyOptimizer");
+        }
+        if (i == 2)
+            CHECK_STR_HAS(py, "DP, TP, PP, V = 1, 1, 4, 2\n");
+        if (i == 3)
+            CHECK_STR_HAS(py, "ScheduleInterleavedZeroBubble with one stage per rank");
+        sc_free(py);
+        if (SC("/usr/bin/python3 -m py_compile %s/%s 2>&1", d, name) != 0)
+            sc_test_fail(__FILE__, __LINE__, "%s does not compile: %s", name, out);
+    }
+}
+
+/* t5-3b: Megatron refuses (export_refusals); DeepSpeed cuts its 53 layers
+ * with the shared embedding tied three ways; torch needs --factory. */
+TEST(export_t5)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_plan("t5.json", "t5-3b", "--nodes 1 --dp 2 --pp 4 --microbatches 8 --mbs 2") ==
+            0);
+    REQUIRE(SC("%s export %s/t5.json --to deepspeed -o %s/ds 2>&1", sc_test_bin(), d, d) == 0);
+    char *cfg = read_in(d, "ds/ds_config.json"), *py = read_in(d, "ds/deepspeed_pipeline.py");
+    REQUIRE(cfg && py);
+    cJSON *c = cJSON_Parse(cfg);
+    REQUIRE(c);
+    CHECK(cJSON_GetNumberValue(jget(c, "train_batch_size")) == 32);
+    CHECK(cJSON_GetNumberValue(jget(c, "gradient_accumulation_steps")) == 8);
+    CHECK(cJSON_GetNumberValue(jget(jget(c, "zero_optimization"), "stage")) == 0);
+    cJSON_Delete(c);
+    CHECK_STR_HAS(py, "PARTS = [0, 13, 27, 39, 53]\n");
+    CHECK_STR_HAS(py, "\"embed\": [\"encoder.embed\", \"decoder.embed\", \"head\"],\n");
+    CHECK_STR_HAS(py, "decoder.blocks.0.xattn consumes encoder.ln_f's output");
+    CHECK(SC("/usr/bin/python3 -m py_compile %s/ds/deepspeed_pipeline.py 2>&1", d) == 0);
+    sc_free(cfg);
+    sc_free(py);
+
+    REQUIRE(SC("%s export %s/t5.json --to torch", sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "SPLIT_POINTS = [\"encoder.blocks.12\", \"decoder.blocks.0\", "
+                       "\"decoder.blocks.12\"]\n");
+    CHECK_STR_HAS(out, "STAGE_UNITS = None\nGPT = None\n");
+    CHECK_STR_HAS(out, "--factory FILE.py:FUNC");
+    REQUIRE(SC("%s export %s/t5.json --to torch -o %s/t", sc_test_bin(), d, d) == 0);
+    CHECK(SC("/usr/bin/python3 -m py_compile %s/t/torch_pipeline.py 2>&1", d) == 0);
+    REQUIRE(SC("%s export %s/t5.json --to torch --json", sc_test_bin(), d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK(cJSON_IsFalse(jget(jget(j, "settings"), "reference_model")));
+    CHECK(!strcmp(cJSON_GetStringValue(jget(jget(j, "settings"), "schedule_class")),
+                  "Schedule1F1B"));
+    cJSON_Delete(j);
+}
+
+/* The torch file imports against the installed torch (>= 2.4) when there
+ * is one: the names it takes from torch.distributed.pipelining exist. */
+TEST(export_torch_import)
+{
+    if (SC("/usr/bin/python3 -c 'import torch, sys; "
+           "sys.exit(0 if tuple(int(x) for x in torch.__version__.split(\".\")[:2]) >= (2, 4) "
+           "else 1)' 2>&1") != 0) {
+        sc_test_skip("/usr/bin/python3 has no torch >= 2.4; the torch file was only compiled");
+        return;
+    }
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_plan("g.json", "gpt-1.3b", "--nodes 1 --pp 4 --microbatches 8") == 0);
+    REQUIRE(SC("%s export %s/g.json --to torch -o %s/t", sc_test_bin(), d, d) == 0);
+    CHECK(SC("cd %s/t && /usr/bin/python3 -c 'import torch_pipeline as m; "
+             "import torch.distributed.pipelining as p; assert hasattr(p, m.SCHEDULE)' 2>&1",
+             d) == 0);
+}
+
+/* -o writes every file or none: a failed allocation at every point of the
+ * write leaves the folder as it was; an existing file is replaced whole. */
+TEST(export_outdir_all_or_none)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_plan("g.json", "gpt-1.3b", "--nodes 1 --pp 2 --microbatches 4") == 0);
+    char plan[600], dir[600];
+    snprintf(plan, sizeof plan, "%s/g.json", d);
+    snprintf(dir, sizeof dir, "%s/out", d);
+    sc_error err = {0};
+    sc_plan *p = NULL;
+    sc_model *m = NULL;
+    sc_cluster c;
+    REQUIRE(sc_plan_load(plan, &p, &err) == SC_OK);
+    REQUIRE(sc_plan_open(p, plan, &m, &c, &err) == SC_OK);
+    sc_export *e = NULL;
+    REQUIRE(sc_export_make(p, m, plan, "megatron", &e, &err) == SC_OK);
+    REQUIRE(e->n_files == 2);
+    int ok = 0;
+    for (long n = 1; n < 200 && !ok; n++) {
+        sc_alloc_fail_at(n);
+        sc_status st = sc_export_write(e, dir, &err);
+        sc_alloc_fail_at(0);
+        int k = files_in(dir);
+        if (st == SC_OK) {
+            ok = 1;
+            CHECK_EQ_INT(k, 2);
+        } else if (k > 0) {
+            sc_test_fail(__FILE__, __LINE__, "allocation %ld failed (%s) and left %d entries", n,
+                         err.msg, k);
+            break;
+        }
+    }
+    CHECK(ok);
+    /* an old file of the same name is replaced, whole */
+    char old[700];
+    snprintf(old, sizeof old, "%s/megatron_sbatch.sh", dir);
+    REQUIRE(sc_write_file_atomic(old, "old\n", 4, &err) == SC_OK);
+    REQUIRE(sc_export_write(e, dir, &err) == SC_OK);
+    char *t = read_in(dir, "megatron_sbatch.sh");
+    REQUIRE(t);
+    CHECK_STR_HAS(t, "#SBATCH --nodes=1");
+    sc_free(t);
+    CHECK_EQ_INT(files_in(dir), 2);
+    /* a refused target writes nothing and leaves what is there */
+    sc_export *e2 = NULL;
+    REQUIRE(sc_export_make(p, m, plan, "nope", &e2, &err) == SC_EINVAL);
+    CHECK(e2 == NULL);
+    sc_export_free(e);
+    sc_model_free(m);
+    sc_plan_free(p);
+}
+
+/* Failed allocations anywhere in sc_export_make return SC_ENOMEM (or the
+ * export) and leak nothing the sanitizer build would see. */
+TEST(export_make_oom)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_plan("g.json", "gpt-1.3b", "--nodes 1 --dp 2 --pp 2 --microbatches 4") == 0);
+    char plan[600];
+    snprintf(plan, sizeof plan, "%s/g.json", d);
+    sc_error err = {0};
+    sc_plan *p = NULL;
+    sc_model *m = NULL;
+    sc_cluster c;
+    REQUIRE(sc_plan_load(plan, &p, &err) == SC_OK);
+    REQUIRE(sc_plan_open(p, plan, &m, &c, &err) == SC_OK);
+    static const char *const targets[] = {"megatron", "deepspeed", "torch"};
+    for (size_t t = 0; t < SC_ARRAY_LEN(targets); t++) {
+        int done = 0;
+        for (long n = 1; n < 5000 && !done; n++) {
+            sc_export *e = NULL;
+            sc_error e2 = {0};
+            sc_alloc_fail_at(n);
+            sc_status st = sc_export_make(p, m, plan, targets[t], &e, &e2);
+            sc_alloc_fail_at(0);
+            if (st == SC_OK) {
+                done = 1;
+                CHECK(e && e->n_files > 0);
+            } else if (st != SC_ENOMEM || e) {
+                sc_test_fail(__FILE__, __LINE__, "%s: allocation %ld: %s", targets[t], n,
+                             e2.msg);
+                break;
+            }
+            sc_export_free(e);
+        }
+        CHECK(done);
+    }
+    sc_model_free(m);
+    sc_plan_free(p);
+}
