@@ -158,6 +158,8 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
         arg_flag(a, G_MODEL, "--untie-embeddings-and-output-weights");
 
     arg_num(a, G_PARALLEL, "--tensor-model-parallel-size", p->tp);
+    if (p->sp)
+        arg_flag(a, G_PARALLEL, "--sequence-parallel");
     if (!st)
         st = pipeline_args(x, e, a);
     if (x->order[0] == 0 && x->order[1] == 1)
@@ -242,9 +244,9 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
         st = ex_note(e, "Megatron-LM has no zero-bubble schedule (none in the checked source): "
                         "it runs 1F1B, without splitting the backward, so the bubble is that of "
                         "1F1B, about three times ZB-H1's (Qi et al. 2023)");
-    if (!st && p->tp > 1)
-        st = ex_note(e, "--sequence-parallel is off, as the plan models tensor parallelism "
-                        "(allreduces); turning it on keeps the bytes and cuts activation memory");
+    if (!st && p->tp > 1 && !p->sp)
+        st = ex_note(e, "--sequence-parallel is off, as in the plan (tp allreduces); turning "
+                        "it on keeps the bytes and cuts activation memory");
     return st ? st : a->oom ? SC_ENOMEM : SC_OK;
 }
 

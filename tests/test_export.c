@@ -490,3 +490,18 @@ TEST(export_make_oom)
     sc_model_free(m);
     sc_plan_free(p);
 }
+
+/* A plan with sequence parallelism exports --sequence-parallel; without it
+ * the flag is absent and the header says so. */
+TEST(export_megatron_sequence_parallel)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_plan("sp.json", "gpt-1.3b", "--tp 4 --pp 2 --microbatches 4 --sp") == 0);
+    REQUIRE(SC("%s export %s/sp.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--tensor-model-parallel-size 4");
+    CHECK_ARG(out, "--sequence-parallel");
+    REQUIRE(make_plan("nosp.json", "gpt-1.3b", "--tp 4 --pp 2 --microbatches 4") == 0);
+    REQUIRE(SC("%s export %s/nosp.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK(!strstr(out, "\n    --sequence-parallel\n"));
+    CHECK_STR_HAS(out, "--sequence-parallel is off, as in the plan");
+}
