@@ -29,6 +29,7 @@ int cmd_bench(int, char **);
 int cmd_whatif(int argc, char **argv);
 int cmd_repro(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 
 /* Prints the error and returns the exit status for its code. */
 int cli_fail(const sc_error *err);

@@ -26,6 +26,8 @@ static const command commands[] = {
     {"tune", "sweep the microbatch count of one layout", cmd_tune},
     {"whatif", "best plan per node count and cluster: days and dollars, on demand and spot", cmd_whatif},
     {"repro", "reproduce a claim: seed38 (pipeline vs tensor parallelism, the 38%)", cmd_repro},
+    {"validate", "published end-to-end runs through the simulator: predicted against measured",
+     cmd_validate},
     {"bench", "microbenchmarks: gemm, p2p, allreduce, allgather, reducescatter", cmd_bench},
     {"version", "version and the optional parts this build has", cmd_version},
 };

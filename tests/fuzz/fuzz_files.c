@@ -1,7 +1,7 @@
 /* fuzz_files.c - libFuzzer target for the loaders that read a file path
- * (plans, tune curves, bench files, and the bench and timeline inputs of
- * calibration): each input is written to a temporary file and handed to all
- * of them.
+ * (plans, tune curves, bench files, validation suites, and the bench and
+ * timeline inputs of calibration): each input is written to a temporary file
+ * and handed to all of them.
  *   make fuzz && build/fuzz/fuzz_files -max_total_time=120 tests/fuzz/corpus/files
  * Any input must load or fail with a message; never crash, leak or hang. */
 #include <stdint.h>
@@ -13,6 +13,7 @@
 #include "calibrate.h"
 #include "plan.h"
 #include "tune.h"
+#include "validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -39,6 +40,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sc_bench_load(path, &b, &err) != SC_OK && !err.msg[0])
         __builtin_trap();
     sc_bench_result_free(b);
+    sc_val_suite *v = NULL;
+    err.msg[0] = '\0';
+    if (sc_val_load(path, &v, &err) != SC_OK && !err.msg[0])
+        __builtin_trap();
+    sc_val_free(v);
     sc_cluster c, out;
     sc_cluster_preset_get("cpu-local", &c, NULL);
     const char *files[] = {path};

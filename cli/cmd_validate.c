@@ -1,0 +1,407 @@
+/* cmd_validate.c - `stagecraft validate`: run the validation suites
+ * (published end-to-end measurements, the JSON files in validation/) through the
+ * simulator and report predicted against measured, per row, per suite, per
+ * preset and overall (planner/validate.h). */
+#include "cli.h"
+#include "json.h"
+#include "validate.h"
+
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SUITES 256
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: stagecraft validate [--suite NAME|FILE[,...]] [--dir DIR]\n"
+            "                           [--cluster-override PRESET|FILE] [--json] [--check]\n\n"
+            "Runs every row of the validation suites (published end-to-end training runs,\n"
+            "each citing its source) through the simulator and prints the predicted and the\n"
+            "measured iteration time and the signed error (predicted - measured) / measured,\n"
+            "then the MAPE, the mean signed error and the largest |error| per suite, per\n"
+            "cluster preset and overall. Rows marked approximate (a layout detail assumed,\n"
+            "a cluster that is only close to the preset) carry a '~'.\n\n"
+            "  --suite NAME|FILE   only these suites: a name (DIR/NAME.json) or a file;\n"
+            "                      several, comma-separated (default: every *.json in DIR)\n"
+            "  --dir DIR           where the suites are (default: validation/ in the\n"
+            "                      working directory, else beside the stagecraft binary)\n"
+            "  --cluster-override PRESET|FILE\n"
+            "                      simulate every row on this cluster instead of its own\n"
+            "                      preset, with as many nodes as its ranks need\n"
+            "  --json              print the results as JSON (errors as fractions)\n"
+            "  --check             exit 1 when the targets are missed: MAPE <= 5%%, every\n"
+            "                      row within 10%%, mean signed error within +-2%%\n"
+            "  -h, --help          this text\n\n"
+            "A row the simulator cannot run as published (tp not dividing the heads, a\n"
+            "batch not divisible by dp x mbs, ...) is refused in one line naming the file\n"
+            "and the JSON path, exit 2. The file format is in docs/formats.md.\n");
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* validation/ in the working directory, else ../validation beside the
+ * binary (bin/stagecraft in the repository). */
+static const char *default_dir(char *buf, size_t cap)
+{
+    if (is_dir("validation"))
+        return "validation";
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        snprintf(buf, cap, "%s/../validation", dirname(exe));
+        if (is_dir(buf))
+            return buf;
+    }
+    return "validation";
+}
+
+/* One group's statistics as a JSON object. */
+static cJSON *stats_json(cJSON *parent, const char *key, const sc_val_stats *st, double run_s,
+                         int *oom)
+{
+    cJSON *o = sc_jadd_obj(parent, key, oom);
+    sc_jadd_num(o, "rows", st->n, oom);
+    sc_jadd_num(o, "mape", st->mape, oom);
+    sc_jadd_num(o, "mean_signed_error", st->mean_signed, oom);
+    sc_jadd_num(o, "max_abs_error", st->max_abs, oom);
+    if (run_s >= 0)
+        sc_jadd_num(o, "run_time_s", run_s, oom);
+    return o;
+}
+
+static void stats_line(const char *label, const sc_val_stats *st, double run_s)
+{
+    printf("%-32s %5d %7.1f%% %12.1f%% %12.1f%%", label, st->n, 100 * st->mape,
+           100 * st->mean_signed, 100 * st->max_abs);
+    if (run_s >= 0)
+        printf(" %9.2f s", run_s);
+    printf("\n");
+}
+
+int cmd_validate(int argc, char **argv)
+{
+    static const struct option opts[] = {{"suite", required_argument, NULL, 's'},
+                                         {"dir", required_argument, NULL, 'd'},
+                                         {"cluster-override", required_argument, NULL, 'c'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"check", no_argument, NULL, 'k'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *suite_arg = NULL, *dir = NULL, *override = NULL;
+    int json = 0, check = 0, ch;
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            suite_arg = optarg;
+            break;
+        case 'd':
+            dir = optarg;
+            break;
+        case 'c':
+            override = optarg;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'k':
+            check = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            return cli_usage("validate", "unknown option or missing value '%s'",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage("validate", "unexpected argument '%s'", argv[optind]);
+    char dirbuf[PATH_MAX + 32];
+    if (!dir)
+        dir = default_dir(dirbuf, sizeof dirbuf);
+
+    /* the suite files */
+    sc_error err = {0};
+    char **paths = NULL;
+    int npaths = 0;
+    if (suite_arg) {
+        char *list = sc_strdup(suite_arg);
+        if (!list || !(paths = sc_calloc(MAX_SUITES, sizeof *paths))) {
+            sc_free(list);
+            fprintf(stderr, "stagecraft: out of memory\n");
+            return 1;
+        }
+        int rc = 0;
+        for (char *save = NULL, *t = strtok_r(list, ",", &save); t && !rc;
+             t = strtok_r(NULL, ",", &save)) {
+            size_t l = strlen(t);
+            int is_file = strchr(t, '/') || (l > 5 && !strcmp(t + l - 5, ".json"));
+            size_t need = strlen(dir) + l + 8;
+            if (npaths == MAX_SUITES)
+                rc = cli_usage("validate", "--suite: more than %d suites", MAX_SUITES);
+            else if (!(paths[npaths] = sc_malloc(need))) {
+                fprintf(stderr, "stagecraft: out of memory\n");
+                rc = 1;
+            } else {
+                if (is_file)
+                    snprintf(paths[npaths], need, "%s", t);
+                else
+                    snprintf(paths[npaths], need, "%s/%s.json", dir, t);
+                if (access(paths[npaths], R_OK))
+                    rc = cli_usage("validate", "--suite: no suite '%s' (%s)", t, paths[npaths]);
+                npaths++;
+            }
+        }
+        sc_free(list);
+        if (!rc && !npaths)
+            rc = cli_usage("validate", "--suite: no suite named");
+        if (rc) {
+            sc_val_paths_free(paths, npaths);
+            return rc;
+        }
+    } else if (sc_val_list(dir, &paths, &npaths, &err)) {
+        return cli_fail(&err);
+    }
+    if (npaths > MAX_SUITES) {
+        sc_val_paths_free(paths, npaths);
+        return cli_usage("validate", "more than %d suites in %s", MAX_SUITES, dir);
+    }
+
+    /* load every suite first: a bad row stops everything before anything runs */
+    sc_val_suite *suites[MAX_SUITES] = {0};
+    int rc = 0, total = 0;
+    for (int i = 0; i < npaths && !rc; i++) {
+        if (sc_val_load(paths[i], &suites[i], &err)) {
+            rc = cli_fail(&err);
+            break;
+        }
+        for (int j = 0; j < i; j++)
+            if (!strcmp(suites[j]->name, suites[i]->name)) {
+                fprintf(stderr, "stagecraft: %s: name: \"%s\" is also the name of %s\n",
+                        paths[i], suites[i]->name, paths[j]);
+                rc = 2;
+            }
+        total += suites[i]->n;
+    }
+    sc_val_result *res = rc ? NULL : sc_calloc((size_t)total ? (size_t)total : 1, sizeof *res);
+    double *errs = rc ? NULL : sc_calloc((size_t)total ? (size_t)total : 1, sizeof *errs);
+    double *suite_s = rc ? NULL : sc_calloc((size_t)npaths, sizeof *suite_s);
+    if (!rc && (!res || !errs || !suite_s)) {
+        fprintf(stderr, "stagecraft: out of memory\n");
+        rc = 1;
+    }
+
+    /* run */
+    int progress = !rc && isatty(2);
+    double t0 = now_s();
+    for (int i = 0, k = 0; i < npaths && !rc; i++) {
+        double ts = now_s();
+        for (int r = 0; r < suites[i]->n && !rc; r++, k++) {
+            if (progress)
+                fprintf(stderr, "\rvalidate: %d/%d %s/%-40.40s", k + 1, total, suites[i]->name,
+                        suites[i]->rows[r].id);
+            if (sc_val_run_row(suites[i], r, override, &res[k], &err))
+                rc = cli_fail(&err);
+            errs[k] = res[k].error;
+        }
+        suite_s[i] = now_s() - ts;
+    }
+    double run_s = now_s() - t0;
+    if (progress)
+        fprintf(stderr, "\r%*s\r", 80, "");
+
+    sc_val_stats all = {0};
+    int beyond = 0, met = 0;
+    if (!rc) {
+        sc_val_stats_of(errs, total, &all);
+        for (int k = 0; k < total; k++)
+            beyond += fabs(errs[k]) > SC_VAL_TARGET_MAX_ABS;
+        met = sc_val_targets_met(&all);
+    }
+
+    /* the rows not marked approximate, and the rows per cluster simulated */
+    double *sub = rc ? NULL : sc_calloc((size_t)total ? (size_t)total : 1, sizeof *sub);
+    if (!rc && !sub) {
+        fprintf(stderr, "stagecraft: out of memory\n");
+        rc = 1;
+    }
+    sc_val_stats exact = {0};
+    if (!rc) {
+        int n = 0;
+        for (int i = 0, k = 0; i < npaths; i++)
+            for (int r = 0; r < suites[i]->n; r++, k++)
+                if (!suites[i]->rows[r].approximate)
+                    sub[n++] = errs[k];
+        sc_val_stats_of(sub, n, &exact);
+    }
+    /* distinct clusters, in order of first appearance */
+    const char *clusters[MAX_SUITES * 4];
+    int ncl = 0;
+    for (int k = 0; !rc && k < total; k++) {
+        int seen = 0;
+        for (int c = 0; c < ncl && !seen; c++)
+            seen = !strcmp(clusters[c], res[k].cluster);
+        if (!seen && ncl < (int)SC_ARRAY_LEN(clusters))
+            clusters[ncl++] = res[k].cluster;
+    }
+
+    if (!rc && json) {
+        int oom = 0;
+        cJSON *j = cJSON_CreateObject();
+        oom = !j;
+        cJSON *rows = sc_jadd_arr(j, "rows", &oom);
+        for (int i = 0, k = 0; i < npaths && !oom; i++)
+            for (int r = 0; r < suites[i]->n; r++, k++) {
+                const sc_val_row *w = &suites[i]->rows[r];
+                cJSON *o = sc_jpush_obj(rows, &oom);
+                sc_jadd_str(o, "suite", suites[i]->name, &oom);
+                sc_jadd_str(o, "id", w->id, &oom);
+                sc_jadd_str(o, "source", w->source->citation, &oom);
+                sc_jadd_str(o, "where", w->where, &oom);
+                sc_jadd_bool(o, "approximate", w->approximate, &oom);
+                sc_jadd_str(o, "model", w->model_desc, &oom);
+                sc_jadd_str(o, "cluster", res[k].cluster, &oom);
+                sc_jadd_num(o, "nodes", res[k].nodes, &oom);
+                sc_jadd_num(o, "gpus", res[k].gpus, &oom);
+                sc_jadd_num(o, "dp", w->dp, &oom);
+                sc_jadd_num(o, "tp", w->tp, &oom);
+                sc_jadd_num(o, "pp", w->pp, &oom);
+                sc_jadd_num(o, "v", w->v, &oom);
+                sc_jadd_str(o, "schedule", w->schedule, &oom);
+                sc_jadd_num(o, "zero", w->zero, &oom);
+                sc_jadd_str(o, "recompute", sc_recompute_name(w->recompute), &oom);
+                sc_jadd_bool(o, "sp", w->sp, &oom);
+                sc_jadd_num(o, "mbs", w->mbs, &oom);
+                sc_jadd_num(o, "global_batch", (double)w->global_batch, &oom);
+                sc_jadd_num(o, "predicted_s", res[k].predicted_s, &oom);
+                sc_jadd_num(o, "measured_s", res[k].measured_s, &oom);
+                sc_jadd_num(o, "error", res[k].error, &oom);
+                sc_jadd_bool(o, "fits", res[k].fits, &oom);
+            }
+        cJSON *so = sc_jadd_obj(j, "suites", &oom);
+        for (int i = 0, k = 0; i < npaths && !oom; k += suites[i]->n, i++) {
+            sc_val_stats st;
+            sc_val_stats_of(errs + k, suites[i]->n, &st);
+            cJSON *x = stats_json(so, suites[i]->name, &st, suite_s[i], &oom);
+            sc_jadd_str(x, "file", suites[i]->file, &oom);
+        }
+        cJSON *po = sc_jadd_obj(j, "clusters", &oom);
+        for (int c = 0; c < ncl && !oom; c++) {
+            int n = 0;
+            for (int k = 0; k < total; k++)
+                if (!strcmp(res[k].cluster, clusters[c]))
+                    sub[n++] = errs[k];
+            sc_val_stats st;
+            sc_val_stats_of(sub, n, &st);
+            stats_json(po, clusters[c], &st, -1, &oom);
+        }
+        stats_json(j, "exact_rows", &exact, -1, &oom);
+        sc_jadd_num(j, "rows_total", total, &oom);
+        sc_jadd_num(j, "mape", all.mape, &oom);
+        sc_jadd_num(j, "mean_signed_error", all.mean_signed, &oom);
+        sc_jadd_num(j, "max_abs_error", all.max_abs, &oom);
+        sc_jadd_num(j, "rows_beyond_max_abs", beyond, &oom);
+        cJSON *t = sc_jadd_obj(j, "targets", &oom);
+        sc_jadd_num(t, "mape", SC_VAL_TARGET_MAPE, &oom);
+        sc_jadd_num(t, "max_abs_error", SC_VAL_TARGET_MAX_ABS, &oom);
+        sc_jadd_num(t, "mean_signed_error", SC_VAL_TARGET_BIAS, &oom);
+        sc_jadd_bool(t, "met", met, &oom);
+        sc_jadd_str(j, "cluster_override", override ? override : "", &oom);
+        sc_jadd_num(j, "run_time_s", run_s, &oom);
+        if (oom) {
+            cJSON_Delete(j);
+            fprintf(stderr, "stagecraft: out of memory\n");
+            rc = 1;
+        } else {
+            rc = cli_print_json(j);
+        }
+    } else if (!rc) {
+        printf("validate: %d rows in %d suite%s from %s%s%s%s; one data-parallel replica "
+               "simulated per row\n\n",
+               total, npaths, npaths == 1 ? "" : "s", suite_arg ? "--suite" : dir,
+               suite_arg ? "" : "/",
+               override ? ", every row on " : "", override ? override : "");
+        printf("%-46s %6s %-28s %-14s %11s %11s %8s\n", "suite/row", "GPUs",
+               "dp.tp.pp v mbs recompute", "cluster", "predicted s", "measured s", "error");
+        for (int i = 0, k = 0; i < npaths; i++)
+            for (int r = 0; r < suites[i]->n; r++, k++) {
+                const sc_val_row *w = &suites[i]->rows[r];
+                char name[160], lay[64];
+                snprintf(name, sizeof name, "%s/%s", suites[i]->name, w->id);
+                snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s", w->dp, w->tp, w->pp, w->v,
+                         w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "");
+                printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s\n", name,
+                       res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
+                       100 * res[k].error, w->approximate ? " ~" : "");
+            }
+        printf("\n%-32s %5s %8s %13s %13s %11s\n", "", "rows", "MAPE", "mean signed",
+               "max |error|", "run time");
+        for (int i = 0, k = 0; i < npaths; k += suites[i]->n, i++) {
+            sc_val_stats st;
+            sc_val_stats_of(errs + k, suites[i]->n, &st);
+            char label[96];
+            snprintf(label, sizeof label, "suite %s", suites[i]->name);
+            stats_line(label, &st, suite_s[i]);
+        }
+        for (int c = 0; c < ncl; c++) {
+            int n = 0;
+            for (int k = 0; k < total; k++)
+                if (!strcmp(res[k].cluster, clusters[c]))
+                    sub[n++] = errs[k];
+            sc_val_stats st;
+            sc_val_stats_of(sub, n, &st);
+            char label[160];
+            snprintf(label, sizeof label, "cluster %s", clusters[c]);
+            stats_line(label, &st, -1);
+        }
+        stats_line("rows not marked approximate", &exact, -1);
+        stats_line("all rows", &all, run_s);
+        printf("\ntargets: MAPE <= %.0f%%, every row within %.0f%%, mean signed error within "
+               "+-%.0f%%: %s\n",
+               100 * SC_VAL_TARGET_MAPE, 100 * SC_VAL_TARGET_MAX_ABS, 100 * SC_VAL_TARGET_BIAS,
+               met ? "met" : "NOT met");
+        if (!met)
+            printf("  MAPE %.1f%% (target %.0f%%), %d of %d rows beyond %.0f%% (largest "
+                   "%.1f%%), mean signed error %+.1f%% (target within +-%.0f%%)\n",
+                   100 * all.mape, 100 * SC_VAL_TARGET_MAPE, beyond, total,
+                   100 * SC_VAL_TARGET_MAX_ABS, 100 * all.max_abs, 100 * all.mean_signed,
+                   100 * SC_VAL_TARGET_BIAS);
+    }
+    if (!rc && check && !met) {
+        fprintf(stderr, "stagecraft validate: the targets are missed (MAPE %.1f%%, max |error| "
+                "%.1f%%, mean signed error %+.1f%%)\n",
+                100 * all.mape, 100 * all.max_abs, 100 * all.mean_signed);
+        rc = 1;
+    }
+    for (int i = 0; i < npaths; i++)
+        sc_val_free(suites[i]);
+    sc_val_paths_free(paths, npaths);
+    sc_free(res);
+    sc_free(errs);
+    sc_free(sub);
+    sc_free(suite_s);
+    return rc;
+}

@@ -1,0 +1,668 @@
+/* validate.c - the validation suite's loader and runner (validate.h). */
+#include "validate.h"
+
+#include "gen.h"
+#include "json.h"
+#include "partition.h"
+#include "step.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SOURCES 1000
+#define MAX_ROWS 10000
+#define MAX_TEXT 4000     /* free text: citations, notes, assumptions */
+#define MAX_GEN_PARAMS 32
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+static sc_status text(const cJSON *o, const char *file, const char *path, const char *key,
+                      int required, size_t maxlen, const char **out, sc_error *err)
+{
+    const char *s = NULL;
+    sc_status st = sc_json_str(o, file, path, key, required, maxlen, &s, err);
+    if (st)
+        return st;
+    if (s && !*s)
+        return sc_err(err, SC_EINVAL, "%s: %s%s%s: must not be empty", file, path,
+                      *path ? "." : "", key);
+    if (s)
+        *out = s;
+    return SC_OK;
+}
+
+/* The one rule of which tp a model takes (the planner's search applies the
+ * same one, planner/search.c): tp divides every attention module's heads
+ * and, under grouped-query attention, its key/value heads. Returns the
+ * first count tp does not divide, or 0. */
+static double heads_not_divided(const sc_model *m, int tp)
+{
+    for (int i = 0; i < m->n_modules; i++) {
+        const sc_module *x = m->modules[i];
+        double h = sc_module_dim(x, "heads", 0), g = sc_module_dim(x, "kv_heads", 0);
+        if (h > 0 && fmod(h, tp) != 0)
+            return h;
+        if (g > 0 && fmod(g, tp) != 0)
+            return g;
+    }
+    return 0;
+}
+
+/* The first module's value of a dim, or 0. */
+static double first_dim(const sc_model *m, const char *name)
+{
+    for (int i = 0; i < m->n_modules; i++) {
+        double v = sc_module_dim(m->modules[i], name, 0);
+        if (v > 0)
+            return v;
+    }
+    return 0;
+}
+
+static int is_builtin(const char *name)
+{
+    int n;
+    const sc_builtin *b = sc_builtins(&n);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(b[i].name, name))
+            return 1;
+    return 0;
+}
+
+static void desc_add(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void desc_add(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    if (n + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- parts of a row ---------------------------------------------------------- */
+
+static sc_status load_sources(sc_val_suite *s, const cJSON *arr, sc_error *err)
+{
+    static const char *const keys[] = {"id", "citation", "year", "url", "commit", NULL};
+    const char *f = s->file;
+    int n = cJSON_GetArraySize(arr);
+    if (n < 1 || n > MAX_SOURCES)
+        return sc_err(err, SC_EINVAL, "%s: sources: %d entries (1 to %d)", f, n, MAX_SOURCES);
+    if (!(s->sources = sc_calloc((size_t)n, sizeof *s->sources)))
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", f);
+    s->n_sources = n;
+    int i = 0;
+    for (const cJSON *x = arr->child; x; x = x->next, i++) {
+        char path[32];
+        snprintf(path, sizeof path, "sources[%d]", i);
+        sc_val_source *src = &s->sources[i];
+        long year = 0;
+        if (!cJSON_IsObject(x))
+            return sc_err(err, SC_EPARSE, "%s: %s: must be an object", f, path);
+        sc_status st = sc_json_keys(x, f, path, keys, err);
+        if (!st)
+            st = text(x, f, path, "id", 1, 64, &src->id, err);
+        if (!st)
+            st = text(x, f, path, "citation", 1, MAX_TEXT, &src->citation, err);
+        if (!st)
+            st = sc_json_int(x, f, path, "year", 1, 1950, 2100, &year, err);
+        if (!st)
+            st = text(x, f, path, "url", 0, 1000, &src->url, err);
+        if (!st)
+            st = text(x, f, path, "commit", 0, 64, &src->commit, err);
+        if (st)
+            return st;
+        src->year = (int)year;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(s->sources[j].id, src->id))
+                return sc_err(err, SC_EINVAL, "%s: %s.id: \"%s\" is also sources[%d].id", f,
+                              path, src->id, j);
+    }
+    return SC_OK;
+}
+
+/* Builds the row's model: a built-in by name, or a generator run with the
+ * object's other numbers (booleans as 0/1) as its parameters. */
+static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o, sc_error *err)
+{
+    const char *f = s->file;
+    char path[48];
+    snprintf(path, sizeof path, "%s.model", r->path);
+    if (!cJSON_IsObject(o))
+        return sc_err(err, SC_EPARSE, "%s: %s: must be an object", f, path);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "builtin");
+    if (b) {
+        static const char *const keys[] = {"builtin", NULL};
+        sc_status st = sc_json_keys(o, f, path, keys, err);
+        if (!st)
+            st = text(o, f, path, "builtin", 1, SC_NAME_MAX, &r->builtin, err);
+        if (st)
+            return st;
+        if (!is_builtin(r->builtin))
+            return sc_err(err, SC_ENOTFOUND,
+                          "%s: %s.builtin: \"%s\" is not a built-in model (stagecraft model "
+                          "list)", f, path, r->builtin);
+        snprintf(r->model_desc, sizeof r->model_desc, "%s", r->builtin);
+        sc_status ms = sc_model_open(r->builtin, &r->model, err);
+        if (ms)
+            sc_err_prefix(err, "%s: %s", f, path);
+        return ms;
+    }
+    const char *dt = "bf16";
+    sc_status st = text(o, f, path, "generator", 1, 32, &r->generator, err);
+    if (!st)
+        st = text(o, f, path, "dtype", 0, 16, &dt, err);
+    if (st)
+        return st;
+    const sc_gen *g = sc_gen_find(r->generator);
+    if (!g)
+        return sc_err(err, SC_ENOTFOUND,
+                      "%s: %s.generator: \"%s\" is not a generator (stagecraft model gen --help)",
+                      f, path, r->generator);
+    int dtype = sc_dtype_parse(dt);
+    if (dtype < 0)
+        return sc_err(err, SC_EINVAL, "%s: %s.dtype: \"%s\" is not fp32, tf32, fp16, bf16 or fp8",
+                      f, path, dt);
+    const char *names[MAX_GEN_PARAMS];
+    double vals[MAX_GEN_PARAMS];
+    int n = 0;
+    snprintf(r->model_desc, sizeof r->model_desc, "%s", r->generator);
+    static const struct {
+        const char *key, *abbr;
+    } abbr[] = {{"layers", "l"}, {"hidden", "h"}, {"heads", "a"}, {"kv_heads", "g"},
+                {"ffn", "f"},    {"seq", "s"},    {"vocab", "V"}};
+    for (const cJSON *x = o->child; x; x = x->next) {
+        if (!x->string || !strcmp(x->string, "generator") || !strcmp(x->string, "dtype") ||
+            !strcmp(x->string, "comment") || !strncmp(x->string, "x-", 2))
+            continue;
+        for (int j = 0; j < n; j++)
+            if (!strcmp(names[j], x->string))
+                return sc_err(err, SC_EPARSE, "%s: %s.%.64s: duplicate field", f, path,
+                              x->string);
+        if (n == MAX_GEN_PARAMS)
+            return sc_err(err, SC_EINVAL, "%s: %s: more than %d parameters", f, path,
+                          MAX_GEN_PARAMS);
+        double v;
+        if (cJSON_IsBool(x))
+            v = cJSON_IsTrue(x) ? 1 : 0;
+        else if (cJSON_IsNumber(x) && isfinite(x->valuedouble))
+            v = x->valuedouble;
+        else
+            return sc_err(err, SC_EPARSE, "%s: %s.%.64s: must be a number or a boolean", f,
+                          path, x->string);
+        names[n] = x->string;
+        vals[n++] = v;
+        const char *a = NULL;
+        for (size_t k = 0; k < SC_ARRAY_LEN(abbr); k++)
+            if (!strcmp(abbr[k].key, x->string))
+                a = abbr[k].abbr;
+        if (cJSON_IsBool(x))
+            desc_add(r->model_desc, sizeof r->model_desc, v ? " %s" : "", x->string);
+        else if (a)
+            desc_add(r->model_desc, sizeof r->model_desc, " %s%.10g", a, v);
+        else
+            desc_add(r->model_desc, sizeof r->model_desc, " %s=%.10g", x->string, v);
+    }
+    st = sc_gen_run(g, r->id, (sc_dtype)dtype, n, names, vals, &r->model, err);
+    if (st)
+        sc_err_prefix(err, "%s: %s", f, path);
+    return st;
+}
+
+static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *o, sc_error *err)
+{
+    static const char *const keys[] = {"dp", "tp", "pp", "v", "schedule", "zero", "recompute",
+                                       "sp", "mbs", "global_batch", NULL};
+    const char *f = s->file;
+    char path[48];
+    snprintf(path, sizeof path, "%s.layout", r->path);
+    if (!cJSON_IsObject(o))
+        return sc_err(err, SC_EPARSE, "%s: %s: must be an object", f, path);
+    long dp = 0, tp = 0, pp = 0, v = 1, zero = 0, mbs = 0, gb = 0;
+    const char *rc = NULL;
+    sc_status st = sc_json_keys(o, f, path, keys, err);
+    if (!st)
+        st = sc_json_int(o, f, path, "dp", 1, 1, 1L << 20, &dp, err);
+    if (!st)
+        st = sc_json_int(o, f, path, "tp", 1, 1, 4096, &tp, err);
+    if (!st)
+        st = sc_json_int(o, f, path, "pp", 1, 1, 4096, &pp, err);
+    if (!st)
+        st = sc_json_int(o, f, path, "v", 0, 1, 64, &v, err);
+    if (!st)
+        st = sc_json_int(o, f, path, "zero", 0, 0, 3, &zero, err);
+    if (!st)
+        st = sc_json_int(o, f, path, "mbs", 1, 1, 1L << 16, &mbs, err);
+    if (!st)
+        st = sc_json_int(o, f, path, "global_batch", 1, 1, 1L << 30, &gb, err);
+    if (!st)
+        st = text(o, f, path, "recompute", 1, 16, &rc, err);
+    if (!st)
+        st = sc_json_bool(o, f, path, "sp", 0, &r->sp, err);
+    r->schedule = v > 1 ? "interleaved" : "1f1b";
+    if (!st)
+        st = text(o, f, path, "schedule", 0, 16, &r->schedule, err);
+    if (st)
+        return st;
+    int rcv = sc_recompute_parse(rc);
+    if (rcv < 0)
+        return sc_err(err, SC_EINVAL, "%s: %s.recompute: \"%s\" is not none, selective or full",
+                      f, path, rc);
+    r->recompute = (sc_recompute)rcv;
+    r->dp = (int)dp;
+    r->tp = (int)tp;
+    r->pp = (int)pp;
+    r->v = (int)v;
+    r->zero = (int)zero;
+    r->mbs = (int)mbs;
+    r->global_batch = gb;
+    if (gb % (dp * mbs))
+        return sc_err(err, SC_EINVAL,
+                      "%s: %s.global_batch: %ld is not divisible by dp·mbs = %ld·%ld", f, path, gb,
+                      dp, mbs);
+    long m = gb / (dp * mbs);
+    if (m > 1L << 16)
+        return sc_err(err, SC_EINVAL, "%s: %s.global_batch: %ld microbatches per replica (at "
+                      "most 65536)", f, path, m);
+    r->m = (int)m;
+    int il = !strcmp(r->schedule, "interleaved");
+    if (il && v < 2)
+        return sc_err(err, SC_EINVAL, "%s: %s.v: the interleaved schedule needs v >= 2 chunks "
+                      "per rank", f, path);
+    if (!il && v != 1)
+        return sc_err(err, SC_EINVAL, "%s: %s.v: %ld chunks per rank need the interleaved "
+                      "schedule, not %s", f, path, v, r->schedule);
+    if (il && m % pp)
+        return sc_err(err, SC_EINVAL,
+                      "%s: %s.global_batch: the interleaved schedule needs the microbatches per "
+                      "replica (%ld = %ld / (dp·mbs)) to be a multiple of pp = %ld", f, path, m,
+                      gb, pp);
+    if (r->sp && tp < 2)
+        return sc_err(err, SC_EINVAL, "%s: %s.sp: sequence parallelism needs tp >= 2", f, path);
+    double h = heads_not_divided(r->model, r->tp);
+    if (h > 0)
+        return sc_err(err, SC_EINVAL, "%s: %s.tp: %ld does not divide the model's %g attention "
+                      "heads", f, path, tp, h);
+    int layers = sc_partition_layers(r->model);
+    if (pp * v > layers)
+        return sc_err(err, SC_EINVAL, "%s: %s.pp: pp·v = %ld stages, but the model has %d layers",
+                      f, path, pp * v, layers);
+    return SC_OK;
+}
+
+static sc_status load_cluster(const sc_val_suite *s, sc_val_row *r, const cJSON *o,
+                              sc_cluster *cl, sc_error *err)
+{
+    static const char *const keys[] = {"preset", "nodes", NULL};
+    const char *f = s->file;
+    char path[48];
+    snprintf(path, sizeof path, "%s.cluster", r->path);
+    if (!cJSON_IsObject(o))
+        return sc_err(err, SC_EPARSE, "%s: %s: must be an object", f, path);
+    long nodes = 0;
+    sc_status st = sc_json_keys(o, f, path, keys, err);
+    if (!st)
+        st = text(o, f, path, "preset", 1, 64, &r->preset, err);
+    if (!st)
+        st = sc_json_int(o, f, path, "nodes", 1, 1, SC_CLUSTER_MAX_NODES, &nodes, err);
+    if (st)
+        return st;
+    if (sc_cluster_preset_get(r->preset, cl, NULL) != SC_OK)
+        return sc_err(err, SC_ENOTFOUND, "%s: %s.preset: \"%s\" is not a preset (stagecraft "
+                      "cluster list)", f, path, r->preset);
+    if (sc_cluster_set_nodes(cl, nodes, err)) {
+        sc_err_prefix(err, "%s: %s.nodes", f, path);
+        return err ? err->status : SC_EINVAL;
+    }
+    r->nodes = (int)nodes;
+    long ranks = (long)r->dp * r->tp * r->pp;
+    if (ranks > sc_cluster_total_gpus(cl))
+        return sc_err(err, SC_EINVAL, "%s: %s.nodes: dp·tp·pp = %ld ranks, but %ld nodes of %s "
+                      "have %ld GPUs", f, path, ranks, nodes, r->preset, sc_cluster_total_gpus(cl));
+    return SC_OK;
+}
+
+static sc_status load_measured(const sc_val_suite *s, sc_val_row *r, const cJSON *o,
+                               sc_error *err)
+{
+    static const char *const keys[] = {"iteration_s", "tokens_per_s", "tflops_per_gpu",
+                                       "formula", "flops", "params", NULL};
+    static const char *const kinds[] = {"iteration_s", "tokens_per_s", "tflops_per_gpu"};
+    static const double hi[] = {1e7, 1e15, 1e5};
+    const char *f = s->file;
+    char path[48];
+    snprintf(path, sizeof path, "%s.measured", r->path);
+    if (!cJSON_IsObject(o))
+        return sc_err(err, SC_EPARSE, "%s: %s: must be an object", f, path);
+    sc_status st = sc_json_keys(o, f, path, keys, err);
+    if (st)
+        return st;
+    int found = -1;
+    for (int k = 0; k < 3; k++) {
+        if (!cJSON_GetObjectItemCaseSensitive(o, kinds[k]))
+            continue;
+        if (found >= 0)
+            return sc_err(err, SC_EINVAL, "%s: %s: give one of iteration_s, tokens_per_s and "
+                          "tflops_per_gpu, not both %s and %s", f, path, kinds[found], kinds[k]);
+        found = k;
+    }
+    if (found < 0)
+        return sc_err(err, SC_EPARSE, "%s: %s: missing iteration_s, tokens_per_s or "
+                      "tflops_per_gpu", f, path);
+    st = sc_json_num(o, f, path, kinds[found], 1, 1e-9, hi[found], &r->value, err);
+    if (!st)
+        st = text(o, f, path, "formula", found != SC_VAL_ITERATION_S, MAX_TEXT, &r->formula, err);
+    if (!st)
+        st = text(o, f, path, "flops", found == SC_VAL_TFLOPS, 32, &r->flops, err);
+    if (!st)
+        st = sc_json_num(o, f, path, "params", 0, 1, 1e15, &r->params, err);
+    if (st)
+        return st;
+    r->kind = (sc_val_kind)found;
+    if (found != SC_VAL_TFLOPS && (r->flops || r->params > 0))
+        return sc_err(err, SC_EINVAL, "%s: %s: flops and params belong with tflops_per_gpu", f,
+                      path);
+    double B = (double)r->global_batch, seq = r->model->seq_len;
+    if (found == SC_VAL_ITERATION_S) {
+        r->measured_s = r->value;
+    } else if (found == SC_VAL_TOKENS_PER_S) {
+        r->measured_s = B * seq / r->value;
+    } else {
+        double l = sc_partition_layers(r->model), h = first_dim(r->model, "hidden");
+        double V = first_dim(r->model, "vocab"), F;
+        int full = !strcmp(r->flops, "megatron-full-recompute");
+        if (!strcmp(r->flops, "6nd")) {
+            if (!(r->params > 0))
+                return sc_err(err, SC_EPARSE, "%s: %s.params: missing (6nd counts 6·params "
+                              "FLOPs per token)", f, path);
+            F = 6 * r->params * B * seq;
+        } else if (full || !strcmp(r->flops, "megatron")) {
+            if (!(h > 0 && V > 0))
+                return sc_err(err, SC_EINVAL, "%s: %s.flops: the model has no hidden size or "
+                              "vocabulary for Megatron-LM's formula", f, path);
+            F = (full ? 96 : 72) * B * seq * l * h * h *
+                (1 + seq / (6 * h) + V / (16 * l * h));
+        } else {
+            return sc_err(err, SC_EINVAL, "%s: %s.flops: \"%s\" is not megatron, "
+                          "megatron-full-recompute or 6nd", f, path, r->flops);
+        }
+        if (r->params > 0 && strcmp(r->flops, "6nd"))
+            return sc_err(err, SC_EINVAL, "%s: %s.params: only 6nd takes params", f, path);
+        r->measured_s = F / (r->value * 1e12 * (double)r->dp * r->tp * r->pp);
+    }
+    return SC_OK;
+}
+
+static void row_cfg(const sc_val_row *r, sc_step_cfg *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->dp = r->dp;
+    cfg->tp = r->tp;
+    cfg->pp = r->pp;
+    cfg->v = r->v;
+    cfg->m = r->m;
+    cfg->mbs = r->mbs;
+    cfg->schedule = r->schedule;
+    cfg->zero = r->zero;
+    cfg->recompute = r->recompute;
+    cfg->sp = r->sp;
+    cfg->one_replica = 1;
+}
+
+static sc_status load_row(sc_val_suite *s, int i, const cJSON *x, sc_error *err)
+{
+    static const char *const keys[] = {"id", "source", "where", "hardware", "software",
+                                       "approximate", "assumptions", "note", "model", "layout",
+                                       "cluster", "measured", NULL};
+    const char *f = s->file;
+    sc_val_row *r = &s->rows[i];
+    snprintf(r->path, sizeof r->path, "rows[%d]", i);
+    const char *p = r->path, *src = NULL;
+    if (!cJSON_IsObject(x))
+        return sc_err(err, SC_EPARSE, "%s: %s: must be an object", f, p);
+    const cJSON *mo = NULL, *lo = NULL, *co = NULL, *me = NULL;
+    sc_status st = sc_json_keys(x, f, p, keys, err);
+    if (!st)
+        st = text(x, f, p, "id", 1, 64, &r->id, err);
+    if (!st)
+        st = text(x, f, p, "source", 1, 64, &src, err);
+    if (!st)
+        st = text(x, f, p, "where", 1, 1000, &r->where, err);
+    if (!st)
+        st = text(x, f, p, "hardware", 1, 500, &r->hardware, err);
+    if (!st)
+        st = text(x, f, p, "software", 1, 500, &r->software, err);
+    if (!st)
+        st = sc_json_bool(x, f, p, "approximate", 0, &r->approximate, err);
+    if (!st)
+        st = text(x, f, p, "assumptions", 0, MAX_TEXT, &r->assumptions, err);
+    if (!st)
+        st = text(x, f, p, "note", 0, MAX_TEXT, &r->note, err);
+    if (!st)
+        st = sc_json_obj(x, f, p, "model", 1, &mo, err);
+    if (!st)
+        st = sc_json_obj(x, f, p, "layout", 1, &lo, err);
+    if (!st)
+        st = sc_json_obj(x, f, p, "cluster", 1, &co, err);
+    if (!st)
+        st = sc_json_obj(x, f, p, "measured", 1, &me, err);
+    if (st)
+        return st;
+    for (int j = 0; j < i; j++)
+        if (!strcmp(s->rows[j].id, r->id))
+            return sc_err(err, SC_EINVAL, "%s: %s.id: \"%s\" is also rows[%d].id", f, p, r->id,
+                          j);
+    for (int j = 0; j < s->n_sources && !r->source; j++)
+        if (!strcmp(s->sources[j].id, src))
+            r->source = &s->sources[j];
+    if (!r->source)
+        return sc_err(err, SC_EINVAL, "%s: %s.source: \"%s\" is not one of sources[].id", f, p,
+                      src);
+    if (r->assumptions && !r->approximate)
+        return sc_err(err, SC_EINVAL, "%s: %s.approximate: a row with assumptions must be "
+                      "marked approximate", f, p);
+    sc_cluster cl;
+    if ((st = load_model(s, r, mo, err)) || (st = load_layout(s, r, lo, err)) ||
+        (st = load_cluster(s, r, co, &cl, err)) || (st = load_measured(s, r, me, err)))
+        return st;
+    sc_step_cfg cfg;
+    row_cfg(r, &cfg);
+    if ((st = sc_step_check(r->model, &cl, &cfg, err))) {
+        sc_err_prefix(err, "%s: %s.layout", f, p);
+        return st;
+    }
+    return SC_OK;
+}
+
+/* ---- suites --------------------------------------------------------------------- */
+
+void sc_val_free(sc_val_suite *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; s->rows && i < s->n; i++)
+        sc_model_free(s->rows[i].model);
+    sc_free(s->rows);
+    sc_free(s->sources);
+    sc_free(s->file);
+    cJSON_Delete(s->json);
+    sc_free(s);
+}
+
+sc_status sc_val_load(const char *file, sc_val_suite **out, sc_error *err)
+{
+    static const char *const keys[] = {"format", "name", "description", "sources", "rows", NULL};
+    *out = NULL;
+    cJSON *j = NULL;
+    sc_status st = sc_json_load(file, &j, err);
+    if (st)
+        return st;
+    sc_val_suite *s = sc_calloc(1, sizeof *s);
+    if (!s || !(s->file = sc_strdup(file))) {
+        sc_free(s);
+        cJSON_Delete(j);
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+    }
+    s->json = j;
+    const cJSON *src = NULL, *rows = NULL;
+    st = sc_json_format(j, file, SC_VAL_FORMAT, err);
+    if (!st)
+        st = sc_json_keys(j, file, "", keys, err);
+    if (!st)
+        st = text(j, file, "", "name", 1, 64, &s->name, err);
+    if (!st)
+        st = text(j, file, "", "description", 0, MAX_TEXT, &s->description, err);
+    if (!st)
+        st = sc_json_arr(j, file, "", "sources", 1, &src, err);
+    if (!st)
+        st = sc_json_arr(j, file, "", "rows", 1, &rows, err);
+    if (!st)
+        st = load_sources(s, src, err);
+    if (!st) {
+        int n = cJSON_GetArraySize(rows);
+        if (n < 1 || n > MAX_ROWS)
+            st = sc_err(err, SC_EINVAL, "%s: rows: %d rows (1 to %d)", file, n, MAX_ROWS);
+        else if (!(s->rows = sc_calloc((size_t)n, sizeof *s->rows)))
+            st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+        else
+            s->n = n;
+    }
+    int i = 0;
+    for (const cJSON *x = rows ? rows->child : NULL; x && !st; x = x->next, i++)
+        st = load_row(s, i, x, err);
+    if (st) {
+        sc_val_free(s);
+        return st;
+    }
+    *out = s;
+    return SC_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void sc_val_paths_free(char **paths, int n)
+{
+    for (int i = 0; paths && i < n; i++)
+        sc_free(paths[i]);
+    sc_free(paths);
+}
+
+sc_status sc_val_list(const char *dir, char ***paths, int *n, sc_error *err)
+{
+    *paths = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return sc_err(err, SC_EIO, "%s: cannot read the folder", dir);
+    char **v = NULL;
+    int k = 0, cap = 0;
+    sc_status st = SC_OK;
+    struct dirent *e;
+    while ((e = readdir(d)) && !st) {
+        size_t l = strlen(e->d_name);
+        if (e->d_name[0] == '.' || l < 6 || strcmp(e->d_name + l - 5, ".json"))
+            continue;
+        if (k == cap) {
+            int nc = cap ? 2 * cap : 16;
+            char **nv = sc_realloc(v, sizeof *nv * (size_t)nc);
+            if (!nv) {
+                st = sc_err(err, SC_ENOMEM, "%s: out of memory", dir);
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        size_t need = strlen(dir) + l + 2;
+        if (!(v[k] = sc_malloc(need))) {
+            st = sc_err(err, SC_ENOMEM, "%s: out of memory", dir);
+            break;
+        }
+        snprintf(v[k++], need, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    if (!st && !k)
+        st = sc_err(err, SC_ENOTFOUND, "%s: no suite files (*.json)", dir);
+    if (st) {
+        sc_val_paths_free(v, k);
+        return st;
+    }
+    qsort(v, (size_t)k, sizeof *v, by_name);
+    *paths = v;
+    *n = k;
+    return SC_OK;
+}
+
+/* ---- running ---------------------------------------------------------------------- */
+
+sc_status sc_val_run_row(const sc_val_suite *s, int i, const char *cluster_override,
+                         sc_val_result *out, sc_error *err)
+{
+    const sc_val_row *r = &s->rows[i];
+    memset(out, 0, sizeof *out);
+    sc_cluster cl;
+    long ranks = (long)r->dp * r->tp * r->pp;
+    sc_status st;
+    if (cluster_override) {
+        if ((st = sc_cluster_open(cluster_override, &cl, err)))
+            return st;
+        long nodes = (ranks + cl.gpus_per_node - 1) / cl.gpus_per_node;
+        st = sc_cluster_set_nodes(&cl, nodes, err);
+    } else {
+        st = sc_cluster_preset_get(r->preset, &cl, err);
+        if (!st)
+            st = sc_cluster_set_nodes(&cl, r->nodes, err);
+    }
+    if (st) {
+        sc_err_prefix(err, "%s: %s.cluster", s->file, r->path);
+        return st;
+    }
+    sc_step_cfg cfg;
+    row_cfg(r, &cfg);
+    sc_step_result *res = NULL;
+    if ((st = sc_step_simulate(r->model, &cl, &cfg, &res, err))) {
+        sc_err_prefix(err, "%s: %s", s->file, r->path);
+        return st;
+    }
+    out->predicted_s = res->step_time_s;
+    out->measured_s = r->measured_s;
+    out->error = (res->step_time_s - r->measured_s) / r->measured_s;
+    out->gpus = (int)ranks;
+    out->nodes = cl.nodes;
+    out->fits = res->fits;
+    snprintf(out->cluster, sizeof out->cluster, "%s", cl.name);
+    sc_step_result_free(res);
+    return SC_OK;
+}
+
+void sc_val_stats_of(const double *errors, int n, sc_val_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    for (int i = 0; i < n; i++) {
+        double a = fabs(errors[i]);
+        out->mape += a;
+        out->mean_signed += errors[i];
+        if (a > out->max_abs)
+            out->max_abs = a;
+    }
+    if (n) {
+        out->mape /= n;
+        out->mean_signed /= n;
+    }
+}
+
+int sc_val_targets_met(const sc_val_stats *st)
+{
+    return st->n > 0 && st->mape <= SC_VAL_TARGET_MAPE && st->max_abs <= SC_VAL_TARGET_MAX_ABS &&
+           fabs(st->mean_signed) <= SC_VAL_TARGET_BIAS;
+}

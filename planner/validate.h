@@ -1,0 +1,141 @@
+/* validate.h - the validation suite: published end-to-end training
+ * measurements (stagecraft.validation/1, one file per suite under
+ * validation/), each row run through the simulator and set beside what was
+ * measured.
+ *
+ * File (docs/formats.md has the key table):
+ *   { format, name, description?,
+ *     sources: [ { id, citation, year, url?, commit? } ],
+ *     rows: [ { id, source (a sources[].id), where (table, figure or
+ *               section), hardware, software, approximate?, assumptions?,
+ *               note?,
+ *               model:   { builtin } | { generator, <its parameters>, dtype? },
+ *               layout:  { dp, tp, pp, v?, schedule?, zero?, recompute, sp?,
+ *                          mbs, global_batch },
+ *               cluster: { preset, nodes },
+ *               measured: { iteration_s } | { tokens_per_s, formula }
+ *                       | { tflops_per_gpu, flops, params?, formula } } ] }
+ *
+ * Loading validates everything and refuses, with one message naming the file
+ * and the JSON path, any row the simulator cannot run as published: tp not
+ * dividing the attention (or key/value) heads, a global batch not divisible
+ * by dp·mbs, an interleaved schedule whose microbatch count is not a multiple
+ * of pp, more pipeline stages than layers, sequence parallelism without
+ * tensor parallelism, more ranks than the cluster has GPUs, an unknown preset,
+ * built-in or generator. Every row's model is built on load (models are
+ * generated from hyperparameters, so no large file is read).
+ *
+ * Measured figures become an iteration time on load:
+ *   iteration_s     as published;
+ *   tokens_per_s    global_batch · seq / tokens_per_s (the whole job's rate);
+ *   tflops_per_gpu  F / (tflops_per_gpu · 1e12 · GPUs), F the FLOPs of one
+ *                   iteration by the source's own convention, named in
+ *                   `flops`:
+ *       megatron                 72·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))
+ *       megatron-full-recompute  96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))
+ *                                (Narayanan et al. 2021, eq. 3; the
+ *                                recomputed forward counted)
+ *       6nd                      6·N·B·s with N = `params`
+ *   with B the global batch, s the sequence length, l the layers, h the
+ *   hidden size and V the vocabulary of the row's model.
+ *
+ * Running a row simulates one step (sc_step_simulate) with
+ * sc_step_cfg.one_replica = 1 (dp is the outermost placement), a uniform
+ * partition and the row's layout; its error is (predicted - measured) /
+ * measured. Statistics over a set of rows: MAPE (mean |error|), mean signed
+ * error and max |error|, all fractions.
+ *
+ * Ownership: sc_val_load returns a suite freed with sc_val_free (NULL ok);
+ * rows, their models and their strings belong to it.
+ */
+#ifndef SC_VALIDATE_H
+#define SC_VALIDATE_H
+
+#include <cjson/cJSON.h>
+#include "cluster.h"
+#include "cost.h"
+#include "model.h"
+#include "sc.h"
+
+#define SC_VAL_FORMAT "stagecraft.validation/1"
+
+/* The targets of issue 13 ("Predictions that hold on real GPU clusters"),
+ * over the whole suite. */
+#define SC_VAL_TARGET_MAPE 0.05     /* MAPE at most 5% */
+#define SC_VAL_TARGET_MAX_ABS 0.10  /* every row within 10% */
+#define SC_VAL_TARGET_BIAS 0.02     /* mean signed error within ±2% */
+
+typedef enum sc_val_kind { SC_VAL_ITERATION_S = 0, SC_VAL_TOKENS_PER_S, SC_VAL_TFLOPS } sc_val_kind;
+
+typedef struct sc_val_source {
+    const char *id, *citation, *url, *commit; /* url, commit: NULL when absent */
+    int year;
+} sc_val_source;
+
+typedef struct sc_val_row {
+    char path[24];                 /* "rows[3]", for messages */
+    const char *id;
+    const sc_val_source *source;
+    const char *where, *hardware, *software;
+    const char *assumptions, *note; /* NULL when absent */
+    int approximate;
+    const char *builtin;            /* built-in model name, or NULL */
+    const char *generator;          /* generator kind, or NULL */
+    char model_desc[96];            /* "gpt l48 h6144 a64 s2048 V51200" or the built-in */
+    sc_model *model;                /* built on load */
+    int dp, tp, pp, v, mbs, m, zero, sp;
+    long global_batch;
+    const char *schedule;
+    sc_recompute recompute;
+    const char *preset;
+    int nodes;
+    sc_val_kind kind;
+    double value;                   /* the published figure in its own unit */
+    const char *formula, *flops;    /* NULL when absent */
+    double params;                  /* for flops "6nd" */
+    double measured_s;              /* the iteration time it stands for */
+} sc_val_row;
+
+typedef struct sc_val_suite {
+    char *file;
+    const char *name, *description;
+    int n_sources, n;
+    sc_val_source *sources;
+    sc_val_row *rows;
+    cJSON *json;                    /* owns every string above */
+} sc_val_suite;
+
+typedef struct sc_val_result {
+    double predicted_s, measured_s, error; /* error = (predicted - measured) / measured */
+    int gpus, nodes, fits;          /* fits: every stage within GPU memory (predicted) */
+    char cluster[128];              /* the cluster simulated (the preset, or the override) */
+} sc_val_result;
+
+typedef struct sc_val_stats {
+    int n;
+    double mape, mean_signed, max_abs;
+} sc_val_stats;
+
+/* Loads and checks a suite; on error *out is NULL and err names the file
+ * and the JSON path. */
+sc_status sc_val_load(const char *file, sc_val_suite **out, sc_error *err);
+void sc_val_free(sc_val_suite *s);
+
+/* The suite files of a folder (*.json, sorted by name), as paths the caller
+ * frees with sc_val_paths_free. SC_EIO when the folder cannot be read,
+ * SC_ENOTFOUND when it holds none. */
+sc_status sc_val_list(const char *dir, char ***paths, int *n, sc_error *err);
+void sc_val_paths_free(char **paths, int n);
+
+/* Simulates row i of s. cluster_override (a preset or a cluster file; NULL:
+ * the row's preset) replaces the row's cluster, with as many nodes as the
+ * row's ranks need. Errors name the suite's file and the row's path. */
+sc_status sc_val_run_row(const sc_val_suite *s, int i, const char *cluster_override,
+                         sc_val_result *out, sc_error *err);
+
+/* Statistics of n errors (fractions); all 0 when n is 0. */
+void sc_val_stats_of(const double *errors, int n, sc_val_stats *out);
+/* 1 when st meets every target above. */
+int sc_val_targets_met(const sc_val_stats *st);
+
+#endif

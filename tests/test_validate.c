@@ -1,0 +1,588 @@
+/* test_validate.c - the validation suite's machinery (planner/validate.h,
+ * `stagecraft validate`) and the integrity of the shipped suites:
+ *   - the loader refuses bad and infeasible rows with one message naming the
+ *     file and the JSON path;
+ *   - the error arithmetic on a tiny hand-made suite whose "measured" figures
+ *     are the simulator's own predictions divided by known factors, so every
+ *     error, the MAPE, the mean signed error and the max |error| are known
+ *     exactly (through the library and through `validate --json`), and the
+ *     three ways of stating a measurement (iteration_s, tokens_per_s,
+ *     tflops_per_gpu) convert as documented;
+ *   - the command refuses an infeasible row (exit 2) and --check fails on
+ *     missed targets;
+ *   - every shipped suite in validation/ loads (so every row is feasible),
+ *     cites a source, says what an approximate row assumes, and cites neither
+ *     of the data sets kept for an independent check;
+ *   - the fuzz corpus replays through the loader; docs/formats.md documents
+ *     every key the shipped suites use and its example loads.
+ * Nothing here simulates the shipped suites' rows (make validate does): the
+ * tests stay fast.
+ */
+#include "check.h"
+#include "json.h"
+#include "step.h"
+#include "validate.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+
+static char out[1 << 17];
+
+#define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+/* Writes text to TMPDIR/name and returns the path (static buffer per call
+ * slot: at most 4 live at once). */
+static const char *put(const char *name, const char *text)
+{
+    static char paths[4][600];
+    static int k;
+    char *p = paths[k++ % 4];
+    snprintf(p, 600, "%s/%s", sc_test_tmpdir(), name);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        return p;
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+/* A one-row suite: the row's model, layout, cluster and measured objects
+ * (JSON text), and any extra row keys (",\"k\": v" or ""). */
+static void one_row(char *buf, size_t cap, const char *model, const char *layout,
+                    const char *cluster, const char *measured, const char *extra)
+{
+    snprintf(buf, cap,
+             "{\"format\": \"stagecraft.validation/1\", \"name\": \"t\",\n"
+             " \"sources\": [{\"id\": \"s\", \"citation\": \"A. Author: A paper (2024)\", "
+             "\"year\": 2024}],\n"
+             " \"rows\": [{\"id\": \"r0\", \"source\": \"s\", \"where\": \"Table 1\", "
+             "\"hardware\": \"8 x A100\", \"software\": \"Megatron-LM\"%s,\n"
+             "   \"model\": %s,\n   \"layout\": %s,\n   \"cluster\": %s,\n   \"measured\": %s}]}\n",
+             extra, model, layout, cluster, measured);
+}
+
+#define TINY "{\"generator\": \"gpt\", \"layers\": 4, \"hidden\": 256, \"heads\": 4, " \
+             "\"seq\": 128, \"vocab\": 1024, \"tied\": true}"
+#define LAYOUT_OK "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": \"none\", \"mbs\": 1, " \
+                  "\"global_batch\": 8}"
+#define CLUSTER_OK "{\"preset\": \"dgx-a100-80g\", \"nodes\": 1}"
+#define MEASURED_OK "{\"iteration_s\": 0.01}"
+
+/* Loads a one-row suite and expects failure with a message that has the
+ * file's path and want. */
+static void expect_refused(const char *model, const char *layout, const char *cluster,
+                           const char *measured, const char *extra, const char *want,
+                           int line)
+{
+    char text[4096];
+    one_row(text, sizeof text, model, layout, cluster, measured, extra);
+    const char *file = put("bad.json", text);
+    sc_val_suite *s = NULL;
+    sc_error err = {0};
+    sc_status st = sc_val_load(file, &s, &err);
+    if (st == SC_OK) {
+        sc_test_fail(__FILE__, line, "loaded, but should be refused for '%s'", want);
+        sc_val_free(s);
+        return;
+    }
+    if (!strstr(err.msg, file) || !strstr(err.msg, want))
+        sc_test_fail(__FILE__, line, "message \"%s\" lacks the file or \"%s\"", err.msg, want);
+    CHECK(s == NULL);
+}
+
+#define REFUSED(m, l, c, me, x, want) expect_refused(m, l, c, me, x, want, __LINE__)
+
+/* ---- the loader ----------------------------------------------------------------- */
+
+TEST(validate_load_accepts_a_good_row)
+{
+    char text[4096];
+    one_row(text, sizeof text, TINY, LAYOUT_OK, CLUSTER_OK, MEASURED_OK, "");
+    sc_val_suite *s = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_val_load(put("good.json", text), &s, &err) == SC_OK);
+    CHECK_EQ_INT(s->n, 1);
+    CHECK_EQ_INT(s->rows[0].m, 4); /* 8 / (dp 2 · mbs 1) per replica */
+    CHECK(!strcmp(s->rows[0].schedule, "1f1b"));
+    CHECK(s->rows[0].model != NULL);
+    CHECK_NEAR(s->rows[0].measured_s, 0.01, 1e-15);
+    CHECK(!strcmp(s->rows[0].source->citation, "A. Author: A paper (2024)"));
+    CHECK_STR_HAS(s->rows[0].model_desc, "gpt l4 h256 a4 s128 V1024 tied");
+    sc_val_free(s);
+    sc_val_free(NULL);
+}
+
+TEST(validate_load_refuses_infeasible_layouts)
+{
+    /* tp 3 does not divide 4 heads (one node of 8 has the ranks) */
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 3, \"pp\": 1, \"recompute\": \"none\", \"mbs\": 1, "
+            "\"global_batch\": 2}", CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.tp");
+    /* grouped-query attention: tp must divide the kv heads too */
+    REFUSED("{\"generator\": \"llama\", \"layers\": 2, \"hidden\": 256, \"heads\": 8, "
+            "\"kv_heads\": 2, \"ffn\": 512, \"seq\": 64, \"vocab\": 512}",
+            "{\"dp\": 1, \"tp\": 4, \"pp\": 1, \"recompute\": \"none\", \"mbs\": 1, "
+            "\"global_batch\": 2}", CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.tp");
+    /* a global batch not divisible by dp·mbs */
+    REFUSED(TINY, "{\"dp\": 2, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", \"mbs\": 2, "
+            "\"global_batch\": 6}", CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.global_batch");
+    /* interleaved: m not a multiple of pp */
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 2, \"v\": 2, \"recompute\": \"none\", "
+            "\"mbs\": 1, \"global_batch\": 3}", CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].layout.global_batch");
+    /* v > 1 without the interleaved schedule */
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 2, \"v\": 2, \"schedule\": \"1f1b\", "
+            "\"recompute\": \"none\", \"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK,
+            MEASURED_OK, "", "rows[0].layout.v");
+    /* more stages than layers */
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 4, \"v\": 2, \"recompute\": \"none\", "
+            "\"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].layout.pp");
+    /* sequence parallelism without tensor parallelism */
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", \"sp\": true, "
+            "\"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].layout.sp");
+    /* more ranks than GPUs */
+    REFUSED(TINY, "{\"dp\": 8, \"tp\": 2, \"pp\": 1, \"recompute\": \"none\", \"mbs\": 1, "
+            "\"global_batch\": 8}", CLUSTER_OK, MEASURED_OK, "", "rows[0].cluster.nodes");
+    /* an unknown schedule (the simulator's own check, prefixed with the path) */
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 2, \"schedule\": \"dualpipe\", "
+            "\"recompute\": \"none\", \"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK,
+            MEASURED_OK, "", "rows[0].layout");
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 1, \"recompute\": \"some\", \"mbs\": 1, "
+            "\"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.recompute");
+}
+
+TEST(validate_load_refuses_bad_fields)
+{
+    REFUSED(TINY, LAYOUT_OK, "{\"preset\": \"dgx-z900\", \"nodes\": 1}", MEASURED_OK, "",
+            "rows[0].cluster.preset");
+    REFUSED(TINY, LAYOUT_OK, "{\"preset\": \"dgx-a100-80g\", \"nodes\": 0}", MEASURED_OK, "",
+            "rows[0].cluster.nodes");
+    REFUSED("{\"builtin\": \"gpt-9t\"}", LAYOUT_OK, CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].model.builtin");
+    REFUSED("{\"generator\": \"rnn\", \"layers\": 2}", LAYOUT_OK, CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].model.generator");
+    REFUSED("{\"generator\": \"gpt\", \"layers\": 2, \"hidden\": 100, \"heads\": 3}", LAYOUT_OK,
+            CLUSTER_OK, MEASURED_OK, "", "rows[0].model");
+    REFUSED("{\"generator\": \"gpt\", \"depth\": 2}", LAYOUT_OK, CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].model");
+    REFUSED(TINY, "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": \"none\", \"mbs\": 1, "
+            "\"global_batch\": 8, \"cp\": 2}", CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].layout.cp: unknown field");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, "{}", "", "rows[0].measured: missing");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, "{\"iteration_s\": 1, \"tokens_per_s\": 5}", "",
+            "rows[0].measured");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, "{\"tokens_per_s\": 5}", "",
+            "rows[0].measured.formula: missing");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, "{\"iteration_s\": -1}", "",
+            "rows[0].measured.iteration_s");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK,
+            "{\"tflops_per_gpu\": 100, \"flops\": \"magic\", \"formula\": \"x\"}", "",
+            "rows[0].measured.flops");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK,
+            "{\"tflops_per_gpu\": 100, \"flops\": \"6nd\", \"formula\": \"6ND\"}", "",
+            "rows[0].measured.params: missing");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, MEASURED_OK, ", \"source\": \"t\"", "duplicate field");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, MEASURED_OK, ", \"assumptions\": \"mbs 1\"",
+            "rows[0].approximate");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, MEASURED_OK, ", \"hardware2\": \"x\"",
+            "rows[0].hardware2: unknown field");
+
+    /* suite-level faults */
+    sc_val_suite *s = NULL;
+    sc_error err = {0};
+    const char *f = put("v.json", "{\"format\": \"stagecraft.plan/1\"}");
+    CHECK(sc_val_load(f, &s, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, f);
+    CHECK_STR_HAS(err.msg, "format");
+    char text[4096];
+    one_row(text, sizeof text, TINY, LAYOUT_OK, CLUSTER_OK, MEASURED_OK, "");
+    char *src = strstr(text, "\"source\": \"s\"");
+    REQUIRE(src);
+    src[11] = 'x'; /* the row cites a source the suite does not list */
+    f = put("v.json", text);
+    CHECK(sc_val_load(f, &s, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "rows[0].source");
+    f = put("v.json", "{\"format\": \"stagecraft.validation/1\", \"name\": \"t\", "
+                      "\"sources\": [{\"id\": \"s\", \"citation\": \"c\", \"year\": 2024}], "
+                      "\"rows\": []}");
+    CHECK(sc_val_load(f, &s, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "rows");
+    /* two rows with one id */
+    char two[8192];
+    one_row(two, sizeof two, TINY, LAYOUT_OK, CLUSTER_OK, MEASURED_OK, "");
+    char *end = strrchr(two, ']');
+    REQUIRE(end);
+    char *row = strstr(two, "{\"id\": \"r0\"");
+    REQUIRE(row);
+    char copy[4096];
+    snprintf(copy, sizeof copy, ", %.*s]}\n", (int)(end - row), row);
+    strcpy(end, copy);
+    f = put("v.json", two);
+    CHECK(sc_val_load(f, &s, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "rows[1].id");
+}
+
+/* ---- the arithmetic ------------------------------------------------------------------ */
+
+/* Three rows of a tiny GPT on one DGX A100 (different layouts), each
+ * simulated once; then a suite whose measured figures are those predictions
+ * divided by 1 + e for known e. */
+static const char *const layouts[3] = {
+    "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": \"none\", \"mbs\": 1, \"global_batch\": 8}",
+    "{\"dp\": 1, \"tp\": 4, \"pp\": 2, \"v\": 2, \"recompute\": \"selective\", \"sp\": true, "
+    "\"mbs\": 2, \"global_batch\": 8}",
+    "{\"dp\": 4, \"tp\": 1, \"pp\": 1, \"zero\": 3, \"recompute\": \"full\", \"mbs\": 2, "
+    "\"global_batch\": 16}"};
+static const double want_err[3] = {0.10, -0.05, 0.02};
+
+static int predictions(double pred[3], long gb[3], int gpus[3])
+{
+    for (int i = 0; i < 3; i++) {
+        char text[4096];
+        one_row(text, sizeof text, TINY, layouts[i], CLUSTER_OK, MEASURED_OK, "");
+        sc_val_suite *s = NULL;
+        sc_error err = {0};
+        sc_val_result r;
+        if (sc_val_load(put("p.json", text), &s, &err) || sc_val_run_row(s, 0, NULL, &r, &err)) {
+            sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            sc_val_free(s);
+            return -1;
+        }
+        pred[i] = r.predicted_s;
+        gb[i] = s->rows[0].global_batch;
+        gpus[i] = r.gpus;
+        sc_val_free(s);
+    }
+    return 0;
+}
+
+/* The suite with measured = pred / (1 + e): row 0 as an iteration time, row
+ * 1 as tokens per second, row 2 as Megatron-LM TFLOP/s per GPU. */
+static const char *error_suite(const double pred[3], const long gb[3], const int gpus[3])
+{
+    static char text[16384];
+    char me[3][512];
+    double t[3];
+    for (int i = 0; i < 3; i++)
+        t[i] = pred[i] / (1 + want_err[i]);
+    snprintf(me[0], sizeof me[0], "{\"iteration_s\": %.17g}", t[0]);
+    snprintf(me[1], sizeof me[1],
+             "{\"tokens_per_s\": %.17g, \"formula\": \"global batch x seq / tokens per s\"}",
+             (double)gb[1] * 128 / t[1]);
+    /* Megatron-LM's 96·B·s·l·h²(1 + s/6h + V/16lh) for full recompute */
+    double l = 4, h = 256, s = 128, V = 1024;
+    double F = 96.0 * gb[2] * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    snprintf(me[2], sizeof me[2],
+             "{\"tflops_per_gpu\": %.17g, \"flops\": \"megatron-full-recompute\", "
+             "\"formula\": \"Narayanan et al. 2021 eq. 3\"}",
+             F / (t[2] * 1e12 * gpus[2]));
+    int n = snprintf(text, sizeof text,
+                     "{\"format\": \"stagecraft.validation/1\", \"name\": \"arith\",\n"
+                     " \"sources\": [{\"id\": \"s\", \"citation\": \"made up for a test\", "
+                     "\"year\": 2024}],\n \"rows\": [");
+    for (int i = 0; i < 3; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n,
+                      "%s{\"id\": \"r%d\", \"source\": \"s\", \"where\": \"nowhere\", "
+                      "\"hardware\": \"none\", \"software\": \"none\", \"model\": %s, "
+                      "\"layout\": %s, \"cluster\": %s, \"measured\": %s}\n",
+                      i ? ", " : "", i, TINY, layouts[i], CLUSTER_OK, me[i]);
+    snprintf(text + n, sizeof text - (size_t)n, "]}\n");
+    return put("arith.json", text);
+}
+
+TEST(validate_error_arithmetic)
+{
+    double pred[3];
+    long gb[3];
+    int gpus[3];
+    REQUIRE(predictions(pred, gb, gpus) == 0);
+    const char *file = error_suite(pred, gb, gpus);
+    sc_val_suite *s = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_val_load(file, &s, &err) == SC_OK);
+    REQUIRE(s->n == 3);
+    double e[3];
+    for (int i = 0; i < 3; i++) {
+        sc_val_result r;
+        REQUIRE(sc_val_run_row(s, i, NULL, &r, &err) == SC_OK);
+        CHECK_NEAR(r.predicted_s, pred[i], 1e-12); /* deterministic */
+        CHECK_NEAR(r.measured_s, pred[i] / (1 + want_err[i]), 1e-12);
+        CHECK_NEAR(r.error, want_err[i], 1e-9);
+        CHECK_EQ_INT(r.gpus, gpus[i]);
+        e[i] = r.error;
+    }
+    sc_val_stats st;
+    sc_val_stats_of(e, 3, &st);
+    CHECK_EQ_INT(st.n, 3);
+    CHECK_NEAR(st.mape, (0.10 + 0.05 + 0.02) / 3, 1e-9);
+    CHECK_NEAR(st.mean_signed, (0.10 - 0.05 + 0.02) / 3, 1e-9);
+    CHECK_NEAR(st.max_abs, 0.10, 1e-9);
+    CHECK(!sc_val_targets_met(&st));
+    sc_val_free(s);
+
+    /* the same through the command's --json */
+    REQUIRE(SC("%s validate --suite %s --json 2>/dev/null", sc_test_bin(), file) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
+    const cJSON *suites = cJSON_GetObjectItemCaseSensitive(j, "suites");
+    CHECK(cJSON_IsArray(rows) && cJSON_GetArraySize(rows) == 3);
+    CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(suites, "arith")));
+    const char *keys[] = {"mape", "mean_signed_error", "max_abs_error"};
+    double want[] = {(0.10 + 0.05 + 0.02) / 3, (0.10 - 0.05 + 0.02) / 3, 0.10};
+    for (int k = 0; k < 3; k++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
+        const cJSON *y = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(suites, "arith"), keys[k]);
+        CHECK(cJSON_IsNumber(x) && cJSON_IsNumber(y));
+        if (cJSON_IsNumber(x))
+            CHECK_NEAR(x->valuedouble, want[k], 1e-9);
+        if (cJSON_IsNumber(y))
+            CHECK_NEAR(y->valuedouble, want[k], 1e-9);
+    }
+    int i = 0;
+    for (const cJSON *r = rows ? rows->child : NULL; r; r = r->next, i++) {
+        const char *rk[] = {"suite", "id", "source", "where", "model", "cluster", "gpus",
+                            "predicted_s", "measured_s", "error", "approximate"};
+        for (size_t k = 0; k < SC_ARRAY_LEN(rk); k++)
+            CHECK(cJSON_GetObjectItemCaseSensitive(r, rk[k]) != NULL);
+        const cJSON *er = cJSON_GetObjectItemCaseSensitive(r, "error");
+        if (cJSON_IsNumber(er) && i < 3)
+            CHECK_NEAR(er->valuedouble, want_err[i], 1e-9);
+    }
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "targets");
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(t, "met")));
+    cJSON_Delete(j);
+
+    /* the text report: one line per row, the suite's and the overall figures */
+    REQUIRE(SC("%s validate --suite %s", sc_test_bin(), file) == 0);
+    CHECK_STR_HAS(out, "arith/r0");
+    CHECK_STR_HAS(out, "+10.0%");
+    CHECK_STR_HAS(out, "-5.0%");
+    CHECK_STR_HAS(out, "suite arith");
+    CHECK_STR_HAS(out, "all rows");
+    CHECK_STR_HAS(out, "NOT met");
+    /* --check: the targets are missed, exit 1 */
+    CHECK(SC("%s validate --suite %s --check", sc_test_bin(), file) == 1);
+    CHECK_STR_HAS(out, "targets are missed");
+}
+
+TEST(validate_stats_and_targets)
+{
+    sc_val_stats st;
+    sc_val_stats_of(NULL, 0, &st);
+    CHECK(st.n == 0 && st.mape == 0 && st.mean_signed == 0 && st.max_abs == 0);
+    CHECK(!sc_val_targets_met(&st));
+    double ok[] = {0.04, -0.04, 0.01, -0.02};
+    sc_val_stats_of(ok, 4, &st);
+    CHECK(sc_val_targets_met(&st));
+    double row_out[] = {0.11, -0.01, 0, 0, 0, 0, 0, 0, 0, -0.09};
+    sc_val_stats_of(row_out, 10, &st); /* MAPE 2.1%, bias +0.1%, but one row at 11% */
+    CHECK(!sc_val_targets_met(&st));
+    double biased[] = {-0.03, -0.03, -0.03, -0.03};
+    sc_val_stats_of(biased, 4, &st);
+    CHECK(!sc_val_targets_met(&st));
+}
+
+TEST(validate_command_refuses_infeasible_row)
+{
+    char text[4096];
+    one_row(text, sizeof text, TINY,
+            "{\"dp\": 1, \"tp\": 3, \"pp\": 1, \"recompute\": \"none\", \"mbs\": 1, "
+            "\"global_batch\": 2}", CLUSTER_OK, MEASURED_OK, "");
+    const char *f = put("infeasible.json", text);
+    CHECK(SC("%s validate --suite %s", sc_test_bin(), f) == 2);
+    CHECK_STR_HAS(out, f);
+    CHECK_STR_HAS(out, "rows[0].layout.tp");
+    /* one line, nothing on stdout */
+    CHECK(strchr(out, '\n') == strrchr(out, '\n'));
+    CHECK(SC("%s validate --suite no-such-suite", sc_test_bin()) == 2);
+    CHECK(SC("%s validate extra", sc_test_bin()) == 2);
+    CHECK(SC("%s validate --help", sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "--cluster-override");
+}
+
+/* ---- the shipped suites ------------------------------------------------------------- */
+
+TEST(validate_shipped_suites_load)
+{
+    char **paths = NULL;
+    int n = 0;
+    sc_error err = {0};
+    REQUIRE(sc_val_list("validation", &paths, &n, &err) == SC_OK);
+    CHECK(n >= 4);
+    int rows = 0, korthikanti = 0, a100 = 0, h100 = 0;
+    double min_gpus = 1e9, max_gpus = 0, min_params = 1e18, max_params = 0;
+    for (int i = 0; i < n; i++) {
+        sc_val_suite *s = NULL;
+        if (sc_val_load(paths[i], &s, &err) != SC_OK) {
+            sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            continue;
+        }
+        for (int r = 0; r < s->n; r++) {
+            const sc_val_row *w = &s->rows[r];
+            rows++;
+            /* cites a source: a citation with a year, a table or figure, the
+             * hardware and the software */
+            CHECK(w->source && w->source->citation && strlen(w->source->citation) > 20);
+            CHECK(w->source && w->source->year >= 2019);
+            CHECK(w->where && *w->where && w->hardware && *w->hardware && w->software &&
+                  *w->software);
+            /* an approximate row says what it assumes */
+            if (w->approximate && !w->assumptions)
+                sc_test_fail(__FILE__, __LINE__, "%s: %s: approximate without assumptions",
+                             paths[i], w->path);
+            /* a conversion is written down */
+            if (w->kind != SC_VAL_ITERATION_S && !w->formula)
+                sc_test_fail(__FILE__, __LINE__, "%s: %s: no formula", paths[i], w->path);
+            CHECK(w->measured_s > 0);
+            /* neither reserved data set: Narayanan et al. SC'21 (arXiv
+             * 2104.04473) and vTrain's measurements */
+            const char *c = w->source->citation;
+            if (strstr(c, "2104.04473") || strstr(c, "Efficient Large-Scale Language Model "
+                                                     "Training on GPU Clusters") ||
+                strstr(c, "vTrain") || strstr(w->where, "vTrain"))
+                sc_test_fail(__FILE__, __LINE__, "%s: %s cites a data set kept for the "
+                             "independent check", paths[i], w->path);
+            korthikanti += !strcmp(s->name, "korthikanti2022");
+            const char *gpu_hint = w->preset;
+            a100 += strstr(gpu_hint, "a100") || strstr(gpu_hint, "p4d");
+            h100 += strstr(gpu_hint, "h100") || strstr(gpu_hint, "p5");
+            double g = (double)w->dp * w->tp * w->pp;
+            min_gpus = g < min_gpus ? g : min_gpus;
+            max_gpus = g > max_gpus ? g : max_gpus;
+            double p = sc_model_totals(w->model).params;
+            min_params = p < min_params ? p : min_params;
+            max_params = p > max_params ? p : max_params;
+        }
+        sc_val_free(s);
+    }
+    sc_val_paths_free(paths, n);
+    CHECK_EQ_INT(korthikanti, 8);
+    CHECK(rows >= korthikanti + 20);
+    CHECK(a100 > 0 && h100 > 0);
+    CHECK(min_gpus <= 8 && max_gpus >= 2048);
+    CHECK(min_params < 2e9 && max_params > 9e11);
+}
+
+/* The fuzz corpus of the file loaders replays through the suite loader:
+ * every file loads or fails with a message naming it. */
+TEST(validate_fuzz_corpus_replay)
+{
+    const char *dir = "tests/fuzz/corpus/files";
+    DIR *d = opendir(dir);
+    REQUIRE(d);
+    int n = 0, loaded = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (e->d_name[0] == '.' || l < 6 || strcmp(e->d_name + l - 5, ".json"))
+            continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        sc_val_suite *s = NULL;
+        sc_error err = {0};
+        if (sc_val_load(path, &s, &err) == SC_OK)
+            loaded++;
+        else if (!strstr(err.msg, path))
+            sc_test_fail(__FILE__, __LINE__, "%s: message does not name the file: %s", path,
+                         err.msg);
+        sc_val_free(s);
+        n++;
+    }
+    closedir(d);
+    CHECK(n > 10);
+    CHECK(loaded >= 1); /* the corpus holds a valid suite */
+}
+
+/* ---- docs/formats.md ------------------------------------------------------------------ */
+
+static void collect_keys(const cJSON *o, const char *prefix, char *seen, size_t cap, int in_model)
+{
+    for (const cJSON *x = o->child; x; x = x->next) {
+        if (!x->string)
+            continue;
+        char key[256];
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", x->string);
+        /* a generator's parameters are its own (model gen --help): skip them */
+        if (in_model && strcmp(x->string, "generator") && strcmp(x->string, "builtin") &&
+            strcmp(x->string, "dtype"))
+            continue;
+        char tick[270];
+        snprintf(tick, sizeof tick, "`%s`", key);
+        if (!strstr(seen, tick) && strlen(seen) + strlen(tick) + 2 < cap) {
+            strcat(seen, tick);
+            strcat(seen, " ");
+        }
+        if (cJSON_IsObject(x))
+            collect_keys(x, key, seen, cap, !strcmp(x->string, "model"));
+        else if (cJSON_IsArray(x))
+            for (const cJSON *y = x->child; y; y = y->next)
+                if (cJSON_IsObject(y)) {
+                    char k2[260];
+                    snprintf(k2, sizeof k2, "%s[]", key);
+                    collect_keys(y, k2, seen, cap, 0);
+                }
+    }
+}
+
+TEST(validate_docs_format_section)
+{
+    char *doc = NULL;
+    size_t len;
+    REQUIRE(sc_read_file("docs/formats.md", 1 << 22, &doc, &len, NULL) == SC_OK);
+    const char *b = strstr(doc, "## validation (`stagecraft.validation/1`)");
+    REQUIRE(b);
+    const char *e = strstr(b + 10, "\n## ");
+    size_t n = e ? (size_t)(e - b) : strlen(b);
+    char *sec = calloc(1, n + 1);
+    REQUIRE(sec);
+    memcpy(sec, b, n);
+    /* every key a shipped suite uses is in the section's table */
+    char **paths = NULL;
+    int np = 0;
+    sc_error err = {0};
+    static char seen[1 << 15];
+    seen[0] = '\0';
+    if (sc_val_list("validation", &paths, &np, &err) == SC_OK)
+        for (int i = 0; i < np; i++) {
+            cJSON *j = NULL;
+            if (sc_json_load(paths[i], &j, &err) == SC_OK)
+                collect_keys(j, "", seen, sizeof seen, 0);
+            cJSON_Delete(j);
+        }
+    sc_val_paths_free(paths, np);
+    for (char *p = seen; (p = strchr(p, '`'));) {
+        char *q = strchr(p + 1, '`');
+        if (!q)
+            break;
+        char key[300];
+        snprintf(key, sizeof key, "| %.*s", (int)(q - p + 1), p);
+        char alt[300]; /* a row that lists several keys: "`a`, `b`" */
+        snprintf(alt, sizeof alt, "%.*s", (int)(q - p + 1), p);
+        if (!strstr(sec, key) && !strstr(sec, alt))
+            sc_test_fail(__FILE__, __LINE__, "docs/formats.md: the validation table lacks %s",
+                         alt);
+        p = q + 1;
+    }
+    /* its example loads */
+    const char *x = strstr(sec, "```json\n");
+    REQUIRE(x);
+    x += 8;
+    const char *y = strstr(x, "\n```");
+    REQUIRE(y);
+    char *ex = calloc(1, (size_t)(y - x) + 2);
+    REQUIRE(ex);
+    memcpy(ex, x, (size_t)(y - x));
+    const char *f = put("example.json", ex);
+    sc_val_suite *s = NULL;
+    if (sc_val_load(f, &s, &err) != SC_OK)
+        sc_test_fail(__FILE__, __LINE__, "the formats.md example does not load: %s", err.msg);
+    sc_val_free(s);
+    free(ex);
+    free(sec);
+    sc_free(doc);
+}
