@@ -203,9 +203,10 @@ static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o
         for (size_t k = 0; k < SC_ARRAY_LEN(abbr); k++)
             if (!strcmp(abbr[k].key, x->string))
                 a = abbr[k].abbr;
-        if (cJSON_IsBool(x))
-            desc_add(r->model_desc, sizeof r->model_desc, v ? " %s" : "", x->string);
-        else if (a)
+        if (cJSON_IsBool(x)) {
+            if (v)
+                desc_add(r->model_desc, sizeof r->model_desc, " %s", x->string);
+        } else if (a)
             desc_add(r->model_desc, sizeof r->model_desc, " %s%.10g", a, v);
         else
             desc_add(r->model_desc, sizeof r->model_desc, " %s=%.10g", x->string, v);
