@@ -156,8 +156,9 @@ sc_status sc_read_file(const char *path, size_t max_bytes, char **out, size_t *l
 {
     *out = NULL;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return sc_err(err, SC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) /* a name that is not there is the caller's mistake, not the system's */
+        return sc_err(err, errno == ENOENT || errno == ENOTDIR ? SC_ENOTFOUND : SC_EIO,
+                      "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 65536, n = 0;
     char *buf = sc_malloc(cap);
     if (!buf) {
