@@ -68,7 +68,8 @@ struct sc_model;
 struct sc_cluster;
 int cli_open(const char *model, const char *cluster, long nodes, struct sc_model **m,
              struct sc_cluster *c);
-/* Prints root to stdout (formatted) and frees it; returns 0, or 1 on OOM. */
+/* Prints root to stdout (formatted) and frees it; returns 0, or 1 on OOM.
+ * Write errors on stdout are main()'s to report (close_stdout). */
 int cli_print_json(cJSON *root);
 /* Human-readable numbers into buf (at least 32 bytes); returns buf. */
 char *cli_si(double v, char *buf);      /* 1.32G, 845.2M, 12.0k */

@@ -143,3 +143,39 @@ TEST(exit_infeasible_is_5)
     expect(d, 5, "does not fit", "plan --model gpt-175b --cluster p4d.24xlarge --nodes 1 "
                                  "--global-batch 8 --fix tp=1,pp=1");
 }
+
+/* Output on standard output that cannot be written (a full disk; /dev/full)
+ * is an I/O error with a message, whatever the command printed: tables,
+ * JSON, a document through -o -. */
+TEST(exit_stdout_write_error_is_3)
+{
+    const char *d = sc_test_tmpdir();
+    if (!sc_test_exists("/dev/full")) {
+        sc_test_skip("no /dev/full");
+        return;
+    }
+    static const char *cases[] = {
+        "model list",
+        "model list --json",
+        "model show gpt-175b", /* more than one stdio buffer */
+        "cluster list",
+        "cluster show p4d.24xlarge --json",
+        "version",
+        "version --json",
+        "cost --model gpt-1.3b --cluster p4d.24xlarge --depth 1",
+        "sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --tp 8 --pp 1 "
+        "--microbatches 4 --mbs 1",
+        "sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --tp 8 --pp 1 "
+        "--microbatches 4 --mbs 1 --json",
+        "plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 --global-batch 8 --top 2",
+        "--help",
+    };
+    for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
+        char args[400];
+        snprintf(args, sizeof args, "%s >/dev/full", cases[i]);
+        expect(d, 3, "stagecraft: stdout: write error: No space left on device", args);
+    }
+    /* a command that printed nothing has nothing to lose */
+    expect(d, 2, "no-such.json", "model show no-such.json --json >/dev/full");
+    CHECK(!strstr(out, "stdout"));
+}
