@@ -168,6 +168,7 @@ TEST(exit_stdout_write_error_is_3)
         "sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --tp 8 --pp 1 "
         "--microbatches 4 --mbs 1 --json",
         "plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 --global-batch 8 --top 2",
+        "model gen gpt --layers 2 --hidden 64 --heads 2 --seq 16 --vocab 100 -o -",
         "--help",
     };
     for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
