@@ -157,7 +157,7 @@ notebooks: deps $(CLI)
 	echo "notebooks: all $(words $(NOTEBOOKS)) ran; executed copies in out/notebooks/"
 
 golden-update: $(CLI) $(TESTRUN)
-	@SC_BIN=$(CLI) SC_GOLDEN_UPDATE=1 $(TESTRUN) golden
+	@SC_BIN=$(CLI) SC_GOLDEN_UPDATE=1 $(TESTRUN) step_golden
 
 # libFuzzer targets: build/fuzz/fuzz_NAME; run e.g.
 #   build/fuzz/fuzz_model -max_total_time=300 tests/fuzz/corpus/model

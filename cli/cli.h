@@ -3,9 +3,11 @@
  * char **argv)` where argv[0] is the command name. Commands parse arguments,
  * call the library and print; no logic of their own.
  *
- * Exit status: 0 success, 2 usage error or bad input (the message names the
- * file and the JSON path), 1 any other failure. Errors print one line
- * "stagecraft: MESSAGE" on stderr.
+ * Exit status: one table for every command (cli_exit_code, and the section
+ * "Exit codes" of docs/commands.md). Errors print one line
+ * "stagecraft: MESSAGE" on stderr (the message names the file and the JSON
+ * path). main() checks that standard output was written (CLI_EXIT_IO
+ * otherwise, with "stagecraft: stdout: write error: REASON").
  */
 #ifndef SC_CLI_H
 #define SC_CLI_H
@@ -31,9 +33,31 @@ int cmd_repro(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 
-/* Prints the error and returns the exit status for its code. */
+/* The exit status of a command. Scripts can tell "fix your command or your
+ * file" (2) from "the machine failed" (3) from "the configuration cannot
+ * run" (5). */
+enum {
+    CLI_EXIT_OK = 0,         /* success */
+    CLI_EXIT_INTERNAL = 1,   /* out of memory, a bug, anything not below */
+    CLI_EXIT_USAGE = 2,      /* bad usage or bad input: an option or argument, an input
+                                file's content, a name that is neither a built-in nor a
+                                file, a format version or feature this build lacks */
+    CLI_EXIT_IO = 3,         /* I/O or system error: a file that cannot be read, created
+                                or written, standard output, a device runtime (CUDA,
+                                NCCL, MPI) or a rank that failed or timed out */
+    CLI_EXIT_FIT = 4,        /* reserved: a fit refused by calibration's quality gate */
+    CLI_EXIT_INFEASIBLE = 5, /* the configuration cannot run: it does not fit in device
+                                memory, or no configuration fits or matches */
+};
+/* The one map from a library status to an exit status:
+ *   SC_OK 0; SC_ENOMEM and unknown codes 1;
+ *   SC_EINVAL, SC_EPARSE, SC_ENOTFOUND, SC_ENOTSUP 2;
+ *   SC_EIO, SC_ECUDA, SC_ENCCL, SC_EMPI 3; SC_ENOFIT 5. */
+int cli_exit_code(sc_status st);
+/* Prints the error and returns cli_exit_code of its status. */
 int cli_fail(const sc_error *err);
-/* Prints "stagecraft CMD: MESSAGE" and "try 'stagecraft CMD --help'"; returns 2. */
+/* Prints "stagecraft CMD: MESSAGE" and "try 'stagecraft CMD --help'"; returns
+ * CLI_EXIT_USAGE (2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses numbers for option opt; on error prints a usage error and returns 2. */
 int cli_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
@@ -46,7 +70,8 @@ struct sc_model;
 struct sc_cluster;
 int cli_open(const char *model, const char *cluster, long nodes, struct sc_model **m,
              struct sc_cluster *c);
-/* Prints root to stdout (formatted) and frees it; returns 0, or 1 on OOM. */
+/* Prints root to stdout (formatted) and frees it; returns 0, or 1 on OOM.
+ * Write errors on stdout are main()'s to report (close_stdout). */
 int cli_print_json(cJSON *root);
 /* Human-readable numbers into buf (at least 32 bytes); returns buf. */
 char *cli_si(double v, char *buf);      /* 1.32G, 845.2M, 12.0k */

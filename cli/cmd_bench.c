@@ -174,7 +174,7 @@ int cmd_bench(int argc, char **argv)
         if (rank == 0 || !uniform)
             rc = cli_fail(&err);
         else
-            rc = 2;
+            rc = cli_exit_code(st);
         if (size > 1 && !uniform)
             sc_bench_abort(b, rc);
     } else if (rank == 0) {

@@ -44,19 +44,16 @@ static void help(void)
         "                     the warm-up steps and the first measured step)\n"
         "  -o FILE            write the measured timeline (only on success, whole)\n\n"
         "Launch with OpenMPI as usual: mpirun -np 4 [--hostfile H], or srun under Slurm.\n"
-        "Exit status: 0 success, 2 bad input (e.g. wrong rank count), 1 any other failure\n"
-        "(with threads: non-zero if any thread failed, with its message).\n",
+        "Exit status (docs/commands.md, \"Exit codes\"): 0 success, 2 bad usage or input\n"
+        "(e.g. wrong rank count), 3 I/O or system error (a file, CUDA, NCCL, MPI, a rank\n"
+        "that timed out), 5 does not fit in device memory, 1 any other failure (with\n"
+        "threads: the first failing thread's, with its message).\n",
 #ifdef SC_HAVE_MPI
         ""
 #else
         " (this one)"
 #endif
     );
-}
-
-static int exit_code(sc_status st)
-{
-    return st == SC_EINVAL || st == SC_EPARSE || st == SC_ENOTFOUND ? 2 : 1;
 }
 
 /* What one rank did. */
@@ -91,7 +88,7 @@ static void one_rank(const char *plan, const sc_exec_opts *o, const char *out, s
         fprintf(stderr, "stagecraft exec: %s\n", r->err.msg);
         fflush(stderr);
         if (must_abort)
-            sc_exec_abort(x, 1); /* MPI_Abort; threads: the whole process */
+            sc_exec_abort(x, cli_exit_code(r->st)); /* MPI_Abort; threads: the whole process */
         sc_team_fail(team, team_rank, r->err.msg);
     }
     sc_exec_close(x);
@@ -131,7 +128,7 @@ static int exec_threads(const char *plan, const sc_exec_opts *o, const char *out
     sc_status st = sc_plan_load(plan, &p, &err);
     if (st) {
         fprintf(stderr, "stagecraft exec: %s\n", err.msg);
-        return exit_code(st);
+        return cli_exit_code(st);
     }
     int dp = p->dp, tp = p->tp, pp = p->pp, n = dp * tp * pp;
     sc_plan_free(p);
@@ -151,7 +148,7 @@ static int exec_threads(const char *plan, const sc_exec_opts *o, const char *out
     if (!res || (st = sc_team_new(n, &t, &err))) {
         sc_free(res);
         fprintf(stderr, "stagecraft exec: %s\n", res ? err.msg : "out of memory");
-        return 1;
+        return res ? cli_exit_code(st) : CLI_EXIT_INTERNAL;
     }
     thread_job j = {plan, out, *o, res};
     st = sc_team_run(t, thread_main, &j, &err);
@@ -159,7 +156,7 @@ static int exec_threads(const char *plan, const sc_exec_opts *o, const char *out
     int code = 0;
     if (st) {
         fprintf(stderr, "stagecraft exec: %s\n", err.msg);
-        code = 1;
+        code = cli_exit_code(st);
     }
     /* setup errors: the first rank's own failure (not "gave up" because of
      * another's), as rank 0 alone reports them under MPI */
@@ -171,11 +168,11 @@ static int exec_threads(const char *plan, const sc_exec_opts *o, const char *out
     if (cause >= 0) {
         fprintf(stderr, "stagecraft exec: %s\n", res[cause].err.msg);
         if (!code)
-            code = exit_code(res[cause].st);
+            code = cli_exit_code(res[cause].st);
     }
     for (int r = 0; r < n && !code; r++)
         if (res[r].st) /* run errors were printed by their thread */
-            code = 1;
+            code = cli_exit_code(res[r].st);
     if (!code)
         print_summary(plan, out, &res[0].sum, ", one thread per GPU");
     sc_free(res);
@@ -251,10 +248,10 @@ int cmd_exec(int argc, char **argv)
          * process) reports them */
         if (r.rank <= 0)
             fprintf(stderr, "stagecraft exec: %s\n", r.err.msg);
-        return exit_code(r.st);
+        return cli_exit_code(r.st);
     }
     if (r.st)
-        return 1;
+        return cli_exit_code(r.st);
     if (r.rank == 0)
         print_summary(plan, out, &r.sum, "");
     return 0;

@@ -13,6 +13,8 @@ int cmd_version(int argc, char **argv)
         return 0;
     }
     int json = argc > 1 && !strcmp(argv[1], "--json");
+    if (argc > 2 || (argc > 1 && !json))
+        return cli_usage("version", "unknown argument '%s'", argv[argc > 2 && json ? 2 : 1]);
     sc_build_info bi = sc_build_info_get();
     if (json) {
         cJSON *j = cJSON_CreateObject();

@@ -263,7 +263,7 @@ int cmd_whatif(int argc, char **argv)
         for (int i = 0; i < w->n_skipped; i++)
             fprintf(stderr, "  %s x %ld: %s\n", w->clusters[w->skipped[i].cluster].name,
                     w->skipped[i].nodes, w->skipped[i].reason);
-        rc = 2;
+        rc = CLI_EXIT_INFEASIBLE;
     } else if (sc_whatif_write(w, dir, NULL, &err)) {
         rc = cli_fail(&err);
     } else if (json) {

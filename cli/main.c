@@ -1,7 +1,9 @@
 /* main.c - `stagecraft`: dispatch to a command. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <string.h>
 
 typedef struct {
@@ -41,7 +43,34 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
 
-int main(int argc, char **argv)
+/* Whatever the command printed must have reached standard output: a full
+ * disk or /dev/full fails in the last fflush (or earlier, leaving the error
+ * flag). Reports "stagecraft: stdout: write error: REASON" and turns a
+ * success into CLI_EXIT_IO; a command's own failure keeps its status. A
+ * closed stdout (>&-) that nothing was written to is no error (as GNU
+ * coreutils' close_stdout). */
+static int close_stdout(int rc)
+{
+    int pending = __fpending(stdout) > 0, bad = ferror(stdout), e = 0;
+    errno = 0;
+    if (fflush(stdout) != 0) {
+        bad = 1;
+        e = errno;
+    }
+    errno = 0;
+    if (fclose(stdout) != 0 && (bad || pending || errno != EBADF)) {
+        bad = 1;
+        if (!e)
+            e = errno;
+    }
+    if (!bad)
+        return rc;
+    fprintf(stderr, "stagecraft: stdout: write error: %s\n",
+            e ? strerror(e) : "an earlier write failed");
+    return rc ? rc : CLI_EXIT_IO;
+}
+
+static int run(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -59,4 +88,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "stagecraft: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    return close_stdout(run(argc, argv));
 }

@@ -11,18 +11,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cli_fail(const sc_error *err)
+int cli_exit_code(sc_status st)
 {
-    fprintf(stderr, "stagecraft: %s\n", err->msg[0] ? err->msg : sc_status_name(err->status));
-    switch (err->status) {
-    case SC_ENOMEM:
+    switch (st) {
+    case SC_OK:
+        return CLI_EXIT_OK;
+    case SC_EINVAL:
+    case SC_EPARSE:
+    case SC_ENOTFOUND:
+    case SC_ENOTSUP:
+        return CLI_EXIT_USAGE;
+    case SC_EIO:
     case SC_ECUDA:
     case SC_ENCCL:
     case SC_EMPI:
-        return 1;
+        return CLI_EXIT_IO;
+    case SC_ENOFIT:
+        return CLI_EXIT_INFEASIBLE;
+    case SC_ENOMEM:
     default:
-        return 2;
+        return CLI_EXIT_INTERNAL;
     }
+}
+
+int cli_fail(const sc_error *err)
+{
+    fprintf(stderr, "stagecraft: %s\n", err->msg[0] ? err->msg : sc_status_name(err->status));
+    return cli_exit_code(err->status);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)
@@ -33,7 +48,7 @@ int cli_usage(const char *cmd, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\ntry 'stagecraft %s --help'\n", cmd);
-    return 2;
+    return CLI_EXIT_USAGE;
 }
 
 int cli_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out)
@@ -74,7 +89,7 @@ int cli_print_json(cJSON *root)
     fputs(s, stdout);
     fputc('\n', stdout);
     sc_free(s);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return 0; /* main() checks that stdout was written */
 }
 
 char *cli_si(double v, char *buf)

@@ -25,6 +25,208 @@ void sc_json_init(void)
 static const char *dot(const char *path) { return path && *path ? "." : ""; }
 static const char *nz(const char *path) { return path ? path : ""; }
 
+/* ---- strings cJSON passes on silently -------------------------------------------
+ * cJSON decodes the escape \u0000 into a NUL inside the C string it makes,
+ * so "cpu\u0000evil" reads as "cpu", and copies any bytes through, so text
+ * that is not UTF-8 reaches the plans we write, which Python's json and
+ * every other UTF-8 reader then refuse. Both are refused here, on the raw
+ * text of each string token (keys and values alike). */
+
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned lo = 0x80, hi = 0xBF; /* the allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c == 0xE0)
+        n = 3, lo = 0xA0;
+    else if (c == 0xED)
+        n = 3, hi = 0x9F; /* not U+D800..U+DFFF */
+    else if (c >= 0xE1 && c <= 0xEF)
+        n = 3;
+    else if (c == 0xF0)
+        n = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+        n = 4;
+    else if (c == 0xF4)
+        n = 4, hi = 0x8F; /* not past U+10FFFF */
+    else
+        return 0;
+    if ((size_t)(end - p) < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* The end (the closing quote) of the string token opening at text[i]. */
+static size_t string_end(const char *text, size_t len, size_t i)
+{
+    for (i++; i < len && text[i] != '"'; i++)
+        if (text[i] == '\\')
+            i++;
+    return i;
+}
+
+/* First bad string of text: sets *start to its opening quote, *at to the
+ * offending byte and *nul to 1 for \u0000, 0 for a UTF-8 error. Returns 1
+ * if there is one. text has parsed, so its tokens are well formed. */
+static int bad_string(const char *text, size_t len, size_t *start, size_t *at, int *nul)
+{
+    const unsigned char *u = (const unsigned char *)text, *end = u + len;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] != '"')
+            continue;
+        size_t close = string_end(text, len, i);
+        for (size_t k = i + 1; k < close;) {
+            if (text[k] == '\\') {
+                if (k + 5 < close && text[k + 1] == 'u' && !memcmp(text + k + 2, "0000", 4)) {
+                    *start = i, *at = k, *nul = 1;
+                    return 1;
+                }
+                k += text[k + 1] == 'u' ? 6 : 2;
+                continue;
+            }
+            size_t n = utf8_seq(u + k, end);
+            if (!n) {
+                *start = i, *at = k, *nul = 0;
+                return 1;
+            }
+            k += n;
+        }
+        i = close;
+    }
+    return 0;
+}
+
+/* Appends the raw text of a key (escapes as written, bytes outside
+ * printable ASCII as \xHH) to b. */
+static void put_key(sc_buf *b, const char *k, size_t n)
+{
+    for (size_t i = 0; i < n && i < 64; i++) {
+        unsigned char c = (unsigned char)k[i];
+        if (c < 0x20 || c >= 0x7f)
+            sc_buf_printf(b, "\\x%02x", c);
+        else
+            sc_buf_printf(b, "%c", c);
+    }
+    if (n > 64)
+        sc_buf_printf(b, "...");
+}
+
+/* The JSON path (root.children[3].name) of the string token at offset
+ * target, in the style of the readers' messages; a key gets " (a key)".
+ * Walks the parsed text once, keeping the path of the open containers. */
+static void path_of(const char *text, size_t len, size_t target, sc_buf *b)
+{
+    enum { MAXD = CJSON_NESTING_LIMIT + 1 }; /* cJSON parsed no deeper */
+    size_t *saved = sc_malloc(sizeof *saved * MAXD);
+    long *index = sc_malloc(sizeof *index * MAXD);
+    char *is_arr = sc_malloc(MAXD);
+    if (!saved || !index || !is_arr) {
+        b->oom = 1;
+        goto done;
+    }
+    int d = 0, want_key = 0;
+    const char *key = NULL;
+    size_t keyn = 0;
+    /* component of the value starting now, appended to the path */
+    #define PUT_COMPONENT()                                                    \
+        do {                                                                   \
+            if (d > 0 && is_arr[d - 1])                                        \
+                sc_buf_printf(b, "[%ld]", index[d - 1]);                       \
+            else if (d > 0) {                                                  \
+                if (b->len)                                                    \
+                    sc_buf_printf(b, ".");                                     \
+                put_key(b, key, keyn);                                         \
+            }                                                                  \
+        } while (0)
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (c == '"') {
+            size_t close = string_end(text, len, i);
+            if (d > 0 && !is_arr[d - 1] && want_key) {
+                if (i == target) {
+                    if (b->len)
+                        sc_buf_printf(b, ".");
+                    put_key(b, text + i + 1, close - i - 1);
+                    sc_buf_printf(b, " (a key)");
+                    goto done;
+                }
+                key = text + i + 1, keyn = close - i - 1;
+                want_key = 0;
+            } else if (i == target) {
+                PUT_COMPONENT();
+                goto done;
+            }
+            i = close;
+        } else if (c == '{' || c == '[') {
+            if (d >= MAXD)
+                goto done;
+            saved[d] = b->len;
+            PUT_COMPONENT();
+            is_arr[d] = c == '[';
+            index[d] = 0;
+            d++;
+            want_key = c == '{';
+        } else if (c == '}' || c == ']') {
+            if (d > 0) {
+                b->len = saved[--d];
+                if (b->s)
+                    b->s[b->len] = '\0';
+            }
+        } else if (c == ',') {
+            if (d > 0 && is_arr[d - 1])
+                index[d - 1]++;
+            else
+                want_key = 1;
+        }
+    }
+    #undef PUT_COMPONENT
+done:
+    sc_free(saved);
+    sc_free(index);
+    sc_free(is_arr);
+}
+
+static sc_status check_strings(const char *file, const char *text, size_t len, sc_error *err)
+{
+    size_t start, at;
+    int nul;
+    if (!bad_string(text, len, &start, &at, &nul))
+        return SC_OK;
+    sc_buf b = {0};
+    path_of(text, len, start, &b);
+    const char *path = b.s && b.len ? b.s : "(top level)";
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < at; i++) {
+        if (text[i] == '\n')
+            line++, col = 1;
+        else
+            col++;
+    }
+    sc_status st;
+    if (b.oom)
+        st = sc_err(err, SC_ENOMEM, "%s: out of memory while checking strings", file);
+    else if (nul)
+        st = sc_err(err, SC_EPARSE,
+                    "%s: %s: the string contains \\u0000, a NUL character that would cut it "
+                    "short (line %zu, column %zu)",
+                    file, path, line, col);
+    else
+        st = sc_err(err, SC_EPARSE,
+                    "%s: %s: the string is not valid UTF-8 (byte 0x%02x at line %zu, column %zu)",
+                    file, path, (unsigned char)text[at], line, col);
+    sc_buf_free(&b);
+    return st;
+}
+
 sc_status sc_json_parse(const char *file, const char *text, size_t len, cJSON **out,
                         sc_error *err)
 {
@@ -64,6 +266,11 @@ sc_status sc_json_parse(const char *file, const char *text, size_t len, cJSON **
                           file, line);
         return sc_err(err, SC_EPARSE, "%s: invalid JSON at line %zu, column %zu", file, line,
                       col);
+    }
+    sc_status st = check_strings(file, text, len, err);
+    if (st) {
+        cJSON_Delete(root);
+        return st;
     }
     *out = root;
     return SC_OK;

@@ -17,7 +17,10 @@ void sc_json_init(void);
 
 /* Parses text[0..len) (a copy is parsed, so text need not be
  * NUL-terminated); on a syntax error reports line and column. Rejects input
- * larger than 64 MiB. The caller frees *out with cJSON_Delete. */
+ * larger than 64 MiB, and (SC_EPARSE, naming the file, the JSON path of the
+ * string, line and column) any string, key or value, that holds the escape
+ * \u0000 (cJSON would cut the string there) or bytes that are not UTF-8.
+ * O(len). The caller frees *out with cJSON_Delete. */
 sc_status sc_json_parse(const char *file, const char *text, size_t len, cJSON **out,
                         sc_error *err);
 /* Reads and parses a file. */

@@ -3,6 +3,7 @@
 #include "outdir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,15 +49,20 @@ struct sc_outdir {
     char *tmp;        /* DIR/.TAG.tmpXXXXXX */
     char **names;     /* added file names */
     char **staged;    /* TMP/NAME */
+    int *slots;       /* sc_tmp_register's slot of each staged file */
+    int tmp_slot;     /* and of the staging folder */
     int n, cap;
 };
 
 static void outdir_free(sc_outdir *d)
 {
     for (int i = 0; i < d->n; i++) {
+        sc_tmp_unregister(d->slots[i]);
         sc_free(d->names[i]);
         sc_free(d->staged[i]);
     }
+    sc_tmp_unregister(d->tmp_slot);
+    sc_free(d->slots);
     sc_free(d->names);
     sc_free(d->staged);
     sc_free(d->tmp);
@@ -73,6 +79,8 @@ sc_status sc_outdir_open(const char *dir, const char *tag, sc_outdir **out, sc_e
     if (st)
         return st;
     sc_outdir *d = sc_calloc(1, sizeof *d);
+    if (d)
+        d->tmp_slot = -1;
     size_t tl = strlen(dir) + strlen(tag) + 16;
     if (!d || !(d->dir = sc_strdup(dir)) || !(d->tmp = sc_malloc(tl))) {
         if (d)
@@ -80,7 +88,7 @@ sc_status sc_outdir_open(const char *dir, const char *tag, sc_outdir **out, sc_e
         return sc_err(err, SC_ENOMEM, "%s: out of memory", dir);
     }
     snprintf(d->tmp, tl, "%s/.%s.tmpXXXXXX", dir, tag);
-    if (!mkdtemp(d->tmp)) {
+    if (sc_tmp_create(d->tmp, 1, &d->tmp_slot) < 0) { /* removed on SIGINT/SIGTERM */
         st = sc_err(err, SC_EIO, "%s: cannot create a temporary folder: %s", dir,
                     strerror(errno));
         outdir_free(d);
@@ -108,7 +116,10 @@ sc_status sc_outdir_file(sc_outdir *d, const char *name, const char **path, sc_e
         char **b = a ? sc_realloc(d->staged, sizeof *b * (size_t)nc) : NULL;
         if (b)
             d->staged = b;
-        if (!a || !b)
+        int *c = b ? sc_realloc(d->slots, sizeof *c * (size_t)nc) : NULL;
+        if (c)
+            d->slots = c;
+        if (!a || !b || !c)
             return sc_err(err, SC_ENOMEM, "%s: out of memory", d->dir);
         d->cap = nc;
     }
@@ -122,6 +133,7 @@ sc_status sc_outdir_file(sc_outdir *d, const char *name, const char **path, sc_e
     snprintf(sp, sl, "%s/%s", d->tmp, name);
     d->names[d->n] = nm;
     d->staged[d->n] = sp;
+    d->slots[d->n] = sc_tmp_register(sp, 0);
     d->n++;
     *path = sp;
     return SC_OK;
@@ -135,6 +147,22 @@ static char *final_path(const sc_outdir *d, int i)
     if (p)
         snprintf(p, l, "%s/%s", d->dir, d->names[i]);
     return p;
+}
+
+/* A DIR/NAME that is a symbolic link, a device or a FIFO is not renamed
+ * over: the staged file's bytes go to it through sc_write_file_atomic,
+ * which follows the link or writes through the device. */
+static sc_status copy_into(const char *staged, const char *dst, sc_error *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    sc_status st = sc_read_file(staged, (size_t)1 << 30, &data, &len, err);
+    if (!st)
+        st = sc_write_file_atomic(dst, data, len, err);
+    sc_free(data);
+    if (!st)
+        unlink(staged);
+    return st;
 }
 
 static sc_status commit(sc_outdir *d, sc_error *err)
@@ -152,14 +180,25 @@ static sc_status commit(sc_outdir *d, sc_error *err)
             st = SC_ENOMEM;
     if (st == SC_ENOMEM)
         sc_err(err, SC_ENOMEM, "%s: out of memory", d->dir);
-    for (int i = 0; !st && i < d->n; i++)
-        if (rename(d->staged[i], dst[i]) != 0)
+    for (int i = 0; !st && i < d->n; i++) {
+        if (lstat(dst[i], &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+            st = copy_into(d->staged[i], dst[i], err);
+        else if (rename(d->staged[i], dst[i]) != 0)
             st = sc_err(err, SC_EIO, "%s: cannot rename into place: %s", dst[i],
                         strerror(errno));
+    }
     for (int i = 0; dst && i < d->n; i++)
         sc_free(dst[i]);
     sc_free(dst);
-    return st;
+    if (st)
+        return st;
+    /* the renames survive a crash once the folder is on disk */
+    int fd = open(d->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    return SC_OK;
 }
 
 sc_status sc_outdir_close(sc_outdir *d, sc_status st, sc_error *err)

@@ -22,6 +22,12 @@
  *     ...
  *     return sc_outdir_close(od, st, err); // commits when st is SC_OK
  *
+ * A DIR/NAME that already is a symbolic link, a device or a FIFO gets the
+ * file's bytes through sc_write_file_atomic's rules (the link's target
+ * replaced, the device written through) instead of being renamed over. The
+ * staging folder and its files are removed on SIGINT, SIGTERM and SIGHUP
+ * (sc_tmp_register); the folder DIR is fsync'd after the renames.
+ *
  * Trade-off taken: the renames into DIR are one per file, so a rename that
  * fails half-way (DIR on another file system cannot happen: the staging
  * folder is inside DIR; a file of DIR replaced by a folder can) leaves the

@@ -2,12 +2,15 @@
 #include "sc.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 sc_status sc_err(sc_error *err, sc_status status, const char *fmt, ...)
 {
@@ -156,8 +159,9 @@ sc_status sc_read_file(const char *path, size_t max_bytes, char **out, size_t *l
 {
     *out = NULL;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return sc_err(err, SC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) /* a name that is not there is the caller's mistake, not the system's */
+        return sc_err(err, errno == ENOENT || errno == ENOTDIR ? SC_ENOTFOUND : SC_EIO,
+                      "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 65536, n = 0;
     char *buf = sc_malloc(cap);
     if (!buf) {
@@ -208,49 +212,326 @@ sc_status sc_read_file(const char *path, size_t max_bytes, char **out, size_t *l
     return SC_OK;
 }
 
-sc_status sc_write_file_atomic(const char *path, const void *data, size_t len, sc_error *err)
+/* ---- temporary files removed on a signal ---------------------------------------
+ * A fixed table, so that the handler touches no allocator: a slot is free
+ * (0), being filled (1) or live (2). Only live slots are read by the
+ * handler; a slot is filled completely before it goes live. */
+
+#define TMP_SLOTS 64
+#define TMP_PATH 4096
+
+static struct {
+    _Atomic int state;
+    int dir;
+    char path[TMP_PATH];
+} tmp_slots[TMP_SLOTS];
+
+static const int tmp_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void tmp_on_signal(int sig)
 {
-    if (strcmp(path, "-") == 0) {
-        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
-            return sc_err(err, SC_EIO, "<stdout>: write error");
-        return SC_OK;
+    int saved = errno;
+    /* files first, then the folders they were in */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < TMP_SLOTS; i++)
+            if (atomic_load(&tmp_slots[i].state) == 2 && tmp_slots[i].dir == pass) {
+                if (pass)
+                    rmdir(tmp_slots[i].path);
+                else
+                    unlink(tmp_slots[i].path);
+            }
+    /* die of the signal as if we had not caught it: the default action is
+     * back, and the signal, blocked while we run, arrives when we return */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig);
+    errno = saved;
+}
+
+static pthread_once_t tmp_once = PTHREAD_ONCE_INIT;
+
+static void tmp_install(void)
+{
+    for (size_t i = 0; i < SC_ARRAY_LEN(tmp_signals); i++) {
+        struct sigaction old, sa;
+        if (sigaction(tmp_signals[i], NULL, &old) != 0)
+            continue;
+        /* a signal someone ignores or handles is theirs */
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = tmp_on_signal;
+        sigemptyset(&sa.sa_mask);
+        for (size_t k = 0; k < SC_ARRAY_LEN(tmp_signals); k++)
+            sigaddset(&sa.sa_mask, tmp_signals[k]);
+        sigaction(tmp_signals[i], &sa, NULL);
     }
-    size_t pl = strlen(path);
-    char *tmp = sc_malloc(pl + 16);
+}
+
+int sc_tmp_register(const char *path, int is_dir)
+{
+    size_t n = strlen(path);
+    if (n >= TMP_PATH)
+        return -1;
+    pthread_once(&tmp_once, tmp_install);
+    for (int i = 0; i < TMP_SLOTS; i++) {
+        int want = 0;
+        if (atomic_compare_exchange_strong(&tmp_slots[i].state, &want, 1)) {
+            memcpy(tmp_slots[i].path, path, n + 1);
+            tmp_slots[i].dir = is_dir ? 1 : 0;
+            atomic_store(&tmp_slots[i].state, 2);
+            return i;
+        }
+    }
+    return -1;
+}
+
+void sc_tmp_unregister(int slot)
+{
+    if (slot >= 0 && slot < TMP_SLOTS)
+        atomic_store(&tmp_slots[slot].state, 0);
+}
+
+int sc_tmp_create(char *template, int is_dir, int *slot)
+{
+    *slot = -1;
+    pthread_once(&tmp_once, tmp_install);
+    /* a signal between creating and registering would leave the file: the
+     * signals wait (in this thread) until it is registered */
+    sigset_t hold, saved;
+    sigemptyset(&hold);
+    for (size_t i = 0; i < SC_ARRAY_LEN(tmp_signals); i++)
+        sigaddset(&hold, tmp_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &hold, &saved);
+    int fd = is_dir ? (mkdtemp(template) ? 0 : -1) : mkstemp(template);
+    int e = errno;
+    if (fd >= 0)
+        *slot = sc_tmp_register(template, is_dir);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    errno = e;
+    return fd;
+}
+
+/* ---- writing a file ---------------------------------------------------------- */
+
+/* write(2) until done; 0 or an errno value. */
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The process's umask, read without changing it (umask(2) can only set it,
+ * and setting it to read it races with other threads creating files). */
+static mode_t current_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        unsigned m;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "Umask: %o", &m) == 1) {
+                fclose(f);
+                return (mode_t)m;
+            }
+        fclose(f);
+    }
+    mode_t m = umask(022); /* kernels before 4.7: no Umask line */
+    umask(m);
+    return m;
+}
+
+/* fsync of the folder holding file, so that a rename into it survives a
+ * crash. Best effort: the file is in place whatever this returns. */
+static void sync_parent(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    char dir[TMP_PATH];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == file)
+        snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - file) < sizeof dir)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - file), file);
+    else
+        return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+enum { OUT_REPLACE, OUT_THROUGH, OUT_FD };
+
+/* Where the bytes for path go (see sc_write_file_atomic): follows symbolic
+ * links one at a time (dangling ones too) to the file to replace, or finds
+ * that the name is a device or FIFO to write through, or a descriptor of
+ * this process (/dev/stdout, /dev/fd/N, /proc/self/fd/N). *target (the
+ * caller frees it) is the file to replace or to open; *fd the descriptor
+ * for OUT_FD. */
+static sc_status out_target(const char *path, char **target, int *kind, int *fd, sc_error *err)
+{
+    *target = NULL;
+    char *cur = sc_strdup(path);
+    if (!cur)
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", path);
+    for (int hops = 0;; hops++) {
+        int n = -1, end = 0;
+        if ((sscanf(cur, "/proc/self/fd/%d%n", &n, &end) == 1 ||
+             sscanf(cur, "/dev/fd/%d%n", &n, &end) == 1) &&
+            cur[end] == '\0' && n >= 0) {
+            *kind = OUT_FD;
+            *fd = n;
+            *target = cur;
+            return SC_OK;
+        }
+        if (!strncmp(cur, "/proc/", 6)) {
+            sc_status st = sc_err(err, SC_EINVAL, "%s: refusing to write under /proc (%s)",
+                                  path, cur);
+            sc_free(cur);
+            return st;
+        }
+        struct stat sb;
+        if (lstat(cur, &sb) != 0) { /* a new file, or a parent that is missing: */
+            *kind = OUT_REPLACE;    /* creating the temporary file says which */
+            *target = cur;
+            return SC_OK;
+        }
+        if (S_ISREG(sb.st_mode)) {
+            *kind = OUT_REPLACE;
+            *target = cur;
+            return SC_OK;
+        }
+        if (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)) {
+            *kind = OUT_THROUGH;
+            *target = cur;
+            return SC_OK;
+        }
+        if (!S_ISLNK(sb.st_mode)) {
+            const char *what = S_ISDIR(sb.st_mode)   ? "a folder"
+                               : S_ISBLK(sb.st_mode) ? "a block device"
+                               : S_ISSOCK(sb.st_mode) ? "a socket"
+                                                      : "not a regular file";
+            sc_status st = sc_err(err, SC_EINVAL, "%s: is %s: refusing to write over it", path,
+                                  what);
+            sc_free(cur);
+            return st;
+        }
+        if (hops >= 40) {
+            sc_free(cur);
+            return sc_err(err, SC_EIO, "%s: cannot write: %s", path, strerror(ELOOP));
+        }
+        char link[TMP_PATH];
+        ssize_t ln = readlink(cur, link, sizeof link - 1);
+        if (ln < 0 || ln >= (ssize_t)sizeof link - 1) {
+            sc_status st = sc_err(err, SC_EIO, "%s: cannot read the link %s: %s", path, cur,
+                                  ln < 0 ? strerror(errno) : "too long");
+            sc_free(cur);
+            return st;
+        }
+        link[ln] = '\0';
+        /* a relative link is relative to the folder holding it */
+        const char *slash = strrchr(cur, '/');
+        size_t keep = link[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+        char *next = sc_malloc(keep + (size_t)ln + 1);
+        if (!next) {
+            sc_free(cur);
+            return sc_err(err, SC_ENOMEM, "%s: out of memory", path);
+        }
+        memcpy(next, cur, keep);
+        memcpy(next + keep, link, (size_t)ln + 1);
+        sc_free(cur);
+        cur = next;
+    }
+}
+
+/* Temporary file beside target, written, synced, given the mode a new file
+ * gets, renamed over target, the folder synced. Messages name path. */
+static sc_status replace_file(const char *path, const char *target, const void *data,
+                              size_t len, sc_error *err)
+{
+    size_t tl = strlen(target);
+    char *tmp = sc_malloc(tl + 16);
     if (!tmp)
         return sc_err(err, SC_ENOMEM, "%s: out of memory", path);
-    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
+    snprintf(tmp, tl + 16, "%s.tmpXXXXXX", target);
+    int slot;
+    int fd = sc_tmp_create(tmp, 0, &slot);
     if (fd < 0) {
         sc_status st = sc_err(err, SC_EIO, "%s: cannot create: %s", path, strerror(errno));
         sc_free(tmp);
         return st;
     }
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            sc_status st = sc_err(err, SC_EIO, "%s: write error: %s", path, strerror(errno));
-            close(fd);
-            unlink(tmp);
-            sc_free(tmp);
-            return st;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    fchmod(fd, 0644);
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        sc_status st = sc_err(err, SC_EIO, "%s: cannot write: %s", path, strerror(errno));
+    const char *what = "write error";
+    int e = write_all(fd, data, len);
+    /* mkstemp makes 0600; a new file is 0666 less the umask */
+    if (!e && fchmod(fd, 0666 & ~current_umask()) != 0)
+        e = errno, what = "cannot set the mode";
+    if (!e && fsync(fd) != 0 && errno != EINVAL) /* EINVAL: cannot sync, nothing lost */
+        e = errno, what = "write error";
+    if (close(fd) != 0 && !e)
+        e = errno, what = "write error";
+    if (!e && rename(tmp, target) != 0)
+        e = errno, what = "cannot write";
+    if (e)
         unlink(tmp);
-        sc_free(tmp);
-        return st;
-    }
+    sc_tmp_unregister(slot);
     sc_free(tmp);
+    if (e)
+        return sc_err(err, SC_EIO, "%s: %s: %s", path, what, strerror(e));
+    sync_parent(target);
     return SC_OK;
+}
+
+sc_status sc_write_file_atomic(const char *path, const void *data, size_t len, sc_error *err)
+{
+    char *target = NULL;
+    int kind = OUT_FD, fd = STDOUT_FILENO;
+    if (strcmp(path, "-") != 0) {
+        sc_status st = out_target(path, &target, &kind, &fd, err);
+        if (st)
+            return st;
+    }
+    sc_status st = SC_OK;
+    if (kind == OUT_REPLACE) {
+        st = replace_file(path, target, data, len, err);
+    } else if (kind == OUT_FD) {
+        /* what stdio holds for that descriptor goes first */
+        if (fd == STDOUT_FILENO)
+            fflush(stdout);
+        else if (fd == STDERR_FILENO)
+            fflush(stderr);
+        int e = write_all(fd, data, len);
+        if (e)
+            st = sc_err(err, SC_EIO, "%s: write error: %s",
+                        fd == STDOUT_FILENO ? "stdout" : path, strerror(e));
+    } else {
+        /* a device or FIFO: written through, never replaced (/dev/null
+         * stays a device; /dev/full says it is full) */
+        int ofd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        int e = ofd < 0 ? errno : write_all(ofd, data, len);
+        if (ofd >= 0 && close(ofd) != 0 && !e)
+            e = errno;
+        if (e)
+            st = sc_err(err, SC_EIO, "%s: %s: %s", path,
+                        ofd < 0 ? "cannot open" : "write error", strerror(e));
+    }
+    sc_free(target);
+    return st;
 }
 
 /* ---- buffers --------------------------------------------------------------- */

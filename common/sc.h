@@ -64,13 +64,53 @@ long sc_alloc_failures(void);
 
 /* ---- files --------------------------------------------------------------- */
 /* Reads a whole file (at most max_bytes) into a NUL-terminated buffer the
- * caller frees with sc_free. "-" reads standard input. */
+ * caller frees with sc_free. "-" reads standard input. Errors: SC_ENOTFOUND
+ * when path does not exist (ENOENT, ENOTDIR), SC_EIO when it cannot be
+ * opened or read otherwise, SC_EINVAL past max_bytes, SC_ENOMEM. */
 sc_status sc_read_file(const char *path, size_t max_bytes, char **out,
                        size_t *len, sc_error *err);
-/* Writes data whole or not at all: a temporary file beside path, fsync'd,
- * then renamed over it. "-" writes to standard output. */
+/* Writes data to path; every file stagecraft writes goes through here
+ * (sc_json_save, the plots, the sets of sc_outdir), so one rule holds:
+ *   - a regular file, or a name that does not exist yet: whole or not at
+ *     all. A temporary file PATH.tmpXXXXXX beside it is written, fsync'd,
+ *     given mode 0666 less the umask (a replaced file's own mode is not
+ *     kept), renamed over PATH, and the folder fsync'd. On failure, and on
+ *     SIGINT, SIGTERM or SIGHUP meanwhile (sc_tmp_register), the temporary
+ *     file is removed and PATH is as it was.
+ *   - a symbolic link: followed (dangling or not, at most 40 links) and the
+ *     file it ends at is replaced as above; the link stays a link.
+ *   - a character device or a FIFO (/dev/null, a copy of /dev/full, a named
+ *     pipe): written through (opened for writing, never created, truncated
+ *     or replaced). Not whole-or-nothing: a failure may leave part written,
+ *     as with any write to a device. A FIFO waits for its reader.
+ *   - "-", /dev/stdout, /dev/fd/N, /proc/self/fd/N: written to that
+ *     descriptor of this process (stdio's buffer for it flushed first).
+ *   - a folder, a block device, a socket, anything else under /proc:
+ *     refused (SC_EINVAL), nothing written.
+ * Errors: SC_EIO naming path ("PATH: cannot create: REASON", "PATH: write
+ * error: REASON"; "stdout: write error: REASON" for standard output),
+ * SC_EINVAL as above, SC_ENOMEM. */
 sc_status sc_write_file_atomic(const char *path, const void *data, size_t len,
                                sc_error *err);
+
+/* Temporary files removed when the process is killed by SIGINT, SIGTERM or
+ * SIGHUP: sc_tmp_register records path (a file, or with is_dir an empty
+ * folder, removed after the files) and returns a slot for
+ * sc_tmp_unregister, or -1 when the table (64 slots) is full or the path
+ * longer than 4095 bytes: that file is then not removed on a signal. The
+ * first call installs a handler for those signals that have their default
+ * action (one ignored or handled by someone else is left alone); it
+ * unlinks and rmdirs what is registered (async-signal-safe calls only),
+ * restores the default action and re-raises the signal, so the process
+ * still dies of it. Thread-safe. sc_tmp_unregister(-1) does nothing. */
+int sc_tmp_register(const char *path, int is_dir);
+void sc_tmp_unregister(int slot);
+/* mkstemp (or, with is_dir, mkdtemp) of template (ending in XXXXXX, which
+ * it rewrites) and sc_tmp_register of the result, with those signals held
+ * back in between so that none can leave the new file unregistered.
+ * Returns the open descriptor of the file, 0 for a folder, or -1 with errno
+ * set; *slot is the registration (-1 on failure or a full table). */
+int sc_tmp_create(char *template, int is_dir, int *slot);
 
 /* Basename of a path for messages (no allocation). */
 const char *sc_basename(const char *path);

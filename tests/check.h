@@ -5,9 +5,15 @@
  * Tests register themselves at load time; `tests/run` runs all of them,
  * `tests/run PREFIX...` those whose name starts with a prefix (a '.' in a
  * prefix matches the '_' after the module name: sim.bubble == sim_bubble).
- * The last line printed is "N passed, N failed, N skipped"; the exit status is non-zero
- * when anything failed. A failed CHECK records file:line and the test goes on;
- * REQUIRE stops the test.
+ * A PREFIX that matches no test is an error (exit status 2, nothing run), so
+ * a typo never passes. The last line printed is "N passed, N failed, N
+ * skipped"; the exit status is non-zero when anything failed. A failed CHECK
+ * records file:line and the test goes on; REQUIRE stops the test.
+ *
+ * Skips: sc_test_skip marks a test that cannot run here (no mpirun, no
+ * torch). With SC_NO_SKIP=1 in the environment (CI sets it on a machine that
+ * has everything) such a skip is a failure. sc_test_skip_long marks a long
+ * check outside `make test-long`: skipped by design, never a failure.
  */
 #ifndef SC_CHECK_H
 #define SC_CHECK_H
@@ -33,6 +39,10 @@ int sc_test_sh(char *out, size_t cap, const char *fmt, ...)
  * counts as skipped, never as passed; a failure recorded in it still fails
  * it. The caller returns right after. */
 void sc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Runs the test only under `make test-long` (SC_LONG set): returns 1 there;
+ * elsewhere marks the test skipped by design (even with SC_NO_SKIP=1) and
+ * returns 0. */
+int sc_test_long(void);
 /* Returns 1 if the file exists. */
 int sc_test_exists(const char *path);
 

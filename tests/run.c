@@ -14,7 +14,7 @@ typedef struct {
 } entry;
 
 static entry tests[2048];
-static int ntests, failed_now, skipped_now;
+static int ntests, failed_now, skipped_now, skip_by_design;
 static char skip_reason[512];
 static char tmpdir[512], tmproot[256];
 static const char *bin = "bin/stagecraft";
@@ -43,6 +43,15 @@ void sc_test_skip(const char *fmt, ...)
     vsnprintf(skip_reason, sizeof skip_reason, fmt, ap);
     va_end(ap);
     skipped_now = 1;
+}
+
+int sc_test_long(void)
+{
+    if (getenv("SC_LONG"))
+        return 1;
+    sc_test_skip("a long check: make test-long");
+    skip_by_design = 1;
+    return 0;
 }
 
 int sc_test_failed_now(void) { return failed_now; }
@@ -104,7 +113,9 @@ int main(int argc, char **argv)
     int list = 0, first = 1;
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         printf("usage: tests/run [--list] [--bin PATH] [PREFIX...]\n"
-               "Runs the unit and CLI tests whose name starts with a PREFIX (all by default).\n");
+               "Runs the unit and CLI tests whose name starts with a PREFIX (all by default);\n"
+               "a PREFIX that matches no test is an error (exit status 2).\n"
+               "SC_NO_SKIP=1: a test that skips (other than a long check) fails instead.\n");
         return 0;
     }
     while (first < argc && argv[first][0] == '-') {
@@ -112,14 +123,34 @@ int main(int argc, char **argv)
             list = 1;
         else if (!strcmp(argv[first], "--bin") && first + 1 < argc)
             bin = argv[++first];
+        else {
+            fprintf(stderr, "tests/run: unknown option '%s' (try --help)\n", argv[first]);
+            return 2;
+        }
         first++;
     }
     if (getenv("SC_BIN"))
         bin = getenv("SC_BIN");
+    const char *ns = getenv("SC_NO_SKIP");
+    int no_skip = ns && *ns && strcmp(ns, "0") != 0;
     qsort(tests, (size_t)ntests, sizeof tests[0], cmp);
+    /* every prefix must match a test: a typo is an error, not a pass */
+    int unmatched = 0;
+    for (int a = first; a < argc; a++) {
+        int hit = 0;
+        for (int i = 0; i < ntests && !hit; i++)
+            hit = matches(tests[i].name, argv[a]);
+        if (!hit) {
+            fprintf(stderr, "tests/run: no test name starts with '%s' (tests/run --list lists them)\n",
+                    argv[a]);
+            unmatched++;
+        }
+    }
+    if (unmatched)
+        return 2;
     const char *t = getenv("TMPDIR");
     snprintf(tmproot, sizeof tmproot, "%s/sctest.XXXXXX", t ? t : "/tmp");
-    if (!mkdtemp(tmproot)) {
+    if (!list && !mkdtemp(tmproot)) {
         perror("mkdtemp");
         return 2;
     }
@@ -136,12 +167,17 @@ int main(int argc, char **argv)
         }
         snprintf(tmpdir, sizeof tmpdir, "%s/%s", tmproot, tests[i].name);
         mkdir(tmpdir, 0755);
-        failed_now = skipped_now = 0;
+        failed_now = skipped_now = skip_by_design = 0;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         tests[i].fn();
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (skipped_now && !failed_now && no_skip && !skip_by_design) {
+            fprintf(stderr, "    skipped, and SC_NO_SKIP=1 makes that a failure: %s\n",
+                    skip_reason);
+            failed_now = 1;
+        }
         if (failed_now) {
             failed++;
             printf("FAIL %s (%.0f ms)\n", tests[i].name, ms);
@@ -154,11 +190,12 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
     }
+    if (list)
+        return 0;
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmproot);
     if (system(cmd) != 0)
         fprintf(stderr, "warning: could not remove %s\n", tmproot);
-    if (!list)
-        printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

@@ -65,7 +65,7 @@ TEST(cluster_unknown_preset_is_file)
     sc_error err = {0};
     CHECK(sc_cluster_preset_get("p9.huge", &c, &err) == SC_ENOTFOUND);
     CHECK_STR_HAS(err.msg, "p9.huge");
-    CHECK(sc_cluster_open("/nonexistent/p9.json", &c, &err) == SC_EIO);
+    CHECK(sc_cluster_open("/nonexistent/p9.json", &c, &err) == SC_ENOTFOUND);
     CHECK_STR_HAS(err.msg, "p9.json");
 }
 

@@ -9,13 +9,7 @@
 
 static char out[1 << 16];
 
-static int long_enabled(void)
-{
-    if (getenv("SC_LONG"))
-        return 1;
-    sc_test_skip("a long check: make test-long");
-    return 0;
-}
+static int long_enabled(void) { return sc_test_long(); }
 
 static void run_script(const char *cmd)
 {

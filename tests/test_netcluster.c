@@ -67,10 +67,8 @@ static void nc_down(void)
 
 TEST(netcluster_long_up_run_bench_down)
 {
-    if (!getenv("SC_LONG")) {
-        sc_test_skip("a long check: set SC_LONG=1 (make test-long)");
+    if (!sc_test_long())
         return;
-    }
     if (geteuid() != 0 || !tool("ip") || !tool("tc") || !tool("mpirun") || !tool("unshare")) {
         sc_test_skip("needs root, iproute2, unshare and mpirun");
         return;

@@ -274,7 +274,8 @@ TEST(step_golden_timelines)
         char path[256];
         snprintf(path, sizeof path, "tests/golden/sim_%s.json", scheds[s]);
         if (getenv("SC_GOLDEN_UPDATE")) {
-            sc_write_file_atomic(path, text, strlen(text), &err);
+            if (sc_write_file_atomic(path, text, strlen(text), &err) != SC_OK)
+                sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
         } else {
             char *want = NULL;
             if (sc_read_file(path, 1 << 26, &want, NULL, &err) != SC_OK)

@@ -299,7 +299,7 @@ TEST(whatif_cli_study)
     CHECK_STR_HAS(out, "wrote ");
 }
 
-/* bad input: exit 2, a clear message, nothing written */
+/* bad input: exit 2 (no configuration at all: 5), a clear message, nothing written */
 TEST(whatif_cli_errors)
 {
     const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
@@ -330,11 +330,11 @@ TEST(whatif_cli_errors)
                      "--global-batch 64 --tokens 1e10 -o %s",
                      bin, path) == 2);
     CHECK_STR_HAS(out, "listed twice");
-    /* every count skipped: exit 2, the reasons, nothing written */
+    /* every count skipped: exit 5 (infeasible), the reasons, nothing written */
     CHECK(sc_test_sh(out, sizeof out,
                      "%s whatif --model gpt-1.3b --cluster p4d.24xlarge --nodes 64 "
                      "--global-batch 1 --tokens 1e10 -o %s",
-                     bin, path) == 2);
+                     bin, path) == 5);
     CHECK_STR_HAS(out, "nothing written");
     CHECK_STR_HAS(out, "no configuration");
     CHECK(!sc_test_exists(path));

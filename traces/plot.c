@@ -361,47 +361,42 @@ static sc_status run_plot(build_fn build_script_of, const void *ctx, const char 
 
     sc_status st = SC_OK;
     sc_buf run = {0}, saved = {0};
-    char *tmpout = NULL, *gp = NULL, *errlog = NULL;
+    char *pic = NULL, *gp = NULL, *errlog = NULL, *data = NULL;
     char dir[512] = "";
-    int have_tmpout = 0;
+    int slot_dir = -1, slot_pic = -1, slot_gp = -1, slot_err = -1;
 
     /* The script that is saved names the real output; the one that runs
-     * names a temporary file beside it, so that a failed or interrupted
-     * gnuplot never leaves a half-written picture under the real name. */
-    size_t ol = strlen(out);
-    tmpout = sc_malloc(ol + 16);
-    if (!tmpout) {
-        st = sc_err(err, SC_ENOMEM, "%s: out of memory", out);
-        goto done;
-    }
-    snprintf(tmpout, ol + 16, "%s.tmpXXXXXX", out);
+     * draws into a private folder, so that a failed or interrupted gnuplot
+     * never leaves a half-written picture under the real name. The picture
+     * then reaches out through sc_write_file_atomic, like every file: a
+     * regular file is replaced whole, a link followed, a device written
+     * through. */
     if ((st = build_script_of(ctx, out, out, o, &saved, err)))
-        goto done;
-    {
-        int fd = mkstemp(tmpout);
-        if (fd < 0) {
-            st = sc_err(err, SC_EIO, "%s: cannot create: %s", out, strerror(errno));
-            goto done;
-        }
-        close(fd);
-        have_tmpout = 1;
-    }
-    if ((st = build_script_of(ctx, out, tmpout, o, &run, err)))
         goto done;
     const char *tmp_env = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/sc-plot.XXXXXX", tmp_env && *tmp_env ? tmp_env : "/tmp");
-    if (!mkdtemp(dir)) {
+    if (sc_tmp_create(dir, 1, &slot_dir) < 0) {
         st = sc_err(err, SC_EIO, "%s: cannot create a temporary directory: %s", dir,
                     strerror(errno));
         dir[0] = '\0';
         goto done;
     }
+    /* the picture keeps out's extension: gnuplot's terminal follows it */
+    const char *ext = strrchr(sc_basename(out), '.');
+    char picname[32];
+    snprintf(picname, sizeof picname, "picture%.8s", ext ? ext : "");
+    pic = join(dir, picname);
     gp = join(dir, "plot.gp");
     errlog = join(dir, "gnuplot.err");
-    if (!gp || !errlog) {
+    if (!pic || !gp || !errlog) {
         st = sc_err(err, SC_ENOMEM, "%s: out of memory", out);
         goto done;
     }
+    slot_pic = sc_tmp_register(pic, 0);
+    slot_gp = sc_tmp_register(gp, 0);
+    slot_err = sc_tmp_register(errlog, 0);
+    if ((st = build_script_of(ctx, out, pic, o, &run, err)))
+        goto done;
     if ((st = sc_write_file_atomic(gp, run.s, run.len, err)))
         goto done;
 
@@ -428,33 +423,38 @@ static sc_status run_plot(build_fn build_script_of, const void *ctx, const char 
         goto done;
     }
     struct stat sb;
-    if (stat(tmpout, &sb) != 0 || sb.st_size == 0) {
+    if (stat(pic, &sb) != 0 || sb.st_size == 0) {
         char msg[700];
         gnuplot_stderr(errlog, msg, sizeof msg);
         st = sc_err(err, SC_EIO, "%s: gnuplot wrote nothing%s%s", out, msg[0] ? ": " : "", msg);
         goto done;
     }
-    if (o->script && (st = sc_write_file_atomic(o->script, saved.s, saved.len, err)))
-        goto done;
-    chmod(tmpout, 0644);
-    if (rename(tmpout, out) != 0) {
-        st = sc_err(err, SC_EIO, "%s: cannot write: %s", out, strerror(errno));
+    size_t len = 0;
+    if ((st = sc_read_file(pic, (size_t)1 << 30, &data, &len, err))) {
+        sc_err_prefix(err, "%s: reading what gnuplot drew", out);
         goto done;
     }
-    have_tmpout = 0;
+    if (o->script && (st = sc_write_file_atomic(o->script, saved.s, saved.len, err)))
+        goto done;
+    st = sc_write_file_atomic(out, data, len, err);
 
 done:
-    if (have_tmpout)
-        unlink(tmpout);
+    if (pic)
+        unlink(pic);
     if (gp)
         unlink(gp);
     if (errlog)
         unlink(errlog);
     if (dir[0])
         rmdir(dir);
+    sc_tmp_unregister(slot_pic);
+    sc_tmp_unregister(slot_gp);
+    sc_tmp_unregister(slot_err);
+    sc_tmp_unregister(slot_dir);
+    sc_free(data);
+    sc_free(pic);
     sc_free(gp);
     sc_free(errlog);
-    sc_free(tmpout);
     sc_buf_free(&run);
     sc_buf_free(&saved);
     return st;
