@@ -43,6 +43,10 @@ void sc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * elsewhere marks the test skipped by design (even with SC_NO_SKIP=1) and
  * returns 0. */
 int sc_test_long(void);
+/* Marks the test skipped because it needs what no machine of this kind can
+ * have from the project's own setup (a GPU; torch >= 2.4, which Debian does
+ * not package): a skip even with SC_NO_SKIP=1, with the reason printed. */
+void sc_test_unavailable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Returns 1 if the file exists. */
 int sc_test_exists(const char *path);
 

@@ -45,6 +45,16 @@ void sc_test_skip(const char *fmt, ...)
     skipped_now = 1;
 }
 
+void sc_test_unavailable(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(skip_reason, sizeof skip_reason, fmt, ap);
+    va_end(ap);
+    skipped_now = 1;
+    skip_by_design = 1;
+}
+
 int sc_test_long(void)
 {
     if (getenv("SC_LONG"))
