@@ -434,6 +434,13 @@ TEST(tracer_transformer_and_dataflow)
     const cJSON *n1 = node_named(raw, "encoder.layers.0.norm1");
     REQUIRE(xa && l1 && dr && l2 && n1);
     CHECK(tp_shardable(xa) && tp_bytes(xa) == 2.0 * 16 * 64);
+    /* scores: the softmax output, the dropout mask and output, 4 heads x 16 x
+     * 16 each (2 bytes, a bool mask 1), and not Q, K or V although here they
+     * have as many elements (head size 16 = sequence 16) */
+    const cJSON *sa = node_named(raw, "encoder.layers.0.self_attn");
+    REQUIRE(sa);
+    CHECK(num(sa, "act_scores_bytes") >= 2 * 2.0 * 4 * 16 * 16 &&
+          num(sa, "act_scores_bytes") <= 3 * 2.0 * 4 * 16 * 16);
     /* the query input and the encoder output both stay whole on each rank */
     CHECK_NEAR(num(cJSON_GetObjectItem(xa, "tp"), "replicated_saved"), 2 * 2.0 * 16 * 64, 1e-12);
     CHECK(tp_shardable(l1) && tp_bytes(l1) == 0 && dim(l1, "ffn") == 128);

@@ -126,9 +126,10 @@ renamed into place, mode 0644):
               child with FLOPs) kind "attention_core", the projections
               column-parallel, the out projection row-parallel (tp.bytes =
               its output);
-            - an MLP: a module whose leaves are Linear(h->f) (one, or several
-              side by side as in SwiGLU), parameter-free element-wise leaves,
-              Linear(f->h), then parameter-free leaves (dropout): kind "mlp"
+            - an MLP: a module whose leaves are (norms or parameter-free
+              leaves, then) Linear(h->f) (one, or several side by side as in
+              SwiGLU), parameter-free element-wise leaves, Linear(f->h) reading
+              their output, then parameter-free leaves (dropout): kind "mlp"
               (dims hidden, ffn, seq), the first linears column-parallel, the
               last row-parallel (tp.bytes = its output); the same pair found
               among a layer's own children (nn.TransformerEncoderLayer's
@@ -142,11 +143,15 @@ renamed into place, mode 0644):
               than the sequence) vocab-parallel (tp.bytes = its output).
             Leaves inside those split by tp (tp.shardable true, tp.bytes 0
             except where named above); tp.replicated_saved is what tp leaves
-            whole on each rank: the saved input of a column-parallel
-            projection, an MHA or the head (capped at act_saved_bytes, each
-            storage counted once). act_scores_bytes, on MHA and
-            attention_core leaves, is what their saved tensors of B * heads *
-            s * s_kv elements hold (softmax output, dropout mask and output).
+            whole on each rank: the input of a column-parallel projection,
+            the embedding or the head (the bytes of its activation inputs,
+            not parameters or buffers), of an MHA d*s*h for the query (plus
+            d*s_kv*kdim for a cross-attention's key/value), capped at
+            act_saved_bytes. act_scores_bytes, on MHA and attention_core
+            leaves, is what their saved tensors of B * heads * s * s_kv
+            elements hold among the softmax outputs and what element-wise ops
+            made of them (the dropout mask and output; the dispatch mode tags
+            their storages). A fused attention kernel (flash) saves none.
             When the model has any of these, its norms, its other
             embeddings (positions) and its parameter-free, FLOP-free leaves
             (dropout after an allreduce, activations, residual adds) get tp
@@ -353,8 +358,13 @@ def build(args, torch):
         except TypeError as e:
             raise TraceError("cannot build '%s': %s" % (spec, e), True)
         src, tgt = torch.randn(B, S, d), torch.randn(B, S, d)
-        mask = m.generate_square_subsequent_mask(S)
-        return "transformer", m, (src, tgt), {"tgt_mask": mask}, B, S
+        kw = {"tgt_mask": m.generate_square_subsequent_mask(S)}
+        try:  # torch >= 2.0 would compare the mask's values to find it causal; it is
+            if "tgt_is_causal" in inspect.signature(m.forward).parameters:
+                kw["tgt_is_causal"] = True
+        except (TypeError, ValueError):
+            pass
+        return "transformer", m, (src, tgt), kw, B, S
     import torchvision
     models = torchvision.models
     classif = set(models.list_models(module=models))
@@ -476,7 +486,7 @@ class Rec:
         self.first_seq = None
         self.flops = 0.0
         self.saved = 0.0
-        self.saved_items = []  # (elements, bytes) of each storage it saved, batch total
+        self.saved_items = []  # (elements, bytes, storage key) of each storage it saved, batch total
         self.out_bytes = None
         self.in_bytes = None
         self.in_distinct = 0.0  # bytes of its distinct input storages (first call)
@@ -737,9 +747,16 @@ FLOP_OPS = {
 }
 
 
-def flop_mode(torch, on_flops):
+SOFTMAX_OPS = ("_softmax", "softmax", "_safe_softmax")
+
+
+def flop_mode(torch, on_flops, score_keys=None, keep=None):
     """A TorchDispatchMode that calls on_flops(op name, flops) for every
-    counted op (torch.utils._python_dispatch: public as a mode since 1.13)."""
+    counted op (torch.utils._python_dispatch: public as a mode since 1.13).
+    With score_keys (a set) it also collects the storages of attention
+    scores: softmax outputs, and what ops other than the counted products
+    derive from them element for element (the dropout mask and output),
+    appending those tensors to keep so that their storages stay theirs."""
     try:
         from torch.utils._python_dispatch import TorchDispatchMode
     except ImportError:
@@ -759,6 +776,15 @@ def flop_mode(torch, on_flops):
                     n = 0.0
                 if n > 0:
                     on_flops(name, float(n))
+            elif score_keys is not None:
+                outs = flatten_tensors(out, torch)
+                if name not in SOFTMAX_OPS:
+                    ins = [t for t in flatten_tensors((args, kwargs), torch)
+                           if score_keys and storage_key(t) in score_keys]
+                    outs = [t for t in outs if ins and t.numel() == ins[0].numel()]
+                score_keys.update(storage_key(t) for t in outs)
+                if keep is not None:
+                    keep.extend(outs)
             return out
 
     return FlopCounter()
@@ -778,6 +804,7 @@ class Tracer:
         self.stack = []
         self.handles = []
         self.flops_by_op = {}
+        self.score_keys = set()  # storages of attention scores (softmax and after)
         self.root = self._make_recs(model)
         # parameter / buffer storages
         self.param_by_key = {}
@@ -836,8 +863,9 @@ class Tracer:
                 r.first_ins = ins
                 r.in_bytes = sum(self.bytes_of(t) for t in ins)
                 seen_in = set()
-                for t, k in zip(ins, keys):
-                    if k not in seen_in:
+                for t, k in zip(ins, keys):  # activations: not parameters or buffers
+                    if k not in seen_in and k not in self.param_by_key and \
+                            k not in self.buffer_keys:
                         seen_in.add(k)
                         r.in_distinct += self.bytes_of(t)
                 if keys and producers.get(keys[0]):
@@ -890,7 +918,7 @@ class Tracer:
             if t.is_floating_point():
                 n = n * self.db / t.element_size()
             r.saved += n
-            r.saved_items.append((t.numel(), n))
+            r.saved_items.append((t.numel(), n, key))
             if r.own_event_seq is None:
                 r.own_event_seq = self.seq
             return t
@@ -912,7 +940,7 @@ class Tracer:
             context = contextlib.nullcontext()
         try:
             with context, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-                    flop_mode(torch, on_flops):
+                    flop_mode(torch, on_flops, self.score_keys, keep):
                 try:
                     out = self.model(*self.args, **self.kwargs)
                 except TraceError:
@@ -1103,7 +1131,7 @@ class Node:
         self.shared = None
         self.uses = set()
         self.xtorch = {}
-        self.saved_items = []   # (elements, bytes) per saved storage, batch total
+        self.saved_items = []   # (elements, bytes, storage key) per saved storage, batch total
         self.in_distinct = 0.0  # bytes per sample of its distinct inputs
         self.owner = None       # for a #self leaf: the Rec whose own work it carries
         self.tp = None          # {"bytes", "shardable"[, "replicated_saved"]}
@@ -1399,8 +1427,10 @@ def annotate_tp(tr, allnodes):
         n.tp_role = role
 
     def scores(n, heads, sq, skv):
+        """The saved softmax outputs (and what dropout made of them) of B *
+        heads * sq * skv elements."""
         want = B * heads * sq * skv
-        return sum(b for e, b in n.saved_items if e == want) / B
+        return sum(b for e, b, k in n.saved_items if e == want and k in tr.score_keys) / B
 
     def fed_by(kids, lo, j):
         """kids[j] reads what kids[lo..j-1] produced: the module that returned
@@ -1420,9 +1450,13 @@ def annotate_tp(tr, allnodes):
         if isinstance(m, nn.MultiheadAttention) and "heads" in n.dims and "seq" in n.dims:
             E, a, sq = n.dims["hidden"], n.dims["heads"], n.dims["seq"]
             skv = n.dims.get("kv_seq", sq)
-            # its saved query (and key/value) input stays whole on each rank;
-            # torch < 2 hooks miss keyword arguments: then the query's s h
-            set_tp(n, db * sq * E, True, "attention", n.in_distinct or db * sq * E)
+            # its saved query (and, for cross-attention, key/value) input stays
+            # whole on each rank: from the dims, as masks among the inputs
+            # (and keyword arguments torch < 2 hooks miss) would mislead
+            rep = db * sq * E
+            if m.kdim != E or m.vdim != E or n.kind == "cross_attention":
+                rep += db * skv * m.kdim
+            set_tp(n, db * sq * E, True, "attention", rep)
             n.scores = scores(n, a, sq, skv)
             counts["attention"] += 1
 
