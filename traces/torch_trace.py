@@ -586,8 +586,8 @@ def meta_context(torch):
 
 
 def to_meta(torch, model, args_, kwargs):
-    """Moves parameters, buffers and input tensors that are not on the meta
-    device there, in place. Unlike Module.to('meta'), a parameter registered
+    """Moves parameters, buffers, plain tensor attributes and input tensors
+    that are not on the meta device there, in place. Unlike Module.to('meta'), a parameter registered
     in several modules (tied weights) stays one parameter. Returns (args,
     kwargs) with the inputs moved."""
     memo = {}
@@ -609,6 +609,9 @@ def to_meta(torch, model, args_, kwargs):
         for k, b in list(m._buffers.items()):
             if b is not None:
                 m._buffers[k] = conv(b, False)
+        for k, v in list(vars(m).items()):  # plain tensor attributes (unregistered masks)
+            if isinstance(v, torch.Tensor) and not k.startswith("_"):
+                setattr(m, k, conv(v, False))
 
     def inp(x, depth=0):
         if isinstance(x, torch.Tensor):
@@ -1674,27 +1677,25 @@ def prepare(args, torch, meta):
     """Builds the model (on the meta device when meta) in train mode with every
     `inplace` flag off. Returns (name, model, args, kwargs, B, seq, n_inplace,
     built): built says how ("meta", "cpu then meta", "cpu")."""
-    built = "cpu"
+    on_meta = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if meta:
             try:
                 with meta_context(torch):
                     name, model, a, kw, B, seq = build(args, torch)
-                built = "meta"
+                on_meta = True
             except TraceError as e:
                 if not e.user_code:
                     raise
-                meta = "after"
             except Exception:
-                meta = "after"
-        if built != "meta":
+                pass  # built again on the CPU below, where its own errors surface
+        if not on_meta:
             torch.manual_seed(0)
             name, model, a, kw, B, seq = build(args, torch)
         if meta:
             a, kw = to_meta(torch, model, a, kw)
-            if built != "meta":
-                built = "cpu then meta"
+    built = "meta" if on_meta else "cpu then meta" if meta else "cpu"
     model.train()
     n_inplace = 0
     for m in model.modules():
