@@ -1,15 +1,25 @@
 /* test_tracer.c - traces/torch_trace.py: real PyTorch models (torchvision
- * resnet50 and vit_b_16 with random weights, a tied-embedding GPT built from
- * torch.nn parts in tests/tracer/tiny_gpt.py) traced into stagecraft.model/1,
- * loaded by `stagecraft model show`, planned, and bad specs rejected.
+ * resnet50 and vit_b_16 with random weights, nn.Transformer, a tied-embedding
+ * GPT built from torch.nn parts in tests/tracer/tiny_gpt.py, GPT-2 small
+ * written nanoGPT-style and with nn.MultiheadAttention in
+ * tests/tracer/gpt2.py, a Llama-style model in tests/tracer/fixtures.py)
+ * traced into stagecraft.model/1, loaded by `stagecraft model show` and
+ * `sim`, planned, and bad specs rejected.
+ *
+ * The default mode is shape-only (meta tensors, no compute): checked against
+ * closed forms (Narayanan et al. 2021's GPT FLOPs, the conv formula) and for
+ * the tensor-parallel data; --measure (real CPU passes with times) on a tiny
+ * model.
  *
  * Needs Debian's /usr/bin/python3 with python3-torch and python3-torchvision
  * (scripts/deps.sh --notebooks); without them every test prints a note and
- * skips. */
+ * skips. tracer_gpt2_sdpa needs torch >= 2.0 and skips on older ones. */
 #include "check.h"
 #include "json.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
 
 static char out[1 << 16];
 #define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
@@ -45,6 +55,12 @@ static double num(const cJSON *o, const char *k)
     return cJSON_IsNumber(x) ? x->valuedouble : -1;
 }
 
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *x = cJSON_GetObjectItem(o, k);
+    return cJSON_IsString(x) ? x->valuestring : "";
+}
+
 /* The module entry of `model show --json` named name. */
 static const cJSON *module_named(const cJSON *show, const char *name)
 {
@@ -58,26 +74,127 @@ static const cJSON *module_named(const cJSON *show, const char *name)
     return NULL;
 }
 
-/* Traces spec into dir/file, loads it, checks the parameter total against
- * torch's own count (x-torch.params) and that a 2-stage plan succeeds. */
+/* The node named name in a model file's tree (root or below). */
+static const cJSON *node_in(const cJSON *n, const char *name)
+{
+    if (!strcmp(str(n, "name"), name))
+        return n;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(n, "children"))
+    {
+        const cJSON *r = node_in(c, name);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+static const cJSON *node_named(const cJSON *model, const char *name)
+{
+    const cJSON *r = node_in(cJSON_GetObjectItem(model, "root"), name);
+    if (!r)
+        sc_test_fail(__FILE__, __LINE__, "no module '%s' in the traced file", name);
+    return r;
+}
+
+static double dim(const cJSON *n, const char *k) { return num(cJSON_GetObjectItem(n, "dims"), k); }
+
+/* tp.bytes, or -1 when the node has no tp */
+static double tp_bytes(const cJSON *n) { return num(cJSON_GetObjectItem(n, "tp"), "bytes"); }
+
+static int tp_shardable(const cJSON *n)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "tp"), "shardable"));
+}
+
+static int counts_leaf_keys(const cJSON *n, const char *key, int *leaves)
+{
+    const cJSON *ch = cJSON_GetObjectItem(n, "children");
+    if (!ch) {
+        ++*leaves;
+        return cJSON_GetObjectItem(n, key) != NULL;
+    }
+    int k = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, ch)
+        k += counts_leaf_keys(c, key, leaves);
+    return k;
+}
+
+/* How many leaves carry key (of *leaves leaves). */
+static int leaves_with(const cJSON *model, const char *key, int *leaves)
+{
+    *leaves = 0;
+    return counts_leaf_keys(cJSON_GetObjectItem(model, "root"), key, leaves);
+}
+
+static cJSON *load(const char *path)
+{
+    cJSON *j = NULL;
+    sc_error err;
+    if (sc_json_load(path, &j, &err) != SC_OK) {
+        sc_test_fail(__FILE__, __LINE__, "%s: not JSON", path);
+        return NULL;
+    }
+    return j;
+}
+
+/* `sim` of the model on one p4d node at tp, pp 1, mbs 1; returns the JSON or NULL. */
+static cJSON *sim_tp(const char *model, int tp)
+{
+    if (SC("%s sim --model %s --cluster p4d.24xlarge --dp 1 --tp %d --pp 1 --microbatches 1 "
+           "--mbs 1 --schedule 1f1b --json 2>&1",
+           sc_test_bin(), model, tp) != 0) {
+        sc_test_fail(__FILE__, __LINE__, "sim --tp %d %s: %.300s", tp, model, out);
+        return NULL;
+    }
+    return cJSON_Parse(out);
+}
+
+static double breakdown(const cJSON *sim, const char *k)
+{
+    return num(cJSON_GetObjectItem(sim, "breakdown"), k);
+}
+
+/* Every traced file: mode 0644, `model show` and `sim` at tp 1 and 2 accept it. */
+static void check_accepted(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || (st.st_mode & 0777) != 0644)
+        sc_test_fail(__FILE__, __LINE__, "%s: mode %o, not 0644", path,
+                     (unsigned)(st.st_mode & 0777));
+    cJSON *s = show_json(path);
+    cJSON_Delete(s);
+    for (int tp = 1; tp <= 2; tp++)
+        cJSON_Delete(sim_tp(path, tp));
+}
+
+/* Traces spec into dir/file in the default (shape-only) mode, loads it,
+ * checks the parameter total against torch's own count (x-torch.params),
+ * that no times were written, that model show and sim accept it and that a
+ * 2-stage plan succeeds. */
 static cJSON *trace_and_check(const char *spec, const char *opts, const char *file)
 {
     const char *d = sc_test_tmpdir();
     char path[600];
     snprintf(path, sizeof path, "%s/%s", d, file);
-    if (SC(TRACER " %s %s --repeat 1 -o %s", spec, opts, path) != 0) {
+    if (SC(TRACER " %s %s -o %s", spec, opts, path) != 0) {
         sc_test_fail(__FILE__, __LINE__, "tracing %s: %.400s", spec, out);
         return NULL;
     }
     CHECK_STR_HAS(out, "parameters (torch: ");
-    cJSON *raw = NULL;
-    sc_error err;
-    if (sc_json_load(path, &raw, &err) != SC_OK) {
-        sc_test_fail(__FILE__, __LINE__, "%s: not JSON", path);
+    CHECK_STR_HAS(out, "shape-only (meta tensors)");
+    cJSON *raw = load(path);
+    if (!raw)
         return NULL;
-    }
-    double torch_params = num(cJSON_GetObjectItem(raw, "x-torch"), "params");
+    const cJSON *xt = cJSON_GetObjectItem(raw, "x-torch");
+    double torch_params = num(xt, "params");
+    CHECK(!strcmp(str(xt, "mode"), "shape"));
+    int leaves = 0;
+    CHECK_EQ_INT(leaves_with(raw, "measured", &leaves), 0);
+    CHECK(leaves > 0);
     cJSON_Delete(raw);
+    check_accepted(path);
     cJSON *show = show_json(path);
     if (!show)
         return NULL;
@@ -118,6 +235,19 @@ TEST(tracer_resnet50)
     CHECK(in && cJSON_GetArraySize(in) == 1 &&
           !strcmp(cJSON_GetArrayItem(in, 0)->valuestring, "layer1"));
     cJSON_Delete(s);
+    /* nothing a tracer can shard: no module has tp data, and the summary
+     * says so; the conv FLOPs above were counted at the dispatcher */
+    char path[600];
+    snprintf(path, sizeof path, "%s/r50.json", sc_test_tmpdir());
+    cJSON *raw = load(path);
+    REQUIRE(raw);
+    int leaves = 0;
+    CHECK_EQ_INT(leaves_with(raw, "tp", &leaves), 0);
+    const cJSON *tp = cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "x-torch"), "tp");
+    CHECK(num(tp, "replicated") > 100);
+    CHECK(num(cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "x-torch"), "flops_by_op"),
+              "convolution") > 0);
+    cJSON_Delete(raw);
     /* depth-1 table */
     CHECK(SC("%s model show %s/r50.json --depth 1", sc_test_bin(), sc_test_tmpdir()) == 0);
     CHECK_STR_HAS(out, "total: 25.56M params");
@@ -139,6 +269,56 @@ TEST(tracer_vit_b_16)
     /* the class token and position embedding sit on synthetic #self leaves */
     CHECK(module_named(s, "vit_b_16#self") && module_named(s, "encoder#self"));
     cJSON_Delete(s);
+
+    /* tensor parallelism: torchvision's attention (nn.MultiheadAttention)
+     * and MLPBlock are sharded; the patch convolution, the class token and
+     * position embedding and the classifier stay replicated (no tp) */
+    char path[600];
+    snprintf(path, sizeof path, "%s/vit.json", sc_test_tmpdir());
+    cJSON *raw = load(path);
+    REQUIRE(raw);
+    const char *L0 = "encoder.layers.encoder_layer_0";
+    char nm[200];
+    snprintf(nm, sizeof nm, "%s.self_attention", L0);
+    const cJSON *at = node_named(raw, nm);
+    REQUIRE(at);
+    CHECK(tp_shardable(at));
+    CHECK_NEAR(tp_bytes(at), 2.0 * 17 * 768, 1e-12); /* bf16 s h, after the out projection */
+    CHECK_NEAR(num(cJSON_GetObjectItem(at, "tp"), "replicated_saved"), 2.0 * 17 * 768, 1e-12);
+    /* softmax output, dropout mask and dropout output: 12 heads x 17 x 17 */
+    CHECK(num(at, "act_scores_bytes") >= 2.0 * 12 * 17 * 17);
+    CHECK(num(at, "act_scores_bytes") <= num(at, "act_saved_bytes"));
+    snprintf(nm, sizeof nm, "%s.mlp", L0);
+    const cJSON *mlp = node_named(raw, nm);
+    REQUIRE(mlp);
+    CHECK(!strcmp(str(mlp, "kind"), "mlp"));
+    CHECK_EQ_INT(dim(mlp, "ffn"), 3072);
+    CHECK_EQ_INT(dim(mlp, "hidden"), 768);
+    snprintf(nm, sizeof nm, "%s.mlp.0", L0);
+    const cJSON *c0 = node_named(raw, nm);
+    snprintf(nm, sizeof nm, "%s.mlp.3", L0);
+    const cJSON *c3 = node_named(raw, nm);
+    snprintf(nm, sizeof nm, "%s.mlp.4", L0);
+    const cJSON *d4 = node_named(raw, nm);
+    snprintf(nm, sizeof nm, "%s.ln_1", L0);
+    const cJSON *ln = node_named(raw, nm);
+    REQUIRE(c0 && c3 && d4 && ln);
+    CHECK(tp_shardable(c0) && tp_bytes(c0) == 0);              /* column-parallel */
+    CHECK(tp_shardable(c3) && tp_bytes(c3) == 2.0 * 17 * 768); /* row-parallel */
+    CHECK(!tp_shardable(d4) && tp_bytes(d4) == 0); /* dropout after the allreduce */
+    CHECK(!tp_shardable(ln) && tp_bytes(ln) == 0); /* norms stay replicated */
+    const char *stay[] = {"conv_proj", "vit_b_16#self", "encoder#self", "heads.head"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(stay); i++) {
+        const cJSON *x = node_named(raw, stay[i]);
+        CHECK(x && !cJSON_GetObjectItem(x, "tp"));
+    }
+    CHECK_EQ_INT(num(cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "x-torch"), "tp"), "replicated"),
+                 4);
+    const cJSON *first = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "x-torch"), "tp"), "replicated_first");
+    CHECK(cJSON_GetArraySize(first) == 4 &&
+          !strcmp(cJSON_GetArrayItem(first, 1)->valuestring, "conv_proj"));
+    cJSON_Delete(raw);
 }
 
 /* Removes every "shared" member. */
@@ -229,10 +409,11 @@ TEST(tracer_transformer_and_dataflow)
     const char *d = sc_test_tmpdir();
     /* nn.Transformer: every decoder cross-attention reads the encoder */
     REQUIRE(SC(TRACER " transformer:d_model=64,nhead=4,num_encoder_layers=2,"
-               "num_decoder_layers=2,dim_feedforward=128 --seq 16 --repeat 1 -o %s/t.json",
+               "num_decoder_layers=2,dim_feedforward=128 --seq 16 -o %s/t.json",
                d) == 0);
     char p[600];
     snprintf(p, sizeof p, "%s/t.json", d);
+    check_accepted(p);
     cJSON *s = show_json(p);
     REQUIRE(s);
     const cJSON *x = module_named(s, "decoder.layers.1.multihead_attn");
@@ -241,9 +422,38 @@ TEST(tracer_transformer_and_dataflow)
     const cJSON *in = cJSON_GetObjectItem(x, "inputs");
     CHECK(in && !strcmp(cJSON_GetArrayItem(in, 0)->valuestring, "encoder"));
     cJSON_Delete(s);
+    /* tp: every attention (self and cross) and the linear1 -> dropout ->
+     * linear2 pair inside each layer (its activation is inline, on the
+     * layer's #self); post-norms and dropouts replicated; every leaf has tp */
+    cJSON *raw = load(p);
+    REQUIRE(raw);
+    const cJSON *xa = node_named(raw, "decoder.layers.1.multihead_attn");
+    const cJSON *l1 = node_named(raw, "encoder.layers.0.linear1");
+    const cJSON *dr = node_named(raw, "encoder.layers.0.dropout");
+    const cJSON *l2 = node_named(raw, "encoder.layers.0.linear2");
+    const cJSON *n1 = node_named(raw, "encoder.layers.0.norm1");
+    REQUIRE(xa && l1 && dr && l2 && n1);
+    CHECK(tp_shardable(xa) && tp_bytes(xa) == 2.0 * 16 * 64);
+    /* scores: the softmax output, the dropout mask and output, 4 heads x 16 x
+     * 16 each (2 bytes, a bool mask 1), and not Q, K or V although here they
+     * have as many elements (head size 16 = sequence 16) */
+    const cJSON *sa = node_named(raw, "encoder.layers.0.self_attn");
+    REQUIRE(sa);
+    CHECK(num(sa, "act_scores_bytes") >= 2 * 2.0 * 4 * 16 * 16 &&
+          num(sa, "act_scores_bytes") <= 3 * 2.0 * 4 * 16 * 16);
+    /* the query input and the encoder output both stay whole on each rank */
+    CHECK_NEAR(num(cJSON_GetObjectItem(xa, "tp"), "replicated_saved"), 2 * 2.0 * 16 * 64, 1e-12);
+    CHECK(tp_shardable(l1) && tp_bytes(l1) == 0 && dim(l1, "ffn") == 128);
+    CHECK(tp_shardable(dr) && tp_bytes(dr) == 0);
+    CHECK(tp_shardable(l2) && tp_bytes(l2) == 2.0 * 16 * 64);
+    CHECK(!tp_shardable(n1) && tp_bytes(n1) == 0);
+    int leaves = 0;
+    CHECK_EQ_INT(leaves_with(raw, "tp", &leaves), leaves);
+    cJSON_Delete(raw);
     /* a module consuming two earlier siblings records the non-adjacent one */
-    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:two_tower --repeat 1 -o %s/tt.json", d) == 0);
+    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:two_tower -o %s/tt.json", d) == 0);
     snprintf(p, sizeof p, "%s/tt.json", d);
+    check_accepted(p);
     s = show_json(p);
     REQUIRE(s);
     x = module_named(s, "fuse");
@@ -252,6 +462,337 @@ TEST(tracer_transformer_and_dataflow)
     CHECK(in && cJSON_GetArraySize(in) == 1 &&
           !strcmp(cJSON_GetArrayItem(in, 0)->valuestring, "enc_a"));
     cJSON_Delete(s);
+    /* enc_a and enc_b are two Linear(16, 16) side by side, not a
+     * column-then-row pair: enc_b reads the input, not enc_a's output */
+    raw = load(p);
+    REQUIRE(raw);
+    CHECK_EQ_INT(leaves_with(raw, "tp", &leaves), 0);
+    cJSON_Delete(raw);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* GPT-2 small (Radford et al. 2019): 12 layers, h 768, 12 heads, V 50257,
+ * traced at sequence 1024, batch 2. */
+#define G_L 12.0
+#define G_H 768.0
+#define G_S 1024.0
+#define G_V 50257.0
+
+/* Forward FLOPs per sample, Narayanan et al. 2021 (sec. 5.1): 24 s h^2 l
+ * (1 + s/(6h)) for the layers plus 2 s h V for the LM head. */
+static double gpt2_flops(void)
+{
+    return 24 * G_S * G_H * G_H * G_L * (1 + G_S / (6 * G_H)) + 2 * G_S * G_H * G_V;
+}
+
+/* Traces gpt2.py:make with attn=variant in the default mode, within 30 s,
+ * its FLOPs within 1% of the closed form; returns the file's JSON. */
+static cJSON *trace_gpt2(const char *variant, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/gpt2_%s.json", sc_test_tmpdir(), variant);
+    double t0 = now_s();
+    if (SC(TRACER " tests/tracer/gpt2.py:make:attn=%s --batch 2 --seq 1024 -o %s", variant,
+           path) != 0) {
+        sc_test_fail(__FILE__, __LINE__, "tracing gpt2 attn=%s: %.400s", variant, out);
+        return NULL;
+    }
+    double t = now_s() - t0;
+    if (t > 30)
+        sc_test_fail(__FILE__, __LINE__, "tracing gpt2 attn=%s took %.1f s (target: 30 s)",
+                     variant, t);
+    check_accepted(path);
+    cJSON *show = show_json(path);
+    if (!show)
+        return NULL;
+    const cJSON *tot = cJSON_GetObjectItem(show, "totals");
+    CHECK_EQ_INT(num(tot, "params"), 124439808); /* tied: nanoGPT's 124M */
+    double f = num(tot, "flops_fwd"), want = gpt2_flops();
+    if (!(fabs(f - want) <= 0.01 * want))
+        sc_test_fail(__FILE__, __LINE__, "gpt2 attn=%s: %.6g FLOPs/sample, formula %.6g (%.3f%%)",
+                     variant, f, want, 100 * (f - want) / want);
+    /* tp traffic as the generator's GPT: 2 allreduces of s h per layer, the
+     * vocab-parallel embedding's s h, the head's 12 s (bf16) */
+    CHECK_NEAR(num(tot, "tp_bytes"), (2 * G_L + 1) * 2 * G_S * G_H + 12 * G_S, 1e-12);
+    cJSON_Delete(show);
+    cJSON *raw = load(path);
+    if (!raw)
+        return NULL;
+    /* the vocabulary: embedding and head, tied */
+    const cJSON *wte = node_named(raw, "transformer.wte"), *wpe = node_named(raw, "transformer.wpe");
+    const cJSON *head = node_named(raw, "lm_head");
+    if (wte && wpe && head) {
+        CHECK(tp_shardable(wte) && tp_bytes(wte) == 2 * G_S * G_H);
+        CHECK(!tp_shardable(wpe) && tp_bytes(wpe) == 0);
+        CHECK(!strcmp(str(head, "kind"), "head"));
+        CHECK(tp_shardable(head) && tp_bytes(head) == 12 * G_S);
+        CHECK(dim(head, "vocab") == G_V && dim(head, "hidden") == G_H && dim(wte, "vocab") == G_V);
+        CHECK(!strcmp(str(head, "shared"), str(wte, "shared")));
+    }
+    /* the MLP: c_fc column-parallel, gelu sharded, c_proj row-parallel */
+    const cJSON *mlp = node_named(raw, "transformer.h.0.mlp");
+    const cJSON *fc = node_named(raw, "transformer.h.0.mlp.c_fc");
+    const cJSON *gelu = node_named(raw, "transformer.h.0.mlp.gelu");
+    const cJSON *pr = node_named(raw, "transformer.h.0.mlp.c_proj");
+    const cJSON *drop = node_named(raw, "transformer.h.0.mlp.dropout");
+    if (mlp && fc && gelu && pr && drop) {
+        CHECK(!strcmp(str(mlp, "kind"), "mlp") && dim(mlp, "ffn") == 4 * G_H);
+        CHECK(tp_shardable(fc) && tp_bytes(fc) == 0);
+        CHECK_NEAR(num(cJSON_GetObjectItem(fc, "tp"), "replicated_saved"), 2 * G_S * G_H, 1e-12);
+        CHECK(tp_shardable(gelu) && tp_bytes(gelu) == 0);
+        CHECK(tp_shardable(pr) && tp_bytes(pr) == 2 * G_S * G_H);
+        CHECK(!tp_shardable(drop));
+    }
+    /* every leaf has tp data: nothing stays replicated by accident */
+    int leaves = 0;
+    CHECK_EQ_INT(leaves_with(raw, "tp", &leaves), leaves);
+    CHECK_EQ_INT(num(cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "x-torch"), "tp"), "replicated"),
+                 0);
+    return raw;
+}
+
+/* sim at tp 1 and 2: tp 2 all-reduces and splits the work. */
+static void check_tp2(const char *path)
+{
+    cJSON *a = sim_tp(path, 1), *b = sim_tp(path, 2);
+    if (a && b) {
+        CHECK(breakdown(a, "tp_comm_s") == 0);
+        CHECK(breakdown(b, "tp_comm_s") > 0);
+        CHECK(breakdown(b, "compute_s") < 0.85 * breakdown(a, "compute_s"));
+        CHECK(breakdown(b, "optimizer_s") < 0.55 * breakdown(a, "optimizer_s"));
+        CHECK(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "peak_mem_bytes"), 0)->valuedouble <
+              0.8 * cJSON_GetArrayItem(cJSON_GetObjectItem(a, "peak_mem_bytes"), 0)->valuedouble);
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
+TEST(tracer_gpt2_inline_attention)
+{
+    if (!have_torch())
+        return;
+    char path[600];
+    cJSON *raw = trace_gpt2("inline", path, sizeof path);
+    REQUIRE(raw);
+    /* nanoGPT's CausalSelfAttention: q @ k^T and att @ v run inline in its
+     * forward; the dispatcher counts them on its #self leaf, the core */
+    const cJSON *at = node_named(raw, "transformer.h.0.attn");
+    const cJSON *core = node_named(raw, "transformer.h.0.attn#self");
+    const cJSON *qkv = node_named(raw, "transformer.h.0.attn.c_attn");
+    const cJSON *pr = node_named(raw, "transformer.h.0.attn.c_proj");
+    const cJSON *rd = node_named(raw, "transformer.h.0.attn.resid_dropout");
+    REQUIRE(at && core && qkv && pr && rd);
+    CHECK(!strcmp(str(at, "kind"), "attention"));
+    CHECK(dim(at, "heads") == 12 && dim(at, "hidden") == G_H && dim(at, "kv") == 64 &&
+          dim(at, "seq") == G_S);
+    CHECK(!strcmp(str(core, "kind"), "attention_core"));
+    CHECK(num(core, "flops_fwd") == 4 * G_S * G_S * G_H); /* scores and values */
+    CHECK(num(qkv, "flops_fwd") == 6 * G_S * G_H * G_H);
+    /* softmax output and the dropout output att @ v reads: 12 x s x s each */
+    CHECK(num(core, "act_scores_bytes") == 2 * 2 * 12 * G_S * G_S);
+    CHECK(tp_shardable(core) && tp_bytes(core) == 0);
+    CHECK(tp_shardable(qkv) && tp_bytes(qkv) == 0);
+    CHECK(tp_shardable(pr) && tp_bytes(pr) == 2 * G_S * G_H);
+    CHECK(!tp_shardable(rd) && tp_bytes(rd) == 0);
+    cJSON_Delete(raw);
+    check_tp2(path);
+}
+
+TEST(tracer_gpt2_mha_attention)
+{
+    if (!have_torch())
+        return;
+    char path[600];
+    cJSON *raw = trace_gpt2("mha", path, sizeof path);
+    REQUIRE(raw);
+    const cJSON *at = node_named(raw, "transformer.h.0.attn.mha");
+    REQUIRE(at);
+    CHECK(!strcmp(str(at, "kind"), "attention"));
+    CHECK(num(at, "flops_fwd") == 8 * G_S * G_H * G_H + 4 * G_S * G_S * G_H);
+    CHECK(tp_shardable(at) && tp_bytes(at) == 2 * G_S * G_H);
+    CHECK(num(at, "act_scores_bytes") >= 2 * 2 * 12 * G_S * G_S);
+    cJSON_Delete(raw);
+    check_tp2(path);
+}
+
+/* torch >= 2.0: F.scaled_dot_product_attention is counted at the dispatcher. */
+TEST(tracer_gpt2_sdpa)
+{
+    if (!have_torch())
+        return;
+    char buf[256];
+    if (sc_test_sh(buf, sizeof buf,
+                   "/usr/bin/python3 -c 'import torch.nn.functional as F, sys; "
+                   "sys.exit(0 if hasattr(F, \"scaled_dot_product_attention\") else 1)'") != 0) {
+        sc_test_skip("torch < 2.0: no F.scaled_dot_product_attention");
+        return;
+    }
+    char path[600];
+    cJSON *raw = trace_gpt2("sdpa", path, sizeof path);
+    REQUIRE(raw);
+    const cJSON *core = node_named(raw, "transformer.h.0.attn#self");
+    REQUIRE(core);
+    CHECK(!strcmp(str(core, "kind"), "attention_core"));
+    CHECK(num(core, "flops_fwd") == 4 * G_S * G_S * G_H);
+    cJSON_Delete(raw);
+}
+
+/* Separate q, k, v, o projections with grouped K/V heads, RMSNorm, a SwiGLU
+ * MLP (two column-parallel linears), an untied head. */
+TEST(tracer_llama_like_gqa_swiglu)
+{
+    if (!have_torch())
+        return;
+    cJSON *s = trace_and_check("tests/tracer/fixtures.py:llama_like", "", "llama.json");
+    REQUIRE(s);
+    /* s 16, h 64, kv 2 x 16, f 176, 2 layers, V 500 */
+    double s_ = 16, h = 64, kvd = 32, f = 176, V = 500;
+    double layer = 2 * s_ * h * h * 2 + 2 * 2 * s_ * h * kvd + 4 * s_ * s_ * h + 3 * 2 * s_ * h * f;
+    CHECK(num(cJSON_GetObjectItem(s, "totals"), "flops_fwd") == 2 * layer + 2 * s_ * h * V);
+    cJSON_Delete(s);
+    char path[600];
+    snprintf(path, sizeof path, "%s/llama.json", sc_test_tmpdir());
+    cJSON *raw = load(path);
+    REQUIRE(raw);
+    const cJSON *at = node_named(raw, "layers.0.self_attn");
+    const cJSON *core = node_named(raw, "layers.0.self_attn#self");
+    const cJSON *k = node_named(raw, "layers.0.self_attn.k_proj");
+    const cJSON *o = node_named(raw, "layers.0.self_attn.o_proj");
+    const cJSON *mlp = node_named(raw, "layers.0.mlp");
+    const cJSON *up = node_named(raw, "layers.0.mlp.up_proj");
+    const cJSON *down = node_named(raw, "layers.0.mlp.down_proj");
+    const cJSON *norm = node_named(raw, "layers.0.input_layernorm");
+    const cJSON *emb = node_named(raw, "embed_tokens"), *head = node_named(raw, "lm_head");
+    REQUIRE(at && core && k && o && mlp && up && down && norm && emb && head);
+    CHECK(!strcmp(str(at, "kind"), "attention") && dim(at, "heads") == 4 &&
+          dim(at, "kv_heads") == 2 && dim(at, "kv") == 16);
+    CHECK(!strcmp(str(core, "kind"), "attention_core"));
+    CHECK(tp_shardable(k) && tp_bytes(k) == 0);
+    CHECK(tp_shardable(o) && tp_bytes(o) == 2 * s_ * h);
+    CHECK(!strcmp(str(mlp, "kind"), "mlp") && dim(mlp, "ffn") == f);
+    CHECK(tp_shardable(up) && tp_bytes(up) == 0);
+    CHECK(tp_shardable(down) && tp_bytes(down) == 2 * s_ * h);
+    CHECK(!tp_shardable(norm) && tp_bytes(norm) == 0);
+    CHECK(!strcmp(str(head, "kind"), "head") && tp_bytes(head) == 12 * s_);
+    CHECK(tp_shardable(emb) && tp_bytes(emb) == 2 * s_ * h);
+    int leaves = 0;
+    CHECK_EQ_INT(leaves_with(raw, "tp", &leaves), leaves);
+    cJSON_Delete(raw);
+}
+
+/* --measure: real CPU passes with times, the same structure, FLOPs and
+ * activations as the shape-only trace. */
+TEST(tracer_measure_tiny)
+{
+    if (!have_torch())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC(TRACER " tests/tracer/tiny_gpt.py:make --seq 32 --dtype fp32 --measure --repeat 1 "
+               "--threads 1 --device-name cpu-core -o %s/m.json",
+               d) == 0);
+    CHECK_STR_HAS(out, "measured on the CPU");
+    REQUIRE(SC(TRACER " tests/tracer/tiny_gpt.py:make --seq 32 --dtype fp32 -o %s/s.json", d) == 0);
+    char pm[600], ps[600];
+    snprintf(pm, sizeof pm, "%s/m.json", d);
+    snprintf(ps, sizeof ps, "%s/s.json", d);
+    check_accepted(pm);
+    cJSON *m = load(pm), *s = load(ps);
+    REQUIRE(m && s);
+    const cJSON *xt = cJSON_GetObjectItem(m, "x-torch");
+    CHECK(!strcmp(str(xt, "mode"), "measure"));
+    CHECK(!strcmp(str(xt, "device"), "cpu-core"));
+    int leaves = 0, n = leaves_with(m, "measured", &leaves);
+    CHECK(leaves > 0 && n == leaves);
+    const cJSON *a = node_named(m, "blocks.0.attn");
+    REQUIRE(a);
+    const cJSON *me = cJSON_GetObjectItem(a, "measured");
+    CHECK(num(me, "fwd_s") > 0 && !strcmp(str(me, "device"), "cpu-core"));
+    /* the same tree and numbers but the times */
+    cJSON_DeleteItemFromObject(m, "x-torch");
+    cJSON_DeleteItemFromObject(s, "x-torch");
+    cJSON *show_m = show_json(pm), *show_s = show_json(ps);
+    REQUIRE(show_m && show_s);
+    const cJSON *tm = cJSON_GetObjectItem(show_m, "totals"), *ts = cJSON_GetObjectItem(show_s, "totals");
+    CHECK(num(tm, "params") == num(ts, "params"));
+    CHECK(num(tm, "flops_fwd") == num(ts, "flops_fwd"));
+    CHECK(num(tm, "act_saved_bytes") == num(ts, "act_saved_bytes"));
+    CHECK(num(tm, "tp_bytes") == num(ts, "tp_bytes") && num(ts, "tp_bytes") > 0);
+    CHECK_EQ_INT(num(show_m, "n_modules"), num(show_s, "n_modules"));
+    cJSON_Delete(show_m);
+    cJSON_Delete(show_s);
+    cJSON_Delete(m);
+    cJSON_Delete(s);
+    /* the cpu-local cluster uses the measured times (its gpu.name) */
+    CHECK(SC("%s sim --model %s --cluster cpu-local --dp 1 --tp 1 --pp 1 --microbatches 1 "
+             "--mbs 1 --schedule 1f1b",
+             sc_test_bin(), pm) == 0);
+}
+
+/* What meta tensors cannot do: a value read in __init__ (built on the CPU,
+ * moved to meta, tied weights kept tied), a data-dependent forward (traced
+ * with one real CPU pass, with a warning). */
+TEST(tracer_meta_fallbacks)
+{
+    if (!have_torch())
+        return;
+    const char *d = sc_test_tmpdir();
+    char p[600];
+    snprintf(p, sizeof p, "%s/vi.json", d);
+    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:value_in_init -o %s 2>&1", p) == 0);
+    CHECK(!strstr(out, "warning"));
+    check_accepted(p);
+    cJSON *j = load(p);
+    REQUIRE(j);
+    const cJSON *xt = cJSON_GetObjectItem(j, "x-torch");
+    CHECK(!strcmp(str(xt, "mode"), "shape"));
+    CHECK(!strcmp(str(xt, "built"), "cpu then meta"));
+    CHECK(num(xt, "params") == 1600);
+    const cJSON *e = node_named(j, "emb"), *h = node_named(j, "head");
+    REQUIRE(e && h);
+    CHECK(num(e, "params") == 1600 && num(h, "params") == 0);
+    CHECK(!strcmp(str(h, "shared"), "tied:emb.weight") && !strcmp(str(e, "shared"), str(h, "shared")));
+    cJSON_Delete(j);
+
+    snprintf(p, sizeof p, "%s/dd.json", d);
+    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:data_dependent -o %s 2>&1", p) == 0);
+    CHECK_STR_HAS(out, "torch_trace.py: warning: shape-only tracing failed on meta tensors");
+    CHECK_STR_HAS(out, "traced with one real forward pass on the CPU instead");
+    CHECK_STR_HAS(out, "one real CPU pass");
+    check_accepted(p);
+    j = load(p);
+    REQUIRE(j);
+    xt = cJSON_GetObjectItem(j, "x-torch");
+    CHECK(!strcmp(str(xt, "mode"), "cpu"));
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(xt, "warnings")) == 1);
+    const cJSON *lin = node_named(j, "lin");
+    REQUIRE(lin);
+    CHECK(num(lin, "flops_fwd") == 2.0 * 8 * 8);
+    CHECK(!cJSON_GetObjectItem(lin, "measured"));
+    cJSON_Delete(j);
+}
+
+/* Written whole, renamed into place, mode 0644 whatever the umask and
+ * whatever mode a file it replaces had. */
+TEST(tracer_file_mode_0644)
+{
+    if (!have_torch())
+        return;
+    char p[600];
+    snprintf(p, sizeof p, "%s/mode.json", sc_test_tmpdir());
+    REQUIRE(SC("touch %s && chmod 600 %s && umask 077 && " TRACER
+               " tests/tracer/fixtures.py:guessed --seq 4 -o %s",
+               p, p, p) == 0);
+    struct stat st;
+    REQUIRE(stat(p, &st) == 0);
+    CHECK_EQ_INT(st.st_mode & 0777, 0644);
+    CHECK(st.st_size > 100);
+    /* no temporary file left beside it */
+    CHECK(SC("ls -A %s | grep -c torch_trace", sc_test_tmpdir()) != 0);
 }
 
 TEST(tracer_bad_specs_exit2_nothing_written)
@@ -273,7 +814,7 @@ TEST(tracer_bad_specs_exit2_nothing_written)
         {"fasterrcnn_resnet50_fpn", "not an image classifier"},
     };
     for (size_t i = 0; i < SC_ARRAY_LEN(bad); i++) {
-        int rc = SC(TRACER " %s --repeat 1 -o %s 2>&1 >/dev/null", bad[i].spec, p);
+        int rc = SC(TRACER " %s -o %s 2>&1 >/dev/null", bad[i].spec, p);
         if (rc != 2)
             sc_test_fail(__FILE__, __LINE__, "%s: exit %d: %.300s", bad[i].spec, rc, out);
         CHECK_STR_HAS(out, "torch_trace.py: ");

@@ -2,7 +2,8 @@
 """torch_trace.py - trace a PyTorch model into stagecraft's model format.
 
 usage: torch_trace.py SPEC [--batch B] [--seq S] [--image N] [--dtype D]
-                      [--repeat R] [--threads T] [--device-name NAME] -o FILE
+                      [--measure [--repeat R] [--threads T] [--device-name NAME]]
+                      [--name NAME] -o FILE
 
 SPEC is one of
   NAME[:k=v,...]          a torchvision classification model built with random
@@ -35,25 +36,36 @@ SPEC is one of
                           token ids (B, seq); Conv2d -> (B, C, image, image);
                           Conv1d -> (B, C, seq); Linear -> (B, seq, in).
 
-What it does: builds the model in train mode on the CPU (every `inplace`
-flag switched off so that full backward hooks work), runs one forward and one
-backward pass with module hooks to record structure, parameters, FLOPs,
-activation sizes and data flow, then R more forward+backward passes (--repeat,
-default 3) that only take times; the median of those is written.
+Modes. The default is shape-only: the model is built on the meta device
+(torch >= 2: `with torch.device("meta")`; torch 1.13: a TorchFunctionMode that
+sends the factory functions - torch.empty, zeros, randn, arange, tensor, ... -
+to the meta device; a model that cannot be built that way is built on the CPU
+and its parameters, buffers and inputs are moved to meta, tied parameters
+staying tied) and runs one forward pass on meta tensors: shapes, no data, no
+arithmetic, seconds even for GPT-2 at sequence 1024. When the forward pass
+fails on meta tensors (a data-dependent branch, .item(), an op without a meta
+kernel), the model is rebuilt on the CPU and traced with one real forward
+pass instead, with a warning (x-torch.mode "cpu"). --measure runs the model
+for real on the CPU (every `inplace` flag switched off so that full
+backward hooks work): one forward and backward pass to record, then R more
+(--repeat, default 3) that only take times, whose median is written as
+`measured`; --threads and --device-name apply to it. Shape-only files carry no
+`measured` times (the cost model then uses its roofline).
 
 What it writes (stagecraft.model/1; every quantity per sample = per batch
-element, i.e. per image or per sequence):
+element, i.e. per image or per sequence; written to a temporary file,
+renamed into place, mode 0644):
   tree      the nn.Module hierarchy, root = the model. Children appear in the
             order they first ran (execution order is the depth-first order of
             the leaves). A module that never ran (e.g. the out_proj of an
             nn.MultiheadAttention, whose weight the parent uses directly) is
             folded into its nearest ancestor that ran. The simulator reads
-            leaves only, so a module that ran children AND owns parameters or
-            saved activations of its own (ViT's class token, ConvNeXt's layer
-            scale, an attention module computing softmax(QK^T)V inline) gets a
-            synthetic leaf child NAME#self (kind "self") carrying them, placed
-            where its first saved tensor was recorded (before the first child
-            when none was).
+            leaves only, so a module that ran children AND owns parameters,
+            FLOPs or saved activations of its own (ViT's class token,
+            ConvNeXt's layer scale, an attention module computing
+            softmax(QK^T)V inline) gets a synthetic leaf child NAME#self
+            (kind "self") carrying them, placed where its first saved tensor
+            was recorded (before the first child when none was).
   params    parameters owned directly (recurse=False). A parameter registered
             in several modules (tied weights) is counted once, by the first
             owner in execution order; all modules using it, by registration
@@ -64,19 +76,31 @@ element, i.e. per image or per sequence):
             printed and written as x-torch.params.
   kind      the class name in lower case, except: nn.MultiheadAttention ->
             "attention" (or "cross_attention" when key is not query), with
-            dims hidden, heads, kv, seq, kv_seq; and "block" for every direct
+            dims hidden, heads, kv, seq, kv_seq; "block" for every direct
             element of an nn.Sequential / nn.ModuleList whose >= 2 elements are
             all of one class, each with children and parameters (transformer
-            layers, ResNet bottlenecks, ViT encoder blocks). The uniform
-            partitioner counts the outermost blocks as layers.
-  flops_fwd from the shapes seen by the hooks, per sample: Linear
-            2*in*out per token; Conv 2*(Cin/groups)*prod(k)*Cout*prod(out
-            spatial) (ConvTranspose: 2*Cin*(Cout/groups)*prod(k)*prod(in
-            spatial)); MultiheadAttention projections 2*Lq*E*E (Q) + 2*Lk*kdim*E
-            (K) + 2*Lk*vdim*E (V) + 2*Lq*E*E (out) plus 2*2*Lq*Lk*E for scores
-            and values. Everything else (norms, activations, pooling,
-            element-wise ops, matmuls written inline in forward) counts 0.
-            flops_bwd is left out: the loader takes 2 x forward.
+            layers, ResNet bottlenecks, ViT encoder blocks; the uniform
+            partitioner counts the outermost blocks as layers); and the
+            tensor-parallel kinds below ("attention", "attention_core", "mlp",
+            "head").
+  flops_fwd counted at the dispatcher: a TorchDispatchMode sees every aten op
+            the forward pass runs (below autograd, after composite ops are
+            decomposed) and adds the FLOPs of each matrix product to the
+            innermost module running (module pre/post hooks keep the stack;
+            ops outside every module go to the root). So matmuls written
+            inline in forward (q @ k.transpose(-2, -1)) count. Per op, with
+            `out` the result: mm, bmm, matmul, addmm, baddbmm, linear, mv,
+            addmv: 2 * out elements * the contracted size K (2*M*N*K, times
+            the batch); addbmm 2*b*M*N*K; einsum 2 * the product of the sizes
+            of all indices of each contraction (left to right); convolution
+            2 * out elements * (Cin/groups) * kernel elements (transposed: 2 *
+            in elements * (Cout/groups) * kernel elements); attention
+            (scaled_dot_product_attention and its flash / efficient / math /
+            cudnn kernels) 2*L*S*E + 2*L*S*Ev per batch and query head (the
+            full L x S square, causal or not, as Narayanan et al. 2021 count
+            it). Element-wise ops, norms, softmax and lookups count 0.
+            flops_bwd is left out: the loader takes 2 x forward. x-torch of
+            the model gives the FLOPs per op name.
   act_out_bytes   bytes of the tensors the module returned (first call).
   act_saved_bytes bytes of the tensors autograd saved for backward while the
             module (and not a child) was the innermost module running,
@@ -85,17 +109,69 @@ element, i.e. per image or per sequence):
             buffers excluded. Bytes of floating-point tensors are scaled from
             the traced element size (normally 4) to --dtype (default bf16: 2);
             integer and bool tensors (dropout masks, indices) are kept as is.
-  measured  {fwd_s, bwd_s, device} per sample: wall-clock time of the
-            module's own work (leaf: its whole call; container: its call minus
-            its children's), summed over calls, median over --repeat passes,
-            divided by the batch. Forward: forward pre/post hooks. Backward:
-            every autograd node a module's own forward created (walking back
-            from its outputs' grad_fn to its inputs' grad_fn, innermost module
-            first) gets a post hook; the CPU autograd engine runs one node at
-            a time, so a node's time is the gap since the previous node
-            finished. (Full backward hooks are not used for timing: they break
-            on in-place ops applied to a module's output, such as ResNet's
-            `out += identity`.) device is
+  tp, act_scores_bytes  tensor parallelism (Shoeybi et al. 2019, Megatron-LM;
+            the layout traces/gen.c writes for its generated models), for
+            the layers it recognises:
+            - nn.MultiheadAttention (self or cross; torchvision's ViT
+              attention is one): tp {bytes: d*s*h (the output all-reduced
+              after the out projection), shardable}, dims hidden, heads, kv,
+              seq (kv_seq for cross-attention);
+            - an attention module written out (nanoGPT's CausalSelfAttention,
+              HF-style q/k/v/o): a module with a head count attribute
+              (n_head, num_heads, n_heads, nhead, num_attention_heads) whose
+              leaves are input projection(s) (one fused 3h or separate q, k,
+              v; n_kv_head etc. for grouped K/V), the inline core and an out
+              projection back to h: it becomes kind "attention" (dims hidden,
+              heads, kv, seq), its core leaf (its #self, or a parameter-free
+              child with FLOPs) kind "attention_core", the projections
+              column-parallel, the out projection row-parallel (tp.bytes =
+              its output);
+            - an MLP: a module whose leaves are (norms or parameter-free
+              leaves, then) Linear(h->f) (one, or several side by side as in
+              SwiGLU), parameter-free element-wise leaves, Linear(f->h) reading
+              their output, then parameter-free leaves (dropout): kind "mlp"
+              (dims hidden, ffn, seq), the first linears column-parallel, the
+              last row-parallel (tp.bytes = its output); the same pair found
+              among a layer's own children (nn.TransformerEncoderLayer's
+              linear1, dropout, linear2, each consuming the previous one's
+              output) gets the same tp data without the "mlp" kind;
+            - the LM head: the last Linear(h->V) leaf when an nn.Embedding
+              with V rows and width h exists: kind "head", dims hidden, vocab,
+              seq, vocab-parallel with the parallel cross-entropy (tp.bytes =
+              12*s: three fp32 per token); that embedding (the token
+              embedding; without a head, the largest embedding with more rows
+              than the sequence) vocab-parallel (tp.bytes = its output).
+            Leaves inside those split by tp (tp.shardable true, tp.bytes 0
+            except where named above); tp.replicated_saved is what tp leaves
+            whole on each rank: the input of a column-parallel projection,
+            the embedding or the head (the bytes of its activation inputs,
+            not parameters or buffers), of an MHA d*s*h for the query (plus
+            d*s_kv*kdim for a cross-attention's key/value), capped at
+            act_saved_bytes. act_scores_bytes, on MHA and attention_core
+            leaves, is what their saved tensors of B * heads * s * s_kv
+            elements hold among the softmax outputs and what element-wise ops
+            made of them (the dropout mask and output; the dispatch mode tags
+            their storages). A fused attention kernel (flash) saves none.
+            When the model has any of these, its norms, its other
+            embeddings (positions) and its parameter-free, FLOP-free leaves
+            (dropout after an allreduce, activations, residual adds) get tp
+            {bytes 0, shardable false}: replicated as Megatron-LM does, split
+            by sequence parallelism. Everything else (convolutions, unpaired
+            Linears, a class token, any leaf with parameters or FLOPs that
+            fits none of the above) has no `tp`: it cannot be sharded and
+            stays replicated whole on every tp rank; they are listed in
+            x-torch.tp_replicated and on the summary line.
+  measured  (--measure only) {fwd_s, bwd_s, device} per sample: wall-clock
+            time of the module's own work (leaf: its whole call; container:
+            its call minus its children's), summed over calls, median over
+            --repeat passes, divided by the batch. Forward: forward pre/post
+            hooks. Backward: every autograd node a module's own forward
+            created (walking back from its outputs' grad_fn to its inputs'
+            grad_fn, innermost module first) gets a post hook; the CPU
+            autograd engine runs one node at a time, so a node's time is the
+            gap since the previous node finished. (Full backward hooks are
+            not used for timing: they break on in-place ops applied to a
+            module's output, such as ResNet's `out += identity`.) device is
             "cpu:<model name from /proc/cpuinfo>" unless --device-name says
             otherwise. stagecraft's cost model uses measured times only when
             the device equals the cluster's gpu.name (e.g. --device-name
@@ -103,22 +179,22 @@ element, i.e. per image or per sequence):
             uses its roofline on flops and bytes. Each node's x-torch gives
             the class, the number of calls and the inclusive times.
   inputs    non-sequential data flow: every output tensor is tagged with the
-            modules that returned it (by storage pointer, innermost first);
-            when a module's forward receives a tensor whose outermost
-            producer (not an ancestor of the consumer) is not the module that
-            finished last before it started (nor its ancestor or
-            descendant), that producer is recorded, on the innermost module
-            receiving it. An edge to a module that does not finish before the
-            consumer starts in execution order (a module called twice) is
-            dropped and counted in a warning.
+            modules that returned it (by storage, innermost first); when a
+            module's forward receives a tensor whose outermost producer (not
+            an ancestor of the consumer) is not the module that finished
+            last before it started (nor its ancestor or descendant), that
+            producer is recorded, on the innermost module receiving it. An
+            edge to a module that does not finish before the consumer starts
+            in execution order (a module called twice) is dropped and counted
+            in a warning.
   dims      hidden/out/seq for Linear, hidden/vocab/seq for Embedding,
-            in/out/k for Conv, hidden/heads/kv/seq/kv_seq for attention.
+            in/out/k for Conv, hidden/seq for LayerNorm, and those of the
+            tensor-parallel kinds above.
   seq_len   --seq for sequence models; otherwise the longest attention
             sequence seen, else 1.
 
 Errors: one line on stderr ("torch_trace.py: ..."), exit status 2 for a bad
-SPEC, bad options or a model that cannot be built or run; nothing is written
-(the file is written to a temporary name and renamed at the end).
+SPEC, bad options or a model that cannot be built or run; nothing is written.
 """
 import argparse
 import hashlib
@@ -141,13 +217,27 @@ DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
 
 class TraceError(Exception):
-    """A user-facing failure: one line, exit status 2."""
+    """A user-facing failure: one line, exit status 2. user_code: it came from
+    running the user's code (a factory, a builder, the forward pass), so a
+    shape-only attempt may succeed on the CPU instead."""
+
+    def __init__(self, msg, user_code=False):
+        super().__init__(msg)
+        self.user_code = user_code
 
 
 def one_line(e):
     s = "%s: %s" % (type(e).__name__, e) if not isinstance(e, TraceError) else str(e)
     s = " ".join(s.split())
     return s if len(s) <= 600 else s[:597] + "..."
+
+
+def brief(s, n=160):
+    """The first sentence of s, at most n characters."""
+    i = s.find(". ")
+    if 0 < i < n:
+        return s[:i]
+    return s if len(s) <= n else s[:n - 3] + "..."
 
 
 def warn(msg):
@@ -173,6 +263,7 @@ def parse_args(argv):
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device-name", default=None)
+    p.add_argument("--measure", action="store_true")
     p.add_argument("--name", default=None)
     p.add_argument("-h", "--help", action="store_true")
     a = p.parse_args(argv)
@@ -265,10 +356,15 @@ def build(args, torch):
                 return "transformer_encoder", m, (x,), {}, B, S
             m = nn.Transformer(batch_first=True, **kw)
         except TypeError as e:
-            raise TraceError("cannot build '%s': %s" % (spec, e))
+            raise TraceError("cannot build '%s': %s" % (spec, e), True)
         src, tgt = torch.randn(B, S, d), torch.randn(B, S, d)
-        mask = m.generate_square_subsequent_mask(S)
-        return "transformer", m, (src, tgt), {"tgt_mask": mask}, B, S
+        kw = {"tgt_mask": m.generate_square_subsequent_mask(S)}
+        try:  # torch >= 2.0 would compare the mask's values to find it causal; it is
+            if "tgt_is_causal" in inspect.signature(m.forward).parameters:
+                kw["tgt_is_causal"] = True
+        except (TypeError, ValueError):
+            pass
+        return "transformer", m, (src, tgt), kw, B, S
     import torchvision
     models = torchvision.models
     classif = set(models.list_models(module=models))
@@ -291,7 +387,7 @@ def build(args, torch):
     try:
         m = models.get_model(name, **kw)
     except Exception as e:
-        raise TraceError("cannot build '%s': %s" % (spec, one_line(e)))
+        raise TraceError("cannot build '%s': %s" % (spec, one_line(e)), True)
     return name, m, (torch.randn(B, 3, img, img),), {}, B, None
 
 
@@ -313,7 +409,7 @@ def build_file(args, torch):
         sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
         ms.loader.exec_module(mod)
     except Exception as e:
-        raise TraceError("%s: cannot import: %s" % (path, one_line(e)))
+        raise TraceError("%s: cannot import: %s" % (path, one_line(e)), True)
     f = getattr(mod, fac, None)
     if not callable(f):
         raise TraceError("%s: no function '%s'" % (path, fac))
@@ -329,7 +425,7 @@ def build_file(args, torch):
     try:
         r = f(**kw)
     except Exception as e:
-        raise TraceError("%s: %s(...) failed: %s" % (spec, fac, one_line(e)))
+        raise TraceError("%s: %s(...) failed: %s" % (spec, fac, one_line(e)), True)
     inputs = None
     if isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], torch.nn.Module):
         r, inputs = r
@@ -390,10 +486,14 @@ class Rec:
         self.first_seq = None
         self.flops = 0.0
         self.saved = 0.0
+        self.saved_items = []  # (elements, bytes, storage key) of each storage it saved, batch total
         self.out_bytes = None
         self.in_bytes = None
+        self.in_distinct = 0.0  # bytes of its distinct input storages (first call)
+        self.in_producer = None  # the innermost module that returned its first input
         self.dims = {}
         self.kind = None
+        self.first_ins = None  # its input tensors at the first call (during pass 1)
         self.own_event_seq = None
         self.edges = []  # producer Recs
         self.fwd = []    # per pass: inclusive forward seconds
@@ -426,11 +526,271 @@ def flatten_tensors(obj, torch, out=None, depth=0):
     return out
 
 
-def storage_ptr(t):
+def storage_key(t):
+    """The identity of t's storage, shared by its views. Not the data pointer:
+    every meta tensor has data pointer 0. The storage objects' _cdata (the
+    address of the StorageImpl) is stable while the storage lives; the tracer
+    keeps every tensor it keys alive until the pass ends."""
+    for get in ("untyped_storage", "storage"):  # torch >= 2.0, then 1.13
+        f = getattr(t, get, None)
+        if f is None:
+            continue
+        try:
+            return f()._cdata
+        except Exception:
+            pass
     try:
-        return t.storage().data_ptr()
+        return ("ptr", t.data_ptr())
     except Exception:
-        return t.data_ptr()
+        return ("id", id(t))
+
+
+def storage_nbytes(t):
+    for get in ("untyped_storage", "storage"):
+        f = getattr(t, get, None)
+        if f is None:
+            continue
+        try:
+            return float(f().nbytes())
+        except Exception:
+            pass
+    return float(t.numel() * t.element_size())
+
+
+# ---- shape-only tracing: the meta device -------------------------------------------
+
+# Factory functions that allocate; on torch 1.13 (no device context manager)
+# a TorchFunctionMode sends them to the meta device. Functions that take an
+# input tensor (zeros_like, new_empty, ...) follow its device already.
+META_FACTORIES = ("empty", "empty_strided", "zeros", "ones", "full", "rand", "randn", "randint",
+                  "randperm", "arange", "range", "linspace", "logspace", "eye", "tensor",
+                  "as_tensor", "scalar_tensor", "tril_indices", "triu_indices")
+
+
+def meta_context(torch):
+    """A context in which new tensors are created on the meta device."""
+    dev = torch.device("meta")
+    if hasattr(dev, "__enter__"):  # torch >= 2.0: the public device context
+        return dev
+    from torch.overrides import TorchFunctionMode
+    facts = {getattr(torch, n) for n in META_FACTORIES if hasattr(torch, n)}
+
+    class MetaFactories(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func in facts:
+                kwargs = dict(kwargs or {})
+                kwargs["device"] = dev
+            return func(*args, **(kwargs or {}))
+
+    return MetaFactories()
+
+
+def to_meta(torch, model, args_, kwargs):
+    """Moves parameters, buffers, plain tensor attributes and input tensors
+    that are not on the meta device there, in place. Unlike Module.to('meta'), a parameter registered
+    in several modules (tied weights) stays one parameter. Returns (args,
+    kwargs) with the inputs moved."""
+    memo = {}
+
+    def conv(t, param):
+        if t.device.type == "meta":
+            return t
+        if id(t) not in memo:
+            n = torch.empty_like(t, device="meta")
+            if param:
+                n = torch.nn.Parameter(n, requires_grad=t.requires_grad)
+            memo[id(t)] = (t, n)
+        return memo[id(t)][1]
+
+    for m in model.modules():
+        for k, p in list(m._parameters.items()):
+            if p is not None:
+                m._parameters[k] = conv(p, True)
+        for k, b in list(m._buffers.items()):
+            if b is not None:
+                m._buffers[k] = conv(b, False)
+        for k, v in list(vars(m).items()):  # plain tensor attributes (unregistered masks)
+            if isinstance(v, torch.Tensor) and not k.startswith("_"):
+                setattr(m, k, conv(v, False))
+
+    def inp(x, depth=0):
+        if isinstance(x, torch.Tensor):
+            return x if x.device.type == "meta" else x.detach().to("meta").requires_grad_(
+                x.requires_grad and x.is_floating_point())
+        if depth < 8 and isinstance(x, (list, tuple)):
+            return type(x)(inp(v, depth + 1) for v in x)
+        if depth < 8 and isinstance(x, dict):
+            return {k: inp(v, depth + 1) for k, v in x.items()}
+        return x
+
+    return inp(tuple(args_)), inp(dict(kwargs))
+
+
+# ---- FLOPs at the dispatcher ---------------------------------------------------------
+
+
+def _numel(shape):
+    n = 1
+    for v in shape:
+        n *= int(v)
+    return n
+
+
+def _mm_flops(k_arg, k_dim=-1):
+    """2 * out elements * K, K read from args[k_arg].shape[k_dim]."""
+    def f(args, kwargs, out):
+        o = out[0] if isinstance(out, (tuple, list)) else out
+        return 2.0 * o.numel() * args[k_arg].shape[k_dim] if args[k_arg].dim() else 0.0
+    return f
+
+
+def _addbmm_flops(args, kwargs, out):
+    b1, b2 = args[1], args[2]
+    return 2.0 * b1.numel() * b2.shape[-1]
+
+
+def _dot_flops(args, kwargs, out):
+    return 2.0 * args[0].numel()
+
+
+def _conv_flops(transposed_arg=None, transposed=False):
+    def f(args, kwargs, out):
+        x, w = args[0], args[1]
+        tr = transposed
+        if transposed_arg is not None and len(args) > transposed_arg:
+            tr = bool(args[transposed_arg])
+        k = _numel(w.shape[2:])
+        o = out[0] if isinstance(out, (tuple, list)) else out
+        if tr:  # weight (Cin, Cout/groups, k...): every input element feeds Cout/g * k outputs
+            return 2.0 * x.numel() * w.shape[1] * k
+        return 2.0 * o.numel() * w.shape[1] * k  # weight (Cout, Cin/groups, k...)
+    return f
+
+
+def _attn_flops(seq_dim):
+    """q (..., L, E), k (..., S, E), v (..., S, Ev) with heads in the leading
+    dims (seq_dim -2), or (B, L, H, E) (seq_dim 1): QK^T and AV over the full
+    L x S square per batch and query head."""
+    def f(args, kwargs, out):
+        q, k, v = args[0], args[1], args[2]
+        E, Ev, S = q.shape[-1], v.shape[-1], k.shape[seq_dim]
+        rows = q.numel() / max(E, 1)  # batch * query heads * L
+        return 2.0 * rows * S * E + 2.0 * rows * S * Ev
+    return f
+
+
+def _einsum_flops(args, kwargs, out):
+    """Contractions left to right (as torch.einsum without opt_einsum): each
+    costs 2 * the product of the sizes of every index of its two operands
+    (1 * when nothing is summed: an outer or element-wise product)."""
+    eq = args[0].replace(" ", "")
+    ops = list(args[1]) if len(args) > 1 and isinstance(args[1], (list, tuple)) else list(args[1:])
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ops) or len(ops) < 2:
+        return 0.0
+    nell = max((x.dim() - len(t.replace("...", "")) for t, x in zip(terms, ops) if "..." in t),
+               default=0)
+    ell = [chr(0x100 + i) for i in range(nell)]  # broadcast dims, aligned right
+    size, subs = {}, []
+    for t, x in zip(terms, ops):
+        if "..." in t:
+            a, b = t.split("...")
+            k = x.dim() - len(a) - len(b)
+            dims = list(a) + ell[nell - k:] + list(b)
+        else:
+            dims = list(t)
+        for c, n in zip(dims, x.shape):
+            size[c] = max(size.get(c, 1), int(n))
+        subs.append(dims)
+    if arrow:
+        keep_out = set(rhs.replace("...", "")) | (set(ell) if "..." in rhs else set())
+    else:
+        keep_out = {c for c in size if sum(d.count(c) for d in subs) == 1} | set(ell)
+    flops, cur = 0.0, set(subs[0])
+    for i in range(1, len(subs)):
+        union = cur | set(subs[i])
+        later = set(c for d in subs[i + 1:] for c in d)
+        keep = {c for c in union if c in keep_out or c in later}
+        prod = 1.0
+        for c in union:
+            prod *= size[c]
+        flops += (2.0 if union - keep else 1.0) * prod
+        cur = keep
+    return flops
+
+
+# aten op name -> FLOPs(args, kwargs, out). Composite ops (matmul, linear,
+# einsum, scaled_dot_product_attention) usually decompose into the others
+# before the dispatch mode sees them; when one reaches it, the mode counts it
+# and does not see what it calls, so nothing is counted twice.
+FLOP_OPS = {
+    "mm": _mm_flops(0), "bmm": _mm_flops(0), "matmul": _mm_flops(0),
+    "addmm": _mm_flops(1), "_addmm_activation": _mm_flops(1), "baddbmm": _mm_flops(1),
+    "addbmm": _addbmm_flops, "mv": _mm_flops(0), "addmv": _mm_flops(1),
+    "dot": _dot_flops, "vdot": _dot_flops, "linear": _mm_flops(1),
+    "einsum": _einsum_flops,
+    "convolution": _conv_flops(6), "_convolution": _conv_flops(6),
+    "convolution_overrideable": _conv_flops(6),
+    "conv1d": _conv_flops(), "conv2d": _conv_flops(), "conv3d": _conv_flops(),
+    "mkldnn_convolution": _conv_flops(), "cudnn_convolution": _conv_flops(),
+    "conv_transpose1d": _conv_flops(None, True), "conv_transpose2d": _conv_flops(None, True),
+    "conv_transpose3d": _conv_flops(None, True),
+    "cudnn_convolution_transpose": _conv_flops(None, True),
+    "scaled_dot_product_attention": _attn_flops(-2),
+    "_scaled_dot_product_attention": _attn_flops(-2),
+    "_scaled_dot_product_attention_math": _attn_flops(-2),
+    "_scaled_dot_product_flash_attention": _attn_flops(-2),
+    "_scaled_dot_product_flash_attention_for_cpu": _attn_flops(-2),
+    "_scaled_dot_product_efficient_attention": _attn_flops(-2),
+    "_scaled_dot_product_cudnn_attention": _attn_flops(-2),
+    "_scaled_dot_product_fused_attention_overrideable": _attn_flops(-2),
+    "_flash_attention_forward": _attn_flops(1),
+    "_efficient_attention_forward": _attn_flops(1),
+}
+
+
+SOFTMAX_OPS = ("_softmax", "softmax", "_safe_softmax")
+
+
+def flop_mode(torch, on_flops, score_keys=None, keep=None):
+    """A TorchDispatchMode that calls on_flops(op name, flops) for every
+    counted op (torch.utils._python_dispatch: public as a mode since 1.13).
+    With score_keys (a set) it also collects the storages of attention
+    scores: softmax outputs, and what ops other than the counted products
+    derive from them element for element (the dropout mask and output),
+    appending those tensors to keep so that their storages stay theirs."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError:
+        raise TraceError("torch %s has no TorchDispatchMode; the tracer needs torch >= 1.13"
+                         % torch.__version__)
+
+    class FlopCounter(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            name = func.overloadpacket.__name__
+            f = FLOP_OPS.get(name)
+            if f is not None:
+                try:
+                    n = f(args, kwargs, out)
+                except Exception:
+                    n = 0.0
+                if n > 0:
+                    on_flops(name, float(n))
+            elif score_keys is not None:
+                outs = flatten_tensors(out, torch)
+                if name not in SOFTMAX_OPS:
+                    ins = [t for t in flatten_tensors((args, kwargs), torch)
+                           if score_keys and storage_key(t) in score_keys]
+                    outs = [t for t in outs if ins and t.numel() == ins[0].numel()]
+                score_keys.update(storage_key(t) for t in outs)
+                if keep is not None:
+                    keep.extend(outs)
+            return out
+
+    return FlopCounter()
 
 
 class Tracer:
@@ -446,12 +806,14 @@ class Tracer:
         self.seq = 0
         self.stack = []
         self.handles = []
+        self.flops_by_op = {}
+        self.score_keys = set()  # storages of attention scores (softmax and after)
         self.root = self._make_recs(model)
         # parameter / buffer storages
-        self.param_by_ptr = {}
+        self.param_by_key = {}
         for n, p in model.named_parameters():
-            self.param_by_ptr.setdefault(storage_ptr(p), p)
-        self.buffer_ptrs = {storage_ptr(b) for b in model.buffers()}
+            self.param_by_key.setdefault(storage_key(p), p)
+        self.buffer_keys = {storage_key(b) for b in model.buffers()}
         self.subtree_params = {}
 
     def _make_recs(self, model):
@@ -479,24 +841,41 @@ class Tracer:
         return sum(self.bytes_of(t) for t in flatten_tensors(obj, self.torch))
 
     # -- pass 1: structure, flops, activations, data flow -------------------
-    def analyse(self):
+    def analyse(self, backward=True, context=None):
+        """One forward pass with module hooks, saved-tensor hooks and the FLOP
+        counting dispatch mode, inside context (the meta device for
+        shape-only tracing); then, when backward, one backward pass."""
         torch = self.torch
-        producers = {}  # storage ptr -> [Rec, ...] innermost first
+        producers = {}  # storage key -> [Rec, ...] innermost first
         keep = []
         finished = [None]
 
-        def pre(mod, inp):
+        def pre(mod, inp, kwargs=None):
             r = self.recs.get(id(mod))
             if r is None:
-                return
+                return None
             self.seq += 1
             r.calls += 1
+            ins = flatten_tensors(inp, torch)
+            if kwargs:  # torch >= 2.0 shows keyword arguments to the hook
+                ins += flatten_tensors(kwargs, torch)
+            keys = [storage_key(t) for t in ins]
+            keep.extend(ins)
             if r.first_seq is None:
                 r.first_seq = self.seq
-                r.in_bytes = self.out_bytes(inp)
+                r.first_ins = ins
+                r.in_bytes = sum(self.bytes_of(t) for t in ins)
+                seen_in = set()
+                for t, k in zip(ins, keys):  # activations: not parameters or buffers
+                    if k not in seen_in and k not in self.param_by_key and \
+                            k not in self.buffer_keys:
+                        seen_in.add(k)
+                        r.in_distinct += self.bytes_of(t)
+                if keys and producers.get(keys[0]):
+                    r.in_producer = producers[keys[0]][0]
             last = finished[0]
-            for t in flatten_tensors(inp, torch):
-                ps = producers.get(storage_ptr(t))
+            for k in keys:
+                ps = producers.get(k)
                 if not ps:
                     continue
                 cand = [p for p in ps if p is not r and not p.is_ancestor_of(r)]
@@ -508,6 +887,7 @@ class Tracer:
                 if p not in r.edges:
                     r.edges.append(p)
             self.stack.append(r)
+            return None
 
         def post(mod, inp, out):
             r = self.recs.get(id(mod))
@@ -517,11 +897,9 @@ class Tracer:
                 self.stack.pop()
             if r.calls == 1:
                 r.out_bytes = self.out_bytes(out)
-                self.shape_flops(r, mod, inp, out, first=True)
-            else:
-                self.shape_flops(r, mod, inp, out, first=False)
+                self.shape_dims(r, mod, inp, out)
             for t in flatten_tensors(out, torch):
-                producers.setdefault(storage_ptr(t), []).append(r)
+                producers.setdefault(storage_key(t), []).append(r)
                 keep.append(t)
             finished[0] = r
 
@@ -529,48 +907,68 @@ class Tracer:
 
         def pack(t):
             r = self.stack[-1] if self.stack else self.root
-            ptr = storage_ptr(t)
-            if ptr in self.param_by_ptr:
-                p = self.param_by_ptr[ptr]
+            key = storage_key(t)
+            if key in self.param_by_key:
+                p = self.param_by_key[key]
                 if id(p) not in self._subtree(r):
                     r.uses.add(id(p))
                 return t
-            if ptr in self.buffer_ptrs or ptr in seen:
+            if key in self.buffer_keys or key in seen:
                 return t
-            seen.add(ptr)
-            try:
-                n = t.storage().nbytes()
-                if t.is_floating_point():
-                    n = n * self.db / t.element_size()
-            except Exception:
-                n = self.bytes_of(t)
-            r.saved += float(n)
+            seen.add(key)
+            keep.append(t)
+            n = storage_nbytes(t)
+            if t.is_floating_point():
+                n = n * self.db / t.element_size()
+            r.saved += n
+            r.saved_items.append((t.numel(), n, key))
             if r.own_event_seq is None:
                 r.own_event_seq = self.seq
             return t
 
+        def on_flops(name, n):
+            r = self.stack[-1] if self.stack else self.root
+            r.flops += n
+            self.flops_by_op[name] = self.flops_by_op.get(name, 0.0) + n
+
         for r in self.recs.values():
-            self.handles.append(r.module.register_forward_pre_hook(pre))
+            try:  # torch >= 2.0: the hook sees keyword arguments too
+                h = r.module.register_forward_pre_hook(pre, with_kwargs=True)
+            except TypeError:
+                h = r.module.register_forward_pre_hook(pre)
+            self.handles.append(h)
             self.handles.append(r.module.register_forward_hook(post))
+        if context is None:
+            import contextlib
+            context = contextlib.nullcontext()
         try:
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            with context, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+                    flop_mode(torch, on_flops, self.score_keys, keep):
                 try:
                     out = self.model(*self.args, **self.kwargs)
+                except TraceError:
+                    raise
                 except Exception as e:
-                    raise TraceError("forward failed: %s" % one_line(e))
+                    raise TraceError("forward failed: %s" % one_line(e), True)
         finally:
             self.remove_hooks()
-        loss = self.loss(out)
-        try:
-            loss.backward()
-        except Exception as e:
-            raise TraceError("backward failed: %s" % one_line(e))
-        self.model.zero_grad(set_to_none=True)
+            self.stack = []
+        if backward:
+            loss = self.loss(out)
+            try:
+                loss.backward()
+            except Exception as e:
+                raise TraceError("backward failed: %s" % one_line(e))
+            self.model.zero_grad(set_to_none=True)
+        out = None
         keep.clear()
         producers.clear()
         for r in self.recs.values():  # per sample from here on
+            r.first_ins = None
             r.flops /= self.B
             r.saved /= self.B
+            r.in_distinct /= self.B
+        self.flops_by_op = {k: v / self.B for k, v in self.flops_by_op.items()}
 
     def _subtree(self, r):
         s = self.subtree_params.get(id(r))
@@ -587,63 +985,44 @@ class Tracer:
                              "grad: nothing to backpropagate")
         return sum(t.float().mean() for t in ts)
 
-    def shape_flops(self, r, mod, inp, out, first):
+    def shape_dims(self, r, mod, inp, out):
+        """Dims and kinds from the shapes of the first call (FLOPs are counted
+        at the dispatcher)."""
         nn = self.torch.nn
         B = self.B
-        ins = flatten_tensors(inp, self.torch)
+        ins = r.first_ins if r.first_ins is not None else flatten_tensors(inp, self.torch)
         x = ins[0] if ins else None
-        f = 0.0
         if isinstance(mod, nn.Linear) and x is not None:
             tokens = x.numel() / max(mod.in_features, 1)
-            f = 2.0 * mod.in_features * mod.out_features * tokens
-            if first:
-                r.dims.update(hidden=mod.in_features, out=mod.out_features, seq=tokens / B)
+            r.dims.update(hidden=mod.in_features, out=mod.out_features, seq=tokens / B)
         elif isinstance(mod, nn.modules.conv._ConvNd) and x is not None:
-            outs = flatten_tensors(out, self.torch)
-            k = 1
-            for v in mod.kernel_size:
-                k *= v
-            if isinstance(mod, nn.modules.conv._ConvTransposeMixin):
-                spatial = x.numel() / max(mod.in_channels, 1)
-                f = 2.0 * mod.in_channels * (mod.out_channels / mod.groups) * k * spatial
-            elif outs:
-                spatial = outs[0].numel() / max(mod.out_channels, 1)
-                f = 2.0 * (mod.in_channels / mod.groups) * k * mod.out_channels * spatial
-            if first:
-                r.dims.update({"in": mod.in_channels, "out": mod.out_channels,
-                               "k": mod.kernel_size[0]})
+            r.dims.update({"in": mod.in_channels, "out": mod.out_channels,
+                           "k": mod.kernel_size[0]})
         elif isinstance(mod, nn.MultiheadAttention) and (ins or flatten_tensors(out, self.torch)):
             if len(ins) >= 2:
                 q, kk = ins[0], ins[1]
-            else:  # called with keywords (the hooks see positional arguments only):
+            else:  # called with keywords, which torch < 2 hooks do not see:
                 q = kk = flatten_tensors(out, self.torch)[0]  # take self-attention
             bf = getattr(mod, "batch_first", False)
             if q.dim() == 3:
                 Lq = q.shape[1] if bf else q.shape[0]
                 Lk = kk.shape[1] if bf else kk.shape[0]
-                nb = q.shape[0] if bf else q.shape[1]
             else:
-                Lq, Lk, nb = q.shape[0], kk.shape[0], 1
+                Lq, Lk = q.shape[0], kk.shape[0]
             E = mod.embed_dim
-            per = (2.0 * Lq * E * E + 2.0 * Lk * mod.kdim * E + 2.0 * Lk * mod.vdim * E
-                   + 2.0 * Lq * E * E + 2.0 * 2.0 * Lq * Lk * E)
-            f = per * nb
-            if first:
-                cross = storage_ptr(kk) != storage_ptr(q)
-                r.kind = "cross_attention" if cross else "attention"
-                r.dims.update(hidden=E, heads=mod.num_heads, kv=mod.head_dim, seq=Lq)
-                if cross or Lk != Lq:
-                    r.dims["kv_seq"] = Lk
+            cross = storage_key(kk) != storage_key(q)
+            r.kind = "cross_attention" if cross else "attention"
+            r.dims.update(hidden=E, heads=mod.num_heads, kv=mod.head_dim, seq=Lq)
+            if cross or Lk != Lq:
+                r.dims["kv_seq"] = Lk
         elif isinstance(mod, nn.Embedding) and x is not None:
-            if first:
-                r.dims.update(hidden=mod.embedding_dim, vocab=mod.num_embeddings,
-                              seq=x.numel() / B)
-        elif isinstance(mod, nn.LayerNorm) and x is not None and first:
+            r.dims.update(hidden=mod.embedding_dim, vocab=mod.num_embeddings,
+                          seq=x.numel() / B)
+        elif isinstance(mod, nn.LayerNorm) and x is not None:
             h = 1
             for v in mod.normalized_shape:
                 h *= v
             r.dims.update(hidden=h, seq=x.numel() / max(h, 1) / B)
-        r.flops += f
 
     # -- passes 2..: times ------------------------------------------------------
     def time_passes(self, repeat):
@@ -755,6 +1134,12 @@ class Node:
         self.shared = None
         self.uses = set()
         self.xtorch = {}
+        self.saved_items = []   # (elements, bytes, storage key) per saved storage, batch total
+        self.in_distinct = 0.0  # bytes per sample of its distinct inputs
+        self.owner = None       # for a #self leaf: the Rec whose own work it carries
+        self.tp = None          # {"bytes", "shardable"[, "replicated_saved"]}
+        self.tp_role = None
+        self.scores = None      # act_scores_bytes
 
 
 def shorten(name, taken):
@@ -797,6 +1182,7 @@ def make_tree(tr, model_name, torch, warnings_out):
             into.param_ids.extend(id(p) for p in own_params(r))
             into.flops += r.flops
             into.saved += r.saved
+            into.saved_items.extend(r.saved_items)
             into.uses |= r.uses
             nodes_by_rec[id(r)] = into
 
@@ -840,8 +1226,10 @@ def make_tree(tr, model_name, torch, warnings_out):
         node.xtorch = {"class": type(rec.module).__module__ + "." + type(rec.module).__name__,
                        "calls": rec.calls}
         own = Node(None, "self")
+        own.owner = rec
         own.param_ids = [id(p) for p in own_params(rec)]
         own.flops, own.saved, own.uses = rec.flops, rec.saved, set(rec.uses)
+        own.saved_items = list(rec.saved_items)
         for k in unrun:
             fold_subtree(k, own)
         if depth >= MAX_DEPTH and ran:
@@ -856,6 +1244,8 @@ def make_tree(tr, model_name, torch, warnings_out):
             # a leaf carries everything itself
             node.param_ids, node.flops, node.saved = own.param_ids, own.flops, own.saved
             node.uses = own.uses
+            node.saved_items = own.saved_items
+            node.in_distinct = rec.in_distinct
             node.fwd, node.bwd = own.fwd, own.bwd
             for r in list(nodes_by_rec):
                 if nodes_by_rec[r] is own:
@@ -978,20 +1368,274 @@ def make_tree(tr, model_name, torch, warnings_out):
     return root, allnodes
 
 
+# ---- tensor parallelism ----------------------------------------------------------
+
+HEAD_ATTRS = ("n_head", "num_heads", "n_heads", "nhead", "num_attention_heads")
+KV_HEAD_ATTRS = ("n_kv_head", "n_kv_heads", "num_key_value_heads", "num_kv_heads")
+REPLICATED_LIST_MAX = 20
+
+
+def int_attr(m, names):
+    for a in names:
+        v = getattr(m, a, None)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v
+    return None
+
+
+def linear_shape(mod, torch):
+    """(in, out) of a Linear, or of HF GPT-2's Conv1D (weight (in, out)); else None."""
+    if isinstance(mod, torch.nn.Linear):
+        return mod.in_features, mod.out_features
+    w = getattr(mod, "weight", None)
+    if type(mod).__name__ == "Conv1D" and w is not None and w.dim() == 2:
+        return int(w.shape[0]), int(w.shape[1])
+    return None
+
+
+def annotate_tp(tr, allnodes):
+    """Writes tp, act_scores_bytes, the tensor-parallel kinds and their dims on
+    the nodes (see the module docstring). Returns a summary for x-torch:
+    counts of what it recognised and the leaves that stay replicated."""
+    torch = tr.torch
+    nn = torch.nn
+    B, db = tr.B, tr.db
+    leaves = [n for n in allnodes if not n.children]
+    counts = {"attention": 0, "mlp": 0, "embedding": 0, "head": 0}
+
+    def mod(n):
+        return n.rec.module if n.rec is not None else None
+
+    def lin(n):
+        return linear_shape(mod(n), torch) if n.rec is not None and not n.children else None
+
+    def weightless(n):
+        return not n.children and not n.param_ids
+
+    def free(n):  # nothing to shard: no weights, no FLOPs (dropout, activation, #self of adds)
+        return weightless(n) and n.flops == 0
+
+    def is_norm(n):
+        m = mod(n)
+        return m is not None and not n.children and "norm" in type(m).__name__.lower()
+
+    def tokens(n, i, o):
+        t = n.dims.get("seq")
+        return float(t) if t else n.flops / max(2.0 * i * o, 1.0)
+
+    def set_tp(n, nbytes, shardable, role, replicated=0.0):
+        n.tp = {"bytes": float(nbytes), "shardable": bool(shardable)}
+        if shardable and replicated > 0:
+            n.tp["replicated_saved"] = min(float(replicated), n.saved)
+        n.tp_role = role
+
+    def scores(n, heads, sq, skv):
+        """The saved softmax outputs (and what dropout made of them) of B *
+        heads * sq * skv elements."""
+        want = B * heads * sq * skv
+        return sum(b for e, b, k in n.saved_items if e == want and k in tr.score_keys) / B
+
+    def fed_by(kids, lo, j):
+        """kids[j] reads what kids[lo..j-1] produced: the module that returned
+        its input is one of them, or no module did (an inline op, on a #self
+        leaf among them, made it)."""
+        p = kids[j].rec.in_producer if kids[j].rec is not None else None
+        if kids[j].rec is None:
+            return True
+        if p is None:
+            return any(k.rec is None for k in kids[lo + 1:j])
+        return any(k.rec is p for k in kids[lo:j])
+
+    # nn.MultiheadAttention (torchvision's ViT attention, nn.Transformer's
+    # layers): a leaf, its out_proj folded in
+    for n in leaves:
+        m = mod(n)
+        if isinstance(m, nn.MultiheadAttention) and "heads" in n.dims and "seq" in n.dims:
+            E, a, sq = n.dims["hidden"], n.dims["heads"], n.dims["seq"]
+            skv = n.dims.get("kv_seq", sq)
+            # its saved query (and, for cross-attention, key/value) input stays
+            # whole on each rank: from the dims, as masks among the inputs
+            # (and keyword arguments torch < 2 hooks miss) would mislead
+            rep = db * sq * E
+            if m.kdim != E or m.vdim != E or n.kind == "cross_attention":
+                rep += db * skv * m.kdim
+            set_tp(n, db * sq * E, True, "attention", rep)
+            n.scores = scores(n, a, sq, skv)
+            counts["attention"] += 1
+
+    def attention_container(c):
+        a = int_attr(mod(c), HEAD_ATTRS)
+        kids = c.children
+        li = [i for i, k in enumerate(kids) if lin(k)]
+        if not a or len(li) < 2:
+            return False
+        o, oi, first = kids[li[-1]], li[-1], li[0]
+        inner, h = lin(o)
+        if inner % a:
+            return False
+        dk = inner // a
+        kvh = int_attr(mod(c), KV_HEAD_ATTRS) or a
+        projs = [kids[i] for i in li[:-1]]
+        if any(lin(p)[0] != h for p in projs) or \
+                sum(lin(p)[1] for p in projs) != inner + 2 * kvh * dk:
+            return False
+        if any(k.tp is not None for k in kids):
+            return False
+        mid = [k for k in kids[first:oi] if k not in projs]
+        if any(not weightless(k) for k in mid):
+            return False
+        core = [k for k in kids[li[-2] + 1:oi] if k.flops > 0]
+        if not core:
+            return False
+        core = max(core, key=lambda k: k.flops)
+        s = tokens(o, inner, h)
+        dims = {"hidden": h, "heads": a, "kv": dk, "seq": s}
+        if kvh != a:
+            dims["kv_heads"] = kvh
+        c.kind, c.dims = "attention", dict(dims)
+        core.kind, core.dims = "attention_core", dict(dims)
+        core.scores = scores(core, a, s, s)
+        for k in kids[:first]:
+            if free(k) or is_norm(k):
+                set_tp(k, 0, False, "replicated")
+        for p in projs:
+            set_tp(p, 0, True, "column", p.in_distinct)
+        for k in mid:
+            set_tp(k, 0, True, "core" if k is core else "sharded")
+        set_tp(o, db * s * h, True, "row")
+        for k in kids[oi + 1:]:
+            if free(k):
+                set_tp(k, 0, False, "replicated")
+        counts["attention"] += 1
+        return True
+
+    def mlp_container(c):
+        kids = c.children
+        li = [i for i, k in enumerate(kids) if lin(k)]
+        if len(li) < 2:
+            return False
+        bi, first = li[-1], li[0]
+        f, h = lin(kids[bi])
+        cols = [kids[i] for i in li[:-1]]
+        if any(lin(k) != (h, f) for k in cols) or any(k.tp is not None for k in kids):
+            return False
+        if any(not (free(k) or is_norm(k)) for k in kids[:first]):
+            return False
+        if any(not free(k) for k in kids[first:bi] if k not in cols):
+            return False
+        if any(not free(k) for k in kids[bi + 1:]) or not fed_by(kids, first, bi):
+            return False
+        s = tokens(cols[0], h, f)
+        c.kind, c.dims = "mlp", {"hidden": h, "ffn": f, "seq": s}
+        for k in kids[:first]:
+            set_tp(k, 0, False, "replicated")
+        for k in kids[first:bi]:
+            if k in cols:
+                set_tp(k, 0, True, "column", k.in_distinct)
+            else:
+                set_tp(k, 0, True, "sharded")
+        set_tp(kids[bi], db * s * h, True, "row")
+        for k in kids[bi + 1:]:
+            set_tp(k, 0, False, "replicated")
+        counts["mlp"] += 1
+        return True
+
+    def pairs_in(c):
+        """Linear(h->f), element-wise leaves, Linear(f->h), each reading the
+        previous one's output, among a layer's own children."""
+        kids = c.children
+        for i, a in enumerate(kids):
+            sa = lin(a)
+            if not sa or a.tp is not None:
+                continue
+            h, f = sa
+            j = i + 1
+            while j < len(kids) and free(kids[j]) and kids[j].tp is None:
+                j += 1
+            if j >= len(kids) or lin(kids[j]) != (f, h) or kids[j].tp is not None:
+                continue
+            if not all(fed_by(kids, i, k) for k in range(i + 1, j + 1)):
+                continue
+            s = tokens(a, h, f)
+            set_tp(a, 0, True, "column", a.in_distinct)
+            for k in kids[i + 1:j]:
+                set_tp(k, 0, True, "sharded")
+            set_tp(kids[j], db * s * h, True, "row")
+            a.dims["ffn"] = f
+            counts["mlp"] += 1
+
+    for c in allnodes:
+        if not c.children or c.rec is None or any(k.children for k in c.children):
+            continue
+        if not attention_container(c) and not mlp_container(c):
+            pairs_in(c)
+
+    # the LM head: the last leaf with work, a Linear(h->V) matching an
+    # Embedding(V, h); that embedding is the token embedding
+    embs = [n for n in leaves if isinstance(mod(n), nn.Embedding) and n.tp is None]
+    head = tok = None
+    for n in reversed(leaves):
+        if free(n):
+            continue
+        sh = lin(n)
+        if sh and n.tp is None:
+            for e in embs:
+                if (mod(e).embedding_dim, mod(e).num_embeddings) == sh:
+                    head, tok = n, e
+                    break
+        break
+    if head is not None:
+        h, V = lin(head)
+        s = tokens(head, h, V)
+        head.kind, head.dims = "head", {"hidden": h, "vocab": V, "seq": s}
+        # the parallel cross-entropy all-reduces max, sum of exps and the
+        # target logit per token: 3 fp32 (Megatron-LM; as traces/gen.c)
+        set_tp(head, 12.0 * s, True, "vocab", head.in_distinct)
+        counts["head"] += 1
+    else:
+        rows = [mod(e).num_embeddings for e in embs]
+        longest = max([e.dims.get("seq", 0) for e in embs] + [0])
+        if rows and max(rows) > longest:
+            tok = embs[rows.index(max(rows))]
+    if tok is not None:
+        set_tp(tok, tok.out, True, "vocab", tok.in_distinct)
+        counts["embedding"] += 1
+
+    # the rest: replicated by design where the model has tp data, else unknown
+    if any(n.tp is not None for n in leaves):
+        for n in leaves:
+            if n.tp is None and (isinstance(mod(n), nn.Embedding) or is_norm(n) or free(n)):
+                set_tp(n, 0, False, "replicated")
+    stay = [n.name for n in leaves if n.tp is None and (n.param_ids or n.flops > 0)]
+    return {"recognised": counts, "replicated": len(stay),
+            "replicated_first": stay[:REPLICATED_LIST_MAX]}
+
+
 def node_json(n, device):
+    """device: where the times were measured, or None (shape-only: no times)."""
     j = {"name": n.name, "kind": n.kind, "params": n.params, "flops_fwd": n.flops / 1.0,
          "act_out_bytes": n.out, "act_saved_bytes": n.saved}
+    if n.scores is not None and not n.children:
+        j["act_scores_bytes"] = min(n.scores, n.saved)
+    if n.tp is not None:
+        t = {"bytes": n.tp["bytes"], "shardable": n.tp["shardable"]}
+        if n.tp["shardable"] and n.tp.get("replicated_saved", 0) > 0:
+            t["replicated_saved"] = min(n.tp["replicated_saved"], n.saved)
+        j["tp"] = t
     if n.shared:
         j["shared"] = n.shared
     if n.inputs:
         j["inputs"] = n.inputs
-    j["measured"] = {"fwd_s": n.fwd, "bwd_s": n.bwd, "device": device}
+    if device is not None:
+        j["measured"] = {"fwd_s": n.fwd, "bwd_s": n.bwd, "device": device}
     dims = {k: float(v) for k, v in n.dims.items() if v is not None and math.isfinite(v) and v >= 0}
     if dims:
         j["dims"] = dict(list(dims.items())[:8])
     x = dict(n.xtorch)
-    if n.children:
+    if n.children and device is not None:
         x["fwd_incl_s"], x["bwd_incl_s"] = n.fwd_incl, n.bwd_incl
+    if n.tp_role:
+        x["tp"] = n.tp_role
     j["x-torch"] = x
     if n.children:
         j["children"] = [node_json(c, device) for c in n.children]
@@ -1018,6 +1662,8 @@ def write_atomic(path, obj):
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, indent=1)
             f.write("\n")
+            # mkstemp creates 0600; the model file is for everyone to read
+            os.fchmod(f.fileno(), 0o644)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -1027,11 +1673,60 @@ def write_atomic(path, obj):
         raise
 
 
+def prepare(args, torch, meta):
+    """Builds the model (on the meta device when meta) in train mode with every
+    `inplace` flag off. Returns (name, model, args, kwargs, B, seq, n_inplace,
+    built): built says how ("meta", "cpu then meta", "cpu")."""
+    on_meta = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if meta:
+            try:
+                with meta_context(torch):
+                    name, model, a, kw, B, seq = build(args, torch)
+                on_meta = True
+            except TraceError as e:
+                if not e.user_code:
+                    raise
+            except Exception:
+                pass  # built again on the CPU below, where its own errors surface
+        if not on_meta:
+            torch.manual_seed(0)
+            name, model, a, kw, B, seq = build(args, torch)
+        if meta:
+            a, kw = to_meta(torch, model, a, kw)
+    built = "meta" if on_meta else "cpu then meta" if meta else "cpu"
+    model.train()
+    n_inplace = 0
+    for m in model.modules():
+        if isinstance(getattr(m, "inplace", None), bool) and m.inplace:
+            m.inplace = False
+            n_inplace += 1
+    return name, model, a, kw, B, seq, n_inplace, built
+
+
+def trace(args, torch, mode):
+    """One trace in mode "shape" (meta tensors, no backward, no times), "cpu"
+    (one real forward, no times) or "measure". Returns (Tracer, name, seq,
+    n_inplace, built, torch_params)."""
+    name, model, a, kw, B, seq, n_inplace, built = prepare(args, torch, mode == "shape")
+    torch_params = sum(p.numel() for p in model.parameters())
+    tr = Tracer(torch, model, a, kw, B, DTYPE_BYTES[args.dtype])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tr.analyse(backward=mode == "measure",
+                   context=meta_context(torch) if mode == "shape" else None)
+        if mode == "measure":
+            tr.time_passes(args.repeat)
+    return tr, name, seq, n_inplace, built, torch_params
+
+
 def main(argv):
     args = parse_args(argv)
     if args.help:
         print(__doc__.strip())
         return 0
+    t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -1047,26 +1742,25 @@ def main(argv):
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        name, model, a, kw, B, seq = build(args, torch)
+    notes = []
+    mode = "measure" if args.measure else "shape"
+    try:
+        tr, name, seq, n_inplace, built, torch_params = trace(args, torch, mode)
+    except TraceError as e:
+        if mode != "shape" or not e.user_code:
+            raise
+        # a data-dependent branch, .item(), an op without a meta kernel: run
+        # it for real once (a failure here is the model's own, reported alone)
+        torch.manual_seed(0)
+        tr, name, seq, n_inplace, built, torch_params = trace(args, torch, "cpu")
+        mode = "cpu"
+        notes.append("shape-only tracing failed on meta tensors (%s); traced with one real "
+                     "forward pass on the CPU instead" % brief(str(e)))
     if args.name:
         name = args.name
-    model.train()
-    n_inplace = 0
-    for m in model.modules():
-        if isinstance(getattr(m, "inplace", None), bool) and m.inplace:
-            m.inplace = False
-            n_inplace += 1
-    torch_params = sum(p.numel() for p in model.parameters())
-    tr = Tracer(torch, model, a, kw, B, DTYPE_BYTES[args.dtype])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tr.analyse()
-        tr.time_passes(args.repeat)
-    device = args.device_name or "cpu:" + cpu_name()
-    notes = []
+    device = (args.device_name or "cpu:" + cpu_name())[:128] if mode == "measure" else None
     root, allnodes = make_tree(tr, name, torch, notes)
+    tp = annotate_tp(tr, allnodes)
     for w in notes:
         warn(w)
     traced = sum(n.params for n in allnodes)
@@ -1076,17 +1770,32 @@ def main(argv):
     if seq is None:
         seqs = [n.dims.get("seq", 0) for n in allnodes if n.kind in ("attention", "cross_attention")]
         seq = int(max(seqs)) if seqs else 1
+    xt = {"spec": args.spec, "params": torch_params, "torch": torch.__version__, "batch": tr.B,
+          "mode": mode, "built": built, "inplace_disabled": n_inplace,
+          "flops_by_op": dict(sorted(tr.flops_by_op.items())), "tp": tp, "warnings": notes}
+    if mode == "measure":
+        xt.update(repeat=args.repeat, threads=torch.get_num_threads(), device=device)
     out = {"format": "stagecraft.model/1", "name": name[:NAME_MAX], "dtype": args.dtype,
-           "seq_len": max(1, int(seq)), "root": node_json(root, device[:128]),
-           "x-torch": {"spec": args.spec, "params": torch_params, "torch": torch.__version__,
-                       "batch": B, "repeat": args.repeat, "threads": torch.get_num_threads(),
-                       "inplace_disabled": n_inplace, "device": device[:128],
-                       "warnings": notes}}
+           "seq_len": max(1, int(seq)), "root": node_json(root, device), "x-torch": xt}
+    xt["trace_s"] = round(time.perf_counter() - t0, 3)
     write_atomic(args.output, clean_numbers(out))
     n_leaves = sum(1 for n in allnodes if not n.children)
+    how = {"shape": "shape-only (meta tensors)", "cpu": "one real CPU pass",
+           "measure": "measured on the CPU"}[mode]
     print("%s: %s: %d parameters (torch: %d), %d modules (%d leaves), %.4g GFLOP/sample "
-          "forward, written to %s" % (PROG, name, traced, torch_params, len(allnodes), n_leaves,
-                                      sum(n.flops for n in allnodes) / 1e9, args.output))
+          "forward, %s in %.1f s, written to %s" % (
+              PROG, name, traced, torch_params, len(allnodes), n_leaves,
+              sum(n.flops for n in allnodes) / 1e9, how, xt["trace_s"], args.output))
+    c = tp["recognised"]
+    found = ", ".join("%d %s" % (c[k], k) for k in ("attention", "mlp", "embedding", "head") if c[k])
+    if found or tp["replicated"]:
+        print("%s: tensor parallelism: %s; %s" % (
+            PROG, found + " sharded" if found else "nothing recognised",
+            "%d module%s with work stay%s replicated: %s%s" % (
+                tp["replicated"], "" if tp["replicated"] == 1 else "s",
+                "s" if tp["replicated"] == 1 else "", ", ".join(tp["replicated_first"][:5]),
+                ", ..." if tp["replicated"] > 5 else "") if tp["replicated"] else
+            "every module with work has tp data"))
     return 0
 
 

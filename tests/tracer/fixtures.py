@@ -42,3 +42,131 @@ def not_a_module(**_):
 def guessed():
     """No example inputs: the tracer guesses (B, seq, 8) from the first Linear."""
     return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+
+
+class DataDependent(nn.Module):
+    """forward branches on a value: meta tensors have none, so shape-only
+    tracing falls back to one real forward pass on the CPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.abs().sum().item() > 1e30:
+            y = y * 2
+        return y
+
+
+def data_dependent(batch=2, **_):
+    return DataDependent(), torch.randn(batch, 8)
+
+
+class ValueInInit(nn.Module):
+    """__init__ reads tensor values (timm-style stochastic depth rates), which
+    fails on the meta device: built on the CPU, then moved to meta. The head is
+    tied to the embedding and must stay tied."""
+
+    def __init__(self):
+        super().__init__()
+        rates = [r.item() for r in torch.linspace(0, 0.1, 2)]
+        self.emb = nn.Embedding(100, 16)
+        self.drops = nn.ModuleList(nn.Dropout(r) for r in rates)
+        self.head = nn.Linear(16, 100, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, idx):
+        x = self.emb(idx)
+        for d in self.drops:
+            x = d(x)
+        return self.head(x)
+
+
+def value_in_init(batch=2, **_):
+    return ValueInInit(), torch.randint(0, 100, (batch, 8))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, h, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class GQAttention(nn.Module):
+    """Llama-style attention: separate q, k, v, o projections, grouped K/V
+    heads (num_key_value_heads), scores and values inline."""
+
+    def __init__(self, h, heads, kv_heads):
+        super().__init__()
+        self.num_heads, self.num_key_value_heads = heads, kv_heads
+        self.head_dim = h // heads
+        self.q_proj = nn.Linear(h, h, bias=False)
+        self.k_proj = nn.Linear(h, kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(h, kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(h, h, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        rep = self.num_heads // self.num_key_value_heads  # HF's repeat_kv
+        k = k[:, :, None].expand(B, self.num_key_value_heads, rep, T, self.head_dim).reshape(
+            B, self.num_heads, T, self.head_dim)
+        v = v[:, :, None].expand(B, self.num_key_value_heads, rep, T, self.head_dim).reshape(
+            B, self.num_heads, T, self.head_dim)
+        att = torch.softmax(q @ k.transpose(-2, -1) / self.head_dim ** 0.5, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        return self.o_proj(y)
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, h, f):
+        super().__init__()
+        self.gate_proj = nn.Linear(h, f, bias=False)
+        self.up_proj = nn.Linear(h, f, bias=False)
+        self.down_proj = nn.Linear(f, h, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, h, heads, kv_heads, f):
+        super().__init__()
+        self.input_layernorm = RMSNorm(h)
+        self.self_attn = GQAttention(h, heads, kv_heads)
+        self.post_attention_layernorm = RMSNorm(h)
+        self.mlp = SwiGLU(h, f)
+
+    def forward(self, x):
+        x = x + self.self_attn(self.input_layernorm(x))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaLike(nn.Module):
+    """Untied embedding and head; a patch-free stem: every module has tp data."""
+
+    def __init__(self, vocab, h, heads, kv_heads, f, layers):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, h)
+        self.layers = nn.ModuleList(LlamaBlock(h, heads, kv_heads, f) for _ in range(layers))
+        self.norm = RMSNorm(h)
+        self.lm_head = nn.Linear(h, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.embed_tokens(idx)
+        for b in self.layers:
+            x = b(x)
+        return self.lm_head(self.norm(x))
+
+
+def llama_like(batch=2, seq=16, vocab=500, hidden=64, heads=4, kv_heads=2, ffn=176, layers=2,
+               **_):
+    return (LlamaLike(vocab, hidden, heads, kv_heads, ffn, layers),
+            torch.randint(0, vocab, (batch, seq)))
