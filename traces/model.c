@@ -265,6 +265,20 @@ oom:
     return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
 }
 
+int sc_model_tp_replicated(const sc_model *m, const char **names, int max)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_leaves; i++) {
+        const sc_module *x = m->leaves[i];
+        if (x->has_tp || !(x->params > 0 || x->flops_fwd > 0))
+            continue;
+        if (n < max && names)
+            names[n] = x->name;
+        n++;
+    }
+    return n;
+}
+
 int sc_module_is_attention(const sc_module *x)
 {
     return !strcmp(x->kind, "attention") || !strcmp(x->kind, "cross_attention") ||

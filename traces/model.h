@@ -143,6 +143,11 @@ double sc_module_flops_bwd(const sc_module *mod);
  * "cross_attention" or "attention_core" (whose scores selective recompute
  * re-runs and whose saved activations it drops). */
 int sc_module_is_attention(const sc_module *mod);
+/* The leaves tensor parallelism cannot touch: no tp data, yet parameters or
+ * FLOPs (a traced module the tracer did not recognise). Fills names with
+ * the first max of them in execution order; returns how many there are.
+ * Leaves marked tp.shardable false (norms) are tp-aware and not counted. */
+int sc_model_tp_replicated(const sc_model *m, const char **names, int max);
 
 /* ---- built-in models by name (gpt-1.3b, ...) ------------------------------ */
 typedef struct sc_builtin {
