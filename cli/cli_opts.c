@@ -2,6 +2,7 @@
  * parse functions, the parser and the --help printer (see cli_opts.h). */
 #include "cli_opts.h"
 #include "cli.h"
+#include "cli_limits.h"
 #include "cluster.h"
 #include "cost.h"
 #include "partitioner_hook.h"
@@ -204,6 +205,9 @@ const cli_opt cli_search_opts[] = {
     {"zero", 0, "Z", "ZeRO stage", cli_opt_int, OFF(o.fix_zero), 0, 3, LAYOUT, "zero", NULL, 0},
     {"recompute", 0, "R", "activation recomputation", opt_recompute, OFF(o.fix_recompute), 0,
      0, LAYOUT, "recompute", recompute_words, 0},
+    {"max-mem", 0, "SIZE", "refuse to simulate a step whose estimated memory is\n"
+     "above SIZE (512M, 8G; default half the physical memory)", cli_opt_bytes,
+     OFF(max_mem), 0, 0, ALL, NULL, NULL, 0},
     {"json", 0, NULL, "print JSON instead of the table", cli_opt_flag, OFF(json), 0, 0, ALL,
      NULL, NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},

@@ -1,6 +1,7 @@
 /* cmd_sim.c - `stagecraft sim`: simulate one training step. */
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_limits.h"
 #include "cluster.h"
 #include "json.h"
 #include "lower.h"
@@ -180,6 +181,7 @@ int cmd_sim(int argc, char **argv)
     cfg.schedule = f->fix_schedule ? f->fix_schedule : "1f1b";
     cfg.placement = a.placement;
     cfg.one_replica = a.one_replica;
+    cfg.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     if (plan_in && (config_given || nodes))
         return cli_usage("sim", "--plan replays a plan: give no --model, --cluster or degrees");
     if (!plan_in && (!model || !cluster))
@@ -215,6 +217,7 @@ int cmd_sim(int argc, char **argv)
         pc.seed = cfg.seed;
         pc.want_timeline = cfg.want_timeline;
         pc.one_replica = cfg.one_replica;
+        pc.max_mem_bytes = cfg.max_mem_bytes;
         cfg = pc;
         model = plan->model_source;
         cluster = plan->cluster_source;

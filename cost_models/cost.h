@@ -189,6 +189,17 @@ void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o);
 sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                          const sc_mem_cfg *cfg, sc_mem *out, sc_error *err);
 
+/* ---- tensor parallelism ------------------------------------------------------ */
+
+/* Whether tensor parallelism of degree tp can shard m: tp divides the heads
+ * of every module that has them (the "heads" dim: Megatron-LM splits
+ * attention by heads). The one rule the planner's search, sim, cost and a
+ * plan's check share. O(modules). */
+int sc_cost_tp_divides_heads(const sc_model *m, int tp);
+/* The same as an error: SC_EINVAL "tp T does not divide the H heads of
+ * MODULE (tensor parallelism splits attention by heads)". */
+sc_status sc_cost_tp_check(const sc_model *m, int tp, sc_error *err);
+
 /* ---- per stage --------------------------------------------------------------- */
 
 /* What one virtual stage costs and moves, per rank of its tp group: the one

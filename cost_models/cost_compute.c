@@ -81,3 +81,31 @@ sc_status sc_cost_modules_time(const sc_cluster *c, sc_module *const *mods, int 
         *bwd_s = tb;
     return SC_OK;
 }
+
+/* The first module with heads that tp does not divide, or NULL. */
+static const sc_module *tp_blocker(const sc_model *m, int tp)
+{
+    for (int i = 0; i < m->n_modules; i++) {
+        const sc_module *x = m->modules[i];
+        double h = sc_module_dim(x, "heads", 0);
+        if (h > 0 && (tp < 1 || fmod(h, tp) != 0))
+            return x;
+    }
+    return NULL;
+}
+
+int sc_cost_tp_divides_heads(const sc_model *m, int tp)
+{
+    return tp_blocker(m, tp) == NULL;
+}
+
+sc_status sc_cost_tp_check(const sc_model *m, int tp, sc_error *err)
+{
+    const sc_module *x = tp_blocker(m, tp);
+    if (!x)
+        return SC_OK;
+    return sc_err(err, SC_EINVAL,
+                  "tp %d does not divide the %g heads of %s (tensor parallelism splits "
+                  "attention by heads)",
+                  tp, sc_module_dim(x, "heads", 0), x->name);
+}

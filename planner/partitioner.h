@@ -100,6 +100,9 @@ typedef struct sc_partitioner_cfg {
     int inflight_max;         /* >= 0; used when inflight is NULL */
     double mem_weight;        /* tree only, in [0, 1] */
     sc_shared_policy shared;
+    /* optimal only: CLOCK_MONOTONIC seconds after which it returns the best
+     * split found so far (0 = none; partition_optimal.c) */
+    double deadline_s;
 } sc_partitioner_cfg;
 
 /* Defaults: tp = mbs = dp = 1, zero 0, recompute none, pp = n_stages, v = 1,

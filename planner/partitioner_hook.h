@@ -44,6 +44,7 @@ typedef struct sc_part_request {
     double memory_weight;   /* tree: blend of time and memory */
     int optimize_memory;
     int shared_strict;
+    double deadline_s;      /* optimal: CLOCK_MONOTONIC time to stop at (0 = none) */
 } sc_part_request;
 
 /* Partitions one shape with the partitioner called name (see
