@@ -1,5 +1,6 @@
 /* cmd_plot.c - `stagecraft plot timeline`: pictures drawn by gnuplot. */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "plot.h"
 #include "timeline.h"
 #include "tune.h"
@@ -121,17 +122,28 @@ static int plot_file(const char *cmd, int argc, char **argv)
     if (sc_plot_format_of(out) < 0)
         return cli_usage(cmd, "-o %s: unknown format (the name must end in .png or .svg)", out);
 
-    if (!strcmp(cmd, "plot tune"))
-        return plot_tune_file(in, out, &po);
+    /* the picture and the script: both checked now, the script written under
+     * a temporary name and renamed only once the picture is in place */
     sc_error err = {0};
+    cli_outputs outs = {0};
+    const char *script = po.script;
+    if (cli_output_check(out, &err) || cli_outputs_add(&outs, script, &po.script, &err))
+        return cli_fail(&err);
+    sc_status st;
+    if (!strcmp(cmd, "plot tune")) {
+        int rc = plot_tune_file(in, out, &po);
+        st = cli_outputs_commit(&outs, rc ? SC_EINVAL : SC_OK, &err);
+        return rc ? rc : st ? cli_fail(&err) : 0;
+    }
     sc_timeline *t = NULL;
     if (sc_timeline_load(in, &t, &err))
-        return cli_fail(&err);
-    sc_status st = sc_plot_timeline(t, out, &po, &err);
+        return cli_outputs_commit(&outs, SC_EINVAL, NULL), cli_fail(&err);
+    st = sc_plot_timeline(t, out, &po, &err);
+    st = cli_outputs_commit(&outs, st, &err);
     if (!st) {
         int rows = t->n_ranks < SC_PLOT_MAX_ROWS ? t->n_ranks : SC_PLOT_MAX_ROWS;
         fprintf(stderr, "wrote %s: %d of %d ranks%s%s\n", out, rows, t->n_ranks,
-                po.script ? ", script " : "", po.script ? po.script : "");
+                script ? ", script " : "", script ? script : "");
     }
     sc_timeline_free(t);
     return st ? cli_fail(&err) : 0;

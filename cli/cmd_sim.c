@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "cli_limits.h"
+#include "cli_outputs.h"
 #include "cluster.h"
 #include "json.h"
 #include "lower.h"
@@ -202,6 +203,14 @@ int cmd_sim(int argc, char **argv)
     cfg.want_timeline = tl_file != NULL;
 
     sc_error err = {0};
+    /* every output is checked now, before any work, and written under a
+     * temporary name beside its target; all are renamed at the end or none */
+    cli_outputs outs = {0};
+    const char *tl_tmp = NULL, *lowered_tmp = NULL, *plan_tmp = NULL;
+    if (cli_outputs_add(&outs, tl_file, &tl_tmp, &err) ||
+        cli_outputs_add(&outs, a.lowered, &lowered_tmp, &err) ||
+        cli_outputs_add(&outs, plan_out, &plan_tmp, &err))
+        return cli_fail(&err);
     sc_model *mod = NULL;
     sc_cluster cl;
     sc_partition part = {0};
@@ -258,24 +267,28 @@ int cmd_sim(int argc, char **argv)
     }
     if (runs > 1 && !json && runs >= 16)
         fprintf(stderr, "\r%*s\r", 30, "");
-    if (!rc && tl_file) {
-        if (sc_timeline_save(r->timeline, tl_file, &err))
-            rc = cli_fail(&err);
-    }
-    if (!rc && a.lowered) {
+    sc_status wst = SC_OK;
+    if (!rc && tl_file)
+        wst = sc_timeline_save(r->timeline, tl_tmp, &err);
+    if (!rc && !wst && a.lowered) {
         sc_lowered *lw = NULL;
-        if (sc_lower(mod, &cl, &cfg, &lw, &err) || sc_lower_save(lw, a.lowered, &err))
-            rc = cli_fail(&err);
+        wst = sc_lower(mod, &cl, &cfg, &lw, &err);
+        if (!wst)
+            wst = sc_lower_save(lw, lowered_tmp, &err);
         sc_lower_free(lw);
     }
-    if (!rc && plan_out) {
+    if (!rc && !wst && plan_out) {
         sc_plan *out = NULL;
         const char *method = plan ? plan->method : (!part_spec || !strcmp(part_spec, "uniform")) ? "uniform" : "explicit";
-        if (sc_plan_make(mod, model, &cl, cluster, &cfg, method, r, &out, &err) ||
-            sc_plan_save(out, mod, plan_out, &err))
-            rc = cli_fail(&err);
+        wst = sc_plan_make(mod, model, &cl, cluster, &cfg, method, r, &out, &err);
+        if (!wst)
+            wst = sc_plan_save(out, mod, plan_tmp, &err);
         sc_plan_free(out);
     }
+    /* all written or none: commit renames them, or removes the temporaries */
+    wst = cli_outputs_commit(&outs, rc ? SC_EINVAL : wst, &err);
+    if (!rc && wst)
+        rc = cli_fail(&err);
     if (!rc) {
         double mean = sum / runs, sd = runs > 1 ? sqrt(fmax(0, (sum2 - runs * mean * mean) / (runs - 1))) : 0;
         if (json) {

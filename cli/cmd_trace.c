@@ -1,6 +1,7 @@
 /* cmd_trace.c - `stagecraft trace TIMELINE -o FILE`: a timeline as Chrome
  * trace JSON (open it in https://ui.perfetto.dev or chrome://tracing). */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "json.h"
 #include "timeline.h"
 
@@ -49,6 +50,8 @@ int cmd_trace(int argc, char **argv)
         return cli_usage("trace", "missing -o FILE");
 
     sc_error err = {0};
+    if (cli_output_check(out, &err)) /* before reading anything */
+        return cli_fail(&err);
     sc_timeline *t = NULL;
     if (sc_timeline_load(in, &t, &err))
         return cli_fail(&err);

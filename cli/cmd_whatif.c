@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -259,6 +260,8 @@ int cmd_whatif(int argc, char **argv)
     progress_state ps = {cli_wall(), 0, 0};
     o.progress = progress;
     o.progress_ud = &ps;
+    struct stat dsb;
+    int dir_existed = stat(dir, &dsb) == 0;
     sc_whatif *w = NULL;
     if (sc_whatif_run(m, cs, nc, nodes, n_nodes, &o, &w, &err)) {
         sc_model_free(m);
@@ -274,6 +277,8 @@ int cmd_whatif(int argc, char **argv)
         rc = 2;
     } else if (sc_whatif_write(w, dir, NULL, &err)) {
         rc = cli_fail(&err);
+        if (!dir_existed)
+            rmdir(dir); /* the folder this run made, if it is empty */
     } else if (json) {
         rc = cli_print_json(sc_whatif_to_json(w));
     } else {
@@ -283,9 +288,14 @@ int cmd_whatif(int argc, char **argv)
         printf("\nfront: the (days, $) options no other beats on both, over every cluster and "
                "count%s\n",
                w->spot ? ", on demand and spot" : "");
-        printf("wrote %s/whatif.csv, whatif.json and time_vs_cost, tokens_vs_nodes, "
-               "cost_per_mtok_vs_nodes (.png, .svg)\n",
-               dir);
+        if (sc_whatif_has_cost(w))
+            printf("wrote %s/whatif.csv, whatif.json and time_vs_cost, tokens_vs_nodes, "
+                   "cost_per_mtok_vs_nodes (.png, .svg)\n",
+                   dir);
+        else
+            printf("wrote %s/whatif.csv, whatif.json and tokens_vs_nodes (.png, .svg); no "
+                   "cost charts: no cluster has a price\n",
+                   dir);
     }
     sc_whatif_free(w);
     sc_model_free(m);
