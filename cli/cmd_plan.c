@@ -3,6 +3,7 @@
 #include "cli_opts.h"
 #include "cli_limits.h"
 #include "cluster.h"
+#include "cost.h"
 #include "json.h"
 #include "model.h"
 #include "plan.h"
@@ -112,6 +113,10 @@ int cmd_plan(int argc, char **argv)
     int orc = cli_open(model, cluster, nodes, &m, &c);
     if (orc)
         return orc;
+    if (sc_cost_model_check(m, model, &err)) {
+        sc_model_free(m);
+        return cli_fail(&err);
+    }
     cli_progress ps = {"plan", cli_wall(), 0, 0, 0, 0};
     o.progress = progress;
     o.progress_ud = &ps;

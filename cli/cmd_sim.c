@@ -4,6 +4,7 @@
 #include "cli_limits.h"
 #include "cli_outputs.h"
 #include "cluster.h"
+#include "cost.h"
 #include "json.h"
 #include "lower.h"
 #include "model.h"
@@ -21,7 +22,7 @@ typedef struct {
     const char *part, *placement, *timeline, *lowered, *plan_in, *plan_out;
     double bucket, jitter;
     long seed, runs;
-    int one_replica;
+    int one_replica, allow_oom;
 } sim_args;
 
 #define S(f) offsetof(sim_args, f)
@@ -51,6 +52,9 @@ static const cli_opt sim_opts[] = {
     {"one-replica", 0, NULL, "simulate data-parallel replica 0 alone, carrying the\n"
      "others' network load (dp times faster; same result: see\nREADME)", cli_opt_flag,
      S(one_replica), 0, 0, 0, NULL, NULL, 0},
+    {"allow-oom", 0, NULL, "report a configuration that does not fit in GPU memory\n"
+     "and exit 0 (without it: the report, the warning on\nstderr, exit non-zero, nothing "
+     "written)", cli_opt_flag, S(allow_oom), 0, 0, 0, NULL, NULL, 0},
     {"output", 'o', "FILE", "write the configuration as a plan, with this prediction",
      cli_opt_str, S(plan_out), 0, 0, 0, NULL, NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
@@ -63,13 +67,17 @@ static const cli_cmd sim_cmd = {
     "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
     "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE]\n"
     "                      [--lowered FILE]\n"
-    "                      [--jitter SIGMA --seed N --runs K] [-o plan.json] [--json]\n"
+    "                      [--jitter SIGMA --seed N --runs K] [--one-replica]\n"
+    "                      [--allow-oom] [--max-mem SIZE] [-o plan.json] [--json]\n"
     "       stagecraft sim --plan plan.json [--timeline FILE] [--lowered FILE] [--jitter ...]\n"
     "                      [--json]\n"
     "Simulates one training step of a parallel configuration on the discrete-event engine\n"
     "and reports the step time and its breakdown, the bubble, per-rank busy fractions,\n"
     "per-link traffic, peak memory per stage, throughput, TFLOP/s per GPU, MFU and cost.\n"
-    "Unless given: dp, tp, pp, v and mbs 1, schedule 1f1b, ZeRO 0, no recompute.\n",
+    "Unless given: dp, tp, pp, v and mbs 1, schedule 1f1b, ZeRO 0, no recompute.\n"
+    "tp must divide every attention module's heads (as the planner requires). A step\n"
+    "that does not fit in GPU memory is reported and exits non-zero, writing nothing,\n"
+    "unless --allow-oom.\n",
     NULL, sim_opts};
 
 static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
@@ -124,9 +132,6 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
                cli_bytes(mm->optimizer, b[2]), cli_bytes(mm->activations, b[3]),
                cli_bytes(mm->total, b[4]), mm->total > c->gpu.memory_bytes ? "  DOES NOT FIT" : "");
     }
-    if (!r->fits)
-        printf("warning: a stage needs more than the GPU's %s\n",
-               cli_bytes(c->gpu.memory_bytes, b[0]));
     /* the busiest links: a partial selection sort of the top five */
     int top[5], nt = 0;
     for (int i = 0; i < r->n_links; i++) {
@@ -240,6 +245,16 @@ int cmd_sim(int argc, char **argv)
         }
         cfg.partition = &part;
     }
+    /* what the step needs of the model: some work, and tp dividing the heads
+     * (the planner's rule, sc_cost_tp_check) */
+    if (sc_cost_model_check(mod, model, &err) || sc_cost_tp_check(mod, cfg.tp, &err)) {
+        if (err.msg[0] && strncmp(err.msg, model, strlen(model)))
+            sc_err_prefix(&err, "sim: %s", model);
+        sc_partition_free(&part);
+        sc_plan_free(plan);
+        sc_model_free(mod);
+        return cli_fail(&err);
+    }
     const sc_partition *shown = cfg.partition;
     sc_step_result *r = NULL;
     double sum = 0, sum2 = 0, lo = INFINITY, hi = 0;
@@ -267,6 +282,18 @@ int cmd_sim(int argc, char **argv)
     }
     if (runs > 1 && !json && runs >= 16)
         fprintf(stderr, "\r%*s\r", 30, "");
+    /* a result that is not a number is refused, whatever made it */
+    if (!rc && !(isfinite(r->step_time_s) && r->step_time_s > 0)) {
+        sc_err(&err, SC_EINVAL,
+               "sim: the step time came out as %g s: check the cluster's rates and the model's "
+               "figures (%s, %s)",
+               r->step_time_s, cluster, model);
+        rc = cli_fail(&err);
+    }
+    /* does not fit: reported, but a failure unless --allow-oom (nothing written) */
+    int oom = !rc && !r->fits;
+    if (oom && !a.allow_oom)
+        rc = -1; /* decided after the report */
     sc_status wst = SC_OK;
     if (!rc && tl_file)
         wst = sc_timeline_save(r->timeline, tl_tmp, &err);
@@ -289,7 +316,7 @@ int cmd_sim(int argc, char **argv)
     wst = cli_outputs_commit(&outs, rc ? SC_EINVAL : wst, &err);
     if (!rc && wst)
         rc = cli_fail(&err);
-    if (!rc) {
+    if (!rc || rc == -1) {
         double mean = sum / runs, sd = runs > 1 ? sqrt(fmax(0, (sum2 - runs * mean * mean) / (runs - 1))) : 0;
         if (json) {
             cJSON *j = sc_step_result_json(r, &cfg);
@@ -311,7 +338,9 @@ int cmd_sim(int argc, char **argv)
                     cJSON_AddNumberToObject(o, "max_step_time_s", hi);
                 }
             }
-            rc = cli_print_json(j);
+            int jrc = cli_print_json(j);
+            if (rc != -1)
+                rc = jrc;
         } else {
             print_summary(mod, &cl, &cfg, r, shown);
             if (runs > 1 || jitter > 0) {
@@ -321,12 +350,30 @@ int cmd_sim(int argc, char **argv)
                        jitter, runs, seed, seed + runs - 1, cli_us(mean, b1), cli_us(sd, b2),
                        cli_us(lo, b3), cli_us(hi, b4));
             }
-            if (tl_file)
+            if (tl_file && !rc)
                 printf("\ntimeline written to %s\n", tl_file);
-            if (a.lowered)
+            if (a.lowered && !rc)
                 printf("lowered step written to %s\n", a.lowered);
-            if (plan_out)
+            if (plan_out && !rc)
                 printf("plan written to %s\n", plan_out);
+        }
+        if (oom) {
+            fflush(stdout);
+            char b1[32], b2[32];
+            double need = 0;
+            for (int p = 0; p < r->pp; p++)
+                need = fmax(need, r->mem[p].total);
+            if (rc == -1) {
+                sc_err(&err, SC_ENOFIT,
+                       "sim: a stage needs %s, more than the GPU's %s: it does not fit "
+                       "(--allow-oom reports it anyway; nothing written)",
+                       cli_bytes(need, b1), cli_bytes(cl.gpu.memory_bytes, b2));
+                rc = cli_fail(&err);
+            } else {
+                fprintf(stderr, "stagecraft: sim: warning: a stage needs %s, more than the "
+                                "GPU's %s\n",
+                        cli_bytes(need, b1), cli_bytes(cl.gpu.memory_bytes, b2));
+            }
         }
     }
     sc_step_result_free(r);

@@ -250,6 +250,10 @@ int cmd_whatif(int argc, char **argv)
     sc_model *m;
     if (sc_model_open(model, &m, &err))
         return cli_fail(&err);
+    if (sc_cost_model_check(m, model, &err)) {
+        sc_model_free(m);
+        return cli_fail(&err);
+    }
     o.global_batch = batch;
     o.tokens = tokens;
     o.top_k = (int)top;

@@ -200,6 +200,12 @@ int sc_cost_tp_divides_heads(const sc_model *m, int tp);
  * MODULE (tensor parallelism splits attention by heads)". */
 sc_status sc_cost_tp_check(const sc_model *m, int tp, sc_error *err);
 
+/* Whether m gives a step anything to do: some forward FLOPs or a measured
+ * time. SC_EINVAL "SOURCE: root: the model has no work (no FLOPs and no
+ * measured time[; the root has no children]): nothing to simulate or plan"
+ * otherwise (an empty model would simulate to a step of 0 us). O(modules). */
+sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *err);
+
 /* ---- per stage --------------------------------------------------------------- */
 
 /* What one virtual stage costs and moves, per rank of its tp group: the one

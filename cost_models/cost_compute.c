@@ -109,3 +109,17 @@ sc_status sc_cost_tp_check(const sc_model *m, int tp, sc_error *err)
                   "attention by heads)",
                   tp, sc_module_dim(x, "heads", 0), x->name);
 }
+
+sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *err)
+{
+    for (int i = 0; i < m->n_modules; i++) {
+        const sc_module *x = m->modules[i];
+        if (x->flops_fwd > 0 || (x->has_measured && x->measured_fwd_s > 0))
+            return SC_OK;
+    }
+    return sc_err(err, SC_EINVAL,
+                  "%s: root: the model has no work (no FLOPs and no measured time%s): nothing "
+                  "to simulate or plan",
+                  source ? source : m->name,
+                  m->root && m->root->n_children == 0 ? "; the root has no children" : "");
+}

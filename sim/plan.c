@@ -567,9 +567,11 @@ static sc_status check_against_model(const sc_plan *p, const char *file, const s
                                      sc_error *err)
 {
     int S = p->partition.n_stages, L = m->n_leaves;
-    if (L < 1)
-        return sc_err(err, SC_EINVAL, "%s: model.source: %s has no layers to partition", file,
-                      p->model_source);
+    sc_status st = sc_cost_model_check(m, p->model_source, err);
+    if (st) {
+        sc_err_prefix(err, "%s: model.source", file);
+        return st;
+    }
     for (int i = 0; i < S; i++) {
         int a = p->partition.first[i], b = p->partition.first[i + 1] - 1;
         if (b >= L)
@@ -587,7 +589,7 @@ static sc_status check_against_model(const sc_plan *p, const char *file, const s
     if (p->partition.first[S] != L)
         return sc_err(err, SC_EINVAL, "%s: partition.stages[%d].last_leaf: the stages cover %d "
                       "leaves, %s has %d", file, S - 1, p->partition.first[S], m->name, L);
-    sc_status st = sc_cost_tp_check(m, p->tp, err);
+    st = sc_cost_tp_check(m, p->tp, err);
     if (st)
         sc_err_prefix(err, "%s: tp", file);
     return st;
