@@ -19,7 +19,7 @@
 
 typedef struct {
     cli_search_args s; /* first: the shared options (cli_opts.h) land here */
-    const char *part, *placement, *timeline, *lowered, *plan_in, *plan_out;
+    const char *part, *placement, *timeline, *lowered, *plan_in, *plan_out, *ranks, *stages;
     double bucket, jitter;
     long seed, runs;
     int one_replica, allow_oom;
@@ -37,6 +37,10 @@ static const cli_opt sim_opts[] = {
      S(bucket), 1e-3, 1e6, 0, NULL, NULL, 0},
     {"timeline", 0, "FILE", "write the step's timeline (stagecraft.timeline/1)", cli_opt_str,
      S(timeline), 0, 0, 0, NULL, NULL, 0},
+    {"ranks", 0, "LIST", "--timeline: only these ranks' ops (\"0-7,64\"; every rank\n"
+     "stays listed)", cli_opt_str, S(ranks), 0, 0, 0, NULL, NULL, 0},
+    {"stages", 0, "LIST", "--timeline: only the ops of these stages (\"0,3-5\")",
+     cli_opt_str, S(stages), 0, 0, 0, NULL, NULL, 0},
     {"lowered", 0, "FILE", "write the lowered step, the list of actions per pipeline\n"
      "position that both sim and exec replay (text)", cli_opt_str, S(lowered), 0, 0, 0, NULL,
      NULL, 0},
@@ -65,7 +69,8 @@ static const cli_cmd sim_cmd = {
     "usage: stagecraft sim --model M --cluster C [--nodes N] --dp D --tp T --pp P [--v V]\n"
     "                      --microbatches M --mbs B --schedule S [--zero Z]\n"
     "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
-    "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE]\n"
+    "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE\n"
+    "                      [--ranks LIST] [--stages LIST]]\n"
     "                      [--lowered FILE]\n"
     "                      [--jitter SIGMA --seed N --runs K] [--one-replica]\n"
     "                      [--allow-oom] [--max-mem SIZE] [-o plan.json] [--json]\n"
@@ -208,6 +213,13 @@ int cmd_sim(int argc, char **argv)
     cfg.want_timeline = tl_file != NULL;
 
     sc_error err = {0};
+    sc_tl_filter flt;
+    memset(&flt, 0, sizeof flt);
+    if ((a.ranks || a.stages) && !tl_file)
+        return cli_usage("sim", "--ranks and --stages select what --timeline writes");
+    if ((a.ranks && sc_tl_set_parse(a.ranks, "--ranks", &flt.ranks, &err)) ||
+        (a.stages && sc_tl_set_parse(a.stages, "--stages", &flt.stages, &err)))
+        return cli_usage("sim", "%s", err.msg);
     /* every output is checked now, before any work, and written under a
      * temporary name beside its target; all are renamed at the end or none */
     cli_outputs outs = {0};
@@ -295,8 +307,11 @@ int cmd_sim(int argc, char **argv)
     if (oom && !a.allow_oom)
         rc = -1; /* decided after the report */
     sc_status wst = SC_OK;
-    if (!rc && tl_file)
+    if (!rc && tl_file) {
+        if (a.ranks || a.stages)
+            sc_timeline_filter(r->timeline, &flt);
         wst = sc_timeline_save(r->timeline, tl_tmp, &err);
+    }
     if (!rc && !wst && a.lowered) {
         sc_lowered *lw = NULL;
         wst = sc_lower(mod, &cl, &cfg, &lw, &err);

@@ -1179,8 +1179,13 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     out->tasks = tasks;
     out->flows = flows;
     out->timeline_ops = tl;
-    /* the rest: links, stage tables, the model: a few MiB */
-    out->bytes = actions * 96 + tasks * 256 + flows * 96 + tl * (72 + 400) + 16.0 * 1048576;
+    /* the peak: simulating (the lowered step, the engine, the task info and
+     * the timeline's ops), or writing the timeline afterwards (its ops and
+     * its text, ~200 bytes an op in a buffer that grows by doubling); plus
+     * links, stage tables and the model: a few MiB */
+    double sim_phase = actions * 96 + tasks * 200 + flows * 64 + tl * 72;
+    double out_phase = tl * (72 + 400);
+    out->bytes = (sim_phase > out_phase ? sim_phase : out_phase) + 16.0 * 1048576;
 }
 
 sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,

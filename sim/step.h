@@ -147,10 +147,12 @@ typedef struct sc_step_result {
  *              send tp + 2; each data-parallel collective tp·(3 + dp, or 2
  *              flows with one_replica)
  *   timeline ~ actions/pp ops per simulated rank (when asked), and its JSON
- *   bytes    = actions·96 + tasks·256 + flows·96 + timeline ops·(72 + 400),
- *              the per-item sizes of lower.c, engine.c, step.c's task info,
- *              timeline.c and the text written, with the slack of arrays
- *              that grow by doubling. tests/test_harden_mem.c checks the
+ *   bytes    = the larger of simulating (actions·96 + tasks·200 + flows·64
+ *              + timeline ops·72) and writing the timeline (ops·(72 + 400)),
+ *              plus 16 MiB: the per-item sizes of lower.c, engine.c, step.c's
+ *              task info, timeline.c and the text written, with the slack of
+ *              arrays that grow by doubling (measured: 1.2 to 3 times the
+ *              peak resident size). tests/test_harden_limits.c checks the
  *              counts against sc_step_simulate's own. */
 typedef struct sc_step_size {
     double actions, tasks, flows, timeline_ops, bytes;
