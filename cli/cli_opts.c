@@ -232,6 +232,8 @@ int cli_opt_fix(const char *cmd, const char *label, const cli_opt *o, const char
     char buf[512];
     if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
         return cli_usage(cmd, "%s: longer than %zu characters", label, sizeof buf - 1);
+    const cli_opt *seen[32];
+    int nseen = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
@@ -243,6 +245,11 @@ int cli_opt_fix(const char *cmd, const char *label, const cli_opt *o, const char
             k++;
         if (!k->name)
             return cli_usage(cmd, "%s: unknown key '%s' (%s)", label, tok, cli_fix_keys());
+        for (int i = 0; i < nseen; i++)
+            if (seen[i] == k)
+                return cli_usage(cmd, "%s: '%s' is given twice", label, tok);
+        if (nseen < (int)SC_ARRAY_LEN(seen))
+            seen[nseen++] = k;
         char what[64];
         snprintf(what, sizeof what, "%s %s", label, tok);
         /* string values must outlive buf: the table's parsers of words store

@@ -281,10 +281,15 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
                 why->mbs_ok = 1;
                 for (int si = 0; si < 4; si++) {
                     const char *sched = schedules[si];
-                    if (pp == 1 && strcmp(sched, "1f1b"))
-                        continue;
                     if (o->fix_schedule && strcmp(o->fix_schedule, sched))
                         continue;
+                    if (pp == 1 && strcmp(sched, "1f1b")) {
+                        if (!why->sched_ok)
+                            snprintf(why->sched_msg, sizeof why->sched_msg,
+                                     "pp 1 runs 1f1b only (every schedule is the same with one "
+                                     "stage)");
+                        continue;
+                    }
                     int vmin = 1, vmax = 1;
                     if (!strcmp(sched, "interleaved")) {
                         vmin = 2;
@@ -295,8 +300,12 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
                     for (int v = vmin; v <= vmax; v++) {
                         if (o->fix_v && v != o->fix_v)
                             continue;
-                        if (pp * v > layers)
+                        if (pp * v > layers) {
+                            if (!why->sched_ok)
+                                snprintf(why->sched_msg, sizeof why->sched_msg,
+                                         "pp·v = %d·%d is more than the %d layers", pp, v, layers);
                             break;
+                        }
                         const sc_sched_impl *impl = sc_sched_find(sched);
                         char buf[256];
                         if (impl->validate((int)pp, (int)mm, v, buf, sizeof buf)) {
