@@ -74,6 +74,8 @@ typedef struct opt {
     size_t *poff;        /* S: where level k's window starts in par */
     int *plo;            /* S: the window's first end */
     int oom;             /* growing par failed */
+    size_t max_par;      /* entries allowed (cfg->max_bytes); 0 = no limit */
+    int too_big;         /* par would pass max_par */
     int *dq;             /* deque / heap, L+1 */
     double *val;         /* L+1: C[i] - recv(i) for the current level */
     double *zero;        /* L+1 zeros */
@@ -88,23 +90,34 @@ static void par_begin(opt *o, int k, int lo)
     o->plo[k] = lo;
 }
 
-/* par of end j at level k (j at or after the window's start), growing the
- * buffer by doubling; o->oom on failure. */
-static void par_set(opt *o, int k, int j, int v)
+/* Grows par to hold index i (doubling); 1 and o->oom on failure. */
+static __attribute__((noinline)) int par_grow(opt *o, size_t i)
+{
+    if (o->max_par && i >= o->max_par) {
+        o->too_big = o->oom = 1;
+        return 1;
+    }
+    size_t n = o->cappar ? o->cappar : 4096;
+    while (n <= i)
+        n *= 2;
+    if (o->max_par && n > o->max_par)
+        n = o->max_par;
+    int *np = sc_realloc(o->par, n * sizeof *np);
+    if (!np) {
+        o->oom = 1;
+        return 1;
+    }
+    o->par = np;
+    o->cappar = n;
+    return 0;
+}
+
+/* par of end j at level k (j at or after the window's start). */
+static inline void par_set(opt *o, int k, int j, int v)
 {
     size_t i = o->poff[k] + (size_t)(j - o->plo[k]);
-    if (i >= o->cappar) {
-        size_t n = o->cappar ? o->cappar : 4096;
-        while (n <= i)
-            n *= 2;
-        int *np = sc_realloc(o->par, n * sizeof *np);
-        if (!np) {
-            o->oom = 1;
-            return;
-        }
-        o->par = np;
-        o->cappar = n;
-    }
+    if (i >= o->cappar && par_grow(o, i))
+        return;
     o->par[i] = v;
     if (i + 1 > o->npar)
         o->npar = i + 1;
@@ -533,6 +546,17 @@ static void opt_free(opt *o)
     sc_free(o->zero);
 }
 
+/* Out of memory, or past cfg->max_bytes. */
+static sc_status oom_err(const opt *o, sc_error *err)
+{
+    if (o->too_big)
+        return sc_err(err, SC_EINVAL,
+                      "partition: %d stages over %d leaves need more than %.1f MiB of working "
+                      "memory (the memory limit)",
+                      o->S, o->L, o->max_par * sizeof(int) / 1048576.0);
+    return sc_err(err, SC_ENOMEM, "partition: out of memory");
+}
+
 static sc_status not_fit(opt *o, int *first, sc_error *err)
 {
     sc_pctx *x = o->x;
@@ -548,8 +572,7 @@ static sc_status not_fit(opt *o, int *first, sc_error *err)
     double lo = 0;
     compute_all_e(o, hi);
     if (!feasible_mem(o)) /* only the strict policy can forbid every split */
-        return o->oom ? sc_err(err, SC_ENOMEM, "partition: out of memory")
-                      : sc_pctx_strict_error(x, err);
+        return o->oom ? oom_err(o, err) : sc_pctx_strict_error(x, err);
     reconstruct(o, first);
     hi = split_memx(o, first);
     for (int it = 0; it < 200 && hi - lo > 1e-12 * hi && !past(o); it++) {
@@ -560,7 +583,7 @@ static sc_status not_fit(opt *o, int *first, sc_error *err)
             double h = split_memx(o, first);
             hi = h < mid ? h : mid;
         } else if (o->oom) {
-            return sc_err(err, SC_ENOMEM, "partition: out of memory");
+            return oom_err(o, err);
         } else {
             lo = mid;
         }
@@ -620,13 +643,16 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
         goto done;
     }
     o.deadline = cfg->deadline_s;
+    o.max_par = cfg->max_bytes > 0 ? (size_t)(cfg->max_bytes / sizeof(int)) : 0;
     compute_all_e(&o, x.cap);
     double tn;
     if (!start_split(&o, best)) {
         if (!feasible(&o, INFINITY, &tn)) {
-            st = o.oom    ? sc_err(err, SC_ENOMEM, "partition: out of memory")
-                 : o.late ? sc_err(err, SC_EINVAL, "partition: time limit reached")
-                          : not_fit(&o, first, err);
+            st = o.oom      ? oom_err(&o, err)
+                 : o.late   ? sc_err(err, SC_EINVAL, "partition: time limit reached")
+                 : cfg->nofit_quick && x.n_allowed >= S - 1
+                            ? sc_err(err, SC_ENOFIT, "does not fit")
+                            : not_fit(&o, first, err);
             goto done;
         }
         reconstruct(&o, best);
@@ -663,7 +689,7 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
             }
         } else {
             if (o.oom) {
-                st = sc_err(err, SC_ENOMEM, "partition: out of memory");
+                st = oom_err(&o, err);
                 goto done;
             }
             if (o.late)

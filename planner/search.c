@@ -32,6 +32,7 @@ struct sc_search {
     long shapes_done, shapes_total;
     char over_msg[SC_ERRMSG_MAX];    /* the last candidate skipped for max_mem_bytes */
     long nofit_shapes;               /* shapes no partition could serve */
+    table_key nofit_key;             /* the last of them */
     sc_status nofit_status;
     char nofit_msg[SC_ERRMSG_MAX];   /* the partitioner's message for the last */
 };
@@ -131,7 +132,7 @@ static int table_for(sc_search *s, int pp, int v, int tp, int mbs, double deadli
     sc_part_request rq = {s->m, s->c, pp, v, tp, mbs,
                           (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
                           s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict,
-                          deadline};
+                          deadline, 1, s->o.max_mem_bytes / 2};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st)
         return -1;
@@ -476,6 +477,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                 s->nofit_shapes++;
                 s->nofit_status = terr.status;
                 memcpy(s->nofit_msg, terr.msg, sizeof s->nofit_msg);
+                s->nofit_key = (table_key){pp, v, tp, mbs};
             }
             continue; /* no partition for this shape */
         }
@@ -503,6 +505,19 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     if (st) {
         sc_search_free(s);
         return st;
+    }
+    if (s->ncands == 0 && s->nofit_status == SC_ENOFIT) {
+        /* the figure of the shape reported, which the search skipped */
+        table_key k = s->nofit_key;
+        sc_partition np_ = {0};
+        sc_part_request rq = {m, c, k.pp, k.v, k.tp, k.mbs,
+                              (int)(sc_cluster_total_gpus(c) / ((long)k.tp * k.pp)),
+                              s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, 0, 0,
+                              s->o.max_mem_bytes / 2};
+        sc_error e2 = {0};
+        if (sc_planner_partition(s->partitioner, &rq, &np_, &e2) == SC_ENOFIT)
+            memcpy(s->nofit_msg, e2.msg, sizeof s->nofit_msg);
+        sc_partition_free(&np_);
     }
     if (s->ncands == 0) {
         long enumerated = s->enumerated, nofit = s->nofit_shapes;

@@ -56,7 +56,8 @@ typedef struct sc_search_opts {
      * best split so far. */
     double time_limit_s;
     /* Skip simulating a candidate whose sc_step_size_estimate is above this
-     * many bytes (counted in sc_search_limits); 0 = no limit. */
+     * many bytes (counted in sc_search_limits), and a shape whose optimal
+     * partition needs more than half of it; 0 = no limit. */
     double max_mem_bytes;
     /* called after every shape partitioned and every candidate simulated
      * (may be NULL) */

@@ -227,5 +227,13 @@ TEST(limits_partition_deadline)
     sc_part_eval_free(&el);
     sc_partition_free(&best);
     sc_partition_free(&late);
+    /* its working memory under a limit: refused, naming it */
+    cfg.deadline_s = 0;
+    cfg.max_bytes = 1000;
+    CHECK(sc_partition_optimal(&cfg, &late, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "need more than 0.0 MiB of working memory");
+    cfg.max_bytes = 1e9;
+    CHECK(sc_partition_optimal(&cfg, &late, &err) == SC_OK);
+    sc_partition_free(&late);
     sc_model_free(m);
 }
