@@ -2,6 +2,7 @@
  * parse functions, the parser and the --help printer (see cli_opts.h). */
 #include "cli_opts.h"
 #include "cli.h"
+#include "cli_limits.h"
 #include "cluster.h"
 #include "cost.h"
 #include "partitioner_hook.h"
@@ -218,6 +219,9 @@ const cli_opt cli_search_opts[] = {
     {"sp", 0, NULL, "sequence parallelism (needs tp >= 2; plan searches it\n"
      "unless given; --fix sp=0 turns it off)", opt_sp, OFF(o.fix_sp), 0, 1,
      CLI_PLAN | CLI_TUNE | CLI_SIM, "sp", NULL, 0},
+    {"max-mem", 0, "SIZE", "refuse to simulate a step whose estimated memory is\n"
+     "above SIZE (512M, 8G; default half the physical memory)", cli_opt_bytes,
+     OFF(max_mem), 0, 0, ALL, NULL, NULL, 0},
     {"json", 0, NULL, "print JSON instead of the table", cli_opt_flag, OFF(json), 0, 0, ALL,
      NULL, NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
@@ -242,6 +246,8 @@ int cli_opt_fix(const char *cmd, const char *label, const cli_opt *o, const char
     char buf[512];
     if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
         return cli_usage(cmd, "%s: longer than %zu characters", label, sizeof buf - 1);
+    const cli_opt *seen[32];
+    int nseen = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
@@ -253,6 +259,11 @@ int cli_opt_fix(const char *cmd, const char *label, const cli_opt *o, const char
             k++;
         if (!k->name)
             return cli_usage(cmd, "%s: unknown key '%s' (%s)", label, tok, cli_fix_keys());
+        for (int i = 0; i < nseen; i++)
+            if (seen[i] == k)
+                return cli_usage(cmd, "%s: '%s' is given twice", label, tok);
+        if (nseen < (int)SC_ARRAY_LEN(seen))
+            seen[nseen++] = k;
         char what[64];
         snprintf(what, sizeof what, "%s %s", label, tok);
         /* string values must outlive buf: the table's parsers of words store

@@ -46,6 +46,7 @@ typedef struct cli_search_args {
     long batch;               /* --global-batch; 0: not given */
     long top;                 /* --top */
     int json;
+    double max_mem;           /* --max-mem in bytes; 0: the default (cli_mem.h) */
     sc_search_opts o;         /* partitioner, max_mbs, optimize_memory, memory_weight,
                                  shared_strict and the fixed choices fix_* (0, NULL or
                                  -1: not given) */

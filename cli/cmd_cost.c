@@ -200,6 +200,12 @@ int cmd_cost(int argc, char **argv)
     sc_model *m;
     if (sc_model_open(model, &m, &err))
         return cli_fail(&err);
+    /* tp must divide the heads: the planner's rule (sc_cost_tp_check) */
+    if (sc_cost_tp_check(m, (int)tp, &err)) {
+        sc_err_prefix(&err, "cost: %s", model);
+        sc_model_free(m);
+        return cli_fail(&err);
+    }
     sc_cost_cfg cfg = {dtype >= 0 ? (sc_dtype)dtype : m->dtype, (int)tp, (int)mbs, algo, 0};
     sc_cost_row *rows, tot;
     int n, rc = 0;

@@ -4,6 +4,7 @@
 #include "backend.h"
 #include "build_info.h"
 #include "cli.h"
+#include "cli_outputs.h"
 #include "exec.h"
 #include "json.h"
 #include "plan.h"
@@ -11,6 +12,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void help(void)
@@ -237,6 +239,11 @@ int cmd_exec(int argc, char **argv)
     threads = !strcmp(backend, "cuda"); /* the only way to run it without MPI */
 #endif
 
+    /* the output must be creatable before any step runs (rank 0 writes it) */
+    const char *wr = getenv("OMPI_COMM_WORLD_RANK");
+    sc_error oerr = {0};
+    if ((!wr || !strcmp(wr, "0")) && cli_output_check(out, &oerr))
+        return cli_fail(&oerr);
     sc_exec_opts o = {backend, (int)steps, (int)warmup, timeout, verify, NULL, NULL};
     if (threads && sc_backend_cuda.available)
         return exec_threads(plan, &o, out);

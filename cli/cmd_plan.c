@@ -1,7 +1,9 @@
 /* cmd_plan.c - `stagecraft plan`: search for the best plan. */
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_limits.h"
 #include "cluster.h"
+#include "cost.h"
 #include "json.h"
 #include "model.h"
 #include "plan.h"
@@ -18,11 +20,15 @@
 typedef struct {
     cli_search_args s; /* first: the shared options (cli_opts.h) land here */
     const char *out;
+    double time_limit;
 } plan_args;
 
 static const cli_opt plan_opts[] = {
     {"fix", 0, "K=V,...", "fix choices of the search, KEY=VALUE as --KEY VALUE\n"
      "(m: --microbatches); KEY one of", cli_opt_fix, 0, 0, 0, 0, NULL, cli_fix_keys, 0},
+    {"time-limit", 0, "S", "stop searching after S seconds and rank the plans found\n"
+     "so far (the output says so)", cli_opt_double, offsetof(plan_args, time_limit), 0.001,
+     1e7, 0, NULL, NULL, 0},
     {"output", 'o', "FILE", "write the winner as a plan (stagecraft.plan/1)", cli_opt_str,
      offsetof(plan_args, out), 0, 0, 0, NULL, NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
@@ -47,27 +53,9 @@ static const cli_cmd plan_cmd = {
     "--dp, --tp, ..., --recompute fix that choice of the search, as --fix does.\n",
     NULL, plan_opts};
 
-typedef struct {
-    double t0;
-    int shown;
-} progress_state;
-
-static double wall(void)
+static void progress(void *ud, const sc_search_progress *p)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void progress(void *ud, double done)
-{
-    progress_state *p = ud;
-    if (wall() - p->t0 < 1.0)
-        return;
-    int n = (int)(done * 30);
-    fprintf(stderr, "\rsearching [%.*s%*s] %3.0f%%", n, "##############################",
-            30 - n, "", 100 * done);
-    p->shown = 1;
+    cli_search_progress_line(ud, p);
 }
 
 static double exposed(const sc_step_result *r)
@@ -125,15 +113,17 @@ int cmd_plan(int argc, char **argv)
     int orc = cli_open(model, cluster, nodes, &m, &c);
     if (orc)
         return orc;
-    progress_state ps = {wall(), 0};
-    if (isatty(2)) {
-        o.progress = progress;
-        o.progress_ud = &ps;
+    if (sc_cost_model_check(m, model, &err)) {
+        sc_model_free(m);
+        return cli_fail(&err);
     }
+    cli_progress ps = {"plan", cli_wall(), 0, 0, 0, 0};
+    o.progress = progress;
+    o.progress_ud = &ps;
+    o.time_limit_s = a.time_limit;
+    o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     sc_search *s;
     sc_status st = sc_search_run(m, &c, &o, &s, &err);
-    if (ps.shown)
-        fprintf(stderr, "\r%50s\r", "");
     if (st) {
         sc_model_free(m);
         return cli_fail(&err);
@@ -143,6 +133,18 @@ int cmd_plan(int argc, char **argv)
     double te, tsim;
     sc_search_counts(s, &en, &fit, &nsim);
     sc_search_times(s, &te, &tsim);
+    int limited, over;
+    long sdone, stotal;
+    sc_search_limits(s, &limited, &sdone, &stotal, &over);
+    if (limited)
+        fprintf(stderr,
+                "plan: the time limit of %g s ran out after %ld of %ld shapes: the plans below "
+                "are the best found so far\n",
+                a.time_limit, sdone, stotal);
+    if (over)
+        fprintf(stderr, "plan: %d candidate%s not simulated: above the --max-mem limit of %.3g "
+                        "GiB\n",
+                over, over == 1 ? "" : "s", o.max_mem_bytes / 1073741824.0);
     const sc_candidate *w = sc_search_ranked(s, 0), *r2 = sc_search_ranked(s, 1);
     int rc = 0;
     if (out) {
@@ -167,6 +169,10 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddNumberToObject(j, "simulated", nsim);
         cJSON_AddNumberToObject(j, "estimate_wall_s", te);
         cJSON_AddNumberToObject(j, "simulate_wall_s", tsim);
+        cJSON_AddBoolToObject(j, "time_limited", limited);
+        cJSON_AddNumberToObject(j, "shapes_done", (double)sdone);
+        cJSON_AddNumberToObject(j, "shapes_total", (double)stotal);
+        cJSON_AddNumberToObject(j, "over_max_mem", over);
         cJSON *arr = cJSON_AddArrayToObject(j, "ranked");
         for (int i = 0; i < nsim; i++)
             cJSON_AddItemToArray(arr, cand_json(sc_search_ranked(s, i)));
@@ -176,8 +182,13 @@ int cmd_plan(int argc, char **argv)
         printf("plan: %s on %d x %s (%ld GPUs), global batch %ld, optimize %s, partitioner %s\n",
                m->name, c.nodes, c.name, sc_cluster_total_gpus(&c), batch,
                o.optimize_memory ? "memory" : "speed", sc_search_partitioner(s));
-        printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n\n", en,
+        printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n", en,
                fit, te, nsim, tsim);
+        if (limited)
+            printf("time limit of %g s reached after %ld of %ld shapes: the best plans found so "
+                   "far\n",
+                   a.time_limit, sdone, stotal);
+        printf("\n");
         printf("%3s %4s %3s %3s %2s %4s %4s %-11s %4s %-9s %2s %10s %7s %10s %10s %8s %9s\n",
                "#", "dp", "tp", "pp", "v", "m", "mbs", "schedule", "zero", "recompute", "sp",
                "step ms", "bubble", "comm ms", "peak mem", "TFLOP/s", "$/step");

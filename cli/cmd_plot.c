@@ -1,5 +1,7 @@
 /* cmd_plot.c - `stagecraft plot timeline`: pictures drawn by gnuplot. */
 #include "cli.h"
+#include "cli_limits.h"
+#include "cli_outputs.h"
 #include "plot.h"
 #include "timeline.h"
 #include "tune.h"
@@ -7,6 +9,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int is_help(const char *s) { return !strcmp(s, "--help") || !strcmp(s, "-h"); }
 
@@ -14,6 +17,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: stagecraft plot timeline TIMELINE -o FILE.png|FILE.svg [--title T]\n"
                "                      [--width W] [--height H] [--script FILE.gp]\n"
+               "                      [--ranks LIST] [--stages LIST] [--max-mem SIZE]\n"
                "       stagecraft plot tune TUNE.json -o FILE.png|FILE.svg [same options]\n\n"
                "Draws pictures with gnuplot (scripts/deps.sh installs gnuplot-nox).\n\n"
                "  timeline   one training step (stagecraft.timeline/1) as a Gantt chart:\n"
@@ -28,7 +32,11 @@ static void usage(FILE *f)
                "  --width W           width in pixels (default 1200)\n"
                "  --height H          height in pixels (default from the number of rows)\n"
                "  --script FILE       also save the gnuplot script (self-contained: edit it\n"
-               "                      and rerun with 'gnuplot FILE')\n",
+               "                      and rerun with 'gnuplot FILE')\n"
+               "  --ranks LIST        timeline: only these ranks, one row each (\"0-7,64\")\n"
+               "  --stages LIST       timeline: only the ops of these stages (\"0,3-5\")\n"
+               "  --max-mem SIZE      timeline: refuse one whose reading would need more\n"
+               "                      (512M, 8G; default half the physical memory)\n",
             SC_PLOT_MAX_ROWS);
 }
 
@@ -75,9 +83,17 @@ static int plot_file(const char *cmd, int argc, char **argv)
                                          {"width", required_argument, NULL, 'W'},
                                          {"height", required_argument, NULL, 'H'},
                                          {"script", required_argument, NULL, 's'},
+                                         {"ranks", required_argument, NULL, 'r'},
+                                         {"stages", required_argument, NULL, 'S'},
+                                         {"max-mem", required_argument, NULL, 'M'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     sc_plot_opts po = {0};
+    sc_tl_filter flt;
+    memset(&flt, 0, sizeof flt);
+    int filtered = 0;
+    double max_mem = 0;
+    sc_error ferr = {0};
     const char *out = NULL;
     long v;
     int ch;
@@ -104,6 +120,17 @@ static int plot_file(const char *cmd, int argc, char **argv)
         case 's':
             po.script = optarg;
             break;
+        case 'r':
+        case 'S':
+            if (sc_tl_set_parse(optarg, ch == 'r' ? "--ranks" : "--stages",
+                                ch == 'r' ? &flt.ranks : &flt.stages, &ferr))
+                return cli_usage(cmd, "%s", ferr.msg);
+            filtered = 1;
+            break;
+        case 'M':
+            if (cli_parse_bytes(cmd, "--max-mem", optarg, &max_mem))
+                return 2;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -121,17 +148,42 @@ static int plot_file(const char *cmd, int argc, char **argv)
     if (sc_plot_format_of(out) < 0)
         return cli_usage(cmd, "-o %s: unknown format (the name must end in .png or .svg)", out);
 
-    if (!strcmp(cmd, "plot tune"))
-        return plot_tune_file(in, out, &po);
+    /* the picture and the script: both checked now, the script written under
+     * a temporary name and renamed only once the picture is in place */
     sc_error err = {0};
-    sc_timeline *t = NULL;
-    if (sc_timeline_load(in, &t, &err))
+    cli_outputs outs = {0};
+    const char *script = po.script;
+    if (cli_output_check(out, &err) || cli_outputs_add(&outs, script, &po.script, &err))
         return cli_fail(&err);
-    sc_status st = sc_plot_timeline(t, out, &po, &err);
+    sc_status st;
+    if (filtered && !strcmp(cmd, "plot tune"))
+        return cli_usage(cmd, "--ranks and --stages are for plot timeline");
+    if (!strcmp(cmd, "plot tune")) {
+        int rc = plot_tune_file(in, out, &po);
+        st = cli_outputs_commit(&outs, rc ? SC_EINVAL : SC_OK, &err);
+        return rc ? rc : st ? cli_fail(&err) : 0;
+    }
+    struct stat sb;
+    double cap = cli_mem_cap(max_mem);
+    if (stat(in, &sb) == 0 && S_ISREG(sb.st_mode) &&
+        (double)sc_timeline_load_bytes((size_t)sb.st_size) > cap) {
+        char b1[32], b2[32], b3[32];
+        sc_err(&err, SC_EINVAL,
+               "%s: %s needs about %s to read (a %s timeline), above the limit of %s "
+               "(--max-mem)",
+               cmd, in, cli_bytes((double)sc_timeline_load_bytes((size_t)sb.st_size), b1),
+               cli_bytes((double)sb.st_size, b2), cli_bytes(cap, b3));
+        return cli_outputs_commit(&outs, SC_EINVAL, NULL), cli_fail(&err);
+    }
+    sc_timeline *t = NULL;
+    if (sc_timeline_load_filtered(in, filtered ? &flt : NULL, 1, &t, &err))
+        return cli_outputs_commit(&outs, SC_EINVAL, NULL), cli_fail(&err);
+    st = sc_plot_timeline(t, out, &po, &err);
+    st = cli_outputs_commit(&outs, st, &err);
     if (!st) {
         int rows = t->n_ranks < SC_PLOT_MAX_ROWS ? t->n_ranks : SC_PLOT_MAX_ROWS;
         fprintf(stderr, "wrote %s: %d of %d ranks%s%s\n", out, rows, t->n_ranks,
-                po.script ? ", script " : "", po.script ? po.script : "");
+                script ? ", script " : "", script ? script : "");
     }
     sc_timeline_free(t);
     return st ? cli_fail(&err) : 0;

@@ -1,7 +1,10 @@
 /* cmd_sim.c - `stagecraft sim`: simulate one training step. */
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_limits.h"
+#include "cli_outputs.h"
 #include "cluster.h"
+#include "cost.h"
 #include "json.h"
 #include "lower.h"
 #include "model.h"
@@ -16,10 +19,10 @@
 
 typedef struct {
     cli_search_args s; /* first: the shared options (cli_opts.h) land here */
-    const char *part, *placement, *timeline, *lowered, *plan_in, *plan_out;
+    const char *part, *placement, *timeline, *lowered, *plan_in, *plan_out, *ranks, *stages;
     double bucket, jitter;
     long seed, runs;
-    int one_replica;
+    int one_replica, allow_oom;
 } sim_args;
 
 #define S(f) offsetof(sim_args, f)
@@ -34,6 +37,10 @@ static const cli_opt sim_opts[] = {
      S(bucket), 1e-3, 1e6, 0, NULL, NULL, 0},
     {"timeline", 0, "FILE", "write the step's timeline (stagecraft.timeline/1)", cli_opt_str,
      S(timeline), 0, 0, 0, NULL, NULL, 0},
+    {"ranks", 0, "LIST", "--timeline: only these ranks' ops (\"0-7,64\"; every rank\n"
+     "stays listed)", cli_opt_str, S(ranks), 0, 0, 0, NULL, NULL, 0},
+    {"stages", 0, "LIST", "--timeline: only the ops of these stages (\"0,3-5\")",
+     cli_opt_str, S(stages), 0, 0, 0, NULL, NULL, 0},
     {"lowered", 0, "FILE", "write the lowered step, the list of actions per pipeline\n"
      "position that both sim and exec replay (text)", cli_opt_str, S(lowered), 0, 0, 0, NULL,
      NULL, 0},
@@ -49,6 +56,9 @@ static const cli_opt sim_opts[] = {
     {"one-replica", 0, NULL, "simulate data-parallel replica 0 alone, carrying the\n"
      "others' network load (dp times faster; same result: see\nREADME)", cli_opt_flag,
      S(one_replica), 0, 0, 0, NULL, NULL, 0},
+    {"allow-oom", 0, NULL, "report a configuration that does not fit in GPU memory\n"
+     "and exit 0 (without it: the report, the warning on\nstderr, exit non-zero, nothing "
+     "written)", cli_opt_flag, S(allow_oom), 0, 0, 0, NULL, NULL, 0},
     {"output", 'o', "FILE", "write the configuration as a plan, with this prediction",
      cli_opt_str, S(plan_out), 0, 0, 0, NULL, NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
@@ -59,15 +69,20 @@ static const cli_cmd sim_cmd = {
     "usage: stagecraft sim --model M --cluster C [--nodes N] --dp D --tp T --pp P [--v V]\n"
     "                      --microbatches M --mbs B --schedule S [--zero Z]\n"
     "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
-    "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE]\n"
+    "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE\n"
+    "                      [--ranks LIST] [--stages LIST]]\n"
     "                      [--lowered FILE]\n"
-    "                      [--jitter SIGMA --seed N --runs K] [-o plan.json] [--json]\n"
+    "                      [--jitter SIGMA --seed N --runs K] [--one-replica]\n"
+    "                      [--allow-oom] [--max-mem SIZE] [-o plan.json] [--json]\n"
     "       stagecraft sim --plan plan.json [--timeline FILE] [--lowered FILE] [--jitter ...]\n"
     "                      [--json]\n"
     "Simulates one training step of a parallel configuration on the discrete-event engine\n"
     "and reports the step time and its breakdown, the bubble, per-rank busy fractions,\n"
     "per-link traffic, peak memory per stage, throughput, TFLOP/s per GPU, MFU and cost.\n"
-    "Unless given: dp, tp, pp, v and mbs 1, schedule 1f1b, ZeRO 0, no recompute.\n",
+    "Unless given: dp, tp, pp, v and mbs 1, schedule 1f1b, ZeRO 0, no recompute.\n"
+    "tp must divide every attention module's heads (as the planner requires). A step\n"
+    "that does not fit in GPU memory is reported and exits non-zero, writing nothing,\n"
+    "unless --allow-oom.\n",
     NULL, sim_opts};
 
 static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
@@ -123,9 +138,6 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
                cli_bytes(mm->optimizer, b[2]), cli_bytes(mm->activations, b[3]),
                cli_bytes(mm->total, b[4]), mm->total > c->gpu.memory_bytes ? "  DOES NOT FIT" : "");
     }
-    if (!r->fits)
-        printf("warning: a stage needs more than the GPU's %s\n",
-               cli_bytes(c->gpu.memory_bytes, b[0]));
     /* the busiest links: a partial selection sort of the top five */
     int top[5], nt = 0;
     for (int i = 0; i < r->n_links; i++) {
@@ -182,6 +194,7 @@ int cmd_sim(int argc, char **argv)
     cfg.schedule = f->fix_schedule ? f->fix_schedule : "1f1b";
     cfg.placement = a.placement;
     cfg.one_replica = a.one_replica;
+    cfg.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     if (plan_in && (config_given || nodes))
         return cli_usage("sim", "--plan replays a plan: give no --model, --cluster or degrees");
     if (!plan_in && (!model || !cluster))
@@ -203,6 +216,21 @@ int cmd_sim(int argc, char **argv)
     cfg.want_timeline = tl_file != NULL;
 
     sc_error err = {0};
+    sc_tl_filter flt;
+    memset(&flt, 0, sizeof flt);
+    if ((a.ranks || a.stages) && !tl_file)
+        return cli_usage("sim", "--ranks and --stages select what --timeline writes");
+    if ((a.ranks && sc_tl_set_parse(a.ranks, "--ranks", &flt.ranks, &err)) ||
+        (a.stages && sc_tl_set_parse(a.stages, "--stages", &flt.stages, &err)))
+        return cli_usage("sim", "%s", err.msg);
+    /* every output is checked now, before any work, and written under a
+     * temporary name beside its target; all are renamed at the end or none */
+    cli_outputs outs = {0};
+    const char *tl_tmp = NULL, *lowered_tmp = NULL, *plan_tmp = NULL;
+    if (cli_outputs_add(&outs, tl_file, &tl_tmp, &err) ||
+        cli_outputs_add(&outs, a.lowered, &lowered_tmp, &err) ||
+        cli_outputs_add(&outs, plan_out, &plan_tmp, &err))
+        return cli_fail(&err);
     sc_model *mod = NULL;
     sc_cluster cl;
     sc_partition part = {0};
@@ -218,6 +246,7 @@ int cmd_sim(int argc, char **argv)
         pc.seed = cfg.seed;
         pc.want_timeline = cfg.want_timeline;
         pc.one_replica = cfg.one_replica;
+        pc.max_mem_bytes = cfg.max_mem_bytes;
         cfg = pc;
         model = plan->model_source;
         cluster = plan->cluster_source;
@@ -230,6 +259,16 @@ int cmd_sim(int argc, char **argv)
             return cli_fail(&err);
         }
         cfg.partition = &part;
+    }
+    /* what the step needs of the model: some work, and tp dividing the heads
+     * (the planner's rule, sc_cost_tp_check) */
+    if (sc_cost_model_check(mod, model, &err) || sc_cost_tp_check(mod, cfg.tp, &err)) {
+        if (err.msg[0] && strncmp(err.msg, model, strlen(model)))
+            sc_err_prefix(&err, "sim: %s", model);
+        sc_partition_free(&part);
+        sc_plan_free(plan);
+        sc_model_free(mod);
+        return cli_fail(&err);
     }
     const sc_partition *shown = cfg.partition;
     sc_step_result *r = NULL;
@@ -258,25 +297,44 @@ int cmd_sim(int argc, char **argv)
     }
     if (runs > 1 && !json && runs >= 16)
         fprintf(stderr, "\r%*s\r", 30, "");
-    if (!rc && tl_file) {
-        if (sc_timeline_save(r->timeline, tl_file, &err))
-            rc = cli_fail(&err);
+    /* a result that is not a number is refused, whatever made it */
+    if (!rc && !(isfinite(r->step_time_s) && r->step_time_s > 0)) {
+        sc_err(&err, SC_EINVAL,
+               "sim: the step time came out as %g s: check the cluster's rates and the model's "
+               "figures (%s, %s)",
+               r->step_time_s, cluster, model);
+        rc = cli_fail(&err);
     }
-    if (!rc && a.lowered) {
+    /* does not fit: reported, but a failure unless --allow-oom (nothing written) */
+    int oom = !rc && !r->fits;
+    if (oom && !a.allow_oom)
+        rc = -1; /* decided after the report */
+    sc_status wst = SC_OK;
+    if (!rc && tl_file) {
+        if (a.ranks || a.stages)
+            sc_timeline_filter(r->timeline, &flt);
+        wst = sc_timeline_save(r->timeline, tl_tmp, &err);
+    }
+    if (!rc && !wst && a.lowered) {
         sc_lowered *lw = NULL;
-        if (sc_lower(mod, &cl, &cfg, &lw, &err) || sc_lower_save(lw, a.lowered, &err))
-            rc = cli_fail(&err);
+        wst = sc_lower(mod, &cl, &cfg, &lw, &err);
+        if (!wst)
+            wst = sc_lower_save(lw, lowered_tmp, &err);
         sc_lower_free(lw);
     }
-    if (!rc && plan_out) {
+    if (!rc && !wst && plan_out) {
         sc_plan *out = NULL;
         const char *method = plan ? plan->method : (!part_spec || !strcmp(part_spec, "uniform")) ? "uniform" : "explicit";
-        if (sc_plan_make(mod, model, &cl, cluster, &cfg, method, r, &out, &err) ||
-            sc_plan_save(out, mod, plan_out, &err))
-            rc = cli_fail(&err);
+        wst = sc_plan_make(mod, model, &cl, cluster, &cfg, method, r, &out, &err);
+        if (!wst)
+            wst = sc_plan_save(out, mod, plan_tmp, &err);
         sc_plan_free(out);
     }
-    if (!rc) {
+    /* all written or none: commit renames them, or removes the temporaries */
+    wst = cli_outputs_commit(&outs, rc ? SC_EINVAL : wst, &err);
+    if (!rc && wst)
+        rc = cli_fail(&err);
+    if (!rc || rc == -1) {
         double mean = sum / runs, sd = runs > 1 ? sqrt(fmax(0, (sum2 - runs * mean * mean) / (runs - 1))) : 0;
         if (json) {
             cJSON *j = sc_step_result_json(r, &cfg);
@@ -298,7 +356,9 @@ int cmd_sim(int argc, char **argv)
                     cJSON_AddNumberToObject(o, "max_step_time_s", hi);
                 }
             }
-            rc = cli_print_json(j);
+            int jrc = cli_print_json(j);
+            if (rc != -1)
+                rc = jrc;
         } else {
             print_summary(mod, &cl, &cfg, r, shown);
             if (runs > 1 || jitter > 0) {
@@ -308,12 +368,30 @@ int cmd_sim(int argc, char **argv)
                        jitter, runs, seed, seed + runs - 1, cli_us(mean, b1), cli_us(sd, b2),
                        cli_us(lo, b3), cli_us(hi, b4));
             }
-            if (tl_file)
+            if (tl_file && !rc)
                 printf("\ntimeline written to %s\n", tl_file);
-            if (a.lowered)
+            if (a.lowered && !rc)
                 printf("lowered step written to %s\n", a.lowered);
-            if (plan_out)
+            if (plan_out && !rc)
                 printf("plan written to %s\n", plan_out);
+        }
+        if (oom) {
+            fflush(stdout);
+            char b1[32], b2[32];
+            double need = 0;
+            for (int p = 0; p < r->pp; p++)
+                need = fmax(need, r->mem[p].total);
+            if (rc == -1) {
+                sc_err(&err, SC_ENOFIT,
+                       "sim: a stage needs %s, more than the GPU's %s: it does not fit "
+                       "(--allow-oom reports it anyway; nothing written)",
+                       cli_bytes(need, b1), cli_bytes(cl.gpu.memory_bytes, b2));
+                rc = cli_fail(&err);
+            } else {
+                fprintf(stderr, "stagecraft: sim: warning: a stage needs %s, more than the "
+                                "GPU's %s\n",
+                        cli_bytes(need, b1), cli_bytes(cl.gpu.memory_bytes, b2));
+            }
         }
     }
     sc_step_result_free(r);

@@ -1,6 +1,7 @@
 /* cmd_tune.c - `stagecraft tune`: the microbatch auto-tuner. */
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_limits.h"
 #include "cluster.h"
 #include "json.h"
 #include "model.h"
@@ -51,6 +52,7 @@ int cmd_tune(int argc, char **argv)
         return cli_usage("tune", "--model, --cluster, --global-batch, --dp, --tp and --pp are "
                          "required");
     o.global_batch = batch;
+    o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     sc_error err = {0};
     sc_model *m;
     sc_cluster c;

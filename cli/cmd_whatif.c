@@ -2,6 +2,7 @@
  * on demand and on spot. */
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_limits.h"
 #include "cluster.h"
 #include "cost.h"
 #include "json.h"
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -71,28 +73,34 @@ static const cli_cmd whatif_cmd = {
     whatif_opts};
 
 typedef struct {
-    double t0;
-    int tty;
+    double t0, last;
+    int lines;
 } progress_state;
 
-static double wall(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
+/* A line on stderr, terminal or not, once CLI_PROGRESS_AFTER_S have passed
+ * and then every CLI_PROGRESS_EVERY_S (and for the last point of a study
+ * that printed one): done / total, the rate and the time left. */
 static void progress(void *ud, int done, int total, const char *cluster, long nodes,
                      const sc_whatif_point *p, const char *reason)
 {
     progress_state *s = ud;
-    if (!s->tty || wall() - s->t0 < 1.0)
+    double t = cli_wall() - s->t0;
+    int last = done == total;
+    if (t < CLI_PROGRESS_AFTER_S || (last ? !s->lines : s->lines && t - s->last < CLI_PROGRESS_EVERY_S))
         return;
+    s->last = t;
+    s->lines++;
+    char tail[96] = "";
+    if (!last && done > 0)
+        snprintf(tail, sizeof tail, ", about %.0f s left", t / done * (total - done));
     if (p)
-        fprintf(stderr, "whatif: [%d/%d] %s x %ld: %.3g tokens/s, %.2f days\n", done, total,
-                cluster, nodes, p->tokens_per_s, p->days);
+        fprintf(stderr, "whatif: [%d/%d] %s x %ld: %.3g tokens/s, %.2f days (%.2f/s, %.0f s "
+                        "elapsed%s)\n",
+                done, total, cluster, nodes, p->tokens_per_s, p->days, done / t, t, tail);
     else
-        fprintf(stderr, "whatif: [%d/%d] %s x %ld: skipped\n", done, total, cluster, nodes);
+        fprintf(stderr, "whatif: [%d/%d] %s x %ld: skipped (%.2f/s, %.0f s elapsed%s)\n", done,
+                total, cluster, nodes, done / t, t, tail);
+    fflush(stderr);
 }
 
 static const char *money(double v, char *b)
@@ -242,15 +250,22 @@ int cmd_whatif(int argc, char **argv)
     sc_model *m;
     if (sc_model_open(model, &m, &err))
         return cli_fail(&err);
+    if (sc_cost_model_check(m, model, &err)) {
+        sc_model_free(m);
+        return cli_fail(&err);
+    }
     o.global_batch = batch;
     o.tokens = tokens;
     o.top_k = (int)top;
+    o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     o.restart_s = 60 * restart_min;
     if (gbps > 0)
         o.storage_bytes_per_s = gbps * 1e9 / 8;
-    progress_state ps = {wall(), isatty(2)};
+    progress_state ps = {cli_wall(), 0, 0};
     o.progress = progress;
     o.progress_ud = &ps;
+    struct stat dsb;
+    int dir_existed = stat(dir, &dsb) == 0;
     sc_whatif *w = NULL;
     if (sc_whatif_run(m, cs, nc, nodes, n_nodes, &o, &w, &err)) {
         sc_model_free(m);
@@ -266,6 +281,8 @@ int cmd_whatif(int argc, char **argv)
         rc = CLI_EXIT_INFEASIBLE;
     } else if (sc_whatif_write(w, dir, NULL, &err)) {
         rc = cli_fail(&err);
+        if (!dir_existed)
+            rmdir(dir); /* the folder this run made, if it is empty */
     } else if (json) {
         rc = cli_print_json(sc_whatif_to_json(w));
     } else {
@@ -275,9 +292,14 @@ int cmd_whatif(int argc, char **argv)
         printf("\nfront: the (days, $) options no other beats on both, over every cluster and "
                "count%s\n",
                w->spot ? ", on demand and spot" : "");
-        printf("wrote %s/whatif.csv, whatif.json and time_vs_cost, tokens_vs_nodes, "
-               "cost_per_mtok_vs_nodes (.png, .svg)\n",
-               dir);
+        if (sc_whatif_has_cost(w))
+            printf("wrote %s/whatif.csv, whatif.json and time_vs_cost, tokens_vs_nodes, "
+                   "cost_per_mtok_vs_nodes (.png, .svg)\n",
+                   dir);
+        else
+            printf("wrote %s/whatif.csv, whatif.json and tokens_vs_nodes (.png, .svg); no "
+                   "cost charts: no cluster has a price\n",
+                   dir);
     }
     sc_whatif_free(w);
     sc_model_free(m);

@@ -195,7 +195,7 @@ done:
     sc_free(is_arr);
 }
 
-static sc_status check_strings(const char *file, const char *text, size_t len, sc_error *err)
+sc_status sc_json_check_strings(const char *file, const char *text, size_t len, sc_error *err)
 {
     size_t start, at;
     int nul;
@@ -267,7 +267,7 @@ sc_status sc_json_parse(const char *file, const char *text, size_t len, cJSON **
         return sc_err(err, SC_EPARSE, "%s: invalid JSON at line %zu, column %zu", file, line,
                       col);
     }
-    sc_status st = check_strings(file, text, len, err);
+    sc_status st = sc_json_check_strings(file, text, len, err);
     if (st) {
         cJSON_Delete(root);
         return st;

@@ -21,6 +21,11 @@ void sc_json_init(void);
  * string, line and column) any string, key or value, that holds the escape
  * \u0000 (cJSON would cut the string there) or bytes that are not UTF-8.
  * O(len). The caller frees *out with cJSON_Delete. */
+/* The string rule of every loader, for a reader that scans text itself (the
+ * streaming timeline reader): SC_EPARSE naming the file, the JSON path, line
+ * and column of a \u0000 or of a byte that is not UTF-8 inside a string. */
+sc_status sc_json_check_strings(const char *file, const char *text, size_t len,
+                                sc_error *err);
 sc_status sc_json_parse(const char *file, const char *text, size_t len, cJSON **out,
                         sc_error *err);
 /* Reads and parses a file. */

@@ -17,6 +17,11 @@
 #define MAX_RATE 1e3       /* interruptions per hour */
 #define MIN_FRACTION 1e-6  /* efficiencies */
 #define MAX_HOST_S_PER_BYTE 1e-6 /* a sender busy 1 us per byte: a 1 MB/s host */
+/* Floors: a rate above 0 but below these is a typo or a unit slip, not a
+ * machine, and would turn into infinite or meaningless times (1e-300
+ * bytes/s: a step of "inf us"); 0 keeps meaning "none" where it did. */
+#define MIN_BYTES_PER_S 1e3 /* links, HBM, storage */
+#define MIN_FLOPS 1e6       /* a dtype's peak */
 
 static const char *const dtype_keys[SC_DTYPE_N] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
 static const char *const link_keys[SC_LINK_N] = {"intra", "inter"};
@@ -463,6 +468,23 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
         if ((st = range(file, path, c->eff.p2p_host_s_per_byte[l], 0, MAX_HOST_S_PER_BYTE, err)))
             return st;
     }
+    struct {
+        const char *path;
+        double v, floor;
+    } floors[] = {{"gpu.hbm_bytes_per_s", c->gpu.hbm_bytes_per_s, MIN_BYTES_PER_S},
+                  {"intra.bytes_per_s", c->intra.bytes_per_s, MIN_BYTES_PER_S},
+                  {"inter.nic_bytes_per_s", c->inter.nic_bytes_per_s, MIN_BYTES_PER_S},
+                  {"storage_bytes_per_s", c->storage_bytes_per_s, MIN_BYTES_PER_S},
+                  {"gpu.peak_flops.fp32", c->gpu.peak_flops[SC_FP32], MIN_FLOPS},
+                  {"gpu.peak_flops.tf32", c->gpu.peak_flops[SC_TF32], MIN_FLOPS},
+                  {"gpu.peak_flops.fp16", c->gpu.peak_flops[SC_FP16], MIN_FLOPS},
+                  {"gpu.peak_flops.bf16", c->gpu.peak_flops[SC_BF16], MIN_FLOPS},
+                  {"gpu.peak_flops.fp8", c->gpu.peak_flops[SC_FP8], MIN_FLOPS}};
+    for (size_t i = 0; i < SC_ARRAY_LEN(floors); i++)
+        if (floors[i].v > 0 && floors[i].v < floors[i].floor)
+            return sc_err(err, SC_EINVAL,
+                          "%s: %s: %g is implausibly small (above 0, below %g; 0 means none)",
+                          file, floors[i].path, floors[i].v, floors[i].floor);
     if (c->gpus_per_node > 1 && c->intra.bytes_per_s <= 0)
         return sc_err(err, SC_EINVAL,
                       "%s: intra.bytes_per_s: must be > 0 with %d GPUs per node", file,

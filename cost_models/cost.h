@@ -209,6 +209,23 @@ void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o);
 sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                          const sc_mem_cfg *cfg, sc_mem *out, sc_error *err);
 
+/* ---- tensor parallelism ------------------------------------------------------ */
+
+/* Whether tensor parallelism of degree tp can shard m: tp divides the heads
+ * of every module that has them (the "heads" dim: Megatron-LM splits
+ * attention by heads). The one rule the planner's search, sim, cost and a
+ * plan's check share. O(modules). */
+int sc_cost_tp_divides_heads(const sc_model *m, int tp);
+/* The same as an error: SC_EINVAL "tp T does not divide the H heads of
+ * MODULE (tensor parallelism splits attention by heads)". */
+sc_status sc_cost_tp_check(const sc_model *m, int tp, sc_error *err);
+
+/* Whether m gives a step anything to do: some forward FLOPs or a measured
+ * time. SC_EINVAL "SOURCE: root: the model has no work (no FLOPs and no
+ * measured time[; the root has no children]): nothing to simulate or plan"
+ * otherwise (an empty model would simulate to a step of 0 us). O(modules). */
+sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *err);
+
 /* ---- per stage --------------------------------------------------------------- */
 
 /* What one virtual stage costs and moves, per rank of its tp group: the one

@@ -96,3 +96,54 @@ sc_status sc_cost_modules_time_sp(const sc_cluster *c, sc_module *const *mods, i
         *bwd_s = tb;
     return SC_OK;
 }
+
+/* The first module with heads, or grouped-query key/value heads, that tp
+ * does not divide (*count: that count), or NULL. */
+static const sc_module *tp_blocker(const sc_model *m, int tp, double *count)
+{
+    for (int i = 0; i < m->n_modules; i++) {
+        const sc_module *x = m->modules[i];
+        double h = sc_module_dim(x, "heads", 0), g = sc_module_dim(x, "kv_heads", 0);
+        double bad = h > 0 && (tp < 1 || fmod(h, tp) != 0)   ? h
+                     : g > 0 && (tp < 1 || fmod(g, tp) != 0) ? g
+                                                             : 0;
+        if (bad > 0) {
+            if (count)
+                *count = bad;
+            return x;
+        }
+    }
+    return NULL;
+}
+
+int sc_cost_tp_divides_heads(const sc_model *m, int tp)
+{
+    return tp_blocker(m, tp, NULL) == NULL;
+}
+
+sc_status sc_cost_tp_check(const sc_model *m, int tp, sc_error *err)
+{
+    double n = 0;
+    const sc_module *x = tp_blocker(m, tp, &n);
+    if (!x)
+        return SC_OK;
+    int kv = n != sc_module_dim(x, "heads", 0);
+    return sc_err(err, SC_EINVAL,
+                  "tp %d does not divide the %g %sheads of %s (tensor parallelism splits "
+                  "attention by heads)",
+                  tp, n, kv ? "key/value " : "", x->name);
+}
+
+sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *err)
+{
+    for (int i = 0; i < m->n_modules; i++) {
+        const sc_module *x = m->modules[i];
+        if (x->flops_fwd > 0 || (x->has_measured && x->measured_fwd_s > 0))
+            return SC_OK;
+    }
+    return sc_err(err, SC_EINVAL,
+                  "%s: root: the model has no work (no FLOPs and no measured time%s): nothing "
+                  "to simulate or plan",
+                  source ? source : m->name,
+                  m->root && m->root->n_children == 0 ? "; the root has no children" : "");
+}

@@ -101,6 +101,9 @@ sc_status sc_bench_parse_sizes(sc_bench_op op, const char *text, sc_bench_point 
             return sc_err(err, SC_EINVAL, "--sizes '%s': FACTOR must be a number >= 1", text);
         if (a < 1 || b < a)
             return sc_err(err, SC_EINVAL, "--sizes '%s': need 1 <= MIN <= MAX", text);
+        if (f == 1 && b > a) /* it would stay at MIN: one size where a sweep was asked */
+            return sc_err(err, SC_EINVAL, "--sizes '%s': FACTOR 1 never reaches MAX (want > 1)",
+                          text);
         for (double v = a; v <= b * (1 + 1e-12); v *= f) {
             double r = floor(v + 0.5);
             int d = as_dim(r);

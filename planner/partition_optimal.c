@@ -30,6 +30,24 @@
  * 2·64 + 2 tests (64 = the bits of a double; 10-15 on the GPT built-ins):
  * O(L·S·64) time (times log L with the heap), O(L·S) memory for the parents.
  *
+ * Windows: a test at T visits, at level k, only the ends j between the first
+ * reachable start and the last end a live start allows, and of those sets
+ * only the ones from which the remaining S-1-k stages can still cover the
+ * rest: their compute alone needs C[L] - C[j] <= (S-1-k)·T (stage times are
+ * at least their compute sums: the boundary terms are >= 0; the bound is
+ * loosened by 1e-9 relative so rounding never prunes a feasible end). The
+ * reach arrays are cleared over the range they used, not whole. Near T* the
+ * windows are narrow, so a test costs about S times the slack of a stage
+ * rather than S·L (200,000 leaves in 32 stages: see docs/accuracy.md).
+ * Start: the first upper bound is the split that cuts the compute prefix at
+ * k·C[L]/S when it fits in memory (a test at T = infinity otherwise, which
+ * also tells that nothing fits), and the answer's split is always the one a
+ * test at T* reconstructs, so it does not depend on the tests before.
+ * Deadline: cfg->deadline_s (CLOCK_MONOTONIC seconds, 0 = none) ends the
+ * bisection early with the best split found so far (a valid split, its
+ * bottleneck an upper bound of T*); before the first split exists it is
+ * SC_EINVAL "partition: time limit reached".
+ *
  * Does not fit: the smallest achievable largest stage memory comes from the
  * same reach recursion with memory alone (running maximum of e_k(i) over the
  * reachable starts, O(S·L)), bisected over the memory bound to 1e-12
@@ -40,6 +58,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct opt {
     sc_pctx *x;
@@ -50,11 +69,96 @@ typedef struct opt {
     int *E;              /* nprof x L: e(i) */
     unsigned char *mono; /* nprof */
     unsigned char *ra, *rb; /* reach */
-    int *par;            /* S x (L+1) */
+    int *par;            /* the visited ends' parents, level after level */
+    size_t npar, cappar;
+    size_t *poff;        /* S: where level k's window starts in par */
+    int *plo;            /* S: the window's first end */
+    int oom;             /* growing par failed */
+    size_t max_par;      /* entries allowed (cfg->max_bytes); 0 = no limit */
+    int too_big;         /* par would pass max_par */
     int *dq;             /* deque / heap, L+1 */
     double *val;         /* L+1: C[i] - recv(i) for the current level */
     double *zero;        /* L+1 zeros */
+    double deadline;     /* CLOCK_MONOTONIC seconds; 0 = none */
+    int late;            /* the deadline passed during a test */
 } opt;
+
+/* Starts level k's window of parents at end lo. */
+static void par_begin(opt *o, int k, int lo)
+{
+    o->poff[k] = o->npar;
+    o->plo[k] = lo;
+}
+
+/* Grows par to hold index i (doubling); 1 and o->oom on failure. */
+static __attribute__((noinline)) int par_grow(opt *o, size_t i)
+{
+    if (o->max_par && i >= o->max_par) {
+        o->too_big = o->oom = 1;
+        return 1;
+    }
+    size_t n = o->cappar ? o->cappar : 4096;
+    while (n <= i)
+        n *= 2;
+    if (o->max_par && n > o->max_par)
+        n = o->max_par;
+    int *np = sc_realloc(o->par, n * sizeof *np);
+    if (!np) {
+        o->oom = 1;
+        return 1;
+    }
+    o->par = np;
+    o->cappar = n;
+    return 0;
+}
+
+/* par of end j at level k (j at or after the window's start). */
+static inline void par_set(opt *o, int k, int j, int v)
+{
+    size_t i = o->poff[k] + (size_t)(j - o->plo[k]);
+    if (i >= o->cappar && par_grow(o, i))
+        return;
+    o->par[i] = v;
+    if (i + 1 > o->npar)
+        o->npar = i + 1;
+}
+
+static int par_get(const opt *o, int k, int j)
+{
+    return o->par[o->poff[k] + (size_t)(j - o->plo[k])];
+}
+
+static int past(opt *o)
+{
+    if (o->deadline <= 0)
+        return 0;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (t.tv_sec + t.tv_nsec * 1e-9 > o->deadline)
+        o->late = 1;
+    return o->late;
+}
+
+/* The first end j at level k (stage k covers [i, j)) from which the
+ * remaining S-1-k stages can still hold the rest under T: their compute
+ * alone needs C[L] - C[j] <= (S-1-k)·T, loosened by 1e-9 relative. */
+static int first_end(const opt *o, int k, double T)
+{
+    const double *C = o->x->C;
+    int L = o->L, rest = o->S - 1 - k;
+    if (!(T < INFINITY))
+        return 0;
+    double need = C[L] - (double)rest * T * (1 + 1e-9) - 1e-9 * C[L];
+    int lo = 0, hi = L; /* smallest j with C[j] >= need (C is non-decreasing) */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (C[mid] >= need)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
 
 static uint64_t dbits(double d)
 {
@@ -178,7 +282,11 @@ static void heap_pop(opt *o, int *n)
 }
 
 /* feasible(T): 1 if some split has every stage time <= T (and fits); parents
- * recorded. When infeasible, *tnext gets the smallest failing best time. */
+ * recorded. When infeasible, *tnext gets the smallest failing best time
+ * (among the ends the windows visit: an end pruned by the rest bound cannot
+ * be on a split at any T' < the failing T either, so T_next stays a valid
+ * next candidate). A passed deadline makes it return 0 with *tnext
+ * infinite and o->late set. */
 static int feasible(opt *o, double T, double *tnext)
 {
     sc_pctx *x = o->x;
@@ -186,21 +294,32 @@ static int feasible(opt *o, double T, double *tnext)
     unsigned char *cur = o->ra, *nxt = o->rb;
     double tn = INFINITY;
     memset(cur, 0, (size_t)L + 1);
+    memset(nxt, 0, (size_t)L + 1);
     cur[0] = 1;
+    o->npar = 0;
+    int rlo = 0, rhi = 0; /* reachable starts at this level lie in [rlo, rhi] */
     for (int k = 0; k < S; k++) {
+        if ((k & 63) == 0 && past(o)) {
+            *tnext = INFINITY;
+            memset(cur, 0, (size_t)L + 1);
+            o->ra = cur;
+            o->rb = nxt;
+            return 0;
+        }
         int p = o->prof_of_rank[k % o->pp];
         const int *e = o->E + (size_t)p * L;
         const double *recv = k > 0 ? x->comm[x->inter[k - 1]] : o->zero;
         const double *send = k < S - 1 ? x->comm[x->inter[k]] : o->zero;
-        int jmin = k + 1, jmax = L - (S - 1 - k);
-        int *par = o->par + (size_t)k * (L + 1);
-        memset(nxt, 0, (size_t)L + 1);
-        int any = 0, last = k == S - 1;
+        int jmin = k + 1, jmax = L - (S - 1 - k), jset = first_end(o, k, T);
+        if (jmin < rlo + 1)
+            jmin = rlo + 1;
+        par_begin(o, k, jmin);
+        int any = 0, last = k == S - 1, nlo = -1, nhi = -1, pruned = 0;
         if (o->mono[p]) {
             int *dq = o->dq, h = 0, t = 0;
             for (int j = jmin; j <= jmax; j++) {
                 int i = j - 1;
-                if (cur[i] && e[i] > i) {
+                if (i <= rhi && cur[i] && e[i] > i) {
                     double v = x->C[i] - recv[i];
                     o->val[i] = v;
                     while (t > h && o->val[dq[t - 1]] <= v)
@@ -209,14 +328,26 @@ static int feasible(opt *o, double T, double *tnext)
                 }
                 while (t > h && e[dq[h]] < j)
                     h++;
-                if (t == h || (last && j < L) || (j < L && x->forbid[j]))
+                if (t == h) {
+                    if (i >= rhi)
+                        break; /* no live start and none to come */
                     continue;
+                }
+                if ((last && j < L) || (j < L && x->forbid[j]))
+                    continue;
+                if (j < jset) {
+                    pruned = 1;
+                    continue;
+                }
                 int b = dq[h];
                 double tau = (x->C[j] + send[j]) - o->val[b];
                 if (tau <= T) {
                     nxt[j] = 1;
-                    par[j] = b;
+                    par_set(o, k, j, b);
                     any = 1;
+                    if (nlo < 0)
+                        nlo = j;
+                    nhi = j;
                 } else if (tau < tn) {
                     tn = tau;
                 }
@@ -225,70 +356,146 @@ static int feasible(opt *o, double T, double *tnext)
             int n = 0;
             for (int j = jmin; j <= jmax; j++) {
                 int i = j - 1;
-                if (cur[i] && e[i] > i) {
+                if (i <= rhi && cur[i] && e[i] > i) {
                     o->val[i] = x->C[i] - recv[i];
                     heap_push(o, &n, i);
                 }
                 while (n > 0 && e[o->dq[0]] < j)
                     heap_pop(o, &n);
-                if (n == 0 || (last && j < L) || (j < L && x->forbid[j]))
+                if (n == 0) {
+                    if (i >= rhi)
+                        break;
                     continue;
+                }
+                if ((last && j < L) || (j < L && x->forbid[j]))
+                    continue;
+                if (j < jset) {
+                    pruned = 1;
+                    continue;
+                }
                 int b = o->dq[0];
                 double tau = (x->C[j] + send[j]) - o->val[b];
                 if (tau <= T) {
                     nxt[j] = 1;
-                    par[j] = b;
+                    par_set(o, k, j, b);
                     any = 1;
+                    if (nlo < 0)
+                        nlo = j;
+                    nhi = j;
                 } else if (tau < tn) {
                     tn = tau;
                 }
             }
         }
+        if (pruned) {
+            /* an end the rest bound pruned matters from T_u on at the
+             * earliest; the largest pruned end has the smallest T_u */
+            int rest = S - 1 - k;
+            double tu = (x->C[L] - x->C[jset - 1] - 1e-9 * x->C[L]) / (rest * (1 + 1e-9));
+            tu *= 1 - 1e-12;
+            double above = nextafter(T, INFINITY);
+            if (!(tu > above))
+                tu = above;
+            if (tu < tn)
+                tn = tu;
+        }
+        /* cur becomes the next level's scratch: clear what this level used */
+        memset(cur + rlo, 0, (size_t)(rhi - rlo + 1));
         unsigned char *sw = cur;
         cur = nxt;
         nxt = sw;
-        if (!any)
+        rlo = nlo;
+        rhi = nhi;
+        if (!any || o->oom)
             break;
     }
     o->ra = cur;
     o->rb = nxt;
-    *tnext = tn;
-    return cur[L];
+    *tnext = o->oom ? INFINITY : tn;
+    return !o->oom && cur[L];
 }
 
-/* Memory alone under the bound implied by o->E: 1 if a split exists. */
+/* Memory alone under the bound implied by o->E: 1 if a split exists. The
+ * same windows as feasible: from the first reachable start to the last end a
+ * reachable start allows. */
 static int feasible_mem(opt *o)
 {
     sc_pctx *x = o->x;
     int L = o->L, S = o->S;
     unsigned char *cur = o->ra, *nxt = o->rb;
     memset(cur, 0, (size_t)L + 1);
+    memset(nxt, 0, (size_t)L + 1);
     cur[0] = 1;
+    o->npar = 0;
+    int rlo = 0, rhi = 0;
     for (int k = 0; k < S; k++) {
         const int *e = o->E + (size_t)o->prof_of_rank[k % o->pp] * L;
-        int jmin = k + 1, jmax = L - (S - 1 - k), best = -1;
-        int *par = o->par + (size_t)k * (L + 1);
-        memset(nxt, 0, (size_t)L + 1);
+        int jmin = k + 1, jmax = L - (S - 1 - k), best = -1, nlo = -1, nhi = -1;
+        if (jmin < rlo + 1)
+            jmin = rlo + 1;
+        par_begin(o, k, jmin);
         int any = 0;
         for (int j = jmin; j <= jmax; j++) {
             int i = j - 1;
-            if (cur[i] && (best < 0 || e[i] > e[best]))
+            if (i <= rhi && cur[i] && (best < 0 || e[i] > e[best]))
                 best = i;
+            if (best >= 0 && e[best] < j && i >= rhi)
+                break; /* the furthest end is behind and no start is to come */
             if (best < 0 || e[best] < j || (j < L && x->forbid[j]))
                 continue;
             nxt[j] = 1;
-            par[j] = best;
+            par_set(o, k, j, best);
             any = 1;
+            if (nlo < 0)
+                nlo = j;
+            nhi = j;
         }
+        memset(cur + rlo, 0, (size_t)(rhi - rlo + 1));
         unsigned char *sw = cur;
         cur = nxt;
         nxt = sw;
-        if (!any)
+        rlo = nlo;
+        rhi = nhi;
+        if (!any || o->oom)
             break;
     }
     o->ra = cur;
     o->rb = nxt;
-    return cur[L];
+    return !o->oom && cur[L];
+}
+
+/* A first split: cut the compute prefix at k·C[L]/S (each stage at least
+ * one leaf, a forbidden boundary moved to the next allowed one). 1 when it
+ * exists and every stage fits. O(S log L + S·G). */
+static int start_split(const opt *o, int *first)
+{
+    const sc_pctx *x = o->x;
+    int L = o->L, S = o->S;
+    first[0] = 0;
+    first[S] = L;
+    for (int k = 1; k < S; k++) {
+        double target = x->C[L] * k / S;
+        int lo = first[k - 1] + 1, hi = L - (S - k);
+        if (lo > hi)
+            return 0;
+        int a = lo, b = hi; /* the first j in [lo, hi] with C[j] >= target */
+        while (a < b) {
+            int mid = a + (b - a) / 2;
+            if (x->C[mid] >= target)
+                b = mid;
+            else
+                a = mid + 1;
+        }
+        while (a <= hi && x->forbid[a])
+            a++;
+        if (a > hi)
+            return 0;
+        first[k] = a;
+    }
+    for (int k = 0; k < S; k++)
+        if (!(sc_pctx_memx(x, k, first[k], first[k + 1]) <= x->cap))
+            return 0;
+    return 1;
 }
 
 static void reconstruct(const opt *o, int *first)
@@ -296,7 +503,7 @@ static void reconstruct(const opt *o, int *first)
     int j = o->L;
     first[o->S] = j;
     for (int k = o->S - 1; k >= 0; k--) {
-        j = o->par[(size_t)k * (o->L + 1) + j];
+        j = par_get(o, k, j);
         first[k] = j;
     }
 }
@@ -332,9 +539,22 @@ static void opt_free(opt *o)
     sc_free(o->ra);
     sc_free(o->rb);
     sc_free(o->par);
+    sc_free(o->poff);
+    sc_free(o->plo);
     sc_free(o->dq);
     sc_free(o->val);
     sc_free(o->zero);
+}
+
+/* Out of memory, or past cfg->max_bytes. */
+static sc_status oom_err(const opt *o, sc_error *err)
+{
+    if (o->too_big)
+        return sc_err(err, SC_EINVAL,
+                      "partition: %d stages over %d leaves need more than %.1f MiB of working "
+                      "memory (the memory limit)",
+                      o->S, o->L, o->max_par * sizeof(int) / 1048576.0);
+    return sc_err(err, SC_ENOMEM, "partition: out of memory");
 }
 
 static sc_status not_fit(opt *o, int *first, sc_error *err)
@@ -352,16 +572,18 @@ static sc_status not_fit(opt *o, int *first, sc_error *err)
     double lo = 0;
     compute_all_e(o, hi);
     if (!feasible_mem(o)) /* only the strict policy can forbid every split */
-        return sc_pctx_strict_error(x, err);
+        return o->oom ? oom_err(o, err) : sc_pctx_strict_error(x, err);
     reconstruct(o, first);
     hi = split_memx(o, first);
-    for (int it = 0; it < 200 && hi - lo > 1e-12 * hi; it++) {
+    for (int it = 0; it < 200 && hi - lo > 1e-12 * hi && !past(o); it++) {
         double mid = lo + (hi - lo) / 2;
         compute_all_e(o, mid);
         if (feasible_mem(o)) {
             reconstruct(o, first);
             double h = split_memx(o, first);
             hi = h < mid ? h : mid;
+        } else if (o->oom) {
+            return oom_err(o, err);
         } else {
             lo = mid;
         }
@@ -394,13 +616,14 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
     o.mono = sc_calloc((size_t)pp, 1);
     o.ra = sc_malloc((size_t)L + 1);
     o.rb = sc_malloc((size_t)L + 1);
-    o.par = sc_malloc(sizeof *o.par * (size_t)S * ((size_t)L + 1));
+    o.poff = sc_malloc(sizeof *o.poff * (size_t)S);
+    o.plo = sc_malloc(sizeof *o.plo * (size_t)S);
     o.dq = sc_malloc(sizeof *o.dq * ((size_t)L + 1));
     o.val = sc_malloc(sizeof *o.val * ((size_t)L + 1));
     o.zero = sc_calloc((size_t)L + 1, sizeof *o.zero);
     int *first = sc_malloc(sizeof *first * ((size_t)S + 1));
     int *best = sc_malloc(sizeof *best * ((size_t)S + 1));
-    if (!o.prof_of_rank || !o.prof_k || !o.mono || !o.ra || !o.rb || !o.par || !o.dq ||
+    if (!o.prof_of_rank || !o.prof_k || !o.mono || !o.ra || !o.rb || !o.poff || !o.plo || !o.dq ||
         !o.val || !o.zero || !first || !best) {
         st = sc_err(err, SC_ENOMEM, "partition: out of memory");
         goto done;
@@ -419,13 +642,21 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
         st = sc_err(err, SC_ENOMEM, "partition: out of memory");
         goto done;
     }
+    o.deadline = cfg->deadline_s;
+    o.max_par = cfg->max_bytes > 0 ? (size_t)(cfg->max_bytes / sizeof(int)) : 0;
     compute_all_e(&o, x.cap);
     double tn;
-    if (!feasible(&o, INFINITY, &tn)) {
-        st = not_fit(&o, first, err);
-        goto done;
+    if (!start_split(&o, best)) {
+        if (!feasible(&o, INFINITY, &tn)) {
+            st = o.oom      ? oom_err(&o, err)
+                 : o.late   ? sc_err(err, SC_EINVAL, "partition: time limit reached")
+                 : cfg->nofit_quick && x.n_allowed >= S - 1
+                            ? sc_err(err, SC_ENOFIT, "does not fit")
+                            : not_fit(&o, first, err);
+            goto done;
+        }
+        reconstruct(&o, best);
     }
-    reconstruct(&o, best);
     double hi = split_time(&o, best);
     /* a lower bound to start from: the mean and the largest leaf */
     double guess = x.C[L] / S;
@@ -457,10 +688,23 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
                 hi = T < hi ? T : hi; /* cannot happen: h <= T */
             }
         } else {
+            if (o.oom) {
+                st = oom_err(&o, err);
+                goto done;
+            }
+            if (o.late)
+                break; /* the deadline: the best split so far */
             if (!(tn > lo) || tn == INFINITY)
                 break; /* cannot happen: a failing test names a larger candidate */
             lo = tn;
         }
+    }
+    /* the answer's split: the one the test at T* = hi reconstructs, whatever
+     * tests came before (skipped past the deadline) */
+    if (!o.late && feasible(&o, hi, &tn)) { /* (out of memory: keep best) */
+        reconstruct(&o, first);
+        if (split_time(&o, first) <= hi)
+            memcpy(best, first, sizeof *best * ((size_t)S + 1));
     }
     sc_partition p = {0};
     p.first = sc_malloc(sizeof *p.first * ((size_t)S + 1));

@@ -101,6 +101,17 @@ typedef struct sc_partitioner_cfg {
     double mem_weight;        /* tree only, in [0, 1] */
     sc_shared_policy shared;
     int sp;                   /* sequence parallelism (memory: sc_cost_saved_bytes) */
+    /* optimal only: CLOCK_MONOTONIC seconds after which it returns the best
+     * split found so far (0 = none; partition_optimal.c) */
+    double deadline_s;
+    /* optimal only: when no split fits, SC_ENOFIT "does not fit" without the
+     * smallest need (which costs up to 200 more tests); the search asks for
+     * the figure only for the shape it reports */
+    int nofit_quick;
+    /* optimal only: the most bytes its parents table may take (about the
+     * stages times the leaves each test can still reach); more is SC_EINVAL
+     * naming the limit. 0 = no limit. */
+    double max_bytes;
 } sc_partitioner_cfg;
 
 /* Defaults: tp = mbs = dp = 1, zero 0, recompute none, pp = n_stages, v = 1,

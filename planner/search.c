@@ -28,7 +28,11 @@ struct sc_search {
     long ncands, capcands, enumerated;
     int *ranked, nranked;
     double t_est, t_sim;
+    int time_limited, over_mem;
+    long shapes_done, shapes_total;
+    char over_msg[SC_ERRMSG_MAX];    /* the last candidate skipped for max_mem_bytes */
     long nofit_shapes;               /* shapes no partition could serve */
+    table_key nofit_key;             /* the last of them */
     sc_status nofit_status;
     char nofit_msg[SC_ERRMSG_MAX];   /* the partitioner's message for the last */
 };
@@ -91,8 +95,23 @@ void sc_search_times(const sc_search *s, double *estimate_s, double *simulate_s)
 
 const char *sc_search_partitioner(const sc_search *s) { return s->partitioner; }
 
-/* The table for (pp, v, tp, mbs), partitioning on first use. -1 on error. */
-static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, sc_error *err)
+void sc_search_limits(const sc_search *s, int *time_limited, long *shapes_done,
+                      long *shapes_total, int *over_mem)
+{
+    if (time_limited)
+        *time_limited = s->time_limited;
+    if (shapes_done)
+        *shapes_done = s->shapes_done;
+    if (shapes_total)
+        *shapes_total = s->shapes_total;
+    if (over_mem)
+        *over_mem = s->over_mem;
+}
+
+/* The table for (pp, v, tp, mbs, sp), partitioning on first use (the
+ * optimal partitioner stops at deadline, 0 = none). -1 on error. */
+static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, double deadline,
+                     sc_error *err)
 {
     for (int i = 0; i < s->ntables; i++)
         if (s->keys[i].pp == pp && s->keys[i].v == v && s->keys[i].tp == tp &&
@@ -113,7 +132,8 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, sc_er
     sc_partition part = {0};
     sc_part_request rq = {s->m, s->c, pp, v, tp, mbs,
                           (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
-                          s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, sp};
+                          s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, sp,
+                          deadline, 1, s->o.max_mem_bytes / 2};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st)
         return -1;
@@ -138,17 +158,6 @@ static int add_candidate(sc_search *s, const sc_candidate *c)
     }
     s->cands[s->ncands++] = *c;
     return 0;
-}
-
-static int heads_divisible(const sc_model *m, int tp)
-{
-    for (int i = 0; i < m->n_modules; i++) {
-        const sc_module *x = m->modules[i];
-        double h = sc_module_dim(x, "heads", 0), kvh = sc_module_dim(x, "kv_heads", 0);
-        if ((h > 0 && fmod(h, tp) != 0) || (kvh > 0 && fmod(kvh, tp) != 0))
-            return 0; /* grouped-query attention splits its kv heads too */
-    }
-    return 1;
 }
 
 static const sc_search *sort_ctx;
@@ -210,6 +219,188 @@ static int by_sim_memory(const void *a, const void *b)
 
 static const char *const schedules[] = {"gpipe", "1f1b", "zb-h1", "interleaved"};
 
+/* One shape of the enumeration with its degrees: everything but the
+ * ZeRO stage and recompute, which share its table. */
+typedef struct shape_item {
+    int tp, pp, mbs, v, si;
+    long dp, mm;
+} shape_item;
+
+typedef struct item_list {
+    shape_item *a;
+    long n, cap;
+} item_list;
+
+static int push_item(item_list *l, shape_item it)
+{
+    if (l->n == l->cap) {
+        long nc = l->cap ? 2 * l->cap : 256;
+        shape_item *na = sc_realloc(l->a, sizeof *na * (size_t)nc);
+        if (!na)
+            return -1;
+        l->a = na;
+        l->cap = nc;
+    }
+    l->a[l->n++] = it;
+    return 0;
+}
+
+/* Why nothing matched: how far the filters let something through. */
+typedef struct why_none {
+    int tp_ok;       /* some tp divides the node's GPUs and the heads */
+    int dp_ok;       /* some (tp, pp) gave a dp that divides the batch */
+    long dp_max;     /* the largest such dp */
+    int mbs_ok;      /* some mbs gave m <= 65536 */
+    int sched_ok;    /* some schedule and v accepted m and pp */
+    char sched_msg[256];
+} why_none;
+
+/* Every shape the search will partition, in the search's order; O(items). */
+static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
+                           int max_mbs, item_list *out, why_none *why, sc_error *err)
+{
+    long G = sc_cluster_total_gpus(c), B = o->global_batch;
+    int gpn = c->gpus_per_node, layers = sc_partition_layers(m);
+    for (int tp = 1; tp <= gpn; tp++) {
+        if (gpn % tp || (o->fix_tp && tp != o->fix_tp) || !sc_cost_tp_divides_heads(m, tp))
+            continue;
+        why->tp_ok = 1;
+        for (int pp = 1; pp <= layers; pp++) {
+            if (G % ((long)tp * pp) || (o->fix_pp && pp != o->fix_pp))
+                continue;
+            long dp = G / ((long)tp * pp);
+            if ((o->fix_dp && dp != o->fix_dp) || B % dp)
+                continue;
+            why->dp_ok = 1;
+            if (dp > why->dp_max)
+                why->dp_max = dp;
+            long b = B / dp;
+            for (int mbs = 1; mbs <= max_mbs && mbs <= b; mbs++) {
+                if (b % mbs || (o->fix_mbs && mbs != o->fix_mbs))
+                    continue;
+                long mm = b / mbs;
+                if ((o->fix_m && mm != o->fix_m) || mm > 65536)
+                    continue;
+                why->mbs_ok = 1;
+                for (int si = 0; si < 4; si++) {
+                    const char *sched = schedules[si];
+                    if (o->fix_schedule && strcmp(o->fix_schedule, sched))
+                        continue;
+                    if (pp == 1 && strcmp(sched, "1f1b")) {
+                        if (!why->sched_ok)
+                            snprintf(why->sched_msg, sizeof why->sched_msg,
+                                     "pp 1 runs 1f1b only (every schedule is the same with one "
+                                     "stage)");
+                        continue;
+                    }
+                    int vmin = 1, vmax = 1;
+                    if (!strcmp(sched, "interleaved")) {
+                        vmin = 2;
+                        /* searched: 2..MAX_V; a fixed v (1..64, as the simulator
+                         * takes) is tried as asked */
+                        vmax = o->fix_v > MAX_V ? o->fix_v : MAX_V;
+                    }
+                    for (int v = vmin; v <= vmax; v++) {
+                        if (o->fix_v && v != o->fix_v)
+                            continue;
+                        if (pp * v > layers) {
+                            if (!why->sched_ok)
+                                snprintf(why->sched_msg, sizeof why->sched_msg,
+                                         "pp·v = %d·%d is more than the %d layers", pp, v, layers);
+                            break;
+                        }
+                        const sc_sched_impl *impl = sc_sched_find(sched);
+                        char buf[256];
+                        if (impl->validate((int)pp, (int)mm, v, buf, sizeof buf)) {
+                            if (!why->sched_ok)
+                                snprintf(why->sched_msg, sizeof why->sched_msg, "%s", buf);
+                            continue;
+                        }
+                        why->sched_ok = 1;
+                        if (push_item(out, (shape_item){tp, pp, mbs, v, si, dp, mm}))
+                            return sc_err(err, SC_ENOMEM, "plan: out of memory");
+                    }
+                }
+            }
+        }
+    }
+    return SC_OK;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    const table_key *x = a, *y = b;
+    if (x->pp != y->pp)
+        return x->pp - y->pp;
+    if (x->v != y->v)
+        return x->v - y->v;
+    if (x->tp != y->tp)
+        return x->tp - y->tp;
+    return x->mbs - y->mbs;
+}
+
+/* The distinct shapes of items and their total weight (stages). */
+static sc_status count_shapes(const item_list *l, long *n, double *weight, sc_error *err)
+{
+    *n = 0;
+    *weight = 0;
+    if (!l->n)
+        return SC_OK;
+    table_key *k = sc_malloc(sizeof *k * (size_t)l->n);
+    if (!k)
+        return sc_err(err, SC_ENOMEM, "plan: out of memory");
+    for (long i = 0; i < l->n; i++)
+        k[i] = (table_key){l->a[i].pp, l->a[i].v, l->a[i].tp, l->a[i].mbs, 0};
+    qsort(k, (size_t)l->n, sizeof *k, by_key);
+    for (long i = 0; i < l->n; i++)
+        if (i == 0 || by_key(&k[i], &k[i - 1])) {
+            (*n)++;
+            *weight += (double)k[i].pp * k[i].v + 8;
+        }
+    sc_free(k);
+    return SC_OK;
+}
+
+/* The message for a search where nothing matched, naming the filter that
+ * let nothing through. */
+static sc_status none_matched(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
+                              int max_mbs, const why_none *why, sc_error *err)
+{
+    long G = sc_cluster_total_gpus(c), B = o->global_batch;
+    int gpn = c->gpus_per_node;
+    if (!why->tp_ok) {
+        if (o->fix_tp && gpn % o->fix_tp)
+            return sc_err(err, SC_EINVAL, "plan: tp %d does not divide the %d GPUs of a node",
+                          o->fix_tp, gpn);
+        sc_error e2 = {0};
+        sc_cost_tp_check(m, o->fix_tp ? o->fix_tp : 1, &e2);
+        return sc_err(err, SC_EINVAL, "plan: no tp degree fits %s on %d GPUs a node%s%s",
+                      m->name, gpn, e2.msg[0] ? ": " : "", e2.msg);
+    }
+    if (!why->dp_ok)
+        return sc_err(err, SC_EINVAL,
+                      "plan: no configuration of %s on %ld GPUs with global batch %ld matches "
+                      "(dp = GPUs / (tp·pp) must divide the batch%s)",
+                      m->name, G, B,
+                      o->fix_dp || o->fix_pp || o->fix_tp ? ", with the degrees fixed" : "");
+    if (!why->mbs_ok) {
+        if (o->fix_m)
+            return sc_err(err, SC_EINVAL,
+                          "plan: no layout gives %d microbatches with global batch %ld (m = "
+                          "batch / (dp·mbs), mbs at most %d)",
+                          o->fix_m, B, max_mbs);
+        return sc_err(err, SC_EINVAL,
+                      "plan: global batch %ld needs more than 65536 microbatches per pipeline "
+                      "with every layout (dp at most %ld, mbs at most %d): use a smaller "
+                      "--global-batch or a larger --max-mbs",
+                      B, why->dp_max, max_mbs);
+    }
+    if (!why->sched_ok)
+        return sc_err(err, SC_EINVAL, "plan: no schedule accepts the layouts: %s",
+                      why->sched_msg[0] ? why->sched_msg : "none matches the fixed choices");
+    return sc_err(err, SC_EINVAL, "plan: no configuration of %s matches", m->name);
+}
+
 sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
                         sc_search **out, sc_error *err)
 {
@@ -219,6 +410,11 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     if (c->gpu.peak_flops[m->dtype] <= 0)
         return sc_err(err, SC_ENOTSUP, "plan: %s has no %s peak", c->gpu.name,
                       sc_dtype_name(m->dtype));
+    if (o->fix_tp && !sc_cost_tp_divides_heads(m, o->fix_tp)) {
+        sc_status st = sc_cost_tp_check(m, o->fix_tp, err);
+        sc_err_prefix(err, "plan");
+        return st;
+    }
     const sc_partitioner_impl *part;
     sc_status pst = sc_partitioner_lookup(
         "plan", o->partitioner ? o->partitioner : sc_planner_default_partitioner(), &part, err);
@@ -238,99 +434,102 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         s->o.memory_weight = o->optimize_memory ? 0.8 : 0.2;
     snprintf(s->partitioner, sizeof s->partitioner, "%s", part->name);
 
-    double t0 = now();
-    long G = sc_cluster_total_gpus(c), B = o->global_batch;
-    int gpn = c->gpus_per_node, layers = sc_partition_layers(m);
-    sc_status st = SC_OK;
-    int tps = 0;
-    for (int tp = 1; tp <= gpn; tp++)
-        tps += gpn % tp == 0;
-    int tpi = 0;
-    for (int tp = 1; tp <= gpn && !st; tp++) {
-        if (gpn % tp || (o->fix_tp && tp != o->fix_tp) || !heads_divisible(m, tp))
-            continue;
-        tpi++;
-        for (int pp = 1; pp <= layers && !st; pp++) {
-            if (G % ((long)tp * pp) || (o->fix_pp && pp != o->fix_pp))
+    double t0 = now(), deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
+    item_list items = {0};
+    why_none why = {0};
+    double wtotal = 0, wdone = 0;
+    sc_status st = enumerate(m, c, o, s->o.max_mbs, &items, &why, err);
+    if (!st)
+        st = count_shapes(&items, &s->shapes_total, &wtotal, err);
+    sc_search_progress pg = {0, 0, s->shapes_total, 0, 0};
+    for (long it = 0; it < items.n && !st; it++) {
+        const shape_item *x = &items.a[it];
+        int tp = x->tp, pp = x->pp, mbs = x->mbs, v = x->v;
+        long dp = x->dp, mm = x->mm;
+        const char *sched = schedules[x->si];
+        int known = s->ntables;
+        /* the limit counts once something fits: until then there is no plan
+         * to return */
+        double dl = s->ncands > 0 ? deadline : 0;
+        if (dl > 0 && now() > dl) {
+            s->time_limited = 1;
+            break;
+        }
+        /* sequence parallelism: searched where tp > 1 unless fixed */
+        int stop = 0, sp0 = o->fix_sp > 0 ? 1 : 0; /* the first sp tried counts the shape */
+        for (int sp = 0; sp <= (tp > 1) && !st && !stop; sp++) {
+            if (o->fix_sp >= 0 && sp != o->fix_sp)
                 continue;
-            long dp = G / ((long)tp * pp);
-            if ((o->fix_dp && dp != o->fix_dp) || B % dp)
-                continue;
-            long b = B / dp;
-            for (int mbs = 1; mbs <= s->o.max_mbs && mbs <= b && !st; mbs++) {
-                if (b % mbs || (o->fix_mbs && mbs != o->fix_mbs))
+            sc_error terr = {0};
+            int ti = table_for(s, pp, v, tp, sp, mbs, dl, &terr);
+            if (sp == sp0 && (s->ntables > known || ti < 0)) { /* a new shape, partitioned or not */
+                s->shapes_done++;
+                wdone += (double)pp * v + 8;
+                if (o->progress) {
+                    pg.done = s->shapes_done;
+                    pg.fraction = wdone / (wtotal > 0 ? wtotal : 1);
+                    pg.elapsed_s = now() - t0;
+                    o->progress(o->progress_ud, &pg);
+                }
+            }
+            if (ti < 0) {
+                if (dl > 0 && now() > dl) {
+                    s->time_limited = 1;
+                    s->shapes_done -= sp == sp0; /* cut short, not partitioned */
+                    stop = 1;
+                    break;
+                }
+                if (terr.status == SC_ENOMEM)
+                    st = sc_err(err, SC_ENOMEM, "%s", terr.msg);
+                if (terr.status == SC_ENOFIT || terr.status == SC_EINVAL) {
+                    s->nofit_shapes++;
+                    s->nofit_status = terr.status;
+                    memcpy(s->nofit_msg, terr.msg, sizeof s->nofit_msg);
+                    s->nofit_key = (table_key){pp, v, tp, mbs, sp};
+                }
+                continue; /* no partition for this shape */
+            }
+            for (int z = 0; z <= 3 && !st; z++) {
+                if (o->fix_zero >= 0 ? z != o->fix_zero : (dp == 1 && z > 0))
                     continue;
-                long mm = b / mbs;
-                if ((o->fix_m && mm != o->fix_m) || mm > 65536)
-                    continue;
-                for (int si = 0; si < 4 && !st; si++) {
-                    const char *sched = schedules[si];
-                    if (pp == 1 && strcmp(sched, "1f1b"))
+                for (int rc = 0; rc < 3 && !st; rc++) {
+                    if (o->fix_recompute >= 0 && rc != o->fix_recompute)
                         continue;
-                    if (o->fix_schedule && strcmp(o->fix_schedule, sched))
-                        continue;
-                    int vmin = 1, vmax = 1;
-                    if (!strcmp(sched, "interleaved")) {
-                        vmin = 2;
-                        /* searched: 2..MAX_V; a fixed v (1..64, as the simulator
-                         * takes) is tried as asked */
-                        vmax = o->fix_v > MAX_V ? o->fix_v : MAX_V;
-                    }
-                    for (int v = vmin; v <= vmax && !st; v++) {
-                        if (o->fix_v && v != o->fix_v)
-                            continue;
-                        if (pp * v > layers)
-                            break;
-                        const sc_sched_impl *impl = sc_sched_find(sched);
-                        char buf[256];
-                        if (impl->validate((int)pp, (int)mm, v, buf, sizeof buf))
-                            continue;
-                        for (int sp = 0; sp <= (tp > 1) && !st; sp++) {
-                        if (o->fix_sp >= 0 && sp != o->fix_sp)
-                            continue;
-                        sc_error terr = {0};
-                        int ti = table_for(s, pp, v, tp, sp, mbs, &terr);
-                        if (ti < 0) {
-                            if (terr.status == SC_ENOMEM)
-                                st = sc_err(err, SC_ENOMEM, "%s", terr.msg);
-                            if (terr.status == SC_ENOFIT || terr.status == SC_EINVAL) {
-                                s->nofit_shapes++;
-                                s->nofit_status = terr.status;
-                                memcpy(s->nofit_msg, terr.msg, sizeof s->nofit_msg);
-                            }
-                            continue; /* no partition for this shape */
-                        }
-                        for (int z = 0; z <= 3 && !st; z++) {
-                            if (o->fix_zero >= 0 ? z != o->fix_zero : (dp == 1 && z > 0))
-                                continue;
-                            for (int rc = 0; rc < 3 && !st; rc++) {
-                                if (o->fix_recompute >= 0 && rc != o->fix_recompute)
-                                    continue;
-                                sc_candidate cd = {0};
-                                cd.cfg = (sc_step_cfg){.dp = (int)dp, .tp = tp, .pp = pp, .v = v,
-                                                       .m = (int)mm, .mbs = mbs, .zero = z,
-                                                       .recompute = (sc_recompute)rc, .sp = sp};
-                                snprintf(cd.schedule, sizeof cd.schedule, "%s", sched);
-                                cd.cfg.schedule = sched;
-                                cd.part_key = ti;
-                                sc_estimate_fast(&s->tables[ti], c, &cd.cfg, m->dtype, &cd.est);
-                                s->enumerated++;
-                                if (cd.est.fits && add_candidate(s, &cd))
-                                    st = sc_err(err, SC_ENOMEM, "plan: out of memory");
-                            }
-                        }
-                        }
-                    }
+                    sc_candidate cd = {0};
+                    cd.cfg = (sc_step_cfg){.dp = (int)dp, .tp = tp, .pp = pp, .v = v, .m = (int)mm,
+                                           .mbs = mbs, .zero = z, .recompute = (sc_recompute)rc,
+                                           .sp = sp};
+                    snprintf(cd.schedule, sizeof cd.schedule, "%s", sched);
+                    cd.cfg.schedule = sched;
+                    cd.part_key = ti;
+                    sc_estimate_fast(&s->tables[ti], c, &cd.cfg, m->dtype, &cd.est);
+                    s->enumerated++;
+                    if (cd.est.fits && add_candidate(s, &cd))
+                        st = sc_err(err, SC_ENOMEM, "plan: out of memory");
                 }
             }
         }
-        if (o->progress)
-            o->progress(o->progress_ud, 0.5 * tpi / (tps ? tps : 1));
+        if (stop)
+            break;
     }
+    sc_free(items.a);
     s->t_est = now() - t0;
     if (st) {
         sc_search_free(s);
         return st;
+    }
+    if (s->ncands == 0 && s->nofit_status == SC_ENOFIT) {
+        /* the figure of the shape reported, which the search skipped */
+        table_key k = s->nofit_key;
+        sc_partition np_ = {0};
+        sc_part_request rq = {m, c, k.pp, k.v, k.tp, k.mbs,
+                              (int)(sc_cluster_total_gpus(c) / ((long)k.tp * k.pp)),
+                              s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, k.sp,
+                              0, 0, s->o.max_mem_bytes / 2};
+        sc_error e2 = {0};
+        if (sc_planner_partition(s->partitioner, &rq, &np_, &e2) == SC_ENOFIT)
+            memcpy(s->nofit_msg, e2.msg, sizeof s->nofit_msg);
+        sc_partition_free(&np_);
     }
     if (s->ncands == 0) {
         long enumerated = s->enumerated, nofit = s->nofit_shapes;
@@ -343,11 +542,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         if (enumerated == 0 && nofit > 0)
             return sc_err(err, nst, "plan: %s", msg);
         if (enumerated == 0)
-            return sc_err(err, SC_EINVAL,
-                          "plan: no configuration of %s on %ld GPUs with global batch %ld "
-                          "matches (dp must divide the batch; tp must divide %d GPUs a node and "
-                          "the attention heads)",
-                          m->name, G, B, gpn);
+            return none_matched(m, c, o, o->max_mbs > 0 ? o->max_mbs : 8, &why, err);
         return sc_err(err, SC_ENOFIT,
                       "plan: none of the configurations fits in %.1f GiB per GPU",
                       c->gpu.memory_bytes / (1024.0 * 1024 * 1024));
@@ -375,16 +570,44 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     }
     int K = pool < s->o.top_k ? (int)pool : s->o.top_k;
     double t1 = now();
+    pg.phase = 1;
+    pg.total = K;
     for (int k = 0; k < K && !st; k++) {
+        if (deadline > 0 && s->nranked > 0 && now() > deadline) {
+            s->time_limited = 1;
+            break;
+        }
         sc_candidate *cd = &s->cands[order[k]];
         cd->cfg.schedule = cd->schedule;
         cd->cfg.partition = &s->tables[cd->part_key].part;
         cd->cfg.one_replica = 1; /* same result as every replica (tests/test_step.c) */
+        if (o->max_mem_bytes > 0) {
+            sc_step_size z;
+            sc_step_size_estimate(m, c, &cd->cfg, &z);
+            if (z.bytes > o->max_mem_bytes) {
+                if (!s->over_mem)
+                    snprintf(s->over_msg, sizeof s->over_msg,
+                             "plan: simulating the best candidate (dp %d tp %d pp %d v %d m %d "
+                             "mbs %d %s) needs about %.1f GiB, above the limit of %.1f GiB "
+                             "(--max-mem); its analytical estimate: step %.4g s, peak %.2f "
+                             "GiB per GPU",
+                             cd->cfg.dp, cd->cfg.tp, cd->cfg.pp, cd->cfg.v, cd->cfg.m,
+                             cd->cfg.mbs, cd->schedule, z.bytes / 1073741824.0,
+                             o->max_mem_bytes / 1073741824.0, cd->est.step_s,
+                             cd->est.peak_mem / 1073741824.0);
+                s->over_mem++;
+                continue;
+            }
+        }
         st = sc_step_simulate(m, c, &cd->cfg, &cd->sim, err);
         if (!st && cd->sim->fits)
             s->ranked[s->nranked++] = order[k];
-        if (o->progress)
-            o->progress(o->progress_ud, 0.5 + 0.5 * (k + 1) / K);
+        if (o->progress) {
+            pg.done = k + 1;
+            pg.fraction = (k + 1.0) / K;
+            pg.elapsed_s = now() - t0;
+            o->progress(o->progress_ud, &pg);
+        }
     }
     sc_free(order);
     s->t_sim = now() - t1;
@@ -393,8 +616,11 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         return st;
     }
     if (s->nranked == 0) {
+        sc_status rst = s->over_mem ? sc_err(err, SC_EINVAL, "%s", s->over_msg)
+                                    : sc_err(err, SC_ENOFIT,
+                                             "plan: no simulated configuration fits in memory");
         sc_search_free(s);
-        return sc_err(err, SC_ENOFIT, "plan: no simulated configuration fits in memory");
+        return rst;
     }
     sort_ctx = s;
     qsort(s->ranked, (size_t)s->nranked, sizeof *s->ranked, by_sim_step);

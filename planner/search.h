@@ -34,6 +34,8 @@
 #include "sc.h"
 #include "step.h"
 
+struct sc_search_progress;
+
 typedef struct sc_search_opts {
     long global_batch;
     int optimize_memory;      /* 0: speed, 1: memory */
@@ -48,10 +50,30 @@ typedef struct sc_search_opts {
     int fix_zero, fix_recompute;
     int fix_sp;               /* -1 free (searched where tp > 1), 0 off, 1 on */
     const char *fix_schedule;
-    /* called now and then with the fraction done (may be NULL) */
-    void (*progress)(void *ud, double done);
+    /* Once this many seconds have passed and some configuration fits, stop
+     * partitioning new shapes (and simulating candidates past the first
+     * that fits) and rank what was found so far (sc_search_limits says so);
+     * 0 = no limit. A partition under way when time runs out returns its
+     * best split so far. */
+    double time_limit_s;
+    /* Skip simulating a candidate whose sc_step_size_estimate is above this
+     * many bytes (counted in sc_search_limits), and a shape whose optimal
+     * partition needs more than half of it; 0 = no limit. */
+    double max_mem_bytes;
+    /* called after every shape partitioned and every candidate simulated
+     * (may be NULL) */
+    void (*progress)(void *ud, const struct sc_search_progress *p);
     void *progress_ud;
 } sc_search_opts;
+
+/* Where a search is. Phase 0 partitions and estimates shapes (pp, v, tp,
+ * mbs), phase 1 simulates candidates; fraction is of the phase, a shape
+ * weighted by its stage count pp·v + 8 (bigger shapes take longer). */
+typedef struct sc_search_progress {
+    int phase;
+    long done, total;
+    double fraction, elapsed_s;
+} sc_search_progress;
 
 typedef struct sc_estimate {
     double step_s, pipe_s, bubble_s, compute_s, tp_s, pp_s, dp_s, optimizer_s;
@@ -78,6 +100,11 @@ void sc_search_free(sc_search *s);
 void sc_search_counts(const sc_search *s, long *enumerated, long *fitting, int *simulated);
 /* Simulated candidates in rank order (0 = the winner); NULL past the end. */
 const sc_candidate *sc_search_ranked(const sc_search *s, int i);
+/* What cut the search short: *time_limited when opts.time_limit_s ended it
+ * (after *shapes_done of *shapes_total shapes), *over_mem candidates not
+ * simulated for opts.max_mem_bytes. Any pointer may be NULL. */
+void sc_search_limits(const sc_search *s, int *time_limited, long *shapes_done,
+                      long *shapes_total, int *over_mem);
 /* Seconds spent in enumeration+partition+estimate and in simulation. */
 void sc_search_times(const sc_search *s, double *estimate_s, double *simulate_s);
 /* The partition method used. */

@@ -35,16 +35,6 @@ int sc_seed38_group_nodes(const sc_step_cfg *cfg, int gpus_per_node, int pp_grou
     return count;
 }
 
-static int heads_divisible(const sc_model *m, int tp)
-{
-    for (int i = 0; i < m->n_modules; i++) {
-        double h = sc_module_dim(m->modules[i], "heads", 0);
-        if (h > 0 && fmod(h, tp) != 0)
-            return 0;
-    }
-    return 1;
-}
-
 sc_status sc_seed38_layouts(const sc_model *m, const sc_cluster *c, long global_batch, int mb,
                             sc_step_cfg *base, sc_step_cfg *pipe, int *span, sc_error *err)
 {
@@ -53,7 +43,7 @@ sc_status sc_seed38_layouts(const sc_model *m, const sc_cluster *c, long global_
         return sc_err(err, SC_EINVAL, "seed38: needs at least 2 nodes (got %d): the claim is "
                       "about traffic between nodes", N);
     for (int kk = N; kk >= 2 && !k; kk--)
-        if (N % kk == 0 && kk <= layers && heads_divisible(m, kk * gpn))
+        if (N % kk == 0 && kk <= layers && sc_cost_tp_divides_heads(m, kk * gpn))
             k = kk;
     if (!k)
         return sc_err(err, SC_EINVAL, "seed38: %s: no tensor-parallel group of 2 or more whole "

@@ -35,23 +35,6 @@ static sc_status text(const cJSON *o, const char *file, const char *path, const 
     return SC_OK;
 }
 
-/* The one rule of which tp a model takes (the planner's search applies the
- * same one, planner/search.c): tp divides every attention module's heads
- * and, under grouped-query attention, its key/value heads. Returns the
- * first count tp does not divide, or 0. */
-static double heads_not_divided(const sc_model *m, int tp)
-{
-    for (int i = 0; i < m->n_modules; i++) {
-        const sc_module *x = m->modules[i];
-        double h = sc_module_dim(x, "heads", 0), g = sc_module_dim(x, "kv_heads", 0);
-        if (h > 0 && fmod(h, tp) != 0)
-            return h;
-        if (g > 0 && fmod(g, tp) != 0)
-            return g;
-    }
-    return 0;
-}
-
 /* The first module's value of a dim, or 0. */
 static double first_dim(const sc_model *m, const char *name)
 {
@@ -287,10 +270,9 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                       gb, pp);
     if (r->sp && tp < 2)
         return sc_err(err, SC_EINVAL, "%s: %s.sp: sequence parallelism needs tp >= 2", f, path);
-    double h = heads_not_divided(r->model, r->tp);
-    if (h > 0)
-        return sc_err(err, SC_EINVAL, "%s: %s.tp: %ld does not divide the model's %g attention "
-                      "heads", f, path, tp, h);
+    sc_error te;
+    if (sc_cost_tp_check(r->model, r->tp, &te))
+        return sc_err(err, SC_EINVAL, "%s: %s.tp: %s", f, path, te.msg);
     int layers = sc_partition_layers(r->model);
     if (pp * v > layers)
         return sc_err(err, SC_EINVAL, "%s: %s.pp: pp·v = %ld stages, but the model has %d layers",

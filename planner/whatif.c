@@ -286,6 +286,7 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     sc_search_opts_default(&so);
     so.global_batch = o->global_batch;
     so.top_k = o->top_k > 0 ? o->top_k : 4;
+    so.max_mem_bytes = o->max_mem_bytes;
 
     int done = 0;
     for (int ci = 0; ci < n_clusters; ci++) {
@@ -563,8 +564,11 @@ static sc_status draw_charts(const sc_whatif *w, sc_outdir *od, const sc_plot_op
     else
         snprintf(tok, sizeof tok, "%.4g", t);
 
+    int has_cost = sc_whatif_has_cost(w);
     for (int chart = 0; chart < 3; chart++) {
         int ns = 0;
+        if (chart != 1 && !has_cost)
+            continue; /* a cluster without prices: time only */
         for (int pass = 0; pass < 2; pass++) {
             if (pass == 1 && (!w->spot || chart == 1))
                 break;
@@ -575,6 +579,9 @@ static sc_status draw_charts(const sc_whatif *w, sc_outdir *od, const sc_plot_op
                 for (int i = 0; i < n; i++) {
                     const sc_whatif_point *p = &w->points[i];
                     if (p->cluster != ci || (pass == 1 && (!p->has_spot || !p->spot.feasible)))
+                        continue;
+                    /* a log axis has no place for $0 (a cluster without a price) */
+                    if (chart == 0 && !((pass ? p->cost_spot : p->cost_on_demand) > 0))
                         continue;
                     labs[(size_t)ns * (size_t)(n + 1) + (size_t)k] = labtxt[i];
                     if (chart == 0) {
@@ -653,6 +660,14 @@ done:
     sc_free(labtxt);
     sc_free(labs);
     return st;
+}
+
+int sc_whatif_has_cost(const sc_whatif *w)
+{
+    for (int i = 0; i < w->n_points; i++)
+        if (w->points[i].cost_on_demand > 0)
+            return 1;
+    return 0;
 }
 
 sc_status sc_whatif_write(const sc_whatif *w, const char *dir, const sc_plot_opts *po,

@@ -131,6 +131,7 @@ typedef struct sc_whatif_opts {
     double storage_bytes_per_s;    /* per node; <= 0 = each cluster's storage_bytes_per_s */
     double restart_s;              /* per interruption; < 0 = 600 */
     int top_k;                     /* candidates the search simulates; 0 = 4 */
+    double max_mem_bytes;          /* sc_search_opts.max_mem_bytes of each search; 0 = none */
     /* called after each (cluster, nodes) with done of total finished; point is
      * NULL for a skipped one (reason says why). May be NULL. */
     void (*progress)(void *ud, int done, int total, const char *cluster, long nodes,
@@ -202,13 +203,19 @@ cJSON *sc_whatif_to_json(const sc_whatif *w);
  * when infeasible; pareto is "", "on_demand", "spot" or "both"). */
 sc_status sc_whatif_csv(const sc_whatif *w, sc_buf *out, sc_error *err);
 
+/* 1 when some point has a price (cost_on_demand > 0); a study of clusters
+ * without prices (cpu-local) has no cost charts. */
+int sc_whatif_has_cost(const sc_whatif *w);
+
 /* Writes DIR/whatif.csv, DIR/whatif.json and the charts (DIR/time_vs_cost,
- * DIR/tokens_vs_nodes, DIR/cost_per_mtok_vs_nodes, each .png and .svg),
- * creating DIR (and its parents) if missing. Everything is first written into
- * a fresh temporary folder inside DIR and renamed into place only when all
- * eight files exist, so a failure (gnuplot missing: SC_ENOTSUP; gnuplot or a
- * write failing: SC_EIO) leaves DIR's files as they were. po may be NULL
- * (default sizes; po->gnuplot picks the program). */
+ * DIR/tokens_vs_nodes, DIR/cost_per_mtok_vs_nodes, each .png and .svg; only
+ * tokens_vs_nodes when !sc_whatif_has_cost, and time_vs_cost leaves out the
+ * $0 points its log axis cannot show), creating DIR (and its parents) if
+ * missing. Everything is first written into a fresh temporary folder inside
+ * DIR and renamed into place only when every file exists, so a failure
+ * (gnuplot missing: SC_ENOTSUP; gnuplot or a write failing: SC_EIO) leaves
+ * DIR's files as they were. po may be NULL (default sizes; po->gnuplot picks
+ * the program). */
 sc_status sc_whatif_write(const sc_whatif *w, const char *dir, const sc_plot_opts *po,
                           sc_error *err);
 

@@ -92,14 +92,16 @@ static int tp_after(lctx *x, int p, int after, int s, int chunk, int mb, int si)
     return after;
 }
 
-/* The index in ops of the op after which chunk's gradients are final. */
-static int last_grad_op(const sc_sched_op *ops, int n, int chunk, int split)
+/* last[c] = the index in ops of the op after which chunk c's gradients are
+ * final (-1: none), for chunks 0..v-1. One pass, O(n). */
+static void last_grad_ops(const sc_sched_op *ops, int n, int v, int split, int *last)
 {
-    int want = split ? SC_OP_W : SC_OP_B, last = -1;
+    int want = split ? SC_OP_W : SC_OP_B;
+    for (int c = 0; c < v; c++)
+        last[c] = -1;
     for (int i = 0; i < n; i++)
-        if (ops[i].kind == want && ops[i].chunk == chunk)
-            last = i;
-    return last;
+        if (ops[i].kind == want && ops[i].chunk >= 0 && ops[i].chunk < v)
+            last[ops[i].chunk] = i;
 }
 
 /* One compute op of the schedule (F, B or W) with what goes with it;
@@ -169,7 +171,13 @@ static void lower_position(lctx *x, int p, int *grad_done)
     int pp = lw->cfg.pp, n;
     int split = lw->sched->impl->split_backward;
     const sc_sched_op *ops = sc_sched_rank_ops(lw->sched, p, &n);
-    int prev_first = -1, produced = -1;
+    int prev_first = -1, produced = -1, v = lw->cfg.v;
+    int *last = sc_malloc(sizeof(int) * (size_t)v);
+    if (!last) {
+        x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
+        return;
+    }
+    last_grad_ops(ops, n, v, split, last);
     for (int i = 0; i < n && !x->st; i++) {
         const sc_sched_op *o = &ops[i];
         int s = o->chunk * pp + p;
@@ -197,7 +205,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
         case SC_OP_F:
         case SC_OP_B:
         case SC_OP_W: {
-            int final = i == last_grad_op(ops, n, o->chunk, split);
+            int final = o->chunk >= 0 && o->chunk < v && i == last[o->chunk];
             produced = lower_compute(x, p, o, i, final, &prev_first, grad_done);
             break;
         }
@@ -205,6 +213,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
             break;
         }
     }
+    sc_free(last);
 }
 
 /* Each SEND's match: the RECV of the same direction, microbatch and

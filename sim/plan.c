@@ -1,6 +1,8 @@
 /* plan.c - the plan format, see plan.h. */
 #include "plan.h"
+#include "cost.h"
 #include "json.h"
+#include "schedule.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +46,14 @@ void sc_plan_free(sc_plan *p)
 {
     if (!p)
         return;
+    for (int i = 0; (p->first_names || p->last_names) && i < p->partition.n_stages; i++) {
+        if (p->first_names)
+            sc_free(p->first_names[i]);
+        if (p->last_names)
+            sc_free(p->last_names[i]);
+    }
+    sc_free(p->first_names);
+    sc_free(p->last_names);
     sc_partition_free(&p->partition);
     sc_free(p->peak_mem);
     sc_free(p);
@@ -247,6 +257,85 @@ static sc_status get_int(const cJSON *o, const char *file, const char *key, long
     return st;
 }
 
+const char *const sc_plan_methods[] = {"uniform", "tree", "optimal", "explicit", NULL};
+
+/* The ranks array against the layout: dp·tp·pp entries in rank order, each
+ * on node rank / gpus_per_node, device rank mod gpus_per_node, with the
+ * coordinates sc_step_coords gives under the plan's placement (so the array
+ * is the layout's permutation, every position once). */
+static sc_status check_ranks(const cJSON *j, const char *file, const sc_plan *p, sc_error *err)
+{
+    const cJSON *ranks = NULL;
+    sc_status st = sc_json_arr(j, file, "", "ranks", 1, &ranks, err);
+    if (st)
+        return st;
+    long n = (long)p->dp * p->tp * p->pp;
+    if (cJSON_GetArraySize(ranks) != n)
+        return sc_err(err, SC_EINVAL, "%s: ranks: %d entries, dp·tp·pp = %ld", file,
+                      cJSON_GetArraySize(ranks), n);
+    sc_step_cfg cfg;
+    sc_plan_step_cfg(p, &cfg);
+    static const char *const rk[] = {"rank", "node", "device", "dp", "pp", "tp", NULL};
+    int i = 0, gpn = p->gpus_per_node;
+    for (const cJSON *x = ranks->child; x; x = x->next, i++) {
+        char path[64];
+        snprintf(path, sizeof path, "ranks[%d]", i);
+        if (!cJSON_IsObject(x))
+            return sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
+        if ((st = sc_json_keys(x, file, path, rk, err)))
+            return st;
+        long v[6];
+        long hi[6] = {n - 1, p->nodes - 1, gpn - 1, p->dp - 1, p->pp - 1, p->tp - 1};
+        for (int f = 0; f < 6; f++)
+            if ((st = sc_json_int(x, file, path, rk[f], 1, 0, hi[f], &v[f], err)))
+                return st;
+        int d, q, t;
+        sc_step_coords(&cfg, i, &d, &q, &t);
+        long want[6] = {i, i / gpn, i % gpn, d, q, t};
+        for (int f = 0; f < 6; f++)
+            if (v[f] != want[f])
+                return sc_err(err, SC_EINVAL,
+                              "%s: %s.%s: %ld, expected %ld (rank %d is dp %d pp %d tp %d on "
+                              "node %d, device %d under placement %s)",
+                              file, path, rk[f], v[f], want[f], i, d, q, t, i / gpn, i % gpn,
+                              p->placement);
+    }
+    return SC_OK;
+}
+
+/* Fields that must agree with each other: the schedule and its (pp, m, v),
+ * the placement, the partition method, the global batch. */
+static sc_status check_config(const cJSON *j, const char *file, const sc_plan *p, sc_error *err)
+{
+    const sc_sched_impl *impl = sc_sched_find(p->schedule);
+    if (!impl)
+        return sc_err(err, SC_EINVAL, "%s: schedule: \"%s\" is not a schedule (gpipe, 1f1b, "
+                      "interleaved, zb-h1)", file, p->schedule);
+    char buf[256];
+    const char *why = impl->validate(p->pp, p->m, p->v, buf, sizeof buf);
+    if (why)
+        return sc_err(err, SC_EINVAL, "%s: schedule: %s", file, why);
+    sc_step_cfg cfg;
+    sc_plan_step_cfg(p, &cfg);
+    if (sc_step_rank(&cfg, 0, 0, 0) < 0)
+        return sc_err(err, SC_EINVAL, "%s: placement: \"%s\" is not an order of tp, pp, dp "
+                      "like tp,pp,dp", file, p->placement);
+    int known = 0;
+    for (int i = 0; sc_plan_methods[i]; i++)
+        known |= !strcmp(p->method, sc_plan_methods[i]);
+    if (!known)
+        return sc_err(err, SC_EINVAL, "%s: partition.method: \"%s\" is not one of uniform, tree, "
+                      "optimal, explicit", file, p->method);
+    long gb = 0;
+    sc_status st = sc_json_int(j, file, "", "global_batch", 1, 1, 1L << 50, &gb, err);
+    if (st)
+        return st;
+    if (gb != (long)p->dp * p->m * p->mbs)
+        return sc_err(err, SC_EINVAL, "%s: global_batch: %ld, but dp·microbatches·mbs = %d·%d·%d "
+                      "= %ld", file, gb, p->dp, p->m, p->mbs, (long)p->dp * p->m * p->mbs);
+    return SC_OK;
+}
+
 sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
 {
     static const char *const top[] = {"format", "model", "cluster", "dp", "tp", "pp", "v",
@@ -357,7 +446,9 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
         if (S != p->pp * p->v)
             st = sc_err(err, SC_EINVAL, "%s: partition.stages: %d stages, pp·v = %d", file, S,
                         p->pp * p->v);
-        else if (!(p->partition.first = sc_malloc(sizeof(int) * (size_t)(S + 1))))
+        else if (!(p->partition.first = sc_malloc(sizeof(int) * (size_t)(S + 1))) ||
+                 !(p->first_names = sc_calloc((size_t)S, sizeof *p->first_names)) ||
+                 !(p->last_names = sc_calloc((size_t)S, sizeof *p->last_names)))
             st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
         else
             p->partition.n_stages = S;
@@ -372,6 +463,14 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
                 break;
             }
             st = sc_json_keys(x, file, path, sk, err);
+            const char *fn = NULL, *ln = NULL;
+            if (!st)
+                st = sc_json_str(x, file, path, "first", 0, SC_NAME_MAX, &fn, err);
+            if (!st)
+                st = sc_json_str(x, file, path, "last", 0, SC_NAME_MAX, &ln, err);
+            if (!st && ((fn && !(p->first_names[i] = sc_strdup(fn))) ||
+                        (ln && !(p->last_names[i] = sc_strdup(ln)))))
+                st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
             if (!st)
                 st = sc_json_int(x, file, path, "first_leaf", 1, 0, SC_MODEL_MAX_MODULES, &a, err);
             if (!st)
@@ -386,6 +485,10 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
             }
         }
     }
+    if (!st)
+        st = check_config(j, file, p, err);
+    if (!st)
+        st = check_ranks(j, file, p, err);
     if (!st)
         st = sc_json_obj(j, file, "", "prediction", 0, &pred, err);
     if (!st && pred) {
@@ -466,6 +569,40 @@ static const char *beside(const char *source, const char *file, char *buf, size_
     return buf;
 }
 
+/* The partition against the model's leaves (bounds, and the names each
+ * stage gives for its first and last leaf) and tp against its heads. */
+static sc_status check_against_model(const sc_plan *p, const char *file, const sc_model *m,
+                                     sc_error *err)
+{
+    int S = p->partition.n_stages, L = m->n_leaves;
+    sc_status st = sc_cost_model_check(m, p->model_source, err);
+    if (st) {
+        sc_err_prefix(err, "%s: model.source", file);
+        return st;
+    }
+    for (int i = 0; i < S; i++) {
+        int a = p->partition.first[i], b = p->partition.first[i + 1] - 1;
+        if (b >= L)
+            return sc_err(err, SC_EINVAL, "%s: partition.stages[%d].last_leaf: %d is beyond %s's "
+                          "last leaf %d", file, i, b, m->name, L - 1);
+        const char *names[2] = {p->first_names ? p->first_names[i] : NULL,
+                                p->last_names ? p->last_names[i] : NULL};
+        int at[2] = {a, b};
+        for (int k = 0; k < 2; k++)
+            if (names[k] && strcmp(names[k], m->leaves[at[k]]->name))
+                return sc_err(err, SC_EINVAL, "%s: partition.stages[%d].%s: \"%s\" is not leaf "
+                              "%d of %s (%s)", file, i, k ? "last" : "first", names[k], at[k],
+                              m->name, m->leaves[at[k]]->name);
+    }
+    if (p->partition.first[S] != L)
+        return sc_err(err, SC_EINVAL, "%s: partition.stages[%d].last_leaf: the stages cover %d "
+                      "leaves, %s has %d", file, S - 1, p->partition.first[S], m->name, L);
+    st = sc_cost_tp_check(m, p->tp, err);
+    if (st)
+        sc_err_prefix(err, "%s: tp", file);
+    return st;
+}
+
 sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_cluster *cluster,
                        sc_error *err)
 {
@@ -509,9 +646,13 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
                       file, p->cluster_source, dg, p->cluster_digest);
     }
     st = sc_cluster_set_nodes(&c, p->nodes, err);
-    if (!st && p->partition.first[p->partition.n_stages] != m->n_leaves)
-        st = sc_err(err, SC_EINVAL, "%s: partition: covers %d leaves, %s has %d", file,
-                    p->partition.first[p->partition.n_stages], m->name, m->n_leaves);
+    if (st)
+        sc_err_prefix(err, "%s: cluster.nodes", file);
+    if (!st && strcmp(p->cluster_source, "cpu-local") != 0 && c.gpus_per_node != p->gpus_per_node)
+        st = sc_err(err, SC_EINVAL, "%s: cluster.gpus_per_node: %d, but %s has %d", file,
+                    p->gpus_per_node, p->cluster_source, c.gpus_per_node);
+    if (!st)
+        st = check_against_model(p, file, m, err);
     if (st) {
         sc_model_free(m);
         return st;

@@ -21,6 +21,17 @@
  * Stage i holds leaves first_leaf..last_leaf (inclusive) in execution order;
  * first/last are those leaves' names, checked against the model on open.
  *
+ * Checks (a tampered plan is refused naming the file and the JSON path):
+ * on load, every field's type and range, the schedule and its (pp,
+ * microbatches, v), the placement, partition.method, global_batch =
+ * dp·microbatches·mbs, and ranks: dp·tp·pp entries in rank order, rank r on
+ * node r / gpus_per_node and device r mod gpus_per_node with the (dp, pp,
+ * tp) that sc_step_coords gives under the placement (a permutation of the
+ * layout: nothing swapped, repeated or missing); on open, the digests, the
+ * cluster's GPUs per node, the stages against the model's leaves (bounds,
+ * first/last names) and tp dividing every attention module's heads
+ * (sc_cost_tp_check).
+ *
  * Ownership: sc_plan_load / sc_plan_make return a plan the caller frees with
  * sc_plan_free (NULL ok).
  */
@@ -50,7 +61,13 @@ typedef struct sc_plan {
     double step_time_s, bubble_fraction, tflops_per_gpu, mfu, tokens_per_s, cost_per_step_usd;
     sc_step_breakdown breakdown;
     double *peak_mem; /* pp entries when has_prediction */
+    char **first_names, **last_names; /* per stage, as the file names them (NULL if absent) */
 } sc_plan;
+
+/* The partition methods a plan may name (NULL-terminated): the planner's
+ * partitioners (planner/partitioner_hook.h; a test checks they are all
+ * here) and "explicit" (sim --partition B1,B2,...). */
+extern const char *const sc_plan_methods[];
 
 /* A plan from a configuration (cfg->partition must be set, with pp·v
  * stages) and, optionally, its simulated result r (NULL: no prediction).

@@ -1140,11 +1140,84 @@ static void add_resources(builder *b)
     }
 }
 
+/* "12.3 GiB", "456.7 MiB" into buf (32 bytes). */
+static const char *human_bytes(double b, char *buf)
+{
+    if (b >= 1073741824.0)
+        snprintf(buf, 32, "%.1f GiB", b / 1073741824.0);
+    else
+        snprintf(buf, 32, "%.1f MiB", b / 1048576.0);
+    return buf;
+}
+
+void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
+                           sc_step_size *out)
+{
+    double dp = cfg->dp, tp = cfg->tp, pp = cfg->pp, v = cfg->v, mb = cfg->m;
+    double nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : dp;
+    int split = cfg->schedule && !strcmp(cfg->schedule, "zb-h1");
+    int z3 = cfg->zero == 3 && cfg->dp > 1, dpc = cfg->dp > 1;
+    double w, g, o;
+    sc_cost_state_bytes(m->dtype, &w, &g, &o);
+    double grad = sc_model_totals(m).params * g / tp / (pp * v);
+    double K = dpc ? sc_cost_bucket_count(grad, cfg->bucket_bytes) : 0;
+    /* per microbatch and chunk of a position */
+    double comp = 2 + split + (cfg->recompute != SC_RECOMPUTE_NONE);
+    double tpa = cfg->tp > 1 ? 2 + (cfg->recompute == SC_RECOMPUTE_FULL) : 0;
+    double sends = pp * v > 1 ? 2 : 0, recvs = sends;
+    double gathers = z3 ? 2 : 0, z3red = z3 ? 1 : 0;
+    double per_mb = comp + tpa + sends + recvs + gathers + z3red;
+    double dpflows = nrep == dp ? dp : 2;
+    double actions = pp * v * (mb * per_mb + 2 * K) + 3 * pp;
+    double coll = pp * v * (mb * (gathers + z3red) + K); /* dp collectives */
+    double flows = nrep * pp * v * mb * (tpa * tp + sends * tp) + coll * tp * dpflows +
+                   nrep * pp * tp * 2; /* ties */
+    int z12 = (cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1;
+    double ties = m->n_groups > 0 && pp * v > 1 ? m->n_groups * nrep * tp * (3 + pp) : 0;
+    double tasks = nrep * pp * v * (mb * (comp + recvs + tpa * (4 + tp) + sends * (tp + 2)) + K) +
+                   coll * tp * (3 + dpflows) + nrep * pp * (1 + z12) +
+                   (z12 ? pp * tp * (3 + dpflows) : 0) + ties;
+    double tl = 0;
+    if (cfg->want_timeline)
+        tl = (actions / pp) * nrep * pp * tp;
+    out->actions = actions;
+    out->tasks = tasks;
+    out->flows = flows;
+    out->timeline_ops = tl;
+    /* the peak: simulating (the lowered step, the engine, the task info and
+     * the timeline's ops), or writing the timeline afterwards (its ops and
+     * its text, ~200 bytes an op in a buffer that grows by doubling); plus
+     * links, stage tables and the model: a few MiB */
+    double sim_phase = actions * 96 + tasks * 200 + flows * 64 + tl * 72;
+    double out_phase = tl * (72 + 400);
+    out->bytes = (sim_phase > out_phase ? sim_phase : out_phase) + 16.0 * 1048576;
+}
+
 sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_result **out, sc_error *err)
 {
     *out = NULL;
     sc_lowered *lw = NULL;
+    if (cfg->max_mem_bytes > 0) {
+        sc_status cst = sc_step_check(m, c, cfg, err);
+        if (cst)
+            return cst;
+        sc_step_size z;
+        sc_step_size_estimate(m, c, cfg, &z);
+        if (z.bytes > cfg->max_mem_bytes) {
+            char tl[64] = "";
+            if (z.timeline_ops > 0)
+                snprintf(tl, sizeof tl, ", %.3g timeline ops", z.timeline_ops);
+            char b1[32], b2[32];
+            return sc_err(err, SC_EINVAL,
+                          "sim: simulating this step needs about %s (%.3g actions, %.3g "
+                          "engine tasks%s), above the limit of %s (--max-mem); %sfewer "
+                          "microbatches or the planner's analytical estimate fit such sizes",
+                          human_bytes(z.bytes, b1), z.actions, z.tasks, tl,
+                          human_bytes(cfg->max_mem_bytes, b2),
+                          cfg->one_replica ? "" : "--one-replica, ");
+        }
+    }
     sc_status st = sc_lower(m, c, cfg, &lw, err);
     if (st)
         return st;

@@ -103,6 +103,10 @@ typedef struct sc_step_cfg {
      * the outermost placement; the timeline then holds replica 0's ranks.
      * tests/test_step.c checks it against the full simulation. */
     int one_replica;
+    /* Refuse to simulate when sc_step_size_estimate's bytes exceed this
+     * (SC_EINVAL naming the estimate and the limit); 0 = no limit. The
+     * commands pass --max-mem (default half the physical memory). */
+    double max_mem_bytes;
 } sc_step_cfg;
 
 typedef struct sc_step_breakdown {
@@ -132,6 +136,30 @@ typedef struct sc_step_result {
     int n_tasks;
     sc_timeline *timeline;         /* when cfg->want_timeline */
 } sc_step_result;
+
+/* What simulating cfg allocates, estimated from the configuration alone
+ * before anything is allocated, O(1). The counts follow lower.h's rules and
+ * step.c's translation, rounded up where they depend on the stages (a tp
+ * allreduce after every compute when tp > 1, every stage sending and
+ * receiving, SC_MAX_BUCKETS-capped buckets from the model's gradients):
+ *   actions  ~ pp·v·(m·(ops per microbatch) + 2·buckets) + 3·pp
+ *   tasks    ~ per replica simulated (dp, or 1 with one_replica) each
+ *              compute and receive one task, each tp allreduce 4 + tp, each
+ *              send tp + 2; each data-parallel collective tp·(3 + dp, or 2
+ *              flows with one_replica)
+ *   timeline ~ actions/pp ops per simulated rank (when asked), and its JSON
+ *   bytes    = the larger of simulating (actions·96 + tasks·200 + flows·64
+ *              + timeline ops·72) and writing the timeline (ops·(72 + 400)),
+ *              plus 16 MiB: the per-item sizes of lower.c, engine.c, step.c's
+ *              task info, timeline.c and the text written, with the slack of
+ *              arrays that grow by doubling (measured: 1.2 to 3 times the
+ *              peak resident size). tests/test_harden_limits.c checks the
+ *              counts against sc_step_simulate's own. */
+typedef struct sc_step_size {
+    double actions, tasks, flows, timeline_ops, bytes;
+} sc_step_size;
+void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
+                           sc_step_size *out);
 
 /* Checks cfg against the model and cluster (degrees, schedule, zero,
  * placement, ranks that fit the cluster, tp dividing heads is NOT required

@@ -4,6 +4,7 @@
 #include "check.h"
 #include "cluster.h"
 #include "model.h"
+#include "plan.h"
 #include "timeline.h"
 
 #include <dirent.h>
@@ -31,9 +32,13 @@ static int replay(const char *dir, int kind)
             sc_timeline *t = NULL;
             st = sc_timeline_load(path, &t, &err);
             sc_timeline_free(t);
-        } else {
+        } else if (kind == 2) {
             sc_cluster c;
             st = sc_cluster_load(path, &c, &err);
+        } else {
+            sc_plan *p = NULL;
+            st = sc_plan_load(path, &p, &err);
+            sc_plan_free(p);
         }
         if (st != SC_OK && !strstr(err.msg, path))
             sc_test_fail(__FILE__, __LINE__, "%s: message does not name the file: %s", path,
@@ -50,4 +55,7 @@ TEST(fuzz_corpus_replay)
     CHECK(replay("tests/fuzz/corpus/timeline", 1) > 5);
     CHECK(replay("tests/corpus/cluster/good", 2) > 5);
     CHECK(replay("tests/corpus/cluster", 2) > 10);
+    /* plans, hand-tampered ones among them (tests/test_harden_plan.c) */
+    CHECK(replay("tests/fuzz/corpus/files", 3) > 20);
+    CHECK(replay("tests/corpus/plan", 3) > 15);
 }

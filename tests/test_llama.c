@@ -347,7 +347,7 @@ TEST(gen_llama_planner_refuses_tp_not_dividing_kv_heads)
         o.fix_tp = tp;
         s = NULL;
         CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_EINVAL && s == NULL);
-        CHECK_STR_HAS(err.msg, "tp must divide");
+        CHECK_STR_HAS(err.msg, "does not divide the 2 key/value heads");
         /* the same shape with kv_heads = heads takes it */
         REQUIRE(sc_search_run(mha, &c, &o, &s, &err) == SC_OK);
         sc_search_counts(s, NULL, NULL, &n);
@@ -363,7 +363,7 @@ TEST(gen_llama_planner_refuses_tp_not_dividing_kv_heads)
                "--seq 256 --vocab 1000 -o %s/kv2.json 2>&1", sc_test_bin(), d) == 0);
     CHECK(SC("%s plan --model %s/kv2.json --cluster dgx-h100 --nodes 1 --global-batch 8 "
              "--fix tp=4 2>&1", sc_test_bin(), d) == 2);
-    CHECK_STR_HAS(out, "tp must divide");
+    CHECK_STR_HAS(out, "does not divide the 2 key/value heads");
     CHECK(SC("%s plan --model %s/kv2.json --cluster dgx-h100 --nodes 1 --global-batch 8 "
              "--fix tp=2", sc_test_bin(), d) == 0);
 }

@@ -229,7 +229,7 @@ TEST(planner_cli)
     /* bad input: exit 2 and a message */
     CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge "
                      "--global-batch 8 --fix tp=3", bin) == 2);
-    CHECK_STR_HAS(out, "no configuration");
+    CHECK_STR_HAS(out, "tp 3 does not divide the 16 heads of blocks.0.attn");
     CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge "
                      "--global-batch 8 --fix bogus=1", bin) == 2);
     CHECK_STR_HAS(out, "unknown key 'bogus'");

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *kind_names[SC_OP_KIND_N] = {
@@ -140,27 +141,20 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
     return j;
 }
 
-sc_status sc_timeline_save(const sc_timeline *t, const char *file, sc_error *err)
-{
-    cJSON *j = sc_timeline_to_json(t);
-    if (!j)
-        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
-    sc_status st = sc_json_save(file, j, err);
-    cJSON_Delete(j);
-    return st;
-}
-
 #define MAX_RANKS 1000000L
 #define MAX_T 1e9
 
-sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **out,
-                                sc_error *err)
+/* ---- validation, shared by the cJSON path and the streaming reader -------- */
+
+/* The top-level fields of j. n_ranks < 0: the size of its "ranks" array
+ * (which must be one); else the count the streaming reader found (j's
+ * "ranks" is then an empty stand-in). *out: a timeline of that many ranks;
+ * *ranks: the array (may be NULL). */
+static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
+                               const cJSON **ranks_out, sc_timeline **out, sc_error *err)
 {
     static const char *const top[] = {"format", "source", "model", "cluster", "step_time_s",
                                       "steps", "device", "plan", "ranks", NULL};
-    static const char *const rk[] = {"rank", "node", "device", "dp", "pp", "tp", "ops", NULL};
-    static const char *const ok[] = {"kind", "stage", "chunk", "mb", "bytes", "stream",
-                                     "start", "end", NULL};
     *out = NULL;
     sc_status st = sc_json_format(j, file, SC_TIMELINE_FORMAT, err);
     if (!st)
@@ -184,10 +178,10 @@ sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **
         st = sc_json_arr(j, file, "", "ranks", 1, &ranks, err);
     if (st)
         return st;
-    int n = cJSON_GetArraySize(ranks);
+    long n = n_ranks < 0 ? cJSON_GetArraySize(ranks) : n_ranks;
     if (n > MAX_RANKS)
         return sc_err(err, SC_EINVAL, "%s: ranks: more than %ld ranks", file, MAX_RANKS);
-    sc_timeline *t = sc_timeline_new(n, source, model, cluster);
+    sc_timeline *t = sc_timeline_new((int)n, source, model, cluster);
     if (!t)
         return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
     t->step_time_s = step;
@@ -225,76 +219,191 @@ sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **
             st = sc_json_num(steps, file, "steps", "max_s", 1, 0, MAX_T, &t->step_max_s, err);
         t->n_steps = (int)ns;
     }
+    if (st) {
+        sc_timeline_free(t);
+        return st;
+    }
+    if (ranks_out)
+        *ranks_out = ranks;
+    *out = t;
+    return SC_OK;
+}
+
+/* Rank i's own fields (r must be ranks[i]) into t->ranks[i]; *ops: its ops
+ * array (required). */
+static sc_status rank_from_json(const cJSON *r, const char *file, int i, sc_timeline *t,
+                                const cJSON **ops, sc_error *err)
+{
+    static const char *const rk[] = {"rank", "node", "device", "dp", "pp", "tp", "ops", NULL};
+    char path[64];
+    snprintf(path, sizeof path, "ranks[%d]", i);
+    if (!cJSON_IsObject(r))
+        return sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
+    sc_tl_rank *k = &t->ranks[i];
+    long v[6] = {0};
+    const char *names[6] = {"rank", "node", "device", "dp", "pp", "tp"};
+    sc_status st = sc_json_keys(r, file, path, rk, err);
+    for (int f = 0; f < 6 && !st; f++)
+        st = sc_json_int(r, file, path, names[f], 1, 0, MAX_RANKS, &v[f], err);
+    if (st)
+        return st;
+    if (v[0] != i)
+        return sc_err(err, SC_EINVAL, "%s: %s.rank: %ld, expected %d (ranks in order)", file,
+                      path, v[0], i);
+    k->node = (int)v[1];
+    k->device = (int)v[2];
+    k->dp = (int)v[3];
+    k->pp = (int)v[4];
+    k->tp = (int)v[5];
+    return sc_json_arr(r, file, path, "ops", 1, ops, err);
+}
+
+/* One op of ranks[i].ops[o]. */
+static sc_status op_from_json(const cJSON *x, const char *file, int i, int o, sc_tl_op *op,
+                              sc_error *err)
+{
+    static const char *const ok[] = {"kind", "stage", "chunk", "mb", "bytes", "stream",
+                                     "start", "end", NULL};
+    char p2[96];
+    snprintf(p2, sizeof p2, "ranks[%d].ops[%d]", i, o);
+    if (!cJSON_IsObject(x))
+        return sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, p2);
+    const char *kind = NULL, *stream = NULL;
+    long stage = 0, chunk = 0, mb = 0;
+    memset(op, 0, sizeof *op);
+    sc_status st = sc_json_keys(x, file, p2, ok, err);
+    if (!st)
+        st = sc_json_str(x, file, p2, "kind", 1, 32, &kind, err);
+    if (!st && (op->kind = sc_op_kind_parse(kind)) < 0)
+        st = sc_err(err, SC_EINVAL, "%s: %s.kind: unknown op kind \"%s\"", file, p2, kind);
+    if (!st)
+        st = sc_json_int(x, file, p2, "stage", 1, -1, 1000000, &stage, err);
+    if (!st)
+        st = sc_json_int(x, file, p2, "chunk", 1, -1, 1000000, &chunk, err);
+    if (!st)
+        st = sc_json_int(x, file, p2, "mb", 1, -1, 100000000, &mb, err);
+    if (!st)
+        st = sc_json_num(x, file, p2, "bytes", 1, 0, 1e18, &op->bytes, err);
+    if (!st)
+        st = sc_json_str(x, file, p2, "stream", 1, 16, &stream, err);
+    if (!st && strcmp(stream, "compute") && strcmp(stream, "comm"))
+        st = sc_err(err, SC_EINVAL, "%s: %s.stream: must be \"compute\" or \"comm\"", file, p2);
+    if (!st)
+        st = sc_json_num(x, file, p2, "start", 1, 0, MAX_T, &op->start, err);
+    if (!st)
+        st = sc_json_num(x, file, p2, "end", 1, 0, MAX_T, &op->end, err);
+    if (!st && op->end < op->start)
+        st = sc_err(err, SC_EINVAL, "%s: %s.end: %g is before start %g", file, p2, op->end,
+                    op->start);
+    if (st)
+        return st;
+    op->stage = (int)stage;
+    op->chunk = (int)chunk;
+    op->mb = (int)mb;
+    op->stream = strcmp(stream, "comm") == 0 ? SC_STREAM_COMM : SC_STREAM_COMPUTE;
+    return SC_OK;
+}
+
+/* ---- filters ----------------------------------------------------------------- */
+
+sc_status sc_tl_set_parse(const char *spec, const char *what, sc_tl_set *out, sc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec || !*spec)
+        return sc_err(err, SC_EINVAL, "%s: empty list", what);
+    const char *p = spec;
+    while (*p) {
+        char *e;
+        long a = strtol(p, &e, 10), b = a;
+        if (e == p || a < 0 || a > 100000000L)
+            return sc_err(err, SC_EINVAL, "%s: '%s': expected N or A-B (N >= 0), comma-separated",
+                          what, spec);
+        if (*e == '-') {
+            const char *q = e + 1;
+            b = strtol(q, &e, 10);
+            if (e == q || b < a || b > 100000000L)
+                return sc_err(err, SC_EINVAL, "%s: '%s': a range A-B needs A <= B", what, spec);
+        }
+        if (*e && *e != ',')
+            return sc_err(err, SC_EINVAL, "%s: '%s': unexpected '%c'", what, spec, *e);
+        if (out->n == SC_TL_SET_MAX)
+            return sc_err(err, SC_EINVAL, "%s: '%s': more than %d items", what, spec,
+                          SC_TL_SET_MAX);
+        out->lo[out->n] = (int)a;
+        out->hi[out->n++] = (int)b;
+        if (*e == ',' && !e[1])
+            return sc_err(err, SC_EINVAL, "%s: '%s': an item must follow ','", what, spec);
+        p = *e ? e + 1 : e;
+    }
+    return SC_OK;
+}
+
+int sc_tl_set_has(const sc_tl_set *s, int v)
+{
+    if (!s || s->n == 0)
+        return 1;
+    for (int i = 0; i < s->n; i++)
+        if (v >= s->lo[i] && v <= s->hi[i])
+            return 1;
+    return 0;
+}
+
+static int keep_rank(const sc_tl_filter *f, int r) { return !f || sc_tl_set_has(&f->ranks, r); }
+static int keep_op(const sc_tl_filter *f, const sc_tl_op *op)
+{
+    return !f || sc_tl_set_has(&f->stages, op->stage);
+}
+
+void sc_timeline_filter(sc_timeline *t, const sc_tl_filter *f)
+{
+    if (!t || !f)
+        return;
+    for (int i = 0; i < t->n_ranks; i++) {
+        sc_tl_rank *k = &t->ranks[i];
+        if (!keep_rank(f, k->rank)) {
+            k->n_ops = 0;
+            continue;
+        }
+        int n = 0;
+        for (int o = 0; o < k->n_ops; o++)
+            if (keep_op(f, &k->ops[o]))
+                k->ops[n++] = k->ops[o];
+        k->n_ops = n;
+    }
+}
+
+/* Keeps only the ranks f selects, in order (their .rank unchanged). */
+static void compact(sc_timeline *t, const sc_tl_filter *f)
+{
+    int n = 0;
+    for (int i = 0; i < t->n_ranks; i++) {
+        if (keep_rank(f, t->ranks[i].rank))
+            t->ranks[n++] = t->ranks[i];
+        else
+            sc_free(t->ranks[i].ops);
+    }
+    t->n_ranks = n;
+}
+
+sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **out,
+                                sc_error *err)
+{
+    *out = NULL;
+    sc_timeline *t = NULL;
+    const cJSON *ranks = NULL;
+    sc_status st = top_from_json(j, file, -1, &ranks, &t, err);
+    if (st)
+        return st;
     int i = 0;
     for (const cJSON *r = ranks->child; r && !st; r = r->next, i++) {
-        char path[64];
-        snprintf(path, sizeof path, "ranks[%d]", i);
-        if (!cJSON_IsObject(r)) {
-            st = sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
-            break;
-        }
-        sc_tl_rank *k = &t->ranks[i];
-        long v[6] = {0};
-        const char *names[6] = {"rank", "node", "device", "dp", "pp", "tp"};
-        st = sc_json_keys(r, file, path, rk, err);
-        for (int f = 0; f < 6 && !st; f++)
-            st = sc_json_int(r, file, path, names[f], 1, 0, MAX_RANKS, &v[f], err);
-        if (st)
-            break;
-        if (v[0] != i) {
-            st = sc_err(err, SC_EINVAL, "%s: %s.rank: %ld, expected %d (ranks in order)", file,
-                        path, v[0], i);
-            break;
-        }
-        k->node = (int)v[1];
-        k->device = (int)v[2];
-        k->dp = (int)v[3];
-        k->pp = (int)v[4];
-        k->tp = (int)v[5];
         const cJSON *ops = NULL;
-        st = sc_json_arr(r, file, path, "ops", 1, &ops, err);
+        st = rank_from_json(r, file, i, t, &ops, err);
         int o = 0;
         for (const cJSON *x = ops ? ops->child : NULL; x && !st; x = x->next, o++) {
-            char p2[96];
-            snprintf(p2, sizeof p2, "%s.ops[%d]", path, o);
-            if (!cJSON_IsObject(x)) {
-                st = sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, p2);
-                break;
-            }
-            const char *kind = NULL, *stream = NULL;
-            long stage = 0, chunk = 0, mb = 0;
-            sc_tl_op op = {0};
-            st = sc_json_keys(x, file, p2, ok, err);
-            if (!st)
-                st = sc_json_str(x, file, p2, "kind", 1, 32, &kind, err);
-            if (!st && (op.kind = sc_op_kind_parse(kind)) < 0)
-                st = sc_err(err, SC_EINVAL, "%s: %s.kind: unknown op kind \"%s\"", file, p2, kind);
-            if (!st)
-                st = sc_json_int(x, file, p2, "stage", 1, -1, 1000000, &stage, err);
-            if (!st)
-                st = sc_json_int(x, file, p2, "chunk", 1, -1, 1000000, &chunk, err);
-            if (!st)
-                st = sc_json_int(x, file, p2, "mb", 1, -1, 100000000, &mb, err);
-            if (!st)
-                st = sc_json_num(x, file, p2, "bytes", 1, 0, 1e18, &op.bytes, err);
-            if (!st)
-                st = sc_json_str(x, file, p2, "stream", 1, 16, &stream, err);
-            if (!st && strcmp(stream, "compute") && strcmp(stream, "comm"))
-                st = sc_err(err, SC_EINVAL, "%s: %s.stream: must be \"compute\" or \"comm\"",
-                            file, p2);
-            if (!st)
-                st = sc_json_num(x, file, p2, "start", 1, 0, MAX_T, &op.start, err);
-            if (!st)
-                st = sc_json_num(x, file, p2, "end", 1, 0, MAX_T, &op.end, err);
-            if (!st && op.end < op.start)
-                st = sc_err(err, SC_EINVAL, "%s: %s.end: %g is before start %g", file, p2, op.end,
-                            op.start);
+            sc_tl_op op;
+            st = op_from_json(x, file, i, o, &op, err);
             if (st)
                 break;
-            op.stage = (int)stage;
-            op.chunk = (int)chunk;
-            op.mb = (int)mb;
-            op.stream = strcmp(stream, "comm") == 0 ? SC_STREAM_COMM : SC_STREAM_COMPUTE;
             sc_timeline_add(t, i, &op);
             if (t->oom)
                 st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
@@ -308,16 +417,661 @@ sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **
     return SC_OK;
 }
 
-sc_status sc_timeline_load(const char *file, sc_timeline **out, sc_error *err)
+/* ---- the streaming reader ------------------------------------------------------
+ * The file's text is scanned for the extent of the "ranks" array, of each
+ * rank object and of each op; cJSON parses the top level (its ranks array
+ * stood in for by []), each rank (its ops by []) and each op alone, and
+ * the same validation as sc_timeline_from_json runs on them. Memory: the
+ * text, the ops kept (sizeof(sc_tl_op) each) and one op's tree at a time,
+ * rather than a tree of the whole file (about 30 times its size). Scanning
+ * counts brackets outside strings, which finds exact extents in valid JSON;
+ * anything malformed fails in cJSON or in the scan and is reported as a
+ * syntax error (for files within sc_json_parse's limit, by reparsing them
+ * whole, for its exact message). */
+
+typedef struct scan {
+    const char *s;
+    size_t n;
+} scan;
+
+static size_t skip_ws(const scan *c, size_t i)
 {
-    cJSON *j;
+    while (i < c->n && (c->s[i] == ' ' || c->s[i] == '\t' || c->s[i] == '\n' || c->s[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* Past the string starting at i (a '"'); 0 on failure. */
+static size_t skip_string(const scan *c, size_t i)
+{
+    for (i++; i < c->n; i++) {
+        if (c->s[i] == '\\')
+            i++;
+        else if (c->s[i] == '"')
+            return i + 1;
+    }
+    return 0;
+}
+
+/* Past the value starting at i (after whitespace); 0 on failure. */
+static size_t skip_value(const scan *c, size_t i)
+{
+    if (i >= c->n)
+        return 0;
+    char ch = c->s[i];
+    if (ch == '"')
+        return skip_string(c, i);
+    if (ch == '{' || ch == '[') {
+        long depth = 0;
+        for (; i < c->n; i++) {
+            char x = c->s[i];
+            if (x == '"') {
+                size_t e = skip_string(c, i);
+                if (!e)
+                    return 0;
+                i = e - 1;
+            } else if (x == '{' || x == '[') {
+                depth++;
+            } else if (x == '}' || x == ']') {
+                if (--depth == 0)
+                    return i + 1;
+            }
+        }
+        return 0;
+    }
+    size_t j = i;
+    while (j < c->n && !strchr(",}] \t\r\n", c->s[j]))
+        j++;
+    return j > i ? j : 0;
+}
+
+/* The members of the object at i: calls on_member(key, klen, value start,
+ * value end) for each; returns past the '}' or 0 on a malformed object. */
+typedef int (*member_fn)(void *ud, const char *key, size_t klen, size_t vs, size_t ve);
+static size_t each_member(const scan *c, size_t i, member_fn fn, void *ud)
+{
+    if (i >= c->n || c->s[i] != '{')
+        return 0;
+    i = skip_ws(c, i + 1);
+    if (i < c->n && c->s[i] == '}')
+        return i + 1;
+    for (;;) {
+        if (i >= c->n || c->s[i] != '"')
+            return 0;
+        size_t ke = skip_string(c, i);
+        if (!ke)
+            return 0;
+        size_t k = skip_ws(c, ke);
+        if (k >= c->n || c->s[k] != ':')
+            return 0;
+        size_t vs = skip_ws(c, k + 1), ve = skip_value(c, vs);
+        if (!ve)
+            return 0;
+        if (fn && fn(ud, c->s + i + 1, ke - i - 2, vs, ve))
+            return 0;
+        i = skip_ws(c, ve);
+        if (i < c->n && c->s[i] == ',') {
+            i = skip_ws(c, i + 1);
+            continue;
+        }
+        if (i < c->n && c->s[i] == '}')
+            return i + 1;
+        return 0;
+    }
+}
+
+typedef struct find_arr {
+    const char *key;
+    size_t vs, ve;     /* the first such member holding an array */
+    int found;
+} find_arr;
+
+static int find_member(void *ud, const char *key, size_t klen, size_t vs, size_t ve)
+{
+    find_arr *f = ud;
+    if (!f->found && klen == strlen(f->key) && !memcmp(key, f->key, klen)) {
+        f->found = 1;
+        f->vs = vs;
+        f->ve = ve;
+    }
+    return 0;
+}
+
+typedef struct reader {
+    const char *file;
+    scan c;
+    sc_error *err;
+    int syntax;          /* a syntax error: report it the canonical way */
+    size_t syntax_at;
+} reader;
+
+/* Parses text[a, b) with [hole_a, hole_b) replaced by "[]" (hole_a == hole_b:
+ * none); sets r->syntax on a syntax error. */
+static sc_status parse_piece(reader *r, size_t a, size_t b, size_t hole_a, size_t hole_b,
+                             cJSON **out)
+{
     *out = NULL;
-    sc_status st = sc_json_load(file, &j, err);
+    size_t len = (b - a) - (hole_b - hole_a) + (hole_b > hole_a ? 2 : 0);
+    char *buf = sc_malloc(len + 1);
+    if (!buf)
+        return sc_err(r->err, SC_ENOMEM, "%s: out of memory", r->file);
+    size_t o = 0;
+    if (hole_b > hole_a) {
+        memcpy(buf, r->c.s + a, hole_a - a);
+        o = hole_a - a;
+        buf[o++] = '[';
+        buf[o++] = ']';
+        memcpy(buf + o, r->c.s + hole_b, b - hole_b);
+        o += b - hole_b;
+    } else {
+        memcpy(buf, r->c.s + a, b - a);
+        o = b - a;
+    }
+    buf[o] = '\0';
+    if (memchr(buf, '\0', o)) {
+        sc_free(buf);
+        r->syntax = 1;
+        r->syntax_at = a;
+        return SC_EPARSE;
+    }
+    sc_json_init();
+    const char *end = NULL;
+    long fails = sc_alloc_failures();
+    *out = cJSON_ParseWithLengthOpts(buf, o + 1, &end, 1);
+    size_t at = end ? (size_t)(end - buf) : 0;
+    sc_free(buf);
+    if (*out)
+        return SC_OK;
+    if (!end || sc_alloc_failures() != fails)
+        return sc_err(r->err, SC_ENOMEM, "%s: out of memory while parsing", r->file);
+    r->syntax = 1;
+    if (hole_b == hole_a || at < hole_a - a)
+        r->syntax_at = a + at;
+    else if (at < hole_a - a + 2)
+        r->syntax_at = hole_a;
+    else
+        r->syntax_at = a + at - 2 + (hole_b - hole_a);
+    return SC_EPARSE;
+}
+
+/* The elements of the array at i: calls fn(element start, end, index) for
+ * each; returns the count, or -1 on a malformed array (r->syntax set) or an
+ * error of fn (its status in *st). */
+typedef sc_status (*elem_fn)(reader *r, void *ud, size_t es, size_t ee, long idx);
+static long each_element(reader *r, size_t i, elem_fn fn, void *ud, sc_status *st)
+{
+    const scan *c = &r->c;
+    long n = 0;
+    *st = SC_OK;
+    i = skip_ws(c, i + 1); /* past '[' */
+    if (i < c->n && c->s[i] == ']')
+        return 0;
+    for (;;) {
+        size_t e = skip_value(c, i);
+        if (!e) {
+            r->syntax = 1;
+            r->syntax_at = i;
+            return -1;
+        }
+        if (fn && (*st = fn(r, ud, i, e, n)))
+            return -1;
+        n++;
+        i = skip_ws(c, e);
+        if (i < c->n && c->s[i] == ',') {
+            i = skip_ws(c, i + 1);
+            continue;
+        }
+        if (i < c->n && c->s[i] == ']')
+            return n;
+        r->syntax = 1;
+        r->syntax_at = i;
+        return -1;
+    }
+}
+
+typedef struct load_ctx {
+    sc_timeline *t;
+    const sc_tl_filter *f;
+    long rank;           /* the rank whose ops are being read */
+} load_ctx;
+
+static sc_status load_op(reader *r, void *ud, size_t es, size_t ee, long o)
+{
+    load_ctx *x = ud;
+    cJSON *j = NULL;
+    sc_status st = parse_piece(r, es, ee, 0, 0, &j);
     if (st)
         return st;
-    st = sc_timeline_from_json(j, file, out, err);
+    sc_tl_op op;
+    st = op_from_json(j, r->file, (int)x->rank, (int)o, &op, r->err);
     cJSON_Delete(j);
+    if (st)
+        return st;
+    if (keep_rank(x->f, x->t->ranks[x->rank].rank) && keep_op(x->f, &op)) {
+        sc_timeline_add(x->t, (int)x->rank, &op);
+        if (x->t->oom)
+            return sc_err(r->err, SC_ENOMEM, "%s: out of memory", r->file);
+    }
+    return SC_OK;
+}
+
+static sc_status load_rank(reader *r, void *ud, size_t es, size_t ee, long i)
+{
+    load_ctx *x = ud;
+    find_arr fo = {"ops", 0, 0, 0};
+    if (r->c.s[es] == '{' && !each_member(&r->c, es, find_member, &fo)) {
+        r->syntax = 1;
+        r->syntax_at = es;
+        return SC_EPARSE;
+    }
+    int hole = fo.found && r->c.s[fo.vs] == '[';
+    cJSON *j = NULL;
+    sc_status st = parse_piece(r, es, ee, hole ? fo.vs : 0, hole ? fo.ve : 0, &j);
+    if (st)
+        return st;
+    const cJSON *ops = NULL;
+    st = rank_from_json(j, r->file, (int)i, x->t, &ops, r->err);
+    cJSON_Delete(j);
+    if (st || !hole)
+        return st;
+    x->rank = i;
+    long n = each_element(r, fo.vs, load_op, x, &st);
+    return n < 0 && !st ? SC_EPARSE : st;
+}
+
+sc_status sc_timeline_load_filtered(const char *file, const sc_tl_filter *f, int compact_ranks,
+                                    sc_timeline **out, sc_error *err)
+{
+    *out = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    sc_status st = sc_read_file(file, SC_TIMELINE_MAX_BYTES, &text, &len, err);
+    if (st)
+        return st;
+    reader r = {file, {text, len}, err, 0, 0};
+    sc_timeline *t = NULL;
+    size_t i = skip_ws(&r.c, 0);
+    find_arr fr = {"ranks", 0, 0, 0};
+    size_t top_end = 0;
+    if (i < len && text[i] == '{')
+        top_end = each_member(&r.c, i, find_member, &fr);
+    if (!top_end || skip_ws(&r.c, top_end) != len) {
+        r.syntax = 1;
+        r.syntax_at = top_end ? skip_ws(&r.c, top_end) : i;
+        st = SC_EPARSE;
+    }
+    if (!st) /* the string rule of every loader (sc_json_parse) */
+        st = sc_json_check_strings(file, text, len, err);
+    int hole = fr.found && text[fr.vs] == '[';
+    long n_ranks = -1;
+    if (!st && hole) {
+        n_ranks = each_element(&r, fr.vs, NULL, NULL, &st);
+        if (n_ranks < 0 && !st)
+            st = SC_EPARSE;
+    }
+    cJSON *top = NULL;
+    if (!st)
+        st = parse_piece(&r, i, top_end, hole ? fr.vs : 0, hole ? fr.ve : 0, &top);
+    if (!st)
+        st = top_from_json(top, file, hole ? n_ranks : -1, NULL, &t, err);
+    cJSON_Delete(top);
+    if (!st && hole) {
+        load_ctx x = {t, f, 0};
+        long n = each_element(&r, fr.vs, load_rank, &x, &st);
+        if (n < 0 && !st)
+            st = SC_EPARSE;
+    }
+    if (st && r.syntax) {
+        /* the message the whole-file reader gives, where it can read the
+         * file: its syntax error, or (the scan wanting an object where the
+         * JSON is fine) its validation error */
+        cJSON *j = NULL;
+        sc_timeline *u = NULL;
+        sc_status pst = len <= SC_JSON_MAX_TEXT ? sc_json_parse(file, text, len, &j, err) : SC_EINVAL;
+        if (len <= SC_JSON_MAX_TEXT && pst != SC_OK) {
+            st = pst;
+        } else if (j && (pst = sc_timeline_from_json(j, file, &u, err)) != SC_OK) {
+            cJSON_Delete(j);
+            st = pst;
+        } else {
+            cJSON_Delete(j);
+            sc_timeline_free(u);
+            size_t line = 1, col = 1;
+            for (size_t k = 0; k < r.syntax_at && k < len; k++) {
+                if (text[k] == '\n') {
+                    line++;
+                    col = 1;
+                } else {
+                    col++;
+                }
+            }
+            st = r.syntax_at >= len
+                     ? sc_err(err, SC_EPARSE, "%s: invalid JSON: unexpected end of input (line %zu)",
+                              file, line)
+                     : sc_err(err, SC_EPARSE, "%s: invalid JSON at line %zu, column %zu", file, line,
+                              col);
+        }
+    }
+    sc_free(text);
+    if (st) {
+        sc_timeline_free(t);
+        return st;
+    }
+    if (compact_ranks && f)
+        compact(t, f);
+    *out = t;
+    return SC_OK;
+}
+
+sc_status sc_timeline_load(const char *file, sc_timeline **out, sc_error *err)
+{
+    return sc_timeline_load_filtered(file, NULL, 0, out, err);
+}
+
+size_t sc_timeline_load_bytes(size_t file_bytes)
+{
+    /* the text, and about a third of it again in ops (a written op takes
+     * some 190 bytes, sizeof(sc_tl_op) 48, arrays grown by doubling) */
+    return file_bytes + file_bytes / 2 + (1u << 20);
+}
+
+/* ---- the streaming writers ------------------------------------------------------
+ * The text cJSON_Print gives for sc_timeline_to_json / sc_timeline_chrome
+ * after sc_json_exact (tests/test_harden_timeline.c compares them byte for
+ * byte), written straight into a buffer: no tree of the whole file. */
+
+/* Appends n bytes (b->oom, sticky, on allocation failure): the writers'
+ * one primitive, without printf's cost per piece. */
+static void put(sc_buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t c = b->cap ? b->cap : 4096;
+        while (c < b->len + n + 1)
+            c *= 2;
+        char *ns = sc_realloc(b->s, c);
+        if (!ns) {
+            b->oom = 1;
+            return;
+        }
+        b->s = ns;
+        b->cap = c;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void put_c(sc_buf *b, const char *s) { put(b, s, strlen(s)); }
+
+static void put_tabs(sc_buf *b, int n)
+{
+    static const char tabs[] = "\t\t\t\t\t\t\t\t";
+    put(b, tabs, (size_t)(n < 8 ? n : 8));
+}
+
+static void put_int(sc_buf *b, long v)
+{
+    char tmp[24], *p = tmp + sizeof tmp;
+    unsigned long u = v < 0 ? 0UL - (unsigned long)v : (unsigned long)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    put(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+/* A number as cJSON prints it after sc_json_exact. */
+static void put_num(sc_buf *b, double d)
+{
+    if (!isfinite(d)) {
+        put_c(b, "null");
+        return;
+    }
+    if (d == 0 && signbit(d)) { /* cJSON 1.7.15 (Debian) prints negative zero so */
+        put_c(b, "-0");
+        return;
+    }
+    if (d == floor(d) && fabs(d) < 2147483647.0) { /* exact in %.15g: cJSON's %d */
+        put_int(b, (long)d);
+        return;
+    }
+    char buf[40];
+    int prec = 15;
+    for (; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    if (prec > 15) {
+        put_c(b, buf); /* a raw node holding the exact text */
+        return;
+    }
+    int vi = d >= 2147483647.0 ? 2147483647 : d <= -2147483648.0 ? (-2147483647 - 1) : (int)d;
+    if (d == (double)vi)
+        put_int(b, vi);
+    else {
+        snprintf(buf, sizeof buf, "%1.15g", d);
+        put_c(b, buf);
+    }
+}
+
+/* A string as cJSON prints it. */
+static void put_str(sc_buf *b, const char *s)
+{
+    put(b, "\"", 1);
+    const char *run = s;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        const char *esc = NULL;
+        char u[8];
+        switch (*p) {
+        case '"': esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\b': esc = "\\b"; break;
+        case '\f': esc = "\\f"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        default:
+            if (*p < 32) {
+                snprintf(u, sizeof u, "\\u%04x", *p);
+                esc = u;
+            }
+        }
+        if (esc) {
+            put(b, run, (size_t)((const char *)p - run));
+            put_c(b, esc);
+            run = (const char *)p + 1;
+        }
+    }
+    put_c(b, run);
+    put(b, "\"", 1);
+}
+
+/* Member KEY of an object at depth d; first: no comma before it. */
+static void key(sc_buf *b, int d, int *first, const char *k)
+{
+    if (!*first)
+        put(b, ",\n", 2);
+    *first = 0;
+    put_tabs(b, d);
+    put_str(b, k);
+    put(b, ":\t", 2);
+}
+
+static void knum(sc_buf *b, int d, int *first, const char *k, double v)
+{
+    key(b, d, first, k);
+    put_num(b, v);
+}
+
+static void kstr(sc_buf *b, int d, int *first, const char *k, const char *v)
+{
+    key(b, d, first, k);
+    put_str(b, v);
+}
+
+/* Closes an object whose members sit at depth d. */
+static void close_obj(sc_buf *b, int d, int first)
+{
+    if (!first)
+        put(b, "\n", 1);
+    put_tabs(b, d - 1);
+    put(b, "}", 1);
+}
+
+void sc_timeline_write(const sc_timeline *t, sc_buf *b)
+{
+    int f0 = 1;
+    put(b, "{\n", 2);
+    kstr(b, 1, &f0, "format", SC_TIMELINE_FORMAT);
+    kstr(b, 1, &f0, "source", t->source);
+    kstr(b, 1, &f0, "model", t->model);
+    kstr(b, 1, &f0, "cluster", t->cluster);
+    knum(b, 1, &f0, "step_time_s", t->step_time_s);
+    if (t->device[0])
+        kstr(b, 1, &f0, "device", t->device);
+    if (t->plan_file[0]) {
+        key(b, 1, &f0, "plan");
+        int f1 = 1;
+        put(b, "{\n", 2);
+        kstr(b, 2, &f1, "file", t->plan_file);
+        kstr(b, 2, &f1, "digest", t->plan_digest);
+        close_obj(b, 2, f1);
+    }
+    if (t->n_steps > 0) {
+        key(b, 1, &f0, "steps");
+        int f1 = 1;
+        put(b, "{\n", 2);
+        knum(b, 2, &f1, "n", t->n_steps);
+        knum(b, 2, &f1, "median_s", t->step_median_s);
+        knum(b, 2, &f1, "min_s", t->step_min_s);
+        knum(b, 2, &f1, "max_s", t->step_max_s);
+        close_obj(b, 2, f1);
+    }
+    key(b, 1, &f0, "ranks");
+    put(b, "[", 1);
+    for (int i = 0; i < t->n_ranks && !b->oom; i++) {
+        const sc_tl_rank *k = &t->ranks[i];
+        int f1 = 1;
+        put_c(b, i ? ", {\n" : "{\n");
+        knum(b, 3, &f1, "rank", k->rank);
+        knum(b, 3, &f1, "node", k->node);
+        knum(b, 3, &f1, "device", k->device);
+        knum(b, 3, &f1, "dp", k->dp);
+        knum(b, 3, &f1, "pp", k->pp);
+        knum(b, 3, &f1, "tp", k->tp);
+        key(b, 3, &f1, "ops");
+        put(b, "[", 1);
+        for (int o = 0; o < k->n_ops; o++) {
+            const sc_tl_op *op = &k->ops[o];
+            int f2 = 1;
+            put_c(b, o ? ", {\n" : "{\n");
+            kstr(b, 5, &f2, "kind", sc_op_kind_name((sc_op_kind)op->kind));
+            knum(b, 5, &f2, "stage", op->stage);
+            knum(b, 5, &f2, "chunk", op->chunk);
+            knum(b, 5, &f2, "mb", op->mb);
+            knum(b, 5, &f2, "bytes", op->bytes);
+            kstr(b, 5, &f2, "stream", op->stream == SC_STREAM_COMM ? "comm" : "compute");
+            knum(b, 5, &f2, "start", op->start);
+            knum(b, 5, &f2, "end", op->end);
+            close_obj(b, 5, f2);
+        }
+        put(b, "]", 1);
+        close_obj(b, 3, f1);
+    }
+    put(b, "]", 1);
+    close_obj(b, 1, f0);
+}
+
+sc_status sc_timeline_save(const sc_timeline *t, const char *file, sc_error *err)
+{
+    if (t->oom)
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+    sc_buf b = {0};
+    sc_timeline_write(t, &b);
+    sc_buf_printf(&b, "\n"); /* as sc_json_save ends a file */
+    if (b.oom) {
+        sc_buf_free(&b);
+        return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+    }
+    sc_status st = sc_write_file_atomic(file, b.s, b.len, err);
+    sc_buf_free(&b);
     return st;
+}
+
+static void meta_w(sc_buf *b, int *first_ev, const char *what, int pid, int tid,
+                   const char *name)
+{
+    int f = 1;
+    put_c(b, *first_ev ? "{\n" : ", {\n");
+    *first_ev = 0;
+    kstr(b, 3, &f, "name", what);
+    kstr(b, 3, &f, "ph", "M");
+    knum(b, 3, &f, "pid", pid);
+    if (tid >= 0)
+        knum(b, 3, &f, "tid", tid);
+    key(b, 3, &f, "args");
+    int g = 1;
+    put(b, "{\n", 2);
+    kstr(b, 4, &g, "name", name);
+    close_obj(b, 4, g);
+    close_obj(b, 3, f);
+}
+
+void sc_timeline_chrome_write(const sc_timeline *t, sc_buf *b)
+{
+    int f0 = 1, first_ev = 1;
+    put(b, "{\n", 2);
+    key(b, 1, &f0, "traceEvents");
+    put(b, "[", 1);
+    int last_node = -1;
+    for (int i = 0; i < t->n_ranks && !b->oom; i++) {
+        const sc_tl_rank *k = &t->ranks[i];
+        char name[96];
+        if (k->node != last_node) {
+            snprintf(name, sizeof name, "node %d", k->node);
+            meta_w(b, &first_ev, "process_name", k->node, -1, name);
+            last_node = k->node;
+        }
+        for (int s = 0; s < 2; s++) {
+            snprintf(name, sizeof name, "rank %d (dp %d pp %d tp %d) %s", k->rank, k->dp, k->pp,
+                     k->tp, s ? "comm" : "compute");
+            meta_w(b, &first_ev, "thread_name", k->node, 2 * k->rank + s, name);
+        }
+        for (int o = 0; o < k->n_ops; o++) {
+            const sc_tl_op *op = &k->ops[o];
+            if (op->mb >= 0)
+                snprintf(name, sizeof name, "%s%d", sc_op_kind_name((sc_op_kind)op->kind), op->mb);
+            else
+                snprintf(name, sizeof name, "%s", sc_op_kind_name((sc_op_kind)op->kind));
+            int f = 1;
+            put_c(b, first_ev ? "{\n" : ", {\n");
+            first_ev = 0;
+            kstr(b, 3, &f, "name", name);
+            kstr(b, 3, &f, "cat", sc_op_kind_name((sc_op_kind)op->kind));
+            kstr(b, 3, &f, "ph", "X");
+            knum(b, 3, &f, "ts", op->start * 1e6);
+            knum(b, 3, &f, "dur", (op->end - op->start) * 1e6);
+            knum(b, 3, &f, "pid", k->node);
+            knum(b, 3, &f, "tid", 2 * k->rank + op->stream);
+            key(b, 3, &f, "args");
+            int g = 1;
+            put(b, "{\n", 2);
+            knum(b, 4, &g, "stage", op->stage);
+            knum(b, 4, &g, "chunk", op->chunk);
+            knum(b, 4, &g, "mb", op->mb);
+            knum(b, 4, &g, "bytes", op->bytes);
+            close_obj(b, 4, g);
+            close_obj(b, 3, f);
+        }
+    }
+    put(b, "]", 1);
+    kstr(b, 1, &f0, "displayTimeUnit", "ms");
+    close_obj(b, 1, f0);
 }
 
 static void meta(cJSON *arr, const char *what, int pid, int tid, const char *name, int *oom)

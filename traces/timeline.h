@@ -87,7 +87,56 @@ cJSON *sc_timeline_to_json(const sc_timeline *t);
 sc_status sc_timeline_save(const sc_timeline *t, const char *file, sc_error *err);
 sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **out,
                                 sc_error *err);
+
+/* ---- reading what the writers write -------------------------------------------
+ * sc_timeline_load reads a file of any size up to SC_TIMELINE_MAX_BYTES (no
+ * 64 MiB cap of the JSON reader: a 1024-GPU sim timeline is 80 MB) with the
+ * validation of sc_timeline_from_json and the same messages, streaming: the
+ * text is scanned for each op's extent and each op is parsed alone, so it
+ * holds the text and the ops kept, about sc_timeline_load_bytes(file size),
+ * instead of a tree of the whole file (some 30 times its size). Callers
+ * that cap memory (trace, plot: --max-mem) check that figure first. */
+#define SC_TIMELINE_MAX_BYTES ((size_t)1 << 40)
+/* sc_json_parse's limit (json.h: 64 MiB): within it a syntax error is
+ * reported by reparsing the file whole, with that reader's exact message. */
+#define SC_JSON_MAX_TEXT ((size_t)64 << 20)
 sc_status sc_timeline_load(const char *file, sc_timeline **out, sc_error *err);
+/* About what loading a file of file_bytes holds at its peak. */
+size_t sc_timeline_load_bytes(size_t file_bytes);
+
+/* Sets of ranks or stages: "0-7,64" (ranges A-B and single numbers >= 0,
+ * comma-separated; at most SC_TL_SET_MAX items). An empty set (n = 0)
+ * holds everything. */
+#define SC_TL_SET_MAX 256
+typedef struct sc_tl_set {
+    int n;
+    int lo[SC_TL_SET_MAX], hi[SC_TL_SET_MAX];
+} sc_tl_set;
+/* SC_EINVAL "WHAT: 'SPEC': ..." for a malformed list. */
+sc_status sc_tl_set_parse(const char *spec, const char *what, sc_tl_set *out, sc_error *err);
+int sc_tl_set_has(const sc_tl_set *s, int v);
+
+/* What to keep of a timeline: ops of the ranks in `ranks` whose stage is in
+ * `stages` (empty sets keep everything; ops without a stage, -1, only when
+ * stages is empty). */
+typedef struct sc_tl_filter {
+    sc_tl_set ranks, stages;
+} sc_tl_filter;
+/* Drops the ops f does not keep; every rank stays (its ops emptied when not
+ * kept), so the result is still a valid timeline to save. */
+void sc_timeline_filter(sc_timeline *t, const sc_tl_filter *f);
+/* sc_timeline_load keeping only what f keeps (f NULL: everything; the ops
+ * dropped are validated, not held). compact: the ranks f does not keep are
+ * removed too (each kept rank's .rank unchanged): a timeline to draw or
+ * trace, not to save. */
+sc_status sc_timeline_load_filtered(const char *file, const sc_tl_filter *f, int compact,
+                                    sc_timeline **out, sc_error *err);
+
+/* The text of sc_timeline_to_json and of sc_timeline_chrome as cJSON_Print
+ * gives it (after sc_json_exact), written into b without building the tree
+ * (b->oom on allocation failure). sc_timeline_save uses the first. */
+void sc_timeline_write(const sc_timeline *t, sc_buf *b);
+void sc_timeline_chrome_write(const sc_timeline *t, sc_buf *b);
 
 /* Chrome trace events (the JSON Object Format of the Trace Event Format):
  * one process per node, one thread per rank and stream (tid = 2·rank +

@@ -1,7 +1,9 @@
 /* fuzz_timeline.c - libFuzzer target for the timeline loader:
  *   make fuzz && build/fuzz/fuzz_timeline -max_total_time=300 tests/fuzz/corpus/timeline */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "timeline.h"
@@ -25,6 +27,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             __builtin_trap();
         }
         cJSON_Delete(j);
+    }
+    /* the streaming reader on the same bytes: loads or fails with a message,
+     * and its writers run on what it loads */
+    static char path[64];
+    if (!path[0])
+        snprintf(path, sizeof path, "/tmp/sc-fuzz-timeline-%d.json", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(data, 1, size, f);
+        fclose(f);
+        sc_timeline *t = NULL;
+        err.msg[0] = '\0';
+        if (sc_timeline_load(path, &t, &err) == SC_OK) {
+            sc_buf b = {0};
+            sc_timeline_write(t, &b);
+            sc_timeline_chrome_write(t, &b);
+            sc_buf_free(&b);
+            sc_timeline_free(t);
+        } else if (!err.msg[0]) {
+            __builtin_trap();
+        }
     }
     sc_free(text);
     return 0;

@@ -1,0 +1,56 @@
+/* cli_outputs.h - a command's output files written all or none, wherever
+ * they go.
+ *
+ * sc_outdir (common/outdir.h) stages the files of one folder; a command
+ * whose outputs may lie in different folders (sim's --timeline, --lowered
+ * and -o; plot's picture and --script) registers each final name here
+ * before doing any work: the folder must exist and be writable, or the
+ * command stops at once naming the file. Each output is then written (whole,
+ * by its usual writer) under a temporary name beside its target,
+ * DIR/.stagecraft-PID-N.NAME (the extension kept: some writers read it), and
+ * cli_outputs_commit renames them all onto their targets only when every
+ * one was written; otherwise it removes the temporaries and nothing is left.
+ *
+ * Trade-off taken: the renames are one per file (no file system renames
+ * several at once); a rename that fails half-way (a target replaced by a
+ * folder meanwhile) leaves the outputs renamed before it. Every temporary is
+ * checked to exist before the first rename.
+ *
+ * Ownership: a cli_outputs lives on the caller's stack; paths returned point
+ * into it; commit releases everything. "-" (standard output) is passed
+ * through as is and never staged.
+ */
+#ifndef SC_CLI_OUTPUTS_H
+#define SC_CLI_OUTPUTS_H
+
+#include "sc.h"
+
+#define CLI_OUTPUTS_MAX 8
+
+typedef struct cli_outputs {
+    int n;
+    struct {
+        const char *final;
+        char tmp[4200];
+    } o[CLI_OUTPUTS_MAX];
+} cli_outputs;
+
+/* Checks that path can be created: its folder exists and is writable, and
+ * path is not a folder. SC_OK, or SC_EIO "PATH: cannot create: folder DIR
+ * does not exist" (or "is not a folder", "is not writable: REASON", "PATH:
+ * is a folder"). "-" is always fine. */
+sc_status cli_output_check(const char *path, sc_error *err);
+
+/* Adds an output (NULL: nothing, *write_to NULL): checks it
+ * (cli_output_check) and sets *write_to to the temporary name to write
+ * instead ("-" as is). SC_EINVAL past CLI_OUTPUTS_MAX. */
+sc_status cli_outputs_add(cli_outputs *s, const char *path, const char **write_to,
+                          sc_error *err);
+
+/* When st is SC_OK: checks every temporary exists, then renames each onto
+ * its target (SC_EIO naming the target on failure); otherwise, or on that
+ * failure, removes the temporaries. Messages in err that name a temporary
+ * are rewritten to name its target. Returns st or the commit's error. */
+sc_status cli_outputs_commit(cli_outputs *s, sc_status st, sc_error *err);
+
+#endif

@@ -1,0 +1,51 @@
+/* test_harden_diag.c - diagnostics that name the actual cause: a global
+ * batch that needs more than 65536 microbatches, an unknown or repeated
+ * --fix key, a fixed choice no schedule takes, a size sweep whose factor
+ * never moves. (whatif on a cluster without prices: test_harden_outputs.c.) */
+#include "bench.h"
+#include "check.h"
+
+static char out[1 << 16];
+
+TEST(diag_plan_names_the_cause)
+{
+    const char *bin = sc_test_bin();
+    const char *base = "--model gpt-1.3b --cluster p4d.24xlarge --nodes 2";
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 1073741824", bin, base) == 2);
+    CHECK_STR_HAS(out, "global batch 1073741824 needs more than 65536 microbatches per pipeline");
+    CHECK(!strstr(out, "dp must divide"));
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix schedule=foo", bin,
+                     base) == 2);
+    CHECK_STR_HAS(out, "--fix schedule: 'foo' is not one of gpipe, 1f1b, interleaved, zb-h1");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix dp=1,dp=2", bin,
+                     base) == 2);
+    CHECK_STR_HAS(out, "--fix: 'dp' is given twice");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix pp=2,tp=2,pp=2", bin,
+                     base) == 2);
+    CHECK_STR_HAS(out, "'pp' is given twice");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix schedule=interleaved,pp=1",
+                     bin, base) == 2);
+    CHECK_STR_HAS(out, "pp 1 runs 1f1b only");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix m=7", bin, base) == 2);
+    CHECK_STR_HAS(out, "no layout gives 7 microbatches with global batch 64");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 63 --fix dp=2", bin, base) == 2);
+    CHECK_STR_HAS(out, "must divide the batch");
+    /* what still works */
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix dp=2,tp=8 --top 2", bin,
+                     base) == 0);
+}
+
+TEST(diag_bench_sizes_factor_one)
+{
+    sc_bench_point pts[SC_BENCH_MAX_SIZES];
+    int n = 0;
+    sc_error err = {0};
+    CHECK(sc_bench_parse_sizes(SC_BENCH_GEMM, "1:64:1", pts, &n, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "--sizes '1:64:1': FACTOR 1 never reaches MAX");
+    CHECK(sc_bench_parse_sizes(SC_BENCH_GEMM, "64:64:1", pts, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n, 1);
+    CHECK(sc_bench_parse_sizes(SC_BENCH_GEMM, "1:64:2", pts, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n, 7);
+    CHECK(sc_test_sh(out, sizeof out, "%s bench gemm --sizes 1:64:1", sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "FACTOR 1 never reaches MAX");
+}

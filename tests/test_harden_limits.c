@@ -1,0 +1,239 @@
+/* test_harden_limits.c - memory and time limits: sc_step_size_estimate
+ * against what sc_step_simulate builds, sim's --max-mem refusal just over
+ * the estimate, the search's progress and --time-limit, and the optimal
+ * partitioner's deadline. */
+#include "check.h"
+#include "cluster.h"
+#include "lower.h"
+#include "model.h"
+#include "partitioner.h"
+#include "search.h"
+#include "step.h"
+
+#include <stdlib.h>
+
+static char out[1 << 16];
+
+static void open_pair(const char *model, const char *cluster, int nodes, sc_model **m,
+                      sc_cluster *c)
+{
+    sc_error err = {0};
+    *m = NULL;
+    if (sc_model_open(model, m, &err) || sc_cluster_open(cluster, c, &err) ||
+        sc_cluster_set_nodes(c, nodes, &err)) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        sc_model_free(*m);
+        *m = NULL;
+    }
+}
+
+/* The estimate's counts are never below what the simulator builds and at
+ * most twice it, on layouts that exercise every kind of action. */
+TEST(limits_step_size_counts)
+{
+    static const struct {
+        int dp, tp, pp, v, m;
+        const char *sched;
+        int zero, rc, one, tl;
+    } cases[] = {
+        {8, 8, 2, 1, 8, "1f1b", 0, 0, 0, 1},        {8, 8, 2, 1, 16, "1f1b", 0, 0, 1, 0},
+        {4, 2, 8, 2, 16, "interleaved", 3, 2, 0, 1}, {2, 8, 8, 1, 32, "zb-h1", 1, 1, 0, 1},
+        {16, 1, 4, 1, 8, "gpipe", 2, 1, 1, 1},      {1, 1, 1, 1, 4, "1f1b", 0, 0, 0, 1},
+    };
+    sc_model *m;
+    sc_cluster c;
+    open_pair("gpt-1.3b", "p4d.24xlarge", 16, &m, &c);
+    REQUIRE(m);
+    for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
+        sc_step_cfg cfg = {0};
+        cfg.dp = cases[i].dp;
+        cfg.tp = cases[i].tp;
+        cfg.pp = cases[i].pp;
+        cfg.v = cases[i].v;
+        cfg.m = cases[i].m;
+        cfg.mbs = 1;
+        cfg.schedule = cases[i].sched;
+        cfg.zero = cases[i].zero;
+        cfg.recompute = (sc_recompute)cases[i].rc;
+        cfg.one_replica = cases[i].one;
+        cfg.want_timeline = cases[i].tl;
+        sc_step_size z;
+        sc_step_size_estimate(m, &c, &cfg, &z);
+        sc_error err = {0};
+        sc_lowered *lw = NULL;
+        REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
+        long actions = 0;
+        for (int p = 0; p < cfg.pp; p++)
+            actions += lw->pos[p].n;
+        sc_lower_free(lw);
+        sc_step_result *r = NULL;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+        long ops = 0;
+        for (int k = 0; r->timeline && k < r->timeline->n_ranks; k++)
+            ops += r->timeline->ranks[k].n_ops;
+        CHECK(z.actions >= actions && z.actions <= 2.0 * actions);
+        CHECK(z.tasks >= r->n_tasks && z.tasks <= 2.0 * r->n_tasks);
+        if (cfg.want_timeline)
+            CHECK(z.timeline_ops >= ops && z.timeline_ops <= 2.0 * ops);
+        else
+            CHECK(z.timeline_ops == 0);
+        CHECK(z.bytes > 0);
+        if (sc_test_failed_now())
+            fprintf(stderr, "    case %zu: actions %ld est %.0f, tasks %d est %.0f, ops %ld est %.0f\n",
+                    i, actions, z.actions, r->n_tasks, z.tasks, ops, z.timeline_ops);
+        /* the cap: just under the estimate refuses, just over it runs */
+        sc_step_result_free(r);
+        r = NULL;
+        cfg.max_mem_bytes = z.bytes * 0.999;
+        CHECK(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_EINVAL);
+        CHECK(r == NULL);
+        CHECK_STR_HAS(err.msg, "above the limit of");
+        cfg.max_mem_bytes = z.bytes * 1.001;
+        CHECK(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+        sc_step_result_free(r);
+    }
+    sc_model_free(m);
+}
+
+/* The issue's memory bomb is refused at once, in one line with the estimate
+ * and the limit; a configuration just over a small --max-mem is refused and
+ * one under it runs; --one-replica stays available. */
+TEST(limits_sim_max_mem_cli)
+{
+    const char *bin = sc_test_bin();
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s sim --model gpt-175b --cluster dgx-a100-80g --nodes 128 --dp 8 --tp 8 "
+                     "--pp 16 --microbatches 65536 --mbs 1 --schedule 1f1b --max-mem 8G",
+                     bin) == 2);
+    CHECK_STR_HAS(out, "stagecraft: sim: simulating this step needs about ");
+    CHECK_STR_HAS(out, "above the limit of 8.0 GiB (--max-mem)");
+    CHECK(strchr(out, '\n') == out + strlen(out) - 1); /* one line */
+    /* a small config around a small cap: the estimate decides */
+    sc_model *m;
+    sc_cluster c;
+    open_pair("gpt-1.3b", "p4d.24xlarge", 2, &m, &c);
+    REQUIRE(m);
+    sc_step_cfg cfg = {.dp = 2, .tp = 8, .pp = 1, .v = 1, .m = 64, .mbs = 1, .schedule = "1f1b"};
+    sc_step_size z;
+    sc_step_size_estimate(m, &c, &cfg, &z);
+    sc_model_free(m);
+    const char *args = "--model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --tp 8 --pp 1 "
+                       "--microbatches 64 --mbs 1";
+    double mib = z.bytes / 1048576;
+    CHECK(sc_test_sh(out, sizeof out, "%s sim %s --max-mem %.3fM", bin, args, mib - 0.5) == 2);
+    CHECK_STR_HAS(out, "above the limit of");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim %s --max-mem %.3fM", bin, args, mib + 0.5) == 0);
+    CHECK_STR_HAS(out, "step time");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim %s --max-mem lots", bin, args) == 2);
+    CHECK_STR_HAS(out, "--max-mem: 'lots' is not a size");
+    /* plan: a search whose candidates are all over the cap names the cap and
+     * the analytical estimate */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+                     "--fix dp=2,tp=8,pp=1,mbs=1 --max-mem 1M",
+                     bin) == 2);
+    CHECK_STR_HAS(out, "(--max-mem); its analytical estimate: step ");
+}
+
+static int calls[2], last_done[2];
+static long last_total[2];
+static int monotone = 1;
+
+static void record(void *ud, const sc_search_progress *p)
+{
+    int ph = p->phase ? 1 : 0;
+    if (p->done < last_done[ph] || p->fraction < 0 || p->fraction > 1 + 1e-9)
+        monotone = 0;
+    calls[ph]++;
+    last_done[ph] = (int)p->done;
+    last_total[ph] = p->total;
+}
+
+/* Progress comes for every shape and every simulation, done counting up to
+ * the total; a time limit ranks what was found, and says so. */
+TEST(limits_search_progress_and_time_limit)
+{
+    sc_model *m;
+    sc_cluster c;
+    open_pair("gpt-1.3b", "p4d.24xlarge", 4, &m, &c);
+    REQUIRE(m);
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 64;
+    o.top_k = 4;
+    o.progress = record;
+    sc_search *s = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    int limited, over;
+    long done, total;
+    sc_search_limits(s, &limited, &done, &total, &over);
+    CHECK(!limited && over == 0);
+    CHECK(total > 10 && done == total);
+    CHECK(monotone);
+    CHECK_EQ_INT(calls[0], (int)total);
+    CHECK_EQ_INT(last_done[0], (int)total);
+    CHECK_EQ_INT(calls[1], 4);
+    CHECK_EQ_INT((int)last_total[1], 4);
+    double best = sc_search_ranked(s, 0)->sim->step_time_s;
+    sc_search_free(s);
+    /* a limit already past: the first shape that fits, then a ranking */
+    o.progress = NULL;
+    o.time_limit_s = 1e-9;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    sc_search_limits(s, &limited, &done, &total, &over);
+    CHECK(limited);
+    CHECK(done >= 1 && done < total);
+    CHECK(sc_search_ranked(s, 0) != NULL);
+    CHECK(sc_search_ranked(s, 0)->sim->step_time_s >= best * (1 - 1e-12));
+    sc_search_free(s);
+    sc_model_free(m);
+    /* the command says so on stdout and stderr */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 4 --global-batch 64 "
+                     "--time-limit 0.001",
+                     sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "time limit of 0.001 s reached after ");
+    CHECK_STR_HAS(out, "the best plans found so far");
+    CHECK_STR_HAS(out, "plan: the time limit of 0.001 s ran out after ");
+}
+
+/* The optimal partitioner past its deadline returns a valid split no better
+ * than the optimum (its best so far). */
+TEST(limits_partition_deadline)
+{
+    sc_model *m;
+    sc_cluster c;
+    open_pair("gpt-13b", "p4d.24xlarge", 4, &m, &c);
+    REQUIRE(m);
+    sc_partitioner_cfg cfg;
+    sc_partitioner_cfg_init(&cfg, m, &c, 8);
+    cfg.tp = 8;
+    cfg.zero = 3;
+    cfg.recompute = SC_RECOMPUTE_FULL;
+    cfg.inflight_max = 1;
+    sc_partition best = {0}, late = {0};
+    sc_error err = {0};
+    REQUIRE(sc_partition_optimal(&cfg, &best, &err) == SC_OK);
+    cfg.deadline_s = 1e-9; /* long past */
+    REQUIRE(sc_partition_optimal(&cfg, &late, &err) == SC_OK);
+    sc_part_eval eb, el;
+    REQUIRE(sc_partition_eval(&cfg, &best, &eb, &err) == SC_OK);
+    REQUIRE(sc_partition_eval(&cfg, &late, &el, &err) == SC_OK);
+    CHECK(el.fits);
+    CHECK_EQ_INT(late.n_stages, 8);
+    CHECK(el.bottleneck_s >= eb.bottleneck_s * (1 - 1e-12));
+    sc_part_eval_free(&eb);
+    sc_part_eval_free(&el);
+    sc_partition_free(&best);
+    sc_partition_free(&late);
+    /* its working memory under a limit: refused, naming it */
+    cfg.deadline_s = 0;
+    cfg.max_bytes = 1000;
+    CHECK(sc_partition_optimal(&cfg, &late, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "need more than 0.0 MiB of working memory");
+    cfg.max_bytes = 1e9;
+    CHECK(sc_partition_optimal(&cfg, &late, &err) == SC_OK);
+    sc_partition_free(&late);
+    sc_model_free(m);
+}

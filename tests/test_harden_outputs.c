@@ -1,0 +1,170 @@
+/* test_harden_outputs.c - commands with several outputs write all or none
+ * (cli/cli_outputs.h): sim's --timeline, --lowered and -o, plot's picture and
+ * --script; exec and trace check their output can be created before doing
+ * any work; whatif on a cluster without prices plots time only and a failed
+ * whatif leaves no folder behind. */
+#include "check.h"
+
+#include "../cli/cli_outputs.c"
+
+#include <stdlib.h>
+
+static char out[1 << 16];
+
+/* Files under dir whose name contains what (temporaries left behind). */
+static int count_named(const char *dir, const char *what)
+{
+    char o[64];
+    if (sc_test_sh(o, sizeof o, "ls -a %s | grep -c -- '%s'", dir, what) < 0)
+        return -1;
+    return atoi(o);
+}
+
+static int have_gnuplot(void)
+{
+    char o[256];
+    return sc_test_sh(o, sizeof o, "command -v gnuplot") == 0;
+}
+
+TEST(outputs_sim_one_missing_folder_writes_none)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    const char *args = "--model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --tp 8 "
+                       "--microbatches 2";
+    char p[700];
+    /* the case: the timeline's folder is fine, the plan's is not */
+    /* a folder that does not exist is an I/O failure: exit 3 (docs/commands.md) */
+    CHECK(sc_test_sh(out, sizeof out, "%s sim %s --timeline %s/t.json -o %s/missing_dir/p.json",
+                     bin, args, d, d) == 3);
+    CHECK_STR_HAS(out, "missing_dir/p.json: cannot create: folder ");
+    CHECK(!strstr(out, "step time")); /* refused before simulating */
+    snprintf(p, sizeof p, "%s/t.json", d);
+    CHECK(!sc_test_exists(p));
+    /* the other way round, and with --lowered in between */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s sim %s --timeline %s/nope/t.json --lowered %s/l.txt -o %s/p.json", bin,
+                     args, d, d, d) == 3);
+    snprintf(p, sizeof p, "%s/l.txt", d);
+    CHECK(!sc_test_exists(p));
+    snprintf(p, sizeof p, "%s/p.json", d);
+    CHECK(!sc_test_exists(p));
+    /* a target that is a folder */
+    CHECK(sc_test_sh(out, sizeof out, "mkdir -p %s/adir && %s sim %s --timeline %s/t.json -o %s/adir",
+                     d, bin, args, d, d) == 2);
+    CHECK_STR_HAS(out, "adir: is a folder");
+    snprintf(p, sizeof p, "%s/t.json", d);
+    CHECK(!sc_test_exists(p));
+    /* all three, no temporaries left */
+    REQUIRE(sc_test_sh(out, sizeof out, "%s sim %s --timeline %s/t.json --lowered %s/l.txt -o %s/p.json",
+                       bin, args, d, d, d) == 0);
+    CHECK(sc_test_exists(p));
+    snprintf(p, sizeof p, "%s/l.txt", d);
+    CHECK(sc_test_exists(p));
+    snprintf(p, sizeof p, "%s/p.json", d);
+    CHECK(sc_test_exists(p));
+    CHECK_EQ_INT(count_named(d, ".stagecraft-"), 0);
+}
+
+/* The helper itself: a failure after some outputs were written renames
+ * none and removes the temporaries; messages name the targets. */
+TEST(outputs_commit_all_or_none)
+{
+    const char *d = sc_test_tmpdir();
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/a.json", d);
+    snprintf(b, sizeof b, "%s/b.txt", d);
+    cli_outputs s = {0};
+    sc_error err = {0};
+    const char *ta, *tb, *tc;
+    REQUIRE(cli_outputs_add(&s, a, &ta, &err) == SC_OK);
+    REQUIRE(cli_outputs_add(&s, b, &tb, &err) == SC_OK);
+    CHECK(strstr(ta, "/.stagecraft-") && !strcmp(ta + strlen(ta) - 7, ".a.json"));
+    CHECK(cli_outputs_add(&s, a, &tc, &err) == SC_EINVAL); /* twice */
+    REQUIRE(sc_write_file_atomic(ta, "{}", 2, &err) == SC_OK);
+    /* b was never written: nothing lands */
+    CHECK(cli_outputs_commit(&s, SC_OK, &err) == SC_EIO);
+    CHECK_STR_HAS(err.msg, "b.txt: was not written");
+    CHECK(!sc_test_exists(a) && !sc_test_exists(b));
+    CHECK_EQ_INT(count_named(d, ".stagecraft-"), 0);
+    /* a writer's failure names the target, not the temporary */
+    REQUIRE(cli_outputs_add(&s, a, &ta, &err) == SC_OK);
+    sc_err(&err, SC_EIO, "%s: cannot write: disk full", ta);
+    CHECK(cli_outputs_commit(&s, SC_EIO, &err) == SC_EIO);
+    CHECK(!strncmp(err.msg, a, strlen(a)));
+    CHECK(!strstr(err.msg, ".stagecraft-"));
+    /* both written: both land */
+    REQUIRE(cli_outputs_add(&s, a, &ta, &err) == SC_OK);
+    REQUIRE(cli_outputs_add(&s, b, &tb, &err) == SC_OK);
+    REQUIRE(sc_write_file_atomic(ta, "{}", 2, &err) == SC_OK);
+    REQUIRE(sc_write_file_atomic(tb, "x", 1, &err) == SC_OK);
+    CHECK(cli_outputs_commit(&s, SC_OK, &err) == SC_OK);
+    CHECK(sc_test_exists(a) && sc_test_exists(b));
+    CHECK_EQ_INT(count_named(d, ".stagecraft-"), 0);
+    CHECK(cli_output_check("-", &err) == SC_OK);
+    CHECK(cli_output_check("no/such/folder/x", &err) == SC_EIO);
+}
+
+TEST(outputs_exec_and_trace_check_first)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    /* exec: refused before the plan is even opened, let alone run */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "env ASAN_OPTIONS=detect_leaks=0 %s exec tests/corpus/plan/good/plan.json "
+                     "--backend cpu -o %s/missing_dir/m.json",
+                     bin, d) != 0);
+    CHECK_STR_HAS(out, "missing_dir/m.json: cannot create: folder ");
+    CHECK(!strstr(out, "measured steps"));
+    /* trace: before reading the timeline */
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --microbatches 2 "
+                       "--timeline %s/t.json",
+                       bin, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s trace %s/t.json -o %s/nope/c.json", bin, d, d) == 3);
+    CHECK_STR_HAS(out, "nope/c.json: cannot create");
+    /* plot: the script's folder is checked before drawing; nothing written */
+    CHECK(sc_test_sh(out, sizeof out, "%s plot timeline %s/t.json -o %s/g.png --script %s/nope/g.gp",
+                     bin, d, d, d) == 3);
+    CHECK_STR_HAS(out, "nope/g.gp: cannot create");
+    char p[700];
+    snprintf(p, sizeof p, "%s/g.png", d);
+    CHECK(!sc_test_exists(p));
+    if (!have_gnuplot())
+        return;
+    CHECK(sc_test_sh(out, sizeof out, "%s plot timeline %s/t.json -o %s/g.png --script %s/g.gp",
+                     bin, d, d, d) == 0);
+    CHECK(sc_test_exists(p));
+    snprintf(p, sizeof p, "%s/g.gp", d);
+    CHECK(sc_test_exists(p));
+    CHECK_EQ_INT(count_named(d, ".stagecraft-"), 0);
+}
+
+/* whatif on cpu-local ($0 an hour): time only, no gnuplot failure; a whatif
+ * that fails to write leaves no folder of its own. */
+TEST(outputs_whatif_no_price_and_no_empty_folder)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s model gen gpt --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 1024 "
+                       "--dtype fp32 -o %s/tiny.json",
+                       bin, d) == 0);
+    const char *args = "--cluster cpu-local --nodes 1 --global-batch 8 --tokens 1e6";
+    /* gnuplot missing: the run fails and the folder it made is gone */
+    CHECK(sc_test_sh(out, sizeof out, "env PATH=/nonexistent %s whatif --model %s/tiny.json %s -o %s/w1",
+                     bin, d, args, d) != 0);
+    char p[700];
+    snprintf(p, sizeof p, "%s/w1", d);
+    CHECK(!sc_test_exists(p));
+    if (!have_gnuplot()) {
+        sc_test_skip("gnuplot not installed (scripts/deps.sh)");
+        return;
+    }
+    CHECK(sc_test_sh(out, sizeof out, "%s whatif --model %s/tiny.json %s -o %s/w2", bin, d, args,
+                     d) == 0);
+    CHECK_STR_HAS(out, "no cost charts: no cluster has a price");
+    snprintf(p, sizeof p, "%s/w2/tokens_vs_nodes.png", d);
+    CHECK(sc_test_exists(p));
+    snprintf(p, sizeof p, "%s/w2/whatif.csv", d);
+    CHECK(sc_test_exists(p));
+    snprintf(p, sizeof p, "%s/w2/time_vs_cost.png", d);
+    CHECK(!sc_test_exists(p));
+}

@@ -1,0 +1,151 @@
+/* test_harden_plan.c - tampered plans: every file of tests/corpus/plan
+ * (hand-edited variants of good/plan.json: ranks that are not the layout's
+ * permutation, a device beyond the node, a global batch that is not
+ * dp·m·mbs, a stage naming another module, an unknown method, ...) is
+ * refused by sc_plan_load + sc_plan_open with its NAME.expect text, which
+ * carries the JSON path, and a message naming the file; sim --plan and exec
+ * refuse them the same way; good/plan.json still loads and replays. */
+#include "check.h"
+#include "partitioner_hook.h"
+#include "plan.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+
+#define DIR_PLAN "tests/corpus/plan"
+
+static char out[1 << 16];
+
+static sc_status load_open(const char *path, sc_error *err)
+{
+    sc_plan *p = NULL;
+    sc_model *m = NULL;
+    sc_cluster c;
+    sc_status st = sc_plan_load(path, &p, err);
+    if (!st)
+        st = sc_plan_open(p, path, &m, &c, err);
+    sc_model_free(m);
+    sc_plan_free(p);
+    return st;
+}
+
+TEST(plan_good_corpus_opens)
+{
+    sc_error err = {0};
+    CHECK(load_open(DIR_PLAN "/good/plan.json", &err) == SC_OK);
+    if (err.msg[0])
+        fprintf(stderr, "    %s\n", err.msg);
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --plan %s/good/plan.json", sc_test_bin(),
+                     DIR_PLAN) == 0);
+    CHECK_STR_HAS(out, "step time");
+}
+
+/* Calls fn(path, expect) for every bad plan; returns how many. */
+static int each_bad(void (*fn)(const char *path, const char *want))
+{
+    DIR *d = opendir(DIR_PLAN);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (e->d_name[0] == '.' || l < 6 || strcmp(e->d_name + l - 5, ".json"))
+            continue;
+        char path[512], exp[512];
+        snprintf(path, sizeof path, "%s/%s", DIR_PLAN, e->d_name);
+        snprintf(exp, sizeof exp, "%s/%.*s.expect", DIR_PLAN, (int)(l - 5), e->d_name);
+        char *want = NULL;
+        size_t wl = 0;
+        sc_error err = {0};
+        if (sc_read_file(exp, 4096, &want, &wl, &err) != SC_OK) {
+            sc_test_fail(__FILE__, __LINE__, "%s has no .expect file", path);
+            continue;
+        }
+        while (wl && (want[wl - 1] == '\n' || want[wl - 1] == '\r'))
+            want[--wl] = 0;
+        fn(path, want);
+        sc_free(want);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void lib_refuses(const char *path, const char *want)
+{
+    sc_error err = {0};
+    sc_status st = load_open(path, &err);
+    if (st == SC_OK) {
+        sc_test_fail(__FILE__, __LINE__, "%s: loaded and opened but should fail", path);
+        return;
+    }
+    CHECK_STR_HAS(err.msg, path);
+    CHECK_STR_HAS(err.msg, want);
+}
+
+TEST(plan_bad_corpus_refused)
+{
+    CHECK(each_bad(lib_refuses) >= 18);
+}
+
+static void sim_refuses(const char *path, const char *want)
+{
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --plan %s", sc_test_bin(), path) == 2);
+    CHECK_STR_HAS(out, path);
+    CHECK_STR_HAS(out, want);
+    CHECK(!strstr(out, "step time"));
+}
+
+TEST(plan_bad_corpus_sim_refuses)
+{
+    CHECK(each_bad(sim_refuses) >= 18);
+}
+
+static const char *exec_dir;
+
+static void exec_refuses(const char *path, const char *want)
+{
+    CHECK(sc_test_sh(out, sizeof out,
+                     "env ASAN_OPTIONS=detect_leaks=0 %s exec %s --backend cpu -o %s/m.json",
+                     sc_test_bin(), path, exec_dir) != 0);
+    CHECK_STR_HAS(out, path);
+    CHECK_STR_HAS(out, want);
+    char m[600];
+    snprintf(m, sizeof m, "%s/m.json", exec_dir);
+    CHECK(!sc_test_exists(m));
+}
+
+/* exec (one MPI start per file: a sample of the corpus, the rest shares the
+ * loader with sim) */
+TEST(plan_bad_corpus_exec_refuses)
+{
+    if (sc_test_sh(out, sizeof out, "%s version", sc_test_bin()) != 0 || strstr(out, "MPI:  no")) {
+        sc_test_skip("built without MPI: exec reads no plan");
+        return;
+    }
+    exec_dir = sc_test_tmpdir();
+    static const char *const names[] = {"ranks_pp_swapped", "device_beyond", "batch_9",
+                                        "first_other", "method_unknown"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(names); i++) {
+        char path[256], exp[256];
+        snprintf(path, sizeof path, "%s/%s.json", DIR_PLAN, names[i]);
+        snprintf(exp, sizeof exp, "%s/%s.expect", DIR_PLAN, names[i]);
+        char *want = NULL;
+        sc_error err = {0};
+        REQUIRE(sc_read_file(exp, 4096, &want, NULL, &err) == SC_OK);
+        exec_refuses(path, want);
+        sc_free(want);
+    }
+}
+
+/* Every partitioner the planner may name is a method a plan may carry. */
+TEST(plan_methods_cover_partitioners)
+{
+    for (int i = 0; sc_partitioner_all[i]; i++) {
+        int found = 0;
+        for (int k = 0; sc_plan_methods[k]; k++)
+            found |= !strcmp(sc_plan_methods[k], sc_partitioner_all[i]->name);
+        CHECK(found);
+    }
+}
