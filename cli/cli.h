@@ -13,6 +13,7 @@
 #define SC_CLI_H
 
 #include <cjson/cJSON.h>
+#include "model.h"
 #include "sc.h"
 
 int cmd_model(int argc, char **argv);
@@ -77,5 +78,9 @@ int cli_print_json(cJSON *root);
 char *cli_si(double v, char *buf);      /* 1.32G, 845.2M, 12.0k */
 char *cli_bytes(double v, char *buf);   /* 2.45 GiB, 120.0 MiB */
 char *cli_us(double seconds, char *buf);/* microseconds with thousands: 12,345.6 */
+
+/* At tp > 1, one line on stderr naming (at most 8 of) the leaves tp cannot
+ * touch (sc_model_tp_replicated): they stay whole on every tp rank. */
+void cli_warn_tp_replicated(const sc_model *m, int tp);
 
 #endif

@@ -117,6 +117,7 @@ int cmd_plan(int argc, char **argv)
         sc_model_free(m);
         return cli_fail(&err);
     }
+    cli_warn_tp_replicated(m, o.fix_tp);
     cli_progress ps = {"plan", cli_wall(), 0, 0, 0, 0};
     o.progress = progress;
     o.progress_ud = &ps;

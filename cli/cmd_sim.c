@@ -270,6 +270,7 @@ int cmd_sim(int argc, char **argv)
         sc_model_free(mod);
         return cli_fail(&err);
     }
+    cli_warn_tp_replicated(mod, cfg.tp);
     const sc_partition *shown = cfg.partition;
     sc_step_result *r = NULL;
     double sum = 0, sum2 = 0, lo = INFINITY, hi = 0;

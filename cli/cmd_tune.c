@@ -59,6 +59,7 @@ int cmd_tune(int argc, char **argv)
     int orc = cli_open(model, cluster, nodes, &m, &c);
     if (orc)
         return orc;
+    cli_warn_tp_replicated(m, o.fix_tp);
     sc_tune *t;
     if (sc_tune_run(m, &c, &o, &t, &err)) {
         sc_model_free(m);

@@ -158,3 +158,20 @@ int cli_open(const char *model, const char *cluster, long nodes, sc_model **m, s
     }
     return 0;
 }
+
+void cli_warn_tp_replicated(const sc_model *m, int tp)
+{
+    const char *names[8];
+    int n = tp > 1 ? sc_model_tp_replicated(m, names, 8) : 0;
+    if (n <= 0)
+        return;
+    fprintf(stderr,
+            "stagecraft: warning: --tp %d: %d module%s of %s ha%s no tensor-parallel data and "
+            "stay%s replicated on every tp rank (whole weights, compute and activations): ",
+            tp, n, n == 1 ? "" : "s", m->name, n == 1 ? "s" : "ve", n == 1 ? "s" : "");
+    for (int i = 0; i < n && i < 8; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", names[i]);
+    if (n > 8)
+        fprintf(stderr, ", ... (%d more)", n - 8);
+    fputc('\n', stderr);
+}

@@ -319,6 +319,19 @@ TEST(tracer_vit_b_16)
     CHECK(cJSON_GetArraySize(first) == 4 &&
           !strcmp(cJSON_GetArrayItem(first, 1)->valuestring, "conv_proj"));
     cJSON_Delete(raw);
+    /* sim at tp 2 says which modules stay replicated, in one stderr line;
+     * at tp 1 it says nothing */
+    static char o2[1 << 14];
+    REQUIRE(sc_test_sh(o2, sizeof o2,
+                       "%s sim --model %s --cluster p4d.24xlarge --tp 2 --microbatches 2 "
+                       "2>&1 >/dev/null",
+                       sc_test_bin(), path) == 0);
+    CHECK_STR_HAS(o2, "warning: --tp 2: 4 modules of vit_b_16 have no tensor-parallel data");
+    CHECK_STR_HAS(o2, "vit_b_16#self, conv_proj, encoder#self, heads.head");
+    REQUIRE(sc_test_sh(o2, sizeof o2,
+                       "%s sim --model %s --cluster p4d.24xlarge --microbatches 2 2>&1 >/dev/null",
+                       sc_test_bin(), path) == 0);
+    CHECK(!strstr(o2, "warning"));
 }
 
 /* Removes every "shared" member. */
