@@ -11,6 +11,7 @@
 #include <gsl/gsl_multifit_nlinear.h>
 #include <gsl/gsl_vector.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +54,38 @@ int sc_calib_device_matches(const sc_cluster *c, const char *device)
     return strstr(dev, word) != NULL;
 }
 
+/* Appends "; TEXT" (or TEXT) to the report's notes. */
+static void add_note(sc_calib_report *rep, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_note(sc_calib_report *rep, const char *fmt, ...)
+{
+    if (!rep)
+        return;
+    size_t len = strlen(rep->notes);
+    if (len + 3 >= sizeof rep->notes)
+        return;
+    if (len) {
+        memcpy(rep->notes + len, "; ", 3);
+        len += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->notes + len, sizeof rep->notes - len, fmt, ap);
+    va_end(ap);
+}
+
 /* ---- the compute fit ---------------------------------------------------------------- */
 
-static double logistic(double v) { return 1 / (1 + exp(-v)); }
-static double logit(double p) { return log(p / (1 - p)); }
+/* The range each fitted parameter is held in (through its transform,
+ * below). The efficiencies may pass 1 during the fit: a device that beats
+ * its nominal figure (a CPU core's turbo clock above /proc/cpuinfo's MHz)
+ * raises that figure afterwards (fit_compute), as a link faster than
+ * nominal does (fit_links). A fit that ends at one of these limits found
+ * no value the data supports: the "bound" gate refuses it. */
+#define EFF_LO 1e-4
+#define EFF_HI 100.0
+#define BWD_LO 0.1
+#define BWD_HI 10.0
 
 /* Which parameters a stage of the fit varies, in x order. */
 enum { P_EFF = 1, P_FHALF = 2, P_OVH = 4, P_MEM = 8, P_BWD = 16 };
@@ -68,15 +97,15 @@ static void trial_cluster(const ctx *c, const double *x, sc_cluster *out)
     *out = c->cur;
     int i = 0;
     if (c->active & P_EFF)
-        out->eff.eff_max[c->dt] = fmin(1, fmax(1e-4, logistic(x[i++])));
+        out->eff.eff_max[c->dt] = fmin(EFF_HI, fmax(EFF_LO, exp(x[i++])));
     if (c->active & P_FHALF)
         out->eff.f_half[c->dt] = exp(x[i++]);
     if (c->active & P_OVH)
         out->eff.op_overhead_s = exp(x[i++]);
     if (c->active & P_MEM)
-        out->eff.memory_bw = fmin(1, fmax(1e-4, logistic(x[i++])));
+        out->eff.memory_bw = fmin(EFF_HI, fmax(EFF_LO, exp(x[i++])));
     if (c->active & P_BWD)
-        out->eff.bwd_factor = fmin(10, fmax(0.1, exp(x[i++])));
+        out->eff.bwd_factor = fmin(BWD_HI, fmax(BWD_LO, exp(x[i++])));
 }
 
 /* Predictions of every compute point under cluster cl; 0 or -1 (a stage
@@ -183,13 +212,13 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
     double x0[5];
     const sc_cluster_eff *e0 = &c->cur.eff;
     if (active & P_EFF)
-        x0[p++] = logit(fmin(0.999, fmax(1e-3, e0->eff_max[c->dt])));
+        x0[p++] = log(fmin(1, fmax(1e-3, e0->eff_max[c->dt])));
     if (active & P_FHALF)
         x0[p++] = log(fmax(1.0, e0->f_half[c->dt]));
     if (active & P_OVH)
         x0[p++] = log(fmax(1e-9, e0->op_overhead_s));
     if (active & P_MEM)
-        x0[p++] = logit(fmin(0.999, fmax(1e-3, e0->memory_bw)));
+        x0[p++] = log(fmin(1, fmax(1e-3, e0->memory_bw)));
     if (active & P_BWD)
         x0[p++] = log(e0->bwd_factor > 0 ? e0->bwd_factor : 1);
     if (c->nidx < p + 1)
@@ -239,8 +268,8 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
                        : bit == P_OVH   ? cl.eff.op_overhead_s
                        : bit == P_MEM   ? cl.eff.memory_bw
                                         : cl.eff.bwd_factor;
-            /* delta method through the transform */
-            se[i] = bit == P_EFF || bit == P_MEM ? v * (1 - v) * sx : v * sx;
+            /* delta method through the transform (every one is exp) */
+            se[i] = v * sx;
             i++;
         }
         c->cur = cl;
@@ -291,10 +320,30 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         predict(c, &c->cur, pred);
         stats all = point_stats(pred, meas, c->ncp);
         double e = c->cur.eff.eff_max[c->dt], fh = c->cur.eff.f_half[c->dt];
+        double mem = c->cur.eff.memory_bw;
+        /* beyond the nominal figure: raise the figure (the predictions,
+         * which use only peak·eff_max and hbm·memory_bw, stay the same) */
+        if (e > 1) {
+            add_note(rep, "%s: GEMMs reached %.3g FLOP/s, above the nominal peak %.3g FLOP/s; "
+                     "nominal raised", sc_dtype_name(c->dt), out->gpu.peak_flops[c->dt] * e,
+                     out->gpu.peak_flops[c->dt]);
+            out->gpu.peak_flops[c->dt] *= e;
+            se_curve[0] /= e;
+            if (nops > 0 && !ngemm)
+                se_ops[0] /= e;
+            e = 1;
+        }
+        if (fitted_mem && mem > 1) {
+            add_note(rep, "memory passes reached %.3g B/s, above the nominal %.3g B/s; nominal "
+                     "raised", out->gpu.hbm_bytes_per_s * mem, out->gpu.hbm_bytes_per_s);
+            out->gpu.hbm_bytes_per_s *= mem;
+            se_ops[ngemm > 0 ? 1 : 2] /= mem;
+            mem = 1;
+        }
         out->eff.eff_max[c->dt] = e;
         out->eff.f_half[c->dt] = fh;
         out->eff.op_overhead_s = c->cur.eff.op_overhead_s;
-        out->eff.memory_bw = c->cur.eff.memory_bw;
+        out->eff.memory_bw = fmin(1, mem);
         out->eff.bwd_factor = c->cur.eff.bwd_factor;
         out->eff.fits.compute[c->dt] =
             (sc_fit_stats){c->ncp, all.r2, all.mape, all.rel_sd, {se_curve[0], se_curve[1]}};
@@ -470,12 +519,8 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
                 out->inter.nic_bytes_per_s = top / (c->base->inter.nics_per_node > 0
                                                          ? c->base->inter.nics_per_node
                                                          : 1);
-            if (rep) {
-                size_t len = strlen(rep->notes);
-                snprintf(rep->notes + len, sizeof rep->notes - len,
-                         "%s%s: measured %.3g B/s above the nominal %.3g B/s; nominal raised",
-                         len ? "; " : "", lname[l], top, nominal);
-            }
+            add_note(rep, "%s: measured %.3g B/s above the nominal %.3g B/s; nominal raised",
+                     lname[l], top, nominal);
             nominal = top;
         }
         out->eff.bw_eff[l] = fmin(1, fmax(1e-4, f.b / nominal));

@@ -23,8 +23,11 @@
  *     eff_max and f_half; (2) the op points fit the overhead, the HBM
  *     efficiency and the backward factor with that curve (and eff_max too
  *     when there are no gemm points). Parameters are fitted through
- *     transforms that keep them in range (a logistic for the efficiencies,
- *     a logarithm for f_half, the overhead and the backward factor);
+ *     logarithms that keep them positive and within limits (efficiencies
+ *     1e-4..100, the backward factor 0.1..10); an efficiency that ends above
+ *     1 means the device beat its nominal figure, which is raised instead
+ *     (gpu.peak_flops, gpu.hbm_bytes_per_s; said in the report's notes), so
+ *     the written efficiencies stay in (0, 1] with the same predictions;
  *     standard errors come from the covariance at the optimum (delta
  *     method). Each stage needs at least one point more than the
  *     parameters it fits.

@@ -905,6 +905,7 @@ typedef struct meas {
     int *counts;       /* rank 0: records per rank */
     int median, maxn;
     wire_op *mine, *gathered;
+    sc_provenance prov; /* rank 0: its own, and whether the ranks differed */
 } meas;
 
 static void meas_free(meas *g)
@@ -1054,6 +1055,7 @@ static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_ex
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
     tl->step_time_s = g->times[g->median];
     snprintf(tl->device, sizeof tl->device, "%s", x->be->device_name(x->bk));
+    tl->prov = g->prov;
     snprintf(tl->plan_file, sizeof tl->plan_file, "%s", x->plan_file);
     sc_status st = sc_plan_file_digest(x->plan_file, tl->plan_digest, err);
     tl->n_steps = N;
@@ -1101,6 +1103,8 @@ sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
     st = pick_median(x, &g, sum, err);
     if (!st)
         st = gather_ops(x, &g, err);
+    if (!st)
+        st = sc_backend_gather_provenance(x->be, x->bk, deadline(x), &g.prov, err);
     if (st == SC_EIO)
         st = sc_err(err, SC_EIO,
                     "rank %d: timed out after %g s waiting for the measurement gather from rank %d",

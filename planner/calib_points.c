@@ -29,6 +29,8 @@ typedef struct reader {
     sc_calib_points pts;
     int cap_gemm, cap_ops, cap_plans, cap_link, cap_host, cap_open;
     opened *open; /* pts.n_plans of them */
+    sc_provenance prov;    /* the first input's that records one */
+    char prov_file[512];   /* and its name */
 } reader;
 
 /* Room for element n of an array of *cap elements of size bytes: the array
@@ -75,6 +77,33 @@ static sc_status check_dtype(reader *x, sc_dtype dt, const char *file, sc_error 
     if (x->base->gpu.peak_flops[dt] <= 0)
         return sc_err(err, SC_EINVAL, "%s: %s has no %s peak to calibrate", file,
                       x->base->name, sc_dtype_name(dt));
+    return SC_OK;
+}
+
+/* Measurements of one kind of hardware and kernel: a file whose ranks
+ * differed is refused, and so is one whose provenance conflicts with the
+ * first input's that recorded one (provenance.h). Files without a record
+ * (older ones) pass. */
+static sc_status check_provenance(reader *x, const sc_provenance *p, const char *file,
+                                  sc_error *err)
+{
+    if (!p->present)
+        return SC_OK;
+    if (p->mixed[0])
+        return sc_err(err, SC_EINVAL,
+                      "%s: provenance.mixed: its ranks ran on different hardware or kernels "
+                      "(%s): measure on ranks of one kind",
+                      file, p->mixed);
+    char why[400];
+    if (!x->prov.present) {
+        x->prov = *p;
+        snprintf(x->prov_file, sizeof x->prov_file, "%s", file);
+    } else if (sc_provenance_conflict(p, &x->prov, why, sizeof why)) {
+        return sc_err(err, SC_EINVAL,
+                      "%s: provenance: ran on other hardware or kernels than %s (%s): "
+                      "calibrate from measurements of one machine and one BLAS kernel",
+                      file, sc_basename(x->prov_file), why);
+    }
     return SC_OK;
 }
 
@@ -133,6 +162,8 @@ static sc_status read_bench(reader *x, const cJSON *j, const char *file, sc_erro
 {
     sc_bench_result *b = NULL;
     sc_status st = sc_bench_from_json(j, file, &b, err);
+    if (!st)
+        st = check_provenance(x, &b->prov, file, err);
     if (!st)
         st = bench_points(x, b, file, err);
     sc_bench_result_free(b);
@@ -340,6 +371,8 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
     else if (!sc_calib_device_matches(base, t->device))
         st = sc_err(err, SC_EINVAL, "%s: device: measured on \"%s\", not on %s's %s", file,
                     t->device, base->name, base->gpu.name);
+    if (!st)
+        st = check_provenance(x, &t->prov, file, err);
     opened o = {0};
     sc_cluster pc;
     if (!st)

@@ -461,3 +461,77 @@ TEST(calibrate_fit_points_alone)
     CHECK(sc_calib_fit_points(&base, &none, &out, NULL, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "calibrate: the inputs hold no measurements");
 }
+
+/* Adds a "provenance" record to a bench file (core: blas_core; mixed: the
+ * ranks differed). */
+static void add_provenance(const char *path, const char *core, const char *mixed)
+{
+    cJSON *j = NULL;
+    sc_error err;
+    if (sc_json_load(path, &j, &err)) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    cJSON *p = cJSON_AddObjectToObject(j, "provenance");
+    cJSON_AddStringToObject(p, "cpu", "Intel(R) Xeon(R) Processor");
+    cJSON_AddStringToObject(p, "blas", "OpenBLAS 0.3.21");
+    cJSON_AddStringToObject(p, "blas_core", core);
+    cJSON_AddNumberToObject(p, "blas_threads", 1);
+    if (mixed)
+        cJSON_AddStringToObject(p, "mixed", mixed);
+    if (sc_json_save(path, j, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    cJSON_Delete(j);
+}
+
+/* Measurements of one machine and one kernel: benches whose provenance
+ * names another BLAS kernel, or whose ranks differed, are refused. */
+TEST(calibrate_refuses_mixed_provenance)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), out;
+    char g[600], ar[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(ar, sizeof ar, "%s/ar.json", d);
+    write_gemm_bench(g, &base, "cpu-core (test)", 0);
+    write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 7);
+    add_provenance(g, "SkylakeX", NULL);
+    add_provenance(ar, "Haswell", NULL);
+    const char *files[] = {g, ar};
+    sc_error err;
+    CHECK(sc_calibrate(&base, files, 2, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "ar.json: provenance: ran on other hardware or kernels than gemm.json");
+    CHECK_STR_HAS(err.msg, "blas_core \"Haswell\" against \"SkylakeX\"");
+    /* the same kernel passes; a file without a record (an older one) too */
+    write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 7);
+    add_provenance(ar, "SkylakeX", NULL);
+    CHECK(sc_calibrate(&base, files, 2, NULL, &out, NULL, &err) == SC_OK);
+    write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 7);
+    CHECK(sc_calibrate(&base, files, 2, NULL, &out, NULL, &err) == SC_OK);
+    /* a run whose ranks differed */
+    add_provenance(ar, "SkylakeX", "rank 1: blas_core \"Haswell\" against \"SkylakeX\" (rank 0)");
+    CHECK(sc_calibrate(&base, files, 2, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "ar.json: provenance.mixed: its ranks ran on different hardware");
+}
+
+/* GEMMs faster than the nominal peak (a CPU core's turbo clock above the
+ * MHz /proc/cpuinfo gives) raise the peak, as a link faster than nominal
+ * raises its bandwidth: eff_max ends at 1, not pinned at a bound. */
+TEST(calibrate_raises_nominal_peak)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), truth = base, out;
+    truth.eff.eff_max[SC_FP32] = 1.3; /* only to time the points */
+    truth.eff.f_half[SC_FP32] = 2e6;
+    char g[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    write_gemm_bench(g, &truth, "cpu-core (test)", 0);
+    const char *files[] = {g};
+    sc_calib_report rep;
+    sc_error err;
+    REQUIRE(sc_calibrate(&base, files, 1, NULL, &out, &rep, &err) == SC_OK);
+    CHECK_NEAR(out.eff.eff_max[SC_FP32], 1, 0);
+    CHECK_NEAR(out.gpu.peak_flops[SC_FP32] / base.gpu.peak_flops[SC_FP32], 1.3, 1e-4);
+    CHECK_NEAR(out.eff.f_half[SC_FP32], 2e6, 1);
+    CHECK_STR_HAS(rep.notes, "above the nominal peak");
+}

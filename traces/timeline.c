@@ -37,6 +37,8 @@ sc_timeline *sc_timeline_new(int n_ranks, const char *source, const char *model,
         return NULL;
     }
     t->n_ranks = n_ranks;
+    t->step_spread = t->step_drift = t->step_tolerance = -1;
+    t->step_stable = -1;
     for (int i = 0; i < n_ranks; i++)
         t->ranks[i].rank = i;
     snprintf(t->source, sizeof t->source, "%s", source ? source : "sim");
@@ -103,7 +105,18 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
         sc_jadd_num(s, "median_s", t->step_median_s, &oom);
         sc_jadd_num(s, "min_s", t->step_min_s, &oom);
         sc_jadd_num(s, "max_s", t->step_max_s, &oom);
+        if (t->step_runs > 0)
+            sc_jadd_num(s, "runs", t->step_runs, &oom);
+        if (t->step_spread >= 0)
+            sc_jadd_num(s, "spread", t->step_spread, &oom);
+        if (t->step_drift >= 0)
+            sc_jadd_num(s, "drift", t->step_drift, &oom);
+        if (t->step_tolerance >= 0)
+            sc_jadd_num(s, "tolerance", t->step_tolerance, &oom);
+        if (t->step_stable >= 0)
+            sc_jadd_bool(s, "stable", t->step_stable, &oom);
     }
+    sc_provenance_to_json(&t->prov, j, &oom);
     cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
     for (int i = 0; i < t->n_ranks && !oom; i++) {
         const sc_tl_rank *k = &t->ranks[i];
@@ -156,7 +169,7 @@ sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **
                                 sc_error *err)
 {
     static const char *const top[] = {"format", "source", "model", "cluster", "step_time_s",
-                                      "steps", "device", "plan", "ranks", NULL};
+                                      "steps", "device", "provenance", "plan", "ranks", NULL};
     static const char *const rk[] = {"rank", "node", "device", "dp", "pp", "tp", "ops", NULL};
     static const char *const ok[] = {"kind", "stage", "chunk", "mb", "bytes", "stream",
                                      "start", "end", NULL};
@@ -211,7 +224,8 @@ sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **
         }
     }
     if (!st && steps) {
-        static const char *const sk[] = {"n", "median_s", "min_s", "max_s", NULL};
+        static const char *const sk[] = {"n", "median_s", "min_s", "max_s", "runs", "spread",
+                                         "drift", "tolerance", "stable", NULL};
         long ns = 0;
         st = sc_json_keys(steps, file, "steps", sk, err);
         if (!st)
@@ -222,8 +236,23 @@ sc_status sc_timeline_from_json(const cJSON *j, const char *file, sc_timeline **
             st = sc_json_num(steps, file, "steps", "min_s", 1, 0, MAX_T, &t->step_min_s, err);
         if (!st)
             st = sc_json_num(steps, file, "steps", "max_s", 1, 0, MAX_T, &t->step_max_s, err);
+        long runs = 0;
+        if (!st)
+            st = sc_json_int(steps, file, "steps", "runs", 0, ns, 100000000L, &runs, err);
+        if (!st)
+            st = sc_json_num(steps, file, "steps", "spread", 0, 0, 1e6, &t->step_spread, err);
+        if (!st)
+            st = sc_json_num(steps, file, "steps", "drift", 0, 0, 1e6, &t->step_drift, err);
+        if (!st)
+            st = sc_json_num(steps, file, "steps", "tolerance", 0, 1e-6, 1, &t->step_tolerance,
+                             err);
+        if (!st)
+            st = sc_json_bool(steps, file, "steps", "stable", 0, &t->step_stable, err);
         t->n_steps = (int)ns;
+        t->step_runs = (int)runs;
     }
+    if (!st)
+        st = sc_provenance_from_json(j, file, &t->prov, err);
     int i = 0;
     for (const cJSON *r = ranks->child; r && !st; r = r->next, i++) {
         char path[64];
