@@ -4,7 +4,8 @@
  * call the library and print; no logic of their own.
  *
  * Exit status: 0 success, 2 usage error or bad input (the message names the
- * file and the JSON path), 1 any other failure. Errors print one line
+ * file and the JSON path), 4 a calibration refused by its quality gates
+ * (SC_EGATE), 1 any other failure. Errors print one line
  * "stagecraft: MESSAGE" on stderr.
  */
 #ifndef SC_CLI_H
@@ -31,6 +32,11 @@ int cmd_repro(int argc, char **argv);
 
 /* Prints the error and returns the exit status for its code. */
 int cli_fail(const sc_error *err);
+/* One warning line on stderr when c was calibrated with --force past failed
+ * quality gates (efficiency.fits.gates_failed): its predictions may be far
+ * off. what names where it came from (a file or preset name). */
+struct sc_cluster;
+void cli_warn_cluster(const struct sc_cluster *c, const char *what);
 /* Prints "stagecraft CMD: MESSAGE" and "try 'stagecraft CMD --help'"; returns 2. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses numbers for option opt; on error prints a usage error and returns 2. */

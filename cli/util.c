@@ -20,9 +20,22 @@ int cli_fail(const sc_error *err)
     case SC_ENCCL:
     case SC_EMPI:
         return 1;
+    case SC_EGATE: /* CLI_EXIT_FIT in the exit-code table: a fit refused by a quality gate */
+        return 4;
     default:
         return 2;
     }
+}
+
+void cli_warn_cluster(const sc_cluster *c, const char *what)
+{
+    const sc_cluster_fits *f = &c->eff.fits;
+    if (!f->present || f->n_failed <= 0)
+        return;
+    fprintf(stderr,
+            "stagecraft: warning: %s (%s) was calibrated with --force past %d failed quality "
+            "gate%s (first: %s): its predictions may be far off\n",
+            what, c->name, f->n_failed, f->n_failed == 1 ? "" : "s", f->failed[0]);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)
@@ -141,5 +154,6 @@ int cli_open(const char *model, const char *cluster, long nodes, sc_model **m, s
         *m = NULL;
         return cli_fail(&err);
     }
+    cli_warn_cluster(c, cluster);
     return 0;
 }

@@ -403,6 +403,10 @@ TEST(docs_formats_cluster)
     f->overhead = stats3();
     for (int l = 0; l < SC_LINK_N; l++)
         f->link[l] = f->link_p2p[l] = f->host[l] = stats3();
+    f->n_failed = 1; /* written past a failed gate with --force */
+    snprintf(f->failed[0], sizeof f->failed[0],
+             "gemm.json: compute fp32 (gemm sizes): points 1 distinct sizes for 2 parameters "
+             "(need 4) (limit 4)");
     snprintf(path, sizeof path, "%s/calibrated.json", sc_test_tmpdir());
     REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
     sc_cluster back;
