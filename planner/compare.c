@@ -49,6 +49,17 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
     if (!st && strcmp(meas->source, "exec"))
         st = sc_err(err, SC_EINVAL, "%s: source: \"%s\" is not a measurement", measured_file,
                     meas->source);
+    /* an error relative to a step of zero is no error ("+0.0%"): refuse */
+    if (!st && !(meas->step_time_s > 0))
+        st = sc_err(err, SC_EINVAL,
+                    "%s: step_time_s: %g: a measured step of zero cannot be compared (rerun "
+                    "stagecraft exec)",
+                    measured_file, meas->step_time_s);
+    if (!st && meas->n_steps > 0 && !(meas->step_median_s > 0))
+        st = sc_err(err, SC_EINVAL,
+                    "%s: steps.median_s: %g: a measured step of zero cannot be compared (rerun "
+                    "stagecraft exec)",
+                    measured_file, meas->step_median_s);
     char dg[17];
     if (!st && meas->plan_digest[0] && !sc_plan_file_digest(plan_file, dg, err) &&
         strcmp(dg, meas->plan_digest))

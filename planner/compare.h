@@ -7,6 +7,9 @@
  * optimizer, send_f, send_b, tp_allreduce, dp_* as present in both); each
  * rank's busy time (its compute-stream ops). Errors are predicted/measured
  * - 1; MAPEs are the means of their absolute values over kinds and ranks.
+ * A measurement whose step time is zero (step_time_s, or steps.median_s
+ * when recorded) is refused (SC_EINVAL naming the file): an error against
+ * it means nothing. One without step_time_s never loads (timeline.h).
  * Ownership: sc_comparison_free.
  */
 #ifndef SC_COMPARE_H

@@ -935,3 +935,33 @@ TEST(calibrate_gate_timelines)
     edited(d, "fastb.json", edit_fast_backward);
     refused(d, "fastb.json", "bound", "at its");
 }
+
+static void edit_no_step(cJSON *t) { cJSON_DeleteItemFromObject(t, "step_time_s"); }
+static void edit_zero_median(cJSON *t)
+{
+    add_steps(t, 0.01, 1);
+    set_num(cJSON_GetObjectItem(t, "steps"), "median_s", 0);
+}
+
+/* compare refuses a measurement with a step of zero or none: one line
+ * naming the file, exit 2 (it once reported "+0.0%"). */
+TEST(compare_refuses_zero_step)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_measurement(d) == 0);
+    edited(d, "zero.json", edit_zero_step);
+    edited(d, "none.json", edit_no_step);
+    edited(d, "zmed.json", edit_zero_median);
+    char out[1 << 14], bin[4096];
+    REQUIRE(realpath(sc_test_bin(), bin));
+    static const char *const files[] = {"zero.json", "none.json", "zmed.json"};
+    static const char *const says[] = {"zero.json: step_time_s: 0: a measured step of zero",
+                                       "none.json: step_time_s", "zmed.json: steps.median_s: 0"};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json %s 2>&1", d, bin,
+                                files[i]), 2);
+        CHECK_STR_HAS(out, says[i]);
+        CHECK(strchr(out, '\n') == out + strlen(out) - 1); /* one line */
+    }
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json", d, bin), 0);
+}
