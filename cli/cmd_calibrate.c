@@ -242,8 +242,16 @@ int cmd_compare(int argc, char **argv)
         printf("%-14s %14s %14s %9s\n", "", "predicted us", "measured us", "error");
         printf("%-14s %14s %14s %+8.1f%%", "step", cli_us(cmp->pred_step, b[0]),
                cli_us(cmp->meas_step, b[1]), 100 * cmp->step_err);
-        if (cmp->interval > 0)
-            printf("   (95%% interval ± %s us)", cli_us(cmp->interval, b[2]));
+        if (cmp->interval > 0 || cmp->meas_spread >= 0) {
+            printf("   (95%% interval");
+            if (cmp->interval > 0)
+                printf(" ± %s us predicted", cli_us(cmp->interval, b[2]));
+            if (cmp->meas_spread >= 0)
+                printf("%s ± %s us measured: %d steps spread %.1f%%",
+                       cmp->interval > 0 ? "," : "", cli_us(cmp->meas_interval, b[3]),
+                       cmp->meas_steps, 100 * cmp->meas_spread);
+            printf(")");
+        }
         printf("\n");
         for (int i = 0; i < cmp->n_kinds; i++)
             printf("%-14s %14s %14s %+8.1f%%   (%d ops)\n", cmp->kinds[i].name,

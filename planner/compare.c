@@ -92,6 +92,12 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
         cmp->meas_step = meas->step_time_s;
         cmp->step_err = cmp->meas_step > 0 ? cmp->pred_step / cmp->meas_step - 1 : 0;
         cmp->interval = sc_step_interval(r, &c, m->dtype);
+        cmp->meas_spread = meas->n_steps > 0 && meas->step_spread >= 0 ? meas->step_spread : -1;
+        cmp->meas_steps = meas->n_steps;
+        cmp->meas_interval = cmp->meas_spread > 0
+                                 ? 1.96 * 1.2533 * cmp->meas_spread * cmp->meas_step /
+                                       (1.349 * sqrt((double)meas->n_steps))
+                                 : 0;
         double ps[SC_OP_KIND_N] = {0}, ms[SC_OP_KIND_N] = {0};
         int pn[SC_OP_KIND_N] = {0}, mn[SC_OP_KIND_N] = {0};
         const sc_timeline *tl[2] = {r->timeline, meas};
@@ -155,6 +161,10 @@ cJSON *sc_comparison_json(const sc_comparison *c)
     sc_jadd_num(s, "error", c->step_err, &oom);
     if (c->interval > 0)
         sc_jadd_num(s, "interval_s", c->interval, &oom);
+    if (c->meas_spread >= 0) {
+        sc_jadd_num(s, "measured_spread", c->meas_spread, &oom);
+        sc_jadd_num(s, "measured_interval_s", c->meas_interval, &oom);
+    }
     cJSON *k = sc_jadd_arr(j, "kinds", &oom);
     for (int i = 0; i < c->n_kinds && !oom; i++) {
         cJSON *o = sc_jpush_obj(k, &oom);
