@@ -22,7 +22,8 @@ static void calibrate_help(void)
            "squares. Writes C with the fitted values, their standard errors, R², MAPE and\n"
            "provenance. --date fixes the recorded date (default: now, UTC).\n\n"
            "Quality gates: every fit needs %d distinct points per parameter, R² >= %.2f, no\n"
-           "parameter at a limit of its fit and a MAPE <= %.0f%% (host fits %.0f%%); every\n"
+           "parameter at a limit of its fit and a MAPE <= %.0f%% (links %.0f%%, host fits\n"
+           "%.0f%%); every\n"
            "measured timeline a step spread <= %.0f%%, settled steps, and ops inside the\n"
            "step, of non-negative length, in the plan's range and in its lowered order.\n"
            "A failed gate writes nothing and exits 4, naming the file, the fit, the gate,\n"
@@ -30,7 +31,7 @@ static void calibrate_help(void)
            "gate in the cluster (efficiency.fits.gates_failed); sim, plan and whatif then\n"
            "warn whenever they use it.\n",
            SC_CALIB_POINTS_PER_PARAM, SC_CALIB_R2_FLOOR, 100 * SC_CALIB_MAPE_CEILING,
-           100 * SC_CALIB_HOST_MAPE_CEILING, 100 * SC_CALIB_SPREAD_CEILING);
+           100 * SC_CALIB_LINK_MAPE_CEILING, 100 * SC_CALIB_HOST_MAPE_CEILING, 100 * SC_CALIB_SPREAD_CEILING);
 }
 
 static cJSON *report_json(const sc_calib_report *rep, const char *out, int written)

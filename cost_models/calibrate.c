@@ -657,7 +657,7 @@ static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_cal
     char files[160];
     file_list(pts, fi, n, files, sizeof files);
     fit_gates(rep, what, files, distinct(key, key2, n), 2, "sizes", f->r2, f->mape,
-              SC_CALIB_MAPE_CEILING, "bench over at least 4 sizes (--sizes 64K:16M:4)",
+              SC_CALIB_LINK_MAPE_CEILING, "bench over at least 4 sizes (--sizes 128K:4M:2)",
               "the times do not follow alpha + size/beta: bench over the sizes the plans "
               "send, on a quiet machine (the spread column)");
     bound_gate(rep, what, files, "link share (beta / nominal)", f->b / nominal, 1e-4, INFINITY,

@@ -152,9 +152,17 @@ typedef struct sc_calib_host {
  *           and the overhead near 0 mean "too small to measure at these
  *           sizes".
  *   mape    the fit's MAPE over its own points <= SC_CALIB_MAPE_CEILING
- *           (10%; host fits SC_CALIB_HOST_MAPE_CEILING): the accuracy target
- *           is 10% per held-out plan, which a fit that misses its own points
- *           by more on average cannot meet.
+ *           (10%) for the compute fits: the accuracy target is 10% per
+ *           held-out plan, which a fit that misses its own points by more on
+ *           average cannot meet. Link fits <= SC_CALIB_LINK_MAPE_CEILING
+ *           (15%): alpha + size/beta idealizes transports that change
+ *           protocol with the size (Open MPI's shared memory between 64 and
+ *           128 KiB); on this project's machine the fits kept reached
+ *           4.7-13%, the ones that deserved refusal (sweeps across the
+ *           protocol switch, benches in another job's burst) 18-42%; a link
+ *           fit moves a step by its error times the step's exposed
+ *           communication share. Host fits <= SC_CALIB_HOST_MAPE_CEILING
+ *           (20%: the gaps are a few tens of microseconds each).
  * Input gates (each measured timeline):
  *   spread  steps.spread (relative interquartile range of the measured
  *           steps) <= SC_CALIB_SPREAD_CEILING (5%, the MAPE target: a
@@ -173,6 +181,7 @@ typedef struct sc_calib_host {
 #define SC_CALIB_POINTS_PER_PARAM 2
 #define SC_CALIB_R2_FLOOR 0.90
 #define SC_CALIB_MAPE_CEILING 0.10
+#define SC_CALIB_LINK_MAPE_CEILING 0.15
 #define SC_CALIB_HOST_MAPE_CEILING 0.20
 #define SC_CALIB_SPREAD_CEILING 0.05
 
