@@ -126,7 +126,8 @@ static void print_summary(const char *plan, const char *out, const sc_exec_summa
                 "%d %s (tolerance %.3g%%; their spread %.1f%%); the file says so, and calibrate "
                 "will refuse it\n",
                 sum->runs, sum->steps,
-                sum->stable == 0 ? "still moved" : "could not be judged (fewer than twice as many steps)",
+                sum->stable == 0 ? "still moved"
+                                 : "could not be judged (fewer than twice as many steps)",
                 100 * sum->tolerance, 100 * sum->spread);
     if (sum->tolerance > 0 && sum->stable == 0)
         fprintf(stderr, "stagecraft exec: the median moved %.1f%% between the last two windows "

@@ -835,7 +835,8 @@ static void fit_host(ctx *c, sc_cluster *out, sc_calib_report *rep)
             snprintf(gw, sizeof gw, "%s host time", lname[l]);
             int sized0 = bmax > bmin * (1 + 1e-9);
             fit_gates(rep, gw, files, n, 1, "gaps", sized0 && sst > 0 ? 1 - ssr / sst : NAN,
-                      mape, SC_CALIB_HOST_MAPE_CEILING, "exec a pipeline plan with more microbatches",
+                      mape, SC_CALIB_HOST_MAPE_CEILING,
+                      "exec a pipeline plan with more microbatches",
                       "the gaps after sends do not grow with the bytes sent: rerun exec on a "
                       "quiet machine");
             bound_gate(rep, gw, files, "host time per byte", h, -INFINITY, 1e-6,

@@ -779,8 +779,9 @@ void sc_bench_print(const sc_bench_result *r, FILE *f)
                 r->max_iters);
     fprintf(f, "\n");
     if (r->prov.present && (r->prov.blas[0] || r->prov.cuda_device[0]))
-        fprintf(f, "on %s; %s%s%s%s%s\n", r->prov.cuda_device[0] ? r->prov.cuda_device : r->prov.cpu,
-                r->prov.blas, r->prov.blas_core[0] ? ", kernel " : "", r->prov.blas_core,
+        fprintf(f, "on %s; %s%s%s%s%s\n",
+                r->prov.cuda_device[0] ? r->prov.cuda_device : r->prov.cpu, r->prov.blas,
+                r->prov.blas_core[0] ? ", kernel " : "", r->prov.blas_core,
                 r->prov.mixed[0] ? "; ranks differ: " : "", r->prov.mixed);
     char sp[32];
     if (r->op == SC_BENCH_GEMM) {

@@ -394,17 +394,16 @@ static sc_status timeline_gates(reader *x, const sc_lowered *lw, const sc_step_c
         for (int i = 0; i < t->ranks[r].n_ops; i++) {
             const sc_tl_op *o = &t->ranks[r].ops[i];
             const char *kn = sc_op_kind_name((sc_op_kind)o->kind);
-            if (o->start < -tol || o->end > t->step_time_s + tol || o->start > t->step_time_s + tol) {
-                if (!outside++) {
-                    first_out = kn;
-                    snprintf(where_out, sizeof where_out, "ranks[%d].ops[%d]", r, i);
-                }
+            if ((o->start < -tol || o->end > t->step_time_s + tol) && !outside++) {
+                first_out = kn;
+                snprintf(where_out, sizeof where_out, "ranks[%d].ops[%d]", r, i);
             }
             int stage_max = o->kind == SC_OP_OPTIMIZER ? cfg->pp : S;
             if ((o->stage < 0 || o->stage >= stage_max || o->chunk < -1 || o->chunk >= cfg->v ||
                  o->mb < -1 || o->mb >= cfg->m) && !wrong++)
-                snprintf(where_bad, sizeof where_bad, ": ranks[%d].ops[%d] %s stage %d chunk %d mb %d",
-                         r, i, kn, o->stage, o->chunk, o->mb);
+                snprintf(where_bad, sizeof where_bad,
+                         ": ranks[%d].ops[%d] %s stage %d chunk %d mb %d", r, i, kn, o->stage,
+                         o->chunk, o->mb);
         }
     if (!st && !(t->step_time_s > 0))
         st = in_gate(x, file, ops, "inside", t->step_time_s, 0, 1, rerun_exec,
