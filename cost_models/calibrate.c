@@ -134,8 +134,8 @@ void sc_calib_gate_line(const sc_calib_gate *g, char *buf, size_t cap)
 
 /* The gates every fit gets: points, R² (unless r2 is NaN), MAPE. */
 static void fit_gates(sc_calib_report *rep, const char *what, const char *files, int distinct,
-                      int params, const char *unit, double r2, double mape, double mape_max,
-                      const char *fix_points, const char *fix_fit)
+                      int params, const char *unit, double r2, const char *mape_of, double mape,
+                      double mape_max, const char *fix_points, const char *fix_fit)
 {
     int need = SC_CALIB_POINTS_PER_PARAM * params;
     gate(rep, what, files, "points", distinct, need, distinct < need, fix_points,
@@ -145,7 +145,7 @@ static void fit_gates(sc_calib_report *rep, const char *what, const char *files,
         gate(rep, what, files, "r2", r2, SC_CALIB_R2_FLOOR, !(r2 >= SC_CALIB_R2_FLOOR), fix_fit,
              "R² %.4f (floor %.2f)", r2, SC_CALIB_R2_FLOOR);
     gate(rep, what, files, "mape", mape, mape_max, !(mape <= mape_max), fix_fit,
-         "MAPE %.1f%% (ceiling %.0f%%)", 100 * mape, 100 * mape_max);
+         "MAPE %.1f%%%s (ceiling %.0f%%)", 100 * mape, mape_of, 100 * mape_max);
 }
 
 /* A parameter at a limit of its fit (relative tolerance 1e-3). */
@@ -153,7 +153,9 @@ static void bound_gate(sc_calib_report *rep, const char *what, const char *files
                        const char *param, double v, double lo, double hi, const char *fix)
 {
     int at_lo = v <= lo * (1 + 1e-3), at_hi = v >= hi * (1 - 1e-3);
-    gate(rep, what, files, "bound", v, at_lo ? lo : hi, at_lo || at_hi, fix,
+    /* the limit it is at, else the nearer finite one */
+    double lim = at_lo ? lo : at_hi ? hi : isfinite(hi) && (!isfinite(lo) || hi - v < v - lo) ? hi : lo;
+    gate(rep, what, files, "bound", v, lim, at_lo || at_hi, fix,
          "%s %.4g%s", param, v,
          at_lo ? " at its lower limit" : at_hi ? " at its upper limit" : " inside its limits");
 }
@@ -411,9 +413,9 @@ static void compute_gates(ctx *c, sc_calib_report *rep, const double *pred, cons
         stats g = point_stats(pred, meas, ngemm);
         const char *fix = "the GEMM times do not follow one efficiency curve: rerun bench gemm "
                           "on a quiet machine (its spread column) over the shapes the plans run";
-        fit_gates(rep, what, files, distinct(key, key2, ngemm), 2, "sizes", g.r2, g.mape,
+        fit_gates(rep, what, files, distinct(key, key2, ngemm), 2, "sizes", g.r2, "", g.mape,
                   SC_CALIB_MAPE_CEILING,
-                  "bench gemm over more distinct sizes, small to large (--sizes 32:1024:2)", fix);
+                  "bench gemm over more distinct sizes, small to large (--sizes 128:1024:2)", fix);
         bound_gate(rep, what, files, "eff_max (of the nominal peak)", e->eff_max[c->dt], EFF_LO,
                    EFF_HI, "eff_max ended at a limit: check gpu.peak_flops and the bench's "
                    "provenance (kernel, threads)");
@@ -428,7 +430,7 @@ static void compute_gates(ctx *c, sc_calib_report *rep, const double *pred, cons
                           "ran one BLAS kernel (provenance), rerun exec on a quiet machine, or "
                           "exec another plan";
         fit_gates(rep, what, files, distinct(pred0, NULL, nops), ngemm > 0 ? 3 : 4, "op points",
-                  o.r2, o.mape, SC_CALIB_MAPE_CEILING,
+                  o.r2, "", o.mape, SC_CALIB_MAPE_CEILING,
                   "exec another plan (another m or mbs, more pipeline stages): a point is one "
                   "op kind of one stage of one plan", fix);
         bound_gate(rep, what, files, "backward factor", e->bwd_factor, BWD_LO, BWD_HI, fix);
@@ -656,7 +658,7 @@ static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_cal
     }
     char files[160];
     file_list(pts, fi, n, files, sizeof files);
-    fit_gates(rep, what, files, distinct(key, key2, n), 2, "sizes", f->r2, f->mape,
+    fit_gates(rep, what, files, distinct(key, key2, n), 2, "sizes", f->r2, "", f->mape,
               SC_CALIB_LINK_MAPE_CEILING, "bench over at least 4 sizes (--sizes 128K:4M:2)",
               "the times do not follow alpha + size/beta: bench over the sizes the plans "
               "send, on a quiet machine (the spread column)");
@@ -834,8 +836,32 @@ static void fit_host(ctx *c, sc_cluster *out, sc_calib_report *rep)
             sc_free(fi);
             snprintf(gw, sizeof gw, "%s host time", lname[l]);
             int sized0 = bmax > bmin * (1 + 1e-9);
+            /* judged on each rank's host time per step: its gaps summed */
+            double gm = 0;
+            int ng = 0;
+            for (int i = 0; i < c->pts->n_host; i++) {
+                const sc_calib_host *q = &c->pts->host[i];
+                int first = q->link == l;
+                for (int j = 0; first && j < i; j++)
+                    first = !(c->pts->host[j].link == l && c->pts->host[j].file == q->file &&
+                              c->pts->host[j].rank == q->rank);
+                if (!first)
+                    continue;
+                double g = 0, b = 0;
+                for (int j = i; j < c->pts->n_host; j++)
+                    if (c->pts->host[j].link == l && c->pts->host[j].file == q->file &&
+                        c->pts->host[j].rank == q->rank) {
+                        g += c->pts->host[j].gap;
+                        b += c->pts->host[j].bytes;
+                    }
+                if (g > 0) {
+                    gm += fabs(h * b / g - 1);
+                    ng++;
+                }
+            }
+            gm = ng ? gm / ng : 0;
             fit_gates(rep, gw, files, n, 1, "gaps", sized0 && sst > 0 ? 1 - ssr / sst : NAN,
-                      mape, SC_CALIB_HOST_MAPE_CEILING,
+                      " of each rank's host time per step", gm, SC_CALIB_HOST_MAPE_CEILING,
                       "exec a pipeline plan with more microbatches",
                       "the gaps after sends do not grow with the bytes sent: rerun exec on a "
                       "quiet machine");

@@ -299,7 +299,7 @@ static sc_status host_points(reader *x, const sc_lowered *lw, const sc_step_cfg 
             if (prev && sends > 0 && !waited && ready <= prev->end && sent > 0 &&
                 peer_node >= 0) {
                 sc_calib_host h = {peer_node != rk->node ? SC_LINK_INTER : SC_LINK_INTRA, sent,
-                                   fmax(0, cur->start - prev->end), x->file};
+                                   fmax(0, cur->start - prev->end), x->file, r};
                 st = push_host(x, h, file, err);
             }
             prev = cur;

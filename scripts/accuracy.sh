@@ -51,7 +51,7 @@ else:
     c['gpus_per_node'] = 2
 json.dump(c, open('cpu.json', 'w'), indent=1)"
 benches() { # SUFFIX: the three benches, into bench_OP.SUFFIX
-  "$sc" bench gemm --sizes 32:1024:2 -o "bench_gemm.$1" >/dev/null
+  "$sc" bench gemm --sizes 128:1024:2 -o "bench_gemm.$1" >/dev/null
   run2 "$sc" bench allreduce --sizes $sizes -o "bench_allreduce.$1" >/dev/null
   run2 "$sc" bench p2p --sizes $sizes -o "bench_p2p.$1" >/dev/null
 }

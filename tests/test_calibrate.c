@@ -449,7 +449,7 @@ TEST(calibrate_fit_points_alone)
         link[i] = (sc_calib_link){SC_LINK_INTRA, SC_CALIB_ALLREDUCE, 4, bytes,
                                   6 * 3e-6 + 2 * 3.0 / 4 * bytes / 2.5e9, -1};
     for (int i = 0; i < 5; i++)
-        host[i] = (sc_calib_host){SC_LINK_INTER, 1e5 * (i + 1), 5e-9 * 1e5 * (i + 1), -1};
+        host[i] = (sc_calib_host){SC_LINK_INTER, 1e5 * (i + 1), 5e-9 * 1e5 * (i + 1), -1, 0};
     sc_calib_points pts = {.dtype = (sc_dtype)-1, .n_link = 7, .link = link, .n_host = 5,
                            .host = host};
     sc_calib_report rep;
