@@ -7,7 +7,8 @@
  * "Exit codes" of docs/commands.md). Errors print one line
  * "stagecraft: MESSAGE" on stderr (the message names the file and the JSON
  * path). main() checks that standard output was written (CLI_EXIT_IO
- * otherwise, with "stagecraft: stdout: write error: REASON").
+ * otherwise, with "stagecraft: stdout: write error: REASON"). A calibration
+ * refused by its quality gates (SC_EGATE) exits CLI_EXIT_FIT (4).
  */
 #ifndef SC_CLI_H
 #define SC_CLI_H
@@ -46,7 +47,7 @@ enum {
     CLI_EXIT_IO = 3,         /* I/O or system error: a file that cannot be read, created
                                 or written, standard output, a device runtime (CUDA,
                                 NCCL, MPI) or a rank that failed or timed out */
-    CLI_EXIT_FIT = 4,        /* reserved: a fit refused by calibration's quality gate */
+    CLI_EXIT_FIT = 4,        /* a fit refused by calibration's quality gates (SC_EGATE) */
     CLI_EXIT_INFEASIBLE = 5, /* the configuration cannot run: it does not fit in device
                                 memory, or no configuration fits or matches */
 };
@@ -57,6 +58,11 @@ enum {
 int cli_exit_code(sc_status st);
 /* Prints the error and returns cli_exit_code of its status. */
 int cli_fail(const sc_error *err);
+/* One warning line on stderr when c was calibrated with --force past failed
+ * quality gates (efficiency.fits.gates_failed): its predictions may be far
+ * off. what names where it came from (a file or preset name). */
+struct sc_cluster;
+void cli_warn_cluster(const struct sc_cluster *c, const char *what);
 /* Prints "stagecraft CMD: MESSAGE" and "try 'stagecraft CMD --help'"; returns
  * CLI_EXIT_USAGE (2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -31,7 +31,12 @@ static void usage(FILE *f)
             "                     items (default 128:1024:2 on cpu, 256:16384:2 on cuda)\n"
             "  --dtype D          fp32, tf32, fp16, bf16, fp8 (default fp32 on cpu, bf16 on\n"
             "                     cuda; the cpu backend runs everything in fp32)\n"
-            "  --iters N          timed iterations per size (default 20)\n"
+            "  --iters N          timed iterations per block (default 20)\n"
+            "  --tolerance T      repeat blocks of N iterations until the median of the last\n"
+            "                     block is within T (relative) of the block's before it\n"
+            "                     (default 0.02; 0: one block)\n"
+            "  --max-iters M      at most M timed iterations per size (default 5 x N); a\n"
+            "                     size that has not settled by then is reported as too noisy\n"
             "  --warmup W         untimed iterations first (default 3)\n"
             "  --timeout S        seconds to wait for a peer before giving up (default 120)\n"
             "  -o, --output FILE  write the results (stagecraft.bench/1) on rank 0, whole or\n"
@@ -86,7 +91,8 @@ static int opt_double(int quiet, const char *opt, const char *s, double lo, doub
 
 int cmd_bench(int argc, char **argv)
 {
-    enum { O_BACKEND = 1000, O_SIZES, O_DTYPE, O_ITERS, O_WARMUP, O_TIMEOUT, O_JSON };
+    enum { O_BACKEND = 1000, O_SIZES, O_DTYPE, O_ITERS, O_WARMUP, O_TIMEOUT, O_JSON, O_TOL,
+           O_MAXIT };
     static const struct option opts[] = {{"backend", required_argument, NULL, O_BACKEND},
                                          {"sizes", required_argument, NULL, O_SIZES},
                                          {"dtype", required_argument, NULL, O_DTYPE},
@@ -94,12 +100,14 @@ int cmd_bench(int argc, char **argv)
                                          {"warmup", required_argument, NULL, O_WARMUP},
                                          {"timeout", required_argument, NULL, O_TIMEOUT},
                                          {"json", no_argument, NULL, O_JSON},
+                                         {"tolerance", required_argument, NULL, O_TOL},
+                                         {"max-iters", required_argument, NULL, O_MAXIT},
                                          {"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *backend = "cpu", *sizes = NULL, *dtype = NULL, *out = NULL;
-    long iters = 20, warmup = 3;
-    double timeout = 120;
+    long iters = 20, warmup = 3, max_iters = 0;
+    double timeout = 120, tolerance = 0.02;
     int json = 0, ch, quiet = launcher_rank() != 0;
     optind = 0;
     opterr = 0;
@@ -120,6 +128,14 @@ int cmd_bench(int argc, char **argv)
             if (opt_double(quiet, "--timeout", optarg, 0.001, 86400, &timeout))
                 return 2;
             break;
+        case O_TOL:
+            if (opt_double(quiet, "--tolerance", optarg, 0, 1, &tolerance))
+                return 2;
+            break;
+        case O_MAXIT:
+            if (opt_long(quiet, "--max-iters", optarg, 1, 10000000, &max_iters))
+                return 2;
+            break;
         case O_JSON: json = 1; break;
         case 'o': out = optarg; break;
         case 'h':
@@ -130,6 +146,10 @@ int cmd_bench(int argc, char **argv)
             return USAGE("unknown option or missing value '%s'", argv[optind - 1]);
         }
     }
+    if (max_iters == 0)
+        max_iters = 5 * iters;
+    if (max_iters < iters)
+        return USAGE("--max-iters %ld is below --iters %ld", max_iters, iters);
     if (optind >= argc)
         return USAGE("missing OP (gemm, p2p, allreduce, allgather, reducescatter)");
     int op = sc_bench_op_parse(argv[optind]);
@@ -160,6 +180,7 @@ int cmd_bench(int argc, char **argv)
     }
     sc_bench_opts o = {.op = (sc_bench_op)op, .dtype = (sc_dtype)dt, .sizes = pts,
                        .n_sizes = npts, .iters = (int)iters, .warmup = (int)warmup,
+                       .tolerance = tolerance, .max_iters = (int)max_iters,
                        .timeout_s = timeout};
     sc_bench_result *r = NULL;
     int rank = sc_bench_rank(b), size = sc_bench_nranks(b);
@@ -180,6 +201,8 @@ int cmd_bench(int argc, char **argv)
     } else if (rank == 0) {
         if (out && (st = sc_bench_save(r, out, &err)))
             rc = cli_fail(&err);
+        double worst;
+        int bad = sc_bench_unstable(r, &worst);
         if (out && !strcmp(out, "-")) {
             /* the document went to standard output: nothing else there */
         } else if (json) {
@@ -192,6 +215,11 @@ int cmd_bench(int argc, char **argv)
                 printf("wrote %s\n", out);
         }
         fflush(stdout);
+        if (bad && ((out && !strcmp(out, "-")) || json))
+            fprintf(stderr,
+                    "stagecraft bench: too noisy: %d of %d sizes did not settle in %d "
+                    "iterations (median still moving by up to %.1f%%, tolerance %.3g%%)\n",
+                    bad, r->n_rows, r->max_iters, 100 * worst, 100 * r->tolerance);
     }
     sc_bench_result_free(r);
     sc_bench_close(b);

@@ -2,6 +2,7 @@
 #include "calib_points.h"
 #include "calibrate.h"
 #include "cli.h"
+#include "cli_outputs.h"
 #include "compare.h"
 #include "json.h"
 
@@ -13,90 +14,87 @@
 static void calibrate_help(void)
 {
     printf("usage: stagecraft calibrate --cluster C FILE... -o calibrated.json [--date D] "
-           "[--json]\n"
+           "[--force] [--json]\n"
            "Fits cluster C's efficiency parameters to measurements: FILEs are bench results\n"
            "(stagecraft bench -o) and measured timelines (stagecraft exec -o, whose plan must\n"
            "still open). Compute: eff_max, f_half, the per-op overhead and (with measured\n"
            "plans) the HBM efficiency, by GSL nonlinear least squares; links: alpha and beta\n"
            "per link class (and per collective, reported) by GSL weighted linear least\n"
            "squares. Writes C with the fitted values, their standard errors, R², MAPE and\n"
-           "provenance. --date fixes the recorded date (default: now, UTC).\n");
+           "provenance. --date fixes the recorded date (default: now, UTC).\n\n"
+           "Quality gates: every fit needs %d distinct points per parameter, R² >= %.2f, no\n"
+           "parameter at a limit of its fit and a MAPE <= %.0f%% (links %.0f%%, host fits\n"
+           "%.0f%%); every\n"
+           "measured timeline a step spread <= %.0f%%, settled steps, and ops inside the\n"
+           "step, of non-negative length, in the plan's range and in its lowered order.\n"
+           "A failed gate writes nothing and exits 4, naming the file, the fit, the gate,\n"
+           "the figure and what to measure. --force writes anyway and records every failed\n"
+           "gate in the cluster (efficiency.fits.gates_failed); sim, plan and whatif then\n"
+           "warn whenever they use it.\n",
+           SC_CALIB_POINTS_PER_PARAM, SC_CALIB_R2_FLOOR, 100 * SC_CALIB_MAPE_CEILING,
+           100 * SC_CALIB_LINK_MAPE_CEILING, 100 * SC_CALIB_HOST_MAPE_CEILING, 100 * SC_CALIB_SPREAD_CEILING);
 }
 
-int cmd_calibrate(int argc, char **argv)
+static cJSON *report_json(const sc_calib_report *rep, const char *out, int written)
 {
-    static const struct option opts[] = {{"cluster", required_argument, NULL, 'c'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"date", required_argument, NULL, 'd'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *cluster = NULL, *out = NULL, *date = NULL;
-    int json = 0, ch;
-    optind = 0;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'c': cluster = optarg; break;
-        case 'o': out = optarg; break;
-        case 'd': date = optarg; break;
-        case 'j': json = 1; break;
-        case 'h': calibrate_help(); return 0;
-        default:
-            return cli_usage("calibrate", "unknown option or missing value '%s'", argv[optind - 1]);
-        }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "cluster", out);
+    cJSON_AddBoolToObject(j, "written", written);
+    cJSON_AddNumberToObject(j, "files", rep->n_files);
+    cJSON_AddNumberToObject(j, "gemm_points", rep->n_gemm);
+    cJSON_AddNumberToObject(j, "op_points", rep->n_ops);
+    cJSON_AddNumberToObject(j, "comm_points", rep->n_comm);
+    cJSON_AddNumberToObject(j, "op_overhead_s", rep->overhead_s);
+    cJSON_AddNumberToObject(j, "memory_bw", rep->memory_bw);
+    cJSON_AddNumberToObject(j, "bwd_factor", rep->bwd_factor);
+    cJSON *a = cJSON_AddArrayToObject(j, "fits");
+    for (int i = 0; i < rep->n_fits; i++) {
+        const sc_calib_fit *f = &rep->fits[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(a, o);
+        cJSON_AddStringToObject(o, "fit", f->what);
+        cJSON_AddNumberToObject(o, "n", f->n);
+        cJSON_AddNumberToObject(o, "a", f->a);
+        cJSON_AddNumberToObject(o, "a_se", f->se_a);
+        cJSON_AddNumberToObject(o, "b", f->b);
+        cJSON_AddNumberToObject(o, "b_se", f->se_b);
+        cJSON_AddNumberToObject(o, "r2", f->r2);
+        cJSON_AddNumberToObject(o, "mape", f->mape);
+        cJSON_AddNumberToObject(o, "rel_sd", f->rel_sd);
+        if (f->mape_before >= 0)
+            cJSON_AddNumberToObject(o, "mape_before", f->mape_before);
     }
-    if (!cluster || !out)
-        return cli_usage("calibrate", "--cluster and -o are required");
-    if (optind >= argc)
-        return cli_usage("calibrate", "no input files (bench.json, measured.json)");
-    sc_error err = {0};
-    sc_cluster base, res;
-    if (sc_cluster_open(cluster, &base, &err))
-        return cli_fail(&err);
-    sc_calib_report rep;
-    if (sc_calibrate(&base, (const char *const *)argv + optind, argc - optind, date, &res, &rep,
-                     &err) ||
-        sc_cluster_save(&res, out, &err))
-        return cli_fail(&err);
-    if (json) {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "cluster", out);
-        cJSON_AddNumberToObject(j, "files", rep.n_files);
-        cJSON_AddNumberToObject(j, "gemm_points", rep.n_gemm);
-        cJSON_AddNumberToObject(j, "op_points", rep.n_ops);
-        cJSON_AddNumberToObject(j, "comm_points", rep.n_comm);
-        cJSON_AddNumberToObject(j, "op_overhead_s", rep.overhead_s);
-        cJSON_AddNumberToObject(j, "memory_bw", rep.memory_bw);
-        cJSON_AddNumberToObject(j, "bwd_factor", rep.bwd_factor);
-        cJSON *a = cJSON_AddArrayToObject(j, "fits");
-        for (int i = 0; i < rep.n_fits; i++) {
-            const sc_calib_fit *f = &rep.fits[i];
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddItemToArray(a, o);
-            cJSON_AddStringToObject(o, "fit", f->what);
-            cJSON_AddNumberToObject(o, "n", f->n);
-            cJSON_AddNumberToObject(o, "a", f->a);
-            cJSON_AddNumberToObject(o, "a_se", f->se_a);
-            cJSON_AddNumberToObject(o, "b", f->b);
-            cJSON_AddNumberToObject(o, "b_se", f->se_b);
-            cJSON_AddNumberToObject(o, "r2", f->r2);
-            cJSON_AddNumberToObject(o, "mape", f->mape);
-            cJSON_AddNumberToObject(o, "rel_sd", f->rel_sd);
-            if (f->mape_before >= 0)
-                cJSON_AddNumberToObject(o, "mape_before", f->mape_before);
-        }
-        if (rep.notes[0])
-            cJSON_AddStringToObject(j, "notes", rep.notes);
-        return cli_print_json(j);
+    cJSON *g = cJSON_AddArrayToObject(j, "gates");
+    for (int i = 0; i < rep->n_gates; i++) {
+        const sc_calib_gate *q = &rep->gates[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(g, o);
+        cJSON_AddStringToObject(o, "what", q->what);
+        cJSON_AddStringToObject(o, "files", q->files);
+        cJSON_AddStringToObject(o, "gate", q->gate);
+        cJSON_AddNumberToObject(o, "value", q->value);
+        cJSON_AddNumberToObject(o, "limit", q->limit);
+        cJSON_AddStringToObject(o, "figure", q->figure);
+        cJSON_AddBoolToObject(o, "failed", q->failed);
+        if (q->failed)
+            cJSON_AddStringToObject(o, "fix", q->fix);
     }
+    cJSON_AddNumberToObject(j, "gates_failed", rep->n_failed);
+    if (rep->notes[0])
+        cJSON_AddStringToObject(j, "notes", rep->notes);
+    return j;
+}
+
+static void report_text(const sc_calib_report *rep, const sc_cluster *base)
+{
     printf("calibrated %s from %d file%s: %d gemm sizes, %d measured op groups, %d "
            "communication sizes\n\n",
-           base.name, rep.n_files, rep.n_files == 1 ? "" : "s", rep.n_gemm, rep.n_ops, rep.n_comm);
+           base->name, rep->n_files, rep->n_files == 1 ? "" : "s", rep->n_gemm, rep->n_ops,
+           rep->n_comm);
     printf("%-22s %5s %24s %24s %7s %7s %8s\n", "fit", "n", "a ± se", "b ± se", "R²", "MAPE",
            "before");
-    for (int i = 0; i < rep.n_fits; i++) {
-        const sc_calib_fit *f = &rep.fits[i];
+    for (int i = 0; i < rep->n_fits; i++) {
+        const sc_calib_fit *f = &rep->fits[i];
         char a[40], b[40], bf[16] = "";
         if (strstr(f->what, " host")) { /* seconds of the sender per byte sent */
             snprintf(a, sizeof a, "-");
@@ -118,16 +116,89 @@ int cmd_calibrate(int argc, char **argv)
         printf("%-22s %5d %24s %24s %7s %6.1f%% %8s\n", f->what, f->n, a, b, r2, 100 * f->mape,
                bf);
     }
-    if (rep.n_gemm + rep.n_ops > 0)
-        printf("\nper-op overhead %.3g ± %.2g s; HBM efficiency %.3f%s\n", rep.overhead_s,
-               rep.overhead_se, rep.memory_bw,
-               rep.n_ops == 0 ? " (not fitted: no measured plans)"
-               : rep.memory_bw >= 0.999 ? " (at its bound)" : "");
-    if (rep.n_ops > 0)
+    if (rep->n_gemm + rep->n_ops > 0)
+        printf("\nper-op overhead %.3g ± %.2g s; HBM efficiency %.3f%s\n", rep->overhead_s,
+               rep->overhead_se, rep->memory_bw,
+               rep->n_ops == 0 ? " (not fitted: no measured plans)" : "");
+    if (rep->n_ops > 0)
         printf("backward factor %.3f ± %.2g (backward FLOPs' time relative to forward)\n",
-               rep.bwd_factor, rep.bwd_factor_se);
-    if (rep.notes[0])
-        printf("note: %s\n", rep.notes);
+               rep->bwd_factor, rep->bwd_factor_se);
+    if (rep->notes[0])
+        printf("note: %s\n", rep->notes);
+    printf("quality gates: %d judged, %d failed\n", rep->n_gates, rep->n_failed);
+}
+
+/* Every failed gate, one line each on stderr. */
+static void failed_gates(const sc_calib_report *rep, const char *verdict)
+{
+    for (int i = 0; i < rep->n_gates; i++) {
+        const sc_calib_gate *g = &rep->gates[i];
+        if (g->failed)
+            fprintf(stderr, "stagecraft calibrate: %s: %s%s%s: gate %s: %s: %s\n", verdict,
+                    g->files, g->files[0] ? ": " : "", g->what, g->gate, g->figure, g->fix);
+    }
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    static const struct option opts[] = {{"cluster", required_argument, NULL, 'c'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"date", required_argument, NULL, 'd'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *cluster = NULL, *out = NULL, *date = NULL;
+    int json = 0, force = 0, ch;
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': cluster = optarg; break;
+        case 'o': out = optarg; break;
+        case 'd': date = optarg; break;
+        case 'j': json = 1; break;
+        case 'f': force = 1; break;
+        case 'h': calibrate_help(); return 0;
+        default:
+            return cli_usage("calibrate", "unknown option or missing value '%s'", argv[optind - 1]);
+        }
+    }
+    if (!cluster || !out)
+        return cli_usage("calibrate", "--cluster and -o are required");
+    if (optind >= argc)
+        return cli_usage("calibrate", "no input files (bench.json, measured.json)");
+    sc_error err = {0};
+    /* the output must be creatable before any fitting */
+    if (cli_output_check(out, &err))
+        return cli_fail(&err);
+    sc_cluster base, res;
+    if (sc_cluster_open(cluster, &base, &err))
+        return cli_fail(&err);
+    static sc_calib_report rep;
+    sc_status st = sc_calibrate(&base, (const char *const *)argv + optind, argc - optind, date,
+                                force, &res, &rep, &err);
+    if (st == SC_EGATE) {
+        /* refused: the figures, every failed gate, then the refusal */
+        if (json)
+            cli_print_json(report_json(&rep, out, 0));
+        else if (rep.n_fits > 0)
+            report_text(&rep, &base);
+        fflush(stdout);
+        failed_gates(&rep, "refused");
+        return cli_fail(&err);
+    }
+    if (st || sc_cluster_save(&res, out, &err))
+        return cli_fail(&err);
+    if (rep.n_failed > 0)
+        failed_gates(&rep, "written anyway (--force)");
+    if (json)
+        return cli_print_json(report_json(&rep, out, 1));
+    report_text(&rep, &base);
+    if (rep.n_failed > 0)
+        printf("written past %d failed gate%s (--force): efficiency.fits.gates_failed records "
+               "them, and sim, plan and whatif will warn\n",
+               rep.n_failed, rep.n_failed == 1 ? "" : "s");
     printf("wrote %s\n", out);
     return 0;
 }
@@ -176,8 +247,16 @@ int cmd_compare(int argc, char **argv)
         printf("%-14s %14s %14s %9s\n", "", "predicted us", "measured us", "error");
         printf("%-14s %14s %14s %+8.1f%%", "step", cli_us(cmp->pred_step, b[0]),
                cli_us(cmp->meas_step, b[1]), 100 * cmp->step_err);
-        if (cmp->interval > 0)
-            printf("   (95%% interval ± %s us)", cli_us(cmp->interval, b[2]));
+        if (cmp->interval > 0 || cmp->meas_spread >= 0) {
+            printf("   (95%% interval");
+            if (cmp->interval > 0)
+                printf(" ± %s us predicted", cli_us(cmp->interval, b[2]));
+            if (cmp->meas_spread >= 0)
+                printf("%s ± %s us measured: %d steps spread %.1f%%",
+                       cmp->interval > 0 ? "," : "", cli_us(cmp->meas_interval, b[3]),
+                       cmp->meas_steps, 100 * cmp->meas_spread);
+            printf(")");
+        }
         printf("\n");
         for (int i = 0; i < cmp->n_kinds; i++)
             printf("%-14s %14s %14s %+8.1f%%   (%d ops)\n", cmp->kinds[i].name,

@@ -38,7 +38,12 @@ static void help(void)
         "                     thread r on GPU r of this node (fails if fewer are visible),\n"
         "                     host collectives in-process, NCCL between the threads. The\n"
         "                     only mode of --backend cuda in a build without MPI%s\n"
-        "  --steps N          measured steps (default 10)\n"
+        "  --steps N          measured steps the figures are over (default 10)\n"
+        "  --tolerance T      repeat steps until the median of the last N moved at most\n"
+        "                     T (relative) from the median of the N before them (default\n"
+        "                     0.02; 0: exactly N steps)\n"
+        "  --max-steps M      at most M measured steps (default 5 x N); a run that has not\n"
+        "                     settled by then is written anyway and reported as too noisy\n"
         "  --warmup W         warm-up steps before them (default 2)\n"
         "  --timeout S        seconds any wait may take before every rank is aborted\n"
         "                     (default 60): a rank that dies or hangs stops the run\n"
@@ -102,11 +107,30 @@ static void print_summary(const char *plan, const char *out, const sc_exec_summa
     char b[3][32];
     printf("exec %s: %d ranks%s, %s (GEMMs in %s)\n", plan, sum->ranks, mode, sum->device,
            sum->dtype);
-    printf("%d measured steps: median %s us, min %s us, max %s us; %ld ops per step\n",
-           sum->steps, cli_us(sum->median_s, b[0]), cli_us(sum->min_s, b[1]),
-           cli_us(sum->max_s, b[2]), sum->ops_per_step);
+    printf("%d measured steps", sum->steps);
+    if (sum->runs > sum->steps)
+        printf(" (the last of %d)", sum->runs);
+    printf(": median %s us, min %s us, max %s us, spread %.1f%%; %ld ops per step\n",
+           cli_us(sum->median_s, b[0]), cli_us(sum->min_s, b[1]), cli_us(sum->max_s, b[2]),
+           100 * sum->spread, sum->ops_per_step);
+    if (sum->stable == 1)
+        printf("settled: the median moved %.1f%% from the %d steps before (tolerance %.3g%%)\n",
+               100 * sum->drift, sum->steps, 100 * sum->tolerance);
     if (out)
         printf("wrote %s\n", out);
+    fflush(stdout);
+    if (sum->tolerance > 0 && sum->stable != 1)
+        fprintf(stderr,
+                "stagecraft exec: too noisy: after %d measured steps the median of the last "
+                "%d %s (tolerance %.3g%%; their spread %.1f%%); the file says so, and calibrate "
+                "will refuse it\n",
+                sum->runs, sum->steps,
+                sum->stable == 0 ? "still moved"
+                                 : "could not be judged (fewer than twice as many steps)",
+                100 * sum->tolerance, 100 * sum->spread);
+    if (sum->tolerance > 0 && sum->stable == 0)
+        fprintf(stderr, "stagecraft exec: the median moved %.1f%% between the last two windows "
+                "of %d steps\n", 100 * sum->drift, sum->steps);
 }
 
 typedef struct thread_job {
@@ -187,10 +211,11 @@ int cmd_exec(int argc, char **argv)
         {"backend", required_argument, 0, 'b'}, {"steps", required_argument, 0, 'n'},
         {"warmup", required_argument, 0, 'w'},  {"timeout", required_argument, 0, 't'},
         {"no-verify", no_argument, 0, 'V'},     {"help", no_argument, 0, 'h'},
-        {"threads", no_argument, 0, 'T'},       {0, 0, 0, 0}};
+        {"threads", no_argument, 0, 'T'},       {"tolerance", required_argument, 0, 'L'},
+        {"max-steps", required_argument, 0, 'M'}, {0, 0, 0, 0}};
     const char *backend = NULL, *out = NULL;
-    long steps = 10, warmup = 2;
-    double timeout = 60;
+    long steps = 10, warmup = 2, max_steps = 0;
+    double timeout = 60, tolerance = 0.02;
     int verify = 1, threads = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -208,6 +233,14 @@ int cmd_exec(int argc, char **argv)
             break;
         case 't':
             if (cli_double("exec", "--timeout", optarg, 1e-3, 1e6, &timeout))
+                return 2;
+            break;
+        case 'L':
+            if (cli_double("exec", "--tolerance", optarg, 0, 1, &tolerance))
+                return 2;
+            break;
+        case 'M':
+            if (cli_long("exec", "--max-steps", optarg, 1, 10000000, &max_steps))
                 return 2;
             break;
         case 'V':
@@ -244,7 +277,13 @@ int cmd_exec(int argc, char **argv)
     sc_error oerr = {0};
     if ((!wr || !strcmp(wr, "0")) && cli_output_check(out, &oerr))
         return cli_fail(&oerr);
-    sc_exec_opts o = {backend, (int)steps, (int)warmup, timeout, verify, NULL, NULL};
+    if (max_steps == 0)
+        max_steps = 5 * steps;
+    if (max_steps < steps)
+        return cli_usage("exec", "--max-steps %ld is below --steps %ld", max_steps, steps);
+    sc_exec_opts o = {.backend = backend, .steps = (int)steps, .tolerance = tolerance,
+                      .max_steps = (int)max_steps, .warmup = (int)warmup, .timeout_s = timeout,
+                      .verify = verify};
     if (threads && sc_backend_cuda.available)
         return exec_threads(plan, &o, out);
     rank_result r;

@@ -250,6 +250,7 @@ int cmd_sim(int argc, char **argv)
         cfg = pc;
         model = plan->model_source;
         cluster = plan->cluster_source;
+        cli_warn_cluster(&cl, cluster);
     } else {
         int orc = cli_open(model, cluster, nodes, &mod, &cl);
         if (orc)

@@ -239,6 +239,7 @@ int cmd_whatif(int argc, char **argv)
             return cli_usage("whatif", "--cluster: more than %d clusters", SC_WHATIF_MAX_CLUSTERS);
         if (sc_cluster_open(tok, &cs[nc], &err))
             return cli_fail(&err);
+        cli_warn_cluster(&cs[nc], tok);
         for (int i = 0; i < nc; i++)
             if (!strcmp(cs[i].name, cs[nc].name))
                 return cli_usage("whatif", "--cluster: %s is listed twice", cs[nc].name);

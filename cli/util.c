@@ -29,6 +29,8 @@ int cli_exit_code(sc_status st)
     case SC_ENOFIT:
         return CLI_EXIT_INFEASIBLE;
     case SC_ENOMEM:
+    case SC_EGATE: /* a fit refused by a quality gate */
+        return CLI_EXIT_FIT;
     default:
         return CLI_EXIT_INTERNAL;
     }
@@ -38,6 +40,17 @@ int cli_fail(const sc_error *err)
 {
     fprintf(stderr, "stagecraft: %s\n", err->msg[0] ? err->msg : sc_status_name(err->status));
     return cli_exit_code(err->status);
+}
+
+void cli_warn_cluster(const sc_cluster *c, const char *what)
+{
+    const sc_cluster_fits *f = &c->eff.fits;
+    if (!f->present || f->n_failed <= 0)
+        return;
+    fprintf(stderr,
+            "stagecraft: warning: %s (%s) was calibrated with --force past %d failed quality "
+            "gate%s (first: %s): its predictions may be far off\n",
+            what, c->name, f->n_failed, f->n_failed == 1 ? "" : "s", f->failed[0]);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)
@@ -156,6 +169,7 @@ int cli_open(const char *model, const char *cluster, long nodes, sc_model **m, s
         *m = NULL;
         return cli_fail(&err);
     }
+    cli_warn_cluster(c, cluster);
     return 0;
 }
 

@@ -59,7 +59,8 @@ const char *sc_status_name(sc_status s)
 {
     static const char *names[] = {"ok", "out of memory", "invalid value", "parse error",
                                   "i/o error", "not supported", "not found", "CUDA error",
-                                  "NCCL error", "MPI error", "does not fit"};
+                                  "NCCL error", "MPI error", "does not fit",
+                                  "refused by a quality gate"};
     if ((unsigned)s < SC_ARRAY_LEN(names))
         return names[s];
     return "unknown error";

@@ -23,7 +23,8 @@ typedef enum sc_status {
     SC_ECUDA,
     SC_ENCCL,
     SC_EMPI,
-    SC_ENOFIT    /* the work does not fit in device memory */
+    SC_ENOFIT,   /* the work does not fit in device memory */
+    SC_EGATE     /* a fit refused by calibration's quality gates (calibrate.h) */
 } sc_status;
 
 #define SC_ERRMSG_MAX 1024

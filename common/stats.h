@@ -18,4 +18,15 @@
  * (qsort), O(1) extra memory. */
 double sc_median(double *x, size_t n);
 
+/* The q-quantile (0 <= q <= 1) of sorted[0..n) (ascending), interpolated
+ * linearly between order statistics: position q·(n-1), as numpy.quantile's
+ * default and R's type 7. n == 0: NAN. O(1). */
+double sc_quantile(const double *sorted, size_t n, double q);
+
+/* The spread of a set of repeated measurements: their relative
+ * interquartile range (q3 - q1) / median, by sc_quantile. Robust to one
+ * slow outlier, which (max - min) is not. Sorts x IN PLACE. n == 0: NAN;
+ * a median of 0: 0. O(n log n). */
+double sc_spread(double *x, size_t n);
+
 #endif

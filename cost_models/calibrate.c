@@ -11,6 +11,7 @@
 #include <gsl/gsl_multifit_nlinear.h>
 #include <gsl/gsl_vector.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +54,139 @@ int sc_calib_device_matches(const sc_cluster *c, const char *device)
     return strstr(dev, word) != NULL;
 }
 
+/* Appends "; TEXT" (or TEXT) to the report's notes. */
+static void add_note(sc_calib_report *rep, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_note(sc_calib_report *rep, const char *fmt, ...)
+{
+    if (!rep)
+        return;
+    size_t len = strlen(rep->notes);
+    if (len + 3 >= sizeof rep->notes)
+        return;
+    if (len) {
+        memcpy(rep->notes + len, "; ", 3);
+        len += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->notes + len, sizeof rep->notes - len, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- gates --------------------------------------------------------------------------- */
+
+/* The distinct names of files[idx[0..n)] (an index out of range is skipped),
+ * comma-separated, in first-seen order. */
+static void file_list(const sc_calib_points *pts, const int *idx, int n, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && pts->files; i++) {
+        int f = idx[i], seen = 0;
+        if (f < 0 || f >= pts->n_files)
+            continue;
+        for (int k = 0; k < i && !seen; k++)
+            seen = idx[k] == f;
+        if (seen)
+            continue;
+        int w = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", pts->files[f]);
+        if (w < 0 || (size_t)w >= cap - len) {
+            out[len] = '\0';
+            break;
+        }
+        len += (size_t)w;
+    }
+}
+
+/* Records one verdict in rep (when there is room). */
+static void gate(sc_calib_report *rep, const char *what, const char *files, const char *name,
+                 double value, double limit, int failed, const char *fix, const char *fmt, ...)
+    __attribute__((format(printf, 9, 10)));
+static void gate(sc_calib_report *rep, const char *what, const char *files, const char *name,
+                 double value, double limit, int failed, const char *fix, const char *fmt, ...)
+{
+    if (rep->n_gates >= SC_CALIB_MAX_GATES) {
+        rep->n_failed += failed;
+        return;
+    }
+    sc_calib_gate *g = &rep->gates[rep->n_gates++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->what, sizeof g->what, "%s", what);
+    snprintf(g->files, sizeof g->files, "%s", files ? files : "");
+    snprintf(g->gate, sizeof g->gate, "%s", name);
+    g->value = value;
+    g->limit = limit;
+    g->failed = failed;
+    snprintf(g->fix, sizeof g->fix, "%s", fix);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->figure, sizeof g->figure, fmt, ap);
+    va_end(ap);
+    rep->n_failed += failed;
+}
+
+void sc_calib_gate_line(const sc_calib_gate *g, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s%s%s: %s %s (limit %.4g)", g->files, g->files[0] ? ": " : "",
+             g->what, g->gate, g->figure, g->limit);
+}
+
+/* The gates every fit gets: points, R² (unless r2 is NaN), MAPE. */
+static void fit_gates(sc_calib_report *rep, const char *what, const char *files, int distinct,
+                      int params, const char *unit, double r2, const char *mape_of, double mape,
+                      double mape_max, const char *fix_points, const char *fix_fit)
+{
+    int need = SC_CALIB_POINTS_PER_PARAM * params;
+    gate(rep, what, files, "points", distinct, need, distinct < need, fix_points,
+         "%d distinct %s for %d parameter%s (need %d)", distinct, unit, params,
+         params == 1 ? "" : "s", need);
+    if (!isnan(r2))
+        gate(rep, what, files, "r2", r2, SC_CALIB_R2_FLOOR, !(r2 >= SC_CALIB_R2_FLOOR), fix_fit,
+             "R² %.4f (floor %.2f)", r2, SC_CALIB_R2_FLOOR);
+    gate(rep, what, files, "mape", mape, mape_max, !(mape <= mape_max), fix_fit,
+         "MAPE %.1f%%%s (ceiling %.0f%%)", 100 * mape, mape_of, 100 * mape_max);
+}
+
+/* A parameter at a limit of its fit (relative tolerance 1e-3). */
+static void bound_gate(sc_calib_report *rep, const char *what, const char *files,
+                       const char *param, double v, double lo, double hi, const char *fix)
+{
+    int at_lo = v <= lo * (1 + 1e-3), at_hi = v >= hi * (1 - 1e-3);
+    /* the limit it is at, else the nearer finite one */
+    double lim = at_lo ? lo : at_hi ? hi : isfinite(hi) && (!isfinite(lo) || hi - v < v - lo) ? hi : lo;
+    gate(rep, what, files, "bound", v, lim, at_lo || at_hi, fix,
+         "%s %.4g%s", param, v,
+         at_lo ? " at its lower limit" : at_hi ? " at its upper limit" : " inside its limits");
+}
+
+/* Distinct pairs (u[i], v[i]) of n (each compared with a relative
+ * tolerance of 1e-9; v may be NULL). O(n^2). */
+static int same(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b)); }
+static int distinct(const double *u, const double *v, int n)
+{
+    int d = 0;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = same(u[i], u[k]) && (!v || same(v[i], v[k]));
+        d += !seen;
+    }
+    return d;
+}
+
 /* ---- the compute fit ---------------------------------------------------------------- */
 
-static double logistic(double v) { return 1 / (1 + exp(-v)); }
-static double logit(double p) { return log(p / (1 - p)); }
+/* The range each fitted parameter is held in (through its transform,
+ * below). The efficiencies may pass 1 during the fit: a device that beats
+ * its nominal figure (a CPU core's turbo clock above /proc/cpuinfo's MHz)
+ * raises that figure afterwards (fit_compute), as a link faster than
+ * nominal does (fit_links). A fit that ends at one of these limits found
+ * no value the data supports: the "bound" gate refuses it. */
+#define EFF_LO 1e-4
+#define EFF_HI 100.0
+#define BWD_LO 0.1
+#define BWD_HI 10.0
 
 /* Which parameters a stage of the fit varies, in x order. */
 enum { P_EFF = 1, P_FHALF = 2, P_OVH = 4, P_MEM = 8, P_BWD = 16 };
@@ -68,15 +198,15 @@ static void trial_cluster(const ctx *c, const double *x, sc_cluster *out)
     *out = c->cur;
     int i = 0;
     if (c->active & P_EFF)
-        out->eff.eff_max[c->dt] = fmin(1, fmax(1e-4, logistic(x[i++])));
+        out->eff.eff_max[c->dt] = fmin(EFF_HI, fmax(EFF_LO, exp(x[i++])));
     if (c->active & P_FHALF)
         out->eff.f_half[c->dt] = exp(x[i++]);
     if (c->active & P_OVH)
         out->eff.op_overhead_s = exp(x[i++]);
     if (c->active & P_MEM)
-        out->eff.memory_bw = fmin(1, fmax(1e-4, logistic(x[i++])));
+        out->eff.memory_bw = fmin(EFF_HI, fmax(EFF_LO, exp(x[i++])));
     if (c->active & P_BWD)
-        out->eff.bwd_factor = fmin(10, fmax(0.1, exp(x[i++])));
+        out->eff.bwd_factor = fmin(BWD_HI, fmax(BWD_LO, exp(x[i++])));
 }
 
 /* Predictions of every compute point under cluster cl; 0 or -1 (a stage
@@ -183,13 +313,13 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
     double x0[5];
     const sc_cluster_eff *e0 = &c->cur.eff;
     if (active & P_EFF)
-        x0[p++] = logit(fmin(0.999, fmax(1e-3, e0->eff_max[c->dt])));
+        x0[p++] = log(fmin(1, fmax(1e-3, e0->eff_max[c->dt])));
     if (active & P_FHALF)
         x0[p++] = log(fmax(1.0, e0->f_half[c->dt]));
     if (active & P_OVH)
         x0[p++] = log(fmax(1e-9, e0->op_overhead_s));
     if (active & P_MEM)
-        x0[p++] = logit(fmin(0.999, fmax(1e-3, e0->memory_bw)));
+        x0[p++] = log(fmin(1, fmax(1e-3, e0->memory_bw)));
     if (active & P_BWD)
         x0[p++] = log(e0->bwd_factor > 0 ? e0->bwd_factor : 1);
     if (c->nidx < p + 1)
@@ -239,8 +369,8 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
                        : bit == P_OVH   ? cl.eff.op_overhead_s
                        : bit == P_MEM   ? cl.eff.memory_bw
                                         : cl.eff.bwd_factor;
-            /* delta method through the transform */
-            se[i] = bit == P_EFF || bit == P_MEM ? v * (1 - v) * sx : v * sx;
+            /* delta method through the transform (every one is exp) */
+            se[i] = v * sx;
             i++;
         }
         c->cur = cl;
@@ -249,6 +379,68 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
     gsl_multifit_nlinear_free(w);
     gsl_matrix_free(cov);
     return st;
+}
+
+/* The gates of the compute fit (calibrate.h), on the fitted estimate c->cur
+ * before any nominal figure is raised: the gemm sizes (eff_max, f_half) and
+ * the measured ops (overhead, HBM efficiency, backward factor, and eff_max
+ * without gemm sizes) each on their own points. pred: every compute point
+ * under c->cur; pred0: the op points under the input cluster. */
+static void compute_gates(ctx *c, sc_calib_report *rep, const double *pred, const double *meas,
+                          const double *pred0)
+{
+    const sc_calib_points *pts = c->pts;
+    int ngemm = pts->n_gemm, nops = pts->n_ops;
+    char what[48], files[160];
+    int *fi = sc_malloc(sizeof(int) * (size_t)(ngemm > nops ? ngemm : nops) + 1);
+    size_t most = (size_t)(ngemm > nops ? ngemm : nops) + 1;
+    double *key = sc_malloc(sizeof(double) * 2 * most), *key2 = key ? key + most : NULL;
+    if (!fi || !key) {
+        sc_free(fi);
+        sc_free(key);
+        gate(rep, "compute", "", "points", 0, 0, 1, "", "out of memory judging the fit");
+        return;
+    }
+    const sc_cluster_eff *e = &c->cur.eff;
+    if (ngemm > 0) {
+        snprintf(what, sizeof what, "compute %s (gemm sizes)", sc_dtype_name(c->dt));
+        for (int i = 0; i < ngemm; i++) {
+            fi[i] = pts->gemm[i].file;
+            key[i] = pts->gemm[i].flop; /* a size: its FLOPs and bytes */
+            key2[i] = pts->gemm[i].bytes;
+        }
+        file_list(pts, fi, ngemm, files, sizeof files);
+        stats g = point_stats(pred, meas, ngemm);
+        const char *fix = "the GEMM times do not follow one efficiency curve: rerun bench gemm "
+                          "on a quiet machine (its spread column) over the shapes the plans run";
+        fit_gates(rep, what, files, distinct(key, key2, ngemm), 2, "sizes", g.r2, "", g.mape,
+                  SC_CALIB_MAPE_CEILING,
+                  "bench gemm over more distinct sizes, small to large (--sizes 128:1024:2)", fix);
+        bound_gate(rep, what, files, "eff_max (of the nominal peak)", e->eff_max[c->dt], EFF_LO,
+                   EFF_HI, "eff_max ended at a limit: check gpu.peak_flops and the bench's "
+                   "provenance (kernel, threads)");
+    }
+    if (nops > 0) {
+        snprintf(what, sizeof what, "compute %s (measured ops)", sc_dtype_name(c->dt));
+        for (int j = 0; j < nops; j++)
+            fi[j] = pts->ops[j].file;
+        file_list(pts, fi, nops, files, sizeof files);
+        stats o = point_stats(pred + ngemm, meas + ngemm, nops);
+        const char *fix = "the measured ops do not follow the model: check that bench and exec "
+                          "ran one BLAS kernel (provenance), rerun exec on a quiet machine, or "
+                          "exec another plan";
+        fit_gates(rep, what, files, distinct(pred0, NULL, nops), ngemm > 0 ? 3 : 4, "op points",
+                  o.r2, "", o.mape, SC_CALIB_MAPE_CEILING,
+                  "exec another plan (another m or mbs, more pipeline stages): a point is one "
+                  "op kind of one stage of one plan", fix);
+        bound_gate(rep, what, files, "backward factor", e->bwd_factor, BWD_LO, BWD_HI, fix);
+        bound_gate(rep, what, files, "HBM efficiency", e->memory_bw, EFF_LO, EFF_HI, fix);
+        if (!ngemm)
+            bound_gate(rep, what, files, "eff_max (of the nominal peak)", e->eff_max[c->dt],
+                       EFF_LO, EFF_HI, fix);
+    }
+    sc_free(fi);
+    sc_free(key);
 }
 
 /* Two stages, because over times alone the overhead and f_half only ever
@@ -276,6 +468,12 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
     c->cur = *out;
     double before =
         !ok || predict(c, c->base, pred) ? -1 : point_stats(pred, meas, c->ncp).mape;
+    /* the ops' predictions under the input cluster tell distinct op points apart */
+    double *pred0 = ok && nops > 0 ? sc_malloc(sizeof(double) * (size_t)nops) : NULL;
+    if (pred0)
+        memcpy(pred0, pred + ngemm, sizeof(double) * (size_t)nops);
+    else if (ok && nops > 0)
+        st = sc_err(err, SC_ENOMEM, "calibrate: out of memory");
     double se_curve[2] = {0, 0}, se_ops[4] = {0, 0, 0, 0};
     int fitted_mem = 0;
     if (!st && ngemm > 0)
@@ -291,10 +489,31 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         predict(c, &c->cur, pred);
         stats all = point_stats(pred, meas, c->ncp);
         double e = c->cur.eff.eff_max[c->dt], fh = c->cur.eff.f_half[c->dt];
+        double mem = c->cur.eff.memory_bw;
+        compute_gates(c, rep, pred, meas, pred0);
+        /* beyond the nominal figure: raise the figure (the predictions,
+         * which use only peak·eff_max and hbm·memory_bw, stay the same) */
+        if (e > 1) {
+            add_note(rep, "%s: GEMMs reached %.3g FLOP/s, above the nominal peak %.3g FLOP/s; "
+                     "nominal raised", sc_dtype_name(c->dt), out->gpu.peak_flops[c->dt] * e,
+                     out->gpu.peak_flops[c->dt]);
+            out->gpu.peak_flops[c->dt] *= e;
+            se_curve[0] /= e;
+            if (nops > 0 && !ngemm)
+                se_ops[0] /= e;
+            e = 1;
+        }
+        if (fitted_mem && mem > 1) {
+            add_note(rep, "memory passes reached %.3g B/s, above the nominal %.3g B/s; nominal "
+                     "raised", out->gpu.hbm_bytes_per_s * mem, out->gpu.hbm_bytes_per_s);
+            out->gpu.hbm_bytes_per_s *= mem;
+            se_ops[ngemm > 0 ? 1 : 2] /= mem;
+            mem = 1;
+        }
         out->eff.eff_max[c->dt] = e;
         out->eff.f_half[c->dt] = fh;
         out->eff.op_overhead_s = c->cur.eff.op_overhead_s;
-        out->eff.memory_bw = c->cur.eff.memory_bw;
+        out->eff.memory_bw = fmin(1, mem);
         out->eff.bwd_factor = c->cur.eff.bwd_factor;
         out->eff.fits.compute[c->dt] =
             (sc_fit_stats){c->ncp, all.r2, all.mape, all.rel_sd, {se_curve[0], se_curve[1]}};
@@ -322,6 +541,7 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
     sc_free(c->idx);
     sc_free(meas);
     sc_free(pred);
+    sc_free(pred0);
     c->info = NULL;
     c->idx = NULL;
     c->meas = NULL;
@@ -411,6 +631,43 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
     return rc;
 }
 
+/* The gates of a link fit over class l's points of op (-1: every op):
+ * distinct sizes (of each op) for alpha and beta, R², MAPE, and the link
+ * share f->b / nominal at its floor. */
+static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_calib_fit *f,
+                       double nominal, const char *what)
+{
+    const sc_calib_points *pts = c->pts;
+    int n = 0;
+    int *fi = sc_malloc(sizeof(int) * (size_t)pts->n_link + 1);
+    double *key = sc_malloc(sizeof(double) * 2 * ((size_t)pts->n_link + 1));
+    double *key2 = key ? key + pts->n_link + 1 : NULL;
+    if (!fi || !key) {
+        sc_free(fi);
+        sc_free(key);
+        gate(rep, what, "", "points", 0, 0, 1, "", "out of memory judging the fit");
+        return;
+    }
+    for (int i = 0; i < pts->n_link; i++) {
+        const sc_calib_link *q = &pts->link[i];
+        if (q->link != l || (op >= 0 && (int)q->op != op))
+            continue;
+        fi[n] = q->file;
+        key[n] = q->op;
+        key2[n++] = q->bytes;
+    }
+    char files[160];
+    file_list(pts, fi, n, files, sizeof files);
+    fit_gates(rep, what, files, distinct(key, key2, n), 2, "sizes", f->r2, "", f->mape,
+              SC_CALIB_LINK_MAPE_CEILING, "bench over at least 4 sizes (--sizes 128K:4M:2)",
+              "the times do not follow alpha + size/beta: bench over the sizes the plans "
+              "send, on a quiet machine (the spread column)");
+    bound_gate(rep, what, files, "link share (beta / nominal)", f->b / nominal, 1e-4, INFINITY,
+               "the link share ended at its floor: check the bench's sizes and link class");
+    sc_free(fi);
+    sc_free(key);
+}
+
 static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_error *err)
 {
     static const char *const lname[] = {"intra", "inter"};
@@ -470,13 +727,24 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
                 out->inter.nic_bytes_per_s = top / (c->base->inter.nics_per_node > 0
                                                          ? c->base->inter.nics_per_node
                                                          : 1);
-            if (rep) {
-                size_t len = strlen(rep->notes);
-                snprintf(rep->notes + len, sizeof rep->notes - len,
-                         "%s%s: measured %.3g B/s above the nominal %.3g B/s; nominal raised",
-                         len ? "; " : "", lname[l], top, nominal);
-            }
+            add_note(rep, "%s: measured %.3g B/s above the nominal %.3g B/s; nominal raised",
+                     lname[l], top, nominal);
             nominal = top;
+        }
+        char gw[48];
+        int only = -1; /* the one op measured over this class, if one */
+        for (int i = 0; i < c->pts->n_link; i++)
+            if (c->pts->link[i].link == l)
+                only = only < 0 || only == (int)c->pts->link[i].op ? (int)c->pts->link[i].op
+                                                                   : SC_CALIB_COMM_N;
+        snprintf(gw, sizeof gw, "%s links (%s)", lname[l],
+                 from_allreduce ? "allreduce"
+                 : only >= 0 && only < SC_CALIB_COMM_N ? comm_ops[only] : "all pooled");
+        if (rep)
+            link_gates(c, rep, l, from_allreduce ? SC_CALIB_ALLREDUCE : -1, &f, nominal, gw);
+        if (rep && p2p) {
+            snprintf(gw, sizeof gw, "%s links (p2p)", lname[l]);
+            link_gates(c, rep, l, SC_CALIB_P2P, &fp, nominal, gw);
         }
         out->eff.bw_eff[l] = fmin(1, fmax(1e-4, f.b / nominal));
         out->eff.fits.link[l] = (sc_fit_stats){f.n, f.r2, f.mape, f.rel_sd,
@@ -555,6 +823,51 @@ static void fit_host(ctx *c, sc_cluster *out, sc_calib_report *rep)
                 rv += (r - rm) * (r - rm);
             }
         }
+        if (rep) {
+            char gw[48], files[160];
+            int *fi = sc_malloc(sizeof(int) * (size_t)c->pts->n_host + 1), k = 0;
+            for (int i = 0; fi && i < c->pts->n_host; i++)
+                if (c->pts->host[i].link == l)
+                    fi[k++] = c->pts->host[i].file;
+            if (fi)
+                file_list(c->pts, fi, k, files, sizeof files);
+            else
+                files[0] = '\0';
+            sc_free(fi);
+            snprintf(gw, sizeof gw, "%s host time", lname[l]);
+            int sized0 = bmax > bmin * (1 + 1e-9);
+            /* judged on each rank's host time per step: its gaps summed */
+            double gm = 0;
+            int ng = 0;
+            for (int i = 0; i < c->pts->n_host; i++) {
+                const sc_calib_host *q = &c->pts->host[i];
+                int first = q->link == l;
+                for (int j = 0; first && j < i; j++)
+                    first = !(c->pts->host[j].link == l && c->pts->host[j].file == q->file &&
+                              c->pts->host[j].rank == q->rank);
+                if (!first)
+                    continue;
+                double g = 0, b = 0;
+                for (int j = i; j < c->pts->n_host; j++)
+                    if (c->pts->host[j].link == l && c->pts->host[j].file == q->file &&
+                        c->pts->host[j].rank == q->rank) {
+                        g += c->pts->host[j].gap;
+                        b += c->pts->host[j].bytes;
+                    }
+                if (g > 0) {
+                    gm += fabs(h * b / g - 1);
+                    ng++;
+                }
+            }
+            gm = ng ? gm / ng : 0;
+            fit_gates(rep, gw, files, n, 1, "gaps", sized0 && sst > 0 ? 1 - ssr / sst : NAN,
+                      " of each rank's host time per step", gm, SC_CALIB_HOST_MAPE_CEILING,
+                      "exec a pipeline plan with more microbatches",
+                      "the gaps after sends do not grow with the bytes sent: rerun exec on a "
+                      "quiet machine");
+            bound_gate(rep, gw, files, "host time per byte", h, -INFINITY, 1e-6,
+                       "the host time reached its cap: the gaps are not the sender's TCP work");
+        }
         h = fmin(h, 1e-6);
         out->eff.p2p_host_s_per_byte[l] = h;
         double se = n > 1 ? sqrt(ss / (n - 1) / sb) : 0;
@@ -610,15 +923,43 @@ static void check_points(const sc_calib_points *pts)
         assert(pts->host[i].link >= 0 && pts->host[i].link < SC_LINK_N);
 }
 
-sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts,
-                              sc_cluster *out, sc_calib_report *rep, sc_error *err)
+/* The refusal: the first failed gate in full, and how many more. */
+static sc_status refuse(const sc_calib_report *rep, sc_error *err)
 {
-    if (rep)
-        memset(rep, 0, sizeof *rep);
+    const sc_calib_gate *g = NULL;
+    for (int i = 0; i < rep->n_gates && !g; i++)
+        if (rep->gates[i].failed)
+            g = &rep->gates[i];
+    if (!g)
+        return sc_err(err, SC_EGATE, "calibrate: %d quality gates failed", rep->n_failed);
+    int more = rep->n_failed - 1;
+    char tail[96] = "";
+    if (more > 0)
+        snprintf(tail, sizeof tail, " (and %d more failed gate%s)", more, more == 1 ? "" : "s");
+    return sc_err(err, SC_EGATE,
+                  "%s%sfit refused: %s: gate %s: %s: %s%s; nothing written (--force writes "
+                  "anyway and records the failed gates)",
+                  g->files, g->files[0] ? ": " : "", g->what, g->gate, g->figure, g->fix, tail);
+}
+
+sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts, int force,
+                              sc_cluster *out, sc_calib_report *rep_out, sc_error *err)
+{
+    sc_calib_report local, *rep = rep_out ? rep_out : &local;
+    memset(rep, 0, sizeof *rep);
     check_points(pts);
+    for (int i = 0; i < pts->n_in_gates; i++) {
+        const sc_calib_gate *g = &pts->in_gates[i];
+        if (rep->n_gates < SC_CALIB_MAX_GATES)
+            rep->gates[rep->n_gates++] = *g;
+        rep->n_failed += g->failed;
+    }
+    int input_failed = rep->n_failed > 0;
     int ncp = pts->n_gemm + pts->n_ops;
     if (ncp == 0 && pts->n_link == 0)
-        return sc_err(err, SC_EINVAL, "calibrate: the inputs hold no measurements");
+        return input_failed && !force ? refuse(rep, err)
+                                      : sc_err(err, SC_EINVAL,
+                                               "calibrate: the inputs hold no measurements");
     if (ncp > 0 && !((int)pts->dtype >= 0 && (int)pts->dtype < SC_DTYPE_N))
         return sc_err(err, SC_EINVAL, "calibrate: compute points without a dtype");
     if (ncp > 0 && base->gpu.peak_flops[pts->dtype] <= 0)
@@ -634,13 +975,20 @@ sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts
         st = fit_links(&c, &res, rep, err);
     if (!st)
         fit_host(&c, &res, rep);
-    if (rep) {
-        rep->n_gemm = pts->n_gemm;
-        rep->n_ops = pts->n_ops;
-        rep->n_comm = pts->n_link;
-    }
+    rep->n_gemm = pts->n_gemm;
+    rep->n_ops = pts->n_ops;
+    rep->n_comm = pts->n_link;
+    /* a fit that cannot run on inputs that failed a gate: the input is why */
+    if (st && st != SC_ENOMEM && input_failed && !force)
+        return refuse(rep, err);
     if (st)
         return st;
+    if (rep->n_failed > 0 && !force)
+        return refuse(rep, err);
+    for (int i = 0; i < rep->n_gates && res.eff.fits.n_failed < SC_CLUSTER_MAX_GATES; i++)
+        if (rep->gates[i].failed)
+            sc_calib_gate_line(&rep->gates[i], res.eff.fits.failed[res.eff.fits.n_failed++],
+                               SC_CLUSTER_GATE_LEN);
     *out = res;
     return SC_OK;
 }

@@ -148,7 +148,7 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
 {
     static const char *const keys[] = {"date",      "inputs",    "compute",    "op_overhead",
                                        "intra",     "inter",     "intra_p2p",  "inter_p2p",
-                                       "intra_host", "inter_host", NULL};
+                                       "intra_host", "inter_host", "gates_failed", NULL};
     static const char *const ikeys[] = {"file", "digest", NULL};
     const char *date;
     const cJSON *inputs, *comp, *x;
@@ -198,6 +198,25 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
                 (x && (st = read_stats(x, file, path, link_fit(f, k, l), err))))
                 return st;
         }
+    const cJSON *gates;
+    if ((st = sc_json_arr(o, file, "efficiency.fits", "gates_failed", 0, &gates, err)))
+        return st;
+    if (gates && cJSON_GetArraySize(gates) > SC_CLUSTER_MAX_GATES)
+        return sc_err(err, SC_EINVAL, "%s: efficiency.fits.gates_failed: more than %d", file,
+                      SC_CLUSTER_MAX_GATES);
+    for (const cJSON *g = gates ? gates->child : NULL; g; g = g->next) {
+        const char *v = cJSON_IsString(g) ? g->valuestring : NULL;
+        size_t n = v ? strlen(v) : 0;
+        int ctl = 0;
+        for (size_t i = 0; i < n; i++)
+            ctl |= (unsigned char)v[i] < 0x20;
+        if (!v || n == 0 || n >= SC_CLUSTER_GATE_LEN || ctl)
+            return sc_err(err, SC_EINVAL,
+                          "%s: efficiency.fits.gates_failed[%d]: want a one-line string of 1 to "
+                          "%d characters",
+                          file, f->n_failed, SC_CLUSTER_GATE_LEN - 1);
+        copy_str(f->failed[f->n_failed++], sizeof f->failed[0], v);
+    }
     f->present = 1;
     return SC_OK;
 }
@@ -238,6 +257,11 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
             snprintf(key, sizeof key, "%s%s", link_keys[l], link_fit_sfx[k]);
             add_stats(o, key, link_fit_c(f, k, l), oom);
         }
+    if (f->n_failed > 0) {
+        cJSON *g = sc_jadd_arr(o, "gates_failed", oom);
+        for (int i = 0; g && i < f->n_failed; i++)
+            sc_jpush_str(g, f->failed[i], oom);
+    }
 }
 
 static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)
@@ -494,6 +518,13 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
                       "%s: inter: %d nodes need a network (nics_per_node >= 1 and "
                       "nic_bytes_per_s > 0)",
                       file, c->nodes);
+    const sc_cluster_fits *f = &c->eff.fits;
+    if (f->n_failed < 0 || f->n_failed > SC_CLUSTER_MAX_GATES || (f->n_failed && !f->present))
+        return sc_err(err, SC_EINVAL, "%s: efficiency.fits.gates_failed: %d entries (0 to %d, "
+                      "with fits)", file, f->n_failed, SC_CLUSTER_MAX_GATES);
+    for (int i = 0; i < f->n_failed; i++)
+        if (!f->failed[i][0])
+            return sc_err(err, SC_EINVAL, "%s: efficiency.fits.gates_failed[%d]: empty", file, i);
     return SC_OK;
 }
 
@@ -645,6 +676,9 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         eq = !strcmp(fa->date, fb->date) && fa->n_inputs == fb->n_inputs;
         for (int i = 0; eq && i < fa->n_inputs; i++)
             eq = !strcmp(fa->input[i], fb->input[i]) && !strcmp(fa->digest[i], fb->digest[i]);
+        eq = eq && fa->n_failed == fb->n_failed;
+        for (int i = 0; eq && i < fa->n_failed; i++)
+            eq = !strcmp(fa->failed[i], fb->failed[i]);
         enum { NS = SC_DTYPE_N + 1 + 3 * SC_LINK_N };
         const sc_fit_stats *sa[NS], *sb[NS];
         for (int d = 0; d < SC_DTYPE_N; d++) {

@@ -49,7 +49,11 @@
  *                      compute: { DTYPE: STATS }, op_overhead: STATS,
  *                      intra: STATS, inter: STATS,
  *                      intra_p2p: STATS, inter_p2p: STATS,
- *                      intra_host: STATS, inter_host: STATS (optional) } }
+ *                      intra_host: STATS, inter_host: STATS (optional),
+ *                      gates_failed: [ "FIT: GATE FIGURE (LIMIT)", ... ] (optional:
+ *                        the quality gates calibrate --force wrote past;
+ *                        sim, plan and whatif warn when they use such a
+ *                        cluster) } }
  *                    with STATS = { n, r2, mape, rel_sd, se: [a, b] }
  *
  * Compute efficiency of a call of F FLOPs: eff(F) = eff_max * F / (F + f_half)
@@ -94,6 +98,8 @@ typedef struct sc_fit_stats {
 } sc_fit_stats;
 
 #define SC_CLUSTER_MAX_INPUTS 16
+#define SC_CLUSTER_MAX_GATES 16     /* failed quality gates a file records */
+#define SC_CLUSTER_GATE_LEN 160     /* characters of one, with the NUL */
 
 /* What calibration fitted and from what (stagecraft calibrate). */
 typedef struct sc_cluster_fits {
@@ -107,6 +113,8 @@ typedef struct sc_cluster_fits {
     sc_fit_stats link[SC_LINK_N];
     sc_fit_stats link_p2p[SC_LINK_N];     /* "intra_p2p", "inter_p2p" (optional) */
     sc_fit_stats host[SC_LINK_N];         /* "intra_host", "inter_host" (optional) */
+    int n_failed;                          /* "gates_failed" (optional): what --force */
+    char failed[SC_CLUSTER_MAX_GATES][SC_CLUSTER_GATE_LEN]; /* wrote past, one line each */
 } sc_cluster_fits;
 
 typedef struct sc_cluster_eff {

@@ -70,6 +70,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "model.h" /* sc_dtype */
+#include "provenance.h"
 #include "sc.h"
 
 typedef struct sc_bk sc_bk;         /* a backend context: one rank's device */
@@ -114,6 +115,12 @@ typedef struct sc_backend {
     sc_dtype (*compute_dtype)(const sc_bk *bk, sc_dtype want);
     /* One line: "OpenBLAS sgemm fp32, 1 thread" or "NVIDIA H200 (sm_90)". */
     const char *(*device_name)(const sc_bk *bk);
+    /* What this rank runs on (traces/provenance.h): the host's CPU and
+     * environment (sc_backend_host_provenance), and the backend's own
+     * libraries: OpenBLAS's config, kernel and threads and the MPI library
+     * on the CPU; cuBLAS, NCCL, the device, driver and runtime on CUDA.
+     * Local: no communication. */
+    void (*provenance)(sc_bk *bk, sc_provenance *out);
 
     /* ---- memory (compute stream) -------------------------------------------- */
     /* bytes may be 0 (a valid empty buffer). Contents undefined until filled.
@@ -124,6 +131,14 @@ typedef struct sc_backend {
     /* Fills b[0..bytes) with the pattern sc_backend_pattern(seed, i): the same
      * bytes on every backend, so checksums compare across ranks and backends. */
     sc_status (*fill)(sc_bk *bk, sc_dbuf *b, size_t bytes, uint64_t seed, sc_error *err);
+    /* Fills the first count elements of b, in compute_dtype(dt), with
+     * sc_backend_uniform(seed, i) rounded to that dtype: values uniform in
+     * [-1, 1), finite and normal, the well-scaled inputs GEMM and collective
+     * benchmarks use (the bytes of fill() hold NaN, Inf and denormal
+     * floats, which some BLAS kernels run 10-15x slower). SC_EINVAL when
+     * count elements do not fit in b. */
+    sc_status (*fill_uniform)(sc_bk *bk, sc_dbuf *b, size_t count, sc_dtype dt, uint64_t seed,
+                              sc_error *err);
     /* FNV-1a 64 of b[0..bytes) after the compute queued so far (synchronous:
      * waits for the compute stream; O(bytes) on the host). */
     sc_status (*checksum)(sc_bk *bk, const sc_dbuf *b, size_t bytes, uint64_t *out,
@@ -243,6 +258,26 @@ static inline uint8_t sc_backend_pattern(uint64_t seed, uint64_t i)
 {
     return (uint8_t)(sc_backend_pattern_word(seed, i >> 3) >> (8 * (i & 7)));
 }
+/* Element i of fill_uniform's values for seed: the top 53 bits of the
+ * pattern word of (seed, i) scaled to [-1, 1). */
+static inline double sc_backend_uniform(uint64_t seed, uint64_t i)
+{
+    return (double)(sc_backend_pattern_word(seed, i) >> 11) * 0x1p-52 - 1.0;
+}
+
+/* The host's part of a rank's provenance (provenance.h): the CPU model
+ * (/proc/cpuinfo), OpenBLAS's config, kernel (openblas_get_corename) and
+ * thread count, and the environment variables of SC_PROVENANCE_ENV that are
+ * set. Never changes the environment. */
+void sc_backend_host_provenance(sc_provenance *out);
+
+/* Collective over the world: every rank's provenance (be->provenance) to
+ * rank 0, which gets its own in *out with `mixed` naming the first rank
+ * whose record conflicts with it (sc_provenance_conflict). Other ranks get
+ * their own. */
+sc_status sc_backend_gather_provenance(const sc_backend *be, sc_bk *bk, double deadline,
+                                       sc_provenance *out, sc_error *err);
+
 /* FNV-1a 64 step over n bytes (start from SC_FNV_INIT). */
 #define SC_FNV_INIT 0xcbf29ce484222325ull
 uint64_t sc_backend_fnv(uint64_t h, const void *p, size_t n);

@@ -135,6 +135,30 @@ static sc_status cpu_fill(sc_bk *bk, sc_dbuf *b, size_t bytes, uint64_t seed, sc
     return SC_OK;
 }
 
+static sc_status cpu_fill_uniform(sc_bk *bk, sc_dbuf *b, size_t count, sc_dtype dt,
+                                  uint64_t seed, sc_error *err)
+{
+    if (count > b->bytes / sizeof(float))
+        return sc_err(err, SC_EINVAL, "cpu: fill of %zu floats into a %zu-byte buffer", count,
+                      b->bytes);
+    for (size_t i = 0; i < count; i++)
+        b->p[i] = (float)sc_backend_uniform(seed, i);
+    return SC_OK;
+}
+
+/* The host's record, and the MPI library's name and version (its first
+ * comma-separated part: "Open MPI v4.1.4"). */
+static void cpu_provenance(sc_bk *bk, sc_provenance *out)
+{
+    sc_backend_host_provenance(out);
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    if (MPI_Get_library_version(v, &len) == MPI_SUCCESS) {
+        v[strcspn(v, ",\n")] = '\0';
+        snprintf(out->mpi, sizeof out->mpi, "%.127s", v);
+    }
+}
+
 static sc_status cpu_checksum(sc_bk *bk, const sc_dbuf *b, size_t bytes, uint64_t *out,
                               sc_error *err)
 {
@@ -482,6 +506,8 @@ const sc_backend sc_backend_cpu = {
     .free = cpu_free,
     .size_of = cpu_size_of,
     .fill = cpu_fill,
+    .fill_uniform = cpu_fill_uniform,
+    .provenance = cpu_provenance,
     .checksum = cpu_checksum,
     .gemm = cpu_gemm,
     .memop = cpu_memop,

@@ -47,6 +47,7 @@
 
 /* backend_cuda.cu */
 int sc_cuda_fill(void *p, size_t bytes, uint64_t seed, void *stream);
+int sc_cuda_fill_uniform(void *p, size_t count, int kind, uint64_t seed, void *stream);
 int sc_cuda_memop(void *dst, const void *src, size_t bytes, void *stream);
 
 /* Return an error naming the rank, the call and its library's reason when
@@ -299,6 +300,56 @@ static sc_status cu_fill(sc_bk *bk, sc_dbuf *b, size_t bytes, uint64_t seed, sc_
                       b->bytes);
     CUDA_TRY((cudaError_t)sc_cuda_fill(b->p, bytes, seed, bk->cs));
     return SC_OK;
+}
+
+static sc_status cu_fill_uniform(sc_bk *bk, sc_dbuf *b, size_t count, sc_dtype dt,
+                                 uint64_t seed, sc_error *err)
+{
+    sc_dtype cdt = cu_dtype(bk, dt);
+    size_t eb = sc_backend_elem_bytes(cdt);
+    if (count > b->bytes / eb)
+        return sc_err(err, SC_EINVAL, "cuda: fill of %zu %s elements into a %zu-byte buffer",
+                      count, sc_dtype_name(cdt), b->bytes);
+    int kind = cdt == SC_FP16 ? 1 : cdt == SC_BF16 ? 2 : 0;
+    CUDA_TRY((cudaError_t)sc_cuda_fill_uniform(b->p, count, kind, seed, bk->cs));
+    return SC_OK;
+}
+
+/* The host's record; cuBLAS instead of OpenBLAS (the GEMMs run there), NCCL,
+ * the device, the driver and the runtime; MPI when it starts the ranks. */
+static void cu_provenance(sc_bk *bk, sc_provenance *out)
+{
+    sc_backend_host_provenance(out);
+    out->blas_core[0] = '\0';
+    out->blas_threads = 0;
+    int v = 0;
+    if (bk->cb && cublasGetVersion(bk->cb, &v) == CUBLAS_STATUS_SUCCESS)
+        snprintf(out->blas, sizeof out->blas, "cuBLAS %d.%d.%d", v / 10000, v / 100 % 100,
+                 v % 100);
+    else
+        out->blas[0] = '\0';
+    if (ncclGetVersion(&v) == ncclSuccess)
+        snprintf(out->nccl, sizeof out->nccl, "NCCL %d.%d.%d", v / 10000, v / 100 % 100,
+                 v % 100);
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, bk->dev) == cudaSuccess)
+        snprintf(out->cuda_device, sizeof out->cuda_device, "%.80s (sm_%d%d, %d SMs, %.0f GiB)",
+                 prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                 (double)prop.totalGlobalMem / (1024.0 * 1024 * 1024));
+    if (cudaDriverGetVersion(&v) == cudaSuccess)
+        snprintf(out->cuda_driver, sizeof out->cuda_driver, "%d.%d", v / 1000, v % 1000 / 10);
+    if (cudaRuntimeGetVersion(&v) == cudaSuccess)
+        snprintf(out->cuda_runtime, sizeof out->cuda_runtime, "%d.%d", v / 1000, v % 1000 / 10);
+#ifdef SC_HAVE_MPI
+    if (!bk->team) {
+        char mv[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        if (MPI_Get_library_version(mv, &len) == MPI_SUCCESS) {
+            mv[strcspn(mv, ",\n")] = '\0';
+            snprintf(out->mpi, sizeof out->mpi, "%.127s", mv);
+        }
+    }
+#endif
 }
 
 static sc_status cu_checksum(sc_bk *bk, const sc_dbuf *b, size_t bytes, uint64_t *out,
@@ -761,6 +812,8 @@ const sc_backend sc_backend_cuda = {
     .free = cu_free,
     .size_of = cu_size_of,
     .fill = cu_fill,
+    .fill_uniform = cu_fill_uniform,
+    .provenance = cu_provenance,
     .checksum = cu_checksum,
     .gemm = cu_gemm,
     .memop = cu_memop,

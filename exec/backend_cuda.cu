@@ -1,6 +1,8 @@
 /* backend_cuda.cu - the CUDA backend's kernels, behind C launchers
  * (backend_cuda.c holds everything else: cuBLAS, NCCL and MPI are C APIs).
  * Built only where nvcc is found. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -19,6 +21,32 @@ __global__ static void fill_k(uint8_t *p, size_t n, uint64_t seed)
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         p[i] = pattern(seed, i);
+}
+
+/* sc_backend_uniform of backend.h: the pattern word's top 53 bits scaled
+ * to [-1, 1). */
+__device__ static double uniform(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 1;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1p-52 - 1.0;
+}
+
+template <typename T> __device__ static T from_double(double v);
+template <> __device__ float from_double<float>(double v) { return (float)v; }
+template <> __device__ __half from_double<__half>(double v) { return __float2half((float)v); }
+template <> __device__ __nv_bfloat16 from_double<__nv_bfloat16>(double v)
+{
+    return __float2bfloat16((float)v);
+}
+
+template <typename T> __global__ static void uniform_k(T *p, size_t n, uint64_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = from_double<T>(uniform(seed, i));
 }
 
 __global__ static void memop_k(float *d, const float *s, size_t n)
@@ -46,5 +74,20 @@ extern "C" int sc_cuda_memop(void *dst, const void *src, size_t bytes, void *str
     size_t n = bytes / 4;
     if (n)
         memop_k<<<blocks(n), 256, 0, (cudaStream_t)stream>>>((float *)dst, (const float *)src, n);
+    return (int)cudaGetLastError();
+}
+
+/* kind: 0 fp32 (and tf32), 1 fp16, 2 bf16. */
+extern "C" int sc_cuda_fill_uniform(void *p, size_t count, int kind, uint64_t seed, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (count == 0)
+        return (int)cudaGetLastError();
+    if (kind == 1)
+        uniform_k<__half><<<blocks(count), 256, 0, s>>>((__half *)p, count, seed);
+    else if (kind == 2)
+        uniform_k<__nv_bfloat16><<<blocks(count), 256, 0, s>>>((__nv_bfloat16 *)p, count, seed);
+    else
+        uniform_k<float><<<blocks(count), 256, 0, s>>>((float *)p, count, seed);
     return (int)cudaGetLastError();
 }

@@ -207,6 +207,17 @@ static sc_status lo_fill(sc_bk *bk, sc_dbuf *b, size_t bytes, uint64_t seed, sc_
         p[i] = sc_backend_pattern(seed, i);
     return SC_OK;
 }
+static sc_status lo_fill_uniform(sc_bk *bk, sc_dbuf *b, size_t count, sc_dtype dt,
+                                 uint64_t seed, sc_error *err)
+{
+    if (count > b->bytes / sizeof(float))
+        return sc_err(err, SC_EINVAL, "cpu: fill of %zu floats into a %zu-byte buffer", count,
+                      b->bytes);
+    for (size_t i = 0; i < count; i++)
+        b->p[i] = (float)sc_backend_uniform(seed, i);
+    return SC_OK;
+}
+static void lo_provenance(sc_bk *bk, sc_provenance *out) { sc_backend_host_provenance(out); }
 static sc_status lo_gemm(sc_bk *bk, sc_dtype dt, int m, int n, int k, int batch,
                          const sc_dbuf *A, const sc_dbuf *B, sc_dbuf *C, sc_error *err)
 {
@@ -244,7 +255,8 @@ static const sc_backend local_cpu = {
     .name = "cpu", .desc = "OpenBLAS sgemm on one rank (no MPI)", .available = 1,
     .init = lo_init, .finalize = lo_finalize, .abort = lo_abort, .rank = lo_rank,
     .size = lo_size, .compute_dtype = lo_dtype, .device_name = lo_device, .alloc = lo_alloc,
-    .free = lo_free, .fill = lo_fill, .gemm = lo_gemm, .sync = lo_sync, .epoch = lo_epoch,
+    .free = lo_free, .fill = lo_fill, .fill_uniform = lo_fill_uniform,
+    .provenance = lo_provenance, .gemm = lo_gemm, .sync = lo_sync, .epoch = lo_epoch,
     .now = lo_now, .ev_new = lo_ev_new, .ev_free = lo_ev_free, .ev_record = lo_ev_record,
     .ev_time = lo_ev_time, .comm_free = lo_comm_free,
 };
@@ -533,6 +545,7 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
 
     sc_dtype cdt = be->compute_dtype(b->bk, o->dtype);
     size_t eb = sc_backend_elem_bytes(cdt);
+    int max_iters = o->max_iters > o->iters ? o->max_iters : o->iters;
     sc_bench_result *r = NULL;
     if (c.rank == 0) {
         r = sc_calloc(1, sizeof *r);
@@ -549,9 +562,16 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
         r->busbw_factor = k->coll < 0 ? 1 : sc_cost_busbw_factor((sc_coll)k->coll, c.size);
         r->iters = o->iters;
         r->warmup = o->warmup;
+        r->tolerance = o->tolerance > 0 ? o->tolerance : -1;
+        r->max_iters = o->tolerance > 0 ? max_iters : 0;
     }
-    double *times = NULL, *all = NULL;
+    double *times = NULL, *all = NULL, *hist = NULL, *tmp = NULL;
     sc_status st = topology(&c, k, r, err);
+    sc_provenance prov;
+    if (!st)
+        st = sc_backend_gather_provenance(be, b->bk, deadline(&c), &prov, err);
+    if (!st && r)
+        r->prov = prov;
 
     /* the largest buffers any size needs */
     size_t a_max = 0, b_max = 0, c_max = 0;
@@ -567,22 +587,26 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
             a_max = (size_t)z->bytes;
         }
     }
+    /* inputs uniform in [-1, 1) (fill_uniform): finite, normal floats, as
+     * the executor's GEMMs and any real training see, never raw bytes */
     if (!st && !(c.A = be->alloc(b->bk, a_max, err)))
         st = err ? err->status : SC_ENOMEM;
     if (!st && k->size == SIZE_DIMS) {
         if (!(c.B = be->alloc(b->bk, b_max, err)) || !(c.C = be->alloc(b->bk, c_max, err)))
             st = err ? err->status : SC_ENOMEM;
         if (!st)
-            st = be->fill(b->bk, c.B, b_max, 2, err);
+            st = be->fill_uniform(b->bk, c.B, b_max / eb, o->dtype, 2, err);
     }
     if (!st)
-        st = be->fill(b->bk, c.A, a_max, 1 + (uint64_t)c.rank, err);
+        st = be->fill_uniform(b->bk, c.A, a_max / eb, o->dtype, 1 + (uint64_t)c.rank, err);
     if (!st && (!(c.e0 = be->ev_new(b->bk, err)) || !(c.e1 = be->ev_new(b->bk, err))))
         st = err ? err->status : SC_ENOMEM;
     if (!st) {
         times = sc_calloc((size_t)o->iters, sizeof *times);
         all = c.rank == 0 ? sc_calloc((size_t)o->iters * c.size, sizeof *all) : NULL;
-        if (!times || (c.rank == 0 && !all))
+        hist = c.rank == 0 ? sc_calloc((size_t)max_iters + o->iters, sizeof *hist) : NULL;
+        tmp = c.rank == 0 ? sc_calloc((size_t)o->iters, sizeof *tmp) : NULL;
+        if (!times || (c.rank == 0 && (!all || !hist || !tmp)))
             st = sc_err(err, SC_ENOMEM, "out of memory");
     }
     if (!st && k->pair)
@@ -593,48 +617,85 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     for (int i = 0; !st && i < o->n_sizes; i++) {
         const sc_bench_point *z = &o->sizes[i];
         iter one = {o->dtype, z, (size_t)z->bytes, 0};
+        size_t elems = 0; /* the elements a reduction sums in place */
         if (k->size == SIZE_PER_RANK) {
             one.count = one.bytes / eb;
             one.bytes = one.count * eb;
+            elems = one.count;
         } else if (k->size == SIZE_ALL_RANKS) {
             one.count = one.bytes / (eb * (size_t)c.size); /* per rank: S is the n-rank buffer */
             one.bytes = one.count * eb * (size_t)c.size;
+            elems = one.count * (size_t)c.size;
         }
+        int reduces = k->coll == SC_COLL_ALLREDUCE || k->coll == SC_COLL_REDUCE_SCATTER;
         size_t bytes = one.bytes;
         if (k->comm && bytes == 0)
             continue; /* smaller than one element per rank: nothing to move */
-        for (int it = -o->warmup; !st && it < o->iters; it++) {
-            double t = 0;
-            if (k->comm) {
-                st = be->epoch(b->bk, err);
+        /* Blocks of iters timed iterations until the median of the last
+         * block is within the tolerance of the block's before it, or
+         * max_iters (bench.h). Rank 0 decides and tells the others. */
+        int nrun = 0, done = 0;
+        double drift = -1;
+        for (int it = -o->warmup; !st && !done;) {
+            for (int q = 0; !st && q < o->iters; it++) {
+                double t = 0;
+                /* a sum in place grows each time (n^iterations): refill so
+                 * every iteration reduces values in [-1, 1) */
+                if (reduces)
+                    st = be->fill_uniform(b->bk, c.A, elems, o->dtype, 1 + (uint64_t)c.rank, err);
+                if (!st && k->comm) {
+                    st = be->epoch(b->bk, err);
+                    if (!st)
+                        st = be->barrier(b->bk, deadline(&c), err);
+                }
                 if (!st)
-                    st = be->barrier(b->bk, deadline(&c), err);
+                    st = k->run(&c, &one, &t, err);
+                if (it >= 0)
+                    times[q++] = t;
             }
             if (st)
                 break;
-            st = k->run(&c, &one, &t, err);
-            if (it >= 0)
-                times[it] = t;
+            size_t len = (size_t)o->iters * sizeof *times;
+            if (c.size > 1)
+                st = be->gather_host(b->bk, times, len, all, 0, deadline(&c), err);
+            else
+                memcpy(all, times, len);
+            if (st)
+                break;
+            if (c.rank == 0) {
+                /* per iteration the slowest rank (p2p: rank 0, the others report 0) */
+                for (int q = 0; q < o->iters; q++) {
+                    double w = all[q];
+                    for (int rr = 1; rr < c.size; rr++)
+                        w = fmax(w, all[(size_t)rr * o->iters + q]);
+                    hist[nrun + q] = w;
+                }
+                nrun += o->iters;
+                if (nrun >= 2 * o->iters) {
+                    memcpy(tmp, hist + nrun - 2 * o->iters, sizeof *tmp * (size_t)o->iters);
+                    double m0 = sc_median(tmp, (size_t)o->iters);
+                    memcpy(tmp, hist + nrun - o->iters, sizeof *tmp * (size_t)o->iters);
+                    double m1 = sc_median(tmp, (size_t)o->iters);
+                    drift = m1 > 0 ? fabs(m1 - m0) / m1 : 0;
+                }
+                done = !(o->tolerance > 0) || nrun + o->iters > max_iters ||
+                       (drift >= 0 && drift <= o->tolerance);
+            }
+            if (c.size > 1)
+                st = be->bcast_host(b->bk, &done, sizeof done, 0, deadline(&c), err);
         }
-        if (st)
-            break;
-        size_t len = (size_t)o->iters * sizeof *times;
-        if (c.size > 1)
-            st = be->gather_host(b->bk, times, len, all, 0, deadline(&c), err);
-        else
-            memcpy(all, times, len);
         if (st || c.rank != 0)
             continue;
-        /* per iteration the slowest rank (p2p: rank 0, the others report 0) */
-        for (int it = 0; it < o->iters; it++)
-            for (int q = 1; q < c.size; q++)
-                if (all[(size_t)q * o->iters + it] > all[it])
-                    all[it] = all[(size_t)q * o->iters + it];
-        double med = sc_median(all, (size_t)o->iters); /* sorts all: all[0] is the minimum */
+        /* the figures of the last block */
+        memcpy(tmp, hist + nrun - o->iters, sizeof *tmp * (size_t)o->iters);
+        double med = sc_median(tmp, (size_t)o->iters); /* sorts tmp: tmp[0] is the minimum */
         sc_bench_row *row = &r->rows[r->n_rows++];
         memset(row, 0, sizeof *row);
         row->time_s = med;
-        row->time_min_s = all[0];
+        row->time_min_s = tmp[0];
+        row->spread = sc_spread(tmp, (size_t)o->iters);
+        row->drift = drift;
+        row->runs = nrun;
         if (k->size == SIZE_DIMS) {
             row->m = z->m, row->n = z->n, row->k = z->k;
             row->flop = 2.0 * z->m * z->n * z->k;
@@ -658,6 +719,8 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     be->free(b->bk, c.C);
     sc_free(times);
     sc_free(all);
+    sc_free(hist);
+    sc_free(tmp);
     if (st) {
         if (err && c.size > 1)
             sc_err_prefix(err, "bench %s: rank %d", opn, c.rank);
@@ -683,6 +746,26 @@ static const char *human_bytes(double v, char *buf, size_t cap)
     return buf;
 }
 
+int sc_bench_unstable(const sc_bench_result *r, double *worst)
+{
+    int n = 0;
+    *worst = 0;
+    for (int i = 0; i < r->n_rows; i++)
+        if (r->tolerance > 0 && r->rows[i].drift > r->tolerance) {
+            n++;
+            *worst = fmax(*worst, r->rows[i].drift);
+        }
+    return n;
+}
+
+static void spread_cell(const sc_bench_row *w, double tol, char *buf, size_t cap)
+{
+    if (w->spread < 0)
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.1f%%%s", 100 * w->spread, tol > 0 && w->drift > tol ? " *" : "");
+}
+
 void sc_bench_print(const sc_bench_result *r, FILE *f)
 {
     fprintf(f, "bench %s on %s (%s), %d rank%s", sc_bench_op_name(r->op), r->backend, r->device,
@@ -693,26 +776,46 @@ void sc_bench_print(const sc_bench_result *r, FILE *f)
     fprintf(f, ", %s", sc_dtype_name(r->dtype));
     if (r->compute_dtype != r->dtype)
         fprintf(f, " (runs as %s)", sc_dtype_name(r->compute_dtype));
-    fprintf(f, ", %d iters after %d warmup\n", r->iters, r->warmup);
+    fprintf(f, ", %d iters after %d warmup", r->iters, r->warmup);
+    if (r->tolerance > 0)
+        fprintf(f, ", repeated until the median moves < %.3g%% (at most %d)", 100 * r->tolerance,
+                r->max_iters);
+    fprintf(f, "\n");
+    if (r->prov.present && (r->prov.blas[0] || r->prov.cuda_device[0]))
+        fprintf(f, "on %s; %s%s%s%s%s\n",
+                r->prov.cuda_device[0] ? r->prov.cuda_device : r->prov.cpu, r->prov.blas,
+                r->prov.blas_core[0] ? ", kernel " : "", r->prov.blas_core,
+                r->prov.mixed[0] ? "; ranks differ: " : "", r->prov.mixed);
+    char sp[32];
     if (r->op == SC_BENCH_GEMM) {
-        fprintf(f, "%7s %7s %7s %14s %14s %12s\n", "m", "n", "k", "median us", "min us",
-                "GFLOP/s");
+        fprintf(f, "%7s %7s %7s %14s %14s %12s %9s\n", "m", "n", "k", "median us", "min us",
+                "GFLOP/s", "spread");
         for (int i = 0; i < r->n_rows; i++) {
             const sc_bench_row *w = &r->rows[i];
-            fprintf(f, "%7d %7d %7d %14.1f %14.1f %12.2f\n", w->m, w->n, w->k, w->time_s * 1e6,
-                    w->time_min_s * 1e6, w->flops / 1e9);
+            spread_cell(w, r->tolerance, sp, sizeof sp);
+            fprintf(f, "%7d %7d %7d %14.1f %14.1f %12.2f %9s\n", w->m, w->n, w->k,
+                    w->time_s * 1e6, w->time_min_s * 1e6, w->flops / 1e9, sp);
         }
-        return;
+    } else {
+        fprintf(f, "%12s %14s %14s %14s %14s %9s\n", "size", "median us", "min us",
+                "algbw GB/s", "busbw GB/s", "spread");
+        for (int i = 0; i < r->n_rows; i++) {
+            const sc_bench_row *w = &r->rows[i];
+            char b[32];
+            spread_cell(w, r->tolerance, sp, sizeof sp);
+            fprintf(f, "%12s %14.1f %14.1f %14.3f %14.3f %9s\n",
+                    human_bytes(w->bytes, b, sizeof b), w->time_s * 1e6, w->time_min_s * 1e6,
+                    w->algbw / 1e9, w->busbw / 1e9, sp);
+        }
+        if (r->op != SC_BENCH_P2P)
+            fprintf(f, "busbw = algbw x %.4g (nccl-tests convention, %d ranks)\n",
+                    r->busbw_factor, r->ranks);
     }
-    fprintf(f, "%12s %14s %14s %14s %14s\n", "size", "median us", "min us", "algbw GB/s",
-            "busbw GB/s");
-    for (int i = 0; i < r->n_rows; i++) {
-        const sc_bench_row *w = &r->rows[i];
-        char b[32];
-        fprintf(f, "%12s %14.1f %14.1f %14.3f %14.3f\n", human_bytes(w->bytes, b, sizeof b),
-                w->time_s * 1e6, w->time_min_s * 1e6, w->algbw / 1e9, w->busbw / 1e9);
-    }
-    if (r->op != SC_BENCH_P2P)
-        fprintf(f, "busbw = algbw x %.4g (nccl-tests convention, %d ranks)\n", r->busbw_factor,
-                r->ranks);
+    double worst;
+    int bad = sc_bench_unstable(r, &worst);
+    if (bad)
+        fprintf(f,
+                "too noisy (*): %d of %d sizes did not settle in %d iterations: their median "
+                "still moved by up to %.1f%% between the last two blocks (tolerance %.3g%%)\n",
+                bad, r->n_rows, r->max_iters, 100 * worst, 100 * r->tolerance);
 }

@@ -27,6 +27,29 @@
  * (n-1)/n), 1 for p2p. Every figure uses the median time (time_s); the
  * minimum (time_min_s) is recorded beside it.
  *
+ * Inputs: GEMM operands and communication buffers hold values uniform in
+ * [-1, 1) (backend fill_uniform), never raw bytes: a random bit pattern
+ * holds NaN, Inf and denormal floats, which OpenBLAS's kernels run 10-15x
+ * slower, and the executor's GEMMs never see them. A reduction in place
+ * (allreduce, reducescatter) is refilled before every iteration, untimed,
+ * so that its sums never grow out of that range.
+ *
+ * Until stable: timed iterations run in blocks of `iters`; after each block
+ * from the second on, the median of the last block is compared with the
+ * median of the block before it, and the sweep moves on when they differ
+ * by at most `tolerance` (relative to the last) or when another block
+ * would pass `max_iters`. The figures of a size (time_s, time_min_s) are
+ * the last block's; beside them the file records that block's spread
+ * (relative interquartile range, sc_spread), the drift of its median
+ * against the block before (|m1 - m0| / m1; -1 with one block) and the
+ * iterations run. A size whose drift stayed above the tolerance was not
+ * stable: sc_bench_print says so and by how much. Every rank runs the same
+ * blocks (rank 0 decides and broadcasts).
+ *
+ * Provenance: every rank's record (backend provenance, traces/provenance.h)
+ * is gathered; the file holds rank 0's, with "mixed" naming a rank whose
+ * hardware or kernel differs.
+ *
  * Topology: ranks are grouped into nodes by host name and network namespace
  * (so ranks of an emulated cluster, scripts/netcluster.sh, land on their
  * own nodes); link = "intra" when every measured rank shares one node, else
@@ -76,8 +99,11 @@ typedef struct sc_bench_opts {
     sc_dtype dtype;
     const sc_bench_point *sizes;
     int n_sizes;
-    int iters;        /* timed iterations per size, >= 1 */
+    int iters;        /* timed iterations per block, >= 1 (see "Until stable") */
     int warmup;       /* untimed iterations first, >= 0 */
+    double tolerance; /* > 0: repeat blocks until the median moves less than this
+                         (relative); 0: one block, as before */
+    int max_iters;    /* at most this many timed iterations per size (>= iters) */
     double timeout_s; /* deadline for each wait on a peer (> 0) */
 } sc_bench_opts;
 
@@ -98,7 +124,11 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
 /* Ends every rank of the run with code (MPI_Abort); never returns. */
 void sc_bench_abort(sc_bench *b, int code) __attribute__((noreturn));
 void sc_bench_close(sc_bench *b);
-/* A readable table (sizes, times in us, GB/s, GFLOP/s). */
+/* How many sizes did not settle (drift above the tolerance); *worst gets
+ * the largest drift among them (0 when none). */
+int sc_bench_unstable(const sc_bench_result *r, double *worst);
+/* A readable table (sizes, times in us, GB/s, GFLOP/s, spread), with a
+ * line saying which sizes were too noisy and by how much. */
 void sc_bench_print(const sc_bench_result *r, FILE *f);
 
 #endif

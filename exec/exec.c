@@ -820,8 +820,10 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
     if (!be)
         return sc_err(err, SC_EINVAL, "exec: unknown backend '%s' (cpu, cuda)",
                       o->backend ? o->backend : "(null)");
-    if (o->steps < 1 || o->warmup < 0 || !(o->timeout_s > 0))
-        return sc_err(err, SC_EINVAL, "exec: need steps >= 1, warmup >= 0 and timeout > 0");
+    if (o->steps < 1 || o->warmup < 0 || !(o->timeout_s > 0) || !(o->tolerance >= 0) ||
+        o->max_steps < 0 || o->max_steps > 10000000)
+        return sc_err(err, SC_EINVAL, "exec: need steps >= 1, warmup >= 0, timeout > 0, "
+                      "tolerance >= 0 and max_steps in [0, 1e7]");
     if (!be->available) {
         sc_bk *dummy;
         return be->init(NULL, &dummy, err);
@@ -900,20 +902,26 @@ typedef struct wire_op {
 
 /* What a measurement holds between its phases; freed by meas_free. */
 typedef struct meas {
-    int R, N, W;
-    rec *all;          /* N steps × per records of this rank */
+    int R, W;
+    int N;             /* measured steps run (the last n are the result) */
+    int n, cap;        /* the window (steps asked for) and the most steps allowed */
+    rec *all;          /* cap steps × per records of this rank */
     int per;           /* records per step */
-    double *span;      /* per measured step: start, end on this rank's clock */
-    double *spans;     /* rank 0: every rank's spans */
-    double *times;     /* rank 0: step times, then step begins on rank 0's clock */
+    double *span;      /* this step: start, end on this rank's clock */
+    double *spans;     /* rank 0: every rank's span of one step */
+    double *times;     /* rank 0: step times */
+    double *begins;    /* rank 0: step begins on rank 0's clock */
     int *counts;       /* rank 0: records per rank */
     int median, maxn;
+    double drift;      /* rank 0: the last window's median against the one before (-1: none) */
     wire_op *mine, *gathered;
+    sc_provenance prov; /* rank 0: its own, and whether the ranks differed */
 } meas;
 
 static void meas_free(meas *g)
 {
-    void *arrs[] = {g->all, g->span, g->spans, g->times, g->counts, g->mine, g->gathered};
+    void *arrs[] = {g->all,    g->span, g->spans, g->times, g->begins,
+                    g->counts, g->mine, g->gathered};
     for (size_t i = 0; i < SC_ARRAY_LEN(arrs); i++)
         sc_free(arrs[i]);
 }
@@ -941,81 +949,124 @@ static sc_status sync_clocks(sc_exec *x, sc_error *err)
     return st;
 }
 
-/* Phase 2: warm-up and measured steps; keeps every measured step's records. */
+/* The median of times[from .. from + n) (a copy is sorted). */
+static double window_median(const double *times, int from, int n, double *tmp)
+{
+    memcpy(tmp, times + from, sizeof(double) * (size_t)n);
+    return sc_median(tmp, (size_t)n);
+}
+
+/* Phase 2: warm-up steps, then measured steps until the median of the last
+ * n moved at most the tolerance from the median of the n before them (each
+ * step from 2n on is judged), or cap steps. After each measured step rank 0
+ * gathers its span from every rank (the step's time: latest end minus
+ * earliest start over ranks, on rank 0's clock), decides and tells the
+ * others: two small collectives between steps, outside any step's time.
+ * Keeps every measured step's records. */
 static sc_status run_steps(sc_exec *x, meas *g, sc_error *err)
 {
+    const sc_backend *be = x->be;
+    int R = g->R;
     g->per = -1;
-    g->span = sc_calloc((size_t)g->N * 2, sizeof(double));
-    if (!g->span)
+    g->drift = -1;
+    g->span = sc_calloc(2, sizeof(double));
+    double *tmp = NULL;
+    if (x->rank == 0) {
+        g->spans = sc_calloc((size_t)R * 2, sizeof(double));
+        g->times = sc_calloc((size_t)g->cap, sizeof(double));
+        g->begins = sc_calloc((size_t)g->cap, sizeof(double));
+        tmp = sc_calloc((size_t)g->n, sizeof(double));
+    }
+    if (!g->span || (x->rank == 0 && (!g->spans || !g->times || !g->begins || !tmp))) {
+        sc_free(tmp);
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    for (int k = 0; k < g->W + g->N; k++) {
+    }
+    sc_status st = SC_OK;
+    int done = 0;
+    for (int k = 0; !st && !done; k++) {
         double t_start = 0;
         x->step = k;
         x->verify_now = x->o.verify && k <= g->W;
-        sc_status st = run_step(x, &t_start, err);
-        if (st)
-            return st;
-        if (k < g->W)
+        st = run_step(x, &t_start, err);
+        if (st || k < g->W)
             continue;
         if (g->per < 0) {
             g->per = x->nrec;
-            g->all = sc_calloc((size_t)g->N * (size_t)(g->per ? g->per : 1), sizeof(rec));
-            if (!g->all)
-                return sc_err(err, SC_ENOMEM, "exec: out of memory");
+            g->all = sc_calloc((size_t)g->cap * (size_t)(g->per ? g->per : 1), sizeof(rec));
+            if (!g->all) {
+                st = sc_err(err, SC_ENOMEM, "exec: out of memory");
+                break;
+            }
         }
-        if (x->nrec != g->per)
-            return sc_err(err, SC_EINVAL, "exec: rank %d: step %d ran %d ops, the first %d",
-                          x->rank, k, x->nrec, g->per);
+        if (x->nrec != g->per) {
+            st = sc_err(err, SC_EINVAL, "exec: rank %d: step %d ran %d ops, the first %d",
+                        x->rank, k, x->nrec, g->per);
+            break;
+        }
+        int j = g->N++;
         double end = t_start;
         for (int r = 0; r < g->per; r++)
             end = maxd(end, x->recs[r].t1);
-        memcpy(g->all + (size_t)(k - g->W) * g->per, x->recs, sizeof(rec) * (size_t)g->per);
-        g->span[2 * (k - g->W)] = t_start;
-        g->span[2 * (k - g->W) + 1] = end;
+        memcpy(g->all + (size_t)j * g->per, x->recs, sizeof(rec) * (size_t)g->per);
+        g->span[0] = t_start;
+        g->span[1] = end;
+        st = be->gather_host(x->bk, g->span, sizeof(double) * 2, g->spans, 0, deadline(x), err);
+        if (st)
+            break;
+        if (x->rank == 0) {
+            double bgn = 1e300, e = -1e300;
+            for (int r = 0; r < R; r++) {
+                bgn = fmin(bgn, g->spans[2 * r] - x->offset[r]);
+                e = fmax(e, g->spans[2 * r + 1] - x->offset[r]);
+            }
+            g->times[j] = e - bgn;
+            g->begins[j] = bgn;
+            int n = g->n, have = g->N;
+            if (x->o.tolerance > 0 && have >= 2 * n) {
+                double m1 = window_median(g->times, have - n, n, tmp);
+                double m0 = window_median(g->times, have - 2 * n, n, tmp);
+                g->drift = m1 > 0 ? fabs(m1 - m0) / m1 : 0;
+            }
+            done = have >= g->cap || (!(x->o.tolerance > 0) && have >= n) ||
+                   (g->drift >= 0 && g->drift <= x->o.tolerance);
+        }
+        st = be->bcast_host(x->bk, &done, sizeof done, 0, deadline(x), err);
     }
-    return SC_OK;
+    sc_free(tmp);
+    return st;
 }
 
-/* Phase 3: rank 0 gathers the spans, takes each step's time as latest end
- * minus earliest start over ranks (on its clock), and picks the median
- * step, which every rank then learns. */
+/* Phase 3 (rank 0): the figures of the last n steps (median, min, max,
+ * spread; the drift of phase 2) and the step kept as the timeline: their
+ * median one (the lower middle), which every rank then learns. */
 static sc_status pick_median(sc_exec *x, meas *g, sc_exec_summary *sum, sc_error *err)
 {
     const sc_backend *be = x->be;
-    int R = g->R, N = g->N;
     if (x->rank == 0) {
-        g->spans = sc_calloc((size_t)R * N * 2, sizeof(double));
-        g->times = sc_calloc((size_t)N * 2, sizeof(double));
-        g->counts = sc_calloc((size_t)R, sizeof(int));
-        if (!g->spans || !g->times || !g->counts) /* others time out in the gather */
+        int n = g->N < g->n ? g->N : g->n, from = g->N - n;
+        double *sorted = sc_calloc((size_t)n, sizeof(double));
+        g->counts = sc_calloc((size_t)g->R, sizeof(int));
+        if (!sorted || !g->counts) { /* the others time out in the broadcast */
+            sc_free(sorted);
             return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    }
-    sc_status st = be->gather_host(x->bk, g->span, sizeof(double) * 2 * N, g->spans, 0,
-                                   deadline(x), err);
-    if (st)
-        return st;
-    if (x->rank == 0) {
-        for (int k = 0; k < N; k++) {
-            double b = 1e300, e = -1e300;
-            for (int r = 0; r < R; r++) {
-                b = fmin(b, g->spans[(size_t)r * 2 * N + 2 * k] - x->offset[r]);
-                e = fmax(e, g->spans[(size_t)r * 2 * N + 2 * k + 1] - x->offset[r]);
-            }
-            g->times[k] = e - b;
-            g->times[N + k] = b; /* begin of step k on rank 0's clock */
         }
-        double *sorted = g->spans; /* reuse */
-        memcpy(sorted, g->times, sizeof(double) * N);
-        sum->median_s = sc_median(sorted, N); /* sorts */
+        memcpy(sorted, g->times + from, sizeof(double) * (size_t)n);
+        sum->median_s = sc_median(sorted, (size_t)n); /* sorts */
         sum->min_s = sorted[0];
-        sum->max_s = sorted[N - 1];
-        /* the step kept as the timeline: the lower middle one */
-        double med = sorted[(N - 1) / 2];
-        for (int k = 0; k < N; k++)
+        sum->max_s = sorted[n - 1];
+        sum->spread = sc_spread(sorted, (size_t)n);
+        double med = sorted[(n - 1) / 2];
+        for (int k = from; k < g->N; k++)
             if (g->times[k] == med) {
                 g->median = k;
                 break;
             }
+        sum->steps = n;
+        sum->runs = g->N;
+        sum->drift = g->drift;
+        sum->tolerance = x->o.tolerance;
+        sum->stable = g->drift < 0 ? -1 : g->drift <= x->o.tolerance;
+        sc_free(sorted);
     }
     return be->bcast_host(x->bk, &g->median, sizeof g->median, 0, deadline(x), err);
 }
@@ -1052,19 +1103,27 @@ static sc_status gather_ops(sc_exec *x, meas *g, sc_error *err)
 static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_exec_summary *sum,
                                 sc_error *err)
 {
-    int R = g->R, N = g->N;
+    int R = g->R;
     sc_timeline *tl = sc_timeline_new(R, "exec", x->model->name, x->cluster.name);
     if (!tl)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
     tl->step_time_s = g->times[g->median];
     snprintf(tl->device, sizeof tl->device, "%s", x->be->device_name(x->bk));
+    tl->prov = g->prov;
     snprintf(tl->plan_file, sizeof tl->plan_file, "%s", x->plan_file);
     sc_status st = sc_plan_file_digest(x->plan_file, tl->plan_digest, err);
-    tl->n_steps = N;
+    tl->n_steps = sum->steps;
     tl->step_median_s = sum->median_s;
     tl->step_min_s = sum->min_s;
     tl->step_max_s = sum->max_s;
-    double b = g->times[N + g->median];
+    tl->step_runs = sum->runs;
+    tl->step_spread = sum->spread;
+    if (sum->tolerance > 0) {
+        tl->step_tolerance = sum->tolerance;
+        tl->step_drift = sum->drift;
+        tl->step_stable = sum->stable;
+    }
+    double b = g->begins[g->median];
     int gpn = x->cluster.gpus_per_node > 0 ? x->cluster.gpus_per_node : 1;
     for (int r = 0; r < R && !st; r++) {
         sc_tl_rank *rk = &tl->ranks[r];
@@ -1093,7 +1152,8 @@ sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
 {
     *must_abort = 1;
     memset(sum, 0, sizeof *sum);
-    meas g = {.R = x->size, .N = x->o.steps, .W = x->o.warmup};
+    meas g = {.R = x->size, .W = x->o.warmup, .n = x->o.steps,
+              .cap = x->o.max_steps > x->o.steps ? x->o.max_steps : x->o.steps};
     sc_status st = sync_clocks(x, err);
     if (!st)
         st = run_steps(x, &g, err);
@@ -1105,13 +1165,14 @@ sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
     st = pick_median(x, &g, sum, err);
     if (!st)
         st = gather_ops(x, &g, err);
+    if (!st)
+        st = sc_backend_gather_provenance(x->be, x->bk, deadline(x), &g.prov, err);
     if (st == SC_EIO)
         st = sc_err(err, SC_EIO,
                     "rank %d: timed out after %g s waiting for the measurement gather from rank %d",
                     x->rank, x->o.timeout_s, x->rank ? 0 : 1);
     if (!st) {
         sum->ranks = g.R;
-        sum->steps = g.N;
         sum->checked = x->checked;
         snprintf(sum->device, sizeof sum->device, "%s", x->be->device_name(x->bk));
         snprintf(sum->dtype, sizeof sum->dtype, "%s", sc_dtype_name(x->cdt));

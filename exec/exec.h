@@ -31,10 +31,17 @@
  * the plan's dtype (GEMM buffers hold fp32; communication moves the
  * modelled byte counts).
  *
- * Measurement: W warm-up steps, then N measured steps, each started by a
+ * Measurement: W warm-up steps, then measured steps, each started by a
  * barrier. Rank 0 aligns every rank's clock (Cristian's algorithm, least
- * round trip of 8 ping-pongs) and keeps the median step's ops; step time =
- * latest op end - earliest step start over ranks.
+ * round trip of 8 ping-pongs); step time = latest op end - earliest step
+ * start over ranks. Until stable: with a tolerance, steps go on until the
+ * median of the last N (steps) moved at most the tolerance from the median
+ * of the N before them (judged after every step from the 2N-th), or
+ * max_steps; without one, N steps. The figures (median, min, max, spread =
+ * relative interquartile range) are over the last N, the timeline is their
+ * median step's ops, and the file records runs, spread, drift, tolerance
+ * and whether it settled (timeline.h "steps"). A run that never settled is
+ * written all the same, saying so: calibration's drift gate refuses it.
  *
  * Faults: every wait polls with a deadline of timeout_s; on timeout the
  * error reads "rank R: timed out after S s waiting for OP (stage s, mb m)
@@ -56,7 +63,10 @@ typedef struct sc_exec sc_exec;
 
 typedef struct sc_exec_opts {
     const char *backend;   /* "cpu" or "cuda" */
-    int steps;             /* measured steps, >= 1 */
+    int steps;             /* measured steps kept (the window), >= 1 */
+    double tolerance;      /* > 0: run until the median of the last `steps` moves at most
+                              this (relative) from the median of the `steps` before them */
+    int max_steps;         /* at most this many measured steps (>= steps) */
     int warmup;            /* warm-up steps, >= 0 */
     double timeout_s;      /* per wait, > 0 */
     int verify;            /* 1: check received activations by checksum */
@@ -65,8 +75,13 @@ typedef struct sc_exec_opts {
 } sc_exec_opts;
 
 typedef struct sc_exec_summary {
-    int ranks, steps;
+    int ranks, steps;      /* steps: the window the figures are over */
+    int runs;              /* measured steps run in all */
     double median_s, min_s, max_s;
+    double spread;         /* (q3 - q1) / median of the window (sc_spread) */
+    double drift;          /* its median against the window before it (-1: not judged) */
+    double tolerance;      /* as asked (0: no repetition) */
+    int stable;            /* drift <= tolerance; -1 not judged */
     long ops_per_step;     /* all ranks together */
     long checked;          /* messages verified by checksum on this rank */
     char device[96];

@@ -9,6 +9,14 @@
 # sim_timeline.json, measured.json, calibrated.json, calibrate.txt and
 # compare_{preset,calibrated}.{txt,json} into $OUT (or the directory given
 # as $1, default ./gpu_check_out).
+#
+# The same gates as on the CPU: bench and exec fill their inputs with
+# uniform values and repeat until their medians settle (or say how noisy
+# the GPU was), every file records the device, driver, cuBLAS and NCCL
+# (provenance), and calibrate judges its fit before writing (a refusal,
+# exit 4, is reported with its gate, figure and fix, and the check goes on
+# with the preset alone). The last lines (verdict.txt) say what passed, what
+# did not and why: the per-kernel errors when the run got that far.
 #   usage: exec/gpu_check.sh [OUTDIR]
 set -u
 cd "$(dirname "$0")/.."
@@ -16,6 +24,12 @@ out=${1:-${OUT:-gpu_check_out}}
 mkdir -p "$out"
 S=bin/stagecraft
 say() { echo "gpu_check: $*"; }
+verdict=()
+note() { verdict+=("$*"); say "$*"; }
+finish() {
+    { echo "gpu_check verdict:"; for v in "${verdict[@]}"; do echo "  - $v"; done; } | tee "$out/verdict.txt"
+    exit "${1:-0}"
+}
 
 # 1. build unless a carried binary already has CUDA
 if ! { [ -x $S ] && $S version 2>/dev/null | grep -q '^CUDA: yes'; }; then
@@ -32,23 +46,40 @@ if $S bench --help >/dev/null 2>&1; then
     # tokens x hidden 2048: qkv, attention out, mlp up, mlp down)
     timeout 120 $S bench gemm --backend cuda --dtype bf16 \
         --sizes 1024,2048,4096,8192,2048x6144x2048,2048x2048x2048,2048x8192x2048,2048x2048x8192 \
-        -o "$out/bench_gemm.json" || say "bench gemm failed or timed out (continuing)"
+        -o "$out/bench_gemm.json" 2>&1 | tee "$out/bench_gemm.txt"
+    if [ -s "$out/bench_gemm.json" ]; then
+        python3 - "$out/bench_gemm.json" <<'PY' || true
+import json, sys
+b = json.load(open(sys.argv[1])); p = b.get("provenance", {})
+print("gpu_check: bench ran on", p.get("cuda_device", "?"), "| driver", p.get("cuda_driver", "?"),
+      "| runtime", p.get("cuda_runtime", "?"), "|", p.get("blas", "?"), "|", p.get("nccl", "?"))
+bad = [r for r in b["results"] if b.get("tolerance", 0) > 0 and r.get("drift", 0) > b["tolerance"]]
+print(f"gpu_check: {len(bad)} of {len(b['results'])} GEMM sizes never settled" if bad else
+      "gpu_check: every GEMM size settled")
+PY
+        grep -q 'too noisy' "$out/bench_gemm.txt" && note "bench gemm: some sizes too noisy (bench_gemm.txt)" \
+            || note "bench gemm: ok"
+    else
+        note "bench gemm failed or timed out: $(grep -m1 '^stagecraft' "$out/bench_gemm.txt" || echo 'see bench_gemm.txt'); no calibration check"
+    fi
 else
-    say "stagecraft bench is not in this build: skipping the GEMM sweep"
+    note "stagecraft bench is not in this build: skipping the GEMM sweep"
 fi
 
 # 3. a one-GPU plan of gpt-1.3b, simulated, then executed
 $S sim --model gpt-1.3b --cluster h200-sxm-1 --dp 1 --tp 1 --pp 1 --microbatches 4 --mbs 1 \
-    --schedule 1f1b -o "$out/plan.json" --timeline "$out/sim_timeline.json" || { say "sim failed"; exit 1; }
+    --schedule 1f1b -o "$out/plan.json" --timeline "$out/sim_timeline.json" || { note "sim failed"; finish 1; }
 run=()
 if command -v mpirun >/dev/null 2>&1; then
     run=(mpirun --allow-run-as-root -np 1)
 fi
 say "exec: ${run[*]:-(no mpirun: singleton MPI)} $S exec ... --backend cuda"
 timeout 240 "${run[@]}" $S exec "$out/plan.json" --backend cuda --steps 5 --warmup 2 \
-    --timeout 120 -o "$out/measured.json"
-rc=$?
-[ $rc -eq 0 ] || { say "exec failed with status $rc"; exit 1; }
+    --timeout 120 -o "$out/measured.json" 2>&1 | tee "$out/exec.txt"
+rc=${PIPESTATUS[0]}
+[ $rc -eq 0 ] || { note "exec failed with status $rc: $(grep -m1 '^stagecraft' "$out/exec.txt" || echo 'see exec.txt')"; finish 1; }
+grep -q 'too noisy' "$out/exec.txt" && note "exec: the GPU's steps did not settle (exec.txt says by how much)" \
+    || note "exec: ok, steps settled"
 python3 - "$out/sim_timeline.json" "$out/measured.json" <<'PY' || true
 import json, sys
 s, m = (json.load(open(f)) for f in sys.argv[1:3])
@@ -60,7 +91,14 @@ PY
 #    the measured step predicted with the preset and with the calibration
 if [ -s "$out/bench_gemm.json" ]; then
     $S calibrate --cluster h200-sxm-1 "$out/bench_gemm.json" -o "$out/calibrated.json" \
-        | tee "$out/calibrate.txt" || say "calibrate failed (continuing)"
+        > "$out/calibrate.txt" 2> "$out/calibrate.err"
+    crc=$?
+    cat "$out/calibrate.txt" "$out/calibrate.err"
+    case $crc in
+        0) note "calibrate: every quality gate passed" ;;
+        4) note "calibrate: refused by its quality gates: $(tail -1 "$out/calibrate.err")" ;;
+        *) note "calibrate failed with status $crc: $(tail -1 "$out/calibrate.err")" ;;
+    esac
     $S compare "$out/plan.json" "$out/measured.json" | tee "$out/compare_preset.txt"
     $S compare "$out/plan.json" "$out/measured.json" --json > "$out/compare_preset.json"
     if [ -s "$out/calibrated.json" ]; then
@@ -69,7 +107,15 @@ if [ -s "$out/bench_gemm.json" ]; then
         $S compare "$out/plan.json" "$out/measured.json" --cluster "$out/calibrated.json" \
             --json > "$out/compare_calibrated.json"
     fi
+    for f in compare_preset compare_calibrated; do
+        [ -s "$out/$f.json" ] || continue
+        note "$f: $(python3 -c "
+import json, sys
+c = json.load(open('$out/$f.json'))
+print(f\"step {c['step']['error']:+.1%}; per kernel: \" + ', '.join(f\"{k['kind']} {k['error']:+.0%}\" for k in c['kinds']))")"
+    done
 else
-    say "no GEMM sweep: skipping the calibration check"
+    note "no GEMM sweep: skipping the calibration check"
 fi
-say "ok: results in $out"
+say "results in $out"
+finish 0

@@ -10,6 +10,7 @@
 #include "timeline.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,11 @@ typedef struct reader {
     sc_calib_points pts;
     int cap_gemm, cap_ops, cap_plans, cap_link, cap_host, cap_open;
     opened *open; /* pts.n_plans of them */
+    sc_provenance prov;    /* the first input's that records one */
+    char prov_file[512];   /* and its name */
+    int file;              /* index of the input being read (the points' file) */
+    sc_calib_gate *gates;  /* input gates judged so far */
+    int n_gates, cap_gates;
 } reader;
 
 /* Room for element n of an array of *cap elements of size bytes: the array
@@ -61,6 +67,7 @@ static void reader_free(reader *x)
     sc_free(x->pts.plans);
     sc_free(x->pts.link);
     sc_free(x->pts.host);
+    sc_free(x->gates);
 }
 
 /* Compute points of one dtype, one the cluster has a peak for. */
@@ -75,6 +82,33 @@ static sc_status check_dtype(reader *x, sc_dtype dt, const char *file, sc_error 
     if (x->base->gpu.peak_flops[dt] <= 0)
         return sc_err(err, SC_EINVAL, "%s: %s has no %s peak to calibrate", file,
                       x->base->name, sc_dtype_name(dt));
+    return SC_OK;
+}
+
+/* Measurements of one kind of hardware and kernel: a file whose ranks
+ * differed is refused, and so is one whose provenance conflicts with the
+ * first input's that recorded one (provenance.h). Files without a record
+ * (older ones) pass. */
+static sc_status check_provenance(reader *x, const sc_provenance *p, const char *file,
+                                  sc_error *err)
+{
+    if (!p->present)
+        return SC_OK;
+    if (p->mixed[0])
+        return sc_err(err, SC_EINVAL,
+                      "%s: provenance.mixed: its ranks ran on different hardware or kernels "
+                      "(%s): measure on ranks of one kind",
+                      file, p->mixed);
+    char why[400];
+    if (!x->prov.present) {
+        x->prov = *p;
+        snprintf(x->prov_file, sizeof x->prov_file, "%s", file);
+    } else if (sc_provenance_conflict(p, &x->prov, why, sizeof why)) {
+        return sc_err(err, SC_EINVAL,
+                      "%s: provenance: ran on other hardware or kernels than %s (%s): "
+                      "calibrate from measurements of one machine and one BLAS kernel",
+                      file, sc_basename(x->prov_file), why);
+    }
     return SC_OK;
 }
 
@@ -114,14 +148,14 @@ static sc_status bench_points(reader *x, const sc_bench_result *b, const char *f
             double m = w->m, n = w->n, k = w->k;
             g[pts->n_gemm++] = (sc_calib_gemm){2.0 * m * n * k,
                                                (m * k + k * n + m * n) * b->elem_bytes,
-                                               w->time_s};
+                                               w->time_s, x->file};
         } else {
             sc_calib_link *l = room(pts->link, pts->n_link, &x->cap_link, sizeof *l);
             if (!l)
                 return nomem(file, err);
             pts->link = l;
             l[pts->n_link++] = (sc_calib_link){link, op, op == SC_CALIB_P2P ? 2 : b->ranks,
-                                               w->bytes, w->time_s};
+                                               w->bytes, w->time_s, x->file};
         }
     }
     if (pts->n_gemm + pts->n_ops + pts->n_link > MAX_POINTS)
@@ -133,6 +167,8 @@ static sc_status read_bench(reader *x, const cJSON *j, const char *file, sc_erro
 {
     sc_bench_result *b = NULL;
     sc_status st = sc_bench_from_json(j, file, &b, err);
+    if (!st)
+        st = check_provenance(x, &b->prov, file, err);
     if (!st)
         st = bench_points(x, b, file, err);
     sc_bench_result_free(b);
@@ -200,20 +236,14 @@ static sc_status push_host(reader *x, sc_calib_host h, const char *file, sc_erro
 }
 
 /* The host points of one measured plan (see calib_points.h), walking each
- * rank's lowered actions beside its measured ops. O(actions · ops). */
-static sc_status host_points(reader *x, const sc_model *m, const sc_cluster *pc,
-                             const sc_step_cfg *cfg, const sc_timeline *t, const char *file,
-                             sc_error *err)
+ * rank's lowered actions (lw, the plan's step) beside its measured ops.
+ * O(actions · ops). */
+static sc_status host_points(reader *x, const sc_lowered *lw, const sc_step_cfg *cfg,
+                             const sc_timeline *t, const char *file, sc_error *err)
 {
     if (cfg->tp != 1 || cfg->dp != 1 || cfg->recompute != SC_RECOMPUTE_NONE || cfg->pp < 2)
         return SC_OK;
-    sc_lowered *lw = NULL;
-    sc_status st = sc_lower(m, pc, cfg, &lw, err);
-    if (st) {
-        if (err)
-            sc_err_prefix(err, "%s", file);
-        return st;
-    }
+    sc_status st = SC_OK;
     for (int r = 0; r < t->n_ranks && !st; r++) {
         const sc_tl_rank *rk = &t->ranks[r];
         int p = rk->pp, peer_node = -1;
@@ -269,7 +299,7 @@ static sc_status host_points(reader *x, const sc_model *m, const sc_cluster *pc,
             if (prev && sends > 0 && !waited && ready <= prev->end && sent > 0 &&
                 peer_node >= 0) {
                 sc_calib_host h = {peer_node != rk->node ? SC_LINK_INTER : SC_LINK_INTRA, sent,
-                                   fmax(0, cur->start - prev->end)};
+                                   fmax(0, cur->start - prev->end), x->file, r};
                 st = push_host(x, h, file, err);
             }
             prev = cur;
@@ -277,7 +307,161 @@ static sc_status host_points(reader *x, const sc_model *m, const sc_cluster *pc,
             ready = 0;
         }
     }
-    sc_lower_free(lw);
+    return st;
+}
+
+/* Records one input gate's verdict for file. */
+static sc_status in_gate(reader *x, const char *file, const char *what, const char *name,
+                         double value, double limit, int failed, const char *fix,
+                         const char *fmt, ...) __attribute__((format(printf, 9, 10)));
+static sc_status in_gate(reader *x, const char *file, const char *what, const char *name,
+                         double value, double limit, int failed, const char *fix,
+                         const char *fmt, ...)
+{
+    sc_calib_gate *g = room(x->gates, x->n_gates, &x->cap_gates, sizeof *g);
+    if (!g)
+        return nomem(file, NULL);
+    x->gates = g;
+    g = &g[x->n_gates++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->files, sizeof g->files, "%s", sc_basename(file));
+    snprintf(g->what, sizeof g->what, "%s", what);
+    snprintf(g->gate, sizeof g->gate, "%s", name);
+    g->value = value;
+    g->limit = limit;
+    g->failed = failed;
+    snprintf(g->fix, sizeof g->fix, "%s", fix);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->figure, sizeof g->figure, fmt, ap);
+    va_end(ap);
+    return SC_OK;
+}
+
+static const char *const rerun_exec =
+    "the timeline is damaged or not the executor's: rerun stagecraft exec on the plan";
+
+/* Orders indices of a rank's ops by start time, then index (qsort_r). */
+static int by_start(const void *a, const void *b, void *rank)
+{
+    const sc_tl_rank *rk = rank;
+    const sc_tl_op *x = &rk->ops[*(const int *)a], *y = &rk->ops[*(const int *)b];
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* The input gates of a measured timeline (calibrate.h): its steps' spread
+ * and drift, and its ops inside the step, of non-negative length, in the
+ * plan's range and in its lowered order. */
+static sc_status timeline_gates(reader *x, const sc_lowered *lw, const sc_step_cfg *cfg,
+                                const sc_timeline *t, const char *file, sc_error *err)
+{
+    sc_status st = SC_OK;
+    const char *steps = "measured steps", *ops = "measured ops";
+    if (t->n_steps > 0 && t->step_spread >= 0) {
+        st = in_gate(x, file, steps, "spread", t->step_spread, SC_CALIB_SPREAD_CEILING,
+                     t->step_spread > SC_CALIB_SPREAD_CEILING,
+                     "rerun exec on a quieter machine (more --steps give a steadier median)",
+                     "the %d steps spread %.1f%% (interquartile range / median; ceiling %.0f%%)",
+                     t->n_steps, 100 * t->step_spread, 100 * SC_CALIB_SPREAD_CEILING);
+    } else if (t->n_steps > 1 && t->step_median_s > 0) {
+        double range = (t->step_max_s - t->step_min_s) / t->step_median_s;
+        st = in_gate(x, file, steps, "spread", range, 2 * SC_CALIB_SPREAD_CEILING,
+                     range > 2 * SC_CALIB_SPREAD_CEILING,
+                     "rerun exec on a quieter machine (this file has no steps.spread: it "
+                     "predates the record)",
+                     "the %d steps range %.1f%% of their median ((max - min) / median; "
+                     "ceiling %.0f%%)",
+                     t->n_steps, 100 * range, 200 * SC_CALIB_SPREAD_CEILING);
+    }
+    if (!st && t->step_stable >= 0)
+        st = in_gate(x, file, steps, "drift", t->step_drift, t->step_tolerance,
+                     !t->step_stable,
+                     "the steps never settled: rerun exec when the machine is quiet, or with a "
+                     "higher --max-steps",
+                     "the median of the last %d steps moved %.1f%% from the %d before "
+                     "(tolerance %.1f%%)",
+                     t->n_steps, 100 * fmax(0, t->step_drift), t->n_steps,
+                     100 * t->step_tolerance);
+    /* every op inside the step and in range (the reader has refused any op
+     * that ends before it starts) */
+    int outside = 0, wrong = 0, S = cfg->pp * cfg->v;
+    const char *first_out = NULL;
+    char where_out[64] = "", where_bad[96] = "";
+    double tol = 1e-9 + 1e-6 * t->step_time_s;
+    for (int r = 0; r < t->n_ranks; r++)
+        for (int i = 0; i < t->ranks[r].n_ops; i++) {
+            const sc_tl_op *o = &t->ranks[r].ops[i];
+            const char *kn = sc_op_kind_name((sc_op_kind)o->kind);
+            if ((o->start < -tol || o->end > t->step_time_s + tol) && !outside++) {
+                first_out = kn;
+                snprintf(where_out, sizeof where_out, "ranks[%d].ops[%d]", r, i);
+            }
+            int stage_max = o->kind == SC_OP_OPTIMIZER ? cfg->pp : S;
+            if ((o->stage < 0 || o->stage >= stage_max || o->chunk < -1 || o->chunk >= cfg->v ||
+                 o->mb < -1 || o->mb >= cfg->m) && !wrong++)
+                snprintf(where_bad, sizeof where_bad,
+                         ": ranks[%d].ops[%d] %s stage %d chunk %d mb %d", r, i, kn, o->stage,
+                         o->chunk, o->mb);
+        }
+    if (!st && !(t->step_time_s > 0))
+        st = in_gate(x, file, ops, "inside", t->step_time_s, 0, 1, rerun_exec,
+                     "step_time_s is %g: no step to put the ops in", t->step_time_s);
+    else if (!st)
+        st = in_gate(x, file, ops, "inside", outside, 0, outside > 0, rerun_exec,
+                     outside ? "%d ops outside the step [0, %.6g s], the first %s (%s)"
+                             : "%d ops outside the step [0, %.6g s]%s%s",
+                     outside, t->step_time_s, outside ? first_out : "", where_out);
+    if (!st)
+        st = in_gate(x, file, ops, "range", wrong, 0, wrong > 0, rerun_exec,
+                     "%d ops outside the plan's stages, chunks or microbatches (pp·v %d, v %d, "
+                     "m %d)%s",
+                     wrong, S, cfg->v, cfg->m, where_bad);
+    /* order: each rank's compute ops by start time, a subsequence of its
+     * position's lowered compute actions (first pieces; the optimizer) */
+    int disorder = 0;
+    char first_dis[112] = "";
+    for (int r = 0; r < t->n_ranks && !st && !disorder; r++) {
+        const sc_tl_rank *rk = &t->ranks[r];
+        if (rk->pp < 0 || rk->pp >= cfg->pp)
+            continue; /* host_points names it */
+        const sc_lowered_pos *pos = &lw->pos[rk->pp];
+        int *idx = sc_malloc(sizeof(int) * (size_t)(rk->n_ops + 1)), n = 0;
+        if (!idx)
+            return nomem(file, err);
+        for (int i = 0; i < rk->n_ops; i++)
+            if (rk->ops[i].stream == SC_STREAM_COMPUTE)
+                idx[n++] = i;
+        qsort_r(idx, (size_t)n, sizeof *idx, by_start, (void *)rk);
+        int a = 0;
+        for (int k = 0; k < n && !disorder; k++) {
+            const sc_tl_op *o = &rk->ops[idx[k]];
+            for (; a < pos->n; a++) {
+                const sc_action *q = &pos->acts[a];
+                if (q->kind != SC_ACT_COMPUTE || q->piece != 0)
+                    continue;
+                if (q->op == o->kind && q->stage == o->stage &&
+                    (o->kind == SC_OP_OPTIMIZER || q->mb == o->mb))
+                    break;
+            }
+            if (a == pos->n) {
+                disorder = 1;
+                snprintf(first_dis, sizeof first_dis,
+                         "ranks[%d]: %s stage %d mb %d at %.6g s is out of the lowered order",
+                         r, sc_op_kind_name((sc_op_kind)o->kind), o->stage, o->mb, o->start);
+            } else {
+                a++;
+            }
+        }
+        sc_free(idx);
+    }
+    if (!st)
+        st = in_gate(x, file, ops, "order", disorder, 0, disorder, rerun_exec,
+                     disorder ? "%s" : "every rank's compute ops follow its lowered list%s",
+                     first_dis);
+    if (st == SC_ENOMEM)
+        return nomem(file, err);
     return st;
 }
 
@@ -315,7 +499,7 @@ static sc_status op_points(reader *x, int plan, const sc_step_cfg *cfg, const sc
                                          : NULL;
                 if (q) {
                     pts->ops = q;
-                    q[pts->n_ops++] = (sc_calib_op){plan, s, kinds[k], med};
+                    q[pts->n_ops++] = (sc_calib_op){plan, s, kinds[k], med, x->file};
                 } else if (med > 0) {
                     st = nomem(file, err);
                 }
@@ -340,6 +524,8 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
     else if (!sc_calib_device_matches(base, t->device))
         st = sc_err(err, SC_EINVAL, "%s: device: measured on \"%s\", not on %s's %s", file,
                     t->device, base->name, base->gpu.name);
+    if (!st)
+        st = check_provenance(x, &t->prov, file, err);
     opened o = {0};
     sc_cluster pc;
     if (!st)
@@ -379,10 +565,18 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
                     file, t->n_ranks, cfg.dp * cfg.tp * cfg.pp);
     if (!st)
         st = check_dtype(x, o.model->dtype, file, err);
+    /* the plan's step as the executor ran it, for the order gate and the
+     * host points */
+    sc_lowered *lw = NULL;
+    if (!st && (st = sc_lower(o.model, &pc, &cfg, &lw, err)) && err)
+        sc_err_prefix(err, "%s", file);
+    if (!st)
+        st = timeline_gates(x, lw, &cfg, t, file, err);
     if (!st)
         st = op_points(x, x->pts.n_plans - 1, &cfg, t, file, err);
     if (!st)
-        st = host_points(x, o.model, &pc, &cfg, t, file, err);
+        st = host_points(x, lw, &cfg, t, file, err);
+    sc_lower_free(lw);
     sc_timeline_free(t);
     return st;
 }
@@ -390,7 +584,8 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
 /* ---- sc_calibrate --------------------------------------------------------------- */
 
 sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfiles,
-                       const char *date, sc_cluster *out, sc_calib_report *rep, sc_error *err)
+                       const char *date, int force, sc_cluster *out, sc_calib_report *rep,
+                       sc_error *err)
 {
     if (nfiles < 1)
         return sc_err(err, SC_EINVAL, "calibrate: no input files");
@@ -401,9 +596,12 @@ sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfi
         memset(rep, 0, sizeof *rep);
     reader x = {.base = base, .pts = {.dtype = (sc_dtype)-1}};
     sc_cluster_fits in = {0}; /* the inputs' names and digests */
+    const char *names[SC_CLUSTER_MAX_INPUTS];
     sc_status st = SC_OK;
     for (int i = 0; i < nfiles && !st; i++) {
         cJSON *j;
+        x.file = i;
+        names[i] = sc_basename(files[i]);
         st = sc_json_load(files[i], &j, err);
         if (st)
             break;
@@ -427,8 +625,12 @@ sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfi
         cJSON_Delete(j);
     }
     sc_cluster res;
+    x.pts.n_files = nfiles;
+    x.pts.files = names;
+    x.pts.n_in_gates = x.n_gates;
+    x.pts.in_gates = x.gates;
     if (!st)
-        st = sc_calib_fit_points(base, &x.pts, &res, rep, err);
+        st = sc_calib_fit_points(base, &x.pts, force, &res, rep, err);
     if (!st) {
         memcpy(res.eff.fits.input, in.input, sizeof in.input);
         memcpy(res.eff.fits.digest, in.digest, sizeof in.digest);

@@ -29,6 +29,12 @@
  *   began (so no waiting is in it). The link class is the sending rank's
  *   node against its peer's.
  *
+ * Input gates (calibrate.h), judged per measured timeline: its steps'
+ * spread and drift, every op inside the step, no op ending before it
+ * starts, every stage, chunk and microbatch in the plan's range, and each
+ * rank's compute ops in the order of its lowered list (the plan is lowered
+ * on its own cluster, sc_lower).
+ *
  * Bad input, each a clear error naming the file: files that are neither, a
  * bench file the reader refuses, a bench or timeline measured on another
  * device than the cluster's GPU (sc_calib_device_matches), a bench with
@@ -49,14 +55,19 @@
 #include "cluster.h"
 #include "sc.h"
 
-/* Reads files[0..nfiles) (1 to SC_CLUSTER_MAX_INPUTS) into points, fits
- * base's parameters to them, and on success sets *out to the calibrated
- * cluster: the fitted values, their provenance ("calibrated DATE from N
- * files") and efficiency.fits (date, the inputs' names and digests, every
- * fit's statistics), validated; *rep (if non-NULL) is the report. date NULL
- * = now (UTC). On failure *out is untouched. Deterministic for the same
- * inputs and date. */
+/* Reads files[0..nfiles) (1 to SC_CLUSTER_MAX_INPUTS) into points, judges
+ * every measured timeline (the input gates of calibrate.h), fits base's
+ * parameters to them and judges the fits, and on success sets *out to the
+ * calibrated cluster: the fitted values, their provenance ("calibrated DATE
+ * from N files") and efficiency.fits (date, the inputs' names and digests,
+ * every fit's statistics, and with force every failed gate), validated;
+ * *rep (if non-NULL) is the report with every gate's verdict. A failed gate
+ * without force: SC_EGATE (nothing for the caller to write), the message
+ * naming the file, the fit or input, the gate, the figure and what to
+ * measure. date NULL = now (UTC). On failure *out is untouched.
+ * Deterministic for the same inputs and date. */
 sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfiles,
-                       const char *date, sc_cluster *out, sc_calib_report *rep, sc_error *err);
+                       const char *date, int force, sc_cluster *out, sc_calib_report *rep,
+                       sc_error *err);
 
 #endif

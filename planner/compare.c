@@ -49,6 +49,17 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
     if (!st && strcmp(meas->source, "exec"))
         st = sc_err(err, SC_EINVAL, "%s: source: \"%s\" is not a measurement", measured_file,
                     meas->source);
+    /* an error relative to a step of zero is no error ("+0.0%"): refuse */
+    if (!st && !(meas->step_time_s > 0))
+        st = sc_err(err, SC_EINVAL,
+                    "%s: step_time_s: %g: a measured step of zero cannot be compared (rerun "
+                    "stagecraft exec)",
+                    measured_file, meas->step_time_s);
+    if (!st && meas->n_steps > 0 && !(meas->step_median_s > 0))
+        st = sc_err(err, SC_EINVAL,
+                    "%s: steps.median_s: %g: a measured step of zero cannot be compared (rerun "
+                    "stagecraft exec)",
+                    measured_file, meas->step_median_s);
     char dg[17];
     if (!st && meas->plan_digest[0] && !sc_plan_file_digest(plan_file, dg, err) &&
         strcmp(dg, meas->plan_digest))
@@ -81,6 +92,12 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
         cmp->meas_step = meas->step_time_s;
         cmp->step_err = cmp->meas_step > 0 ? cmp->pred_step / cmp->meas_step - 1 : 0;
         cmp->interval = sc_step_interval(r, &c, m->dtype);
+        cmp->meas_spread = meas->n_steps > 0 && meas->step_spread >= 0 ? meas->step_spread : -1;
+        cmp->meas_steps = meas->n_steps;
+        cmp->meas_interval = cmp->meas_spread > 0
+                                 ? 1.96 * 1.2533 * cmp->meas_spread * cmp->meas_step /
+                                       (1.349 * sqrt((double)meas->n_steps))
+                                 : 0;
         double ps[SC_OP_KIND_N] = {0}, ms[SC_OP_KIND_N] = {0};
         int pn[SC_OP_KIND_N] = {0}, mn[SC_OP_KIND_N] = {0};
         const sc_timeline *tl[2] = {r->timeline, meas};
@@ -144,6 +161,10 @@ cJSON *sc_comparison_json(const sc_comparison *c)
     sc_jadd_num(s, "error", c->step_err, &oom);
     if (c->interval > 0)
         sc_jadd_num(s, "interval_s", c->interval, &oom);
+    if (c->meas_spread >= 0) {
+        sc_jadd_num(s, "measured_spread", c->meas_spread, &oom);
+        sc_jadd_num(s, "measured_interval_s", c->meas_interval, &oom);
+    }
     cJSON *k = sc_jadd_arr(j, "kinds", &oom);
     for (int i = 0; i < c->n_kinds && !oom; i++) {
         cJSON *o = sc_jpush_obj(k, &oom);

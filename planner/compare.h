@@ -7,6 +7,16 @@
  * optimizer, send_f, send_b, tp_allreduce, dp_* as present in both); each
  * rank's busy time (its compute-stream ops). Errors are predicted/measured
  * - 1; MAPEs are the means of their absolute values over kinds and ranks.
+ * Error bars: interval is the prediction's 95% half-width (sc_step_interval,
+ * from a calibrated cluster's residuals); meas_interval the measured
+ * median's, from the noise the executor recorded (steps.spread, the
+ * relative interquartile range of its last n steps): for n samples of
+ * standard deviation sigma ~ IQR / 1.349 (a normal's), the median's
+ * standard error is ~ 1.2533 sigma / sqrt(n), so meas_interval = 1.96 ·
+ * 1.2533 · spread · median / (1.349 · sqrt(n)).
+ * A measurement whose step time is zero (step_time_s, or steps.median_s
+ * when recorded) is refused (SC_EINVAL naming the file): an error against
+ * it means nothing. One without step_time_s never loads (timeline.h).
  * Ownership: sc_comparison_free.
  */
 #ifndef SC_COMPARE_H
@@ -25,6 +35,9 @@ typedef struct sc_kind_cmp {
 typedef struct sc_comparison {
     char cluster[128], device[128];
     double pred_step, meas_step, step_err, interval;
+    double meas_spread;    /* the measurement's steps.spread (-1: not recorded) */
+    double meas_interval;  /* 95% half-width of the measured median from it (0: none) */
+    int meas_steps;        /* steps it is over */
     int n_kinds;
     sc_kind_cmp kinds[16];
     double kind_mape;

@@ -51,13 +51,17 @@ else:
     c['gpus_per_node'] = 2
 json.dump(c, open('cpu.json', 'w'), indent=1)"
 benches() { # SUFFIX: the three benches, into bench_OP.SUFFIX
-  "$sc" bench gemm --sizes 32:1024:2 -o "bench_gemm.$1" >/dev/null
+  "$sc" bench gemm --sizes 128:1024:2 -o "bench_gemm.$1" >/dev/null
   run2 "$sc" bench allreduce --sizes $sizes -o "bench_allreduce.$1" >/dev/null
   run2 "$sc" bench p2p --sizes $sizes -o "bench_p2p.$1" >/dev/null
 }
-# across a shaped link, messages under the token bucket pass at memory speed:
-# measure from 256 KiB up there
-sizes=4K:4M:4
+# the sizes the plans send (activations of 128-256 KiB up to MiB-sized
+# gradient buckets): in shared memory Open MPI switches protocol below 128 KiB
+# (a 64 KiB message 11 us, a 128 KiB one 62 us), and no alpha-beta line fits
+# both sides (calibrate's link gates refused 4K:4M:4 at MAPE 18-21%); across a
+# shaped link, messages under the token bucket pass at memory speed: measure
+# from 256 KiB up there
+sizes=128K:4M:2
 [[ $net == 1 ]] && sizes=256K:16M:4
 plan() { # NAME ARGS...: make the plan
   local name=$1; shift

@@ -5,6 +5,7 @@
  * missing or the build has no MPI. The whole file takes a few seconds. */
 #include "check.h"
 #include "bench.h"
+#include "backend.h"
 #include "json.h"
 
 #include <stdlib.h>
@@ -355,4 +356,60 @@ TEST(bench_load_measurements_only)
         sc_bench_result_free(r);
         CHECK(SC("cmp %s %s", corpus[i], q) == 0);
     }
+}
+
+/* Inputs are values uniform in [-1, 1) (never raw bytes, whose NaN, Inf and
+ * denormals slow some BLAS kernels 10-15x), and every file says what ran it
+ * and how long each size took to settle. */
+TEST(bench_inputs_uniform_and_provenance)
+{
+    double lo = 1, hi = -1, mean = 0;
+    for (uint64_t i = 0; i < 100000; i++) {
+        double v = sc_backend_uniform(7, i);
+        CHECK(v >= -1 && v < 1);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        mean += v / 100000;
+    }
+    CHECK(lo < -0.999 && hi > 0.999);
+    CHECK(fabs(mean) < 0.01);
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("OMP_NUM_THREADS=1 %s%s bench gemm --sizes 32,64 --iters 3 --warmup 1 "
+               "--max-iters 9 -o %s/g.json", mpi_env(), sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "spread");
+    char p[600];
+    snprintf(p, sizeof p, "%s/g.json", d);
+    cJSON *j = load(p);
+    REQUIRE(j);
+    const cJSON *pv = cJSON_GetObjectItem(j, "provenance");
+    REQUIRE(pv);
+    CHECK(strlen(str(pv, "cpu")) > 0);
+    CHECK_STR_HAS(str(pv, "blas"), "OpenBLAS");
+    CHECK(strlen(str(pv, "blas_core")) > 0);
+    CHECK(num(pv, "blas_threads") == 1);
+    int env_seen = 0;
+    const cJSON *env = cJSON_GetObjectItem(pv, "env");
+    for (const cJSON *e = env ? env->child : NULL; e; e = e->next)
+        env_seen |= cJSON_IsString(e) && !strcmp(e->valuestring, "OMP_NUM_THREADS=1");
+    CHECK(env_seen);
+    CHECK(num(j, "tolerance") == 0.02 && num(j, "max_iters") == 9);
+    for (const cJSON *x = cJSON_GetObjectItem(j, "results")->child; x; x = x->next) {
+        double runs = num(x, "runs");
+        CHECK(runs >= 3 && runs <= 9 && fmod(runs, 3) == 0);
+        CHECK(num(x, "spread") >= 0);
+        CHECK(runs == 3 || num(x, "drift") >= 0);
+    }
+    cJSON_Delete(j);
+    /* --tolerance 0: one block, as before */
+    REQUIRE(SC("%s%s bench gemm --sizes 32 --iters 4 --tolerance 0 -o %s/g1.json", mpi_env(),
+               sc_test_bin(), d) == 0);
+    snprintf(p, sizeof p, "%s/g1.json", d);
+    j = load(p);
+    REQUIRE(j);
+    const cJSON *x = cJSON_GetObjectItem(j, "results")->child;
+    CHECK(num(x, "runs") == 4 && !cJSON_GetObjectItem(x, "drift"));
+    CHECK(!cJSON_GetObjectItem(j, "tolerance"));
+    cJSON_Delete(j);
+    CHECK(SC("%s bench gemm --iters 10 --max-iters 5", sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "--max-iters 5 is below --iters 10");
 }

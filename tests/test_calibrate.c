@@ -115,7 +115,10 @@ TEST(calibrate_recovers_known_parameters)
     sc_cluster out;
     sc_calib_report rep;
     sc_error err;
-    REQUIRE(sc_calibrate(&base, files, 4, "2026-11-29T00:00:00Z", &out, &rep, &err) == SC_OK);
+    sc_status st = sc_calibrate(&base, files, 4, "2026-11-29T00:00:00Z", 0, &out, &rep, &err);
+    if (st)
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    REQUIRE(st == SC_OK);
     CHECK_NEAR(out.eff.eff_max[SC_FP32], 0.42, 1e-4);
     CHECK_NEAR(out.eff.f_half[SC_FP32], 3e6, 1e-2);
     CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTRA], 3e-6, 1e-6);
@@ -147,7 +150,7 @@ TEST(calibrate_recovers_known_parameters)
     /* noise gives standard errors and a residual spread */
     write_gemm_bench(g, &truth, "cpu-core (test)", 0.03);
     const char *one[] = {g};
-    REQUIRE(sc_calibrate(&base, one, 1, "2026-11-29T00:00:00Z", &out, &rep, &err) == SC_OK);
+    REQUIRE(sc_calibrate(&base, one, 1, "2026-11-29T00:00:00Z", 0, &out, &rep, &err) == SC_OK);
     CHECK(out.eff.fits.compute[SC_FP32].rel_sd > 0.02);
     CHECK(out.eff.fits.compute[SC_FP32].se[0] > 0);
     CHECK_NEAR(out.eff.eff_max[SC_FP32], 0.42, 0.05);
@@ -165,24 +168,24 @@ TEST(calibrate_bad_inputs)
     /* another device */
     write_gemm_bench(g, &truth, "NVIDIA H200", 0);
     const char *f1[] = {g};
-    CHECK(sc_calibrate(&base, f1, 1, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK(sc_calibrate(&base, f1, 1, NULL, 0, &out, NULL, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "device: measured on \"NVIDIA H200\", not on cpu-local's cpu-core");
     /* too few points */
     write_comm_bench(ar, "allreduce", 4, "intra", 1e-6, 1e9, 2);
     const char *f2[] = {ar};
-    CHECK(sc_calibrate(&base, f2, 1, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK(sc_calibrate(&base, f2, 1, NULL, 0, &out, NULL, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "too few");
     /* more ranks than the cluster has */
     write_comm_bench(ar, "allreduce", 64, "intra", 1e-6, 1e9, 5);
-    CHECK(sc_calibrate(&base, f2, 1, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK(sc_calibrate(&base, f2, 1, NULL, 0, &out, NULL, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "ranks: 64 ranks, but cpu-local has 4 GPUs");
     /* not a measurement */
     const char *f3[] = {"tests/corpus/cluster/good/p4d.24xlarge.json"};
-    CHECK(sc_calibrate(&base, f3, 1, NULL, &out, NULL, &err) == SC_EINVAL);
+    CHECK(sc_calibrate(&base, f3, 1, NULL, 0, &out, NULL, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "is neither a bench");
     /* a simulated timeline is no measurement */
     const char *f4[] = {"tests/golden/sim_1f1b.json"};
-    CHECK(sc_calibrate(&base, f4, 1, NULL, &out, NULL, &err) != SC_OK);
+    CHECK(sc_calibrate(&base, f4, 1, NULL, 0, &out, NULL, &err) != SC_OK);
 }
 
 /* With fits, sim reports an interval that grows with the residual spread. */
@@ -237,9 +240,12 @@ TEST(calibrate_compare_cli)
                        "--backend cpu --steps 2 --warmup 1 -o meas.json && %s bench gemm --sizes "
                        "16:256:2 -o g.json",
                        d, bin, bin, bin, bin, bin) == 0);
+    /* two steps of a tiny plan on a shared machine rarely pass the quality
+     * gates (calibrate_gates_* test them): written with --force here, to
+     * test compare on what it writes */
     REQUIRE(sc_test_sh(out, sizeof out,
-                       "cd %s && %s calibrate --cluster c.json g.json meas.json -o cal.json", d,
-                       bin) == 0);
+                       "cd %s && %s calibrate --cluster c.json g.json meas.json -o cal.json "
+                       "--force 2>&1", d, bin) == 0);
     CHECK_STR_HAS(out, "compute fp32");
     CHECK_STR_HAS(out, "wrote cal.json");
     REQUIRE(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json --cluster cal.json",
@@ -409,7 +415,7 @@ TEST(calibrate_recovers_host_time)
     snprintf(mp, sizeof mp, "%s/meas.json", d);
     const char *files[] = {g, mp};
     sc_calib_report rep;
-    if (sc_calibrate(&base, files, 2, "2026-11-29T00:00:00Z", &cal, &rep, &err) != SC_OK) {
+    if (sc_calibrate(&base, files, 2, "2026-11-29T00:00:00Z", 0, &cal, &rep, &err) != SC_OK) {
         sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
         return;
     }
@@ -424,7 +430,7 @@ TEST(calibrate_recovers_host_time)
     REQUIRE(sc_json_save(p, t, &err) == SC_OK);
     cJSON_Delete(t);
     const char *bad[] = {g, p};
-    CHECK(sc_calibrate(&base, bad, 2, NULL, &cal, &rep, &err) != SC_OK);
+    CHECK(sc_calibrate(&base, bad, 2, NULL, 0, &cal, &rep, &err) != SC_OK);
     CHECK_STR_HAS(err.msg, "bad.json");
     CHECK_STR_HAS(err.msg, "is not a pipeline position of the plan");
 }
@@ -441,14 +447,14 @@ TEST(calibrate_fit_points_alone)
     double bytes = 4096;
     for (int i = 0; i < 7; i++, bytes *= 4) /* allreduce over 4 ranks */
         link[i] = (sc_calib_link){SC_LINK_INTRA, SC_CALIB_ALLREDUCE, 4, bytes,
-                                  6 * 3e-6 + 2 * 3.0 / 4 * bytes / 2.5e9};
+                                  6 * 3e-6 + 2 * 3.0 / 4 * bytes / 2.5e9, -1};
     for (int i = 0; i < 5; i++)
-        host[i] = (sc_calib_host){SC_LINK_INTER, 1e5 * (i + 1), 5e-9 * 1e5 * (i + 1)};
+        host[i] = (sc_calib_host){SC_LINK_INTER, 1e5 * (i + 1), 5e-9 * 1e5 * (i + 1), -1, 0};
     sc_calib_points pts = {.dtype = (sc_dtype)-1, .n_link = 7, .link = link, .n_host = 5,
                            .host = host};
     sc_calib_report rep;
     sc_error err;
-    REQUIRE(sc_calib_fit_points(&base, &pts, &out, &rep, &err) == SC_OK);
+    REQUIRE(sc_calib_fit_points(&base, &pts, 0, &out, &rep, &err) == SC_OK);
     CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTRA], 3e-6, 1e-6);
     CHECK_NEAR(out.eff.bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 2.5e9, 1e-6);
     CHECK_NEAR(out.eff.p2p_host_s_per_byte[SC_LINK_INTER], 5e-9, 1e-9);
@@ -458,6 +464,504 @@ TEST(calibrate_fit_points_alone)
     CHECK_EQ_INT(rep.n_files, 0);
     /* no points */
     sc_calib_points none = {.dtype = (sc_dtype)-1};
-    CHECK(sc_calib_fit_points(&base, &none, &out, NULL, &err) == SC_EINVAL);
+    CHECK(sc_calib_fit_points(&base, &none, 0, &out, NULL, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "calibrate: the inputs hold no measurements");
+}
+
+/* Adds a "provenance" record to a bench file (core: blas_core; mixed: the
+ * ranks differed). */
+static void add_provenance(const char *path, const char *core, const char *mixed)
+{
+    cJSON *j = NULL;
+    sc_error err;
+    if (sc_json_load(path, &j, &err)) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    cJSON *p = cJSON_AddObjectToObject(j, "provenance");
+    cJSON_AddStringToObject(p, "cpu", "Intel(R) Xeon(R) Processor");
+    cJSON_AddStringToObject(p, "blas", "OpenBLAS 0.3.21");
+    cJSON_AddStringToObject(p, "blas_core", core);
+    cJSON_AddNumberToObject(p, "blas_threads", 1);
+    if (mixed)
+        cJSON_AddStringToObject(p, "mixed", mixed);
+    if (sc_json_save(path, j, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    cJSON_Delete(j);
+}
+
+/* Measurements of one machine and one kernel: benches whose provenance
+ * names another BLAS kernel, or whose ranks differed, are refused. */
+TEST(calibrate_refuses_mixed_provenance)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), out;
+    char g[600], ar[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(ar, sizeof ar, "%s/ar.json", d);
+    write_gemm_bench(g, &base, "cpu-core (test)", 0);
+    write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 7);
+    add_provenance(g, "SkylakeX", NULL);
+    add_provenance(ar, "Haswell", NULL);
+    const char *files[] = {g, ar};
+    sc_error err;
+    CHECK(sc_calibrate(&base, files, 2, NULL, 0, &out, NULL, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "ar.json: provenance: ran on other hardware or kernels than gemm.json");
+    CHECK_STR_HAS(err.msg, "blas_core \"Haswell\" against \"SkylakeX\"");
+    /* the same kernel passes; a file without a record (an older one) too */
+    write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 7);
+    add_provenance(ar, "SkylakeX", NULL);
+    CHECK(sc_calibrate(&base, files, 2, NULL, 0, &out, NULL, &err) == SC_OK);
+    write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 7);
+    CHECK(sc_calibrate(&base, files, 2, NULL, 0, &out, NULL, &err) == SC_OK);
+    /* a run whose ranks differed */
+    add_provenance(ar, "SkylakeX", "rank 1: blas_core \"Haswell\" against \"SkylakeX\" (rank 0)");
+    CHECK(sc_calibrate(&base, files, 2, NULL, 0, &out, NULL, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "ar.json: provenance.mixed: its ranks ran on different hardware");
+}
+
+/* GEMMs faster than the nominal peak (a CPU core's turbo clock above the
+ * MHz /proc/cpuinfo gives) raise the peak, as a link faster than nominal
+ * raises its bandwidth: eff_max ends at 1, not pinned at a bound. */
+TEST(calibrate_raises_nominal_peak)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), truth = base, out;
+    truth.eff.eff_max[SC_FP32] = 1.3; /* only to time the points */
+    truth.eff.f_half[SC_FP32] = 2e6;
+    char g[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    write_gemm_bench(g, &truth, "cpu-core (test)", 0);
+    const char *files[] = {g};
+    sc_calib_report rep;
+    sc_error err;
+    REQUIRE(sc_calibrate(&base, files, 1, NULL, 0, &out, &rep, &err) == SC_OK);
+    CHECK_NEAR(out.eff.eff_max[SC_FP32], 1, 0);
+    CHECK_NEAR(out.gpu.peak_flops[SC_FP32] / base.gpu.peak_flops[SC_FP32], 1.3, 1e-4);
+    CHECK_NEAR(out.eff.f_half[SC_FP32], 2e6, 1);
+    CHECK_STR_HAS(rep.notes, "above the nominal peak");
+}
+
+/* ---- quality gates ------------------------------------------------------------------ */
+
+/* A gemm bench of explicit sizes (m = n = k) and times. */
+static void write_gemm_sizes(const char *path, const int *n, const double *t, int count)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", "stagecraft.bench/1");
+    cJSON_AddStringToObject(j, "op", "gemm");
+    cJSON_AddStringToObject(j, "device", "cpu-core (test)");
+    cJSON_AddNumberToObject(j, "ranks", 1);
+    cJSON_AddStringToObject(j, "link", "intra");
+    cJSON_AddStringToObject(j, "compute_dtype", "fp32");
+    cJSON_AddNumberToObject(j, "elem_bytes", 4);
+    cJSON *a = cJSON_AddArrayToObject(j, "results");
+    for (int i = 0; i < count; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(a, o);
+        cJSON_AddNumberToObject(o, "m", n[i]);
+        cJSON_AddNumberToObject(o, "n", n[i]);
+        cJSON_AddNumberToObject(o, "k", n[i]);
+        cJSON_AddNumberToObject(o, "time_s", t[i]);
+    }
+    sc_error err;
+    if (sc_json_save(path, j, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    cJSON_Delete(j);
+}
+
+/* Runs `stagecraft calibrate` in d; returns its exit status, output in out. */
+static int calibrate_cli(char *out, size_t cap, const char *d, const char *args)
+{
+    char bin[4096];
+    if (!realpath(sc_test_bin(), bin))
+        return -1;
+    return sc_test_sh(out, cap, "cd %s && rm -f cal.json && %s calibrate --cluster cpu.json %s "
+                      "-o cal.json 2>&1", d, bin, args);
+}
+
+/* The command refuses (exit 4), names the file and the gate, writes nothing;
+ * with --force it writes and records the failed gate, and sim warns. */
+static void refused_then_forced(const char *d, const char *args, const char *file,
+                                const char *gate_name)
+{
+    char out[1 << 14], want[128], path[600];
+    CHECK_EQ_INT(calibrate_cli(out, sizeof out, d, args), 4);
+    snprintf(want, sizeof want, "%s: ", file);
+    CHECK_STR_HAS(out, want);
+    snprintf(want, sizeof want, "gate %s", gate_name);
+    CHECK_STR_HAS(out, want);
+    CHECK_STR_HAS(out, "nothing written");
+    snprintf(path, sizeof path, "%s/cal.json", d);
+    CHECK(!sc_test_exists(path));
+    char forced[700];
+    snprintf(forced, sizeof forced, "%s --force", args);
+    CHECK_EQ_INT(calibrate_cli(out, sizeof out, d, forced), 0);
+    REQUIRE(sc_test_exists(path));
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_load(path, &c, &err) == SC_OK);
+    int seen = 0;
+    snprintf(want, sizeof want, ": %s ", gate_name);
+    for (int i = 0; i < c.eff.fits.n_failed; i++)
+        seen |= strstr(c.eff.fits.failed[i], want) && strstr(c.eff.fits.failed[i], file);
+    CHECK(seen);
+    /* sim, plan and whatif warn on stderr whenever they use it */
+    char bin[4096];
+    REQUIRE(realpath(sc_test_bin(), bin));
+    static const char *const uses[] = {
+        "sim --model gpt-1.3b --cluster cal.json --dp 1 --tp 1 --pp 1 --microbatches 1 --mbs 1",
+        "plan --model gpt-1.3b --cluster cal.json --global-batch 4 --top 1",
+        "whatif --model gpt-1.3b --cluster cal.json --nodes 1 --global-batch 4 --tokens 1e6 "
+        "--top 1"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(uses); i++) {
+        sc_test_sh(out, sizeof out, "cd %s && %s %s 2>&1 >/dev/null", d, bin, uses[i]);
+        CHECK_STR_HAS(out, "warning: cal.json");
+        CHECK_STR_HAS(out, "calibrated with --force past");
+    }
+}
+
+static void write_cpu_json(const char *d)
+{
+    char path[600];
+    sc_error err;
+    sc_cluster base = cpu_cluster();
+    snprintf(path, sizeof path, "%s/cpu.json", d);
+    if (sc_cluster_save(&base, path, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+}
+
+/* One distinct GEMM size, five times: the curve fits anything ("R² 1.0000"),
+ * so the points gate refuses it. */
+TEST(calibrate_gate_points_one_gemm_size)
+{
+    const char *d = sc_test_tmpdir();
+    write_cpu_json(d);
+    int n[5] = {256, 256, 256, 256, 256};
+    double t[5] = {2.0e-4, 2.01e-4, 1.99e-4, 2.02e-4, 2.0e-4};
+    char g[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    write_gemm_sizes(g, n, t, 5);
+    refused_then_forced(d, "gemm.json", "gemm.json", "points");
+    char out[1 << 14];
+    calibrate_cli(out, sizeof out, d, "gemm.json");
+    CHECK_STR_HAS(out, "1 distinct sizes for 2 parameters (need 4)");
+}
+
+/* Bigger GEMMs measured faster than small ones: no efficiency curve comes
+ * near (R² below 0), so the R² gate refuses it. */
+TEST(calibrate_gate_r2_negative)
+{
+    const char *d = sc_test_tmpdir();
+    write_cpu_json(d);
+    int n[6] = {32, 64, 128, 256, 512, 1024};
+    double t[6] = {2e-2, 1e-2, 5e-3, 2.5e-3, 1.2e-3, 6e-4};
+    char g[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    write_gemm_sizes(g, n, t, 6);
+    sc_cluster base = cpu_cluster(), out;
+    const char *files[] = {g};
+    sc_calib_report rep;
+    sc_error err;
+    CHECK(sc_calibrate(&base, files, 1, NULL, 0, &out, &rep, &err) == SC_EGATE);
+    int r2_failed = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        if (!strcmp(rep.gates[i].gate, "r2") && rep.gates[i].failed) {
+            r2_failed = 1;
+            CHECK(rep.gates[i].value < 0);
+            CHECK_STR_HAS(rep.gates[i].files, "gemm.json");
+        }
+    CHECK(r2_failed);
+    refused_then_forced(d, "gemm.json", "gemm.json", "r2");
+}
+
+/* A good curve measured with ±30% alternating noise: the MAPE gate. */
+TEST(calibrate_gate_mape)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), out;
+    char g[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    write_gemm_bench(g, &base, "cpu-core (test)", 0.3);
+    const char *files[] = {g};
+    sc_calib_report rep;
+    sc_error err;
+    CHECK(sc_calibrate(&base, files, 1, NULL, 0, &out, &rep, &err) == SC_EGATE);
+    CHECK_STR_HAS(err.msg, "gemm.json: fit refused: compute fp32 (gemm sizes): gate mape");
+    /* forced: written, every failed gate recorded */
+    REQUIRE(sc_calibrate(&base, files, 1, NULL, 1, &out, &rep, &err) == SC_OK);
+    CHECK(out.eff.fits.n_failed == rep.n_failed && rep.n_failed >= 1);
+    CHECK_STR_HAS(out.eff.fits.failed[0], "gemm.json: compute fp32 (gemm sizes)");
+    /* the same curve measured well passes every gate */
+    write_gemm_bench(g, &base, "cpu-core (test)", 0.02);
+    REQUIRE(sc_calibrate(&base, files, 1, NULL, 0, &out, &rep, &err) == SC_OK);
+    CHECK_EQ_INT(rep.n_failed, 0);
+    CHECK(rep.n_gates >= 4);
+    CHECK_EQ_INT(out.eff.fits.n_failed, 0);
+}
+
+/* Three sizes of a link bench: enough to fit alpha and beta (the fit needs
+ * 3), not enough to judge them (the points gate wants 4). */
+TEST(calibrate_gate_link_points)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), out;
+    char ar[600];
+    snprintf(ar, sizeof ar, "%s/ar.json", d);
+    write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 3);
+    const char *files[] = {ar};
+    sc_error err;
+    CHECK(sc_calibrate(&base, files, 1, NULL, 0, &out, NULL, &err) == SC_EGATE);
+    CHECK_STR_HAS(err.msg, "ar.json: fit refused: intra links (allreduce): gate points: 3 "
+                           "distinct sizes for 2 parameters (need 4)");
+    write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 4);
+    CHECK(sc_calibrate(&base, files, 1, NULL, 0, &out, NULL, &err) == SC_OK);
+}
+
+/* A simulated pp 2 GPipe step relabelled as a measurement of its plan, in d:
+ * cpu.json (two cores of cpu-local), p.json, meas.json (source "exec"),
+ * gemm.json (the cluster's own GEMM curve): inputs that pass every gate. */
+static int make_measurement(const char *d)
+{
+    char out[1 << 14], bin[4096], p[600], pp[600], dg[17];
+    sc_error err;
+    if (!realpath(sc_test_bin(), bin))
+        return -1;
+    sc_cluster base = cpu_cluster();
+    base.gpus_per_node = 2;
+    snprintf(p, sizeof p, "%s/cpu.json", d);
+    if (sc_cluster_save(&base, p, &err))
+        return -1;
+    if (sc_test_sh(out, sizeof out,
+                   "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
+                   "--vocab 256 --dtype fp32 -o m.json && %s sim --model m.json --cluster "
+                   "cpu.json --pp 2 --microbatches 4 --schedule gpipe -o p.json --timeline t.json",
+                   d, bin, bin) != 0)
+        return -1;
+    cJSON *t = NULL;
+    snprintf(p, sizeof p, "%s/t.json", d);
+    if (sc_json_load(p, &t, &err))
+        return -1;
+    cJSON_ReplaceItemInObject(t, "source", cJSON_CreateString("exec"));
+    cJSON_AddStringToObject(t, "device", "cpu-core (test)");
+    snprintf(pp, sizeof pp, "%s/p.json", d);
+    if (sc_plan_file_digest(pp, dg, &err))
+        return -1;
+    cJSON *pl = cJSON_AddObjectToObject(t, "plan");
+    cJSON_AddStringToObject(pl, "file", "p.json");
+    cJSON_AddStringToObject(pl, "digest", dg);
+    snprintf(p, sizeof p, "%s/meas.json", d);
+    sc_status st = sc_json_save(p, t, &err);
+    cJSON_Delete(t);
+    snprintf(p, sizeof p, "%s/gemm.json", d);
+    write_gemm_bench(p, &base, "cpu-core (test)", 0.0);
+    return st ? -1 : 0;
+}
+
+typedef void (*tl_edit)(cJSON *t);
+
+/* d/meas.json edited into d/NAME. */
+static void edited(const char *d, const char *name, tl_edit edit)
+{
+    char p[600];
+    sc_error err;
+    cJSON *t = NULL;
+    snprintf(p, sizeof p, "%s/meas.json", d);
+    if (sc_json_load(p, &t, &err)) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    edit(t);
+    snprintf(p, sizeof p, "%s/%s", d, name);
+    if (sc_json_save(p, t, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    cJSON_Delete(t);
+}
+
+static cJSON *op_of(cJSON *t, int rank, const char *kind, int nth)
+{
+    cJSON *ops = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(t, "ranks"), rank),
+                                     "ops");
+    for (cJSON *o = ops ? ops->child : NULL; o; o = o->next)
+        if (!strcmp(cJSON_GetObjectItem(o, "kind")->valuestring, kind) && nth-- == 0)
+            return o;
+    return NULL;
+}
+
+static void set_num(cJSON *o, const char *k, double v)
+{
+    cJSON_ReplaceItemInObject(o, k, cJSON_CreateNumber(v));
+}
+
+static double get_num(cJSON *o, const char *k) { return cJSON_GetObjectItem(o, k)->valuedouble; }
+
+static void edit_reversed(cJSON *t)
+{
+    cJSON *o = op_of(t, 0, "F", 1);
+    double a = get_num(o, "start"), b = get_num(o, "end");
+    set_num(o, "start", b);
+    set_num(o, "end", a);
+}
+
+static void edit_order(cJSON *t)
+{
+    /* rank 1's first two forwards (mb 0 and 1) trade places */
+    cJSON *x = op_of(t, 1, "F", 0), *y = op_of(t, 1, "F", 1);
+    double xs = get_num(x, "start"), xe = get_num(x, "end");
+    set_num(x, "start", get_num(y, "start"));
+    set_num(x, "end", get_num(y, "end"));
+    set_num(y, "start", xs);
+    set_num(y, "end", xe);
+}
+
+static void edit_outside(cJSON *t)
+{
+    set_num(op_of(t, 0, "B", 0), "end", 3 * get_num(t, "step_time_s"));
+}
+
+static void edit_range(cJSON *t) { set_num(op_of(t, 1, "B", 0), "mb", 99); }
+
+static void edit_zero_step(cJSON *t) { set_num(t, "step_time_s", 0); }
+
+static void add_steps(cJSON *t, double spread, int stable)
+{
+    double s = get_num(t, "step_time_s");
+    cJSON *st = cJSON_AddObjectToObject(t, "steps");
+    cJSON_AddNumberToObject(st, "n", 10);
+    cJSON_AddNumberToObject(st, "median_s", s);
+    cJSON_AddNumberToObject(st, "min_s", s * (1 - spread));
+    cJSON_AddNumberToObject(st, "max_s", s * (1 + spread));
+    cJSON_AddNumberToObject(st, "runs", 20);
+    cJSON_AddNumberToObject(st, "spread", spread);
+    cJSON_AddNumberToObject(st, "drift", stable ? 0.001 : 0.08);
+    cJSON_AddNumberToObject(st, "tolerance", 0.02);
+    cJSON_AddBoolToObject(st, "stable", stable);
+}
+
+static void edit_noisy(cJSON *t) { add_steps(t, 0.2, 1); }
+static void edit_unsettled(cJSON *t) { add_steps(t, 0.01, 0); }
+static void edit_quiet(cJSON *t) { add_steps(t, 0.01, 1); }
+
+static void edit_fast_backward(cJSON *t)
+{
+    /* every backward 100x shorter than its forward predicts */
+    cJSON *ranks = cJSON_GetObjectItem(t, "ranks");
+    for (cJSON *r = ranks->child; r; r = r->next)
+        for (cJSON *o = cJSON_GetObjectItem(r, "ops")->child; o; o = o->next)
+            if (!strcmp(cJSON_GetObjectItem(o, "kind")->valuestring, "B"))
+                set_num(o, "end", get_num(o, "start") +
+                                      0.01 * (get_num(o, "end") - get_num(o, "start")));
+}
+
+/* Library-level: SC_EGATE naming the file and the gate, the gate failed in
+ * the report. */
+static void refused(const char *d, const char *name, const char *gate_name, const char *figure)
+{
+    char g[600], m[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(m, sizeof m, "%s/%s", d, name);
+    sc_cluster base, out;
+    sc_error err;
+    char cpu[600];
+    snprintf(cpu, sizeof cpu, "%s/cpu.json", d);
+    REQUIRE(sc_cluster_load(cpu, &base, &err) == SC_OK);
+    const char *files[] = {g, m};
+    static sc_calib_report rep;
+    sc_status st = sc_calibrate(&base, files, 2, NULL, 0, &out, &rep, &err);
+    CHECK_EQ_INT(st, SC_EGATE);
+    CHECK_STR_HAS(err.msg, name);
+    int seen = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        if (rep.gates[i].failed && !strcmp(rep.gates[i].gate, gate_name)) {
+            seen = 1;
+            CHECK_STR_HAS(rep.gates[i].figure, figure);
+        }
+    if (!seen)
+        sc_test_fail(__FILE__, __LINE__, "%s: gate %s did not fail (%s)", name, gate_name,
+                     err.msg);
+}
+
+/* The input gates on a measured timeline, each on a damaged copy of one
+ * that passes them all; ops in reversed order through the command: nothing
+ * written without --force. */
+TEST(calibrate_gate_timelines)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_measurement(d) == 0);
+    char g[600], m[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(m, sizeof m, "%s/meas.json", d);
+    sc_cluster base, out;
+    sc_error err;
+    char cpu[600];
+    snprintf(cpu, sizeof cpu, "%s/cpu.json", d);
+    REQUIRE(sc_cluster_load(cpu, &base, &err) == SC_OK);
+    const char *files[] = {g, m};
+    static sc_calib_report rep;
+    if (sc_calibrate(&base, files, 2, NULL, 0, &out, &rep, &err) != SC_OK)
+        sc_test_fail(__FILE__, __LINE__, "the clean measurement: %s", err.msg);
+    CHECK_EQ_INT(rep.n_failed, 0);
+    edited(d, "quiet.json", edit_quiet);
+    files[1] = "quiet.json";
+    char q[600];
+    snprintf(q, sizeof q, "%s/quiet.json", d);
+    files[1] = q;
+    if (sc_calibrate(&base, files, 2, NULL, 0, &out, &rep, &err) != SC_OK)
+        sc_test_fail(__FILE__, __LINE__, "settled quiet steps: %s", err.msg);
+
+    /* an op that ends before it starts: the reader refuses the file (bad
+     * input, exit 2), --force or not */
+    edited(d, "reversed.json", edit_reversed);
+    char out2[1 << 14];
+    CHECK_EQ_INT(calibrate_cli(out2, sizeof out2, d, "gemm.json reversed.json --force"), 2);
+    CHECK_STR_HAS(out2, "reversed.json: ranks[0].ops[1].end");
+    char cal[600];
+    snprintf(cal, sizeof cal, "%s/cal.json", d);
+    CHECK(!sc_test_exists(cal));
+    /* forwards in reversed order: the order gate */
+    edited(d, "order.json", edit_order);
+    refused(d, "order.json", "order", "ranks[1]: F stage 1 mb 0");
+    refused_then_forced(d, "gemm.json order.json", "order.json", "order");
+    edited(d, "outside.json", edit_outside);
+    refused(d, "outside.json", "inside", "1 ops outside the step");
+    edited(d, "range.json", edit_range);
+    refused(d, "range.json", "range", "B stage 1 chunk 0 mb 99");
+    edited(d, "zero.json", edit_zero_step);
+    refused(d, "zero.json", "inside", "step_time_s is 0");
+    edited(d, "noisy.json", edit_noisy);
+    refused(d, "noisy.json", "spread", "the 10 steps spread 20.0%");
+    edited(d, "unsettled.json", edit_unsettled);
+    refused(d, "unsettled.json", "drift", "moved 8.0%");
+    edited(d, "fastb.json", edit_fast_backward);
+    refused(d, "fastb.json", "bound", "at its");
+}
+
+static void edit_no_step(cJSON *t) { cJSON_DeleteItemFromObject(t, "step_time_s"); }
+static void edit_zero_median(cJSON *t)
+{
+    add_steps(t, 0.01, 1);
+    set_num(cJSON_GetObjectItem(t, "steps"), "median_s", 0);
+}
+
+/* compare refuses a measurement with a step of zero or none: one line
+ * naming the file, exit 2 (it once reported "+0.0%"). */
+TEST(compare_refuses_zero_step)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_measurement(d) == 0);
+    edited(d, "zero.json", edit_zero_step);
+    edited(d, "none.json", edit_no_step);
+    edited(d, "zmed.json", edit_zero_median);
+    char out[1 << 14], bin[4096];
+    REQUIRE(realpath(sc_test_bin(), bin));
+    static const char *const files[] = {"zero.json", "none.json", "zmed.json"};
+    static const char *const says[] = {"zero.json: step_time_s: 0: a measured step of zero",
+                                       "none.json: step_time_s", "zmed.json: steps.median_s: 0"};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json %s 2>&1", d, bin,
+                                files[i]), 2);
+        CHECK_STR_HAS(out, says[i]);
+        CHECK(strchr(out, '\n') == out + strlen(out) - 1); /* one line */
+    }
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json", d, bin), 0);
 }

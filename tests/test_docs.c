@@ -278,6 +278,28 @@ static void check_kind(const char *kind, const strset *emitted, const strset *ma
 static char out[1 << 16];
 #define SH(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
 
+/* A provenance record with every field set (the GPU fields too), so the
+ * writers emit every key the tables list. */
+static sc_provenance full_provenance(void)
+{
+    sc_provenance p;
+    memset(&p, 0, sizeof p);
+    p.present = 1;
+    snprintf(p.cpu, sizeof p.cpu, "Intel(R) Xeon(R) Processor");
+    snprintf(p.blas, sizeof p.blas, "OpenBLAS 0.3.21 SkylakeX");
+    snprintf(p.blas_core, sizeof p.blas_core, "SkylakeX");
+    p.blas_threads = 1;
+    snprintf(p.mpi, sizeof p.mpi, "Open MPI v4.1.4");
+    snprintf(p.nccl, sizeof p.nccl, "NCCL 2.28.9");
+    snprintf(p.cuda_device, sizeof p.cuda_device, "NVIDIA H200 (sm_90, 132 SMs, 140 GiB)");
+    snprintf(p.cuda_driver, sizeof p.cuda_driver, "12.8");
+    snprintf(p.cuda_runtime, sizeof p.cuda_runtime, "12.8");
+    p.n_env = 1;
+    snprintf(p.env[0], sizeof p.env[0], "OPENBLAS_CORETYPE=Haswell");
+    snprintf(p.mixed, sizeof p.mixed, "rank 1: blas_core \"Haswell\" against \"SkylakeX\"");
+    return p;
+}
+
 /* ---- the formats, one test each ---------------------------------------------- */
 
 TEST(docs_formats_model)
@@ -381,6 +403,10 @@ TEST(docs_formats_cluster)
     f->overhead = stats3();
     for (int l = 0; l < SC_LINK_N; l++)
         f->link[l] = f->link_p2p[l] = f->host[l] = stats3();
+    f->n_failed = 1; /* written past a failed gate with --force */
+    snprintf(f->failed[0], sizeof f->failed[0],
+             "gemm.json: compute fp32 (gemm sizes): points 1 distinct sizes for 2 parameters "
+             "(need 4) (limit 4)");
     snprintf(path, sizeof path, "%s/calibrated.json", sc_test_tmpdir());
     REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
     sc_cluster back;
@@ -418,6 +444,12 @@ TEST(docs_formats_plan_and_timeline)
     t->step_median_s = t->step_time_s = 2e-3;
     t->step_min_s = 1e-3;
     t->step_max_s = 3e-3;
+    t->step_runs = 6;
+    t->step_spread = 0.1;
+    t->step_drift = 0.01;
+    t->step_tolerance = 0.02;
+    t->step_stable = 1;
+    t->prov = full_provenance();
     sc_tl_op op = {SC_OP_F, 0, 0, 0, SC_STREAM_COMPUTE, 0, 0, 1e-3};
     sc_timeline_add(t, 0, &op);
     sc_error err = {0};
@@ -492,9 +524,13 @@ TEST(docs_formats_bench)
     r->elem_bytes = 4;
     r->busbw_factor = 1;
     r->iters = 2;
+    r->tolerance = 0.02;
+    r->max_iters = 10;
+    r->prov = full_provenance();
     r->n_rows = 1;
     r->rows[0] = (sc_bench_row){.bytes = 4096, .time_s = 2e-6, .time_min_s = 1e-6,
-                                .algbw = 2048e6, .busbw = 2048e6};
+                                .algbw = 2048e6, .busbw = 2048e6, .spread = 0.05,
+                                .drift = 0.01, .runs = 4};
     sc_error err = {0};
     snprintf(path, sizeof path, "%s/allreduce.json", d);
     if (sc_bench_save(r, path, &err) != SC_OK)

@@ -327,3 +327,45 @@ TEST(exec_checksum_mismatch_fails_loudly)
     CHECK_STR_HAS(out, "rank 1: checksum mismatch on recv_f (stage 1, mb 0) from rank 0, step 0");
     CHECK(!sc_test_exists(strcat(strcpy(out, d), "/m.json")));
 }
+
+/* Measured until stable: without a tolerance exactly --steps steps; with one
+ * at least twice as many (the last window against the one before), at most
+ * --max-steps, and the file says how it went (steps.runs, spread, drift,
+ * tolerance, stable) and what ran it (provenance). */
+TEST(exec_until_stable)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "") == 0);
+    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --pp 2 --microbatches 2 "
+               "-o %s/plan.json", sc_test_bin(), d, d, d) == 0);
+    char f[600];
+    snprintf(f, sizeof f, "%s/m.json", d);
+    REQUIRE(SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 3 --warmup 1 --tolerance 0.5 "
+               "--max-steps 9 -o %s", MPIRUN, sc_test_bin(), d, f) == 0);
+    sc_timeline *t = NULL;
+    sc_error err;
+    REQUIRE(sc_timeline_load(f, &t, &err) == SC_OK);
+    CHECK_EQ_INT(t->n_steps, 3);
+    CHECK(t->step_runs >= 6 && t->step_runs <= 9);
+    CHECK(t->step_spread >= 0);
+    CHECK(t->step_drift >= 0 && t->step_tolerance == 0.5);
+    CHECK(t->step_stable == (t->step_drift <= 0.5));
+    CHECK(t->step_min_s <= t->step_median_s && t->step_median_s <= t->step_max_s);
+    CHECK(t->prov.present && t->prov.blas_core[0]);
+    sc_timeline_free(t);
+    /* --tolerance 0: the old way, exactly N steps, nothing judged */
+    REQUIRE(SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 3 --warmup 1 --tolerance 0 "
+               "-o %s", MPIRUN, sc_test_bin(), d, f) == 0);
+    REQUIRE(sc_timeline_load(f, &t, &err) == SC_OK);
+    CHECK_EQ_INT(t->step_runs, 3);
+    CHECK(t->step_drift < 0 && t->step_tolerance < 0 && t->step_stable < 0);
+    sc_timeline_free(t);
+    /* a window that can never be judged: said plainly, file written */
+    REQUIRE(SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 3 --warmup 0 --max-steps 4 "
+               "-o %s 2>&1", MPIRUN, sc_test_bin(), d, f) == 0);
+    CHECK_STR_HAS(out, "too noisy");
+    CHECK(SC("%s exec %s/plan.json --backend cpu --steps 5 --max-steps 4", sc_test_bin(), d) == 2);
+    CHECK_STR_HAS(out, "--max-steps 4 is below --steps 5");
+}

@@ -60,6 +60,11 @@ cJSON *sc_bench_to_json(const sc_bench_result *r)
         sc_jadd_num(j, "iters", r->iters, &oom);
     if (r->warmup >= 0)
         sc_jadd_num(j, "warmup", r->warmup, &oom);
+    if (r->tolerance > 0)
+        sc_jadd_num(j, "tolerance", r->tolerance, &oom);
+    if (r->max_iters > 0)
+        sc_jadd_num(j, "max_iters", r->max_iters, &oom);
+    sc_provenance_to_json(&r->prov, j, &oom);
     cJSON *a = sc_jadd_arr(j, "results", &oom);
     for (int i = 0; a && i < r->n_rows; i++) {
         const sc_bench_row *w = &r->rows[i];
@@ -87,6 +92,12 @@ cJSON *sc_bench_to_json(const sc_bench_result *r)
             if (w->busbw >= 0)
                 sc_jadd_num(o, "busbw", w->busbw, &oom);
         }
+        if (w->spread >= 0)
+            sc_jadd_num(o, "spread", w->spread, &oom);
+        if (w->drift >= 0)
+            sc_jadd_num(o, "drift", w->drift, &oom);
+        if (w->runs > 0)
+            sc_jadd_num(o, "runs", w->runs, &oom);
     }
     if (oom || !a) {
         cJSON_Delete(j);
@@ -115,11 +126,12 @@ sc_status sc_bench_from_json(const cJSON *j, const char *path, sc_bench_result *
     static const char *const top[] = {"format", "op", "backend", "device", "host", "ranks",
                                       "world", "nodes", "ranks_per_node", "link", "dtype",
                                       "compute_dtype", "elem_bytes", "busbw_factor", "iters",
-                                      "warmup", "results", NULL};
+                                      "warmup", "tolerance", "max_iters", "provenance",
+                                      "results", NULL};
     static const char *const gemm_keys[] = {"m", "n", "k", "time_s", "time_min_s", "flop",
-                                            "flops", NULL};
+                                            "flops", "spread", "drift", "runs", NULL};
     static const char *const comm_keys[] = {"bytes", "time_s", "time_min_s", "algbw", "busbw",
-                                            NULL};
+                                            "spread", "drift", "runs", NULL};
     *out = NULL;
     sc_bench_result *r = sc_calloc(1, sizeof *r);
     if (!r)
@@ -175,6 +187,15 @@ sc_status sc_bench_from_json(const cJSON *j, const char *path, sc_bench_result *
         st = sc_json_int(j, path, "", "iters", 0, 1, 100000, &iters, err);
     if (!st)
         st = sc_json_int(j, path, "", "warmup", 0, 0, 100000, &warmup, err);
+    r->tolerance = -1;
+    if (!st)
+        st = sc_json_num(j, path, "", "tolerance", 0, 1e-6, 1, &r->tolerance, err);
+    long max_iters = 0;
+    if (!st)
+        st = sc_json_int(j, path, "", "max_iters", 0, 1, 100000000L, &max_iters, err);
+    r->max_iters = (int)max_iters;
+    if (!st)
+        st = sc_provenance_from_json(j, path, &r->prov, err);
     if (!st)
         st = sc_json_arr(j, path, "", "results", 1, &res, err);
     int n = st ? 0 : cJSON_GetArraySize(res);
@@ -218,6 +239,15 @@ sc_status sc_bench_from_json(const cJSON *j, const char *path, sc_bench_result *
         w->time_min_s = -1;
         if (!st)
             st = sc_json_num(x, path, p, "time_min_s", 0, 0, w->time_s, &w->time_min_s, err);
+        w->spread = w->drift = -1;
+        long runs = 0;
+        if (!st)
+            st = sc_json_num(x, path, p, "spread", 0, 0, 1e6, &w->spread, err);
+        if (!st)
+            st = sc_json_num(x, path, p, "drift", 0, 0, 1e6, &w->drift, err);
+        if (!st)
+            st = sc_json_int(x, path, p, "runs", 0, 1, 100000000L, &runs, err);
+        w->runs = (int)runs;
         r->n_rows = i + 1;
     }
     if (!st) {

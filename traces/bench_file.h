@@ -9,9 +9,13 @@
  *    else the world), "world", "nodes" (among the ranks that took part),
  *    "ranks_per_node" (most ranks of the world on one node), "link" ("intra"
  *    | "inter"), "dtype" (asked), "compute_dtype" (run), "elem_bytes",
- *    "busbw_factor" (not for gemm), "iters", "warmup",
- *    "results": [{"bytes", "time_s", "time_min_s", "algbw", "busbw"}] or,
- *    for gemm, [{"m", "n", "k", "time_s", "time_min_s", "flop", "flops"}]}
+ *    "busbw_factor" (not for gemm), "iters", "warmup", "tolerance" and
+ *    "max_iters" (the stability rule, exec/bench.h), "provenance" (what ran
+ *    it: CPU, BLAS library and kernel, threads, environment, MPI, CUDA
+ *    device and driver; provenance.h),
+ *    "results": [{"bytes", "time_s", "time_min_s", "algbw", "busbw", "spread",
+ *    "drift", "runs"}] or, for gemm, [{"m", "n", "k", "time_s", "time_min_s",
+ *    "flop", "flops", "spread", "drift", "runs"}]}
  * Times in seconds, bandwidths in bytes/s, flops in FLOP/s (flop: per call,
  * 2mnk). Sizes follow nccl-tests: bytes is the per-rank buffer for allreduce
  * and p2p, the whole n-rank buffer for the reduce-scatter input and the
@@ -34,6 +38,7 @@
 
 #include <cjson/cJSON.h>
 #include "model.h"
+#include "provenance.h"
 #include "sc.h"
 
 #define SC_BENCH_FORMAT "stagecraft.bench/1"
@@ -58,7 +63,7 @@ int sc_bench_op_parse(const char *s);         /* -1 if unknown */
 
 /* One measured size. For gemm bytes = 0; for the others m = n = k = 0,
  * flop = flops = 0. Read from a file, a figure it does not record is -1
- * (time_min_s, algbw, busbw, flop, flops). */
+ * (time_min_s, algbw, busbw, flop, flops, spread, drift), runs 0. */
 typedef struct sc_bench_row {
     double bytes;
     int m, n, k;
@@ -68,6 +73,9 @@ typedef struct sc_bench_row {
     double busbw;       /* bytes/s */
     double flop;        /* work of one call (gemm) */
     double flops;       /* FLOP/s at the median time (gemm) */
+    double spread;      /* relative interquartile range of the timed block (-1: not recorded) */
+    double drift;       /* its median against the block's before it (-1: not recorded) */
+    int runs;           /* timed iterations run in all (0: not recorded) */
 } sc_bench_row;
 
 /* Read from a file, what it does not record: backend "", world, nodes,
@@ -88,6 +96,9 @@ typedef struct sc_bench_result {
     double elem_bytes;
     double busbw_factor;   /* the nccl-tests factor applied (1 for p2p) */
     int iters, warmup;
+    double tolerance;      /* the drift asked for (-1: not recorded, or one block) */
+    int max_iters;         /* 0: not recorded */
+    sc_provenance prov;    /* rank 0's, and whether the ranks differed (provenance.h) */
     int n_rows;
     sc_bench_row rows[SC_BENCH_MAX_SIZES];
 } sc_bench_result;

@@ -39,6 +39,8 @@ sc_timeline *sc_timeline_new(int n_ranks, const char *source, const char *model,
         return NULL;
     }
     t->n_ranks = n_ranks;
+    t->step_spread = t->step_drift = t->step_tolerance = -1;
+    t->step_stable = -1;
     for (int i = 0; i < n_ranks; i++)
         t->ranks[i].rank = i;
     snprintf(t->source, sizeof t->source, "%s", source ? source : "sim");
@@ -105,7 +107,18 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
         sc_jadd_num(s, "median_s", t->step_median_s, &oom);
         sc_jadd_num(s, "min_s", t->step_min_s, &oom);
         sc_jadd_num(s, "max_s", t->step_max_s, &oom);
+        if (t->step_runs > 0)
+            sc_jadd_num(s, "runs", t->step_runs, &oom);
+        if (t->step_spread >= 0)
+            sc_jadd_num(s, "spread", t->step_spread, &oom);
+        if (t->step_drift >= 0)
+            sc_jadd_num(s, "drift", t->step_drift, &oom);
+        if (t->step_tolerance >= 0)
+            sc_jadd_num(s, "tolerance", t->step_tolerance, &oom);
+        if (t->step_stable >= 0)
+            sc_jadd_bool(s, "stable", t->step_stable, &oom);
     }
+    sc_provenance_to_json(&t->prov, j, &oom);
     cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
     for (int i = 0; i < t->n_ranks && !oom; i++) {
         const sc_tl_rank *k = &t->ranks[i];
@@ -154,7 +167,7 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
                                const cJSON **ranks_out, sc_timeline **out, sc_error *err)
 {
     static const char *const top[] = {"format", "source", "model", "cluster", "step_time_s",
-                                      "steps", "device", "plan", "ranks", NULL};
+                                      "steps", "device", "provenance", "plan", "ranks", NULL};
     *out = NULL;
     sc_status st = sc_json_format(j, file, SC_TIMELINE_FORMAT, err);
     if (!st)
@@ -206,7 +219,8 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
         }
     }
     if (!st && steps) {
-        static const char *const sk[] = {"n", "median_s", "min_s", "max_s", NULL};
+        static const char *const sk[] = {"n", "median_s", "min_s", "max_s", "runs", "spread",
+                                         "drift", "tolerance", "stable", NULL};
         long ns = 0;
         st = sc_json_keys(steps, file, "steps", sk, err);
         if (!st)
@@ -217,8 +231,23 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
             st = sc_json_num(steps, file, "steps", "min_s", 1, 0, MAX_T, &t->step_min_s, err);
         if (!st)
             st = sc_json_num(steps, file, "steps", "max_s", 1, 0, MAX_T, &t->step_max_s, err);
+        long runs = 0;
+        if (!st)
+            st = sc_json_int(steps, file, "steps", "runs", 0, ns, 100000000L, &runs, err);
+        if (!st)
+            st = sc_json_num(steps, file, "steps", "spread", 0, 0, 1e6, &t->step_spread, err);
+        if (!st)
+            st = sc_json_num(steps, file, "steps", "drift", 0, 0, 1e6, &t->step_drift, err);
+        if (!st)
+            st = sc_json_num(steps, file, "steps", "tolerance", 0, 1e-6, 1, &t->step_tolerance,
+                             err);
+        if (!st)
+            st = sc_json_bool(steps, file, "steps", "stable", 0, &t->step_stable, err);
         t->n_steps = (int)ns;
+        t->step_runs = (int)runs;
     }
+    if (!st)
+        st = sc_provenance_from_json(j, file, &t->prov, err);
     if (st) {
         sc_timeline_free(t);
         return st;
@@ -950,7 +979,40 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
         knum(b, 2, &f1, "median_s", t->step_median_s);
         knum(b, 2, &f1, "min_s", t->step_min_s);
         knum(b, 2, &f1, "max_s", t->step_max_s);
+        if (t->step_runs > 0)
+            knum(b, 2, &f1, "runs", t->step_runs);
+        if (t->step_spread >= 0)
+            knum(b, 2, &f1, "spread", t->step_spread);
+        if (t->step_drift >= 0)
+            knum(b, 2, &f1, "drift", t->step_drift);
+        if (t->step_tolerance >= 0)
+            knum(b, 2, &f1, "tolerance", t->step_tolerance);
+        if (t->step_stable >= 0) {
+            key(b, 2, &f1, "stable");
+            put_c(b, t->step_stable ? "true" : "false");
+        }
         close_obj(b, 2, f1);
+    }
+    if (t->prov.present) {
+        /* the provenance object as cJSON prints it, one level in */
+        int oom = 0;
+        cJSON *tmp = cJSON_CreateObject();
+        if (tmp)
+            sc_provenance_to_json(&t->prov, tmp, &oom);
+        cJSON *po = tmp ? cJSON_GetObjectItemCaseSensitive(tmp, "provenance") : NULL;
+        char *txt = po && !oom ? cJSON_Print(po) : NULL;
+        if (!txt) {
+            b->oom = 1;
+        } else {
+            key(b, 1, &f0, "provenance");
+            for (const char *q = txt; *q; q++) {
+                put(b, q, 1);
+                if (*q == '\n')
+                    put(b, "\t", 1);
+            }
+            cJSON_free(txt);
+        }
+        cJSON_Delete(tmp);
     }
     key(b, 1, &f0, "ranks");
     put(b, "[", 1);

@@ -5,8 +5,11 @@
  * JSON:
  *   { "format": "stagecraft.timeline/1", "source": "sim"|"exec",
  *     "model": NAME, "cluster": NAME, "step_time_s": T,
- *     "steps": { "n": N, "median_s": .., "min_s": .., "max_s": .. }   (optional)
+ *     "steps": { "n": N, "median_s": .., "min_s": .., "max_s": ..,      (optional)
+ *                "runs": R, "spread": .., "drift": .., "tolerance": ..,
+ *                "stable": true|false }     (the last five optional)
  *     "device": "what ran it",                 (optional; exec writes it)
+ *     "provenance": { ... }    (optional; what ran it, provenance.h)
  *     "plan": { "file": PATH, "digest": HEX }   (optional; the plan exec ran)
  *     "ranks": [ { "rank": R, "node": N, "device": D, "dp": i, "pp": j, "tp": k,
  *                  "ops": [ { "kind": "F", "stage": S, "chunk": C, "mb": M,
@@ -14,6 +17,14 @@
  *                             "start": s, "end": e }, ... ] }, ... ] }
  * Times are seconds from the step's start. mb and chunk are -1 where they do
  * not apply (an optimizer step, a gradient bucket's allreduce).
+ *
+ * steps: the measured steps the file's step was picked from (the median of
+ * the last n). runs: measured steps run in all (the ones before the last n
+ * were still settling); spread: the relative interquartile range of the
+ * last n, (q3 - q1) / median; drift: how far the median of the last n moved
+ * from the median of the n before them, |m1 - m0| / m1 (absent with fewer
+ * than 2n runs); tolerance: the drift asked for; stable: drift <= tolerance.
+ * The quartiles are sc_quantile's (common/stats.h).
  *
  * Ownership: the caller frees a timeline with sc_timeline_free (NULL ok).
  * Adding ops grows arrays by doubling; the first allocation failure is
@@ -23,6 +34,7 @@
 #define SC_TIMELINE_H
 
 #include <cjson/cJSON.h>
+#include "provenance.h"
 #include "sc.h"
 
 #define SC_TIMELINE_FORMAT "stagecraft.timeline/1"
@@ -71,6 +83,11 @@ typedef struct sc_timeline {
     char plan_digest[17];
     int n_steps;            /* 0 = no step statistics */
     double step_median_s, step_min_s, step_max_s;
+    int step_runs;          /* 0 = not recorded */
+    double step_spread;     /* -1 = not recorded (also drift, tolerance) */
+    double step_drift, step_tolerance;
+    int step_stable;        /* -1 = not recorded, else 0 or 1 */
+    sc_provenance prov;
     int n_ranks;
     sc_tl_rank *ranks;
     int oom;

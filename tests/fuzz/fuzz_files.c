@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sc_cluster_preset_get("cpu-local", &c, NULL);
     const char *files[] = {path};
     err.msg[0] = '\0';
-    if (sc_calibrate(&c, files, 1, "2026-01-01T00:00:00Z", &out, NULL, &err) != SC_OK &&
+    if (sc_calibrate(&c, files, 1, "2026-01-01T00:00:00Z", 0, &out, NULL, &err) != SC_OK &&
         !err.msg[0])
         __builtin_trap();
     return 0;
