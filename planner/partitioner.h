@@ -101,6 +101,7 @@ typedef struct sc_partitioner_cfg {
     double mem_weight;        /* tree only, in [0, 1] */
     sc_shared_policy shared;
     int sp;                   /* sequence parallelism (memory: sc_cost_saved_bytes) */
+    sc_attn attn;             /* attention implementation (time and memory) */
     /* optimal only: CLOCK_MONOTONIC seconds after which it returns the best
      * split found so far (0 = none; partition_optimal.c) */
     double deadline_s;

@@ -287,6 +287,7 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     so.global_batch = o->global_batch;
     so.top_k = o->top_k > 0 ? o->top_k : 4;
     so.max_mem_bytes = o->max_mem_bytes;
+    so.attn = o->attn;
 
     int done = 0;
     for (int ci = 0; ci < n_clusters; ci++) {
