@@ -148,7 +148,8 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
 {
     static const char *const keys[] = {"date",      "inputs",    "compute",    "op_overhead",
                                        "intra",     "inter",     "intra_p2p",  "inter_p2p",
-                                       "intra_host", "inter_host", "gates_failed", NULL};
+                                       "intra_host", "inter_host", "gates_failed", "gemm",
+                                       NULL};
     static const char *const ikeys[] = {"file", "digest", NULL};
     const char *date;
     const cJSON *inputs, *comp, *x;
@@ -189,6 +190,9 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
     }
     if ((st = sc_json_obj(o, file, "efficiency.fits", "op_overhead", 0, &x, err)) ||
         (x && (st = read_stats(x, file, "efficiency.fits.op_overhead", &f->overhead, err))))
+        return st;
+    if ((st = sc_json_obj(o, file, "efficiency.fits", "gemm", 0, &x, err)) ||
+        (x && (st = read_stats(x, file, "efficiency.fits.gemm", &f->gemm, err))))
         return st;
     for (int k = 0; k < 3; k++)
         for (int l = 0; l < SC_LINK_N; l++) {
@@ -251,6 +255,7 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
     for (int d = 0; d < SC_DTYPE_N; d++)
         add_stats(comp, dtype_keys[d], &f->compute[d], oom);
     add_stats(o, "op_overhead", &f->overhead, oom);
+    add_stats(o, "gemm", &f->gemm, oom);
     for (int k = 0; k < 3; k++)
         for (int l = 0; l < SC_LINK_N; l++) {
             char key[16];
@@ -758,7 +763,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         eq = eq && fa->n_failed == fb->n_failed;
         for (int i = 0; eq && i < fa->n_failed; i++)
             eq = !strcmp(fa->failed[i], fb->failed[i]);
-        enum { NS = SC_DTYPE_N + 1 + 3 * SC_LINK_N };
+        enum { NS = SC_DTYPE_N + 2 + 3 * SC_LINK_N };
         const sc_fit_stats *sa[NS], *sb[NS];
         for (int d = 0; d < SC_DTYPE_N; d++) {
             sa[d] = &fa->compute[d];
@@ -766,6 +771,8 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         }
         sa[SC_DTYPE_N] = &fa->overhead;
         sb[SC_DTYPE_N] = &fb->overhead;
+        sa[NS - 1] = &fa->gemm;
+        sb[NS - 1] = &fb->gemm;
         for (int k = 0; k < 3; k++)
             for (int l = 0; l < SC_LINK_N; l++) {
                 sa[SC_DTYPE_N + 1 + k * SC_LINK_N + l] = link_fit_c(fa, k, l);

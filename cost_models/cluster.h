@@ -53,6 +53,7 @@
  *                      intra: STATS, inter: STATS,
  *                      intra_p2p: STATS, inter_p2p: STATS,
  *                      intra_host: STATS, inter_host: STATS (optional),
+ *                      gemm: STATS (optional: the efficiency.gemm fit),
  *                      gates_failed: [ "FIT: GATE FIGURE (LIMIT)", ... ] (optional:
  *                        the quality gates calibrate --force wrote past;
  *                        sim, plan and whatif warn when they use such a
@@ -116,6 +117,7 @@ typedef struct sc_cluster_fits {
     sc_fit_stats link[SC_LINK_N];
     sc_fit_stats link_p2p[SC_LINK_N];     /* "intra_p2p", "inter_p2p" (optional) */
     sc_fit_stats host[SC_LINK_N];         /* "intra_host", "inter_host" (optional) */
+    sc_fit_stats gemm;                    /* "gemm" (optional): the efficiency.gemm fit */
     int n_failed;                          /* "gates_failed" (optional): what --force */
     char failed[SC_CLUSTER_MAX_GATES][SC_CLUSTER_GATE_LEN]; /* wrote past, one line each */
 } sc_cluster_fits;
