@@ -46,6 +46,19 @@ static void kernels_json(cJSON *o, const sc_cluster *c, const sc_cost_cfg *cfg,
         cJSON *e = sc_jpush_obj(a, oom);
         sc_jadd_str(e, "name", x->name, oom);
         sc_jadd_str(e, "op", sc_kop_name((sc_kop)x->op), oom);
+        if (x->op == SC_KOP_MEM) {
+            double t = cfg->tp > 1 ? cfg->tp : 1;
+            double sh = x->tp == SC_KTP_SHARD || (x->tp == SC_KTP_SEQ && cfg->sp) ? t : 1;
+            sc_jadd_num(e, "bytes", x->bytes * cfg->mbs / sh, oom);
+            sc_jadd_num(e, "bwd_bytes", x->bwd_bytes * cfg->mbs / sh, oom);
+        } else {
+            double B, M, N, K;
+            sc_cost_kernel_shape(x, &cc, &B, &M, &N, &K);
+            sc_jadd_num(e, "batch", B, oom);
+            sc_jadd_num(e, "m", M, oom);
+            sc_jadd_num(e, "n", N, oom);
+            sc_jadd_num(e, "k", K, oom);
+        }
         sc_jadd_num(e, "fwd_s", sc_cost_kernel_time(c, x, &cc, 0), oom);
         sc_jadd_num(e, "bwd_s", sc_cost_kernel_time(c, x, &cc, 1), oom);
     }

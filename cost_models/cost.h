@@ -109,6 +109,11 @@ typedef struct sc_compute_cfg {
  * recompute re-runs (unfused attention's scores, softmax, dropout, context).
  * No op_overhead_s: each kernel carries efficiency.gemm.kernel_s. */
 int sc_cost_uses_kernels(const sc_cluster *c, const sc_module *mod);
+/* The shape one rank runs for kernel k under cc (tp first: ceil(dim / t)
+ * along the kernel's tp field, then the microbatch along its samples
+ * field); for a mem kernel *B = 1 and M = N = K = 0. */
+void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *B, double *M,
+                          double *N, double *K);
 double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
                            int bwd);
 void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_compute_cfg *cc,

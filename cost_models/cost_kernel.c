@@ -28,9 +28,8 @@ int sc_cost_uses_kernels(const sc_cluster *c, const sc_module *mod)
     return mod->n_kernels > 0 && c->eff.gemm.sms > 0;
 }
 
-/* The shape one rank runs: tp first, then the microbatch. */
-static void shape(const sc_kernel *k, const sc_compute_cfg *cc, double *B, double *M, double *N,
-                  double *K)
+void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *B, double *M,
+                          double *N, double *K)
 {
     double t = cc->tp > 1 ? cc->tp : 1;
     double b = k->batch, m = k->m, n = k->n, kk = k->k;
@@ -95,7 +94,7 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
 {
     sc_dtype dt = cc->dtype;
     double B, M, N, K;
-    shape(k, cc, &B, &M, &N, &K);
+    sc_cost_kernel_shape(k, cc, &B, &M, &N, &K);
     double bf = bwd && c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
     double d = sc_dtype_bytes(dt);
     switch (k->op) {
