@@ -10,6 +10,7 @@
 #include "model.h"
 #include "partition.h"
 #include "plan.h"
+#include "slices.h"
 #include "step.h"
 
 #include <math.h>
@@ -20,6 +21,7 @@
 typedef struct {
     cli_search_args s; /* first: the shared options (cli_opts.h) land here */
     const char *part, *placement, *timeline, *lowered, *plan_in, *plan_out, *ranks, *stages;
+    const char *slices;
     double bucket, jitter;
     long seed, runs;
     int one_replica, allow_oom;
@@ -51,6 +53,10 @@ static const cli_opt sim_opts[] = {
      NULL, 1},
     {"runs", 0, "K", "runs, seeds N, N+1, ...", cli_opt_long, S(runs), 1, 100000, 0, NULL,
      NULL, 1},
+    {"slices", 0, "K|auto", "cut each microbatch's sequence into K equal token slices\n"
+     "that pipeline one after another (TeraPipe; gpipe or 1f1b,\n"
+     "causal decoders), or let TeraPipe's programme choose\n"
+     "their count and lengths (auto)", cli_opt_str, S(slices), 0, 0, 0, NULL, NULL, 0},
     {"plan", 0, "FILE", "replay a plan (its model, cluster and configuration)", cli_opt_str,
      S(plan_in), 0, 0, 0, NULL, NULL, 0},
     {"one-replica", 0, NULL, "simulate data-parallel replica 0 alone, carrying the\n"
@@ -69,7 +75,8 @@ static const cli_cmd sim_cmd = {
     "usage: stagecraft sim --model M --cluster C [--nodes N] --dp D --tp T --pp P [--v V]\n"
     "                      --microbatches M --mbs B --schedule S [--zero Z]\n"
     "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
-    "                      [--placement tp,pp,dp] [--bucket-mib X] [--timeline FILE\n"
+    "                      [--placement tp,pp,dp] [--bucket-mib X] [--slices K|auto]\n"
+    "                      [--timeline FILE\n"
     "                      [--ranks LIST] [--stages LIST]]\n"
     "                      [--lowered FILE]\n"
     "                      [--jitter SIGMA --seed N --runs K] [--one-replica]\n"
@@ -97,6 +104,12 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
            sc_recompute_name(cfg->recompute), cfg->sp ? "  sp" : "",
            cfg->attn == SC_ATTN_FLASH ? "  flash" : "",
            cfg->placement ? cfg->placement : "tp,pp,dp");
+    if (cfg->slices > 1) {
+        printf("token slices   %d per microbatch (TeraPipe):", cfg->slices);
+        for (int j = 0; j < cfg->slices; j++)
+            printf(" %d", cfg->slice_len ? cfg->slice_len[j] : m->seq_len / cfg->slices);
+        printf(" tokens\n");
+    }
     printf("\nstep time      %14s us   (%.0f samples, %s tokens per step)\n",
            cli_us(r->step_time_s, b[0]), r->global_batch,
            cli_si(r->global_batch * m->seq_len, b[1]));
@@ -189,7 +202,7 @@ int cmd_sim(int argc, char **argv)
     /* anything that describes the configuration, which --plan brings itself */
     int config_given = model || cluster || f->fix_dp || f->fix_tp || f->fix_pp || f->fix_v ||
                        f->fix_m || f->fix_mbs || f->fix_schedule || f->fix_zero >= 0 ||
-                       f->fix_recompute >= 0 || f->fix_sp >= 0 || f->attn || part_spec || a.placement ||
+                       f->fix_recompute >= 0 || f->fix_sp >= 0 || f->attn || a.slices || part_spec || a.placement ||
                        bucket > 0;
     sc_step_cfg cfg = {0};
     cfg.schedule = f->fix_schedule ? f->fix_schedule : "1f1b";
@@ -274,6 +287,31 @@ int cmd_sim(int argc, char **argv)
         return cli_fail(&err);
     }
     cli_warn_tp_replicated(mod, cfg.tp);
+    /* token slices: a count, or TeraPipe's programme */
+    sc_slicing sl;
+    memset(&sl, 0, sizeof sl);
+    if (a.slices && !strcmp(a.slices, "auto")) {
+        if (sc_slices_auto(mod, &cl, &cfg, &sl, &err)) {
+            sc_partition_free(&part);
+            sc_model_free(mod);
+            return cli_fail(&err);
+        }
+        cfg.slices = sl.k;
+        cfg.slice_len = sl.k > 1 ? sl.len : NULL;
+        if (!json)
+            fprintf(stderr, "sim: --slices auto: %d slice%s%s (TeraPipe's programme%s); the best "
+                    "equal slicing (%d) simulates %.1f us\n", sl.k, sl.k == 1 ? "" : "s",
+                    sl.k > 1 ? "" : ", no slicing", sl.equal ? " lost to equal slices" : "",
+                    sl.equal_k, sl.equal_step_s * 1e6);
+    } else if (a.slices) {
+        long k;
+        if (cli_long("sim", "--slices", a.slices, 1, SC_SLICES_MAX, &k)) {
+            sc_partition_free(&part);
+            sc_model_free(mod);
+            return 2;
+        }
+        cfg.slices = (int)k;
+    }
     const sc_partition *shown = cfg.partition;
     sc_step_result *r = NULL;
     double sum = 0, sum2 = 0, lo = INFINITY, hi = 0;

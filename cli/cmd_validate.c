@@ -419,8 +419,9 @@ int cmd_validate(int argc, char **argv)
                 const sc_val_row *w = &suites[i]->rows[r];
                 char name[160], lay[64];
                 snprintf(name, sizeof name, "%s/%s", suites[i]->name, w->id);
-                snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s", w->dp, w->tp, w->pp, w->v,
-                         w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "");
+                snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s", w->dp, w->tp, w->pp, w->v,
+                         w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "",
+                         w->attn == SC_ATTN_FLASH ? " flash" : "");
                 printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
                        100 * res[k].error, w->approximate ? " ~" : "");

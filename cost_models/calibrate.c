@@ -576,7 +576,7 @@ static void gemm_params(sc_cluster *cl, const double *x)
 static double gemm_point(const sc_cluster *cl, sc_dtype dt, const sc_calib_gemm *g)
 {
     sc_kernel k = sc_kernel_gemm("g", 1, g->m, g->n, g->k, SC_KTP_NONE, 0, SC_ATTN_ANY);
-    sc_compute_cfg cc = {dt, 1, 0, 1, SC_ATTN_UNFUSED};
+    sc_compute_cfg cc = {dt, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
     return sc_cost_kernel_time(cl, &k, &cc, 0);
 }
 

@@ -100,6 +100,13 @@ typedef struct sc_compute_cfg {
     sc_dtype dtype;
     int tp, sp, mbs;
     sc_attn attn;
+    /* a token slice (TeraPipe): its share of the sequence's tokens and the
+     * share of the keys its queries see (its own and every earlier slice's);
+     * 0 = the whole sequence (both 1). Kernel level only: token dimensions
+     * scale by q_frac, a self-attention's key dimension (kernel kv) by
+     * kv_frac, score-sized bytes by both, and a causal flash kernel runs
+     * 4·batch·K·(M·N - M²/2) FLOPs. */
+    double q_frac, kv_frac;
 } sc_compute_cfg;
 
 /* Kernel level (cost_kernel.c): whether mod is timed kernel by kernel (it
@@ -298,6 +305,9 @@ typedef struct sc_stage_cfg {
     double bucket_bytes;   /* 0 = 25 MiB */
     int sp;                /* sequence parallelism */
     sc_attn attn;          /* attention implementation (unfused = 0) */
+    /* one token slice (TeraPipe; sc_compute_cfg): its share of the tokens
+     * (tp and send bytes scale with it too) and of the keys; 0 = whole */
+    double q_frac, kv_frac;
 } sc_stage_cfg;
 
 /* Fills info[0 .. part->n_stages). Errors of sc_cost_modules_time. O(leaves

@@ -38,7 +38,7 @@ sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtyp
 sc_status sc_cost_module_time_sp(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
                                  int sp, int mbs, double *fwd_s, double *bwd_s, sc_error *err)
 {
-    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED};
+    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0};
     return sc_cost_module_time_cfg(c, mod, &cc, fwd_s, bwd_s, err);
 }
 
@@ -66,6 +66,15 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
         b = mod->measured_bwd_s * mbs / shard;
     } else if (sc_cost_uses_kernels(c, mod)) {
         sc_cost_kernels_time(c, mod, cc, &f, &b, NULL);
+    } else if (cc->q_frac > 0 && cc->q_frac != 1) {
+        /* a token slice of a leaf timed whole: its share of the tokens */
+        sc_compute_cfg whole = *cc;
+        whole.q_frac = whole.kv_frac = 0;
+        sc_status st = sc_cost_module_time_cfg(c, mod, &whole, &f, &b, err);
+        if (st)
+            return st;
+        f *= cc->q_frac;
+        b *= cc->q_frac;
     } else {
         double w = mod->params / shard * sc_dtype_bytes(dt);
         double as = mbs * mod->act_saved_bytes / shard;
@@ -93,7 +102,7 @@ sc_status sc_cost_modules_time_sp(const sc_cluster *c, sc_module *const *mods, i
                                   sc_dtype dt, int tp, int sp, int mbs, double *fwd_s,
                                   double *bwd_s, sc_error *err)
 {
-    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED};
+    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0};
     return sc_cost_modules_time_cfg(c, mods, n, &cc, fwd_s, bwd_s, err);
 }
 

@@ -46,6 +46,15 @@ void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *
         break;
     default: break;
     }
+    /* a token slice: queries (m of every token-sized kernel) and keys */
+    double qf = cc->q_frac > 0 ? cc->q_frac : 1, kf = cc->kv_frac > 0 ? cc->kv_frac : 1;
+    if (qf != 1 || kf != 1) {
+        m = ceil(m * qf);
+        if (k->op == SC_KOP_FLASH || k->kv == 'n')
+            n = ceil(n * kf);
+        else if (k->kv == 'k')
+            kk = ceil(kk * kf);
+    }
     if (k->grow_batch)
         b *= cc->mbs;
     else
@@ -114,11 +123,16 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
     case SC_KOP_MEM: {
         double t = cc->tp > 1 ? cc->tp : 1;
         double share = k->tp == SC_KTP_SHARD || (k->tp == SC_KTP_SEQ && cc->sp) ? t : 1;
-        return roof(c, 0, (bwd ? k->bwd_bytes : k->bytes) * cc->mbs / share);
+        double qf = cc->q_frac > 0 ? cc->q_frac : 1, kf = cc->kv_frac > 0 ? cc->kv_frac : 1;
+        double sl = k->scores ? qf * kf : qf;
+        return roof(c, 0, (bwd ? k->bwd_bytes : k->bytes) * sl * cc->mbs / share);
     }
     case SC_KOP_FLASH: {
         const sc_cluster_gemm *g = &c->eff.gemm;
-        double f = 4 * B * M * N * K * (k->causal ? 0.5 : 1);
+        /* causal: the keys after each query are skipped; a slice of M
+         * queries over N >= M keys runs M·N - M²/2 pairs (M²/2 when whole) */
+        double pairs = k->causal ? (N >= M ? M * N - M * M / 2 : M * N / 2) : M * N;
+        double f = 4 * B * pairs * K;
         double io = d * B * (2 * M * K + 2 * N * K), peak = c->gpu.peak_flops[dt] * sustained(c);
         if (!bwd)
             return roof(c, f / (peak * g->flash_fwd), io);

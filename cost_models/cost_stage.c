@@ -46,7 +46,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         *in = (sc_stage_info){0};
         int f0 = part->first[s], n = part->first[s + 1] - f0;
         sc_module *const *mods = m->leaves + f0;
-        sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn};
+        sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac};
         sc_status st = sc_cost_modules_time_cfg(c, mods, n, &cc, &in->fwd_s, &in->bwd_s, err);
         if (st)
             return st;
@@ -93,7 +93,10 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                 info[s].send_bytes += y->act_out_bytes;
         }
     }
+    double qf = cfg->q_frac > 0 ? cfg->q_frac : 1;
     for (int s = 0; s + 1 < S; s++)
-        info[s].send_bytes = info[s].send_bytes * mbs / tp;
+        info[s].send_bytes = info[s].send_bytes * mbs * qf / tp;
+    for (int s = 0; s < S && qf != 1; s++)
+        info[s].tp_bytes *= qf;
     return SC_OK;
 }

@@ -858,6 +858,11 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
         return st;
     sc_plan_step_cfg(x->plan, &x->cfg);
     const sc_step_cfg *cfg = &x->cfg;
+    if (cfg->slices > 1)
+        return sc_err(err, SC_ENOTSUP,
+                      "%s: slices: the plan cuts each microbatch into %d token slices "
+                      "(TeraPipe), which the simulator models and the executor does not run "
+                      "yet", sc_basename(plan_file), cfg->slices);
     int need = cfg->dp * cfg->tp * cfg->pp;
     if (need != x->size)
         return sc_err(err, SC_EINVAL,

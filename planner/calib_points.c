@@ -568,6 +568,9 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
     /* the plan's step as the executor ran it, for the order gate and the
      * host points */
     sc_lowered *lw = NULL;
+    if (!st && cfg.slices > 1)
+        st = sc_err(err, SC_ENOTSUP, "%s: its plan has token slices, which the executor does "
+                    "not run: nothing to calibrate from", file);
     if (!st && (st = sc_lower(o.model, &pc, &cfg, &lw, err)) && err)
         sc_err_prefix(err, "%s", file);
     if (!st)

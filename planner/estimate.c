@@ -80,7 +80,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     }
-    sc_stage_cfg scfg = {m->dtype, tp, mbs, SC_RECOMPUTE_SELECTIVE, 0, sp, attn};
+    sc_stage_cfg scfg = {m->dtype, tp, mbs, SC_RECOMPUTE_SELECTIVE, 0, sp, attn, 0, 0};
     sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */

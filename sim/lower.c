@@ -67,6 +67,14 @@ static sc_action act(int kind, int op, int stage, int chunk, int mb, int sched_o
                        .match = -1, .sched_op = sched_op, .after = -1, .dep0 = 0, .ndeps = 0};
 }
 
+/* What stage s costs for the unit mb: its slice's figures when sliced. */
+static const sc_stage_info *info_of(const sc_lowered *lw, int s, int mb)
+{
+    if (lw->k <= 1 || mb < 0)
+        return &lw->info[s];
+    return &lw->slice_info[(mb % lw->k) * lw->S + s];
+}
+
 /* The tp collective after action `after` when the stage allreduces: one
  * allreduce, or under sequence parallelism a reduce-scatter then an
  * all-gather of the same bytes (the same ring volume and steps); returns
@@ -76,6 +84,7 @@ static int tp_after(lctx *x, int p, int after, int s, int chunk, int mb, int si)
     const sc_lowered *lw = x->lw;
     if (lw->cfg.tp == 1 || lw->info[s].tp_count == 0)
         return after;
+    double tp_bytes = info_of(lw, s, mb)->tp_bytes;
     static const int colls[2][2] = {{SC_COLL_ALLREDUCE, -1},
                                     {SC_COLL_REDUCE_SCATTER, SC_COLL_ALLGATHER}};
     static const int ops[2][2] = {{SC_OP_TP_ALLREDUCE, -1},
@@ -86,7 +95,7 @@ static int tp_after(lctx *x, int p, int after, int s, int chunk, int mb, int si)
         a.coll = (uint8_t)colls[sp][k];
         a.waits = 1;
         a.after = after;
-        a.bytes = lw->info[s].tp_bytes;
+        a.bytes = tp_bytes;
         after = push(x, p, a);
     }
     return after;
@@ -114,7 +123,7 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     const sc_step_cfg *cfg = &lw->cfg;
     int split = lw->sched->impl->split_backward;
     int s = o->chunk * cfg->pp + p, dp = cfg->dp;
-    const sc_stage_info *in = &lw->info[s];
+    const sc_stage_info *in = info_of(lw, s, o->mb);
     if (cfg->zero == 3 && dp > 1 && (o->kind == SC_OP_F || o->kind == SC_OP_B)) {
         sc_action a = act(SC_ACT_GATHER, SC_OP_DP_ALLGATHER, s, o->chunk, o->mb, si);
         a.coll = SC_COLL_ALLGATHER;
@@ -188,7 +197,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
             sc_action a = act(SC_ACT_SEND, o->kind, s, o->chunk, o->mb, i);
             a.peer = o->peer;
             a.after = produced; /* the op right before it (sched.h's rule) */
-            a.bytes = lw->info[back ? s - 1 : s].send_bytes;
+            a.bytes = info_of(lw, back ? s - 1 : s, o->mb)->send_bytes;
             push(x, p, a);
             break;
         }
@@ -198,7 +207,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
             sc_action a = act(SC_ACT_RECV, o->kind, s, o->chunk, o->mb, i);
             a.peer = o->peer;
             a.waits = 1;
-            a.bytes = lw->info[back ? s : s - 1].send_bytes;
+            a.bytes = info_of(lw, back ? s : s - 1, o->mb)->send_bytes;
             push(x, p, a);
             break;
         }
@@ -222,7 +231,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
 static void match_sends(lctx *x)
 {
     sc_lowered *lw = x->lw;
-    int S = lw->S, m = lw->cfg.m;
+    int S = lw->S, m = lw->sched->m; /* units: microbatches x slices */
     int *recv = sc_malloc(sizeof(int) * 2 * (size_t)m * (size_t)S);
     if (!recv) {
         x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
@@ -351,6 +360,8 @@ void sc_lower_free(sc_lowered *lw)
     sc_free(lw->ties);
     sc_free(lw->pos);
     sc_free(lw->info);
+    sc_free(lw->slice_info);
+    sc_free(lw->slice_len);
     sc_sched_free(lw->sched);
     if (lw->own_part)
         sc_partition_free(&lw->part);
@@ -369,7 +380,18 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         return sc_err(err, SC_ENOMEM, "lower: out of memory");
     lw->cfg = *cfg;
     lw->S = cfg->pp * cfg->v;
-    st = sc_sched_generate(cfg->schedule, cfg->pp, cfg->m, cfg->v, &lw->sched, err);
+    lw->k = cfg->slices > 1 ? cfg->slices : 1;
+    st = sc_sched_generate_sliced(cfg->schedule, cfg->pp, cfg->m, lw->k, cfg->v, &lw->sched, err);
+    if (!st && lw->k > 1) {
+        lw->slice_len = sc_malloc(sizeof(int) * (size_t)lw->k);
+        lw->slice_info = sc_calloc((size_t)lw->k * (size_t)lw->S, sizeof *lw->slice_info);
+        if (!lw->slice_len || !lw->slice_info)
+            st = sc_err(err, SC_ENOMEM, "lower: out of memory");
+        for (int j = 0; !st && j < lw->k; j++)
+            lw->slice_len[j] = cfg->slice_len ? cfg->slice_len[j]
+                                              : m->seq_len / lw->k + (j < m->seq_len % lw->k);
+        lw->cfg.slice_len = lw->slice_len;
+    }
     if (!st && cfg->partition) {
         lw->part = *cfg->partition;
     } else if (!st) {
@@ -385,8 +407,15 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
     }
     if (!st) {
         sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
-                           cfg->bucket_bytes, cfg->sp, cfg->attn};
+                           cfg->bucket_bytes, cfg->sp, cfg->attn, 0, 0};
         st = sc_cost_stage(c, m, &lw->part, &sc, lw->info, err);
+        /* each slice: its tokens, and the keys of itself and the slices before */
+        for (int j = 0, before = 0; !st && j < lw->k && lw->k > 1; j++) {
+            sc.q_frac = (double)lw->slice_len[j] / m->seq_len;
+            sc.kv_frac = (double)(before + lw->slice_len[j]) / m->seq_len;
+            before += lw->slice_len[j];
+            st = sc_cost_stage(c, m, &lw->part, &sc, lw->slice_info + (size_t)j * lw->S, err);
+        }
     }
     int *grad_done = st ? NULL : sc_malloc(sizeof(int) * (size_t)lw->S);
     if (!st && !grad_done)

@@ -111,7 +111,10 @@ typedef struct sc_lowered {
     sc_partition part;   /* the partition used (cfg's, or uniform) */
     sc_sched *sched;
     int S;               /* pp·v virtual stages */
-    sc_stage_info *info; /* per virtual stage (sc_cost_stage) */
+    sc_stage_info *info; /* per virtual stage (sc_cost_stage), a whole microbatch */
+    int k;               /* token slices per microbatch (1: none) */
+    sc_stage_info *slice_info; /* k x S: slice j of stage s at [j * S + s]; NULL when k = 1 */
+    int *slice_len;      /* k token counts (NULL when k = 1) */
     sc_lowered_pos *pos; /* pp lists */
     int n_ties;
     sc_tie *ties;

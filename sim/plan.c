@@ -4,6 +4,7 @@
 #include "json.h"
 #include "schedule.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,6 +87,9 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
     p->bucket_bytes = cfg->bucket_bytes > 0 ? cfg->bucket_bytes : SC_DEFAULT_BUCKET_BYTES;
     p->sp = cfg->sp != 0;
     p->attn = cfg->attn;
+    p->slices = cfg->slices > 1 ? cfg->slices : 0;
+    for (int j = 0; j < p->slices && j < 64; j++)
+        p->slice_len[j] = cfg->slice_len ? cfg->slice_len[j] : 0;
     snprintf(p->schedule, sizeof p->schedule, "%s", cfg->schedule);
     snprintf(p->placement, sizeof p->placement, "%s", cfg->placement ? cfg->placement : "tp,pp,dp");
     snprintf(p->method, sizeof p->method, "%s", method ? method : "explicit");
@@ -133,6 +137,8 @@ void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg)
     cfg->bucket_bytes = p->bucket_bytes;
     cfg->sp = p->sp;
     cfg->attn = p->attn;
+    cfg->slices = p->slices;
+    cfg->slice_len = p->slices > 1 ? p->slice_len : NULL;
     cfg->schedule = p->schedule;
     cfg->placement = p->placement;
     cfg->partition = &p->partition;
@@ -170,6 +176,11 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     sc_jadd_num(j, "bucket_bytes", p->bucket_bytes, &oom);
     sc_jadd_bool(j, "sp", p->sp, &oom);
     sc_jadd_str(j, "attention", sc_attn_name(p->attn), &oom);
+    if (p->slices > 1) {
+        cJSON *a = sc_jadd_arr(j, "slices", &oom);
+        for (int k = 0; a && k < p->slices; k++)
+            sc_jpush_num(a, p->slice_len[k], &oom);
+    }
     cJSON *part = sc_jadd_obj(j, "partition", &oom);
     sc_jadd_str(part, "method", p->method, &oom);
     cJSON *st = sc_jadd_arr(part, "stages", &oom);
@@ -343,7 +354,7 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
 {
     static const char *const top[] = {"format", "model", "cluster", "dp", "tp", "pp", "v",
                                       "microbatches", "mbs", "global_batch", "schedule", "zero",
-                                      "recompute", "placement", "bucket_bytes", "sp", "attention", "partition", "ranks",
+                                      "recompute", "placement", "bucket_bytes", "sp", "attention", "slices", "partition", "ranks",
                                       "prediction", NULL};
     static const char *const mk[] = {"name", "source", "digest", NULL};
     static const char *const ck[] = {"name", "source", "digest", "nodes", "gpus_per_node", NULL};
@@ -425,6 +436,30 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     if (!st && p->sp && p->tp < 2)
         st = sc_err(err, SC_EINVAL, "%s: sp: sequence parallelism needs tp >= 2 (tp is %d)", file,
                     p->tp);
+    p->slices = 0;
+    const cJSON *sl = NULL;
+    if (!st)
+        st = sc_json_arr(j, file, "", "slices", 0, &sl, err);
+    if (!st && sl) {
+        int n = cJSON_GetArraySize(sl);
+        if (n < 2 || n > 64)
+            st = sc_err(err, SC_EINVAL, "%s: slices: %d slices (2 to 64, or omit the key)", file,
+                        n);
+        int k = 0;
+        for (const cJSON *e = sl->child; e && !st; e = e->next, k++) {
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) ||
+                e->valuedouble < 1 || e->valuedouble > 1e7)
+                st = sc_err(err, SC_EINVAL, "%s: slices[%d]: must be a token count >= 1", file,
+                            k);
+            else
+                p->slice_len[k] = (int)e->valuedouble;
+        }
+        if (!st)
+            p->slices = n;
+        if (!st && strcmp(p->schedule, "gpipe") && strcmp(p->schedule, "1f1b"))
+            st = sc_err(err, SC_EINVAL, "%s: slices: token slices run with gpipe or 1f1b, not %s",
+                        file, p->schedule);
+    }
     p->attn = SC_ATTN_UNFUSED;
     if (!st)
         st = sc_json_str(j, file, "", "attention", 0, 16, &s, err);
@@ -667,6 +702,12 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
                     p->gpus_per_node, p->cluster_source, c.gpus_per_node);
     if (!st)
         st = check_against_model(p, file, m, err);
+    if (!st && p->slices > 1) {
+        sc_step_cfg sc;
+        sc_plan_step_cfg(p, &sc);
+        if ((st = sc_step_check_slices(m, &sc, err)))
+            sc_err_prefix(err, "%s: slices", file);
+    }
     if (st) {
         sc_model_free(m);
         return st;

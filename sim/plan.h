@@ -12,6 +12,8 @@
  *     "sp",             sequence parallelism (optional; false)
  *     "attention",      "unfused" or "flash" (optional; "unfused"): which
  *                       kernels an attention leaf runs (kernel.h)
+ *     "slices",         token slices of each microbatch (TeraPipe): their
+ *                       lengths in tokens (optional; absent: none)
  *     "partition": { "method": "uniform"|"tree"|"optimal"|"explicit",
  *                    "stages": [ { "first_leaf", "last_leaf", "first", "last" } ] },
  *     "ranks": [ { "rank", "node", "device", "dp", "pp", "tp" } ],
@@ -58,6 +60,8 @@ typedef struct sc_plan {
     double bucket_bytes;  /* > 0 */
     int sp;               /* sequence parallelism */
     sc_attn attn;         /* attention implementation */
+    int slices;           /* token slices (0: none) */
+    int slice_len[64];    /* their lengths (SC_SLICES_MAX) */
     char schedule[32], placement[16], method[16];
     sc_partition partition;
     int has_prediction;

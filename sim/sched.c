@@ -61,8 +61,86 @@ const sc_sched_op *sc_sched_rank_ops(const sc_sched *s, int rank, int *n)
     return s->ops + s->off[rank];
 }
 
+/* Token slices (TeraPipe, Li et al. 2021): the m·k units u = mb·k + j
+ * (slice j of microbatch mb) of gpipe or 1f1b. Forwards run in unit order
+ * (slice j after j-1 of the same sequence: it reads their keys and values);
+ * backwards in microbatch order with the slices of each reversed (slice j's
+ * key and value gradients come from the later slices). gpipe: every
+ * forward, then every backward. 1f1b: rank r warms up with min(p - r - 1,
+ * m·k) forwards, then alternates one forward and one backward, running
+ * forwards ahead whenever the next backward's unit has not been forwarded
+ * yet (the last rank forwards a whole sequence before its first backward). */
+typedef struct sliced_gen {
+    int k;
+    int gpipe;
+} sliced_gen;
+
+static int bwd_unit(int i, int k)
+{
+    return (i / k) * k + (k - 1 - i % k);
+}
+
+static sc_status gen_sliced(int p, int M, int v, int rank, sc_sched_sink *sink,
+                            const sliced_gen *g)
+{
+    (void)v;
+    int fi = 0, bi = 0;
+    if (g->gpipe) {
+        for (; fi < M; fi++)
+            if (sc_sched_emit(sink, SC_OP_F, fi, 0))
+                return SC_ENOMEM;
+        for (; bi < M; bi++)
+            if (sc_sched_emit(sink, SC_OP_B, bwd_unit(bi, g->k), 0))
+                return SC_ENOMEM;
+        return SC_OK;
+    }
+    /* 1F1B's rule, unit by unit: before B(u), rank r has run the forwards
+     * through u + p - r - 1 (those the later ranks still need to fill the
+     * pipeline); with k = 1 it is 1f1b's warm-up, then one F per B */
+    for (; bi < M; bi++) {
+        int u = bwd_unit(bi, g->k);
+        int need = u + p - rank < M ? u + p - rank : M;
+        for (; fi < need; fi++)
+            if (sc_sched_emit(sink, SC_OP_F, fi, 0))
+                return SC_ENOMEM;
+        if (sc_sched_emit(sink, SC_OP_B, u, 0))
+            return SC_ENOMEM;
+    }
+    return SC_OK;
+}
+
+static sc_status generate_any(const char *name, int p, int m, int v, const sliced_gen *g,
+                              sc_sched **out, sc_error *err);
+
 sc_status sc_sched_generate(const char *name, int p, int m, int v, sc_sched **out,
                             sc_error *err)
+{
+    return generate_any(name, p, m, v, NULL, out, err);
+}
+
+sc_status sc_sched_generate_sliced(const char *name, int p, int m, int k, int v, sc_sched **out,
+                                   sc_error *err)
+{
+    if (k <= 1)
+        return generate_any(name, p, m, v, NULL, out, err);
+    *out = NULL;
+    int gp = name && !strcmp(name, "gpipe"), f1 = name && !strcmp(name, "1f1b");
+    if (!gp && !f1)
+        return sc_err(err, SC_EINVAL,
+                      "token slices run with gpipe or 1f1b, not %s (--slices %d)",
+                      name ? name : "(null)", k);
+    if (m < 1 || (long long)m * k > 50000000LL)
+        return sc_err(err, SC_EINVAL, "slices: %d microbatches x %d slices is out of range", m,
+                      k);
+    sliced_gen g = {k, gp};
+    sc_status st = generate_any(name, p, m * k, v, &g, out, err);
+    if (!st)
+        (*out)->slices = k;
+    return st;
+}
+
+static sc_status generate_any(const char *name, int p, int m, int v, const sliced_gen *g,
+                              sc_sched **out, sc_error *err)
 {
     *out = NULL;
     const sc_sched_impl *impl = sc_sched_find(name);
@@ -97,7 +175,7 @@ sc_status sc_sched_generate(const char *name, int p, int m, int v, sc_sched **ou
     for (int r = 0; r < p; r++) {
         s->off[r] = all.n;
         one.n = 0;
-        sc_status st = impl->generate(p, m, v, r, &one);
+        sc_status st = g ? gen_sliced(p, m, v, r, &one, g) : impl->generate(p, m, v, r, &one);
         if (st == SC_ENOMEM)
             goto nomem;
         if (st != SC_OK) {

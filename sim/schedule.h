@@ -80,7 +80,9 @@ const sc_sched_impl *sc_sched_find(const char *name);
 
 typedef struct sc_sched {
     const sc_sched_impl *impl;
-    int p, m, v;
+    int p, m, v;      /* m: units (microbatches x slices when sliced) */
+    int slices;       /* token slices per microbatch (0 or 1: none); unit u is slice
+                         u % slices of microbatch u / slices */
     int32_t *off;     /* p+1 offsets: rank r's ops are ops[off[r] .. off[r+1]) */
     sc_sched_op *ops;
 } sc_sched;
@@ -91,6 +93,11 @@ typedef struct sc_sched {
 sc_status sc_sched_generate(const char *name, int p, int m, int v, sc_sched **out,
                             sc_error *err);
 void sc_sched_free(sc_sched *s);
+/* The same with each microbatch cut into k token slices (TeraPipe): gpipe
+ * or 1f1b over m·k units, unit u = slice u % k of microbatch u / k (sched.c
+ * states the order); k <= 1 is sc_sched_generate. Ops' mb fields are units. */
+sc_status sc_sched_generate_sliced(const char *name, int p, int m, int k, int v, sc_sched **out,
+                                   sc_error *err);
 
 const sc_sched_op *sc_sched_rank_ops(const sc_sched *s, int rank, int *n);
 static inline int sc_sched_stage(const sc_sched *s, int rank, int chunk)

@@ -191,6 +191,43 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
                       "it needs tp >= 2 (tp=%d)", cfg->tp);
     if (!(cfg->jitter >= 0 && cfg->jitter < 1))
         return sc_err(err, SC_EINVAL, "sim: jitter %g must be in [0, 1)", cfg->jitter);
+    return sc_step_check_slices(m, cfg, err);
+}
+
+sc_status sc_step_check_slices(const sc_model *m, const sc_step_cfg *cfg, sc_error *err)
+{
+    int k = cfg->slices;
+    if (k < 0 || k > m->seq_len)
+        return sc_err(err, SC_EINVAL, "--slices: %d is out of range [1, %d] (the sequence's "
+                      "tokens)", k, m->seq_len);
+    if (k <= 1)
+        return SC_OK;
+    if (strcmp(cfg->schedule, "gpipe") && strcmp(cfg->schedule, "1f1b"))
+        return sc_err(err, SC_EINVAL, "--slices: token slices run with gpipe or 1f1b, not %s",
+                      cfg->schedule);
+    const char *why = NULL;
+    const sc_module *x = sc_model_not_causal(m, &why);
+    if (x)
+        return sc_err(err, SC_EINVAL,
+                      "--slices: token slices need a causal decoder: %s of %s cannot be sliced "
+                      "(%s)", x->name, m->name, why);
+    if (!cfg->slice_len) {
+        if (m->seq_len % k)
+            return sc_err(err, SC_EINVAL,
+                          "--slices: %d equal slices do not divide the sequence of %d tokens", k,
+                          m->seq_len);
+        return SC_OK;
+    }
+    long sum = 0;
+    for (int j = 0; j < k; j++) {
+        if (cfg->slice_len[j] < 1)
+            return sc_err(err, SC_EINVAL, "slice_len[%d]: %d tokens (every slice needs at "
+                          "least one)", j, cfg->slice_len[j]);
+        sum += cfg->slice_len[j];
+    }
+    if (sum != m->seq_len)
+        return sc_err(err, SC_EINVAL, "slice_len: the slices sum to %ld tokens, the sequence "
+                      "has %d", sum, m->seq_len);
     return SC_OK;
 }
 
@@ -908,8 +945,17 @@ static sc_status results(builder *b, sc_step_result *r)
             for (int i = b->lw->part.first[s]; i < b->lw->part.first[s + 1]; i++)
                 mods[n++] = b->m->leaves[i];
         }
+        /* in flight, in microbatches: a token slice holds its share of one
+         * (counted at the longest slice's) */
+        int inflight = (peak[p] + b->v - 1) / b->v;
+        if (b->lw->k > 1) {
+            int mx = 0;
+            for (int j = 0; j < b->lw->k; j++)
+                mx = b->lw->slice_len[j] > mx ? b->lw->slice_len[j] : mx;
+            inflight = (int)ceil((double)peak[p] * mx / b->m->seq_len);
+        }
         sc_mem_cfg mc = {b->dt, b->tp, b->dp, cfg->zero, cfg->mbs,
-                         (peak[p] + b->v - 1) / b->v, cfg->recompute, cfg->sp, cfg->attn};
+                         inflight, cfg->recompute, cfg->sp, cfg->attn};
         st = sc_cost_memory(b->c, mods, n, &mc, &r->mem[p], b->err);
         /* copies of shared groups owned elsewhere (a tied head's embedding) */
         for (int g = 0; g < b->m->n_groups && !st; g++) {
@@ -939,6 +985,7 @@ static sc_status results(builder *b, sc_step_result *r)
     /* throughput and cost */
     sc_totals tot = sc_model_totals(b->m);
     r->global_batch = (double)b->dp * cfg->m * cfg->mbs;
+    r->seq_len = b->m->seq_len;
     r->samples_per_s = step > 0 ? r->global_batch / step : 0;
     r->tokens_per_s = r->samples_per_s * b->m->seq_len;
     r->model_flops = 3 * tot.flops_fwd * r->global_batch;
@@ -1027,7 +1074,7 @@ sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_s
         part = &own;
     }
     sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
-                       cfg->bucket_bytes, cfg->sp, cfg->attn};
+                       cfg->bucket_bytes, cfg->sp, cfg->attn, 0, 0};
     st = sc_cost_stage(c, m, part, &sc, info, err);
     sc_partition_free(&own);
     return st;
@@ -1277,6 +1324,11 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     sc_jadd_str(c, "recompute", sc_recompute_name(cfg->recompute), &oom);
     sc_jadd_bool(c, "sp", cfg->sp, &oom);
     sc_jadd_str(c, "attention", sc_attn_name(cfg->attn), &oom);
+    if (cfg->slices > 1) {
+        cJSON *a = sc_jadd_arr(c, "slices", &oom);
+        for (int k = 0; a && k < cfg->slices; k++)
+            sc_jpush_num(a, cfg->slice_len ? cfg->slice_len[k] : r->seq_len / cfg->slices, &oom);
+    }
     sc_jadd_str(c, "placement", cfg->placement ? cfg->placement : "tp,pp,dp", &oom);
     sc_jadd_num(j, "step_time_s", r->step_time_s, &oom);
     cJSON *bd = sc_jadd_obj(j, "breakdown", &oom);

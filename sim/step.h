@@ -92,6 +92,15 @@ typedef struct sc_step_cfg {
     sc_recompute recompute;
     int sp;                          /* sequence parallelism (Korthikanti et al. 2022); needs tp > 1 */
     sc_attn attn;                    /* attention implementation: unfused (0) or flash */
+    /* token slices (TeraPipe, Li et al. 2021): each microbatch's sequence
+     * runs through the pipeline as `slices` units (0 or 1: none), of
+     * slice_len[0..slices) tokens (NULL: equal lengths; they must sum to the
+     * model's seq_len). gpipe and 1f1b; causal decoder models only. */
+    int slices;
+    const int *slice_len;
+    /* (sc_step_check_slices refuses a count out of range, equal slices that
+     * do not divide the sequence, lengths < 1 or not summing to it, another
+     * schedule, and models that are not causal decoders) */
     const sc_partition *partition;   /* NULL = uniform over pp·v stages */
     const char *placement;           /* NULL = "tp,pp,dp" (innermost first) */
     double bucket_bytes;             /* 0 = 25 MiB */
@@ -121,6 +130,7 @@ typedef struct sc_step_link {
 
 typedef struct sc_step_result {
     double step_time_s;
+    int seq_len;          /* the model's tokens per sample (slices' lengths) */
     sc_step_breakdown breakdown;   /* average per rank, seconds */
     double bubble_fraction;        /* breakdown.bubble / step */
     int n_ranks, nodes_used;
@@ -167,6 +177,9 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
  * here: the planner enforces it). */
 sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                         sc_error *err);
+/* The token-slice part of sc_step_check (also for the planner and the plan
+ * loader): messages name --slices or slice_len. */
+sc_status sc_step_check_slices(const sc_model *m, const sc_step_cfg *cfg, sc_error *err);
 sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_result **out, sc_error *err);
 void sc_step_result_free(sc_step_result *r);

@@ -276,15 +276,23 @@ sc_module *sc_gen_attn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
                                                   SC_ATTN_ANY));
     }
     double sc2 = a * sq * skv; /* score elements per copy */
-    sc_module_add_kernel(m, x, sc_kernel_gemm("scores", k * a, sq, skv, tf->kv, SC_KTP_BATCH, 1,
-                                              SC_ATTN_UNFUSED));
-    sc_module_add_kernel(m, x, sc_kernel_mem("softmax", k * 2 * d * sc2, k * 3 * d * sc2,
-                                             SC_KTP_SHARD, SC_ATTN_UNFUSED));
-    sc_module_add_kernel(m, x, sc_kernel_mem("attn_dropout", k * (2 * d + 1) * sc2,
-                                             k * (2 * d + 1) * sc2, SC_KTP_SHARD,
-                                             SC_ATTN_UNFUSED));
-    sc_module_add_kernel(m, x, sc_kernel_gemm("context", k * a, sq, tf->kv, skv, SC_KTP_BATCH,
-                                              1, SC_ATTN_UNFUSED));
+    /* self-attention's key dimension runs over the same tokens as its
+     * queries: token slices scale it (kernel.h, kv and per) */
+    sc_kernel ks = sc_kernel_gemm("scores", k * a, sq, skv, tf->kv, SC_KTP_BATCH, 1,
+                                  SC_ATTN_UNFUSED);
+    sc_kernel kc = sc_kernel_gemm("context", k * a, sq, tf->kv, skv, SC_KTP_BATCH, 1,
+                                  SC_ATTN_UNFUSED);
+    sc_kernel sm = sc_kernel_mem("softmax", k * 2 * d * sc2, k * 3 * d * sc2, SC_KTP_SHARD,
+                                 SC_ATTN_UNFUSED);
+    sc_kernel dr = sc_kernel_mem("attn_dropout", k * (2 * d + 1) * sc2, k * (2 * d + 1) * sc2,
+                                 SC_KTP_SHARD, SC_ATTN_UNFUSED);
+    ks.kv = cross ? 0 : 'n';
+    kc.kv = cross ? 0 : 'k';
+    sm.scores = dr.scores = !cross;
+    sc_module_add_kernel(m, x, ks);
+    sc_module_add_kernel(m, x, sm);
+    sc_module_add_kernel(m, x, dr);
+    sc_module_add_kernel(m, x, kc);
     sc_module_add_kernel(m, x, sc_kernel_flash("flash", k * a, sq, skv, tf->kv,
                                                !cross && tf->causal, SC_KTP_BATCH));
     sc_module_add_kernel(m, x, sc_kernel_gemm("out_proj", 1, k * sq, h, in, SC_KTP_K, 0,

@@ -96,12 +96,16 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
                                               SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_kernel_mem("rotary", 2 * d * s * (h + kvd),
                                              2 * d * s * (h + kvd), SC_KTP_SHARD, SC_ATTN_ANY));
-    sc_module_add_kernel(m, x, sc_kernel_gemm("scores", a, s, s, hd, SC_KTP_BATCH, 1,
-                                              SC_ATTN_UNFUSED));
-    sc_module_add_kernel(m, x, sc_kernel_mem("softmax", 2 * d * a * s * s, 3 * d * a * s * s,
-                                             SC_KTP_SHARD, SC_ATTN_UNFUSED));
-    sc_module_add_kernel(m, x, sc_kernel_gemm("context", a, s, hd, s, SC_KTP_BATCH, 1,
-                                              SC_ATTN_UNFUSED));
+    sc_kernel ks = sc_kernel_gemm("scores", a, s, s, hd, SC_KTP_BATCH, 1, SC_ATTN_UNFUSED);
+    sc_kernel kc = sc_kernel_gemm("context", a, s, hd, s, SC_KTP_BATCH, 1, SC_ATTN_UNFUSED);
+    sc_kernel sm = sc_kernel_mem("softmax", 2 * d * a * s * s, 3 * d * a * s * s, SC_KTP_SHARD,
+                                 SC_ATTN_UNFUSED);
+    ks.kv = 'n';
+    kc.kv = 'k';
+    sm.scores = 1;
+    sc_module_add_kernel(m, x, ks);
+    sc_module_add_kernel(m, x, sm);
+    sc_module_add_kernel(m, x, kc);
     sc_module_add_kernel(m, x, sc_kernel_flash("flash", a, s, s, hd, 1, SC_KTP_BATCH));
     sc_module_add_kernel(m, x, sc_kernel_gemm("out_proj", 1, s, h, h, SC_KTP_K, 0, SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));

@@ -119,8 +119,9 @@ static sc_status pick(const cJSON *o, const char *file, const char *path, const 
 static sc_status one_from_json(const cJSON *o, const char *file, const char *path,
                                sc_kernel *k, sc_error *err)
 {
-    static const char *const keys[] = {"name", "op", "batch", "m", "n", "k", "bytes",
-                                       "bwd_bytes", "samples", "tp", "attn", "causal", NULL};
+    static const char *const keys[] = {"name", "op",      "batch",  "m",   "n",
+                                       "k",    "bytes",   "bwd_bytes", "samples", "tp",
+                                       "attn", "causal",  "kv",     "per", NULL};
     if (!cJSON_IsObject(o))
         return sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
     memset(k, 0, sizeof *k);
@@ -144,7 +145,12 @@ static sc_status one_from_json(const cJSON *o, const char *file, const char *pat
         k->bwd_bytes = 2 * k->bytes;
         if (!st)
             st = sc_json_num(o, file, path, "bwd_bytes", 0, 0, MAX_KBYTES, &k->bwd_bytes, err);
-        const char *const not_mem[] = {"batch", "m", "n", "k", "samples", "causal"};
+        const char *const not_mem[] = {"batch", "m", "n", "k", "samples", "causal", "kv"};
+        static const char *const per_names[] = {"tokens", "scores"};
+        int per = 0;
+        if (!st)
+            st = pick(o, file, path, "per", per_names, 2, 0, &per, err);
+        k->scores = (unsigned char)per;
         for (size_t i = 0; i < SC_ARRAY_LEN(not_mem) && !wrong; i++)
             if (cJSON_GetObjectItemCaseSensitive(o, not_mem[i]))
                 wrong = not_mem[i];
@@ -167,7 +173,14 @@ static sc_status one_from_json(const cJSON *o, const char *file, const char *pat
             st = sc_json_bool(o, file, path, "causal", 0, &causal, err);
         if (!st && op == SC_KOP_GEMM && cJSON_GetObjectItemCaseSensitive(o, "causal"))
             wrong = "causal";
-        const char *const not_mm[] = {"bytes", "bwd_bytes"};
+        static const char *const kv_names[] = {"none", "n", "k"};
+        int kv = 0;
+        if (!st && op == SC_KOP_GEMM)
+            st = pick(o, file, path, "kv", kv_names, 3, 0, &kv, err);
+        else if (!st && cJSON_GetObjectItemCaseSensitive(o, "kv"))
+            wrong = "kv";
+        k->kv = kv == 1 ? 'n' : kv == 2 ? 'k' : 0;
+        const char *const not_mm[] = {"bytes", "bwd_bytes", "per"};
         for (size_t i = 0; i < SC_ARRAY_LEN(not_mm) && !wrong; i++)
             if (cJSON_GetObjectItemCaseSensitive(o, not_mm[i]))
                 wrong = not_mm[i];
@@ -247,6 +260,8 @@ void sc_kernels_to_json(cJSON *obj, const sc_kernel *k, int n, int *oom)
         if (x->op == SC_KOP_MEM) {
             sc_jadd_num(o, "bytes", x->bytes, oom);
             sc_jadd_num(o, "bwd_bytes", x->bwd_bytes, oom);
+            if (x->scores)
+                sc_jadd_str(o, "per", "scores", oom);
         } else {
             if (x->batch != 1)
                 sc_jadd_num(o, "batch", x->batch, oom);
@@ -257,6 +272,8 @@ void sc_kernels_to_json(cJSON *obj, const sc_kernel *k, int n, int *oom)
                 sc_jadd_str(o, "samples", "batch", oom);
             if (x->op == SC_KOP_FLASH && x->causal)
                 sc_jadd_bool(o, "causal", 1, oom);
+            if (x->op == SC_KOP_GEMM && x->kv)
+                sc_jadd_str(o, "kv", x->kv == 'n' ? "n" : "k", oom);
         }
         if (x->tp != SC_KTP_NONE)
             sc_jadd_str(o, "tp", tp_names[x->tp], oom);

@@ -41,6 +41,11 @@
  *   attn     "any" (default), "unfused" or "flash": the kernel runs only with
  *            that attention implementation (a plan setting)
  *   causal   (flash) true when the mask is causal, default false
+ *   kv       (gemm) "n" or "k": that dimension runs over the keys of a
+ *            self-attention (scores: n; context: k), so token slices
+ *            (TeraPipe) scale it by the context a slice sees; default none
+ *   per      (mem) "tokens" (default) or "scores": the bytes scale with the
+ *            tokens, or with query x key pairs (softmax, attention dropout)
  *
  * The loader checks that, for each attention implementation the list has,
  * the counted FLOPs of its kernels equal the leaf's flops_fwd within 0.5%.
@@ -75,6 +80,8 @@ typedef struct sc_kernel {
     unsigned char attn;    /* sc_attn, SC_ATTN_ANY for both */
     unsigned char grow_batch; /* 1: samples multiply batch; 0: they multiply m */
     unsigned char causal;
+    unsigned char kv;      /* gemm: 0 none, 'n' or 'k' (the keys' dimension) */
+    unsigned char scores;  /* mem: 1 when its bytes scale with query x key pairs */
     double batch, m, n, k;
     double bytes, bwd_bytes;
 } sc_kernel;

@@ -189,6 +189,28 @@ double sc_module_dim(const sc_module *mod, const char *name, double dflt)
     return dflt;
 }
 
+const sc_module *sc_model_not_causal(const sc_model *m, const char **why)
+{
+    for (int i = 0; i < m->n_leaves; i++) {
+        const sc_module *x = m->leaves[i];
+        if (!sc_module_is_attention(x))
+            continue;
+        const char *r = !strcmp(x->kind, "cross_attention") ? "cross-attention reads a whole "
+                                                              "other sequence"
+                        : x->n_kernels == 0 ? "it lists no kernels, so its causality is unknown"
+                                            : "its attention is not causal (an encoder's)";
+        for (int k = 0; k < x->n_kernels && r && strcmp(x->kind, "cross_attention"); k++)
+            if (x->kernels[k].op == SC_KOP_FLASH && x->kernels[k].causal)
+                r = NULL;
+        if (r) {
+            if (why)
+                *why = r;
+            return x;
+        }
+    }
+    return NULL;
+}
+
 double sc_module_flops_bwd(const sc_module *mod)
 {
     return mod->flops_bwd >= 0 ? mod->flops_bwd : 2 * mod->flops_fwd;

@@ -156,6 +156,11 @@ int sc_module_is_attention(const sc_module *mod);
  * the first max of them in execution order; returns how many there are.
  * Leaves marked tp.shardable false (norms) are tp-aware and not counted. */
 int sc_model_tp_replicated(const sc_model *m, const char **names, int max);
+/* Token slices (TeraPipe) need a causal decoder: the first module that
+ * stops them (an attention leaf without a causal fused-attention kernel: an
+ * encoder's, a cross-attention, or one without kernels), or NULL; *why (may
+ * be NULL) gets a short reason. O(modules). */
+const sc_module *sc_model_not_causal(const sc_model *m, const char **why);
 
 /* ---- built-in models by name (gpt-1.3b, ...) ------------------------------ */
 typedef struct sc_builtin {
