@@ -57,10 +57,10 @@ static const cli_cmd whatif_cmd = {
     "whatif", CLI_WHATIF,
     "usage: stagecraft whatif --model M --cluster C[,C2...] --nodes LIST --global-batch B\n"
     "                         --tokens T [--spot] [--interruptions-per-hour X]\n"
-    "                         [--storage-gbps G] [--restart-minutes R] [--top K]\n"
-    "                         [-o DIR] [--json]\n"
+    "                         [--storage-gbps G] [--restart-minutes R] [--simulate K]\n"
+    "                         [--framework F] [--cuts layers|leaves] [-o DIR] [--json]\n"
     "For each cluster and node count, searches the best plan (the planner, K simulated\n"
-    "candidates, default 4) and reports its configuration, step time, tokens/s,\n"
+    "candidates, the same default as plan's) and reports its configuration, step time, tokens/s,\n"
     "scaling efficiency (tokens/s per GPU against the cluster's smallest count), days\n"
     "to train T tokens and the cost on demand (nodes x price x hours) and, with\n"
     "--spot, on spot capacity with interruptions, checkpoints and restarts charged.\n"
@@ -203,7 +203,6 @@ int cmd_whatif(int argc, char **argv)
     whatif_args a;
     memset(&a, 0, sizeof a);
     cli_search_args_init(&a.s);
-    a.s.top = o.top_k;
     a.dir = "out/whatif";
     a.iph = o.interruptions_per_hour;
     a.restart_min = 10;
@@ -211,7 +210,7 @@ int cmd_whatif(int argc, char **argv)
     if (prc)
         return prc == CLI_HELP_SHOWN ? 0 : prc;
     const char *model = a.s.model, *clusters = a.clusters, *list = a.nodes, *dir = a.dir;
-    long batch = a.s.batch, top = a.s.top;
+    long batch = a.s.batch;
     double tokens = a.tokens, gbps = a.gbps, restart_min = a.restart_min;
     int json = a.s.json;
     o.spot = a.spot;
@@ -257,7 +256,9 @@ int cmd_whatif(int argc, char **argv)
     }
     o.global_batch = batch;
     o.tokens = tokens;
-    o.top_k = (int)top;
+    o.simulate = a.s.o.simulate;
+    o.framework = a.s.o.framework;
+    o.cut_in_layers = a.s.o.cut_in_layers;
     o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     o.restart_s = 60 * restart_min;
     if (gbps > 0)

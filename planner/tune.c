@@ -38,7 +38,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
         o.fix_recompute = SC_RECOMPUTE_NONE;
     if (o.fix_sp < 0)
         o.fix_sp = 0;
-    o.top_k = 1 << 20; /* simulate every fitting point */
+    o.simulate = 1 << 20; /* simulate every fitting point */
     o.optimize_memory = 0;
     sc_search *s;
     sc_status st = sc_search_run(m, c, &o, &s, err);

@@ -71,7 +71,7 @@ TEST(planner_search_ranks_and_fixes)
     sc_search_opts o;
     sc_search_opts_default(&o);
     o.global_batch = 64;
-    o.top_k = 6;
+    o.simulate = 6;
     sc_search *s;
     sc_error err;
     REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
