@@ -512,6 +512,16 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                       "plan: --cuts leaves: %s cuts only between layers (--framework any or "
                       "torch cut inside them)",
                       fw->title);
+    if (o->framework) {
+        /* the fixed choices alone, the free ones at their most permissive */
+        sc_fw_layout l = {.tp = o->fix_tp ? o->fix_tp : 1, .pp = o->fix_pp ? o->fix_pp : 1,
+                          .v = o->fix_v ? o->fix_v : 1, .m = o->fix_m,
+                          .zero = o->fix_zero > 0 ? o->fix_zero : 0, .sp = o->fix_sp > 0,
+                          .schedule = o->fix_schedule};
+        char buf[512];
+        if (sc_framework_judge(fw, m, &l, buf, sizeof buf) != SC_FW_RUNS)
+            return sc_err(err, SC_EINVAL, "plan: --framework %s: %s", fw->name, buf);
+    }
     int attention = 0;
     for (int i = 0; i < m->n_leaves && !attention; i++)
         attention = sc_module_is_attention(m->leaves[i]);
