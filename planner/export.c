@@ -71,6 +71,8 @@ static sc_status judge(const sc_export_ctx *x, sc_error *err)
         return ex_refuse(x, err, "%s", why);
     case SC_FW_UNWRITTEN:
         return ex_unwritten(x, err, "%s", why);
+    case SC_FW_NOMEM:
+        return sc_err(err, SC_ENOMEM, "export: out of memory");
     default: /* runs, maybe with another schedule: the target's notes say so */
         break;
     }
@@ -323,6 +325,25 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
     g->seq = m->seq_len;
     g->tied = emb->group >= 0 && emb->group == head->group;
     g->pos_embed = sc_module_totals(emb).params >= ((double)g->vocab + g->seq) * g->hidden;
+}
+
+int sc_export_is_gpt(const sc_model *m, char *why, size_t n)
+{
+    sc_export_ctx x = {.model = m};
+    int *unit_of_leaf = sc_malloc(sizeof *unit_of_leaf * (size_t)m->n_leaves);
+    if (!unit_of_leaf || units_of(m, &x, unit_of_leaf)) {
+        sc_free(unit_of_leaf);
+        sc_free(x.units);
+        snprintf(why, n, "out of memory");
+        return -1;
+    }
+    ex_gpt g;
+    gpt_shape(&x, &g);
+    sc_free(unit_of_leaf);
+    sc_free(x.units);
+    if (!g.ok)
+        snprintf(why, n, "%s", g.why);
+    return g.ok;
 }
 
 /* ---- the export -------------------------------------------------------------- */

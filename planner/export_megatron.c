@@ -268,10 +268,9 @@ static void header(const sc_export_ctx *x, const sc_export *e, sc_buf *b, const 
 static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
 {
     const sc_plan *p = x->plan;
-    if (!x->gpt.ok)
-        return ex_refuse(x, err, "%s", x->gpt.why);
-    /* placement, cuts, ZeRO with a pipeline, interleaving: framework.h's
-     * table, judged before (export.c) */
+    /* a GPT-style model, placement, cuts, ZeRO with a pipeline,
+     * interleaving: framework.h's table, judged before (export.c) */
+    assert(x->gpt.ok);
     assert(x->order[0] == 0);
     sc_status st;
     margs a = {0};

@@ -1,6 +1,7 @@
 /* framework.c - the table of what each framework runs, and the one judge
  * of a layout against it (see framework.h). */
 #include "framework.h"
+#include "export.h"
 #include "partition.h"
 
 #include <stdio.h>
@@ -16,6 +17,7 @@ static const sc_framework megatron = {
     .schedules = "1f1b,interleaved", .runs_as = "1F1B",
     .virtual_stages = 1, .v_needs_m_multiple = 1,
     .max_zero = 3, .max_zero_pp = 2, .tp = 1, .tp_needs_data = 1, .sp = 1, .tp_innermost = 1,
+    .needs_gpt = 1,
     .zero_pp_why = "this export maps ZeRO-3 to Megatron-FSDP, which the checked source does "
                    "not pair with pipeline parallelism",
     .tp_why = "",
@@ -105,6 +107,14 @@ int sc_framework_runs_schedule(const sc_framework *fw, const char *schedule)
 sc_fw_verdict sc_framework_judge(const sc_framework *fw, const sc_model *m,
                                  const sc_fw_layout *l, char *why, size_t n)
 {
+    if (m && fw->needs_gpt) {
+        char buf[512];
+        int gpt = sc_export_is_gpt(m, buf, sizeof buf);
+        if (gpt != 1) {
+            SAY("%s", buf);
+            return gpt < 0 ? SC_FW_NOMEM : SC_FW_CANNOT;
+        }
+    }
     const char *pl = l->placement ? l->placement : "tp,pp,dp";
     if (fw->tp_innermost && strncmp(pl, "tp", 2) != 0) {
         SAY("placement %s: %s orders ranks with tp innermost (tp,dp,pp by default, tp,pp,dp "

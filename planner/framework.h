@@ -16,7 +16,9 @@
  *             has tensor-parallel data (sc_model_tp_replicated finds none
  *             without);
  *   sp        whether it runs sequence parallelism;
- *   placement whether tp must be the innermost axis of the rank order.
+ *   placement whether tp must be the innermost axis of the rank order;
+ *   model     whether it needs a GPT-style decoder (sc_export_is_gpt:
+ *             Megatron-LM's GPT model, the one its export launches).
  * A rule is the framework's (it cannot run that: "cannot run this plan") or
  * the export's (the framework could, stagecraft's export does not write
  * it: "does not write"); sc_fw_verdict says which.
@@ -51,6 +53,7 @@ typedef struct sc_framework {
     int tp_needs_data;        /* only where the model has tp data */
     int sp;                   /* runs sequence parallelism */
     int tp_innermost;         /* the rank order must put tp innermost */
+    int needs_gpt;            /* the model must be GPT-style (sc_export_is_gpt) */
     /* the reasons, one phrase each, after the feature ("...: WHY") */
     const char *v_why;        /* v > 1 refused */
     const char *zero_why;     /* ZeRO above max_zero (pp = 1) */
@@ -83,10 +86,12 @@ typedef enum sc_fw_verdict {
     SC_FW_RUNS = 0,           /* runs it as planned */
     SC_FW_RUNS_AS,            /* runs it, with another schedule (fw->runs_as) */
     SC_FW_CANNOT,             /* the framework cannot run it */
-    SC_FW_UNWRITTEN           /* the framework could; the export does not write it */
+    SC_FW_UNWRITTEN,          /* the framework could; the export does not write it */
+    SC_FW_NOMEM               /* out of memory judging the model's shape */
 } sc_fw_verdict;
 
-/* Judges a layout of model m (NULL: the tp-data rule is not judged) for
+/* Judges a layout of model m (NULL: the model rules, its shape and its tp
+ * data, are not judged) for
  * fw. Where it is not SC_FW_RUNS, why gets one phrase naming the feature
  * and the reason ("ZeRO-2 with pipeline parallelism (pp=4): DeepSpeed's
  * pipeline engine takes ZeRO stages 0 and 1 only"); why may be NULL.

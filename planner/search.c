@@ -345,7 +345,10 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
             /* tp and its data: judged with the model once per degree */
             char buf[512];
             sc_fw_layout l = {.tp = tp, .pp = 1, .v = 1};
-            if (sc_framework_judge(fw, m, &l, buf, sizeof buf) != SC_FW_RUNS) {
+            sc_fw_verdict vd = sc_framework_judge(fw, m, &l, buf, sizeof buf);
+            if (vd == SC_FW_NOMEM)
+                return sc_err(err, SC_ENOMEM, "plan: out of memory");
+            if (vd != SC_FW_RUNS) {
                 if (!why->fw_out++)
                     snprintf(why->fw_msg, sizeof why->fw_msg, "%s", buf);
                 continue;
@@ -519,7 +522,10 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                           .zero = o->fix_zero > 0 ? o->fix_zero : 0, .sp = o->fix_sp > 0,
                           .schedule = o->fix_schedule};
         char buf[512];
-        if (sc_framework_judge(fw, m, &l, buf, sizeof buf) != SC_FW_RUNS)
+        sc_fw_verdict vd = sc_framework_judge(fw, m, &l, buf, sizeof buf);
+        if (vd == SC_FW_NOMEM)
+            return sc_err(err, SC_ENOMEM, "plan: out of memory");
+        if (vd != SC_FW_RUNS)
             return sc_err(err, SC_EINVAL, "plan: --framework %s: %s", fw->name, buf);
     }
     int attention = 0;

@@ -254,6 +254,14 @@ TEST(framework_export_uses_the_table)
              "--tp 1 --pp 4 --schedule zb-h1 --framework megatron 2>&1",
              bin) == 2);
     CHECK_STR_HAS(out, "the zb-h1 schedule: Megatron-LM runs 1F1B instead");
+    /* the model rule: the same phrase as export's refusal */
+    CHECK(SC("%s plan --model t5-3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+             "--framework megatron 2>&1",
+             bin) == 2);
+    CHECK_STR_HAS(out, "plan: --framework megatron: t5-3b is an encoder-decoder");
+    CHECK(SC("%s plan --model t5-3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+             "--framework deepspeed --top 1 >/dev/null 2>&1",
+             bin) == 0);
 }
 
 /* --top only lists; --simulate is the budget. The same budget gives the
