@@ -186,8 +186,17 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddNumberToObject(j, "shapes_total", (double)stotal);
         cJSON_AddNumberToObject(j, "over_max_mem", over);
         cJSON *arr = cJSON_AddArrayToObject(j, "ranked");
-        for (int i = 0; i < shown; i++)
-            cJSON_AddItemToArray(arr, cand_json(sc_search_ranked(s, i)));
+        static const char *const tie_names[] = {NULL, "memory", "layout", "step"};
+        for (int i = 0; i < shown; i++) {
+            cJSON *row = cand_json(sc_search_ranked(s, i));
+            /* why it ranks above the next when their steps tie */
+            const char *tn = tie_names[sc_search_tie(s, i)];
+            if (row && tn)
+                cJSON_AddStringToObject(row, "tie_with_next", tn);
+            else if (row)
+                cJSON_AddNullToObject(row, "tie_with_next");
+            cJSON_AddItemToArray(arr, row);
+        }
         rc = cli_print_json(j);
     } else if (!rc) {
         char b[4][32];
