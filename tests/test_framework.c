@@ -378,7 +378,8 @@ TEST(framework_plan_tune_whatif_agree)
 #define STR(o, k) cJSON_GetStringValue(cJSON_GetObjectItem((o), (k)))
     double step = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "step_time_s"));
     /* it won a tie with the runner-up (393.9 ms) on memory */
-    CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r, "tie_with_next")), "memory"));
+    const char *tie = cJSON_GetStringValue(cJSON_GetObjectItem(r, "tie_with_next"));
+    CHECK(tie && !strcmp(tie, "memory"));
     int sp = cJSON_IsTrue(cJSON_GetObjectItem(g, "sp"));
     /* tune on the winner's layout */
     REQUIRE(SC("%s tune %s --cluster p4d.24xlarge --nodes 16 --dp %d --tp %d --pp %d --v %d "
