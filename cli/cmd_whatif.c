@@ -1,6 +1,7 @@
 /* cmd_whatif.c - `stagecraft whatif`: node counts × clusters, days and dollars
  * on demand and on spot. */
 #include "cli.h"
+#include "framework.h"
 #include "cli_opts.h"
 #include "cli_limits.h"
 #include "cluster.h"
@@ -119,12 +120,16 @@ static const char *money(double v, char *b)
     return b;
 }
 
-static void print_table(const sc_whatif *w, const sc_model *m, double state_bytes)
+static void print_table(const sc_whatif *w, const sc_model *m, double state_bytes,
+                        const sc_whatif_opts *o)
 {
     char b[6][32];
     printf("whatif: %s (%s params, checkpoint %s), global batch %ld, %s tokens\n", w->model,
            cli_si(sc_model_totals(m).params, b[0]), cli_bytes(state_bytes, b[1]), w->global_batch,
            cli_si(w->tokens, b[2]));
+    if (o->framework || o->cut_in_layers)
+        printf("plans for %s, stages cut %s\n", o->framework ? o->framework->title : "any framework",
+               o->cut_in_layers ? "at any leaf" : "between layers");
     if (w->spot)
         printf("spot: restart %.3g min per interruption; rates, prices and checkpoint "
                "bandwidth per cluster below the table\n",
@@ -291,7 +296,7 @@ int cmd_whatif(int argc, char **argv)
     } else {
         double bw, bg, bo;
         sc_cost_state_bytes(m->dtype, &bw, &bg, &bo);
-        print_table(w, m, (bw + bo) * sc_model_totals(m).params);
+        print_table(w, m, (bw + bo) * sc_model_totals(m).params, &o);
         printf("\nfront: the (days, $) options no other beats on both, over every cluster and "
                "count%s\n",
                w->spot ? ", on demand and spot" : "");
