@@ -143,6 +143,7 @@ static int opt_framework(const char *cmd, const char *label, const cli_opt *o,
 
 static const char *cuts_words(void) { return "layers, leaves"; } /* cut_in_layers 0, 1 */
 static const char *optimize_words(void) { return "speed, memory"; } /* optimize_memory 0, 1 */
+static const char *attn_words(void) { return "unfused, flash"; } /* SC_ATTN_UNFUSED, _FLASH */
 static const char *shared_words(void) { return "replicate, strict"; } /* shared_strict 0, 1 */
 
 /* The schedules of sim/schedule.h's table, built once (the CLI is one
@@ -245,6 +246,10 @@ const cli_opt cli_search_opts[] = {
     {"sp", 0, NULL, "sequence parallelism (needs tp >= 2; plan searches it\n"
      "unless given; --fix sp=0 turns it off)", opt_sp, OFF(o.fix_sp), 0, 1,
      CLI_PLAN | CLI_TUNE | CLI_SIM, "sp", NULL, 0},
+    {"attn", 0, "A", "attention kernels (where the model lists kernels):\n"
+     "unfused keeps the scores (Megatron-LM's default), flash\n"
+     "fuses them and keeps none (default unfused)", opt_word, OFF(o.attn), 0, 0, ALL,
+     "attn", attn_words, 0},
     {"max-mem", 0, "SIZE", "refuse to simulate a step whose estimated memory is\n"
      "above SIZE (512M, 8G; default half the physical memory)", cli_opt_bytes,
      OFF(max_mem), 0, 0, ALL, NULL, NULL, 0},

@@ -99,6 +99,9 @@ static void report_text(const sc_calib_report *rep, const sc_cluster *base)
         if (strstr(f->what, " host")) { /* seconds of the sender per byte sent */
             snprintf(a, sizeof a, "-");
             snprintf(b, sizeof b, "h %.3g ± %.2g s/B", f->b, f->se_b);
+        } else if (!strncmp(f->what, "gemm model", 10)) { /* efficiency.gemm */
+            snprintf(a, sizeof a, "eff_max %.3f ± %.3f", f->a, f->se_a);
+            snprintf(b, sizeof b, "kernel %.3g ± %.2g s", f->b, f->se_b);
         } else if (!strncmp(f->what, "compute", 7)) {
             snprintf(a, sizeof a, "eff_max %.3f ± %.3f", f->a, f->se_a);
             snprintf(b, sizeof b, "f_half %.3g ± %.2g", f->b, f->se_b);

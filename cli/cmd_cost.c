@@ -14,7 +14,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: stagecraft cost --model M --cluster C [--nodes N] [--tp T] [--mbs B]\n"
-            "                       [--dtype D] [--algo ring|tree|hier] [--depth N] [--json]\n\n"
+            "                       [--dtype D] [--algo ring|tree|hier] [--depth N]\n"
+            "                       [--attn unfused|flash] [--kernels] [--json]\n\n"
             "Per-module costs of model M (a built-in name or a file) on cluster C (a preset\n"
             "or a file), for one microbatch of B samples on one rank of a tp group of T:\n"
             "parameters, forward and backward time, tensor-parallel allreduce time (forward\n"
@@ -26,11 +27,45 @@ static void usage(FILE *f)
             "  --dtype D   fp32|tf32|fp16|bf16|fp8 (default: the model's)\n"
             "  --algo A    collective algorithm for tp allreduces (default ring)\n"
             "  --depth N   show the tree down to depth N only (the totals cover everything)\n"
+            "  --attn A    attention kernels: unfused (default) or flash\n"
+            "  --kernels   list each leaf's kernels with their shapes and times (where the\n"
+            "              model lists kernels and the cluster has efficiency.gemm)\n"
             "  --json      one JSON object (own costs per module) instead of the table\n");
 }
 
+/* The kernels of a leaf that run under cfg, each with its time (kernel level). */
+static void kernels_json(cJSON *o, const sc_cluster *c, const sc_cost_cfg *cfg,
+                         const sc_module *mod, int *oom)
+{
+    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn};
+    cJSON *a = sc_jadd_arr(o, "kernels", oom);
+    for (int k = 0; k < mod->n_kernels && a; k++) {
+        const sc_kernel *x = &mod->kernels[k];
+        if (!sc_kernel_runs(x, cfg->attn))
+            continue;
+        cJSON *e = sc_jpush_obj(a, oom);
+        sc_jadd_str(e, "name", x->name, oom);
+        sc_jadd_str(e, "op", sc_kop_name((sc_kop)x->op), oom);
+        if (x->op == SC_KOP_MEM) {
+            double t = cfg->tp > 1 ? cfg->tp : 1;
+            double sh = x->tp == SC_KTP_SHARD || (x->tp == SC_KTP_SEQ && cfg->sp) ? t : 1;
+            sc_jadd_num(e, "bytes", x->bytes * cfg->mbs / sh, oom);
+            sc_jadd_num(e, "bwd_bytes", x->bwd_bytes * cfg->mbs / sh, oom);
+        } else {
+            double B, M, N, K;
+            sc_cost_kernel_shape(x, &cc, &B, &M, &N, &K);
+            sc_jadd_num(e, "batch", B, oom);
+            sc_jadd_num(e, "m", M, oom);
+            sc_jadd_num(e, "n", N, oom);
+            sc_jadd_num(e, "k", K, oom);
+        }
+        sc_jadd_num(e, "fwd_s", sc_cost_kernel_time(c, x, &cc, 0), oom);
+        sc_jadd_num(e, "bwd_s", sc_cost_kernel_time(c, x, &cc, 1), oom);
+    }
+}
+
 static cJSON *table_json(const sc_model *m, const sc_cluster *c, const sc_cost_cfg *cfg,
-                         const sc_cost_row *rows, int n, const sc_cost_row *tot)
+                         const sc_cost_row *rows, int n, const sc_cost_row *tot, int kernels)
 {
     int oom = 0;
     cJSON *j = cJSON_CreateObject();
@@ -43,6 +78,7 @@ static cJSON *table_json(const sc_model *m, const sc_cluster *c, const sc_cost_c
     sc_jadd_num(j, "mbs", cfg->mbs, &oom);
     sc_jadd_str(j, "dtype", sc_dtype_name(cfg->dtype), &oom);
     sc_jadd_str(j, "tp_algo", cfg->tp_algo ? cfg->tp_algo : "ring", &oom);
+    sc_jadd_str(j, "attention", sc_attn_name(cfg->attn), &oom);
     cJSON *arr = sc_jadd_arr(j, "modules", &oom);
     for (int i = 0; i <= n && !oom; i++) {
         const sc_cost_row *r = i < n ? &rows[i] : tot;
@@ -66,6 +102,8 @@ static cJSON *table_json(const sc_model *m, const sc_cluster *c, const sc_cost_c
         sc_jadd_num(o, "tp_s", r->tp_s, &oom);
         sc_jadd_num(o, "state_bytes", r->state_bytes, &oom);
         sc_jadd_num(o, "act_bytes", r->act_bytes, &oom);
+        if (kernels && i < n && sc_cost_uses_kernels(c, r->mod))
+            kernels_json(o, c, cfg, r->mod, &oom);
     }
     if (oom) {
         cJSON_Delete(j);
@@ -90,20 +128,47 @@ static sc_cost_row subtree(const sc_cost_row *rows, int n, int i)
     return s;
 }
 
+/* One line per kernel of a leaf, under its row. */
+static void kernels_text(const sc_cluster *c, const sc_cost_cfg *cfg, const sc_module *mod,
+                         int indent, int w)
+{
+    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn};
+    char b[2][48], name[80];
+    for (int k = 0; k < mod->n_kernels; k++) {
+        const sc_kernel *x = &mod->kernels[k];
+        if (!sc_kernel_runs(x, cfg->attn))
+            continue;
+        snprintf(name, sizeof name, "%*s[%s %s]", indent, "", sc_kop_name((sc_kop)x->op),
+                 x->name);
+        printf("%-*.*s %10s %12s %12s\n", w, w, name, "", cli_us(sc_cost_kernel_time(c, x, &cc, 0), b[0]),
+               cli_us(sc_cost_kernel_time(c, x, &cc, 1), b[1]));
+    }
+}
+
 static void table_text(const sc_model *m, const sc_cluster *c, const sc_cost_cfg *cfg,
-                       const sc_cost_row *rows, int n, const sc_cost_row *tot, long maxdepth)
+                       const sc_cost_row *rows, int n, const sc_cost_row *tot, long maxdepth,
+                       int kernels)
 {
     int w = 6;
     for (int i = 0; i < n; i++) {
         int l = 2 * rows[i].depth + (int)strlen(rows[i].mod->name);
         if (l > w)
             w = l;
+        /* a kernel line: "[op name]" two deeper than its leaf */
+        for (int k = 0; kernels && k < rows[i].mod->n_kernels; k++) {
+            const sc_kernel *x = &rows[i].mod->kernels[k];
+            l = 2 * rows[i].depth + 5 + (int)strlen(sc_kop_name((sc_kop)x->op)) +
+                (int)strlen(x->name);
+            if (l > w)
+                w = l;
+        }
     }
     if (w > 48)
         w = 48;
-    printf("%s on %s (%d x %d %s), tp %d, mbs %d, %s, tp allreduce %s\n", m->name, c->name,
-           c->nodes, c->gpus_per_node, c->gpu.name, cfg->tp, cfg->mbs, sc_dtype_name(cfg->dtype),
-           cfg->tp_algo ? cfg->tp_algo : "ring");
+    printf("%s on %s (%d x %d %s), tp %d, mbs %d, %s, tp allreduce %s, %s attention\n",
+           m->name, c->name, c->nodes, c->gpus_per_node, c->gpu.name, cfg->tp, cfg->mbs,
+           sc_dtype_name(cfg->dtype), cfg->tp_algo ? cfg->tp_algo : "ring",
+           sc_attn_name(cfg->attn));
     printf("%-*s %10s %12s %12s %12s %11s %11s\n", w, "module", "params", "fwd us", "bwd us",
            "tp comm us", "states", "act/mb");
     char b[6][48];
@@ -125,6 +190,8 @@ static void table_text(const sc_model *m, const sc_cluster *c, const sc_cost_cfg
         printf(" %10s %12s %12s %12s %11s %11s\n", cli_si(r->params, b[0]), cli_us(r->fwd_s, b[1]),
                cli_us(r->bwd_s, b[2]), cli_us(r->tp_s, b[3]), cli_bytes(r->state_bytes, b[4]),
                cli_bytes(r->act_bytes, b[5]));
+        if (kernels && i < n && sc_cost_uses_kernels(c, r->mod))
+            kernels_text(c, cfg, r->mod, 2 * r->depth + 2, w);
     }
 }
 
@@ -135,11 +202,12 @@ int cmd_cost(int argc, char **argv)
         {"nodes", required_argument, NULL, 'n'}, {"tp", required_argument, NULL, 't'},
         {"mbs", required_argument, NULL, 'b'},   {"dtype", required_argument, NULL, 'd'},
         {"algo", required_argument, NULL, 'a'},  {"json", no_argument, NULL, 'j'},
-        {"depth", required_argument, NULL, 'D'},
+        {"depth", required_argument, NULL, 'D'}, {"attn", required_argument, NULL, 'A'},
+        {"kernels", no_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     const char *model = NULL, *cluster = NULL, *algo = NULL;
     long nodes = 0, tp = 1, mbs = 1, depth = 1000;
-    int dtype = -1, json = 0, ch;
+    int dtype = -1, json = 0, ch, attn = SC_ATTN_UNFUSED, kernels = 0;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -175,6 +243,13 @@ int cmd_cost(int argc, char **argv)
         case 'j':
             json = 1;
             break;
+        case 'A':
+            if ((attn = sc_attn_parse(optarg)) < 0)
+                return cli_usage("cost", "--attn: '%s' is not one of unfused, flash", optarg);
+            break;
+        case 'K':
+            kernels = 1;
+            break;
         case 'D':
             if (cli_long("cost", "--depth", optarg, 0, 1000, &depth))
                 return 2;
@@ -206,7 +281,8 @@ int cmd_cost(int argc, char **argv)
         sc_model_free(m);
         return cli_fail(&err);
     }
-    sc_cost_cfg cfg = {dtype >= 0 ? (sc_dtype)dtype : m->dtype, (int)tp, (int)mbs, algo, 0};
+    sc_cost_cfg cfg = {dtype >= 0 ? (sc_dtype)dtype : m->dtype, (int)tp, (int)mbs, algo, 0,
+                       (sc_attn)attn};
     sc_cost_row *rows, tot;
     int n, rc = 0;
     if (sc_cost_table(&c, m, &cfg, &rows, &n, &tot, &err)) {
@@ -214,9 +290,9 @@ int cmd_cost(int argc, char **argv)
         return cli_fail(&err);
     }
     if (json)
-        rc = cli_print_json(table_json(m, &c, &cfg, rows, n, &tot));
+        rc = cli_print_json(table_json(m, &c, &cfg, rows, n, &tot, kernels));
     else
-        table_text(m, &c, &cfg, rows, n, &tot, depth);
+        table_text(m, &c, &cfg, rows, n, &tot, depth, kernels);
     sc_free(rows);
     sc_model_free(m);
     return rc;

@@ -92,9 +92,10 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     printf("%s on %d x %s (%d GPUs used of %ld), %s\n", m->name, c->nodes, c->name, r->n_ranks,
            sc_cluster_total_gpus(c), c->gpu.name);
     printf("dp %d  tp %d  pp %d  v %d  microbatches %d  mbs %d  schedule %s  zero %d  "
-           "recompute %s%s  placement %s\n",
+           "recompute %s%s%s  placement %s\n",
            cfg->dp, cfg->tp, cfg->pp, cfg->v, cfg->m, cfg->mbs, cfg->schedule, cfg->zero,
            sc_recompute_name(cfg->recompute), cfg->sp ? "  sp" : "",
+           cfg->attn == SC_ATTN_FLASH ? "  flash" : "",
            cfg->placement ? cfg->placement : "tp,pp,dp");
     printf("\nstep time      %14s us   (%.0f samples, %s tokens per step)\n",
            cli_us(r->step_time_s, b[0]), r->global_batch,
@@ -188,7 +189,7 @@ int cmd_sim(int argc, char **argv)
     /* anything that describes the configuration, which --plan brings itself */
     int config_given = model || cluster || f->fix_dp || f->fix_tp || f->fix_pp || f->fix_v ||
                        f->fix_m || f->fix_mbs || f->fix_schedule || f->fix_zero >= 0 ||
-                       f->fix_recompute >= 0 || f->fix_sp >= 0 || part_spec || a.placement ||
+                       f->fix_recompute >= 0 || f->fix_sp >= 0 || f->attn || part_spec || a.placement ||
                        bucket > 0;
     sc_step_cfg cfg = {0};
     cfg.schedule = f->fix_schedule ? f->fix_schedule : "1f1b";
@@ -210,6 +211,7 @@ int cmd_sim(int argc, char **argv)
     cfg.zero = (int)zero;
     cfg.recompute = (sc_recompute)recomp;
     cfg.sp = f->fix_sp == 1;
+    cfg.attn = f->attn;
     cfg.bucket_bytes = bucket * 1024 * 1024;
     cfg.jitter = jitter;
     cfg.seed = (unsigned long)seed;

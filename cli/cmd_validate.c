@@ -294,6 +294,7 @@ int cmd_validate(int argc, char **argv)
                 sc_jadd_num(o, "zero", w->zero, &oom);
                 sc_jadd_str(o, "recompute", sc_recompute_name(w->recompute), &oom);
                 sc_jadd_bool(o, "sp", w->sp, &oom);
+                sc_jadd_str(o, "attention", sc_attn_name(w->attn), &oom);
                 sc_jadd_num(o, "mbs", w->mbs, &oom);
                 sc_jadd_num(o, "global_batch", (double)w->global_batch, &oom);
                 sc_jadd_num(o, "predicted_s", res[k].predicted_s, &oom);

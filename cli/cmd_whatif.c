@@ -221,6 +221,7 @@ int cmd_whatif(int argc, char **argv)
     int json = a.s.json;
     o.spot = a.spot;
     o.interruptions_per_hour = a.iph;
+    o.attn = a.s.o.attn;
     if (!model || !clusters || !list || !batch || !tokens)
         return cli_usage("whatif",
                          "--model, --cluster, --nodes, --global-batch and --tokens are required");

@@ -548,6 +548,163 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
     return st;
 }
 
+/* ---- the kernel-level GEMM model (efficiency.gemm) ------------------------------------ */
+
+/* Fitted through logarithms: eff_max, k_half + 1, kernel_s, each held in
+ * these limits (a fit ending at one is refused by the bound gate). */
+#define GEMM_EFF_LO 1e-3
+#define GEMM_EFF_HI 1.5
+#define GEMM_KH_HI 1e5
+#define GEMM_KS_LO 1e-9
+#define GEMM_KS_HI 1e-2
+
+typedef struct gemm_ctx {
+    const sc_calib_points *pts;
+    sc_cluster cl;
+    sc_dtype dt;
+} gemm_ctx;
+
+static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static void gemm_params(sc_cluster *cl, const double *x)
+{
+    cl->eff.gemm.eff_max = clampd(exp(x[0]), GEMM_EFF_LO, GEMM_EFF_HI);
+    cl->eff.gemm.k_half = clampd(exp(x[1]) - 1, 0, GEMM_KH_HI);
+    cl->eff.gemm.kernel_s = clampd(exp(x[2]), GEMM_KS_LO, GEMM_KS_HI);
+}
+
+static double gemm_point(const sc_cluster *cl, sc_dtype dt, const sc_calib_gemm *g)
+{
+    sc_kernel k = sc_kernel_gemm("g", 1, g->m, g->n, g->k, SC_KTP_NONE, 0, SC_ATTN_ANY);
+    sc_compute_cfg cc = {dt, 1, 0, 1, SC_ATTN_UNFUSED};
+    return sc_cost_kernel_time(cl, &k, &cc, 0);
+}
+
+static int gemm_resid(const gsl_vector *xv, void *data, gsl_vector *f)
+{
+    gemm_ctx *g = data;
+    double x[3] = {gsl_vector_get(xv, 0), gsl_vector_get(xv, 1), gsl_vector_get(xv, 2)};
+    sc_cluster cl = g->cl;
+    gemm_params(&cl, x);
+    for (int i = 0; i < g->pts->n_gemm; i++)
+        gsl_vector_set(f, (size_t)i, gemm_point(&cl, g->dt, &g->pts->gemm[i]) /
+                                         g->pts->gemm[i].t - 1);
+    return GSL_SUCCESS;
+}
+
+/* Fits eff_max, k_half and kernel_s of out's efficiency.gemm to the gemm
+ * points (calibrate.h). Nothing to do without the block or without shapes. */
+static sc_status fit_gemm_model(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_error *err)
+{
+    const sc_calib_points *pts = c->pts;
+    int n = pts->n_gemm;
+    if (out->eff.gemm.sms <= 0 || n == 0)
+        return SC_OK;
+    for (int i = 0; i < n; i++)
+        if (!(pts->gemm[i].m > 0 && pts->gemm[i].n > 0 && pts->gemm[i].k > 0))
+            return SC_OK;
+    char what[48], files[128];
+    snprintf(what, sizeof what, "gemm model %s", sc_dtype_name(c->dt));
+    int *all = sc_malloc(sizeof(int) * (size_t)n);
+    double *pred = sc_malloc(sizeof(double) * (size_t)n),
+           *meas = sc_malloc(sizeof(double) * (size_t)n),
+           *u = sc_malloc(sizeof(double) * (size_t)n), *v = sc_malloc(sizeof(double) * (size_t)n);
+    sc_status st = all && pred && meas && u && v ? SC_OK
+                                                 : sc_err(err, SC_ENOMEM, "calibrate: out of memory");
+    gemm_ctx g = {pts, *out, c->dt};
+    const sc_cluster_gemm *g0 = &out->eff.gemm;
+    double x0[3] = {log(clampd(g0->eff_max, 0.05, 1)), log(g0->k_half + 1),
+                    log(fmax(g0->kernel_s, 1e-7))};
+    double before = 0, x[3] = {x0[0], x0[1], x0[2]}, se[3] = {0, 0, 0};
+    for (int i = 0; !st && i < n; i++) {
+        all[i] = i;
+        meas[i] = pts->gemm[i].t;
+        before += fabs(gemm_point(out, c->dt, &pts->gemm[i]) / meas[i] - 1) / n;
+        u[i] = pts->gemm[i].m * 1e6 + pts->gemm[i].n; /* a shape's identity */
+        v[i] = pts->gemm[i].k;
+    }
+    if (!st && n < 4)
+        st = sc_err(err, SC_EINVAL,
+                    "calibrate: too few gemm points to fit the gemm model (%s): %d (need at "
+                    "least 4; bench gemm over more sizes)",
+                    sc_dtype_name(c->dt), n);
+    gsl_multifit_nlinear_workspace *w = NULL;
+    gsl_matrix *cov = NULL;
+    if (!st) {
+        gsl_multifit_nlinear_fdf fdf = {gemm_resid, NULL, NULL, (size_t)n, 3, &g, 0, 0, 0};
+        gsl_multifit_nlinear_parameters prm = gsl_multifit_nlinear_default_parameters();
+        w = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &prm, (size_t)n, 3);
+        cov = gsl_matrix_alloc(3, 3);
+        if (!w || !cov)
+            st = sc_err(err, SC_ENOMEM, "calibrate: out of memory");
+        gsl_error_handler_t *old = gsl_set_error_handler_off();
+        gsl_vector_view xv = gsl_vector_view_array(x0, 3);
+        int info = 0, gs = st ? 0 : gsl_multifit_nlinear_init(&xv.vector, &fdf, w);
+        if (!st && !gs)
+            gs = gsl_multifit_nlinear_driver(300, 1e-12, 1e-12, 0, NULL, NULL, &info, w);
+        if (!st && gs && gs != GSL_EMAXITER)
+            st = sc_err(err, SC_EINVAL, "calibrate: the gemm model fit failed: %s",
+                        gsl_strerror(gs));
+        if (!st) {
+            for (int i = 0; i < 3; i++)
+                x[i] = gsl_vector_get(w->x, (size_t)i);
+            gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, cov);
+            double chi2;
+            gsl_blas_ddot(w->f, w->f, &chi2);
+            double s2 = n > 3 ? chi2 / (n - 3) : 0;
+            for (int i = 0; i < 3; i++)
+                se[i] = sqrt(fmax(0, s2 * gsl_matrix_get(cov, (size_t)i, (size_t)i)));
+        }
+        gsl_set_error_handler(old);
+    }
+    if (!st) {
+        sc_cluster fit = *out;
+        gemm_params(&fit, x);
+        for (int i = 0; i < n; i++)
+            pred[i] = gemm_point(&fit, c->dt, &pts->gemm[i]);
+        stats s = point_stats(pred, meas, n);
+        file_list(pts, all, n, files, sizeof files);
+        const char *fixp = "bench gemm over more shapes (several M, N, K, thin and wide)";
+        const char *fixf = "measure again on a quiet device, or check the sms and tile of "
+                           "efficiency.gemm against the device";
+        fit_gates(rep, what, files, distinct(u, v, n), 3, "shapes", s.r2, "", s.mape,
+                  SC_CALIB_MAPE_CEILING, fixp, fixf);
+        bound_gate(rep, what, files, "eff_max", fit.eff.gemm.eff_max, GEMM_EFF_LO, GEMM_EFF_HI,
+                   fixf);
+        bound_gate(rep, what, files, "kernel_s", fit.eff.gemm.kernel_s, GEMM_KS_LO, GEMM_KS_HI,
+                   fixf);
+        /* faster than nominal: raise the peak, keep eff_max in (0, 1] */
+        double e = fit.eff.gemm.eff_max;
+        if (e > 1) {
+            add_note(rep, "%s: GEMMs reached %.3g FLOP/s, above the nominal peak; nominal raised",
+                     what, out->gpu.peak_flops[c->dt] * e);
+            out->gpu.peak_flops[c->dt] *= e;
+            e = 1;
+        }
+        out->eff.gemm.eff_max = e;
+        out->eff.gemm.k_half = fit.eff.gemm.k_half;
+        out->eff.gemm.kernel_s = fit.eff.gemm.kernel_s;
+        out->eff.fits.gemm = (sc_fit_stats){n, s.r2, s.mape, s.rel_sd,
+                                            {e * se[0], fit.eff.gemm.kernel_s * se[2]}};
+        if (rep && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
+            sc_calib_fit *f = &rep->fits[rep->n_fits++];
+            *f = (sc_calib_fit){"", n, e, fit.eff.gemm.kernel_s, e * se[0],
+                                fit.eff.gemm.kernel_s * se[2], s.r2, s.mape, s.rel_sd, before};
+            snprintf(f->what, sizeof f->what, "%.31s", what);
+        }
+    }
+    if (w)
+        gsl_multifit_nlinear_free(w);
+    if (cov)
+        gsl_matrix_free(cov);
+    sc_free(all);
+    sc_free(pred);
+    sc_free(meas);
+    sc_free(u);
+    sc_free(v);
+    return st;
+}
+
 /* ---- the link fits ------------------------------------------------------------------ */
 
 static void ring_terms(const sc_calib_link *q, double *steps, double *vol)
@@ -971,6 +1128,8 @@ sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts
     sc_status st = SC_OK;
     if (ncp > 0)
         st = fit_compute(&c, &res, rep, err);
+    if (!st)
+        st = fit_gemm_model(&c, &res, rep, err);
     if (!st)
         st = fit_links(&c, &res, rep, err);
     if (!st)

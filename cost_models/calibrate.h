@@ -31,6 +31,13 @@
  *     standard errors come from the covariance at the optimum (delta
  *     method). Each stage needs at least one point more than the
  *     parameters it fits.
+ *   the kernel-level GEMM model (only when the base cluster has an
+ *     efficiency.gemm block and every gemm point has its shape): eff_max,
+ *     k_half and kernel_s of that block (sms and the tile are the device's,
+ *     kept), by the same nonlinear least squares on the relative residuals
+ *     of every gemm point predicted by sc_cost_kernel_time (cost_kernel.c);
+ *     gated like the compute fit ("gemm model fp16": points, R², MAPE,
+ *     bounds) and recorded as efficiency.fits.gemm.
  *   links (per class, intra and inter): alpha and beta of the ring model
  *     time = steps·alpha + volume/beta (allreduce 2(n-1) steps and
  *     2(n-1)/n·S; reduce-scatter and allgather n-1 and (n-1)/n·S; p2p 1 and
@@ -69,10 +76,12 @@
 
 /* ---- points ------------------------------------------------------------------ */
 
-/* A gemm size: one kernel of flop FLOPs moving bytes, measured t seconds. */
+/* A gemm size: one kernel of flop FLOPs moving bytes, measured t seconds;
+ * m, n, k its shape (0 when unknown: then only the leaf curve is fitted). */
 typedef struct sc_calib_gemm {
     double flop, bytes, t;
     int file;                 /* index into sc_calib_points.files (gates name it) */
+    double m, n, k;
 } sc_calib_gemm;
 
 /* A measured plan, as far as predicting its compute ops needs it. */

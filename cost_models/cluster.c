@@ -148,7 +148,8 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
 {
     static const char *const keys[] = {"date",      "inputs",    "compute",    "op_overhead",
                                        "intra",     "inter",     "intra_p2p",  "inter_p2p",
-                                       "intra_host", "inter_host", "gates_failed", NULL};
+                                       "intra_host", "inter_host", "gates_failed", "gemm",
+                                       NULL};
     static const char *const ikeys[] = {"file", "digest", NULL};
     const char *date;
     const cJSON *inputs, *comp, *x;
@@ -189,6 +190,9 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
     }
     if ((st = sc_json_obj(o, file, "efficiency.fits", "op_overhead", 0, &x, err)) ||
         (x && (st = read_stats(x, file, "efficiency.fits.op_overhead", &f->overhead, err))))
+        return st;
+    if ((st = sc_json_obj(o, file, "efficiency.fits", "gemm", 0, &x, err)) ||
+        (x && (st = read_stats(x, file, "efficiency.fits.gemm", &f->gemm, err))))
         return st;
     for (int k = 0; k < 3; k++)
         for (int l = 0; l < SC_LINK_N; l++) {
@@ -251,6 +255,7 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
     for (int d = 0; d < SC_DTYPE_N; d++)
         add_stats(comp, dtype_keys[d], &f->compute[d], oom);
     add_stats(o, "op_overhead", &f->overhead, oom);
+    add_stats(o, "gemm", &f->gemm, oom);
     for (int k = 0; k < 3; k++)
         for (int l = 0; l < SC_LINK_N; l++) {
             char key[16];
@@ -264,11 +269,85 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
     }
 }
 
+/* ---- efficiency.gemm: the kernel-level compute model ---------------------- */
+
+static sc_status range(const char *file, const char *path, double v, double lo, double hi,
+                       sc_error *err);
+
+static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g, sc_error *err)
+{
+    static const char *const keys[] = {"sms",      "eff_max",   "tile_m",    "tile_n", "k_half",
+                                       "kernel_s", "flash_fwd", "flash_bwd", NULL};
+    const cJSON *o;
+    const char *p = "efficiency.gemm";
+    long sms = 0;
+    sc_cluster_gemm x = {0};
+    sc_status st = sc_json_obj(e, file, "efficiency", "gemm", 0, &o, err);
+    if (st || !o) {
+        *g = x;
+        return st;
+    }
+    if ((st = sc_json_keys(o, file, p, keys, err)) ||
+        (st = sc_json_int(o, file, p, "sms", 1, 1, 100000, &sms, err)) ||
+        (st = sc_json_num(o, file, p, "eff_max", 1, MIN_FRACTION, 1, &x.eff_max, err)) ||
+        (st = sc_json_num(o, file, p, "tile_m", 1, 1, 4096, &x.tile_m, err)) ||
+        (st = sc_json_num(o, file, p, "tile_n", 1, 1, 4096, &x.tile_n, err)) ||
+        (st = sc_json_num(o, file, p, "k_half", 1, 0, 1e6, &x.k_half, err)) ||
+        (st = sc_json_num(o, file, p, "kernel_s", 1, 0, 1, &x.kernel_s, err)) ||
+        (st = sc_json_num(o, file, p, "flash_fwd", 1, MIN_FRACTION, 1, &x.flash_fwd, err)) ||
+        (st = sc_json_num(o, file, p, "flash_bwd", 1, MIN_FRACTION, 1, &x.flash_bwd, err)))
+        return st;
+    x.sms = (int)sms;
+    *g = x;
+    return SC_OK;
+}
+
+static sc_status check_gemm(const sc_cluster_gemm *g, const char *file, sc_error *err)
+{
+    sc_status st;
+    if (g->sms == 0)
+        return SC_OK;
+    if (g->sms < 0 || g->sms > 100000)
+        return sc_err(err, SC_EINVAL, "%s: efficiency.gemm.sms: %d is out of range [1, 100000]",
+                      file, g->sms);
+    if ((st = range(file, "efficiency.gemm.eff_max", g->eff_max, MIN_FRACTION, 1, err)) ||
+        (st = range(file, "efficiency.gemm.tile_m", g->tile_m, 1, 4096, err)) ||
+        (st = range(file, "efficiency.gemm.tile_n", g->tile_n, 1, 4096, err)) ||
+        (st = range(file, "efficiency.gemm.k_half", g->k_half, 0, 1e6, err)) ||
+        (st = range(file, "efficiency.gemm.kernel_s", g->kernel_s, 0, 1, err)) ||
+        (st = range(file, "efficiency.gemm.flash_fwd", g->flash_fwd, MIN_FRACTION, 1, err)) ||
+        (st = range(file, "efficiency.gemm.flash_bwd", g->flash_bwd, MIN_FRACTION, 1, err)))
+        return st;
+    return SC_OK;
+}
+
+static void add_gemm(cJSON *e, const sc_cluster_gemm *g, int *oom)
+{
+    if (g->sms <= 0)
+        return;
+    cJSON *o = sc_jadd_obj(e, "gemm", oom);
+    sc_jadd_num(o, "sms", g->sms, oom);
+    sc_jadd_num(o, "eff_max", g->eff_max, oom);
+    sc_jadd_num(o, "tile_m", g->tile_m, oom);
+    sc_jadd_num(o, "tile_n", g->tile_n, oom);
+    sc_jadd_num(o, "k_half", g->k_half, oom);
+    sc_jadd_num(o, "kernel_s", g->kernel_s, oom);
+    sc_jadd_num(o, "flash_fwd", g->flash_fwd, oom);
+    sc_jadd_num(o, "flash_bwd", g->flash_bwd, oom);
+}
+
+static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
+{
+    return a->sms == b->sms && a->eff_max == b->eff_max && a->tile_m == b->tile_m && a->tile_n == b->tile_n &&
+           a->k_half == b->k_half && a->kernel_s == b->kernel_s &&
+           a->flash_fwd == b->flash_fwd && a->flash_bwd == b->flash_bwd;
+}
+
 static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)
 {
     static const char *const keys[] = {"provenance", "compute",       "memory_bw",
                                        "intra",      "inter",         "op_overhead_s",
-                                       "workspace_bytes", "fits", "bwd_factor", NULL};
+                                       "workspace_bytes", "fits", "bwd_factor", "gemm", NULL};
     static const char *const ckeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const dkeys[] = {"eff_max", "f_half", NULL};
     static const char *const lkeys[] = {"alpha_s", "bw_eff", "p2p_bw_eff",
@@ -293,6 +372,8 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
         return st;
     f->bwd_factor = 1;
     if ((st = sc_json_num(e, file, "efficiency", "bwd_factor", 0, 0.1, 10, &f->bwd_factor, err)))
+        return st;
+    if ((st = read_gemm(e, file, &f->gemm, err)))
         return st;
     copy_str(f->provenance, sizeof f->provenance, s);
     for (int d = 0; d < SC_DTYPE_N; d++) {
@@ -453,7 +534,8 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
         (c->eff.bwd_factor != 0 &&
          (st = range(file, "efficiency.bwd_factor", c->eff.bwd_factor, 0.1, 10, err))) ||
         (st = range(file, "efficiency.workspace_bytes", c->eff.workspace_bytes, 0, MAX_BYTES,
-                    err)))
+                    err)) ||
+        (st = check_gemm(&c->eff.gemm, file, err)))
         return st;
     if (c->inter.nics_per_node < 0 || c->inter.nics_per_node > 1024)
         return sc_err(err, SC_EINVAL, "%s: inter.nics_per_node: %d is out of range [0, 1024]",
@@ -587,6 +669,7 @@ cJSON *sc_cluster_to_json(const sc_cluster *c)
     sc_jadd_num(e, "workspace_bytes", c->eff.workspace_bytes, &oom);
     if (c->eff.bwd_factor != 1 && c->eff.bwd_factor != 0)
         sc_jadd_num(e, "bwd_factor", c->eff.bwd_factor, &oom);
+    add_gemm(e, &c->eff.gemm, &oom);
     if (c->eff.fits.present)
         add_fits(e, &c->eff.fits, &oom);
     if (oom) {
@@ -662,6 +745,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
              deq(a->eff.op_overhead_s, b->eff.op_overhead_s) &&
              deq(a->eff.workspace_bytes, b->eff.workspace_bytes) &&
              deq(a->eff.bwd_factor, b->eff.bwd_factor) &&
+             gemm_equal(&a->eff.gemm, &b->eff.gemm) &&
              !strcmp(a->eff.provenance, b->eff.provenance);
     for (int d = 0; eq && d < SC_DTYPE_N; d++)
         eq = deq(a->gpu.peak_flops[d], b->gpu.peak_flops[d]) &&
@@ -679,7 +763,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         eq = eq && fa->n_failed == fb->n_failed;
         for (int i = 0; eq && i < fa->n_failed; i++)
             eq = !strcmp(fa->failed[i], fb->failed[i]);
-        enum { NS = SC_DTYPE_N + 1 + 3 * SC_LINK_N };
+        enum { NS = SC_DTYPE_N + 2 + 3 * SC_LINK_N };
         const sc_fit_stats *sa[NS], *sb[NS];
         for (int d = 0; d < SC_DTYPE_N; d++) {
             sa[d] = &fa->compute[d];
@@ -687,6 +771,8 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         }
         sa[SC_DTYPE_N] = &fa->overhead;
         sb[SC_DTYPE_N] = &fb->overhead;
+        sa[NS - 1] = &fa->gemm;
+        sb[NS - 1] = &fb->gemm;
         for (int k = 0; k < 3; k++)
             for (int l = 0; l < SC_LINK_N; l++) {
                 sa[SC_DTYPE_N + 1 + k * SC_LINK_N + l] = link_fit_c(fa, k, l);

@@ -44,12 +44,16 @@
  *                                FLOP relative to forward ones, calibrated),
  *                    workspace_bytes (per-rank reserve: context, comm
  *                                     buffers, allocator slack),
+ *                    gemm (optional: the kernel-level compute model, see
+ *                          sc_cluster_gemm): { sms, eff_max, tile_m, tile_n, k_half,
+ *                          kernel_s, flash_fwd, flash_bwd },
  *                    fits (optional, written by calibrate): { date,
  *                      inputs: [ { file, digest } ],
  *                      compute: { DTYPE: STATS }, op_overhead: STATS,
  *                      intra: STATS, inter: STATS,
  *                      intra_p2p: STATS, inter_p2p: STATS,
  *                      intra_host: STATS, inter_host: STATS (optional),
+ *                      gemm: STATS (optional: the efficiency.gemm fit),
  *                      gates_failed: [ "FIT: GATE FIGURE (LIMIT)", ... ] (optional:
  *                        the quality gates calibrate --force wrote past;
  *                        sim, plan and whatif warn when they use such a
@@ -113,9 +117,30 @@ typedef struct sc_cluster_fits {
     sc_fit_stats link[SC_LINK_N];
     sc_fit_stats link_p2p[SC_LINK_N];     /* "intra_p2p", "inter_p2p" (optional) */
     sc_fit_stats host[SC_LINK_N];         /* "intra_host", "inter_host" (optional) */
+    sc_fit_stats gemm;                    /* "gemm" (optional): the efficiency.gemm fit */
     int n_failed;                          /* "gates_failed" (optional): what --force */
     char failed[SC_CLUSTER_MAX_GATES][SC_CLUSTER_GATE_LEN]; /* wrote past, one line each */
 } sc_cluster_fits;
+
+/* The kernel-level compute model (cost_kernel.c; "efficiency.gemm"). A GEMM
+ * of (batch, M, N, K) runs as batch * ceil(M/tm) * ceil(N/tn) output tiles
+ * in waves of `sms` tiles; a wave of tiles of K takes
+ * 2 tm tn (K + k_half) / (peak/sms * eff_max) (eff_max: the GEMM ceiling at
+ * full waves as a fraction of the dtype's peak, distinct from the whole-leaf
+ * efficiency.compute curves; k_half: the tile's prologue and epilogue in
+ * K-steps), tm x tn the largest tile or one of its halvings, whichever is
+ * fastest (a smaller tile reuses operands less: its rate is scaled by
+ * sqrt(reuse / largest reuse), reuse = tm tn / (tm + tn)). Every kernel
+ * costs kernel_s more (launch and tail). Fused attention runs at flash_fwd
+ * and flash_bwd of peak. With sms 0 (absent) leaves are costed whole. */
+typedef struct sc_cluster_gemm {
+    int sms;                 /* streaming multiprocessors; 0 = no kernel model */
+    double eff_max;          /* (0, 1] */
+    double tile_m, tile_n;   /* the largest output tile */
+    double k_half;           /* >= 0 */
+    double kernel_s;         /* seconds per kernel */
+    double flash_fwd, flash_bwd; /* fractions of peak, (0, 1] */
+} sc_cluster_gemm;
 
 typedef struct sc_cluster_eff {
     double eff_max[SC_DTYPE_N];  /* (0, 1] */
@@ -134,6 +159,7 @@ typedef struct sc_cluster_eff {
                                     ones (optional in files, 1 = same) */
     char provenance[SC_CLUSTER_PROV_MAX + 1];
     sc_cluster_fits fits;        /* optional: "efficiency.fits" */
+    sc_cluster_gemm gemm;        /* optional: "efficiency.gemm" (sms 0 = absent) */
 } sc_cluster_eff;
 
 typedef struct sc_cluster {

@@ -94,6 +94,39 @@
 
 /* ---- compute ---------------------------------------------------------------- */
 
+/* What one module call's compute depends on. attn: the attention
+ * implementation (kernel.h), read where a leaf lists kernels. */
+typedef struct sc_compute_cfg {
+    sc_dtype dtype;
+    int tp, sp, mbs;
+    sc_attn attn;
+} sc_compute_cfg;
+
+/* Kernel level (cost_kernel.c): whether mod is timed kernel by kernel (it
+ * lists kernels and the cluster has efficiency.gemm); the time of one
+ * kernel, forward or backward (bwd 1); the sums over a leaf's kernels that
+ * run under cc->attn, and (recompute_s) the forward of the kernels selective
+ * recompute re-runs (unfused attention's scores, softmax, dropout, context).
+ * No op_overhead_s: each kernel carries efficiency.gemm.kernel_s. */
+int sc_cost_uses_kernels(const sc_cluster *c, const sc_module *mod);
+/* The shape one rank runs for kernel k under cc (tp first: ceil(dim / t)
+ * along the kernel's tp field, then the microbatch along its samples
+ * field); for a mem kernel *B = 1 and M = N = K = 0. */
+void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *B, double *M,
+                          double *N, double *K);
+double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
+                           int bwd);
+void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_compute_cfg *cc,
+                          double *fwd_s, double *bwd_s, double *recompute_s);
+/* Forward and backward time of one call of mod's own work under cc: the
+ * kernel level when sc_cost_uses_kernels, else the leaf roofline below. */
+sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
+                                  const sc_compute_cfg *cc, double *fwd_s, double *bwd_s,
+                                  sc_error *err);
+sc_status sc_cost_modules_time_cfg(const sc_cluster *c, sc_module *const *mods, int n,
+                                   const sc_compute_cfg *cc, double *fwd_s, double *bwd_s,
+                                   sc_error *err);
+
 /* eff(F) for dtype dt (0 when the dtype is unsupported or F <= 0). */
 double sc_cost_eff(const sc_cluster *c, sc_dtype dt, double flops);
 /* Forward and backward time of one call of mod's own work. Either out
@@ -179,6 +212,7 @@ typedef struct sc_mem_cfg {
     int inflight;        /* microbatches whose activations are held at once */
     sc_recompute recompute;
     int sp;              /* sequence parallelism (with tp > 1) */
+    sc_attn attn;        /* flash keeps no attention scores, as selective recompute */
 } sc_mem_cfg;
 
 /* Activation bytes per sample that module m stashes for its backward on one
@@ -264,6 +298,7 @@ typedef struct sc_stage_cfg {
     sc_recompute recompute;
     double bucket_bytes;   /* 0 = 25 MiB */
     int sp;                /* sequence parallelism */
+    sc_attn attn;          /* attention implementation (unfused = 0) */
 } sc_stage_cfg;
 
 /* Fills info[0 .. part->n_stages). Errors of sc_cost_modules_time. O(leaves
@@ -293,6 +328,7 @@ typedef struct sc_cost_cfg {
     int mbs;
     const char *tp_algo; /* collective algorithm for tp allreduces; NULL = "ring" */
     int sp;              /* sequence parallelism: act_bytes as sc_cost_saved_bytes */
+    sc_attn attn;        /* attention implementation (unfused = 0) */
 } sc_cost_cfg;
 
 typedef struct sc_cost_row {

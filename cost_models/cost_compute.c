@@ -38,6 +38,16 @@ sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtyp
 sc_status sc_cost_module_time_sp(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
                                  int sp, int mbs, double *fwd_s, double *bwd_s, sc_error *err)
 {
+    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED};
+    return sc_cost_module_time_cfg(c, mod, &cc, fwd_s, bwd_s, err);
+}
+
+sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
+                                  const sc_compute_cfg *cc, double *fwd_s, double *bwd_s,
+                                  sc_error *err)
+{
+    sc_dtype dt = cc->dtype;
+    int tp = cc->tp, sp = cc->sp, mbs = cc->mbs;
     if ((unsigned)dt >= SC_DTYPE_N)
         return sc_err(err, SC_EINVAL, "%s: dtype %d is not a dtype", c->name, (int)dt);
     if (c->gpu.peak_flops[dt] <= 0)
@@ -54,6 +64,8 @@ sc_status sc_cost_module_time_sp(const sc_cluster *c, const sc_module *mod, sc_d
         strcmp(mod->measured_device, c->gpu.name) == 0) {
         f = mod->measured_fwd_s * mbs / shard;
         b = mod->measured_bwd_s * mbs / shard;
+    } else if (sc_cost_uses_kernels(c, mod)) {
+        sc_cost_kernels_time(c, mod, cc, &f, &b, NULL);
     } else {
         double w = mod->params / shard * sc_dtype_bytes(dt);
         double as = mbs * mod->act_saved_bytes / shard;
@@ -81,10 +93,18 @@ sc_status sc_cost_modules_time_sp(const sc_cluster *c, sc_module *const *mods, i
                                   sc_dtype dt, int tp, int sp, int mbs, double *fwd_s,
                                   double *bwd_s, sc_error *err)
 {
+    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED};
+    return sc_cost_modules_time_cfg(c, mods, n, &cc, fwd_s, bwd_s, err);
+}
+
+sc_status sc_cost_modules_time_cfg(const sc_cluster *c, sc_module *const *mods, int n,
+                                   const sc_compute_cfg *cc, double *fwd_s, double *bwd_s,
+                                   sc_error *err)
+{
     double tf = 0, tb = 0;
     for (int i = 0; i < n; i++) {
         double f, b;
-        sc_status st = sc_cost_module_time_sp(c, mods[i], dt, tp, sp, mbs, &f, &b, err);
+        sc_status st = sc_cost_module_time_cfg(c, mods[i], cc, &f, &b, err);
         if (st)
             return st;
         tf += f;

@@ -94,7 +94,8 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
     for (int i = 0; i < n; i++) {
         const sc_module *m = mods[i];
         double sh = m->tp_shardable ? tp : 1;
-        double one = sc_cost_saved_bytes(m, cfg->tp, cfg->sp, 0);
+        /* flash attention keeps no scores whatever the recompute */
+        double one = sc_cost_saved_bytes(m, cfg->tp, cfg->sp, cfg->attn == SC_ATTN_FLASH);
         params += m->params / sh;
         saved += one;
         selective += sc_cost_saved_bytes(m, cfg->tp, cfg->sp, 1);

@@ -54,8 +54,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         *in = (sc_stage_info){0};
         int f0 = part->first[s], n = part->first[s + 1] - f0;
         sc_module *const *mods = m->leaves + f0;
-        sc_status st = sc_cost_modules_time_sp(c, mods, n, dt, tp, cfg->sp, mbs, &in->fwd_s,
-                                               &in->bwd_s, err);
+        sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn};
+        sc_status st = sc_cost_modules_time_cfg(c, mods, n, &cc, &in->fwd_s, &in->bwd_s, err);
         if (st)
             return st;
         double params = 0, rc = 0;
@@ -67,8 +67,16 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                 in->tp_bytes += x->tp_bytes * mbs;
                 in->tp_count++;
             }
-            if (sc_module_is_attention(x))
+            /* flash attention stores no scores: nothing to re-run */
+            if (cfg->attn == SC_ATTN_FLASH)
+                continue;
+            if (sc_cost_uses_kernels(c, x)) {
+                double r;
+                sc_cost_kernels_time(c, x, &cc, NULL, NULL, &r);
+                rc += r;
+            } else if (sc_module_is_attention(x)) {
                 rc += selective_s(c, m, x, dt, mbs, sh);
+            }
         }
         in->grad_bytes = params * gb;
         in->param_bytes = params * wb;

@@ -37,9 +37,8 @@ sc_status sc_cost_table(const sc_cluster *c, const sc_model *m, const sc_cost_cf
         x->mod = mod;
         x->depth = mod->depth;
         x->params = mod->params / sh;
-        sc_status st =
-            sc_cost_module_time_sp(c, mod, cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, &x->fwd_s,
-                                   &x->bwd_s, err);
+        sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn};
+        sc_status st = sc_cost_module_time_cfg(c, mod, &cc, &x->fwd_s, &x->bwd_s, err);
         if (!st && mod->has_tp && cfg->tp > 1 && mod->tp_bytes > 0) {
             double t;
             x->tp_bytes = mod->tp_bytes * cfg->mbs;
@@ -53,7 +52,8 @@ sc_status sc_cost_table(const sc_cluster *c, const sc_model *m, const sc_cost_cf
             return st;
         }
         x->state_bytes = x->params * (w + g + o);
-        x->act_bytes = cfg->mbs * sc_cost_saved_bytes(mod, cfg->tp, cfg->sp, 0);
+        x->act_bytes =
+            cfg->mbs * sc_cost_saved_bytes(mod, cfg->tp, cfg->sp, cfg->attn == SC_ATTN_FLASH);
         tot.params += x->params;
         tot.fwd_s += x->fwd_s;
         tot.bwd_s += x->bwd_s;

@@ -43,6 +43,30 @@
  *   15 us (EFA), 30 us (TCP); op overhead 10 us; workspace 2 GiB per GPU.
  *   Storage bandwidth for checkpoints: 1 GB/s assumed (FSx/NVMe vary widely).
  *
+ * Kernel-level GEMM model (efficiency.gemm, cost_kernel.c) for the A100,
+ * H100 and H200 presets, fitted once to public GEMM measurements:
+ *   sms: A100 108, H100/H200 132 (NVIDIA A100 and H100 architecture white
+ *     papers); largest tile 256 x 128 (the example tile of NVIDIA's "Matrix
+ *     Multiplication Background User's Guide", Deep Learning Performance
+ *     documentation); k_half 128 (assumed: two 64-deep K-steps of prologue and
+ *     epilogue per tile).
+ *   eff_max: from the "Maximum Achievable Matmul FLOPS" table of S. Bekman,
+ *     ml-engineering, compute/accelerator/README.md (mamf-finder.py, BF16,
+ *     CUDA 12.1/12.5): A100 SXM 267.9 TFLOP/s at 6912x16384x2048, H100 SXM
+ *     792.1 at 6144x17920x2816, GH200 821.0 at 11264x19712x1536 (the H200
+ *     preset uses the GH200 figure: the same 132-SM H100 die with HBM3e; an
+ *     assumption). eff_max is what makes the model give exactly that rate at
+ *     that shape (tests/test_kernel.c checks it): A100 0.9123, H100 0.8552,
+ *     H200 0.9109. One point per GPU fits one parameter: the shape
+ *     dependence is the tile-and-wave rule, not fitted.
+ *   flash_fwd/flash_bwd (fractions of peak): A100 0.70/0.55 (FlashAttention-2,
+ *     Dao 2023: 50-73% of A100 peak forward and backward); H100/H200
+ *     0.60/0.45 (FlashAttention-3, Shah et al. 2024: BF16 forward up to ~740
+ *     TFLOP/s, backward ~1.5-1.75x FlashAttention-2's; taken at head size 128,
+ *     sequence 2-8k, below the peak figures).
+ *   kernel_s 2 us per kernel (assumed: back-to-back launches from a host that
+ *     runs ahead leave ~1-2 us gaps plus a tail).
+ *
  * cpu-local: this machine's cores as devices (sysconf), ~50 GFLOP/s fp32 per
  * core (AVX2 FMA at ~3 GHz, OpenBLAS reaches most of it), ~10 GB/s memory
  * bandwidth per core, shared memory as the "intra" link (5 GB/s, 1 us),
@@ -74,44 +98,55 @@ typedef struct spec {
     double inter_lat, inter_alpha;
     double on_demand, spot, interruptions;
     const char *sources;
+    int sms;                 /* 0: no kernel-level GEMM model */
+    double gemm_eff, flash_fwd, flash_bwd;
 } spec;
+
+/* sms, GEMM eff_max, flash forward and backward (see the top of this file) */
+#define A100_GEMM 108, 0.9123, 0.70, 0.55
+#define H100_GEMM 132, 0.8552, 0.60, 0.45
+#define H200_GEMM 132, 0.9109, 0.60, 0.45
+#define GEMM_A100 "GEMM model: MAMF A100 SXM 267.9 TFLOP/s (Bekman, ml-engineering), FA2"
+#define GEMM_H100 "GEMM model: MAMF H100 SXM 792.1 TFLOP/s (Bekman, ml-engineering), FA3"
+#define GEMM_H200 "GEMM model: MAMF GH200 821.0 TFLOP/s (Bekman, ml-engineering), FA3"
 
 static const spec specs[] = {
     {"p3.16xlarge", "AWS, 8 x V100-SXM2-16GB, NVLink 2.0, 25 Gb/s network", "V100-SXM2-16GB", 8,
      15.7 * T, 0, 125 * T, 0, 0, 16 * GIB, 900 * GB, "nvlink", 150 * GB, 1 * US, 25 * GBIT, 1,
      30 * US, 30 * US, 24.48, 7.35, 0.005,
      "preset: NVIDIA V100 data sheet; AWS EC2 P3 page and price list (us-east-1, 2024); spot "
-     "approximate"},
+     "approximate", 0, 0, 0, 0},
     {"p4d.24xlarge", "AWS, 8 x A100-SXM4-40GB, NVSwitch 600 GB/s, 4 x 100 Gb/s EFA",
      "A100-SXM4-40GB", 8, 19.5 * T, 156 * T, 312 * T, 312 * T, 0, 40 * GIB, 1555 * GB,
      "nvswitch", 300 * GB, 1 * US, 100 * GBIT, 4, 15 * US, 15 * US, 32.7726, 11.57, 0.01,
      "preset: NVIDIA A100 data sheet; AWS EC2 P4 page and price list (us-east-1, 2024); spot "
-     "approximate"},
+     "approximate; " GEMM_A100, A100_GEMM},
     {"p4de.24xlarge", "AWS, 8 x A100-SXM4-80GB, NVSwitch 600 GB/s, 4 x 100 Gb/s EFA",
      "A100-SXM4-80GB", 8, 19.5 * T, 156 * T, 312 * T, 312 * T, 0, 80 * GIB, 2039 * GB,
      "nvswitch", 300 * GB, 1 * US, 100 * GBIT, 4, 15 * US, 15 * US, 40.9657, 14.5, 0.01,
      "preset: NVIDIA A100 data sheet; AWS EC2 P4 page and price list (us-east-1, 2024); spot "
-     "approximate"},
+     "approximate; " GEMM_A100, A100_GEMM},
     {"p5.48xlarge", "AWS, 8 x H100-SXM5-80GB, NVSwitch 900 GB/s, 3200 Gb/s EFA",
      "H100-SXM5-80GB", 8, 67 * T, 494.7 * T, 989.4 * T, 989.4 * T, 1978.9 * T, 80 * GIB,
      3350 * GB, "nvswitch", 450 * GB, 1 * US, 100 * GBIT, 32, 15 * US, 15 * US, 98.32, 35.0,
      0.01,
      "preset: NVIDIA H100 data sheet; AWS EC2 P5 page and price list (us-east-1, 2024); spot "
-     "approximate"},
+     "approximate; " GEMM_H100, H100_GEMM},
     {"dgx-a100-80g", "NVIDIA DGX A100, 8 x A100-SXM4-80GB, NVSwitch, 8 x 200 Gb/s InfiniBand",
      "A100-SXM4-80GB", 8, 19.5 * T, 156 * T, 312 * T, 312 * T, 0, 80 * GIB, 2039 * GB,
      "nvswitch", 300 * GB, 1 * US, 200 * GBIT, 8, 2 * US, 10 * US, 14.32, 0, 0,
      "preset: NVIDIA A100 data sheet; DGX A100 user guide; price of an equivalent cloud node "
-     "(Lambda, 2024), approximate"},
+     "(Lambda, 2024), approximate; " GEMM_A100, A100_GEMM},
     {"dgx-h100", "NVIDIA DGX H100, 8 x H100-SXM5-80GB, NVSwitch, 8 x 400 Gb/s InfiniBand",
      "H100-SXM5-80GB", 8, 67 * T, 494.7 * T, 989.4 * T, 989.4 * T, 1978.9 * T, 80 * GIB,
      3350 * GB, "nvswitch", 450 * GB, 1 * US, 400 * GBIT, 8, 2 * US, 10 * US, 23.92, 0, 0,
      "preset: NVIDIA H100 data sheet; DGX H100 user guide; price of an equivalent cloud node "
-     "(Lambda, 2024), approximate"},
+     "(Lambda, 2024), approximate; " GEMM_H100, H100_GEMM},
     {"h200-sxm-1", "one H200-SXM-141GB, 4.8 TB/s HBM3e", "H200-SXM-141GB", 1, 67 * T,
      494.7 * T, 989.4 * T, 989.4 * T, 1978.9 * T, 141 * GB, 4800 * GB, "nvlink", 450 * GB,
      1 * US, 400 * GBIT, 1, 2 * US, 10 * US, 3.50, 0, 0,
-     "preset: NVIDIA H200 data sheet; network assumed; price approximate"},
+     "preset: NVIDIA H200 data sheet; network assumed; price approximate; " GEMM_H200,
+     H200_GEMM},
 };
 
 static const sc_cluster_preset presets[] = {
@@ -179,6 +214,15 @@ static void from_spec(const spec *s, sc_cluster *c)
      * NVLink; an 8-GPU allreduce of a few KiB takes ~10-15 us = 14 steps). */
     set_eff(c, 0.75, 0.85, 1 * US, s->inter_alpha, 2 * GIB);
     snprintf(c->eff.provenance, sizeof c->eff.provenance, "%s", s->sources);
+    if (s->sms > 0)
+        c->eff.gemm = (sc_cluster_gemm){.sms = s->sms,
+                                        .eff_max = s->gemm_eff,
+                                        .tile_m = 256,
+                                        .tile_n = 128,
+                                        .k_half = 128,
+                                        .kernel_s = 2 * US,
+                                        .flash_fwd = s->flash_fwd,
+                                        .flash_bwd = s->flash_bwd};
 }
 
 /* fp32 FLOP/s of one core: FMA lanes x 2 FLOP x 2 FMA units per cycle

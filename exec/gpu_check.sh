@@ -42,10 +42,26 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
 # 2. GEMM sweep (bench is written by another module; tolerate its absence)
 if $S bench --help >/dev/null 2>&1; then
     say "bench gemm sweep"
-    # squares, and the shapes of gpt-1.3b's GEMMs at one microbatch (2048
-    # tokens x hidden 2048: qkv, attention out, mlp up, mlp down)
-    timeout 120 $S bench gemm --backend cuda --dtype bf16 \
-        --sizes 1024,2048,4096,8192,2048x6144x2048,2048x2048x2048,2048x8192x2048,2048x2048x8192 \
+    # squares, and every GEMM of gpt-1.3b's kernel lists at one microbatch as
+    # the cost model runs them (cost --kernels: qkv, out_proj, fc1, fc2, the
+    # logits), forward and both backward GEMMs (M,K,N and K,N,M)
+    $S cost --model gpt-1.3b --cluster h200-sxm-1 --kernels --json > "$out/kernels_preset.json"
+    shapes=$(python3 - "$out/kernels_preset.json" <<'PY' || true
+import json, sys
+c = json.load(open(sys.argv[1])); s = []
+for m in c["modules"]:
+    for k in m.get("kernels", []):
+        if k["op"] == "gemm" and k["batch"] == 1:
+            M, N, K = int(k["m"]), int(k["n"]), int(k["k"])
+            for t in ((M, N, K), (M, K, N), (K, N, M)):
+                x = "%dx%dx%d" % t
+                if x not in s:
+                    s.append(x)
+print(",".join(s))
+PY
+)
+    timeout 180 $S bench gemm --backend cuda --dtype bf16 \
+        --sizes "1024,2048,4096,8192${shapes:+,$shapes}" \
         -o "$out/bench_gemm.json" 2>&1 | tee "$out/bench_gemm.txt"
     if [ -s "$out/bench_gemm.json" ]; then
         python3 - "$out/bench_gemm.json" <<'PY' || true
@@ -107,6 +123,38 @@ if [ -s "$out/bench_gemm.json" ]; then
         $S compare "$out/plan.json" "$out/measured.json" --cluster "$out/calibrated.json" \
             --json > "$out/compare_calibrated.json"
     fi
+    # per kernel: every GEMM kernel of gpt-1.3b, predicted (preset, then
+    # calibrated) against the sweep's measured median of the same shapes
+    [ -s "$out/calibrated.json" ] && $S cost --model gpt-1.3b --cluster "$out/calibrated.json" \
+        --kernels --json > "$out/kernels_calibrated.json"
+    for f in preset calibrated; do
+        [ -s "$out/kernels_$f.json" ] || continue
+        note "per-kernel GEMMs ($f): $(python3 - "$out/kernels_$f.json" "$out/bench_gemm.json" <<'PY' | tee "$out/kernels_$f.txt" | tail -1
+import json, sys
+c = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+t = {(r["m"], r["n"], r["k"]): r["time_s"] for r in b["results"]}
+seen, errs = set(), []
+for m in c["modules"]:
+    for k in m.get("kernels", []):
+        if k["op"] != "gemm" or k["batch"] != 1 or k["name"] in seen:
+            continue
+        M, N, K = int(k["m"]), int(k["n"]), int(k["k"])
+        if (M, N, K) not in t or (M, K, N) not in t or (K, N, M) not in t:
+            continue
+        seen.add(k["name"])
+        fm, bm = t[(M, N, K)], t[(M, K, N)] + t[(K, N, M)]
+        for what, p, q in (("fwd", k["fwd_s"], fm), ("bwd", k["bwd_s"], bm)):
+            errs.append(p / q - 1)
+            print("%-10s %s %5dx%5dx%5d predicted %9.1f us measured %9.1f us error %+6.1f%%"
+                  % (k["name"], what, M, N, K, 1e6 * p, 1e6 * q, 100 * (p / q - 1)))
+if errs:
+    print("%d GEMM kernels, MAPE %.1f%%, max |error| %.1f%%" % (
+        len(errs), 100 * sum(abs(e) for e in errs) / len(errs), 100 * max(abs(e) for e in errs)))
+else:
+    print("no GEMM kernel shape was measured")
+PY
+)"
+    done
     for f in compare_preset compare_calibrated; do
         [ -s "$out/$f.json" ] || continue
         note "$f: $(python3 -c "

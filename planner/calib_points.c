@@ -148,7 +148,7 @@ static sc_status bench_points(reader *x, const sc_bench_result *b, const char *f
             double m = w->m, n = w->n, k = w->k;
             g[pts->n_gemm++] = (sc_calib_gemm){2.0 * m * n * k,
                                                (m * k + k * n + m * n) * b->elem_bytes,
-                                               w->time_s, x->file};
+                                               w->time_s, x->file, m, n, k};
         } else {
             sc_calib_link *l = room(pts->link, pts->n_link, &x->cap_link, sizeof *l);
             if (!l)

@@ -49,10 +49,12 @@ static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, int n, in
 }
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
-                               int sp, int mbs, const sc_partition *part, sc_stage_table *out,
+                               int sp, sc_attn attn, int mbs, const sc_partition *part,
+                               sc_stage_table *out,
                                sc_error *err)
 {
-    sc_stage_table t = {.S = pp * v, .pp = pp, .v = v, .tp = tp, .mbs = mbs, .sp = sp};
+    sc_stage_table t = {.S = pp * v, .pp = pp, .v = v, .tp = tp, .mbs = mbs, .sp = sp,
+                        .attn = attn};
     size_t S = (size_t)t.S, P = (size_t)pp;
     t.part.n_stages = part->n_stages;
     t.part.first = sc_malloc(sizeof(int) * (S + 1));
@@ -78,7 +80,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     }
-    sc_stage_cfg scfg = {m->dtype, tp, mbs, SC_RECOMPUTE_SELECTIVE, 0, sp};
+    sc_stage_cfg scfg = {m->dtype, tp, mbs, SC_RECOMPUTE_SELECTIVE, 0, sp, attn};
     sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */
@@ -122,7 +124,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         }
         for (int mode = 0; mode < 3 && !st; mode++) {
             sc_mem a1, a2;
-            sc_mem_cfg mc = {m->dtype, tp, 1, 0, mbs, 1, (sc_recompute)mode, sp};
+            sc_mem_cfg mc = {m->dtype, tp, 1, 0, mbs, 1, (sc_recompute)mode, sp, attn};
             st = sc_cost_memory(c, mods, n, &mc, &a1, err);
             mc.inflight = 2;
             if (!st)
@@ -315,7 +317,8 @@ sc_status sc_estimate_step(const sc_model *m, const sc_cluster *c, const sc_step
     }
     sc_stage_table t;
     if (!st)
-        st = sc_stage_table_build(m, c, cfg->pp, cfg->v, cfg->tp, cfg->sp, cfg->mbs, pp, &t, err);
+        st = sc_stage_table_build(m, c, cfg->pp, cfg->v, cfg->tp, cfg->sp, cfg->attn, cfg->mbs,
+                                  pp, &t, err);
     sc_partition_free(&part);
     if (st)
         return st;

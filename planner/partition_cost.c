@@ -261,7 +261,7 @@ static sc_status memory_init(sc_pctx *x, sc_error *err)
         const sc_module *a = m->leaves[l];
         double sh = a->tp_shardable ? tp : 1;
         x->P[l + 1] = x->P[l] + a->params / sh;
-        x->A[l + 1] = x->A[l] + sc_cost_saved_bytes(a, tp, cfg->sp, 0);
+        x->A[l + 1] = x->A[l] + sc_cost_saved_bytes(a, tp, cfg->sp, cfg->attn == SC_ATTN_FLASH);
         x->Asel[l + 1] = x->Asel[l] + sc_cost_saved_bytes(a, tp, cfg->sp, 1);
         x->in_bytes[l] = l > 0 ? m->leaves[l - 1]->act_out_bytes / (cfg->sp ? tp : 1) : 0;
         const sc_module *ly = layer_of(a);
@@ -385,9 +385,8 @@ sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
     }
     for (int l = 0; l < L && !st; l++) {
         double f = 0, b = 0;
-        st = sc_cost_module_time_sp(cfg->cluster, m->leaves[l], m->dtype, x->tp, cfg->sp, x->mbs,
-                                    &f, &b,
-                                 err);
+        sc_compute_cfg cc = {m->dtype, x->tp, cfg->sp, x->mbs, cfg->attn};
+        st = sc_cost_module_time_cfg(cfg->cluster, m->leaves[l], &cc, &f, &b, err);
         x->t[l] = f + b;
         x->C[l + 1] = x->C[l] + x->t[l];
     }
@@ -562,7 +561,7 @@ sc_status sc_partition_eval(const sc_partitioner_cfg *cfg, const sc_partition *p
         int i = p->first[s], j = p->first[s + 1];
         e.time_s[s] = sc_pctx_time(&x, s, i, j);
         sc_mem_cfg mc = {cfg->model->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs,
-                         x.kc[s % x.pp], cfg->recompute, cfg->sp};
+                         x.kc[s % x.pp], cfg->recompute, cfg->sp, cfg->attn};
         sc_mem mem;
         st = sc_cost_memory(cfg->cluster, cfg->model->leaves + i, j - i, &mc, &mem, err);
         if (st)

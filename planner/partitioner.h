@@ -105,6 +105,7 @@ typedef struct sc_partitioner_cfg {
      * unless asked to cut inside layers (search.h, framework.h). */
     int layer_cuts;
     int sp;                   /* sequence parallelism (memory: sc_cost_saved_bytes) */
+    sc_attn attn;             /* attention implementation (time and memory) */
     /* optimal only: CLOCK_MONOTONIC seconds after which it returns the best
      * split found so far (0 = none; partition_optimal.c) */
     double deadline_s;

@@ -9,6 +9,7 @@
  * (S = pp·v) or per pipeline position (pp), as marked. */
 typedef struct sc_stage_table {
     int S, pp, v, tp, mbs, sp;
+    sc_attn attn;
     sc_partition part;          /* owned */
     double *f, *b, *rc_sel;     /* per stage: forward, backward, selective recompute (s) */
     double *tp_s;               /* per stage: one pass's tp allreduces (s) */
@@ -22,7 +23,8 @@ typedef struct sc_stage_table {
 } sc_stage_table;
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
-                               int sp, int mbs, const sc_partition *part, sc_stage_table *out,
+                               int sp, sc_attn attn, int mbs, const sc_partition *part,
+                               sc_stage_table *out,
                                sc_error *err);
 void sc_stage_table_free(sc_stage_table *t);
 /* Microbatches in flight on position r (sets of one chunk), from the

@@ -136,12 +136,13 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
     sc_part_request rq = {s->m, s->c, pp, v, tp, mbs,
                           (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
                           s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, sp,
-                          deadline, 1, s->o.max_mem_bytes / 2, !s->o.cut_in_layers};
+                          deadline, 1, s->o.max_mem_bytes / 2, s->o.attn,
+                          !s->o.cut_in_layers};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st)
         return -1;
-    st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, mbs, &part, &s->tables[s->ntables],
-                              err);
+    st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, s->o.attn, mbs, &part,
+                              &s->tables[s->ntables], err);
     sc_partition_free(&part);
     if (st)
         return -1;
@@ -615,14 +616,16 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                 for (int rc = 0; rc < 3 && !st; rc++) {
                     if (o->fix_recompute >= 0 && rc != o->fix_recompute)
                         continue;
-                    /* selective recompute of a model without attention
-                     * recomputes nothing: it is recompute none */
-                    if (rc == SC_RECOMPUTE_SELECTIVE && !attention && o->fix_recompute < 0)
+                    /* selective recompute of a model without attention, or
+                     * with flash attention (which keeps no scores), recomputes
+                     * nothing and saves nothing more: it is recompute none */
+                    if (rc == SC_RECOMPUTE_SELECTIVE && o->fix_recompute < 0 &&
+                        (!attention || o->attn == SC_ATTN_FLASH))
                         continue;
                     sc_candidate cd = {0};
                     cd.cfg = (sc_step_cfg){.dp = (int)dp, .tp = tp, .pp = pp, .v = v, .m = (int)mm,
                                            .mbs = mbs, .zero = z, .recompute = (sc_recompute)rc,
-                                           .sp = sp};
+                                           .sp = sp, .attn = s->o.attn};
                     snprintf(cd.schedule, sizeof cd.schedule, "%s", sched);
                     cd.cfg.schedule = sched;
                     cd.part_key = ti;
@@ -649,7 +652,8 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         sc_part_request rq = {m, c, k.pp, k.v, k.tp, k.mbs,
                               (int)(sc_cluster_total_gpus(c) / ((long)k.tp * k.pp)),
                               s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, k.sp,
-                              0, 0, s->o.max_mem_bytes / 2, !s->o.cut_in_layers};
+                              0, 0, s->o.max_mem_bytes / 2, s->o.attn,
+                              !s->o.cut_in_layers};
         sc_error e2 = {0};
         if (sc_planner_partition(s->partitioner, &rq, &np_, &e2) == SC_ENOFIT)
             memcpy(s->nofit_msg, e2.msg, sizeof s->nofit_msg);

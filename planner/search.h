@@ -26,8 +26,9 @@
  * unless opts.cut_in_layers, which only a framework whose row allows it
  * takes (any, torch); SC_EINVAL otherwise.
  * Merging: configurations that would run alike are one candidate: selective
- * recompute is not enumerated for a model without attention (it would be
- * recompute none), and the ranked list holds each configuration once.
+ * recompute is not enumerated for a model without attention or with flash
+ * attention (it would be recompute none: nothing re-run, nothing more
+ * saved), and the ranked list holds each configuration once.
  * Ranking: by simulated step time (speed), or (memory) by peak memory among
  * the simulated plans within 5% of the fastest, then by step time. Speed
  * ties: the plans within SC_SEARCH_TIE (1%) of the step time of the fastest
@@ -72,6 +73,7 @@ typedef struct sc_search_opts {
     int fix_dp, fix_tp, fix_pp, fix_v, fix_m, fix_mbs;
     int fix_zero, fix_recompute;
     int fix_sp;               /* -1 free (searched where tp > 1), 0 off, 1 on */
+    sc_attn attn;             /* attention implementation of every candidate (unfused = 0) */
     const char *fix_schedule;
     /* Once this many seconds have passed and some configuration fits, stop
      * partitioning new shapes (and simulating candidates past the first

@@ -203,7 +203,7 @@ static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o
 static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *o, sc_error *err)
 {
     static const char *const keys[] = {"dp", "tp", "pp", "v", "schedule", "zero", "recompute",
-                                       "sp", "mbs", "global_batch", NULL};
+                                       "sp", "attention", "mbs", "global_batch", NULL};
     const char *f = s->file;
     char path[48];
     snprintf(path, sizeof path, "%s.layout", r->path);
@@ -230,6 +230,17 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
         st = text(o, f, path, "recompute", 1, 16, &rc, err);
     if (!st)
         st = sc_json_bool(o, f, path, "sp", 0, &r->sp, err);
+    const char *at = NULL;
+    if (!st)
+        st = text(o, f, path, "attention", 0, 16, &at, err);
+    r->attn = SC_ATTN_UNFUSED;
+    if (!st && at) {
+        int a = sc_attn_parse(at);
+        if (a < 0)
+            return sc_err(err, SC_EINVAL, "%s: %s.attention: \"%s\" is not unfused or flash", f,
+                          path, at);
+        r->attn = (sc_attn)a;
+    }
     r->schedule = v > 1 ? "interleaved" : "1f1b";
     if (!st)
         st = text(o, f, path, "schedule", 0, 16, &r->schedule, err);
@@ -396,6 +407,7 @@ static void row_cfg(const sc_val_row *r, sc_step_cfg *cfg)
     cfg->zero = r->zero;
     cfg->recompute = r->recompute;
     cfg->sp = r->sp;
+    cfg->attn = r->attn;
     cfg->one_replica = 1;
 }
 

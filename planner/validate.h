@@ -11,7 +11,8 @@
  *               note?,
  *               model:   { builtin } | { generator, <its parameters>, dtype? },
  *               layout:  { dp, tp, pp, v?, schedule?, zero?, recompute, sp?,
- *                          mbs, global_batch },
+ *                          attention? ("unfused" default, or "flash": the
+ *                          attention kernels the run used), mbs, global_batch },
  *               cluster: { preset, nodes },
  *               measured: { iteration_s } | { tokens_per_s, formula }
  *                       | { tflops_per_gpu, flops, params?, formula } } ] }
@@ -84,6 +85,7 @@ typedef struct sc_val_row {
     char model_desc[96];            /* "gpt l48 h6144 a64 s2048 V51200" or the built-in */
     sc_model *model;                /* built on load */
     int dp, tp, pp, v, mbs, m, zero, sp;
+    sc_attn attn;
     long global_batch;
     const char *schedule;
     sc_recompute recompute;

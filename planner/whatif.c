@@ -290,6 +290,7 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     so.framework = o->framework;
     so.cut_in_layers = o->cut_in_layers;
     so.max_mem_bytes = o->max_mem_bytes;
+    so.attn = o->attn;
 
     int done = 0;
     for (int ci = 0; ci < n_clusters; ci++) {

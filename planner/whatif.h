@@ -135,6 +135,7 @@ typedef struct sc_whatif_opts {
     const struct sc_framework *framework; /* sc_search_opts.framework; NULL = any */
     int cut_in_layers;             /* sc_search_opts.cut_in_layers */
     double max_mem_bytes;          /* sc_search_opts.max_mem_bytes of each search; 0 = none */
+    sc_attn attn;                  /* attention implementation of every search */
     /* called after each (cluster, nodes) with done of total finished; point is
      * NULL for a skipped one (reason says why). May be NULL. */
     void (*progress)(void *ud, int done, int total, const char *cluster, long nodes,

@@ -384,7 +384,8 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
             st = sc_err(err, SC_ENOMEM, "lower: out of memory");
     }
     if (!st) {
-        sc_stage_cfg sc = {m->dtype, cfg->tp, cfg->mbs, cfg->recompute, cfg->bucket_bytes, cfg->sp};
+        sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
+                           cfg->bucket_bytes, cfg->sp, cfg->attn};
         st = sc_cost_stage(c, m, &lw->part, &sc, lw->info, err);
     }
     int *grad_done = st ? NULL : sc_malloc(sizeof(int) * (size_t)lw->S);

@@ -10,6 +10,8 @@
  *     "schedule", "zero", "recompute", "placement",
  *     "bucket_bytes",   data-parallel gradient bucket size (optional; 25 MiB)
  *     "sp",             sequence parallelism (optional; false)
+ *     "attention",      "unfused" or "flash" (optional; "unfused"): which
+ *                       kernels an attention leaf runs (kernel.h)
  *     "partition": { "method": "uniform"|"tree"|"optimal"|"explicit",
  *                    "stages": [ { "first_leaf", "last_leaf", "first", "last" } ] },
  *     "ranks": [ { "rank", "node", "device", "dp", "pp", "tp" } ],
@@ -55,6 +57,7 @@ typedef struct sc_plan {
     sc_recompute recompute;
     double bucket_bytes;  /* > 0 */
     int sp;               /* sequence parallelism */
+    sc_attn attn;         /* attention implementation */
     char schedule[32], placement[16], method[16];
     sc_partition partition;
     int has_prediction;

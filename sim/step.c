@@ -182,6 +182,9 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
     if (c->gpu.peak_flops[m->dtype] <= 0)
         return sc_err(err, SC_ENOTSUP, "sim: %s has no %s peak on %s", c->name,
                       sc_dtype_name(m->dtype), c->gpu.name);
+    if ((unsigned)cfg->attn >= SC_ATTN_N)
+        return sc_err(err, SC_EINVAL, "sim: attention implementation %d is not unfused or flash",
+                      (int)cfg->attn);
     if (cfg->sp && cfg->tp < 2)
         return sc_err(err, SC_EINVAL,
                       "sim: sequence parallelism splits the tensor-parallel group's sequence: "
@@ -906,7 +909,7 @@ static sc_status results(builder *b, sc_step_result *r)
                 mods[n++] = b->m->leaves[i];
         }
         sc_mem_cfg mc = {b->dt, b->tp, b->dp, cfg->zero, cfg->mbs,
-                         (peak[p] + b->v - 1) / b->v, cfg->recompute, cfg->sp};
+                         (peak[p] + b->v - 1) / b->v, cfg->recompute, cfg->sp, cfg->attn};
         st = sc_cost_memory(b->c, mods, n, &mc, &r->mem[p], b->err);
         /* copies of shared groups owned elsewhere (a tied head's embedding) */
         for (int g = 0; g < b->m->n_groups && !st; g++) {
@@ -1023,7 +1026,8 @@ sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_s
             return st;
         part = &own;
     }
-    sc_stage_cfg sc = {m->dtype, cfg->tp, cfg->mbs, cfg->recompute, cfg->bucket_bytes, cfg->sp};
+    sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
+                       cfg->bucket_bytes, cfg->sp, cfg->attn};
     st = sc_cost_stage(c, m, part, &sc, info, err);
     sc_partition_free(&own);
     return st;
@@ -1272,6 +1276,7 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     sc_jadd_num(c, "zero", cfg->zero, &oom);
     sc_jadd_str(c, "recompute", sc_recompute_name(cfg->recompute), &oom);
     sc_jadd_bool(c, "sp", cfg->sp, &oom);
+    sc_jadd_str(c, "attention", sc_attn_name(cfg->attn), &oom);
     sc_jadd_str(c, "placement", cfg->placement ? cfg->placement : "tp,pp,dp", &oom);
     sc_jadd_num(j, "step_time_s", r->step_time_s, &oom);
     cJSON *bd = sc_jadd_obj(j, "breakdown", &oom);

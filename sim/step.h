@@ -91,6 +91,7 @@ typedef struct sc_step_cfg {
     int zero;                        /* 0..3 */
     sc_recompute recompute;
     int sp;                          /* sequence parallelism (Korthikanti et al. 2022); needs tp > 1 */
+    sc_attn attn;                    /* attention implementation: unfused (0) or flash */
     const sc_partition *partition;   /* NULL = uniform over pp·v stages */
     const char *placement;           /* NULL = "tp,pp,dp" (innermost first) */
     double bucket_bytes;             /* 0 = 25 MiB */

@@ -10,7 +10,7 @@
 
 #include <math.h>
 
-static char out[1 << 16];
+static char out[1 << 18];
 #define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
 
 /* The closed forms of gen_llama.c's header: l layers, hidden h, a query

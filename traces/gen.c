@@ -35,6 +35,27 @@
  *    vocab-parallel LM head with the parallel cross-entropy all-reduces three
  *    fp32 numbers per token (max, sum of exps, target logit): 12*s bytes.
  *    Norms are replicated (not shardable, nothing all-reduced).
+ *  - Kernels (kernel.h), what Megatron-LM launches per leaf, per sample:
+ *      norm       one mem kernel, 2dsh forward, 3dsh backward (tp "seq")
+ *      attention  QKV GEMM (s, 3*inner, h) [cross: Q (sq, inner, h) and
+ *                 KV (skv, 2*inner, h)], column-parallel; unfused: scores
+ *                 GEMM (a, sq, skv, kv), scale-mask-softmax 2d*a*sq*skv
+ *                 (backward 3d), dropout (2d+1)*a*sq*skv, context GEMM
+ *                 (a, sq, kv, skv); flash: one flash kernel (a, sq, skv,
+ *                 kv), causal in decoders; out-projection GEMM (sq, h,
+ *                 inner), row-parallel; bias + dropout + residual add
+ *                 (3d+1)*s*h forward, (2d+1)*s*h backward (tp "seq")
+ *      MLP        fc1 GEMM (s, f, h), bias + GeLU 2dsf (backward 3dsf),
+ *                 fc2 GEMM (s, h, f), bias + dropout + residual add
+ *      embedding  gather 2dsh (backward scatter-add 3dsh), + 2dsh when it
+ *                 adds learned positions, embedding dropout (2d+1)sh
+ *      LM head    GEMM (s, V, h), column-parallel; the cross-entropy in fp32
+ *                 over the vocabulary: read the logits (d), write and
+ *                 re-read fp32 exps (4 + 4) per token and word; backward
+ *                 reads the fp32 softmax, writes the logits' gradient
+ *    Memory-bound byte counts are the tensors each kernel must read and
+ *    write once (fused kernels as Megatron-LM fuses them); their GEMM FLOPs
+ *    are the leaf's flops_fwd exactly.
  *  - Parameters: attention 4*h*inner (+ 3*inner + h biases), MLP 2*h*f
  *    (+ f + h biases), LayerNorm 2h (scale and bias), T5's norm h (scale).
  */
@@ -204,7 +225,23 @@ sc_module *sc_gen_norm(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
     sc_gen_dims(c, x, "hidden", tf->h, "seq", s, NULL);
     if (tf->copies != 1)
         sc_gen_dims(c, x, "passages", tf->copies, NULL);
+    sc_module_add_kernel(c->m, x, sc_gen_k_norm(d, n, tf->h));
     return x;
+}
+
+sc_kernel sc_gen_k_norm(double d, double n, double width)
+{
+    return sc_kernel_mem("norm", 2 * d * n * width, 3 * d * n * width, SC_KTP_SEQ,
+                         SC_ATTN_ANY);
+}
+
+sc_kernel sc_gen_k_residual(double d, double n, double width, int dropout)
+{
+    if (dropout)
+        return sc_kernel_mem("bias_dropout_add", (3 * d + 1) * n * width,
+                             (2 * d + 1) * n * width, SC_KTP_SEQ, SC_ATTN_ANY);
+    return sc_kernel_mem("residual_add", 3 * d * n * width, 2 * d * n * width, SC_KTP_SEQ,
+                         SC_ATTN_ANY);
 }
 
 sc_module *sc_gen_attn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double sq,
@@ -229,6 +266,30 @@ sc_module *sc_gen_attn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
         sc_gen_dims(c, x, "kv_seq", skv, NULL);
     if (k != 1)
         sc_gen_dims(c, x, "passages", k, NULL);
+    sc_model *m = c->m;
+    if (cross) {
+        sc_module_add_kernel(m, x, sc_kernel_gemm("q", 1, k * sq, in, h, SC_KTP_N, 0, SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_gemm("kv", 1, k * skv, 2 * in, h, SC_KTP_N, 0,
+                                                  SC_ATTN_ANY));
+    } else {
+        sc_module_add_kernel(m, x, sc_kernel_gemm("qkv", 1, k * sq, 3 * in, h, SC_KTP_N, 0,
+                                                  SC_ATTN_ANY));
+    }
+    double sc2 = a * sq * skv; /* score elements per copy */
+    sc_module_add_kernel(m, x, sc_kernel_gemm("scores", k * a, sq, skv, tf->kv, SC_KTP_BATCH, 1,
+                                              SC_ATTN_UNFUSED));
+    sc_module_add_kernel(m, x, sc_kernel_mem("softmax", k * 2 * d * sc2, k * 3 * d * sc2,
+                                             SC_KTP_SHARD, SC_ATTN_UNFUSED));
+    sc_module_add_kernel(m, x, sc_kernel_mem("attn_dropout", k * (2 * d + 1) * sc2,
+                                             k * (2 * d + 1) * sc2, SC_KTP_SHARD,
+                                             SC_ATTN_UNFUSED));
+    sc_module_add_kernel(m, x, sc_kernel_gemm("context", k * a, sq, tf->kv, skv, SC_KTP_BATCH,
+                                              1, SC_ATTN_UNFUSED));
+    sc_module_add_kernel(m, x, sc_kernel_flash("flash", k * a, sq, skv, tf->kv,
+                                               !cross && tf->causal, SC_KTP_BATCH));
+    sc_module_add_kernel(m, x, sc_kernel_gemm("out_proj", 1, k * sq, h, in, SC_KTP_K, 0,
+                                              SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_gen_k_residual(d, k * sq, h, 1));
     return x;
 }
 
@@ -244,6 +305,12 @@ sc_module *sc_gen_mlp(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, dou
     sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
     if (k != 1)
         sc_gen_dims(c, x, "passages", k, NULL);
+    sc_model *m = c->m;
+    sc_module_add_kernel(m, x, sc_kernel_gemm("fc1", 1, k * s, f, h, SC_KTP_N, 0, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_mem("bias_gelu", k * 2 * d * s * f, k * 3 * d * s * f,
+                                             SC_KTP_SHARD, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_gemm("fc2", 1, k * s, h, f, SC_KTP_K, 0, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_gen_k_residual(d, k * s, h, 1));
     return x;
 }
 
@@ -290,6 +357,11 @@ sc_module *sc_gen_tok_embed(sc_gen_ctx *c, sc_module *parent, const char *name, 
     if (shared)
         sc_module_set_shared(c->m, x, shared);
     sc_gen_dims(c, x, "hidden", h, "vocab", V, "seq", s, NULL);
+    double pos = positions > 0 ? 2 * d * s * h : 0;
+    sc_module_add_kernel(c->m, x, sc_kernel_mem("gather", 2 * d * s * h + pos,
+                                                3 * d * s * h + pos, SC_KTP_NONE, SC_ATTN_ANY));
+    sc_module_add_kernel(c->m, x, sc_kernel_mem("embed_dropout", (2 * d + 1) * s * h,
+                                                (2 * d + 1) * s * h, SC_KTP_SEQ, SC_ATTN_ANY));
     return x;
 }
 
@@ -304,5 +376,8 @@ sc_module *sc_gen_lm_head(sc_gen_ctx *c, sc_module *parent, const char *name, do
     if (shared)
         sc_module_set_shared(c->m, x, shared);
     sc_gen_dims(c, x, "hidden", h, "vocab", V, "seq", s, NULL);
+    sc_module_add_kernel(c->m, x, sc_kernel_gemm("logits", 1, s, V, h, SC_KTP_N, 0, SC_ATTN_ANY));
+    sc_module_add_kernel(c->m, x, sc_kernel_mem("cross_entropy", (d + 8) * s * V, (4 + d) * s * V,
+                                                SC_KTP_SHARD, SC_ATTN_ANY));
     return x;
 }

@@ -140,6 +140,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
                      .bias = 0, .norm_p = 1, .copies = k};
     sc_gen_tf dtf = etf;
     dtf.copies = 1;
+    dtf.causal = 1; /* the decoder's self-attention */
 
     sc_gen_ctx c;
     sc_module *root;

@@ -57,7 +57,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (fmod(h, a) != 0)
         return sc_err(err, SC_EINVAL, "gpt: 'heads' (%g) must divide 'hidden' (%g)", a, h);
     sc_gen_tf tf = {.h = h, .heads = a, .kv = h / a, .ffn = v[P_FFN] ? v[P_FFN] : 4 * h,
-                    .bias = 1, .norm_p = 2, .copies = 1};
+                    .bias = 1, .norm_p = 2, .copies = 1, .causal = 1};
 
     sc_gen_ctx c;
     sc_module *root;

@@ -31,6 +31,7 @@ typedef struct sc_gen_tf {
     int bias;      /* 1: linear layers have biases (GPT, ViT, BERT); 0: T5 */
     double norm_p; /* norm params per hidden unit: 2 LayerNorm, 1 T5's scale-only norm */
     double copies; /* independent sequences per sample (FiD's k passages), else 1 */
+    int causal;    /* 1: self-attention is masked causally (decoders): flash runs half */
 } sc_gen_tf;
 
 /* Validates that v is an integer in [lo, hi]; the message names the
@@ -66,6 +67,15 @@ sc_module *sc_gen_attn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
                        double skv, int cross, const char *name);
 sc_module *sc_gen_mlp(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
                       const char *name);
+
+/* The memory-bound kernels every generator's leaves share (kernel.h), for
+ * n tokens of `width` elements of d bytes: a norm (LayerNorm or RMSNorm:
+ * read x, write y; backward reads x and dy, writes dx); dropout + residual add
+ * (read the branch and the residual, write the sum and a 1-byte mask;
+ * backward reads dy and the mask, writes dx; without dropout: read two,
+ * write one, backward passes dy through to two: read one, write one). */
+sc_kernel sc_gen_k_norm(double d, double n, double width);
+sc_kernel sc_gen_k_residual(double d, double n, double width, int dropout);
 
 /* A transformer block container "name" over s tokens:
  *   pre-LN (post_ln 0): name.ln1 name.attn name.ln2 [name.xattn name.ln3] name.mlp

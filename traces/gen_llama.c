@@ -89,6 +89,22 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
     sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after out proj */
     sc_module_set_saved_parts(x, d * s * h, d * a * s * s); /* input; softmax output */
     sc_gen_dims(c, x, "hidden", h, "heads", a, "kv", hd, "kv_heads", g, "seq", s, NULL);
+    /* kernels as gen.c's attention, with K and V at the kv heads' width, a
+     * rotary kernel over Q and K (read and write both), no dropout */
+    sc_model *m = c->m;
+    sc_module_add_kernel(m, x, sc_kernel_gemm("qkv", 1, s, h + 2 * kvd, h, SC_KTP_N, 0,
+                                              SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_mem("rotary", 2 * d * s * (h + kvd),
+                                             2 * d * s * (h + kvd), SC_KTP_SHARD, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_gemm("scores", a, s, s, hd, SC_KTP_BATCH, 1,
+                                              SC_ATTN_UNFUSED));
+    sc_module_add_kernel(m, x, sc_kernel_mem("softmax", 2 * d * a * s * s, 3 * d * a * s * s,
+                                             SC_KTP_SHARD, SC_ATTN_UNFUSED));
+    sc_module_add_kernel(m, x, sc_kernel_gemm("context", a, s, hd, s, SC_KTP_BATCH, 1,
+                                              SC_ATTN_UNFUSED));
+    sc_module_add_kernel(m, x, sc_kernel_flash("flash", a, s, s, hd, 1, SC_KTP_BATCH));
+    sc_module_add_kernel(m, x, sc_kernel_gemm("out_proj", 1, s, h, h, SC_KTP_K, 0, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));
     return x;
 }
 
@@ -102,6 +118,15 @@ static sc_module *swiglu(sc_gen_ctx *c, sc_module *parent, double h, double f, d
     sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after down proj */
     sc_module_set_saved_parts(x, d * s * h, -1); /* its input */
     sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
+    /* gate and up as one column-parallel GEMM; SwiGLU reads both, writes
+     * one (backward: reads both and the gradient, writes two) */
+    sc_model *m = c->m;
+    sc_module_add_kernel(m, x, sc_kernel_gemm("gate_up", 1, s, 2 * f, h, SC_KTP_N, 0,
+                                              SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_mem("swiglu", 3 * d * s * f, 5 * d * s * f,
+                                             SC_KTP_SHARD, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_gemm("down", 1, s, h, f, SC_KTP_K, 0, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));
     return x;
 }
 
@@ -133,15 +158,17 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
         return sc_err(err, SC_EINVAL, "llama: 'kv_heads' (%g) must divide 'heads' (%g)", kvh, a);
     /* RMSNorm: a scale of h per norm, no bias */
     sc_gen_tf tf = {.h = h, .heads = a, .kv = h / a, .ffn = f, .bias = 0, .norm_p = 1,
-                    .copies = 1};
+                    .copies = 1, .causal = 1};
 
     sc_gen_ctx c;
     sc_module *root;
     if ((st = sc_gen_begin(&c, g, name, dtype, (int)s, "llama", &root, err)))
         return st;
     sc_module *e = sc_gen_tok_embed(&c, root, "embed", h, V, 0, s, 1, tied ? "tok" : NULL);
-    if (e)
+    if (e) {
         e->act_saved_bytes = e->act_saved_rep = 0; /* no embedding dropout, no mask to keep */
+        e->n_kernels = 1;                          /* the gather only (dropout comes last) */
+    }
     for (int i = 0; i < (int)l; i++) {
         char nm[64], part[80];
         snprintf(nm, sizeof nm, "blocks.%d", i);

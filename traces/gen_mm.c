@@ -106,7 +106,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     sc_gen_tf vtf = {.h = vh, .heads = va, .kv = vh / va, .ffn = v[P_VFFN] ? v[P_VFFN] : 4 * vh,
                      .bias = 1, .norm_p = 2, .copies = 1};
     sc_gen_tf tf = {.h = h, .heads = a, .kv = h / a, .ffn = v[P_FFN] ? v[P_FFN] : 4 * h,
-                    .bias = 1, .norm_p = 2, .copies = 1};
+                    .bias = 1, .norm_p = 2, .copies = 1, .causal = 1};
 
     sc_gen_ctx c;
     sc_module *root;

@@ -65,6 +65,9 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     sc_gen_tf tf = {.h = h, .heads = a, .kv = v[P_KV] ? v[P_KV] : h / a, .ffn = v[P_FFN],
                     .bias = 0, .norm_p = 1, .copies = 1};
 
+    sc_gen_tf dtf = tf; /* the decoder's self-attention is causal */
+    dtf.causal = 1;
+
     sc_gen_ctx c;
     sc_module *root;
     if ((st = sc_gen_begin(&c, g, name, dtype, (int)s, "t5", &root, err)))
@@ -89,7 +92,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     sc_gen_tok_embed(&c, dec, "decoder.embed", h, V, 0, t, 0, "embed");
     for (int i = 0; i < (int)v[P_DEC]; i++) {
         snprintf(nm, sizeof nm, "decoder.blocks.%d", i);
-        sc_module *b = sc_gen_block(&c, dec, &tf, t, 0, s, 1, xin, nm);
+        sc_module *b = sc_gen_block(&c, dec, &dtf, t, 0, s, 1, xin, nm);
         if (b && i == 0)
             b->children[1]->params += REL_BUCKETS * a;
     }

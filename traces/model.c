@@ -166,6 +166,21 @@ void sc_module_set_dim(sc_model *m, sc_module *mod, const char *name, double v)
     mod->dim_val[mod->n_dims++] = v;
 }
 
+void sc_module_add_kernel(sc_model *m, sc_module *mod, sc_kernel k)
+{
+    if (!mod)
+        return;
+    sc_kernel *nk = mod->n_kernels < SC_KERNELS_MAX
+                        ? sc_realloc(mod->kernels, sizeof *nk * (size_t)(mod->n_kernels + 1))
+                        : NULL;
+    if (!nk) {
+        m->build_oom = 1;
+        return;
+    }
+    mod->kernels = nk;
+    nk[mod->n_kernels++] = k;
+}
+
 double sc_module_dim(const sc_module *mod, const char *name, double dflt)
 {
     for (int i = 0; i < mod->n_dims; i++)
@@ -193,6 +208,7 @@ static void module_free(sc_module *mod)
     for (int i = 0; i < mod->n_inputs; i++)
         sc_free(mod->inputs[i]);
     sc_free(mod->inputs);
+    sc_free(mod->kernels);
     for (int i = 0; i < mod->n_dims; i++)
         sc_free(mod->dim_name[i]);
     sc_free(mod->name);
@@ -474,6 +490,14 @@ sc_status sc_model_finish(sc_model *m, const char *file, sc_error *err)
             st = bad(err, file, x, "shared", "must not be empty%.0f", 0);
         if (!st && x->n_inputs > MAX_INPUTS)
             st = bad(err, file, x, "inputs", "more than %.0f entries", MAX_INPUTS);
+        if (!st && x->n_kernels && x->n_children)
+            st = bad(err, file, x, "kernels", "only a leaf lists kernels (this module has "
+                     "%.0f children)", x->n_children);
+        if (!st && x->n_kernels) {
+            char where[512];
+            module_path(x, where, sizeof where);
+            st = sc_kernels_check(x->kernels, x->n_kernels, x->flops_fwd, file, where, err);
+        }
     }
     if (!st) {
         sorted = sc_malloc(sizeof *sorted * (size_t)w.n);
@@ -586,7 +610,8 @@ sc_totals sc_model_totals(const sc_model *m)
 static const char *const node_keys[] = {"name", "kind", "params", "flops_fwd", "flops_bwd",
                                         "act_out_bytes", "act_saved_bytes", "act_scores_bytes",
                                         "tp", "shared",
-                                        "inputs", "measured", "dims", "children", NULL};
+                                        "inputs", "measured", "dims", "kernels", "children",
+                                        NULL};
 
 static sc_status node_from_json(const cJSON *j, const char *file, char *path, size_t pathcap,
                                 int depth, sc_model *m, sc_module *parent, sc_error *err)
@@ -720,6 +745,10 @@ static sc_status node_from_json(const cJSON *j, const char *file, char *path, si
         }
     }
     if (!st)
+        st = sc_json_arr(j, file, path, "kernels", 0, &o, err);
+    if (!st && o)
+        st = sc_kernels_from_json(o, file, path, &mod->kernels, &mod->n_kernels, err);
+    if (!st)
         st = sc_json_arr(j, file, path, "children", 0, &o, err);
     if (!st && o) {
         int k = 0;
@@ -830,6 +859,8 @@ static cJSON *node_to_json(const sc_module *x, int *oom)
         for (int i = 0; i < x->n_dims; i++)
             sc_jadd_num(d, x->dim_name[i], x->dim_val[i], oom);
     }
+    if (x->n_kernels)
+        sc_kernels_to_json(j, x->kernels, x->n_kernels, oom);
     if (x->n_children) {
         cJSON *a = sc_jadd_arr(j, "children", oom);
         for (int i = 0; i < x->n_children && a && !*oom; i++) {

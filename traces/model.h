@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 #include "sc.h"
+#include "kernel.h"
 
 #define SC_MODEL_FORMAT "stagecraft.model/1"
 #define SC_MODEL_MAX_DEPTH 64
@@ -61,6 +62,10 @@ struct sc_module {
     int n_dims;
     char *dim_name[SC_MODEL_MAX_DIMS];
     double dim_val[SC_MODEL_MAX_DIMS];
+    /* the kernels this leaf runs (kernel.h); NULL and 0 when the file has
+     * none: then the cost model uses the leaf's totals */
+    sc_kernel *kernels;
+    int n_kernels;
     sc_module **children;
     int n_children;
     /* derived on load/finish, read-only for callers */
@@ -117,6 +122,9 @@ void sc_module_set_saved_parts(sc_module *mod, double replicated, double scores)
 void sc_module_set_shared(sc_model *m, sc_module *mod, const char *group);
 void sc_module_add_input(sc_model *m, sc_module *mod, const char *name);
 void sc_module_set_dim(sc_model *m, sc_module *mod, const char *name, double v);
+/* Appends a kernel to a leaf's list (at most SC_KERNELS_MAX; more is an
+ * allocation failure reported by sc_model_finish). */
+void sc_module_add_kernel(sc_model *m, sc_module *mod, sc_kernel k);
 /* Returns the dimension's value, or dflt when the module lacks it. */
 double sc_module_dim(const sc_module *mod, const char *name, double dflt);
 /* Derives indices and tables and validates the whole model (unique names,

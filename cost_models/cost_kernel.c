@@ -1,0 +1,143 @@
+/* cost_kernel.c - kernel-level compute time: a leaf's kernel list (kernel.h)
+ * timed on the cluster's GEMM model (cluster.h, sc_cluster_gemm).
+ *
+ * Per kernel, on one rank of a tp group of t, a microbatch of b samples:
+ *   t_kernel = kernel_s + max(t_compute, bytes / (hbm * memory_bw))
+ *   gemm:  t_compute = waves * 2 tm tn (K + k_half) / (peak/sms * eff_max * r)
+ *          with waves = ceil(batch ceil(M/tm) ceil(N/tn) / sms), the fastest
+ *          of the largest tile and its halvings (r = sqrt(reuse ratio), see
+ *          cluster.h); bytes = d * batch * (M K + K N + M N).
+ *          Backward: the data-gradient GEMM (batch, M, K, N) and the
+ *          weight-gradient GEMM (batch, K, N, M), each timed the same way,
+ *          their compute scaled by efficiency.bwd_factor.
+ *   mem:   t_compute = 0; bytes forward, bwd_bytes backward.
+ *   flash: t_compute = executed FLOPs / (peak * flash_fwd|flash_bwd), executed
+ *          = 4 batch M N K (half when causal), 2.5 x that backward; bytes
+ *          d * batch * (2 M K + 2 N K) forward (Q, K, V in, O out), twice
+ *          that backward (and their gradients).
+ * Shapes are scaled first by tp (the kernel's tp field: ceil(dim / t)) and
+ * then by the microbatch (its samples field). Under sequence parallelism a
+ * "seq" kernel runs on s/t tokens.
+ */
+#include "cost.h"
+
+#include <math.h>
+
+int sc_cost_uses_kernels(const sc_cluster *c, const sc_module *mod)
+{
+    return mod->n_kernels > 0 && c->eff.gemm.sms > 0;
+}
+
+void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *B, double *M,
+                          double *N, double *K)
+{
+    double t = cc->tp > 1 ? cc->tp : 1;
+    double b = k->batch, m = k->m, n = k->n, kk = k->k;
+    switch (k->tp) {
+    case SC_KTP_N: n = ceil(n / t); break;
+    case SC_KTP_K: kk = ceil(kk / t); break;
+    case SC_KTP_BATCH: b = ceil(b / t); break;
+    case SC_KTP_SEQ:
+        if (cc->sp)
+            m = ceil(m / t);
+        break;
+    default: break;
+    }
+    if (k->grow_batch)
+        b *= cc->mbs;
+    else
+        m *= cc->mbs;
+    *B = b;
+    *M = m;
+    *N = n;
+    *K = kk;
+}
+
+/* Compute seconds of one GEMM (batch, M, N, K) on the tile-and-wave model. */
+static double gemm_compute(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
+                           double K)
+{
+    const sc_cluster_gemm *g = &c->eff.gemm;
+    double per_sm = c->gpu.peak_flops[dt] / g->sms * g->eff_max;
+    double reuse_max = g->tile_m * g->tile_n / (g->tile_m + g->tile_n);
+    double best = HUGE_VAL;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double tm = g->tile_m / (1 << i), tn = g->tile_n / (1 << j);
+            if (tm < 16 || tn < 16)
+                continue;
+            double r = sqrt(tm * tn / (tm + tn) / reuse_max);
+            double tiles = B * ceil(M / tm) * ceil(N / tn);
+            double waves = ceil(tiles / g->sms);
+            double t = waves * 2 * tm * tn * (K + g->k_half) / (per_sm * r);
+            if (t < best)
+                best = t;
+        }
+    return best;
+}
+
+static double roof(const sc_cluster *c, double compute_s, double bytes)
+{
+    double tm = bytes / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
+    return c->eff.gemm.kernel_s + (compute_s > tm ? compute_s : tm);
+}
+
+static double gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
+                        double K, double scale)
+{
+    double d = sc_dtype_bytes(dt);
+    return roof(c, scale * gemm_compute(c, dt, B, M, N, K), d * B * (M * K + K * N + M * N));
+}
+
+double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
+                           int bwd)
+{
+    sc_dtype dt = cc->dtype;
+    double B, M, N, K;
+    sc_cost_kernel_shape(k, cc, &B, &M, &N, &K);
+    double bf = bwd && c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
+    double d = sc_dtype_bytes(dt);
+    switch (k->op) {
+    case SC_KOP_GEMM:
+        if (!bwd)
+            return gemm_time(c, dt, B, M, N, K, 1);
+        return gemm_time(c, dt, B, M, K, N, bf) + gemm_time(c, dt, B, K, N, M, bf);
+    case SC_KOP_MEM: {
+        double t = cc->tp > 1 ? cc->tp : 1;
+        double share = k->tp == SC_KTP_SHARD || (k->tp == SC_KTP_SEQ && cc->sp) ? t : 1;
+        return roof(c, 0, (bwd ? k->bwd_bytes : k->bytes) * cc->mbs / share);
+    }
+    case SC_KOP_FLASH: {
+        const sc_cluster_gemm *g = &c->eff.gemm;
+        double f = 4 * B * M * N * K * (k->causal ? 0.5 : 1);
+        double io = d * B * (2 * M * K + 2 * N * K);
+        if (!bwd)
+            return roof(c, f / (c->gpu.peak_flops[dt] * g->flash_fwd), io);
+        return roof(c, bf * 2.5 * f / (c->gpu.peak_flops[dt] * g->flash_bwd), 2 * io);
+    }
+    default: return 0;
+    }
+}
+
+void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_compute_cfg *cc,
+                          double *fwd_s, double *bwd_s, double *recompute_s)
+{
+    double f = 0, b = 0, r = 0;
+    for (int i = 0; i < mod->n_kernels; i++) {
+        const sc_kernel *k = &mod->kernels[i];
+        if (!sc_kernel_runs(k, cc->attn))
+            continue;
+        double kf = sc_cost_kernel_time(c, k, cc, 0);
+        f += kf;
+        b += sc_cost_kernel_time(c, k, cc, 1);
+        /* selective recompute re-runs what unfused attention stores */
+        if (k->attn == SC_ATTN_UNFUSED)
+            r += kf;
+    }
+    if (fwd_s)
+        *fwd_s = f;
+    if (bwd_s)
+        *bwd_s = b;
+    if (recompute_s)
+        *recompute_s = r;
+}

@@ -1,0 +1,370 @@
+/* test_kernel.c - the kernel-level compute model: the leaf kernel lists the
+ * generators write, the GEMM tile-and-wave model against the public points
+ * the presets were fitted to, memory-bound and flash kernels, and the
+ * refusals of bad lists. */
+#include <math.h>
+
+#include "check.h"
+#include "cost.h"
+#include "json.h"
+#include "model.h"
+#include "calibrate.h"
+
+#define CHECK_SAME(a, b) CHECK_STR_HAS(a, b); CHECK(strlen(a) == strlen(b))
+
+static sc_cluster preset(const char *name)
+{
+    sc_cluster c;
+    memset(&c, 0, sizeof c);
+    sc_cluster_preset_get(name, &c, NULL);
+    return c;
+}
+
+static double gemm_s(const sc_cluster *c, double m, double n, double k)
+{
+    sc_kernel g = sc_kernel_gemm("g", 1, m, n, k, SC_KTP_NONE, 0, SC_ATTN_ANY);
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED};
+    return sc_cost_kernel_time(c, &g, &cc, 0);
+}
+
+/* The presets give the published maximum achievable matmul rates at the
+ * published shapes (S. Bekman, ml-engineering, MAMF table), the one point
+ * per GPU each was fitted to. */
+TEST(kernel_presets_reproduce_public_gemm_points)
+{
+    struct {
+        const char *preset;
+        double m, n, k, tflops;
+    } pts[] = {{"dgx-a100-80g", 6912, 16384, 2048, 267.9},
+               {"p4d.24xlarge", 6912, 16384, 2048, 267.9},
+               {"dgx-h100", 6144, 17920, 2816, 792.1},
+               {"h200-sxm-1", 11264, 19712, 1536, 821.0}};
+    for (size_t i = 0; i < SC_ARRAY_LEN(pts); i++) {
+        sc_cluster c = preset(pts[i].preset);
+        REQUIRE(c.eff.gemm.sms > 0);
+        double t = gemm_s(&c, pts[i].m, pts[i].n, pts[i].k) - c.eff.gemm.kernel_s;
+        double rate = 2 * pts[i].m * pts[i].n * pts[i].k / t / 1e12;
+        CHECK_NEAR(rate / pts[i].tflops, 1, 0.005);
+    }
+    /* V100 has no public point here: no kernel model, leaves costed whole */
+    sc_cluster v = preset("p3.16xlarge");
+    CHECK(v.eff.gemm.sms == 0);
+}
+
+/* One tile more than the GPU has SMs costs a second wave: the time jumps
+ * while the FLOPs barely move (wave quantisation); a thin K runs below the
+ * ceiling (the tile's fixed prologue). */
+TEST(kernel_gemm_wave_and_tile_quantisation)
+{
+    sc_cluster c = preset("dgx-a100-80g");
+    double n = 1536;               /* 12 columns of 128 */
+    double m = 256 * 9;            /* 9 rows of 256: 108 tiles, one wave on 108 SMs */
+    double full = gemm_s(&c, m, n, 4096), over = gemm_s(&c, m + 1, n, 4096);
+    CHECK(over / full > 1.5);
+    /* rate at a large aligned shape is far above the rate at one extra row */
+    double big = gemm_s(&c, 8192, 8192, 8192);
+    double r_big = 2 * 8192.0 * 8192 * 8192 / big, r_over = 2 * (m + 1) * n * 4096 / over;
+    CHECK(r_big > 1.4 * r_over);
+    /* thin K: the rate falls */
+    double thin = gemm_s(&c, 8192, 8192, 128);
+    CHECK(2 * 8192.0 * 8192 * 128 / thin < 0.75 * r_big);
+    /* a tiny GEMM is bound by the kernel's fixed cost */
+    CHECK(gemm_s(&c, 16, 16, 16) < 2 * c.eff.gemm.kernel_s);
+    CHECK(gemm_s(&c, 16, 16, 16) >= c.eff.gemm.kernel_s);
+}
+
+/* Backward = data gradient (M, K, N) + weight gradient (K, N, M); for a
+ * cube both have the forward's shape. */
+TEST(kernel_gemm_backward_is_two_gemms)
+{
+    sc_cluster c = preset("dgx-h100");
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED};
+    sc_kernel g = sc_kernel_gemm("g", 1, 4096, 4096, 4096, SC_KTP_NONE, 0, SC_ATTN_ANY);
+    double f = sc_cost_kernel_time(&c, &g, &cc, 0), b = sc_cost_kernel_time(&c, &g, &cc, 1);
+    CHECK_NEAR(b / f, 2, 1e-9);
+    sc_kernel r = sc_kernel_gemm("r", 1, 2048, 512, 8192, SC_KTP_NONE, 0, SC_ATTN_ANY);
+    double rb = sc_cost_kernel_time(&c, &r, &cc, 1);
+    double want = gemm_s(&c, 2048, 8192, 512) + gemm_s(&c, 8192, 512, 2048);
+    CHECK_NEAR(rb, want, 1e-15);
+}
+
+/* tp divides the kernel's own dimension; sp divides "seq" kernels; the
+ * microbatch multiplies M (linear layers) or batch (attention GEMMs). */
+TEST(kernel_tp_sp_and_microbatch_scaling)
+{
+    sc_cluster c = preset("dgx-a100-80g");
+    sc_compute_cfg t1 = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED};
+    sc_compute_cfg t8 = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED};
+    sc_compute_cfg t8sp = {SC_BF16, 8, 1, 1, SC_ATTN_UNFUSED};
+    sc_compute_cfg mb4 = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED};
+    sc_kernel col = sc_kernel_gemm("fc1", 1, 2048, 8 * 6144, 12288, SC_KTP_N, 0, SC_ATTN_ANY);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &col, &t8, 0), gemm_s(&c, 2048, 6144, 12288), 1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &col, &mb4, 0), gemm_s(&c, 4 * 2048, 8 * 6144, 12288),
+               1e-15);
+    sc_kernel row = sc_kernel_gemm("fc2", 1, 2048, 12288, 8 * 6144, SC_KTP_K, 0, SC_ATTN_ANY);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &row, &t8, 0), gemm_s(&c, 2048, 12288, 6144), 1e-15);
+    /* memory-bound: kernel_s + bytes / (hbm * memory_bw) */
+    double bw = c.gpu.hbm_bytes_per_s * c.eff.memory_bw, ks = c.eff.gemm.kernel_s;
+    sc_kernel ln = sc_kernel_mem("norm", 1e8, 1.5e8, SC_KTP_SEQ, SC_ATTN_ANY);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &ln, &t1, 0), ks + 1e8 / bw, 1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &ln, &t1, 1), ks + 1.5e8 / bw, 1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &ln, &t8, 0), ks + 1e8 / bw, 1e-15);   /* whole */
+    CHECK_NEAR(sc_cost_kernel_time(&c, &ln, &t8sp, 0), ks + 1e8 / 8 / bw, 1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &ln, &mb4, 0), ks + 4e8 / bw, 1e-15);
+    sc_kernel sm = sc_kernel_mem("softmax", 8e8, 1.2e9, SC_KTP_SHARD, SC_ATTN_UNFUSED);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &sm, &t8, 0), ks + 1e8 / bw, 1e-15);
+    /* attention GEMMs: heads split by tp, samples multiply the batch */
+    sc_kernel sc = sc_kernel_gemm("scores", 96, 2048, 2048, 128, SC_KTP_BATCH, 1,
+                                  SC_ATTN_UNFUSED);
+    sc_kernel sc12 = sc_kernel_gemm("x", 12, 2048, 2048, 128, SC_KTP_NONE, 0, SC_ATTN_ANY);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &sc, &t8, 0), sc_cost_kernel_time(&c, &sc12, &t1, 0),
+               1e-15);
+}
+
+/* Flash: no s² traffic, causal runs half the FLOPs, the backward 2.5x. */
+TEST(kernel_flash_attention)
+{
+    sc_cluster c = preset("dgx-a100-80g");
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH};
+    sc_kernel fa = sc_kernel_flash("flash", 96, 2048, 2048, 128, 0, SC_KTP_BATCH);
+    sc_kernel fc = sc_kernel_flash("flash", 96, 2048, 2048, 128, 1, SC_KTP_BATCH);
+    double peak = c.gpu.peak_flops[SC_BF16], ks = c.eff.gemm.kernel_s;
+    double f = 4 * 96.0 * 2048 * 2048 * 128;
+    CHECK_NEAR(sc_cost_kernel_time(&c, &fa, &cc, 0), ks + f / (peak * c.eff.gemm.flash_fwd),
+               1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &fc, &cc, 0), ks + f / 2 / (peak * c.eff.gemm.flash_fwd),
+               1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &fc, &cc, 1),
+               ks + 2.5 * f / 2 / (peak * c.eff.gemm.flash_bwd), 1e-15);
+    CHECK_NEAR(sc_kernel_flops(&fa), f, 0);
+
+    /* gpt-175b's attention at tp 8: flash is faster than unfused, keeps no
+     * scores, and selective recompute re-runs nothing under it */
+    sc_model *m;
+    REQUIRE(sc_model_open("gpt-175b", &m, NULL) == SC_OK);
+    const sc_module *attn = sc_model_find(m, "blocks.0.attn");
+    REQUIRE(attn && attn->n_kernels > 0);
+    sc_compute_cfg un = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED}, fl = {SC_BF16, 8, 0, 1, SC_ATTN_FLASH};
+    double fu, bu, ru, ff, bf, rf;
+    sc_cost_kernels_time(&c, attn, &un, &fu, &bu, &ru);
+    sc_cost_kernels_time(&c, attn, &fl, &ff, &bf, &rf);
+    CHECK(ff < fu);
+    CHECK(ru > 0);
+    CHECK(rf == 0);
+    sc_cost_cfg cu = {SC_BF16, 8, 1, NULL, 0, SC_ATTN_UNFUSED}, cf = cu;
+    cf.attn = SC_ATTN_FLASH;
+    sc_cost_row *r1, *r2, t1, t2;
+    int n1, n2;
+    REQUIRE(sc_cost_table(&c, m, &cu, &r1, &n1, &t1, NULL) == SC_OK);
+    REQUIRE(sc_cost_table(&c, m, &cf, &r2, &n2, &t2, NULL) == SC_OK);
+    CHECK(t2.fwd_s < t1.fwd_s);
+    double sel = 0;
+    for (int i = 0; i < m->n_modules; i++)
+        sel += sc_cost_saved_bytes(m->modules[i], 8, 0, 1);
+    CHECK_NEAR(t2.act_bytes, sel, 1e-12);
+    CHECK(t1.act_bytes > t2.act_bytes);
+    sc_free(r1);
+    sc_free(r2);
+    sc_model_free(m);
+}
+
+/* Every generator's kernel lists count exactly its leaves' FLOPs under both
+ * attention implementations, and a leaf's time is the sum of its kernels'. */
+TEST(kernel_generator_lists_match_leaf_flops)
+{
+    const char *names[] = {"gpt-1.3b", "llama3-8b", "t5-3b", "fid-3b", "mm-1.3b", "vit-huge"};
+    sc_cluster c = preset("dgx-h100");
+    for (size_t i = 0; i < SC_ARRAY_LEN(names); i++) {
+        sc_model *m;
+        REQUIRE(sc_model_open(names[i], &m, NULL) == SC_OK);
+        int with = 0;
+        for (int l = 0; l < m->n_leaves; l++) {
+            const sc_module *x = m->leaves[l];
+            if (!x->n_kernels)
+                continue;
+            with++;
+            for (int a = 0; a < SC_ATTN_N; a++) {
+                double f = 0;
+                for (int k = 0; k < x->n_kernels; k++)
+                    if (sc_kernel_runs(&x->kernels[k], (sc_attn)a))
+                        f += sc_kernel_flops(&x->kernels[k]);
+                CHECK_NEAR(f, x->flops_fwd, 1e-12);
+            }
+            sc_compute_cfg cc = {SC_BF16, 2, 0, 2, SC_ATTN_FLASH};
+            double fw, bw, sf = 0, sb = 0;
+            REQUIRE(sc_cost_module_time_cfg(&c, x, &cc, &fw, &bw, NULL) == SC_OK);
+            for (int k = 0; k < x->n_kernels; k++)
+                if (sc_kernel_runs(&x->kernels[k], SC_ATTN_FLASH)) {
+                    sf += sc_cost_kernel_time(&c, &x->kernels[k], &cc, 0);
+                    sb += sc_cost_kernel_time(&c, &x->kernels[k], &cc, 1);
+                }
+            CHECK_NEAR(fw, sf, 1e-15);
+            CHECK_NEAR(bw, sb, 1e-15);
+        }
+        CHECK(with > m->n_leaves / 2);
+        sc_model_free(m);
+    }
+}
+
+static char *leaf_with(const char *kernels)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf,
+             "{\"format\": \"stagecraft.model/1\", \"name\": \"k\", \"dtype\": \"bf16\", "
+             "\"seq_len\": 16, \"root\": {\"name\": \"r\", \"kind\": \"model\", \"params\": 0, "
+             "\"flops_fwd\": 0, \"act_out_bytes\": 0, \"act_saved_bytes\": 0, \"children\": "
+             "[{\"name\": \"mlp\", \"kind\": \"mlp\", \"params\": 100, \"flops_fwd\": 8192, "
+             "\"act_out_bytes\": 64, \"act_saved_bytes\": 64, \"kernels\": %s}]}}",
+             kernels);
+    return buf;
+}
+
+static const char *load_msg(const char *text)
+{
+    static sc_error err;
+    memset(&err, 0, sizeof err);
+    cJSON *j = cJSON_Parse(text);
+    if (!j)
+        return "unparsable";
+    sc_model *m = NULL;
+    sc_status st = sc_model_from_json(j, "k.json", &m, &err);
+    cJSON_Delete(j);
+    sc_model_free(m);
+    return st ? err.msg : "";
+}
+
+/* Bad lists are refused with one line naming the file and the JSON path. */
+TEST(kernel_bad_lists_refused)
+{
+    /* 2*16*16*16 = 8192: agrees */
+    CHECK_SAME(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"gemm\", \"m\": 16, \"n\": 16, "
+                                    "\"k\": 16}]")),
+                 "");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"gemm\", \"m\": 16, \"n\": 16, "
+                                     "\"k\": 32}]")),
+                  "k.json: root.children[0].kernels: the unfused kernels count 16384 FLOPs");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"gemm\", \"m\": -16, \"n\": 16, "
+                                     "\"k\": 16}]")),
+                  "k.json: root.children[0].kernels[0]");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"gemm\", \"m\": 16.5, \"n\": 16, "
+                                     "\"k\": 16}]")),
+                  "root.children[0].kernels[0].m: 16.5 is not an integer");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"conv\", \"m\": 16, \"n\": 16, "
+                                     "\"k\": 16}]")),
+                  "root.children[0].kernels[0].op: unknown \"conv\"");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"gemm\", \"m\": 16, \"n\": 16, "
+                                     "\"k\": 16, \"tp\": \"shard\"}]")),
+                  "kernels[0].tp: a gemm kernel cannot be sharded by \"shard\"");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"gemm\", \"m\": 16, \"n\": 16, "
+                                     "\"k\": 16, \"bytes\": 5}]")),
+                  "kernels[0].bytes: a gemm kernel has no bytes");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"gemm\", \"m\": 16, \"n\": 16, "
+                                     "\"k\": 16}, {\"name\": \"f\", \"op\": \"flash\", \"m\": 4, "
+                                     "\"n\": 4, \"k\": 4}]")),
+                  "has \"flash\" kernels but none for \"unfused\"");
+    CHECK_STR_HAS(load_msg(leaf_with("[]")), "root.children[0].kernels: empty");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"m\", \"op\": \"mem\", \"bytes\": -1}]")),
+                  "kernels[0].bytes");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"gemm\", \"m\": 16, \"n\": 16, "
+                                     "\"k\": 16, \"spin\": 1}]")),
+                  "kernels[0]");
+    /* a list on a module with children */
+    const char *inner =
+        "{\"format\": \"stagecraft.model/1\", \"name\": \"k\", \"dtype\": \"bf16\", "
+        "\"seq_len\": 16, \"root\": {\"name\": \"r\", \"kind\": \"model\", \"params\": 0, "
+        "\"flops_fwd\": 0, \"act_out_bytes\": 0, \"act_saved_bytes\": 0, \"kernels\": "
+        "[{\"name\": \"m\", \"op\": \"mem\", \"bytes\": 4}], \"children\": [{\"name\": \"x\", "
+        "\"kind\": \"mlp\", \"params\": 1, \"flops_fwd\": 1, \"act_out_bytes\": 1, "
+        "\"act_saved_bytes\": 1}]}}";
+    CHECK_STR_HAS(load_msg(inner), "k.json: root.kernels: only a leaf lists kernels");
+}
+
+/* Round trip of a list with every field, and the cluster's gemm block. */
+TEST(kernel_roundtrip_and_cluster_block)
+{
+    sc_model *m;
+    REQUIRE(sc_model_open("llama3-8b", &m, NULL) == SC_OK);
+    cJSON *j = sc_model_to_json(m);
+    REQUIRE(j);
+    sc_model *m2 = NULL;
+    REQUIRE(sc_model_from_json(j, "rt", &m2, NULL) == SC_OK);
+    cJSON *j2 = sc_model_to_json(m2);
+    char *a = cJSON_PrintUnformatted(j), *b = cJSON_PrintUnformatted(j2);
+    CHECK_SAME(a, b);
+    CHECK(strstr(a, "\"causal\":true") != NULL);
+    cJSON_free(a);
+    cJSON_free(b);
+    cJSON_Delete(j);
+    cJSON_Delete(j2);
+    sc_model_free(m);
+    sc_model_free(m2);
+
+    sc_cluster c = preset("dgx-h100"), c2;
+    cJSON *cj = sc_cluster_to_json(&c);
+    REQUIRE(cj);
+    REQUIRE(sc_cluster_from_json(cj, "c.json", &c2, NULL) == SC_OK);
+    CHECK(sc_cluster_equal(&c, &c2));
+    cJSON *g = cJSON_GetObjectItem(cJSON_GetObjectItem(cj, "efficiency"), "gemm");
+    REQUIRE(g);
+    cJSON_ReplaceItemInObject(g, "eff_max", cJSON_CreateNumber(1.5));
+    sc_error err = {0};
+    CHECK(sc_cluster_from_json(cj, "c.json", &c2, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "c.json: efficiency.gemm.eff_max");
+    cJSON_ReplaceItemInObject(g, "eff_max", cJSON_CreateNumber(0.8));
+    cJSON_ReplaceItemInObject(g, "sms", cJSON_CreateNumber(0));
+    CHECK(sc_cluster_from_json(cj, "c.json", &c2, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "c.json: efficiency.gemm.sms");
+    cJSON_Delete(cj);
+}
+
+/* calibrate fits the GEMM model's eff_max, k_half and kernel_s back from
+ * GEMM timings the model itself produced (with +-0.5% noise), keeps the
+ * device's SMs and tile, and refuses one repeated size. */
+TEST(kernel_calibrate_fits_gemm_model)
+{
+    sc_cluster base = preset("dgx-h100"), truth = base;
+    truth.eff.gemm.eff_max = 0.7;
+    truth.eff.gemm.k_half = 64;
+    truth.eff.gemm.kernel_s = 5e-6;
+    static const double sz[][3] = {{512, 512, 512},    {1024, 1024, 1024}, {2048, 2048, 2048},
+                                   {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 8192, 128},
+                                   {8192, 1024, 8192}, {2304, 1537, 4096}, {128, 8192, 8192},
+                                   {3072, 12288, 4096}, {6144, 6144, 256}, {256, 256, 256}};
+    enum { N = sizeof sz / sizeof sz[0] };
+    sc_calib_gemm g[N];
+    for (int i = 0; i < N; i++) {
+        double m = sz[i][0], n = sz[i][1], k = sz[i][2];
+        double t = gemm_s(&truth, m, n, k) * (1 + 0.005 * ((i % 3) - 1));
+        g[i] = (sc_calib_gemm){2 * m * n * k, 2 * (m * k + k * n + m * n), t, 0, m, n, k};
+    }
+    sc_calib_points pts = {.dtype = SC_BF16, .n_gemm = N, .gemm = g};
+    sc_cluster out;
+    sc_calib_report rep;
+    sc_error err = {0};
+    sc_status st = sc_calib_fit_points(&base, &pts, 0, &out, &rep, &err);
+    REQUIRE(st == SC_OK);
+    CHECK_NEAR(out.eff.gemm.eff_max, 0.7, 0.02);
+    CHECK_NEAR(out.eff.gemm.kernel_s, 5e-6, 0.2);
+    CHECK(fabs(out.eff.gemm.k_half - 64) < 32);
+    CHECK(out.eff.gemm.sms == base.eff.gemm.sms && out.eff.gemm.tile_m == 256);
+    CHECK(out.eff.fits.gemm.n == N && out.eff.fits.gemm.mape < 0.01);
+    int found = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        if (!strcmp(rep.gates[i].what, "gemm model bf16")) {
+            found++;
+            CHECK(!rep.gates[i].failed);
+        }
+    CHECK(found >= 4);
+    /* one size five times: refused, naming the gemm model's points gate */
+    sc_calib_gemm one[5];
+    for (int i = 0; i < 5; i++)
+        one[i] = g[3];
+    sc_calib_points p1 = {.dtype = SC_BF16, .n_gemm = 5, .gemm = one};
+    st = sc_calib_fit_points(&base, &p1, 0, &out, &rep, &err);
+    CHECK(st == SC_EGATE);
+    int refused = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        refused += !strcmp(rep.gates[i].what, "gemm model bf16") &&
+                   !strcmp(rep.gates[i].gate, "points") && rep.gates[i].failed;
+    CHECK(refused == 1);
+}
