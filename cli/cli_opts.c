@@ -197,7 +197,7 @@ const cli_opt cli_search_opts[] = {
      OFF(batch), 1, (double)CLI_MAX_BATCH, CLI_PLAN | CLI_TUNE | CLI_WHATIF, NULL, NULL, 0},
     {"optimize", 0, "O", "what the ranking favours", opt_word, OFF(o.optimize_memory), 0, 0,
      CLI_PLAN, NULL, optimize_words, 0},
-    {"top", 0, "K", "plans listed (the table and --json's ranked); what is\n"
+    {"top", 0, "N", "plans listed (the table and --json's ranked); what is\n"
      "simulated is --simulate's", cli_opt_long, OFF(top), 1, CLI_MAX_TOP, CLI_PLAN, NULL, NULL,
      1},
     {"simulate", 0, "K", "candidates the search simulates, the best estimates\n"

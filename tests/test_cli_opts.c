@@ -149,7 +149,7 @@ TEST(cli_opts_one_help_line)
                        "default 64");
     REQUIRE(SC("%s plan --help", bin) == 0);
     CHECK_STR_HAS(out, "largest microbatch size to try [1, 65536]; default 8");
-    CHECK_STR_HAS(out, "--top K               plans listed (the table and --json's ranked); what is");
+    CHECK_STR_HAS(out, "--top N               plans listed (the table and --json's ranked); what is");
     CHECK_STR_HAS(out, "[1, 1000]; default 16");
     CHECK_STR_HAS(out, "--simulate K          candidates the search simulates, the best estimates");
     CHECK_STR_HAS(out, "[1, 100000]; default 64");
