@@ -102,6 +102,31 @@ TEST(framework_deepspeed_restrictions)
     sc_model_free(m);
 }
 
+/* torch.distributed.pipelining as exported: no tp, ZeRO 0-1, every schedule;
+ * each plan of its search exports. */
+TEST(framework_torch_restrictions)
+{
+    sc_cluster c;
+    sc_model *m = open_pair("gpt-1.3b", 1, &c);
+    REQUIRE(m);
+    sc_search *s = search(m, &c, 32, "torch", 0, 4000);
+    REQUIRE(s);
+    int zb = 0, il = 0;
+    for (int i = 0; i < ranked_n(s); i++) {
+        const sc_candidate *k = sc_search_ranked(s, i);
+        zb += !strcmp(k->schedule, "zb-h1");
+        il += k->cfg.v > 1;
+        if (k->cfg.tp > 1 || k->cfg.zero > 1 || k->cfg.sp) {
+            sc_test_fail(__FILE__, __LINE__, "torch returned tp %d zero %d sp %d", k->cfg.tp,
+                         k->cfg.zero, k->cfg.sp);
+            break;
+        }
+    }
+    CHECK(zb > 0 && il > 0);
+    sc_search_free(s);
+    sc_model_free(m);
+}
+
 /* Megatron-LM never cuts inside a layer, nor does the default search; with
  * --cuts leaves (framework any) the same shapes do cut inside layers. */
 TEST(framework_megatron_cuts_between_layers)
