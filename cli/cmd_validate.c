@@ -268,6 +268,50 @@ int cmd_validate(int argc, char **argv)
             clusters[ncl++] = res[k].cluster;
     }
 
+    /* rank agreement: rows of one model on one cluster (several layouts) */
+    const sc_val_row **rowp = rc ? NULL : sc_calloc((size_t)total ? (size_t)total : 1,
+                                                   sizeof *rowp);
+    int *grp = rc ? NULL : sc_calloc((size_t)total ? (size_t)total : 1, sizeof *grp);
+    double *gp = rc ? NULL : sc_calloc((size_t)total ? (size_t)total : 1, sizeof *gp);
+    double *gm = rc ? NULL : sc_calloc((size_t)total ? (size_t)total : 1, sizeof *gm);
+    if (!rc && (!rowp || !grp || !gp || !gm)) {
+        fprintf(stderr, "stagecraft: out of memory\n");
+        rc = 1;
+    }
+    int ngrp = 0;
+    double rho_min = NAN;
+    for (int i = 0, k = 0; !rc && i < npaths; i++)
+        for (int r = 0; r < suites[i]->n; r++, k++) {
+            rowp[k] = &suites[i]->rows[r];
+            grp[k] = -1;
+            for (int q = 0; q < k && grp[k] < 0; q++)
+                if (!strcmp(rowp[q]->model_desc, rowp[k]->model_desc) &&
+                    !strcmp(res[q].cluster, res[k].cluster))
+                    grp[k] = grp[q];
+            if (grp[k] < 0)
+                grp[k] = ngrp++;
+        }
+    /* rho of group g over its n rows (NAN below 2) */
+#define GROUP_RHO(g, n, rho)                                                                  \
+    do {                                                                                    \
+        n = 0;                                                                              \
+        for (int k_ = 0; k_ < total; k_++)                                                  \
+            if (grp[k_] == (g)) {                                                           \
+                gp[n] = res[k_].predicted_s;                                                \
+                gm[n++] = res[k_].measured_s;                                               \
+            }                                                                               \
+        rho = sc_val_spearman(gp, gm, n);                                                   \
+    } while (0)
+    for (int g = 0; !rc && g < ngrp; g++) {
+        int n;
+        double rho;
+        GROUP_RHO(g, n, rho);
+        if (n >= 2 && !isnan(rho) && !(rho >= rho_min))
+            rho_min = rho;
+    }
+    if (!rc && !isnan(rho_min) && rho_min < SC_VAL_TARGET_SPEARMAN)
+        met = 0;
+
     if (!rc && json) {
         int oom = 0;
         cJSON *j = cJSON_CreateObject();
@@ -320,6 +364,28 @@ int cmd_validate(int argc, char **argv)
             stats_json(po, clusters[c], &st, -1, &oom);
         }
         stats_json(j, "exact_rows", &exact, -1, &oom);
+        cJSON *rg = sc_jadd_arr(j, "rank_groups", &oom);
+        for (int g = 0; g < ngrp && !oom; g++) {
+            int n, first = 0;
+            double rho;
+            GROUP_RHO(g, n, rho);
+            if (n < 2)
+                continue;
+            while (grp[first] != g)
+                first++;
+            cJSON *o = sc_jpush_obj(rg, &oom);
+            sc_jadd_str(o, "model", rowp[first]->model_desc, &oom);
+            sc_jadd_str(o, "cluster", res[first].cluster, &oom);
+            sc_jadd_num(o, "rows", n, &oom);
+            if (isnan(rho))
+                cJSON_AddNullToObject(o, "spearman");
+            else
+                sc_jadd_num(o, "spearman", rho, &oom);
+        }
+        if (isnan(rho_min))
+            cJSON_AddNullToObject(j, "spearman_min");
+        else
+            sc_jadd_num(j, "spearman_min", rho_min, &oom);
         sc_jadd_num(j, "rows_total", total, &oom);
         sc_jadd_num(j, "mape", all.mape, &oom);
         sc_jadd_num(j, "mean_signed_error", all.mean_signed, &oom);
@@ -329,6 +395,7 @@ int cmd_validate(int argc, char **argv)
         sc_jadd_num(t, "mape", SC_VAL_TARGET_MAPE, &oom);
         sc_jadd_num(t, "max_abs_error", SC_VAL_TARGET_MAX_ABS, &oom);
         sc_jadd_num(t, "mean_signed_error", SC_VAL_TARGET_BIAS, &oom);
+        sc_jadd_num(t, "spearman", SC_VAL_TARGET_SPEARMAN, &oom);
         sc_jadd_bool(t, "met", met, &oom);
         sc_jadd_str(j, "cluster_override", override ? override : "", &oom);
         sc_jadd_num(j, "run_time_s", run_s, &oom);
@@ -380,10 +447,29 @@ int cmd_validate(int argc, char **argv)
         }
         stats_line("rows not marked approximate", &exact, -1);
         stats_line("all rows", &all, run_s);
+        printf("\nrank agreement (Spearman of predicted against measured, per model and cluster "
+               "measured in several layouts):\n");
+        for (int g = 0; g < ngrp; g++) {
+            int n, first = 0;
+            double rho;
+            GROUP_RHO(g, n, rho);
+            if (n < 2)
+                continue;
+            while (grp[first] != g)
+                first++;
+            char label[256];
+            snprintf(label, sizeof label, "%s on %s", rowp[first]->model_desc, res[first].cluster);
+            if (isnan(rho))
+                printf("  %-60.60s %2d rows  (one measured value)\n", label, n);
+            else
+                printf("  %-60.60s %2d rows  %+.2f\n", label, n, rho);
+        }
         printf("\ntargets: MAPE <= %.0f%%, every row within %.0f%%, mean signed error within "
-               "+-%.0f%%: %s\n",
+               "+-%.0f%%, Spearman >= %.1f per model: %s\n",
                100 * SC_VAL_TARGET_MAPE, 100 * SC_VAL_TARGET_MAX_ABS, 100 * SC_VAL_TARGET_BIAS,
-               met ? "met" : "NOT met");
+               SC_VAL_TARGET_SPEARMAN, met ? "met" : "NOT met");
+        if (!isnan(rho_min) && rho_min < SC_VAL_TARGET_SPEARMAN)
+            printf("  lowest Spearman %+.2f (target >= %.1f)\n", rho_min, SC_VAL_TARGET_SPEARMAN);
         if (!met)
             printf("  MAPE %.1f%% (target %.0f%%), %d of %d rows beyond %.0f%% (largest "
                    "%.1f%%), mean signed error %+.1f%% (target within +-%.0f%%)\n",
@@ -404,5 +490,10 @@ int cmd_validate(int argc, char **argv)
     sc_free(errs);
     sc_free(sub);
     sc_free(suite_s);
+    sc_free(rowp);
+    sc_free(grp);
+    sc_free(gp);
+    sc_free(gm);
     return rc;
+#undef GROUP_RHO
 }

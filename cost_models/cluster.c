@@ -277,7 +277,8 @@ static sc_status range(const char *file, const char *path, double v, double lo, 
 static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g, sc_error *err)
 {
     static const char *const keys[] = {"sms",      "eff_max",   "tile_m",    "tile_n", "k_half",
-                                       "kernel_s", "flash_fwd", "flash_bwd", NULL};
+                                       "kernel_s", "flash_fwd", "flash_bwd", "sustained",
+                                       NULL};
     const cJSON *o;
     const char *p = "efficiency.gemm";
     long sms = 0;
@@ -296,6 +297,9 @@ static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g,
         (st = sc_json_num(o, file, p, "kernel_s", 1, 0, 1, &x.kernel_s, err)) ||
         (st = sc_json_num(o, file, p, "flash_fwd", 1, MIN_FRACTION, 1, &x.flash_fwd, err)) ||
         (st = sc_json_num(o, file, p, "flash_bwd", 1, MIN_FRACTION, 1, &x.flash_bwd, err)))
+        return st;
+    x.sustained = 1;
+    if ((st = sc_json_num(o, file, p, "sustained", 0, MIN_FRACTION, 1, &x.sustained, err)))
         return st;
     x.sms = (int)sms;
     *g = x;
@@ -316,7 +320,9 @@ static sc_status check_gemm(const sc_cluster_gemm *g, const char *file, sc_error
         (st = range(file, "efficiency.gemm.k_half", g->k_half, 0, 1e6, err)) ||
         (st = range(file, "efficiency.gemm.kernel_s", g->kernel_s, 0, 1, err)) ||
         (st = range(file, "efficiency.gemm.flash_fwd", g->flash_fwd, MIN_FRACTION, 1, err)) ||
-        (st = range(file, "efficiency.gemm.flash_bwd", g->flash_bwd, MIN_FRACTION, 1, err)))
+        (st = range(file, "efficiency.gemm.flash_bwd", g->flash_bwd, MIN_FRACTION, 1, err)) ||
+        (g->sustained != 0 &&
+         (st = range(file, "efficiency.gemm.sustained", g->sustained, MIN_FRACTION, 1, err))))
         return st;
     return SC_OK;
 }
@@ -334,13 +340,16 @@ static void add_gemm(cJSON *e, const sc_cluster_gemm *g, int *oom)
     sc_jadd_num(o, "kernel_s", g->kernel_s, oom);
     sc_jadd_num(o, "flash_fwd", g->flash_fwd, oom);
     sc_jadd_num(o, "flash_bwd", g->flash_bwd, oom);
+    if (g->sustained > 0 && g->sustained != 1)
+        sc_jadd_num(o, "sustained", g->sustained, oom);
 }
 
 static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
 {
     return a->sms == b->sms && a->eff_max == b->eff_max && a->tile_m == b->tile_m && a->tile_n == b->tile_n &&
            a->k_half == b->k_half && a->kernel_s == b->kernel_s &&
-           a->flash_fwd == b->flash_fwd && a->flash_bwd == b->flash_bwd;
+           a->flash_fwd == b->flash_fwd && a->flash_bwd == b->flash_bwd &&
+           (a->sustained > 0 ? a->sustained : 1) == (b->sustained > 0 ? b->sustained : 1);
 }
 
 static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)

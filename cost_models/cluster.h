@@ -46,7 +46,7 @@
  *                                     buffers, allocator slack),
  *                    gemm (optional: the kernel-level compute model, see
  *                          sc_cluster_gemm): { sms, eff_max, tile_m, tile_n, k_half,
- *                          kernel_s, flash_fwd, flash_bwd },
+ *                          kernel_s, flash_fwd, flash_bwd, sustained (optional) },
  *                    fits (optional, written by calibrate): { date,
  *                      inputs: [ { file, digest } ],
  *                      compute: { DTYPE: STATS }, op_overhead: STATS,
@@ -132,7 +132,11 @@ typedef struct sc_cluster_fits {
  * fastest (a smaller tile reuses operands less: its rate is scaled by
  * sqrt(reuse / largest reuse), reuse = tm tn / (tm + tn)). Every kernel
  * costs kernel_s more (launch and tail). Fused attention runs at flash_fwd
- * and flash_bwd of peak. With sms 0 (absent) leaves are costed whole. */
+ * and flash_bwd of peak. Every compute-bound rate (GEMM tiles, fused
+ * attention) is multiplied by `sustained`: the rate a GPU holds once a long
+ * run has pinned it at its power limit, relative to the short bursts that
+ * GEMM benchmarks time (1 = none; optional). With sms 0 (absent) leaves are
+ * costed whole. */
 typedef struct sc_cluster_gemm {
     int sms;                 /* streaming multiprocessors; 0 = no kernel model */
     double eff_max;          /* (0, 1] */
@@ -140,6 +144,7 @@ typedef struct sc_cluster_gemm {
     double k_half;           /* >= 0 */
     double kernel_s;         /* seconds per kernel */
     double flash_fwd, flash_bwd; /* fractions of peak, (0, 1] */
+    double sustained;        /* (0, 1]; 0 read as 1 */
 } sc_cluster_gemm;
 
 typedef struct sc_cluster_eff {

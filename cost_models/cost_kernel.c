@@ -11,6 +11,7 @@
  *          weight-gradient GEMM (batch, K, N, M), each timed the same way,
  *          their compute scaled by efficiency.bwd_factor.
  *   mem:   t_compute = 0; bytes forward, bwd_bytes backward.
+ * Both compute terms run at `sustained` of their burst rate (cluster.h).
  *   flash: t_compute = executed FLOPs / (peak * flash_fwd|flash_bwd), executed
  *          = 4 batch M N K (half when causal), 2.5 x that backward; bytes
  *          d * batch * (2 M K + 2 N K) forward (Q, K, V in, O out), twice
@@ -22,6 +23,8 @@
 #include "cost.h"
 
 #include <math.h>
+
+static double sustained(const sc_cluster *c);
 
 int sc_cost_uses_kernels(const sc_cluster *c, const sc_module *mod)
 {
@@ -58,7 +61,7 @@ static double gemm_compute(const sc_cluster *c, sc_dtype dt, double B, double M,
                            double K)
 {
     const sc_cluster_gemm *g = &c->eff.gemm;
-    double per_sm = c->gpu.peak_flops[dt] / g->sms * g->eff_max;
+    double per_sm = c->gpu.peak_flops[dt] / g->sms * g->eff_max * sustained(c);
     double reuse_max = g->tile_m * g->tile_n / (g->tile_m + g->tile_n);
     double best = HUGE_VAL;
     for (int i = 0; i < 3; i++)
@@ -74,6 +77,12 @@ static double gemm_compute(const sc_cluster *c, sc_dtype dt, double B, double M,
                 best = t;
         }
     return best;
+}
+
+/* The sustained-clock factor of compute-bound kernels (1 when absent). */
+static double sustained(const sc_cluster *c)
+{
+    return c->eff.gemm.sustained > 0 ? c->eff.gemm.sustained : 1;
 }
 
 static double roof(const sc_cluster *c, double compute_s, double bytes)
@@ -110,10 +119,10 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
     case SC_KOP_FLASH: {
         const sc_cluster_gemm *g = &c->eff.gemm;
         double f = 4 * B * M * N * K * (k->causal ? 0.5 : 1);
-        double io = d * B * (2 * M * K + 2 * N * K);
+        double io = d * B * (2 * M * K + 2 * N * K), peak = c->gpu.peak_flops[dt] * sustained(c);
         if (!bwd)
-            return roof(c, f / (c->gpu.peak_flops[dt] * g->flash_fwd), io);
-        return roof(c, bf * 2.5 * f / (c->gpu.peak_flops[dt] * g->flash_bwd), 2 * io);
+            return roof(c, f / (peak * g->flash_fwd), io);
+        return roof(c, bf * 2.5 * f / (peak * g->flash_bwd), 2 * io);
     }
     default: return 0;
     }

@@ -66,6 +66,17 @@
  *     sequence 2-8k, below the peak figures).
  *   kernel_s 2 us per kernel (assumed: back-to-back launches from a host that
  *     runs ahead leave ~1-2 us gaps plus a tail).
+ *   sustained: MAMF is a burst (the clock at boost, the board below its power
+ *     limit); a training run holds the GPU at its power limit, where the
+ *     clock settles lower. A100: 1305/1410 = 0.926, the clock NVIDIA uses for
+ *     the A100's HPL Rpeak, sustainable at the power limit under dense math,
+ *     against the 1410 MHz boost behind the 312 TFLOP/s peak (G. Lockwood,
+ *     "Peak FLOPS", glennklockwood.com). H100, H200: 698.6/828.0 = 0.844, the
+ *     H200's sustained matmul rate with all 8 GPUs of a node busy (MSMF)
+ *     against its burst MAMF, both BF16 (Bekman, ml-engineering,
+ *     compute/accelerator/benchmarks/README.md, 2026 revision: "What we
+ *     measured: alone vs all-8 concurrent"); the H100 has the same die and
+ *     700 W limit, an assumption.
  *
  * cpu-local: this machine's cores as devices (sysconf), ~50 GFLOP/s fp32 per
  * core (AVX2 FMA at ~3 GHz, OpenBLAS reaches most of it), ~10 GB/s memory
@@ -99,13 +110,14 @@ typedef struct spec {
     double on_demand, spot, interruptions;
     const char *sources;
     int sms;                 /* 0: no kernel-level GEMM model */
-    double gemm_eff, flash_fwd, flash_bwd;
+    double gemm_eff, flash_fwd, flash_bwd, sustained;
 } spec;
 
-/* sms, GEMM eff_max, flash forward and backward (see the top of this file) */
-#define A100_GEMM 108, 0.9123, 0.70, 0.55
-#define H100_GEMM 132, 0.8552, 0.60, 0.45
-#define H200_GEMM 132, 0.9109, 0.60, 0.45
+/* sms, GEMM eff_max, flash forward and backward, sustained (see the top of
+ * this file) */
+#define A100_GEMM 108, 0.9123, 0.70, 0.55, 1305.0 / 1410
+#define H100_GEMM 132, 0.8552, 0.60, 0.45, 698.6 / 828.0
+#define H200_GEMM 132, 0.9109, 0.60, 0.45, 698.6 / 828.0
 #define GEMM_A100 "GEMM model: MAMF A100 SXM 267.9 TFLOP/s (Bekman, ml-engineering), FA2"
 #define GEMM_H100 "GEMM model: MAMF H100 SXM 792.1 TFLOP/s (Bekman, ml-engineering), FA3"
 #define GEMM_H200 "GEMM model: MAMF GH200 821.0 TFLOP/s (Bekman, ml-engineering), FA3"
@@ -115,7 +127,7 @@ static const spec specs[] = {
      15.7 * T, 0, 125 * T, 0, 0, 16 * GIB, 900 * GB, "nvlink", 150 * GB, 1 * US, 25 * GBIT, 1,
      30 * US, 30 * US, 24.48, 7.35, 0.005,
      "preset: NVIDIA V100 data sheet; AWS EC2 P3 page and price list (us-east-1, 2024); spot "
-     "approximate", 0, 0, 0, 0},
+     "approximate", 0, 0, 0, 0, 0},
     {"p4d.24xlarge", "AWS, 8 x A100-SXM4-40GB, NVSwitch 600 GB/s, 4 x 100 Gb/s EFA",
      "A100-SXM4-40GB", 8, 19.5 * T, 156 * T, 312 * T, 312 * T, 0, 40 * GIB, 1555 * GB,
      "nvswitch", 300 * GB, 1 * US, 100 * GBIT, 4, 15 * US, 15 * US, 32.7726, 11.57, 0.01,
@@ -222,7 +234,8 @@ static void from_spec(const spec *s, sc_cluster *c)
                                         .k_half = 128,
                                         .kernel_s = 2 * US,
                                         .flash_fwd = s->flash_fwd,
-                                        .flash_bwd = s->flash_bwd};
+                                        .flash_bwd = s->flash_bwd,
+                                        .sustained = s->sustained};
 }
 
 /* fp32 FLOP/s of one core: FMA lanes x 2 FLOP x 2 FMA units per cycle

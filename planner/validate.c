@@ -656,6 +656,40 @@ void sc_val_stats_of(const double *errors, int n, sc_val_stats *out)
     }
 }
 
+/* Mean ranks (1-based) of x[0..n) into r. O(n^2): a group is a few rows. */
+static void ranks(const double *x, int n, double *r)
+{
+    for (int i = 0; i < n; i++) {
+        int below = 0, equal = 0;
+        for (int j = 0; j < n; j++) {
+            below += x[j] < x[i];
+            equal += x[j] == x[i];
+        }
+        r[i] = below + (equal + 1) / 2.0;
+    }
+}
+
+double sc_val_spearman(const double *a, const double *b, int n)
+{
+    if (n < 2 || n > 4096)
+        return NAN;
+    double ra[4096], rb[4096];
+    ranks(a, n, ra);
+    ranks(b, n, rb);
+    double ma = 0, mb = 0;
+    for (int i = 0; i < n; i++) {
+        ma += ra[i] / n;
+        mb += rb[i] / n;
+    }
+    double sab = 0, saa = 0, sbb = 0;
+    for (int i = 0; i < n; i++) {
+        sab += (ra[i] - ma) * (rb[i] - mb);
+        saa += (ra[i] - ma) * (ra[i] - ma);
+        sbb += (rb[i] - mb) * (rb[i] - mb);
+    }
+    return saa > 0 && sbb > 0 ? sab / sqrt(saa * sbb) : NAN;
+}
+
 int sc_val_targets_met(const sc_val_stats *st)
 {
     return st->n > 0 && st->mape <= SC_VAL_TARGET_MAPE && st->max_abs <= SC_VAL_TARGET_MAX_ABS &&

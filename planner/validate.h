@@ -65,6 +65,9 @@
 #define SC_VAL_TARGET_MAPE 0.05     /* MAPE at most 5% */
 #define SC_VAL_TARGET_MAX_ABS 0.10  /* every row within 10% */
 #define SC_VAL_TARGET_BIAS 0.02     /* mean signed error within ±2% */
+/* inside each model size measured in several layouts (rows of one model
+ * on one cluster), predicted and measured orders agree: Spearman >= 0.9 */
+#define SC_VAL_TARGET_SPEARMAN 0.9
 
 typedef enum sc_val_kind { SC_VAL_ITERATION_S = 0, SC_VAL_TOKENS_PER_S, SC_VAL_TFLOPS } sc_val_kind;
 
@@ -137,7 +140,13 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const char *cluster_overr
 
 /* Statistics of n errors (fractions); all 0 when n is 0. */
 void sc_val_stats_of(const double *errors, int n, sc_val_stats *out);
-/* 1 when st meets every target above. */
+/* Spearman's rank correlation of a[0..n) and b[0..n) (ties share their
+ * mean rank; the Pearson correlation of the ranks); NAN for n < 2 or when
+ * either side has one value only. */
+double sc_val_spearman(const double *a, const double *b, int n);
+
+/* 1 when st meets the error targets above (the Spearman target is judged
+ * per model by the caller). */
 int sc_val_targets_met(const sc_val_stats *st);
 
 #endif

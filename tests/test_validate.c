@@ -586,3 +586,21 @@ TEST(validate_docs_format_section)
     free(sec);
     sc_free(doc);
 }
+
+/* Spearman's rho: perfect, reversed and tied orders, and the undefined
+ * cases (one row, one value on a side). */
+TEST(validate_spearman)
+{
+    double a[] = {1, 2, 3, 4, 5}, up[] = {10, 20, 30, 40, 50}, down[] = {5, 4, 3, 2, 1};
+    CHECK_NEAR(sc_val_spearman(a, up, 5), 1, 1e-12);
+    CHECK_NEAR(sc_val_spearman(a, down, 5), -1, 1e-12);
+    /* one swap of neighbours among 5: rho = 1 - 6*2/(5*24) = 0.9 */
+    double sw[] = {1, 2, 4, 3, 5};
+    CHECK_NEAR(sc_val_spearman(a, sw, 5), 0.9, 1e-12);
+    /* ties share their mean rank: ranks (1.5, 1.5, 3) against (1, 2, 3) */
+    double t[] = {7, 7, 9};
+    CHECK_NEAR(sc_val_spearman(t, up, 3), 0.8660254037844386, 1e-12);
+    CHECK(isnan(sc_val_spearman(a, up, 1)));
+    double flat[] = {2, 2, 2};
+    CHECK(isnan(sc_val_spearman(flat, up, 3)));
+}
