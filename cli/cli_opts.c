@@ -5,6 +5,7 @@
 #include "cli_limits.h"
 #include "cluster.h"
 #include "cost.h"
+#include "framework.h"
 #include "partitioner_hook.h"
 #include "schedule.h"
 
@@ -19,7 +20,7 @@ void cli_search_args_init(cli_search_args *a)
 {
     memset(a, 0, sizeof *a);
     sc_search_opts_default(&a->o);
-    a->top = a->o.top_k;
+    a->top = CLI_TOP;
 }
 
 /* ---- parse functions ------------------------------------------------------ */
@@ -130,6 +131,17 @@ static int opt_recompute(const char *cmd, const char *label, const cli_opt *o, c
     return 0;
 }
 
+static int opt_framework(const char *cmd, const char *label, const cli_opt *o,
+                         const char *arg, void *dst)
+{
+    const sc_framework *f = sc_framework_find(arg);
+    if (!f)
+        return not_one_of(cmd, label, o, arg);
+    *FIELD(o, dst, const sc_framework *) = f;
+    return 0;
+}
+
+static const char *cuts_words(void) { return "layers, leaves"; } /* cut_in_layers 0, 1 */
 static const char *optimize_words(void) { return "speed, memory"; } /* optimize_memory 0, 1 */
 static const char *attn_words(void) { return "unfused, flash"; } /* SC_ATTN_UNFUSED, _FLASH */
 static const char *shared_words(void) { return "replicate, strict"; } /* shared_strict 0, 1 */
@@ -185,8 +197,22 @@ const cli_opt cli_search_opts[] = {
      OFF(batch), 1, (double)CLI_MAX_BATCH, CLI_PLAN | CLI_TUNE | CLI_WHATIF, NULL, NULL, 0},
     {"optimize", 0, "O", "what the ranking favours", opt_word, OFF(o.optimize_memory), 0, 0,
      CLI_PLAN, NULL, optimize_words, 0},
-    {"top", 0, "K", "candidates the search simulates", cli_opt_long,
-     OFF(top), 1, CLI_MAX_TOP, CLI_PLAN | CLI_WHATIF, NULL, NULL, 1},
+    {"top", 0, "N", "plans listed (the table and --json's ranked); what is\n"
+     "simulated is --simulate's", cli_opt_long, OFF(top), 1, CLI_MAX_TOP, CLI_PLAN, NULL, NULL,
+     1},
+    {"simulate", 0, "K", "candidates the search simulates, the best estimates\n"
+     "first: the budget that picks the winner (the same\n"
+     "default in plan and whatif)", cli_opt_int, OFF(o.simulate), 1, CLI_MAX_SIMULATE,
+     CLI_PLAN | CLI_WHATIF, NULL, NULL, 1},
+    {"framework", 0, "F", "search only what that framework runs as planned\n"
+     "(schedules, v, ZeRO with a pipeline, tp, sp, cuts;\n"
+     "docs/commands.md#framework-aware-search); default any", opt_framework,
+     OFF(o.framework), 0, 0, CLI_PLAN | CLI_TUNE | CLI_WHATIF, NULL, sc_framework_names, 0},
+    {"cuts", 0, "C", "where a pipeline stage may begin: between layers\n"
+     "(default) or at any leaf, inside a layer (its send then\n"
+     "carries the residual stream too; --framework any or\n"
+     "torch only)", opt_word, OFF(o.cut_in_layers), 0, 0, CLI_PLAN | CLI_TUNE | CLI_WHATIF,
+     NULL, cuts_words, 0},
     {"partitioner", 0, "P", "pipeline split (default optimal)", opt_partitioner,
      OFF(o.partitioner), 0, 0, CLI_PLAN | CLI_TUNE, NULL, sc_planner_partitioners, 0},
     {"max-mbs", 0, "S", "largest microbatch size to try", cli_opt_int,

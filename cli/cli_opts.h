@@ -30,6 +30,8 @@ enum { CLI_PLAN = 1u, CLI_TUNE = 2u, CLI_WHATIF = 4u, CLI_SIM = 8u };
 /* The limits, one definition each. */
 #define CLI_MAX_BATCH (1L << 30)
 #define CLI_MAX_TOP 1000
+#define CLI_TOP 16              /* plans plan lists by default */
+#define CLI_MAX_SIMULATE 100000 /* --simulate */
 #define CLI_MAX_DP (1 << 20)
 #define CLI_MAX_TP (1 << 12)
 #define CLI_MAX_PP (1 << 12)
@@ -44,7 +46,7 @@ typedef struct cli_search_args {
     const char *model, *cluster;
     long nodes;               /* 0: the cluster's own count */
     long batch;               /* --global-batch; 0: not given */
-    long top;                 /* --top */
+    long top;                 /* --top: plans listed (display only) */
     int json;
     double max_mem;           /* --max-mem in bytes; 0: the default (cli_mem.h) */
     sc_search_opts o;         /* partitioner, max_mbs, optimize_memory, memory_weight,
@@ -53,7 +55,7 @@ typedef struct cli_search_args {
 } cli_search_args;
 
 /* Sets every field to "not given" and the search's defaults
- * (sc_search_opts_default; top = o.top_k). */
+ * (sc_search_opts_default; top = CLI_TOP). */
 void cli_search_args_init(cli_search_args *a);
 
 typedef struct cli_opt cli_opt;

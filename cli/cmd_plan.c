@@ -7,6 +7,7 @@
 #include "json.h"
 #include "model.h"
 #include "plan.h"
+#include "framework.h"
 #include "search.h"
 
 #include <math.h>
@@ -37,7 +38,9 @@ static const cli_opt plan_opts[] = {
 static const cli_cmd plan_cmd = {
     "plan", CLI_PLAN,
     "usage: stagecraft plan --model M --cluster C [--nodes N] --global-batch B\n"
-    "                       [--optimize speed|memory] [--top K] [--partitioner P]\n"
+    "                       [--optimize speed|memory] [--top N] [--simulate K]\n"
+    "                       [--framework megatron|deepspeed|torch|any]\n"
+    "                       [--cuts layers|leaves] [--partitioner P]\n"
     "                       [--fix dp=D,tp=T,pp=P,v=V,m=M,mbs=S,schedule=X,zero=Z,"
     "recompute=R]\n"
     "                       [--dp D] [--tp T] [--pp P] [--v V] [--microbatches M] [--mbs S]\n"
@@ -47,9 +50,15 @@ static const cli_cmd plan_cmd = {
     "Searches data-, tensor- and pipeline-parallel degrees, interleaving, microbatch\n"
     "count and size, schedule, ZeRO stage and recompute for model M on cluster C:\n"
     "partitions each shape, drops what does not fit, estimates every survivor\n"
-    "analytically, simulates the best K (default 16) and ranks them by step time\n"
-    "(speed) or by peak memory among the plans within 5% of the fastest (memory).\n"
-    "Prints the ranked table and why the winner wins; -o writes the winner as a plan.\n"
+    "analytically, simulates the best K (--simulate, default 64) and ranks them by\n"
+    "step time (speed) or by peak memory among the plans within 5% of the fastest\n"
+    "(memory). Speed ties, steps within 1% of each other, go to the lower peak\n"
+    "memory, then to the simpler layout (fewer of dp, tp, pp, v above 1, then the\n"
+    "lower ZeRO stage). Each configuration is listed once. Prints the first N ranked\n"
+    "(--top, default 16) and why the winner wins; -o writes the winner as a plan.\n"
+    "--framework keeps to what Megatron-LM, DeepSpeed or torch.distributed.pipelining\n"
+    "runs as planned (what `stagecraft export --to` writes); stages begin between\n"
+    "layers unless --cuts leaves (any and torch only).\n"
     "--dp, --tp, ..., --recompute fix that choice of the search, as --fix does.\n",
     NULL, plan_opts};
 
@@ -105,7 +114,6 @@ int cmd_plan(int argc, char **argv)
     if (!model || !cluster || !batch)
         return cli_usage("plan", "--model, --cluster and --global-batch are required");
     sc_search_opts o = a.s.o;
-    o.top_k = (int)a.s.top;
     o.global_batch = batch;
     sc_error err = {0};
     sc_model *m;
@@ -133,6 +141,7 @@ int cmd_plan(int argc, char **argv)
     int nsim;
     double te, tsim;
     sc_search_counts(s, &en, &fit, &nsim);
+    int shown = nsim < a.s.top ? nsim : (int)a.s.top;
     sc_search_times(s, &te, &tsim);
     int limited, over;
     long sdone, stotal;
@@ -165,6 +174,8 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddNumberToObject(j, "global_batch", (double)batch);
         cJSON_AddStringToObject(j, "optimize", o.optimize_memory ? "memory" : "speed");
         cJSON_AddStringToObject(j, "partitioner", sc_search_partitioner(s));
+        cJSON_AddStringToObject(j, "framework", o.framework ? o.framework->name : "any");
+        cJSON_AddStringToObject(j, "cuts", o.cut_in_layers ? "leaves" : "layers");
         cJSON_AddNumberToObject(j, "enumerated", (double)en);
         cJSON_AddNumberToObject(j, "fitting", (double)fit);
         cJSON_AddNumberToObject(j, "simulated", nsim);
@@ -175,16 +186,29 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddNumberToObject(j, "shapes_total", (double)stotal);
         cJSON_AddNumberToObject(j, "over_max_mem", over);
         cJSON *arr = cJSON_AddArrayToObject(j, "ranked");
-        for (int i = 0; i < nsim; i++)
-            cJSON_AddItemToArray(arr, cand_json(sc_search_ranked(s, i)));
+        static const char *const tie_names[] = {NULL, "memory", "layout", "step"};
+        for (int i = 0; i < shown; i++) {
+            cJSON *row = cand_json(sc_search_ranked(s, i));
+            /* why it ranks above the next when their steps tie */
+            const char *tn = tie_names[sc_search_tie(s, i)];
+            if (row && tn)
+                cJSON_AddStringToObject(row, "tie_with_next", tn);
+            else if (row)
+                cJSON_AddNullToObject(row, "tie_with_next");
+            cJSON_AddItemToArray(arr, row);
+        }
         rc = cli_print_json(j);
     } else if (!rc) {
         char b[4][32];
         printf("plan: %s on %d x %s (%ld GPUs), global batch %ld, optimize %s, partitioner %s\n",
                m->name, c.nodes, c.name, sc_cluster_total_gpus(&c), batch,
                o.optimize_memory ? "memory" : "speed", sc_search_partitioner(s));
+        printf("framework %s, stages cut %s\n", o.framework ? o.framework->name : "any",
+               o.cut_in_layers ? "at any leaf" : "between layers");
         printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n", en,
                fit, te, nsim, tsim);
+        if (shown < nsim)
+            printf("the best %d of the %d simulated (--top)\n", shown, nsim);
         if (limited)
             printf("time limit of %g s reached after %ld of %ld shapes: the best plans found so "
                    "far\n",
@@ -193,7 +217,7 @@ int cmd_plan(int argc, char **argv)
         printf("%3s %4s %3s %3s %2s %4s %4s %-11s %4s %-9s %2s %10s %7s %10s %10s %8s %9s\n",
                "#", "dp", "tp", "pp", "v", "m", "mbs", "schedule", "zero", "recompute", "sp",
                "step ms", "bubble", "comm ms", "peak mem", "TFLOP/s", "$/step");
-        for (int i = 0; i < nsim; i++) {
+        for (int i = 0; i < shown; i++) {
             const sc_candidate *k = sc_search_ranked(s, i);
             const sc_step_cfg *g = &k->cfg;
             printf("%3d %4d %3d %3d %2d %4d %4d %-11s %4d %-9s %2s %10.1f %6.1f%% %10.1f %10s "
@@ -236,9 +260,29 @@ int cmd_plan(int argc, char **argv)
                     idx[k] = idx[k - 1];
                     idx[k - 1] = tmp;
                 }
+            sc_search_tie_kind tie = sc_search_tie(s, 0);
             if (o.optimize_memory) {
                 printf("  #1 needs %s per GPU against %s, within 5%% of the fastest step\n",
                        cli_bytes(peak(w->sim), b[0]), cli_bytes(peak(r2->sim), b[1]));
+            } else if (tie != SC_TIE_NONE) {
+                printf("  a tie: the steps are within %.0f%% of each other (%.1f and %.1f ms), ",
+                       100 * SC_SEARCH_TIE, 1e3 * w->sim->step_time_s,
+                       1e3 * r2->sim->step_time_s);
+                if (tie == SC_TIE_MEMORY)
+                    printf("and #1 needs less peak memory (%s per GPU against %s)\n",
+                           cli_bytes(peak(w->sim), b[0]), cli_bytes(peak(r2->sim), b[1]));
+                else if (sc_search_dims(&w->cfg) != sc_search_dims(&r2->cfg))
+                    printf("the same peak memory, and #1 is the simpler layout (%d of dp, tp, "
+                           "pp, v above 1 against %d)\n",
+                           sc_search_dims(&w->cfg), sc_search_dims(&r2->cfg));
+                else if (tie == SC_TIE_LAYOUT)
+                    printf("the same peak memory, and #1 is the simpler layout (ZeRO %d against "
+                           "%d)\n",
+                           w->cfg.zero, r2->cfg.zero);
+                else
+                    printf("the same peak memory and layout complexity, and #1 is %.1f ms "
+                           "faster\n",
+                           1e3 * (r2->sim->step_time_s - w->sim->step_time_s));
             } else {
                 printf("  #1 is %.1f ms faster:", 1e3 * (r2->sim->step_time_s - w->sim->step_time_s));
                 int said = 0;

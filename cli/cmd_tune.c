@@ -27,11 +27,13 @@ static const cli_cmd tune_cmd = {
     "usage: stagecraft tune --model M --cluster C [--nodes N] --global-batch B\n"
     "                       --dp D --tp T --pp P [--v V] [--schedule S] [--zero Z]\n"
     "                       [--recompute R] [--mbs S | --max-mbs S] [--partitioner P]\n"
-    "                       [-o tune.json] [--json]\n"
+    "                       [--framework F] [--cuts layers|leaves] [-o tune.json] [--json]\n"
     "Sweeps the microbatch count m (and size mbs = B/(dp·m)) of one layout, simulates\n"
     "every point that fits and prints the curve (step time, bubble fraction,\n"
-    "efficiency = compute / step, peak memory) and the best m. It is the planner's\n"
-    "search with the layout fixed. 'stagecraft plot tune tune.json -o tune.png' draws\n"
+    "efficiency = compute / step, peak memory) and the best m: the fastest, or among\n"
+    "the points within 1% of it the one needing less memory, as plan ranks ties. It\n"
+    "is the planner's search with the layout fixed (--framework refuses a layout the\n"
+    "framework does not run). 'stagecraft plot tune tune.json -o tune.png' draws\n"
     "the curve.\n",
     NULL, tune_opts};
 

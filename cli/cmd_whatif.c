@@ -1,6 +1,7 @@
 /* cmd_whatif.c - `stagecraft whatif`: node counts × clusters, days and dollars
  * on demand and on spot. */
 #include "cli.h"
+#include "framework.h"
 #include "cli_opts.h"
 #include "cli_limits.h"
 #include "cluster.h"
@@ -57,10 +58,10 @@ static const cli_cmd whatif_cmd = {
     "whatif", CLI_WHATIF,
     "usage: stagecraft whatif --model M --cluster C[,C2...] --nodes LIST --global-batch B\n"
     "                         --tokens T [--spot] [--interruptions-per-hour X]\n"
-    "                         [--storage-gbps G] [--restart-minutes R] [--top K]\n"
-    "                         [-o DIR] [--json]\n"
+    "                         [--storage-gbps G] [--restart-minutes R] [--simulate K]\n"
+    "                         [--framework F] [--cuts layers|leaves] [-o DIR] [--json]\n"
     "For each cluster and node count, searches the best plan (the planner, K simulated\n"
-    "candidates, default 4) and reports its configuration, step time, tokens/s,\n"
+    "candidates, the same default as plan's) and reports its configuration, step time, tokens/s,\n"
     "scaling efficiency (tokens/s per GPU against the cluster's smallest count), days\n"
     "to train T tokens and the cost on demand (nodes x price x hours) and, with\n"
     "--spot, on spot capacity with interruptions, checkpoints and restarts charged.\n"
@@ -119,12 +120,16 @@ static const char *money(double v, char *b)
     return b;
 }
 
-static void print_table(const sc_whatif *w, const sc_model *m, double state_bytes)
+static void print_table(const sc_whatif *w, const sc_model *m, double state_bytes,
+                        const sc_whatif_opts *o)
 {
     char b[6][32];
     printf("whatif: %s (%s params, checkpoint %s), global batch %ld, %s tokens\n", w->model,
            cli_si(sc_model_totals(m).params, b[0]), cli_bytes(state_bytes, b[1]), w->global_batch,
            cli_si(w->tokens, b[2]));
+    if (o->framework || o->cut_in_layers)
+        printf("plans for %s, stages cut %s\n", o->framework ? o->framework->title : "any framework",
+               o->cut_in_layers ? "at any leaf" : "between layers");
     if (w->spot)
         printf("spot: restart %.3g min per interruption; rates, prices and checkpoint "
                "bandwidth per cluster below the table\n",
@@ -138,11 +143,12 @@ static void print_table(const sc_whatif *w, const sc_model *m, double state_byte
     for (int i = 0; i < w->n_points; i++) {
         const sc_whatif_point *p = &w->points[i];
         char cfg[64];
-        snprintf(cfg, sizeof cfg, "%d.%d.%d%s%.0d m%d mbs%d %s z%d%s", p->dp, p->tp, p->pp,
+        snprintf(cfg, sizeof cfg, "%d.%d.%d%s%.0d m%d mbs%d %s z%d%s%s", p->dp, p->tp, p->pp,
                  p->v > 1 ? " v" : "", p->v > 1 ? p->v : 0, p->m, p->mbs, p->schedule, p->zero,
                  p->recompute == SC_RECOMPUTE_SELECTIVE ? " sel"
                  : p->recompute == SC_RECOMPUTE_FULL    ? " full"
-                                                        : "");
+                                                        : "",
+                 p->sp ? " sp" : "");
         printf("%-14s %5ld %5ld  %-30s %9.1f %10s %6.1f%% %8.2f %11s %8.3f",
                w->clusters[p->cluster].name, p->nodes, p->gpus, cfg, 1e3 * p->step_s,
                cli_si(p->tokens_per_s, b[0]), 100 * p->scaling_efficiency, p->days,
@@ -203,7 +209,6 @@ int cmd_whatif(int argc, char **argv)
     whatif_args a;
     memset(&a, 0, sizeof a);
     cli_search_args_init(&a.s);
-    a.s.top = o.top_k;
     a.dir = "out/whatif";
     a.iph = o.interruptions_per_hour;
     a.restart_min = 10;
@@ -211,7 +216,7 @@ int cmd_whatif(int argc, char **argv)
     if (prc)
         return prc == CLI_HELP_SHOWN ? 0 : prc;
     const char *model = a.s.model, *clusters = a.clusters, *list = a.nodes, *dir = a.dir;
-    long batch = a.s.batch, top = a.s.top;
+    long batch = a.s.batch;
     double tokens = a.tokens, gbps = a.gbps, restart_min = a.restart_min;
     int json = a.s.json;
     o.spot = a.spot;
@@ -258,7 +263,9 @@ int cmd_whatif(int argc, char **argv)
     }
     o.global_batch = batch;
     o.tokens = tokens;
-    o.top_k = (int)top;
+    o.simulate = a.s.o.simulate;
+    o.framework = a.s.o.framework;
+    o.cut_in_layers = a.s.o.cut_in_layers;
     o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     o.restart_s = 60 * restart_min;
     if (gbps > 0)
@@ -290,7 +297,7 @@ int cmd_whatif(int argc, char **argv)
     } else {
         double bw, bg, bo;
         sc_cost_state_bytes(m->dtype, &bw, &bg, &bo);
-        print_table(w, m, (bw + bo) * sc_model_totals(m).params);
+        print_table(w, m, (bw + bo) * sc_model_totals(m).params, &o);
         printf("\nfront: the (days, $) options no other beats on both, over every cluster and "
                "count%s\n",
                w->spot ? ", on demand and spot" : "");

@@ -281,10 +281,11 @@ sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *e
  *   tp_bytes, tp_count: Megatron allreduces s·h per sample after attention
  *     and after the MLP: the stage's summed tp bytes, and how many
  *     allreduces make them up;
- *   send_bytes: to the next stage per microbatch per tp rank: the last
- *     leaf's output plus every `inputs` edge crossing the boundary (relayed
- *     stage by stage), split over the tp ranks (Narayanan et al. 2021 §4.1);
- *     0 on the last stage;
+ *   send_bytes: to the next stage per microbatch per tp rank: what crosses
+ *     the cut (sc_cost_cut_bytes: the last leaf's output, and the residual
+ *     stream when the cut lies inside a layer) plus every `inputs` edge
+ *     crossing the boundary (relayed stage by stage), split over the tp
+ *     ranks (Narayanan et al. 2021 §4.1); 0 on the last stage;
  *   grad_bytes, param_bytes: per rank (tp-sharded modules /tp);
  *   buckets: sc_cost_bucket_count(grad_bytes, bucket_bytes). */
 typedef struct sc_stage_info {
@@ -314,6 +315,14 @@ typedef struct sc_stage_cfg {
  * + inputs edges · stages). */
 sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partition *part,
                         const sc_stage_cfg *cfg, sc_stage_info *info, sc_error *err);
+/* Bytes per sample crossing a stage boundary before leaf b (0 < b < leaves),
+ * `inputs` edges aside: leaf b-1's output, plus, when b lies inside a layer
+ * (sc_partition_between_layers is false), the residual stream that the
+ * layer carries around its sublayers, counted as the layer's own output
+ * (act_out_bytes of the block: in a residual block its input and output
+ * have that size). The model format has no other dataflow inside a layer,
+ * so a cut inside one is charged these two tensors. O(depth). */
+double sc_cost_cut_bytes(const sc_model *m, int b);
 /* Data-parallel gradient buckets for grad_bytes: ceil(grad / bucket), at
  * least 1, at most SC_MAX_BUCKETS (bucket_bytes 0 = 25 MiB, PyTorch DDP's
  * default): larger buckets beyond. */

@@ -34,6 +34,14 @@ static const sc_module *edge_leaf(const sc_module *x, int last)
     return x;
 }
 
+double sc_cost_cut_bytes(const sc_model *m, int b)
+{
+    double bytes = m->leaves[b - 1]->act_out_bytes;
+    if (!sc_partition_between_layers(m, b))
+        bytes += sc_partition_layer_of(m->leaves[b])->act_out_bytes;
+    return bytes;
+}
+
 sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partition *part,
                         const sc_stage_cfg *cfg, sc_stage_info *info, sc_error *err)
 {
@@ -80,7 +88,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
     /* boundary s -> s+1: the last leaf's output plus every inputs edge that
      * crosses it (relayed stage by stage) */
     for (int s = 0; s + 1 < S; s++)
-        info[s].send_bytes = m->leaves[part->first[s + 1] - 1]->act_out_bytes;
+        info[s].send_bytes = sc_cost_cut_bytes(m, part->first[s + 1]);
     for (int i = 0; i < m->n_modules; i++) {
         const sc_module *x = m->modules[i];
         for (int k = 0; k < x->n_inputs; k++) {

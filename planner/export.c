@@ -57,20 +57,30 @@ sc_status ex_unwritten(const sc_export_ctx *x, sc_error *err, const char *fmt, .
                   x->plan_file, x->target->name, what);
 }
 
-sc_status ex_need_block_cuts(const sc_export_ctx *x, sc_error *err)
+/* The rules of the target's row of framework.h's table, judged once for
+ * every target: the layout, then (where the row forbids it) a stage that
+ * begins inside a layer. */
+static sc_status judge(const sc_export_ctx *x, sc_error *err)
 {
-    for (int s = 1; s < x->n_stages; s++) {
-        if (x->stage_unit[s] >= 0)
-            continue;
-        int leaf = x->plan->partition.first[s];
-        const sc_module *b = x->model->leaves[leaf];
-        while (b->parent && strcmp(b->kind, "block") != 0)
-            b = b->parent;
-        return ex_refuse(x, err,
-                         "stage %d begins at %s, inside the layer %s (%s cuts only between "
-                         "layers)",
-                         s + 1, x->model->leaves[leaf]->name, b->name, x->target->framework);
+    const sc_plan *p = x->plan;
+    sc_fw_layout l = {.tp = p->tp, .pp = p->pp, .v = p->v, .m = p->m, .zero = p->zero,
+                      .sp = p->sp, .schedule = p->schedule, .placement = p->placement};
+    char why[768];
+    switch (sc_framework_judge(x->fw, x->model, &l, why, sizeof why)) {
+    case SC_FW_CANNOT:
+        return ex_refuse(x, err, "%s", why);
+    case SC_FW_UNWRITTEN:
+        return ex_unwritten(x, err, "%s", why);
+    case SC_FW_NOMEM:
+        return sc_err(err, SC_ENOMEM, "export: out of memory");
+    default: /* runs, maybe with another schedule: the target's notes say so */
+        break;
     }
+    for (int s = 1; s < x->n_stages && !x->fw->cuts_in_layers; s++)
+        if (x->stage_unit[s] < 0) {
+            sc_framework_cut_why(x->fw, x->model, s, p->partition.first[s], why, sizeof why);
+            return ex_refuse(x, err, "%s", why);
+        }
     return SC_OK;
 }
 
@@ -174,21 +184,6 @@ void ex_plan_line(const sc_export_ctx *x, sc_buf *b, const char *prefix)
 
 /* ---- the model's units and its GPT shape ----------------------------------- */
 
-static int is_block(const sc_module *x)
-{
-    return !strcmp(x->kind, "block");
-}
-
-/* The outermost block above (or at) leaf, or NULL. */
-static const sc_module *outer_block(const sc_module *leaf)
-{
-    const sc_module *b = NULL;
-    for (const sc_module *p = leaf; p; p = p->parent)
-        if (is_block(p))
-            b = p;
-    return b;
-}
-
 static sc_status units_of(const sc_model *m, sc_export_ctx *x, int *unit_of_leaf)
 {
     x->units = sc_calloc((size_t)m->n_leaves, sizeof *x->units);
@@ -196,7 +191,7 @@ static sc_status units_of(const sc_model *m, sc_export_ctx *x, int *unit_of_leaf
         return SC_ENOMEM;
     int n = 0, blocks = 0;
     for (int i = 0; i < m->n_leaves; i++) {
-        const sc_module *b = outer_block(m->leaves[i]);
+        const sc_module *b = sc_partition_layer_of(m->leaves[i]);
         if (b && n > 0 && x->units[n - 1].mod == b) {
             x->units[n - 1].last = i;
         } else {
@@ -332,6 +327,25 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
     g->pos_embed = sc_module_totals(emb).params >= ((double)g->vocab + g->seq) * g->hidden;
 }
 
+int sc_export_is_gpt(const sc_model *m, char *why, size_t n)
+{
+    sc_export_ctx x = {.model = m};
+    int *unit_of_leaf = sc_malloc(sizeof *unit_of_leaf * (size_t)m->n_leaves);
+    if (!unit_of_leaf || units_of(m, &x, unit_of_leaf)) {
+        sc_free(unit_of_leaf);
+        sc_free(x.units);
+        snprintf(why, n, "out of memory");
+        return -1;
+    }
+    ex_gpt g;
+    gpt_shape(&x, &g);
+    sc_free(unit_of_leaf);
+    sc_free(x.units);
+    if (!g.ok)
+        snprintf(why, n, "%s", g.why);
+    return g.ok;
+}
+
 /* ---- the export -------------------------------------------------------------- */
 
 static int parse_placement(const char *pl, int order[3])
@@ -381,7 +395,8 @@ sc_status sc_export_make(const sc_plan *p, const sc_model *m, const char *plan_f
                       sc_export_target_names());
     assert(p->partition.n_stages == p->pp * p->v);
     sc_export_ctx x = {.plan = p, .model = m, .plan_file = plan_file, .target = t,
-                       .n_stages = p->pp * p->v};
+                       .fw = sc_framework_find(t->name), .n_stages = p->pp * p->v};
+    assert(x.fw); /* every target has its row */
     if (parse_placement(p->placement, x.order))
         return sc_err(err, SC_EINVAL, "%s: placement '%s' is not an order of tp, pp, dp",
                       plan_file, p->placement);
@@ -411,7 +426,9 @@ sc_status sc_export_make(const sc_plan *p, const sc_model *m, const char *plan_f
     e->target = t->name;
     e->framework = t->framework;
     e->checked = t->checked;
-    st = t->build(&x, e, err);
+    st = judge(&x, err);
+    if (!st)
+        st = t->build(&x, e, err);
     if (st == SC_ENOMEM && !err->msg[0])
         sc_err(err, SC_ENOMEM, "export: out of memory");
     assert(st || e->n_files > 0);

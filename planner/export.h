@@ -78,6 +78,13 @@ const char *sc_export_target_names(void);
 sc_status sc_export_make(const sc_plan *p, const sc_model *m, const char *plan_file,
                          const char *target, sc_export **out, sc_error *err);
 
+/* Whether m is a decoder-only transformer as Megatron-LM's GPT model builds
+ * it (identical blocks of one attention and one MLP, a token embedding with
+ * a vocabulary before them, an LM head after): 1, or 0 with why set to one
+ * phrase naming what is not ("t5-3b is an encoder-decoder (...)"); -1 when
+ * out of memory. The rule framework.h's megatron row applies. O(modules). */
+int sc_export_is_gpt(const sc_model *m, char *why, size_t n);
+
 /* {"format": "stagecraft.export/1", "target", "framework", "checked", "plan",
  *  "model", "main", "files": [names], "differences": [notes], "settings"}.
  * NULL on allocation failure. */

@@ -12,6 +12,7 @@
 #define SC_EXPORT_INT_H
 
 #include "export.h"
+#include "framework.h"
 
 /* A unit: an outermost block, or one leaf outside every block. */
 typedef struct ex_unit {
@@ -37,6 +38,7 @@ struct sc_export_ctx {
     const sc_model *model;
     const char *plan_file;
     const sc_export_target *target;
+    const sc_framework *fw;   /* the target's row of framework.h's table */
     int n_units;
     ex_unit *units;
     int n_blocks;
@@ -56,9 +58,6 @@ sc_status ex_refuse(const sc_export_ctx *x, sc_error *err, const char *fmt, ...)
  * "PLAN: stagecraft export --to TARGET does not write WHAT". SC_ENOTSUP. */
 sc_status ex_unwritten(const sc_export_ctx *x, sc_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Refuses when some stage begins inside a block, naming the stage (1-based
- * as printed: "stage 2") and the leaf. */
-sc_status ex_need_block_cuts(const sc_export_ctx *x, sc_error *err);
 /* Adds one note (printf-formatted). SC_ENOMEM. */
 sc_status ex_note(sc_export *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Adds a file (takes the buffer's text: b is emptied). SC_ENOMEM. */

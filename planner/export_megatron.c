@@ -30,6 +30,7 @@
 #include "export_int.h"
 #include "json.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -267,28 +268,11 @@ static void header(const sc_export_ctx *x, const sc_export *e, sc_buf *b, const 
 static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
 {
     const sc_plan *p = x->plan;
-    if (!x->gpt.ok)
-        return ex_refuse(x, err, "%s", x->gpt.why);
-    sc_status st = ex_need_block_cuts(x, err);
-    if (st)
-        return st;
-    if (x->order[0] != 0)
-        return ex_refuse(x, err,
-                         "placement %s: Megatron-LM orders ranks with tp innermost (tp,dp,pp by "
-                         "default, tp,pp,dp with --use-tp-pp-dp-mapping)",
-                         p->placement);
-    if (p->zero == 3 && p->pp > 1)
-        return ex_refuse(x, err,
-                         "ZeRO-3 with pipeline parallelism (pp=%d): this export maps ZeRO-3 to "
-                         "Megatron-FSDP, which the checked source does not pair with pipeline "
-                         "parallelism",
-                         p->pp);
-    if (!strcmp(p->schedule, "interleaved") && (p->m % p->pp != 0 || p->m < p->pp))
-        return ex_refuse(x, err,
-                         "the interleaved schedule with m=%d microbatches: Megatron-LM needs a "
-                         "multiple of pp=%d",
-                         p->m, p->pp);
-
+    /* a GPT-style model, placement, cuts, ZeRO with a pipeline,
+     * interleaving: framework.h's table, judged before (export.c) */
+    assert(x->gpt.ok);
+    assert(x->order[0] == 0);
+    sc_status st;
     margs a = {0};
     cJSON *margs_json = sc_jadd_obj(e->settings, "args", &a.oom);
     a.json = margs_json;

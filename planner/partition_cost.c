@@ -336,7 +336,7 @@ static sc_status comm_init(sc_pctx *x, sc_error *err)
     double run = 0;
     for (int b = 1; b < L; b++) {
         run += acc[b];
-        x->bytes[b] = (m->leaves[b - 1]->act_out_bytes + run) * x->mbs / x->tp;
+        x->bytes[b] = (sc_cost_cut_bytes(m, b) + run) * x->mbs / x->tp;
     }
     int any_inter = 0;
     for (int k = 0; k + 1 < S; k++) {
@@ -400,6 +400,10 @@ sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
         sc_pctx_free(x);
         return st;
     }
+    /* only between layers: no boundary inside one */
+    if (cfg->layer_cuts)
+        for (int b = 1; b < L; b++)
+            x->forbid[b] = !sc_partition_between_layers(m, b);
     /* strict: no boundary inside a group's span */
     if (cfg->shared == SC_SHARED_STRICT) {
         int *d = sc_calloc((size_t)L + 2, sizeof *d);
@@ -415,7 +419,7 @@ sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
         int run = 0;
         for (int b = 1; b < L; b++) {
             run += d[b];
-            x->forbid[b] = run > 0;
+            x->forbid[b] |= run > 0;
         }
         sc_free(d);
     }
@@ -482,6 +486,16 @@ double sc_pctx_memx(const sc_pctx *x, int k, int i, int j)
 
 sc_status sc_pctx_strict_error(const sc_pctx *x, sc_error *err)
 {
+    if (x->cfg->layer_cuts) {
+        int between = 0;
+        for (int b = 1; b < x->L; b++)
+            between += sc_partition_between_layers(x->m, b);
+        if (between < x->S - 1)
+            return sc_err(err, SC_EINVAL,
+                          "partition: %s has %d cut points between layers, too few for %d "
+                          "stages",
+                          x->m->name, between, x->S);
+    }
     const sc_pgroup *best = NULL;
     for (int g = 0; g < x->n_groups; g++) {
         const sc_pgroup *G = &x->groups[g];

@@ -100,6 +100,10 @@ typedef struct sc_partitioner_cfg {
     int inflight_max;         /* >= 0; used when inflight is NULL */
     double mem_weight;        /* tree only, in [0, 1] */
     sc_shared_policy shared;
+    /* 1: stages begin only between layers (sc_partition_between_layers),
+     * never inside one; 0 (the default): at any leaf. The search sets it
+     * unless asked to cut inside layers (search.h, framework.h). */
+    int layer_cuts;
     int sp;                   /* sequence parallelism (memory: sc_cost_saved_bytes) */
     sc_attn attn;             /* attention implementation (time and memory) */
     /* optimal only: CLOCK_MONOTONIC seconds after which it returns the best

@@ -95,6 +95,7 @@ sc_status sc_planner_partition(const char *name, const sc_part_request *rq, sc_p
                      : rq->optimize_memory  ? SC_PARTITION_W_MEMORY
                                             : SC_PARTITION_W_SPEED;
     cfg.shared = rq->shared_strict ? SC_SHARED_STRICT : SC_SHARED_REPLICATE;
+    cfg.layer_cuts = rq->layer_cuts;
     cfg.deadline_s = rq->deadline_s;
     cfg.nofit_quick = rq->nofit_quick;
     cfg.max_bytes = rq->max_bytes;

@@ -49,6 +49,7 @@ typedef struct sc_part_request {
     int nofit_quick;        /* optimal: "does not fit" without the figure */
     double max_bytes;       /* optimal: its working memory's limit (0 = none) */
     sc_attn attn;           /* attention implementation */
+    int layer_cuts;         /* stages begin only between layers (partitioner.h) */
 } sc_part_request;
 
 /* Partitions one shape with the partitioner called name (see

@@ -1,6 +1,7 @@
 /* search.c - enumeration, partition cache, estimates, simulation, ranking
  * (see search.h). */
 #include "planner_int.h"
+#include "framework.h"
 #include "partitioner_hook.h"
 #include "schedule.h"
 
@@ -27,6 +28,7 @@ struct sc_search {
     sc_candidate *cands;
     long ncands, capcands, enumerated;
     int *ranked, nranked;
+    int *group;                      /* per ranked position: its tie group */
     double t_est, t_sim;
     int time_limited, over_mem;
     long shapes_done, shapes_total;
@@ -47,7 +49,7 @@ static double now(void)
 void sc_search_opts_default(sc_search_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->top_k = 16;
+    o->simulate = SC_SEARCH_SIMULATE;
     o->memory_weight = -1;
     o->max_mbs = 8;
     o->fix_zero = -1;
@@ -67,6 +69,7 @@ void sc_search_free(sc_search *s)
     sc_free(s->keys);
     sc_free(s->cands);
     sc_free(s->ranked);
+    sc_free(s->group);
     sc_free(s);
 }
 
@@ -133,7 +136,8 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
     sc_part_request rq = {s->m, s->c, pp, v, tp, mbs,
                           (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
                           s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, sp,
-                          deadline, 1, s->o.max_mem_bytes / 2, s->o.attn};
+                          deadline, 1, s->o.max_mem_bytes / 2, s->o.attn,
+                          !s->o.cut_in_layers};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st)
         return -1;
@@ -217,6 +221,65 @@ static int by_sim_memory(const void *a, const void *b)
     return by_sim_step(a, b);
 }
 
+int sc_search_dims(const sc_step_cfg *g)
+{
+    return (g->dp > 1) + (g->tp > 1) + (g->pp > 1) + (g->v > 1);
+}
+
+static int same_cfg(const sc_candidate *x, const sc_candidate *y)
+{
+    const sc_step_cfg *a = &x->cfg, *b = &y->cfg;
+    return a->dp == b->dp && a->tp == b->tp && a->pp == b->pp && a->v == b->v && a->m == b->m &&
+           a->mbs == b->mbs && a->zero == b->zero && a->recompute == b->recompute &&
+           a->sp == b->sp && !strcmp(x->schedule, y->schedule) && x->part_key == y->part_key;
+}
+
+/* Within a tie: lower peak memory, then fewer dimensions above 1, then the
+ * lower ZeRO stage, then the faster step, then enumeration order. */
+static int by_tie(const void *a, const void *b)
+{
+    const sc_candidate *x = &sort_ctx->cands[*(const int *)a];
+    const sc_candidate *y = &sort_ctx->cands[*(const int *)b];
+    double px = peak_of(x->sim), py = peak_of(y->sim);
+    if (px != py)
+        return px < py ? -1 : 1;
+    int dx = sc_search_dims(&x->cfg), dy = sc_search_dims(&y->cfg);
+    if (dx != dy)
+        return dx - dy;
+    if (x->cfg.zero != y->cfg.zero)
+        return x->cfg.zero - y->cfg.zero;
+    return by_sim_step(a, b);
+}
+
+/* Ranks the simulated candidates by speed with ties (search.h): sorted by
+ * step time, then each run of plans within SC_SEARCH_TIE of the fastest
+ * one not yet placed is ordered by by_tie. O(n log n). */
+static void rank_speed(sc_search *s)
+{
+    qsort(s->ranked, (size_t)s->nranked, sizeof *s->ranked, by_sim_step);
+    for (int i = 0, g = 0; i < s->nranked; g++) {
+        double lead = s->cands[s->ranked[i]].sim->step_time_s;
+        int j = i;
+        while (j < s->nranked &&
+               s->cands[s->ranked[j]].sim->step_time_s <= lead * (1 + SC_SEARCH_TIE))
+            s->group[j++] = g;
+        qsort(s->ranked + i, (size_t)(j - i), sizeof *s->ranked, by_tie);
+        i = j;
+    }
+}
+
+sc_search_tie_kind sc_search_tie(const sc_search *s, int i)
+{
+    if (i < 0 || i + 1 >= s->nranked || s->group[i] != s->group[i + 1] || s->group[i] < 0)
+        return SC_TIE_NONE;
+    const sc_candidate *x = &s->cands[s->ranked[i]], *y = &s->cands[s->ranked[i + 1]];
+    if (peak_of(x->sim) != peak_of(y->sim))
+        return SC_TIE_MEMORY;
+    if (sc_search_dims(&x->cfg) != sc_search_dims(&y->cfg) || x->cfg.zero != y->cfg.zero)
+        return SC_TIE_LAYOUT;
+    return SC_TIE_STEP;
+}
+
 static const char *const schedules[] = {"gpipe", "1f1b", "zb-h1", "interleaved"};
 
 /* One shape of the enumeration with its degrees: everything but the
@@ -253,7 +316,21 @@ typedef struct why_none {
     int mbs_ok;      /* some mbs gave m <= 65536 */
     int sched_ok;    /* some schedule and v accepted m and pp */
     char sched_msg[256];
+    long fw_out;     /* layouts the framework does not run */
+    char fw_msg[512]; /* the first of them, why */
 } why_none;
+
+/* Whether the framework runs the layout as planned; counts and keeps the
+ * first reason when not. */
+static int fw_runs(const sc_framework *fw, const sc_fw_layout *l, why_none *why)
+{
+    char buf[512];
+    if (sc_framework_judge(fw, NULL, l, buf, sizeof buf) == SC_FW_RUNS)
+        return 1;
+    if (!why->fw_out++)
+        snprintf(why->fw_msg, sizeof why->fw_msg, "%s", buf);
+    return 0;
+}
 
 /* Every shape the search will partition, in the search's order; O(items). */
 static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
@@ -261,9 +338,23 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
 {
     long G = sc_cluster_total_gpus(c), B = o->global_batch;
     int gpn = c->gpus_per_node, layers = sc_partition_layers(m);
+    const sc_framework *fw = o->framework ? o->framework : sc_framework_any();
     for (int tp = 1; tp <= gpn; tp++) {
         if (gpn % tp || (o->fix_tp && tp != o->fix_tp) || !sc_cost_tp_divides_heads(m, tp))
             continue;
+        if (tp > 1 && o->framework) {
+            /* tp and its data: judged with the model once per degree */
+            char buf[512];
+            sc_fw_layout l = {.tp = tp, .pp = 1, .v = 1};
+            sc_fw_verdict vd = sc_framework_judge(fw, m, &l, buf, sizeof buf);
+            if (vd == SC_FW_NOMEM)
+                return sc_err(err, SC_ENOMEM, "plan: out of memory");
+            if (vd != SC_FW_RUNS) {
+                if (!why->fw_out++)
+                    snprintf(why->fw_msg, sizeof why->fw_msg, "%s", buf);
+                continue;
+            }
+        }
         why->tp_ok = 1;
         for (int pp = 1; pp <= layers; pp++) {
             if (G % ((long)tp * pp) || (o->fix_pp && pp != o->fix_pp))
@@ -317,6 +408,10 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
                             continue;
                         }
                         why->sched_ok = 1;
+                        sc_fw_layout l = {.tp = tp, .pp = pp, .v = v, .m = (int)mm,
+                                          .schedule = sched};
+                        if (!fw_runs(fw, &l, why))
+                            continue;
                         if (push_item(out, (shape_item){tp, pp, mbs, v, si, dp, mm}))
                             return sc_err(err, SC_ENOMEM, "plan: out of memory");
                     }
@@ -415,6 +510,28 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         sc_err_prefix(err, "plan");
         return st;
     }
+    const sc_framework *fw = o->framework ? o->framework : sc_framework_any();
+    if (o->cut_in_layers && !fw->cuts_in_layers)
+        return sc_err(err, SC_EINVAL,
+                      "plan: --cuts leaves: %s cuts only between layers (--framework any or "
+                      "torch cut inside them)",
+                      fw->title);
+    if (o->framework) {
+        /* the fixed choices alone, the free ones at their most permissive */
+        sc_fw_layout l = {.tp = o->fix_tp ? o->fix_tp : 1, .pp = o->fix_pp ? o->fix_pp : 1,
+                          .v = o->fix_v ? o->fix_v : 1, .m = o->fix_m,
+                          .zero = o->fix_zero > 0 ? o->fix_zero : 0, .sp = o->fix_sp > 0,
+                          .schedule = o->fix_schedule};
+        char buf[512];
+        sc_fw_verdict vd = sc_framework_judge(fw, m, &l, buf, sizeof buf);
+        if (vd == SC_FW_NOMEM)
+            return sc_err(err, SC_ENOMEM, "plan: out of memory");
+        if (vd != SC_FW_RUNS)
+            return sc_err(err, SC_EINVAL, "plan: --framework %s: %s", fw->name, buf);
+    }
+    int attention = 0;
+    for (int i = 0; i < m->n_leaves && !attention; i++)
+        attention = sc_module_is_attention(m->leaves[i]);
     const sc_partitioner_impl *part;
     sc_status pst = sc_partitioner_lookup(
         "plan", o->partitioner ? o->partitioner : sc_planner_default_partitioner(), &part, err);
@@ -426,8 +543,8 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     s->m = m;
     s->c = c;
     s->o = *o;
-    if (s->o.top_k <= 0)
-        s->o.top_k = 16;
+    if (s->o.simulate <= 0)
+        s->o.simulate = SC_SEARCH_SIMULATE;
     if (s->o.max_mbs <= 0)
         s->o.max_mbs = 8;
     if (s->o.memory_weight < 0)
@@ -492,8 +609,18 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             for (int z = 0; z <= 3 && !st; z++) {
                 if (o->fix_zero >= 0 ? z != o->fix_zero : (dp == 1 && z > 0))
                     continue;
+                sc_fw_layout fl = {.tp = tp, .pp = pp, .v = v, .m = (int)mm, .zero = z, .sp = sp,
+                                   .schedule = sched};
+                if (!fw_runs(fw, &fl, &why))
+                    continue;
                 for (int rc = 0; rc < 3 && !st; rc++) {
                     if (o->fix_recompute >= 0 && rc != o->fix_recompute)
+                        continue;
+                    /* selective recompute of a model without attention, or
+                     * with flash attention (which keeps no scores), recomputes
+                     * nothing and saves nothing more: it is recompute none */
+                    if (rc == SC_RECOMPUTE_SELECTIVE && o->fix_recompute < 0 &&
+                        (!attention || o->attn == SC_ATTN_FLASH))
                         continue;
                     sc_candidate cd = {0};
                     cd.cfg = (sc_step_cfg){.dp = (int)dp, .tp = tp, .pp = pp, .v = v, .m = (int)mm,
@@ -525,7 +652,8 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         sc_part_request rq = {m, c, k.pp, k.v, k.tp, k.mbs,
                               (int)(sc_cluster_total_gpus(c) / ((long)k.tp * k.pp)),
                               s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, k.sp,
-                              0, 0, s->o.max_mem_bytes / 2, s->o.attn};
+                              0, 0, s->o.max_mem_bytes / 2, s->o.attn,
+                              !s->o.cut_in_layers};
         sc_error e2 = {0};
         if (sc_planner_partition(s->partitioner, &rq, &np_, &e2) == SC_ENOFIT)
             memcpy(s->nofit_msg, e2.msg, sizeof s->nofit_msg);
@@ -541,6 +669,10 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             return sc_err(err, SC_ENOFIT, "plan: %s (even with ZeRO 3 and full recompute)", msg);
         if (enumerated == 0 && nofit > 0)
             return sc_err(err, nst, "plan: %s", msg);
+        if (enumerated == 0 && why.fw_out > 0)
+            return sc_err(err, SC_EINVAL,
+                          "plan: --framework %s runs none of the layouts left: %s", fw->name,
+                          why.fw_msg);
         if (enumerated == 0)
             return none_matched(m, c, o, o->max_mbs > 0 ? o->max_mbs : 8, &why, err);
         return sc_err(err, SC_ENOFIT,
@@ -549,8 +681,9 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     }
     /* choose the K to simulate */
     int *order = sc_malloc(sizeof(int) * (size_t)s->ncands);
-    s->ranked = sc_malloc(sizeof(int) * (size_t)s->o.top_k);
-    if (!order || !s->ranked) {
+    s->ranked = sc_malloc(sizeof(int) * (size_t)s->o.simulate);
+    s->group = sc_malloc(sizeof(int) * (size_t)s->o.simulate);
+    if (!order || !s->ranked || !s->group) {
         sc_free(order);
         sc_search_free(s);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
@@ -568,7 +701,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             pool++;
         qsort(order, (size_t)pool, sizeof *order, by_memory);
     }
-    int K = pool < s->o.top_k ? (int)pool : s->o.top_k;
+    int K = pool < s->o.simulate ? (int)pool : s->o.simulate;
     double t1 = now();
     pg.phase = 1;
     pg.total = K;
@@ -599,6 +732,11 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                 continue;
             }
         }
+        int dup = 0;
+        for (int i = 0; i < s->nranked && !dup; i++)
+            dup = same_cfg(&s->cands[s->ranked[i]], cd);
+        if (dup) /* merged: the ranked list holds each configuration once */
+            continue;
         st = sc_step_simulate(m, c, &cd->cfg, &cd->sim, err);
         if (!st && cd->sim->fits)
             s->ranked[s->nranked++] = order[k];
@@ -623,10 +761,14 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         return rst;
     }
     sort_ctx = s;
-    qsort(s->ranked, (size_t)s->nranked, sizeof *s->ranked, by_sim_step);
     if (o->optimize_memory) {
+        qsort(s->ranked, (size_t)s->nranked, sizeof *s->ranked, by_sim_step);
         fastest_sim = s->cands[s->ranked[0]].sim->step_time_s;
         qsort(s->ranked, (size_t)s->nranked, sizeof *s->ranked, by_sim_memory);
+        for (int i = 0; i < s->nranked; i++)
+            s->group[i] = -1; /* the memory ranking has no speed ties */
+    } else {
+        rank_speed(s);
     }
     /* point every kept candidate's cfg at its owned strings and partition */
     for (int i = 0; i < s->nranked; i++) {

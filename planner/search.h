@@ -18,8 +18,23 @@
  * max T / v for interleaved, m·max T + (p-1)·max(F, B/2) for zb-h1); the data-
  * parallel reduction exposed past the last backward's buckets; the ZeRO
  * gathers; the optimizer. O(pp·v) per candidate.
+ * Framework (opts.framework, framework.h): only the layouts that framework
+ * runs as planned: its schedules, v, ZeRO stages with and without a
+ * pipeline, tp only where it runs tp (and the model has tp data where it
+ * needs that), sequence parallelism where it runs it. NULL is "any".
+ * Cuts: stages begin only between layers (sc_partition_between_layers)
+ * unless opts.cut_in_layers, which only a framework whose row allows it
+ * takes (any, torch); SC_EINVAL otherwise.
+ * Merging: configurations that would run alike are one candidate: selective
+ * recompute is not enumerated for a model without attention or with flash
+ * attention (it would be recompute none: nothing re-run, nothing more
+ * saved), and the ranked list holds each configuration once.
  * Ranking: by simulated step time (speed), or (memory) by peak memory among
- * the simulated plans within 5% of the fastest, then by step time.
+ * the simulated plans within 5% of the fastest, then by step time. Speed
+ * ties: the plans within SC_SEARCH_TIE (1%) of the step time of the fastest
+ * not yet ranked are one tie, ordered by lower peak memory, then by the
+ * simpler layout (fewer of dp, tp, pp, v above 1; then the lower ZeRO
+ * stage), then by step time (sc_search_tie says which decided).
  *
  * Ownership: sc_search_run returns a search the caller frees with
  * sc_search_free; candidates and their results belong to it.
@@ -35,11 +50,20 @@
 #include "step.h"
 
 struct sc_search_progress;
+struct sc_framework;
+
+/* Candidates simulated by default: enough that plan, tune and whatif pick
+ * the same winner for the README's cases (tests/test_framework.c). */
+#define SC_SEARCH_SIMULATE 64
+/* Step times within this fraction of each other are a tie (see Ranking). */
+#define SC_SEARCH_TIE 0.01
 
 typedef struct sc_search_opts {
     long global_batch;
     int optimize_memory;      /* 0: speed, 1: memory */
-    int top_k;                /* simulated candidates, 0 = 16 */
+    int simulate;             /* candidates simulated, 0 = SC_SEARCH_SIMULATE */
+    const struct sc_framework *framework; /* NULL = any (framework.h) */
+    int cut_in_layers;        /* 1: stages may begin inside a layer (any, torch) */
     const char *partitioner;  /* "uniform", "tree" or "optimal"; NULL = "optimal" when built */
     double memory_weight;     /* tree partitioner; < 0 = 0.2 (speed) or 0.8 (memory) */
     int max_mbs;              /* 0 = 8 */
@@ -92,7 +116,7 @@ typedef struct sc_candidate {
 
 typedef struct sc_search sc_search;
 
-/* Defaults for opts (every field free, K = 16). */
+/* Defaults for opts (every field free, K = SC_SEARCH_SIMULATE). */
 void sc_search_opts_default(sc_search_opts *o);
 sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
                         sc_search **out, sc_error *err);
@@ -106,6 +130,16 @@ const sc_candidate *sc_search_ranked(const sc_search *s, int i);
  * simulated for opts.max_mem_bytes. Any pointer may be NULL. */
 void sc_search_limits(const sc_search *s, int *time_limited, long *shapes_done,
                       long *shapes_total, int *over_mem);
+/* What ordered candidate i before i+1 when their step times tie (within
+ * SC_SEARCH_TIE): SC_TIE_NONE (not a tie: i+1 is slower), SC_TIE_MEMORY,
+ * SC_TIE_LAYOUT (fewer dimensions above 1, or a lower ZeRO stage) or
+ * SC_TIE_STEP (same memory and layout: the faster first); also what the
+ * memory ranking decided (SC_TIE_MEMORY) when opts.optimize_memory. */
+typedef enum { SC_TIE_NONE, SC_TIE_MEMORY, SC_TIE_LAYOUT, SC_TIE_STEP } sc_search_tie_kind;
+sc_search_tie_kind sc_search_tie(const sc_search *s, int i);
+/* Dimensions above 1 among dp, tp, pp and v: the layout's complexity the
+ * ties compare. */
+int sc_search_dims(const sc_step_cfg *cfg);
 /* Seconds spent in enumeration+partition+estimate and in simulation. */
 void sc_search_times(const sc_search *s, double *estimate_s, double *simulate_s);
 /* The partition method used. */

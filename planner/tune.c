@@ -38,7 +38,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
         o.fix_recompute = SC_RECOMPUTE_NONE;
     if (o.fix_sp < 0)
         o.fix_sp = 0;
-    o.top_k = 1 << 20; /* simulate every fitting point */
+    o.simulate = 1 << 20; /* simulate every fitting point */
     o.optimize_memory = 0;
     sc_search *s;
     sc_status st = sc_search_run(m, c, &o, &s, err);
@@ -68,6 +68,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     t->recompute = (sc_recompute)o.fix_recompute;
     t->sp = o.fix_sp;
     t->global_batch = o.global_batch;
+    int best_m = n ? sc_search_ranked(s, 0)->cfg.m : 0;
     for (int i = 0; i < n; i++) {
         const sc_candidate *k = sc_search_ranked(s, i);
         const sc_step_result *r = k->sim;
@@ -100,9 +101,11 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
                  why ? why : "does not fit in memory");
         t->n_skipped++;
     }
+    /* the search's winner: the fastest, or within SC_SEARCH_TIE of it the one
+     * needing less memory, as plan ranks them */
     t->best = 0;
-    for (int i = 1; i < t->n; i++)
-        if (t->pts[i].step_s < t->pts[t->best].step_s)
+    for (int i = 0; i < t->n; i++)
+        if (t->pts[i].m == best_m)
             t->best = i;
     *out = t;
     return SC_OK;

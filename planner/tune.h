@@ -9,7 +9,10 @@
  *   points: [ { m, mbs, step_time_s, bubble_fraction, efficiency,
  *               peak_mem_bytes, tokens_per_s } ]  (ascending m),
  *   best: index into points }
- * efficiency = compute time / step time (the average rank's).
+ * efficiency = compute time / step time (the average rank's). best is the
+ * search's winner (search.h's ranking: the fastest, or among the points
+ * within SC_SEARCH_TIE of it the one with the lower peak memory), so tune
+ * and plan name the same m for the same layout.
  *
  * Ownership: results freed with sc_tune_free (NULL ok).
  */

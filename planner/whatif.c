@@ -173,7 +173,7 @@ void sc_whatif_opts_default(sc_whatif_opts *o)
     o->interruptions_per_hour = -1;
     o->storage_bytes_per_s = 0;
     o->restart_s = 600;
-    o->top_k = 4;
+    o->simulate = SC_SEARCH_SIMULATE;
 }
 
 void sc_whatif_free(sc_whatif *w)
@@ -206,6 +206,7 @@ static void fill_point(sc_whatif_point *p, const sc_candidate *k, const sc_clust
     p->mbs = g->mbs;
     p->zero = g->zero;
     p->recompute = g->recompute;
+    p->sp = g->sp;
     snprintf(p->schedule, sizeof p->schedule, "%s", g->schedule ? g->schedule : k->schedule);
     p->step_s = k->sim->step_time_s;
     p->tokens_per_s = k->sim->tokens_per_s;
@@ -285,7 +286,9 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     sc_search_opts so;
     sc_search_opts_default(&so);
     so.global_batch = o->global_batch;
-    so.top_k = o->top_k > 0 ? o->top_k : 4;
+    so.simulate = o->simulate > 0 ? o->simulate : SC_SEARCH_SIMULATE;
+    so.framework = o->framework;
+    so.cut_in_layers = o->cut_in_layers;
     so.max_mem_bytes = o->max_mem_bytes;
     so.attn = o->attn;
 
@@ -417,6 +420,7 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
             sc_jadd_str(g, "schedule", p->schedule, &oom);
             sc_jadd_num(g, "zero", p->zero, &oom);
             sc_jadd_str(g, "recompute", sc_recompute_name(p->recompute), &oom);
+            sc_jadd_bool(g, "sp", p->sp, &oom);
         }
         sc_jadd_num(o, "step_time_s", p->step_s, &oom);
         sc_jadd_num(o, "tokens_per_s", p->tokens_per_s, &oom);

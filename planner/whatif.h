@@ -3,7 +3,7 @@
  * dollars, on demand and on spot capacity.
  *
  * The study. For every cluster C and node count N: the planner's search
- * (sc_search_run, top_k simulated, speed) on C at N nodes; its winner gives
+ * (sc_search_run, opts.simulate candidates simulated, speed, opts.framework) on C at N nodes; its winner gives
  * the step time and tokens/s. A count where nothing fits or no configuration
  * matches (SC_ENOFIT, SC_EINVAL from the search, or a node count the cluster
  * cannot take) is skipped with the search's message; any other error fails
@@ -130,7 +130,10 @@ typedef struct sc_whatif_opts {
     double interruptions_per_hour; /* per node; < 0 = each cluster's price.spot_interruptions_per_hour */
     double storage_bytes_per_s;    /* per node; <= 0 = each cluster's storage_bytes_per_s */
     double restart_s;              /* per interruption; < 0 = 600 */
-    int top_k;                     /* candidates the search simulates; 0 = 4 */
+    int simulate;                  /* candidates each search simulates; 0 = SC_SEARCH_SIMULATE
+                                      (the same as plan's, so both pick one winner) */
+    const struct sc_framework *framework; /* sc_search_opts.framework; NULL = any */
+    int cut_in_layers;             /* sc_search_opts.cut_in_layers */
     double max_mem_bytes;          /* sc_search_opts.max_mem_bytes of each search; 0 = none */
     sc_attn attn;                  /* attention implementation of every search */
     /* called after each (cluster, nodes) with done of total finished; point is
@@ -148,6 +151,7 @@ typedef struct sc_whatif_point {
     int dp, tp, pp, v, m, mbs, zero;
     char schedule[16];
     sc_recompute recompute;
+    int sp;                        /* sequence parallelism */
     double step_s, tokens_per_s, scaling_efficiency;
     double work_s, days;           /* T_s, T_s / 86400 */
     double cost_on_demand, usd_per_mtok_on_demand;
@@ -186,7 +190,7 @@ void sc_whatif_free(sc_whatif *w);
 
 /* {format, model, clusters: [names], global_batch, tokens, spot (bool),
  *  restart_s, points: [{cluster, nodes, gpus, config {dp, tp, pp, v, m, mbs,
- *  schedule, zero, recompute}, step_time_s, tokens_per_s, scaling_efficiency,
+ *  schedule, zero, recompute, sp}, step_time_s, tokens_per_s, scaling_efficiency,
  *  days, cost_on_demand_usd, usd_per_mtok_on_demand, cost_spot_usd | null,
  *  usd_per_mtok_spot | null, spot: {interruptions_per_hour, checkpoint_s,
  *  interval_s | null, waste_fraction, feasible, days | null} | null,

@@ -611,9 +611,9 @@ static void refused_then_forced(const char *d, const char *args, const char *fil
     REQUIRE(realpath(sc_test_bin(), bin));
     static const char *const uses[] = {
         "sim --model gpt-1.3b --cluster cal.json --dp 1 --tp 1 --pp 1 --microbatches 1 --mbs 1",
-        "plan --model gpt-1.3b --cluster cal.json --global-batch 4 --top 1",
+        "plan --model gpt-1.3b --cluster cal.json --global-batch 4 --simulate 1",
         "whatif --model gpt-1.3b --cluster cal.json --nodes 1 --global-batch 4 --tokens 1e6 "
-        "--top 1"};
+        "--simulate 1"};
     for (size_t i = 0; i < SC_ARRAY_LEN(uses); i++) {
         sc_test_sh(out, sizeof out, "cd %s && %s %s 2>&1 >/dev/null", d, bin, uses[i]);
         CHECK_STR_HAS(out, "warning: cal.json");

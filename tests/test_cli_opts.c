@@ -49,7 +49,12 @@ static const probe probes[] = {
      "--partitioner: 'magic' is not one of uniform, tree, optimal", {"plan", "tune"}},
     {"--global-batch", "0", "1073741824", "--global-batch: 0 is out of range [1, 1073741824]",
      {"plan", "tune", "whatif"}},
-    {"--top", "1001", "1000", "--top: 1001 is out of range [1, 1000]", {"plan", "whatif"}},
+    {"--top", "1001", "1000", "--top: 1001 is out of range [1, 1000]", {"plan"}},
+    {"--simulate", "0", "100000", "--simulate: 0 is out of range [1, 100000]", {"plan", "whatif"}},
+    {"--framework", "foo", "megatron",
+     "--framework: 'foo' is not one of megatron, deepspeed, torch, any", {"plan", "tune", "whatif"}},
+    {"--cuts", "inside", "leaves", "--cuts: 'inside' is not one of layers, leaves",
+     {"plan", "tune", "whatif"}},
     {"--nodes", "0", "100000", "--nodes: 0 is out of range [1, 100000]",
      {"plan", "tune", "sim"}},
 };
@@ -116,6 +121,8 @@ TEST(cli_opts_one_help_line)
         {"  --schedule S ", {"plan", "tune", "sim"}},
         {"  --global-batch B ", {"plan", "tune", "whatif"}},
         {"  --model M ", {"plan", "tune", "whatif", "sim"}},
+        {"  --framework F ", {"plan", "tune", "whatif"}},
+        {"  --simulate K ", {"plan", "whatif"}},
     };
     static char first[1 << 16], line[1 << 16];
     for (size_t i = 0; i < SC_ARRAY_LEN(lines); i++) {
@@ -142,10 +149,14 @@ TEST(cli_opts_one_help_line)
                        "default 64");
     REQUIRE(SC("%s plan --help", bin) == 0);
     CHECK_STR_HAS(out, "largest microbatch size to try [1, 65536]; default 8");
-    CHECK_STR_HAS(out, "--top K               candidates the search simulates [1, 1000]; "
-                       "default 16");
+    CHECK_STR_HAS(out, "--top N               plans listed (the table and --json's ranked); what is");
+    CHECK_STR_HAS(out, "[1, 1000]; default 16");
+    CHECK_STR_HAS(out, "--simulate K          candidates the search simulates, the best estimates");
+    CHECK_STR_HAS(out, "[1, 100000]; default 64");
     REQUIRE(SC("%s whatif --help", bin) == 0);
-    CHECK_STR_HAS(out, "candidates the search simulates [1, 1000]; default 4");
+    CHECK_STR_HAS(out, "[1, 100000]; default 64");
+    CHECK(SC("%s whatif --top 2", bin) == 2);
+    CHECK_STR_HAS(out, "unknown option or missing value '--top'");
     /* the options a command does not take are unknown to it */
     CHECK(SC("%s whatif --v 2", bin) == 2);
     CHECK_STR_HAS(out, "unknown option or missing value '--v'");

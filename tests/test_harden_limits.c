@@ -160,7 +160,7 @@ TEST(limits_search_progress_and_time_limit)
     sc_search_opts o;
     sc_search_opts_default(&o);
     o.global_batch = 64;
-    o.top_k = 4;
+    o.simulate = 4;
     o.progress = record;
     sc_search *s = NULL;
     sc_error err = {0};

@@ -334,7 +334,7 @@ TEST(gen_llama_planner_refuses_tp_not_dividing_kv_heads)
     sc_search_opts o;
     sc_search_opts_default(&o);
     o.global_batch = 8;
-    o.top_k = 64;
+    o.simulate = 64;
     sc_search *s = NULL;
     REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
     int n = 0;

@@ -37,6 +37,23 @@ static int first_leaf(const sc_module *x)
     return x->leaf_index;
 }
 
+const sc_module *sc_partition_layer_of(const sc_module *leaf)
+{
+    const sc_module *b = NULL;
+    for (const sc_module *p = leaf; p; p = p->parent)
+        if (is_block(p))
+            b = p;
+    return b;
+}
+
+int sc_partition_between_layers(const sc_model *m, int b)
+{
+    if (b <= 0 || b >= m->n_leaves)
+        return 1;
+    const sc_module *l = sc_partition_layer_of(m->leaves[b]);
+    return !l || l != sc_partition_layer_of(m->leaves[b - 1]);
+}
+
 int sc_partition_layers(const sc_model *m)
 {
     int n = 0;

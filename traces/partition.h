@@ -37,6 +37,14 @@ sc_status sc_partition_parse(const char *spec, const sc_model *m, int n_stages,
 /* Layers as sc_partition_uniform counts them (outermost "block" modules, or
  * every leaf when there are none). */
 int sc_partition_layers(const sc_model *m);
+/* The layer holding leaf: its outermost ancestor of kind "block" (itself
+ * when it is one), or NULL when no block holds it. The one definition of a
+ * layer that the partitioners, the send bytes (sc_cost_cut_bytes) and the
+ * exports use. O(depth). */
+const sc_module *sc_partition_layer_of(const sc_module *leaf);
+/* Whether a stage may begin at leaf b (0 < b < leaves) and still cut only
+ * between layers: leaves b-1 and b do not lie in the same layer. */
+int sc_partition_between_layers(const sc_model *m, int b);
 /* Names of the stage's first and last leaves, for printing. */
 const char *sc_partition_first_name(const sc_model *m, const sc_partition *p, int s);
 const char *sc_partition_last_name(const sc_model *m, const sc_partition *p, int s);

@@ -1,0 +1,441 @@
+/* test_framework.c - framework-aware search (planner/framework.h, search.h):
+ * what each framework's search returns, cuts between layers and the send
+ * bytes of a cut inside one, --top against --simulate, each configuration
+ * ranked once, ties, and plan, tune and whatif agreeing on the winner. */
+#include "check.h"
+#include "cost.h"
+#include "framework.h"
+#include "json.h"
+#include "search.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static char out[1 << 18];
+
+#define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
+
+static sc_model *open_pair(const char *model, int nodes, sc_cluster *c)
+{
+    sc_error err = {0};
+    sc_model *m = NULL;
+    if (sc_model_open(model, &m, &err) || sc_cluster_preset_get("p4d.24xlarge", c, &err) ||
+        sc_cluster_set_nodes(c, nodes, &err)) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        sc_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* A search of m on c with batch B for framework fw (NULL: any), simulating
+ * every fitting candidate up to K. */
+static sc_search *search(const sc_model *m, const sc_cluster *c, long B, const char *fw,
+                         int cut_in_layers, int K)
+{
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = B;
+    o.simulate = K;
+    o.framework = fw ? sc_framework_find(fw) : NULL;
+    o.cut_in_layers = cut_in_layers;
+    sc_search *s = NULL;
+    sc_error err = {0};
+    if (sc_search_run(m, c, &o, &s, &err) != SC_OK)
+        sc_test_fail(__FILE__, __LINE__, "search %s: %s", fw ? fw : "any", err.msg);
+    return s;
+}
+
+static int ranked_n(const sc_search *s)
+{
+    int n = 0;
+    sc_search_counts(s, NULL, NULL, &n);
+    return n;
+}
+
+/* Stages that begin inside a layer, over every ranked candidate. */
+static int inside_cuts(const sc_model *m, const sc_search *s)
+{
+    int bad = 0;
+    for (int i = 0; i < ranked_n(s); i++) {
+        const sc_partition *p = sc_search_ranked(s, i)->cfg.partition;
+        for (int k = 1; p && k < p->n_stages; k++)
+            bad += !sc_partition_between_layers(m, p->first[k]);
+    }
+    return bad;
+}
+
+/* DeepSpeed: no ZeRO 2 or 3 with a pipeline, no zero-bubble, interleaved or
+ * GPipe schedule, no sequence parallelism; the same search for any framework
+ * does return such plans, so the restriction is what removed them. */
+TEST(framework_deepspeed_restrictions)
+{
+    sc_cluster c;
+    sc_model *m = open_pair("gpt-1.3b", 1, &c);
+    REQUIRE(m);
+    sc_search *ds = search(m, &c, 32, "deepspeed", 0, 4000);
+    sc_search *any = search(m, &c, 32, NULL, 0, 4000);
+    REQUIRE(ds && any);
+    int any_z2pp = 0, any_sched = 0, any_sp = 0, ds_pp = 0;
+    for (int i = 0; i < ranked_n(any); i++) {
+        const sc_candidate *k = sc_search_ranked(any, i);
+        any_z2pp += k->cfg.zero >= 2 && k->cfg.pp > 1;
+        any_sched += k->cfg.pp > 1 && strcmp(k->schedule, "1f1b") != 0;
+        any_sp += k->cfg.sp;
+    }
+    CHECK(any_z2pp > 0 && any_sched > 0 && any_sp > 0);
+    REQUIRE(ranked_n(ds) > 10);
+    for (int i = 0; i < ranked_n(ds); i++) {
+        const sc_candidate *k = sc_search_ranked(ds, i);
+        ds_pp += k->cfg.pp > 1;
+        if ((k->cfg.zero >= 2 && k->cfg.pp > 1) || k->cfg.v > 1 || k->cfg.sp ||
+            (k->cfg.pp > 1 && strcmp(k->schedule, "1f1b") != 0)) {
+            sc_test_fail(__FILE__, __LINE__,
+                         "deepspeed returned dp %d tp %d pp %d v %d %s zero %d sp %d", k->cfg.dp,
+                         k->cfg.tp, k->cfg.pp, k->cfg.v, k->schedule, k->cfg.zero, k->cfg.sp);
+            break;
+        }
+    }
+    CHECK(ds_pp > 0); /* pipelines are searched, with 1F1B and ZeRO 0-1 */
+    sc_search_free(ds);
+    sc_search_free(any);
+    sc_model_free(m);
+}
+
+/* torch.distributed.pipelining as exported: no tp, ZeRO 0-1, every schedule;
+ * each plan of its search exports. */
+TEST(framework_torch_restrictions)
+{
+    sc_cluster c;
+    sc_model *m = open_pair("gpt-1.3b", 1, &c);
+    REQUIRE(m);
+    sc_search *s = search(m, &c, 32, "torch", 0, 4000);
+    REQUIRE(s);
+    int zb = 0, il = 0;
+    for (int i = 0; i < ranked_n(s); i++) {
+        const sc_candidate *k = sc_search_ranked(s, i);
+        zb += !strcmp(k->schedule, "zb-h1");
+        il += k->cfg.v > 1;
+        if (k->cfg.tp > 1 || k->cfg.zero > 1 || k->cfg.sp) {
+            sc_test_fail(__FILE__, __LINE__, "torch returned tp %d zero %d sp %d", k->cfg.tp,
+                         k->cfg.zero, k->cfg.sp);
+            break;
+        }
+    }
+    CHECK(zb > 0 && il > 0);
+    sc_search_free(s);
+    sc_model_free(m);
+}
+
+/* Megatron-LM never cuts inside a layer, nor does the default search; with
+ * --cuts leaves (framework any) the same shapes do cut inside layers. */
+TEST(framework_megatron_cuts_between_layers)
+{
+    sc_cluster c;
+    sc_model *m = open_pair("gpt-1.3b", 1, &c);
+    REQUIRE(m);
+    sc_search *mg = search(m, &c, 32, "megatron", 0, 4000);
+    sc_search *def = search(m, &c, 32, NULL, 0, 4000);
+    sc_search *leaves = search(m, &c, 32, NULL, 1, 4000);
+    REQUIRE(mg && def && leaves);
+    int pipelines = 0;
+    for (int i = 0; i < ranked_n(mg); i++) {
+        const sc_candidate *k = sc_search_ranked(mg, i);
+        pipelines += k->cfg.pp > 1;
+        if (!strcmp(k->schedule, "gpipe") || !strcmp(k->schedule, "zb-h1") ||
+            (k->cfg.zero == 3 && k->cfg.pp > 1)) {
+            sc_test_fail(__FILE__, __LINE__, "megatron returned pp %d %s zero %d", k->cfg.pp,
+                         k->schedule, k->cfg.zero);
+            break;
+        }
+    }
+    CHECK(pipelines > 0);
+    CHECK_EQ_INT(inside_cuts(m, mg), 0);
+    CHECK_EQ_INT(inside_cuts(m, def), 0);
+    CHECK(inside_cuts(m, leaves) > 0);
+    /* megatron and --cuts leaves do not go together */
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 32;
+    o.framework = sc_framework_find("megatron");
+    o.cut_in_layers = 1;
+    sc_search *s = NULL;
+    sc_error err = {0};
+    CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "Megatron-LM cuts only between layers");
+    sc_search_free(mg);
+    sc_search_free(def);
+    sc_search_free(leaves);
+    sc_model_free(m);
+}
+
+/* A cut inside a layer sends the residual stream too: the layer's output
+ * beside the leaf's; a cut between layers sends the leaf's output alone.
+ * sc_cost_stage's send bytes are those. */
+TEST(framework_cut_inside_sends_residual)
+{
+    sc_cluster c;
+    sc_model *m = open_pair("gpt-1.3b", 1, &c);
+    REQUIRE(m);
+    int inside = -1, between = -1;
+    for (int b = 1; b < m->n_leaves && (inside < 0 || between < 0); b++) {
+        const sc_module *l = sc_partition_layer_of(m->leaves[b]);
+        if (!l)
+            continue;
+        if (!sc_partition_between_layers(m, b) && inside < 0)
+            inside = b;
+        else if (sc_partition_between_layers(m, b) && between < 0 && b > 1)
+            between = b;
+    }
+    REQUIRE(inside > 0 && between > 0);
+    const sc_module *layer = sc_partition_layer_of(m->leaves[inside]);
+    REQUIRE(layer->act_out_bytes > 0);
+    CHECK_NEAR(sc_cost_cut_bytes(m, inside),
+               m->leaves[inside - 1]->act_out_bytes + layer->act_out_bytes, 1e-12);
+    CHECK_NEAR(sc_cost_cut_bytes(m, between), m->leaves[between - 1]->act_out_bytes, 1e-12);
+    int starts[1] = {inside};
+    sc_partition p = {0};
+    sc_error err = {0};
+    REQUIRE(sc_partition_explicit(m, 2, starts, 1, &p, &err) == SC_OK);
+    sc_stage_info info[2];
+    sc_stage_cfg sc = {.dtype = m->dtype, .tp = 2, .mbs = 4};
+    REQUIRE(sc_cost_stage(&c, m, &p, &sc, info, &err) == SC_OK);
+    CHECK_NEAR(info[0].send_bytes,
+               (m->leaves[inside - 1]->act_out_bytes + layer->act_out_bytes) * 4 / 2, 1e-12);
+    sc_partition_free(&p);
+    sc_model_free(m);
+}
+
+/* tp only where the model has tensor-parallel data: the same GPT with its
+ * tp data removed gets no tp > 1 from Megatron-LM's or DeepSpeed's search,
+ * and a fixed --tp 2 is refused naming the modules. */
+TEST(framework_tp_needs_tp_data)
+{
+    sc_cluster c;
+    sc_model *m = open_pair("gpt-1.3b", 1, &c);
+    REQUIRE(m);
+    sc_fw_layout l = {.tp = 2, .pp = 1, .v = 1};
+    char why[512];
+    CHECK(sc_framework_judge(sc_framework_find("megatron"), m, &l, why, sizeof why) ==
+          SC_FW_RUNS);
+    for (int i = 0; i < m->n_leaves; i++)
+        m->leaves[i]->has_tp = 0;
+    CHECK(sc_framework_judge(sc_framework_find("megatron"), m, &l, why, sizeof why) ==
+          SC_FW_CANNOT);
+    CHECK_STR_HAS(why, "no tensor-parallel data");
+    CHECK(sc_framework_judge(sc_framework_find("any"), m, &l, why, sizeof why) == SC_FW_RUNS);
+    const char *fws[] = {"megatron", "deepspeed"};
+    for (int f = 0; f < 2; f++) {
+        sc_search *s = search(m, &c, 32, fws[f], 0, 500);
+        REQUIRE(s);
+        for (int i = 0; i < ranked_n(s); i++)
+            CHECK_EQ_INT(sc_search_ranked(s, i)->cfg.tp, 1);
+        sc_search_free(s);
+    }
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 32;
+    o.fix_tp = 2;
+    o.framework = sc_framework_find("megatron");
+    sc_search *s = NULL;
+    sc_error err = {0};
+    CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "--framework megatron: tensor parallelism (tp=2) of gpt-1.3b");
+    sc_model_free(m);
+}
+
+/* The exports refuse through the same table: a plan with sequence
+ * parallelism and a pipeline, which DeepSpeed's search never returns, is
+ * refused by its export with the table's phrase. */
+TEST(framework_export_uses_the_table)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 --tp 2 --sp --pp 2 "
+               "--microbatches 4 -o %s/sp.json >/dev/null",
+               bin, d) == 0);
+    CHECK(SC("%s export %s/sp.json --to deepspeed 2>&1", bin, d) == 2);
+    CHECK_STR_HAS(out, "DeepSpeed cannot run this plan: sequence parallelism: DeepSpeed does "
+                       "not split norms and dropouts");
+    CHECK(SC("%s export %s/sp.json --to megatron >/dev/null 2>&1", bin, d) == 0);
+    /* plan --framework megatron writes a plan its export takes */
+    REQUIRE(SC("%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+               "--framework megatron --pp 4 -o %s/mg.json >/dev/null",
+               bin, d) == 0);
+    CHECK(SC("%s export %s/mg.json --to megatron -o %s/mg >/dev/null 2>&1", bin, d, d) == 0);
+    /* bad values and conflicts: exit 2, one message naming the flag */
+    CHECK(SC("%s plan --model gpt-1.3b --cluster p4d.24xlarge --global-batch 64 --framework "
+             "foo 2>&1",
+             bin) == 2);
+    CHECK_STR_HAS(out, "--framework: 'foo' is not one of megatron, deepspeed, torch, any");
+    CHECK(SC("%s plan --model gpt-1.3b --cluster p4d.24xlarge --global-batch 64 --simulate 0 "
+             "2>&1",
+             bin) == 2);
+    CHECK_STR_HAS(out, "--simulate: 0 is out of range");
+    CHECK(SC("%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+             "--framework deepspeed --pp 4 --zero 2 2>&1",
+             bin) == 2);
+    CHECK_STR_HAS(out, "--framework deepspeed: ZeRO-2 with pipeline parallelism (pp=4)");
+    CHECK(SC("%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 --dp 4 "
+             "--tp 1 --pp 4 --schedule zb-h1 --framework megatron 2>&1",
+             bin) == 2);
+    CHECK_STR_HAS(out, "the zb-h1 schedule: Megatron-LM runs 1F1B instead");
+    /* the model rule: the same phrase as export's refusal */
+    CHECK(SC("%s plan --model t5-3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+             "--framework megatron 2>&1",
+             bin) == 2);
+    CHECK_STR_HAS(out, "plan: --framework megatron: t5-3b is an encoder-decoder");
+    CHECK(SC("%s plan --model t5-3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+             "--framework deepspeed --top 1 >/dev/null 2>&1",
+             bin) == 0);
+}
+
+/* --top only lists; --simulate is the budget. The same budget gives the
+ * same winner whatever --top, and a smaller budget never a faster one. */
+TEST(framework_top_is_display_only)
+{
+    const char *bin = sc_test_bin();
+    const char *base = "plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --global-batch "
+                       "512 --json";
+    double step[3];
+    int dp[3], n[3], sim[3];
+    const char *args[3] = {"--top 1", "--top 40", "--top 40 --simulate 4"};
+    for (int i = 0; i < 3; i++) {
+        REQUIRE(SC("%s %s %s", bin, base, args[i]) == 0);
+        cJSON *j = cJSON_Parse(out);
+        REQUIRE(j);
+        const cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ranked"), 0);
+        REQUIRE(r);
+        step[i] = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "step_time_s"));
+        dp[i] = (int)cJSON_GetNumberValue(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(r, "config"), "dp"));
+        n[i] = cJSON_GetArraySize(cJSON_GetObjectItem(j, "ranked"));
+        sim[i] = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "simulated"));
+        cJSON_Delete(j);
+    }
+    CHECK_EQ_INT(n[0], 1);
+    CHECK_EQ_INT(n[1], 40);
+    CHECK_EQ_INT(sim[0], SC_SEARCH_SIMULATE);
+    CHECK_EQ_INT(sim[1], SC_SEARCH_SIMULATE);
+    CHECK_EQ_INT(sim[2], 4);
+    CHECK(step[0] == step[1] && dp[0] == dp[1]);
+    CHECK(step[2] >= step[0] * (1 - SC_SEARCH_TIE));
+}
+
+/* Each configuration once; the ranking is by step time up to the tie
+ * tolerance, and inside a tie by peak memory, then layout. */
+TEST(framework_merge_and_ties)
+{
+    sc_cluster c;
+    sc_model *m = open_pair("gpt-1.3b", 2, &c);
+    REQUIRE(m);
+    sc_search *s = search(m, &c, 64, NULL, 0, 3000);
+    REQUIRE(s);
+    int n = ranked_n(s), ties = 0;
+    REQUIRE(n > 100);
+    for (int i = 0; i < n; i++) {
+        const sc_candidate *a = sc_search_ranked(s, i);
+        for (int j = i + 1; j < n; j++) {
+            const sc_candidate *b = sc_search_ranked(s, j);
+            const sc_step_cfg *x = &a->cfg, *y = &b->cfg;
+            if (x->dp == y->dp && x->tp == y->tp && x->pp == y->pp && x->v == y->v &&
+                x->m == y->m && x->mbs == y->mbs && x->zero == y->zero &&
+                x->recompute == y->recompute && x->sp == y->sp && !strcmp(a->schedule, b->schedule))
+                sc_test_fail(__FILE__, __LINE__, "ranks %d and %d are one configuration", i + 1,
+                             j + 1);
+            /* never more than the tolerance faster than a plan ranked above */
+            if (b->sim->step_time_s * (1 + SC_SEARCH_TIE) < a->sim->step_time_s * (1 - 1e-12))
+                sc_test_fail(__FILE__, __LINE__, "rank %d (%.6f s) is ranked below %d (%.6f s)",
+                             j + 1, b->sim->step_time_s, i + 1, a->sim->step_time_s);
+        }
+        if (i + 1 < n) {
+            const sc_candidate *b = sc_search_ranked(s, i + 1);
+            double pa = 0, pb = 0;
+            for (int k = 0; k < a->sim->pp; k++)
+                pa = fmax(pa, a->sim->mem[k].total);
+            for (int k = 0; k < b->sim->pp; k++)
+                pb = fmax(pb, b->sim->mem[k].total);
+            switch (sc_search_tie(s, i)) {
+            case SC_TIE_MEMORY:
+                ties++;
+                CHECK(pa < pb);
+                break;
+            case SC_TIE_LAYOUT:
+                ties++;
+                CHECK(pa == pb && (sc_search_dims(&a->cfg) < sc_search_dims(&b->cfg) ||
+                                   (sc_search_dims(&a->cfg) == sc_search_dims(&b->cfg) &&
+                                    a->cfg.zero < b->cfg.zero)));
+                break;
+            case SC_TIE_STEP:
+                CHECK(a->sim->step_time_s <= b->sim->step_time_s);
+                break;
+            case SC_TIE_NONE:
+                break;
+            }
+        }
+    }
+    CHECK(ties > 0);
+    sc_search_free(s);
+    sc_model_free(m);
+    /* the explanation names the tie and its reason, never "0.0 ms faster"
+     * (dp 128 on 16 p4d nodes: ZeRO 1 and 2 take the same step, ZeRO 2
+     * less memory) */
+    REQUIRE(SC("%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --global-batch 512 "
+               "--dp 128 --mbs 2 --recompute none --top 3",
+               sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "  a tie: the steps are within 1% of each other (");
+    CHECK_STR_HAS(out, "ms), and #1 needs less peak memory (");
+    CHECK(!strstr(out, "0.0 ms faster"));
+}
+
+/* plan, tune (the winner's layout) and whatif (16 nodes) name the same
+ * winner for gpt-1.3b on 16 x p4d.24xlarge, global batch 512. */
+TEST(framework_plan_tune_whatif_agree)
+{
+    const char *bin = sc_test_bin(), *d = sc_test_tmpdir();
+    const char *common = "--model gpt-1.3b --global-batch 512";
+    REQUIRE(SC("%s plan %s --cluster p4d.24xlarge --nodes 16 --json --top 1", bin, common) == 0);
+    cJSON *p = cJSON_Parse(out);
+    REQUIRE(p);
+    const cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(p, "ranked"), 0);
+    const cJSON *g = cJSON_GetObjectItem(r, "config");
+    REQUIRE(r && g);
+#define NUM(o, k) ((int)cJSON_GetNumberValue(cJSON_GetObjectItem((o), (k))))
+#define STR(o, k) cJSON_GetStringValue(cJSON_GetObjectItem((o), (k)))
+    double step = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "step_time_s"));
+    /* every ranked row says whether it won a tie with the next */
+    CHECK(cJSON_GetObjectItem(r, "tie_with_next") != NULL);
+    int sp = cJSON_IsTrue(cJSON_GetObjectItem(g, "sp"));
+    /* tune on the winner's layout */
+    REQUIRE(SC("%s tune %s --cluster p4d.24xlarge --nodes 16 --dp %d --tp %d --pp %d --v %d "
+               "--schedule %s --zero %d --recompute %s %s --json",
+               bin, common, NUM(g, "dp"), NUM(g, "tp"), NUM(g, "pp"), NUM(g, "v"),
+               STR(g, "schedule"), NUM(g, "zero"), STR(g, "recompute"), sp ? "--sp" : "") == 0);
+    cJSON *t = cJSON_Parse(out);
+    REQUIRE(t);
+    const cJSON *best =
+        cJSON_GetArrayItem(cJSON_GetObjectItem(t, "points"), NUM(t, "best"));
+    REQUIRE(best);
+    CHECK_EQ_INT(NUM(best, "m"), NUM(g, "microbatches"));
+    CHECK_EQ_INT(NUM(best, "mbs"), NUM(g, "mbs"));
+    CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(best, "step_time_s")), step, 1e-12);
+    /* whatif at 16 nodes */
+    REQUIRE(SC("%s whatif %s --cluster p4d.24xlarge --nodes 16 --tokens 1e9 -o %s/wi --json "
+               "2>/dev/null",
+               bin, common, d) == 0);
+    cJSON *w = cJSON_Parse(out);
+    REQUIRE(w);
+    const cJSON *pt = cJSON_GetArrayItem(cJSON_GetObjectItem(w, "points"), 0);
+    const cJSON *wg = cJSON_GetObjectItem(pt, "config");
+    REQUIRE(pt && wg);
+    CHECK_EQ_INT(NUM(wg, "dp"), NUM(g, "dp"));
+    CHECK_EQ_INT(NUM(wg, "tp"), NUM(g, "tp"));
+    CHECK_EQ_INT(NUM(wg, "pp"), NUM(g, "pp"));
+    CHECK_EQ_INT(NUM(wg, "m"), NUM(g, "microbatches"));
+    CHECK_EQ_INT(NUM(wg, "zero"), NUM(g, "zero"));
+    CHECK(!strcmp(STR(wg, "recompute"), STR(g, "recompute")));
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(wg, "sp")) == sp);
+    CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(pt, "step_time_s")), step, 1e-12);
+    cJSON_Delete(p);
+    cJSON_Delete(t);
+    cJSON_Delete(w);
+}
