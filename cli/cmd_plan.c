@@ -97,6 +97,8 @@ static cJSON *cand_json(const sc_candidate *c)
     cJSON_AddNumberToObject(e, "peak_mem_bytes", c->est.peak_mem);
     cJSON_AddNumberToObject(o, "exposed_comm_s", exposed(c->sim));
     cJSON_AddNumberToObject(o, "peak_mem_max_bytes", peak(c->sim));
+    if (c->unsliced_s > 0)
+        cJSON_AddNumberToObject(o, "unsliced_step_time_s", c->unsliced_s);
     return o;
 }
 
@@ -220,9 +222,14 @@ int cmd_plan(int argc, char **argv)
         for (int i = 0; i < shown; i++) {
             const sc_candidate *k = sc_search_ranked(s, i);
             const sc_step_cfg *g = &k->cfg;
+            char sch[32];
+            if (g->slices > 1) /* token slices (TeraPipe) */
+                snprintf(sch, sizeof sch, "%s/%dsl", g->schedule, g->slices);
+            else
+                snprintf(sch, sizeof sch, "%s", g->schedule);
             printf("%3d %4d %3d %3d %2d %4d %4d %-11s %4d %-9s %2s %10.1f %6.1f%% %10.1f %10s "
                    "%8.1f %9.4f\n",
-                   i + 1, g->dp, g->tp, g->pp, g->v, g->m, g->mbs, g->schedule, g->zero,
+                   i + 1, g->dp, g->tp, g->pp, g->v, g->m, g->mbs, sch, g->zero,
                    sc_recompute_name(g->recompute), g->sp ? "sp" : "-",
                    1e3 * k->sim->step_time_s,
                    100 * k->sim->bubble_fraction, 1e3 * exposed(k->sim),
@@ -299,6 +306,14 @@ int cmd_plan(int argc, char **argv)
                     printf("; #1 spends %.1f ms more on %s", 1e3 * d, rows[idx[6]].n);
                 printf("\n");
             }
+        }
+        if (w->cfg.slices > 1 && w->unsliced_s > 0) {
+            printf("\ntoken slices won: #1 cuts each sequence into %d slices (TeraPipe;", w->cfg.slices);
+            for (int j = 0; j < w->cfg.slices; j++)
+                printf(" %d", w->cfg.slice_len[j]);
+            printf(" tokens), %.1f ms against %.1f ms unsliced (%.1f%% faster)\n",
+                   1e3 * w->sim->step_time_s, 1e3 * w->unsliced_s,
+                   100 * (1 - w->sim->step_time_s / w->unsliced_s));
         }
         if (out)
             printf("\nwinner written to %s\n", out);

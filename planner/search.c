@@ -4,6 +4,7 @@
 #include "framework.h"
 #include "partitioner_hook.h"
 #include "schedule.h"
+#include "slices.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -50,6 +51,7 @@ void sc_search_opts_default(sc_search_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->simulate = SC_SEARCH_SIMULATE;
+    o->slices = 1;
     o->memory_weight = -1;
     o->max_mbs = 8;
     o->fix_zero = -1;
@@ -148,6 +150,36 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
         return -1;
     s->keys[s->ntables] = (table_key){pp, v, tp, mbs, sp};
     return s->ntables++;
+}
+
+/* TeraPipe's slicing of a simulated candidate: kept (cfg, sim, lengths)
+ * when its simulated step is faster, else the candidate is left alone. A
+ * slicing the model or sequence cannot take is no error here. */
+static sc_status try_slices(const sc_model *m, const sc_cluster *c, sc_candidate *cd,
+                            sc_error *err)
+{
+    sc_slicing sl;
+    sc_error e2 = {0};
+    if (sc_slices_auto(m, c, &cd->cfg, &sl, &e2) != SC_OK || sl.k < 2 ||
+        !(sl.step_s < cd->sim->step_time_s))
+        return SC_OK;
+    sc_step_cfg x = cd->cfg;
+    x.slices = sl.k;
+    memcpy(cd->slice_len, sl.len, sizeof(int) * (size_t)sl.k);
+    x.slice_len = cd->slice_len;
+    sc_step_result *r = NULL;
+    sc_status st = sc_step_simulate(m, c, &x, &r, err);
+    if (st)
+        return st;
+    if (!r->fits) { /* more units in flight: keep the unsliced step */
+        sc_step_result_free(r);
+        return SC_OK;
+    }
+    cd->unsliced_s = cd->sim->step_time_s;
+    sc_step_result_free(cd->sim);
+    cd->sim = r;
+    cd->cfg = x;
+    return SC_OK;
 }
 
 static int add_candidate(sc_search *s, const sc_candidate *c)
@@ -703,6 +735,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     }
     int K = pool < s->o.simulate ? (int)pool : s->o.simulate;
     double t1 = now();
+    int sliceable = o->slices && !sc_model_not_causal(m, NULL);
     pg.phase = 1;
     pg.total = K;
     for (int k = 0; k < K && !st; k++) {
@@ -738,6 +771,9 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         if (dup) /* merged: the ranked list holds each configuration once */
             continue;
         st = sc_step_simulate(m, c, &cd->cfg, &cd->sim, err);
+        if (!st && o->slices && sliceable && cd->cfg.m < cd->cfg.pp && cd->cfg.v == 1 &&
+            (!strcmp(cd->schedule, "gpipe") || !strcmp(cd->schedule, "1f1b")))
+            st = try_slices(m, c, cd, err);
         if (!st && cd->sim->fits)
             s->ranked[s->nranked++] = order[k];
         if (o->progress) {
@@ -775,6 +811,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         sc_candidate *cd = &s->cands[s->ranked[i]];
         cd->cfg.schedule = cd->schedule;
         cd->cfg.partition = &s->tables[cd->part_key].part;
+        cd->cfg.slice_len = cd->cfg.slices > 1 ? cd->slice_len : NULL;
     }
     *out = s;
     return SC_OK;

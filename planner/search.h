@@ -62,6 +62,11 @@ typedef struct sc_search_opts {
     long global_batch;
     int optimize_memory;      /* 0: speed, 1: memory */
     int simulate;             /* candidates simulated, 0 = SC_SEARCH_SIMULATE */
+    /* token slices (TeraPipe): 1 = for every simulated gpipe or 1f1b
+     * candidate with fewer microbatches than stages on a causal decoder,
+     * also simulate TeraPipe's slicing (sc_slices_auto) and keep it when it
+     * is faster; 0 = never */
+    int slices;
     const struct sc_framework *framework; /* NULL = any (framework.h) */
     int cut_in_layers;        /* 1: stages may begin inside a layer (any, torch) */
     const char *partitioner;  /* "uniform", "tree" or "optimal"; NULL = "optimal" when built */
@@ -112,6 +117,8 @@ typedef struct sc_candidate {
     int part_key;
     sc_estimate est;
     sc_step_result *sim;      /* set for the simulated ones */
+    int slice_len[64];        /* cfg.slice_len when cfg.slices > 1 (SC_SLICES_MAX) */
+    double unsliced_s;        /* the step without slices, when slicing won (else 0) */
 } sc_candidate;
 
 typedef struct sc_search sc_search;
