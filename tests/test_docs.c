@@ -429,6 +429,12 @@ TEST(docs_formats_plan_and_timeline)
     strset keys = {0};
     snprintf(path, sizeof path, "%s/plan.json", d);
     walk_file(path, NULL, &keys, NULL);
+    /* the optional keys: token slices */
+    REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --pp 2 --microbatches 1 "
+               "--schedule gpipe --slices 2 -o %s/plan_sliced.json",
+               sc_test_bin(), d) == 0);
+    snprintf(path, sizeof path, "%s/plan_sliced.json", d);
+    walk_file(path, NULL, &keys, NULL);
     check_kind("plan", &keys, NULL);
     set_free(&keys);
 
