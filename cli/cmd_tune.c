@@ -86,9 +86,13 @@ int cmd_tune(int argc, char **argv)
                "efficiency", "peak mem", "tokens/s");
         for (int i = 0; i < t->n; i++) {
             const sc_tune_point *p = &t->pts[i];
-            printf("%6d %5d %12.1f %7.1f%% %10.1f%% %12s %14.0f%s\n", p->m, p->mbs, 1e3 * p->step_s,
-                   100 * p->bubble_fraction, 100 * p->efficiency, cli_bytes(p->peak_mem, b),
-                   p->tokens_per_s, i == t->best ? "  <- best" : "");
+            char sl[32] = "";
+            if (p->slices > 1)
+                snprintf(sl, sizeof sl, "  (%d token slices)", p->slices);
+            printf("%6d %5d %12.1f %7.1f%% %10.1f%% %12s %14.0f%s%s\n", p->m, p->mbs,
+                   1e3 * p->step_s, 100 * p->bubble_fraction, 100 * p->efficiency,
+                   cli_bytes(p->peak_mem, b), p->tokens_per_s, i == t->best ? "  <- best" : "",
+                   sl);
         }
         for (int i = 0; i < t->n_skipped; i++)
             printf("%6d %5d   %s\n", t->skipped[i].m, t->skipped[i].mbs, t->skipped[i].reason);

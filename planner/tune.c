@@ -78,7 +78,8 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
         t->pts[t->n++] = (sc_tune_point){k->cfg.m, k->cfg.mbs, r->step_time_s, r->bubble_fraction,
                                          r->step_time_s > 0 ? r->breakdown.compute / r->step_time_s
                                                             : 0,
-                                         peak, r->tokens_per_s};
+                                         peak, r->tokens_per_s,
+                                         k->cfg.slices > 1 ? k->cfg.slices : 0};
     }
     sc_search_free(s);
     qsort(t->pts, (size_t)t->n, sizeof *t->pts, by_m);
@@ -144,6 +145,8 @@ cJSON *sc_tune_to_json(const sc_tune *t)
         sc_jadd_num(o, "efficiency", p->efficiency, &oom);
         sc_jadd_num(o, "peak_mem_bytes", p->peak_mem, &oom);
         sc_jadd_num(o, "tokens_per_s", p->tokens_per_s, &oom);
+        if (p->slices > 1)
+            sc_jadd_num(o, "slices", p->slices, &oom);
     }
     sc_jadd_num(j, "best", t->best, &oom);
     if (t->n_skipped) {
@@ -170,7 +173,7 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
                                       "dp", "tp", "pp", "v", "schedule", "zero", "recompute",
                                       "sp", "points", "best", "skipped", NULL};
     static const char *const pk[] = {"m", "mbs", "step_time_s", "bubble_fraction", "efficiency",
-                                     "peak_mem_bytes", "tokens_per_s", NULL};
+                                     "peak_mem_bytes", "tokens_per_s", "slices", NULL};
     *out = NULL;
     cJSON *j;
     sc_status st = sc_json_load(file, &j, err);
@@ -255,6 +258,10 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
                 st = sc_json_num(x, file, path, "peak_mem_bytes", 1, 0, 1e18, &p->peak_mem, err);
             if (!st)
                 st = sc_json_num(x, file, path, "tokens_per_s", 1, 0, 1e18, &p->tokens_per_s, err);
+            long sl = 0;
+            if (!st)
+                st = sc_json_int(x, file, path, "slices", 0, 2, 64, &sl, err);
+            p->slices = (int)sl;
             p->m = (int)mm;
             p->mbs = (int)mbs;
             t->n = i + 1;

@@ -27,6 +27,7 @@
 typedef struct sc_tune_point {
     int m, mbs;
     double step_s, bubble_fraction, efficiency, peak_mem, tokens_per_s;
+    int slices;              /* token slices TeraPipe's programme chose (0: none) */
 } sc_tune_point;
 
 typedef struct sc_tune {

@@ -562,6 +562,12 @@ TEST(docs_formats_tune)
     snprintf(path, sizeof path, "%s/tune.json", d);
     strset keys = {0};
     walk_file(path, NULL, &keys, NULL);
+    /* points with fewer microbatches than stages get token slices */
+    REQUIRE(SH("%s tune --model gpt-1.3b --cluster dgx-a100-80g --nodes 1 --global-batch 8 "
+               "--dp 1 --tp 1 --pp 8 --schedule gpipe -o %s/tune_sliced.json",
+               sc_test_bin(), d) == 0);
+    snprintf(path, sizeof path, "%s/tune_sliced.json", d);
+    walk_file(path, NULL, &keys, NULL);
     check_kind("tune", &keys, NULL);
     set_free(&keys);
 }
