@@ -161,14 +161,17 @@ static int push_item(item **it, int *n, int *cap, item v)
     return 0;
 }
 
-/* The forward work of one leaf for mbs samples on one tp rank. */
-static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, item **it, int *n,
-                      int *cap)
+/* The forward work of one leaf for mbs samples on one tp rank; qf, kf: a
+ * token slice's share of the queries and of the keys (1, 1: whole; a
+ * self-attention's keys are the first kf of the sequence). */
+static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, double qf,
+                      double kf, item **it, int *n, int *cap)
 {
     double sh = x->has_tp && x->tp_shardable ? tp : 1;
-    double seq = sc_module_dim(x, "seq", m->seq_len), P = sc_module_dim(x, "passages", 1);
+    double seq0 = sc_module_dim(x, "seq", m->seq_len), P = sc_module_dim(x, "passages", 1);
+    double seq = ceil(seq0 * qf);
     double T = mbs * P * seq, h = sc_module_dim(x, "hidden", 0);
-    double mem = x->act_out_bytes * mbs;
+    double mem = x->act_out_bytes * mbs * qf;
     int rc = 0;
     if (sc_module_is_attention(x)) {
         double a = sc_module_dim(x, "heads", 0), dk = sc_module_dim(x, "kv", 0);
@@ -176,7 +179,8 @@ static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, it
             a = 1;
         if (dk < 1)
             dk = h > 0 ? h / a : 64;
-        double inner = a * dk, skv = sc_module_dim(x, "kv_seq", seq);
+        double kv_seq = sc_module_dim(x, "kv_seq", 0);
+        double inner = a * dk, skv = kv_seq > 0 ? kv_seq : ceil(seq0 * kf);
         /* grouped-query attention: K and V have kv_heads heads (default all) */
         double kvh = sc_module_dim(x, "kv_heads", a);
         double ah = a / sh >= 1 ? floor(a / sh) : 1;
@@ -206,7 +210,7 @@ static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, it
     if (!strcmp(x->kind, "head") && h > 0 && V > 0)
         return push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(V / sh), clampi(h), 1, 0});
     if (x->flops_fwd > 0) {
-        double fl = x->flops_fwd * mbs / sh;
+        double fl = x->flops_fwd * mbs * qf / sh;
         if (h > 0)
             return push_item(it, n, cap,
                              (item){IT_WGEMM, clampi(T), clampi(h), clampi(fl / (2 * T * h)), 1, 0});
@@ -218,21 +222,36 @@ static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, it
     return 0;
 }
 
+/* The work of chunk c for token slice j (j = 0 and k = 1 unsliced): sw[j·v + c]. */
+static const stage_work *work_of(const sc_exec *x, int chunk, int mb)
+{
+    int k = x->lw->k;
+    return &x->sw[(k > 1 && mb >= 0 ? mb % k : 0) * x->cfg.v + chunk];
+}
+
 static sc_status build_work(sc_exec *x, sc_error *err)
 {
     const sc_model *m = x->model;
-    x->sw = sc_calloc((size_t)x->cfg.v, sizeof(stage_work));
+    int k = x->lw->k, v = x->cfg.v;
+    x->sw = sc_calloc((size_t)v * (size_t)k, sizeof(stage_work));
     if (!x->sw)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    for (int c = 0; c < x->cfg.v; c++) {
-        stage_work *w = &x->sw[c];
-        int s = c * x->cfg.pp + x->p, cap = 0;
-        w->s = s;
-        w->chunk = c;
-        w->info = x->info[s];
-        for (int l = x->cfg.partition->first[s]; l < x->cfg.partition->first[s + 1]; l++)
-            if (leaf_items(m, m->leaves[l], x->cfg.mbs, x->cfg.tp, &w->it, &w->n, &cap))
-                return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int j = 0, before = 0; j < k; j++) {
+        /* slice j: its tokens, and the keys of itself and the slices before it */
+        int len = k > 1 ? x->lw->slice_len[j] : m->seq_len;
+        double qf = (double)len / m->seq_len, kf = (double)(before + len) / m->seq_len;
+        before += len;
+        for (int c = 0; c < v; c++) {
+            stage_work *w = &x->sw[j * v + c];
+            int s = c * x->cfg.pp + x->p, cap = 0;
+            w->s = s;
+            w->chunk = c;
+            w->info = k > 1 ? x->lw->slice_info[j * x->S + s] : x->info[s];
+            for (int l = x->cfg.partition->first[s]; l < x->cfg.partition->first[s + 1]; l++)
+                if (leaf_items(m, m->leaves[l], x->cfg.mbs, x->cfg.tp, qf, kf, &w->it, &w->n,
+                               &cap))
+                    return sc_err(err, SC_ENOMEM, "exec: out of memory");
+        }
     }
     return SC_OK;
 }
@@ -393,7 +412,7 @@ static int dp_peer(sc_exec *x) { return rank_of(x, (x->d + 1) % x->cfg.dp, x->p,
 static uint64_t msg_seed(sc_exec *x, int dir, int from_stage, int mb)
 {
     return (((uint64_t)x->step * 2 + (uint64_t)dir) * (uint64_t)x->S + (uint64_t)from_stage) *
-               (uint64_t)x->cfg.m + (uint64_t)mb + 1;
+               (uint64_t)x->lw->sched->m + (uint64_t)mb + 1; /* units: m x slices */
 }
 
 static sc_status expect_sum(size_t bytes, uint64_t seed, uint64_t *out)
@@ -467,7 +486,7 @@ static sc_status do_send(sc_exec *x, const sc_action *a, sc_error *err)
     sc_comm *c = x->chan[dir * x->S + link];
     int peer_world = rank_of(x, x->d, a->peer, x->t);
     int peer = peer_world > x->rank ? 1 : 0;
-    int idx = (dir * x->cfg.v + a->chunk) * x->cfg.m + a->mb;
+    int idx = (dir * x->cfg.v + a->chunk) * x->lw->sched->m + a->mb;
     sc_dbuf *b = x->sendb[idx];
     sc_status st = free_buf(x, BUF_SEND + idx, err);
     /* The pattern is written only on the steps whose receives are checked:
@@ -493,7 +512,7 @@ static sc_status do_send(sc_exec *x, const sc_action *a, sc_error *err)
  * record opens with its first piece and closes with its last. */
 static sc_status do_compute(sc_exec *x, const sc_action *a, sc_error *err)
 {
-    const stage_work *w = &x->sw[a->chunk];
+    const stage_work *w = work_of(x, a->chunk, a->mb);
     int what = a->op == SC_OP_F   ? RUN_F
                : a->op == SC_OP_B ? (x->split ? RUN_B : RUN_BW)
                : a->op == SC_OP_W ? RUN_W
@@ -695,9 +714,9 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
 {
     const sc_step_cfg *cfg = &x->cfg;
     const sc_lowered_pos *L = &x->lw->pos[x->p];
-    int v = cfg->v, m = cfg->m;
+    int v = cfg->v, m = x->lw->sched->m; /* units: m x slices */
     double X = 0, mem = 4;
-    for (int c = 0; c < v; c++) {
+    for (int c = 0; c < v * x->lw->k; c++) {
         const stage_work *w = &x->sw[c];
         for (int i = 0; i < w->n; i++) {
             const item *q = &w->it[i];
@@ -858,11 +877,6 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
         return st;
     sc_plan_step_cfg(x->plan, &x->cfg);
     const sc_step_cfg *cfg = &x->cfg;
-    if (cfg->slices > 1)
-        return sc_err(err, SC_ENOTSUP,
-                      "%s: slices: the plan cuts each microbatch into %d token slices "
-                      "(TeraPipe), which the simulator models and the executor does not run "
-                      "yet", sc_basename(plan_file), cfg->slices);
     int need = cfg->dp * cfg->tp * cfg->pp;
     if (need != x->size)
         return sc_err(err, SC_EINVAL,
@@ -1210,7 +1224,7 @@ void sc_exec_close(sc_exec *x)
         sc_dbuf *bufs[] = {x->A, x->B, x->C, x->M0, x->M1, x->opt, x->tpb, x->zb, x->shb, x->agb};
         for (size_t i = 0; i < SC_ARRAY_LEN(bufs); i++)
             be->free(x->bk, bufs[i]);
-        int v = x->cfg.v, m = x->cfg.m;
+        int v = x->cfg.v, m = x->lw ? x->lw->sched->m : x->cfg.m;
         for (int i = 0; x->sendb && i < 2 * v * m; i++)
             be->free(x->bk, x->sendb[i]);
         for (int i = 0; x->recvb && i < 2 * v; i++)
@@ -1236,7 +1250,7 @@ void sc_exec_close(sc_exec *x)
     sc_free(x->recs);
     sc_free(x->pend);
     sc_free(x->offset);
-    for (int c = 0; x->sw && c < x->cfg.v; c++)
+    for (int c = 0; x->sw && c < x->cfg.v * (x->lw ? x->lw->k : 1); c++)
         sc_free(x->sw[c].it);
     sc_free(x->sw);
     sc_free(x->optdep);

@@ -88,8 +88,9 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
     p->sp = cfg->sp != 0;
     p->attn = cfg->attn;
     p->slices = cfg->slices > 1 ? cfg->slices : 0;
-    for (int j = 0; j < p->slices && j < 64; j++)
-        p->slice_len[j] = cfg->slice_len ? cfg->slice_len[j] : 0;
+    for (int j = 0; j < p->slices && j < 64; j++) /* equal slices: as sc_lower cuts them */
+        p->slice_len[j] = cfg->slice_len ? cfg->slice_len[j]
+                                         : m->seq_len / p->slices + (j < m->seq_len % p->slices);
     snprintf(p->schedule, sizeof p->schedule, "%s", cfg->schedule);
     snprintf(p->placement, sizeof p->placement, "%s", cfg->placement ? cfg->placement : "tp,pp,dp");
     snprintf(p->method, sizeof p->method, "%s", method ? method : "explicit");

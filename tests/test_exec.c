@@ -272,6 +272,19 @@ TEST(exec_mixed_layouts)
     run_cfg(d, "--dp 2 --tp 2 --pp 2 --microbatches 2 --mbs 2 --schedule 1f1b --zero 3", 8);
 }
 
+/* Token slices (TeraPipe): the executor runs each slice with its own
+ * shapes (slice-length GEMMs, attention over the keys so far), and its
+ * measured timeline is the lowered list op for op, as the simulator's. */
+TEST(exec_token_slices)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "") == 0);
+    run_cfg(d, "--dp 1 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule gpipe --slices 4", 2);
+    run_cfg(d, "--dp 1 --tp 2 --pp 2 --microbatches 1 --mbs 1 --schedule 1f1b --slices auto", 4);
+}
+
 /* A hung rank: every other rank gives up within the timeout with one line
  * naming what it waited for, the job exits non-zero, nothing is written. */
 TEST(exec_fault_hang_times_out)
