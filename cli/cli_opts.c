@@ -201,11 +201,9 @@ const cli_opt cli_search_opts[] = {
      "simulated is --simulate's", cli_opt_long, OFF(top), 1, CLI_MAX_TOP, CLI_PLAN, NULL, NULL,
      1},
     {"simulate", 0, "K", "candidates the search simulates, the best estimates\n"
-     "first: the budget that picks the winner. Default: up\n"
-     "to 64, ending once no later candidate can win (its\n"
-     "estimate beyond a tie of the best step at the best\n"
-     "estimate-to-simulation ratio seen); K: exactly K", cli_opt_int, OFF(o.simulate), 1,
-     CLI_MAX_SIMULATE, CLI_PLAN | CLI_WHATIF, NULL, NULL, 0},
+     "first: the budget that picks the winner (the same\n"
+     "default in plan and whatif)", cli_opt_int, OFF(o.simulate), 1, CLI_MAX_SIMULATE,
+     CLI_PLAN | CLI_WHATIF, NULL, NULL, 1},
     {"framework", 0, "F", "search only what that framework runs as planned\n"
      "(schedules, v, ZeRO with a pipeline, tp, sp, cuts;\n"
      "docs/commands.md#framework-aware-search); default any", opt_framework,

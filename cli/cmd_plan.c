@@ -181,7 +181,6 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddNumberToObject(j, "enumerated", (double)en);
         cJSON_AddNumberToObject(j, "fitting", (double)fit);
         cJSON_AddNumberToObject(j, "simulated", nsim);
-        cJSON_AddNumberToObject(j, "not_simulated_could_not_win", sc_search_stopped_early(s));
         cJSON_AddNumberToObject(j, "estimate_wall_s", te);
         cJSON_AddNumberToObject(j, "simulate_wall_s", tsim);
         cJSON_AddBoolToObject(j, "time_limited", limited);
@@ -210,10 +209,6 @@ int cmd_plan(int argc, char **argv)
                o.cut_in_layers ? "at any leaf" : "between layers");
         printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n", en,
                fit, te, nsim, tsim);
-        if (sc_search_stopped_early(s))
-            printf("stopped simulating after %d: the next %d candidates' estimates could not "
-                   "reach the best step (--simulate K simulates exactly K)\n",
-                   nsim, sc_search_stopped_early(s));
         if (shown < nsim)
             printf("the best %d of the %d simulated (--top)\n", shown, nsim);
         if (limited)

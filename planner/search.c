@@ -32,8 +32,6 @@ struct sc_search {
     int *group;                      /* per ranked position: its tie group */
     double t_est, t_sim;
     int time_limited, over_mem;
-    int stopped_early;      /* candidates of the budget not simulated: none could win */
-    int exact_budget;       /* opts.simulate was given: simulate that many, no early stop */
     long shapes_done, shapes_total;
     char over_msg[SC_ERRMSG_MAX];    /* the last candidate skipped for max_mem_bytes */
     long nofit_shapes;               /* shapes no partition could serve */
@@ -52,7 +50,7 @@ static double now(void)
 void sc_search_opts_default(sc_search_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->simulate = 0; /* SC_SEARCH_SIMULATE, ending early when no later candidate can win */
+    o->simulate = SC_SEARCH_SIMULATE;
     o->slices = 1;
     o->memory_weight = -1;
     o->max_mbs = 8;
@@ -101,8 +99,6 @@ void sc_search_times(const sc_search *s, double *estimate_s, double *simulate_s)
 }
 
 const char *sc_search_partitioner(const sc_search *s) { return s->partitioner; }
-
-int sc_search_stopped_early(const sc_search *s) { return s->stopped_early; }
 
 void sc_search_limits(const sc_search *s, int *time_limited, long *shapes_done,
                       long *shapes_total, int *over_mem)
@@ -579,7 +575,6 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     s->m = m;
     s->c = c;
     s->o = *o;
-    s->exact_budget = s->o.simulate > 0;
     if (s->o.simulate <= 0)
         s->o.simulate = SC_SEARCH_SIMULATE;
     if (s->o.max_mbs <= 0)
@@ -741,11 +736,6 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     int K = pool < s->o.simulate ? (int)pool : s->o.simulate;
     double t1 = now();
     int sliceable = o->slices && !sc_model_not_causal(m, NULL);
-    /* early stop: candidates come in estimate order; once even the most
-     * favourable simulated/estimated ratio seen cannot bring the next one
-     * within a tie of the best simulated step, no later one can win */
-    double best_sim = HUGE_VAL, min_ratio = HUGE_VAL;
-    int nsim_done = 0;
     pg.phase = 1;
     pg.total = K;
     for (int k = 0; k < K && !st; k++) {
@@ -754,11 +744,6 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             break;
         }
         sc_candidate *cd = &s->cands[order[k]];
-        if (!s->exact_budget && !o->optimize_memory && nsim_done >= SC_SEARCH_MIN_SIMULATE &&
-            cd->est.step_s * min_ratio > best_sim * (1 + SC_SEARCH_TIE)) {
-            s->stopped_early = K - k;
-            break;
-        }
         cd->cfg.schedule = cd->schedule;
         cd->cfg.partition = &s->tables[cd->part_key].part;
         cd->cfg.one_replica = 1; /* same result as every replica (tests/test_step.c) */
@@ -791,12 +776,6 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             st = try_slices(m, c, cd, err);
         if (!st && cd->sim->fits)
             s->ranked[s->nranked++] = order[k];
-        if (!st && cd->sim->fits && cd->est.step_s > 0) {
-            double ratio = cd->sim->step_time_s / cd->est.step_s;
-            min_ratio = ratio < min_ratio ? ratio : min_ratio;
-            best_sim = cd->sim->step_time_s < best_sim ? cd->sim->step_time_s : best_sim;
-            nsim_done++;
-        }
         if (o->progress) {
             pg.done = k + 1;
             pg.fraction = (k + 1.0) / K;

@@ -57,18 +57,11 @@ struct sc_framework;
 #define SC_SEARCH_SIMULATE 64
 /* Step times within this fraction of each other are a tie (see Ranking). */
 #define SC_SEARCH_TIE 0.01
-/* The default simulation budget (opts.simulate 0) ends early (speed only) once SC_SEARCH_MIN_SIMULATE
- * candidates have been simulated and the next one's estimate, times the
- * smallest simulated/estimated ratio seen, is beyond a tie of the best
- * simulated step: candidates come in estimate order, so no later one can
- * win unless the estimate errs more than it has on any simulated one. */
-#define SC_SEARCH_MIN_SIMULATE 16
 
 typedef struct sc_search_opts {
     long global_batch;
     int optimize_memory;      /* 0: speed, 1: memory */
-    int simulate;             /* candidates simulated exactly; 0 = up to SC_SEARCH_SIMULATE,
-                                 ending early when no later candidate can win */
+    int simulate;             /* candidates simulated, 0 = SC_SEARCH_SIMULATE */
     /* token slices (TeraPipe): 1 = for every simulated gpipe or 1f1b
      * candidate with fewer microbatches than stages on a causal decoder,
      * also simulate TeraPipe's slicing (sc_slices_auto) and keep it when it
@@ -135,9 +128,6 @@ void sc_search_opts_default(sc_search_opts *o);
 sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
                         sc_search **out, sc_error *err);
 void sc_search_free(sc_search *s);
-/* Candidates of the default budget left unsimulated because none could win
- * (SC_SEARCH_MIN_SIMULATE); 0 with an explicit opts.simulate. */
-int sc_search_stopped_early(const sc_search *s);
 /* Counts: enumerated configurations, those that fit, those simulated. */
 void sc_search_counts(const sc_search *s, long *enumerated, long *fitting, int *simulated);
 /* Simulated candidates in rank order (0 = the winner); NULL past the end. */

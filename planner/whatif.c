@@ -286,7 +286,7 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     sc_search_opts so;
     sc_search_opts_default(&so);
     so.global_batch = o->global_batch;
-    so.simulate = o->simulate > 0 ? o->simulate : 0; /* 0: the search's default budget */
+    so.simulate = o->simulate > 0 ? o->simulate : SC_SEARCH_SIMULATE;
     so.framework = o->framework;
     so.cut_in_layers = o->cut_in_layers;
     so.max_mem_bytes = o->max_mem_bytes;
