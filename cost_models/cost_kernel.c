@@ -71,20 +71,29 @@ static double gemm_compute(const sc_cluster *c, sc_dtype dt, double B, double M,
 {
     const sc_cluster_gemm *g = &c->eff.gemm;
     double per_sm = c->gpu.peak_flops[dt] / g->sms * g->eff_max * sustained(c);
-    double reuse_max = g->tile_m * g->tile_n / (g->tile_m + g->tile_n);
-    double best = HUGE_VAL;
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            double tm = g->tile_m / (1 << i), tn = g->tile_n / (1 << j);
-            if (tm < 16 || tn < 16)
-                continue;
-            double r = sqrt(tm * tn / (tm + tn) / reuse_max);
-            double tiles = B * ceil(M / tm) * ceil(N / tn);
-            double waves = ceil(tiles / g->sms);
-            double t = waves * 2 * tm * tn * (K + g->k_half) / (per_sm * r);
-            if (t < best)
-                best = t;
+    /* each candidate tile's 2·tm·tn / r, which depends on the tile only:
+     * computed once per tile shape (the planner times millions of GEMMs) */
+    static __thread double cache_tm, cache_tn, work[9];
+    if (cache_tm != g->tile_m || cache_tn != g->tile_n) {
+        double reuse_max = g->tile_m * g->tile_n / (g->tile_m + g->tile_n);
+        for (int i = 0; i < 9; i++) {
+            double tm = g->tile_m / (1 << (i / 3)), tn = g->tile_n / (1 << (i % 3));
+            work[i] = tm < 16 || tn < 16 ? 0
+                                         : 2 * tm * tn / sqrt(tm * tn / (tm + tn) / reuse_max);
         }
+        cache_tm = g->tile_m;
+        cache_tn = g->tile_n;
+    }
+    double best = HUGE_VAL, kk = (K + g->k_half) / per_sm;
+    for (int i = 0; i < 9; i++) {
+        if (work[i] == 0)
+            continue;
+        double tm = g->tile_m / (1 << (i / 3)), tn = g->tile_n / (1 << (i % 3));
+        double waves = ceil(B * ceil(M / tm) * ceil(N / tn) / g->sms);
+        double t = waves * work[i] * kk;
+        if (t < best)
+            best = t;
+    }
     return best;
 }
 

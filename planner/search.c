@@ -7,10 +7,12 @@
 #include "slices.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_V 8
 
@@ -150,6 +152,104 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
         return -1;
     s->keys[s->ntables] = (table_key){pp, v, tp, mbs, sp};
     return s->ntables++;
+}
+
+/* ---- simulating the chosen candidates on every core ----------------------- */
+
+typedef struct sim_pool {
+    sc_search *s;
+    const sc_model *m;
+    const sc_cluster *c;
+    const sc_search_opts *o;
+    const int *jobs;
+    int njobs;
+    sc_status *status;      /* per job */
+    int next, ran;          /* jobs handed out; jobs [0, ran) all ran */
+    int any_fit, stop;
+    double deadline;
+    int sliceable;
+    sc_search_progress *pg;
+    double t0;
+    int time_limited, done;
+    sc_error *errs;
+    pthread_mutex_t mu;
+} sim_pool;
+
+static sc_status try_slices(const sc_model *m, const sc_cluster *c, sc_candidate *cd,
+                            sc_error *err);
+
+static void *sim_worker(void *arg)
+{
+    sim_pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        int j = p->next;
+        if (j >= p->njobs || p->stop) {
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        /* --time-limit: once something fits, start nothing new */
+        if (p->deadline > 0 && p->any_fit && now() > p->deadline) {
+            p->time_limited = 1;
+            p->stop = 1;
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        p->next++;
+        pthread_mutex_unlock(&p->mu);
+        sc_candidate *cd = &p->s->cands[p->jobs[j]];
+        sc_status st = sc_step_simulate(p->m, p->c, &cd->cfg, &cd->sim, &p->errs[j]);
+        if (!st && p->o->slices && p->sliceable && cd->cfg.m < cd->cfg.pp && cd->cfg.v == 1 &&
+            (!strcmp(cd->schedule, "gpipe") || !strcmp(cd->schedule, "1f1b")))
+            st = try_slices(p->m, p->c, cd, &p->errs[j]);
+        pthread_mutex_lock(&p->mu);
+        p->status[j] = st;
+        if (!st && cd->sim->fits)
+            p->any_fit = 1;
+        if (st)
+            p->stop = 1;
+        p->done++;
+        if (p->o->progress) {
+            p->pg->done = p->done;
+            p->pg->fraction = (double)p->done / p->njobs;
+            p->pg->elapsed_s = now() - p->t0;
+            p->o->progress(p->o->progress_ud, p->pg);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+/* Runs the pool's jobs on up to 4 threads (one per online core); p->ran
+ * gets the length of the prefix of jobs that all ran. */
+static sc_status run_pool(sim_pool *p, sc_error *err)
+{
+    p->status = sc_calloc((size_t)(p->njobs > 0 ? p->njobs : 1), sizeof *p->status);
+    p->errs = sc_calloc((size_t)(p->njobs > 0 ? p->njobs : 1), sizeof *p->errs);
+    if (!p->status || !p->errs)
+        return sc_err(err, SC_ENOMEM, "plan: out of memory");
+    for (int i = 0; i < p->njobs; i++)
+        p->status[i] = SC_OK;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *env = getenv("SC_THREADS"); /* tests and benchmarks: a fixed count */
+    if (env && atoi(env) >= 1)
+        cores = atoi(env);
+    int n = cores < 1 ? 1 : cores > 4 ? 4 : (int)cores;
+    if (n > p->njobs)
+        n = p->njobs;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_t th[4];
+    int started = 0;
+    for (int i = 1; i < n; i++)
+        if (pthread_create(&th[started], NULL, sim_worker, p) == 0)
+            started++;
+    sim_worker(p);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    /* the prefix that ran: a stop (error or time limit) may leave later jobs */
+    p->ran = p->next;
+    return SC_OK;
 }
 
 /* TeraPipe's slicing of a simulated candidate: kept (cfg, sim, lengths)
@@ -738,11 +838,13 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     int sliceable = o->slices && !sc_model_not_causal(m, NULL);
     pg.phase = 1;
     pg.total = K;
+    /* which to simulate: the first K by estimate, less those above the
+     * memory limit and repeats of a configuration already chosen */
+    int *jobs = sc_malloc(sizeof(int) * (size_t)(K > 0 ? K : 1));
+    int njobs = 0;
+    if (!jobs)
+        st = sc_err(err, SC_ENOMEM, "plan: out of memory");
     for (int k = 0; k < K && !st; k++) {
-        if (deadline > 0 && s->nranked > 0 && now() > deadline) {
-            s->time_limited = 1;
-            break;
-        }
         sc_candidate *cd = &s->cands[order[k]];
         cd->cfg.schedule = cd->schedule;
         cd->cfg.partition = &s->tables[cd->part_key].part;
@@ -766,23 +868,41 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             }
         }
         int dup = 0;
-        for (int i = 0; i < s->nranked && !dup; i++)
-            dup = same_cfg(&s->cands[s->ranked[i]], cd);
+        for (int i = 0; i < njobs && !dup; i++)
+            dup = same_cfg(&s->cands[jobs[i]], cd);
         if (dup) /* merged: the ranked list holds each configuration once */
             continue;
-        st = sc_step_simulate(m, c, &cd->cfg, &cd->sim, err);
-        if (!st && o->slices && sliceable && cd->cfg.m < cd->cfg.pp && cd->cfg.v == 1 &&
-            (!strcmp(cd->schedule, "gpipe") || !strcmp(cd->schedule, "1f1b")))
-            st = try_slices(m, c, cd, err);
-        if (!st && cd->sim->fits)
-            s->ranked[s->nranked++] = order[k];
-        if (o->progress) {
-            pg.done = k + 1;
-            pg.fraction = (k + 1.0) / K;
-            pg.elapsed_s = now() - t0;
-            o->progress(o->progress_ud, &pg);
-        }
+        jobs[njobs++] = order[k];
     }
+    /* simulate them on every core (each simulation is independent and
+     * deterministic), then rank in estimate order */
+    if (!st) {
+        sim_pool sp = {.s = s,
+                       .m = m,
+                       .c = c,
+                       .o = o,
+                       .jobs = jobs,
+                       .njobs = njobs,
+                       .deadline = deadline,
+                       .sliceable = sliceable,
+                       .pg = &pg,
+                       .t0 = t0};
+        st = run_pool(&sp, err);
+        for (int i = 0; i < sp.ran && !st; i++) {
+            sc_candidate *cd = &s->cands[jobs[i]];
+            if (sp.status[i]) {
+                st = sp.status[i];
+                if (err)
+                    *err = sp.errs[i];
+            } else if (cd->sim->fits) {
+                s->ranked[s->nranked++] = jobs[i];
+            }
+        }
+        s->time_limited |= sp.time_limited;
+        sc_free(sp.status);
+        sc_free(sp.errs);
+    }
+    sc_free(jobs);
     sc_free(order);
     s->t_sim = now() - t1;
     if (st) {

@@ -94,12 +94,33 @@ static sc_status fail_nomem(builder *b)
 
 /* ---- placement -------------------------------------------------------------- */
 
+static int placement_parse(const char *pl, int order[3]);
+
+/* The parse of the last placement string seen (sc_step_rank runs millions
+ * of times per search with the same few strings). */
 static int placement_order(const char *pl, int order[3])
+{
+    static __thread char last[16];
+    static __thread int last_order[3], last_rc = -2;
+    if (!pl)
+        pl = "tp,pp,dp";
+    if (last_rc != -2 && !strncmp(pl, last, sizeof last) && strlen(pl) < sizeof last) {
+        memcpy(order, last_order, sizeof last_order);
+        return last_rc;
+    }
+    int rc = placement_parse(pl, order);
+    if (strlen(pl) < sizeof last) {
+        snprintf(last, sizeof last, "%s", pl);
+        memcpy(last_order, order, sizeof last_order);
+        last_rc = rc;
+    }
+    return rc;
+}
+
+static int placement_parse(const char *pl, int order[3])
 {
     /* order[i] = 0 (tp), 1 (pp), 2 (dp) from innermost to outermost */
     const char *names[3] = {"tp", "pp", "dp"};
-    if (!pl)
-        pl = "tp,pp,dp";
     int seen = 0;
     const char *s = pl;
     for (int i = 0; i < 3; i++) {
