@@ -21,6 +21,14 @@ static inline void sc_flat_link(const sc_comm_links *l, double *alpha, double *b
     *beta = l->per_node > 1 && l->beta_intra < l->beta_nic ? l->beta_intra : l->beta_nic;
 }
 
+/* The flat link's size ramp for a collective of S bytes (cost.h "size ramp"): the
+ * intra one inside a node, the inter one across nodes. */
+static inline double sc_flat_ramp(const sc_comm_links *l, double bytes)
+{
+    return l->nodes <= 1 ? sc_cost_ramp(bytes, l->s_half_intra, l->exp_intra)
+                         : sc_cost_ramp(bytes, l->s_half_inter, l->exp_inter);
+}
+
 /* Ring formulas on one link (n ranks, S bytes per nccl-tests convention),
  * shared by the ring, tree and hierarchical files. 0 for n <= 1. */
 double sc_ring_time(sc_coll op, double bytes, int n, double alpha, double beta);

@@ -43,6 +43,39 @@
  *   15 us (EFA), 30 us (TCP); op overhead 10 us; workspace 2 GiB per GPU.
  *   Storage bandwidth for checkpoints: 1 GB/s assumed (FSx/NVMe vary widely).
  *
+ * Collectives (the size ramp of cost.h: alpha_s, bw_eff, s_half_bytes, ramp_exp per
+ * link class), fitted once (least squares on log busbw; script in docs/accuracy.md)
+ * to public nccl-tests all_reduce_perf curves, busbw by size:
+ *   [N1] Azure/AI-benchmarking-guide, Azure_Results/ND_A100_v4_results.md, "NCCL
+ *        Bandwidth" table: 8 x A100-SXM4-80GB in one node, NCCL 2.18.5, in-place
+ *        busbw 1 KiB .. 8 GiB (24 sizes; e.g. 36.22 GB/s at 1 MiB, 109.22 at
+ *        16 MiB, 213.87 at 256 MiB, 231.58 at 8 GiB).
+ *   [N2] the same repository, "Azure Results/ND_H100_v5_results.md": 8 x H100
+ *        80GB HBM3, NCCL 2.18.5 (NVLS), 1 KiB .. 8 GiB (43.70 GB/s at 1 MiB,
+ *        234.45 at 16 MiB, 423.38 at 256 MiB, 478.87 at 8 GiB).
+ *   [N3] the same repository, Azure_Results/ND_H200_v5_results.md: 8 x H200,
+ *        NCCL 2.20.5 (NVLS), 1 KiB .. 8 GiB (52.96 GB/s at 1 MiB, 240.41 at
+ *        16 MiB, 432.24 at 256 MiB, 479.98 at 8 GiB).
+ *   [N4] lessizzmore/create-a3mega-ztan-fork, file ztan-NCCL-test-result: 2 nodes
+ *        x 8 H100 80GB (GCP A3 Mega, 8 x 200 Gb/s GPUDirect-TCPXO), 16 ranks,
+ *        out-of-place busbw 1 KiB .. 8 GiB (9.68 GB/s at 1 MiB, 32.18 at 16 MiB,
+ *        213.19 at 256 MiB, 338.82 at 8 GiB; 123 us at 8 B).
+ *   [N5] NVIDIA/nccl-tests issue #212, S. Jeaugey's answer (2024-05-06): NVLink 4
+ *        reaches about 370 of its 450 GB/s per direction through NCCL (protocol
+ *        overhead ~20%): the H100 and H200 point-to-point share p2p_bw_eff 0.82.
+ * Intra (n = 8): A100 [N1] alpha 2.97 us, bw_eff 0.9034, s_half 7.10 MB, exp 0.25;
+ *   H100 [N2] alpha 2 us (held), bw_eff 1 (held: NVLS in-switch reduction reaches
+ *   a busbw of 479 GB/s, above the 450 GB/s link, which a share of the link cannot
+ *   express; large allreduces come out 6% slow), s_half 6.63 MB, exp 0.677;
+ *   H200 [N3] alpha 2.11 us, bw_eff 1 (held, as H100), s_half 0.908 MB, exp 0.487.
+ *   Every point of [N1]-[N3] from 1 KiB is within 25% (tests/test_cost.c).
+ * Inter: the ramp of [N4] (alpha 4.22 us, s_half 411 MB, exp 0.528; its plateau,
+ *   reached with NCCL's tree algorithms, exceeds what a ring over the NICs moves,
+ *   so bw_eff keeps 0.9) for every A100 and H100 preset with a network: the only
+ *   public multi-node size sweep found; a TCPXO network, likely slower to ramp than
+ *   InfiniBand or EFA, and not an A100 system. V100 and cpu-local keep the plain
+ *   alpha-beta model. Presets are never fitted to the validation suite.
+ *
  * cpu-local: this machine's cores as devices (sysconf), ~50 GFLOP/s fp32 per
  * core (AVX2 FMA at ~3 GHz, OpenBLAS reaches most of it), ~10 GB/s memory
  * bandwidth per core, shared memory as the "intra" link (5 GB/s, 1 us),
@@ -148,6 +181,55 @@ static void set_eff(sc_cluster *c, double tc_eff, double fp32_eff, double alpha_
     c->eff.op_overhead_s = 10 * US;
     c->eff.workspace_bytes = workspace;
     c->eff.bwd_factor = 1;
+    c->eff.ramp_exp[SC_LINK_INTRA] = c->eff.ramp_exp[SC_LINK_INTER] = 1; /* no ramp yet */
+}
+
+/* ---- collectives fitted to nccl-tests curves (header comment, [N1]-[N5]) ---- */
+
+typedef struct comm_fit {
+    const char *gpu; /* substring of the GPU name */
+    double alpha_intra, bw_intra, s_half_intra, exp_intra, p2p_intra;
+    const char *source;
+} comm_fit;
+
+static const comm_fit comm_fits[] = {
+    {"A100", 2.97 * US, 0.9034, 7.099e6, 0.25, 0.8,
+     "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
+     "ND_A100_v4 NCCL table (1K-8G; 231.58 GB/s at 8G)"},
+    {"H100", 2 * US, 1.0, 6.626e6, 0.677, 0.82,
+     "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
+     "ND_H100_v5 NCCL table (1K-8G; 478.87 GB/s at 8G), p2p nccl-tests#212"},
+    {"H200", 2.11 * US, 1.0, 9.078e5, 0.487, 0.82,
+     "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
+     "ND_H200_v5 NCCL table (1K-8G; 479.98 GB/s at 8G), p2p nccl-tests#212"},
+};
+#define INTER_ALPHA (4.22 * US)
+#define INTER_S_HALF 4.107e8
+#define INTER_EXP 0.528
+#define INTER_SOURCE "; inter ramp from a3mega ztan-NCCL-test-result (2x8 H100, 338.82 GB/s at 8G)"
+
+static void set_comm_fit(sc_cluster *c)
+{
+    for (size_t i = 0; i < SC_ARRAY_LEN(comm_fits); i++) {
+        const comm_fit *f = &comm_fits[i];
+        if (!strstr(c->gpu.name, f->gpu))
+            continue;
+        c->eff.alpha_s[SC_LINK_INTRA] = f->alpha_intra;
+        c->eff.bw_eff[SC_LINK_INTRA] = f->bw_intra;
+        c->eff.s_half_bytes[SC_LINK_INTRA] = f->s_half_intra;
+        c->eff.ramp_exp[SC_LINK_INTRA] = f->exp_intra;
+        c->eff.p2p_bw_eff[SC_LINK_INTRA] = f->p2p_intra;
+        size_t n = strlen(c->eff.provenance);
+        snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s", f->source);
+        if (c->inter.nics_per_node > 0) {
+            c->eff.alpha_s[SC_LINK_INTER] = INTER_ALPHA;
+            c->eff.s_half_bytes[SC_LINK_INTER] = INTER_S_HALF;
+            c->eff.ramp_exp[SC_LINK_INTER] = INTER_EXP;
+            n = strlen(c->eff.provenance);
+            snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s", INTER_SOURCE);
+        }
+        return;
+    }
 }
 
 static void from_spec(const spec *s, sc_cluster *c)
@@ -179,6 +261,7 @@ static void from_spec(const spec *s, sc_cluster *c)
      * NVLink; an 8-GPU allreduce of a few KiB takes ~10-15 us = 14 steps). */
     set_eff(c, 0.75, 0.85, 1 * US, s->inter_alpha, 2 * GIB);
     snprintf(c->eff.provenance, sizeof c->eff.provenance, "%s", s->sources);
+    set_comm_fit(c);
 }
 
 /* fp32 FLOP/s of one core: FMA lanes x 2 FLOP x 2 FMA units per cycle

@@ -27,20 +27,23 @@ static int node_of_position(int r, int tp, int gpn) { return r * tp / gpn; }
  * a ring leaves a node once however many of its members sit there, so the
  * gpus_per_node / per_node rings of a node share its NICs evenly: the
  * simulator shows this contention and the estimate must too. */
-static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, int n, int per_node)
+static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, double msg, int n,
+                        int per_node)
 {
-    double t = 0;
     if (n <= 1 || bytes <= 0)
         return 0;
+    /* msg: the size of one collective of the lot (tp: one allreduce of the pass; dp:
+     * one bucket), which sets the size ramp (cost.h) */
+    double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA], beta, a;
     if (per_node >= n) {
-        if (sc_cost_coll(c, "ring", op, bytes, n, per_node, &t, NULL) != SC_OK)
-            return INFINITY;
-        return t;
+        beta = bi * sc_cost_coll_ramp(c, SC_LINK_INTRA, msg);
+        a = c->eff.alpha_s[SC_LINK_INTRA];
+    } else {
+        double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s *
+                    c->eff.bw_eff[SC_LINK_INTER] * per_node / c->gpus_per_node;
+        beta = (be < bi ? be : bi) * sc_cost_coll_ramp(c, SC_LINK_INTER, msg);
+        a = c->eff.alpha_s[SC_LINK_INTER];
     }
-    double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
-    double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER] *
-                per_node / c->gpus_per_node;
-    double beta = be < bi ? be : bi, a = c->eff.alpha_s[SC_LINK_INTER];
     if (!(beta > 0))
         return INFINITY;
     if (op == SC_COLL_ALLREDUCE)
@@ -90,7 +93,8 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         t.grad[s] = info[s].grad_bytes;
         if (tp > 1 && info[s].tp_count > 0) {
             int per_node = tp < gpn ? tp : gpn;
-            double one = ring_coll(c, SC_COLL_ALLREDUCE, info[s].tp_bytes, tp, per_node);
+            double one = ring_coll(c, SC_COLL_ALLREDUCE, info[s].tp_bytes,
+                                   info[s].tp_bytes / info[s].tp_count, tp, per_node);
             /* the ring's latency once per allreduce of the pass */
             double a = c->eff.alpha_s[tp <= gpn ? SC_LINK_INTRA : SC_LINK_INTER];
             t.tp_s[s] = one + (info[s].tp_count - 1) * 2.0 * (tp - 1) * a;
@@ -248,21 +252,21 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         double dpx = 0;
         if (dp > 1) {
             sc_coll op = cfg->zero == 0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
-            double tr = ring_coll(c, op, grads, dp, per_node);
+            int K = sc_cost_bucket_count(t->grad[r], cfg->bucket_bytes);
+            double tr = ring_coll(c, op, grads, t->grad[r] / K, dp, per_node);
             /* buckets overlap the last microbatch's backward: every chunk's
              * (their final backwards run together at the end of the
              * schedule) but the last bucket of the last chunk */
-            int K = sc_cost_bucket_count(t->grad[r], cfg->bucket_bytes);
             double overlap = blast - t->b[r] / K;
             dpx = fmax(tr / (K * v), tr - overlap);
             if (cfg->zero == 1 || cfg->zero == 2)
-                dpx += ring_coll(c, SC_COLL_ALLGATHER, P * wb, dp, per_node);
+                dpx += ring_coll(c, SC_COLL_ALLGATHER, P * wb, P * wb, dp, per_node);
             if (cfg->zero == 3) {
                 /* a gather before every F and B and a reduce-scatter after
                  * every B share the NICs; what exceeds the position's
                  * compute is exposed, and the first gather always is */
-                double ag = ring_coll(c, SC_COLL_ALLGATHER, P * wb / v, dp, per_node);
-                double rs = ring_coll(c, SC_COLL_REDUCE_SCATTER, grads / v, dp, per_node);
+                double ag = ring_coll(c, SC_COLL_ALLGATHER, P * wb / v, P * wb / v, dp, per_node);
+                double rs = ring_coll(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v, dp, per_node);
                 double busy = 0;
                 for (int ch = 0; ch < v; ch++)
                     busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
@@ -270,7 +274,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             }
         }
         if (t->shared_npos > 1)
-            dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_npos, 1);
+            dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_grad, t->shared_npos, 1);
         double local = cfg->zero >= 1 ? P / dp : P;
         double opt = sc_cost_optimizer_time(c, dt, local);
         tail = fmax(tail, dpx + opt);

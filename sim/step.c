@@ -292,12 +292,20 @@ static int flow_task(builder *b, const int links[2], double vol, int from, int t
 
 /* A ring collective among ranks members[0..n) (ascending). Each member sends
  * vol bytes to the next; lat_steps alpha of latency in all. Starts after
- * deps and after the communicator's previous collective (*chain). Returns
- * the end marker (and the start marker in *start_out); -1 on failure. */
+ * deps and after the communicator's previous collective (*chain). msg is the
+ * size of one collective of the lot (nccl-tests' S): the links run at the
+ * plateau (bw_eff), so a collective below it, reaching only r(msg) of the
+ * plateau (the size ramp, cost.h), moves vol / r(msg) bytes' worth of link
+ * time; the ring's ramp is the inter one when it crosses nodes. Returns the
+ * end marker (and the start marker in *start_out); -1 on failure. */
 static int add_ring(builder *b, const int *members, int n, double vol, double lat_steps,
                     const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
-                    double report_bytes, int *start_out)
+                    double report_bytes, double msg, int *start_out)
 {
+    int crosses = 0;
+    for (int i = 0; i < n; i++)
+        crosses |= link_class(b, members[i], members[(i + 1) % n]) == SC_LINK_INTER;
+    vol /= sc_cost_coll_ramp(b->c, crosses ? SC_LINK_INTER : SC_LINK_INTRA, msg);
     int start = sc_sim_add_marker(b->sim, NULL);
     if (start < 0)
         return fail_nomem(b), -1;
@@ -380,13 +388,14 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
                    int *chain, int op, int stage, int chunk, int mb, double report, int *start_out)
 {
     int dp = b->dp;
+    double msg = report; /* one dp collective: a bucket, a gather */
     if (b->nrep == dp) {
         int *members = sc_malloc(sizeof(int) * (size_t)dp);
         if (!members)
             return fail_nomem(b), -1;
         dp_members(b, p, t, members);
         int e = add_ring(b, members, dp, vol, lat_steps, deps, dp, chain, op, stage, chunk, mb,
-                         report, start_out);
+                         report, msg, start_out);
         sc_free(members);
         return e;
     }
@@ -402,6 +411,7 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
         rpn += node_of(b, rank_of(b, d, p, t)) == X;
     if (dp > 1 && (vol > 0 || lat_steps > 0)) {
         double a = b->c->eff.alpha_s[rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA];
+        vol /= sc_cost_coll_ramp(b->c, rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA, msg);
         int from = start;
         if (lat_steps > 1 && a > 0) {
             from = sc_sim_add_compute(b->sim, -1, (lat_steps - 1) * a, NULL);
@@ -439,7 +449,7 @@ static int tp_after(builder *b, int g, int after, const sc_action *a)
     int count = b->lw->info[a->stage].tp_count;
     int end = add_ring(b, b->members, b->tp, halves * (b->tp - 1) / b->tp * S,
                        halves * (b->tp - 1) * count, &after, 1, &b->grp[g].tp_chain, a->op,
-                       a->stage, a->chunk, a->mb, S, &s0);
+                       a->stage, a->chunk, a->mb, S, count > 0 ? S / count : S, &s0);
     int done = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
     tinfo *i = info_at(b, done);
     if (!i || end < 0)
@@ -658,7 +668,7 @@ static void build_ties(builder *b)
                 int s0, at = (k * b->nrep + d) * b->tp + t;
                 b->tie_end[at] = add_ring(b, b->members, n, 2.0 * (n - 1) / n * G,
                                           2.0 * (n - 1), b->deps, n, NULL, SC_OP_DP_ALLREDUCE,
-                                          -1, -1, -1, G, &s0);
+                                          -1, -1, -1, G, G, &s0);
                 b->tie_start[at] = s0;
             }
     }
