@@ -210,6 +210,7 @@ int cmd_sim(int argc, char **argv)
     cfg.zero = (int)zero;
     cfg.recompute = (sc_recompute)recomp;
     cfg.sp = f->fix_sp == 1;
+    cfg.no_overlap_grad_reduce = f->no_overlap_grad_reduce;
     cfg.bucket_bytes = bucket * 1024 * 1024;
     cfg.jitter = jitter;
     cfg.seed = (unsigned long)seed;
@@ -247,6 +248,7 @@ int cmd_sim(int argc, char **argv)
         pc.want_timeline = cfg.want_timeline;
         pc.one_replica = cfg.one_replica;
         pc.max_mem_bytes = cfg.max_mem_bytes;
+        pc.no_overlap_grad_reduce |= cfg.no_overlap_grad_reduce;
         cfg = pc;
         model = plan->model_source;
         cluster = plan->cluster_source;

@@ -256,9 +256,10 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             double tr = ring_coll(c, op, grads, t->grad[r] / K, dp, per_node);
             /* buckets overlap the last microbatch's backward: every chunk's
              * (their final backwards run together at the end of the
-             * schedule) but the last bucket of the last chunk */
+             * schedule) but the last bucket of the last chunk; with
+             * overlap_grad_reduce off all of it is exposed */
             double overlap = blast - t->b[r] / K;
-            dpx = fmax(tr / (K * v), tr - overlap);
+            dpx = cfg->no_overlap_grad_reduce ? tr : fmax(tr / (K * v), tr - overlap);
             if (cfg->zero == 1 || cfg->zero == 2)
                 dpx += ring_coll(c, SC_COLL_ALLGATHER, P * wb, P * wb, dp, per_node);
             if (cfg->zero == 3) {

@@ -174,6 +174,7 @@ void sc_whatif_opts_default(sc_whatif_opts *o)
     o->storage_bytes_per_s = 0;
     o->restart_s = 600;
     o->top_k = 4;
+    o->fix_sp = -1;
 }
 
 void sc_whatif_free(sc_whatif *w)
@@ -287,6 +288,8 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     so.global_batch = o->global_batch;
     so.top_k = o->top_k > 0 ? o->top_k : 4;
     so.max_mem_bytes = o->max_mem_bytes;
+    so.fix_sp = o->fix_sp;
+    so.no_overlap_grad_reduce = o->no_overlap_grad_reduce;
 
     int done = 0;
     for (int ci = 0; ci < n_clusters; ci++) {

@@ -132,6 +132,8 @@ typedef struct sc_whatif_opts {
     double restart_s;              /* per interruption; < 0 = 600 */
     int top_k;                     /* candidates the search simulates; 0 = 4 */
     double max_mem_bytes;          /* sc_search_opts.max_mem_bytes of each search; 0 = none */
+    int fix_sp;                    /* sc_search_opts.fix_sp: -1 searched (default), 0, 1 */
+    int no_overlap_grad_reduce;    /* sc_search_opts.no_overlap_grad_reduce (default 0) */
     /* called after each (cluster, nodes) with done of total finished; point is
      * NULL for a skipped one (reason says why). May be NULL. */
     void (*progress)(void *ud, int done, int total, const char *cluster, long nodes,

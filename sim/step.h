@@ -94,6 +94,11 @@ typedef struct sc_step_cfg {
     const sc_partition *partition;   /* NULL = uniform over pp·v stages */
     const char *placement;           /* NULL = "tp,pp,dp" (innermost first) */
     double bucket_bytes;             /* 0 = 25 MiB */
+    /* Megatron-LM's --overlap-grad-reduce off: the dp bucket reductions of the
+     * grad-final ops start after the position's last backward instead of during
+     * it (lower.h). 0 = overlap (the default, and the behaviour before the
+     * setting existed). */
+    int no_overlap_grad_reduce;
     double jitter;                   /* relative sigma of compute-time noise; 0 = none */
     unsigned long seed;
     int want_timeline;
