@@ -174,6 +174,7 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddNumberToObject(j, "shapes_done", (double)sdone);
         cJSON_AddNumberToObject(j, "shapes_total", (double)stotal);
         cJSON_AddNumberToObject(j, "over_max_mem", over);
+        cli_label_json(j, &c, nsim > 0 ? sc_search_ranked(s, 0)->sim->step_time_s : 0);
         cJSON *arr = cJSON_AddArrayToObject(j, "ranked");
         for (int i = 0; i < nsim; i++)
             cJSON_AddItemToArray(arr, cand_json(sc_search_ranked(s, i)));
@@ -255,6 +256,10 @@ int cmd_plan(int argc, char **argv)
                     printf("; #1 spends %.1f ms more on %s", 1e3 * d, rows[idx[6]].n);
                 printf("\n");
             }
+        }
+        if (nsim > 0) {
+            printf("\n");
+            cli_print_label(&c, sc_search_ranked(s, 0)->sim->step_time_s, "#1's measured step");
         }
         if (out)
             printf("\nwinner written to %s\n", out);

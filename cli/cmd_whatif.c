@@ -119,6 +119,49 @@ static const char *money(double v, char *b)
     return b;
 }
 
+/* The step of cluster c's first point (its smallest node count), 0 when none. */
+static double first_step(const sc_whatif *w, int c, long *nodes)
+{
+    for (int i = 0; i < w->n_points; i++)
+        if (w->points[i].cluster == c) {
+            *nodes = w->points[i].nodes;
+            return w->points[i].step_s;
+        }
+    *nodes = 0;
+    return 0;
+}
+
+/* Which kind of cluster each prediction used (cli_print_label), with the error
+ * bar of the first point's step of each validated preset. */
+static void print_labels(const sc_whatif *w)
+{
+    printf("\n");
+    for (int c = 0; c < w->n_clusters; c++) {
+        long nodes;
+        double step = first_step(w, c, &nodes);
+        char what[192];
+        snprintf(what, sizeof what, "the measured step at %ld nodes", nodes);
+        cli_print_label(&w->clusters[c], step, what);
+    }
+}
+
+static cJSON *labels_json(const sc_whatif *w, cJSON *j)
+{
+    cJSON *arr = j ? cJSON_AddArrayToObject(j, "cluster_labels") : NULL;
+    for (int c = 0; arr && c < w->n_clusters; c++) {
+        long nodes;
+        double step = first_step(w, c, &nodes);
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "cluster", w->clusters[c].name);
+        cJSON_AddNumberToObject(o, "nodes", (double)nodes);
+        cli_label_json(o, &w->clusters[c], step);
+    }
+    return j;
+}
+
 static void print_table(const sc_whatif *w, const sc_model *m, double state_bytes)
 {
     char b[6][32];
@@ -287,11 +330,12 @@ int cmd_whatif(int argc, char **argv)
         if (!dir_existed)
             rmdir(dir); /* the folder this run made, if it is empty */
     } else if (json) {
-        rc = cli_print_json(sc_whatif_to_json(w));
+        rc = cli_print_json(labels_json(w, sc_whatif_to_json(w)));
     } else {
         double bw, bg, bo;
         sc_cost_state_bytes(m->dtype, &bw, &bg, &bo);
         print_table(w, m, (bw + bo) * sc_model_totals(m).params);
+        print_labels(w);
         printf("\nfront: the (days, $) options no other beats on both, over every cluster and "
                "count%s\n",
                w->spot ? ", on demand and spot" : "");

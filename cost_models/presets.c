@@ -193,17 +193,17 @@ typedef struct comm_fit {
 } comm_fit;
 
 static const comm_fit comm_fits[] = {
-    {"A100", 2.97 * US, 0.9034, 7.099e6, 0.25, 0.8,
+    {"A100", 2.97e-6, 0.9034, 7.099e6, 0.25, 0.8,
      "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
      "ND_A100_v4 NCCL table (1K-8G; 231.58 GB/s at 8G)"},
-    {"H100", 2 * US, 1.0, 6.626e6, 0.677, 0.82,
+    {"H100", 2e-6, 1.0, 6.626e6, 0.677, 0.82,
      "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
      "ND_H100_v5 NCCL table (1K-8G; 478.87 GB/s at 8G), p2p nccl-tests#212"},
-    {"H200", 2.11 * US, 1.0, 9.078e5, 0.487, 0.82,
+    {"H200", 2.11e-6, 1.0, 9.078e5, 0.487, 0.82,
      "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
      "ND_H200_v5 NCCL table (1K-8G; 479.98 GB/s at 8G), p2p nccl-tests#212"},
 };
-#define INTER_ALPHA (4.22 * US)
+#define INTER_ALPHA 4.22e-6
 #define INTER_S_HALF 4.107e8
 #define INTER_EXP 0.528
 #define INTER_SOURCE "; inter ramp from a3mega ztan-NCCL-test-result (2x8 H100, 338.82 GB/s at 8G)"
