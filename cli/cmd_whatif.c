@@ -140,7 +140,8 @@ static void print_labels(const sc_whatif *w)
         long nodes;
         double step = first_step(w, c, &nodes);
         char what[192];
-        snprintf(what, sizeof what, "the measured step at %ld nodes", nodes);
+        snprintf(what, sizeof what, "the measured step at %ld node%s", nodes,
+                 nodes == 1 ? "" : "s");
         cli_print_label(&w->clusters[c], step, what);
     }
 }
