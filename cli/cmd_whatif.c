@@ -182,11 +182,12 @@ static void print_table(const sc_whatif *w, const sc_model *m, double state_byte
     for (int i = 0; i < w->n_points; i++) {
         const sc_whatif_point *p = &w->points[i];
         char cfg[64];
-        snprintf(cfg, sizeof cfg, "%d.%d.%d%s%.0d m%d mbs%d %s z%d%s", p->dp, p->tp, p->pp,
+        snprintf(cfg, sizeof cfg, "%d.%d.%d%s%.0d m%d mbs%d %s z%d%s%s", p->dp, p->tp, p->pp,
                  p->v > 1 ? " v" : "", p->v > 1 ? p->v : 0, p->m, p->mbs, p->schedule, p->zero,
                  p->recompute == SC_RECOMPUTE_SELECTIVE ? " sel"
                  : p->recompute == SC_RECOMPUTE_FULL    ? " full"
-                                                        : "");
+                                                        : "",
+                 p->sp ? " sp" : "");
         printf("%-14s %5ld %5ld  %-30s %9.1f %10s %6.1f%% %8.2f %11s %8.3f",
                w->clusters[p->cluster].name, p->nodes, p->gpus, cfg, 1e3 * p->step_s,
                cli_si(p->tokens_per_s, b[0]), 100 * p->scaling_efficiency, p->days,

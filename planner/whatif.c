@@ -206,6 +206,7 @@ static void fill_point(sc_whatif_point *p, const sc_candidate *k, const sc_clust
     p->m = g->m;
     p->mbs = g->mbs;
     p->zero = g->zero;
+    p->sp = g->sp;
     p->recompute = g->recompute;
     snprintf(p->schedule, sizeof p->schedule, "%s", g->schedule ? g->schedule : k->schedule);
     p->step_s = k->sim->step_time_s;
@@ -419,6 +420,7 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
             sc_jadd_str(g, "schedule", p->schedule, &oom);
             sc_jadd_num(g, "zero", p->zero, &oom);
             sc_jadd_str(g, "recompute", sc_recompute_name(p->recompute), &oom);
+            sc_jadd_bool(g, "sp", p->sp, &oom);
         }
         sc_jadd_num(o, "step_time_s", p->step_s, &oom);
         sc_jadd_num(o, "tokens_per_s", p->tokens_per_s, &oom);

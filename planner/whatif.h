@@ -147,6 +147,7 @@ typedef struct sc_whatif_point {
     int cluster;                   /* index into the study's clusters */
     long nodes, gpus;
     int dp, tp, pp, v, m, mbs, zero;
+    int sp;                        /* sequence parallelism */
     char schedule[16];
     sc_recompute recompute;
     double step_s, tokens_per_s, scaling_efficiency;

@@ -637,3 +637,45 @@ TEST(cost_activation_korthikanti_gpt175b_t8)
     CHECK_NEAR(r1.activations - r0.activations, 2 * 2 * sh / t, 1e-12);
     sc_model_free(m);
 }
+
+/* cost --sp: the table under sequence parallelism (Korthikanti et al. 2022): the
+ * gpt-175b layer's activations drop from s·h·(10 + 24/t + 5as/(ht)) = 552 MiB to
+ * s·h/t·(34 + 5as/h) = 342 MiB at t = 8; the tp collectives are a reduce-scatter
+ * plus an all-gather (the same time as the allreduce on a ring); --sp without tp
+ * is a usage error. */
+TEST(cost_cli_sp)
+{
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return;
+    static char out[1 << 18];
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-175b --cluster dgx-a100-80g --tp 8 "
+                     "--depth 1", bin) == 0);
+    CHECK_STR_HAS(out, "tp allreduce ring");
+    CHECK_STR_HAS(out, "552.00 MiB");
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-175b --cluster dgx-a100-80g --tp 8 "
+                     "--sp --depth 1", bin) == 0);
+    CHECK_STR_HAS(out, "tp 8 sp,");
+    CHECK_STR_HAS(out, "reduce-scatter + all-gather");
+    CHECK_STR_HAS(out, "342.00 MiB");
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-175b --cluster dgx-a100-80g --tp 8 "
+                     "--sp --json", bin) == 0);
+    CHECK_STR_HAS(out, "\"sp\":\ttrue");
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-175b --cluster dgx-a100-80g --sp", bin) ==
+          2);
+    CHECK_STR_HAS(out, "--sp: sequence parallelism needs --tp 2 or more");
+    /* the library: the same tp time either way on a ring, less activation memory */
+    sc_model *m;
+    sc_cluster c = fitted("dgx-a100-80g");
+    REQUIRE(sc_model_open("gpt-1.3b", &m, NULL) == SC_OK);
+    sc_cost_cfg a = {SC_BF16, 8, 1, "ring", 0}, b = {SC_BF16, 8, 1, "ring", 1};
+    sc_cost_row *ra, *rb, ta, tb;
+    int na, nb;
+    REQUIRE(sc_cost_table(&c, m, &a, &ra, &na, &ta, NULL) == SC_OK);
+    REQUIRE(sc_cost_table(&c, m, &b, &rb, &nb, &tb, NULL) == SC_OK);
+    CHECK_NEAR(tb.tp_s, ta.tp_s, 1e-9);
+    CHECK(tb.act_bytes < ta.act_bytes);
+    sc_free(ra);
+    sc_free(rb);
+    sc_model_free(m);
+}
