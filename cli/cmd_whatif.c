@@ -146,23 +146,6 @@ static void print_labels(const sc_whatif *w)
     }
 }
 
-static cJSON *labels_json(const sc_whatif *w, cJSON *j)
-{
-    cJSON *arr = j ? cJSON_AddArrayToObject(j, "cluster_labels") : NULL;
-    for (int c = 0; arr && c < w->n_clusters; c++) {
-        long nodes;
-        double step = first_step(w, c, &nodes);
-        cJSON *o = cJSON_CreateObject();
-        if (!o)
-            break;
-        cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "cluster", w->clusters[c].name);
-        cJSON_AddNumberToObject(o, "nodes", (double)nodes);
-        cli_label_json(o, &w->clusters[c], step);
-    }
-    return j;
-}
-
 static void print_table(const sc_whatif *w, const sc_model *m, double state_bytes)
 {
     char b[6][32];
@@ -332,7 +315,7 @@ int cmd_whatif(int argc, char **argv)
         if (!dir_existed)
             rmdir(dir); /* the folder this run made, if it is empty */
     } else if (json) {
-        rc = cli_print_json(labels_json(w, sc_whatif_to_json(w)));
+        rc = cli_print_json(sc_whatif_to_json(w));
     } else {
         double bw, bg, bo;
         sc_cost_state_bytes(m->dtype, &bw, &bg, &bo);

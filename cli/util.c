@@ -68,33 +68,9 @@ void cli_print_label(const sc_cluster *c, double step_s, const char *what)
 
 void cli_label_json(cJSON *o, const sc_cluster *c, double step_s)
 {
-    sc_cluster_label l;
-    char d[320];
-    double lo, hi;
-    if (!o)
-        return;
-    sc_cluster_label_of(c, &l);
-    cJSON *x = cJSON_AddObjectToObject(o, "cluster_label");
-    if (!x)
-        return;
-    cJSON_AddStringToObject(x, "kind", l.name);
-    cJSON_AddStringToObject(x, "description", sc_label_describe(&l, c, d, sizeof d));
-    if (l.val) {
-        cJSON *v = cJSON_AddObjectToObject(x, "validation");
-        if (v) {
-            cJSON_AddNumberToObject(v, "rows", l.val->rows);
-            cJSON_AddNumberToObject(v, "mape", l.val->mape);
-            cJSON_AddNumberToObject(v, "mean_signed_error", l.val->mean_signed);
-            cJSON_AddNumberToObject(v, "sd_signed_error", l.val->sd_signed);
-        }
-    }
-    if (sc_label_interval(&l, step_s, &lo, &hi)) {
-        cJSON *r = cJSON_AddArrayToObject(x, "step_time_range_s");
-        if (r) {
-            cJSON_AddItemToArray(r, cJSON_CreateNumber(lo));
-            cJSON_AddItemToArray(r, cJSON_CreateNumber(hi));
-        }
-    }
+    cJSON *x = o ? sc_cluster_label_json(c, step_s) : NULL;
+    if (x)
+        cJSON_AddItemToObject(o, "cluster_label", x);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)

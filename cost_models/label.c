@@ -1,5 +1,6 @@
 /* label.c - calibrated, validated preset or uncalibrated; see label.h. */
 #include "label.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -102,4 +103,37 @@ const char *sc_label_describe(const sc_cluster_label *l, const sc_cluster *c, ch
     }
     }
     return buf;
+}
+
+cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s)
+{
+    sc_cluster_label l;
+    char d[320];
+    double lo, hi;
+    int oom = 0;
+    cJSON *x = cJSON_CreateObject();
+    if (!x)
+        return NULL;
+    sc_cluster_label_of(c, &l);
+    sc_jadd_str(x, "kind", l.name, &oom);
+    sc_jadd_str(x, "description", sc_label_describe(&l, c, d, sizeof d), &oom);
+    if (l.val) {
+        cJSON *v = sc_jadd_obj(x, "validation", &oom);
+        if (v) {
+            sc_jadd_num(v, "rows", l.val->rows, &oom);
+            sc_jadd_num(v, "mape", l.val->mape, &oom);
+            sc_jadd_num(v, "mean_signed_error", l.val->mean_signed, &oom);
+            sc_jadd_num(v, "sd_signed_error", l.val->sd_signed, &oom);
+        }
+    }
+    if (sc_label_interval(&l, step_s, &lo, &hi)) {
+        cJSON *r = sc_jadd_arr(x, "step_time_range_s", &oom);
+        sc_jpush_num(r, lo, &oom);
+        sc_jpush_num(r, hi, &oom);
+    }
+    if (oom) {
+        cJSON_Delete(x);
+        return NULL;
+    }
+    return x;
 }

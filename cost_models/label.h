@@ -33,6 +33,7 @@
 #ifndef SC_LABEL_H
 #define SC_LABEL_H
 
+#include <cjson/cJSON.h>
 #include "cluster.h"
 
 typedef enum sc_label_kind {
@@ -67,5 +68,10 @@ int sc_label_interval(const sc_cluster_label *l, double predicted, double *lo, d
  * fits it to measurements)", into buf. Returns buf. */
 const char *sc_label_describe(const sc_cluster_label *l, const sc_cluster *c, char *buf,
                               size_t size);
+/* {kind, description, validation?: {rows, mape, mean_signed_error, sd_signed_error},
+ * step_time_range_s?: [lo, hi]} for a prediction of step_s seconds on c (no range
+ * when step_s <= 0 or there is no bar). The caller owns it (cJSON_Delete); NULL
+ * when out of memory. */
+cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s);
 
 #endif
