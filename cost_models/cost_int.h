@@ -21,12 +21,17 @@ static inline void sc_flat_link(const sc_comm_links *l, double *alpha, double *b
     *beta = l->per_node > 1 && l->beta_intra < l->beta_nic ? l->beta_intra : l->beta_nic;
 }
 
-/* The flat link's size ramp for a collective of S bytes (cost.h "size ramp"): the
- * intra one inside a node, the inter one across nodes. */
-static inline double sc_flat_ramp(const sc_comm_links *l, double bytes)
+/* The flat link's bandwidth for a collective of S bytes with the size ramps (cost.h
+ * "size ramp"): each hop class at its plateau times its ramp at S, the ring bound
+ * by its slowest hop (inside a node the intra link; across nodes the slower of the
+ * ramped intra hops, when a node holds several members, and the ramped NICs). */
+static inline double sc_flat_beta(const sc_comm_links *l, double bytes)
 {
-    return l->nodes <= 1 ? sc_cost_ramp(bytes, l->s_half_intra, l->exp_intra)
-                         : sc_cost_ramp(bytes, l->s_half_inter, l->exp_inter);
+    double bi = l->beta_intra * sc_cost_ramp(bytes, l->s_half_intra, l->exp_intra);
+    if (l->nodes <= 1)
+        return bi;
+    double be = l->beta_nic * sc_cost_ramp(bytes, l->s_half_inter, l->exp_inter);
+    return l->per_node > 1 && bi < be ? bi : be;
 }
 
 /* Ring formulas on one link (n ranks, S bytes per nccl-tests convention),

@@ -40,8 +40,10 @@ static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, double ms
         a = c->eff.alpha_s[SC_LINK_INTRA];
     } else {
         double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s *
-                    c->eff.bw_eff[SC_LINK_INTER] * per_node / c->gpus_per_node;
-        beta = (be < bi ? be : bi) * sc_cost_coll_ramp(c, SC_LINK_INTER, msg);
+                    c->eff.bw_eff[SC_LINK_INTER] * per_node / c->gpus_per_node *
+                    sc_cost_coll_ramp(c, SC_LINK_INTER, msg);
+        bi *= sc_cost_coll_ramp(c, SC_LINK_INTRA, msg);
+        beta = be < bi ? be : bi; /* the slower ramped hop */
         a = c->eff.alpha_s[SC_LINK_INTER];
     }
     if (!(beta > 0))

@@ -294,18 +294,14 @@ static int flow_task(builder *b, const int links[2], double vol, int from, int t
  * vol bytes to the next; lat_steps alpha of latency in all. Starts after
  * deps and after the communicator's previous collective (*chain). msg is the
  * size of one collective of the lot (nccl-tests' S): the links run at the
- * plateau (bw_eff), so a collective below it, reaching only r(msg) of the
+ * plateau (bw_eff), so a hop below it, reaching only r(msg) of its class's
  * plateau (the size ramp, cost.h), moves vol / r(msg) bytes' worth of link
- * time; the ring's ramp is the inter one when it crosses nodes. Returns the
+ * time; the ring ends with its slowest hop. Returns the
  * end marker (and the start marker in *start_out); -1 on failure. */
 static int add_ring(builder *b, const int *members, int n, double vol, double lat_steps,
                     const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
                     double report_bytes, double msg, int *start_out)
 {
-    int crosses = 0;
-    for (int i = 0; i < n; i++)
-        crosses |= link_class(b, members[i], members[(i + 1) % n]) == SC_LINK_INTER;
-    vol /= sc_cost_coll_ramp(b->c, crosses ? SC_LINK_INTER : SC_LINK_INTRA, msg);
     int start = sc_sim_add_marker(b->sim, NULL);
     if (start < 0)
         return fail_nomem(b), -1;
@@ -335,7 +331,10 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             int l[2];
             double a;
             path(b, members[i], members[(i + 1) % n], l, &a);
-            if (flow_task(b, l, vol, from, end, members[i], op, stage, chunk, mb,
+            /* each hop at its class's ramp (cost.h, sc_flat_beta) */
+            double r = sc_cost_coll_ramp(b->c, link_class(b, members[i], members[(i + 1) % n]),
+                                         msg);
+            if (flow_task(b, l, vol / r, from, end, members[i], op, stage, chunk, mb,
                           report_bytes) < 0)
                 return -1;
         }
@@ -411,7 +410,6 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
         rpn += node_of(b, rank_of(b, d, p, t)) == X;
     if (dp > 1 && (vol > 0 || lat_steps > 0)) {
         double a = b->c->eff.alpha_s[rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA];
-        vol /= sc_cost_coll_ramp(b->c, rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA, msg);
         int from = start;
         if (lat_steps > 1 && a > 0) {
             from = sc_sim_add_compute(b->sim, -1, (lat_steps - 1) * a, NULL);
@@ -422,9 +420,11 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
         for (int k = 0; k < 2; k++) {
             if ((k == 0 && rpn == dp) || (k == 1 && rpn == 1))
                 continue;
-            /* one comm op per collective in the timeline */
-            if (flow_task(b, paths[k], vol, from, end, first ? r : -1, op, stage, chunk, mb,
-                          report) < 0)
+            /* one comm op per collective in the timeline; each path at its class's
+             * size ramp (add_ring) */
+            double ramp = sc_cost_coll_ramp(b->c, k == 0 ? SC_LINK_INTER : SC_LINK_INTRA, msg);
+            if (flow_task(b, paths[k], vol / ramp, from, end, first ? r : -1, op, stage, chunk,
+                          mb, report) < 0)
                 return -1;
             first = 0;
         }
