@@ -44,7 +44,7 @@
  *   Storage bandwidth for checkpoints: 1 GB/s assumed (FSx/NVMe vary widely).
  *
  * Collectives (the size ramp of cost.h: alpha_s, bw_eff, s_half_bytes, ramp_exp per
- * link class), fitted once (least squares on log busbw; script in docs/accuracy.md)
+ * link class), fitted once (least squares on log busbw; docs/accuracy.md has the fits)
  * to public nccl-tests all_reduce_perf curves, busbw by size:
  *   [N1] Azure/AI-benchmarking-guide, Azure_Results/ND_A100_v4_results.md, "NCCL
  *        Bandwidth" table: 8 x A100-SXM4-80GB in one node, NCCL 2.18.5, in-place
@@ -76,7 +76,7 @@
  *   Every point of [N1]-[N3] from 1 KiB is within 25% (tests/test_cost.c).
  * Inter, InfiniBand (dgx-a100-80g, dgx-h100): [N4] with bw_eff held at 0.96 (its
  *   own peak), the ring over 3 nodes: alpha 2 us (held; [N4] has no small sizes),
- *   s_half 10.0 kB, exp 0.537: the six points within 8%, the average 83.6 GB/s
+ *   s_half 10.0 kB, exp 0.537: the six points within 6%, the average 83.6 GB/s
  *   against 84.86 (NCCL's step at 85 MB, a protocol switch, is smoothed over).
  *   dgx-h100 takes the same ramp with bw_eff 0.94 [N6] (no public NDR size sweep
  *   found). EFA (p4d, p4de, p5) keeps the plain alpha-beta model (alpha 15 us,
