@@ -268,8 +268,10 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 /* a gather before every F and B and a reduce-scatter after
                  * every B share the NICs; what exceeds the position's
                  * compute is exposed, and the first gather always is */
-                double ag = ring_coll(c, SC_COLL_ALLGATHER, P * wb / v, P * wb / v, dp, per_node);
-                double rs = ring_coll(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v, dp, per_node);
+                double ag = ring_coll(c, SC_COLL_ALLGATHER, P * wb / v, P * wb / v, dp,
+                                      per_node);
+                double rs = ring_coll(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v, dp,
+                                      per_node);
                 double busy = 0;
                 for (int ch = 0; ch < v; ch++)
                     busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
@@ -277,7 +279,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             }
         }
         if (t->shared_npos > 1)
-            dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_grad, t->shared_npos, 1);
+            dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_grad,
+                             t->shared_npos, 1);
         double local = cfg->zero >= 1 ? P / dp : P;
         double opt = sc_cost_optimizer_time(c, dt, local);
         tail = fmax(tail, dpx + opt);

@@ -648,8 +648,8 @@ TEST(cost_cli_sp)
     CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-175b --cluster dgx-a100-80g --tp 8 "
                      "--sp --json", bin) == 0);
     CHECK_STR_HAS(out, "\"sp\":\ttrue");
-    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-175b --cluster dgx-a100-80g --sp", bin) ==
-          2);
+    CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-175b --cluster dgx-a100-80g --sp",
+                     bin) == 2);
     CHECK_STR_HAS(out, "--sp: sequence parallelism needs --tp 2 or more");
     /* the library: the same tp time either way on a ring, less activation memory */
     sc_model *m;

@@ -283,12 +283,12 @@ TEST(planner_overlap_grad_reduce_setting)
     CHECK(sc_test_sh(out, sizeof out, "grep -c '\"overlap_grad_reduce\":.false' %s", p_off) == 0);
     /* export: the flag only when the plan overlaps */
     CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/mon", bin, p_on, d) == 0);
-    CHECK(sc_test_sh(out, sizeof out, "grep -c -- --overlap-grad-reduce %s/mon/megatron_torchrun.sh",
-                     d) == 0);
+    CHECK(sc_test_sh(out, sizeof out,
+                     "grep -c -- --overlap-grad-reduce %s/mon/megatron_torchrun.sh", d) == 0);
     CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/moff", bin, p_off, d) ==
           0);
-    CHECK(sc_test_sh(out, sizeof out, "grep -c -- --overlap-grad-reduce %s/moff/megatron_torchrun.sh",
-                     d) == 1);
+    CHECK(sc_test_sh(out, sizeof out,
+                     "grep -c -- --overlap-grad-reduce %s/moff/megatron_torchrun.sh", d) == 1);
     /* tune takes it; a value other than 0 or 1 is a usage error */
     CHECK(sc_test_sh(out, sizeof out, "%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
                      "--global-batch 64 --dp 16 --tp 1 --pp 1 --zero 1 --overlap-grad-reduce 0",
