@@ -44,7 +44,8 @@
  *   Storage bandwidth for checkpoints: 1 GB/s assumed (FSx/NVMe vary widely).
  *
  * Collectives (the size ramp of cost.h: alpha_s, bw_eff, s_half_bytes, ramp_exp per
- * link class), fitted once (least squares on log busbw; docs/accuracy.md has the fits)
+ * link class), fitted once by scripts/fit_nccl.py (least squares on log busbw,
+ * Nelder-Mead; it prints each fit and its residuals)
  * to public nccl-tests all_reduce_perf curves, busbw by size:
  *   [N1] Azure/AI-benchmarking-guide, Azure_Results/ND_A100_v4_results.md, "NCCL
  *        Bandwidth" table: 8 x A100-SXM4-80GB in one node, NCCL 2.18.5, in-place
@@ -71,12 +72,12 @@
  * Intra (n = 8): A100 [N1] alpha 2.97 us, bw_eff 0.9034, s_half 7.10 MB, exp 0.25;
  *   H100 [N2] alpha 2 us (held), bw_eff 1 (held: NVLS in-switch reduction reaches
  *   a busbw of 479 GB/s, above the 450 GB/s link, which a share of the link cannot
- *   express; large allreduces come out 6% slow), s_half 6.63 MB, exp 0.677;
+ *   express; large allreduces come out 6% slow), s_half 4.93 MB, exp 0.715;
  *   H200 [N3] alpha 2.11 us, bw_eff 1 (held, as H100), s_half 0.908 MB, exp 0.487.
  *   Every point of [N1]-[N3] from 1 KiB is within 25% (tests/test_cost.c).
  * Inter, InfiniBand (dgx-a100-80g, dgx-h100): [N4] with bw_eff held at 0.96 (its
  *   own peak), the ring over 3 nodes: alpha 2 us (held; [N4] has no small sizes),
- *   s_half 10.0 kB, exp 0.537: the six points within 6%, the average 83.6 GB/s
+ *   s_half 10.2 kB, exp 0.538: the six points within 6%, the average 83.6 GB/s
  *   against 84.86 (NCCL's step at 85 MB, a protocol switch, is smoothed over).
  *   dgx-h100 takes the same ramp with bw_eff 0.94 [N6] (no public NDR size sweep
  *   found). EFA (p4d, p4de, p5) keeps the plain alpha-beta model (alpha 15 us,
@@ -206,7 +207,7 @@ static const comm_fit comm_fits[] = {
     {"A100", 2.97e-6, 0.9034, 7.099e6, 0.25, 0.8,
      "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
      "ND_A100_v4 NCCL table (1K-8G; 231.58 GB/s at 8G)"},
-    {"H100", 2e-6, 1.0, 6.626e6, 0.677, 0.82,
+    {"H100", 2e-6, 1.0, 4.934e6, 0.715, 0.82,
      "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
      "ND_H100_v5 NCCL table (1K-8G; 478.87 GB/s at 8G), p2p nccl-tests#212"},
     {"H200", 2.11e-6, 1.0, 9.078e5, 0.487, 0.82,
@@ -227,8 +228,8 @@ static const ib_fit ib_fits[] = {
      "; inter ramp of nccl-tests#119 (3x8 A100, 4x HDR), NDR plateau per nccl-tests#290"},
 };
 #define IB_ALPHA 2e-6
-#define IB_S_HALF 1.003e4
-#define IB_EXP 0.537
+#define IB_S_HALF 1.022e4
+#define IB_EXP 0.538
 
 static void set_comm_fit(sc_cluster *c)
 {
