@@ -19,7 +19,9 @@
  *     (nics_per_node · nic_bytes_per_s · bw_eff, latency alpha_inter on the
  *     out side). A transfer inside a node crosses [port_out(src),
  *     port_in(dst)], across nodes [nic_out(src node), nic_in(dst node)]:
- *     every GPU of a node shares its NICs, with max-min fair sharing.
+ *     every GPU of a node shares its NICs, with max-min fair sharing. A
+ *     collective of S bytes below its plateau (the cluster's size ramp r(S),
+ *     cost.h) loads each hop with its bytes / r(S) at the hop's link class.
  *   - compute: per virtual stage and microbatch, forward and backward time
  *     of the stage's leaves (sc_cost_modules_time); zb-h1 splits the
  *     backward into B and W halves (input- and weight-gradient GEMMs have the
@@ -39,7 +41,8 @@
  *     cfg->bucket_bytes (default 25 MiB, PyTorch DDP's; at most 32 buckets a
  *     chunk, larger buckets beyond) that overlap the last backward of that
  *     chunk: the backward op is split into as many pieces and bucket k starts
- *     when piece k ends. ZeRO 0: ring allreduce; ZeRO 1, 2: reduce-scatter,
+ *     when piece k ends; with cfg->no_overlap_grad_reduce every bucket waits
+ *     for the position's last backward (lower.h). ZeRO 0: ring allreduce; ZeRO 1, 2: reduce-scatter,
  *     the optimizer on 1/dp of the states, then an allgather of the updated
  *     parameters; ZeRO 3: an allgather of the stage's parameters before
  *     every forward and backward (prefetched: it may start once the previous
