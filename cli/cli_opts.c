@@ -50,6 +50,17 @@ static int opt_sp(const char *cmd, const char *label, const cli_opt *o, const ch
     return cli_opt_int(cmd, label, o, arg, dst);
 }
 
+/* --overlap-grad-reduce 0|1 into the search's no_overlap_grad_reduce (1 - the value). */
+static int opt_overlap(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                       void *dst)
+{
+    long v;
+    if (cli_long(cmd, label, arg, 0, 1, &v))
+        return 2;
+    *FIELD(o, dst, int) = !v;
+    return 0;
+}
+
 int cli_opt_long(const char *cmd, const char *label, const cli_opt *o, const char *arg,
                  void *dst)
 {
@@ -245,7 +256,11 @@ const cli_opt cli_search_opts[] = {
      0, LAYOUT, "recompute", recompute_words, 0},
     {"sp", 0, NULL, "sequence parallelism (needs tp >= 2; plan searches it\n"
      "unless given; --fix sp=0 turns it off)", opt_sp, OFF(o.fix_sp), 0, 1,
-     CLI_PLAN | CLI_TUNE | CLI_SIM, "sp", NULL, 0},
+     CLI_PLAN | CLI_TUNE | CLI_SIM | CLI_WHATIF, "sp", NULL, 0},
+    {"overlap-grad-reduce", 0, "0|1", "data-parallel gradient buckets reduced during the\n"
+     "backward (1, default; Megatron-LM --overlap-grad-reduce)\n"
+     "or after it (0); with sim --plan, 0 replays the plan\n"
+     "without overlap", opt_overlap, OFF(o.no_overlap_grad_reduce), 0, 1, ALL, NULL, NULL, 0},
     {"attn", 0, "A", "attention kernels (where the model lists kernels):\n"
      "unfused keeps the scores (Megatron-LM's default), flash\n"
      "fuses them and keeps none (default unfused)", opt_word, OFF(o.attn), 0, 0, ALL,

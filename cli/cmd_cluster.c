@@ -89,6 +89,9 @@ static void show_text(const sc_cluster *c)
                cli_us(c->eff.alpha_s[l], a), c->eff.bw_eff[l]);
         if (c->eff.p2p_bw_eff[l] > 0)
             printf(" (collectives), p2p_bw_eff %.3g (point-to-point)", c->eff.p2p_bw_eff[l]);
+        if (c->eff.s_half_bytes[l] > 0)
+            printf(", size ramp s_half %.3g B exp %.3g", c->eff.s_half_bytes[l],
+                   c->eff.ramp_exp[l]);
         printf("\n");
     }
     printf("    op overhead   %s us\n", cli_us(c->eff.op_overhead_s, a));

@@ -13,7 +13,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: stagecraft cost --model M --cluster C [--nodes N] [--tp T] [--mbs B]\n"
+            "usage: stagecraft cost --model M --cluster C [--nodes N] [--tp T] [--sp] [--mbs B]\n"
             "                       [--dtype D] [--algo ring|tree|hier] [--depth N]\n"
             "                       [--attn unfused|flash] [--kernels] [--json]\n\n"
             "Per-module costs of model M (a built-in name or a file) on cluster C (a preset\n"
@@ -23,6 +23,9 @@ static void usage(FILE *f)
             "activations saved per microbatch. Times are in microseconds. A row with children\n"
             "shows its subtree's sums.\n\n"
             "  --tp T      tensor-parallel degree (default 1)\n"
+            "  --sp        sequence parallelism (needs --tp 2 or more): norms and dropouts on\n"
+            "              s/t tokens, their activations sharded by tp, the tp allreduce as a\n"
+            "              reduce-scatter plus an all-gather (Korthikanti et al. 2022)\n"
             "  --mbs B     samples per microbatch (default 1)\n"
             "  --dtype D   fp32|tf32|fp16|bf16|fp8 (default: the model's)\n"
             "  --algo A    collective algorithm for tp allreduces (default ring)\n"
@@ -79,6 +82,7 @@ static cJSON *table_json(const sc_model *m, const sc_cluster *c, const sc_cost_c
     sc_jadd_str(j, "dtype", sc_dtype_name(cfg->dtype), &oom);
     sc_jadd_str(j, "tp_algo", cfg->tp_algo ? cfg->tp_algo : "ring", &oom);
     sc_jadd_str(j, "attention", sc_attn_name(cfg->attn), &oom);
+    sc_jadd_bool(j, "sp", cfg->sp, &oom);
     cJSON *arr = sc_jadd_arr(j, "modules", &oom);
     for (int i = 0; i <= n && !oom; i++) {
         const sc_cost_row *r = i < n ? &rows[i] : tot;
@@ -165,10 +169,11 @@ static void table_text(const sc_model *m, const sc_cluster *c, const sc_cost_cfg
     }
     if (w > 48)
         w = 48;
-    printf("%s on %s (%d x %d %s), tp %d, mbs %d, %s, tp allreduce %s, %s attention\n",
-           m->name, c->name, c->nodes, c->gpus_per_node, c->gpu.name, cfg->tp, cfg->mbs,
-           sc_dtype_name(cfg->dtype), cfg->tp_algo ? cfg->tp_algo : "ring",
-           sc_attn_name(cfg->attn));
+    printf("%s on %s (%d x %d %s), tp %d%s, mbs %d, %s, tp %s %s, %s attention\n", m->name,
+           c->name, c->nodes, c->gpus_per_node, c->gpu.name, cfg->tp, cfg->sp ? " sp" : "",
+           cfg->mbs, sc_dtype_name(cfg->dtype),
+           cfg->sp ? "reduce-scatter + all-gather" : "allreduce",
+           cfg->tp_algo ? cfg->tp_algo : "ring", sc_attn_name(cfg->attn));
     printf("%-*s %10s %12s %12s %12s %11s %11s\n", w, "module", "params", "fwd us", "bwd us",
            "tp comm us", "states", "act/mb");
     char b[6][48];
@@ -203,11 +208,11 @@ int cmd_cost(int argc, char **argv)
         {"mbs", required_argument, NULL, 'b'},   {"dtype", required_argument, NULL, 'd'},
         {"algo", required_argument, NULL, 'a'},  {"json", no_argument, NULL, 'j'},
         {"depth", required_argument, NULL, 'D'}, {"attn", required_argument, NULL, 'A'},
-        {"kernels", no_argument, NULL, 'K'},
+        {"kernels", no_argument, NULL, 'K'},    {"sp", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     const char *model = NULL, *cluster = NULL, *algo = NULL;
     long nodes = 0, tp = 1, mbs = 1, depth = 1000;
-    int dtype = -1, json = 0, ch, attn = SC_ATTN_UNFUSED, kernels = 0;
+    int dtype = -1, json = 0, sp = 0, ch, attn = SC_ATTN_UNFUSED, kernels = 0;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -250,6 +255,9 @@ int cmd_cost(int argc, char **argv)
         case 'K':
             kernels = 1;
             break;
+        case 'S':
+            sp = 1;
+            break;
         case 'D':
             if (cli_long("cost", "--depth", optarg, 0, 1000, &depth))
                 return 2;
@@ -265,6 +273,8 @@ int cmd_cost(int argc, char **argv)
         return cli_usage("cost", "unexpected argument '%s'", argv[optind]);
     if (!model || !cluster)
         return cli_usage("cost", "--model and --cluster are required");
+    if (sp && tp < 2)
+        return cli_usage("cost", "--sp: sequence parallelism needs --tp 2 or more (tp is %ld)", tp);
     sc_error err = {0};
     sc_cluster c;
     if (sc_cluster_open(cluster, &c, &err) || (nodes && sc_cluster_set_nodes(&c, nodes, &err)))
@@ -281,7 +291,7 @@ int cmd_cost(int argc, char **argv)
         sc_model_free(m);
         return cli_fail(&err);
     }
-    sc_cost_cfg cfg = {dtype >= 0 ? (sc_dtype)dtype : m->dtype, (int)tp, (int)mbs, algo, 0,
+    sc_cost_cfg cfg = {dtype >= 0 ? (sc_dtype)dtype : m->dtype, (int)tp, (int)mbs, algo, sp,
                        (sc_attn)attn};
     sc_cost_row *rows, tot;
     int n, rc = 0;

@@ -187,6 +187,7 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddNumberToObject(j, "shapes_done", (double)sdone);
         cJSON_AddNumberToObject(j, "shapes_total", (double)stotal);
         cJSON_AddNumberToObject(j, "over_max_mem", over);
+        cli_label_json(j, &c, nsim > 0 ? sc_search_ranked(s, 0)->sim->step_time_s : 0);
         cJSON *arr = cJSON_AddArrayToObject(j, "ranked");
         static const char *const tie_names[] = {NULL, "memory", "layout", "step"};
         for (int i = 0; i < shown; i++) {
@@ -314,6 +315,10 @@ int cmd_plan(int argc, char **argv)
             printf(" tokens), %.1f ms against %.1f ms unsliced (%.1f%% faster)\n",
                    1e3 * w->sim->step_time_s, 1e3 * w->unsliced_s,
                    100 * (1 - w->sim->step_time_s / w->unsliced_s));
+        }
+        if (nsim > 0) {
+            printf("\n");
+            cli_print_label(&c, sc_search_ranked(s, 0)->sim->step_time_s, "#1's measured step");
         }
         if (out)
             printf("\nwinner written to %s\n", out);

@@ -117,6 +117,7 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     if (half > 0)
         printf("               ± %11s us   (95%% interval from the calibration fits)\n",
                cli_us(half, b[0]));
+    cli_print_label(c, r->step_time_s, "the measured step");
     const sc_step_breakdown *k = &r->breakdown;
     double s = r->step_time_s > 0 ? r->step_time_s : 1;
     struct {
@@ -225,6 +226,7 @@ int cmd_sim(int argc, char **argv)
     cfg.recompute = (sc_recompute)recomp;
     cfg.sp = f->fix_sp == 1;
     cfg.attn = f->attn;
+    cfg.no_overlap_grad_reduce = f->no_overlap_grad_reduce;
     cfg.bucket_bytes = bucket * 1024 * 1024;
     cfg.jitter = jitter;
     cfg.seed = (unsigned long)seed;
@@ -262,6 +264,7 @@ int cmd_sim(int argc, char **argv)
         pc.want_timeline = cfg.want_timeline;
         pc.one_replica = cfg.one_replica;
         pc.max_mem_bytes = cfg.max_mem_bytes;
+        pc.no_overlap_grad_reduce |= cfg.no_overlap_grad_reduce;
         cfg = pc;
         model = plan->model_source;
         cluster = plan->cluster_source;
@@ -387,6 +390,7 @@ int cmd_sim(int argc, char **argv)
                 double half = sc_step_interval(r, &cl, mod->dtype);
                 if (half > 0)
                     cJSON_AddNumberToObject(j, "step_time_interval_s", half);
+                cli_label_json(j, &cl, r->step_time_s);
                 if (runs > 1 || jitter > 0) {
                     cJSON *o = cJSON_AddObjectToObject(j, "runs");
                     cJSON_AddNumberToObject(o, "n", (double)runs);

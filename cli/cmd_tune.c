@@ -74,8 +74,11 @@ int cmd_tune(int argc, char **argv)
             rc = j ? cli_fail(&err) : 1;
         cJSON_Delete(j);
     }
+    double best_s = t->n > 0 ? t->pts[t->best].step_s : 0;
     if (!rc && json) {
-        rc = cli_print_json(sc_tune_to_json(t));
+        cJSON *j = sc_tune_to_json(t);
+        cli_label_json(j, &c, best_s); /* printed, not part of the tune file */
+        rc = cli_print_json(j);
     } else if (!rc) {
         char b[32];
         printf("tune: %s on %d x %s, dp %d tp %d pp %d v %d, %s, zero %d, recompute %s, global "
@@ -98,6 +101,7 @@ int cmd_tune(int argc, char **argv)
             printf("%6d %5d   %s\n", t->skipped[i].m, t->skipped[i].mbs, t->skipped[i].reason);
         printf("\nbest: m = %d microbatches of %d samples, %.1f ms per step\n",
                t->pts[t->best].m, t->pts[t->best].mbs, 1e3 * t->pts[t->best].step_s);
+        cli_print_label(&c, best_s, "the best's measured step");
         if (out)
             printf("curve written to %s (draw it with 'stagecraft plot tune %s -o tune.png')\n",
                    out, out);

@@ -120,6 +120,33 @@ static const char *money(double v, char *b)
     return b;
 }
 
+/* The step of cluster c's first point (its smallest node count), 0 when none. */
+static double first_step(const sc_whatif *w, int c, long *nodes)
+{
+    for (int i = 0; i < w->n_points; i++)
+        if (w->points[i].cluster == c) {
+            *nodes = w->points[i].nodes;
+            return w->points[i].step_s;
+        }
+    *nodes = 0;
+    return 0;
+}
+
+/* Which kind of cluster each prediction used (cli_print_label), with the error
+ * bar of the first point's step of each validated preset. */
+static void print_labels(const sc_whatif *w)
+{
+    printf("\n");
+    for (int c = 0; c < w->n_clusters; c++) {
+        long nodes;
+        double step = first_step(w, c, &nodes);
+        char what[192];
+        snprintf(what, sizeof what, "the measured step at %ld node%s", nodes,
+                 nodes == 1 ? "" : "s");
+        cli_print_label(&w->clusters[c], step, what);
+    }
+}
+
 static void print_table(const sc_whatif *w, const sc_model *m, double state_bytes,
                         const sc_whatif_opts *o)
 {
@@ -267,6 +294,8 @@ int cmd_whatif(int argc, char **argv)
     o.framework = a.s.o.framework;
     o.cut_in_layers = a.s.o.cut_in_layers;
     o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
+    o.fix_sp = a.s.o.fix_sp;
+    o.no_overlap_grad_reduce = a.s.o.no_overlap_grad_reduce;
     o.restart_s = 60 * restart_min;
     if (gbps > 0)
         o.storage_bytes_per_s = gbps * 1e9 / 8;
@@ -298,6 +327,7 @@ int cmd_whatif(int argc, char **argv)
         double bw, bg, bo;
         sc_cost_state_bytes(m->dtype, &bw, &bg, &bo);
         print_table(w, m, (bw + bo) * sc_model_totals(m).params, &o);
+        print_labels(w);
         printf("\nfront: the (days, $) options no other beats on both, over every cluster and "
                "count%s\n",
                w->spot ? ", on demand and spot" : "");

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "json.h"
 #include "cluster.h"
+#include "label.h"
 #include "model.h"
 
 #include <errno.h>
@@ -51,6 +52,25 @@ void cli_warn_cluster(const sc_cluster *c, const char *what)
             "stagecraft: warning: %s (%s) was calibrated with --force past %d failed quality "
             "gate%s (first: %s): its predictions may be far off\n",
             what, c->name, f->n_failed, f->n_failed == 1 ? "" : "s", f->failed[0]);
+}
+
+void cli_print_label(const sc_cluster *c, double step_s, const char *what)
+{
+    sc_cluster_label l;
+    char d[320], b[2][32];
+    double lo, hi;
+    sc_cluster_label_of(c, &l);
+    printf("cluster: %s\n", sc_label_describe(&l, c, d, sizeof d));
+    if (sc_label_interval(&l, step_s, &lo, &hi))
+        printf("  error bar from the validation residuals: %s is likely %s to %s us\n", what,
+               cli_us(lo, b[0]), cli_us(hi, b[1]));
+}
+
+void cli_label_json(cJSON *o, const sc_cluster *c, double step_s)
+{
+    cJSON *x = o ? sc_cluster_label_json(c, step_s) : NULL;
+    if (x)
+        cJSON_AddItemToObject(o, "cluster_label", x);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)

@@ -865,7 +865,10 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
                 continue;
             double sv, v;
             ring_terms(q, &sv, &v);
-            m0 += fabs((sv * a0 + v / b0) / q->t - 1);
+            /* the input's size ramp too, on collectives (cost.h; none on p2p) */
+            double r0 =
+                q->op == SC_CALIB_P2P ? 1 : sc_cost_coll_ramp(c->base, (sc_link)l, q->bytes);
+            m0 += fabs((sv * a0 + v / (b0 * r0)) / q->t - 1);
             k++;
         }
         m0 = k ? m0 / k : 0;
@@ -876,6 +879,10 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         int p2p = from_allreduce && ok[SC_CALIB_P2P];
         const sc_calib_fit fp = g[SC_CALIB_P2P];
         out->eff.alpha_s[l] = f.a;
+        /* the fit is the plain alpha-beta model: a size ramp the input had for this
+         * class (a preset's, fitted to public nccl-tests curves) gives way to it */
+        out->eff.s_half_bytes[l] = 0;
+        out->eff.ramp_exp[l] = 1;
         double top = fmax(f.b, p2p ? fp.b : 0);
         if (top > nominal) {
             if (l == SC_LINK_INTRA)

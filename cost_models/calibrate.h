@@ -50,7 +50,9 @@
  *     p2p_bw_eff when there is an allreduce fit too. beta becomes bw_eff
  *     against the nominal bandwidth (intra.bytes_per_s; nics_per_node ·
  *     nic_bytes_per_s); a beta above nominal raises the nominal figure (and
- *     bw_eff = 1), said in the report.
+ *     bw_eff = 1), said in the report. A fitted class drops the input's size
+ *     ramp (s_half_bytes 0: the fit is the plain model); the "before" MAPE
+ *     is the input's own, ramp included.
  *   host time (per class, at least 3 host points): the sender's host time
  *     per byte h = sum(gap) / sum(bytes) (least squares through the origin,
  *     weights 1/bytes), capped at 1e-6 s/B; fewer points leave the base's

@@ -352,6 +352,45 @@ static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
            (a->sustained > 0 ? a->sustained : 1) == (b->sustained > 0 ? b->sustained : 1);
 }
 
+/* ---- the collectives' size ramp (optional keys of efficiency.intra / .inter) ---- */
+
+#define MAX_S_HALF 1e13
+#define MIN_RAMP_EXP 0.25
+#define MAX_RAMP_EXP 4.0
+
+static sc_status read_ramp(const cJSON *x, const char *file, const char *path, sc_cluster_eff *f,
+                           int l, sc_error *err)
+{
+    sc_status st;
+    f->s_half_bytes[l] = 0;
+    f->ramp_exp[l] = 1;
+    if ((st = sc_json_num(x, file, path, "s_half_bytes", 0, 0, MAX_S_HALF, &f->s_half_bytes[l],
+                          err)) ||
+        (st = sc_json_num(x, file, path, "ramp_exp", 0, MIN_RAMP_EXP, MAX_RAMP_EXP,
+                          &f->ramp_exp[l], err)))
+        return st;
+    return SC_OK;
+}
+
+static sc_status validate_ramp(const sc_cluster *c, const char *file, sc_error *err);
+
+static void add_ramp(cJSON *x, const sc_cluster_eff *f, int l, int *oom)
+{
+    if (f->s_half_bytes[l] > 0) {
+        sc_jadd_num(x, "s_half_bytes", f->s_half_bytes[l], oom);
+        sc_jadd_num(x, "ramp_exp", f->ramp_exp[l], oom);
+    }
+}
+
+static int ramp_equal(const sc_cluster_eff *a, const sc_cluster_eff *b)
+{
+    for (int l = 0; l < SC_LINK_N; l++)
+        if (a->s_half_bytes[l] != b->s_half_bytes[l] ||
+            (a->s_half_bytes[l] > 0 && a->ramp_exp[l] != b->ramp_exp[l]))
+            return 0;
+    return 1;
+}
+
 static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc_error *err)
 {
     static const char *const keys[] = {"provenance", "compute",       "memory_bw",
@@ -360,7 +399,8 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
     static const char *const ckeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const dkeys[] = {"eff_max", "f_half", NULL};
     static const char *const lkeys[] = {"alpha_s", "bw_eff", "p2p_bw_eff",
-                                        "p2p_host_s_per_byte", NULL};
+                                        "p2p_host_s_per_byte", "s_half_bytes", "ramp_exp",
+                                        NULL};
     const cJSON *e, *comp;
     const char *s = NULL;
     char path[64];
@@ -419,7 +459,8 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
         if ((st = sc_json_num(x, file, path, "p2p_bw_eff", 0, MIN_FRACTION, 1, &f->p2p_bw_eff[l],
                               err)) ||
             (st = sc_json_num(x, file, path, "p2p_host_s_per_byte", 0, 0, MAX_HOST_S_PER_BYTE,
-                              &f->p2p_host_s_per_byte[l], err)))
+                              &f->p2p_host_s_per_byte[l], err)) ||
+            (st = read_ramp(x, file, path, f, l, err)))
             return st;
     }
     const cJSON *fits;
@@ -498,6 +539,22 @@ static int bad_str(const char *s, int required)
         if (*p < 0x20)
             return 1;
     return 0;
+}
+
+static sc_status validate_ramp(const sc_cluster *c, const char *file, sc_error *err)
+{
+    char path[64];
+    sc_status st;
+    for (int l = 0; l < SC_LINK_N; l++) {
+        snprintf(path, sizeof path, "efficiency.%s.s_half_bytes", link_keys[l]);
+        if ((st = range(file, path, c->eff.s_half_bytes[l], 0, MAX_S_HALF, err)))
+            return st;
+        snprintf(path, sizeof path, "efficiency.%s.ramp_exp", link_keys[l]);
+        if (c->eff.s_half_bytes[l] > 0 &&
+            (st = range(file, path, c->eff.ramp_exp[l], MIN_RAMP_EXP, MAX_RAMP_EXP, err)))
+            return st;
+    }
+    return SC_OK;
 }
 
 sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *err)
@@ -583,6 +640,8 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
         if ((st = range(file, path, c->eff.p2p_host_s_per_byte[l], 0, MAX_HOST_S_PER_BYTE, err)))
             return st;
     }
+    if ((st = validate_ramp(c, file, err)))
+        return st;
     struct {
         const char *path;
         double v, floor;
@@ -673,6 +732,7 @@ cJSON *sc_cluster_to_json(const sc_cluster *c)
             sc_jadd_num(x, "p2p_bw_eff", c->eff.p2p_bw_eff[l], &oom);
         if (c->eff.p2p_host_s_per_byte[l] > 0)
             sc_jadd_num(x, "p2p_host_s_per_byte", c->eff.p2p_host_s_per_byte[l], &oom);
+        add_ramp(x, &c->eff, l, &oom);
     }
     sc_jadd_num(e, "op_overhead_s", c->eff.op_overhead_s, &oom);
     sc_jadd_num(e, "workspace_bytes", c->eff.workspace_bytes, &oom);
@@ -763,6 +823,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         eq = deq(a->eff.alpha_s[l], b->eff.alpha_s[l]) && deq(a->eff.bw_eff[l], b->eff.bw_eff[l]) &&
              deq(a->eff.p2p_bw_eff[l], b->eff.p2p_bw_eff[l]) &&
              deq(a->eff.p2p_host_s_per_byte[l], b->eff.p2p_host_s_per_byte[l]);
+    eq = eq && ramp_equal(&a->eff, &b->eff);
     const sc_cluster_fits *fa = &a->eff.fits, *fb = &b->eff.fits;
     eq = eq && fa->present == fb->present;
     if (eq && fa->present) {

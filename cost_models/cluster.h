@@ -36,9 +36,12 @@
  *                              (one entry per dtype with a non-zero peak;
  *                               others optional),
  *                    memory_bw (fraction of HBM bandwidth reached),
- *                    intra: { alpha_s, bw_eff, p2p_bw_eff, p2p_host_s_per_byte },
- *                    inter: { alpha_s, bw_eff, p2p_bw_eff, p2p_host_s_per_byte }
- *                           (the p2p_ keys optional),
+ *                    intra: { alpha_s, bw_eff, p2p_bw_eff, p2p_host_s_per_byte,
+ *                             s_half_bytes, ramp_exp },
+ *                    inter: { alpha_s, bw_eff, p2p_bw_eff, p2p_host_s_per_byte,
+ *                             s_half_bytes, ramp_exp }
+ *                           (the p2p_ keys optional; s_half_bytes, ramp_exp optional:
+ *                            the collectives' size ramp, see sc_cluster_eff),
  *                    op_overhead_s (fixed cost per module call),
  *                    bwd_factor (optional, default 1: backward kernels' time per
  *                                FLOP relative to forward ones, calibrated),
@@ -165,6 +168,12 @@ typedef struct sc_cluster_eff {
     char provenance[SC_CLUSTER_PROV_MAX + 1];
     sc_cluster_fits fits;        /* optional: "efficiency.fits" */
     sc_cluster_gemm gemm;        /* optional: "efficiency.gemm" (sms 0 = absent) */
+    /* ---- collective size ramp (optional keys efficiency.{intra,inter}.s_half_bytes and
+     * .ramp_exp; absent = 0 and 1: no ramp, the plain alpha-beta model). A collective of
+     * S bytes (nccl-tests' size) on link class l reaches bw_eff * sc_cost_coll_ramp() of
+     * the link: 1 / (1 + (s_half / S)^ramp_exp). See cost.h. */
+    double s_half_bytes[SC_LINK_N]; /* [0, 1e13]: S at which half the plateau is reached */
+    double ramp_exp[SC_LINK_N];     /* [0.25, 4]: steepness of the ramp */
 } sc_cluster_eff;
 
 typedef struct sc_cluster {

@@ -18,14 +18,17 @@
 static double hier_time(const sc_comm_links *l, sc_coll op, double bytes)
 {
     int n = l->n, p = l->per_node, k = l->nodes;
-    double ai = l->alpha_intra, bi = l->beta_intra, ae = l->alpha_inter, be = l->beta_inter;
+    double ai = l->alpha_intra, ae = l->alpha_inter;
     if (n <= 1)
         return 0;
+    double slice = bytes / p;
+    /* the size ramps (cost.h): intra phases move S, the inter phase S/p */
+    double bi = l->beta_intra * sc_cost_ramp(bytes, l->s_half_intra, l->exp_intra);
+    double be = l->beta_inter * sc_cost_ramp(p <= 1 ? bytes : slice, l->s_half_inter, l->exp_inter);
     if (k <= 1)
         return sc_ring_time(op, bytes, n, ai, bi);
     if (p <= 1)
         return sc_ring_time(op, bytes, n, ae, be);
-    double slice = bytes / p;
     switch (op) {
     case SC_COLL_ALLREDUCE:
         return sc_ring_time(SC_COLL_REDUCE_SCATTER, bytes, p, ai, bi) +

@@ -6,6 +6,7 @@
  *   broadcast       S/beta + (n-1) alpha               (pipelined chain: the
  *                   message streams through n-1 hops in small chunks)
  *   alltoall        (n-1)/n * S/beta + (n-1) alpha     (pairwise exchange)
+ * beta is the flat link's with the size ramps (sc_flat_beta, cost.h).
  */
 #include "cost_int.h"
 
@@ -31,7 +32,7 @@ static double ring_time(const sc_comm_links *l, sc_coll op, double bytes)
 {
     double a, b;
     sc_flat_link(l, &a, &b);
-    return sc_ring_time(op, bytes, l->n, a, b);
+    return sc_ring_time(op, bytes, l->n, a, sc_flat_beta(l, bytes));
 }
 
 const sc_coll_algo sc_coll_ring = {

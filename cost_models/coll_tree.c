@@ -17,6 +17,7 @@ static double tree_time(const sc_comm_links *l, sc_coll op, double bytes)
     if (n <= 1)
         return 0;
     sc_flat_link(l, &a, &b);
+    b = sc_flat_beta(l, bytes); /* with the size ramps (cost.h) */
     double steps = ceil(log2((double)n)), f = (double)(n - 1) / n;
     switch (op) {
     case SC_COLL_ALLREDUCE:

@@ -57,6 +57,19 @@
  *          GPU over its NIC share, intra-node allgather (the hierarchical
  *          allreduce of Horovod and BlueConnect, Cho et al. 2019); other
  *          collectives analogous, see coll_hier.c.
+ * Size ramp (optional, per link class; efficiency.*.s_half_bytes, ramp_exp): NCCL
+ * does not reach its plateau bus bandwidth on mid-sized messages (fewer channels,
+ * the LL and LL128 protocols, pipeline fill), and the ramp is slower than the
+ * alpha term alone gives. Each collective's bandwidth term is divided by
+ *   r(S) = 1 / (1 + (s_half / S)^g),   S = the collective's nccl-tests size,
+ * so a collective runs at bw_eff * r(S) of the link: alpha-beta with a Hill-type
+ * efficiency (Hill 1910's saturation curve; g < 1 a slow ramp over decades of S,
+ * as nccl-tests curves show). Within a node the intra ramp applies, for a group
+ * spanning nodes the inter one (hier: intra phases at S, the inter phase at S/g).
+ * The group size enters through the alpha steps (2(n-1) for a ring allreduce);
+ * the ramp depends on S only (NCCL picks its channels and protocol by size).
+ * Point-to-point messages have no ramp. Presets fit (alpha_s, bw_eff, s_half, g) to
+ * public nccl-tests allreduce curves (presets.c; docs/accuracy.md).
  * Bandwidth reporting (nccl-tests doc/PERFORMANCE.md): algbw = S / t,
  * busbw = algbw * factor: allreduce 2(n-1)/n; reduce-scatter, allgather,
  * alltoall (n-1)/n; broadcast 1.
@@ -173,6 +186,8 @@ typedef struct sc_comm_links {
     double alpha_intra, beta_intra; /* s, bytes/s */
     double alpha_inter, beta_inter; /* beta_inter: this GPU's share of the NICs */
     double beta_nic;                /* the node's NICs whole (bytes/s) */
+    /* the size ramp per link class (efficiency.*.s_half_bytes, ramp_exp; s_half 0 = none) */
+    double s_half_intra, exp_intra, s_half_inter, exp_inter;
 } sc_comm_links;
 /* Checks 1 <= per_node <= min(n, gpus_per_node) (per_node is clamped to n)
  * and that a group spanning nodes has a network. */
@@ -198,6 +213,13 @@ sc_status sc_cost_coll(const sc_cluster *c, const char *algo, sc_coll op, double
  * inter link with `sharing` GPUs of the node sending at once (>= 1). */
 sc_status sc_cost_p2p(const sc_cluster *c, double bytes, int inter, int sharing,
                       double *time_s, sc_error *err);
+/* The share of its plateau (bw_eff) a collective of `bytes` (nccl-tests' S) reaches on
+ * link class l: 1 / (1 + (s_half_bytes / S)^ramp_exp), in (0, 1]; 1 when the cluster
+ * has no ramp for l (s_half_bytes 0) and for S <= 0 (nothing to send). See "size ramp"
+ * above. */
+double sc_cost_coll_ramp(const sc_cluster *c, sc_link l, double bytes);
+/* The same from the raw parameters (the algorithms' files use it on sc_comm_links). */
+double sc_cost_ramp(double bytes, double s_half, double exponent);
 /* nccl-tests bus-bandwidth factor (0 for n < 1). */
 double sc_cost_busbw_factor(sc_coll op, int n);
 

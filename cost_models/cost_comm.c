@@ -1,5 +1,6 @@
 /* cost_comm.c - link parameters of a group, the algorithm registry, point to
  * point, and the nccl-tests bus-bandwidth factors; see cost.h. */
+#include <math.h>
 #include <string.h>
 
 #include "cost_int.h"
@@ -69,6 +70,10 @@ sc_status sc_cost_links(const sc_cluster *c, int n, int per_node, sc_comm_links 
     l.alpha_inter = c->eff.alpha_s[SC_LINK_INTER];
     l.beta_nic = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER];
     l.beta_inter = l.beta_nic / per_node;
+    l.s_half_intra = c->eff.s_half_bytes[SC_LINK_INTRA];
+    l.exp_intra = c->eff.ramp_exp[SC_LINK_INTRA];
+    l.s_half_inter = c->eff.s_half_bytes[SC_LINK_INTER];
+    l.exp_inter = c->eff.ramp_exp[SC_LINK_INTER];
     if (l.nodes <= 1 && per_node > 1 && !(l.beta_intra > 0))
         return sc_err(err, SC_ENOTSUP, "%s: no intra-node bandwidth (intra.bytes_per_s is 0)",
                       c->name);
@@ -118,6 +123,20 @@ sc_status sc_cost_p2p(const sc_cluster *c, double bytes, int inter, int sharing,
                   sc_cluster_p2p_eff(c, SC_LINK_INTER) / sharing;
     *time_s = c->eff.alpha_s[SC_LINK_INTER] + bytes / beta;
     return SC_OK;
+}
+
+double sc_cost_ramp(double bytes, double s_half, double exponent)
+{
+    if (!(s_half > 0) || !(bytes > 0))
+        return 1;
+    return 1.0 / (1.0 + pow(s_half / bytes, exponent > 0 ? exponent : 1));
+}
+
+double sc_cost_coll_ramp(const sc_cluster *c, sc_link l, double bytes)
+{
+    if ((unsigned)l >= SC_LINK_N)
+        return 1;
+    return sc_cost_ramp(bytes, c->eff.s_half_bytes[l], c->eff.ramp_exp[l]);
 }
 
 /* nccl-tests doc/PERFORMANCE.md: busbw = algbw * factor, the factor making

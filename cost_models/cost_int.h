@@ -21,6 +21,19 @@ static inline void sc_flat_link(const sc_comm_links *l, double *alpha, double *b
     *beta = l->per_node > 1 && l->beta_intra < l->beta_nic ? l->beta_intra : l->beta_nic;
 }
 
+/* The flat link's bandwidth for a collective of S bytes with the size ramps (cost.h
+ * "size ramp"): each hop class at its plateau times its ramp at S, the ring bound
+ * by its slowest hop (inside a node the intra link; across nodes the slower of the
+ * ramped intra hops, when a node holds several members, and the ramped NICs). */
+static inline double sc_flat_beta(const sc_comm_links *l, double bytes)
+{
+    double bi = l->beta_intra * sc_cost_ramp(bytes, l->s_half_intra, l->exp_intra);
+    if (l->nodes <= 1)
+        return bi;
+    double be = l->beta_nic * sc_cost_ramp(bytes, l->s_half_inter, l->exp_inter);
+    return l->per_node > 1 && bi < be ? bi : be;
+}
+
 /* Ring formulas on one link (n ranks, S bytes per nccl-tests convention),
  * shared by the ring, tree and hierarchical files. 0 for n <= 1. */
 double sc_ring_time(sc_coll op, double bytes, int n, double alpha, double beta);

@@ -42,8 +42,20 @@ sc_status sc_cost_table(const sc_cluster *c, const sc_model *m, const sc_cost_cf
         if (!st && mod->has_tp && cfg->tp > 1 && mod->tp_bytes > 0) {
             double t;
             x->tp_bytes = mod->tp_bytes * cfg->mbs;
-            st = sc_cost_coll(c, cfg->tp_algo, SC_COLL_ALLREDUCE, x->tp_bytes, cfg->tp, per_node,
-                              &t, err);
+            if (cfg->sp) {
+                /* sequence parallelism: a reduce-scatter and an all-gather of the same
+                 * bytes in place of each allreduce (Korthikanti et al. 2022, 4.2.2) */
+                double ag = 0;
+                st = sc_cost_coll(c, cfg->tp_algo, SC_COLL_REDUCE_SCATTER, x->tp_bytes, cfg->tp,
+                                  per_node, &t, err);
+                if (!st)
+                    st = sc_cost_coll(c, cfg->tp_algo, SC_COLL_ALLGATHER, x->tp_bytes, cfg->tp,
+                                      per_node, &ag, err);
+                t += ag;
+            } else {
+                st = sc_cost_coll(c, cfg->tp_algo, SC_COLL_ALLREDUCE, x->tp_bytes, cfg->tp,
+                                  per_node, &t, err);
+            }
             x->tp_s = 2 * t;
         }
         if (st) {

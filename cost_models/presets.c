@@ -78,6 +78,50 @@
  *     measured: alone vs all-8 concurrent"); the H100 has the same die and
  *     700 W limit, an assumption.
  *
+ * Collectives (the size ramp of cost.h: alpha_s, bw_eff, s_half_bytes, ramp_exp per
+ * link class), fitted once by scripts/fit_nccl.py (least squares on log busbw,
+ * Nelder-Mead; it prints each fit and its residuals)
+ * to public nccl-tests all_reduce_perf curves, busbw by size:
+ *   [N1] Azure/AI-benchmarking-guide, Azure_Results/ND_A100_v4_results.md, "NCCL
+ *        Bandwidth" table: 8 x A100-SXM4-80GB in one node, NCCL 2.18.5, in-place
+ *        busbw 1 KiB .. 8 GiB (24 sizes; e.g. 36.22 GB/s at 1 MiB, 109.22 at
+ *        16 MiB, 213.87 at 256 MiB, 231.58 at 8 GiB).
+ *   [N2] the same repository, "Azure Results/ND_H100_v5_results.md": 8 x H100
+ *        80GB HBM3, NCCL 2.18.5 (NVLS), 1 KiB .. 8 GiB (43.70 GB/s at 1 MiB,
+ *        234.45 at 16 MiB, 423.38 at 256 MiB, 478.87 at 8 GiB).
+ *   [N3] the same repository, Azure_Results/ND_H200_v5_results.md: 8 x H200,
+ *        NCCL 2.20.5 (NVLS), 1 KiB .. 8 GiB (52.96 GB/s at 1 MiB, 240.41 at
+ *        16 MiB, 432.24 at 256 MiB, 479.98 at 8 GiB).
+ *   [N4] NVIDIA/nccl-tests issue #119 (2022-11-17): 3 nodes x 8 A100-SXM4-40GB,
+ *        4 x 200 Gb/s HDR InfiniBand per node, 24 ranks, all_reduce_perf 8 B ..
+ *        128 MiB in 1 MiB steps: out-of-place busbw 86.20 GB/s at 75,497,480 B,
+ *        85.71 at 80,740,360, 85.50 at 84,934,664, 93.76 at 85,983,240, 95.75 at
+ *        127,926,280, 95.74 at 133,169,160; "Avg bus bandwidth 84.8558" over the
+ *        128 sizes; S. Jeaugey's answer there: 24 GB/s is the peak per 200 Gb/s
+ *        NIC (bw_eff 0.96 of 25 GB/s).
+ *   [N6] NVIDIA/nccl-tests issue #290, D. Addison's answer (2025-03-03): 46-48 GB/s
+ *        per 400 Gb/s NDR NIC (bw_eff 0.94 of 50 GB/s).
+ *   [N5] NVIDIA/nccl-tests issue #212, S. Jeaugey's answer (2024-05-06): NVLink 4
+ *        reaches about 370 of its 450 GB/s per direction through NCCL (protocol
+ *        overhead ~20%): the H100 and H200 point-to-point share p2p_bw_eff 0.82.
+ * Intra (n = 8): A100 [N1] alpha 2.97 us, bw_eff 0.9034, s_half 7.10 MB, exp 0.25;
+ *   H100 [N2] alpha 2 us (held), bw_eff 1 (held: NVLS in-switch reduction reaches
+ *   a busbw of 479 GB/s, above the 450 GB/s link, which a share of the link cannot
+ *   express; large allreduces come out 6% slow), s_half 4.93 MB, exp 0.715;
+ *   H200 [N3] alpha 2.11 us, bw_eff 1 (held, as H100), s_half 0.908 MB, exp 0.487.
+ *   Every point of [N1]-[N3] from 1 KiB is within 25% (tests/test_cost.c).
+ * Inter, InfiniBand (dgx-a100-80g, dgx-h100): [N4] with bw_eff held at 0.96 (its
+ *   own peak), the ring over 3 nodes: alpha 2 us (held; [N4] has no small sizes),
+ *   s_half 10.2 kB, exp 0.538: the six points within 6%, the average 83.6 GB/s
+ *   against 84.86 (NCCL's step at 85 MB, a protocol switch, is smoothed over).
+ *   dgx-h100 takes the same ramp with bw_eff 0.94 [N6] (no public NDR size sweep
+ *   found). EFA (p4d, p4de, p5) keeps the plain alpha-beta model (alpha 15 us,
+ *   bw_eff 0.9): no public EFA size sweep was found. A 2 x 8 H100 GCP A3 Mega sweep
+ *   (GPUDirect-TCPXO; lessizzmore/create-a3mega-ztan-fork, ztan-NCCL-test-result)
+ *   was considered and not used: that network ramps far slower (32 GB/s busbw at
+ *   16 MiB against a 339 GB/s plateau) than [N4]'s InfiniBand. V100 and cpu-local
+ *   keep the plain model. Presets are never fitted to the validation suite.
+ *
  * cpu-local: this machine's cores as devices (sysconf), ~50 GFLOP/s fp32 per
  * core (AVX2 FMA at ~3 GHz, OpenBLAS reaches most of it), ~10 GB/s memory
  * bandwidth per core, shared memory as the "intra" link (5 GB/s, 1 us),
@@ -195,6 +239,71 @@ static void set_eff(sc_cluster *c, double tc_eff, double fp32_eff, double alpha_
     c->eff.op_overhead_s = 10 * US;
     c->eff.workspace_bytes = workspace;
     c->eff.bwd_factor = 1;
+    c->eff.ramp_exp[SC_LINK_INTRA] = c->eff.ramp_exp[SC_LINK_INTER] = 1; /* no ramp yet */
+}
+
+/* ---- collectives fitted to nccl-tests curves (header comment, [N1]-[N5]) ---- */
+
+typedef struct comm_fit {
+    const char *gpu; /* substring of the GPU name */
+    double alpha_intra, bw_intra, s_half_intra, exp_intra, p2p_intra;
+    const char *source;
+} comm_fit;
+
+static const comm_fit comm_fits[] = {
+    {"A100", 2.97e-6, 0.9034, 7.099e6, 0.25, 0.8,
+     "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
+     "ND_A100_v4 NCCL table (1K-8G; 231.58 GB/s at 8G)"},
+    {"H100", 2e-6, 1.0, 4.934e6, 0.715, 0.82,
+     "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
+     "ND_H100_v5 NCCL table (1K-8G; 478.87 GB/s at 8G), p2p nccl-tests#212"},
+    {"H200", 2.11e-6, 1.0, 9.078e5, 0.487, 0.82,
+     "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
+     "ND_H200_v5 NCCL table (1K-8G; 479.98 GB/s at 8G), p2p nccl-tests#212"},
+};
+/* InfiniBand presets' inter-node collectives ([N4], [N6]) */
+typedef struct ib_fit {
+    const char *preset;
+    double bw_eff;
+    const char *source;
+} ib_fit;
+
+static const ib_fit ib_fits[] = {
+    {"dgx-a100-80g", 0.96,
+     "; inter fitted to nccl-tests#119 (3x8 A100, 4x HDR: 95.75 GB/s at 128M, avg 84.86)"},
+    {"dgx-h100", 0.94,
+     "; inter ramp of nccl-tests#119 (3x8 A100, 4x HDR), NDR plateau per nccl-tests#290"},
+};
+#define IB_ALPHA 2e-6
+#define IB_S_HALF 1.022e4
+#define IB_EXP 0.538
+
+static void set_comm_fit(sc_cluster *c)
+{
+    for (size_t i = 0; i < SC_ARRAY_LEN(comm_fits); i++) {
+        const comm_fit *f = &comm_fits[i];
+        if (!strstr(c->gpu.name, f->gpu))
+            continue;
+        c->eff.alpha_s[SC_LINK_INTRA] = f->alpha_intra;
+        c->eff.bw_eff[SC_LINK_INTRA] = f->bw_intra;
+        c->eff.s_half_bytes[SC_LINK_INTRA] = f->s_half_intra;
+        c->eff.ramp_exp[SC_LINK_INTRA] = f->exp_intra;
+        c->eff.p2p_bw_eff[SC_LINK_INTRA] = f->p2p_intra;
+        size_t n = strlen(c->eff.provenance);
+        snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s", f->source);
+        for (size_t k = 0; k < SC_ARRAY_LEN(ib_fits); k++) {
+            if (strcmp(c->name, ib_fits[k].preset))
+                continue;
+            c->eff.alpha_s[SC_LINK_INTER] = IB_ALPHA;
+            c->eff.bw_eff[SC_LINK_INTER] = ib_fits[k].bw_eff;
+            c->eff.s_half_bytes[SC_LINK_INTER] = IB_S_HALF;
+            c->eff.ramp_exp[SC_LINK_INTER] = IB_EXP;
+            n = strlen(c->eff.provenance);
+            snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s",
+                     ib_fits[k].source);
+        }
+        return;
+    }
 }
 
 static void from_spec(const spec *s, sc_cluster *c)
@@ -226,6 +335,7 @@ static void from_spec(const spec *s, sc_cluster *c)
      * NVLink; an 8-GPU allreduce of a few KiB takes ~10-15 us = 14 steps). */
     set_eff(c, 0.75, 0.85, 1 * US, s->inter_alpha, 2 * GIB);
     snprintf(c->eff.provenance, sizeof c->eff.provenance, "%s", s->sources);
+    set_comm_fit(c);
     if (s->sms > 0)
         c->eff.gemm = (sc_cluster_gemm){.sms = s->sms,
                                         .eff_max = s->gemm_eff,

@@ -13,8 +13,8 @@ void sc_stage_table_free(sc_stage_table *t)
     if (!t)
         return;
     sc_partition_free(&t->part);
-    double *a[] = {t->f, t->b, t->rc_sel, t->tp_s, t->send_s, t->grad, t->params, t->act1,
-                   t->act_slope};
+    double *a[] = {t->f,      t->b,         t->rc_sel, t->tp_s, t->send_s, t->grad,
+                   t->params, t->act1,      t->act_slope, t->ramp};
     for (size_t i = 0; i < SC_ARRAY_LEN(a); i++)
         sc_free(a[i]);
     memset(t, 0, sizeof *t);
@@ -27,20 +27,31 @@ static int node_of_position(int r, int tp, int gpn) { return r * tp / gpn; }
  * a ring leaves a node once however many of its members sit there, so the
  * gpus_per_node / per_node rings of a node share its NICs evenly: the
  * simulator shows this contention and the estimate must too. */
-static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, int n, int per_node)
+/* The intra and inter size ramps of one collective of msg bytes (cost.h). */
+static void ramps_of(const sc_cluster *c, double msg, double r[2])
 {
-    double t = 0;
+    r[0] = sc_cost_coll_ramp(c, SC_LINK_INTRA, msg);
+    r[1] = sc_cost_coll_ramp(c, SC_LINK_INTER, msg);
+}
+
+/* r: the intra and inter size ramps of one collective of the lot (tp: one allreduce of
+ * the pass; dp: one bucket; ramps_of), each hop class at its own, the ring bound by
+ * its slowest hop. */
+static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, const double r[2], int n,
+                        int per_node)
+{
     if (n <= 1 || bytes <= 0)
         return 0;
+    double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA] * r[0], beta, a;
     if (per_node >= n) {
-        if (sc_cost_coll(c, "ring", op, bytes, n, per_node, &t, NULL) != SC_OK)
-            return INFINITY;
-        return t;
+        beta = bi;
+        a = c->eff.alpha_s[SC_LINK_INTRA];
+    } else {
+        double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s *
+                    c->eff.bw_eff[SC_LINK_INTER] * per_node / c->gpus_per_node * r[1];
+        beta = be < bi ? be : bi; /* the slower ramped hop */
+        a = c->eff.alpha_s[SC_LINK_INTER];
     }
-    double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA];
-    double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * c->eff.bw_eff[SC_LINK_INTER] *
-                per_node / c->gpus_per_node;
-    double beta = be < bi ? be : bi, a = c->eff.alpha_s[SC_LINK_INTER];
     if (!(beta > 0))
         return INFINITY;
     if (op == SC_COLL_ALLREDUCE)
@@ -67,8 +78,9 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.params = sc_calloc(P, sizeof(double));
     t.act1 = sc_calloc(P * 3, sizeof(double));
     t.act_slope = sc_calloc(P * 3, sizeof(double));
+    t.ramp = sc_calloc(P * SC_RAMP_N * 2, sizeof(double));
     if (!t.part.first || !t.f || !t.b || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
-        !t.params || !t.act1 || !t.act_slope) {
+        !t.params || !t.act1 || !t.act_slope || !t.ramp) {
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     }
@@ -92,7 +104,9 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         t.grad[s] = info[s].grad_bytes;
         if (tp > 1 && info[s].tp_count > 0) {
             int per_node = tp < gpn ? tp : gpn;
-            double one = ring_coll(c, SC_COLL_ALLREDUCE, info[s].tp_bytes, tp, per_node);
+            double r[2];
+            ramps_of(c, info[s].tp_bytes / info[s].tp_count, r);
+            double one = ring_coll(c, SC_COLL_ALLREDUCE, info[s].tp_bytes, r, tp, per_node);
             /* the ring's latency once per allreduce of the pass */
             double a = c->eff.alpha_s[tp <= gpn ? SC_LINK_INTRA : SC_LINK_INTER];
             t.tp_s[s] = one + (info[s].tp_count - 1) * 2.0 * (tp - 1) * a;
@@ -172,6 +186,20 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         sc_free(holds);
     }
     sc_free(mods);
+    /* the size ramps at the estimate's collective sizes (planner_int.h) */
+    double wb, gb, ob;
+    sc_cost_state_bytes(m->dtype, &wb, &gb, &ob);
+    for (int r = 0; r < pp && !st; r++) {
+        double grads = 0, *x = t.ramp + (size_t)r * SC_RAMP_N * 2;
+        for (int ch = 0; ch < v; ch++)
+            grads += t.grad[ch * pp + r];
+        int K = sc_cost_bucket_count(t.grad[r], SC_DEFAULT_BUCKET_BYTES);
+        ramps_of(c, t.grad[r] / K, x + 2 * SC_RAMP_BUCKET);
+        ramps_of(c, t.params[r] * wb, x + 2 * SC_RAMP_PARAMS);
+        ramps_of(c, t.params[r] * wb / v, x + 2 * SC_RAMP_PARAMS_V);
+        ramps_of(c, grads / v, x + 2 * SC_RAMP_GRADS_V);
+    }
+    ramps_of(c, t.shared_grad, t.ramp_shared);
     if (st) {
         sc_stage_table_free(&t);
         return st;
@@ -250,21 +278,31 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         double dpx = 0;
         if (dp > 1) {
             sc_coll op = cfg->zero == 0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
-            double tr = ring_coll(c, op, grads, dp, per_node);
+            int K = sc_cost_bucket_count(t->grad[r], cfg->bucket_bytes);
+            const double *x = t->ramp + (size_t)r * SC_RAMP_N * 2;
+            double rb[2];
+            if (cfg->bucket_bytes > 0 && cfg->bucket_bytes != SC_DEFAULT_BUCKET_BYTES)
+                ramps_of(c, t->grad[r] / K, rb); /* not the cached bucket size */
+            else
+                rb[0] = x[2 * SC_RAMP_BUCKET], rb[1] = x[2 * SC_RAMP_BUCKET + 1];
+            double tr = ring_coll(c, op, grads, rb, dp, per_node);
             /* buckets overlap the last microbatch's backward: every chunk's
              * (their final backwards run together at the end of the
-             * schedule) but the last bucket of the last chunk */
-            int K = sc_cost_bucket_count(t->grad[r], cfg->bucket_bytes);
+             * schedule) but the last bucket of the last chunk; with
+             * overlap_grad_reduce off all of it is exposed */
             double overlap = blast - t->b[r] / K;
-            dpx = fmax(tr / (K * v), tr - overlap);
+            dpx = cfg->no_overlap_grad_reduce ? tr : fmax(tr / (K * v), tr - overlap);
             if (cfg->zero == 1 || cfg->zero == 2)
-                dpx += ring_coll(c, SC_COLL_ALLGATHER, P * wb, dp, per_node);
+                dpx += ring_coll(c, SC_COLL_ALLGATHER, P * wb, x + 2 * SC_RAMP_PARAMS, dp,
+                                 per_node);
             if (cfg->zero == 3) {
                 /* a gather before every F and B and a reduce-scatter after
                  * every B share the NICs; what exceeds the position's
                  * compute is exposed, and the first gather always is */
-                double ag = ring_coll(c, SC_COLL_ALLGATHER, P * wb / v, dp, per_node);
-                double rs = ring_coll(c, SC_COLL_REDUCE_SCATTER, grads / v, dp, per_node);
+                double ag = ring_coll(c, SC_COLL_ALLGATHER, P * wb / v,
+                                      x + 2 * SC_RAMP_PARAMS_V, dp, per_node);
+                double rs = ring_coll(c, SC_COLL_REDUCE_SCATTER, grads / v,
+                                      x + 2 * SC_RAMP_GRADS_V, dp, per_node);
                 double busy = 0;
                 for (int ch = 0; ch < v; ch++)
                     busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
@@ -272,7 +310,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             }
         }
         if (t->shared_npos > 1)
-            dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_npos, 1);
+            dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->ramp_shared,
+                             t->shared_npos, 1);
         double local = cfg->zero >= 1 ? P / dp : P;
         double opt = sc_cost_optimizer_time(c, dt, local);
         tail = fmax(tail, dpx + opt);

@@ -192,7 +192,10 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
                                       "each rank keeps the whole gradient buffer, so gradient "
                                       "memory is that of ZeRO-1");
         if (p->dp > 1) {
-            arg_flag(a, G_MEMORY, "--overlap-grad-reduce");
+            /* the plan's overlap_grad_reduce: Megatron-LM reduces after the
+             * backward unless told to overlap */
+            if (p->overlap_grad_reduce)
+                arg_flag(a, G_MEMORY, "--overlap-grad-reduce");
             arg_num(a, G_MEMORY, "--ddp-bucket-size", bucket);
             st = st ? st : ex_note(e, "data-parallel buckets hold %.0f parameters (the plan's "
                                       "%.0f-byte buckets; --ddp-bucket-size counts parameters, "

@@ -20,7 +20,17 @@ typedef struct sc_stage_table {
                                    microbatch in flight and per extra one */
     double shared_grad;         /* bytes of the largest shared group split over positions */
     int shared_npos;            /* positions it spans (0 = none) */
+    /* The collectives' size ramps (cost.h) at the sizes the estimate uses, computed once
+     * per table (a pow each: per candidate they cost more than the rest of the
+     * estimate): per position x SC_RAMP_N sizes x 2 link classes (intra, inter), and
+     * the shared group's allreduce. Sizes: a data-parallel bucket at the default bucket
+     * size, the position's parameters (P·w), per chunk (P·w/v), its gradients per
+     * chunk. */
+    double *ramp;
+    double ramp_shared[2];
 } sc_stage_table;
+
+enum { SC_RAMP_BUCKET = 0, SC_RAMP_PARAMS, SC_RAMP_PARAMS_V, SC_RAMP_GRADS_V, SC_RAMP_N };
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
                                int sp, sc_attn attn, int mbs, const sc_partition *part,

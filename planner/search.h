@@ -79,6 +79,8 @@ typedef struct sc_search_opts {
     int fix_zero, fix_recompute;
     int fix_sp;               /* -1 free (searched where tp > 1), 0 off, 1 on */
     sc_attn attn;             /* attention implementation of every candidate (unfused = 0) */
+    int no_overlap_grad_reduce; /* 1: every candidate with overlap_grad_reduce off (the
+                                   dp reduction after the backward); 0: on (default) */
     const char *fix_schedule;
     /* Once this many seconds have passed and some configuration fits, stop
      * partitioning new shapes (and simulating candidates past the first

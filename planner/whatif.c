@@ -1,6 +1,7 @@
 /* whatif.c - what-if studies over node counts and clusters, on-demand and
  * spot cost, the checkpoint-interval mathematics (see whatif.h). */
 #include "whatif.h"
+#include "label.h"
 #include "cost.h"
 #include "json.h"
 #include "outdir.h"
@@ -174,6 +175,7 @@ void sc_whatif_opts_default(sc_whatif_opts *o)
     o->storage_bytes_per_s = 0;
     o->restart_s = 600;
     o->simulate = SC_SEARCH_SIMULATE;
+    o->fix_sp = -1;
 }
 
 void sc_whatif_free(sc_whatif *w)
@@ -205,8 +207,8 @@ static void fill_point(sc_whatif_point *p, const sc_candidate *k, const sc_clust
     p->m = g->m;
     p->mbs = g->mbs;
     p->zero = g->zero;
-    p->recompute = g->recompute;
     p->sp = g->sp;
+    p->recompute = g->recompute;
     snprintf(p->schedule, sizeof p->schedule, "%s", g->schedule ? g->schedule : k->schedule);
     p->step_s = k->sim->step_time_s;
     p->tokens_per_s = k->sim->tokens_per_s;
@@ -291,6 +293,8 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     so.cut_in_layers = o->cut_in_layers;
     so.max_mem_bytes = o->max_mem_bytes;
     so.attn = o->attn;
+    so.fix_sp = o->fix_sp;
+    so.no_overlap_grad_reduce = o->no_overlap_grad_reduce;
 
     int done = 0;
     for (int ci = 0; ci < n_clusters; ci++) {
@@ -400,6 +404,28 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
     sc_jadd_num(j, "tokens", w->tokens, &oom);
     sc_jadd_bool(j, "spot", w->spot, &oom);
     sc_jadd_num(j, "restart_s", w->restart_s, &oom);
+    /* which kind of cluster each prediction used (label.h), with the error bar of
+     * the step at the cluster's first (smallest) node count */
+    cJSON *labels = sc_jadd_arr(j, "cluster_labels", &oom);
+    for (int c = 0; labels && c < w->n_clusters; c++) {
+        cJSON *o = sc_jpush_obj(labels, &oom);
+        if (!o)
+            break;
+        double step = 0;
+        long nodes = 0;
+        for (int i = 0; i < w->n_points && !nodes; i++)
+            if (w->points[i].cluster == c) {
+                step = w->points[i].step_s;
+                nodes = w->points[i].nodes;
+            }
+        sc_jadd_str(o, "cluster", w->clusters[c].name, &oom);
+        sc_jadd_num(o, "nodes", (double)nodes, &oom);
+        cJSON *x = sc_cluster_label_json(&w->clusters[c], step);
+        if (!x)
+            oom = 1;
+        else
+            cJSON_AddItemToObject(o, "cluster_label", x);
+    }
     cJSON *pts = sc_jadd_arr(j, "points", &oom);
     for (int i = 0; pts && i < w->n_points; i++) {
         const sc_whatif_point *p = &w->points[i];

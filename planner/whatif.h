@@ -136,6 +136,8 @@ typedef struct sc_whatif_opts {
     int cut_in_layers;             /* sc_search_opts.cut_in_layers */
     double max_mem_bytes;          /* sc_search_opts.max_mem_bytes of each search; 0 = none */
     sc_attn attn;                  /* attention implementation of every search */
+    int fix_sp;                    /* sc_search_opts.fix_sp: -1 searched (default), 0, 1 */
+    int no_overlap_grad_reduce;    /* sc_search_opts.no_overlap_grad_reduce (default 0) */
     /* called after each (cluster, nodes) with done of total finished; point is
      * NULL for a skipped one (reason says why). May be NULL. */
     void (*progress)(void *ud, int done, int total, const char *cluster, long nodes,
@@ -149,9 +151,9 @@ typedef struct sc_whatif_point {
     int cluster;                   /* index into the study's clusters */
     long nodes, gpus;
     int dp, tp, pp, v, m, mbs, zero;
+    int sp;                        /* sequence parallelism */
     char schedule[16];
     sc_recompute recompute;
-    int sp;                        /* sequence parallelism */
     double step_s, tokens_per_s, scaling_efficiency;
     double work_s, days;           /* T_s, T_s / 86400 */
     double cost_on_demand, usd_per_mtok_on_demand;

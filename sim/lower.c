@@ -19,6 +19,10 @@ typedef struct lctx {
     const sc_cluster *c;
     sc_error *err;
     sc_status st;
+    /* overlap_grad_reduce off: per chunk of the position being lowered, the stage
+     * whose grad-final buckets wait for the last backward (-1: none), and that op's
+     * schedule index */
+    int *deferred, *deferred_si;
 } lctx;
 
 /* Appends a to position p's list; its index, or -1 (st set) on failure. */
@@ -142,6 +146,13 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     }
     int reduce = o->kind == (split ? SC_OP_W : SC_OP_B) && (grad_final || cfg->zero == 3) &&
                  dp > 1;
+    if (reduce && grad_final && cfg->no_overlap_grad_reduce) {
+        /* overlap_grad_reduce off: the op runs whole; its buckets are pushed after the
+         * position's last backward (lower_deferred_reduces) */
+        x->deferred[o->chunk] = s;
+        x->deferred_si[o->chunk] = si;
+        reduce = 0;
+    }
     int K = reduce && grad_final ? in->buckets : 1;
     double dur = o->kind == SC_OP_F ? in->fwd_s : split ? in->bwd_s / 2 : in->bwd_s;
     for (int k = 0; k < K && !x->st; k++) {
@@ -172,6 +183,35 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     return last;
 }
 
+/* overlap_grad_reduce off (Megatron-LM without --overlap-grad-reduce reduces the
+ * gradients once the whole backward is done): every deferred chunk's buckets, after
+ * the position's last grad-final action, in chunk order. */
+static void lower_deferred_reduces(lctx *x, int p, const int *grad_done)
+{
+    const sc_lowered *lw = x->lw;
+    int v = lw->cfg.v, after = -1, zero0 = lw->cfg.zero == 0;
+    for (int c = 0; c < v; c++)
+        if (x->deferred[c] >= 0 && grad_done[c] > after)
+            after = grad_done[c];
+    for (int c = 0; c < v && !x->st; c++) {
+        int s = x->deferred[c];
+        if (s < 0)
+            continue;
+        const sc_stage_info *in = &lw->info[s];
+        int K = in->buckets > 0 ? in->buckets : 1;
+        for (int k = 0; k < K && !x->st; k++) {
+            sc_action r = act(SC_ACT_REDUCE, zero0 ? SC_OP_DP_ALLREDUCE : SC_OP_DP_REDUCESCATTER,
+                              s, c, -1, x->deferred_si[c]);
+            r.coll = zero0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
+            r.after = after;
+            r.piece = (int16_t)k;
+            r.pieces = (int16_t)K;
+            r.bytes = in->grad_bytes / K;
+            push(x, p, r);
+        }
+    }
+}
+
 /* Position p's list from its schedule ops; grad_done[c] receives the last
  * action of chunk c's grad-final op. */
 static void lower_position(lctx *x, int p, int *grad_done)
@@ -182,10 +222,17 @@ static void lower_position(lctx *x, int p, int *grad_done)
     const sc_sched_op *ops = sc_sched_rank_ops(lw->sched, p, &n);
     int prev_first = -1, produced = -1, v = lw->cfg.v;
     int *last = sc_malloc(sizeof(int) * (size_t)v);
-    if (!last) {
+    x->deferred = sc_malloc(sizeof(int) * 2 * (size_t)v);
+    if (!last || !x->deferred) {
+        sc_free(last);
+        sc_free(x->deferred);
+        x->deferred = NULL;
         x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
         return;
     }
+    x->deferred_si = x->deferred + v;
+    for (int c = 0; c < v; c++)
+        x->deferred[c] = -1;
     last_grad_ops(ops, n, v, split, last);
     for (int i = 0; i < n && !x->st; i++) {
         const sc_sched_op *o = &ops[i];
@@ -222,7 +269,11 @@ static void lower_position(lctx *x, int p, int *grad_done)
             break;
         }
     }
+    if (!x->st)
+        lower_deferred_reduces(x, p, grad_done);
     sc_free(last);
+    sc_free(x->deferred);
+    x->deferred = x->deferred_si = NULL;
 }
 
 /* Each SEND's match: the RECV of the same direction, microbatch and
@@ -424,7 +475,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         sc_lower_free(lw);
         return st;
     }
-    lctx x = {lw, m, c, err, SC_OK};
+    lctx x = {lw, m, c, err, SC_OK, NULL, NULL};
     for (int s = 0; s < lw->S; s++)
         grad_done[s] = -1;
     for (int p = 0; p < cfg->pp && !x.st; p++)

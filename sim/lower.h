@@ -33,6 +33,11 @@
  *     overlap). Under ZeRO 3 every other B (W) reduce-scatters its
  *     gradients whole after it. Reductions of one communicator run in
  *     order; the stream never waits for them until the optimizer.
+ *     With cfg.no_overlap_grad_reduce (the plan's overlap_grad_reduce false,
+ *     Megatron-LM without --overlap-grad-reduce) the grad-final op runs whole
+ *     and every chunk's K buckets follow the position's list, after its last
+ *     grad-final action: the reduction is exposed. ZeRO 3's per-microbatch
+ *     reduce-scatters are unchanged.
  * Then, once per step:
  *   - TIED: a tied group (sc_model.groups) whose members sit on several
  *     positions allreduces its gradients among them after each position's

@@ -91,6 +91,7 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
     for (int j = 0; j < p->slices && j < 64; j++) /* equal slices: as sc_lower cuts them */
         p->slice_len[j] = cfg->slice_len ? cfg->slice_len[j]
                                          : m->seq_len / p->slices + (j < m->seq_len % p->slices);
+    p->overlap_grad_reduce = !cfg->no_overlap_grad_reduce;
     snprintf(p->schedule, sizeof p->schedule, "%s", cfg->schedule);
     snprintf(p->placement, sizeof p->placement, "%s", cfg->placement ? cfg->placement : "tp,pp,dp");
     snprintf(p->method, sizeof p->method, "%s", method ? method : "explicit");
@@ -140,6 +141,7 @@ void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg)
     cfg->attn = p->attn;
     cfg->slices = p->slices;
     cfg->slice_len = p->slices > 1 ? p->slice_len : NULL;
+    cfg->no_overlap_grad_reduce = !p->overlap_grad_reduce;
     cfg->schedule = p->schedule;
     cfg->placement = p->placement;
     cfg->partition = &p->partition;
@@ -182,6 +184,8 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
         for (int k = 0; a && k < p->slices; k++)
             sc_jpush_num(a, p->slice_len[k], &oom);
     }
+    if (!p->overlap_grad_reduce)
+        sc_jadd_bool(j, "overlap_grad_reduce", 0, &oom);
     cJSON *part = sc_jadd_obj(j, "partition", &oom);
     sc_jadd_str(part, "method", p->method, &oom);
     cJSON *st = sc_jadd_arr(part, "stages", &oom);
@@ -355,7 +359,8 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
 {
     static const char *const top[] = {"format", "model", "cluster", "dp", "tp", "pp", "v",
                                       "microbatches", "mbs", "global_batch", "schedule", "zero",
-                                      "recompute", "placement", "bucket_bytes", "sp", "attention", "slices", "partition", "ranks",
+                                      "recompute", "placement", "bucket_bytes", "sp", "attention",
+                                      "slices", "overlap_grad_reduce", "partition", "ranks",
                                       "prediction", NULL};
     static const char *const mk[] = {"name", "source", "digest", NULL};
     static const char *const ck[] = {"name", "source", "digest", "nodes", "gpus_per_node", NULL};
@@ -434,6 +439,9 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
         st = sc_json_num(j, file, "", "bucket_bytes", 0, 1, 1e12, &p->bucket_bytes, err);
     if (!st)
         st = sc_json_bool(j, file, "", "sp", 0, &p->sp, err);
+    p->overlap_grad_reduce = 1; /* optional: absent in plans before the setting */
+    if (!st)
+        st = sc_json_bool(j, file, "", "overlap_grad_reduce", 0, &p->overlap_grad_reduce, err);
     if (!st && p->sp && p->tp < 2)
         st = sc_err(err, SC_EINVAL, "%s: sp: sequence parallelism needs tp >= 2 (tp is %d)", file,
                     p->tp);

@@ -9,6 +9,9 @@
  *     "dp", "tp", "pp", "v", "microbatches", "mbs", "global_batch",
  *     "schedule", "zero", "recompute", "placement",
  *     "bucket_bytes",   data-parallel gradient bucket size (optional; 25 MiB)
+ *     "overlap_grad_reduce", true: dp bucket reductions start during the backward
+ *                       (Megatron-LM --overlap-grad-reduce, PyTorch DDP); false: after
+ *                       it (optional; absent = true, written only when false)
  *     "sp",             sequence parallelism (optional; false)
  *     "attention",      "unfused" or "flash" (optional; "unfused"): which
  *                       kernels an attention leaf runs (kernel.h)
@@ -62,6 +65,7 @@ typedef struct sc_plan {
     sc_attn attn;         /* attention implementation */
     int slices;           /* token slices (0: none) */
     int slice_len[64];    /* their lengths (SC_SLICES_MAX) */
+    int overlap_grad_reduce; /* dp reductions overlap the backward (default 1) */
     char schedule[32], placement[16], method[16];
     sc_partition partition;
     int has_prediction;

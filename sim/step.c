@@ -353,11 +353,15 @@ static int flow_task(builder *b, const int links[2], double vol, int from, int t
 
 /* A ring collective among ranks members[0..n) (ascending). Each member sends
  * vol bytes to the next; lat_steps alpha of latency in all. Starts after
- * deps and after the communicator's previous collective (*chain). Returns
- * the end marker (and the start marker in *start_out); -1 on failure. */
+ * deps and after the communicator's previous collective (*chain). msg is the
+ * size of one collective of the lot (nccl-tests' S): the links run at the
+ * plateau (bw_eff), so a hop below it, reaching only r(msg) of its class's
+ * plateau (the size ramp, cost.h), moves vol / r(msg) bytes' worth of link
+ * time; the ring ends with its slowest hop. Returns the
+ * end marker (and the start marker in *start_out); -1 on failure. */
 static int add_ring(builder *b, const int *members, int n, double vol, double lat_steps,
                     const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
-                    double report_bytes, int *start_out)
+                    double report_bytes, double msg, int *start_out)
 {
     int start = sc_sim_add_marker(b->sim, NULL);
     if (start < 0)
@@ -388,7 +392,10 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             int l[2];
             double a;
             path(b, members[i], members[(i + 1) % n], l, &a);
-            if (flow_task(b, l, vol, from, end, members[i], op, stage, chunk, mb,
+            /* each hop at its class's ramp (cost.h, sc_flat_beta) */
+            double r = sc_cost_coll_ramp(b->c, link_class(b, members[i], members[(i + 1) % n]),
+                                         msg);
+            if (flow_task(b, l, vol / r, from, end, members[i], op, stage, chunk, mb,
                           report_bytes) < 0)
                 return -1;
         }
@@ -441,13 +448,14 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
                    int *chain, int op, int stage, int chunk, int mb, double report, int *start_out)
 {
     int dp = b->dp;
+    double msg = report; /* one dp collective: a bucket, a gather */
     if (b->nrep == dp) {
         int *members = sc_malloc(sizeof(int) * (size_t)dp);
         if (!members)
             return fail_nomem(b), -1;
         dp_members(b, p, t, members);
         int e = add_ring(b, members, dp, vol, lat_steps, deps, dp, chain, op, stage, chunk, mb,
-                         report, start_out);
+                         report, msg, start_out);
         sc_free(members);
         return e;
     }
@@ -473,9 +481,11 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
         for (int k = 0; k < 2; k++) {
             if ((k == 0 && rpn == dp) || (k == 1 && rpn == 1))
                 continue;
-            /* one comm op per collective in the timeline */
-            if (flow_task(b, paths[k], vol, from, end, first ? r : -1, op, stage, chunk, mb,
-                          report) < 0)
+            /* one comm op per collective in the timeline; each path at its class's
+             * size ramp (add_ring) */
+            double ramp = sc_cost_coll_ramp(b->c, k == 0 ? SC_LINK_INTER : SC_LINK_INTRA, msg);
+            if (flow_task(b, paths[k], vol / ramp, from, end, first ? r : -1, op, stage, chunk,
+                          mb, report) < 0)
                 return -1;
             first = 0;
         }
@@ -500,7 +510,7 @@ static int tp_after(builder *b, int g, int after, const sc_action *a)
     int count = b->lw->info[a->stage].tp_count;
     int end = add_ring(b, b->members, b->tp, halves * (b->tp - 1) / b->tp * S,
                        halves * (b->tp - 1) * count, &after, 1, &b->grp[g].tp_chain, a->op,
-                       a->stage, a->chunk, a->mb, S, &s0);
+                       a->stage, a->chunk, a->mb, S, count > 0 ? S / count : S, &s0);
     int done = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
     tinfo *i = info_at(b, done);
     if (!i || end < 0)
@@ -719,7 +729,7 @@ static void build_ties(builder *b)
                 int s0, at = (k * b->nrep + d) * b->tp + t;
                 b->tie_end[at] = add_ring(b, b->members, n, 2.0 * (n - 1) / n * G,
                                           2.0 * (n - 1), b->deps, n, NULL, SC_OP_DP_ALLREDUCE,
-                                          -1, -1, -1, G, &s0);
+                                          -1, -1, -1, G, G, &s0);
                 b->tie_start[at] = s0;
             }
     }

@@ -19,7 +19,9 @@
  *     (nics_per_node · nic_bytes_per_s · bw_eff, latency alpha_inter on the
  *     out side). A transfer inside a node crosses [port_out(src),
  *     port_in(dst)], across nodes [nic_out(src node), nic_in(dst node)]:
- *     every GPU of a node shares its NICs, with max-min fair sharing.
+ *     every GPU of a node shares its NICs, with max-min fair sharing. A
+ *     collective of S bytes below its plateau (the cluster's size ramp r(S),
+ *     cost.h) loads each hop with its bytes / r(S) at the hop's link class.
  *   - compute: per virtual stage and microbatch, forward and backward time
  *     of the stage's leaves (sc_cost_modules_time); zb-h1 splits the
  *     backward into B and W halves (input- and weight-gradient GEMMs have the
@@ -39,7 +41,8 @@
  *     cfg->bucket_bytes (default 25 MiB, PyTorch DDP's; at most 32 buckets a
  *     chunk, larger buckets beyond) that overlap the last backward of that
  *     chunk: the backward op is split into as many pieces and bucket k starts
- *     when piece k ends. ZeRO 0: ring allreduce; ZeRO 1, 2: reduce-scatter,
+ *     when piece k ends; with cfg->no_overlap_grad_reduce every bucket waits
+ *     for the position's last backward (lower.h). ZeRO 0: ring allreduce; ZeRO 1, 2: reduce-scatter,
  *     the optimizer on 1/dp of the states, then an allgather of the updated
  *     parameters; ZeRO 3: an allgather of the stage's parameters before
  *     every forward and backward (prefetched: it may start once the previous
@@ -104,6 +107,11 @@ typedef struct sc_step_cfg {
     const sc_partition *partition;   /* NULL = uniform over pp·v stages */
     const char *placement;           /* NULL = "tp,pp,dp" (innermost first) */
     double bucket_bytes;             /* 0 = 25 MiB */
+    /* Megatron-LM's --overlap-grad-reduce off: the dp bucket reductions of the
+     * grad-final ops start after the position's last backward instead of during
+     * it (lower.h). 0 = overlap (the default, and the behaviour before the
+     * setting existed). */
+    int no_overlap_grad_reduce;
     double jitter;                   /* relative sigma of compute-time noise; 0 = none */
     unsigned long seed;
     int want_timeline;

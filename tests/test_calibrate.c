@@ -102,6 +102,12 @@ TEST(calibrate_recovers_known_parameters)
     sc_cluster base = cpu_cluster(), truth = base;
     truth.eff.eff_max[SC_FP32] = 0.42;
     truth.eff.f_half[SC_FP32] = 3e6;
+    /* a size ramp on both classes of the input: the fitted class drops it (the fit
+     * is the plain model), the class nothing measured keeps it */
+    for (int l = 0; l < SC_LINK_N; l++) {
+        base.eff.s_half_bytes[l] = 1e6;
+        base.eff.ramp_exp[l] = 0.5;
+    }
     char g[600], ar[600], p2[600], ag[600];
     snprintf(g, sizeof g, "%s/gemm.json", d);
     snprintf(ar, sizeof ar, "%s/ar.json", d);
@@ -127,6 +133,8 @@ TEST(calibrate_recovers_known_parameters)
     CHECK_NEAR(out.eff.p2p_bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 5e9, 1e-6);
     CHECK_EQ_INT(out.eff.fits.link_p2p[SC_LINK_INTRA].n, 7);
     CHECK(out.eff.p2p_bw_eff[SC_LINK_INTER] == 0); /* nothing measured there */
+    CHECK(out.eff.s_half_bytes[SC_LINK_INTRA] == 0 && out.eff.ramp_exp[SC_LINK_INTRA] == 1);
+    CHECK(out.eff.s_half_bytes[SC_LINK_INTER] == 1e6 && out.eff.ramp_exp[SC_LINK_INTER] == 0.5);
     CHECK(out.eff.fits.present);
     CHECK_EQ_INT(out.eff.fits.n_inputs, 4);
     CHECK_EQ_INT(out.eff.fits.compute[SC_FP32].n, 8);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "label.h"
 #include "cluster.h"
 #include "json.h"
 
@@ -331,4 +332,92 @@ TEST(cluster_cli)
     CHECK(sc_test_sh(out, sizeof out, "%s cluster show --help", bin) == 0);
     CHECK_STR_HAS(out, "usage: stagecraft cluster");
     CHECK(sc_test_sh(out, sizeof out, "%s cluster list --help", bin) == 0);
+}
+
+/* label.h: calibrated when the efficiency has fits, validated preset when the
+ * cluster is a preset with validation rows (at any node count), uncalibrated
+ * otherwise (an edited preset, a preset without rows); the error bar is the
+ * documented one. */
+TEST(cluster_label_classification)
+{
+    sc_cluster c;
+    sc_cluster_label l;
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, NULL) == SC_OK);
+    sc_cluster_label_of(&c, &l);
+    CHECK(l.kind == SC_LABEL_VALIDATED && l.val && !strcmp(l.val->preset, "dgx-h100"));
+    CHECK(!strcmp(l.name, "validated preset"));
+    REQUIRE(sc_cluster_set_nodes(&c, 64, NULL) == SC_OK);
+    sc_cluster_label_of(&c, &l);
+    CHECK(l.kind == SC_LABEL_VALIDATED);
+    double lo, hi, t = 2.0, mu = l.val->mean_signed, sg = l.val->sd_signed;
+    REQUIRE(l.val->rows >= 3);
+    CHECK(sc_label_interval(&l, t, &lo, &hi) == 1);
+    CHECK_NEAR(lo, t / (1 + mu + 2 * sg), 1e-12);
+    CHECK_NEAR(hi, t / (1 + mu - 2 * sg), 1e-12);
+    CHECK(lo < hi);
+    /* an edited preset is no longer the validated one */
+    sc_cluster e = c;
+    e.eff.bw_eff[SC_LINK_INTER] = 0.5;
+    sc_cluster_label_of(&e, &l);
+    CHECK(l.kind == SC_LABEL_UNCALIBRATED && !l.val);
+    CHECK(sc_label_interval(&l, t, &lo, &hi) == 0 && lo == t && hi == t);
+    char d[320];
+    CHECK_STR_HAS(sc_label_describe(&l, &e, d, sizeof d), "differs from the preset");
+    /* a preset without validation rows */
+    REQUIRE(sc_cluster_preset_get("p5.48xlarge", &c, NULL) == SC_OK);
+    sc_cluster_label_of(&c, &l);
+    CHECK(l.kind == SC_LABEL_UNCALIBRATED);
+    CHECK_STR_HAS(sc_label_describe(&l, &c, d, sizeof d), "no validation rows");
+    /* calibrated wins, whatever the name */
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, NULL) == SC_OK);
+    c.eff.fits.present = 1;
+    snprintf(c.eff.fits.date, sizeof c.eff.fits.date, "2026-12-01T10:00:00Z");
+    sc_cluster_label_of(&c, &l);
+    CHECK(l.kind == SC_LABEL_CALIBRATED && !strcmp(l.name, "calibrated"));
+    CHECK_STR_HAS(sc_label_describe(&l, &c, d, sizeof d), "2026-12-01T10:00:00Z");
+    /* one or two rows: the MAPE stands for the spread */
+    REQUIRE(sc_cluster_preset_get("p4de.24xlarge", &c, NULL) == SC_OK);
+    sc_cluster_label_of(&c, &l);
+    REQUIRE(l.kind == SC_LABEL_VALIDATED && l.val->rows < 3);
+    CHECK(sc_label_interval(&l, t, &lo, &hi) == 1);
+    CHECK_NEAR(lo, t / (1 + l.val->mean_signed + 2 * l.val->mape), 1e-12);
+}
+
+/* sim, plan, tune and whatif say which kind of cluster they used, human and
+ * --json, through the one classification. */
+TEST(cluster_label_in_commands)
+{
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return;
+    static char out[1 << 18];
+    const char *d = sc_test_tmpdir();
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster dgx-h100 --nodes 2 "
+                     "--dp 16 --microbatches 1 --mbs 2 --zero 1", bin) == 0);
+    CHECK_STR_HAS(out, "cluster: validated preset dgx-h100 (validation suite: 6 rows");
+    CHECK_STR_HAS(out, "error bar from the validation residuals: the measured step is likely");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p5.48xlarge --nodes 2 "
+                     "--dp 16 --microbatches 1 --mbs 2 --zero 1 --json", bin) == 0);
+    CHECK_STR_HAS(out, "\"kind\":\t\"uncalibrated\"");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 --top 2", bin) == 0);
+    CHECK_STR_HAS(out, "cluster: validated preset p4d.24xlarge");
+    CHECK_STR_HAS(out, "#1's measured step is likely");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 --top 2 --json", bin) == 0);
+    CHECK_STR_HAS(out, "\"kind\":\t\"validated preset\"");
+    CHECK_STR_HAS(out, "\"step_time_range_s\"");
+    CHECK(sc_test_sh(out, sizeof out, "%s tune --model gpt-1.3b --cluster dgx-a100-80g --nodes 1 "
+                     "--dp 2 --tp 1 --pp 4 --global-batch 64", bin) == 0);
+    CHECK_STR_HAS(out, "cluster: validated preset dgx-a100-80g");
+    CHECK(sc_test_sh(out, sizeof out, "%s tune --model gpt-1.3b --cluster dgx-a100-80g --nodes 1 "
+                     "--dp 2 --tp 1 --pp 4 --global-batch 64 --json", bin) == 0);
+    CHECK_STR_HAS(out, "\"cluster_label\"");
+    CHECK(sc_test_sh(out, sizeof out, "%s whatif --model gpt-1.3b --cluster p4d.24xlarge,"
+                     "cpu-local --nodes 1 --global-batch 16 --tokens 1e9 -o %s/wi", bin, d) == 0);
+    CHECK_STR_HAS(out, "cluster: validated preset p4d.24xlarge");
+    CHECK_STR_HAS(out, "cluster: uncalibrated (preset cpu-local: no validation rows");
+    CHECK(sc_test_sh(out, sizeof out, "%s whatif --model gpt-1.3b --cluster p4d.24xlarge "
+                     "--nodes 1 --global-batch 16 --tokens 1e9 -o %s/wi2 --json", bin, d) == 0);
+    CHECK_STR_HAS(out, "\"cluster_labels\"");
 }

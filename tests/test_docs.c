@@ -420,9 +420,11 @@ TEST(docs_formats_cluster)
 TEST(docs_formats_plan_and_timeline)
 {
     const char *d = sc_test_tmpdir();
-    /* a plan and a simulated timeline from the command */
+    /* a plan and a simulated timeline from the command (overlap_grad_reduce off, so
+     * that the plan writes the key) */
     REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --tp 4 --pp 2 "
-               "--microbatches 4 --mbs 1 --schedule 1f1b --zero 1 -o %s/plan.json "
+               "--microbatches 4 --mbs 1 --schedule 1f1b --zero 1 --overlap-grad-reduce 0 "
+               "-o %s/plan.json "
                "--timeline %s/sim.json",
                sc_test_bin(), d, d) == 0);
     char path[600];

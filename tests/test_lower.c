@@ -207,6 +207,58 @@ TEST(lower_rules_1f1b_dp_tp_tied)
     sc_model_free(m);
 }
 
+/* overlap_grad_reduce off: the grad-final B runs whole, and every chunk's buckets
+ * follow it, all after the position's last grad-final action (interleaved, v = 2:
+ * both chunks' buckets wait for the last one); the simulator replays that list. */
+TEST(lower_rules_no_overlap_grad_reduce)
+{
+    sc_model *m = tiny(1);
+    REQUIRE(m);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 2, .tp = 2, .pp = 2, .v = 2, .m = 4, .mbs = 1,
+                       .schedule = "interleaved", .bucket_bytes = 64 * 1024,
+                       .no_overlap_grad_reduce = 1};
+    sc_lowered *lw;
+    REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
+    for (int p = 0; p < 2; p++) {
+        const sc_lowered_pos *L = &lw->pos[p];
+        int buckets = lw->info[p].buckets + lw->info[2 + p].buckets, last_b = -1, first_r = -1;
+        CHECK(buckets > 2);
+        CHECK_EQ_INT(count(L, SC_ACT_COMPUTE, SC_OP_B), 8); /* 4 microbatches x 2 chunks */
+        CHECK_EQ_INT(count(L, SC_ACT_REDUCE, -1), buckets);
+        for (int i = 0; i < L->n; i++) {
+            const sc_action *a = &L->acts[i];
+            if (a->kind == SC_ACT_COMPUTE && a->op == SC_OP_B) {
+                CHECK(a->pieces <= 1);
+                last_b = i;
+            }
+            if (a->kind == SC_ACT_REDUCE) {
+                if (first_r < 0)
+                    first_r = i;
+                CHECK(a->after == L->acts[first_r].after && a->after >= last_b);
+                CHECK(a->mb == -1 && a->coll == SC_COLL_ALLREDUCE);
+            }
+        }
+        CHECK(first_r > last_b);
+    }
+    sc_lower_free(lw);
+    sc_model_free(m);
+    /* the simulator's timeline is that list */
+    static char out[1 << 14];
+    const char *d = sc_test_tmpdir();
+    char plan[512], tl[512];
+    snprintf(plan, sizeof plan, "%s/noov.plan.json", d);
+    snprintf(tl, sizeof tl, "%s/noov.sim.json", d);
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s sim --model %s/tiny.json --cluster p4d.24xlarge --dp 2 --tp 2 --pp 2 "
+                       "--v 2 --microbatches 4 --schedule interleaved --bucket-mib 0.0625 "
+                       "--overlap-grad-reduce 0 -o %s --timeline %s",
+                       sc_test_bin(), d, plan, tl) == 0);
+    CHECK(sc_check_timeline_vs_lowered("[no overlap]", plan, tl) > 0);
+}
+
 TEST(lower_rules_zero3_recompute_zbh1)
 {
     sc_model *m = tiny(0);

@@ -252,3 +252,66 @@ TEST(planner_cli)
     CHECK(sc_test_sh(out, sizeof out, "%s sim --plan tests/corpus/model/dup_key.json", bin) == 2);
     CHECK_STR_HAS(out, "format");
 }
+
+/* overlap_grad_reduce as a plan setting: plan --overlap-grad-reduce 0 writes
+ * "overlap_grad_reduce": false, its step is longer than the default's (the
+ * estimate and the simulator expose the whole reduction), sim --plan replays it,
+ * tune and whatif take the flag, and the Megatron-LM export passes
+ * --overlap-grad-reduce only for a plan that overlaps. */
+TEST(planner_overlap_grad_reduce_setting)
+{
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return;
+    const char *d = sc_test_tmpdir();
+    const char *common = "--model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+                         "--dp 16 --tp 1 --pp 1 --mbs 2 --zero 1 --top 1";
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s -o %s/on.json", bin, common, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --overlap-grad-reduce 0 -o %s/off.json", bin,
+                     common, d) == 0);
+    char p_on[600], p_off[600];
+    snprintf(p_on, sizeof p_on, "%s/on.json", d);
+    snprintf(p_off, sizeof p_off, "%s/off.json", d);
+    sc_plan *on = NULL, *off = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_plan_load(p_on, &on, &err) == SC_OK);
+    REQUIRE(sc_plan_load(p_off, &off, &err) == SC_OK);
+    CHECK(on->overlap_grad_reduce == 1 && off->overlap_grad_reduce == 0);
+    CHECK(off->step_time_s > on->step_time_s);
+    CHECK(off->breakdown.dp > on->breakdown.dp);
+    /* the step is longer by the extra exposed reduction */
+    CHECK_NEAR(off->step_time_s - on->step_time_s, off->breakdown.dp - on->breakdown.dp, 1e-6);
+    sc_plan_free(on);
+    sc_plan_free(off);
+    CHECK(sc_test_sh(out, sizeof out, "grep -c overlap_grad_reduce %s", p_on) == 1);
+    CHECK(sc_test_sh(out, sizeof out, "grep -c '\"overlap_grad_reduce\":.false' %s", p_off) == 0);
+    /* export: the flag only when the plan overlaps */
+    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/mon", bin, p_on, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out,
+                     "grep -c -- --overlap-grad-reduce %s/mon/megatron_torchrun.sh", d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/moff", bin, p_off, d) ==
+          0);
+    CHECK(sc_test_sh(out, sizeof out,
+                     "grep -c -- --overlap-grad-reduce %s/moff/megatron_torchrun.sh", d) == 1);
+    /* tune takes it; a value other than 0 or 1 is a usage error */
+    CHECK(sc_test_sh(out, sizeof out, "%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 --dp 16 --tp 1 --pp 1 --zero 1 --overlap-grad-reduce 0",
+                     bin) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 8 "
+                     "--microbatches 1 --overlap-grad-reduce 2", bin) == 2);
+    /* whatif --sp: every point uses sequence parallelism (so tp >= 2) */
+    CHECK(sc_test_sh(out, sizeof out, "%s whatif --model gpt-1.3b --cluster p4d.24xlarge --nodes "
+                     "1,2 --global-batch 64 --tokens 1e9 --sp -o %s/wsp --json", bin, d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *pts = cJSON_GetObjectItem(j, "points"), *p;
+    int n = 0;
+    cJSON_ArrayForEach(p, pts) {
+        const cJSON *g = cJSON_GetObjectItem(p, "config");
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItem(g, "sp")));
+        CHECK(cJSON_GetObjectItem(g, "tp")->valueint >= 2);
+        n++;
+    }
+    CHECK(n == 2);
+    cJSON_Delete(j);
+}

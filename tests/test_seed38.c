@@ -140,7 +140,11 @@ TEST(seed38_same_layouts)
 
 /* Less inter-node bandwidth: a larger communication share for the baseline
  * and a smaller pipeline/baseline ratio, for both models and both cost
- * models; strictly while the network is the bottleneck (factors 1/8..8). */
+ * models, while the network is the baseline's bottleneck (factors 1/8..4;
+ * strictly); beyond, with the presets' fitted collectives, NVSwitch at the tp
+ * allreduce's size bounds the baseline's ring (the NICs, 4 x 400 Gb/s at 0.9,
+ * outrun it) while the pipeline's sends keep speeding up, so only the share is
+ * checked there. */
 TEST(seed38_bandwidth_monotonic)
 {
     sc_seed38 *r = NULL;
@@ -153,10 +157,12 @@ TEST(seed38_bandwidth_monotonic)
             const sc_seed38_point *a = &x->bw[k - 1], *b = &x->bw[k]; /* b: twice a's bandwidth */
             CHECK_NEAR(b->x, 2 * a->x, 1e-15);
             CHECK(a->share_sim >= b->share_sim - 1e-12);
-            CHECK(a->ratio_sim <= b->ratio_sim + 1e-12);
             CHECK(a->share_est >= b->share_est - 1e-12);
+            if (b->x > 4)
+                continue;
+            CHECK(a->ratio_sim <= b->ratio_sim + 1e-12);
             CHECK(a->ratio_est <= b->ratio_est + 1e-12);
-            if (b->x <= 8) {
+            {
                 CHECK(a->share_sim > b->share_sim);
                 CHECK(a->ratio_sim < b->ratio_sim);
             }

@@ -161,6 +161,39 @@ TEST(step_dp_allreduce_matches_ring)
     sc_model_free(m);
 }
 
+/* overlap_grad_reduce off: the gradient buckets wait for the whole backward, so
+ * the dp reduction is exposed whole (its buckets' rings one after another), and
+ * the step is longer than with overlap by exactly the extra exposed reduction. */
+TEST(step_overlap_grad_reduce_off_exposes_reduction)
+{
+    sc_model *m = blocks(4, 50e6, 0);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    c.nodes = 4;
+    c.gpus_per_node = 1;
+    sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 2, .mbs = 1, .schedule = "1f1b",
+                       .bucket_bytes = 100e6};
+    sc_step_result *on, *off;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &on, &err) == SC_OK);
+    cfg.no_overlap_grad_reduce = 1;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &off, &err) == SC_OK);
+    double w, g, o;
+    sc_cost_state_bytes(SC_BF16, &w, &g, &o);
+    double G = 4 * 50e6 * g;
+    int K = sc_cost_bucket_count(G, cfg.bucket_bytes);
+    REQUIRE(K > 1);
+    double ring;
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, G / K, 4, 1, &ring, &err) == SC_OK);
+    CHECK_NEAR(off->breakdown.dp, K * ring, 1e-6);
+    CHECK(on->breakdown.dp < 0.9 * off->breakdown.dp); /* overlap hid some of it */
+    CHECK_NEAR(off->step_time_s - on->step_time_s, off->breakdown.dp - on->breakdown.dp, 1e-6);
+    CHECK_NEAR(off->breakdown.compute, on->breakdown.compute, 1e-9);
+    sc_step_result_free(on);
+    sc_step_result_free(off);
+    sc_model_free(m);
+}
+
 /* Peak memory per stage equals the cost model's with the schedule's
  * in-flight microbatches: GPipe m, 1F1B min(p - r, m). */
 TEST(step_memory_per_schedule)

@@ -15,15 +15,19 @@
  *     of the data sets kept for an independent check;
  *   - the fuzz corpus replays through the loader; docs/formats.md documents
  *     every key the shipped suites use and its example loads.
- * Nothing here simulates the shipped suites' rows (make validate does): the
- * tests stay fast.
+ *   - the per-preset validation figures that sim, plan, tune and whatif print
+ *     (cost_models/label.c's table) are those of the shipped rows: the one
+ *     test that simulates the shipped suites (all rows, about 6 s here);
+ *     make validate checks the targets.
  */
 #include "check.h"
 #include "json.h"
 #include "step.h"
 #include "validate.h"
+#include "label.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 
 static char out[1 << 17];
@@ -466,6 +470,69 @@ TEST(validate_shipped_suites_load)
     CHECK(a100 > 0 && h100 > 0);
     CHECK(min_gpus <= 8 && max_gpus >= 2048);
     CHECK(min_params < 2e9 && max_params > 9e11);
+}
+
+/* label.h's stored per-preset figures (rows, MAPE, mean signed error, sd of the
+ * signed errors) against the shipped suites simulated now: stale by more than half
+ * a point (0.005) fails, and so does a preset with rows that the table lacks. */
+TEST(validate_label_table_is_current)
+{
+    char **paths = NULL;
+    int n = 0, nt = 0;
+    sc_error err = {0};
+    const sc_preset_validation *t = sc_preset_validations(&nt);
+    REQUIRE(nt > 0 && nt <= 16);
+    double *errs[16] = {0};
+    int cnt[16] = {0}, total = 0, unlisted = 0;
+    for (int k = 0; k < nt; k++)
+        REQUIRE((errs[k] = calloc(256, sizeof(double))) != NULL);
+    REQUIRE(sc_val_list("validation", &paths, &n, &err) == SC_OK);
+    for (int i = 0; i < n; i++) {
+        sc_val_suite *s = NULL;
+        if (sc_val_load(paths[i], &s, &err) != SC_OK) {
+            sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            continue;
+        }
+        for (int r = 0; r < s->n; r++) {
+            sc_val_result res;
+            if (sc_val_run_row(s, r, NULL, &res, &err) != SC_OK) {
+                sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+                continue;
+            }
+            total++;
+            int k = 0;
+            while (k < nt && strcmp(t[k].preset, s->rows[r].preset))
+                k++;
+            if (k == nt) {
+                unlisted++;
+                sc_test_fail(__FILE__, __LINE__, "%s: %s: preset %s has validation rows but no "
+                             "entry in cost_models/label.c", paths[i], s->rows[r].path,
+                             s->rows[r].preset);
+            } else if (cnt[k] < 256) {
+                errs[k][cnt[k]++] = res.error;
+            }
+        }
+        sc_val_free(s);
+    }
+    sc_val_paths_free(paths, n);
+    CHECK(total >= 28);
+    for (int k = 0; k < nt; k++) {
+        sc_val_stats st;
+        sc_val_stats_of(errs[k], cnt[k], &st);
+        double sd = 0;
+        for (int i = 0; i < cnt[k]; i++)
+            sd += (errs[k][i] - st.mean_signed) * (errs[k][i] - st.mean_signed);
+        sd = cnt[k] > 1 ? sqrt(sd / (cnt[k] - 1)) : 0;
+        if (cnt[k] != t[k].rows || fabs(st.mape - t[k].mape) > 0.005 ||
+            fabs(st.mean_signed - t[k].mean_signed) > 0.005 || fabs(sd - t[k].sd_signed) > 0.005)
+            sc_test_fail(__FILE__, __LINE__,
+                         "cost_models/label.c: %s is stale: stored %d rows, MAPE %.4f, mean "
+                         "signed %.4f, sd %.4f; the suite gives %d, %.4f, %.4f, %.4f",
+                         t[k].preset, t[k].rows, t[k].mape, t[k].mean_signed, t[k].sd_signed,
+                         cnt[k], st.mape, st.mean_signed, sd);
+        free(errs[k]);
+    }
+    CHECK_EQ_INT(unlisted, 0);
 }
 
 /* The fuzz corpus of the file loaders replays through the suite loader:

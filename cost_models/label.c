@@ -1,0 +1,139 @@
+/* label.c - calibrated, validated preset or uncalibrated; see label.h. */
+#include "label.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Per preset: stagecraft validate's rows on it (all suites of validation/), with
+ * the cost models of this commit. Recomputed by tests/test_validate.c
+ * (validate_label_table_is_current); regenerate from `stagecraft validate
+ * --json` (rows[].cluster, rows[].error) when a cost model moves the suite. */
+static const sc_preset_validation table[] = {
+    {"dgx-a100-80g", 18, 0.1110, -0.1073, 0.0947},
+    {"dgx-h100", 6, 0.2674, -0.2674, 0.0811},
+    {"p4d.24xlarge", 4, 0.1531, -0.1531, 0.0562},
+    {"p4de.24xlarge", 1, 0.1856, -0.1856, 0.0},
+};
+
+const sc_preset_validation *sc_preset_validations(int *n)
+{
+    *n = (int)SC_ARRAY_LEN(table);
+    return table;
+}
+
+static const sc_preset_validation *find(const char *name)
+{
+    for (size_t i = 0; i < SC_ARRAY_LEN(table); i++)
+        if (!strcmp(table[i].preset, name))
+            return &table[i];
+    return NULL;
+}
+
+/* c is its preset: the same figures whatever the node count. */
+static int is_preset(const sc_cluster *c)
+{
+    sc_cluster p;
+    if (sc_cluster_preset_get(c->name, &p, NULL) != SC_OK)
+        return 0;
+    p.nodes = c->nodes;
+    return sc_cluster_equal(c, &p);
+}
+
+void sc_cluster_label_of(const sc_cluster *c, sc_cluster_label *out)
+{
+    out->val = NULL;
+    if (c->eff.fits.present) {
+        out->kind = SC_LABEL_CALIBRATED;
+        out->name = "calibrated";
+        return;
+    }
+    const sc_preset_validation *v = find(c->name);
+    if (v && v->rows > 0 && is_preset(c)) {
+        out->kind = SC_LABEL_VALIDATED;
+        out->name = "validated preset";
+        out->val = v;
+        return;
+    }
+    out->kind = SC_LABEL_UNCALIBRATED;
+    out->name = "uncalibrated";
+}
+
+int sc_label_interval(const sc_cluster_label *l, double predicted, double *lo, double *hi)
+{
+    *lo = *hi = predicted;
+    if (l->kind != SC_LABEL_VALIDATED || !l->val || !(predicted > 0))
+        return 0;
+    const sc_preset_validation *v = l->val;
+    double sigma = v->rows >= 3 ? v->sd_signed : v->mape;
+    double a = 1 + v->mean_signed + 2 * sigma, b = 1 + v->mean_signed - 2 * sigma;
+    *lo = predicted / a;
+    *hi = b > 0.05 ? predicted / b : predicted / 0.05; /* an error below -95% is not a bar */
+    return 1;
+}
+
+const char *sc_label_describe(const sc_cluster_label *l, const sc_cluster *c, char *buf,
+                              size_t size)
+{
+    switch (l->kind) {
+    case SC_LABEL_CALIBRATED:
+        snprintf(buf, size, "calibrated %s (fitted from measurements, %s)", c->name,
+                 c->eff.fits.date);
+        break;
+    case SC_LABEL_VALIDATED:
+        snprintf(buf, size,
+                 "validated preset %s (validation suite: %d row%s, MAPE %.1f%%, mean signed "
+                 "error %+.1f%%)",
+                 l->val->preset, l->val->rows, l->val->rows == 1 ? "" : "s",
+                 100 * l->val->mape, 100 * l->val->mean_signed);
+        break;
+    default: {
+        sc_cluster p;
+        int preset = sc_cluster_preset_get(c->name, &p, NULL) == SC_OK;
+        if (preset && find(c->name) && !is_preset(c))
+            snprintf(buf, size, "uncalibrated (%s differs from the preset it is named after; "
+                     "stagecraft calibrate fits it to measurements)", c->name);
+        else if (preset)
+            snprintf(buf, size, "uncalibrated (preset %s: no validation rows; stagecraft "
+                     "calibrate fits it to measurements)", c->name);
+        else
+            snprintf(buf, size, "uncalibrated %s (no measurements, no validation rows; "
+                     "stagecraft calibrate fits it to measurements)", c->name);
+        break;
+    }
+    }
+    return buf;
+}
+
+cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s)
+{
+    sc_cluster_label l;
+    char d[320];
+    double lo, hi;
+    int oom = 0;
+    cJSON *x = cJSON_CreateObject();
+    if (!x)
+        return NULL;
+    sc_cluster_label_of(c, &l);
+    sc_jadd_str(x, "kind", l.name, &oom);
+    sc_jadd_str(x, "description", sc_label_describe(&l, c, d, sizeof d), &oom);
+    if (l.val) {
+        cJSON *v = sc_jadd_obj(x, "validation", &oom);
+        if (v) {
+            sc_jadd_num(v, "rows", l.val->rows, &oom);
+            sc_jadd_num(v, "mape", l.val->mape, &oom);
+            sc_jadd_num(v, "mean_signed_error", l.val->mean_signed, &oom);
+            sc_jadd_num(v, "sd_signed_error", l.val->sd_signed, &oom);
+        }
+    }
+    if (sc_label_interval(&l, step_s, &lo, &hi)) {
+        cJSON *r = sc_jadd_arr(x, "step_time_range_s", &oom);
+        sc_jpush_num(r, lo, &oom);
+        sc_jpush_num(r, hi, &oom);
+    }
+    if (oom) {
+        cJSON_Delete(x);
+        return NULL;
+    }
+    return x;
+}

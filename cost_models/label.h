@@ -1,0 +1,77 @@
+/* label.h - which kind of cluster a prediction used, and the error bar that
+ * goes with it: the one classification that sim, plan, tune and whatif print.
+ *
+ * Owner: cost_models/ (label.c).
+ *
+ * A cluster is
+ *   calibrated        its efficiency has calibrate's fits (efficiency.fits):
+ *                     fitted from measurements on that hardware; sim and
+ *                     compare give its 95% interval from the fits' residuals;
+ *   validated preset  equal to a preset (any node count) whose error on the
+ *                     public validation suite (stagecraft validate,
+ *                     validation/ suites) is in the table below;
+ *   uncalibrated      anything else: a preset without validation rows, an
+ *                     edited preset, a hand-written file.
+ *
+ * The table (label.c) holds, per preset, the suite's rows on it, their MAPE,
+ * mean signed error and the standard deviation of the signed errors, as
+ * `stagecraft validate` computes them (error = (predicted - measured) /
+ * measured). tests/test_validate.c reruns those rows and fails when a stored
+ * figure is stale by more than half a point: a change to a cost model that
+ * moves the suite must update the table with it.
+ *
+ * Error bar of a validated preset: measured = predicted / (1 + error), so with
+ * the rows' mean signed error mu and spread sigma the measured step is likely
+ * (about 95% if the errors were normal) within
+ *   [predicted / (1 + mu + 2 sigma), predicted / (1 + mu - 2 sigma)]
+ * where sigma is the standard deviation over 3 rows or more, else the MAPE
+ * (a row or two say little about the spread). No bar otherwise: a calibrated
+ * cluster has its own interval, an uncalibrated one has no evidence.
+ *
+ * Ownership: plain values; the table is static.
+ */
+#ifndef SC_LABEL_H
+#define SC_LABEL_H
+
+#include <cjson/cJSON.h>
+#include "cluster.h"
+
+typedef enum sc_label_kind {
+    SC_LABEL_CALIBRATED = 0,
+    SC_LABEL_VALIDATED,
+    SC_LABEL_UNCALIBRATED
+} sc_label_kind;
+
+/* One preset's figures on the validation suite (fractions). */
+typedef struct sc_preset_validation {
+    const char *preset;
+    int rows;
+    double mape, mean_signed, sd_signed;
+} sc_preset_validation;
+
+typedef struct sc_cluster_label {
+    sc_label_kind kind;
+    const char *name;                 /* "calibrated", "validated preset", "uncalibrated" */
+    const sc_preset_validation *val;  /* the preset's figures when validated, else NULL */
+} sc_cluster_label;
+
+/* The stored table, in a fixed order; *n gets its length. */
+const sc_preset_validation *sc_preset_validations(int *n);
+/* Classifies c (O(1): one preset lookup and comparison). */
+void sc_cluster_label_of(const sc_cluster *c, sc_cluster_label *out);
+/* The error bar of a prediction of predicted seconds on a validated preset:
+ * 1 and [*lo, *hi] when there is one, 0 (and *lo = *hi = predicted) when not. */
+int sc_label_interval(const sc_cluster_label *l, double predicted, double *lo, double *hi);
+/* "validated preset dgx-h100 (validation suite: 6 rows, MAPE 26.1%, mean signed
+ * error -26.1%)", "calibrated NAME (fitted from measurements, 2026-12-01T10:00:00Z)",
+ * "uncalibrated (preset p5.48xlarge: no validation rows; stagecraft calibrate
+ * fits it to measurements)", into buf. Returns buf. */
+const char *sc_label_describe(const sc_cluster_label *l, const sc_cluster *c, char *buf,
+                              size_t size);
+/* {kind, description, validation?: {rows, mape, mean_signed_error, sd_signed_error},
+ * step_time_range_s?: [lo, hi]} for a prediction of step_s seconds on c (no range
+ * when step_s <= 0 or there is no bar). The caller owns it (cJSON_Delete); NULL
+ * when out of memory. */
+cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s);
+
+#endif
