@@ -10,10 +10,10 @@
  * (validate_label_table_is_current); regenerate from `stagecraft validate
  * --json` (rows[].cluster, rows[].error) when a cost model moves the suite. */
 static const sc_preset_validation table[] = {
-    {"dgx-a100-80g", 18, 0.1110, -0.1073, 0.0947},
-    {"dgx-h100", 6, 0.2674, -0.2674, 0.0811},
-    {"p4d.24xlarge", 4, 0.1531, -0.1531, 0.0562},
-    {"p4de.24xlarge", 1, 0.1856, -0.1856, 0.0},
+    {"dgx-a100-80g", 18, 0.1066, -0.1055, 0.0940},
+    {"dgx-h100", 6, 0.1872, -0.1872, 0.0669},
+    {"p4d.24xlarge", 4, 0.1709, -0.1709, 0.0493},
+    {"p4de.24xlarge", 1, 0.1902, -0.1902, 0.0},
 };
 
 const sc_preset_validation *sc_preset_validations(int *n)
