@@ -843,3 +843,85 @@ TEST(tracer_bad_specs_exit2_nothing_written)
     CHECK(SC(TRACER " --help") == 0);
     CHECK_STR_HAS(out, "FILE.py:FACTORY");
 }
+
+/* The tracer records the kernels each leaf's own code launched (the
+ * dispatcher's GEMMs with their shapes, every other op a memory-bound
+ * kernel of its bytes), with the tp splits of Megatron-LM's pattern; the
+ * model loads (the loader checks the GEMMs' FLOPs against the leaf's) and
+ * cost times them kernel by kernel; with inline attention the GEMMs of
+ * q @ k^T and p @ v are counted too, and tp 2 about halves the compute. */
+TEST(tracer_records_kernels)
+{
+    if (!have_torch())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC(TRACER " tests/tracer/gpt2.py:make:attn=inline --batch 2 --seq 1024 -o %s/g.json",
+               d) == 0);
+    static char buf[1 << 22];
+    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/g.json", d) == 0);
+    cJSON *j = cJSON_Parse(buf);
+    REQUIRE(j);
+    /* every leaf with work lists kernels; an attention leaf has its two
+     * projections (column then row) and two batched products */
+    int leaves = 0, with = 0, attn_ok = 0, proj_ok = 0;
+    const cJSON *stack[256];
+    int sp = 0;
+    stack[sp++] = cJSON_GetObjectItem(j, "root");
+    while (sp > 0) {
+        const cJSON *x = stack[--sp];
+        const cJSON *kids = cJSON_GetObjectItem(x, "children");
+        if (kids) {
+            for (const cJSON *k = kids->child; k && sp < 256; k = k->next)
+                stack[sp++] = k;
+            continue;
+        }
+        leaves++;
+        const cJSON *ks = cJSON_GetObjectItem(x, "kernels");
+        if (num(x, "flops_fwd") > 0 || num(x, "params") > 0)
+            with += cJSON_IsArray(ks);
+        else
+            with += 1;
+        /* the attention's own products (q @ k^T, p @ v) on its #self leaf,
+         * split by heads; its projections column- then row-parallel */
+        if (!strcmp(str(x, "kind"), "attention_core") && cJSON_IsArray(ks)) {
+            int batched = 0;
+            for (const cJSON *k = ks->child; k; k = k->next) {
+                const char *tp = str(k, "tp");
+                batched += tp && !strcmp(tp, "batch") && num(k, "batch") == 12;
+            }
+            attn_ok += batched == 2;
+        }
+        const char *nm = str(x, "name");
+        size_t ln = nm ? strlen(nm) : 0;
+        const size_t sl = strlen(".attn.c_attn"); /* as long as ".attn.c_proj" */
+        const char *want = ln > sl && !strcmp(nm + ln - sl, ".attn.c_attn")   ? "n"
+                           : ln > sl && !strcmp(nm + ln - sl, ".attn.c_proj") ? "k"
+                                                                               : NULL;
+        if (want && cJSON_IsArray(ks)) {
+            const char *tp = str(ks->child, "tp");
+            proj_ok += tp && !strcmp(tp, want);
+        }
+    }
+    CHECK(leaves > 100);
+    CHECK_EQ_INT(with, leaves);
+    CHECK_EQ_INT(attn_ok, 12);
+    CHECK_EQ_INT(proj_ok, 24);
+    cJSON_Delete(j);
+    /* it loads and is timed kernel by kernel; tp 2 about halves the compute */
+    REQUIRE(SC("%s cost --model %s/g.json --cluster dgx-a100-80g --kernels --json", sc_test_bin(),
+               d) == 0);
+    CHECK_STR_HAS(out, "\"kernels\":");
+    double f1 = 0, f2 = 0;
+    REQUIRE(SC("%s cost --model %s/g.json --cluster dgx-a100-80g --json", sc_test_bin(), d) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    f1 = num(cJSON_GetObjectItem(j, "totals"), "fwd_s");
+    cJSON_Delete(j);
+    REQUIRE(SC("%s cost --model %s/g.json --cluster dgx-a100-80g --tp 2 --json", sc_test_bin(),
+               d) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    f2 = num(cJSON_GetObjectItem(j, "totals"), "fwd_s");
+    cJSON_Delete(j);
+    CHECK(f1 > 0 && f2 < 0.7 * f1 && f2 > 0.45 * f1);
+}

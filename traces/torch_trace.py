@@ -499,6 +499,11 @@ class Rec:
         self.fwd = []    # per pass: inclusive forward seconds
         self.bwd = []    # per pass: inclusive backward seconds
         self.uses = set()  # ids of parameters used (saved) that are not in its subtree
+        # the kernels its own code ran (pass 1, batch totals): ["gemm", batch,
+        # m, n, k, weight?, kv] or ["mem", name, bytes]; kernels_ok False when
+        # a counted op had no GEMM form (a convolution, an einsum)
+        self.kernels = []
+        self.kernels_ok = True
 
     def ancestors(self):
         p = self.parent
@@ -753,7 +758,25 @@ FLOP_OPS = {
 SOFTMAX_OPS = ("_softmax", "softmax", "_safe_softmax")
 
 
-def flop_mode(torch, on_flops, score_keys=None, keep=None):
+# Ops that only relabel a storage (no kernel of their own).
+VIEW_OPS = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "squeeze",
+            "unsqueeze", "select", "slice", "as_strided", "detach", "alias", "split",
+            "split_with_sizes", "chunk", "unbind", "narrow", "view_as", "expand_as",
+            "lift_fresh", "_reshape_alias", "unflatten", "flatten", "contiguous", "clone",
+            "_to_copy", "to", "empty", "empty_like", "zeros", "ones", "full", "arange",
+            "empty_strided", "new_empty", "new_zeros", "new_ones", "scalar_tensor", "_local_scalar_dense")
+# Counted ops with a GEMM form: C[batch][m][n] = A[batch][m][k] B[batch][k][n].
+GEMM_OPS = ("mm", "bmm", "matmul", "addmm", "_addmm_activation", "baddbmm", "linear")
+SDPA_OPS = tuple(k for k in ("scaled_dot_product_attention", "_scaled_dot_product_attention",
+                             "_scaled_dot_product_attention_math",
+                             "_scaled_dot_product_flash_attention",
+                             "_scaled_dot_product_flash_attention_for_cpu",
+                             "_scaled_dot_product_efficient_attention",
+                             "_scaled_dot_product_cudnn_attention",
+                             "_scaled_dot_product_fused_attention_overrideable"))
+
+
+def flop_mode(torch, on_flops, score_keys=None, keep=None, on_kernel=None):
     """A TorchDispatchMode that calls on_flops(op name, flops) for every
     counted op (torch.utils._python_dispatch: public as a mode since 1.13).
     With score_keys (a set) it also collects the storages of attention
@@ -779,7 +802,11 @@ def flop_mode(torch, on_flops, score_keys=None, keep=None):
                     n = 0.0
                 if n > 0:
                     on_flops(name, float(n))
-            elif score_keys is not None:
+                    if on_kernel is not None:
+                        on_kernel(name, args, kwargs, out, float(n))
+            elif on_kernel is not None and name not in VIEW_OPS:
+                on_kernel(name, args, kwargs, out, 0.0)
+            if f is None and score_keys is not None:
                 outs = flatten_tensors(out, torch)
                 if name not in SOFTMAX_OPS:
                     ins = [t for t in flatten_tensors((args, kwargs), torch)
@@ -931,6 +958,46 @@ class Tracer:
             r.flops += n
             self.flops_by_op[name] = self.flops_by_op.get(name, 0.0) + n
 
+        params = set(id(p) for p in self.model.parameters())
+
+        def on_kernel(name, args_, kwargs_, out_, n):
+            """The kernel an op launched, on the module whose own code ran it."""
+            r = self.stack[-1] if self.stack else self.root
+            if not r.kernels_ok:
+                return
+            outs = [t for t in flatten_tensors(out_, torch) if t.is_floating_point()]
+            if n > 0:
+                o = outs[0] if outs else None
+                if name in GEMM_OPS and o is not None and o.dim() >= 1:
+                    N = int(o.shape[-1])
+                    M = int(o.shape[-2]) if o.dim() >= 2 else 1
+                    lead = _numel(o.shape[:-2]) if o.dim() >= 2 else 1
+                    K = n / (2.0 * max(o.numel(), 1))
+                    ins = [t for t in flatten_tensors((args_, kwargs_), torch)]
+                    weight = any(id(t) in params for t in ins) or any(
+                        getattr(t, "_base", None) is not None and id(t._base) in params
+                        for t in ins)
+                    if weight:  # a linear layer: every leading dim is tokens
+                        r.kernels.append(["gemm", 1, lead * M, N, K, True, 0])
+                    else:       # activation x activation (attention): batched
+                        r.kernels.append(["gemm", lead, M, N, K, False, 0])
+                elif name in SDPA_OPS and o is not None and o.dim() >= 2:
+                    q = args_[0]
+                    L, E = int(q.shape[-2]), int(q.shape[-1])
+                    S = int(args_[1].shape[-2]) if len(args_) > 1 else L
+                    lead = _numel(q.shape[:-2])
+                    r.kernels.append(["gemm", lead, L, S, E, False, "n"])
+                    r.kernels.append(["gemm", lead, L, int(o.shape[-1]), S, False, "k"])
+                else:
+                    r.kernels_ok = False
+                return
+            ins = [t for t in flatten_tensors((args_, kwargs_), torch) if t.is_floating_point()]
+            nbytes = 0.0
+            for t in ins + outs:
+                nbytes += t.numel() * self.db
+            if nbytes > 0:
+                r.kernels.append(["mem", name, nbytes])
+
         for r in self.recs.values():
             try:  # torch >= 2.0: the hook sees keyword arguments too
                 h = r.module.register_forward_pre_hook(pre, with_kwargs=True)
@@ -943,7 +1010,7 @@ class Tracer:
             context = contextlib.nullcontext()
         try:
             with context, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-                    flop_mode(torch, on_flops, self.score_keys, keep):
+                    flop_mode(torch, on_flops, self.score_keys, keep, on_kernel):
                 try:
                     out = self.model(*self.args, **self.kwargs)
                 except TraceError:
@@ -1140,6 +1207,7 @@ class Node:
         self.tp = None          # {"bytes", "shardable"[, "replicated_saved"]}
         self.tp_role = None
         self.scores = None      # act_scores_bytes
+        self.krecs = []         # the Recs whose own kernels this node runs
 
 
 def shorten(name, taken):
@@ -1184,6 +1252,7 @@ def make_tree(tr, model_name, torch, warnings_out):
             into.saved += r.saved
             into.saved_items.extend(r.saved_items)
             into.uses |= r.uses
+            into.krecs.append(r)
             nodes_by_rec[id(r)] = into
 
     def iter_subtree(rec):
@@ -1230,6 +1299,7 @@ def make_tree(tr, model_name, torch, warnings_out):
         own.param_ids = [id(p) for p in own_params(rec)]
         own.flops, own.saved, own.uses = rec.flops, rec.saved, set(rec.uses)
         own.saved_items = list(rec.saved_items)
+        own.krecs = [rec]
         for k in unrun:
             fold_subtree(k, own)
         if depth >= MAX_DEPTH and ran:
@@ -1247,6 +1317,7 @@ def make_tree(tr, model_name, torch, warnings_out):
             node.saved_items = own.saved_items
             node.in_distinct = rec.in_distinct
             node.fwd, node.bwd = own.fwd, own.bwd
+            node.krecs = own.krecs
             for r in list(nodes_by_rec):
                 if nodes_by_rec[r] is own:
                     nodes_by_rec[r] = node
@@ -1611,7 +1682,79 @@ def annotate_tp(tr, allnodes):
             "replicated_first": stay[:REPLICATED_LIST_MAX]}
 
 
-def node_json(n, device):
+KERNELS_MAX = 64  # per leaf (model format)
+
+
+def kernels_json(n, B):
+    """The kernels a leaf's own code launched (pass 1), per sample, in the
+    model format's terms (kernel.h): each GEMM with its shape (a linear
+    layer's tokens in m, the tp split its role gives: column "n", row "k"; a
+    product of two activations batched, split by heads where the node is
+    tp-shardable), every other op (norms, GeLU, softmax, dropout, adds) a
+    memory-bound kernel of the bytes it read and wrote, one per op name.
+    None when the leaf ran an op without a GEMM form (a convolution, an
+    einsum), a shape does not divide by the batch, or the GEMMs' FLOPs
+    differ from the leaf's counted ones: then the leaf is timed whole."""
+    if n.children or not n.krecs:
+        return None
+    ks = []
+    for r in n.krecs:
+        if not r.kernels_ok:
+            return None
+        ks.extend(r.kernels)
+    if not ks:
+        return None
+    shard = bool(n.tp and n.tp.get("shardable"))
+    # a shardable leaf that holds both projections itself (an attention or an
+    # MLP written with inline weights): Megatron-LM's pattern, every linear
+    # column-parallel but the last, which is row-parallel; a single one (a
+    # vocab-parallel head) column-parallel
+    n_lin = sum(1 for k in ks if k[0] == "gemm" and k[5])
+    lin_seen = 0
+    # memory-bound kernels: split by tp inside a sharded attention or MLP; on
+    # s/t tokens under sequence parallelism in a tp-aware replicated leaf (a
+    # norm); whole in a vocab-parallel embedding (its output is whole)
+    mem_tp = ("none" if n.kind == "embedding" or not n.tp else "shard" if shard else "seq")
+    out, mem, flops = [], {}, 0.0
+    for k in ks:
+        if k[0] == "mem":
+            mem[k[1]] = mem.get(k[1], 0.0) + k[2] / B
+            continue
+        _, batch, m, nn, kk, weight, kv = k
+        kk_i = int(round(kk))
+        if kk_i < 1 or abs(kk - kk_i) > 1e-6 * kk:
+            return None
+        if weight:
+            if m % B:
+                return None
+            e = {"name": "linear", "op": "gemm", "m": m // B, "n": nn, "k": kk_i}
+            lin_seen += 1
+            tp = {"column": "n", "row": "k"}.get(n.tp_role)
+            if tp is None:
+                tp = ("none" if not shard else "k" if lin_seen == n_lin and n_lin > 1 else "n")
+        else:
+            if batch % B:
+                return None
+            e = {"name": "matmul", "op": "gemm", "batch": batch // B, "m": m, "n": nn,
+                 "k": kk_i, "samples": "batch"}
+            tp = "batch" if shard else "none"
+            if kv:
+                e["kv"] = kv
+        if tp != "none":
+            e["tp"] = tp
+        flops += 2.0 * e.get("batch", 1) * e["m"] * e["n"] * e["k"]
+        out.append(e)
+    for name, b in sorted(mem.items(), key=lambda x: -x[1]):
+        e = {"name": name[:31], "op": "mem", "bytes": b}
+        if mem_tp != "none":
+            e["tp"] = mem_tp
+        out.append(e)
+    if len(out) > KERNELS_MAX or abs(flops - n.flops) > 0.001 * max(n.flops, 1.0):
+        return None
+    return out
+
+
+def node_json(n, device, B=1):
     """device: where the times were measured, or None (shape-only: no times)."""
     j = {"name": n.name, "kind": n.kind, "params": n.params, "flops_fwd": n.flops / 1.0,
          "act_out_bytes": n.out, "act_saved_bytes": n.saved}
@@ -1637,8 +1780,11 @@ def node_json(n, device):
     if n.tp_role:
         x["tp"] = n.tp_role
     j["x-torch"] = x
+    kern = kernels_json(n, B)
+    if kern:
+        j["kernels"] = kern
     if n.children:
-        j["children"] = [node_json(c, device) for c in n.children]
+        j["children"] = [node_json(c, device, B) for c in n.children]
     return j
 
 
@@ -1776,7 +1922,7 @@ def main(argv):
     if mode == "measure":
         xt.update(repeat=args.repeat, threads=torch.get_num_threads(), device=device)
     out = {"format": "stagecraft.model/1", "name": name[:NAME_MAX], "dtype": args.dtype,
-           "seq_len": max(1, int(seq)), "root": node_json(root, device), "x-torch": xt}
+           "seq_len": max(1, int(seq)), "root": node_json(root, device, tr.B), "x-torch": xt}
     xt["trace_s"] = round(time.perf_counter() - t0, 3)
     write_atomic(args.output, clean_numbers(out))
     n_leaves = sum(1 for n in allnodes if not n.children)
