@@ -66,10 +66,11 @@ const sc_sched_op *sc_sched_rank_ops(const sc_sched *s, int rank, int *n)
  * (slice j after j-1 of the same sequence: it reads their keys and values);
  * backwards in microbatch order with the slices of each reversed (slice j's
  * key and value gradients come from the later slices). gpipe: every
- * forward, then every backward. 1f1b: rank r warms up with min(p - r - 1,
- * m·k) forwards, then alternates one forward and one backward, running
- * forwards ahead whenever the next backward's unit has not been forwarded
- * yet (the last rank forwards a whole sequence before its first backward). */
+ * forward, then every backward. 1f1b: before its i-th backward rank r has
+ * run i + k - 1 + p - r forwards: 1F1B's warm-up (p - r - 1, then one
+ * forward per backward) plus k - 1, because a sequence's last slice goes
+ * back first; with k = 1 it is 1f1b. Both idle (p - 1)/(m·k + p - 1) of a
+ * step with equal slice costs (tests/test_slices.c). */
 typedef struct sliced_gen {
     int k;
     int gpipe;
@@ -94,12 +95,11 @@ static sc_status gen_sliced(int p, int M, int v, int rank, sc_sched_sink *sink,
                 return SC_ENOMEM;
         return SC_OK;
     }
-    /* 1F1B's rule, unit by unit: before B(u), rank r has run the forwards
-     * through u + p - r - 1 (those the later ranks still need to fill the
-     * pipeline); with k = 1 it is 1f1b's warm-up, then one F per B */
+    /* 1F1B's rule over units, warmed up k - 1 units more (see above) */
     for (; bi < M; bi++) {
         int u = bwd_unit(bi, g->k);
-        int need = u + p - rank < M ? u + p - rank : M;
+        int a = bi + g->k - 1 + p - rank; /* forwards run before the bi-th backward */
+        int need = a < M ? a : M;
         for (; fi < need; fi++)
             if (sc_sched_emit(sink, SC_OP_F, fi, 0))
                 return SC_ENOMEM;

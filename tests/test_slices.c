@@ -57,7 +57,8 @@ TEST(slices_schedules_check)
     CHECK_STR_HAS(err.msg, "--slices");
 }
 
-/* With equal per-slice cost, sliced gpipe's bubble is (p-1)/(m·k + p - 1):
+/* With equal per-slice cost, sliced gpipe's and 1f1b's bubble is
+ * (p-1)/(m·k + p - 1):
  * exactly on constant costs, and within 1% in the step simulator on a
  * cluster whose costs scale with the tokens (no per-kernel or per-call
  * fixed cost, no attention growth: leaves timed whole). */
@@ -83,17 +84,20 @@ TEST(slices_closed_form_bubble)
     double vals[] = {16, 8192, 64, 256, 8};
     sc_model *m;
     REQUIRE(sc_gen_run(sc_gen_find("gpt"), "g", SC_BF16, 5, names, vals, &m, NULL) == SC_OK);
-    for (int k = 1; k <= 8; k *= 2) {
-        sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = 8, .v = 1, .m = 2, .mbs = 1,
-                           .schedule = "gpipe", .slices = k};
-        sc_step_result *r = NULL;
-        sc_error err = {0};
-        REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
-        double busy = r->breakdown.compute + r->breakdown.pp;
-        double bubble = r->breakdown.bubble / (r->breakdown.bubble + busy);
-        CHECK_NEAR(bubble, 7.0 / (2.0 * k + 7), 0.01);
-        sc_step_result_free(r);
-    }
+    const char *scheds[] = {"gpipe", "1f1b"};
+    for (int si = 0; si < 2; si++)
+        for (int mb = 2; mb <= 4; mb += 2)
+            for (int k = 1; k <= 8; k *= 2) {
+                sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = 8, .v = 1, .m = mb, .mbs = 1,
+                                   .schedule = scheds[si], .slices = k};
+                sc_step_result *r = NULL;
+                sc_error err = {0};
+                REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+                double busy = r->breakdown.compute + r->breakdown.pp;
+                double bubble = r->breakdown.bubble / (r->breakdown.bubble + busy);
+                CHECK_NEAR(bubble, 7.0 / ((double)mb * k + 7), 0.01);
+                sc_step_result_free(r);
+            }
     sc_model_free(m);
 }
 
