@@ -136,6 +136,10 @@ void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *
                           double *N, double *K);
 double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
                            int bwd);
+/* The bytes a memory-bound kernel reads and writes on one rank under cc
+ * (forward, or backward with bwd 1): its bytes times the microbatch and the
+ * slice's share, divided by tp where it shards. 0 for other kinds. */
+double sc_cost_kernel_bytes(const sc_kernel *k, const sc_compute_cfg *cc, int bwd);
 void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_compute_cfg *cc,
                           double *fwd_s, double *bwd_s, double *recompute_s);
 /* Forward and backward time of one call of mod's own work under cc: the

@@ -116,6 +116,17 @@ static double gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, do
     return roof(c, scale * gemm_compute(c, dt, B, M, N, K), d * B * (M * K + K * N + M * N));
 }
 
+double sc_cost_kernel_bytes(const sc_kernel *k, const sc_compute_cfg *cc, int bwd)
+{
+    if (k->op != SC_KOP_MEM)
+        return 0;
+    double t = cc->tp > 1 ? cc->tp : 1;
+    double share = k->tp == SC_KTP_SHARD || (k->tp == SC_KTP_SEQ && cc->sp) ? t : 1;
+    double qf = cc->q_frac > 0 ? cc->q_frac : 1, kf = cc->kv_frac > 0 ? cc->kv_frac : 1;
+    double sl = k->scores ? qf * kf : qf;
+    return (bwd ? k->bwd_bytes : k->bytes) * sl * cc->mbs / share;
+}
+
 double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
                            int bwd)
 {
@@ -129,13 +140,8 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
         if (!bwd)
             return gemm_time(c, dt, B, M, N, K, 1);
         return gemm_time(c, dt, B, M, K, N, bf) + gemm_time(c, dt, B, K, N, M, bf);
-    case SC_KOP_MEM: {
-        double t = cc->tp > 1 ? cc->tp : 1;
-        double share = k->tp == SC_KTP_SHARD || (k->tp == SC_KTP_SEQ && cc->sp) ? t : 1;
-        double qf = cc->q_frac > 0 ? cc->q_frac : 1, kf = cc->kv_frac > 0 ? cc->kv_frac : 1;
-        double sl = k->scores ? qf * kf : qf;
-        return roof(c, 0, (bwd ? k->bwd_bytes : k->bytes) * sl * cc->mbs / share);
-    }
+    case SC_KOP_MEM:
+        return roof(c, 0, sc_cost_kernel_bytes(k, cc, bwd));
     case SC_KOP_FLASH: {
         const sc_cluster_gemm *g = &c->eff.gemm;
         /* causal: the keys after each query are skipped; a slice of M

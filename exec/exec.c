@@ -161,6 +161,40 @@ static int push_item(item **it, int *n, int *cap, item v)
     return 0;
 }
 
+/* The forward work of a leaf that is timed kernel by kernel (sc_cost_uses_kernels:
+ * it lists kernels and the cluster has efficiency.gemm): its kernels as the
+ * cost model runs them (sc_cost_kernel_shape), a GEMM with weights as
+ * IT_WGEMM, a batched one as IT_CORE, fused attention as its two products
+ * (no backend has a fused kernel), a memory-bound kernel as a pass of its
+ * bytes. So measured and predicted compare kernel for kernel. */
+static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, double kf, item **it,
+                        int *n, int *cap)
+{
+    sc_compute_cfg cc = {x->model->dtype, x->cfg.tp, x->cfg.sp, x->cfg.mbs, x->cfg.attn, qf, kf};
+    int rc = 0;
+    for (int i = 0; i < mod->n_kernels && !rc; i++) {
+        const sc_kernel *k = &mod->kernels[i];
+        if (!sc_kernel_runs(k, x->cfg.attn))
+            continue;
+        if (k->op == SC_KOP_MEM) {
+            double b = sc_cost_kernel_bytes(k, &cc, 0);
+            if (b >= 4)
+                rc |= push_item(it, n, cap, (item){IT_MEM, 0, 0, 0, 0, (size_t)b});
+            continue;
+        }
+        double B, M, N, K;
+        sc_cost_kernel_shape(k, &cc, &B, &M, &N, &K);
+        if (k->op == SC_KOP_FLASH) {
+            rc |= push_item(it, n, cap, (item){IT_CORE, clampi(M), clampi(N), clampi(K), clampi(B), 0});
+            rc |= push_item(it, n, cap, (item){IT_CORE, clampi(M), clampi(K), clampi(N), clampi(B), 0});
+        } else {
+            rc |= push_item(it, n, cap, (item){k->grow_batch ? IT_CORE : IT_WGEMM, clampi(M),
+                                              clampi(N), clampi(K), clampi(B), 0});
+        }
+    }
+    return rc;
+}
+
 /* The forward work of one leaf for mbs samples on one tp rank; qf, kf: a
  * token slice's share of the queries and of the keys (1, 1: whole; a
  * self-attention's keys are the first kf of the sequence). */
@@ -247,10 +281,15 @@ static sc_status build_work(sc_exec *x, sc_error *err)
             w->s = s;
             w->chunk = c;
             w->info = k > 1 ? x->lw->slice_info[j * x->S + s] : x->info[s];
-            for (int l = x->cfg.partition->first[s]; l < x->cfg.partition->first[s + 1]; l++)
-                if (leaf_items(m, m->leaves[l], x->cfg.mbs, x->cfg.tp, qf, kf, &w->it, &w->n,
-                               &cap))
+            for (int l = x->cfg.partition->first[s]; l < x->cfg.partition->first[s + 1]; l++) {
+                const sc_module *leaf = m->leaves[l];
+                int bad = sc_cost_uses_kernels(&x->cluster, leaf)
+                              ? kernel_items(x, leaf, qf, kf, &w->it, &w->n, &cap)
+                              : leaf_items(m, leaf, x->cfg.mbs, x->cfg.tp, qf, kf, &w->it,
+                                           &w->n, &cap);
+                if (bad)
                     return sc_err(err, SC_ENOMEM, "exec: out of memory");
+            }
         }
     }
     return SC_OK;

@@ -285,6 +285,28 @@ TEST(exec_token_slices)
     run_cfg(d, "--dp 1 --tp 2 --pp 2 --microbatches 1 --mbs 1 --schedule 1f1b --slices auto", 4);
 }
 
+/* On a cluster with the kernel-level model (efficiency.gemm) the executor
+ * runs each leaf's kernel list, as the cost model times it (here a CPU
+ * cluster given a GEMM block, flash attention's two products included); the
+ * measured timeline is still the lowered list op for op. */
+TEST(exec_kernel_lists)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "") == 0);
+    REQUIRE(SC("/usr/bin/python3 -c \"import json,sys; p='%s/cpu8.json'; c=json.load(open(p)); "
+               "c['efficiency']['gemm']={'sms': 2, 'eff_max': 0.5, 'tile_m': 64, 'tile_n': 64, "
+               "'k_half': 0, 'kernel_s': 1e-6, 'flash_fwd': 0.5, 'flash_bwd': 0.5}; "
+               "json.dump(c, open(p, 'w'))\"",
+               d) == 0);
+    REQUIRE(SC("%s cost --model %s/tiny.json --cluster %s/cpu8.json --kernels --json", sc_test_bin(),
+               d, d) == 0);
+    CHECK_STR_HAS(out, "\"kernels\":");
+    run_cfg(d, "--dp 1 --tp 2 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b", 4);
+    run_cfg(d, "--dp 1 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule gpipe --attn flash", 2);
+}
+
 /* A hung rank: every other rank gives up within the timeout with one line
  * naming what it waited for, the job exits non-zero, nothing is written. */
 TEST(exec_fault_hang_times_out)
