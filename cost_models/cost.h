@@ -265,9 +265,19 @@ typedef struct sc_mem {
     double total;
 } sc_mem;
 
-/* The optimizer step over params parameters held by one rank: every state
- * byte read and written once at the calibrated HBM rate, plus one op
- * overhead (0 for no parameters). */
+/* The optimizer step over params parameters held by one rank (0 for no
+ * parameters), memory-bound at the calibrated HBM rate:
+ *   whole-leaf clusters: every state byte read and written once, plus one
+ *     op overhead;
+ *   kernel-level clusters (efficiency.gemm), as Megatron-LM's mixed-precision
+ *     optimizer runs on a GPU, per parameter of 16-bit training:
+ *     gradient clipping's L2 norm over the fp32 main gradients (read 4 B;
+ *     clip_grads.py, multi_tensor_l2norm), fused Adam over the fp32 master
+ *     weights (read gradient, weight, m, v: 16 B; write weight, m, v: 12 B;
+ *     apex FusedAdam / multi_tensor_adam), the copy of the master weights to
+ *     the 16-bit model weights (read 4, write 2) and zeroing the gradient
+ *     buffer (write 4): 42 B, in four multi-tensor kernels of kernel_s each;
+ *     fp32 training drops the copy (36 B). */
 double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params);
 
 /* Bytes per parameter for weights, grads, optimizer states in dtype dt. */

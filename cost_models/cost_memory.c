@@ -149,6 +149,11 @@ double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params)
     sc_cost_state_bytes(dt, &w, &g, &o);
     if (params <= 0)
         return 0;
+    if (c->eff.gemm.sms > 0) { /* clip norm, fused Adam, master copy, zero grads */
+        double per = 4 + 28 + (w < 4 ? 6 : 0) + 4;
+        return 4 * c->eff.gemm.kernel_s +
+               params * per / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
+    }
     return c->eff.op_overhead_s +
            2 * params * (w + g + o) / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
 }

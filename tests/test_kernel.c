@@ -372,3 +372,20 @@ TEST(kernel_calibrate_fits_gemm_model)
                    !strcmp(rep.gates[i].gate, "points") && rep.gates[i].failed;
     CHECK(refused == 1);
 }
+
+/* The optimizer on a kernel-level cluster: Megatron-LM's clip norm, fused
+ * Adam, master-to-model copy and gradient zeroing, 42 bytes per parameter of
+ * 16-bit training (36 in fp32) in four kernels; elsewhere every state byte
+ * read and written once (2 x 16). */
+TEST(kernel_optimizer_terms)
+{
+    sc_cluster g = preset("dgx-a100-80g"), c = preset("cpu-local");
+    double P = 1e9, bw = g.gpu.hbm_bytes_per_s * g.eff.memory_bw;
+    CHECK_NEAR(sc_cost_optimizer_time(&g, SC_BF16, P), 4 * g.eff.gemm.kernel_s + 42 * P / bw,
+               1e-12);
+    CHECK_NEAR(sc_cost_optimizer_time(&g, SC_FP32, P), 4 * g.eff.gemm.kernel_s + 36 * P / bw,
+               1e-12);
+    double cb = c.gpu.hbm_bytes_per_s * c.eff.memory_bw;
+    CHECK_NEAR(sc_cost_optimizer_time(&c, SC_FP32, P), c.eff.op_overhead_s + 32 * P / cb, 1e-12);
+    CHECK(sc_cost_optimizer_time(&g, SC_BF16, 0) == 0);
+}
