@@ -80,12 +80,13 @@ int cli_long(const char *cmd, const char *opt, const char *s, long lo, long hi, 
 int cli_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
                double *out);
 /* Opens a model (built-in name or file) and a cluster (preset or file),
- * applying nodes when it is not 0. On failure prints the error, frees what
- * it opened and returns the exit status; 0 on success. */
+ * applying nodes when it is not 0 and the framework's overhead
+ * (cost_models/overhead.h; NULL or "any": none). On failure prints the
+ * error, frees what it opened and returns the exit status; 0 on success. */
 struct sc_model;
 struct sc_cluster;
-int cli_open(const char *model, const char *cluster, long nodes, struct sc_model **m,
-             struct sc_cluster *c);
+int cli_open(const char *model, const char *cluster, long nodes, const char *framework,
+             struct sc_model **m, struct sc_cluster *c);
 /* Prints root to stdout (formatted) and frees it; returns 0, or 1 on OOM.
  * Write errors on stdout are main()'s to report (close_stdout). */
 int cli_print_json(cJSON *root);

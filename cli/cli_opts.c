@@ -215,10 +215,13 @@ const cli_opt cli_search_opts[] = {
      "first: the budget that picks the winner (the same\n"
      "default in plan and whatif)", cli_opt_int, OFF(o.simulate), 1, CLI_MAX_SIMULATE,
      CLI_PLAN | CLI_WHATIF, NULL, NULL, 1},
-    {"framework", 0, "F", "search only what that framework runs as planned\n"
+    {"framework", 0, "F", "plan for that framework: step times include its\n"
+     "measured overhead (docs/accuracy.md#framework-overheads),\n"
+     "and the search keeps to what it runs as planned\n"
      "(schedules, v, ZeRO with a pipeline, tp, sp, cuts;\n"
      "docs/commands.md#framework-aware-search); default any", opt_framework,
-     OFF(o.framework), 0, 0, CLI_PLAN | CLI_TUNE | CLI_WHATIF, NULL, sc_framework_names, 0},
+     OFF(o.framework), 0, 0, CLI_PLAN | CLI_TUNE | CLI_WHATIF | CLI_SIM, NULL,
+     sc_framework_names, 0},
     {"cuts", 0, "C", "where a pipeline stage may begin: between layers\n"
      "(default) or at any leaf, inside a layer (its send then\n"
      "carries the residual stream too; --framework any or\n"

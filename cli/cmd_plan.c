@@ -120,7 +120,7 @@ int cmd_plan(int argc, char **argv)
     sc_error err = {0};
     sc_model *m;
     sc_cluster c;
-    int orc = cli_open(model, cluster, nodes, &m, &c);
+    int orc = cli_open(model, cluster, nodes, o.framework ? o.framework->name : NULL, &m, &c);
     if (orc)
         return orc;
     if (sc_cost_model_check(m, model, &err)) {

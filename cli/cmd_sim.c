@@ -1,5 +1,7 @@
 /* cmd_sim.c - `stagecraft sim`: simulate one training step. */
 #include "cli.h"
+#include "overhead.h"
+#include "framework.h"
 #include "cli_opts.h"
 #include "cli_limits.h"
 #include "cli_outputs.h"
@@ -253,7 +255,8 @@ int cmd_sim(int argc, char **argv)
     sc_partition part = {0};
     sc_plan *plan = NULL;
     if (plan_in) {
-        if (sc_plan_load(plan_in, &plan, &err) || sc_plan_open(plan, plan_in, &mod, &cl, &err)) {
+        if (sc_plan_load(plan_in, &plan, &err) || sc_plan_open(plan, plan_in, &mod, &cl, &err) ||
+            (f->framework && sc_overhead_apply(&cl, f->framework->name, "--framework", &err))) {
             sc_plan_free(plan);
             return cli_fail(&err);
         }
@@ -270,7 +273,7 @@ int cmd_sim(int argc, char **argv)
         cluster = plan->cluster_source;
         cli_warn_cluster(&cl, cluster);
     } else {
-        int orc = cli_open(model, cluster, nodes, &mod, &cl);
+        int orc = cli_open(model, cluster, nodes, f->framework ? f->framework->name : NULL, &mod, &cl);
         if (orc)
             return orc;
         if (sc_partition_parse(part_spec, mod, cfg.pp * cfg.v, &part, &err)) {

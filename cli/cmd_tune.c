@@ -1,5 +1,6 @@
 /* cmd_tune.c - `stagecraft tune`: the microbatch auto-tuner. */
 #include "cli.h"
+#include "framework.h"
 #include "cli_opts.h"
 #include "cli_limits.h"
 #include "cluster.h"
@@ -58,7 +59,7 @@ int cmd_tune(int argc, char **argv)
     sc_error err = {0};
     sc_model *m;
     sc_cluster c;
-    int orc = cli_open(model, cluster, nodes, &m, &c);
+    int orc = cli_open(model, cluster, nodes, o.framework ? o.framework->name : NULL, &m, &c);
     if (orc)
         return orc;
     cli_warn_tp_replicated(m, o.fix_tp);

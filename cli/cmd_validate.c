@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "json.h"
 #include "validate.h"
+#include "overhead.h"
 
 #include <getopt.h>
 #include <libgen.h>
@@ -23,7 +24,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: stagecraft validate [--suite NAME|FILE[,...]] [--dir DIR]\n"
-            "                           [--cluster-override PRESET|FILE] [--json] [--check]\n\n"
+            "                           [--cluster-override PRESET|FILE] [--no-overhead]\n"
+            "                           [--fit-overhead] [--json] [--check]\n\n"
             "Runs every row of the validation suites (published end-to-end training runs,\n"
             "each citing its source) through the simulator and prints the predicted and the\n"
             "measured iteration time and the signed error (predicted - measured) / measured,\n"
@@ -37,13 +39,21 @@ static void usage(FILE *f)
             "  --cluster-override PRESET|FILE\n"
             "                      simulate every row on this cluster instead of its own\n"
             "                      preset, with as many nodes as its ranks need\n"
+            "  --no-overhead       the kernels alone: no row gets its framework's measured\n"
+            "                      overhead (layout.framework; docs/accuracy.md)\n"
+            "  --fit-overhead      refit the framework overheads on the fit half of the\n"
+            "                      rows (each framework's even rows) and print them beside\n"
+            "                      the table's (cost_models/overhead.c), then exit\n"
             "  --json              print the results as JSON (errors as fractions)\n"
             "  --check             exit 1 when the targets are missed: MAPE <= 5%%, every\n"
             "                      row within 10%%, mean signed error within +-2%%\n"
             "  -h, --help          this text\n\n"
             "A row the simulator cannot run as published (tp not dividing the heads, a\n"
             "batch not divisible by dp x mbs, ...) is refused in one line naming the file\n"
-            "and the JSON path, exit 2. The file format is in docs/formats.md.\n");
+            "and the JSON path, exit 2. The file format is in docs/formats.md.\n\n"
+            "Rows of a framework other than Megatron-LM (layout.framework deepspeed or\n"
+            "torch) include that framework's overhead, fitted on half of its rows: the\n"
+            "report gives the fit half and the held-out rest separately.\n");
 }
 
 static double now_s(void)
@@ -99,6 +109,66 @@ static void stats_line(const char *label, const sc_val_stats *st, double run_s)
     printf("\n");
 }
 
+/* Whether overall row k of suites[0..n) is one a framework overhead was
+ * fitted on (its framework's table entry has fit rows and the row is in the
+ * fit half); none with --no-overhead. */
+static int is_fit_row(sc_val_suite *const *suites, int n, int k, int no_overhead)
+{
+    if (no_overhead)
+        return 0;
+    for (int i = 0; i < n; k -= suites[i]->n, i++)
+        if (k < suites[i]->n) {
+            const sc_val_row *w = &suites[i]->rows[k];
+            const sc_overhead *o = sc_overhead_find(w->framework);
+            return o && o->fit_rows > 0 && w->fit_half;
+        }
+    return 0;
+}
+
+/* --fit-overhead: each framework's fit, beside the table's value. */
+static int fit_overheads(sc_val_suite *const *suites, int n, int json)
+{
+    int no;
+    const sc_overhead *ovs = sc_overheads(&no);
+    cJSON *j = json ? cJSON_CreateObject() : NULL;
+    cJSON *arr = j ? cJSON_AddArrayToObject(j, "overheads") : NULL;
+    if (json && !arr) {
+        cJSON_Delete(j);
+        fprintf(stderr, "stagecraft: out of memory\n");
+        return 1;
+    }
+    if (!json)
+        printf("%-10s %9s %12s %12s\n", "framework", "fit rows", "fitted", "table");
+    for (int k = 0; k < no; k++) {
+        double frac = 0;
+        int rows = 0;
+        sc_error err = {0};
+        /* megatron's rows check the kernel model itself: never fitted */
+        if (ovs[k].fit_rows > 0 &&
+            sc_val_fit_overhead(suites, n, ovs[k].framework, &frac, &rows, &err)) {
+            cJSON_Delete(j);
+            return cli_fail(&err);
+        }
+        if (json) {
+            int oom = 0;
+            cJSON *o = sc_jpush_obj(arr, &oom);
+            sc_jadd_str(o, "framework", ovs[k].framework, &oom);
+            sc_jadd_num(o, "fit_rows", rows, &oom);
+            sc_jadd_num(o, "fitted", frac, &oom);
+            sc_jadd_num(o, "table", ovs[k].compute, &oom);
+        } else {
+            printf("%-10s %9d %12.4f %12.4f\n", ovs[k].framework, rows, frac, ovs[k].compute);
+        }
+    }
+    if (!json) {
+        printf("\n(fitted: the overhead at which the fit rows' mean signed error is 0; a\n"
+               "framework without rows, or whose kernels alone are slower, gets 0; megatron\n"
+               "is never fitted: its rows check the kernel model itself)\n");
+        return 0;
+    }
+    return cli_print_json(j);
+}
+
 int cmd_validate(int argc, char **argv)
 {
     static const struct option opts[] = {{"suite", required_argument, NULL, 's'},
@@ -106,10 +176,12 @@ int cmd_validate(int argc, char **argv)
                                          {"cluster-override", required_argument, NULL, 'c'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"check", no_argument, NULL, 'k'},
+                                         {"no-overhead", no_argument, NULL, 'n'},
+                                         {"fit-overhead", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *suite_arg = NULL, *dir = NULL, *override = NULL;
-    int json = 0, check = 0, ch;
+    int json = 0, check = 0, no_overhead = 0, fit = 0, ch;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -128,6 +200,12 @@ int cmd_validate(int argc, char **argv)
             break;
         case 'k':
             check = 1;
+            break;
+        case 'n':
+            no_overhead = 1;
+            break;
+        case 'f':
+            fit = 1;
             break;
         case 'h':
             usage(stdout);
@@ -206,6 +284,15 @@ int cmd_validate(int argc, char **argv)
             }
         total += suites[i]->n;
     }
+    if (!rc)
+        sc_val_mark_halves(suites, npaths);
+    if (!rc && fit) {
+        rc = fit_overheads(suites, npaths, json);
+        for (int i = 0; i < npaths; i++)
+            sc_val_free(suites[i]);
+        sc_val_paths_free(paths, npaths);
+        return rc;
+    }
     sc_val_result *res = rc ? NULL : sc_calloc((size_t)total ? (size_t)total : 1, sizeof *res);
     double *errs = rc ? NULL : sc_calloc((size_t)total ? (size_t)total : 1, sizeof *errs);
     double *suite_s = rc ? NULL : sc_calloc((size_t)npaths, sizeof *suite_s);
@@ -223,7 +310,8 @@ int cmd_validate(int argc, char **argv)
             if (progress)
                 fprintf(stderr, "\rvalidate: %d/%d %s/%-40.40s", k + 1, total, suites[i]->name,
                         suites[i]->rows[r].id);
-            if (sc_val_run_row(suites[i], r, override, &res[k], &err))
+            sc_val_opts vo = {.cluster_override = override, .no_overhead = no_overhead};
+            if (sc_val_run_row(suites[i], r, &vo, &res[k], &err))
                 rc = cli_fail(&err);
             errs[k] = res[k].error;
         }
@@ -248,7 +336,7 @@ int cmd_validate(int argc, char **argv)
         fprintf(stderr, "stagecraft: out of memory\n");
         rc = 1;
     }
-    sc_val_stats exact = {0};
+    sc_val_stats exact = {0}, fitst = {0}, held = {0};
     if (!rc) {
         int n = 0;
         for (int i = 0, k = 0; i < npaths; i++)
@@ -256,6 +344,17 @@ int cmd_validate(int argc, char **argv)
                 if (!suites[i]->rows[r].approximate)
                     sub[n++] = errs[k];
         sc_val_stats_of(sub, n, &exact);
+        /* the rows an overhead was fitted on, and the rest */
+        n = 0;
+        for (int k = 0; k < total; k++)
+            if (is_fit_row(suites, npaths, k, no_overhead))
+                sub[n++] = errs[k];
+        sc_val_stats_of(sub, n, &fitst);
+        n = 0;
+        for (int k = 0; k < total; k++)
+            if (!is_fit_row(suites, npaths, k, no_overhead))
+                sub[n++] = errs[k];
+        sc_val_stats_of(sub, n, &held);
     }
     /* distinct clusters, in order of first appearance */
     const char *clusters[MAX_SUITES * 4];
@@ -345,6 +444,13 @@ int cmd_validate(int argc, char **argv)
                 sc_jadd_num(o, "measured_s", res[k].measured_s, &oom);
                 sc_jadd_num(o, "error", res[k].error, &oom);
                 sc_jadd_bool(o, "fits", res[k].fits, &oom);
+                if (w->framework)
+                    sc_jadd_str(o, "framework", w->framework, &oom);
+                else
+                    cJSON_AddNullToObject(o, "framework");
+                sc_jadd_num(o, "overhead", res[k].overhead, &oom);
+                sc_jadd_bool(o, "overhead_fit_row", is_fit_row(suites, npaths, k, no_overhead),
+                             &oom);
             }
         cJSON *so = sc_jadd_obj(j, "suites", &oom);
         for (int i = 0, k = 0; i < npaths && !oom; k += suites[i]->n, i++) {
@@ -364,6 +470,9 @@ int cmd_validate(int argc, char **argv)
             stats_json(po, clusters[c], &st, -1, &oom);
         }
         stats_json(j, "exact_rows", &exact, -1, &oom);
+        stats_json(j, "overhead_fit_rows", &fitst, -1, &oom);
+        stats_json(j, "held_out_rows", &held, -1, &oom);
+        sc_jadd_bool(j, "overheads", !no_overhead, &oom);
         cJSON *rg = sc_jadd_arr(j, "rank_groups", &oom);
         for (int g = 0; g < ngrp && !oom; g++) {
             int n, first = 0;
@@ -408,10 +517,16 @@ int cmd_validate(int argc, char **argv)
         }
     } else if (!rc) {
         printf("validate: %d rows in %d suite%s from %s%s%s%s; one data-parallel replica "
-               "simulated per row\n\n",
+               "simulated per row\n",
                total, npaths, npaths == 1 ? "" : "s", suite_arg ? "--suite" : dir,
                suite_arg ? "" : "/",
                override ? ", every row on " : "", override ? override : "");
+        if (no_overhead)
+            printf("the kernels alone: no framework overhead (--no-overhead)\n\n");
+        else
+            printf("rows of DeepSpeed and PyTorch runs include their framework's overhead "
+                   "(cost_models/overhead.c),\nfitted on the rows marked 'fit' "
+                   "(--fit-overhead refits it)\n\n");
         printf("%-46s %6s %-28s %-14s %11s %11s %8s\n", "suite/row", "GPUs",
                "dp.tp.pp v mbs recompute", "cluster", "predicted s", "measured s", "error");
         for (int i = 0, k = 0; i < npaths; i++)
@@ -422,9 +537,10 @@ int cmd_validate(int argc, char **argv)
                 snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s", w->dp, w->tp, w->pp, w->v,
                          w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "",
                          w->attn == SC_ATTN_FLASH ? " flash" : "");
-                printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s\n", name,
+                printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
-                       100 * res[k].error, w->approximate ? " ~" : "");
+                       100 * res[k].error, w->approximate ? " ~" : "  ",
+                       is_fit_row(suites, npaths, k, no_overhead) ? " fit" : "");
             }
         printf("\n%-32s %5s %8s %13s %13s %11s\n", "", "rows", "MAPE", "mean signed",
                "max |error|", "run time");
@@ -447,6 +563,10 @@ int cmd_validate(int argc, char **argv)
             stats_line(label, &st, -1);
         }
         stats_line("rows not marked approximate", &exact, -1);
+        if (fitst.n) {
+            stats_line("rows the overheads were fit on", &fitst, -1);
+            stats_line("rows held out from that fit", &held, -1);
+        }
         stats_line("all rows", &all, run_s);
         printf("\nrank agreement (Spearman of predicted against measured, per model and cluster "
                "measured in several layouts):\n");

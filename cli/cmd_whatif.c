@@ -2,6 +2,7 @@
  * on demand and on spot. */
 #include "cli.h"
 #include "framework.h"
+#include "overhead.h"
 #include "cli_opts.h"
 #include "cli_limits.h"
 #include "cluster.h"
@@ -270,7 +271,9 @@ int cmd_whatif(int argc, char **argv)
          tok = strtok_r(NULL, ",", &save)) {
         if (nc == SC_WHATIF_MAX_CLUSTERS)
             return cli_usage("whatif", "--cluster: more than %d clusters", SC_WHATIF_MAX_CLUSTERS);
-        if (sc_cluster_open(tok, &cs[nc], &err))
+        if (sc_cluster_open(tok, &cs[nc], &err) ||
+            sc_overhead_apply(&cs[nc], a.s.o.framework ? a.s.o.framework->name : NULL,
+                              "--framework", &err))
             return cli_fail(&err);
         cli_warn_cluster(&cs[nc], tok);
         for (int i = 0; i < nc; i++)

@@ -1,5 +1,6 @@
 /* util.c - shared printing and argument helpers of the command, see cli.h. */
 #include "cli.h"
+#include "overhead.h"
 #include "json.h"
 #include "cluster.h"
 #include "label.h"
@@ -178,13 +179,15 @@ char *cli_us(double seconds, char *buf)
     return buf;
 }
 
-int cli_open(const char *model, const char *cluster, long nodes, sc_model **m, sc_cluster *c)
+int cli_open(const char *model, const char *cluster, long nodes, const char *framework,
+             sc_model **m, sc_cluster *c)
 {
     sc_error err = {0};
     *m = NULL;
     if (sc_model_open(model, m, &err))
         return cli_fail(&err);
-    if (sc_cluster_open(cluster, c, &err) || (nodes && sc_cluster_set_nodes(c, nodes, &err))) {
+    if (sc_cluster_open(cluster, c, &err) || (nodes && sc_cluster_set_nodes(c, nodes, &err)) ||
+        sc_overhead_apply(c, framework, "--framework", &err)) {
         sc_model_free(*m);
         *m = NULL;
         return cli_fail(&err);

@@ -204,6 +204,14 @@ typedef struct sc_cluster {
     } price;
     double storage_bytes_per_s;
     sc_cluster_eff eff;
+    /* Runtime only, never read from or written to a cluster file: the
+     * training framework whose overhead the costs include (overhead.h,
+     * sc_overhead_apply; "" = none, the kernels alone) and that overhead,
+     * the fraction it adds to every forward, backward and recompute
+     * (sc_cost_stage). Commands set it from --framework or a plan's
+     * framework. */
+    char framework[16];
+    double framework_overhead;
 } sc_cluster;
 
 typedef struct sc_cluster_preset {

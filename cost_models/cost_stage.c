@@ -84,6 +84,13 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                           : cfg->recompute == SC_RECOMPUTE_SELECTIVE ? rc
                                                                      : 0;
         in->buckets = sc_cost_bucket_count(in->grad_bytes, cfg->bucket_bytes);
+        /* the framework's overhead on its kernels (overhead.h) */
+        if (c->framework_overhead > 0) {
+            double f = 1 + c->framework_overhead;
+            in->fwd_s *= f;
+            in->bwd_s *= f;
+            in->recompute_s *= f;
+        }
     }
     /* boundary s -> s+1: the last leaf's output plus every inputs edge that
      * crosses it (relayed stage by stage) */

@@ -1,5 +1,6 @@
 /* validate.c - the validation suite's loader and runner (validate.h). */
 #include "validate.h"
+#include "overhead.h"
 
 #include "gen.h"
 #include "json.h"
@@ -203,7 +204,8 @@ static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o
 static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *o, sc_error *err)
 {
     static const char *const keys[] = {"dp", "tp", "pp", "v", "schedule", "zero", "recompute",
-                                       "sp", "attention", "mbs", "global_batch", NULL};
+                                       "sp", "attention", "framework", "mbs", "global_batch",
+                                       NULL};
     const char *f = s->file;
     char path[48];
     snprintf(path, sizeof path, "%s.layout", r->path);
@@ -241,6 +243,13 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                           path, at);
         r->attn = (sc_attn)a;
     }
+    r->framework = NULL;
+    if (!st)
+        st = text(o, f, path, "framework", 0, 16, &r->framework, err);
+    if (!st && r->framework && !sc_overhead_find(r->framework))
+        return sc_err(err, SC_EINVAL,
+                      "%s: %s.framework: \"%s\" is not megatron, deepspeed or torch", f, path,
+                      r->framework);
     r->schedule = v > 1 ? "interleaved" : "1f1b";
     if (!st)
         st = text(o, f, path, "schedule", 0, 16, &r->schedule, err);
@@ -599,9 +608,10 @@ sc_status sc_val_list(const char *dir, char ***paths, int *n, sc_error *err)
 
 /* ---- running ---------------------------------------------------------------------- */
 
-sc_status sc_val_run_row(const sc_val_suite *s, int i, const char *cluster_override,
+sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
                          sc_val_result *out, sc_error *err)
 {
+    const char *cluster_override = o ? o->cluster_override : NULL;
     const sc_val_row *r = &s->rows[i];
     memset(out, 0, sizeof *out);
     sc_cluster cl;
@@ -621,6 +631,17 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const char *cluster_overr
         sc_err_prefix(err, "%s: %s.cluster", s->file, r->path);
         return st;
     }
+    /* the framework's overhead (overhead.h): the table's, or the fit's trial */
+    double oh = 0;
+    const sc_overhead *ov = sc_overhead_find(r->framework);
+    if (ov && !(o && o->no_overhead))
+        oh = o && o->trial_framework && !strcmp(o->trial_framework, ov->framework)
+                 ? o->trial_overhead
+                 : ov->compute;
+    if ((st = sc_overhead_set(&cl, ov ? ov->framework : NULL, oh, err))) {
+        sc_err_prefix(err, "%s: %s.layout.framework", s->file, r->path);
+        return st;
+    }
     sc_step_cfg cfg;
     row_cfg(r, &cfg);
     sc_step_result *res = NULL;
@@ -634,6 +655,7 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const char *cluster_overr
     out->gpus = (int)ranks;
     out->nodes = cl.nodes;
     out->fits = res->fits;
+    out->overhead = oh;
     snprintf(out->cluster, sizeof out->cluster, "%s", cl.name);
     sc_step_result_free(res);
     return SC_OK;
@@ -694,4 +716,73 @@ int sc_val_targets_met(const sc_val_stats *st)
 {
     return st->n > 0 && st->mape <= SC_VAL_TARGET_MAPE && st->max_abs <= SC_VAL_TARGET_MAX_ABS &&
            fabs(st->mean_signed) <= SC_VAL_TARGET_BIAS;
+}
+
+void sc_val_mark_halves(sc_val_suite *const *s, int n)
+{
+    int no;
+    const sc_overhead *ovs = sc_overheads(&no);
+    for (int k = 0; k < no; k++) {
+        int idx = 0;
+        for (int i = 0; i < n; i++)
+            for (int r = 0; r < s[i]->n; r++) {
+                sc_val_row *row = &s[i]->rows[r];
+                if (row->framework && !strcmp(row->framework, ovs[k].framework))
+                    row->fit_half = idx++ % 2 == 0;
+            }
+    }
+}
+
+/* Mean signed error of fw's fit-half rows with overhead x. */
+static sc_status fit_half_bias(sc_val_suite *const *s, int n, const char *fw, double x,
+                               double *bias, int *rows, sc_error *err)
+{
+    sc_val_opts o = {.trial_framework = fw, .trial_overhead = x};
+    double sum = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < s[i]->n; r++) {
+            const sc_val_row *row = &s[i]->rows[r];
+            if (!row->fit_half || !row->framework || strcmp(row->framework, fw))
+                continue;
+            sc_val_result res;
+            sc_status st = sc_val_run_row(s[i], r, &o, &res, err);
+            if (st)
+                return st;
+            sum += res.error;
+            k++;
+        }
+    *rows = k;
+    *bias = k ? sum / k : 0;
+    return SC_OK;
+}
+
+sc_status sc_val_fit_overhead(sc_val_suite *const *s, int n, const char *fw, double *frac,
+                              int *rows, sc_error *err)
+{
+    *frac = 0;
+    double lo = 0, hi = 3, b;
+    sc_status st = fit_half_bias(s, n, fw, lo, &b, rows, err);
+    if (st || !*rows || b >= 0)
+        return st; /* no rows, or already slower than measured without any */
+    double bh;
+    int k;
+    if ((st = fit_half_bias(s, n, fw, hi, &bh, &k, err)))
+        return st;
+    if (bh < 0) {
+        *frac = hi;
+        return SC_OK;
+    }
+    /* the step grows monotonically with the overhead: bisect the sign change */
+    while (hi - lo > 1e-5) {
+        double mid = (lo + hi) / 2;
+        if ((st = fit_half_bias(s, n, fw, mid, &b, &k, err)))
+            return st;
+        if (b < 0)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *frac = (lo + hi) / 2;
+    return SC_OK;
 }

@@ -89,6 +89,8 @@ typedef struct sc_val_row {
     sc_model *model;                /* built on load */
     int dp, tp, pp, v, mbs, m, zero, sp;
     sc_attn attn;
+    const char *framework;          /* layout.framework (overhead.h), or NULL: none */
+    int fit_half;                   /* in the half the overheads are fitted on (sc_val_mark_halves) */
     long global_batch;
     const char *schedule;
     sc_recompute recompute;
@@ -114,7 +116,18 @@ typedef struct sc_val_result {
     double predicted_s, measured_s, error; /* error = (predicted - measured) / measured */
     int gpus, nodes, fits;          /* fits: every stage within GPU memory (predicted) */
     char cluster[128];              /* the cluster simulated (the preset, or the override) */
+    double overhead;                /* the framework overhead applied (0: none) */
 } sc_val_result;
+
+/* How to run a row; NULL = the defaults (all 0). */
+typedef struct sc_val_opts {
+    const char *cluster_override;   /* a preset or a cluster file replacing the row's */
+    int no_overhead;                /* the kernels alone: no framework overhead */
+    /* the fit's trial: this framework's rows get trial_overhead instead of
+     * the table's (NULL: none) */
+    const char *trial_framework;
+    double trial_overhead;
+} sc_val_opts;
 
 typedef struct sc_val_stats {
     int n;
@@ -132,11 +145,26 @@ void sc_val_free(sc_val_suite *s);
 sc_status sc_val_list(const char *dir, char ***paths, int *n, sc_error *err);
 void sc_val_paths_free(char **paths, int n);
 
-/* Simulates row i of s. cluster_override (a preset or a cluster file; NULL:
- * the row's preset) replaces the row's cluster, with as many nodes as the
- * row's ranks need. Errors name the suite's file and the row's path. */
-sc_status sc_val_run_row(const sc_val_suite *s, int i, const char *cluster_override,
+/* Simulates row i of s. o->cluster_override (a preset or a cluster file;
+ * NULL: the row's preset) replaces the row's cluster, with as many nodes as
+ * the row's ranks need. The row's framework overhead (layout.framework,
+ * cost_models/overhead.h) applies unless o->no_overhead. Errors name the
+ * suite's file and the row's path. */
+sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
                          sc_val_result *out, sc_error *err);
+
+/* Marks each row's fit_half over suites s[0..n) (in that order, rows in
+ * file order): the rows of each framework are numbered from 0 and the even
+ * ones are the fit half (overhead.h). Rows without a framework are in
+ * neither half's fit (fit_half 0). */
+void sc_val_mark_halves(sc_val_suite *const *s, int n);
+
+/* Fits framework fw's overhead on its fit-half rows of s[0..n) (marked by
+ * sc_val_mark_halves): the fraction in [0, 3] at which their mean signed
+ * error is 0 (bisection to 1e-5; 0 when the kernels alone are already
+ * slower). *rows gets how many rows it used (0: none, *frac 0). */
+sc_status sc_val_fit_overhead(sc_val_suite *const *s, int n, const char *fw, double *frac,
+                              int *rows, sc_error *err);
 
 /* Statistics of n errors (fractions); all 0 when n is 0. */
 void sc_val_stats_of(const double *errors, int n, sc_val_stats *out);

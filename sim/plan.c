@@ -1,5 +1,6 @@
 /* plan.c - the plan format, see plan.h. */
 #include "plan.h"
+#include "overhead.h"
 #include "cost.h"
 #include "json.h"
 #include "schedule.h"
@@ -104,6 +105,7 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
     }
     p->partition.n_stages = S;
     memcpy(p->partition.first, cfg->partition->first, sizeof(int) * (size_t)(S + 1));
+    snprintf(p->framework, sizeof p->framework, "%s", c->framework);
     if (r) {
         p->has_prediction = 1;
         p->step_time_s = r->step_time_s;
@@ -186,6 +188,8 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     }
     if (!p->overlap_grad_reduce)
         sc_jadd_bool(j, "overlap_grad_reduce", 0, &oom);
+    if (p->framework[0])
+        sc_jadd_str(j, "framework", p->framework, &oom);
     cJSON *part = sc_jadd_obj(j, "partition", &oom);
     sc_jadd_str(part, "method", p->method, &oom);
     cJSON *st = sc_jadd_arr(part, "stages", &oom);
@@ -360,7 +364,7 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     static const char *const top[] = {"format", "model", "cluster", "dp", "tp", "pp", "v",
                                       "microbatches", "mbs", "global_batch", "schedule", "zero",
                                       "recompute", "placement", "bucket_bytes", "sp", "attention",
-                                      "slices", "overlap_grad_reduce", "partition", "ranks",
+                                      "slices", "overlap_grad_reduce", "framework", "partition", "ranks",
                                       "prediction", NULL};
     static const char *const mk[] = {"name", "source", "digest", NULL};
     static const char *const ck[] = {"name", "source", "digest", "nodes", "gpus_per_node", NULL};
@@ -468,6 +472,18 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
         if (!st && strcmp(p->schedule, "gpipe") && strcmp(p->schedule, "1f1b"))
             st = sc_err(err, SC_EINVAL, "%s: slices: token slices run with gpipe or 1f1b, not %s",
                         file, p->schedule);
+    }
+    if (!st)
+        st = sc_json_str(j, file, "", "framework", 0, 16, &s, err);
+    if (!st && s) {
+        char what[1100];
+        snprintf(what, sizeof what, "%s: framework", file);
+        if (!sc_overhead_find(s))
+            st = sc_err(err, SC_EINVAL, "%s: \"%.32s\" is not a framework with an overhead "
+                                        "(megatron, deepspeed or torch)", what, s);
+        else
+            snprintf(p->framework, sizeof p->framework, "%s", s);
+        s = NULL;
     }
     p->attn = SC_ATTN_UNFUSED;
     if (!st)
@@ -706,6 +722,11 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
     st = sc_cluster_set_nodes(&c, p->nodes, err);
     if (st)
         sc_err_prefix(err, "%s: cluster.nodes", file);
+    if (!st && p->framework[0]) {
+        st = sc_overhead_apply(&c, p->framework, "framework", err);
+        if (st)
+            sc_err_prefix(err, "%s", file);
+    }
     if (!st && strcmp(p->cluster_source, "cpu-local") != 0 && c.gpus_per_node != p->gpus_per_node)
         st = sc_err(err, SC_EINVAL, "%s: cluster.gpus_per_node: %d, but %s has %d", file,
                     p->gpus_per_node, p->cluster_source, c.gpus_per_node);

@@ -66,6 +66,7 @@ typedef struct sc_plan {
     int slices;           /* token slices (0: none) */
     int slice_len[64];    /* their lengths (SC_SLICES_MAX) */
     int overlap_grad_reduce; /* dp reductions overlap the backward (default 1) */
+    char framework[16];   /* whose overhead the prediction includes (overhead.h); "" = none */
     char schedule[32], placement[16], method[16];
     sc_partition partition;
     int has_prediction;

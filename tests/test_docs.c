@@ -431,9 +431,9 @@ TEST(docs_formats_plan_and_timeline)
     strset keys = {0};
     snprintf(path, sizeof path, "%s/plan.json", d);
     walk_file(path, NULL, &keys, NULL);
-    /* the optional keys: token slices */
+    /* the optional keys: token slices, a framework's overhead */
     REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --pp 2 --microbatches 1 "
-               "--schedule gpipe --slices 2 -o %s/plan_sliced.json",
+               "--schedule gpipe --slices 2 --framework deepspeed -o %s/plan_sliced.json",
                sc_test_bin(), d) == 0);
     snprintf(path, sizeof path, "%s/plan_sliced.json", d);
     walk_file(path, NULL, &keys, NULL);

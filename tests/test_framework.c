@@ -5,6 +5,8 @@
 #include "check.h"
 #include "cost.h"
 #include "framework.h"
+#include "overhead.h"
+#include "partition.h"
 #include "json.h"
 #include "search.h"
 
@@ -438,4 +440,85 @@ TEST(framework_plan_tune_whatif_agree)
     cJSON_Delete(p);
     cJSON_Delete(t);
     cJSON_Delete(w);
+}
+
+/* A framework's measured overhead (cost_models/overhead.h): sim
+ * --framework scales every forward, backward and recompute by 1 + the
+ * table's fraction, says so in its label, writes it into the plan, and sim
+ * --plan applies it again; an unknown name is refused; the stage costs
+ * scale exactly. */
+TEST(framework_overhead_applies)
+{
+    const char *base = "--model gpt-1.3b --cluster dgx-a100-80g --dp 8 --microbatches 4 "
+                       "--mbs 4";
+    double t[2];
+    const char *fws[2] = {"", "--framework torch"};
+    for (int k = 0; k < 2; k++) {
+        REQUIRE(SC("%s sim %s %s --json", sc_test_bin(), base, fws[k]) == 0);
+        cJSON *j = cJSON_Parse(out);
+        REQUIRE(j);
+        t[k] = cJSON_GetObjectItemCaseSensitive(j, "step_time_s")->valuedouble;
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(j, "cluster_label");
+        const cJSON *fw = cJSON_GetObjectItemCaseSensitive(l, "framework");
+        if (k)
+            CHECK(cJSON_IsString(fw) && !strcmp(fw->valuestring, "torch"));
+        else
+            CHECK(cJSON_IsNull(fw));
+        cJSON_Delete(j);
+    }
+    const sc_overhead *o = sc_overhead_find("torch");
+    REQUIRE(o && o->compute > 0);
+    CHECK(t[1] > t[0] * (1 + o->compute / 2));
+    CHECK(t[1] <= t[0] * (1 + o->compute) * (1 + 1e-9));
+
+    /* the plan keeps it; sim --plan applies it again */
+    char plan[512];
+    snprintf(plan, sizeof plan, "%s/fw_plan.json", sc_test_tmpdir());
+    REQUIRE(SC("%s sim %s --framework torch -o %s", sc_test_bin(), base, plan) == 0);
+    CHECK_STR_HAS(out, "with torch's measured overhead");
+    REQUIRE(SC("cat %s", plan) == 0);
+    CHECK_STR_HAS(out, "\"framework\":\t\"torch\"");
+    REQUIRE(SC("%s sim --plan %s --json", sc_test_bin(), plan) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK_NEAR(cJSON_GetObjectItemCaseSensitive(j, "step_time_s")->valuedouble, t[1],
+               1e-9 * t[1]);
+    cJSON_Delete(j);
+
+    /* plan --framework includes it in what it ranks */
+    REQUIRE(SC("%s plan --model gpt-1.3b --cluster dgx-a100-80g --global-batch 128 --framework "
+               "megatron --fix dp=8,tp=1,pp=1 --json", sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "\"framework\":\t\"megatron\"");
+
+    /* an unknown name */
+    CHECK(SC("%s sim %s --framework jax", sc_test_bin(), base) == 2);
+    CHECK_STR_HAS(out, "--framework");
+    CHECK_STR_HAS(out, "jax");
+
+    /* the stage costs scale exactly, the bytes do not */
+    sc_cluster c;
+    sc_error err = {0};
+    sc_model *m = NULL;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    REQUIRE(sc_cluster_preset_get("dgx-a100-80g", &c, &err) == SC_OK);
+    sc_partition part = {0};
+    REQUIRE(sc_partition_uniform(m, 2, &part, &err) == SC_OK);
+    sc_stage_cfg cfg = {m->dtype, 2, 2, SC_RECOMPUTE_FULL, 0, 0, SC_ATTN_UNFUSED, 0, 0};
+    sc_stage_info a[2], b[2];
+    REQUIRE(sc_cost_stage(&c, m, &part, &cfg, a, &err) == SC_OK);
+    REQUIRE(sc_overhead_set(&c, "deepspeed", 0.25, &err) == SC_OK);
+    REQUIRE(sc_cost_stage(&c, m, &part, &cfg, b, &err) == SC_OK);
+    for (int s = 0; s < 2; s++) {
+        CHECK_NEAR(b[s].fwd_s, 1.25 * a[s].fwd_s, 1e-12 * a[s].fwd_s);
+        CHECK_NEAR(b[s].bwd_s, 1.25 * a[s].bwd_s, 1e-12 * a[s].bwd_s);
+        CHECK_NEAR(b[s].recompute_s, 1.25 * a[s].recompute_s, 1e-12 * a[s].recompute_s);
+        CHECK(b[s].tp_bytes == a[s].tp_bytes && b[s].send_bytes == a[s].send_bytes);
+    }
+    CHECK(sc_overhead_set(&c, "deepspeed", -1, &err) != SC_OK);
+    CHECK(sc_overhead_apply(&c, "jax", "--framework", &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "jax");
+    REQUIRE(sc_overhead_apply(&c, "any", "--framework", &err) == SC_OK);
+    CHECK(c.framework[0] == '\0' && c.framework_overhead == 0);
+    sc_partition_free(&part);
+    sc_model_free(m);
 }

@@ -25,6 +25,7 @@
 #include "step.h"
 #include "validate.h"
 #include "label.h"
+#include "overhead.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -175,6 +176,9 @@ TEST(validate_load_refuses_bad_fields)
     REFUSED(TINY, "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": \"none\", \"mbs\": 1, "
             "\"global_batch\": 8, \"cp\": 2}", CLUSTER_OK, MEASURED_OK, "",
             "rows[0].layout.cp: unknown field");
+    REFUSED(TINY, "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": \"none\", \"mbs\": 1, "
+            "\"global_batch\": 8, \"framework\": \"jax\"}", CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].layout.framework: \"jax\" is not megatron, deepspeed or torch");
     REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, "{}", "", "rows[0].measured: missing");
     REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, "{\"iteration_s\": 1, \"tokens_per_s\": 5}", "",
             "rows[0].measured");
@@ -670,4 +674,107 @@ TEST(validate_spearman)
     CHECK(isnan(sc_val_spearman(a, up, 1)));
     double flat[] = {2, 2, 2};
     CHECK(isnan(sc_val_spearman(flat, up, 3)));
+}
+
+/* The framework overheads (cost_models/overhead.c) are what `validate
+ * --fit-overhead` fits on the shipped suites' fit half: a cost-model change
+ * that moves the fit must refit the table. The halves alternate within each
+ * framework, megatron's rows are never fitted, and the held-out rows are
+ * reported apart. */
+TEST(validate_overhead_fit)
+{
+    char **paths = NULL;
+    int n = 0;
+    sc_error err = {0};
+    REQUIRE(sc_val_list("validation", &paths, &n, &err) == SC_OK);
+    REQUIRE(n > 0 && n <= 64);
+    sc_val_suite *s[64] = {0};
+    for (int i = 0; i < n; i++)
+        REQUIRE(sc_val_load(paths[i], &s[i], &err) == SC_OK);
+    sc_val_mark_halves(s, n);
+    /* every row names its framework; each framework's rows alternate */
+    int no;
+    const sc_overhead *ov = sc_overheads(&no);
+    for (int k = 0; k < no; k++) {
+        int idx = 0;
+        for (int i = 0; i < n; i++)
+            for (int r = 0; r < s[i]->n; r++) {
+                const sc_val_row *w = &s[i]->rows[r];
+                CHECK(w->framework != NULL);
+                if (w->framework && !strcmp(w->framework, ov[k].framework))
+                    CHECK_EQ_INT(w->fit_half, idx++ % 2 == 0);
+            }
+    }
+    for (int k = 0; k < no; k++) {
+        if (!ov[k].fit_rows) {
+            CHECK(ov[k].compute == 0); /* megatron: never fitted */
+            continue;
+        }
+        double frac;
+        int rows;
+        REQUIRE(sc_val_fit_overhead(s, n, ov[k].framework, &frac, &rows, &err) == SC_OK);
+        CHECK_EQ_INT(rows, ov[k].fit_rows);
+        if (fabs(frac - ov[k].compute) > 0.002)
+            sc_test_fail(__FILE__, __LINE__,
+                         "cost_models/overhead.c: %s's overhead is stale: stored %.4f, the fit "
+                         "gives %.4f (stagecraft validate --fit-overhead)",
+                         ov[k].framework, ov[k].compute, frac);
+        /* at the fitted value the fit half is unbiased */
+        sc_val_opts o = {.trial_framework = ov[k].framework, .trial_overhead = frac};
+        double sum = 0;
+        int cnt = 0;
+        for (int i = 0; i < n; i++)
+            for (int r = 0; r < s[i]->n; r++) {
+                const sc_val_row *w = &s[i]->rows[r];
+                if (!w->fit_half || strcmp(w->framework, ov[k].framework))
+                    continue;
+                sc_val_result res;
+                REQUIRE(sc_val_run_row(s[i], r, &o, &res, &err) == SC_OK);
+                CHECK_NEAR(res.overhead, frac, 1e-12);
+                sum += res.error;
+                cnt++;
+            }
+        CHECK(cnt == rows && fabs(sum / cnt) < 1e-3);
+    }
+    /* --no-overhead: the kernels alone; a row's step grows by at most its
+     * overhead (compute only) */
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < s[i]->n; r++) {
+            const sc_val_row *w = &s[i]->rows[r];
+            const sc_overhead *o = sc_overhead_find(w->framework);
+            if (!o || !o->compute || strcmp(s[i]->name, "mpt_llmfoundry"))
+                continue;
+            sc_val_result a, b;
+            sc_val_opts none = {.no_overhead = 1};
+            REQUIRE(sc_val_run_row(s[i], r, &none, &a, &err) == SC_OK);
+            REQUIRE(sc_val_run_row(s[i], r, NULL, &b, &err) == SC_OK);
+            CHECK(a.overhead == 0 && b.overhead == o->compute);
+            CHECK(b.predicted_s > a.predicted_s);
+            CHECK(b.predicted_s <= a.predicted_s * (1 + o->compute) * (1 + 1e-9));
+        }
+    for (int i = 0; i < n; i++)
+        sc_val_free(s[i]);
+    sc_val_paths_free(paths, n);
+
+    /* the report names the fit rows and gives the held-out rows apart */
+    REQUIRE(SC("%s validate --suite mpt_llmfoundry --json 2>/dev/null", sc_test_bin()) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(j, "overhead_fit_rows");
+    const cJSON *hr = cJSON_GetObjectItemCaseSensitive(j, "held_out_rows");
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(fr, "rows")) &&
+          cJSON_GetObjectItemCaseSensitive(fr, "rows")->valueint == 9);
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(hr, "rows")) &&
+          cJSON_GetObjectItemCaseSensitive(hr, "rows")->valueint == 8);
+    const cJSON *row0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "rows"), 0);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row0, "overhead_fit_row")));
+    const cJSON *fw = cJSON_GetObjectItemCaseSensitive(row0, "framework");
+    CHECK(cJSON_IsString(fw) && !strcmp(fw->valuestring, "torch"));
+    cJSON_Delete(j);
+    REQUIRE(SC("%s validate --suite mpt_llmfoundry", sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "rows the overheads were fit on");
+    CHECK_STR_HAS(out, "rows held out from that fit");
+    CHECK_STR_HAS(out, " fit\n");
+    REQUIRE(SC("%s validate --suite korthikanti2022 --no-overhead", sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "no framework overhead");
 }
