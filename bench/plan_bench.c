@@ -1,8 +1,9 @@
 /* plan_bench.c - the planner's speed.
  *   make bench && build/bench/plan_bench
  * 1. A full search for gpt-175b on dgx-a100-80g with a global batch of 1536
- *    on 128 nodes (1024 GPUs) and 256 nodes (2048 GPUs): wall time of the
- *    whole search (enumerate, partition, estimate, simulate the best 16).
+ *    on 128 nodes (1024 GPUs), 256 nodes (2048 GPUs) and 8192 nodes (65,536
+ *    GPUs, issue 13's largest case): wall time of the whole search
+ *    (enumerate, partition, estimate, simulate the best 64, the default).
  * 2. Analytical estimates per second: sc_estimate_fast over every candidate
  *    shape of the 1024-GPU search, repeated. */
 #include <stdio.h>
@@ -25,10 +26,10 @@ int main(void)
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    int nodes[] = {128, 256};
+    int nodes[] = {128, 256, 8192};
     printf("%-8s %6s %12s %8s %12s %12s %10s\n", "nodes", "GPUs", "configs", "fit",
            "estimate s", "simulate s", "total s");
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         sc_cluster c;
         if (sc_cluster_preset_get("dgx-a100-80g", &c, &err) ||
             sc_cluster_set_nodes(&c, nodes[i], &err)) {

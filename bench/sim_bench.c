@@ -1,7 +1,8 @@
 /* sim_bench.c - wall time and events/s of whole-step simulations.
  *   make bench && build/bench/sim_bench [REPEATS]
  * Cases from issue 3: gpt-13b on 128 GPUs (tp 8, pp 4, dp 4, m 32) and
- * gpt-175b on 1024 GPUs (tp 8, pp 16, dp 8, m 64), 1F1B on p4d.24xlarge.
+ * gpt-175b on 1024 GPUs (tp 8, pp 16, dp 8, m 64), 1F1B on p4d.24xlarge; and
+ * issue 13's gpt-175b on 16,384 GPUs (tp 8, pp 16, dp 128, m 64), every rank.
  * Reports the best of REPEATS (default 3) runs of build + simulate. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,9 @@ int main(int argc, char **argv)
     struct {
         const char *model;
         int nodes, dp, tp, pp, m;
-    } cases[] = {{"gpt-13b", 16, 4, 8, 4, 32}, {"gpt-175b", 128, 8, 8, 16, 64}};
+    } cases[] = {{"gpt-13b", 16, 4, 8, 4, 32},
+                   {"gpt-175b", 128, 8, 8, 16, 64},
+                   {"gpt-175b", 2048, 128, 8, 16, 64}};
     printf("%-10s %6s %10s %12s %10s %14s %12s\n", "model", "GPUs", "tasks", "events",
            "wall s", "events/s", "step s");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -3,6 +3,7 @@
 #include "cost.h"
 
 #include <math.h>
+#include <string.h>
 
 int sc_cost_bucket_count(double grad_bytes, double bucket_bytes)
 {
@@ -42,6 +43,8 @@ double sc_cost_cut_bytes(const sc_model *m, int b)
     return bytes;
 }
 
+#define SC_STAGE_MEMO 32
+
 sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partition *part,
                         const sc_stage_cfg *cfg, sc_stage_info *info, sc_error *err)
 {
@@ -49,18 +52,60 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
     sc_dtype dt = cfg->dtype;
     double wb, gb, ob;
     sc_cost_state_bytes(dt, &wb, &gb, &ob);
+    /* Kernel-level leaves repeat layer after layer with the same kernel
+     * list: their times are kept for the last few lists seen (compared by
+     * content), so a 96-layer model times each distinct list once per call.
+     * The sums run in leaf order as before, so the results are identical. */
+    struct {
+        const sc_module *x;
+        double f, b, r;
+    } memo[SC_STAGE_MEMO];
+    int nmemo = 0, next = 0;
+    sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac};
+    /* the checks sc_cost_module_time_cfg makes, which the memo would skip */
+    if (((unsigned)dt >= SC_DTYPE_N || c->gpu.peak_flops[dt] <= 0 || tp < 1 || mbs < 1) &&
+        m->n_leaves > 0) {
+        double f, b;
+        sc_status st = sc_cost_module_time_cfg(c, m->leaves[0], &cc, &f, &b, err);
+        if (st)
+            return st;
+    }
     for (int s = 0; s < S; s++) {
         sc_stage_info *in = &info[s];
         *in = (sc_stage_info){0};
         int f0 = part->first[s], n = part->first[s + 1] - f0;
         sc_module *const *mods = m->leaves + f0;
-        sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac};
-        sc_status st = sc_cost_modules_time_cfg(c, mods, n, &cc, &in->fwd_s, &in->bwd_s, err);
-        if (st)
-            return st;
         double params = 0, rc = 0;
         for (int i = 0; i < n; i++) {
             const sc_module *x = mods[i];
+            double f, b, r = 0;
+            int kern = sc_cost_uses_kernels(c, x) &&
+                       !(x->has_measured && x->measured_device &&
+                         !strcmp(x->measured_device, c->gpu.name));
+            if (kern) {
+                int hit = -1;
+                for (int k = 0; k < nmemo && hit < 0; k++)
+                    if (memo[k].x->n_kernels == x->n_kernels &&
+                        !memcmp(memo[k].x->kernels, x->kernels,
+                                sizeof *x->kernels * (size_t)x->n_kernels))
+                        hit = k;
+                if (hit < 0) {
+                    hit = next;
+                    next = (next + 1) % SC_STAGE_MEMO;
+                    nmemo += nmemo < SC_STAGE_MEMO;
+                    memo[hit].x = x;
+                    sc_cost_kernels_time(c, x, &cc, &memo[hit].f, &memo[hit].b, &memo[hit].r);
+                }
+                f = memo[hit].f;
+                b = memo[hit].b;
+                r = memo[hit].r;
+            } else {
+                sc_status st = sc_cost_module_time_cfg(c, x, &cc, &f, &b, err);
+                if (st)
+                    return st;
+            }
+            in->fwd_s += f;
+            in->bwd_s += b;
             double sh = x->has_tp && x->tp_shardable ? tp : 1;
             params += x->params / sh;
             if (x->has_tp && x->tp_bytes > 0) {
@@ -71,8 +116,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
             if (cfg->attn == SC_ATTN_FLASH)
                 continue;
             if (sc_cost_uses_kernels(c, x)) {
-                double r;
-                sc_cost_kernels_time(c, x, &cc, NULL, NULL, &r);
+                if (!kern)
+                    sc_cost_kernels_time(c, x, &cc, NULL, NULL, &r);
                 rc += r;
             } else if (sc_module_is_attention(x)) {
                 rc += selective_s(c, m, x, dt, mbs, sh);
