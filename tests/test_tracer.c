@@ -17,6 +17,7 @@
 #include "check.h"
 #include "json.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -924,4 +925,52 @@ TEST(tracer_records_kernels)
     f2 = num(cJSON_GetObjectItem(j, "totals"), "fwd_s");
     cJSON_Delete(j);
     CHECK(f1 > 0 && f2 < 0.7 * f1 && f2 > 0.45 * f1);
+}
+
+/* A convolution is recorded as the implicit GEMM it runs (output pixels x
+ * output channels x input channels * kernel size): every leaf of a ResNet
+ * with work lists kernels, each conv leaf one "conv" GEMM whose FLOPs are
+ * the leaf's, and the model is timed kernel by kernel. */
+TEST(tracer_conv_kernels)
+{
+    if (!have_torch())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC(TRACER " resnet18 --batch 2 --image 64 -o %s/r18.json", d) == 0);
+    static char buf[1 << 21];
+    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/r18.json", d) == 0);
+    cJSON *j = cJSON_Parse(buf);
+    REQUIRE(j);
+    int leaves = 0, with = 0, convs = 0, conv_ok = 0;
+    const cJSON *stack[256];
+    int sp = 0;
+    stack[sp++] = cJSON_GetObjectItem(j, "root");
+    while (sp > 0) {
+        const cJSON *x = stack[--sp];
+        const cJSON *kids = cJSON_GetObjectItem(x, "children");
+        if (kids) {
+            for (const cJSON *k = kids->child; k && sp < 256; k = k->next)
+                stack[sp++] = k;
+            continue;
+        }
+        leaves++;
+        const cJSON *ks = cJSON_GetObjectItem(x, "kernels");
+        with += cJSON_IsArray(ks) || !(num(x, "flops_fwd") > 0);
+        const char *nm = str(x, "name");
+        if (nm && strstr(nm, "conv") && !strstr(nm, "downsample")) {
+            convs++;
+            const cJSON *k = cJSON_IsArray(ks) ? ks->child : NULL;
+            double fl = k ? 2 * num(k, "m") * num(k, "n") * num(k, "k") : 0;
+            conv_ok += k && !strcmp(str(k, "name"), "conv") && !strcmp(str(k, "op"), "gemm") &&
+                       !k->next && fabs(fl - num(x, "flops_fwd")) <= 1e-6 * fl;
+        }
+    }
+    cJSON_Delete(j);
+    CHECK(leaves > 40);
+    CHECK_EQ_INT(with, leaves);
+    CHECK_EQ_INT(convs, 17); /* conv1 and two per basic block */
+    CHECK_EQ_INT(conv_ok, convs);
+    REQUIRE(SC("%s cost --model %s/r18.json --cluster dgx-a100-80g --kernels", sc_test_bin(),
+               d) == 0);
+    CHECK_STR_HAS(out, "[gemm conv]");
 }

@@ -501,7 +501,8 @@ class Rec:
         self.uses = set()  # ids of parameters used (saved) that are not in its subtree
         # the kernels its own code ran (pass 1, batch totals): ["gemm", batch,
         # m, n, k, weight?, kv] or ["mem", name, bytes]; kernels_ok False when
-        # a counted op had no GEMM form (a convolution, an einsum)
+        # a counted op had no GEMM form (a grouped or transposed convolution,
+        # an einsum)
         self.kernels = []
         self.kernels_ok = True
 
@@ -767,6 +768,12 @@ VIEW_OPS = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "exp
             "empty_strided", "new_empty", "new_zeros", "new_ones", "scalar_tensor", "_local_scalar_dense")
 # Counted ops with a GEMM form: C[batch][m][n] = A[batch][m][k] B[batch][k][n].
 GEMM_OPS = ("mm", "bmm", "matmul", "addmm", "_addmm_activation", "baddbmm", "linear")
+# convolutions (the ops _conv_flops counts); aten's convolution family takes
+# `transposed` as its 7th argument
+CONV_OPS = ("convolution", "_convolution", "convolution_overrideable", "conv1d", "conv2d",
+            "conv3d", "mkldnn_convolution", "cudnn_convolution", "conv_transpose1d",
+            "conv_transpose2d", "conv_transpose3d", "cudnn_convolution_transpose")
+CONV_TRANSPOSED_ARG = ("convolution", "_convolution", "convolution_overrideable")
 SDPA_OPS = tuple(k for k in ("scaled_dot_product_attention", "_scaled_dot_product_attention",
                              "_scaled_dot_product_attention_math",
                              "_scaled_dot_product_flash_attention",
@@ -981,6 +988,24 @@ class Tracer:
                         r.kernels.append(["gemm", 1, lead * M, N, K, True, 0])
                     else:       # activation x activation (attention): batched
                         r.kernels.append(["gemm", lead, M, N, K, False, 0])
+                elif name in CONV_OPS and o is not None and o.dim() >= 3 and len(args_) > 1:
+                    # a convolution as the implicit GEMM cuDNN runs for it:
+                    # output pixels (batch x spatial) by output channels by
+                    # input channels x kernel size. Only ungrouped and not
+                    # transposed: a grouped (depthwise) one is memory-bound
+                    # and a transposed one scatters; those leaves keep their
+                    # totals.
+                    x, w = args_[0], args_[1]
+                    tr = "transpose" in name or (name in CONV_TRANSPOSED_ARG and
+                                                 len(args_) > 6 and bool(args_[6]))
+                    if (tr or x.dim() < 3 or w.dim() < 3 or int(w.shape[1]) < 1 or
+                            int(x.shape[1]) != int(w.shape[1])):
+                        r.kernels_ok = False
+                        return
+                    cout = int(o.shape[1])
+                    M = o.numel() // max(cout, 1)
+                    K = n / (2.0 * max(o.numel(), 1))
+                    r.kernels.append(["gemm", 1, M, cout, K, True, 0, "conv"])
                 elif name in SDPA_OPS and o is not None and o.dim() >= 2:
                     q = args_[0]
                     L, E = int(q.shape[-2]), int(q.shape[-1])
@@ -1692,8 +1717,10 @@ def kernels_json(n, B):
     product of two activations batched, split by heads where the node is
     tp-shardable), every other op (norms, GeLU, softmax, dropout, adds) a
     memory-bound kernel of the bytes it read and wrote, one per op name.
-    None when the leaf ran an op without a GEMM form (a convolution, an
-    einsum), a shape does not divide by the batch, or the GEMMs' FLOPs
+    A convolution is the implicit GEMM cuDNN runs (output pixels x output
+    channels x input channels * kernel size), tp none.
+    None when the leaf ran an op without a GEMM form (a grouped or transposed
+    convolution, an einsum), a shape does not divide by the batch, or the GEMMs' FLOPs
     differ from the leaf's counted ones: then the leaf is timed whole."""
     if n.children or not n.krecs:
         return None
@@ -1720,14 +1747,15 @@ def kernels_json(n, B):
         if k[0] == "mem":
             mem[k[1]] = mem.get(k[1], 0.0) + k[2] / B
             continue
-        _, batch, m, nn, kk, weight, kv = k
+        batch, m, nn, kk, weight, kv = k[1:7]
         kk_i = int(round(kk))
         if kk_i < 1 or abs(kk - kk_i) > 1e-6 * kk:
             return None
         if weight:
             if m % B:
                 return None
-            e = {"name": "linear", "op": "gemm", "m": m // B, "n": nn, "k": kk_i}
+            e = {"name": k[7] if len(k) > 7 else "linear", "op": "gemm", "m": m // B, "n": nn,
+                 "k": kk_i}
             lin_seen += 1
             tp = {"column": "n", "row": "k"}.get(n.tp_role)
             if tp is None:
