@@ -381,6 +381,14 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     if (!st)
         st = copy_str(co, file, "cluster", "digest", p->cluster_digest, sizeof p->cluster_digest,
                       err);
+    /* "-" would make sc_plan_open read standard input (sc_read_file): a
+     * tampered plan would wait on a terminal or swallow a pipe */
+    if (!st && strcmp(p->model_source, "-") == 0)
+        st = sc_err(err, SC_EINVAL, "%s: model.source: \"-\" (standard input) cannot be a "
+                    "plan's model: name a file or a built-in", file);
+    if (!st && strcmp(p->cluster_source, "-") == 0)
+        st = sc_err(err, SC_EINVAL, "%s: cluster.source: \"-\" (standard input) cannot be a "
+                    "plan's cluster: name a file or a preset", file);
     if (!st) {
         long n = 0;
         st = sc_json_int(co, file, "cluster", "nodes", 1, 1, SC_CLUSTER_MAX_NODES, &n, err);
