@@ -148,6 +148,21 @@ for f in "$root"/tests/corpus/plan/*.json; do
     intact p_out.json "plan/$n exec"
     rm -f "t_$n"
 done
+# a plan naming a FIFO as its model, a measured timeline naming a FIFO as its
+# plan: refused (opening a FIFO waits for a writer)
+mkfifo in_fifo
+sed 's|"source": "-"|"source": "in_fifo"|' "$root"/tests/corpus/plan/source_stdin.json >pfifo.json
+run "plan naming a FIFO" 2 "in_fifo is not a regular file" 30 -- sim --plan pfifo.json
+"$bin" model gen gpt --layers 2 --hidden 64 --heads 2 --seq 16 --vocab 100 --dtype fp32 -o t2.json 2>/dev/null
+"$bin" sim --model t2.json --cluster cpu1.json --microbatches 1 -o p1.json >/dev/null 2>&1
+if "$bin" exec p1.json --backend cpu --steps 2 --warmup 0 -o m1.json >/dev/null 2>&1; then
+    sed 's|"file":	"p1.json"|"file":	"in_fifo"|' m1.json >mfifo.json
+    sentinel cal.json
+    run "timeline naming a FIFO" 2 "in_fifo is not a regular file" 30 -- calibrate \
+        --cluster cpu1.json mfifo.json -o cal.json
+    intact cal.json "timeline naming a FIFO"
+fi
+rm -f in_fifo
 # the fuzz seeds that are not valid: each loader refuses with 2 or loads
 for f in "$root"/tests/fuzz/corpus/model/*.json; do
     n=$(basename "$f")

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 sc_status sc_model_digest(const sc_model *m, char out[17])
@@ -618,6 +619,16 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
     const char *msrc = beside(p->model_source, file, mbuf, sizeof mbuf);
     const char *csrc = beside(p->cluster_source, file, cbuf, sizeof cbuf);
     *model = NULL;
+    /* a source that exists must be a regular file: opening a FIFO waits for
+     * a writer, /dev/stdin reads the terminal, /dev/zero reads to the size
+     * limit (built-in names are not files) */
+    const char *srcs[2] = {msrc, csrc}, *keys[2] = {"model", "cluster"};
+    for (int k = 0; k < 2; k++) {
+        struct stat sb;
+        if (stat(srcs[k], &sb) == 0 && !S_ISREG(sb.st_mode))
+            return sc_err(err, SC_EINVAL, "%s: %s.source: %s is not a regular file", file,
+                          keys[k], srcs[k]);
+    }
     sc_model *m = NULL;
     sc_cluster c;
     char dg[17];
