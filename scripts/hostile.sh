@@ -234,16 +234,18 @@ sentinel wdir
 run "6. whatif -o onto a file" 3 "wdir" 120 -- whatif --model tiny.json --cluster p4d.24xlarge \
     --nodes 1,2 --global-batch 16 --tokens 1e9 -o wdir
 intact wdir "6. whatif -o onto a file"
-# 7. SIGTERM while writing: no temporary file left
+# 7. SIGTERM or SIGINT while writing: no temporary file left
 "$bin" model gen gpt --layers 64 --hidden 256 --heads 4 --seq 128 --vocab 1000 -o mid.json >/dev/null
-for delay in 0.05 0.2 0.5 1; do
-    ncase=$((ncase + 1))
-    timeout -s TERM "$delay" "$bin" sim --model mid.json --cluster p4d.24xlarge --pp 8 \
-        --microbatches 64 --timeline term.json -o term.plan.json >/dev/null 2>&1
-    if ls term.json.tmp* term.plan.json.tmp* .*.tmp* >/dev/null 2>&1; then
-        fail outputs "7. SIGTERM after $delay s" "a temporary file was left"
-    fi
-    rm -f term.json term.plan.json
+for sig in TERM INT; do
+    for delay in 0.05 0.2 0.5 1; do
+        ncase=$((ncase + 1))
+        timeout -s $sig "$delay" "$bin" sim --model mid.json --cluster p4d.24xlarge --pp 8 \
+            --microbatches 64 --timeline term.json -o term.plan.json >/dev/null 2>&1
+        if ls term.json.tmp* term.plan.json.tmp* .*.tmp* >/dev/null 2>&1; then
+            fail outputs "7. SIG$sig after $delay s" "a temporary file was left"
+        fi
+        rm -f term.json term.plan.json
+    done
 done
 # 8. stdout write errors
 if [ -w /dev/full ]; then
