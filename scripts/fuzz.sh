@@ -8,7 +8,7 @@
 #   cluster   tests/corpus/cluster tests/corpus/cluster/good
 #   timeline  tests/fuzz/corpus/timeline tests/corpus/timeline
 #   plan      tests/fuzz/corpus/plan tests/corpus/plan      (with its cross-checks)
-#   files     tests/fuzz/corpus/files validation/           (plan alone, tune, bench,
+#   files     tests/fuzz/corpus/files                       (plan alone, tune, bench,
 #             validation suite, calibration's inputs)
 # Each run: nice -n 19 build/fuzz/fuzz_NAME -runs=RUNS -timeout=10
 # -print_final_stats=1 out/fuzz/corpus/NAME; its log is out/fuzz/NAME.log and
@@ -28,7 +28,7 @@ seeds() {
     cluster) echo tests/corpus/cluster tests/corpus/cluster/good ;;
     timeline) echo tests/fuzz/corpus/timeline tests/corpus/timeline ;;
     plan) echo tests/fuzz/corpus/plan tests/corpus/plan ;;
-    files) echo tests/fuzz/corpus/files validation ;;
+    files) echo tests/fuzz/corpus/files ;;
     *) return 1 ;;
     esac
 }
