@@ -161,14 +161,22 @@ golden-update: $(CLI) $(TESTRUN)
 
 # libFuzzer targets: build/fuzz/fuzz_NAME; run e.g.
 #   build/fuzz/fuzz_model -max_total_time=300 tests/fuzz/corpus/model
+# The library is compiled once for all targets (build/fuzz/obj/, with
+# -fsanitize=fuzzer-no-link so its branches are instrumented).
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_LIB_SRC := $(filter-out exec/%,$(LIB_SRC))
+FUZZ_LIB_OBJ := $(patsubst %.c,build/fuzz/obj/%.o,$(FUZZ_LIB_SRC))
+FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined $(INC_ALL) -D_GNU_SOURCE
 fuzz: $(FUZZ_BIN)
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
+.SECONDARY: $(FUZZ_LIB_OBJ)
+build/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang -g -O1 -fsanitize=fuzzer,address,undefined $(INC_ALL) -D_GNU_SOURCE $< $(FUZZ_LIB_SRC) -lcjson -lgsl -lopenblas -lm -o $@
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJ) -lcjson -lgsl -lopenblas -lm -o $@
 
 clean:
 	rm -rf build build-san bin
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)

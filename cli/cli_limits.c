@@ -6,6 +6,7 @@
 #include "search.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,29 +64,98 @@ double cli_wall(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-int cli_search_progress_line(cli_progress *ps, const sc_search_progress *p)
+/* One heartbeat at a time: the lock guards the cli_progress it watches. */
+static pthread_mutex_t hb_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t hb_thread;
+static volatile int hb_stop, hb_running;
+
+/* Prints ps's line for its last report at time t (from ps->t0); hb: from
+ * the heartbeat (the shape after the last is under way). Locked. */
+static void print_line(cli_progress *ps, double t, int hb)
 {
-    double t = cli_wall() - ps->t0;
-    if (p->phase != ps->phase) {
-        ps->phase = p->phase;
-        ps->phase_t0 = t;
-    }
-    int last = p->phase == 1 && p->done == p->total;
-    if (t < CLI_PROGRESS_AFTER_S || (!last && ps->lines && t - ps->last < CLI_PROGRESS_EVERY_S))
-        return 0;
-    if (last && !ps->lines)
-        return 0; /* a search that ends without a line needs none */
     ps->last = t;
     ps->lines++;
+    if (!ps->have) {
+        fprintf(stderr, "%s: enumerating, %.0f s elapsed\n", ps->cmd, t);
+        fflush(stderr);
+        return;
+    }
     double in_phase = t - ps->phase_t0;
-    double rate = in_phase > 0 ? p->done / in_phase : 0;
-    char eta[64] = "";
-    if (p->fraction > 0.005 && p->fraction < 1)
-        snprintf(eta, sizeof eta, ", about %.0f s left to %s",
-                 in_phase * (1 - p->fraction) / p->fraction, p->phase ? "simulate" : "partition");
-    fprintf(stderr, "%s: %s %ld/%ld %s, %.1f/s, %.0f s elapsed%s\n", ps->cmd,
-            p->phase ? "simulated" : "partitioned", p->done, p->total,
-            p->phase ? "candidates" : "shapes", rate, t, eta);
+    double rate = in_phase > 0 ? ps->snap.done / in_phase : 0;
+    char eta[64] = "", now[64] = "";
+    double f = ps->snap.fraction;
+    if (f > 0.005 && f < 1)
+        snprintf(eta, sizeof eta, ", about %.0f s left to %s", in_phase * (1 - f) / f,
+                 ps->snap.phase ? "simulate" : "partition");
+    if (hb && ps->snap.done < ps->snap.total)
+        snprintf(now, sizeof now, ", %s %ld under way", ps->snap.phase ? "candidate" : "shape",
+                 ps->snap.done + 1);
+    fprintf(stderr, "%s: %s %ld/%ld %s, %.1f/s, %.0f s elapsed%s%s\n", ps->cmd,
+            ps->snap.phase ? "simulated" : "partitioned", ps->snap.done, ps->snap.total,
+            ps->snap.phase ? "candidates" : "shapes", rate, t, eta, now);
     fflush(stderr);
-    return 1;
+}
+
+int cli_search_progress_line(cli_progress *ps, const sc_search_progress *p)
+{
+    pthread_mutex_lock(&hb_mu);
+    double t = cli_wall() - ps->t0;
+    if (p->phase != ps->phase || !ps->have) {
+        if (p->phase != ps->phase)
+            ps->phase_t0 = t;
+        ps->phase = p->phase;
+    }
+    ps->have = 1;
+    ps->snap.phase = p->phase;
+    ps->snap.done = p->done;
+    ps->snap.total = p->total;
+    ps->snap.fraction = p->fraction;
+    int last = p->phase == 1 && p->done == p->total, printed = 0;
+    if (t < CLI_PROGRESS_AFTER_S || (!last && ps->lines && t - ps->last < CLI_PROGRESS_EVERY_S))
+        ;
+    else if (!(last && !ps->lines)) { /* a search that ends without a line needs none */
+        print_line(ps, t, 0);
+        printed = 1;
+    }
+    pthread_mutex_unlock(&hb_mu);
+    return printed;
+}
+
+static void *heartbeat(void *ud)
+{
+    cli_progress *ps = ud;
+    struct timespec tick = {0, 200 * 1000 * 1000};
+    while (!hb_stop) {
+        nanosleep(&tick, NULL);
+        pthread_mutex_lock(&hb_mu);
+        double t = cli_wall() - ps->t0;
+        if (!hb_stop && (ps->lines ? t - ps->last >= CLI_PROGRESS_EVERY_S
+                                   : t >= CLI_PROGRESS_AFTER_S))
+            print_line(ps, t, 1);
+        pthread_mutex_unlock(&hb_mu);
+    }
+    return NULL;
+}
+
+int cli_progress_start(cli_progress *ps)
+{
+    if (hb_running)
+        return -1;
+    hb_stop = 0;
+    if (pthread_create(&hb_thread, NULL, heartbeat, ps) != 0)
+        return -1;
+    hb_running = 1;
+    return 0;
+}
+
+void cli_progress_stop(cli_progress *ps)
+{
+    (void)ps;
+    if (!hb_running)
+        return;
+    pthread_mutex_lock(&hb_mu);
+    hb_stop = 1;
+    pthread_mutex_unlock(&hb_mu);
+    pthread_join(hb_thread, NULL);
+    hb_running = 0;
 }

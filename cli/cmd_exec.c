@@ -218,6 +218,7 @@ int cmd_exec(int argc, char **argv)
     double timeout = 60, tolerance = 0.02;
     int verify = 1, threads = 0, c;
     optind = 1;
+    opterr = 0; /* one message, ours (getopt's own came first, unprefixed) */
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
@@ -256,7 +257,7 @@ int cmd_exec(int argc, char **argv)
             help();
             return 0;
         default:
-            return cli_usage("exec", "unknown option");
+            return cli_usage("exec", "unknown option or missing value '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

@@ -28,8 +28,8 @@ static const cli_opt plan_opts[] = {
     {"fix", 0, "K=V,...", "fix choices of the search, KEY=VALUE as --KEY VALUE\n"
      "(m: --microbatches); KEY one of", cli_opt_fix, 0, 0, 0, 0, NULL, cli_fix_keys, 0},
     {"time-limit", 0, "S", "stop searching after S seconds and rank the plans found\n"
-     "so far (the output says so)", cli_opt_double, offsetof(plan_args, time_limit), 0.001,
-     1e7, 0, NULL, NULL, 0},
+     "so far (the output says so); default 60, 0: no limit", cli_opt_double,
+     offsetof(plan_args, time_limit), 0, 1e7, 0, NULL, NULL, 0},
     {"output", 'o', "FILE", "write the winner as a plan (stagecraft.plan/1)", cli_opt_str,
      offsetof(plan_args, out), 0, 0, 0, NULL, NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL, 0},
@@ -106,6 +106,7 @@ int cmd_plan(int argc, char **argv)
 {
     plan_args a;
     memset(&a, 0, sizeof a);
+    a.time_limit = -1; /* not given: CLI_PLAN_TIME_LIMIT_S */
     cli_search_args_init(&a.s);
     int prc = cli_parse(&plan_cmd, argc, argv, &a);
     if (prc)
@@ -128,13 +129,16 @@ int cmd_plan(int argc, char **argv)
         return cli_fail(&err);
     }
     cli_warn_tp_replicated(m, o.fix_tp);
-    cli_progress ps = {"plan", cli_wall(), 0, 0, 0, 0};
+    cli_progress ps = {"plan", cli_wall(), 0, 0, 0, 0, 0, {0, 0, 0, 0}};
     o.progress = progress;
     o.progress_ud = &ps;
-    o.time_limit_s = a.time_limit;
+    double limit = a.time_limit < 0 ? CLI_PLAN_TIME_LIMIT_S : a.time_limit;
+    o.time_limit_s = limit;
     o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     sc_search *s;
+    cli_progress_start(&ps);
     sc_status st = sc_search_run(m, &c, &o, &s, &err);
+    cli_progress_stop(&ps);
     if (st) {
         sc_model_free(m);
         return cli_fail(&err);
@@ -151,8 +155,9 @@ int cmd_plan(int argc, char **argv)
     if (limited)
         fprintf(stderr,
                 "plan: the time limit of %g s ran out after %ld of %ld shapes: the plans below "
-                "are the best found so far\n",
-                a.time_limit, sdone, stotal);
+                "are the best found so far%s\n",
+                limit, sdone, stotal,
+                a.time_limit < 0 ? " (the default limit; --time-limit 0 searches them all)" : "");
     if (over)
         fprintf(stderr, "plan: %d candidate%s not simulated: above the --max-mem limit of %.3g "
                         "GiB\n",
@@ -215,7 +220,7 @@ int cmd_plan(int argc, char **argv)
         if (limited)
             printf("time limit of %g s reached after %ld of %ld shapes: the best plans found so "
                    "far\n",
-                   a.time_limit, sdone, stotal);
+                   limit, sdone, stotal);
         printf("\n");
         printf("%3s %4s %3s %3s %2s %4s %4s %-11s %4s %-9s %2s %10s %7s %10s %10s %8s %9s\n",
                "#", "dp", "tp", "pp", "v", "m", "mbs", "schedule", "zero", "recompute", "sp",

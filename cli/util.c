@@ -30,9 +30,10 @@ int cli_exit_code(sc_status st)
         return CLI_EXIT_IO;
     case SC_ENOFIT:
         return CLI_EXIT_INFEASIBLE;
-    case SC_ENOMEM:
     case SC_EGATE: /* a fit refused by a quality gate */
         return CLI_EXIT_FIT;
+    case SC_ENOMEM: /* out of memory: internal (it fell in with EGATE's 4 in a merge) */
+        return CLI_EXIT_INTERNAL;
     default:
         return CLI_EXIT_INTERNAL;
     }

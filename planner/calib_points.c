@@ -10,6 +10,7 @@
 #include "timeline.h"
 
 #include <math.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,12 +185,20 @@ static sc_status open_plan(const char *tl_file, const sc_timeline *t, opened *o,
 {
     char path[1200];
     snprintf(path, sizeof path, "%s", t->plan_file);
+    struct stat sb;
+    /* a FIFO would block the open; "-" would read standard input */
+    if (!strcmp(path, "-") || (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)))
+        return sc_err(err, SC_EINVAL, "%s: plan.file: %s is not a regular file", tl_file,
+                      t->plan_file);
     FILE *f = fopen(path, "r");
     if (!f) {
         const char *slash = strrchr(tl_file, '/');
         if (slash)
             snprintf(path, sizeof path, "%.*s/%s", (int)(slash - tl_file), tl_file,
                      sc_basename(t->plan_file));
+        if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+            return sc_err(err, SC_EINVAL, "%s: plan.file: %s is not a regular file", tl_file,
+                          path);
         f = fopen(path, "r");
     }
     if (!f)

@@ -40,6 +40,8 @@ struct sc_search {
     table_key nofit_key;             /* the last of them */
     sc_status nofit_status;
     char nofit_msg[SC_ERRMSG_MAX];   /* the partitioner's message for the last */
+    table_key *failed;               /* shapes no partition could serve, tried once */
+    int nfailed, capfailed;
 };
 
 static double now(void)
@@ -71,6 +73,7 @@ void sc_search_free(sc_search *s)
         sc_step_result_free(s->cands[i].sim);
     sc_free(s->tables);
     sc_free(s->keys);
+    sc_free(s->failed);
     sc_free(s->cands);
     sc_free(s->ranked);
     sc_free(s->group);
@@ -115,15 +118,26 @@ void sc_search_limits(const sc_search *s, int *time_limited, long *shapes_done,
         *over_mem = s->over_mem;
 }
 
+static int same_key(const table_key *k, int pp, int v, int tp, int sp, int mbs)
+{
+    return k->pp == pp && k->v == v && k->tp == tp && k->mbs == mbs && k->sp == sp;
+}
+
 /* The table for (pp, v, tp, mbs, sp), partitioning on first use (the
- * optimal partitioner stops at deadline, 0 = none). -1 on error. */
+ * optimal partitioner stops at deadline, 0 = none). -1 on error; -2 for a
+ * shape that failed before (does not fit, or invalid: each schedule of a
+ * shape shares its partition, so a failure is remembered rather than
+ * partitioned again, which took most of a search of a huge model where
+ * little fits; a failure at the deadline or for memory is not kept). */
 static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, double deadline,
                      sc_error *err)
 {
     for (int i = 0; i < s->ntables; i++)
-        if (s->keys[i].pp == pp && s->keys[i].v == v && s->keys[i].tp == tp &&
-            s->keys[i].mbs == mbs && s->keys[i].sp == sp)
+        if (same_key(&s->keys[i], pp, v, tp, sp, mbs))
             return i;
+    for (int i = 0; i < s->nfailed; i++)
+        if (same_key(&s->failed[i], pp, v, tp, sp, mbs))
+            return -2;
     if (s->ntables == s->captables) {
         int nc = s->captables ? 2 * s->captables : 64;
         sc_stage_table *nt = sc_realloc(s->tables, sizeof *nt * (size_t)nc);
@@ -143,8 +157,21 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
                           deadline, 1, s->o.max_mem_bytes / 2, s->o.attn,
                           !s->o.cut_in_layers};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
-    if (st)
+    if (st) {
+        int timed_out = deadline > 0 && now() > deadline;
+        if ((st == SC_ENOFIT || st == SC_EINVAL) && !timed_out) {
+            if (s->nfailed == s->capfailed) {
+                int nc = s->capfailed ? 2 * s->capfailed : 64;
+                table_key *nf = sc_realloc(s->failed, sizeof *nf * (size_t)nc);
+                if (!nf)
+                    return -1; /* not remembered: tried again next time */
+                s->failed = nf;
+                s->capfailed = nc;
+            }
+            s->failed[s->nfailed++] = (table_key){pp, v, tp, mbs, sp};
+        }
         return -1;
+    }
     st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, s->o.attn, mbs, &part,
                               &s->tables[s->ntables], err);
     sc_partition_free(&part);
@@ -697,13 +724,18 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         long dp = x->dp, mm = x->mm;
         const char *sched = schedules[x->si];
         int known = s->ntables;
-        /* the limit counts once something fits: until then there is no plan
-         * to return */
-        double dl = s->ncands > 0 ? deadline : 0;
-        if (dl > 0 && now() > dl) {
+        /* the limit ends the search once something fits; until then there
+         * is no plan to return, so past it each further shape gets the
+         * partitioner's first valid split instead of its optimum (one
+         * feasibility test or a few instead of up to 130) until one fits */
+        int late = deadline > 0 && now() > deadline;
+        if (late && s->ncands > 0) {
             s->time_limited = 1;
             break;
         }
+        if (late)
+            s->time_limited = 1;
+        double dl = s->ncands > 0 || late ? deadline : 0;
         /* sequence parallelism: searched where tp > 1 unless fixed */
         int stop = 0, sp0 = o->fix_sp > 0 ? 1 : 0; /* the first sp tried counts the shape */
         for (int sp = 0; sp <= (tp > 1) && !st && !stop; sp++) {
@@ -711,7 +743,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                 continue;
             sc_error terr = {0};
             int ti = table_for(s, pp, v, tp, sp, mbs, dl, &terr);
-            if (sp == sp0 && (s->ntables > known || ti < 0)) { /* a new shape, partitioned or not */
+            if (sp == sp0 && (s->ntables > known || ti == -1)) { /* a new shape, partitioned or not */
                 s->shapes_done++;
                 wdone += (double)pp * v + 8;
                 if (o->progress) {
@@ -721,8 +753,10 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                     o->progress(o->progress_ud, &pg);
                 }
             }
+            if (ti == -2)
+                continue; /* failed before: counted and recorded then */
             if (ti < 0) {
-                if (dl > 0 && now() > dl) {
+                if (s->ncands > 0 && dl > 0 && now() > dl) {
                     s->time_limited = 1;
                     s->shapes_done -= sp == sp0; /* cut short, not partitioned */
                     stop = 1;

@@ -86,7 +86,10 @@ typedef struct sc_search_opts {
      * partitioning new shapes (and simulating candidates past the first
      * that fits) and rank what was found so far (sc_search_limits says so);
      * 0 = no limit. A partition under way when time runs out returns its
-     * best split so far. */
+     * best split so far. When nothing fits yet as time runs out, the search
+     * goes on, each further shape with the partitioner's first valid split
+     * rather than its optimum (its bottleneck an upper bound), until one
+     * fits; sc_search_limits reports time_limited. */
     double time_limit_s;
     /* Skip simulating a candidate whose sc_step_size_estimate is above this
      * many bytes (counted in sc_search_limits), and a shape whose optimal

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 sc_status sc_model_digest(const sc_model *m, char out[17])
@@ -405,6 +406,14 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     if (!st)
         st = copy_str(co, file, "cluster", "digest", p->cluster_digest, sizeof p->cluster_digest,
                       err);
+    /* "-" would make sc_plan_open read standard input (sc_read_file): a
+     * tampered plan would wait on a terminal or swallow a pipe */
+    if (!st && strcmp(p->model_source, "-") == 0)
+        st = sc_err(err, SC_EINVAL, "%s: model.source: \"-\" (standard input) cannot be a "
+                    "plan's model: name a file or a built-in", file);
+    if (!st && strcmp(p->cluster_source, "-") == 0)
+        st = sc_err(err, SC_EINVAL, "%s: cluster.source: \"-\" (standard input) cannot be a "
+                    "plan's cluster: name a file or a preset", file);
     if (!st) {
         long n = 0;
         st = sc_json_int(co, file, "cluster", "nodes", 1, 1, SC_CLUSTER_MAX_NODES, &n, err);
@@ -684,6 +693,16 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
     const char *msrc = beside(p->model_source, file, mbuf, sizeof mbuf);
     const char *csrc = beside(p->cluster_source, file, cbuf, sizeof cbuf);
     *model = NULL;
+    /* a source that exists must be a regular file: opening a FIFO waits for
+     * a writer, /dev/stdin reads the terminal, /dev/zero reads to the size
+     * limit (built-in names are not files) */
+    const char *srcs[2] = {msrc, csrc}, *keys[2] = {"model", "cluster"};
+    for (int k = 0; k < 2; k++) {
+        struct stat sb;
+        if (stat(srcs[k], &sb) == 0 && !S_ISREG(sb.st_mode))
+            return sc_err(err, SC_EINVAL, "%s: %s.source: %s is not a regular file", file,
+                          keys[k], srcs[k]);
+    }
     sc_model *m = NULL;
     sc_cluster c;
     char dg[17];

@@ -72,6 +72,15 @@ TEST(exit_usage_errors_are_2)
         snprintf(args, sizeof args, "%s --no-such-option", cmds[i]);
         expect(d, 2, NULL, args);
     }
+    /* one message, the command's own, naming the option (exec printed
+     * getopt's "exec: unrecognized option" first) */
+    for (size_t i = 0; i < SC_ARRAY_LEN(cmds); i++) {
+        snprintf(args, sizeof args, "%s --no-such-option", cmds[i]);
+        expect(d, 2, "'--no-such-option'", args);
+        if (strstr(out, "unrecognized option"))
+            sc_test_fail(__FILE__, __LINE__, "'stagecraft %s': getopt's message too: %.300s",
+                         args, out);
+    }
     expect(d, 2, "unknown command", "no-such-command");
     expect(d, 2, NULL, "");
     expect(d, 2, "--layers", "model gen gpt --layers x");

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * and its writers run on what it loads */
     static char path[64];
     if (!path[0])
-        snprintf(path, sizeof path, "/tmp/sc-fuzz-timeline-%d.json", (int)getpid());
+        snprintf(path, sizeof path, "/dev/shm/sc-fuzz-timeline-%d.json", (int)getpid());
     FILE *f = fopen(path, "wb");
     if (f) {
         fwrite(data, 1, size, f);

@@ -1,0 +1,193 @@
+/* test_harden_search.c - issue 15's time bound on huge searches: a shape no
+ * partition serves is tried once and counted once (progress never passes its
+ * total), a time limit that runs out before anything fits still ends with a
+ * plan (the remaining shapes get the partitioner's first valid split), the
+ * heartbeat that reports while one shape takes long (cli/cli_limits.c), and
+ * plan's default limit. */
+#include "check.h"
+#include "search.h"
+
+#include "../cli/cli_limits.c"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+static char out[1 << 16];
+
+static void open_pair(const char *model, const char *cluster, int nodes, sc_model **m,
+                      sc_cluster *c)
+{
+    sc_error err = {0};
+    *m = NULL;
+    if (sc_model_open(model, m, &err) || sc_cluster_open(cluster, c, &err) ||
+        sc_cluster_set_nodes(c, nodes, &err)) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        sc_model_free(*m);
+        *m = NULL;
+    }
+}
+
+static long max_done, reports;
+static void record(void *ud, const sc_search_progress *p)
+{
+    if (p->phase == 0) {
+        reports++;
+        if (p->done > max_done)
+            max_done = p->done;
+    }
+}
+
+/* gpt-175b on 16 p4d nodes: some pipelines do not fit, for every schedule.
+ * Each shape is reported once (it was once per schedule and reached past
+ * the total: 254 of 242 here, "1003/874 shapes" on a huge model). */
+TEST(search_failed_shapes_counted_once)
+{
+    sc_model *m;
+    sc_cluster c;
+    open_pair("gpt-175b", "p4d.24xlarge", 16, &m, &c);
+    REQUIRE(m);
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 64;
+    o.simulate = 2;
+    o.progress = record;
+    sc_search *s = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    long done, total;
+    int limited;
+    sc_search_limits(s, &limited, &done, &total, NULL);
+    CHECK(!limited);
+    CHECK(total > 10);
+    CHECK_EQ_INT((int)done, (int)total);
+    CHECK_EQ_INT((int)max_done, (int)total);
+    CHECK_EQ_INT((int)reports, (int)total);
+    sc_search_free(s);
+    sc_model_free(m);
+}
+
+/* A limit already past before anything fits: the search goes on with first
+ * valid splits until a shape fits, then ranks it, and says it was limited. */
+TEST(search_time_limit_before_any_fit)
+{
+    sc_model *m;
+    sc_cluster c;
+    open_pair("gpt-13b", "p4d.24xlarge", 4, &m, &c);
+    REQUIRE(m);
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 64;
+    o.simulate = 2;
+    sc_search *s = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    double best = sc_search_ranked(s, 0)->sim->step_time_s;
+    sc_search_free(s);
+    o.time_limit_s = 1e-9;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    int limited;
+    long done, total;
+    sc_search_limits(s, &limited, &done, &total, NULL);
+    CHECK(limited);
+    CHECK(done >= 1 && done < total);
+    const sc_candidate *w = sc_search_ranked(s, 0);
+    REQUIRE(w);
+    CHECK(w->sim->fits);
+    CHECK(w->sim->step_time_s >= best * (1 - 1e-12));
+    sc_search_free(s);
+    sc_model_free(m);
+}
+
+/* The heartbeat repeats the last report with the time elapsed while a shape
+ * takes longer than CLI_PROGRESS_EVERY_S, then stops when asked. */
+TEST(search_progress_heartbeat)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/err.txt", sc_test_tmpdir());
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    /* as if the search began 20 s ago and reported 3 of 10 shapes 6 s ago */
+    cli_progress ps = {"plan", cli_wall() - 20, 0, 0, 0, 0, 0, {0, 0, 0, 0}};
+    sc_search_progress p = {0, 3, 10, 0.3, 14};
+    cli_search_progress_line(&ps, &p);
+    ps.last -= 6;
+    REQUIRE(cli_progress_start(&ps) == 0);
+    struct timespec t = {0, 600 * 1000 * 1000};
+    nanosleep(&t, NULL);
+    cli_progress_stop(&ps);
+    int lines = ps.lines;
+    nanosleep(&t, NULL); /* stopped: nothing more */
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    CHECK_EQ_INT(ps.lines, lines);
+    FILE *f = fopen(path, "r");
+    REQUIRE(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    CHECK_STR_HAS(out, "plan: partitioned 3/10 shapes");
+    CHECK_STR_HAS(out, "s elapsed, about ");
+    CHECK_STR_HAS(out, ", shape 4 under way\n");
+    CHECK_EQ_INT(lines, 2);
+}
+
+/* plan's default limit is documented in its help; 0 is no limit; a
+ * negative limit is refused. */
+TEST(search_plan_default_time_limit)
+{
+    const char *bin = sc_test_bin();
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --help", bin) == 0);
+    CHECK_STR_HAS(out, "default 60, 0: no limit");
+    CHECK(CLI_PLAN_TIME_LIMIT_S == 60.0);
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 --time-limit 0 --json",
+                     bin) == 0);
+    CHECK_STR_HAS(out, "\"time_limited\":\tfalse");
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 --time-limit -1",
+                     bin) == 2);
+}
+
+/* The memory of a stage of a flat model (every leaf a child of the root)
+ * under full recompute: finding each layer's previous leaf scanned the root's
+ * children, quadratic in the leaves (most of a 199,996-leaf search went
+ * there). 199,990 leaves now take milliseconds (the scan: about 5 s here);
+ * the checkpoints are each leaf's predecessor's output. */
+TEST(search_flat_model_memory_is_linear)
+{
+    enum { N = 199990 };
+    sc_model *m = sc_model_new("flat", SC_BF16, 8);
+    REQUIRE(m);
+    sc_module *root = sc_model_add(m, NULL, "root", "model");
+    char name[32];
+    for (int i = 0; i < N && root; i++) {
+        snprintf(name, sizeof name, "l%d", i);
+        sc_module *x = sc_model_add(m, root, name, "mlp");
+        if (x) {
+            x->params = 1;
+            x->flops_fwd = 1;
+            x->act_out_bytes = i % 2 ? 2 : 1;
+            x->act_saved_bytes = 1;
+        }
+    }
+    sc_error err = {0};
+    REQUIRE(sc_model_finish(m, "flat", &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_mem_cfg mc = {SC_BF16, 1, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED};
+    sc_mem r;
+    /* (quadratic before the binary search: minutes at this size; the suite's
+     * run time shows a regression, no timed assertion here) */
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &mc, &r, &err) == SC_OK);
+    /* one checkpoint per leaf after the first: its predecessor's output
+     * (1 for even predecessors, 2 for odd), plus the largest layer (1) */
+    double want = (N / 2) * 1.0 + (N / 2 - 1) * 2.0 + 1;
+    CHECK(fabs(r.activations - want) < 1e-6);
+    sc_model_free(m);
+}
