@@ -369,8 +369,12 @@ static sc_status wait_pend(sc_exec *x, int i, sc_error *err)
     if (st)
         return st;
     if (q->rec >= 0) {
-        x->recs[q->rec].t0 = t0;
-        x->recs[q->rec].t1 = t1;
+        rec *w = &x->recs[q->rec];
+        /* a record several requests make up (a TP action's allreduces, one
+         * after another) spans the first's start to the last's end */
+        int first = !(w->t1 > 0 || w->t0 > 0);
+        w->t0 = first || t0 < w->t0 ? t0 : w->t0;
+        w->t1 = first || t1 > w->t1 ? t1 : w->t1;
     }
     x->pend[i] = x->pend[--x->npend];
     return SC_OK;
@@ -411,27 +415,51 @@ enum { COLL_AR = 0, COLL_RS, COLL_AG };
 /* Posts a collective of `bytes` (whole buffer: allreduce's, or the gathered
  * / scattered whole) on c and records it as op kind. wait_now: compute after
  * it needs its result. */
+static sc_status collective_n(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int buf,
+                              double bytes, int calls, int kind, int stage, int chunk, int mb,
+                              int peer, int wait_now, sc_error *err);
+
 static sc_status collective(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int buf, double bytes,
                             int kind, int stage, int chunk, int mb, int peer, int wait_now,
                             sc_error *err)
 {
+    return collective_n(x, c, coll, b, buf, bytes, 1, kind, stage, chunk, mb, peer, wait_now,
+                        err);
+}
+
+/* `calls` collectives of bytes / calls each, one after another on buffer
+ * buf (each waits for the one before: free_buf), recorded as one op of
+ * `bytes` from the first's start to the last's end. A TP action is the
+ * stage's tp_count allreduces (two a layer in Megatron-LM), each paying its
+ * own latency, as the simulator charges them (sim/step.c tp_after). */
+static sc_status collective_n(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int buf,
+                              double bytes, int calls, int kind, int stage, int chunk, int mb,
+                              int peer, int wait_now, sc_error *err)
+{
     const sc_backend *be = x->be;
-    sc_status st = free_buf(x, buf, err);
-    if (st)
-        return st;
+    if (calls < 1)
+        calls = 1;
     int n = be->comm_size(c);
-    size_t count = (size_t)(bytes / (double)x->ce);
+    size_t count = (size_t)(bytes / calls / (double)x->ce);
     if (coll != COLL_AR)
         count /= (size_t)n;
+    int ri = -1;
     sc_req *r = NULL;
-    st = coll == COLL_AR   ? be->iallreduce(x->bk, c, b, count, x->dt, &r, err)
-         : coll == COLL_RS ? be->ireducescatter(x->bk, c, b, count, x->dt, &r, err)
-                           : be->iallgather(x->bk, c, b, count, x->dt, &r, err);
-    if (st)
-        return st;
-    int ri = add_rec(x, kind, stage, chunk, mb, SC_STREAM_COMM, bytes);
-    if (ri < 0 || add_pend(x, r, ri, buf, kind, stage, mb, peer) < 0)
-        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int i = 0; i < calls; i++) {
+        sc_status st = free_buf(x, buf, err);
+        if (st)
+            return st;
+        st = coll == COLL_AR   ? be->iallreduce(x->bk, c, b, count, x->dt, &r, err)
+             : coll == COLL_RS ? be->ireducescatter(x->bk, c, b, count, x->dt, &r, err)
+                               : be->iallgather(x->bk, c, b, count, x->dt, &r, err);
+        if (st)
+            return st;
+        if (ri < 0)
+            ri = add_rec(x, kind, stage, chunk, mb, SC_STREAM_COMM, bytes);
+        if (ri < 0 || add_pend(x, r, ri, buf, kind, stage, mb, peer) < 0)
+            return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    }
+    sc_status st = SC_OK;
     if (wait_now) {
         st = be->compute_wait_req(x->bk, r, deadline(x), err);
         if (st == SC_EIO)
@@ -611,12 +639,12 @@ static sc_status run_action(sc_exec *x, const sc_action *a, sc_error *err)
     case SC_ACT_COMPUTE:
         return a->op == SC_OP_OPTIMIZER ? do_optimizer(x, a, err) : do_compute(x, a, err);
     case SC_ACT_TP:
-        return collective(x, x->tpc,
-                          a->coll == SC_COLL_ALLREDUCE        ? COLL_AR
-                          : a->coll == SC_COLL_REDUCE_SCATTER ? COLL_RS
-                                                              : COLL_AG,
-                          x->tpb, BUF_TP, a->bytes, a->op, a->stage, a->chunk, a->mb, tpeer,
-                          a->waits, err);
+        return collective_n(x, x->tpc,
+                            a->coll == SC_COLL_ALLREDUCE        ? COLL_AR
+                            : a->coll == SC_COLL_REDUCE_SCATTER ? COLL_RS
+                                                                : COLL_AG,
+                            x->tpb, BUF_TP, a->bytes, x->info[a->stage].tp_count, a->op,
+                            a->stage, a->chunk, a->mb, tpeer, a->waits, err);
     case SC_ACT_GATHER:
         return collective(x, x->dpc, COLL_AG, x->zb, BUF_Z3, a->bytes, a->op, a->stage, a->chunk,
                           a->mb, dp_peer(x), a->waits, err);

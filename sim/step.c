@@ -42,7 +42,7 @@ typedef struct tinfo {
     int32_t mb;
     int16_t chunk, stage;
     uint8_t busy, wait, op, is_piece;
-    float pad_;
+    int32_t from;    /* a flow of a ring: the task it starts after (the ring's latency), or -1 */
     double bytes;
 } tinfo;
 
@@ -271,7 +271,7 @@ static tinfo *info_at(builder *b, int task)
         }
         for (int i = b->ninfo; i < n; i++)
             ni[i] = (tinfo){.group = -1, .rank = -1, .wait_s = -1, .wait_e = -1, .mb = -1,
-                            .chunk = -1, .stage = -1};
+                            .chunk = -1, .stage = -1, .from = -1};
         b->info = ni;
         b->ninfo = n;
     }
@@ -395,9 +395,14 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             /* each hop at its class's ramp (cost.h, sc_flat_beta) */
             double r = sc_cost_coll_ramp(b->c, link_class(b, members[i], members[(i + 1) % n]),
                                          msg);
-            if (flow_task(b, l, vol / r, from, end, members[i], op, stage, chunk, mb,
-                          report_bytes) < 0)
+            int f = flow_task(b, l, vol / r, from, end, members[i], op, stage, chunk, mb,
+                              report_bytes);
+            if (f < 0)
                 return -1;
+            /* the op a timeline shows starts with the ring's latency, as the
+             * executor's measured one starts when the collective is issued */
+            if (from != start)
+                b->info[f].from = from;
         }
     } else {
         sc_sim_add_dep(b->sim, start, end);
@@ -1078,6 +1083,8 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
                 sc_timeline_add(tl, members[t], &op);
         } else if (ti->rank >= 0) {
             op.stream = SC_STREAM_COMM;
+            if (ti->from >= 0)
+                op.start = sc_sim_task_start(sim, ti->from);
             sc_timeline_add(tl, ti->rank, &op);
         }
     }
