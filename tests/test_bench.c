@@ -207,8 +207,11 @@ TEST(bench_p2p_pingpong)
         CHECK(num(x, "time_s") > 0);
         CHECK(num(x, "busbw") == num(x, "algbw"));
     }
-    /* bigger messages move faster */
-    CHECK(num(r->child->next->next, "algbw") > num(r->child, "algbw"));
+    /* bigger messages move faster: judged on each size's fastest iteration,
+     * which a descheduled rank on a shared machine does not move */
+    const cJSON *big = r->child->next->next, *small = r->child;
+    CHECK(num(big, "bytes") / num(big, "time_min_s") > num(small, "bytes") /
+                                                          num(small, "time_min_s"));
     cJSON_Delete(j);
 }
 
