@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdio_ext.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     const char *name;
@@ -101,5 +102,16 @@ int main(int argc, char **argv)
      * more memory than the largest candidate already took. */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
-    return close_stdout(run(argc, argv));
+    int rc = close_stdout(run(argc, argv));
+    /* Exit status 1 is an internal failure, out of memory among them. Under
+     * a memory limit (ulimit -v) an OpenBLAS worker thread can be left
+     * retrying its buffer's allocation forever, and OpenBLAS's destructor
+     * joins it at exit: the command reported its error and then hung.
+     * Nothing of ours runs at exit (no atexit handlers; outputs are renamed
+     * or removed before returning), so a failed command leaves at once. */
+    if (rc == 1) {
+        fflush(stderr);
+        _exit(rc);
+    }
+    return rc;
 }

@@ -195,3 +195,25 @@ TEST(exit_stdout_write_error_is_3)
     expect(d, 2, "no-such.json", "model show no-such.json --json >/dev/full");
     CHECK(!strstr(out, "stdout"));
 }
+
+/* Out of memory under a virtual-memory limit exits 1 at once: OpenBLAS's
+ * destructor used to join a worker thread left retrying its buffer's
+ * allocation, so the command reported the error and then hung (timeout 60
+ * turns a hang into 124). The sanitizer build reserves more address space
+ * than the limit allows, so it does not run this case. */
+TEST(exit_out_of_memory_is_1_and_exits)
+{
+    const char *san = getenv("SC_SAN");
+    if (san && !strcmp(san, "1")) {
+        sc_test_skip("the sanitizer build cannot start under ulimit -v");
+        return;
+    }
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s model gen gpt --layers 3000 --hidden 64 --heads 2 --seq 16 --vocab 100 "
+               "-o %s/big.json",
+               bin(), d) == 0);
+    int rc = SC("ulimit -v 1000000; timeout 60 %s model show %s/big.json > /dev/null", bin(), d);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_STR_HAS(out, "out of memory");
+    CHECK_STR_HAS(out, "big.json");
+}
