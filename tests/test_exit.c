@@ -200,7 +200,17 @@ TEST(exit_stdout_write_error_is_3)
  * destructor used to join a worker thread left retrying its buffer's
  * allocation, so the command reported the error and then hung (timeout 60
  * turns a hang into 124). The sanitizer build reserves more address space
- * than the limit allows, so it does not run this case. */
+ * than the limit allows, so it does not run this case.
+ *
+ * The limit is found, not fixed: the address space a command needs just to
+ * start depends on the build (about 200 MB without MPI, about 1.1 GB with
+ * Open MPI's libraries here), so a fixed 1 GB was enough to load the model
+ * in one and not even to start in the other. The scan lowers the limit in
+ * steps (200 MB, then 20 MB) until `version` no longer starts (below its
+ * start-up need OpenBLAS may spin in its constructor, hence the timeout,
+ * generous so that a loaded machine does not end the scan early), then gives
+ * the command 20-40 MB above that: it starts, and the 11 MB model, which
+ * needs about 90 MB to load, does not fit. */
 TEST(exit_out_of_memory_is_1_and_exits)
 {
     const char *san = getenv("SC_SAN");
@@ -212,7 +222,17 @@ TEST(exit_out_of_memory_is_1_and_exits)
     REQUIRE(SC("%s model gen gpt --layers 3000 --hidden 64 --heads 2 --seq 16 --vocab 100 "
                "-o %s/big.json",
                bin(), d) == 0);
-    int rc = SC("ulimit -v 1000000; timeout 60 %s model show %s/big.json > /dev/null", bin(), d);
+    REQUIRE(SC("b=%s; top=8000000; "
+               "for l in $(seq $top -200000 200000); do "
+               "(ulimit -v $l; timeout 3 $b version >/dev/null 2>&1) || break; top=$l; done; "
+               "for l in $(seq $top -20000 20000); do "
+               "(ulimit -v $l; timeout 3 $b version >/dev/null 2>&1) || "
+               "{ echo $((l + 20000)); exit 0; }; done; echo 0",
+               bin()) == 0);
+    long start_kb = strtol(out, NULL, 10);
+    REQUIRE(start_kb > 20000);
+    int rc = SC("ulimit -v %ld; timeout 60 %s model show %s/big.json > /dev/null",
+                start_kb + 20000, bin(), d);
     CHECK_EQ_INT(rc, 1);
     CHECK_STR_HAS(out, "out of memory");
     CHECK_STR_HAS(out, "big.json");
