@@ -6,8 +6,9 @@
  * one rank in each node's namespace, 4 ranks (2 per node: shared memory
  * inside, TCP across) run a collective, `stagecraft bench p2p` across the
  * link measures below the shaped rate and within a factor 2 of it, and down
- * leaves no namespace and no state behind. The cluster is named "sclt" so a
- * user's own cluster ("sc") is left alone. */
+ * leaves no namespace and no state behind; with --pace a 64 KiB message
+ * takes its time at the rate (unpaced it fits the token bucket and beats it).
+ * The cluster is named "sclt" so a user's own cluster ("sc") is left alone. */
 #include "check.h"
 #include "json.h"
 
@@ -164,4 +165,66 @@ static void on_cluster(const char *bin)
     } else {
         sc_test_fail(__FILE__, __LINE__, "%s: %.300s", err.msg, out);
     }
+}
+
+/* The fastest 64 KiB p2p message across the cluster "sclt", in seconds
+ * (0 when the bench failed, which the caller reports). */
+static double p2p_64k_min_s(const char *bin)
+{
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/p2p64.json", sc_test_tmpdir());
+    if (SC("%stimeout 120 " NC " run --np 2 --map-by node -- %s bench p2p --sizes 64K "
+           "--iters 20 --warmup 3 --timeout 30 -o %s",
+           mpi_env(), bin, p) != 0) {
+        sc_test_fail(__FILE__, __LINE__, "bench p2p failed: %.300s", out);
+        return 0;
+    }
+    cJSON *j = NULL;
+    sc_error err = {0};
+    double t = 0;
+    if (sc_json_load(p, &j, &err) == SC_OK) {
+        const cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "results"), 0);
+        const cJSON *m = r ? cJSON_GetObjectItem(r, "time_min_s") : NULL;
+        t = cJSON_IsNumber(m) ? m->valuedouble : 0;
+        cJSON_Delete(j);
+    } else {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    }
+    return t;
+}
+
+/* --pace: a message smaller than the token bucket no longer passes at memory
+ * speed. Unpaced, a 64 KiB message fits the 64 KiB bucket and its fastest
+ * run beats the rate; paced, even the fastest takes at least 90% of its
+ * time at the rate (2.6 ms at 200 Mbit/s), less the one packet an idle link
+ * lets through. */
+TEST(netcluster_long_pace)
+{
+    if (!sc_test_long())
+        return;
+    if (geteuid() != 0 || !tool("ip") || !tool("tc") || !tool("mpirun") || !tool("unshare")) {
+        sc_test_skip("needs root, iproute2, unshare and mpirun");
+        return;
+    }
+    char bin[PATH_MAX];
+    REQUIRE(realpath(sc_test_bin(), bin));
+    const double at_rate = 65536 * 8 / RATE_BITS, packet = (8192 + 1024) * 8 / RATE_BITS;
+    if (SC(NC " up --nodes 2 --rate 200mbit") != 0) {
+        sc_test_fail(__FILE__, __LINE__, "up failed: %.400s", out);
+        return;
+    }
+    double unpaced = p2p_64k_min_s(bin);
+    nc_down();
+    if (SC(NC " up --nodes 2 --rate 200mbit --pace") != 0) {
+        sc_test_fail(__FILE__, __LINE__, "up --pace failed: %.400s", out);
+        return;
+    }
+    CHECK(SC(NC " status") == 0);
+    CHECK_STR_HAS(out, "peakrate");
+    double paced = p2p_64k_min_s(bin);
+    nc_down();
+    fprintf(stderr, "    64 KiB across 200 Mbit/s: %.0f us unpaced, %.0f us paced (%.0f us at the rate)\n",
+            unpaced * 1e6, paced * 1e6, at_rate * 1e6);
+    CHECK(unpaced > 0 && unpaced < at_rate);
+    CHECK(paced > 0.9 * (at_rate - packet));
 }
