@@ -4,21 +4,24 @@
 # GPT that differ in pp, m, schedule and tp, and compare with what the CPU
 # backend measures. Prints a markdown table; exits 1 when a plan's step-time
 # error exceeds 10% or the MAPE exceeds 5%.
-#   scripts/accuracy.sh [--dir DIR] [--netcluster]   (run from the repo root)
+#   scripts/accuracy.sh [--dir DIR] [--netcluster [--pace]]   (run from the repo root)
 # With --netcluster the ranks run on a 2-node emulated cluster
 # (scripts/netcluster.sh, one rank per node, shaped inter-node link), and the
 # plans use the inter-node path. Every bench and plan runs SC_ACCURACY_PASSES
-# times (default 3), the fastest kept.
+# times (default 3), the fastest kept. --pace brings the emulated cluster up
+# with `netcluster.sh up --pace` (no message passes faster than the rate).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 sc=$root/bin/stagecraft
 dir=out/accuracy
 net=0
+pace=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --dir) dir=$2; shift 2 ;;
     --netcluster) net=1; shift ;;
-    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    --pace) pace=--pace; shift ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "accuracy.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -29,7 +32,7 @@ rate=${SC_NET_RATE:-1gbit}
 rate_bits=$(awk -v r="$rate" 'BEGIN { v = r + 0; u = substr(r, length(v) + 1);
   m = u ~ /^g/ ? 1e9 : u ~ /^m/ ? 1e6 : u ~ /^k/ ? 1e3 : 1; print v * m }')
 if [[ $net == 1 ]]; then
-  "$root/scripts/netcluster.sh" --name sca up --nodes 2 --rate "$rate" >/dev/null
+  "$root/scripts/netcluster.sh" --name sca up --nodes 2 --rate "$rate" $pace >/dev/null
   trap '"$root/scripts/netcluster.sh" --name sca down >/dev/null 2>&1 || true' EXIT
   run2() { "$root/scripts/netcluster.sh" --name sca run --np 2 -- "$@" 2>/dev/null; }
   nodes=2

@@ -22,10 +22,12 @@
 # baseline's communication share (simulated and measured) beside both
 # ratios; exits 1 unless the pipeline wins in both and the two ratios agree
 # within 10%.
-#   scripts/seed38_mini.sh [--dir DIR] [--rate R | --share S]   (root, repo root)
+#   scripts/seed38_mini.sh [--dir DIR] [--rate R | --share S] [--pace]   (root, repo root)
 #     --rate R    skip the choice: run at R (tc units: 1gbit, 300mbit)
 #     --share S   target share of the baseline's step spent communicating
 #                 (default: the modelled p4d case's, from repro seed38)
+#     --pace      bring the cluster up with netcluster.sh up --pace (no
+#                 message passes faster than the rate)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 sc=$root/bin/stagecraft
@@ -33,12 +35,14 @@ nc=$root/scripts/netcluster.sh
 dir=out/seed38-mini
 rate=
 share=
+pace=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --dir) dir=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --share) share=$2; shift 2 ;;
-    -h|--help) sed -n 2,27p "$0"; exit 0 ;;
+    --pace) pace=--pace; shift ;;
+    -h|--help) sed -n 2,30p "$0"; exit 0 ;;
     *) echo "seed38_mini.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -78,7 +82,7 @@ fi
 
 # phase 1: the rate at which the miniature's baseline communicates that share
 if [[ -z $rate ]]; then
-  "$nc" --name scm up --nodes 2 --rate 1gbit >/dev/null
+  "$nc" --name scm up --nodes 2 --rate 1gbit $pace >/dev/null
   cluster_at 1e9 cpu1g.json
   benches .probe
   # gates apply, but this calibration only picks a rate: a refusal is
@@ -123,7 +127,7 @@ fi
 bits=$(bits_of "$rate")
 
 # phase 2: at that rate, calibrate, predict and measure both layouts
-"$nc" --name scm up --nodes 2 --rate "$rate" >/dev/null
+"$nc" --name scm up --nodes 2 --rate "$rate" $pace >/dev/null
 cluster_at "$bits" cpu.json
 benches ""
 plan() { # NAME ARGS... (schedule 1f1b unless ARGS say)
