@@ -974,3 +974,68 @@ TEST(tracer_conv_kernels)
                d) == 0);
     CHECK_STR_HAS(out, "[gemm conv]");
 }
+
+/* An einsum reaches the dispatcher as the products it decomposes into (bmm
+ * on Debian's torch 1.13), so a leaf written with einsums gets GEMM kernels
+ * like one written with matmuls: a projection by a parameter ("bsh,hk->bsk",
+ * a linear GEMM over the tokens) and attention-like scores between two
+ * activations ("bqd,bkd->bqk", batched over the samples). */
+TEST(tracer_einsum_kernels)
+{
+    if (!have_torch())
+        return;
+    const char *d = sc_test_tmpdir();
+    char py[4200];
+    snprintf(py, sizeof py, "%s/ein.py", d);
+    FILE *f = fopen(py, "w");
+    REQUIRE(f);
+    fputs("import torch\nfrom torch import nn\n"
+          "class Proj(nn.Module):\n"
+          "    def __init__(self, h):\n"
+          "        super().__init__()\n"
+          "        self.w = nn.Parameter(torch.randn(h, 2 * h) * 0.02)\n"
+          "    def forward(self, x):\n"
+          "        return torch.einsum('bsh,hk->bsk', x, self.w)\n"
+          "class Scores(nn.Module):\n"
+          "    def forward(self, q, k):\n"
+          "        return torch.einsum('bqd,bkd->bqk', q, k)\n"
+          "class Net(nn.Module):\n"
+          "    def __init__(self, h):\n"
+          "        super().__init__()\n"
+          "        self.proj = Proj(h)\n"
+          "        self.scores = Scores()\n"
+          "    def forward(self, x):\n"
+          "        q, k = self.proj(x).chunk(2, dim=-1)\n"
+          "        return self.scores(q, k)\n"
+          "def make(batch=2, seq=16, h=32):\n"
+          "    return Net(h), torch.randn(batch, seq, h)\n",
+          f);
+    REQUIRE(fclose(f) == 0);
+    REQUIRE(SC(TRACER " %s:make --batch 2 --seq 16 -o %s/ein.json", py, d) == 0);
+    static char buf[1 << 16];
+    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/ein.json", d) == 0);
+    cJSON *j = cJSON_Parse(buf);
+    REQUIRE(j);
+    const cJSON *kids = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "root"), "children");
+    int seen = 0;
+    for (const cJSON *x = kids ? kids->child : NULL; x; x = x->next) {
+        const cJSON *ks = cJSON_GetObjectItem(x, "kernels");
+        const cJSON *k = cJSON_IsArray(ks) ? ks->child : NULL;
+        REQUIRE(k && !k->next && !strcmp(str(k, "op"), "gemm"));
+        double fl = 2 * (cJSON_GetObjectItem(k, "batch") ? num(k, "batch") : 1) * num(k, "m") *
+                    num(k, "n") * num(k, "k");
+        CHECK(fabs(fl - num(x, "flops_fwd")) <= 1e-9 * fl);
+        if (!strcmp(str(x, "name"), "proj")) { /* 16 tokens x 64 outputs x 32 inputs */
+            CHECK(!strcmp(str(k, "name"), "linear"));
+            CHECK(num(k, "m") == 16 && num(k, "n") == 64 && num(k, "k") == 32);
+            seen++;
+        } else if (!strcmp(str(x, "name"), "scores")) { /* per sample: 16 x 16 over 32 */
+            CHECK(!strcmp(str(k, "name"), "matmul"));
+            CHECK(num(k, "batch") == 1 && num(k, "m") == 16 && num(k, "n") == 16 &&
+                  num(k, "k") == 32);
+            seen++;
+        }
+    }
+    cJSON_Delete(j);
+    CHECK_EQ_INT(seen, 2);
+}

@@ -1720,7 +1720,8 @@ def kernels_json(n, B):
     A convolution is the implicit GEMM cuDNN runs (output pixels x output
     channels x input channels * kernel size), tp none.
     None when the leaf ran an op without a GEMM form (a grouped or transposed
-    convolution, an einsum), a shape does not divide by the batch, or the GEMMs' FLOPs
+    convolution, an einsum that reached the mode undecomposed; on torch 1.13
+    einsums arrive as bmm), a shape does not divide by the batch, or the GEMMs' FLOPs
     differ from the leaf's counted ones: then the leaf is timed whole."""
     if n.children or not n.krecs:
         return None
