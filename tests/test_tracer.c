@@ -62,6 +62,37 @@ static const char *str(const cJSON *o, const char *k)
     return cJSON_IsString(x) ? x->valuestring : "";
 }
 
+/* The leaves of a traced model file's tree (depth first, last child first),
+ * at most cap; -1 (and a failure) when there are more. */
+static int leaves_of(const cJSON *j, const cJSON **leaf, int cap)
+{
+    const cJSON *stack[256];
+    int sp = 0, n = 0;
+    stack[sp++] = cJSON_GetObjectItem(j, "root");
+    while (sp > 0) {
+        const cJSON *x = stack[--sp];
+        const cJSON *kids = cJSON_GetObjectItem(x, "children");
+        if (!kids) {
+            if (n == cap)
+                break;
+            leaf[n++] = x;
+            continue;
+        }
+        for (const cJSON *k = kids->child; k; k = k->next) {
+            if (sp == 256) {
+                sc_test_fail(__FILE__, __LINE__, "the module tree is wider than 256");
+                return -1;
+            }
+            stack[sp++] = k;
+        }
+    }
+    if (sp > 0) {
+        sc_test_fail(__FILE__, __LINE__, "more than %d leaves", cap);
+        return -1;
+    }
+    return n;
+}
+
 /* The module entry of `model show --json` named name. */
 static const cJSON *module_named(const cJSON *show, const char *name)
 {
@@ -864,19 +895,11 @@ TEST(tracer_records_kernels)
     REQUIRE(j);
     /* every leaf with work lists kernels; an attention leaf has its two
      * projections (column then row) and two batched products */
-    int leaves = 0, with = 0, attn_ok = 0, proj_ok = 0;
-    const cJSON *stack[256];
-    int sp = 0;
-    stack[sp++] = cJSON_GetObjectItem(j, "root");
-    while (sp > 0) {
-        const cJSON *x = stack[--sp];
-        const cJSON *kids = cJSON_GetObjectItem(x, "children");
-        if (kids) {
-            for (const cJSON *k = kids->child; k && sp < 256; k = k->next)
-                stack[sp++] = k;
-            continue;
-        }
-        leaves++;
+    int with = 0, attn_ok = 0, proj_ok = 0;
+    static const cJSON *leaf[4096];
+    int leaves = leaves_of(j, leaf, 4096);
+    for (int i = 0; i < leaves; i++) {
+        const cJSON *x = leaf[i];
         const cJSON *ks = cJSON_GetObjectItem(x, "kernels");
         if (num(x, "flops_fwd") > 0 || num(x, "params") > 0)
             with += cJSON_IsArray(ks);
@@ -941,19 +964,11 @@ TEST(tracer_conv_kernels)
     REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/r18.json", d) == 0);
     cJSON *j = cJSON_Parse(buf);
     REQUIRE(j);
-    int leaves = 0, with = 0, convs = 0, conv_ok = 0;
-    const cJSON *stack[256];
-    int sp = 0;
-    stack[sp++] = cJSON_GetObjectItem(j, "root");
-    while (sp > 0) {
-        const cJSON *x = stack[--sp];
-        const cJSON *kids = cJSON_GetObjectItem(x, "children");
-        if (kids) {
-            for (const cJSON *k = kids->child; k && sp < 256; k = k->next)
-                stack[sp++] = k;
-            continue;
-        }
-        leaves++;
+    int with = 0, convs = 0, conv_ok = 0;
+    static const cJSON *leaf[4096];
+    int leaves = leaves_of(j, leaf, 4096);
+    for (int i = 0; i < leaves; i++) {
+        const cJSON *x = leaf[i];
         const cJSON *ks = cJSON_GetObjectItem(x, "kernels");
         with += cJSON_IsArray(ks) || !(num(x, "flops_fwd") > 0);
         const char *nm = str(x, "name");
