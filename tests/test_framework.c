@@ -3,6 +3,7 @@
  * bytes of a cut inside one, --top against --simulate, each configuration
  * ranked once, ties, and plan, tune and whatif agreeing on the winner. */
 #include "check.h"
+#include "pair_check.h"
 #include "cost.h"
 #include "framework.h"
 #include "overhead.h"
@@ -17,16 +18,11 @@ static char out[1 << 18];
 
 #define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
 
+/* model on `nodes` p4d.24xlarge nodes */
 static sc_model *open_pair(const char *model, int nodes, sc_cluster *c)
 {
-    sc_error err = {0};
-    sc_model *m = NULL;
-    if (sc_model_open(model, &m, &err) || sc_cluster_preset_get("p4d.24xlarge", c, &err) ||
-        sc_cluster_set_nodes(c, nodes, &err)) {
-        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
-        sc_model_free(m);
-        return NULL;
-    }
+    sc_model *m;
+    sc_test_open_pair(model, "p4d.24xlarge", nodes, &m, c);
     return m;
 }
 

@@ -3,6 +3,7 @@
  * the estimate, the search's progress and --time-limit, and the optimal
  * partitioner's deadline. */
 #include "check.h"
+#include "pair_check.h"
 #include "cluster.h"
 #include "lower.h"
 #include "model.h"
@@ -13,19 +14,6 @@
 #include <stdlib.h>
 
 static char out[1 << 16];
-
-static void open_pair(const char *model, const char *cluster, int nodes, sc_model **m,
-                      sc_cluster *c)
-{
-    sc_error err = {0};
-    *m = NULL;
-    if (sc_model_open(model, m, &err) || sc_cluster_open(cluster, c, &err) ||
-        sc_cluster_set_nodes(c, nodes, &err)) {
-        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
-        sc_model_free(*m);
-        *m = NULL;
-    }
-}
 
 /* The estimate's counts are never below what the simulator builds and at
  * most twice it, on layouts that exercise every kind of action. */
@@ -42,7 +30,7 @@ TEST(limits_step_size_counts)
     };
     sc_model *m;
     sc_cluster c;
-    open_pair("gpt-1.3b", "p4d.24xlarge", 16, &m, &c);
+    sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 16, &m, &c);
     REQUIRE(m);
     for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
         sc_step_cfg cfg = {0};
@@ -111,7 +99,7 @@ TEST(limits_sim_max_mem_cli)
     /* a small config around a small cap: the estimate decides */
     sc_model *m;
     sc_cluster c;
-    open_pair("gpt-1.3b", "p4d.24xlarge", 2, &m, &c);
+    sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 2, &m, &c);
     REQUIRE(m);
     sc_step_cfg cfg = {.dp = 2, .tp = 8, .pp = 1, .v = 1, .m = 64, .mbs = 1, .schedule = "1f1b"};
     sc_step_size z;
@@ -155,7 +143,7 @@ TEST(limits_search_progress_and_time_limit)
 {
     sc_model *m;
     sc_cluster c;
-    open_pair("gpt-1.3b", "p4d.24xlarge", 4, &m, &c);
+    sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 4, &m, &c);
     REQUIRE(m);
     sc_search_opts o;
     sc_search_opts_default(&o);
@@ -204,7 +192,7 @@ TEST(limits_partition_deadline)
 {
     sc_model *m;
     sc_cluster c;
-    open_pair("gpt-13b", "p4d.24xlarge", 4, &m, &c);
+    sc_test_open_pair("gpt-13b", "p4d.24xlarge", 4, &m, &c);
     REQUIRE(m);
     sc_partitioner_cfg cfg;
     sc_partitioner_cfg_init(&cfg, m, &c, 8);

@@ -5,6 +5,7 @@
  * heartbeat that reports while one shape takes long (cli/cli_limits.c), and
  * plan's default limit. */
 #include "check.h"
+#include "pair_check.h"
 #include "search.h"
 
 #include "../cli/cli_limits.c"
@@ -13,19 +14,6 @@
 #include <unistd.h>
 
 static char out[1 << 16];
-
-static void open_pair(const char *model, const char *cluster, int nodes, sc_model **m,
-                      sc_cluster *c)
-{
-    sc_error err = {0};
-    *m = NULL;
-    if (sc_model_open(model, m, &err) || sc_cluster_open(cluster, c, &err) ||
-        sc_cluster_set_nodes(c, nodes, &err)) {
-        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
-        sc_model_free(*m);
-        *m = NULL;
-    }
-}
 
 static long max_done, reports;
 static void record(void *ud, const sc_search_progress *p)
@@ -44,7 +32,7 @@ TEST(search_failed_shapes_counted_once)
 {
     sc_model *m;
     sc_cluster c;
-    open_pair("gpt-175b", "p4d.24xlarge", 16, &m, &c);
+    sc_test_open_pair("gpt-175b", "p4d.24xlarge", 16, &m, &c);
     REQUIRE(m);
     sc_search_opts o;
     sc_search_opts_default(&o);
@@ -72,7 +60,7 @@ TEST(search_time_limit_before_any_fit)
 {
     sc_model *m;
     sc_cluster c;
-    open_pair("gpt-13b", "p4d.24xlarge", 4, &m, &c);
+    sc_test_open_pair("gpt-13b", "p4d.24xlarge", 4, &m, &c);
     REQUIRE(m);
     sc_search_opts o;
     sc_search_opts_default(&o);

@@ -1,6 +1,7 @@
 /* test_planner.c - the analytical estimate against the simulator, the
  * search, the tuner and the plan and tune commands. */
 #include "check.h"
+#include "pair_check.h"
 #include "json.h"
 #include "plan.h"
 #include "search.h"
@@ -8,14 +9,17 @@
 
 #include <math.h>
 
-static void open_pair(const char *model, const char *cluster, int nodes, sc_model **m,
-                      sc_cluster *c)
+void sc_test_open_pair(const char *model, const char *cluster, int nodes, sc_model **m,
+                       sc_cluster *c)
 {
-    sc_error err;
+    sc_error err = {0};
     *m = NULL;
-    if (sc_model_open(model, m, &err) || sc_cluster_preset_get(cluster, c, &err) ||
-        sc_cluster_set_nodes(c, nodes, &err))
+    if (sc_model_open(model, m, &err) || sc_cluster_open(cluster, c, &err) ||
+        sc_cluster_set_nodes(c, nodes, &err)) {
         sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        sc_model_free(*m);
+        *m = NULL;
+    }
 }
 
 /* The estimate is the search's filter: within 15% of the simulator on
@@ -38,7 +42,7 @@ TEST(planner_estimate_tracks_sim)
     for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
         sc_model *m;
         sc_cluster c;
-        open_pair(cs[i].model, "p4d.24xlarge", cs[i].nodes, &m, &c);
+        sc_test_open_pair(cs[i].model, "p4d.24xlarge", cs[i].nodes, &m, &c);
         REQUIRE(m);
         sc_step_cfg cfg = {.dp = cs[i].dp, .tp = cs[i].tp, .pp = cs[i].pp, .v = cs[i].v,
                            .m = cs[i].m, .mbs = cs[i].mbs, .zero = cs[i].zero,
@@ -66,7 +70,7 @@ TEST(planner_search_ranks_and_fixes)
 {
     sc_model *m;
     sc_cluster c;
-    open_pair("gpt-1.3b", "p4d.24xlarge", 4, &m, &c);
+    sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 4, &m, &c);
     REQUIRE(m);
     sc_search_opts o;
     sc_search_opts_default(&o);
@@ -140,7 +144,7 @@ TEST(planner_search_ranks_and_fixes)
     CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "no configuration");
     sc_model_free(m);
-    open_pair("gpt-175b", "h200-sxm-1", 1, &m, &c);
+    sc_test_open_pair("gpt-175b", "h200-sxm-1", 1, &m, &c);
     sc_search_opts_default(&o);
     o.global_batch = 8;
     CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_ENOFIT);
@@ -153,7 +157,7 @@ TEST(planner_tune_curve)
 {
     sc_model *m;
     sc_cluster c;
-    open_pair("gpt-1.3b", "p4d.24xlarge", 2, &m, &c);
+    sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 2, &m, &c);
     REQUIRE(m);
     sc_search_opts o;
     sc_search_opts_default(&o);
