@@ -58,6 +58,18 @@ static int tool(const char *name)
     return SC("command -v %s", name) == 0;
 }
 
+/* A long run as root with the tools the cluster needs (a skip otherwise). */
+static int can_run(void)
+{
+    if (!sc_test_long())
+        return 0;
+    if (geteuid() != 0 || !tool("ip") || !tool("tc") || !tool("mpirun") || !tool("unshare")) {
+        sc_test_skip("needs root, iproute2, unshare and mpirun");
+        return 0;
+    }
+    return 1;
+}
+
 static void on_cluster(const char *bin);
 
 static void nc_down(void)
@@ -68,12 +80,8 @@ static void nc_down(void)
 
 TEST(netcluster_long_up_run_bench_down)
 {
-    if (!sc_test_long())
+    if (!can_run())
         return;
-    if (geteuid() != 0 || !tool("ip") || !tool("tc") || !tool("mpirun") || !tool("unshare")) {
-        sc_test_skip("needs root, iproute2, unshare and mpirun");
-        return;
-    }
     char bin[PATH_MAX];
     REQUIRE(realpath(sc_test_bin(), bin));
     /* two nodes, 2 slots each, links at 200 Mbit/s each way */
@@ -200,12 +208,8 @@ static double p2p_64k_min_s(const char *bin)
  * lets through. */
 TEST(netcluster_long_pace)
 {
-    if (!sc_test_long())
+    if (!can_run())
         return;
-    if (geteuid() != 0 || !tool("ip") || !tool("tc") || !tool("mpirun") || !tool("unshare")) {
-        sc_test_skip("needs root, iproute2, unshare and mpirun");
-        return;
-    }
     char bin[PATH_MAX];
     REQUIRE(realpath(sc_test_bin(), bin));
     const double at_rate = 65536 * 8 / RATE_BITS, packet = (8192 + 1024) * 8 / RATE_BITS;
