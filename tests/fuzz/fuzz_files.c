@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench_file.h"
+#include "fuzz_input.h"
 #include "calib_points.h"
 #include "calibrate.h"
 #include "plan.h"
@@ -20,11 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char path[64];
     if (!path[0])
         snprintf(path, sizeof path, "/dev/shm/sc-fuzz-files-%d.json", (int)getpid());
-    FILE *f = fopen(path, "wb");
-    if (!f)
+    if (fuzz_input_to(path, data, size))
         return 0;
-    fwrite(data, 1, size, f);
-    fclose(f);
     sc_error err = {0};
     sc_plan *p = NULL;
     if (sc_plan_load(path, &p, &err) != SC_OK && !err.msg[0])

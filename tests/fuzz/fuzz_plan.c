@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_input.h"
 #include "plan.h"
 #include "step.h"
 
@@ -81,11 +82,8 @@ static int confined(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f)
+    if (fuzz_input_to(path, data, size))
         return 0;
-    fwrite(data, 1, size, f);
-    fclose(f);
     sc_error err = {0};
     sc_plan *p = NULL;
     sc_status st = sc_plan_load(path, &p, &err);

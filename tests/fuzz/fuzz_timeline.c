@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_input.h"
 #include "json.h"
 #include "timeline.h"
 
@@ -33,10 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char path[64];
     if (!path[0])
         snprintf(path, sizeof path, "/dev/shm/sc-fuzz-timeline-%d.json", (int)getpid());
-    FILE *f = fopen(path, "wb");
-    if (f) {
-        fwrite(data, 1, size, f);
-        fclose(f);
+    if (fuzz_input_to(path, data, size) == 0) {
         sc_timeline *t = NULL;
         err.msg[0] = '\0';
         if (sc_timeline_load(path, &t, &err) == SC_OK) {
