@@ -27,7 +27,8 @@ void sc_test_register(const char *name, sc_test_fn fn);
 void sc_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int sc_test_failed_now(void);
-/* Path of the stagecraft binary and a fresh scratch directory for this test. */
+/* Absolute path of the stagecraft binary (as given when it does not exist)
+ * and a fresh scratch directory for this test. */
 const char *sc_test_bin(void);
 const char *sc_test_tmpdir(void);
 /* Runs a shell command, capturing stdout+stderr (at most cap-1 bytes) into

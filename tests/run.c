@@ -1,6 +1,7 @@
 /* run.c - main() of the test runner, see check.h. */
 #include "check.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -141,6 +142,10 @@ int main(int argc, char **argv)
     }
     if (getenv("SC_BIN"))
         bin = getenv("SC_BIN");
+    /* by absolute path: many tests run commands in their own folder */
+    static char abs_bin[PATH_MAX];
+    if (realpath(bin, abs_bin))
+        bin = abs_bin;
     const char *ns = getenv("SC_NO_SKIP");
     int no_skip = ns && *ns && strcmp(ns, "0") != 0;
     qsort(tests, (size_t)ntests, sizeof tests[0], cmp);

@@ -225,12 +225,8 @@ TEST(calibrate_error_bars)
  * mpirun). */
 TEST(calibrate_compare_cli)
 {
-    char out[1 << 14], bin[4096];
-    const char *d = sc_test_tmpdir();
-    if (!realpath(sc_test_bin(), bin)) {
-        sc_test_fail(__FILE__, __LINE__, "no %s", sc_test_bin());
-        return;
-    }
+    char out[1 << 14];
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
     if (sc_test_sh(out, sizeof out, "command -v mpirun") != 0 ||
         sc_test_sh(out, sizeof out, "%s version | grep -q 'MPI:  yes'", bin) != 0) {
         sc_test_skip("no mpirun or a build without MPI");
@@ -369,9 +365,8 @@ TEST(calibrate_p2p_fields)
  * whose truth is known: a simulated pipeline step relabelled as measured. */
 TEST(calibrate_recovers_host_time)
 {
-    char out[1 << 14], bin[4096];
-    const char *d = sc_test_tmpdir();
-    REQUIRE(realpath(sc_test_bin(), bin));
+    char out[1 << 14];
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
     REQUIRE(sc_test_sh(out, sizeof out,
                        "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
                        "--vocab 256 --dtype fp32 -o m.json && %s cluster show cpu-local --json "
@@ -581,11 +576,8 @@ static void write_gemm_sizes(const char *path, const int *n, const double *t, in
 /* Runs `stagecraft calibrate` in d; returns its exit status, output in out. */
 static int calibrate_cli(char *out, size_t cap, const char *d, const char *args)
 {
-    char bin[4096];
-    if (!realpath(sc_test_bin(), bin))
-        return -1;
     return sc_test_sh(out, cap, "cd %s && rm -f cal.json && %s calibrate --cluster cpu.json %s "
-                      "-o cal.json 2>&1", d, bin, args);
+                      "-o cal.json 2>&1", d, sc_test_bin(), args);
 }
 
 /* The command refuses (exit 4), names the file and the gate, writes nothing;
@@ -615,8 +607,7 @@ static void refused_then_forced(const char *d, const char *args, const char *fil
         seen |= strstr(c.eff.fits.failed[i], want) && strstr(c.eff.fits.failed[i], file);
     CHECK(seen);
     /* sim, plan and whatif warn on stderr whenever they use it */
-    char bin[4096];
-    REQUIRE(realpath(sc_test_bin(), bin));
+    const char *bin = sc_test_bin();
     static const char *const uses[] = {
         "sim --model gpt-1.3b --cluster cal.json --dp 1 --tp 1 --pp 1 --microbatches 1 --mbs 1",
         "plan --model gpt-1.3b --cluster cal.json --global-batch 4 --simulate 1",
@@ -731,10 +722,9 @@ TEST(calibrate_gate_link_points)
  * gemm.json (the cluster's own GEMM curve): inputs that pass every gate. */
 static int make_measurement(const char *d)
 {
-    char out[1 << 14], bin[4096], p[600], pp[600], dg[17];
+    char out[1 << 14], p[600], pp[600], dg[17];
+    const char *bin = sc_test_bin();
     sc_error err;
-    if (!realpath(sc_test_bin(), bin))
-        return -1;
     sc_cluster base = cpu_cluster();
     base.gpus_per_node = 2;
     snprintf(p, sizeof p, "%s/cpu.json", d);
@@ -960,8 +950,8 @@ TEST(compare_refuses_zero_step)
     edited(d, "zero.json", edit_zero_step);
     edited(d, "none.json", edit_no_step);
     edited(d, "zmed.json", edit_zero_median);
-    char out[1 << 14], bin[4096];
-    REQUIRE(realpath(sc_test_bin(), bin));
+    char out[1 << 14];
+    const char *bin = sc_test_bin();
     static const char *const files[] = {"zero.json", "none.json", "zmed.json"};
     static const char *const says[] = {"zero.json: step_time_s: 0: a measured step of zero",
                                        "none.json: step_time_s", "zmed.json: steps.median_s: 0"};

@@ -10,15 +10,6 @@
 
 static char out[1 << 16];
 
-/* The command by absolute path: the cases run in the test's directory. */
-static const char *bin(void)
-{
-    static char abs[PATH_MAX];
-    if (!abs[0] && !realpath(sc_test_bin(), abs))
-        snprintf(abs, sizeof abs, "%s", sc_test_bin());
-    return abs;
-}
-
 #define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
 
 /* Open MPI's MPI_Init leaks by itself (see test_exec.c): no leak check in
@@ -33,7 +24,7 @@ static const char *bin(void)
  *   tune.json    a microbatch sweep; gemm.json a bench of four GEMMs */
 static int setup(const char *d)
 {
-    const char *b = bin();
+    const char *b = sc_test_bin();
     return SC("cd %s && printf '{\"format\": ' > bad.json && echo x > nodir && "
               "%s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 16 --vocab 100 "
               "--dtype fp32 -o tiny.json && "
@@ -52,7 +43,7 @@ static int setup(const char *d)
 static void expect(const char *d, int want, const char *needle, const char *args)
 {
     int mpi = !strncmp(args, "bench ", 6) || !strncmp(args, "exec ", 5);
-    int rc = SC("cd %s && %s%s %s", d, mpi ? NO_LEAK_CHECK : "", bin(), args);
+    int rc = SC("cd %s && %s%s %s", d, mpi ? NO_LEAK_CHECK : "", sc_test_bin(), args);
     if (rc != want)
         sc_test_fail(__FILE__, __LINE__, "'stagecraft %s' exited %d, want %d: %.300s", args, rc,
                      want, out);
@@ -221,18 +212,18 @@ TEST(exit_out_of_memory_is_1_and_exits)
     const char *d = sc_test_tmpdir();
     REQUIRE(SC("%s model gen gpt --layers 3000 --hidden 64 --heads 2 --seq 16 --vocab 100 "
                "-o %s/big.json",
-               bin(), d) == 0);
+               sc_test_bin(), d) == 0);
     REQUIRE(SC("b=%s; top=8000000; "
                "for l in $(seq $top -200000 200000); do "
                "(ulimit -v $l; timeout 3 $b version >/dev/null 2>&1) || break; top=$l; done; "
                "for l in $(seq $top -20000 20000); do "
                "(ulimit -v $l; timeout 3 $b version >/dev/null 2>&1) || "
                "{ echo $((l + 20000)); exit 0; }; done; echo 0",
-               bin()) == 0);
+               sc_test_bin()) == 0);
     long start_kb = strtol(out, NULL, 10);
     REQUIRE(start_kb > 20000);
     int rc = SC("ulimit -v %ld; timeout 60 %s model show %s/big.json > /dev/null",
-                start_kb + 20000, bin(), d);
+                start_kb + 20000, sc_test_bin(), d);
     CHECK_EQ_INT(rc, 1);
     CHECK_STR_HAS(out, "out of memory");
     CHECK_STR_HAS(out, "big.json");

@@ -11,14 +11,6 @@
 
 static char out[1 << 16];
 
-static const char *bin(void)
-{
-    static char abs[PATH_MAX];
-    if (!abs[0] && !realpath(sc_test_bin(), abs))
-        snprintf(abs, sizeof abs, "%s", sc_test_bin());
-    return abs;
-}
-
 #define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
 
 TEST(fifo_plan_source_refused)
@@ -31,14 +23,14 @@ TEST(fifo_plan_source_refused)
                "sed -e 's|\"source\": \"-\"|\"source\": \"fifo\"|' "
                "%s/tests/corpus/plan/source_stdin.json > pf.json && grep -q '\"fifo\"' pf.json",
                d, cwd, cwd, cwd) == 0);
-    CHECK(SC("cd %s && timeout 20 %s sim --plan pf.json < /dev/null", d, bin()) == 2);
+    CHECK(SC("cd %s && timeout 20 %s sim --plan pf.json < /dev/null", d, sc_test_bin()) == 2);
     CHECK_STR_HAS(out, "stagecraft: pf.json: model.source: fifo is not a regular file");
 }
 
 TEST(fifo_timeline_plan_file_refused)
 {
     const char *d = sc_test_tmpdir();
-    const char *b = bin();
+    const char *b = sc_test_bin();
     REQUIRE(SC("cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 16 --vocab 100 "
                "--dtype fp32 -o t2.json && %s cluster show cpu-local --nodes 1 -o c1.json && "
                "%s sim --model t2.json --cluster c1.json --microbatches 1 -o p1.json && "

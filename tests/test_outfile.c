@@ -24,14 +24,6 @@ static char out[1 << 16];
 #define SC(...) sc_test_sh(out, sizeof out, __VA_ARGS__)
 #define GEN "model gen gpt --layers 2 --hidden 64 --heads 2 --seq 16 --vocab 100"
 
-static const char *bin(void)
-{
-    static char abs[PATH_MAX];
-    if (!abs[0] && !realpath(sc_test_bin(), abs))
-        snprintf(abs, sizeof abs, "%s", sc_test_bin());
-    return abs;
-}
-
 static int is_chr(const char *p)
 {
     struct stat sb;
@@ -86,13 +78,13 @@ TEST(outfile_device_written_through_never_replaced)
                "&& mkdir w && mknod w/whatif.json c 1 3",
                d) == 0);
     /* full: the write fails (an I/O error, 3) and the device stays */
-    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o myfull", d, bin()), 3);
+    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o myfull", d, sc_test_bin()), 3);
     CHECK_STR_HAS(out, "stagecraft: myfull: write error: No space left on device");
     CHECK(is_chr(path_in("myfull")));
     /* null: written through, exit 0, still a device */
-    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o mynull", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o mynull", d, sc_test_bin()), 0);
     CHECK(is_chr(path_in("mynull")));
-    CHECK_EQ_INT(SC("cd %s && %s cluster show p4d.24xlarge -o mynull", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s cluster show p4d.24xlarge -o mynull", d, sc_test_bin()), 0);
     CHECK(is_chr(path_in("mynull")));
     CHECK(!has_tmp(d));
     /* through the library, as every writer calls it */
@@ -105,15 +97,15 @@ TEST(outfile_device_written_through_never_replaced)
     if (SC("command -v gnuplot") == 0) {
         REQUIRE(SC("cd %s && %s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 1 --tp 8 "
                    "--pp 1 --microbatches 1 --mbs 1 --timeline tl.json",
-                   d, bin()) == 0);
-        CHECK_EQ_INT(SC("cd %s && %s plot timeline tl.json -o null.svg", d, bin()), 0);
+                   d, sc_test_bin()) == 0);
+        CHECK_EQ_INT(SC("cd %s && %s plot timeline tl.json -o null.svg", d, sc_test_bin()), 0);
         CHECK(is_chr(path_in("null.svg")));
     }
     /* a set of files in a folder (whatif -o DIR): the device among them
      * stays a device, the others are files */
     CHECK_EQ_INT(SC("cd %s && %s whatif --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 "
                     "--global-batch 64 --tokens 1e9 -o w",
-                    d, bin()),
+                    d, sc_test_bin()),
                  0);
     CHECK(is_chr(path_in("w/whatif.json")));
     CHECK(is_reg(path_in("w/whatif.csv")));
@@ -129,7 +121,7 @@ TEST(outfile_fifo_written_through)
      * its output goes to a file so that the shell here need not wait) */
     CHECK_EQ_INT(SC("cd %s && (timeout 10 cat pipe > got 2>/dev/null &) && %s " GEN
                     " -o pipe && sleep 0.2 && %s model show got --depth 0",
-                    d, bin(), bin()),
+                    d, sc_test_bin(), sc_test_bin()),
                  0);
     CHECK_STR_HAS(out, "model gpt");
     struct stat sb;
@@ -146,24 +138,24 @@ TEST(outfile_symlink_followed_target_replaced)
                "ln -s loop1 loop2 && ln -s loop2 loop1",
                d) == 0);
     /* a link to a file: the link stays, the file gets the new bytes */
-    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o link.json", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o link.json", d, sc_test_bin()), 0);
     CHECK(is_link(path_in("link.json")));
     CHECK(is_reg(path_in("real.json")));
-    CHECK_EQ_INT(SC("cd %s && %s model show real.json --depth 0", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s model show real.json --depth 0", d, sc_test_bin()), 0);
     /* a relative link in another folder is relative to that folder */
-    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o sub/rel.json", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o sub/rel.json", d, sc_test_bin()), 0);
     CHECK(is_link(path_in("sub/rel.json")));
-    CHECK_EQ_INT(SC("cd %s && %s model show real2.json --depth 0", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s model show real2.json --depth 0", d, sc_test_bin()), 0);
     /* a link to a link */
-    CHECK_EQ_INT(SC("cd %s && echo old > real.json && %s " GEN " -o chain.json", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && echo old > real.json && %s " GEN " -o chain.json", d, sc_test_bin()), 0);
     CHECK(is_link(path_in("chain.json")) && is_link(path_in("link.json")));
-    CHECK_EQ_INT(SC("cd %s && %s model show real.json --depth 0", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s model show real.json --depth 0", d, sc_test_bin()), 0);
     /* a dangling link: its target is created */
-    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o dangling.json", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o dangling.json", d, sc_test_bin()), 0);
     CHECK(is_link(path_in("dangling.json")));
     CHECK(is_reg(path_in("made.json")));
     /* a loop: an error, nothing made */
-    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o loop1", d, bin()), 3);
+    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o loop1", d, sc_test_bin()), 3);
     CHECK_STR_HAS(out, "loop1: cannot write: Too many levels of symbolic links");
     CHECK(!has_tmp(d) && !has_tmp(path_in("sub")));
 }
@@ -175,16 +167,16 @@ TEST(outfile_stdout_and_refusals)
      * standard output, into a file or a pipe. The links are made here, so
      * that a writer that replaced them would harm nothing outside. */
     CHECK_EQ_INT(SC("cd %s && %s " GEN " -o - > a.json && %s model show a.json --depth 0", d,
-                    bin(), bin()),
+                    sc_test_bin(), sc_test_bin()),
                  0);
     REQUIRE(SC("cd %s && ln -s /proc/self/fd/1 out1 && ln -s /dev/fd/1 fd1", d) == 0);
-    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o out1 > b.json && cmp a.json b.json", d, bin()), 0);
-    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o out1 | cmp - a.json", d, bin()), 0);
-    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o fd1 > c.json && cmp a.json c.json", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o out1 > b.json && cmp a.json b.json", d, sc_test_bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o out1 | cmp - a.json", d, sc_test_bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && %s " GEN " -o fd1 > c.json && cmp a.json c.json", d, sc_test_bin()), 0);
     CHECK(is_reg(path_in("b.json")));
     CHECK(is_link(path_in("out1")) && is_link(path_in("fd1")));
     /* a folder is refused (bad usage, 2), and left alone */
-    CHECK_EQ_INT(SC("cd %s && mkdir dir && %s " GEN " -o dir", d, bin()), 2);
+    CHECK_EQ_INT(SC("cd %s && mkdir dir && %s " GEN " -o dir", d, sc_test_bin()), 2);
     CHECK_STR_HAS(out, "dir: is a folder: refusing to write over it");
     /* /proc is not a place for files */
     sc_error err = {0};
@@ -197,11 +189,11 @@ TEST(outfile_mode_follows_umask)
 {
     const char *d = sc_test_tmpdir();
     struct stat sb;
-    CHECK_EQ_INT(SC("cd %s && umask 027 && %s " GEN " -o a.json", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && umask 027 && %s " GEN " -o a.json", d, sc_test_bin()), 0);
     CHECK(stat(path_in("a.json"), &sb) == 0 && (sb.st_mode & 0777) == 0640);
-    CHECK_EQ_INT(SC("cd %s && umask 0 && %s cluster show p4d.24xlarge -o b.json", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && umask 0 && %s cluster show p4d.24xlarge -o b.json", d, sc_test_bin()), 0);
     CHECK(stat(path_in("b.json"), &sb) == 0 && (sb.st_mode & 0777) == 0666);
-    CHECK_EQ_INT(SC("cd %s && umask 077 && %s " GEN " -o b.json", d, bin()), 0);
+    CHECK_EQ_INT(SC("cd %s && umask 077 && %s " GEN " -o b.json", d, sc_test_bin()), 0);
     CHECK(stat(path_in("b.json"), &sb) == 0 && (sb.st_mode & 0777) == 0600);
 }
 
