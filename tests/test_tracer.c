@@ -1000,33 +1000,8 @@ TEST(tracer_einsum_kernels)
     if (!have_torch())
         return;
     const char *d = sc_test_tmpdir();
-    char py[4200];
-    snprintf(py, sizeof py, "%s/ein.py", d);
-    FILE *f = fopen(py, "w");
-    REQUIRE(f);
-    fputs("import torch\nfrom torch import nn\n"
-          "class Proj(nn.Module):\n"
-          "    def __init__(self, h):\n"
-          "        super().__init__()\n"
-          "        self.w = nn.Parameter(torch.randn(h, 2 * h) * 0.02)\n"
-          "    def forward(self, x):\n"
-          "        return torch.einsum('bsh,hk->bsk', x, self.w)\n"
-          "class Scores(nn.Module):\n"
-          "    def forward(self, q, k):\n"
-          "        return torch.einsum('bqd,bkd->bqk', q, k)\n"
-          "class Net(nn.Module):\n"
-          "    def __init__(self, h):\n"
-          "        super().__init__()\n"
-          "        self.proj = Proj(h)\n"
-          "        self.scores = Scores()\n"
-          "    def forward(self, x):\n"
-          "        q, k = self.proj(x).chunk(2, dim=-1)\n"
-          "        return self.scores(q, k)\n"
-          "def make(batch=2, seq=16, h=32):\n"
-          "    return Net(h), torch.randn(batch, seq, h)\n",
-          f);
-    REQUIRE(fclose(f) == 0);
-    REQUIRE(SC(TRACER " %s:make --batch 2 --seq 16 -o %s/ein.json", py, d) == 0);
+    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:einsum_net --batch 2 --seq 16 -o %s/ein.json",
+               d) == 0);
     static char buf[1 << 16];
     REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/ein.json", d) == 0);
     cJSON *j = cJSON_Parse(buf);

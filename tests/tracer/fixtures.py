@@ -170,3 +170,34 @@ def llama_like(batch=2, seq=16, vocab=500, hidden=64, heads=4, kv_heads=2, ffn=1
                **_):
     return (LlamaLike(vocab, hidden, heads, kv_heads, ffn, layers),
             torch.randint(0, vocab, (batch, seq)))
+
+
+class EinsumProj(nn.Module):
+    def __init__(self, h):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(h, 2 * h) * 0.02)
+
+    def forward(self, x):
+        return torch.einsum("bsh,hk->bsk", x, self.w)
+
+
+class EinsumScores(nn.Module):
+    def forward(self, q, k):
+        return torch.einsum("bqd,bkd->bqk", q, k)
+
+
+class EinsumNet(nn.Module):
+    """A projection by a parameter and attention-like scores, both einsums."""
+
+    def __init__(self, h):
+        super().__init__()
+        self.proj = EinsumProj(h)
+        self.scores = EinsumScores()
+
+    def forward(self, x):
+        q, k = self.proj(x).chunk(2, dim=-1)
+        return self.scores(q, k)
+
+
+def einsum_net(batch=2, seq=16, hidden=32, **_):
+    return EinsumNet(hidden), torch.randn(batch, seq, hidden)
