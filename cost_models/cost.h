@@ -142,6 +142,11 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
 double sc_cost_kernel_bytes(const sc_kernel *k, const sc_compute_cfg *cc, int bwd);
 void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_compute_cfg *cc,
                           double *fwd_s, double *bwd_s, double *recompute_s);
+/* The errors sc_cost_module_time_cfg can return, judged once for a
+ * configuration: a dtype that is not one or that the GPU has no peak for,
+ * tp or mbs below 1 (the message names `what`). */
+sc_status sc_cost_cfg_check(const sc_cluster *c, const sc_compute_cfg *cc, const char *what,
+                            sc_error *err);
 /* Forward and backward time of one call of mod's own work under cc: the
  * kernel level when sc_cost_uses_kernels, else the leaf roofline below. */
 sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,

@@ -42,20 +42,30 @@ sc_status sc_cost_module_time_sp(const sc_cluster *c, const sc_module *mod, sc_d
     return sc_cost_module_time_cfg(c, mod, &cc, fwd_s, bwd_s, err);
 }
 
+sc_status sc_cost_cfg_check(const sc_cluster *c, const sc_compute_cfg *cc, const char *what,
+                            sc_error *err)
+{
+    sc_dtype dt = cc->dtype;
+    if ((unsigned)dt >= SC_DTYPE_N)
+        return sc_err(err, SC_EINVAL, "%s: dtype %d is not a dtype", c->name, (int)dt);
+    if (c->gpu.peak_flops[dt] <= 0)
+        return sc_err(err, SC_ENOTSUP, "%s: the %s has no %s peak (gpu.peak_flops.%s is 0)",
+                      c->name, c->gpu.name, sc_dtype_name(dt), sc_dtype_name(dt));
+    if (cc->tp < 1 || cc->mbs < 1)
+        return sc_err(err, SC_EINVAL, "%s: tp (%d) and mbs (%d) must be >= 1", what, cc->tp,
+                      cc->mbs);
+    return SC_OK;
+}
+
 sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
                                   const sc_compute_cfg *cc, double *fwd_s, double *bwd_s,
                                   sc_error *err)
 {
     sc_dtype dt = cc->dtype;
     int tp = cc->tp, sp = cc->sp, mbs = cc->mbs;
-    if ((unsigned)dt >= SC_DTYPE_N)
-        return sc_err(err, SC_EINVAL, "%s: dtype %d is not a dtype", c->name, (int)dt);
-    if (c->gpu.peak_flops[dt] <= 0)
-        return sc_err(err, SC_ENOTSUP, "%s: the %s has no %s peak (gpu.peak_flops.%s is 0)",
-                      c->name, c->gpu.name, sc_dtype_name(dt), sc_dtype_name(dt));
-    if (tp < 1 || mbs < 1)
-        return sc_err(err, SC_EINVAL, "%s: tp (%d) and mbs (%d) must be >= 1", mod->name, tp,
-                      mbs);
+    sc_status cst = sc_cost_cfg_check(c, cc, mod->name, err);
+    if (cst)
+        return cst;
     /* sequence parallelism: what tp leaves whole (norms, dropouts) runs on
      * s/t tokens of each rank (Korthikanti et al. 2022 sec. 4.2.2) */
     double shard = mod->tp_shardable || (sp && mod->has_tp) ? tp : 1;

@@ -62,11 +62,9 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
     } memo[SC_STAGE_MEMO];
     int nmemo = 0, next = 0;
     sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac};
-    /* the checks sc_cost_module_time_cfg makes, which the memo would skip */
-    if (((unsigned)dt >= SC_DTYPE_N || c->gpu.peak_flops[dt] <= 0 || tp < 1 || mbs < 1) &&
-        m->n_leaves > 0) {
-        double f, b;
-        sc_status st = sc_cost_module_time_cfg(c, m->leaves[0], &cc, &f, &b, err);
+    /* what sc_cost_module_time_cfg would refuse, which the memo skips */
+    if (m->n_leaves > 0) {
+        sc_status st = sc_cost_cfg_check(c, &cc, m->leaves[0]->name, err);
         if (st)
             return st;
     }
