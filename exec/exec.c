@@ -412,24 +412,11 @@ static int add_pend(sc_exec *x, sc_req *r, int rec_i, int buf, int kind, int sta
 
 enum { COLL_AR = 0, COLL_RS, COLL_AG };
 
-/* Posts a collective of `bytes` (whole buffer: allreduce's, or the gathered
- * / scattered whole) on c and records it as op kind. wait_now: compute after
- * it needs its result. */
-static sc_status collective_n(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int buf,
-                              double bytes, int calls, int kind, int stage, int chunk, int mb,
-                              int peer, int wait_now, sc_error *err);
-
-static sc_status collective(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int buf, double bytes,
-                            int kind, int stage, int chunk, int mb, int peer, int wait_now,
-                            sc_error *err)
-{
-    return collective_n(x, c, coll, b, buf, bytes, 1, kind, stage, chunk, mb, peer, wait_now,
-                        err);
-}
-
-/* `calls` collectives of bytes / calls each, one after another on buffer
- * buf (each waits for the one before: free_buf), recorded as one op of
- * `bytes` from the first's start to the last's end. A TP action is the
+/* Posts `calls` collectives on c of bytes / calls each (bytes: the whole
+ * buffer, allreduce's or the gathered / scattered whole), one after another
+ * on buffer buf (each waits for the one before: free_buf), recorded as one
+ * op of kind `kind` and `bytes` from the first's start to the last's end.
+ * wait_now: compute after it needs its result. A TP action is the
  * stage's tp_count allreduces (two a layer in Megatron-LM), each paying its
  * own latency, as the simulator charges them (sim/step.c tp_after). */
 static sc_status collective_n(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int buf,
@@ -466,6 +453,15 @@ static sc_status collective_n(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int 
             return timed_out(x, err, kind, stage, mb, peer);
     }
     return st;
+}
+
+/* One collective: collective_n with calls 1. */
+static sc_status collective(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int buf, double bytes,
+                            int kind, int stage, int chunk, int mb, int peer, int wait_now,
+                            sc_error *err)
+{
+    return collective_n(x, c, coll, b, buf, bytes, 1, kind, stage, chunk, mb, peer, wait_now,
+                        err);
 }
 
 /* Buffer ids for hazard tracking. */
