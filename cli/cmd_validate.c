@@ -109,20 +109,12 @@ static void stats_line(const char *label, const sc_val_stats *st, double run_s)
     printf("\n");
 }
 
-/* Whether overall row k of suites[0..n) is one a framework overhead was
- * fitted on (its framework's table entry has fit rows and the row is in the
- * fit half); none with --no-overhead. */
-static int is_fit_row(sc_val_suite *const *suites, int n, int k, int no_overhead)
+/* Whether row w is one its framework's overhead was fitted on (the entry
+ * has fit rows and w is in the fit half); none with --no-overhead. */
+static int is_fit_row(const sc_val_row *w, int no_overhead)
 {
-    if (no_overhead)
-        return 0;
-    for (int i = 0; i < n; k -= suites[i]->n, i++)
-        if (k < suites[i]->n) {
-            const sc_val_row *w = &suites[i]->rows[k];
-            const sc_overhead *o = sc_overhead_find(w->framework);
-            return o && o->fit_rows > 0 && w->fit_half;
-        }
-    return 0;
+    const sc_overhead *o = no_overhead ? NULL : sc_overhead_find(w->framework);
+    return o && o->fit_rows > 0 && w->fit_half;
 }
 
 /* --fit-overhead: each framework's fit, beside the table's value. */
@@ -345,16 +337,14 @@ int cmd_validate(int argc, char **argv)
                     sub[n++] = errs[k];
         sc_val_stats_of(sub, n, &exact);
         /* the rows an overhead was fitted on, and the rest */
-        n = 0;
-        for (int k = 0; k < total; k++)
-            if (is_fit_row(suites, npaths, k, no_overhead))
-                sub[n++] = errs[k];
-        sc_val_stats_of(sub, n, &fitst);
-        n = 0;
-        for (int k = 0; k < total; k++)
-            if (!is_fit_row(suites, npaths, k, no_overhead))
-                sub[n++] = errs[k];
-        sc_val_stats_of(sub, n, &held);
+        for (int want = 1; want >= 0; want--) {
+            n = 0;
+            for (int i = 0, k = 0; i < npaths; i++)
+                for (int r = 0; r < suites[i]->n; r++, k++)
+                    if (is_fit_row(&suites[i]->rows[r], no_overhead) == want)
+                        sub[n++] = errs[k];
+            sc_val_stats_of(sub, n, want ? &fitst : &held);
+        }
     }
     /* distinct clusters, in order of first appearance */
     const char *clusters[MAX_SUITES * 4];
@@ -449,7 +439,7 @@ int cmd_validate(int argc, char **argv)
                 else
                     cJSON_AddNullToObject(o, "framework");
                 sc_jadd_num(o, "overhead", res[k].overhead, &oom);
-                sc_jadd_bool(o, "overhead_fit_row", is_fit_row(suites, npaths, k, no_overhead),
+                sc_jadd_bool(o, "overhead_fit_row", is_fit_row(w, no_overhead),
                              &oom);
             }
         cJSON *so = sc_jadd_obj(j, "suites", &oom);
@@ -540,7 +530,7 @@ int cmd_validate(int argc, char **argv)
                 printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
                        100 * res[k].error, w->approximate ? " ~" : "  ",
-                       is_fit_row(suites, npaths, k, no_overhead) ? " fit" : "");
+                       is_fit_row(w, no_overhead) ? " fit" : "");
             }
         printf("\n%-32s %5s %8s %13s %13s %11s\n", "", "rows", "MAPE", "mean signed",
                "max |error|", "run time");
