@@ -110,13 +110,13 @@ int cli_search_progress_line(cli_progress *ps, const sc_search_progress *p)
     ps->snap.done = p->done;
     ps->snap.total = p->total;
     ps->snap.fraction = p->fraction;
-    int last = p->phase == 1 && p->done == p->total, printed = 0;
-    if (t < CLI_PROGRESS_AFTER_S || (!last && ps->lines && t - ps->last < CLI_PROGRESS_EVERY_S))
-        ;
-    else if (!(last && !ps->lines)) { /* a search that ends without a line needs none */
+    int last = p->phase == 1 && p->done == p->total;
+    int due = t >= CLI_PROGRESS_AFTER_S &&
+              (last || !ps->lines || t - ps->last >= CLI_PROGRESS_EVERY_S);
+    /* a search that ends without a line needs none */
+    int printed = due && !(last && !ps->lines);
+    if (printed)
         print_line(ps, t, 0);
-        printed = 1;
-    }
     pthread_mutex_unlock(&hb_mu);
     return printed;
 }
