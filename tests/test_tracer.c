@@ -990,6 +990,76 @@ TEST(tracer_conv_kernels)
     CHECK_STR_HAS(out, "[gemm conv]");
 }
 
+/* Grouped and transposed convolutions are GEMMs too (tests/tracer/fixtures.py
+ * conv_zoo, 8x8 images): a grouped one is one GEMM per group (batch = groups,
+ * output pixels x Cout/g x Cin/g * kernel), a transposed one the data-gradient
+ * GEMM of the convolution it inverts (input pixels x Cout/g * kernel x
+ * Cin/g); a depthwise one is a stencil and keeps its totals. Every leaf of
+ * ResNeXt-50 (grouped 3x3 convolutions) gets a kernel list. */
+TEST(tracer_grouped_transposed_conv_kernels)
+{
+    if (!have_torch())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:conv_zoo --batch 2 --image 8 -o %s/zoo.json",
+               d) == 0);
+    static char buf[1 << 21];
+    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/zoo.json", d) == 0);
+    cJSON *j = cJSON_Parse(buf);
+    REQUIRE(j);
+    /* name, kernel name, batch, m, n, k */
+    static const struct { const char *leaf, *kernel; double batch, m, n, k; } want[] = {
+        {"grouped", "conv_grouped", 4, 64, 4, 18},      /* 8 -> 16 channels, 3x3, 4 groups */
+        {"up", "conv_transpose", 1, 64, 32, 16},        /* 16 -> 8, 2x2 stride 2 */
+        {"up_grouped", "conv_transpose", 2, 256, 36, 4} /* 8 -> 8, 3x3, 2 groups */
+    };
+    int seen = 0, depthwise_whole = 0;
+    const cJSON *kids = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "root"), "children");
+    for (const cJSON *x = kids ? kids->child : NULL; x; x = x->next) {
+        const cJSON *ks = cJSON_GetObjectItem(x, "kernels");
+        if (!strcmp(str(x, "name"), "depthwise")) {
+            depthwise_whole = !ks && num(x, "flops_fwd") > 0;
+            continue;
+        }
+        for (size_t i = 0; i < SC_ARRAY_LEN(want); i++) {
+            if (strcmp(str(x, "name"), want[i].leaf))
+                continue;
+            const cJSON *k = cJSON_IsArray(ks) ? ks->child : NULL;
+            REQUIRE(k && !k->next);
+            double b = cJSON_GetObjectItem(k, "batch") ? num(k, "batch") : 1;
+            CHECK(!strcmp(str(k, "name"), want[i].kernel) && !strcmp(str(k, "op"), "gemm"));
+            CHECK(b == want[i].batch && num(k, "m") == want[i].m && num(k, "n") == want[i].n &&
+                  num(k, "k") == want[i].k);
+            CHECK(fabs(2 * b * num(k, "m") * num(k, "n") * num(k, "k") - num(x, "flops_fwd")) <=
+                  1e-9 * num(x, "flops_fwd"));
+            seen++;
+        }
+    }
+    cJSON_Delete(j);
+    CHECK_EQ_INT(seen, 3);
+    CHECK(depthwise_whole);
+    REQUIRE(SC("%s cost --model %s/zoo.json --cluster dgx-a100-80g --kernels", sc_test_bin(),
+               d) == 0);
+    CHECK_STR_HAS(out, "[gemm conv_grouped]");
+    CHECK_STR_HAS(out, "[gemm conv_transpose]");
+
+    REQUIRE(SC(TRACER " resnext50_32x4d --batch 2 --image 64 -o %s/rx.json", d) == 0);
+    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/rx.json", d) == 0);
+    j = cJSON_Parse(buf);
+    REQUIRE(j);
+    static const cJSON *leaf[4096];
+    int leaves = leaves_of(j, leaf, 4096), with = 0, grouped = 0;
+    for (int i = 0; i < leaves; i++) {
+        const cJSON *ks = cJSON_GetObjectItem(leaf[i], "kernels");
+        with += cJSON_IsArray(ks) || !(num(leaf[i], "flops_fwd") > 0);
+        grouped += cJSON_IsArray(ks) && ks->child && !strcmp(str(ks->child, "name"), "conv_grouped");
+    }
+    cJSON_Delete(j);
+    CHECK(leaves > 100);
+    CHECK_EQ_INT(with, leaves);
+    CHECK_EQ_INT(grouped, 16); /* the 3x3 convolution of each of the 16 bottlenecks */
+}
+
 /* An einsum reaches the dispatcher as the products it decomposes into (bmm
  * on Debian's torch 1.13), so a leaf written with einsums gets GEMM kernels
  * like one written with matmuls: a projection by a parameter ("bsh,hk->bsk",

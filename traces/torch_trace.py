@@ -501,8 +501,8 @@ class Rec:
         self.uses = set()  # ids of parameters used (saved) that are not in its subtree
         # the kernels its own code ran (pass 1, batch totals): ["gemm", batch,
         # m, n, k, weight?, kv] or ["mem", name, bytes]; kernels_ok False when
-        # a counted op had no GEMM form (a grouped or transposed convolution,
-        # an einsum)
+        # a counted op had no GEMM form (a depthwise convolution, an einsum
+        # that reached the dispatcher whole)
         self.kernels = []
         self.kernels_ok = True
 
@@ -989,23 +989,44 @@ class Tracer:
                     else:       # activation x activation (attention): batched
                         r.kernels.append(["gemm", lead, M, N, K, False, 0])
                 elif name in CONV_OPS and o is not None and o.dim() >= 3 and len(args_) > 1:
-                    # a convolution as the implicit GEMM cuDNN runs for it:
-                    # output pixels (batch x spatial) by output channels by
-                    # input channels x kernel size. Only ungrouped and not
-                    # transposed: a grouped (depthwise) one is memory-bound
-                    # and a transposed one scatters; those leaves keep their
-                    # totals.
+                    # a convolution as the implicit GEMM cuDNN runs for it,
+                    # one per group (batch = groups): output pixels (batch x
+                    # spatial) by output channels by input channels x kernel
+                    # size. A transposed one is the data-gradient GEMM of the
+                    # convolution it inverts: input pixels by output channels
+                    # x kernel size by input channels (its scatter of the
+                    # columns into the output is not counted, as the FLOPs
+                    # convention has it). A depthwise one (one input channel
+                    # per group) is a stencil that no library runs as a GEMM:
+                    # that leaf keeps its totals.
                     x, w = args_[0], args_[1]
                     tr = "transpose" in name or (name in CONV_TRANSPOSED_ARG and
                                                  len(args_) > 6 and bool(args_[6]))
-                    if (tr or x.dim() < 3 or w.dim() < 3 or int(w.shape[1]) < 1 or
-                            int(x.shape[1]) != int(w.shape[1])):
+                    if x.dim() < 3 or w.dim() < 3 or int(w.shape[1]) < 1:
                         r.kernels_ok = False
                         return
-                    cout = int(o.shape[1])
-                    M = o.numel() // max(cout, 1)
-                    K = n / (2.0 * max(o.numel(), 1))
-                    r.kernels.append(["gemm", 1, M, cout, K, True, 0, "conv"])
+                    ks = _numel(w.shape[2:])
+                    if tr:  # weight (Cin, Cout/groups, k...)
+                        cin, cout_g = int(x.shape[1]), int(w.shape[1])
+                        G = int(o.shape[1]) // cout_g  # output channels = groups x Cout/groups
+                        if G < 1 or cin % G or int(o.shape[1]) != cout_g * G or (G > 1 and cin == G):
+                            r.kernels_ok = False
+                            return
+                        cin_g = cin // G
+                        M = x.numel() // max(cin, 1)
+                        r.kernels.append(["gemm", G, M, cout_g * ks, cin_g, True, 0, "conv_transpose"])
+                    else:   # weight (Cout, Cin/groups, k...)
+                        cin_g, cout = int(w.shape[1]), int(o.shape[1])
+                        G = int(x.shape[1]) // cin_g
+                        if G < 1 or int(x.shape[1]) != cin_g * G or cout % G:
+                            r.kernels_ok = False
+                            return
+                        if G > 1 and cin_g == 1:  # depthwise
+                            r.kernels_ok = False
+                            return
+                        M = o.numel() // max(cout, 1)
+                        r.kernels.append(["gemm", G, M, cout // G, cin_g * ks, True, 0,
+                                          "conv" if G == 1 else "conv_grouped"])
                 elif name in SDPA_OPS and o is not None and o.dim() >= 2:
                     q = args_[0]
                     L, E = int(q.shape[-2]), int(q.shape[-1])
@@ -1718,8 +1739,10 @@ def kernels_json(n, B):
     tp-shardable), every other op (norms, GeLU, softmax, dropout, adds) a
     memory-bound kernel of the bytes it read and wrote, one per op name.
     A convolution is the implicit GEMM cuDNN runs (output pixels x output
-    channels x input channels * kernel size), tp none.
-    None when the leaf ran an op without a GEMM form (a grouped or transposed
+    channels x input channels * kernel size; grouped: one per group, as the
+    GEMM's batch; transposed: input pixels x output channels * kernel size x
+    input channels), tp none.
+    None when the leaf ran an op without a GEMM form (a depthwise
     convolution, an einsum that reached the mode undecomposed; on torch 1.13
     einsums arrive as bmm), a shape does not divide by the batch, or the GEMMs' FLOPs
     differ from the leaf's counted ones: then the leaf is timed whole."""
@@ -1757,6 +1780,8 @@ def kernels_json(n, B):
                 return None
             e = {"name": k[7] if len(k) > 7 else "linear", "op": "gemm", "m": m // B, "n": nn,
                  "k": kk_i}
+            if batch > 1:  # a grouped convolution: one GEMM per group
+                e["batch"] = batch
             lin_seen += 1
             tp = {"column": "n", "row": "k"}.get(n.tp_role)
             if tp is None:

@@ -201,3 +201,23 @@ class EinsumNet(nn.Module):
 
 def einsum_net(batch=2, seq=16, hidden=32, **_):
     return EinsumNet(hidden), torch.randn(batch, seq, hidden)
+
+
+class ConvZoo(nn.Module):
+    """Convolutions of every GEMM form the tracer knows, one leaf each: a
+    grouped one (4 groups), a transposed one (stride 2), a grouped
+    transposed one (2 groups) and a depthwise one (timed whole)."""
+
+    def __init__(self, ch=8):
+        super().__init__()
+        self.grouped = nn.Conv2d(ch, 16, 3, padding=1, groups=4)
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.up_grouped = nn.ConvTranspose2d(8, 8, 3, padding=1, groups=2)
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+
+    def forward(self, x):
+        return self.depthwise(self.up_grouped(self.up(self.grouped(x))))
+
+
+def conv_zoo(batch=2, image=8, **_):
+    return ConvZoo(), torch.randn(batch, 8, image, image)
