@@ -58,8 +58,9 @@ benches() { # SUFFIX: the three benches, into bench_OP.SUFFIX
   run2 "$sc" bench allreduce --sizes $sizes -o "bench_allreduce.$1" >/dev/null
   run2 "$sc" bench p2p --sizes $sizes -o "bench_p2p.$1" >/dev/null
 }
-# the sizes the plans send (activations of 128-256 KiB up to MiB-sized
-# gradient buckets): in shared memory Open MPI switches protocol below 128 KiB
+# the sizes the plans send (activations of 128-256 KiB, tp halves of 64-128
+# KiB; dp2_m2's one gradient bucket of 16.2 MiB lies beyond, extrapolated:
+# docs/accuracy.md says what that costs): in shared memory Open MPI switches protocol below 128 KiB
 # (a 64 KiB message 11 us, a 128 KiB one 62 us), and no alpha-beta line fits
 # both sides (calibrate's link gates refused 4K:4M:4 at MAPE 18-21%); across a
 # shaped link, messages under the token bucket pass at memory speed: measure
