@@ -3,6 +3,7 @@
  * (see exec/bench.h for what is measured and how). */
 #include "cli.h"
 #include "bench.h"
+#include "exec.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +30,10 @@ static void usage(FILE *f)
             "                     Bytes for the communication ops (default 1K:16M:4 on cpu,\n"
             "                     1K:1G:4 on cuda); square m=n=k for gemm, or MxNxK list\n"
             "                     items (default 128:1024:2 on cpu, 256:16384:2 on cuda)\n"
+            "  --plan FILE        gemm: time the GEMM shapes the executor runs for this plan\n"
+            "                     (forward and both backward shapes, every stage; repeat\n"
+            "                     for several plans; with --sizes, both), so calibrate fits\n"
+            "                     the shapes the plans run rather than squares\n"
             "  --dtype D          fp32, tf32, fp16, bf16, fp8 (default fp32 on cpu, bf16 on\n"
             "                     cuda; the cpu backend runs everything in fp32)\n"
             "  --iters N          timed iterations per block (default 20)\n"
@@ -44,6 +49,7 @@ static void usage(FILE *f)
             "  --json             print the results as JSON instead of the table\n\n"
             "examples:\n"
             "  stagecraft bench gemm --sizes 256:2048:2 -o gemm.json\n"
+            "  stagecraft bench gemm --plan cal.plan.json --plan held.plan.json -o gemm.json\n"
             "  mpirun -np 2 stagecraft bench allreduce --sizes 1K:64M:4 -o ar.json\n"
             "  scripts/netcluster.sh run --np 2 -- $PWD/bin/stagecraft bench p2p -o p2p.json\n");
 }
@@ -92,9 +98,10 @@ static int opt_double(int quiet, const char *opt, const char *s, double lo, doub
 int cmd_bench(int argc, char **argv)
 {
     enum { O_BACKEND = 1000, O_SIZES, O_DTYPE, O_ITERS, O_WARMUP, O_TIMEOUT, O_JSON, O_TOL,
-           O_MAXIT };
+           O_MAXIT, O_PLAN };
     static const struct option opts[] = {{"backend", required_argument, NULL, O_BACKEND},
                                          {"sizes", required_argument, NULL, O_SIZES},
+                                         {"plan", required_argument, NULL, O_PLAN},
                                          {"dtype", required_argument, NULL, O_DTYPE},
                                          {"iters", required_argument, NULL, O_ITERS},
                                          {"warmup", required_argument, NULL, O_WARMUP},
@@ -106,6 +113,8 @@ int cmd_bench(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *backend = "cpu", *sizes = NULL, *dtype = NULL, *out = NULL;
+    const char *plans[16];
+    int nplans = 0;
     long iters = 20, warmup = 3, max_iters = 0;
     double timeout = 120, tolerance = 0.02;
     int json = 0, ch, quiet = launcher_rank() != 0;
@@ -115,6 +124,11 @@ int cmd_bench(int argc, char **argv)
         switch (ch) {
         case O_BACKEND: backend = optarg; break;
         case O_SIZES: sizes = optarg; break;
+        case O_PLAN:
+            if (nplans >= (int)SC_ARRAY_LEN(plans))
+                return USAGE("--plan: at most %d plans", (int)SC_ARRAY_LEN(plans));
+            plans[nplans++] = optarg;
+            break;
         case O_DTYPE: dtype = optarg; break;
         case O_ITERS:
             if (opt_long(quiet, "--iters", optarg, 1, 100000, &iters))
@@ -164,14 +178,34 @@ int cmd_bench(int argc, char **argv)
     int dt = sc_dtype_parse(dtype ? dtype : cuda ? "bf16" : "fp32");
     if (dt < 0)
         return USAGE("--dtype: unknown '%s' (fp32, tf32, fp16, bf16, fp8)", dtype);
-    if (!sizes)
+    if (nplans && op != SC_BENCH_GEMM)
+        return USAGE("--plan is for gemm (the shapes a plan runs); %s takes --sizes",
+                     argv[optind]);
+    if (!sizes && !nplans)
         sizes = op == SC_BENCH_GEMM ? (cuda ? "256:16384:2" : "128:1024:2")
                                     : (cuda ? "1K:1G:4" : "1K:16M:4");
     static sc_bench_point pts[SC_BENCH_MAX_SIZES];
     int npts = 0;
     sc_error err = {0};
-    if (sc_bench_parse_sizes((sc_bench_op)op, sizes, pts, &npts, &err))
+    if (sizes && sc_bench_parse_sizes((sc_bench_op)op, sizes, pts, &npts, &err))
         return USAGE("%s", err.msg);
+    for (int i = 0; i < nplans; i++) {
+        static sc_exec_gemm g[SC_BENCH_MAX_SIZES];
+        int ng = 0;
+        if (sc_exec_plan_gemms(plans[i], g, SC_BENCH_MAX_SIZES, &ng, &err))
+            return launcher_rank() == 0 ? cli_fail(&err) : cli_exit_code(err.status);
+        for (int j = 0; j < ng; j++) {
+            int dup = 0;
+            for (int q = 0; q < npts && !dup; q++)
+                dup = pts[q].m == g[j].m && pts[q].n == g[j].n && pts[q].k == g[j].k;
+            if (dup)
+                continue;
+            if (npts >= SC_BENCH_MAX_SIZES)
+                return USAGE("--plan %s: more than %d distinct GEMM shapes in all", plans[i],
+                             SC_BENCH_MAX_SIZES);
+            pts[npts++] = (sc_bench_point){0, g[j].m, g[j].n, g[j].k};
+        }
+    }
 
     sc_bench *b = NULL;
     if (sc_bench_open(backend, NULL, NULL, &b, &err)) {

@@ -91,6 +91,10 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
         /* an inner module's act_out is its subtree's output, written by its
          * last leaf: not work of its own */
         double ao = mod->n_children ? 0 : mbs * mod->act_out_bytes;
+        /* an embedding gathers the rows its tokens select (as many bytes as
+         * it writes), not its whole table */
+        if (!mod->n_children && !strcmp(mod->kind, "embedding") && w > ao)
+            w = ao;
         f = call_time(c, dt, mbs * mod->flops_fwd / shard, w + as + ao);
         double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
         b = call_time(c, dt, bf * mbs * sc_module_flops_bwd(mod) / shard, 2 * w + as + 2 * ao);

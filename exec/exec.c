@@ -976,6 +976,73 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
     return st;
 }
 
+/* ---- the GEMM shapes a plan runs ---------------------------------------------- */
+
+/* Adds (m, n, k) to out[0..*n) unless there already; 1 when full. */
+static int add_shape(sc_exec_gemm *out, int cap, int *n, int m, int nn, int k)
+{
+    for (int i = 0; i < *n; i++)
+        if (out[i].m == m && out[i].n == nn && out[i].k == k) {
+            out[i].calls++;
+            return 0;
+        }
+    if (*n >= cap)
+        return 1;
+    out[(*n)++] = (sc_exec_gemm){m, nn, k, 1};
+    return 0;
+}
+
+sc_status sc_exec_plan_gemms(const char *plan_file, sc_exec_gemm *out, int cap, int *n,
+                             sc_error *err)
+{
+    *n = 0;
+    sc_exec *x = sc_calloc(1, sizeof *x);
+    if (!x)
+        return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    sc_status st = sc_plan_load(plan_file, &x->plan, err);
+    if (!st)
+        st = sc_plan_open(x->plan, plan_file, &x->model, &x->cluster, err);
+    if (!st) {
+        sc_plan_step_cfg(x->plan, &x->cfg);
+        x->S = x->cfg.pp * x->cfg.v;
+        st = sc_lower(x->model, &x->cluster, &x->cfg, &x->lw, err);
+        if (st)
+            sc_err_prefix(err, "%s", sc_basename(plan_file));
+    }
+    if (!st)
+        x->info = x->lw->info;
+    int full = 0;
+    /* every pipeline position's work, each GEMM as run_items calls it:
+     * forward C = A B (m, n, k); backward dA (m, k, n) and dB (k, n, m) */
+    for (int p = 0; !st && p < x->cfg.pp; p++) {
+        x->p = p;
+        st = build_work(x, err);
+        for (int c = 0; !st && c < x->cfg.v * x->lw->k; c++) {
+            const stage_work *w = &x->sw[c];
+            for (int i = 0; i < w->n; i++) {
+                const item *q = &w->it[i];
+                if (q->type == IT_MEM)
+                    continue;
+                full |= add_shape(out, cap, n, q->m, q->n, q->k);
+                full |= add_shape(out, cap, n, q->m, q->k, q->n);
+                full |= add_shape(out, cap, n, q->k, q->n, q->m);
+            }
+        }
+        for (int c = 0; x->sw && c < x->cfg.v * x->lw->k; c++)
+            sc_free(x->sw[c].it);
+        sc_free(x->sw);
+        x->sw = NULL;
+    }
+    if (!st && full)
+        st = sc_err(err, SC_EINVAL, "%s: the plan runs more than %d distinct GEMM shapes",
+                    sc_basename(plan_file), cap);
+    sc_lower_free(x->lw);
+    sc_model_free(x->model);
+    sc_plan_free(x->plan);
+    sc_free(x);
+    return st;
+}
+
 /* ---- measurement ------------------------------------------------------------ */
 
 typedef struct wire_op {

@@ -416,3 +416,64 @@ TEST(bench_inputs_uniform_and_provenance)
     CHECK(SC("%s bench gemm --iters 10 --max-iters 5", sc_test_bin()) == 2);
     CHECK_STR_HAS(out, "--max-iters 5 is below --iters 10");
 }
+
+/* bench gemm --plan times the GEMM shapes the executor runs for a plan:
+ * each forward (m, n, k) and its two backward shapes, (m, k, n) and
+ * (k, n, m), once each. A 2-layer GPT (h 64, 2 heads, seq 32, vocab 128) at
+ * pp 2, mbs 2 on the CPU cluster runs its leaves as qkv (64, 192, 64), the
+ * per-head scores and context (32, 32, 32), the output projection
+ * (64, 64, 64), the MLP (64, 256, 64) and (64, 64, 256), and the head
+ * (64, 128, 64). */
+TEST(bench_gemm_plan_shapes)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 --vocab 128 "
+               "--dtype fp32 -o %s/m.json", sc_test_bin(), d) == 0);
+    REQUIRE(SC("%s sim --model %s/m.json --cluster cpu-local --pp 2 --microbatches 2 --mbs 2 "
+               "--schedule 1f1b -o %s/p.json", sc_test_bin(), d, d) == 0);
+    REQUIRE(SC("%s%s bench gemm --plan %s/p.json --iters 1 --warmup 0 --tolerance 0 -o %s/g.json",
+               mpi_env(), sc_test_bin(), d, d) == 0);
+    static const int fwd[][3] = {{64, 192, 64}, {32, 32, 32}, {64, 64, 64},
+                                 {64, 256, 64}, {64, 64, 256}, {64, 128, 64}};
+    int want[3 * SC_ARRAY_LEN(fwd)][3], nw = 0;
+    for (size_t i = 0; i < SC_ARRAY_LEN(fwd); i++) {
+        int m = fwd[i][0], n = fwd[i][1], k = fwd[i][2];
+        const int s[3][3] = {{m, n, k}, {m, k, n}, {k, n, m}};
+        for (int j = 0; j < 3; j++) {
+            int dup = 0;
+            for (int q = 0; q < nw && !dup; q++)
+                dup = want[q][0] == s[j][0] && want[q][1] == s[j][1] && want[q][2] == s[j][2];
+            if (!dup) {
+                memcpy(want[nw], s[j], sizeof want[nw]);
+                nw++;
+            }
+        }
+    }
+    char p[600];
+    snprintf(p, sizeof p, "%s/g.json", d);
+    cJSON *j = load(p);
+    REQUIRE(j);
+    const cJSON *r = cJSON_GetObjectItem(j, "results");
+    CHECK_EQ_INT(cJSON_GetArraySize(r), nw);
+    int found = 0;
+    for (const cJSON *x = r ? r->child : NULL; x; x = x->next)
+        for (int q = 0; q < nw; q++)
+            found += num(x, "m") == want[q][0] && num(x, "n") == want[q][1] &&
+                     num(x, "k") == want[q][2];
+    CHECK_EQ_INT(found, nw);
+    cJSON_Delete(j);
+    /* with --sizes: both, a shape once */
+    REQUIRE(SC("%s%s bench gemm --sizes 16,64x192x64 --plan %s/p.json --iters 1 --warmup 0 "
+               "--tolerance 0 --json", mpi_env(), sc_test_bin(), d) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "results")), nw + 1);
+    cJSON_Delete(j);
+    /* not for communication; a missing plan is named */
+    CHECK(SC("%s bench allreduce --plan %s/p.json -o %s/x.json", sc_test_bin(), d, d) == 2);
+    CHECK_STR_HAS(out, "--plan is for gemm");
+    CHECK(SC("%s bench gemm --plan %s/none.json -o %s/x.json", sc_test_bin(), d, d) != 0);
+    CHECK_STR_HAS(out, "none.json");
+    snprintf(p, sizeof p, "%s/x.json", d);
+    CHECK(!sc_test_exists(p));
+}

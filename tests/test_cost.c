@@ -481,6 +481,34 @@ TEST(cost_compute_bandwidth_bound)
     sc_model_free(m);
 }
 
+/* An embedding leaf timed whole gathers the rows its tokens select: its
+ * forward moves its output's bytes twice (the rows read, the output
+ * written) and its saved bytes, whatever the size of its table (a 50k-word
+ * table's 100 MB were charged on every forward before); a module of
+ * another kind with the same numbers still reads its weights. */
+TEST(cost_embedding_reads_rows_not_table)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    sc_model *m = sc_model_new("t", SC_BF16, 1024);
+    sc_module *root = sc_model_add(m, NULL, "root", "model");
+    sc_module *e = sc_model_add(m, root, "embed", "embedding");
+    sc_module *o = sc_model_add(m, root, "other", "norm");
+    e->params = o->params = 5e7;
+    e->act_out_bytes = o->act_out_bytes = 2e6;
+    e->act_saved_bytes = o->act_saved_bytes = 1e5;
+    REQUIRE(sc_model_finish(m, "<test>", NULL) == SC_OK);
+    double bw = 1555e9 * 0.8, f, b;
+    REQUIRE(sc_cost_module_time(&c, e, SC_BF16, 1, 2, &f, &b, NULL) == SC_OK);
+    CHECK_NEAR(f, 10e-6 + (2 * 2e6 + 2e5 + 2 * 2e6) / bw, 1e-12);
+    double f2;
+    e->params = 5e8; /* ten times the table */
+    REQUIRE(sc_cost_module_time(&c, e, SC_BF16, 1, 2, &f2, &b, NULL) == SC_OK);
+    CHECK_NEAR(f2, f, 1e-15);
+    REQUIRE(sc_cost_module_time(&c, o, SC_BF16, 1, 2, &f2, &b, NULL) == SC_OK);
+    CHECK_NEAR(f2, 10e-6 + (5e7 * 2 + 2e5 + 2 * 2e6) / bw, 1e-12);
+    sc_model_free(m);
+}
+
 TEST(cost_measured_preferred)
 {
     sc_cluster c = preset("p4d.24xlarge");
