@@ -29,6 +29,24 @@ static double call_time(const sc_cluster *c, sc_dtype dt, double f, double bytes
     return c->eff.op_overhead_s + (tc > tm ? tc : tm);
 }
 
+void sc_cost_leaf_bytes(const sc_module *mod, sc_dtype dt, double shard, int mbs, double *fwd,
+                        double *bwd)
+{
+    double w = mod->params / shard * sc_dtype_bytes(dt);
+    double as = mbs * mod->act_saved_bytes / shard;
+    /* an inner module's act_out is its subtree's output, written by its
+     * last leaf: not work of its own */
+    double ao = mod->n_children ? 0 : mbs * mod->act_out_bytes;
+    /* an embedding gathers the rows its tokens select (as many bytes as it
+     * writes), not its whole table */
+    if (!mod->n_children && !strcmp(mod->kind, "embedding") && w > ao)
+        w = ao;
+    if (fwd)
+        *fwd = w + as + ao;
+    if (bwd)
+        *bwd = 2 * w + as + 2 * ao;
+}
+
 sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
                               int mbs, double *fwd_s, double *bwd_s, sc_error *err)
 {
@@ -86,18 +104,11 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
         f *= cc->q_frac;
         b *= cc->q_frac;
     } else {
-        double w = mod->params / shard * sc_dtype_bytes(dt);
-        double as = mbs * mod->act_saved_bytes / shard;
-        /* an inner module's act_out is its subtree's output, written by its
-         * last leaf: not work of its own */
-        double ao = mod->n_children ? 0 : mbs * mod->act_out_bytes;
-        /* an embedding gathers the rows its tokens select (as many bytes as
-         * it writes), not its whole table */
-        if (!mod->n_children && !strcmp(mod->kind, "embedding") && w > ao)
-            w = ao;
-        f = call_time(c, dt, mbs * mod->flops_fwd / shard, w + as + ao);
+        double bf_bytes, bb_bytes;
+        sc_cost_leaf_bytes(mod, dt, shard, mbs, &bf_bytes, &bb_bytes);
+        f = call_time(c, dt, mbs * mod->flops_fwd / shard, bf_bytes);
         double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
-        b = call_time(c, dt, bf * mbs * sc_module_flops_bwd(mod) / shard, 2 * w + as + 2 * ao);
+        b = call_time(c, dt, bf * mbs * sc_module_flops_bwd(mod) / shard, bb_bytes);
     }
     if (fwd_s)
         *fwd_s = f;

@@ -36,7 +36,8 @@ enum { IT_WGEMM = 0, IT_CORE, IT_MEM };
  * (backward: two input-gradient GEMMs) or a memory-bound pass. */
 typedef struct item {
     int type, m, n, k, batch;
-    size_t bytes; /* IT_MEM */
+    size_t bytes;     /* IT_MEM: the forward's bytes */
+    size_t bwd_bytes; /* IT_MEM: the backward's (the cost model's figures) */
 } item;
 
 typedef struct stage_work {
@@ -177,19 +178,20 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
         if (!sc_kernel_runs(k, x->cfg.attn))
             continue;
         if (k->op == SC_KOP_MEM) {
-            double b = sc_cost_kernel_bytes(k, &cc, 0);
+            double b = sc_cost_kernel_bytes(k, &cc, 0), bb = sc_cost_kernel_bytes(k, &cc, 1);
             if (b >= 4)
-                rc |= push_item(it, n, cap, (item){IT_MEM, 0, 0, 0, 0, (size_t)b});
+                rc |= push_item(it, n, cap,
+                                (item){IT_MEM, 0, 0, 0, 0, (size_t)b, (size_t)fmax(bb, 4)});
             continue;
         }
         double B, M, N, K;
         sc_cost_kernel_shape(k, &cc, &B, &M, &N, &K);
         if (k->op == SC_KOP_FLASH) {
-            rc |= push_item(it, n, cap, (item){IT_CORE, clampi(M), clampi(N), clampi(K), clampi(B), 0});
-            rc |= push_item(it, n, cap, (item){IT_CORE, clampi(M), clampi(K), clampi(N), clampi(B), 0});
+            rc |= push_item(it, n, cap, (item){IT_CORE, clampi(M), clampi(N), clampi(K), clampi(B), 0, 0});
+            rc |= push_item(it, n, cap, (item){IT_CORE, clampi(M), clampi(K), clampi(N), clampi(B), 0, 0});
         } else {
             rc |= push_item(it, n, cap, (item){k->grow_batch ? IT_CORE : IT_WGEMM, clampi(M),
-                                              clampi(N), clampi(K), clampi(B), 0});
+                                              clampi(N), clampi(K), clampi(B), 0, 0});
         }
     }
     return rc;
@@ -198,14 +200,13 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
 /* The forward work of one leaf for mbs samples on one tp rank; qf, kf: a
  * token slice's share of the queries and of the keys (1, 1: whole; a
  * self-attention's keys are the first kf of the sequence). */
-static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, double qf,
+static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, int sp, double qf,
                       double kf, item **it, int *n, int *cap)
 {
     double sh = x->has_tp && x->tp_shardable ? tp : 1;
     double seq0 = sc_module_dim(x, "seq", m->seq_len), P = sc_module_dim(x, "passages", 1);
     double seq = ceil(seq0 * qf);
     double T = mbs * P * seq, h = sc_module_dim(x, "hidden", 0);
-    double mem = x->act_out_bytes * mbs * qf;
     int rc = 0;
     if (sc_module_is_attention(x)) {
         double a = sc_module_dim(x, "heads", 0), dk = sc_module_dim(x, "kv", 0);
@@ -221,13 +222,13 @@ static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, do
         int core = !strcmp(x->kind, "attention_core");
         if (!core && h > 0)
             rc |= push_item(it, n, cap,
-                            (item){IT_WGEMM, clampi(T), clampi((a + 2 * kvh) * dk / sh), clampi(h), 1, 0});
+                            (item){IT_WGEMM, clampi(T), clampi((a + 2 * kvh) * dk / sh), clampi(h), 1, 0, 0});
         int batch = clampi(mbs * P * ah);
-        rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(skv), clampi(dk), batch, 0});
-        rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(dk), clampi(skv), batch, 0});
+        rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(skv), clampi(dk), batch, 0, 0});
+        rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(dk), clampi(skv), batch, 0, 0});
         if (!core && h > 0)
             rc |= push_item(it, n, cap,
-                            (item){IT_WGEMM, clampi(T), clampi(h), clampi(inner / sh), 1, 0});
+                            (item){IT_WGEMM, clampi(T), clampi(h), clampi(inner / sh), 1, 0, 0});
         return rc;
     }
     if (!strcmp(x->kind, "mlp") && h > 0) {
@@ -236,23 +237,31 @@ static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, do
         if (g > 4)
             g = 4;
         for (int i = 0; i + 1 < g; i++)
-            rc |= push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(ffn / sh), clampi(h), 1, 0});
-        rc |= push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(h), clampi(ffn / sh), 1, 0});
+            rc |= push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(ffn / sh), clampi(h), 1, 0, 0});
+        rc |= push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(h), clampi(ffn / sh), 1, 0, 0});
         return rc;
     }
     double V = sc_module_dim(x, "vocab", 0);
     if (!strcmp(x->kind, "head") && h > 0 && V > 0)
-        return push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(V / sh), clampi(h), 1, 0});
+        return push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(V / sh), clampi(h), 1, 0, 0});
     if (x->flops_fwd > 0) {
         double fl = x->flops_fwd * mbs * qf / sh;
         if (h > 0)
             return push_item(it, n, cap,
-                             (item){IT_WGEMM, clampi(T), clampi(h), clampi(fl / (2 * T * h)), 1, 0});
+                             (item){IT_WGEMM, clampi(T), clampi(h), clampi(fl / (2 * T * h)), 1, 0, 0});
         int side = clampi(cbrt(fl / 2));
-        return push_item(it, n, cap, (item){IT_WGEMM, side, side, side, 1, 0});
+        return push_item(it, n, cap, (item){IT_WGEMM, side, side, side, 1, 0, 0});
     }
-    if (mem >= 4)
-        return push_item(it, n, cap, (item){IT_MEM, 0, 0, 0, 0, (size_t)mem});
+    /* a leaf of memory passes alone (a norm, an embedding): the bytes the
+     * cost model's leaf roofline charges it, forward and backward
+     * (sc_cost_leaf_bytes), so measured and predicted move the same traffic */
+    double fb, bb, shm = x->tp_shardable || (sp && x->has_tp) ? tp : 1;
+    sc_cost_leaf_bytes(x, m->dtype, shm, mbs, &fb, &bb);
+    fb *= qf;
+    bb *= qf;
+    if (fb >= 4)
+        return push_item(it, n, cap,
+                         (item){IT_MEM, 0, 0, 0, 0, (size_t)fb, (size_t)fmax(bb, 4)});
     return 0;
 }
 
@@ -285,7 +294,7 @@ static sc_status build_work(sc_exec *x, sc_error *err)
                 const sc_module *leaf = m->leaves[l];
                 int bad = sc_cost_uses_kernels(&x->cluster, leaf)
                               ? kernel_items(x, leaf, qf, kf, &w->it, &w->n, &cap)
-                              : leaf_items(m, leaf, x->cfg.mbs, x->cfg.tp, qf, kf, &w->it,
+                              : leaf_items(m, leaf, x->cfg.mbs, x->cfg.tp, x->cfg.sp, qf, kf, &w->it,
                                            &w->n, &cap);
                 if (bad)
                     return sc_err(err, SC_ENOMEM, "exec: out of memory");
@@ -318,7 +327,8 @@ static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, in
             break;
         if (q->type == IT_MEM) {
             if (what != RUN_W && what != RUN_SEL)
-                st = be->memop(x->bk, x->M1, x->M0, q->bytes, err);
+                st = be->memop(x->bk, x->M1, x->M0, what == RUN_F ? q->bytes : q->bwd_bytes,
+                               err);
             continue;
         }
         if (what == RUN_F || (what == RUN_SEL && q->type == IT_CORE)) {
@@ -786,7 +796,7 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
             double mk = (double)q->m * q->k, kn = (double)q->k * q->n, mn = (double)q->m * q->n;
             X = maxd(X, maxd(mk, maxd(kn, mn)) * q->batch);
             if (q->type == IT_MEM)
-                mem = maxd(mem, (double)q->bytes);
+                mem = maxd(mem, maxd((double)q->bytes, (double)q->bwd_bytes));
         }
     }
     /* each communication buffer holds the largest whole buffer of the

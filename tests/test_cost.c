@@ -506,6 +506,17 @@ TEST(cost_embedding_reads_rows_not_table)
     CHECK_NEAR(f2, f, 1e-15);
     REQUIRE(sc_cost_module_time(&c, o, SC_BF16, 1, 2, &f2, &b, NULL) == SC_OK);
     CHECK_NEAR(f2, 10e-6 + (5e7 * 2 + 2e5 + 2 * 2e6) / bw, 1e-12);
+    /* the bytes themselves, as the executor runs them for a leaf without
+     * FLOPs: forward W + A_s + A_o, backward 2 W + A_s + 2 A_o */
+    double fb, bb;
+    sc_cost_leaf_bytes(o, SC_BF16, 1, 2, &fb, &bb);
+    CHECK_NEAR(fb, 1e8 + 2e5 + 4e6, 1e-6);
+    CHECK_NEAR(bb, 2e8 + 2e5 + 8e6, 1e-6);
+    sc_cost_leaf_bytes(o, SC_BF16, 4, 2, &fb, NULL); /* sharded by tp 4 */
+    CHECK_NEAR(fb, 1e8 / 4 + 2e5 / 4 + 4e6, 1e-6);
+    sc_cost_leaf_bytes(e, SC_BF16, 1, 2, &fb, &bb);
+    CHECK_NEAR(fb, 4e6 + 2e5 + 4e6, 1e-6);
+    CHECK_NEAR(bb, 8e6 + 2e5 + 8e6, 1e-6);
     sc_model_free(m);
 }
 
