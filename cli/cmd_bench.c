@@ -189,23 +189,9 @@ int cmd_bench(int argc, char **argv)
     sc_error err = {0};
     if (sizes && sc_bench_parse_sizes((sc_bench_op)op, sizes, pts, &npts, &err))
         return USAGE("%s", err.msg);
-    for (int i = 0; i < nplans; i++) {
-        static sc_exec_gemm g[SC_BENCH_MAX_SIZES];
-        int ng = 0;
-        if (sc_exec_plan_gemms(plans[i], g, SC_BENCH_MAX_SIZES, &ng, &err))
+    for (int i = 0; i < nplans; i++)
+        if (sc_exec_plan_gemms(plans[i], pts, SC_BENCH_MAX_SIZES, &npts, &err))
             return launcher_rank() == 0 ? cli_fail(&err) : cli_exit_code(err.status);
-        for (int j = 0; j < ng; j++) {
-            int dup = 0;
-            for (int q = 0; q < npts && !dup; q++)
-                dup = pts[q].m == g[j].m && pts[q].n == g[j].n && pts[q].k == g[j].k;
-            if (dup)
-                continue;
-            if (npts >= SC_BENCH_MAX_SIZES)
-                return USAGE("--plan %s: more than %d distinct GEMM shapes in all", plans[i],
-                             SC_BENCH_MAX_SIZES);
-            pts[npts++] = (sc_bench_point){0, g[j].m, g[j].n, g[j].k};
-        }
-    }
 
     sc_bench *b = NULL;
     if (sc_bench_open(backend, NULL, NULL, &b, &err)) {

@@ -160,12 +160,12 @@ sc_status sc_cost_modules_time_cfg(const sc_cluster *c, sc_module *const *mods, 
                                    const sc_compute_cfg *cc, double *fwd_s, double *bwd_s,
                                    sc_error *err);
 
-/* The bytes B of the leaf roofline above for one call of mod's own work,
- * forward and backward (either pointer may be NULL), with shard = T' (the
- * tp degree the module's work is divided by, 1 if none). The executor runs
- * a leaf without FLOPs as memory passes of these bytes, so the two replay
- * the same traffic. */
-void sc_cost_leaf_bytes(const sc_module *mod, sc_dtype dt, double shard, int mbs, double *fwd,
+/* The bytes B of the leaf roofline above for one call of mod's own work
+ * on one rank of a tp group of tp (sp: sequence parallelism), forward and
+ * backward (either pointer may be NULL). The executor runs a leaf without
+ * FLOPs as memory passes of these bytes, so the two replay the same
+ * traffic. */
+void sc_cost_leaf_bytes(const sc_module *mod, sc_dtype dt, int tp, int sp, int mbs, double *fwd,
                         double *bwd);
 /* eff(F) for dtype dt (0 when the dtype is unsupported or F <= 0). */
 double sc_cost_eff(const sc_cluster *c, sc_dtype dt, double flops);

@@ -29,9 +29,18 @@ static double call_time(const sc_cluster *c, sc_dtype dt, double f, double bytes
     return c->eff.op_overhead_s + (tc > tm ? tc : tm);
 }
 
-void sc_cost_leaf_bytes(const sc_module *mod, sc_dtype dt, double shard, int mbs, double *fwd,
+/* T': what a module's own work is divided by on one rank of a tp group of
+ * tp. Sequence parallelism: what tp leaves whole (norms, dropouts) runs on
+ * s/t tokens of each rank (Korthikanti et al. 2022 sec. 4.2.2). */
+static double work_shard(const sc_module *mod, int tp, int sp)
+{
+    return mod->tp_shardable || (sp && mod->has_tp) ? tp : 1;
+}
+
+void sc_cost_leaf_bytes(const sc_module *mod, sc_dtype dt, int tp, int sp, int mbs, double *fwd,
                         double *bwd)
 {
+    double shard = work_shard(mod, tp, sp);
     double w = mod->params / shard * sc_dtype_bytes(dt);
     double as = mbs * mod->act_saved_bytes / shard;
     /* an inner module's act_out is its subtree's output, written by its
@@ -84,9 +93,7 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
     sc_status cst = sc_cost_cfg_check(c, cc, mod->name, err);
     if (cst)
         return cst;
-    /* sequence parallelism: what tp leaves whole (norms, dropouts) runs on
-     * s/t tokens of each rank (Korthikanti et al. 2022 sec. 4.2.2) */
-    double shard = mod->tp_shardable || (sp && mod->has_tp) ? tp : 1;
+    double shard = work_shard(mod, tp, sp);
     double f, b;
     if (mod->has_measured && mod->measured_device &&
         strcmp(mod->measured_device, c->gpu.name) == 0) {
@@ -105,7 +112,7 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
         b *= cc->q_frac;
     } else {
         double bf_bytes, bb_bytes;
-        sc_cost_leaf_bytes(mod, dt, shard, mbs, &bf_bytes, &bb_bytes);
+        sc_cost_leaf_bytes(mod, dt, tp, sp, mbs, &bf_bytes, &bb_bytes);
         f = call_time(c, dt, mbs * mod->flops_fwd / shard, bf_bytes);
         double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
         b = call_time(c, dt, bf * mbs * sc_module_flops_bwd(mod) / shard, bb_bytes);

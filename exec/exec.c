@@ -70,7 +70,6 @@ struct sc_exec {
     char plan_file[512];
     sc_model *model;
     sc_cluster cluster;
-    int have_cluster;
     sc_step_cfg cfg;
     sc_lowered *lw;       /* the step this rank interprets: lw->pos[p] */
     const sc_stage_info *info; /* lw->info, per virtual stage */
@@ -162,6 +161,18 @@ static int push_item(item **it, int *n, int *cap, item v)
     return 0;
 }
 
+/* A GEMM item of (m, n, k) x batch, each clamped to [1, 1e9]. */
+static item gemm_item(int type, double m, double n, double k, double batch)
+{
+    return (item){type, clampi(m), clampi(n), clampi(k), clampi(batch), 0, 0};
+}
+
+/* A memory pass of fwd bytes forward and bwd backward (at least 4). */
+static item mem_item(double fwd, double bwd)
+{
+    return (item){IT_MEM, 0, 0, 0, 0, (size_t)fwd, (size_t)fmax(bwd, 4)};
+}
+
 /* The forward work of a leaf that is timed kernel by kernel (sc_cost_uses_kernels:
  * it lists kernels and the cluster has efficiency.gemm): its kernels as the
  * cost model runs them (sc_cost_kernel_shape), a GEMM with weights as
@@ -180,18 +191,16 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
         if (k->op == SC_KOP_MEM) {
             double b = sc_cost_kernel_bytes(k, &cc, 0), bb = sc_cost_kernel_bytes(k, &cc, 1);
             if (b >= 4)
-                rc |= push_item(it, n, cap,
-                                (item){IT_MEM, 0, 0, 0, 0, (size_t)b, (size_t)fmax(bb, 4)});
+                rc |= push_item(it, n, cap, mem_item(b, bb));
             continue;
         }
         double B, M, N, K;
         sc_cost_kernel_shape(k, &cc, &B, &M, &N, &K);
         if (k->op == SC_KOP_FLASH) {
-            rc |= push_item(it, n, cap, (item){IT_CORE, clampi(M), clampi(N), clampi(K), clampi(B), 0, 0});
-            rc |= push_item(it, n, cap, (item){IT_CORE, clampi(M), clampi(K), clampi(N), clampi(B), 0, 0});
+            rc |= push_item(it, n, cap, gemm_item(IT_CORE, M, N, K, B));
+            rc |= push_item(it, n, cap, gemm_item(IT_CORE, M, K, N, B));
         } else {
-            rc |= push_item(it, n, cap, (item){k->grow_batch ? IT_CORE : IT_WGEMM, clampi(M),
-                                              clampi(N), clampi(K), clampi(B), 0, 0});
+            rc |= push_item(it, n, cap, gemm_item(k->grow_batch ? IT_CORE : IT_WGEMM, M, N, K, B));
         }
     }
     return rc;
@@ -221,14 +230,12 @@ static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, in
         double ah = a / sh >= 1 ? floor(a / sh) : 1;
         int core = !strcmp(x->kind, "attention_core");
         if (!core && h > 0)
-            rc |= push_item(it, n, cap,
-                            (item){IT_WGEMM, clampi(T), clampi((a + 2 * kvh) * dk / sh), clampi(h), 1, 0, 0});
+            rc |= push_item(it, n, cap, gemm_item(IT_WGEMM, T, (a + 2 * kvh) * dk / sh, h, 1));
         int batch = clampi(mbs * P * ah);
-        rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(skv), clampi(dk), batch, 0, 0});
-        rc |= push_item(it, n, cap, (item){IT_CORE, clampi(seq), clampi(dk), clampi(skv), batch, 0, 0});
+        rc |= push_item(it, n, cap, gemm_item(IT_CORE, seq, skv, dk, batch));
+        rc |= push_item(it, n, cap, gemm_item(IT_CORE, seq, dk, skv, batch));
         if (!core && h > 0)
-            rc |= push_item(it, n, cap,
-                            (item){IT_WGEMM, clampi(T), clampi(h), clampi(inner / sh), 1, 0, 0});
+            rc |= push_item(it, n, cap, gemm_item(IT_WGEMM, T, h, inner / sh, 1));
         return rc;
     }
     if (!strcmp(x->kind, "mlp") && h > 0) {
@@ -237,31 +244,29 @@ static int leaf_items(const sc_model *m, const sc_module *x, int mbs, int tp, in
         if (g > 4)
             g = 4;
         for (int i = 0; i + 1 < g; i++)
-            rc |= push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(ffn / sh), clampi(h), 1, 0, 0});
-        rc |= push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(h), clampi(ffn / sh), 1, 0, 0});
+            rc |= push_item(it, n, cap, gemm_item(IT_WGEMM, T, ffn / sh, h, 1));
+        rc |= push_item(it, n, cap, gemm_item(IT_WGEMM, T, h, ffn / sh, 1));
         return rc;
     }
     double V = sc_module_dim(x, "vocab", 0);
     if (!strcmp(x->kind, "head") && h > 0 && V > 0)
-        return push_item(it, n, cap, (item){IT_WGEMM, clampi(T), clampi(V / sh), clampi(h), 1, 0, 0});
+        return push_item(it, n, cap, gemm_item(IT_WGEMM, T, V / sh, h, 1));
     if (x->flops_fwd > 0) {
         double fl = x->flops_fwd * mbs * qf / sh;
         if (h > 0)
-            return push_item(it, n, cap,
-                             (item){IT_WGEMM, clampi(T), clampi(h), clampi(fl / (2 * T * h)), 1, 0, 0});
-        int side = clampi(cbrt(fl / 2));
-        return push_item(it, n, cap, (item){IT_WGEMM, side, side, side, 1, 0, 0});
+            return push_item(it, n, cap, gemm_item(IT_WGEMM, T, h, fl / (2 * T * h), 1));
+        double side = cbrt(fl / 2);
+        return push_item(it, n, cap, gemm_item(IT_WGEMM, side, side, side, 1));
     }
     /* a leaf of memory passes alone (a norm, an embedding): the bytes the
      * cost model's leaf roofline charges it, forward and backward
      * (sc_cost_leaf_bytes), so measured and predicted move the same traffic */
-    double fb, bb, shm = x->tp_shardable || (sp && x->has_tp) ? tp : 1;
-    sc_cost_leaf_bytes(x, m->dtype, shm, mbs, &fb, &bb);
+    double fb, bb;
+    sc_cost_leaf_bytes(x, m->dtype, tp, sp, mbs, &fb, &bb);
     fb *= qf;
     bb *= qf;
     if (fb >= 4)
-        return push_item(it, n, cap,
-                         (item){IT_MEM, 0, 0, 0, 0, (size_t)fb, (size_t)fmax(bb, 4)});
+        return push_item(it, n, cap, mem_item(fb, bb));
     return 0;
 }
 
@@ -904,6 +909,35 @@ int sc_exec_rank(const sc_exec *x) { return x && x->bk ? x->rank : -1; }
 /* The only process-wide state: serializes plan loading (see sc_exec_open). */
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* Loads plan_file into x: the plan, its model and cluster, and the step
+ * configuration. Ranks that are threads (team.h) load one at a time:
+ * cJSON's parser writes a global (its last error position). */
+static sc_status load_plan(sc_exec *x, const char *plan_file, sc_error *err)
+{
+    pthread_mutex_lock(&load_mu);
+    sc_status st = sc_plan_load(plan_file, &x->plan, err);
+    if (!st)
+        st = sc_plan_open(x->plan, plan_file, &x->model, &x->cluster, err);
+    pthread_mutex_unlock(&load_mu);
+    if (!st) {
+        sc_plan_step_cfg(x->plan, &x->cfg);
+        x->S = x->cfg.pp * x->cfg.v;
+    }
+    return st;
+}
+
+/* Lowers x's step (sc_lower); an error names the plan file. */
+static sc_status lower_plan(sc_exec *x, const char *plan_file, sc_error *err)
+{
+    sc_status st = sc_lower(x->model, &x->cluster, &x->cfg, &x->lw, err);
+    if (st) {
+        sc_err_prefix(err, "%s", sc_basename(plan_file));
+        return st;
+    }
+    x->info = x->lw->info;
+    return SC_OK;
+}
+
 sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **out,
                        sc_error *err)
 {
@@ -936,19 +970,10 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
     x->size = be->size(x->bk);
     st = parse_fault(x, err);
     snprintf(x->plan_file, sizeof x->plan_file, "%s", plan_file);
-    /* ranks that are threads (team.h) load one at a time: cJSON's parser
-     * writes a global (its last error position) */
-    pthread_mutex_lock(&load_mu);
     if (!st)
-        st = sc_plan_load(plan_file, &x->plan, err);
-    if (!st) {
-        st = sc_plan_open(x->plan, plan_file, &x->model, &x->cluster, err);
-        x->have_cluster = !st;
-    }
-    pthread_mutex_unlock(&load_mu);
+        st = load_plan(x, plan_file, err);
     if (st)
         return st;
-    sc_plan_step_cfg(x->plan, &x->cfg);
     const sc_step_cfg *cfg = &x->cfg;
     int need = cfg->dp * cfg->tp * cfg->pp;
     if (need != x->size)
@@ -957,13 +982,9 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
                       "(run: mpirun -np %d stagecraft exec %s ...)",
                       sc_basename(plan_file), cfg->dp, cfg->tp, cfg->pp, need, x->size, need,
                       plan_file);
-    x->S = cfg->pp * cfg->v;
-    st = sc_lower(x->model, &x->cluster, cfg, &x->lw, err);
-    if (st) {
-        sc_err_prefix(err, "%s", sc_basename(plan_file));
+    st = lower_plan(x, plan_file, err);
+    if (st)
         return st;
-    }
-    x->info = x->lw->info;
     x->split = x->lw->sched->impl->split_backward;
     sc_step_coords(cfg, x->rank, &x->d, &x->p, &x->t);
     x->dt = x->model->dtype;
@@ -988,39 +1009,27 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
 
 /* ---- the GEMM shapes a plan runs ---------------------------------------------- */
 
-/* Adds (m, n, k) to out[0..*n) unless there already; 1 when full. */
-static int add_shape(sc_exec_gemm *out, int cap, int *n, int m, int nn, int k)
+/* Adds the GEMM (m, n, k) to out[0..*n) unless there already; 1 when full. */
+static int add_shape(sc_bench_point *out, int cap, int *n, int m, int nn, int k)
 {
     for (int i = 0; i < *n; i++)
-        if (out[i].m == m && out[i].n == nn && out[i].k == k) {
-            out[i].calls++;
+        if (out[i].m == m && out[i].n == nn && out[i].k == k)
             return 0;
-        }
     if (*n >= cap)
         return 1;
-    out[(*n)++] = (sc_exec_gemm){m, nn, k, 1};
+    out[(*n)++] = (sc_bench_point){0, m, nn, k};
     return 0;
 }
 
-sc_status sc_exec_plan_gemms(const char *plan_file, sc_exec_gemm *out, int cap, int *n,
+sc_status sc_exec_plan_gemms(const char *plan_file, sc_bench_point *out, int cap, int *n,
                              sc_error *err)
 {
-    *n = 0;
     sc_exec *x = sc_calloc(1, sizeof *x);
     if (!x)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    sc_status st = sc_plan_load(plan_file, &x->plan, err);
+    sc_status st = load_plan(x, plan_file, err);
     if (!st)
-        st = sc_plan_open(x->plan, plan_file, &x->model, &x->cluster, err);
-    if (!st) {
-        sc_plan_step_cfg(x->plan, &x->cfg);
-        x->S = x->cfg.pp * x->cfg.v;
-        st = sc_lower(x->model, &x->cluster, &x->cfg, &x->lw, err);
-        if (st)
-            sc_err_prefix(err, "%s", sc_basename(plan_file));
-    }
-    if (!st)
-        x->info = x->lw->info;
+        st = lower_plan(x, plan_file, err);
     int full = 0;
     /* every pipeline position's work, each GEMM as run_items calls it:
      * forward C = A B (m, n, k); backward dA (m, k, n) and dB (k, n, m) */
@@ -1044,7 +1053,7 @@ sc_status sc_exec_plan_gemms(const char *plan_file, sc_exec_gemm *out, int cap, 
         x->sw = NULL;
     }
     if (!st && full)
-        st = sc_err(err, SC_EINVAL, "%s: the plan runs more than %d distinct GEMM shapes",
+        st = sc_err(err, SC_EINVAL, "%s: more than %d distinct GEMM shapes in all",
                     sc_basename(plan_file), cap);
     sc_lower_free(x->lw);
     sc_model_free(x->model);

@@ -57,6 +57,7 @@
 #ifndef SC_EXEC_H
 #define SC_EXEC_H
 
+#include "bench.h"
 #include "sc.h"
 
 typedef struct sc_exec sc_exec;
@@ -88,19 +89,14 @@ typedef struct sc_exec_summary {
     char dtype[8];         /* what GEMMs ran in */
 } sc_exec_summary;
 
-/* One GEMM shape a plan's executor runs (per call: a batched GEMM is
- * `batch` calls of it), and how many places in the plan's work run it. */
-typedef struct sc_exec_gemm {
-    int m, n, k, calls;
-} sc_exec_gemm;
-
-/* The distinct GEMM shapes the executor runs for plan_file on every
- * pipeline position, forward (m, n, k) and backward (the data gradient
- * (m, k, n) and the weight gradient (k, n, m)), in order of first use,
- * into out[0..*n) (at most cap; more is SC_EINVAL). Needs no backend and
- * no MPI: `bench gemm --plan` times exactly these. Errors as sc_exec_open's
- * loading of the plan. */
-sc_status sc_exec_plan_gemms(const char *plan_file, sc_exec_gemm *out, int cap, int *n,
+/* Appends to out[0..*n) (at most cap) the GEMM shapes (m, n, k) the
+ * executor runs for plan_file that are not there yet: every pipeline
+ * position's, forward (m, n, k) and backward (the data gradient (m, k, n)
+ * and the weight gradient (k, n, m)), in order of first use; a batched GEMM
+ * is the one call it repeats. More than cap is SC_EINVAL. Needs no backend
+ * and no MPI: `bench gemm --plan` times exactly these. Errors as
+ * sc_exec_open's loading of the plan. */
+sc_status sc_exec_plan_gemms(const char *plan_file, sc_bench_point *out, int cap, int *n,
                              sc_error *err);
 
 /* Starts the backend (MPI_Init for both backends), loads and opens the plan

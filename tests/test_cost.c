@@ -496,6 +496,7 @@ TEST(cost_embedding_reads_rows_not_table)
     e->params = o->params = 5e7;
     e->act_out_bytes = o->act_out_bytes = 2e6;
     e->act_saved_bytes = o->act_saved_bytes = 1e5;
+    sc_module_set_tp(o, 0, 0); /* a norm: tp data, not sharded by plain tp */
     REQUIRE(sc_model_finish(m, "<test>", NULL) == SC_OK);
     double bw = 1555e9 * 0.8, f, b;
     REQUIRE(sc_cost_module_time(&c, e, SC_BF16, 1, 2, &f, &b, NULL) == SC_OK);
@@ -509,12 +510,14 @@ TEST(cost_embedding_reads_rows_not_table)
     /* the bytes themselves, as the executor runs them for a leaf without
      * FLOPs: forward W + A_s + A_o, backward 2 W + A_s + 2 A_o */
     double fb, bb;
-    sc_cost_leaf_bytes(o, SC_BF16, 1, 2, &fb, &bb);
+    sc_cost_leaf_bytes(o, SC_BF16, 1, 0, 2, &fb, &bb);
     CHECK_NEAR(fb, 1e8 + 2e5 + 4e6, 1e-6);
     CHECK_NEAR(bb, 2e8 + 2e5 + 8e6, 1e-6);
-    sc_cost_leaf_bytes(o, SC_BF16, 4, 2, &fb, NULL); /* sharded by tp 4 */
+    sc_cost_leaf_bytes(o, SC_BF16, 4, 0, 2, &fb, NULL); /* plain tp 4: whole */
+    CHECK_NEAR(fb, 1e8 + 2e5 + 4e6, 1e-6);
+    sc_cost_leaf_bytes(o, SC_BF16, 4, 1, 2, &fb, NULL); /* tp 4 under sp: sharded */
     CHECK_NEAR(fb, 1e8 / 4 + 2e5 / 4 + 4e6, 1e-6);
-    sc_cost_leaf_bytes(e, SC_BF16, 1, 2, &fb, &bb);
+    sc_cost_leaf_bytes(e, SC_BF16, 1, 0, 2, &fb, &bb);
     CHECK_NEAR(fb, 4e6 + 2e5 + 4e6, 1e-6);
     CHECK_NEAR(bb, 8e6 + 2e5 + 8e6, 1e-6);
     sc_model_free(m);
