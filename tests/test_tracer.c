@@ -171,6 +171,20 @@ static cJSON *load(const char *path)
     return j;
 }
 
+/* Traces `args` (a spec and its options) into the test's directory as
+ * `file` and loads it: NULL, after a failed check, when the tracer fails or
+ * the file is not JSON. */
+static cJSON *trace_to(const char *args, const char *file)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", sc_test_tmpdir(), file);
+    if (SC(TRACER " %s -o %s", args, path) != 0) {
+        sc_test_fail(__FILE__, __LINE__, "tracing %s: %.400s", args, out);
+        return NULL;
+    }
+    return load(path);
+}
+
 /* `sim` of the model on one p4d node at tp, pp 1, mbs 1; returns the JSON or NULL. */
 static cJSON *sim_tp(const char *model, int tp)
 {
@@ -887,11 +901,7 @@ TEST(tracer_records_kernels)
     if (!have_torch())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(SC(TRACER " tests/tracer/gpt2.py:make:attn=inline --batch 2 --seq 1024 -o %s/g.json",
-               d) == 0);
-    static char buf[1 << 22];
-    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/g.json", d) == 0);
-    cJSON *j = cJSON_Parse(buf);
+    cJSON *j = trace_to("tests/tracer/gpt2.py:make:attn=inline --batch 2 --seq 1024", "g.json");
     REQUIRE(j);
     /* every leaf with work lists kernels; an attention leaf has its two
      * projections (column then row) and two batched products */
@@ -959,10 +969,7 @@ TEST(tracer_conv_kernels)
     if (!have_torch())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(SC(TRACER " resnet18 --batch 2 --image 64 -o %s/r18.json", d) == 0);
-    static char buf[1 << 21];
-    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/r18.json", d) == 0);
-    cJSON *j = cJSON_Parse(buf);
+    cJSON *j = trace_to("resnet18 --batch 2 --image 64", "r18.json");
     REQUIRE(j);
     int with = 0, convs = 0, conv_ok = 0;
     static const cJSON *leaf[4096];
@@ -1001,11 +1008,7 @@ TEST(tracer_grouped_transposed_conv_kernels)
     if (!have_torch())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:conv_zoo --batch 2 --image 8 -o %s/zoo.json",
-               d) == 0);
-    static char buf[1 << 21];
-    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/zoo.json", d) == 0);
-    cJSON *j = cJSON_Parse(buf);
+    cJSON *j = trace_to("tests/tracer/fixtures.py:conv_zoo --batch 2 --image 8", "zoo.json");
     REQUIRE(j);
     /* name, kernel name, batch, m, n, k */
     static const struct { const char *leaf, *kernel; double batch, m, n, k; } want[] = {
@@ -1043,9 +1046,7 @@ TEST(tracer_grouped_transposed_conv_kernels)
     CHECK_STR_HAS(out, "[gemm conv_grouped]");
     CHECK_STR_HAS(out, "[gemm conv_transpose]");
 
-    REQUIRE(SC(TRACER " resnext50_32x4d --batch 2 --image 64 -o %s/rx.json", d) == 0);
-    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/rx.json", d) == 0);
-    j = cJSON_Parse(buf);
+    j = trace_to("resnext50_32x4d --batch 2 --image 64", "rx.json");
     REQUIRE(j);
     static const cJSON *leaf[4096];
     int leaves = leaves_of(j, leaf, 4096), with = 0, grouped = 0;
@@ -1069,12 +1070,7 @@ TEST(tracer_einsum_kernels)
 {
     if (!have_torch())
         return;
-    const char *d = sc_test_tmpdir();
-    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:einsum_net --batch 2 --seq 16 -o %s/ein.json",
-               d) == 0);
-    static char buf[1 << 16];
-    REQUIRE(sc_test_sh(buf, sizeof buf, "cat %s/ein.json", d) == 0);
-    cJSON *j = cJSON_Parse(buf);
+    cJSON *j = trace_to("tests/tracer/fixtures.py:einsum_net --batch 2 --seq 16", "ein.json");
     REQUIRE(j);
     const cJSON *kids = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "root"), "children");
     int seen = 0;

@@ -1005,28 +1005,21 @@ class Tracer:
                     if x.dim() < 3 or w.dim() < 3 or int(w.shape[1]) < 1:
                         r.kernels_ok = False
                         return
-                    ks = _numel(w.shape[2:])
-                    if tr:  # weight (Cin, Cout/groups, k...)
-                        cin, cout_g = int(x.shape[1]), int(w.shape[1])
-                        G = int(o.shape[1]) // cout_g  # output channels = groups x Cout/groups
-                        if G < 1 or cin % G or int(o.shape[1]) != cout_g * G or (G > 1 and cin == G):
-                            r.kernels_ok = False
-                            return
-                        cin_g = cin // G
-                        M = x.numel() // max(cin, 1)
-                        r.kernels.append(["gemm", G, M, cout_g * ks, cin_g, True, 0, "conv_transpose"])
-                    else:   # weight (Cout, Cin/groups, k...)
-                        cin_g, cout = int(w.shape[1]), int(o.shape[1])
-                        G = int(x.shape[1]) // cin_g
-                        if G < 1 or int(x.shape[1]) != cin_g * G or cout % G:
-                            r.kernels_ok = False
-                            return
-                        if G > 1 and cin_g == 1:  # depthwise
-                            r.kernels_ok = False
-                            return
-                        M = o.numel() // max(cout, 1)
-                        r.kernels.append(["gemm", G, M, cout // G, cin_g * ks, True, 0,
-                                          "conv" if G == 1 else "conv_grouped"])
+                    # weight (Cout, Cin/groups, k...), transposed (Cin, Cout/groups, k...)
+                    cin, cout, ks = int(x.shape[1]), int(o.shape[1]), _numel(w.shape[2:])
+                    per = int(w.shape[1])
+                    G = (cout if tr else cin) // per
+                    if (G < 1 or G * per != (cout if tr else cin) or cin % G or cout % G or
+                            (G > 1 and cin == G)):  # depthwise: a stencil
+                        r.kernels_ok = False
+                        return
+                    cin_g, cout_g = cin // G, cout // G
+                    if tr:
+                        r.kernels.append(["gemm", G, x.numel() // cin, cout_g * ks, cin_g, True,
+                                          0, "conv_transpose"])
+                    else:
+                        r.kernels.append(["gemm", G, o.numel() // cout, cout_g, cin_g * ks, True,
+                                          0, "conv" if G == 1 else "conv_grouped"])
                 elif name in SDPA_OPS and o is not None and o.dim() >= 2:
                     q = args_[0]
                     L, E = int(q.shape[-2]), int(q.shape[-1])
