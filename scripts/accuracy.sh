@@ -132,24 +132,21 @@ for p in sys.argv[1:]:                    # the fastest settled run of each plan
 PY
 }
 merge $all
-# A calibration refused by a quality gate (exit 4: a noisy bench, steps that
-# spread) is what calibrate tells a user to re-measure: up to twice, one
-# more pass of the benches and the calibration plans (the held-out plans'
-# measurements are not its input), merged with the passes before.
-for ((extra = 0; ; extra++)); do
-  crc=0
-  rm -f calibrated.json
-  "$sc" calibrate --cluster cpu.json bench_gemm.json bench_allreduce.json bench_p2p.json \
-    cal_pp2.measured.json cal_tp2.measured.json -o calibrated.json > calibrate.txt || crc=$?
-  [[ $crc == 4 && $extra -lt 2 ]] || break
-  k=$((passes + extra + 1))
-  echo "accuracy.sh: calibrate refused its input (exit 4): measuring the benches and $cal once more (pass $k)" >&2
+# A calibration refused by a quality gate is measured again
+# (calibrate_retry.sh): one more pass of the benches and the calibration
+# plans (the held-out plans' measurements are not its input), merged with
+# the passes before.
+remeasure() { # TRY
+  local k=$((passes + $1))
   benches "pass$k.json"
   for p in $cal; do measure "$p" "$p.pass$k.json"; done
   merge $cal
-done
+}
+. "$root/scripts/calibrate_retry.sh"
+calibrate_retrying accuracy.sh remeasure "$sc" --cluster cpu.json bench_gemm.json \
+  bench_allreduce.json bench_p2p.json cal_pp2.measured.json cal_tp2.measured.json
 rm -f bench_*.pass*.json ./*.pass*.json
-[[ $crc == 0 ]] || exit $crc
+[[ $calibrate_status == 0 ]] || exit $calibrate_status
 echo "| plan | predicted ms | measured ms | error |"
 echo "| --- | ---: | ---: | ---: |"
 fail=0

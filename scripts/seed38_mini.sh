@@ -142,25 +142,18 @@ plan() { # NAME ARGS... (schedule 1f1b unless ARGS say)
 # sender's host time (and whose stages give more op points: one stage's F,
 # B and optimizer alone cannot fix the per-op overhead, HBM efficiency and
 # backward factor together)
-plan cal_dp2 --dp 2 --microbatches 4 --mbs 2
-plan cal_pp2_gpipe --pp 2 --microbatches 8 --mbs 1 --schedule gpipe
-# A calibration refused by a quality gate (exit 4: steps that spread, a
-# noisy bench, host times that do not follow the bytes) is what calibrate
-# tells a user to measure again: up to twice, the benches and both
-# calibration plans once more, then calibrate again; still refused, the
-# check exits with calibrate's status.
-for ((extra = 0; ; extra++)); do
-  crc=0
-  rm -f calibrated.json
-  "$sc" calibrate --cluster cpu.json bench_gemm.json bench_p2p.json bench_allreduce.json \
-    cal_dp2.measured.json cal_pp2_gpipe.measured.json -o calibrated.json > calibrate.txt || crc=$?
-  [[ $crc == 4 && $extra -lt 2 ]] || break
-  echo "seed38_mini.sh: calibrate refused its input (exit 4): measuring the benches and both calibration plans again" >&2
-  benches ""
+cal_plans() {
   plan cal_dp2 --dp 2 --microbatches 4 --mbs 2
   plan cal_pp2_gpipe --pp 2 --microbatches 8 --mbs 1 --schedule gpipe
-done
-[[ $crc == 0 ]] || exit $crc
+}
+cal_plans
+# a calibration refused by a quality gate measures the benches and both
+# calibration plans again (calibrate_retry.sh)
+remeasure() { benches ""; cal_plans; }
+. "$root/scripts/calibrate_retry.sh"
+calibrate_retrying seed38_mini.sh remeasure "$sc" --cluster cpu.json bench_gemm.json \
+  bench_p2p.json bench_allreduce.json cal_dp2.measured.json cal_pp2_gpipe.measured.json
+[[ $calibrate_status == 0 ]] || exit $calibrate_status
 plan baseline_tp2 "${baseline_args[@]}"
 plan pipeline_pp2 "${pipeline_args[@]}"
 for p in baseline_tp2 pipeline_pp2; do
