@@ -42,6 +42,11 @@ static void usage(FILE *f)
             "                     (default 0.02; 0: one block)\n"
             "  --max-iters M      at most M timed iterations per size (default 5 x N); a\n"
             "                     size that has not settled by then is reported as too noisy\n"
+            "  --cold SIZE        communication ops: write SIZE bytes of another buffer\n"
+            "                     before every iteration (untimed), so each collective\n"
+            "                     starts with cold caches, as a step's gradient reduction\n"
+            "                     does; choose SIZE well above the last-level cache (e.g.\n"
+            "                     256M). calibrate fits such files as the cold link\n"
             "  --warmup W         untimed iterations first (default 3)\n"
             "  --timeout S        seconds to wait for a peer before giving up (default 120)\n"
             "  -o, --output FILE  write the results (stagecraft.bench/1) on rank 0, whole or\n"
@@ -51,6 +56,7 @@ static void usage(FILE *f)
             "  stagecraft bench gemm --sizes 256:2048:2 -o gemm.json\n"
             "  stagecraft bench gemm --plan cal.plan.json --plan held.plan.json -o gemm.json\n"
             "  mpirun -np 2 stagecraft bench allreduce --sizes 1K:64M:4 -o ar.json\n"
+            "  mpirun -np 2 stagecraft bench allreduce --cold 256M --sizes 4M:32M:2 -o cold.json\n"
             "  scripts/netcluster.sh run --np 2 -- $PWD/bin/stagecraft bench p2p -o p2p.json\n");
 }
 
@@ -98,7 +104,7 @@ static int opt_double(int quiet, const char *opt, const char *s, double lo, doub
 int cmd_bench(int argc, char **argv)
 {
     enum { O_BACKEND = 1000, O_SIZES, O_DTYPE, O_ITERS, O_WARMUP, O_TIMEOUT, O_JSON, O_TOL,
-           O_MAXIT, O_PLAN };
+           O_MAXIT, O_PLAN, O_COLD };
     static const struct option opts[] = {{"backend", required_argument, NULL, O_BACKEND},
                                          {"sizes", required_argument, NULL, O_SIZES},
                                          {"plan", required_argument, NULL, O_PLAN},
@@ -109,10 +115,11 @@ int cmd_bench(int argc, char **argv)
                                          {"json", no_argument, NULL, O_JSON},
                                          {"tolerance", required_argument, NULL, O_TOL},
                                          {"max-iters", required_argument, NULL, O_MAXIT},
+                                         {"cold", required_argument, NULL, O_COLD},
                                          {"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *backend = "cpu", *sizes = NULL, *dtype = NULL, *out = NULL;
+    const char *backend = "cpu", *sizes = NULL, *dtype = NULL, *out = NULL, *cold = NULL;
     const char *plans[16];
     int nplans = 0;
     long iters = 20, warmup = 3, max_iters = 0;
@@ -150,6 +157,7 @@ int cmd_bench(int argc, char **argv)
             if (opt_long(quiet, "--max-iters", optarg, 1, 10000000, &max_iters))
                 return 2;
             break;
+        case O_COLD: cold = optarg; break;
         case O_JSON: json = 1; break;
         case 'o': out = optarg; break;
         case 'h':
@@ -181,6 +189,18 @@ int cmd_bench(int argc, char **argv)
     if (nplans && op != SC_BENCH_GEMM)
         return USAGE("--plan is for gemm (the shapes a plan runs); %s takes --sizes",
                      argv[optind]);
+    double cold_bytes = 0;
+    if (cold) {
+        sc_bench_point one[SC_BENCH_MAX_SIZES];
+        int n1 = 0;
+        sc_error ce = {0};
+        if (op == SC_BENCH_GEMM)
+            return USAGE("--cold is for the communication ops (p2p, allreduce, allgather, "
+                         "reducescatter)");
+        if (sc_bench_parse_sizes(SC_BENCH_ALLREDUCE, cold, one, &n1, &ce) || n1 != 1)
+            return USAGE("--cold: '%s' is not one size (e.g. 256M)", cold);
+        cold_bytes = one[0].bytes;
+    }
     if (!sizes && !nplans)
         sizes = op == SC_BENCH_GEMM ? (cuda ? "256:16384:2" : "128:1024:2")
                                     : (cuda ? "1K:1G:4" : "1K:16M:4");
@@ -201,7 +221,7 @@ int cmd_bench(int argc, char **argv)
     sc_bench_opts o = {.op = (sc_bench_op)op, .dtype = (sc_dtype)dt, .sizes = pts,
                        .n_sizes = npts, .iters = (int)iters, .warmup = (int)warmup,
                        .tolerance = tolerance, .max_iters = (int)max_iters,
-                       .timeout_s = timeout};
+                       .timeout_s = timeout, .cold_bytes = cold_bytes};
     sc_bench_result *r = NULL;
     int rank = sc_bench_rank(b), size = sc_bench_nranks(b);
     sc_status st = sc_bench_run(b, &o, &r, &err);

@@ -92,6 +92,9 @@ static void show_text(const sc_cluster *c)
         if (c->eff.s_half_bytes[l] > 0)
             printf(", size ramp s_half %.3g B exp %.3g", c->eff.s_half_bytes[l],
                    c->eff.ramp_exp[l]);
+        if (c->eff.cold_bw_eff[l] > 0)
+            printf("; cold (data-parallel) alpha %s us, bw_eff %.3g",
+                   cli_us(c->eff.cold_alpha_s[l], a), c->eff.cold_bw_eff[l]);
         printf("\n");
     }
     printf("    op overhead   %s us\n", cli_us(c->eff.op_overhead_s, a));

@@ -825,7 +825,7 @@ static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_cal
     sc_free(key);
 }
 
-static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_error *err)
+static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_error *err)
 {
     static const char *const lname[] = {"intra", "inter"};
     for (int l = 0; l < SC_LINK_N; l++) {
@@ -942,6 +942,125 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         }
     }
     return SC_OK;
+}
+
+/* The cold collectives of each link class (files of `bench --cold`): their own
+ * alpha-beta line (allreduces' when there are some, else every op's), after
+ * the warm fit, whose nominal it shares. */
+static void fit_cold_links(ctx *c, const int *refit, sc_cluster *out, sc_calib_report *rep)
+{
+    static const char *const lname[] = {"intra", "inter"};
+    for (int l = 0; l < SC_LINK_N; l++) {
+        if (refit[l]) { /* a cold line of the input's would belong to its old warm one */
+            out->eff.cold_alpha_s[l] = 0;
+            out->eff.cold_bw_eff[l] = 0;
+            out->eff.fits.link_cold[l] = (sc_fit_stats){0};
+        }
+        int n = 0, nar = 0;
+        for (int i = 0; i < c->pts->n_link; i++) {
+            n += c->pts->link[i].link == l;
+            nar += c->pts->link[i].link == l && c->pts->link[i].op == SC_CALIB_ALLREDUCE;
+        }
+        if (n == 0)
+            continue;
+        int op = nar ? SC_CALIB_ALLREDUCE : -1;
+        double nominal = l == SC_LINK_INTRA
+                             ? out->intra.bytes_per_s
+                             : out->inter.nics_per_node * out->inter.nic_bytes_per_s;
+        sc_calib_fit f = {0};
+        char gw[48];
+        snprintf(gw, sizeof gw, "%s links, cold (%s)", lname[l], nar ? "allreduce" : "pooled");
+        if (fit_alpha_beta(c, l, op, &f)) {
+            if (rep)
+                gate(rep, gw, "", "sizes", n, 3, 1, "bench --cold over at least 3 sizes",
+                     "%d cold points cannot fit alpha and beta", n);
+            continue;
+        }
+        /* the warm line's error on the cold points: what the fit changes */
+        double m0 = 0;
+        int k = 0;
+        for (int i = 0; i < c->pts->n_link; i++) {
+            const sc_calib_link *q = &c->pts->link[i];
+            if (q->link != l || (op >= 0 && (int)q->op != op))
+                continue;
+            double sv, v;
+            ring_terms(q, &sv, &v);
+            double b0 = nominal * (q->op == SC_CALIB_P2P ? sc_cluster_p2p_eff(out, (sc_link)l)
+                                                         : out->eff.bw_eff[l]);
+            m0 += fabs((sv * out->eff.alpha_s[l] + v / b0) / q->t - 1);
+            k++;
+        }
+        f.mape_before = k ? m0 / k : 0;
+        if (rep)
+            link_gates(c, rep, l, op, &f, nominal, gw);
+        out->eff.cold_alpha_s[l] = f.a;
+        out->eff.cold_bw_eff[l] = fmin(1, fmax(1e-4, f.b / nominal));
+        out->eff.fits.link_cold[l] = (sc_fit_stats){f.n, f.r2, f.mape, f.rel_sd,
+                                                    {f.se_a, f.se_b / nominal}};
+        if (rep && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
+            snprintf(f.what, sizeof f.what, "%s cold (dp)", lname[l]);
+            rep->fits[rep->n_fits++] = f;
+        }
+    }
+}
+
+/* The warm collectives (and p2p) set alpha_s, bw_eff, p2p_bw_eff of each
+ * link class; the cold ones, when measured, cold_alpha_s and cold_bw_eff.
+ * Each fit sees only its own points (a view of the point arrays). */
+static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_error *err)
+{
+    static const char *const lname[] = {"intra", "inter"};
+    const sc_calib_points *all = c->pts;
+    int ncold = 0, refit[SC_LINK_N] = {0};
+    for (int i = 0; i < all->n_link; i++) {
+        ncold += all->link[i].cold != 0;
+        refit[all->link[i].link] |= !all->link[i].cold;
+    }
+    for (int i = 0; i < all->n_link; i++) {
+        const sc_calib_link *q = &all->link[i];
+        int warm = 0;
+        for (int j = 0; j < all->n_link && !warm; j++)
+            warm = !all->link[j].cold && all->link[j].link == q->link;
+        if (q->cold && !warm)
+            return sc_err(err, SC_EINVAL,
+                          "calibrate: %s: cold collectives over %s links but no warm ones: "
+                          "bench the same op without --cold too",
+                          all->files && q->file >= 0 && q->file < all->n_files
+                              ? all->files[q->file] : "input",
+                          lname[q->link]);
+    }
+    if (ncold == 0) {
+        sc_status st = fit_warm_links(c, out, rep, err);
+        if (!st) {
+            sc_calib_points none = *all;
+            ctx cc = *c;
+            none.n_link = 0;
+            cc.pts = &none;
+            fit_cold_links(&cc, refit, out, rep);
+        }
+        return st;
+    }
+    sc_calib_link *w = sc_malloc(sizeof *w * (size_t)all->n_link);
+    if (!w)
+        return sc_err(err, SC_ENOMEM, "out of memory");
+    sc_calib_points view = *all;
+    ctx cc = *c;
+    cc.pts = &view;
+    view.link = w;
+    view.n_link = 0;
+    for (int i = 0; i < all->n_link; i++)
+        if (!all->link[i].cold)
+            w[view.n_link++] = all->link[i];
+    sc_status st = fit_warm_links(&cc, out, rep, err);
+    if (!st) {
+        view.n_link = 0;
+        for (int i = 0; i < all->n_link; i++)
+            if (all->link[i].cold)
+                w[view.n_link++] = all->link[i];
+        fit_cold_links(&cc, refit, out, rep);
+    }
+    sc_free(w);
+    return st;
 }
 
 /* The sender's host time per byte of each link class, h = sum(gap) /

@@ -53,6 +53,14 @@
  *     bw_eff = 1), said in the report. A fitted class drops the input's size
  *     ramp (s_half_bytes 0: the fit is the plain model); the "before" MAPE
  *     is the input's own, ramp included.
+ *   cold links (per class, from bench files with cold_bytes > 0, bench
+ *     --cold): the same alpha-beta fit over the cold points alone (allreduces
+ *     when there are some, else pooled), against the nominal the warm fit
+ *     left, as cold_alpha_s and cold_bw_eff: the line the data-parallel
+ *     collectives run at (sc_cluster_cold); the warm fit never sees them.
+ *     Cold points need warm ones of the same class (SC_EINVAL otherwise);
+ *     a class refitted warm without cold points loses the input's cold line.
+ *     Gated like the warm fit ("intra links, cold (allreduce)").
  *   host time (per class, at least 3 host points): the sender's host time
  *     per byte h = sum(gap) / sum(bytes) (least squares through the origin,
  *     weights 1/bytes), capped at 1e-6 s/B; fewer points leave the base's
@@ -123,6 +131,8 @@ typedef struct sc_calib_link {
     int n;
     double bytes, t;
     int file;
+    int cold;                 /* measured with caches evicted (bench --cold): fitted
+                                 apart, as the link's cold_alpha_s, cold_bw_eff */
 } sc_calib_link;
 
 /* A sender's host time: a gap of `gap` seconds between two compute ops of a

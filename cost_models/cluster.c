@@ -27,15 +27,18 @@ static const char *const dtype_keys[SC_DTYPE_N] = {"fp32", "tf32", "fp16", "bf16
 static const char *const link_keys[SC_LINK_N] = {"intra", "inter"};
 
 /* The per-link fit statistics, k = 0 collectives ("intra", "inter"), 1
- * point-to-point ("intra_p2p", ...), 2 the sender's host time ("..._host"). */
-static const char *const link_fit_sfx[3] = {"", "_p2p", "_host"};
-static const sc_fit_stats *link_fit_c(const sc_cluster_fits *f, int k, int l)
-{
-    return k == 0 ? &f->link[l] : k == 1 ? &f->link_p2p[l] : &f->host[l];
-}
+ * point-to-point ("intra_p2p", ...), 2 the sender's host time ("..._host"),
+ * 3 the cold collectives ("..._cold"). */
+#define LINK_FITS 4
+static const char *const link_fit_sfx[LINK_FITS] = {"", "_p2p", "_host", "_cold"};
 static sc_fit_stats *link_fit(sc_cluster_fits *f, int k, int l)
 {
-    return k == 0 ? &f->link[l] : k == 1 ? &f->link_p2p[l] : &f->host[l];
+    return k == 0 ? &f->link[l] : k == 1 ? &f->link_p2p[l] : k == 2 ? &f->host[l]
+                                                                    : &f->link_cold[l];
+}
+static const sc_fit_stats *link_fit_c(const sc_cluster_fits *f, int k, int l)
+{
+    return link_fit((sc_cluster_fits *)f, k, l);
 }
 
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -148,8 +151,8 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
 {
     static const char *const keys[] = {"date",      "inputs",    "compute",    "op_overhead",
                                        "intra",     "inter",     "intra_p2p",  "inter_p2p",
-                                       "intra_host", "inter_host", "gates_failed", "gemm",
-                                       NULL};
+                                       "intra_host", "inter_host", "intra_cold", "inter_cold",
+                                       "gates_failed", "gemm", NULL};
     static const char *const ikeys[] = {"file", "digest", NULL};
     const char *date;
     const cJSON *inputs, *comp, *x;
@@ -194,7 +197,7 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
     if ((st = sc_json_obj(o, file, "efficiency.fits", "gemm", 0, &x, err)) ||
         (x && (st = read_stats(x, file, "efficiency.fits.gemm", &f->gemm, err))))
         return st;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < LINK_FITS; k++)
         for (int l = 0; l < SC_LINK_N; l++) {
             snprintf(path, sizeof path, "efficiency.fits.%s%s", link_keys[l], link_fit_sfx[k]);
             if ((st = sc_json_obj(o, file, "efficiency.fits", path + strlen("efficiency.fits."),
@@ -256,7 +259,7 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
         add_stats(comp, dtype_keys[d], &f->compute[d], oom);
     add_stats(o, "op_overhead", &f->overhead, oom);
     add_stats(o, "gemm", &f->gemm, oom);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < LINK_FITS; k++)
         for (int l = 0; l < SC_LINK_N; l++) {
             char key[16];
             snprintf(key, sizeof key, "%s%s", link_keys[l], link_fit_sfx[k]);
@@ -400,7 +403,7 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
     static const char *const dkeys[] = {"eff_max", "f_half", NULL};
     static const char *const lkeys[] = {"alpha_s", "bw_eff", "p2p_bw_eff",
                                         "p2p_host_s_per_byte", "s_half_bytes", "ramp_exp",
-                                        NULL};
+                                        "cold_alpha_s", "cold_bw_eff", NULL};
     const cJSON *e, *comp;
     const char *s = NULL;
     char path[64];
@@ -456,7 +459,13 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
             return st;
         f->p2p_bw_eff[l] = 0;
         f->p2p_host_s_per_byte[l] = 0;
+        f->cold_alpha_s[l] = 0;
+        f->cold_bw_eff[l] = 0;
         if ((st = sc_json_num(x, file, path, "p2p_bw_eff", 0, MIN_FRACTION, 1, &f->p2p_bw_eff[l],
+                              err)) ||
+            (st = sc_json_num(x, file, path, "cold_alpha_s", 0, 0, MAX_SECONDS,
+                              &f->cold_alpha_s[l], err)) ||
+            (st = sc_json_num(x, file, path, "cold_bw_eff", 0, MIN_FRACTION, 1, &f->cold_bw_eff[l],
                               err)) ||
             (st = sc_json_num(x, file, path, "p2p_host_s_per_byte", 0, 0, MAX_HOST_S_PER_BYTE,
                               &f->p2p_host_s_per_byte[l], err)) ||
@@ -639,6 +648,16 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
         snprintf(path, sizeof path, "efficiency.%s.p2p_host_s_per_byte", link_keys[l]);
         if ((st = range(file, path, c->eff.p2p_host_s_per_byte[l], 0, MAX_HOST_S_PER_BYTE, err)))
             return st;
+        snprintf(path, sizeof path, "efficiency.%s.cold_bw_eff", link_keys[l]);
+        if (c->eff.cold_bw_eff[l] != 0 &&
+            (st = range(file, path, c->eff.cold_bw_eff[l], MIN_FRACTION, 1, err)))
+            return st;
+        snprintf(path, sizeof path, "efficiency.%s.cold_alpha_s", link_keys[l]);
+        if ((st = range(file, path, c->eff.cold_alpha_s[l], 0, MAX_SECONDS, err)))
+            return st;
+        if (c->eff.cold_alpha_s[l] > 0 && c->eff.cold_bw_eff[l] == 0)
+            return sc_err(err, SC_EINVAL, "%s: %s: set without efficiency.%s.cold_bw_eff",
+                          file, path, link_keys[l]);
     }
     if ((st = validate_ramp(c, file, err)))
         return st;
@@ -732,6 +751,10 @@ cJSON *sc_cluster_to_json(const sc_cluster *c)
             sc_jadd_num(x, "p2p_bw_eff", c->eff.p2p_bw_eff[l], &oom);
         if (c->eff.p2p_host_s_per_byte[l] > 0)
             sc_jadd_num(x, "p2p_host_s_per_byte", c->eff.p2p_host_s_per_byte[l], &oom);
+        if (c->eff.cold_bw_eff[l] > 0) {
+            sc_jadd_num(x, "cold_alpha_s", c->eff.cold_alpha_s[l], &oom);
+            sc_jadd_num(x, "cold_bw_eff", c->eff.cold_bw_eff[l], &oom);
+        }
         add_ramp(x, &c->eff, l, &oom);
     }
     sc_jadd_num(e, "op_overhead_s", c->eff.op_overhead_s, &oom);
@@ -822,7 +845,9 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
     for (int l = 0; eq && l < SC_LINK_N; l++)
         eq = deq(a->eff.alpha_s[l], b->eff.alpha_s[l]) && deq(a->eff.bw_eff[l], b->eff.bw_eff[l]) &&
              deq(a->eff.p2p_bw_eff[l], b->eff.p2p_bw_eff[l]) &&
-             deq(a->eff.p2p_host_s_per_byte[l], b->eff.p2p_host_s_per_byte[l]);
+             deq(a->eff.p2p_host_s_per_byte[l], b->eff.p2p_host_s_per_byte[l]) &&
+             deq(a->eff.cold_alpha_s[l], b->eff.cold_alpha_s[l]) &&
+             deq(a->eff.cold_bw_eff[l], b->eff.cold_bw_eff[l]);
     eq = eq && ramp_equal(&a->eff, &b->eff);
     const sc_cluster_fits *fa = &a->eff.fits, *fb = &b->eff.fits;
     eq = eq && fa->present == fb->present;
@@ -833,7 +858,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         eq = eq && fa->n_failed == fb->n_failed;
         for (int i = 0; eq && i < fa->n_failed; i++)
             eq = !strcmp(fa->failed[i], fb->failed[i]);
-        enum { NS = SC_DTYPE_N + 2 + 3 * SC_LINK_N };
+        enum { NS = SC_DTYPE_N + 2 + LINK_FITS * SC_LINK_N };
         const sc_fit_stats *sa[NS], *sb[NS];
         for (int d = 0; d < SC_DTYPE_N; d++) {
             sa[d] = &fa->compute[d];
@@ -843,7 +868,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         sb[SC_DTYPE_N] = &fb->overhead;
         sa[NS - 1] = &fa->gemm;
         sb[NS - 1] = &fb->gemm;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < LINK_FITS; k++)
             for (int l = 0; l < SC_LINK_N; l++) {
                 sa[SC_DTYPE_N + 1 + k * SC_LINK_N + l] = link_fit_c(fa, k, l);
                 sb[SC_DTYPE_N + 1 + k * SC_LINK_N + l] = link_fit_c(fb, k, l);

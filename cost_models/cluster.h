@@ -37,11 +37,13 @@
  *                               others optional),
  *                    memory_bw (fraction of HBM bandwidth reached),
  *                    intra: { alpha_s, bw_eff, p2p_bw_eff, p2p_host_s_per_byte,
- *                             s_half_bytes, ramp_exp },
- *                    inter: { alpha_s, bw_eff, p2p_bw_eff, p2p_host_s_per_byte,
- *                             s_half_bytes, ramp_exp }
+ *                             s_half_bytes, ramp_exp, cold_alpha_s, cold_bw_eff },
+ *                    inter: { the same keys }
  *                           (the p2p_ keys optional; s_half_bytes, ramp_exp optional:
- *                            the collectives' size ramp, see sc_cluster_eff),
+ *                            the collectives' size ramp, see sc_cluster_eff; the
+ *                            cold_ keys optional, a pair: collectives on buffers the
+ *                            step's compute has evicted from the caches, see
+ *                            sc_cluster_cold),
  *                    op_overhead_s (fixed cost per module call),
  *                    bwd_factor (optional, default 1: backward kernels' time per
  *                                FLOP relative to forward ones, calibrated),
@@ -56,6 +58,8 @@
  *                      intra: STATS, inter: STATS,
  *                      intra_p2p: STATS, inter_p2p: STATS,
  *                      intra_host: STATS, inter_host: STATS (optional),
+ *                      intra_cold: STATS, inter_cold: STATS (optional: the cold
+ *                        collectives' fit),
  *                      gemm: STATS (optional: the efficiency.gemm fit),
  *                      gates_failed: [ "FIT: GATE FIGURE (LIMIT)", ... ] (optional:
  *                        the quality gates calibrate --force wrote past;
@@ -120,6 +124,7 @@ typedef struct sc_cluster_fits {
     sc_fit_stats link[SC_LINK_N];
     sc_fit_stats link_p2p[SC_LINK_N];     /* "intra_p2p", "inter_p2p" (optional) */
     sc_fit_stats host[SC_LINK_N];         /* "intra_host", "inter_host" (optional) */
+    sc_fit_stats link_cold[SC_LINK_N];    /* "intra_cold", "inter_cold" (optional) */
     sc_fit_stats gemm;                    /* "gemm" (optional): the efficiency.gemm fit */
     int n_failed;                          /* "gates_failed" (optional): what --force */
     char failed[SC_CLUSTER_MAX_GATES][SC_CLUSTER_GATE_LEN]; /* wrote past, one line each */
@@ -161,6 +166,10 @@ typedef struct sc_cluster_eff {
     double p2p_host_s_per_byte[SC_LINK_N]; /* sender's compute-stream time per byte of a
                                               point-to-point message (0: none, as on GPUs;
                                               CPU devices spend it in the TCP stack) */
+    double cold_alpha_s[SC_LINK_N]; /* collectives on cold buffers (the data-parallel
+                                       gradient reductions and parameter gathers), */
+    double cold_bw_eff[SC_LINK_N];  /* their alpha and share of the link; bw_eff 0 =
+                                       absent: the warm ones apply (sc_cluster_cold) */
     double op_overhead_s;
     double workspace_bytes;
     double bwd_factor;           /* backward FLOPs run this much slower than forward
@@ -253,6 +262,20 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b);
 static inline double sc_cluster_p2p_eff(const sc_cluster *c, sc_link l)
 {
     return c->eff.p2p_bw_eff[l] > 0 ? c->eff.p2p_bw_eff[l] : c->eff.bw_eff[l];
+}
+
+/* The alpha and link share of a collective on cold buffers over link class l:
+ * the data-parallel ones (gradient reductions, ZeRO's parameter gathers),
+ * which start after the step's compute has streamed other memory through
+ * the caches. The cold_ pair when the file has it (calibrate fits it from
+ * `bench --cold` files), else the warm alpha_s, bw_eff. On GPUs the two are
+ * the same (no cold_ keys in any preset); on CPUs the collective then reads
+ * its buffers and the transport's from memory (exec/bench.h, "Cold"). */
+static inline void sc_cluster_cold(const sc_cluster *c, sc_link l, double *alpha, double *bw_eff)
+{
+    int cold = c->eff.cold_bw_eff[l] > 0;
+    *alpha = cold ? c->eff.cold_alpha_s[l] : c->eff.alpha_s[l];
+    *bw_eff = cold ? c->eff.cold_bw_eff[l] : c->eff.bw_eff[l];
 }
 
 #endif

@@ -314,6 +314,7 @@ typedef struct {
     int rank, size;
     double timeout;
     sc_dbuf *A, *B, *C; /* gemm; A alone for the comm ops */
+    sc_dbuf *evict;     /* cold_bytes > 0: written before every iteration */
     sc_ev *e0, *e1;
     sc_comm *pair; /* p2p: world ranks 0 and 1 */
 } ctx;
@@ -564,6 +565,7 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
         r->warmup = o->warmup;
         r->tolerance = o->tolerance > 0 ? o->tolerance : -1;
         r->max_iters = o->tolerance > 0 ? max_iters : 0;
+        r->cold_bytes = k->comm && o->cold_bytes > 0 ? o->cold_bytes : 0;
     }
     double *times = NULL, *all = NULL, *hist = NULL, *tmp = NULL;
     sc_status st = topology(&c, k, r, err);
@@ -599,6 +601,12 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     }
     if (!st)
         st = be->fill_uniform(b->bk, c.A, a_max / eb, o->dtype, 1 + (uint64_t)c.rank, err);
+    /* cold: a buffer bigger than the caches, written before every iteration, so that
+     * the collective reads its buffer (and the transport its own) from memory, as a
+     * step's gradient reduction does after the backward has streamed the layers */
+    size_t cold = k->comm && o->cold_bytes > 0 ? (size_t)o->cold_bytes : 0;
+    if (!st && cold && !(c.evict = be->alloc(b->bk, cold, err)))
+        st = err ? err->status : SC_ENOMEM;
     if (!st && (!(c.e0 = be->ev_new(b->bk, err)) || !(c.e1 = be->ev_new(b->bk, err))))
         st = err ? err->status : SC_ENOMEM;
     if (!st) {
@@ -643,6 +651,8 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
                  * every iteration reduces values in [-1, 1) */
                 if (reduces)
                     st = be->fill_uniform(b->bk, c.A, elems, o->dtype, 1 + (uint64_t)c.rank, err);
+                if (!st && cold)
+                    st = be->fill(b->bk, c.evict, cold, (uint64_t)(it + o->warmup), err);
                 if (!st && k->comm) {
                     st = be->epoch(b->bk, err);
                     if (!st)
@@ -717,6 +727,7 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     be->free(b->bk, c.A);
     be->free(b->bk, c.B);
     be->free(b->bk, c.C);
+    be->free(b->bk, c.evict);
     sc_free(times);
     sc_free(all);
     sc_free(hist);
@@ -780,6 +791,10 @@ void sc_bench_print(const sc_bench_result *r, FILE *f)
     if (r->tolerance > 0)
         fprintf(f, ", repeated until the median moves < %.3g%% (at most %d)", 100 * r->tolerance,
                 r->max_iters);
+    if (r->cold_bytes > 0) {
+        char cb[32];
+        fprintf(f, ", cold (%s written before each)", human_bytes(r->cold_bytes, cb, sizeof cb));
+    }
     fprintf(f, "\n");
     if (r->prov.present && (r->prov.blas[0] || r->prov.cuda_device[0]))
         fprintf(f, "on %s; %s%s%s%s%s\n",

@@ -38,19 +38,25 @@ static void ramps_of(const sc_cluster *c, double msg, double r[2])
  * the pass; dp: one bucket; ramps_of), each hop class at its own, the ring bound by
  * its slowest hop. */
 static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, const double r[2], int n,
-                        int per_node)
+                        int per_node, int cold)
 {
     if (n <= 1 || bytes <= 0)
         return 0;
-    double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA] * r[0], beta, a;
+    double ai = c->eff.alpha_s[SC_LINK_INTRA], ae = c->eff.alpha_s[SC_LINK_INTER];
+    double wi = c->eff.bw_eff[SC_LINK_INTRA], we = c->eff.bw_eff[SC_LINK_INTER];
+    if (cold) { /* data-parallel collectives run on cold buffers (sc_cluster_cold) */
+        sc_cluster_cold(c, SC_LINK_INTRA, &ai, &wi);
+        sc_cluster_cold(c, SC_LINK_INTER, &ae, &we);
+    }
+    double bi = c->intra.bytes_per_s * wi * r[0], beta, a;
     if (per_node >= n) {
         beta = bi;
-        a = c->eff.alpha_s[SC_LINK_INTRA];
+        a = ai;
     } else {
-        double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s *
-                    c->eff.bw_eff[SC_LINK_INTER] * per_node / c->gpus_per_node * r[1];
+        double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * we * per_node /
+                    c->gpus_per_node * r[1];
         beta = be < bi ? be : bi; /* the slower ramped hop */
-        a = c->eff.alpha_s[SC_LINK_INTER];
+        a = ae;
     }
     if (!(beta > 0))
         return INFINITY;
@@ -106,7 +112,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
             int per_node = tp < gpn ? tp : gpn;
             double r[2];
             ramps_of(c, info[s].tp_bytes / info[s].tp_count, r);
-            double one = ring_coll(c, SC_COLL_ALLREDUCE, info[s].tp_bytes, r, tp, per_node);
+            double one = ring_coll(c, SC_COLL_ALLREDUCE, info[s].tp_bytes, r, tp, per_node, 0);
             /* the ring's latency once per allreduce of the pass */
             double a = c->eff.alpha_s[tp <= gpn ? SC_LINK_INTRA : SC_LINK_INTER];
             t.tp_s[s] = one + (info[s].tp_count - 1) * 2.0 * (tp - 1) * a;
@@ -285,7 +291,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 ramps_of(c, t->grad[r] / K, rb); /* not the cached bucket size */
             else
                 rb[0] = x[2 * SC_RAMP_BUCKET], rb[1] = x[2 * SC_RAMP_BUCKET + 1];
-            double tr = ring_coll(c, op, grads, rb, dp, per_node);
+            double tr = ring_coll(c, op, grads, rb, dp, per_node, 1);
             /* buckets overlap the last microbatch's backward: every chunk's
              * (their final backwards run together at the end of the
              * schedule) but the last bucket of the last chunk; with
@@ -294,15 +300,15 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             dpx = cfg->no_overlap_grad_reduce ? tr : fmax(tr / (K * v), tr - overlap);
             if (cfg->zero == 1 || cfg->zero == 2)
                 dpx += ring_coll(c, SC_COLL_ALLGATHER, P * wb, x + 2 * SC_RAMP_PARAMS, dp,
-                                 per_node);
+                                 per_node, 1);
             if (cfg->zero == 3) {
                 /* a gather before every F and B and a reduce-scatter after
                  * every B share the NICs; what exceeds the position's
                  * compute is exposed, and the first gather always is */
                 double ag = ring_coll(c, SC_COLL_ALLGATHER, P * wb / v,
-                                      x + 2 * SC_RAMP_PARAMS_V, dp, per_node);
+                                      x + 2 * SC_RAMP_PARAMS_V, dp, per_node, 1);
                 double rs = ring_coll(c, SC_COLL_REDUCE_SCATTER, grads / v,
-                                      x + 2 * SC_RAMP_GRADS_V, dp, per_node);
+                                      x + 2 * SC_RAMP_GRADS_V, dp, per_node, 1);
                 double busy = 0;
                 for (int ch = 0; ch < v; ch++)
                     busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
@@ -311,7 +317,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         }
         if (t->shared_npos > 1)
             dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->ramp_shared,
-                             t->shared_npos, 1);
+                             t->shared_npos, 1, 1);
         double local = cfg->zero >= 1 ? P / dp : P;
         double opt = sc_cost_optimizer_time(c, dt, local);
         tail = fmax(tail, dpx + opt);

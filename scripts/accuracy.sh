@@ -60,16 +60,18 @@ benches() { # SUFFIX: the three benches, into bench_OP.SUFFIX
   "$sc" bench gemm --sizes 128:1024:2 -o "bench_gemm.$1" >/dev/null
   run2 "$sc" bench allreduce --sizes $sizes -o "bench_allreduce.$1" >/dev/null
   run2 "$sc" bench p2p --sizes $sizes -o "bench_p2p.$1" >/dev/null
+  run2 "$sc" bench allreduce --cold 256M --sizes $cold_sizes -o "bench_allreduce_cold.$1" >/dev/null
 }
 # the sizes the plans send (activations of 128-256 KiB, tp halves of 64-128
-# KiB; dp2_m2's one gradient bucket of 16.2 MiB lies beyond, extrapolated:
-# docs/accuracy.md says what that costs): in shared memory Open MPI switches protocol below 128 KiB
+# KiB; dp2_m2's one gradient bucket of 16.2 MiB is reduced cold, after the
+# backward, and has its own bench over 4-16 MiB with 256 MiB written before
+# each iteration, bench --cold): in shared memory Open MPI switches protocol below 128 KiB
 # (a 64 KiB message 11 us, a 128 KiB one 62 us), and no alpha-beta line fits
 # both sides (calibrate's link gates refused 4K:4M:4 at MAPE 18-21%); across a
 # shaped link, messages under the token bucket pass at memory speed: measure
 # from 256 KiB up there
-sizes=128K:4M:2
-[[ $net == 1 ]] && sizes=256K:16M:4
+sizes=128K:4M:2 cold_sizes=4M:16M:2
+[[ $net == 1 ]] && sizes=256K:16M:4 cold_sizes=1M:16M:4
 plan() { # NAME ARGS...: make the plan
   local name=$1; shift
   "$sc" sim --model gpt.json --cluster cpu.json --nodes $nodes "$@" -o "$name.plan.json" >/dev/null
@@ -114,7 +116,7 @@ def load(f):
     return json.load(open(f))
 def passes(stem):
     return sorted(glob.glob(f'{stem}.pass*.json'))
-for op in ('gemm', 'allreduce', 'p2p'):   # the fastest per size
+for op in ('gemm', 'allreduce', 'p2p', 'allreduce_cold'):   # the fastest per size
     runs = [load(f) for f in passes(f'bench_{op}')]
     best = runs[0]
     best['results'] = [min(rs, key=lambda r: r['time_s']) for rs in zip(*(r['results'] for r in runs))]
@@ -144,7 +146,8 @@ remeasure() { # TRY
 }
 . "$root/scripts/calibrate_retry.sh"
 calibrate_retrying accuracy.sh remeasure "$sc" --cluster cpu.json bench_gemm.json \
-  bench_allreduce.json bench_p2p.json cal_pp2.measured.json cal_tp2.measured.json
+  bench_allreduce.json bench_p2p.json bench_allreduce_cold.json cal_pp2.measured.json \
+  cal_tp2.measured.json
 rm -f bench_*.pass*.json ./*.pass*.json
 [[ $calibrate_status == 0 ]] || exit $calibrate_status
 echo "| plan | predicted ms | measured ms | error |"

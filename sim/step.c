@@ -351,17 +351,30 @@ static int flow_task(builder *b, const int links[2], double vol, int from, int t
     return f;
 }
 
+/* A cold collective's share of link class l relative to the warm one the
+ * links run at (sc_cluster_cold): its flows move vol / share bytes' worth of
+ * link time. 1 when warm or when the cluster has no cold line. */
+static double cold_share(builder *b, sc_link l, int cold)
+{
+    if (!cold)
+        return 1;
+    double a, bw;
+    sc_cluster_cold(b->c, l, &a, &bw);
+    return bw / b->c->eff.bw_eff[l];
+}
+
 /* A ring collective among ranks members[0..n) (ascending). Each member sends
  * vol bytes to the next; lat_steps alpha of latency in all. Starts after
  * deps and after the communicator's previous collective (*chain). msg is the
  * size of one collective of the lot (nccl-tests' S): the links run at the
  * plateau (bw_eff), so a hop below it, reaching only r(msg) of its class's
  * plateau (the size ramp, cost.h), moves vol / r(msg) bytes' worth of link
- * time; the ring ends with its slowest hop. Returns the
+ * time; the ring ends with its slowest hop. cold: a data-parallel collective,
+ * at the cold alpha and share (sc_cluster_cold, cold_share). Returns the
  * end marker (and the start marker in *start_out); -1 on failure. */
 static int add_ring(builder *b, const int *members, int n, double vol, double lat_steps,
                     const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
-                    double report_bytes, double msg, int *start_out)
+                    double report_bytes, double msg, int cold, int *start_out)
 {
     int start = sc_sim_add_marker(b->sim, NULL);
     if (start < 0)
@@ -375,17 +388,21 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
     if (end < 0)
         return fail_nomem(b), -1;
     if (n > 1 && (vol > 0 || lat_steps > 0)) {
-        double amax = 0;
+        double amax = 0, awarm = 0;
         for (int i = 0; i < n; i++) {
             int l[2];
-            double a;
+            double a, bw;
             path(b, members[i], members[(i + 1) % n], l, &a);
-            if (a > amax)
-                amax = a;
+            awarm = fmax(awarm, a);
+            if (cold)
+                sc_cluster_cold(b->c, link_class(b, members[i], members[(i + 1) % n]), &a, &bw);
+            amax = fmax(amax, a);
         }
+        /* lat_steps alphas in all: the flows' links add one warm alpha */
+        double delay = fmax(0, lat_steps * amax - awarm);
         int from = start;
-        if (lat_steps > 1 && amax > 0) {
-            from = sc_sim_add_compute(b->sim, -1, (lat_steps - 1) * amax, NULL);
+        if (lat_steps > 1 && delay > 0) {
+            from = sc_sim_add_compute(b->sim, -1, delay, NULL);
             sc_sim_add_dep(b->sim, start, from);
         }
         for (int i = 0; i < n; i++) {
@@ -393,8 +410,8 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             double a;
             path(b, members[i], members[(i + 1) % n], l, &a);
             /* each hop at its class's ramp (cost.h, sc_flat_beta) */
-            double r = sc_cost_coll_ramp(b->c, link_class(b, members[i], members[(i + 1) % n]),
-                                         msg);
+            sc_link lk = link_class(b, members[i], members[(i + 1) % n]);
+            double r = sc_cost_coll_ramp(b->c, lk, msg) * cold_share(b, lk, cold);
             int f = flow_task(b, l, vol / r, from, end, members[i], op, stage, chunk, mb,
                               report_bytes);
             if (f < 0)
@@ -460,7 +477,7 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
             return fail_nomem(b), -1;
         dp_members(b, p, t, members);
         int e = add_ring(b, members, dp, vol, lat_steps, deps, dp, chain, op, stage, chunk, mb,
-                         report, msg, start_out);
+                         report, msg, 1, start_out);
         sc_free(members);
         return e;
     }
@@ -475,10 +492,15 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
     for (int d = 0; d < dp; d++)
         rpn += node_of(b, rank_of(b, d, p, t)) == X;
     if (dp > 1 && (vol > 0 || lat_steps > 0)) {
-        double a = b->c->eff.alpha_s[rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA];
+        /* data-parallel collectives run on cold buffers; lat_steps alphas in all,
+         * the flows' links adding one warm alpha (as add_ring) */
+        sc_link lc = rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA;
+        double a, bw, delay;
+        sc_cluster_cold(b->c, lc, &a, &bw);
+        delay = fmax(0, lat_steps * a - b->c->eff.alpha_s[lc]);
         int from = start;
-        if (lat_steps > 1 && a > 0) {
-            from = sc_sim_add_compute(b->sim, -1, (lat_steps - 1) * a, NULL);
+        if (lat_steps > 1 && delay > 0) {
+            from = sc_sim_add_compute(b->sim, -1, delay, NULL);
             sc_sim_add_dep(b->sim, start, from);
         }
         int paths[2][2] = {{b->nic_out[X], b->nic_in[X]}, {b->port_out[r], b->port_in[r]}};
@@ -488,7 +510,8 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
                 continue;
             /* one comm op per collective in the timeline; each path at its class's
              * size ramp (add_ring) */
-            double ramp = sc_cost_coll_ramp(b->c, k == 0 ? SC_LINK_INTER : SC_LINK_INTRA, msg);
+            sc_link lk = k == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
+            double ramp = sc_cost_coll_ramp(b->c, lk, msg) * cold_share(b, lk, 1);
             if (flow_task(b, paths[k], vol / ramp, from, end, first ? r : -1, op, stage, chunk,
                           mb, report) < 0)
                 return -1;
@@ -515,7 +538,7 @@ static int tp_after(builder *b, int g, int after, const sc_action *a)
     int count = b->lw->info[a->stage].tp_count;
     int end = add_ring(b, b->members, b->tp, halves * (b->tp - 1) / b->tp * S,
                        halves * (b->tp - 1) * count, &after, 1, &b->grp[g].tp_chain, a->op,
-                       a->stage, a->chunk, a->mb, S, count > 0 ? S / count : S, &s0);
+                       a->stage, a->chunk, a->mb, S, count > 0 ? S / count : S, 0, &s0);
     int done = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
     tinfo *i = info_at(b, done);
     if (!i || end < 0)
@@ -734,7 +757,7 @@ static void build_ties(builder *b)
                 int s0, at = (k * b->nrep + d) * b->tp + t;
                 b->tie_end[at] = add_ring(b, b->members, n, 2.0 * (n - 1) / n * G,
                                           2.0 * (n - 1), b->deps, n, NULL, SC_OP_DP_ALLREDUCE,
-                                          -1, -1, -1, G, G, &s0);
+                                          -1, -1, -1, G, G, 1, &s0);
                 b->tie_start[at] = s0;
             }
     }

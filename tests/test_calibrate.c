@@ -5,8 +5,10 @@
 #include "check.h"
 #include "compare.h"
 #include "cost.h"
+#include "bench_file.h"
 #include "json.h"
 #include "plan.h"
+#include "search.h"
 #include "step.h"
 
 #include <math.h>
@@ -962,4 +964,128 @@ TEST(compare_refuses_zero_step)
         CHECK(strchr(out, '\n') == out + strlen(out) - 1); /* one line */
     }
     CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json", d, bin), 0);
+}
+
+/* Marks a bench file as measured cold (bench --cold). */
+static void mark_cold(const char *path, double cold_bytes)
+{
+    cJSON *j = NULL;
+    sc_error err;
+    REQUIRE(sc_json_load(path, &j, &err) == SC_OK);
+    cJSON_AddNumberToObject(j, "cold_bytes", cold_bytes);
+    REQUIRE(sc_json_save(path, j, &err) == SC_OK);
+    cJSON_Delete(j);
+}
+
+/* Collectives measured cold (bench --cold) are fitted apart as the link's
+ * cold_alpha_s, cold_bw_eff; the warm line is fitted on the warm files
+ * alone; the simulator and the planner's estimate run the data-parallel
+ * gradient reduction at the cold line and the tp collectives at the warm. */
+TEST(calibrate_cold_collectives)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), truth = base;
+    truth.eff.eff_max[SC_FP32] = 0.42;
+    truth.eff.f_half[SC_FP32] = 3e6;
+    char g[600], ar[600], cold[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(ar, sizeof ar, "%s/ar.json", d);
+    snprintf(cold, sizeof cold, "%s/ar_cold.json", d);
+    write_gemm_bench(g, &truth, "cpu-core (test)", 0.0);
+    write_comm_bench(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 6);
+    write_comm_bench(cold, "allreduce", 2, "intra", 20e-6, 1.25e9, 6);
+    mark_cold(cold, 256.0 * 1048576);
+    /* the bench file keeps cold_bytes */
+    sc_bench_result *br = NULL;
+    sc_error err;
+    REQUIRE(sc_bench_load(cold, &br, &err) == SC_OK);
+    CHECK_NEAR(br->cold_bytes, 256.0 * 1048576, 0);
+    sc_bench_result_free(br);
+
+    const char *files[] = {g, ar, cold};
+    sc_cluster out;
+    sc_calib_report rep;
+    REQUIRE(sc_calibrate(&base, files, 3, "2026-12-01T00:00:00Z", 0, &out, &rep, &err) == SC_OK);
+    CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTRA], 3e-6, 1e-6);
+    CHECK_NEAR(out.eff.bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 2.5e9, 1e-6);
+    CHECK_NEAR(out.eff.cold_alpha_s[SC_LINK_INTRA], 20e-6, 1e-6);
+    CHECK_NEAR(out.eff.cold_bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 1.25e9, 1e-6);
+    CHECK_EQ_INT(out.eff.fits.link[SC_LINK_INTRA].n, 6); /* the warm points only */
+    CHECK_EQ_INT(out.eff.fits.link_cold[SC_LINK_INTRA].n, 6);
+    CHECK(out.eff.fits.link_cold[SC_LINK_INTRA].r2 > 0.999999);
+    CHECK(out.eff.cold_bw_eff[SC_LINK_INTER] == 0); /* nothing measured there */
+    int shown = 0;
+    for (int i = 0; i < rep.n_fits; i++)
+        shown += !strcmp(rep.fits[i].what, "intra cold (dp)");
+    CHECK_EQ_INT(shown, 1);
+    CHECK_EQ_INT(rep.n_failed, 0);
+
+    /* the file round trip, the ranges, the pair rule */
+    char path[600];
+    snprintf(path, sizeof path, "%s/cold_cluster.json", d);
+    REQUIRE(sc_cluster_save(&out, path, &err) == SC_OK);
+    sc_cluster back;
+    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
+    CHECK(sc_cluster_equal(&out, &back));
+    CHECK_EQ_INT(back.eff.fits.link_cold[SC_LINK_INTRA].n, 6);
+    sc_cluster bad = out;
+    bad.eff.cold_bw_eff[SC_LINK_INTRA] = 1.5;
+    CHECK(sc_cluster_validate(&bad, "<t>", &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "efficiency.intra.cold_bw_eff");
+    bad = out;
+    bad.eff.cold_alpha_s[SC_LINK_INTER] = 1e-5; /* without its share */
+    CHECK(sc_cluster_validate(&bad, "<t>", &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "efficiency.inter.cold_alpha_s");
+
+    /* cold points alone cannot stand for the link */
+    const char *only_cold[] = {g, cold};
+    CHECK(sc_calibrate(&base, only_cold, 2, "2026-12-01T00:00:00Z", 0, &out, &rep, &err) ==
+          SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "ar_cold.json");
+    CHECK_STR_HAS(err.msg, "no warm ones");
+    /* recalibrating the warm line drops a cold line that belonged to the old one */
+    const char *warm[] = {g, ar};
+    sc_cluster again;
+    REQUIRE(sc_calibrate(&back, warm, 2, "2026-12-01T00:00:00Z", 0, &again, &rep, &err) ==
+            SC_OK);
+    CHECK(again.eff.cold_bw_eff[SC_LINK_INTRA] == 0 && again.eff.cold_alpha_s[SC_LINK_INTRA] == 0);
+    CHECK_EQ_INT(again.eff.fits.link_cold[SC_LINK_INTRA].n, 0);
+
+    /* dp 2 on one node, the gradients in one bucket reduced after the backward
+     * (overlap off): the step grows by exactly the cold line's extra time; a tp 2
+     * plan's tp collectives stay warm */
+    char out_[4096];
+    REQUIRE(sc_test_sh(out_, sizeof out_,
+                       "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
+                       "--vocab 256 --dtype fp32 -o cold_m.json",
+                       d, sc_test_bin()) == 0);
+    snprintf(path, sizeof path, "%s/cold_m.json", d);
+    sc_model *m;
+    REQUIRE(sc_model_open(path, &m, &err) == SC_OK);
+    sc_cluster w = back, c2 = back;
+    w.eff.cold_alpha_s[SC_LINK_INTRA] = w.eff.cold_bw_eff[SC_LINK_INTRA] = 0;
+    REQUIRE(sc_cluster_set_nodes(&w, 1, &err) == SC_OK);
+    REQUIRE(sc_cluster_set_nodes(&c2, 1, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 2, .tp = 1, .pp = 1, .v = 1, .m = 2, .mbs = 1, .schedule = "1f1b",
+                       .bucket_bytes = 1e12, .no_overlap_grad_reduce = 1};
+    sc_step_result *r0, *r1;
+    REQUIRE(sc_step_simulate(m, &w, &cfg, &r0, &err) == SC_OK);
+    REQUIRE(sc_step_simulate(m, &c2, &cfg, &r1, &err) == SC_OK);
+    double G = sc_model_totals(m).params * 4; /* fp32 gradients */
+    double extra = 2 * (20e-6 - 3e-6) + G * (1 / 1.25e9 - 1 / 2.5e9); /* n = 2: vol = G */
+    CHECK_NEAR(r1->step_time_s - r0->step_time_s, extra, 1e-3 * extra);
+    CHECK_NEAR(r1->breakdown.dp - r0->breakdown.dp, extra, 1e-3 * extra);
+    sc_estimate e0, e1;
+    REQUIRE(sc_estimate_step(m, &w, &cfg, &e0, &err) == SC_OK);
+    REQUIRE(sc_estimate_step(m, &c2, &cfg, &e1, &err) == SC_OK);
+    CHECK_NEAR(e1.step_s - e0.step_s, extra, 1e-3 * extra);
+    sc_step_result_free(r0);
+    sc_step_result_free(r1);
+    sc_step_cfg tp = {.dp = 1, .tp = 2, .pp = 1, .v = 1, .m = 2, .mbs = 1, .schedule = "1f1b"};
+    REQUIRE(sc_step_simulate(m, &w, &tp, &r0, &err) == SC_OK);
+    REQUIRE(sc_step_simulate(m, &c2, &tp, &r1, &err) == SC_OK);
+    CHECK_NEAR(r1->step_time_s, r0->step_time_s, 1e-12);
+    sc_step_result_free(r0);
+    sc_step_result_free(r1);
+    sc_model_free(m);
 }

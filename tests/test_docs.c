@@ -390,6 +390,8 @@ TEST(docs_formats_cluster)
     for (int l = 0; l < SC_LINK_N; l++) {
         c.eff.p2p_bw_eff[l] = 0.5;
         c.eff.p2p_host_s_per_byte[l] = 5e-9;
+        c.eff.cold_alpha_s[l] = 2e-5;
+        c.eff.cold_bw_eff[l] = 0.3;
     }
     c.eff.bwd_factor = 1.03;
     sc_cluster_fits *f = &c.eff.fits;
@@ -402,7 +404,7 @@ TEST(docs_formats_cluster)
         f->compute[d] = stats3();
     f->overhead = stats3();
     for (int l = 0; l < SC_LINK_N; l++)
-        f->link[l] = f->link_p2p[l] = f->host[l] = stats3();
+        f->link[l] = f->link_p2p[l] = f->host[l] = f->link_cold[l] = stats3();
     f->n_failed = 1; /* written past a failed gate with --force */
     snprintf(f->failed[0], sizeof f->failed[0],
              "gemm.json: compute fp32 (gemm sizes): points 1 distinct sizes for 2 parameters "
@@ -534,6 +536,7 @@ TEST(docs_formats_bench)
     r->iters = 2;
     r->tolerance = 0.02;
     r->max_iters = 10;
+    r->cold_bytes = 268435456;
     r->prov = full_provenance();
     r->n_rows = 1;
     r->rows[0] = (sc_bench_row){.bytes = 4096, .time_s = 2e-6, .time_min_s = 1e-6,

@@ -64,6 +64,8 @@ cJSON *sc_bench_to_json(const sc_bench_result *r)
         sc_jadd_num(j, "tolerance", r->tolerance, &oom);
     if (r->max_iters > 0)
         sc_jadd_num(j, "max_iters", r->max_iters, &oom);
+    if (r->cold_bytes > 0)
+        sc_jadd_num(j, "cold_bytes", r->cold_bytes, &oom);
     sc_provenance_to_json(&r->prov, j, &oom);
     cJSON *a = sc_jadd_arr(j, "results", &oom);
     for (int i = 0; a && i < r->n_rows; i++) {
@@ -126,7 +128,8 @@ sc_status sc_bench_from_json(const cJSON *j, const char *path, sc_bench_result *
     static const char *const top[] = {"format", "op", "backend", "device", "host", "ranks",
                                       "world", "nodes", "ranks_per_node", "link", "dtype",
                                       "compute_dtype", "elem_bytes", "busbw_factor", "iters",
-                                      "warmup", "tolerance", "max_iters", "provenance",
+                                      "warmup", "tolerance", "max_iters", "cold_bytes",
+                                      "provenance",
                                       "results", NULL};
     static const char *const gemm_keys[] = {"m", "n", "k", "time_s", "time_min_s", "flop",
                                             "flops", "spread", "drift", "runs", NULL};
@@ -194,6 +197,8 @@ sc_status sc_bench_from_json(const cJSON *j, const char *path, sc_bench_result *
     if (!st)
         st = sc_json_int(j, path, "", "max_iters", 0, 1, 100000000L, &max_iters, err);
     r->max_iters = (int)max_iters;
+    if (!st)
+        st = sc_json_num(j, path, "", "cold_bytes", 0, 0, 68719476736.0, &r->cold_bytes, err);
     if (!st)
         st = sc_provenance_from_json(j, path, &r->prov, err);
     if (!st)

@@ -10,7 +10,9 @@
  *    "ranks_per_node" (most ranks of the world on one node), "link" ("intra"
  *    | "inter"), "dtype" (asked), "compute_dtype" (run), "elem_bytes",
  *    "busbw_factor" (not for gemm), "iters", "warmup", "tolerance" and
- *    "max_iters" (the stability rule, exec/bench.h), "provenance" (what ran
+ *    "max_iters" (the stability rule, exec/bench.h), "cold_bytes" (optional,
+ *    collectives only: bytes written between iterations to evict the caches,
+ *    exec/bench.h; absent or 0 = warm), "provenance" (what ran
  *    it: CPU, BLAS library and kernel, threads, environment, MPI, CUDA
  *    device and driver; provenance.h),
  *    "results": [{"bytes", "time_s", "time_min_s", "algbw", "busbw", "spread",
@@ -98,6 +100,8 @@ typedef struct sc_bench_result {
     int iters, warmup;
     double tolerance;      /* the drift asked for (-1: not recorded, or one block) */
     int max_iters;         /* 0: not recorded */
+    double cold_bytes;     /* > 0: caches evicted before every iteration by writing
+                              this many bytes ("cold" collectives); 0: warm */
     sc_provenance prov;    /* rank 0's, and whether the ranks differed (provenance.h) */
     int n_rows;
     sc_bench_row rows[SC_BENCH_MAX_SIZES];
