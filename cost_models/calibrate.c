@@ -788,11 +788,15 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
     return rc;
 }
 
+#define WARM_SIZES "bench over at least 4 sizes (--sizes 128K:4M:2)"
+#define COLD_SIZES "bench --cold over at least 4 sizes around the gradient buckets " \
+                   "(--sizes 2M:16M:2)"
+
 /* The gates of a link fit over class l's points of op (-1: every op):
  * distinct sizes (of each op) for alpha and beta, R², MAPE, and the link
  * share f->b / nominal at its floor. */
 static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_calib_fit *f,
-                       double nominal, const char *what)
+                       double nominal, const char *what, const char *fix_sizes)
 {
     const sc_calib_points *pts = c->pts;
     int n = 0;
@@ -816,7 +820,7 @@ static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_cal
     char files[160];
     file_list(pts, fi, n, files, sizeof files);
     fit_gates(rep, what, files, distinct(key, key2, n), 2, "sizes", f->r2, "", f->mape,
-              SC_CALIB_LINK_MAPE_CEILING, "bench over at least 4 sizes (--sizes 128K:4M:2)",
+              SC_CALIB_LINK_MAPE_CEILING, fix_sizes,
               "the times do not follow alpha + size/beta: bench over the sizes the plans "
               "send, on a quiet machine (the spread column)");
     bound_gate(rep, what, files, "link share (beta / nominal)", f->b / nominal, 1e-4, INFINITY,
@@ -905,10 +909,11 @@ static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, s
                  from_allreduce ? "allreduce"
                  : only >= 0 && only < SC_CALIB_COMM_N ? comm_ops[only] : "all pooled");
         if (rep)
-            link_gates(c, rep, l, from_allreduce ? SC_CALIB_ALLREDUCE : -1, &f, nominal, gw);
+            link_gates(c, rep, l, from_allreduce ? SC_CALIB_ALLREDUCE : -1, &f, nominal, gw,
+                       WARM_SIZES);
         if (rep && p2p) {
             snprintf(gw, sizeof gw, "%s links (p2p)", lname[l]);
-            link_gates(c, rep, l, SC_CALIB_P2P, &fp, nominal, gw);
+            link_gates(c, rep, l, SC_CALIB_P2P, &fp, nominal, gw, WARM_SIZES);
         }
         out->eff.bw_eff[l] = fmin(1, fmax(1e-4, f.b / nominal));
         out->eff.fits.link[l] = (sc_fit_stats){f.n, f.r2, f.mape, f.rel_sd,
@@ -972,7 +977,7 @@ static void fit_cold_links(ctx *c, const int *refit, sc_cluster *out, sc_calib_r
         snprintf(gw, sizeof gw, "%s links, cold (%s)", lname[l], nar ? "allreduce" : "pooled");
         if (fit_alpha_beta(c, l, op, &f)) {
             if (rep)
-                gate(rep, gw, "", "sizes", n, 3, 1, "bench --cold over at least 3 sizes",
+                gate(rep, gw, "", "sizes", n, 3, 1, COLD_SIZES,
                      "%d cold points cannot fit alpha and beta", n);
             continue;
         }
@@ -992,7 +997,7 @@ static void fit_cold_links(ctx *c, const int *refit, sc_cluster *out, sc_calib_r
         }
         f.mape_before = k ? m0 / k : 0;
         if (rep)
-            link_gates(c, rep, l, op, &f, nominal, gw);
+            link_gates(c, rep, l, op, &f, nominal, gw, COLD_SIZES);
         out->eff.cold_alpha_s[l] = f.a;
         out->eff.cold_bw_eff[l] = fmin(1, fmax(1e-4, f.b / nominal));
         out->eff.fits.link_cold[l] = (sc_fit_stats){f.n, f.r2, f.mape, f.rel_sd,

@@ -64,13 +64,13 @@ benches() { # SUFFIX: the three benches, into bench_OP.SUFFIX
 }
 # the sizes the plans send (activations of 128-256 KiB, tp halves of 64-128
 # KiB; dp2_m2's one gradient bucket of 16.2 MiB is reduced cold, after the
-# backward, and has its own bench over 4-16 MiB with 256 MiB written before
+# backward, and has its own bench over 2-16 MiB with 256 MiB written before
 # each iteration, bench --cold): in shared memory Open MPI switches protocol below 128 KiB
 # (a 64 KiB message 11 us, a 128 KiB one 62 us), and no alpha-beta line fits
 # both sides (calibrate's link gates refused 4K:4M:4 at MAPE 18-21%); across a
 # shaped link, messages under the token bucket pass at memory speed: measure
 # from 256 KiB up there
-sizes=128K:4M:2 cold_sizes=4M:16M:2
+sizes=128K:4M:2 cold_sizes=2M:16M:2
 [[ $net == 1 ]] && sizes=256K:16M:4 cold_sizes=1M:16M:4
 plan() { # NAME ARGS...: make the plan
   local name=$1; shift
