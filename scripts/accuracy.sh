@@ -71,7 +71,7 @@ benches() { # SUFFIX: the three benches, into bench_OP.SUFFIX
 # shaped link, messages under the token bucket pass at memory speed: measure
 # from 256 KiB up there
 sizes=128K:4M:2 cold_sizes=2M:16M:2
-[[ $net == 1 ]] && sizes=256K:16M:4 cold_sizes=1M:16M:4
+[[ $net == 1 ]] && sizes=256K:16M:4
 plan() { # NAME ARGS...: make the plan
   local name=$1; shift
   "$sc" sim --model gpt.json --cluster cpu.json --nodes $nodes "$@" -o "$name.plan.json" >/dev/null
