@@ -246,8 +246,8 @@ static int predict(ctx *c, const sc_cluster *cl, double *pred)
         }
         switch (q->kind) {
         case SC_OP_F: *out = in->fwd_s; break;
-        case SC_OP_B: *out = pl->split ? in->bwd_s / 2 : in->bwd_s; break;
-        case SC_OP_W: *out = in->bwd_s / 2; break;
+        case SC_OP_B: *out = pl->split ? in->bwd_s - in->bwd_w_s : in->bwd_s; break;
+        case SC_OP_W: *out = in->bwd_w_s; break;
         default: *out = in->recompute_s; break;
         }
     }

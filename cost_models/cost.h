@@ -146,6 +146,10 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
 double sc_cost_kernel_bytes(const sc_kernel *k, const sc_compute_cfg *cc, int bwd);
 void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_compute_cfg *cc,
                           double *fwd_s, double *bwd_s, double *recompute_s);
+/* Of the kernels' backward, the weight-gradient GEMMs (dB = A^T dC of every
+ * GEMM kernel with weights, i.e. not grow_batch). */
+double sc_cost_kernels_wgrad_time(const sc_cluster *c, const sc_module *mod,
+                                  const sc_compute_cfg *cc);
 /* The errors sc_cost_module_time_cfg can return, judged once for a
  * configuration: a dtype that is not one or that the GPU has no peak for,
  * tp or mbs below 1 (the message names `what`). */
@@ -159,6 +163,16 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
 sc_status sc_cost_modules_time_cfg(const sc_cluster *c, sc_module *const *mods, int n,
                                    const sc_compute_cfg *cc, double *fwd_s, double *bwd_s,
                                    sc_error *err);
+/* The weight-gradient part of a call's backward, bwd_s (what
+ * sc_cost_module_time_cfg gave), as a split backward runs it apart (zb-h1's
+ * W; the executor's weight-gradient GEMMs): kernel by kernel, the
+ * weight-gradient GEMM of every GEMM kernel with weights (not grow_batch);
+ * timed whole, bwd_s times the leaf's weight GEMMs' share of its backward
+ * FLOPs (sc_module_weight_flops / sc_module_flops_bwd). The rest (input
+ * gradients, attention's score products, memory passes) is B. seq_len: the
+ * model's. */
+double sc_cost_module_wgrad_time(const sc_cluster *c, const sc_module *mod,
+                                 const sc_compute_cfg *cc, double seq_len, double bwd_s);
 
 /* The bytes B of the leaf roofline above for one call of mod's own work
  * on one rank of a tp group of tp (sp: sequence parallelism), forward and
@@ -325,8 +339,10 @@ sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *e
  * computation that the lowering (and through it the simulator, the executor
  * and calibration) and the planner's estimate read.
  *   fwd_s, bwd_s: one microbatch (sc_cost_modules_time of its leaves); bwd is
- *     the full backward (zb-h1's B and W take half each: input- and
- *     weight-gradient GEMMs have the same FLOPs, Qi et al. 2023);
+ *     the full backward;
+ *   bwd_w_s: its weight-gradient part (sc_cost_module_wgrad_time of its
+ *     leaves): zb-h1's W runs it, B the rest (input gradients, attention's
+ *     score products and every memory pass), as the executor splits them;
  *   recompute_s: re-run before each backward: full re-runs the forward;
  *     selective re-runs the attention scores and values, 4·s·s_kv·inner FLOPs
  *     per sample per attention module (Korthikanti et al. 2022);
@@ -341,7 +357,7 @@ sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *e
  *   grad_bytes, param_bytes: per rank (tp-sharded modules /tp);
  *   buckets: sc_cost_bucket_count(grad_bytes, bucket_bytes). */
 typedef struct sc_stage_info {
-    double fwd_s, bwd_s;
+    double fwd_s, bwd_s, bwd_w_s;
     double recompute_s;
     double tp_bytes;
     int tp_count;

@@ -124,6 +124,20 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
     return SC_OK;
 }
 
+double sc_cost_module_wgrad_time(const sc_cluster *c, const sc_module *mod,
+                                 const sc_compute_cfg *cc, double seq_len, double bwd_s)
+{
+    int measured = mod->has_measured && mod->measured_device &&
+                   strcmp(mod->measured_device, c->gpu.name) == 0;
+    if (!measured && sc_cost_uses_kernels(c, mod))
+        return sc_cost_kernels_wgrad_time(c, mod, cc);
+    double fb = sc_module_flops_bwd(mod);
+    if (!(fb > 0) || !(bwd_s > 0))
+        return 0;
+    double share = sc_module_weight_flops(mod, seq_len) / fb;
+    return bwd_s * (share < 1 ? share : 1);
+}
+
 sc_status sc_cost_modules_time(const sc_cluster *c, sc_module *const *mods, int n, sc_dtype dt,
                                int tp, int mbs, double *fwd_s, double *bwd_s, sc_error *err)
 {

@@ -157,6 +157,21 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
     }
 }
 
+double sc_cost_kernels_wgrad_time(const sc_cluster *c, const sc_module *mod,
+                                  const sc_compute_cfg *cc)
+{
+    double w = 0, bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
+    for (int i = 0; i < mod->n_kernels; i++) {
+        const sc_kernel *k = &mod->kernels[i];
+        if (k->op != SC_KOP_GEMM || k->grow_batch || !sc_kernel_runs(k, cc->attn))
+            continue;
+        double B, M, N, K;
+        sc_cost_kernel_shape(k, cc, &B, &M, &N, &K);
+        w += gemm_time(c, cc->dtype, B, K, N, M, bf); /* dB = A^T dC */
+    }
+    return w;
+}
+
 void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_compute_cfg *cc,
                           double *fwd_s, double *bwd_s, double *recompute_s)
 {

@@ -58,7 +58,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
      * The sums run in leaf order as before, so the results are identical. */
     struct {
         const sc_module *x;
-        double f, b, r;
+        double f, b, r, w;
     } memo[SC_STAGE_MEMO];
     int nmemo = 0, next = 0;
     sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac};
@@ -76,7 +76,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         double params = 0, rc = 0;
         for (int i = 0; i < n; i++) {
             const sc_module *x = mods[i];
-            double f, b, r = 0;
+            double f, b, r = 0, w;
             int kern = sc_cost_uses_kernels(c, x) &&
                        !(x->has_measured && x->measured_device &&
                          !strcmp(x->measured_device, c->gpu.name));
@@ -93,17 +93,21 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                     nmemo += nmemo < SC_STAGE_MEMO;
                     memo[hit].x = x;
                     sc_cost_kernels_time(c, x, &cc, &memo[hit].f, &memo[hit].b, &memo[hit].r);
+                    memo[hit].w = sc_cost_kernels_wgrad_time(c, x, &cc);
                 }
                 f = memo[hit].f;
                 b = memo[hit].b;
                 r = memo[hit].r;
+                w = memo[hit].w;
             } else {
                 sc_status st = sc_cost_module_time_cfg(c, x, &cc, &f, &b, err);
                 if (st)
                     return st;
+                w = sc_cost_module_wgrad_time(c, x, &cc, m->seq_len, b);
             }
             in->fwd_s += f;
             in->bwd_s += b;
+            in->bwd_w_s += w;
             double sh = x->has_tp && x->tp_shardable ? tp : 1;
             params += x->params / sh;
             if (x->has_tp && x->tp_bytes > 0) {
@@ -132,6 +136,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
             double f = 1 + c->framework_overhead;
             in->fwd_s *= f;
             in->bwd_s *= f;
+            in->bwd_w_s *= f;
             in->recompute_s *= f;
         }
     }

@@ -13,8 +13,8 @@ void sc_stage_table_free(sc_stage_table *t)
     if (!t)
         return;
     sc_partition_free(&t->part);
-    double *a[] = {t->f,      t->b,         t->rc_sel, t->tp_s, t->send_s, t->grad,
-                   t->params, t->act1,      t->act_slope, t->ramp};
+    double *a[] = {t->f,      t->b,    t->w,         t->rc_sel, t->tp_s, t->send_s,
+                   t->grad,   t->params, t->act1, t->act_slope, t->ramp};
     for (size_t i = 0; i < SC_ARRAY_LEN(a); i++)
         sc_free(a[i]);
     memset(t, 0, sizeof *t);
@@ -77,6 +77,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.part.first = sc_malloc(sizeof(int) * (S + 1));
     t.f = sc_calloc(S, sizeof(double));
     t.b = sc_calloc(S, sizeof(double));
+    t.w = sc_calloc(S, sizeof(double));
     t.rc_sel = sc_calloc(S, sizeof(double));
     t.tp_s = sc_calloc(S, sizeof(double));
     t.send_s = sc_calloc(S, sizeof(double));
@@ -85,7 +86,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.act1 = sc_calloc(P * 3, sizeof(double));
     t.act_slope = sc_calloc(P * 3, sizeof(double));
     t.ramp = sc_calloc(P * SC_RAMP_N * 2, sizeof(double));
-    if (!t.part.first || !t.f || !t.b || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
+    if (!t.part.first || !t.f || !t.b || !t.w || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
         !t.params || !t.act1 || !t.act_slope || !t.ramp) {
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
@@ -105,6 +106,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     for (int s = 0; s < t.S && !st; s++) {
         t.f[s] = info[s].fwd_s;
         t.b[s] = info[s].bwd_s + host_prev; /* B of s > 0 sends its gradient back */
+        t.w[s] = info[s].bwd_w_s;
         host_prev = 0;
         t.rc_sel[s] = info[s].recompute_s;
         t.grad[s] = info[s].grad_bytes;
@@ -237,9 +239,9 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     const char *sched = cfg->schedule;
     double wb, gb, ob;
     sc_cost_state_bytes(dt, &wb, &gb, &ob);
-    double maxT = 0, sumT = 0, maxF = 0, maxB = 0, maxsend = 0, compute = 0, tps = 0;
+    double maxT = 0, sumT = 0, maxF = 0, maxBi = 0, maxsend = 0, compute = 0, tps = 0;
     for (int r = 0; r < pp; r++) {
-        double F = 0, B = 0;
+        double F = 0, B = 0, W = 0;
         for (int ch = 0; ch < v; ch++) {
             int s = ch * pp + r;
             double rc = mode == SC_RECOMPUTE_FULL ? t->f[s] + t->tp_s[s]
@@ -247,6 +249,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                                                          : 0;
             F += t->f[s] + t->tp_s[s];
             B += t->b[s] + t->tp_s[s] + rc;
+            W += t->w[s];
             if (t->send_s[s] > maxsend)
                 maxsend = t->send_s[s];
             compute += (t->f[s] + t->b[s]) / pp;
@@ -256,7 +259,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         sumT += T;
         maxT = fmax(maxT, T);
         maxF = fmax(maxF, F);
-        maxB = fmax(maxB, B);
+        maxBi = fmax(maxBi, B - W); /* zb-h1's B: the backward less its W */
     }
     double pipe;
     if (pp == 1)
@@ -264,7 +267,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     else if (!strcmp(sched, "interleaved"))
         pipe = m * maxT + (pp - 1) * maxT / v;
     else if (!strcmp(sched, "zb-h1"))
-        pipe = m * maxT + (pp - 1) * fmax(maxF, maxB / 2);
+        pipe = m * maxT + (pp - 1) * fmax(maxF, maxBi);
     else
         pipe = (m - 1) * maxT + sumT;
     double p2p = pp > 1 ? 2.0 * (pp - 1) * maxsend : 0;

@@ -12,6 +12,7 @@ typedef struct sc_stage_table {
     sc_attn attn;
     sc_partition part;          /* owned */
     double *f, *b, *rc_sel;     /* per stage: forward, backward, selective recompute (s) */
+    double *w;                  /* per stage: the backward's weight gradients (s, bwd_w_s) */
     double *tp_s;               /* per stage: one pass's tp allreduces (s) */
     double *send_s;             /* per stage: p2p time to the next stage (s), 0 on the last */
     double *grad;               /* per stage: gradient bytes per rank */

@@ -154,7 +154,11 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         reduce = 0;
     }
     int K = reduce && grad_final ? in->buckets : 1;
-    double dur = o->kind == SC_OP_F ? in->fwd_s : split ? in->bwd_s / 2 : in->bwd_s;
+    /* a split backward: B the input gradients, W the weight gradients (bwd_w_s) */
+    double dur = o->kind == SC_OP_F   ? in->fwd_s
+                 : o->kind == SC_OP_W ? in->bwd_w_s
+                 : split              ? in->bwd_s - in->bwd_w_s
+                                      : in->bwd_s;
     for (int k = 0; k < K && !x->st; k++) {
         sc_action a = act(SC_ACT_COMPUTE, o->kind, s, o->chunk, o->mb, si);
         a.seconds = dur / K;

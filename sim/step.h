@@ -24,8 +24,11 @@
  *     cost.h) loads each hop with its bytes / r(S) at the hop's link class.
  *   - compute: per virtual stage and microbatch, forward and backward time
  *     of the stage's leaves (sc_cost_modules_time); zb-h1 splits the
- *     backward into B and W halves (input- and weight-gradient GEMMs have the
- *     same FLOPs: Qi et al. 2023 take T_B = T_W). Recompute: full re-runs the
+ *     backward into W, its weight-gradient GEMMs (sc_stage_info.bwd_w_s), and
+ *     B, the rest: input gradients, attention's score products and every
+ *     memory pass, as the executor runs them (an input- and a weight-gradient
+ *     GEMM have the same FLOPs, but B also carries what has no weights, so
+ *     T_B > T_W, where Qi et al. 2023 assume them equal). Recompute: full re-runs the
  *     forward (and its tp allreduces) before each backward; selective re-runs
  *     the attention scores and values, 4·s²·h FLOPs per sample per attention
  *     module (Korthikanti et al. 2022), from the module's dims.

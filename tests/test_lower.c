@@ -9,6 +9,7 @@
 #include "plan.h"
 #include "cluster.h"
 #include "timeline.h"
+#include "cost.h"
 
 #include <stdlib.h>
 
@@ -446,4 +447,79 @@ TEST(lower_plan_searches_sp)
                        sc_test_bin()) == 0);
     CHECK(!strstr(out, "\"sp\":\ttrue"));
     CHECK_STR_HAS(out, "\"sp\":\tfalse");
+}
+
+/* zb-h1's B and W split the backward as the executor runs it: W the
+ * weight-gradient GEMMs (bwd_w_s), B the rest (input gradients, attention's
+ * score products, every memory pass). Timed whole (cpu-local: no kernel
+ * model), an MLP's W is half its backward, an attention leaf's its
+ * projections' share 8 s h^2 of its 2 x forward FLOPs, a norm's none;
+ * kernel by kernel (dgx-a100-80g), W is each weight GEMM's dB product. */
+TEST(lower_zbh1_splits_backward_as_the_executor)
+{
+    char out[4096], path[600];
+    const char *d = sc_test_tmpdir();
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
+                       "--vocab 256 --dtype fp32 -o zb_m.json",
+                       d, sc_test_bin()) == 0);
+    snprintf(path, sizeof path, "%s/zb_m.json", d);
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open(path, &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("cpu-local", &c, &err) == SC_OK);
+    REQUIRE(c.eff.gemm.sms == 0);
+    sc_compute_cfg cc = {SC_FP32, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
+    int seen[3] = {0};
+    for (int i = 0; i < m->n_leaves; i++) {
+        const sc_module *x = m->leaves[i];
+        double f, b;
+        REQUIRE(sc_cost_module_time_cfg(&c, x, &cc, &f, &b, &err) == SC_OK);
+        double w = sc_cost_module_wgrad_time(&c, x, &cc, m->seq_len, b);
+        if (!strcmp(x->kind, "mlp")) {
+            CHECK_NEAR(w, b / 2, 1e-12 * b);
+            seen[0]++;
+        } else if (!strcmp(x->kind, "attention")) {
+            double s = 32, h = 64;
+            CHECK_NEAR(w, b * 8 * s * h * h / sc_module_flops_bwd(x), 1e-9 * b);
+            CHECK(w < b / 2 && w > 0);
+            seen[1]++;
+        } else if (x->flops_fwd <= 0) {
+            CHECK(w == 0);
+            seen[2]++;
+        }
+    }
+    CHECK(seen[0] == 2 && seen[1] == 2 && seen[2] >= 4); /* norms, embedding */
+    /* the lowering runs B and W at those durations */
+    sc_cluster g;
+    REQUIRE(sc_cluster_preset_get("dgx-a100-80g", &g, &err) == SC_OK);
+    const sc_cluster *cs[] = {&c, &g};
+    for (int k = 0; k < 2; k++) {
+        sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = 2, .v = 1, .m = 4, .mbs = 1,
+                           .schedule = "zb-h1"};
+        sc_lowered *lw;
+        REQUIRE(sc_lower(m, cs[k], &cfg, &lw, &err) == SC_OK);
+        for (int p = 0; p < 2; p++) {
+            const sc_stage_info *in = &lw->info[p];
+            CHECK(in->bwd_w_s > 0 && in->bwd_w_s < in->bwd_s / 2);
+            int nb = 0, nw = 0;
+            for (int i = 0; i < lw->pos[p].n; i++) {
+                const sc_action *a = &lw->pos[p].acts[i];
+                if (a->kind != SC_ACT_COMPUTE)
+                    continue;
+                if (a->op == SC_OP_W) {
+                    CHECK_NEAR(a->seconds * a->pieces, in->bwd_w_s, 1e-12);
+                    nw++;
+                } else if (a->op == SC_OP_B) {
+                    CHECK_NEAR(a->seconds, in->bwd_s - in->bwd_w_s, 1e-12);
+                    nb++;
+                }
+            }
+            CHECK_EQ_INT(nb, 4);
+            CHECK(nw >= 4);
+        }
+        sc_lower_free(lw);
+    }
+    sc_model_free(m);
 }

@@ -216,6 +216,28 @@ double sc_module_flops_bwd(const sc_module *mod)
     return mod->flops_bwd >= 0 ? mod->flops_bwd : 2 * mod->flops_fwd;
 }
 
+double sc_module_weight_flops(const sc_module *mod, double seq_len)
+{
+    if (!(mod->flops_fwd > 0))
+        return 0;
+    if (!sc_module_is_attention(mod))
+        return mod->flops_fwd;
+    if (!strcmp(mod->kind, "attention_core"))
+        return 0;
+    double h = sc_module_dim(mod, "hidden", 0);
+    if (!(h > 0))
+        return mod->flops_fwd / 2; /* no shape: the projections' usual share */
+    double a = sc_module_dim(mod, "heads", 0), dk = sc_module_dim(mod, "kv", 0);
+    if (a < 1)
+        a = 1;
+    if (dk < 1)
+        dk = h / a;
+    double kvh = sc_module_dim(mod, "kv_heads", a);
+    double seq = sc_module_dim(mod, "seq", seq_len), P = sc_module_dim(mod, "passages", 1);
+    double w = 2 * seq * P * h * ((a + 2 * kvh) * dk + a * dk);
+    return w < mod->flops_fwd ? w : mod->flops_fwd;
+}
+
 /* ---- freeing --------------------------------------------------------------- */
 
 static void module_free(sc_module *mod)

@@ -147,6 +147,14 @@ sc_totals sc_module_totals(const sc_module *mod);
 sc_totals sc_model_totals(const sc_model *m);
 /* flops_bwd, or 2 x flops_fwd when absent */
 double sc_module_flops_bwd(const sc_module *mod);
+/* The forward FLOPs per sample of a leaf's GEMMs with weights, whose
+ * weight gradients a split backward (zb-h1's W) computes apart: a leaf's
+ * whole forward, except attention's score products (QK^T and x V, no
+ * weights: an attention leaf keeps its projections, 2 s h ((a + 2 kv) dk +
+ * a dk) per sample, as the executor runs them; attention_core none) and a
+ * leaf without FLOPs (none). seq_len: the model's, for a leaf without its
+ * own "seq" dim. At most flops_fwd. */
+double sc_module_weight_flops(const sc_module *mod, double seq_len);
 /* The one definition of an attention module: kind "attention",
  * "cross_attention" or "attention_core" (whose scores selective recompute
  * re-runs and whose saved activations it drops). */
