@@ -50,6 +50,11 @@ int sc_test_long(void);
 void sc_test_unavailable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Returns 1 if the file exists. */
 int sc_test_exists(const char *path);
+/* A small fp32 GPT (2 layers, h 64, 2 heads, s 32, vocabulary 256) written by
+ * `stagecraft model gen` to the test's scratch directory as name and opened;
+ * NULL, with the failure recorded, when either step fails. Free with
+ * sc_model_free. */
+struct sc_model *sc_test_small_gpt(const char *name);
 
 #define TEST(name)                                                              \
     static void test_##name(void);                                              \

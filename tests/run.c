@@ -1,5 +1,6 @@
 /* run.c - main() of the test runner, see check.h. */
 #include "check.h"
+#include "model.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -68,6 +69,26 @@ int sc_test_long(void)
 int sc_test_failed_now(void) { return failed_now; }
 const char *sc_test_bin(void) { return bin; }
 const char *sc_test_tmpdir(void) { return tmpdir; }
+
+struct sc_model *sc_test_small_gpt(const char *name)
+{
+    char out[4096], path[PATH_MAX];
+    if (sc_test_sh(out, sizeof out,
+                   "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
+                   "--vocab 256 --dtype fp32 -o %s",
+                   tmpdir, sc_test_bin(), name) != 0) {
+        sc_test_fail(__FILE__, __LINE__, "model gen: %.400s", out);
+        return NULL;
+    }
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    sc_model *m = NULL;
+    sc_error err;
+    if (sc_model_open(path, &m, &err) != SC_OK) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return NULL;
+    }
+    return m;
+}
 
 int sc_test_exists(const char *path)
 {

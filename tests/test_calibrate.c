@@ -1054,14 +1054,8 @@ TEST(calibrate_cold_collectives)
     /* dp 2 on one node, the gradients in one bucket reduced after the backward
      * (overlap off): the step grows by exactly the cold line's extra time; a tp 2
      * plan's tp collectives stay warm */
-    char out_[4096];
-    REQUIRE(sc_test_sh(out_, sizeof out_,
-                       "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
-                       "--vocab 256 --dtype fp32 -o cold_m.json",
-                       d, sc_test_bin()) == 0);
-    snprintf(path, sizeof path, "%s/cold_m.json", d);
-    sc_model *m;
-    REQUIRE(sc_model_open(path, &m, &err) == SC_OK);
+    sc_model *m = sc_test_small_gpt("cold_m.json");
+    REQUIRE(m);
     sc_cluster w = back, c2 = back;
     w.eff.cold_alpha_s[SC_LINK_INTRA] = w.eff.cold_bw_eff[SC_LINK_INTRA] = 0;
     REQUIRE(sc_cluster_set_nodes(&w, 1, &err) == SC_OK);

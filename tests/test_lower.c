@@ -457,16 +457,9 @@ TEST(lower_plan_searches_sp)
  * kernel by kernel (dgx-a100-80g), W is each weight GEMM's dB product. */
 TEST(lower_zbh1_splits_backward_as_the_executor)
 {
-    char out[4096], path[600];
-    const char *d = sc_test_tmpdir();
-    REQUIRE(sc_test_sh(out, sizeof out,
-                       "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
-                       "--vocab 256 --dtype fp32 -o zb_m.json",
-                       d, sc_test_bin()) == 0);
-    snprintf(path, sizeof path, "%s/zb_m.json", d);
-    sc_model *m;
+    sc_model *m = sc_test_small_gpt("zb_m.json");
+    REQUIRE(m);
     sc_error err;
-    REQUIRE(sc_model_open(path, &m, &err) == SC_OK);
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("cpu-local", &c, &err) == SC_OK);
     REQUIRE(c.eff.gemm.sms == 0);
