@@ -1016,17 +1016,12 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
 {
     static const char *const lname[] = {"intra", "inter"};
     const sc_calib_points *all = c->pts;
-    int ncold = 0, refit[SC_LINK_N] = {0};
-    for (int i = 0; i < all->n_link; i++) {
-        ncold += all->link[i].cold != 0;
+    int refit[SC_LINK_N] = {0}; /* the classes with warm points */
+    for (int i = 0; i < all->n_link; i++)
         refit[all->link[i].link] |= !all->link[i].cold;
-    }
     for (int i = 0; i < all->n_link; i++) {
         const sc_calib_link *q = &all->link[i];
-        int warm = 0;
-        for (int j = 0; j < all->n_link && !warm; j++)
-            warm = !all->link[j].cold && all->link[j].link == q->link;
-        if (q->cold && !warm)
+        if (q->cold && !refit[q->link])
             return sc_err(err, SC_EINVAL,
                           "calibrate: %s: cold collectives over %s links but no warm ones: "
                           "bench the same op without --cold too",
@@ -1034,35 +1029,23 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
                               ? all->files[q->file] : "input",
                           lname[q->link]);
     }
-    if (ncold == 0) {
-        sc_status st = fit_warm_links(c, out, rep, err);
-        if (!st) {
-            sc_calib_points none = *all;
-            ctx cc = *c;
-            none.n_link = 0;
-            cc.pts = &none;
-            fit_cold_links(&cc, refit, out, rep);
-        }
-        return st;
-    }
-    sc_calib_link *w = sc_malloc(sizeof *w * (size_t)all->n_link);
+    sc_calib_link *w = sc_malloc(sizeof *w * ((size_t)all->n_link + 1));
     if (!w)
         return sc_err(err, SC_ENOMEM, "out of memory");
     sc_calib_points view = *all;
     ctx cc = *c;
     cc.pts = &view;
     view.link = w;
-    view.n_link = 0;
-    for (int i = 0; i < all->n_link; i++)
-        if (!all->link[i].cold)
-            w[view.n_link++] = all->link[i];
-    sc_status st = fit_warm_links(&cc, out, rep, err);
-    if (!st) {
+    sc_status st = SC_OK;
+    for (int cold = 0; cold < 2 && !st; cold++) {
         view.n_link = 0;
         for (int i = 0; i < all->n_link; i++)
-            if (all->link[i].cold)
+            if (!all->link[i].cold == !cold)
                 w[view.n_link++] = all->link[i];
-        fit_cold_links(&cc, refit, out, rep);
+        if (cold)
+            fit_cold_links(&cc, refit, out, rep);
+        else
+            st = fit_warm_links(&cc, out, rep, err);
     }
     sc_free(w);
     return st;

@@ -1,6 +1,6 @@
 /* cost_compute.c - compute time of modules (roofline with a size-dependent
  * ceiling); formulas in cost.h. */
-#include "cost.h"
+#include "cost_int.h"
 
 #include <math.h>
 #include <string.h>
@@ -95,8 +95,7 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
         return cst;
     double shard = work_shard(mod, tp, sp);
     double f, b;
-    if (mod->has_measured && mod->measured_device &&
-        strcmp(mod->measured_device, c->gpu.name) == 0) {
+    if (sc_measured_here(c, mod)) {
         f = mod->measured_fwd_s * mbs / shard;
         b = mod->measured_bwd_s * mbs / shard;
     } else if (sc_cost_uses_kernels(c, mod)) {
@@ -127,9 +126,7 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
 double sc_cost_module_wgrad_time(const sc_cluster *c, const sc_module *mod,
                                  const sc_compute_cfg *cc, double seq_len, double bwd_s)
 {
-    int measured = mod->has_measured && mod->measured_device &&
-                   strcmp(mod->measured_device, c->gpu.name) == 0;
-    if (!measured && sc_cost_uses_kernels(c, mod))
+    if (!sc_measured_here(c, mod) && sc_cost_uses_kernels(c, mod))
         return sc_cost_kernels_wgrad_time(c, mod, cc);
     double fb = sc_module_flops_bwd(mod);
     if (!(fb > 0) || !(bwd_s > 0))

@@ -4,6 +4,16 @@
 
 #include "cost.h"
 
+#include <string.h>
+
+/* Whether mod carries measured times of this cluster's GPU (measured_device
+ * names it): then they, not a cost model, time it. */
+static inline int sc_measured_here(const sc_cluster *c, const sc_module *mod)
+{
+    return mod->has_measured && mod->measured_device &&
+           strcmp(mod->measured_device, c->gpu.name) == 0;
+}
+
 /* The single link a flat algorithm (ring, tree) sees: inside one node the
  * intra link; across nodes its slowest hop, with the inter alpha. A ring (or
  * a tree's edge) leaves a node once however many of the group's ranks sit

@@ -1,6 +1,6 @@
 /* cost_stage.c - what each virtual stage costs and moves (see cost.h,
  * sc_cost_stage): the one per-stage computation every layer reads. */
-#include "cost.h"
+#include "cost_int.h"
 
 #include <math.h>
 #include <string.h>
@@ -77,9 +77,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         for (int i = 0; i < n; i++) {
             const sc_module *x = mods[i];
             double f, b, r = 0, w;
-            int kern = sc_cost_uses_kernels(c, x) &&
-                       !(x->has_measured && x->measured_device &&
-                         !strcmp(x->measured_device, c->gpu.name));
+            int kern = sc_cost_uses_kernels(c, x) && !sc_measured_here(c, x);
             if (kern) {
                 int hit = -1;
                 for (int k = 0; k < nmemo && hit < 0; k++)

@@ -363,6 +363,20 @@ static double cold_share(builder *b, sc_link l, int cold)
     return bw / b->c->eff.bw_eff[l];
 }
 
+/* The latency of a ring of lat_steps steps at alpha a each, after marker
+ * start: its flows' links add one alpha of their own (awarm, the warm one),
+ * so a delay task holds the rest, lat_steps * a - awarm. Returns what the
+ * flows start after (start itself when there is no rest). */
+static int ring_latency(builder *b, int start, double lat_steps, double a, double awarm)
+{
+    double delay = fmax(0, lat_steps * a - awarm);
+    if (!(lat_steps > 1 && delay > 0))
+        return start;
+    int from = sc_sim_add_compute(b->sim, -1, delay, NULL);
+    sc_sim_add_dep(b->sim, start, from);
+    return from;
+}
+
 /* A ring collective among ranks members[0..n) (ascending). Each member sends
  * vol bytes to the next; lat_steps alpha of latency in all. Starts after
  * deps and after the communicator's previous collective (*chain). msg is the
@@ -398,13 +412,7 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
                 sc_cluster_cold(b->c, link_class(b, members[i], members[(i + 1) % n]), &a, &bw);
             amax = fmax(amax, a);
         }
-        /* lat_steps alphas in all: the flows' links add one warm alpha */
-        double delay = fmax(0, lat_steps * amax - awarm);
-        int from = start;
-        if (lat_steps > 1 && delay > 0) {
-            from = sc_sim_add_compute(b->sim, -1, delay, NULL);
-            sc_sim_add_dep(b->sim, start, from);
-        }
+        int from = ring_latency(b, start, lat_steps, amax, awarm);
         for (int i = 0; i < n; i++) {
             int l[2];
             double a;
@@ -492,17 +500,11 @@ static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const
     for (int d = 0; d < dp; d++)
         rpn += node_of(b, rank_of(b, d, p, t)) == X;
     if (dp > 1 && (vol > 0 || lat_steps > 0)) {
-        /* data-parallel collectives run on cold buffers; lat_steps alphas in all,
-         * the flows' links adding one warm alpha (as add_ring) */
+        /* data-parallel collectives run on cold buffers */
         sc_link lc = rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA;
-        double a, bw, delay;
+        double a, bw;
         sc_cluster_cold(b->c, lc, &a, &bw);
-        delay = fmax(0, lat_steps * a - b->c->eff.alpha_s[lc]);
-        int from = start;
-        if (lat_steps > 1 && delay > 0) {
-            from = sc_sim_add_compute(b->sim, -1, delay, NULL);
-            sc_sim_add_dep(b->sim, start, from);
-        }
+        int from = ring_latency(b, start, lat_steps, a, b->c->eff.alpha_s[lc]);
         int paths[2][2] = {{b->nic_out[X], b->nic_in[X]}, {b->port_out[r], b->port_in[r]}};
         int first = 1;
         for (int k = 0; k < 2; k++) {
