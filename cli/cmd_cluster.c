@@ -12,10 +12,16 @@ static int is_help(const char *s) { return !strcmp(s, "--help") || !strcmp(s, "-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: stagecraft cluster list\n"
-               "       stagecraft cluster show NAME|FILE [--nodes N] [--json] [-o FILE]\n\n"
+               "       stagecraft cluster show NAME|FILE [--nodes N] [--flash K] [--json]\n"
+               "                               [-o FILE]\n\n"
                "Lists the cluster presets, or shows a preset or a cluster file\n"
                "(stagecraft.cluster/1): GPUs, links, prices and efficiency parameters.\n\n"
                "  --nodes N   override the node count\n"
+               "  --flash K   fused attention at kernel K's published rates on this GPU:\n"
+               "              fa2 (FlashAttention-2, or any kernel built for Ampere, as\n"
+               "              the Triton kernels of 2022-23) or fa3 (FlashAttention-3,\n"
+               "              Hopper only); a preset has its GPU's newest (A100 fa2,\n"
+               "              H100 and H200 fa3); with -o, a cluster file to plan with\n"
                "  --json      print the cluster JSON instead of the summary\n"
                "  -o FILE     save the cluster JSON to FILE (e.g. a preset to edit)\n");
 }
@@ -97,6 +103,11 @@ static void show_text(const sc_cluster *c)
                    cli_us(c->eff.cold_alpha_s[l], a), c->eff.cold_bw_eff[l]);
         printf("\n");
     }
+    if (c->eff.gemm.sms > 0)
+        printf("    kernels       %d SMs, GEMM eff_max %.3g, flash attention %.3g forward, "
+               "%.3g backward of peak, sustained %.3g\n",
+               c->eff.gemm.sms, c->eff.gemm.eff_max, c->eff.gemm.flash_fwd,
+               c->eff.gemm.flash_bwd, c->eff.gemm.sustained > 0 ? c->eff.gemm.sustained : 1);
     printf("    op overhead   %s us\n", cli_us(c->eff.op_overhead_s, a));
     printf("    workspace     %s per GPU\n", cli_bytes(c->eff.workspace_bytes, a));
 }
@@ -105,12 +116,13 @@ static int cluster_show(int argc, char **argv)
 {
     static const struct option opts[] = {{"nodes", required_argument, NULL, 'n'},
                                          {"json", no_argument, NULL, 'j'},
+                                         {"flash", required_argument, NULL, 'f'},
                                          {"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     long nodes = 0;
     int json = 0, ch;
-    const char *out = NULL;
+    const char *out = NULL, *flash = NULL;
     optind = 0; /* GNU: reinitialise; options and NAME may come in any order */
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -121,6 +133,12 @@ static int cluster_show(int argc, char **argv)
             break;
         case 'j':
             json = 1;
+            break;
+        case 'f':
+            if (strcmp(optarg, "fa2") && strcmp(optarg, "fa3"))
+                return cli_usage("cluster show", "--flash: '%s' is not one of %s", optarg,
+                                 sc_cluster_flash_kernels());
+            flash = optarg;
             break;
         case 'o':
             out = optarg;
@@ -140,7 +158,8 @@ static int cluster_show(int argc, char **argv)
         return cli_usage("cluster show", "unexpected argument '%s'", argv[optind]);
     sc_cluster c;
     sc_error err = {0};
-    if (sc_cluster_open(name, &c, &err) || (nodes && sc_cluster_set_nodes(&c, nodes, &err)))
+    if (sc_cluster_open(name, &c, &err) || (nodes && sc_cluster_set_nodes(&c, nodes, &err)) ||
+        (flash && sc_cluster_flash_kernel(&c, flash, &err)))
         return cli_fail(&err);
     if (out) {
         if (sc_cluster_save(&c, out, &err))

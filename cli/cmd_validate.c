@@ -428,6 +428,8 @@ int cmd_validate(int argc, char **argv)
                 sc_jadd_str(o, "recompute", sc_recompute_name(w->recompute), &oom);
                 sc_jadd_bool(o, "sp", w->sp, &oom);
                 sc_jadd_str(o, "attention", sc_attn_name(w->attn), &oom);
+                if (w->attn_kernel)
+                    sc_jadd_str(o, "attention_kernel", w->attn_kernel, &oom);
                 sc_jadd_num(o, "mbs", w->mbs, &oom);
                 sc_jadd_num(o, "global_batch", (double)w->global_batch, &oom);
                 sc_jadd_num(o, "predicted_s", res[k].predicted_s, &oom);
@@ -524,9 +526,10 @@ int cmd_validate(int argc, char **argv)
                 const sc_val_row *w = &suites[i]->rows[r];
                 char name[160], lay[64];
                 snprintf(name, sizeof name, "%s/%s", suites[i]->name, w->id);
-                snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s", w->dp, w->tp, w->pp, w->v,
-                         w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "",
-                         w->attn == SC_ATTN_FLASH ? " flash" : "");
+                snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s", w->dp, w->tp, w->pp,
+                         w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "",
+                         w->attn == SC_ATTN_FLASH ? " flash" : "",
+                         w->attn_kernel ? (strcmp(w->attn_kernel, "fa2") ? "3" : "2") : "");
                 printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
                        100 * res[k].error, w->approximate ? " ~" : "  ",

@@ -249,6 +249,17 @@ sc_status sc_cluster_save(const sc_cluster *c, const char *file, sc_error *err);
  * file names the origin in messages. */
 sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *err);
 
+/* Fused attention kernels whose rates are published per GPU: "fa2"
+ * (FlashAttention-2, and any kernel built for Ampere's instructions, as the
+ * Triton kernels of 2022-23 were) and "fa3" (FlashAttention-3, Hopper only).
+ * A preset's own flash_fwd/flash_bwd are its GPU's newest kernel (FA2 on
+ * A100, FA3 on H100 and H200). sc_cluster_flash_kernel sets c's to those of
+ * kernel on c's GPU and appends the source to the provenance; refused (c
+ * unchanged) for a name not in the list, a cluster without efficiency.gemm,
+ * or a GPU with no published rate for that kernel (FA3 on an A100). */
+sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err);
+const char *sc_cluster_flash_kernels(void); /* "fa2, fa3" */
+
 /* Sets the node count (1..SC_CLUSTER_MAX_NODES); more than one node needs
  * an inter-node network. c is unchanged on error. */
 sc_status sc_cluster_set_nodes(sc_cluster *c, long nodes, sc_error *err);

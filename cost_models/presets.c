@@ -63,7 +63,11 @@
  *     Dao 2023: 50-73% of A100 peak forward and backward); H100/H200
  *     0.60/0.45 (FlashAttention-3, Shah et al. 2024: BF16 forward up to ~740
  *     TFLOP/s, backward ~1.5-1.75x FlashAttention-2's; taken at head size 128,
- *     sequence 2-8k, below the peak figures).
+ *     sequence 2-8k, below the peak figures). Those are each GPU's newest
+ *     kernel; sc_cluster_flash_kernel (the end of this file) switches a
+ *     cluster to another generation's published rates: FA2 on Hopper
+ *     (Ampere's instructions, no wgmma) at 298/989.4 forward and 291/989.4
+ *     backward (Shah et al. 2024, Figs. 5-6, head size 128, sequence 2k).
  *   kernel_s 2 us per kernel (assumed: back-to-back launches from a host that
  *     runs ahead leave ~1-2 us gaps plus a tail).
  *   sustained: MAMF is a burst (the clock at boost, the board below its power
@@ -159,9 +163,11 @@ typedef struct spec {
 
 /* sms, GEMM eff_max, flash forward and backward, sustained (see the top of
  * this file) */
-#define A100_GEMM 108, 0.9123, 0.70, 0.55, 1305.0 / 1410
-#define H100_GEMM 132, 0.8552, 0.60, 0.45, 698.6 / 828.0
-#define H200_GEMM 132, 0.9109, 0.60, 0.45, 698.6 / 828.0
+#define FA2_A100 0.70, 0.55
+#define FA3_HOPPER 0.60, 0.45
+#define A100_GEMM 108, 0.9123, FA2_A100, 1305.0 / 1410
+#define H100_GEMM 132, 0.8552, FA3_HOPPER, 698.6 / 828.0
+#define H200_GEMM 132, 0.9109, FA3_HOPPER, 698.6 / 828.0
 #define GEMM_A100 "GEMM model: MAMF A100 SXM 267.9 TFLOP/s (Bekman, ml-engineering), FA2"
 #define GEMM_H100 "GEMM model: MAMF H100 SXM 792.1 TFLOP/s (Bekman, ml-engineering), FA3"
 #define GEMM_H200 "GEMM model: MAMF GH200 821.0 TFLOP/s (Bekman, ml-engineering), FA3"
@@ -429,4 +435,55 @@ sc_status sc_cluster_preset_get(const char *name, sc_cluster *out, sc_error *err
         }
     return sc_err(err, SC_ENOTFOUND,
                   "no cluster preset named \"%.64s\" (try 'stagecraft cluster list')", name);
+}
+
+/* ---- fused attention kernels by generation (cluster.h) ---- */
+
+typedef struct flash_rate {
+    const char *gpu;    /* substring of the GPU name */
+    const char *kernel; /* "fa2", "fa3" */
+    double fwd, bwd;    /* fractions of the dense bf16 peak */
+    const char *source;
+} flash_rate;
+
+/* FA2 on Hopper runs Ampere's instructions (mma.sync, no wgmma or TMA):
+ * Shah et al. 2024 (FlashAttention-3), Figs. 5 and 6, BF16, head size 128,
+ * sequence 2k: FlashAttention-2 on H100 SXM5 at 298 TFLOP/s forward (causal)
+ * and 291 backward, of 989.4. The H200 has the H100's SMs and clocks, and
+ * attention at these sizes is compute-bound: it takes the H100's rates (an
+ * assumption). */
+#define FA2_HOPPER 298.0 / 989.4, 291.0 / 989.4
+
+static const flash_rate flash_rates[] = {
+    {"A100", "fa2", FA2_A100, "FA2 (Dao 2023)"},
+    {"H100", "fa2", FA2_HOPPER, "FA2 on H100 (Shah et al. 2024, Figs. 5-6)"},
+    {"H100", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
+    {"H200", "fa2", FA2_HOPPER, "FA2 on H100, assumed (Shah et al. 2024, Figs. 5-6)"},
+    {"H200", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
+};
+
+const char *sc_cluster_flash_kernels(void) { return "fa2, fa3"; }
+
+sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err)
+{
+    if (!kernel || (strcmp(kernel, "fa2") && strcmp(kernel, "fa3")))
+        return sc_err(err, SC_EINVAL, "\"%.32s\" is not a fused attention kernel (%s)",
+                      kernel ? kernel : "(null)", sc_cluster_flash_kernels());
+    if (c->eff.gemm.sms <= 0)
+        return sc_err(err, SC_EINVAL,
+                      "cluster %s has no kernel-level model (efficiency.gemm): its attention "
+                      "is timed whole, not as a %s kernel", c->name, kernel);
+    for (size_t i = 0; i < SC_ARRAY_LEN(flash_rates); i++) {
+        const flash_rate *f = &flash_rates[i];
+        if (strcmp(f->kernel, kernel) || !strstr(c->gpu.name, f->gpu))
+            continue;
+        c->eff.gemm.flash_fwd = f->fwd;
+        c->eff.gemm.flash_bwd = f->bwd;
+        size_t n = strlen(c->eff.provenance);
+        snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "; attention: %s",
+                 f->source);
+        return SC_OK;
+    }
+    return sc_err(err, SC_EINVAL, "no published %s rate for %s%s", kernel, c->gpu.name,
+                  strcmp(kernel, "fa3") ? "" : " (FlashAttention-3 runs on Hopper GPUs only)");
 }

@@ -204,8 +204,8 @@ static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o
 static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *o, sc_error *err)
 {
     static const char *const keys[] = {"dp", "tp", "pp", "v", "schedule", "zero", "recompute",
-                                       "sp", "attention", "framework", "mbs", "global_batch",
-                                       NULL};
+                                       "sp", "attention", "attention_kernel", "framework",
+                                       "mbs", "global_batch", NULL};
     const char *f = s->file;
     char path[48];
     snprintf(path, sizeof path, "%s.layout", r->path);
@@ -242,6 +242,18 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
             return sc_err(err, SC_EINVAL, "%s: %s.attention: \"%s\" is not unfused or flash", f,
                           path, at);
         r->attn = (sc_attn)a;
+    }
+    r->attn_kernel = NULL;
+    if (!st)
+        st = text(o, f, path, "attention_kernel", 0, 16, &r->attn_kernel, err);
+    if (!st && r->attn_kernel) {
+        if (strcmp(r->attn_kernel, "fa2") && strcmp(r->attn_kernel, "fa3"))
+            return sc_err(err, SC_EINVAL, "%s: %s.attention_kernel: \"%s\" is not %s", f, path,
+                          r->attn_kernel, sc_cluster_flash_kernels());
+        if (r->attn != SC_ATTN_FLASH)
+            return sc_err(err, SC_EINVAL,
+                          "%s: %s.attention_kernel: needs \"attention\": \"flash\" (unfused "
+                          "attention runs no fused kernel)", f, path);
     }
     r->framework = NULL;
     if (!st)
@@ -329,6 +341,9 @@ static sc_status load_cluster(const sc_val_suite *s, sc_val_row *r, const cJSON 
     if (ranks > sc_cluster_total_gpus(cl))
         return sc_err(err, SC_EINVAL, "%s: %s.nodes: dp·tp·pp = %ld ranks, but %ld nodes of %s "
                       "have %ld GPUs", f, path, ranks, nodes, r->preset, sc_cluster_total_gpus(cl));
+    sc_error ke;
+    if (r->attn_kernel && sc_cluster_flash_kernel(cl, r->attn_kernel, &ke))
+        return sc_err(err, SC_EINVAL, "%s: %s.layout.attention_kernel: %s", f, r->path, ke.msg);
     return SC_OK;
 }
 
@@ -629,6 +644,11 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
     }
     if (st) {
         sc_err_prefix(err, "%s: %s.cluster", s->file, r->path);
+        return st;
+    }
+    /* the attention kernel the run used, at its published rates on this GPU */
+    if (r->attn_kernel && (st = sc_cluster_flash_kernel(&cl, r->attn_kernel, err))) {
+        sc_err_prefix(err, "%s: %s.layout.attention_kernel", s->file, r->path);
         return st;
     }
     /* the framework's overhead (overhead.h): the table's, or the fit's trial */

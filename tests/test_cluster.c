@@ -334,6 +334,69 @@ TEST(cluster_cli)
     CHECK(sc_test_sh(out, sizeof out, "%s cluster list --help", bin) == 0);
 }
 
+/* sc_cluster_flash_kernel: a kernel generation's published rates on the
+ * cluster's GPU (FA2 on Hopper from Shah et al. 2024, Figs. 5-6), the
+ * preset's own for its newest kernel, and clear refusals that leave the
+ * cluster as it was. */
+TEST(cluster_flash_kernel_rates)
+{
+    sc_cluster p, c;
+    sc_error err = {0};
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &p, NULL) == SC_OK);
+    c = p;
+    REQUIRE(sc_cluster_flash_kernel(&c, "fa2", &err) == SC_OK);
+    CHECK_NEAR(c.eff.gemm.flash_fwd, 298.0 / 989.4, 1e-12);
+    CHECK_NEAR(c.eff.gemm.flash_bwd, 291.0 / 989.4, 1e-12);
+    CHECK_STR_HAS(c.eff.provenance, "attention: FA2 on H100");
+    CHECK(c.eff.gemm.eff_max == p.eff.gemm.eff_max); /* GEMMs are not touched */
+    /* the file round trip keeps it, and the label still knows the preset */
+    char path[600];
+    snprintf(path, sizeof path, "%s/h100fa2.json", sc_test_tmpdir());
+    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
+    sc_cluster back;
+    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
+    CHECK(sc_cluster_equal(&c, &back));
+    sc_cluster_label l;
+    sc_cluster_label_of(&back, &l);
+    CHECK(l.kind == SC_LABEL_VALIDATED);
+    /* fa3 on Hopper: the preset's own rates */
+    c = p;
+    REQUIRE(sc_cluster_flash_kernel(&c, "fa3", &err) == SC_OK);
+    CHECK(c.eff.gemm.flash_fwd == p.eff.gemm.flash_fwd && c.eff.gemm.flash_bwd == p.eff.gemm.flash_bwd);
+    REQUIRE(sc_cluster_preset_get("h200-sxm-1", &c, NULL) == SC_OK);
+    REQUIRE(sc_cluster_flash_kernel(&c, "fa2", &err) == SC_OK);
+    CHECK_NEAR(c.eff.gemm.flash_fwd, 298.0 / 989.4, 1e-12);
+    /* A100: fa2 is the preset's; fa3 does not exist there */
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &p, NULL) == SC_OK);
+    c = p;
+    REQUIRE(sc_cluster_flash_kernel(&c, "fa2", &err) == SC_OK);
+    CHECK(c.eff.gemm.flash_fwd == p.eff.gemm.flash_fwd && c.eff.gemm.flash_bwd == p.eff.gemm.flash_bwd);
+    c = p;
+    CHECK(sc_cluster_flash_kernel(&c, "fa3", &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "Hopper");
+    CHECK(sc_cluster_equal(&c, &p));
+    CHECK(sc_cluster_flash_kernel(&c, "fa4", &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "fa2, fa3");
+    CHECK(sc_cluster_flash_kernel(&c, NULL, &err) == SC_EINVAL);
+    CHECK(sc_cluster_equal(&c, &p));
+    /* no kernel-level model: nothing to switch */
+    REQUIRE(sc_cluster_preset_get("cpu-local", &c, NULL) == SC_OK);
+    CHECK(sc_cluster_flash_kernel(&c, "fa2", &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "efficiency.gemm");
+
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return;
+    static char out[65536];
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-h100 --flash fa2", bin) == 0);
+    CHECK_STR_HAS(out, "flash attention 0.301 forward, 0.294 backward");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-a100-80g --flash fa3", bin) == 2);
+    CHECK_STR_HAS(out, "no published fa3 rate for A100-SXM4-80GB");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-h100 --flash fa9", bin) == 2);
+    CHECK_STR_HAS(out, "--flash: 'fa9' is not one of fa2, fa3");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show cpu-local --flash fa2", bin) == 2);
+}
+
 /* label.h: calibrated when the efficiency has fits, validated preset when the
  * cluster is a preset with validation rows (at any node count), uncalibrated
  * otherwise (an edited preset, a preset without rows); the error bar is the

@@ -234,6 +234,48 @@ TEST(validate_load_refuses_bad_fields)
     CHECK_STR_HAS(err.msg, "rows[1].id");
 }
 
+/* layout.attention_kernel: the run's fused attention kernel at its published
+ * rates on the row's GPU; refused when it is not a kernel, without flash
+ * attention, or where the GPU has none (FA3 on an A100). */
+TEST(validate_attention_kernel)
+{
+#define FLASH_LAYOUT(k) "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", " \
+                        "\"attention\": \"flash\"" k ", \"mbs\": 2, \"global_batch\": 32}"
+#define H100 "{\"preset\": \"dgx-h100\", \"nodes\": 1}"
+    REFUSED(TINY, FLASH_LAYOUT(", \"attention_kernel\": \"fa9\""), H100, MEASURED_OK, "",
+            "rows[0].layout.attention_kernel: \"fa9\" is not fa2, fa3");
+    REFUSED(TINY, "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
+            "\"attention_kernel\": \"fa2\", \"mbs\": 2, \"global_batch\": 32}", H100,
+            MEASURED_OK, "", "rows[0].layout.attention_kernel: needs \"attention\": \"flash\"");
+    REFUSED(TINY, FLASH_LAYOUT(", \"attention_kernel\": \"fa3\""), CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].layout.attention_kernel: no published fa3 rate for A100");
+    /* on H100, fa2 runs the step slower than the preset's fa3, by the
+     * attention's share only; fa3 is the preset itself */
+    double t[3];
+    const char *ks[3] = {"", ", \"attention_kernel\": \"fa3\"", ", \"attention_kernel\": \"fa2\""};
+    for (int i = 0; i < 3; i++) {
+        char layout[512], text[4096];
+        snprintf(layout, sizeof layout, FLASH_LAYOUT("%s"), ks[i]);
+        /* long enough sequences for attention to be compute-bound */
+        one_row(text, sizeof text,
+                "{\"generator\": \"gpt\", \"layers\": 2, \"hidden\": 1024, \"heads\": 8, "
+                "\"seq\": 2048, \"vocab\": 1024, \"tied\": true}", layout, H100, MEASURED_OK,
+                "");
+        sc_val_suite *s = NULL;
+        sc_error err = {0};
+        sc_val_result r;
+        REQUIRE(sc_val_load(put("k.json", text), &s, &err) == SC_OK);
+        REQUIRE(sc_val_run_row(s, 0, NULL, &r, &err) == SC_OK);
+        t[i] = r.predicted_s;
+        sc_val_free(s);
+    }
+    CHECK(t[1] == t[0]);
+    CHECK(t[2] > t[0] * 1.001);
+    CHECK(t[2] < t[0] * 1.5);
+#undef FLASH_LAYOUT
+#undef H100
+}
+
 /* ---- the arithmetic ------------------------------------------------------------------ */
 
 /* Three rows of a tiny GPT on one DGX A100 (different layouts), each
