@@ -120,7 +120,15 @@
  *   against 84.86 (NCCL's step at 85 MB, a protocol switch, is smoothed over).
  *   dgx-h100 takes the same ramp with bw_eff 0.94 [N6] (no public NDR size sweep
  *   found). EFA (p4d, p4de, p5) keeps the plain alpha-beta model (alpha 15 us,
- *   bw_eff 0.9): no public EFA size sweep was found. A 2 x 8 H100 GCP A3 Mega sweep
+ *   bw_eff 0.9). [N7] and [N8], aws-samples/awsome-distributed-training,
+ *   micro-benchmarks/nccl-tests/README.md (commit 0162aacd): all_reduce_perf
+ *   over 2 x p4de.24xlarge and 2 x p5.48xlarge (16 ranks), were fitted
+ *   (scripts/fit_nccl.py) and not adopted: their busbw passes the NICs' rate
+ *   (78 GB/s on p4de's 50), so NCCL ran its tree, which moves S through a
+ *   node's NICs where the model's default ring moves 2(n-1)/n S; read that
+ *   way, the fit made the model's 2-node ring of 8 MiB take 1.23 ms against
+ *   the 0.76 ms measured (this preset: 0.80 ms). Adopting them needs NCCL's
+ *   algorithm choice in the collective model first. A 2 x 8 H100 GCP A3 Mega sweep
  *   (GPUDirect-TCPXO; lessizzmore/create-a3mega-ztan-fork, ztan-NCCL-test-result)
  *   was considered and not used: that network ramps far slower (32 GB/s busbw at
  *   16 MiB against a 339 GB/s plateau) than [N4]'s InfiniBand. V100 and cpu-local

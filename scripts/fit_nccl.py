@@ -39,6 +39,18 @@ N4_POINTS = [(75497480, 86.20), (80740360, 85.71), (84934664, 85.50), (85983240,
 N4_AVERAGE = 84.8558
 N4_AVG_SIZES = [8] + [k * MIB + 8 for k in range(1, 128)]
 
+# [N7], [N8]: aws-samples/awsome-distributed-training,
+# micro-benchmarks/nccl-tests/README.md (commit 0162aacd), "Results":
+# all_reduce_perf on 2 x p4de.24xlarge (8 x A100-80GB, 4 x 100 Gb/s EFA a node)
+# and 2 x p5.48xlarge (8 x H100, 32 x 100 Gb/s EFA), 16 ranks, out-of-place
+# time in us at 8 B * 2^i (8 B .. 2 GiB and 8 B .. 16 GiB).
+N7_P4DE_US = [164.3, 161.4, 161.5, 161.0, 161.2, 161.8, 162.3, 165.0, 177.6, 169.4, 175.9,
+              193.4, 224.6, 227.4, 229.7, 238.2, 260.3, 309.4, 432.6, 533.9, 762.8, 1191.8,
+              1540.2, 2644.6, 3912.9, 7201.7, 13552, 26217, 51406]
+N8_P5_US = [69.12, 72.64, 74.06, 65.48, 74.92, 74.12, 69.50, 69.24, 72.22, 78.58, 81.44,
+            94.36, 111.7, 135.1, 108.9, 128.0, 123.7, 123.2, 147.2, 168.6, 204.8, 298.1,
+            439.7, 601.5, 870.3, 1468.2, 2559.2, 4607.6, 9074.5, 17286, 33605, 66132]
+
 
 def busbw(S, n, B, alpha, bw_eff, s_half, ramp_exp):
     """GB/s, the nccl-tests convention."""
@@ -138,8 +150,51 @@ def fit_inter_ib():
     print("  average %.2f GB/s against %.2f" % (avg, N4_AVERAGE))
 
 
+def fit_inter_efa(name, times_us, B, preset_alpha=15e-6, preset_bw_eff=0.9):
+    """Two nodes of 8 (n 16). Fitted, NOT adopted by the presets. Their busbw
+    passes the NICs' rate (78 GB/s on p4de's 50): NCCL ran its tree, whose
+    allreduce moves S each way through a node's NICs where a ring moves
+    2(n-1)/n S. So the plateau P fitted here, a busbw, reads as NICs at
+    bw_eff = P / (B 2(n-1)/n); alpha (per ring step of the model's 2(n-1)),
+    s_half and ramp_exp are the curve's shape. The last line compares the
+    model's ring at 8 MiB with those parameters, with the preset's plain
+    alpha-beta, and the measurement."""
+    n = 16
+    f = 2.0 * (n - 1) / n
+    pts = [(8 * 2 ** i, t * 1e-6) for i, t in enumerate(times_us)]
+
+    def t_model(S, a, P, h, g):
+        return 2 * (n - 1) * a + f * S / (P / (1.0 + (h / S) ** g))
+
+    def loss(q):
+        la, lp, lh, g = q
+        if not 0.25 <= g <= 4:
+            return 1e9
+        a, P, h = math.exp(la), math.exp(lp), math.exp(lh)
+        return sum((math.log(t_model(S, a, P, h, g)) - math.log(t)) ** 2 for S, t in pts)
+
+    starts = [[math.log(5e-6), math.log(P), math.log(h), g]
+              for P in (5e10, 3e11) for h in (1e5, 1e6, 1e7) for g in (0.5, 1, 2)]
+    (la, lp, lh, g), v = best_of(loss, starts)
+    a, P, h = math.exp(la), math.exp(lp), math.exp(lh)
+    print("%s inter (n 16, 2 nodes): alpha_s %.3g, bw_eff %.4g (busbw plateau %.1f GB/s), "
+          "s_half_bytes %.4g, ramp_exp %.3g" % (name, a, P / (B * f), P / 1e9, h, g))
+    worst = max(pts, key=lambda p: abs(t_model(p[0], a, P, h, g) / p[1] - 1))
+    print("  worst %+.1f%% at %d B; rms of log error %.3f"
+          % (100 * (t_model(worst[0], a, P, h, g) / worst[1] - 1), worst[0],
+             math.sqrt(v / len(pts))))
+    S = 8 * MIB
+    e = P / (B * f)
+    ring_fit = 2 * (n - 1) * a + f * S / (B * e / (1.0 + (h / S) ** g))
+    ring_preset = 2 * (n - 1) * preset_alpha + f * S / (B * preset_bw_eff)
+    print("  8 MiB on the model's ring: %.0f us with this fit, %.0f us with the preset, "
+          "%.0f us measured" % (ring_fit * 1e6, ring_preset * 1e6, dict(pts)[S] * 1e6))
+
+
 if __name__ == "__main__":
     fit_intra("A100 [N1]", N1_A100, 300e9)
     fit_intra("H100 [N2]", N2_H100, 450e9, alpha=2e-6, bw_eff=1.0)
     fit_intra("H200 [N3]", N3_H200, 450e9, bw_eff=1.0)
     fit_inter_ib()
+    fit_inter_efa("p4d/p4de EFA [N7]", N7_P4DE_US, 50e9)
+    fit_inter_efa("p5 EFA [N8]", N8_P5_US, 400e9)
