@@ -10,7 +10,9 @@
  *          Backward: the data-gradient GEMM (batch, M, K, N) and the
  *          weight-gradient GEMM (batch, K, N, M), each timed the same way,
  *          their compute scaled by efficiency.bwd_factor.
- *   mem:   t_compute = 0; bytes forward, bwd_bytes backward.
+ *   mem:   t_compute = 0, or its counted FLOPs (a stencil) at the fp32
+ *          (vector) peak times efficiency.compute.fp32.eff_max, twice that
+ *          backward; bytes forward, bwd_bytes backward.
  * Both compute terms run at `sustained` of their burst rate (cluster.h).
  *   flash: t_compute = executed FLOPs / (peak * flash_fwd|flash_bwd), executed
  *          = 4 batch M N K (half when causal), 2.5 x that backward; bytes
@@ -116,15 +118,35 @@ static double gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, do
     return roof(c, scale * gemm_compute(c, dt, B, M, N, K), d * B * (M * K + K * N + M * N));
 }
 
-double sc_cost_kernel_bytes(const sc_kernel *k, const sc_compute_cfg *cc, int bwd)
+/* A mem kernel's scale on one rank for a microbatch: samples, its tp share
+ * and a token slice's fraction. */
+static double mem_scale(const sc_kernel *k, const sc_compute_cfg *cc)
 {
-    if (k->op != SC_KOP_MEM)
-        return 0;
     double t = cc->tp > 1 ? cc->tp : 1;
     double share = k->tp == SC_KTP_SHARD || (k->tp == SC_KTP_SEQ && cc->sp) ? t : 1;
     double qf = cc->q_frac > 0 ? cc->q_frac : 1, kf = cc->kv_frac > 0 ? cc->kv_frac : 1;
     double sl = k->scores ? qf * kf : qf;
-    return (bwd ? k->bwd_bytes : k->bytes) * sl * cc->mbs / share;
+    return sl * cc->mbs / share;
+}
+
+double sc_cost_kernel_bytes(const sc_kernel *k, const sc_compute_cfg *cc, int bwd)
+{
+    if (k->op != SC_KOP_MEM)
+        return 0;
+    return (bwd ? k->bwd_bytes : k->bytes) * mem_scale(k, cc);
+}
+
+/* A stencil's compute (mem kernel with FLOPs): on the vector units, not
+ * the tensor cores, at fp32's peak and efficiency ceiling. */
+static double mem_compute(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
+                          int bwd)
+{
+    double peak = c->gpu.peak_flops[SC_FP32], e = c->eff.eff_max[SC_FP32];
+    if (!(k->flops > 0) || !(peak > 0))
+        return 0;
+    double bf = bwd && c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
+    return (bwd ? 2 * bf : 1) * k->flops * mem_scale(k, cc) /
+           (peak * (e > 0 ? e : 1) * sustained(c));
 }
 
 double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
@@ -141,7 +163,7 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
             return gemm_time(c, dt, B, M, N, K, 1);
         return gemm_time(c, dt, B, M, K, N, bf) + gemm_time(c, dt, B, K, N, M, bf);
     case SC_KOP_MEM:
-        return roof(c, 0, sc_cost_kernel_bytes(k, cc, bwd));
+        return roof(c, mem_compute(c, k, cc, bwd), sc_cost_kernel_bytes(k, cc, bwd));
     case SC_KOP_FLASH: {
         const sc_cluster_gemm *g = &c->eff.gemm;
         /* causal: the keys after each query are skipped; a slice of M

@@ -178,7 +178,9 @@ static item mem_item(double fwd, double bwd)
  * cost model runs them (sc_cost_kernel_shape), a GEMM with weights as
  * IT_WGEMM, a batched one as IT_CORE, fused attention as its two products
  * (no backend has a fused kernel), a memory-bound kernel as a pass of its
- * bytes. So measured and predicted compare kernel for kernel. */
+ * bytes (a stencil's FLOPs are not run: no backend has a depthwise kernel,
+ * and on GPUs its bytes bound it). So measured and predicted compare kernel
+ * for kernel. */
 static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, double kf, item **it,
                         int *n, int *cap)
 {

@@ -323,13 +323,20 @@ TEST(docs_formats_model)
             walk_file(path, map_key_of("model"), &keys, &dims);
         sc_model_free(m);
     }
-    /* the optional fields no generator writes: flops_bwd, measured (the PyTorch tracer's) */
+    /* the optional fields no generator writes: flops_bwd, measured (the PyTorch
+     * tracer's), a stencil's flops (the tracer's depthwise convolutions) */
     sc_model *m = sc_model_new("every-field", SC_BF16, 8);
     REQUIRE(m);
     sc_module *root = sc_model_add(m, NULL, "every-field", "model");
     sc_module *a = sc_model_add(m, root, "emb", "embedding");
+    sc_module *dw = sc_model_add(m, root, "dw", "conv2d");
     sc_module *h = sc_model_add(m, root, "head", "head");
-    REQUIRE(root && a && h);
+    REQUIRE(root && a && dw && h);
+    dw->flops_fwd = 4096;
+    dw->act_out_bytes = 64;
+    sc_kernel st = sc_kernel_mem("conv_depthwise", 256, 512, SC_KTP_NONE, SC_ATTN_ANY);
+    st.flops = 4096;
+    sc_module_add_kernel(m, dw, st);
     a->params = 800;
     a->act_out_bytes = 128;
     sc_module_set_shared(m, a, "wte");
@@ -351,7 +358,7 @@ TEST(docs_formats_model)
     sc_model_free(m);
     sc_model *back = NULL;
     REQUIRE(sc_model_load(path, &back, &err) == SC_OK);
-    CHECK(back->modules[2]->has_measured);
+    CHECK(back->modules[3]->has_measured);
     sc_model_free(back);
     walk_file(path, map_key_of("model"), &keys, &dims);
     check_kind("model", &keys, &dims);

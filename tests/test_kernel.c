@@ -283,6 +283,58 @@ TEST(kernel_bad_lists_refused)
     CHECK_STR_HAS(load_msg(inner), "k.json: root.kernels: only a leaf lists kernels");
 }
 
+/* A memory-bound kernel may count FLOPs (a depthwise convolution: a stencil
+ * on the vector units): they count toward the leaf's flops_fwd, run at the
+ * fp32 peak times its eff_max, twice that backward, and the kernel takes the
+ * longer of that and its bytes. Only mem kernels carry flops. */
+TEST(kernel_stencil_counts_flops)
+{
+    /* 8192 counted FLOPs as one stencil: the leaf agrees */
+    CHECK_SAME(load_msg(leaf_with("[{\"name\": \"dw\", \"op\": \"mem\", \"bytes\": 64, "
+                                  "\"flops\": 8192}]")),
+               "");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"dw\", \"op\": \"mem\", \"bytes\": 64, "
+                                     "\"flops\": 4096}]")),
+                  "the unfused kernels count 4096 FLOPs, the module's flops_fwd is 8192");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"dw\", \"op\": \"mem\", \"bytes\": 64, "
+                                     "\"flops\": -1}]")),
+                  "kernels[0].flops");
+    CHECK_STR_HAS(load_msg(leaf_with("[{\"name\": \"g\", \"op\": \"gemm\", \"m\": 16, "
+                                     "\"n\": 16, \"k\": 16, \"flops\": 8192}]")),
+                  "kernels[0].flops: a gemm kernel has no flops");
+
+    sc_cluster c = preset("dgx-a100-80g");
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED, 0, 0};
+    double vec = c.gpu.peak_flops[SC_FP32] * c.eff.eff_max[SC_FP32] * c.eff.gemm.sustained;
+    double hbm = c.gpu.hbm_bytes_per_s * c.eff.memory_bw, ks = c.eff.gemm.kernel_s;
+    /* compute-bound: 1 GFLOP and 1 MB per sample, 4 samples */
+    sc_kernel k = sc_kernel_mem("dw", 1e6, 2e6, SC_KTP_NONE, SC_ATTN_ANY);
+    k.flops = 1e9;
+    CHECK_NEAR(sc_kernel_flops(&k), 1e9, 0);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &k, &cc, 0), ks + 4e9 / vec, 1e-12);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &k, &cc, 1), ks + 8e9 / vec, 1e-12);
+    /* memory-bound: the same FLOPs behind 1 GB a sample */
+    k.bytes = 1e9;
+    CHECK_NEAR(sc_cost_kernel_time(&c, &k, &cc, 0), ks + 4e9 / hbm, 1e-12);
+    /* without flops, as before: bytes only */
+    k.flops = 0;
+    k.bytes = 1e6;
+    CHECK_NEAR(sc_cost_kernel_time(&c, &k, &cc, 0), ks + 4e6 / hbm, 1e-12);
+    /* the round trip keeps them */
+    cJSON *j = cJSON_Parse(leaf_with("[{\"name\": \"dw\", \"op\": \"mem\", \"bytes\": 64, "
+                                     "\"flops\": 8192}]"));
+    REQUIRE(j);
+    sc_model *m = NULL;
+    REQUIRE(sc_model_from_json(j, "k.json", &m, NULL) == SC_OK);
+    cJSON *back = sc_model_to_json(m);
+    char *t = cJSON_PrintUnformatted(back);
+    CHECK_STR_HAS(t, "\"flops\":8192");
+    cJSON_free(t);
+    cJSON_Delete(back);
+    cJSON_Delete(j);
+    sc_model_free(m);
+}
+
 /* Round trip of a list with every field, and the cluster's gemm block. */
 TEST(kernel_roundtrip_and_cluster_block)
 {

@@ -1001,8 +1001,10 @@ TEST(tracer_conv_kernels)
  * conv_zoo, 8x8 images): a grouped one is one GEMM per group (batch = groups,
  * output pixels x Cout/g x Cin/g * kernel), a transposed one the data-gradient
  * GEMM of the convolution it inverts (input pixels x Cout/g * kernel x
- * Cin/g); a depthwise one is a stencil and keeps its totals. Every leaf of
- * ResNeXt-50 (grouped 3x3 convolutions) gets a kernel list. */
+ * Cin/g); a depthwise one is a stencil: one memory-bound kernel that counts
+ * the leaf's FLOPs (2 x output pixels x channels x kernel size) beside its
+ * bytes. Every leaf of ResNeXt-50 (grouped 3x3 convolutions) gets a kernel
+ * list. */
 TEST(tracer_grouped_transposed_conv_kernels)
 {
     if (!have_torch())
@@ -1016,12 +1018,19 @@ TEST(tracer_grouped_transposed_conv_kernels)
         {"up", "conv_transpose", 1, 64, 32, 16},        /* 16 -> 8, 2x2 stride 2 */
         {"up_grouped", "conv_transpose", 2, 256, 36, 4} /* 8 -> 8, 3x3, 2 groups */
     };
-    int seen = 0, depthwise_whole = 0;
+    int seen = 0, depthwise = 0;
     const cJSON *kids = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "root"), "children");
     for (const cJSON *x = kids ? kids->child : NULL; x; x = x->next) {
         const cJSON *ks = cJSON_GetObjectItem(x, "kernels");
         if (!strcmp(str(x, "name"), "depthwise")) {
-            depthwise_whole = !ks && num(x, "flops_fwd") > 0;
+            /* 8 channels of 16x16 (after the 2x upsampling), 3x3: 2·8·256·9 */
+            const cJSON *k = cJSON_IsArray(ks) ? ks->child : NULL;
+            REQUIRE(k && !k->next);
+            depthwise = !strcmp(str(k, "name"), "conv_depthwise") &&
+                        !strcmp(str(k, "op"), "mem") && num(k, "flops") == 2.0 * 8 * 256 * 9 &&
+                        num(x, "flops_fwd") == num(k, "flops") &&
+                        /* its input, output and weights (bf16, the trace's default) */
+                        num(k, "bytes") == 2.0 * (2 * 8 * 256 + 8 * 9 / 2.0);
             continue;
         }
         for (size_t i = 0; i < SC_ARRAY_LEN(want); i++) {
@@ -1040,11 +1049,12 @@ TEST(tracer_grouped_transposed_conv_kernels)
     }
     cJSON_Delete(j);
     CHECK_EQ_INT(seen, 3);
-    CHECK(depthwise_whole);
+    CHECK(depthwise);
     REQUIRE(SC("%s cost --model %s/zoo.json --cluster dgx-a100-80g --kernels", sc_test_bin(),
                d) == 0);
     CHECK_STR_HAS(out, "[gemm conv_grouped]");
     CHECK_STR_HAS(out, "[gemm conv_transpose]");
+    CHECK_STR_HAS(out, "[mem conv_depthwise]");
 
     j = trace_to("resnext50_32x4d --batch 2 --image 64", "rx.json");
     REQUIRE(j);

@@ -9,6 +9,7 @@
 
 #define MAX_DIM 1e9
 #define MAX_KBYTES 1e15
+#define MAX_KFLOPS 1e18 /* a mem kernel's counted FLOPs per sample */
 
 static const char *const op_names[SC_KOP_N] = {"gemm", "mem", "flash"};
 static const char *const tp_names[SC_KTP_COUNT] = {"none", "n", "k", "batch", "shard", "seq"};
@@ -40,6 +41,7 @@ double sc_kernel_flops(const sc_kernel *k)
     switch (k->op) {
     case SC_KOP_GEMM: return 2 * k->batch * k->m * k->n * k->k;
     case SC_KOP_FLASH: return 4 * k->batch * k->m * k->n * k->k;
+    case SC_KOP_MEM: return k->flops;
     default: return 0;
     }
 }
@@ -121,7 +123,7 @@ static sc_status one_from_json(const cJSON *o, const char *file, const char *pat
 {
     static const char *const keys[] = {"name", "op",      "batch",  "m",   "n",
                                        "k",    "bytes",   "bwd_bytes", "samples", "tp",
-                                       "attn", "causal",  "kv",     "per", NULL};
+                                       "attn", "causal",  "kv",     "per", "flops", NULL};
     if (!cJSON_IsObject(o))
         return sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
     memset(k, 0, sizeof *k);
@@ -145,6 +147,8 @@ static sc_status one_from_json(const cJSON *o, const char *file, const char *pat
         k->bwd_bytes = 2 * k->bytes;
         if (!st)
             st = sc_json_num(o, file, path, "bwd_bytes", 0, 0, MAX_KBYTES, &k->bwd_bytes, err);
+        if (!st)
+            st = sc_json_num(o, file, path, "flops", 0, 0, MAX_KFLOPS, &k->flops, err);
         const char *const not_mem[] = {"batch", "m", "n", "k", "samples", "causal", "kv"};
         static const char *const per_names[] = {"tokens", "scores"};
         int per = 0;
@@ -180,7 +184,7 @@ static sc_status one_from_json(const cJSON *o, const char *file, const char *pat
         else if (!st && cJSON_GetObjectItemCaseSensitive(o, "kv"))
             wrong = "kv";
         k->kv = kv == 1 ? 'n' : kv == 2 ? 'k' : 0;
-        const char *const not_mm[] = {"bytes", "bwd_bytes", "per"};
+        const char *const not_mm[] = {"bytes", "bwd_bytes", "per", "flops"};
         for (size_t i = 0; i < SC_ARRAY_LEN(not_mm) && !wrong; i++)
             if (cJSON_GetObjectItemCaseSensitive(o, not_mm[i]))
                 wrong = not_mm[i];
@@ -262,6 +266,8 @@ void sc_kernels_to_json(cJSON *obj, const sc_kernel *k, int n, int *oom)
             sc_jadd_num(o, "bwd_bytes", x->bwd_bytes, oom);
             if (x->scores)
                 sc_jadd_str(o, "per", "scores", oom);
+            if (x->flops > 0)
+                sc_jadd_num(o, "flops", x->flops, oom);
         } else {
             if (x->batch != 1)
                 sc_jadd_num(o, "batch", x->batch, oom);

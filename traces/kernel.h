@@ -16,7 +16,11 @@
  *   mem    a memory-bound kernel (norm, softmax, dropout, bias + GeLU,
  *          residual add, rotary, embedding gather, cross-entropy): `bytes`
  *          read plus written forward, `bwd_bytes` backward (default 2 x bytes),
- *          no FLOPs counted (the GEMM-only convention of the model's FLOPs).
+ *          no FLOPs counted (the GEMM-only convention of the model's FLOPs),
+ *          except `flops` (default 0): the counted FLOPs of an op no library
+ *          runs as a GEMM (a depthwise convolution, a stencil on CUDA cores),
+ *          run at the fp32 (vector) peak; backward 2 x (data and weight
+ *          gradients).
  *   flash  fused attention (FlashAttention, Dao et al. 2022/2023): batch =
  *          heads, m = query tokens, n = key tokens, k = head size. Counted
  *          FLOPs 4·batch·m·n·k (the two GEMMs of unfused attention, so the
@@ -29,7 +33,7 @@
  *   name     what the kernel computes ("qkv", "softmax"), 1..31 characters
  *   op       "gemm" | "mem" | "flash"
  *   batch, m, n, k   shape (gemm, flash), integers >= 1; batch default 1
- *   bytes, bwd_bytes (mem) >= 0
+ *   bytes, bwd_bytes, flops (mem) >= 0
  *   samples  which dimension a microbatch of b samples multiplies: "m"
  *            (tokens: linear layers; default for gemm) or "batch" (default for
  *            flash; batched attention GEMMs)
@@ -84,6 +88,7 @@ typedef struct sc_kernel {
     unsigned char scores;  /* mem: 1 when its bytes scale with query x key pairs */
     double batch, m, n, k;
     double bytes, bwd_bytes;
+    double flops;          /* mem: counted forward FLOPs (a stencil), 0 = none */
 } sc_kernel;
 
 const char *sc_kop_name(sc_kop op);

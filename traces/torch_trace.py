@@ -500,9 +500,9 @@ class Rec:
         self.bwd = []    # per pass: inclusive backward seconds
         self.uses = set()  # ids of parameters used (saved) that are not in its subtree
         # the kernels its own code ran (pass 1, batch totals): ["gemm", batch,
-        # m, n, k, weight?, kv] or ["mem", name, bytes]; kernels_ok False when
-        # a counted op had no GEMM form (a depthwise convolution, an einsum
-        # that reached the dispatcher whole)
+        # m, n, k, weight?, kv] or ["mem", name, bytes(, flops)]; kernels_ok
+        # False when a counted op had no kernel form (a transposed depthwise
+        # convolution, an einsum that reached the dispatcher whole)
         self.kernels = []
         self.kernels_ok = True
 
@@ -998,7 +998,9 @@ class Tracer:
                     # columns into the output is not counted, as the FLOPs
                     # convention has it). A depthwise one (one input channel
                     # per group) is a stencil that no library runs as a GEMM:
-                    # that leaf keeps its totals.
+                    # a memory-bound kernel of its input, weight and output
+                    # bytes that also counts its FLOPs (kernel.h); a
+                    # transposed depthwise one keeps the leaf's totals.
                     x, w = args_[0], args_[1]
                     tr = "transpose" in name or (name in CONV_TRANSPOSED_ARG and
                                                  len(args_) > 6 and bool(args_[6]))
@@ -1009,8 +1011,13 @@ class Tracer:
                     cin, cout, ks = int(x.shape[1]), int(o.shape[1]), _numel(w.shape[2:])
                     per = int(w.shape[1])
                     G = (cout if tr else cin) // per
+                    if G > 1 and cin == G and not tr and G * per == cin and cout % G == 0:
+                        r.kernels.append(["mem", "conv_depthwise",
+                                          float(x.numel() + w.numel() + o.numel()) * self.db,
+                                          2.0 * o.numel() * per * ks])
+                        return
                     if (G < 1 or G * per != (cout if tr else cin) or cin % G or cout % G or
-                            (G > 1 and cin == G)):  # depthwise: a stencil
+                            (G > 1 and cin == G)):  # a transposed depthwise stencil
                         r.kernels_ok = False
                         return
                     cin_g, cout_g = cin // G, cout // G
@@ -1734,11 +1741,13 @@ def kernels_json(n, B):
     A convolution is the implicit GEMM cuDNN runs (output pixels x output
     channels x input channels * kernel size; grouped: one per group, as the
     GEMM's batch; transposed: input pixels x output channels * kernel size x
-    input channels), tp none.
-    None when the leaf ran an op without a GEMM form (a depthwise
-    convolution, an einsum that reached the mode undecomposed; on torch 1.13
-    einsums arrive as bmm), a shape does not divide by the batch, or the GEMMs' FLOPs
-    differ from the leaf's counted ones: then the leaf is timed whole."""
+    input channels), tp none; a depthwise one a memory-bound kernel that
+    counts its FLOPs ("conv_depthwise": a stencil on the vector units).
+    None when the leaf ran an op without a kernel form (a transposed
+    depthwise convolution, an einsum that reached the mode undecomposed; on
+    torch 1.13 einsums arrive as bmm), a shape does not divide by the batch,
+    or the kernels' FLOPs differ from the leaf's counted ones: then the leaf
+    is timed whole."""
     if n.children or not n.krecs:
         return None
     ks = []
@@ -1759,10 +1768,12 @@ def kernels_json(n, B):
     # s/t tokens under sequence parallelism in a tp-aware replicated leaf (a
     # norm); whole in a vocab-parallel embedding (its output is whole)
     mem_tp = ("none" if n.kind == "embedding" or not n.tp else "shard" if shard else "seq")
-    out, mem, flops = [], {}, 0.0
+    out, mem, mem_flops, flops = [], {}, {}, 0.0
     for k in ks:
         if k[0] == "mem":
             mem[k[1]] = mem.get(k[1], 0.0) + k[2] / B
+            if len(k) > 3:
+                mem_flops[k[1]] = mem_flops.get(k[1], 0.0) + k[3] / B
             continue
         batch, m, nn, kk, weight, kv = k[1:7]
         kk_i = int(round(kk))
@@ -1793,6 +1804,9 @@ def kernels_json(n, B):
         out.append(e)
     for name, b in sorted(mem.items(), key=lambda x: -x[1]):
         e = {"name": name[:31], "op": "mem", "bytes": b}
+        if mem_flops.get(name, 0) > 0:
+            e["flops"] = mem_flops[name]
+            flops += e["flops"]
         if mem_tp != "none":
             e["tp"] = mem_tp
         out.append(e)

@@ -206,7 +206,8 @@ def einsum_net(batch=2, seq=16, hidden=32, **_):
 class ConvZoo(nn.Module):
     """Convolutions of every GEMM form the tracer knows, one leaf each: a
     grouped one (4 groups), a transposed one (stride 2), a grouped
-    transposed one (2 groups) and a depthwise one (timed whole)."""
+    transposed one (2 groups) and a depthwise one (a stencil: a memory-bound
+    kernel that counts its FLOPs)."""
 
     def __init__(self, ch=8):
         super().__init__()
