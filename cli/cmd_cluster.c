@@ -135,7 +135,7 @@ static int cluster_show(int argc, char **argv)
             json = 1;
             break;
         case 'f':
-            if (strcmp(optarg, "fa2") && strcmp(optarg, "fa3"))
+            if (!sc_cluster_flash_kernel_known(optarg))
                 return cli_usage("cluster show", "--flash: '%s' is not one of %s", optarg,
                                  sc_cluster_flash_kernels());
             flash = optarg;

@@ -529,7 +529,7 @@ int cmd_validate(int argc, char **argv)
                 snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s", w->dp, w->tp, w->pp,
                          w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "",
                          w->attn == SC_ATTN_FLASH ? " flash" : "",
-                         w->attn_kernel ? (strcmp(w->attn_kernel, "fa2") ? "3" : "2") : "");
+                         w->attn_kernel ? w->attn_kernel + 2 : ""); /* "fa2": flash2 */
                 printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
                        100 * res[k].error, w->approximate ? " ~" : "  ",

@@ -258,7 +258,9 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
  * unchanged) for a name not in the list, a cluster without efficiency.gemm,
  * or a GPU with no published rate for that kernel (FA3 on an A100). */
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err);
-const char *sc_cluster_flash_kernels(void); /* "fa2, fa3" */
+const char *sc_cluster_flash_kernels(void);   /* "fa2, fa3" */
+const char *sc_cluster_flash_kernel_name(int i); /* the i-th name, NULL past the last */
+int sc_cluster_flash_kernel_known(const char *kernel);
 
 /* Sets the node count (1..SC_CLUSTER_MAX_NODES); more than one node needs
  * an inter-node network. c is unchanged on error. */

@@ -41,10 +41,10 @@ static int is_preset(const sc_cluster *c)
     p.nodes = c->nodes;
     if (sc_cluster_equal(c, &p))
         return 1;
-    static const char *const kernels[] = {"fa2", "fa3"};
-    for (size_t i = 0; i < SC_ARRAY_LEN(kernels); i++) {
+    const char *kernel;
+    for (int i = 0; (kernel = sc_cluster_flash_kernel_name(i)); i++) {
         sc_cluster k = p;
-        if (sc_cluster_flash_kernel(&k, kernels[i], NULL) == SC_OK && sc_cluster_equal(c, &k))
+        if (sc_cluster_flash_kernel(&k, kernel, NULL) == SC_OK && sc_cluster_equal(c, &k))
             return 1;
     }
     return 0;

@@ -470,11 +470,26 @@ static const flash_rate flash_rates[] = {
     {"H200", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
 };
 
-const char *sc_cluster_flash_kernels(void) { return "fa2, fa3"; }
+static const char *const flash_names[] = {"fa2", "fa3"};
+
+const char *sc_cluster_flash_kernel_name(int i)
+{
+    return i >= 0 && i < (int)SC_ARRAY_LEN(flash_names) ? flash_names[i] : NULL;
+}
+
+int sc_cluster_flash_kernel_known(const char *kernel)
+{
+    for (size_t i = 0; kernel && i < SC_ARRAY_LEN(flash_names); i++)
+        if (!strcmp(kernel, flash_names[i]))
+            return 1;
+    return 0;
+}
+
+const char *sc_cluster_flash_kernels(void) { return "fa2, fa3"; } /* flash_names, listed */
 
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err)
 {
-    if (!kernel || (strcmp(kernel, "fa2") && strcmp(kernel, "fa3")))
+    if (!sc_cluster_flash_kernel_known(kernel))
         return sc_err(err, SC_EINVAL, "\"%.32s\" is not a fused attention kernel (%s)",
                       kernel ? kernel : "(null)", sc_cluster_flash_kernels());
     if (c->eff.gemm.sms <= 0)

@@ -247,7 +247,7 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
     if (!st)
         st = text(o, f, path, "attention_kernel", 0, 16, &r->attn_kernel, err);
     if (!st && r->attn_kernel) {
-        if (strcmp(r->attn_kernel, "fa2") && strcmp(r->attn_kernel, "fa3"))
+        if (!sc_cluster_flash_kernel_known(r->attn_kernel))
             return sc_err(err, SC_EINVAL, "%s: %s.attention_kernel: \"%s\" is not %s", f, path,
                           r->attn_kernel, sc_cluster_flash_kernels());
         if (r->attn != SC_ATTN_FLASH)

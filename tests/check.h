@@ -55,6 +55,12 @@ int sc_test_exists(const char *path);
  * NULL, with the failure recorded, when either step fails. Free with
  * sc_model_free. */
 struct sc_model *sc_test_small_gpt(const char *name);
+/* Saves c to the test's scratch directory as name and loads it into *back:
+ * 1 when both worked and *back equals c (sc_cluster_equal); 0, with the
+ * failure recorded, otherwise. */
+struct sc_cluster;
+int sc_test_cluster_round_trip(const struct sc_cluster *c, const char *name,
+                               struct sc_cluster *back);
 
 #define TEST(name)                                                              \
     static void test_##name(void);                                              \

@@ -1,5 +1,6 @@
 /* run.c - main() of the test runner, see check.h. */
 #include "check.h"
+#include "cluster.h"
 #include "model.h"
 
 #include <limits.h>
@@ -88,6 +89,18 @@ struct sc_model *sc_test_small_gpt(const char *name)
         return NULL;
     }
     return m;
+}
+
+int sc_test_cluster_round_trip(const sc_cluster *c, const char *name, sc_cluster *back)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    sc_error err = {0};
+    if (sc_cluster_save(c, path, &err) != SC_OK || sc_cluster_load(path, back, &err) != SC_OK) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return 0;
+    }
+    return sc_cluster_equal(c, back);
 }
 
 int sc_test_exists(const char *path)

@@ -151,12 +151,8 @@ TEST(calibrate_recovers_known_parameters)
                   !strcmp(rep.fits[i].what, "intra p2p (used)");
     CHECK_EQ_INT(per_op, 2);
     /* the calibrated cluster round-trips through its file, fits and all */
-    char path[600];
-    snprintf(path, sizeof path, "%s/cal.json", d);
-    REQUIRE(sc_cluster_save(&out, path, &err) == SC_OK);
     sc_cluster back;
-    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
-    CHECK(sc_cluster_equal(&out, &back));
+    CHECK(sc_test_cluster_round_trip(&out, "cal.json", &back));
     /* noise gives standard errors and a residual spread */
     write_gemm_bench(g, &truth, "cpu-core (test)", 0.03);
     const char *one[] = {g};
@@ -293,12 +289,8 @@ TEST(calibrate_bwd_factor)
     double per = 1 / (c.gpu.peak_flops[SC_BF16] * c.eff.eff_max[SC_BF16]);
     CHECK_NEAR(b2, o + (1.5 * 2e13 + fh) * per, 1e-12);
     CHECK_NEAR(b1, o + (2e13 + fh) * per, 1e-12);
-    char path[600];
-    snprintf(path, sizeof path, "%s/c.json", sc_test_tmpdir());
-    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
     sc_cluster back;
-    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
-    CHECK(sc_cluster_equal(&c, &back));
+    CHECK(sc_test_cluster_round_trip(&c, "c.json", &back));
     c.eff.bwd_factor = 20;
     CHECK(sc_cluster_validate(&c, "<t>", &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "efficiency.bwd_factor");
@@ -320,12 +312,8 @@ TEST(calibrate_p2p_fields)
     double a = c.eff.alpha_s[SC_LINK_INTER];
     CHECK_NEAR((t2 - a) / (t1 - a), 2, 1e-9);
     c.eff.p2p_host_s_per_byte[SC_LINK_INTER] = 2e-9;
-    char path[600];
-    snprintf(path, sizeof path, "%s/c.json", sc_test_tmpdir());
-    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
     sc_cluster back;
-    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
-    CHECK(sc_cluster_equal(&c, &back));
+    CHECK(sc_test_cluster_round_trip(&c, "c.json", &back));
     CHECK_NEAR(back.eff.p2p_host_s_per_byte[SC_LINK_INTER], 2e-9, 0);
     sc_cluster bad = c;
     bad.eff.p2p_bw_eff[SC_LINK_INTRA] = 1.5;
@@ -1021,12 +1009,8 @@ TEST(calibrate_cold_collectives)
     CHECK_EQ_INT(rep.n_failed, 0);
 
     /* the file round trip, the ranges, the pair rule */
-    char path[600];
-    snprintf(path, sizeof path, "%s/cold_cluster.json", d);
-    REQUIRE(sc_cluster_save(&out, path, &err) == SC_OK);
     sc_cluster back;
-    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
-    CHECK(sc_cluster_equal(&out, &back));
+    CHECK(sc_test_cluster_round_trip(&out, "cold_cluster.json", &back));
     CHECK_EQ_INT(back.eff.fits.link_cold[SC_LINK_INTRA].n, 6);
     sc_cluster bad = out;
     bad.eff.cold_bw_eff[SC_LINK_INTRA] = 1.5;

@@ -350,12 +350,8 @@ TEST(cluster_flash_kernel_rates)
     CHECK_STR_HAS(c.eff.provenance, "attention: FA2 on H100");
     CHECK(c.eff.gemm.eff_max == p.eff.gemm.eff_max); /* GEMMs are not touched */
     /* the file round trip keeps it, and the label still knows the preset */
-    char path[600];
-    snprintf(path, sizeof path, "%s/h100fa2.json", sc_test_tmpdir());
-    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
     sc_cluster back;
-    REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
-    CHECK(sc_cluster_equal(&c, &back));
+    CHECK(sc_test_cluster_round_trip(&c, "h100fa2.json", &back));
     sc_cluster_label l;
     sc_cluster_label_of(&back, &l);
     CHECK(l.kind == SC_LABEL_VALIDATED);
