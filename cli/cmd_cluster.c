@@ -18,10 +18,12 @@ static void usage(FILE *f)
                "(stagecraft.cluster/1): GPUs, links, prices and efficiency parameters.\n\n"
                "  --nodes N   override the node count\n"
                "  --flash K   fused attention at kernel K's published rates on this GPU:\n"
-               "              fa2 (FlashAttention-2, or any kernel built for Ampere, as\n"
-               "              the Triton kernels of 2022-23) or fa3 (FlashAttention-3,\n"
-               "              Hopper only); a preset has its GPU's newest (A100 fa2,\n"
-               "              H100 and H200 fa3); with -o, a cluster file to plan with\n"
+               "              fa2 (FlashAttention-2, Ampere's instructions on Hopper too),\n"
+               "              fa3 (FlashAttention-3, Hopper only) or triton\n"
+               "              (FlashAttention in Triton, 2022-23: FA2's rates / 1.4\n"
+               "              forward, / 2 backward, Dao 2023); a preset has its GPU's\n"
+               "              newest (A100 fa2, H100 and H200 fa3); with -o, a cluster\n"
+               "              file to plan with\n"
                "  --json      print the cluster JSON instead of the summary\n"
                "  -o FILE     save the cluster JSON to FILE (e.g. a preset to edit)\n");
 }

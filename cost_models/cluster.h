@@ -250,15 +250,17 @@ sc_status sc_cluster_save(const sc_cluster *c, const char *file, sc_error *err);
 sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *err);
 
 /* Fused attention kernels whose rates are published per GPU: "fa2"
- * (FlashAttention-2, and any kernel built for Ampere's instructions, as the
- * Triton kernels of 2022-23 were) and "fa3" (FlashAttention-3, Hopper only).
+ * (FlashAttention-2, Ampere's instructions also on Hopper), "fa3"
+ * (FlashAttention-3, Hopper only) and "triton" (FlashAttention in Triton as
+ * of 2022-23, the Triton before its MLIR rewrite: FA2's rates divided by the
+ * ratios Dao 2023 measured on A100, 1.4 forward and 2 backward).
  * A preset's own flash_fwd/flash_bwd are its GPU's newest kernel (FA2 on
  * A100, FA3 on H100 and H200). sc_cluster_flash_kernel sets c's to those of
  * kernel on c's GPU and appends the source to the provenance; refused (c
  * unchanged) for a name not in the list, a cluster without efficiency.gemm,
  * or a GPU with no published rate for that kernel (FA3 on an A100). */
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err);
-const char *sc_cluster_flash_kernels(void);   /* "fa2, fa3" */
+const char *sc_cluster_flash_kernels(void);   /* "fa2, fa3, triton" */
 const char *sc_cluster_flash_kernel_name(int i); /* the i-th name, NULL past the last */
 int sc_cluster_flash_kernel_known(const char *kernel);
 

@@ -303,6 +303,10 @@ static void set_comm_fit(sc_cluster *c)
         c->eff.s_half_bytes[SC_LINK_INTRA] = f->s_half_intra;
         c->eff.ramp_exp[SC_LINK_INTRA] = f->exp_intra;
         c->eff.p2p_bw_eff[SC_LINK_INTRA] = f->p2p_intra;
+        /* a kernel set before is replaced, not listed twice */
+        char *prior = strstr(c->eff.provenance, "; attention: ");
+        if (prior)
+            *prior = '\0';
         size_t n = strlen(c->eff.provenance);
         snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s", f->source);
         for (size_t k = 0; k < SC_ARRAY_LEN(ib_fits); k++) {
@@ -449,7 +453,7 @@ sc_status sc_cluster_preset_get(const char *name, sc_cluster *out, sc_error *err
 
 typedef struct flash_rate {
     const char *gpu;    /* substring of the GPU name */
-    const char *kernel; /* "fa2", "fa3" */
+    const char *kernel; /* "fa2", "fa3", "triton" */
     double fwd, bwd;    /* fractions of the dense bf16 peak */
     const char *source;
 } flash_rate;
@@ -462,15 +466,33 @@ typedef struct flash_rate {
  * assumption). */
 #define FA2_HOPPER 298.0 / 989.4, 291.0 / 989.4
 
+/* FlashAttention in Triton (Tillet's kernel as adapted by Dao, the one LLM
+ * Foundry's attn_impl triton runs, compiled by the Triton of 2022 before its
+ * MLIR rewrite): on A100, FlashAttention-2 is "around 1.3-1.5x faster than
+ * FlashAttention in Triton in the forward pass and around 2x faster in the
+ * backward pass" (Dao 2023, section 4.1, Figs. 5-6; head size 64 and 128,
+ * sequence 512 to 16k). Its rates are FA2's divided by 1.4 (the middle of
+ * that range) forward and by 2 backward. On Hopper that Triton emits
+ * Ampere's instructions, as FA2 does: the same ratios to FA2's Hopper rates
+ * are an assumption. */
+#define TRITON_OF(fwd, bwd) (fwd) / 1.4, (bwd) / 2.0
+#define TRITON_A100 TRITON_OF(0.70, 0.55)
+#define TRITON_HOPPER TRITON_OF(298.0 / 989.4, 291.0 / 989.4)
+
 static const flash_rate flash_rates[] = {
     {"A100", "fa2", FA2_A100, "FA2 (Dao 2023)"},
     {"H100", "fa2", FA2_HOPPER, "FA2 on H100 (Shah et al. 2024, Figs. 5-6)"},
     {"H100", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
     {"H200", "fa2", FA2_HOPPER, "FA2 on H100, assumed (Shah et al. 2024, Figs. 5-6)"},
     {"H200", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
+    {"A100", "triton", TRITON_A100, "FlashAttention in Triton: FA2 / 1.4 fwd, / 2 bwd (Dao 2023)"},
+    {"H100", "triton", TRITON_HOPPER,
+     "FlashAttention in Triton: FA2 on H100 / 1.4 fwd, / 2 bwd, assumed (Dao 2023)"},
+    {"H200", "triton", TRITON_HOPPER,
+     "FlashAttention in Triton: FA2 on H100 / 1.4 fwd, / 2 bwd, assumed (Dao 2023)"},
 };
 
-static const char *const flash_names[] = {"fa2", "fa3"};
+static const char *const flash_names[] = {"fa2", "fa3", "triton"};
 
 const char *sc_cluster_flash_kernel_name(int i)
 {
@@ -485,7 +507,7 @@ int sc_cluster_flash_kernel_known(const char *kernel)
     return 0;
 }
 
-const char *sc_cluster_flash_kernels(void) { return "fa2, fa3"; } /* flash_names, listed */
+const char *sc_cluster_flash_kernels(void) { return "fa2, fa3, triton"; } /* flash_names */
 
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err)
 {
@@ -502,6 +524,10 @@ sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *e
             continue;
         c->eff.gemm.flash_fwd = f->fwd;
         c->eff.gemm.flash_bwd = f->bwd;
+        /* a kernel set before is replaced, not listed twice */
+        char *prior = strstr(c->eff.provenance, "; attention: ");
+        if (prior)
+            *prior = '\0';
         size_t n = strlen(c->eff.provenance);
         snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "; attention: %s",
                  f->source);

@@ -89,7 +89,7 @@ typedef struct sc_val_row {
     sc_model *model;                /* built on load */
     int dp, tp, pp, v, mbs, m, zero, sp;
     sc_attn attn;
-    const char *attn_kernel;        /* layout.attention_kernel ("fa2", "fa3"), or NULL: the
+    const char *attn_kernel;        /* layout.attention_kernel ("fa2", "fa3", "triton"), or NULL: the
                                        preset's own rates (sc_cluster_flash_kernel) */
     const char *framework;          /* layout.framework (overhead.h), or NULL: none */
     int fit_half;                   /* in the half the overheads are fitted on (sc_val_mark_halves) */

@@ -362,17 +362,29 @@ TEST(cluster_flash_kernel_rates)
     REQUIRE(sc_cluster_preset_get("h200-sxm-1", &c, NULL) == SC_OK);
     REQUIRE(sc_cluster_flash_kernel(&c, "fa2", &err) == SC_OK);
     CHECK_NEAR(c.eff.gemm.flash_fwd, 298.0 / 989.4, 1e-12);
+    /* FlashAttention in Triton: FA2's rates over Dao 2023's A100 ratios (1.4
+     * forward, 2 backward), on Hopper over FA2's Hopper rates */
+    REQUIRE(sc_cluster_flash_kernel(&c, "triton", &err) == SC_OK);
+    CHECK_NEAR(c.eff.gemm.flash_fwd, 298.0 / 989.4 / 1.4, 1e-12);
+    CHECK_NEAR(c.eff.gemm.flash_bwd, 291.0 / 989.4 / 2.0, 1e-12);
+    CHECK_STR_HAS(c.eff.provenance, "FlashAttention in Triton");
     /* A100: fa2 is the preset's; fa3 does not exist there */
     REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &p, NULL) == SC_OK);
     c = p;
     REQUIRE(sc_cluster_flash_kernel(&c, "fa2", &err) == SC_OK);
     CHECK(c.eff.gemm.flash_fwd == p.eff.gemm.flash_fwd && c.eff.gemm.flash_bwd == p.eff.gemm.flash_bwd);
+    REQUIRE(sc_cluster_flash_kernel(&c, "triton", &err) == SC_OK);
+    CHECK_NEAR(c.eff.gemm.flash_fwd, p.eff.gemm.flash_fwd / 1.4, 1e-12);
+    CHECK_NEAR(c.eff.gemm.flash_bwd, p.eff.gemm.flash_bwd / 2.0, 1e-12);
+    CHECK(sc_test_cluster_round_trip(&c, "a100triton.json", &back));
+    sc_cluster_label_of(&back, &l);
+    CHECK(l.kind == SC_LABEL_VALIDATED); /* the suite's MPT rows run this kernel */
     c = p;
     CHECK(sc_cluster_flash_kernel(&c, "fa3", &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "Hopper");
     CHECK(sc_cluster_equal(&c, &p));
     CHECK(sc_cluster_flash_kernel(&c, "fa4", &err) == SC_EINVAL);
-    CHECK_STR_HAS(err.msg, "fa2, fa3");
+    CHECK_STR_HAS(err.msg, "fa2, fa3, triton");
     CHECK(sc_cluster_flash_kernel(&c, NULL, &err) == SC_EINVAL);
     CHECK(sc_cluster_equal(&c, &p));
     /* no kernel-level model: nothing to switch */
@@ -386,10 +398,12 @@ TEST(cluster_flash_kernel_rates)
     static char out[65536];
     CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-h100 --flash fa2", bin) == 0);
     CHECK_STR_HAS(out, "flash attention 0.301 forward, 0.294 backward");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-a100-80g --flash triton", bin) == 0);
+    CHECK_STR_HAS(out, "flash attention 0.5 forward, 0.275 backward");
     CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-a100-80g --flash fa3", bin) == 2);
     CHECK_STR_HAS(out, "no published fa3 rate for A100-SXM4-80GB");
     CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-h100 --flash fa9", bin) == 2);
-    CHECK_STR_HAS(out, "--flash: 'fa9' is not one of fa2, fa3");
+    CHECK_STR_HAS(out, "--flash: 'fa9' is not one of fa2, fa3, triton");
     CHECK(sc_test_sh(out, sizeof out, "%s cluster show cpu-local --flash fa2", bin) == 2);
 }
 

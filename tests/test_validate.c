@@ -234,8 +234,8 @@ TEST(validate_load_refuses_bad_fields)
     CHECK_STR_HAS(err.msg, "rows[1].id");
 }
 
-/* layout.attention_kernel: the run's fused attention kernel at its published
- * rates on the row's GPU; refused when it is not a kernel, without flash
+/* layout.attention_kernel: the run's fused attention kernel (fa2, fa3,
+ * triton) at its published rates on the row's GPU; refused when it is not a kernel, without flash
  * attention, or where the GPU has none (FA3 on an A100). */
 TEST(validate_attention_kernel)
 {
@@ -243,7 +243,7 @@ TEST(validate_attention_kernel)
                         "\"attention\": \"flash\"" k ", \"mbs\": 2, \"global_batch\": 32}"
 #define H100 "{\"preset\": \"dgx-h100\", \"nodes\": 1}"
     REFUSED(TINY, FLASH_LAYOUT(", \"attention_kernel\": \"fa9\""), H100, MEASURED_OK, "",
-            "rows[0].layout.attention_kernel: \"fa9\" is not fa2, fa3");
+            "rows[0].layout.attention_kernel: \"fa9\" is not fa2, fa3, triton");
     REFUSED(TINY, "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
             "\"attention_kernel\": \"fa2\", \"mbs\": 2, \"global_batch\": 32}", H100,
             MEASURED_OK, "", "rows[0].layout.attention_kernel: needs \"attention\": \"flash\"");
@@ -251,9 +251,10 @@ TEST(validate_attention_kernel)
             "rows[0].layout.attention_kernel: no published fa3 rate for A100");
     /* on H100, fa2 runs the step slower than the preset's fa3, by the
      * attention's share only; fa3 is the preset itself */
-    double t[3];
-    const char *ks[3] = {"", ", \"attention_kernel\": \"fa3\"", ", \"attention_kernel\": \"fa2\""};
-    for (int i = 0; i < 3; i++) {
+    double t[4];
+    const char *ks[4] = {"", ", \"attention_kernel\": \"fa3\"", ", \"attention_kernel\": \"fa2\"",
+                         ", \"attention_kernel\": \"triton\""};
+    for (int i = 0; i < 4; i++) {
         char layout[512], text[4096];
         snprintf(layout, sizeof layout, FLASH_LAYOUT("%s"), ks[i]);
         /* long enough sequences for attention to be compute-bound */
@@ -272,6 +273,8 @@ TEST(validate_attention_kernel)
     CHECK(t[1] == t[0]);
     CHECK(t[2] > t[0] * 1.001);
     CHECK(t[2] < t[0] * 1.5);
+    CHECK(t[3] > t[2] * 1.001); /* the Triton kernel is slower again than FA2 */
+    CHECK(t[3] < t[2] * 1.5);
 #undef FLASH_LAYOUT
 #undef H100
 }
