@@ -111,22 +111,6 @@ static void stats_line(const char *label, const sc_val_stats *st, double run_s)
 
 /* Whether row w is one its framework's overhead was fitted on (the entry
  * has fit rows and w is in the fit half); none with --no-overhead. */
-/* A row's fused attention kernel as the table shows it: " flash2" and
- * " flash3" for FlashAttention-2 and -3, " triton" for FlashAttention in
- * Triton; "" for none. */
-static const char *attn_kernel_label(const char *kernel)
-{
-    if (!kernel)
-        return "";
-    if (!strcmp(kernel, "fa2"))
-        return " flash2";
-    if (!strcmp(kernel, "fa3"))
-        return " flash3";
-    if (!strcmp(kernel, "triton"))
-        return " triton";
-    return " flash?";
-}
-
 static int is_fit_row(const sc_val_row *w, int no_overhead)
 {
     const sc_overhead *o = no_overhead ? NULL : sc_overhead_find(w->framework);
@@ -542,10 +526,12 @@ int cmd_validate(int argc, char **argv)
                 const sc_val_row *w = &suites[i]->rows[r];
                 char name[160], lay[64];
                 snprintf(name, sizeof name, "%s/%s", suites[i]->name, w->id);
+                /* flash attention as its kernel, where the row names one (loaded: known) */
+                const char *kl = sc_cluster_flash_kernel_label(w->attn_kernel);
                 snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s", w->dp, w->tp, w->pp,
                          w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "",
-                         w->attn == SC_ATTN_FLASH && !w->attn_kernel ? " flash" : "",
-                         attn_kernel_label(w->attn_kernel));
+                         w->attn == SC_ATTN_FLASH ? " " : "",
+                         w->attn == SC_ATTN_FLASH ? (kl ? kl : "flash") : "");
                 printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
                        100 * res[k].error, w->approximate ? " ~" : "  ",

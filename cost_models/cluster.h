@@ -262,6 +262,9 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err);
 const char *sc_cluster_flash_kernels(void);   /* "fa2, fa3, triton" */
 const char *sc_cluster_flash_kernel_name(int i); /* the i-th name, NULL past the last */
+/* How a table of runs shows kernel ("flash2", "flash3", "triton"); NULL for
+ * a name not in the list. */
+const char *sc_cluster_flash_kernel_label(const char *kernel);
 int sc_cluster_flash_kernel_known(const char *kernel);
 
 /* Sets the node count (1..SC_CLUSTER_MAX_NODES); more than one node needs

@@ -303,10 +303,6 @@ static void set_comm_fit(sc_cluster *c)
         c->eff.s_half_bytes[SC_LINK_INTRA] = f->s_half_intra;
         c->eff.ramp_exp[SC_LINK_INTRA] = f->exp_intra;
         c->eff.p2p_bw_eff[SC_LINK_INTRA] = f->p2p_intra;
-        /* a kernel set before is replaced, not listed twice */
-        char *prior = strstr(c->eff.provenance, "; attention: ");
-        if (prior)
-            *prior = '\0';
         size_t n = strlen(c->eff.provenance);
         snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s", f->source);
         for (size_t k = 0; k < SC_ARRAY_LEN(ib_fits); k++) {
@@ -475,9 +471,10 @@ typedef struct flash_rate {
  * that range) forward and by 2 backward. On Hopper that Triton emits
  * Ampere's instructions, as FA2 does: the same ratios to FA2's Hopper rates
  * are an assumption. */
-#define TRITON_OF(fwd, bwd) (fwd) / 1.4, (bwd) / 2.0
-#define TRITON_A100 TRITON_OF(0.70, 0.55)
-#define TRITON_HOPPER TRITON_OF(298.0 / 989.4, 291.0 / 989.4)
+#define TRITON_OF_(fwd, bwd) (fwd) / 1.4, (bwd) / 2.0
+#define TRITON_OF(...) TRITON_OF_(__VA_ARGS__) /* (FA2's fwd, bwd) */
+#define TRITON_A100 TRITON_OF(FA2_A100)
+#define TRITON_HOPPER TRITON_OF(FA2_HOPPER)
 
 static const flash_rate flash_rates[] = {
     {"A100", "fa2", FA2_A100, "FA2 (Dao 2023)"},
@@ -492,22 +489,31 @@ static const flash_rate flash_rates[] = {
      "FlashAttention in Triton: FA2 on H100 / 1.4 fwd, / 2 bwd, assumed (Dao 2023)"},
 };
 
-static const char *const flash_names[] = {"fa2", "fa3", "triton"};
+/* The kernels' names, and how a table of runs shows them. */
+static const struct {
+    const char *name, *label;
+} flash_names[] = {{"fa2", "flash2"}, {"fa3", "flash3"}, {"triton", "triton"}};
 
 const char *sc_cluster_flash_kernel_name(int i)
 {
-    return i >= 0 && i < (int)SC_ARRAY_LEN(flash_names) ? flash_names[i] : NULL;
+    return i >= 0 && i < (int)SC_ARRAY_LEN(flash_names) ? flash_names[i].name : NULL;
+}
+
+const char *sc_cluster_flash_kernel_label(const char *kernel)
+{
+    for (size_t i = 0; kernel && i < SC_ARRAY_LEN(flash_names); i++)
+        if (!strcmp(kernel, flash_names[i].name))
+            return flash_names[i].label;
+    return NULL;
 }
 
 int sc_cluster_flash_kernel_known(const char *kernel)
 {
-    for (size_t i = 0; kernel && i < SC_ARRAY_LEN(flash_names); i++)
-        if (!strcmp(kernel, flash_names[i]))
-            return 1;
-    return 0;
+    return sc_cluster_flash_kernel_label(kernel) != NULL;
 }
 
-const char *sc_cluster_flash_kernels(void) { return "fa2, fa3, triton"; } /* flash_names */
+/* flash_names' names, listed (tests/test_cluster.c checks it against them) */
+const char *sc_cluster_flash_kernels(void) { return "fa2, fa3, triton"; }
 
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err)
 {

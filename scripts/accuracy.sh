@@ -135,11 +135,9 @@ for p in sys.argv[1 + latest:]:           # the fastest settled run of each plan
     # a run whose steps spread past calibrate's 5% ceiling was measured in a
     # noisy phase: the fastest of the settled runs, the fastest if none is
     settled = [f for f in files if load(f).get('steps', {}).get('spread', 1) <= 0.05] or files
-    best = min(settled, key=lambda f: load(f)['step_time_s'])
-    if latest:
-        # a re-measure after a refusal: the run just made, settled or not (the
-        # fastest is the run calibrate refused, and would be picked again)
-        best = files[-1]
+    # a re-measure after a refusal: the run just made, settled or not (the
+    # fastest is the run calibrate refused, and would be picked again)
+    best = files[-1] if latest else min(settled, key=lambda f: load(f)['step_time_s'])
     with open(best) as src, open(f'{p}.measured.json.tmp', 'w') as dst:
         dst.write(src.read())
     os.replace(f'{p}.measured.json.tmp', f'{p}.measured.json')

@@ -385,6 +385,15 @@ TEST(cluster_flash_kernel_rates)
     CHECK(sc_cluster_equal(&c, &p));
     CHECK(sc_cluster_flash_kernel(&c, "fa4", &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "fa2, fa3, triton");
+    /* the listed names are the table's, each with a label */
+    char names[64] = "";
+    const char *kn;
+    for (int i = 0; (kn = sc_cluster_flash_kernel_name(i)); i++) {
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", kn);
+        CHECK(sc_cluster_flash_kernel_known(kn) && sc_cluster_flash_kernel_label(kn));
+    }
+    CHECK(!strcmp(sc_cluster_flash_kernels(), names));
+    CHECK(!sc_cluster_flash_kernel_label("fa4") && !sc_cluster_flash_kernel_label(NULL));
     CHECK(sc_cluster_flash_kernel(&c, NULL, &err) == SC_EINVAL);
     CHECK(sc_cluster_equal(&c, &p));
     /* no kernel-level model: nothing to switch */

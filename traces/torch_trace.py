@@ -1011,7 +1011,7 @@ class Tracer:
                     cin, cout, ks = int(x.shape[1]), int(o.shape[1]), _numel(w.shape[2:])
                     per = int(w.shape[1])
                     G = (cout if tr else cin) // per
-                    if G > 1 and cin == G and not tr and G * per == cin and cout % G == 0:
+                    if G > 1 and cin == G and not tr and cout % G == 0:
                         r.kernels.append(["mem", "conv_depthwise",
                                           float(x.numel() + w.numel() + o.numel()) * self.db,
                                           2.0 * o.numel() * per * ks])
