@@ -62,7 +62,7 @@ struct sc_sim {
     int run_cap_t, run_cap_e;
     double *t_start, *t_end;
     int32_t *pend, *res_next, *succ_off, *succ;
-    sc_sim_heap heap;
+    sc_sim_queue queue;
     sc_sim_heap link_heap; /* scratch of the rate recompute */
     int32_t *dirty, *stack, *comp_flows;
     int ndirty;
@@ -168,7 +168,7 @@ void sc_sim_free(sc_sim *s)
     sc_free(s->dirty);
     sc_free(s->stack);
     sc_free(s->comp_flows);
-    sc_sim_heap_free(&s->heap);
+    sc_sim_queue_free(&s->queue);
     sc_sim_heap_free(&s->link_heap);
     sc_free(s);
 }
@@ -408,7 +408,7 @@ sc_status sc_sim_status(const sc_sim *s, sc_error *err)
 
 static inline sc_status push(sc_sim *s, double t, int id, int type)
 {
-    return sc_sim_heap_push(&s->heap, t, id, type);
+    return sc_sim_queue_push(&s->queue, t, id, type);
 }
 
 static inline sc_status start_task(sc_sim *s, int t, double now)
@@ -778,7 +778,7 @@ static sc_status prepare(sc_sim *s)
     s->makespan = 0;
     s->events = 0;
     s->done = 0;
-    sc_sim_heap_clear(&s->heap);
+    sc_sim_queue_clear(&s->queue);
     return SC_OK;
 }
 
@@ -796,32 +796,33 @@ sc_status sc_sim_run(sc_sim *s, sc_error *err)
         if (s->pend[t] == 0 && start_task(s, t, 0.0))
             return sc_err(err, SC_ENOMEM, "sim: out of memory in the event queue");
     double now = 0;
-    sc_sim_heap *h = &s->heap;
+    sc_sim_queue *q = &s->queue;
     for (;;) {
-        const sc_sim_event *top = sc_sim_heap_peek(h);
-        if (s->ndirty && (!top || top->time > now)) {
+        double next;
+        if (s->ndirty && (!sc_sim_queue_next_time(q, &next) || next > now)) {
             if (recompute(s, now))
                 return sc_err(err, SC_ENOMEM, "sim: out of memory in the event queue");
             continue;
         }
-        sc_sim_event ev;
-        if (!sc_sim_heap_pop(h, &ev))
+        double t;
+        int32_t id, type;
+        if (!sc_sim_queue_pop(q, &t, &id, &type))
             break;
-        now = ev.time;
+        now = t;
         sc_status st = SC_OK;
-        switch (ev.type) {
+        switch (type) {
         case EV_END:
-            st = finish_task(s, ev.id, now);
+            st = finish_task(s, id, now);
             break;
         case EV_FLOW_START:
-            st = flow_start(s, ev.id, now);
+            st = flow_start(s, id, now);
             break;
         default: { /* EV_FLOW_END */
-            int f = s->t_aux[ev.id];
-            if (!s->f_active[f] || s->f_end[f] != ev.time)
+            int f = s->t_aux[id];
+            if (!s->f_active[f] || s->f_end[f] != t)
                 continue; /* superseded by a rate change */
             flow_detach(s, f, now);
-            st = finish_task(s, ev.id, now);
+            st = finish_task(s, id, now);
             break;
         }
         }

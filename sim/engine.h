@@ -40,8 +40,11 @@
  * builder add thousands of tasks and check once.
  *
  * Cost: adds are amortised O(1) (arrays grow by doubling; no per-event
- * allocation). A run is O((T + E) log Q) for T tasks, E dependencies and Q
- * events in flight, plus the flow recomputes above. sc_sim_run may be called
+ * allocation). A run is O(T + E + G log Q) for T tasks, E dependencies, Q
+ * groups of equal-time events in flight and G such groups in all (at most
+ * one per event: O((T + E) log Q) when no two events share a time), plus the
+ * flow recomputes above: the event queue keeps the events of one time in one
+ * FIFO (engine_queue.c), and a step's replicas finish in lockstep. sc_sim_run may be called
  * again after more adds; it recomputes everything from time 0.
  */
 #ifndef SC_ENGINE_H

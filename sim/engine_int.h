@@ -40,4 +40,52 @@ int sc_sim_heap_pop(sc_sim_heap *h, sc_sim_event *out);
 const sc_sim_event *sc_sim_heap_peek(const sc_sim_heap *h);
 size_t sc_sim_heap_size(const sc_sim_heap *h);
 
+/* The engine's event queue (engine_queue.c): the same (time, seq) order as
+ * the heap above, with the events of one time kept together in a bucket (a
+ * FIFO) and a heap of the buckets (a step's replicas finish in lockstep, so
+ * its events come in large groups of equal times). push is O(1) when its
+ * time's bucket is open, O(log b) for b buckets otherwise; pop O(1), plus
+ * O(log b) when it empties a bucket. An empty queue needs no allocation:
+ * sc_sim_queue q = {0}. */
+typedef struct sc_sim_qev { /* an event of a bucket: its payload */
+    int32_t id, type;
+} sc_sim_qev;
+
+typedef struct sc_sim_bucket {
+    uint64_t bits;    /* its time's bits */
+    sc_sim_qev first; /* the FIFO: first, then ev[0 .. n-2]; from the read-th on queued */
+    sc_sim_qev *ev;
+    int32_t n, read, cap;
+    int32_t slot;      /* its slot in the table */
+    int32_t next_free; /* the free list's next (index + 1, 0 none) while free */
+} sc_sim_bucket;
+
+typedef struct sc_sim_qtime { /* a heap entry: a bucket, its time's bits and opening */
+    uint64_t bits;
+    uint64_t seq;
+    int32_t b;
+} sc_sim_qtime;
+
+typedef struct sc_sim_queue {
+    sc_sim_bucket *bk;
+    int32_t nbk, cap_bk, free_bk; /* free_bk: index + 1, 0 none */
+    sc_sim_qtime *heap; /* the open buckets, a 4-ary min-heap on (time, seq) */
+    size_t nheap;
+    int32_t cap_heap;
+    int32_t *slot; /* direct-mapped: a time's newest open bucket, or -1; smask + 1 slots */
+    uint32_t smask;
+    uint64_t next_seq;
+    size_t n; /* events queued */
+} sc_sim_queue;
+
+void sc_sim_queue_free(sc_sim_queue *q);
+/* Empties the queue (keeps the memory). */
+void sc_sim_queue_clear(sc_sim_queue *q);
+/* SC_OK or SC_ENOMEM (queue unchanged). time >= 0. */
+sc_status sc_sim_queue_push(sc_sim_queue *q, double time, int32_t id, int32_t type);
+/* Removes the earliest event; returns 0 if the queue was empty. */
+int sc_sim_queue_pop(sc_sim_queue *q, double *time, int32_t *id, int32_t *type);
+/* The earliest event's time without removing it; 0 if empty. */
+int sc_sim_queue_next_time(const sc_sim_queue *q, double *time);
+
 #endif

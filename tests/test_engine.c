@@ -73,6 +73,138 @@ TEST(engine_heap_ties)
     sc_sim_heap_free(&h);
 }
 
+/* Pops q and h to empty; returns the pops that differ (time, id or type). */
+static long drain(sc_sim_queue *q, sc_sim_heap *h, long *pops)
+{
+    long bad = 0;
+    double t;
+    int32_t id, type;
+    sc_sim_event e;
+    while (sc_sim_queue_pop(q, &t, &id, &type)) {
+        if (!sc_sim_heap_pop(h, &e) || t != e.time || id != e.id || type != e.type)
+            bad++;
+        ++*pops;
+    }
+    return bad + (long)sc_sim_heap_size(h);
+}
+
+/* The engine's bucketed event queue pops in exactly the heap's (time, seq)
+ * order: random pushes at times >= the last popped one (many equal, some
+ * equal to it, -0.0 beside +0.0), interleaved with pops, on both at once;
+ * enough distinct times at once to grow the queue's table several times;
+ * then thousands of times open at once, each pushed again and again. */
+TEST(engine_queue_matches_heap)
+{
+    sc_sim_queue q = {0};
+    sc_sim_heap h = {0};
+    uint32_t x = 777;
+#define RND() (x = x * 1664525u + 1013904223u, x >> 8)
+    double now = 0;
+    long pushes = 0, pops = 0, mismatches = 0;
+    size_t most = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 60000; i++) {
+            unsigned r = RND() % 10;
+            if (r < 6 || q.n == 0) {
+                double t;
+                unsigned k = RND() % 8;
+                if (k == 0)
+                    t = now; /* at the time being processed */
+                else if (k == 1)
+                    t = now == 0 ? -0.0 : now;
+                else if (k < 5)
+                    t = now + (double)(RND() % 4); /* few times, many ties */
+                else
+                    t = now + (double)(RND() % 100000) / 1000; /* many times */
+                int32_t id = i, type = (int32_t)(RND() % 3);
+                REQUIRE(sc_sim_queue_push(&q, t, id, type) == SC_OK);
+                REQUIRE(sc_sim_heap_push(&h, t, id, type) == SC_OK);
+                pushes++;
+            } else {
+                double nt;
+                REQUIRE(sc_sim_queue_next_time(&q, &nt));
+                REQUIRE(sc_sim_heap_peek(&h));
+                double t;
+                int32_t id, type;
+                sc_sim_event e;
+                REQUIRE(sc_sim_queue_pop(&q, &t, &id, &type));
+                REQUIRE(sc_sim_heap_pop(&h, &e));
+                if (t != e.time || nt != e.time || id != e.id || type != e.type ||
+                    signbit(t))
+                    mismatches++;
+                now = t;
+                pops++;
+            }
+            CHECK_EQ_INT(q.n, sc_sim_heap_size(&h));
+            if (q.nheap > most)
+                most = q.nheap;
+        }
+        /* drain, then start again on the emptied queue (memory kept) */
+        mismatches += drain(&q, &h, &pops);
+        CHECK(!sc_sim_heap_pop(&h, &(sc_sim_event){0}));
+        double t;
+        int32_t id, type;
+        CHECK(!sc_sim_queue_pop(&q, &t, &id, &type));
+        CHECK(!sc_sim_queue_next_time(&q, &t));
+        now = 0;
+        if (round == 1) { /* the third round on a cleared queue and heap */
+            sc_sim_queue_clear(&q);
+            sc_sim_heap_clear(&h);
+        }
+    }
+    /* Many times open at once, each pushed again and again in random order:
+     * times whose slot another time took get a second bucket while their
+     * first is still queued, which must pop after it. */
+    for (int i = 0; i < 150000; i++) {
+        double t = (double)(RND() % 3000) * 0.001;
+        REQUIRE(sc_sim_queue_push(&q, t, i, 1) == SC_OK);
+        REQUIRE(sc_sim_heap_push(&h, t, i, 1) == SC_OK);
+        pushes++;
+    }
+    CHECK(q.nheap > 3000); /* some times hold two buckets or more */
+    mismatches += drain(&q, &h, &pops);
+#undef RND
+    CHECK_EQ_INT(mismatches, 0);
+    CHECK(pops == pushes && pushes > 100000);
+    CHECK(most > 1000); /* the hash table grew past its first 256 slots */
+    sc_sim_queue_free(&q);
+    sc_sim_heap_free(&h);
+}
+
+/* A failed allocation leaves the queue as it was. */
+TEST(engine_queue_oom)
+{
+    int failed = 0;
+    for (long n = 1; n < 40; n++) {
+        sc_sim_queue q = {0};
+        sc_alloc_fail_at(n);
+        int pushed = 0;
+        for (int i = 0; i < 600; i++) {
+            if (sc_sim_queue_push(&q, (double)(i % 300), i, 0) != SC_OK) {
+                failed++;
+                break;
+            }
+            pushed++;
+        }
+        sc_alloc_fail_at(0);
+        CHECK_EQ_INT(q.n, pushed);
+        double prev = -1;
+        int popped = 0, ordered = 1;
+        double t;
+        int32_t id, type;
+        while (sc_sim_queue_pop(&q, &t, &id, &type)) {
+            if (t < prev || (int)t != id % 300)
+                ordered = 0;
+            prev = t;
+            popped++;
+        }
+        CHECK(ordered);
+        CHECK_EQ_INT(popped, pushed);
+        sc_sim_queue_free(&q);
+    }
+    CHECK(failed > 0);
+}
+
 TEST(engine_resource_serial)
 {
     sc_sim *s = mk();
