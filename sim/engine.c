@@ -26,7 +26,8 @@ struct sc_sim {
     int32_t *t_res;
     int32_t *t_aux; /* flow index for flows */
     double *t_val;  /* duration (compute) or bytes (flow) */
-    sc_sim_tag *t_tag;
+    sc_sim_tag *t_tag; /* NULL until a task has a tag (the step builder gives none:
+                        * 32 bytes a task of nothing); then ct of them */
 
     /* dependencies as added */
     int ne, ce;
@@ -174,14 +175,34 @@ void sc_sim_free(sc_sim *s)
 }
 
 static const size_t sizes_ct[] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t),
-                                  sizeof(double), sizeof(sc_sim_tag)};
+                                  sizeof(double)};
 static const size_t sizes_ce[] = {sizeof(int32_t), sizeof(int32_t)};
 
 static int grow_tasks(sc_sim *s, int need)
 {
-    return GROW(s, need, ct, (void **)&s->t_type, (void **)&s->t_res, (void **)&s->t_aux,
-                (void **)&s->t_val, (void **)&s->t_tag);
+    int cap = s->ct;
+    if (GROW(s, need, ct, (void **)&s->t_type, (void **)&s->t_res, (void **)&s->t_aux,
+             (void **)&s->t_val))
+        return -1;
+    if (s->t_tag && s->ct > cap) {
+        sc_sim_tag *g = sc_realloc(s->t_tag, (size_t)s->ct * sizeof *g);
+        if (!g) {
+            s->ct = cap; /* the larger arrays stay, unused until the next grow */
+            return -1;
+        }
+        s->t_tag = g;
+    }
+    return 0;
 }
+
+/* The tag array, made at the first tagged task (earlier tasks: all zero). */
+static int make_tags(sc_sim *s)
+{
+    s->t_tag = sc_calloc((size_t)(s->ct > 0 ? s->ct : 1), sizeof *s->t_tag);
+    return s->t_tag ? 0 : -1;
+}
+
+static const sc_sim_tag no_tag;
 
 static int grow_deps(sc_sim *s, int need)
 {
@@ -284,10 +305,12 @@ static int new_task(sc_sim *s, int type, int res, double val, const sc_sim_tag *
     s->t_res[t] = res;
     s->t_aux[t] = -1;
     s->t_val[t] = val;
-    if (tag)
-        s->t_tag[t] = *tag;
-    else
-        memset(&s->t_tag[t], 0, sizeof s->t_tag[t]);
+    if (tag && !s->t_tag && make_tags(s)) {
+        s->nt--;
+        return fail(s, SC_ENOMEM, "sim: out of memory adding a task");
+    }
+    if (s->t_tag)
+        s->t_tag[t] = tag ? *tag : no_tag;
     s->ran = 0;
     return t;
 }
@@ -611,7 +634,7 @@ static sc_status recompute(sc_sim *s, double now)
 static int describe(const sc_sim *s, int t, char *buf, size_t cap)
 {
     static const char *tn[] = {"compute", "flow", "marker"};
-    const sc_sim_tag *g = &s->t_tag[t];
+    const sc_sim_tag *g = sc_sim_task_tag(s, t);
     int n = snprintf(buf, cap, "task %d (%s, kind %d a=%d b=%d c=%d d=%d", t, tn[s->t_type[t]],
                      g->kind, g->a, g->b, g->c, g->d);
     int r = s->t_res[t];
@@ -847,7 +870,10 @@ sc_sim_task_type sc_sim_task_type_of(const sc_sim *s, int t)
     return (sc_sim_task_type)s->t_type[t];
 }
 
-const sc_sim_tag *sc_sim_task_tag(const sc_sim *s, int t) { return &s->t_tag[t]; }
+const sc_sim_tag *sc_sim_task_tag(const sc_sim *s, int t)
+{
+    return s->t_tag ? &s->t_tag[t] : &no_tag;
+}
 int sc_sim_task_resource(const sc_sim *s, int t) { return s->t_res[t]; }
 double sc_sim_task_start(const sc_sim *s, int t) { return s->ran ? s->t_start[t] : NAN; }
 double sc_sim_task_end(const sc_sim *s, int t) { return s->ran ? s->t_end[t] : NAN; }

@@ -205,6 +205,56 @@ TEST(engine_queue_oom)
     CHECK(failed > 0);
 }
 
+/* Tags are kept only once a task has one: untagged tasks before it read as
+ * zero, a sim without tags reads zero for all, and a failed allocation of the
+ * tag array is the sticky SC_ENOMEM, never a crash. */
+TEST(engine_tags_lazy)
+{
+    sc_sim *s = mk();
+    REQUIRE(s);
+    int r = sc_sim_add_resource(s, "r");
+    int a = sc_sim_add_compute(s, r, 1, NULL);
+    REQUIRE(a >= 0);
+    CHECK(sc_sim_task_tag(s, a)->kind == 0 && sc_sim_task_tag(s, a)->user == NULL);
+    for (int i = 0; i < 100; i++) /* past the first capacity */
+        sc_sim_add_compute(s, r, 1, NULL);
+    sc_sim_tag tg = {7, 1, 2, 3, 4, &tg};
+    int b = sc_sim_add_marker(s, &tg);
+    int c = sc_sim_add_compute(s, r, 1, NULL);
+    int d = -1;
+    for (int i = 0; i < 200; i++) /* grow with tags */
+        d = sc_sim_add_compute(s, r, 1, &tg);
+    REQUIRE(b > 100 && c == b + 1 && d > c);
+    REQUIRE(run_ok(s));
+    const sc_sim_tag *g = sc_sim_task_tag(s, b);
+    CHECK(g->kind == 7 && g->a == 1 && g->b == 2 && g->c == 3 && g->d == 4 && g->user == &tg);
+    g = sc_sim_task_tag(s, a);
+    CHECK(g->kind == 0 && g->a == 0 && g->d == 0 && g->user == NULL);
+    CHECK(sc_sim_task_tag(s, c)->kind == 0);
+    CHECK(sc_sim_task_tag(s, d)->kind == 7);
+    CHECK_NEAR(sc_sim_makespan(s), 302, 1e-12); /* 302 tasks of 1 s on r */
+    sc_sim_free(s);
+    int nomem = 0;
+    for (long n = 1; n < 40; n++) {
+        s = mk();
+        REQUIRE(s);
+        sc_alloc_fail_at(n);
+        for (int i = 0; i < 40; i++)
+            sc_sim_add_marker(s, i < 20 ? NULL : &tg);
+        sc_alloc_fail_at(0);
+        sc_error err;
+        sc_status st = sc_sim_run(s, &err);
+        if (st == SC_ENOMEM) {
+            nomem++;
+        } else {
+            CHECK(st == SC_OK);
+            CHECK(sc_sim_task_tag(s, 39)->kind == 7 && sc_sim_task_tag(s, 0)->kind == 0);
+        }
+        sc_sim_free(s);
+    }
+    CHECK(nomem > 0);
+}
+
 TEST(engine_resource_serial)
 {
     sc_sim *s = mk();
