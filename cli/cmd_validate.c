@@ -528,10 +528,10 @@ int cmd_validate(int argc, char **argv)
                 snprintf(name, sizeof name, "%s/%s", suites[i]->name, w->id);
                 /* flash attention as its kernel, where the row names one (loaded: known) */
                 const char *kl = sc_cluster_flash_kernel_label(w->attn_kernel);
+                const char *fl = w->attn != SC_ATTN_FLASH ? "" : kl ? kl : "flash";
                 snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s", w->dp, w->tp, w->pp,
                          w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "",
-                         w->attn == SC_ATTN_FLASH ? " " : "",
-                         w->attn == SC_ATTN_FLASH ? (kl ? kl : "flash") : "");
+                         *fl ? " " : "", fl);
                 printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
                        100 * res[k].error, w->approximate ? " ~" : "  ",

@@ -130,7 +130,7 @@ for op in ('gemm', 'allreduce', 'p2p', 'allreduce_cold'):
     json.dump(best, open(f'bench_{op}.json.tmp', 'w'), indent=1)
     os.replace(f'bench_{op}.json.tmp', f'bench_{op}.json')
 latest = sys.argv[1:2] == ['--latest']
-for p in sys.argv[1 + latest:]:           # the fastest settled run of each plan
+for p in sys.argv[1 + latest:]:           # each plan's fastest settled run, or its latest
     files = sorted(passes(p), key=lambda f: int(re.search(r'pass(\d+)', f).group(1)))
     # a run whose steps spread past calibrate's 5% ceiling was measured in a
     # noisy phase: the fastest of the settled runs, the fastest if none is

@@ -42,11 +42,11 @@ size_t sc_sim_heap_size(const sc_sim_heap *h);
 
 /* The engine's event queue (engine_queue.c): the same (time, seq) order as
  * the heap above, with the events of one time kept together in a bucket (a
- * FIFO) and a heap of the buckets (a step's replicas finish in lockstep, so
- * its events come in large groups of equal times). push is O(1) when its
- * time's bucket is open, O(log b) for b buckets otherwise; pop O(1), plus
- * O(log b) when it empties a bucket. An empty queue needs no allocation:
- * sc_sim_queue q = {0}. */
+ * FIFO) and the heap above ordering the buckets (a step's replicas finish in
+ * lockstep, so its events come in large groups of equal times). push is O(1)
+ * when its time's bucket is open, O(log b) for b buckets otherwise; pop O(1),
+ * plus O(log b) when it empties a bucket. An empty queue needs no
+ * allocation: sc_sim_queue q = {0}. */
 typedef struct sc_sim_qev { /* an event of a bucket: its payload */
     int32_t id, type;
 } sc_sim_qev;
@@ -60,21 +60,12 @@ typedef struct sc_sim_bucket {
     int32_t next_free; /* the free list's next (index + 1, 0 none) while free */
 } sc_sim_bucket;
 
-typedef struct sc_sim_qtime { /* a heap entry: a bucket, its time's bits and opening */
-    uint64_t bits;
-    uint64_t seq;
-    int32_t b;
-} sc_sim_qtime;
-
 typedef struct sc_sim_queue {
     sc_sim_bucket *bk;
     int32_t nbk, cap_bk, free_bk; /* free_bk: index + 1, 0 none */
-    sc_sim_qtime *heap; /* the open buckets, a 4-ary min-heap on (time, seq) */
-    size_t nheap;
-    int32_t cap_heap;
+    sc_sim_heap heap; /* the open buckets: (time, opening sequence), id = bucket */
     int32_t *slot; /* direct-mapped: a time's newest open bucket, or -1; smask + 1 slots */
     uint32_t smask;
-    uint64_t next_seq;
     size_t n; /* events queued */
 } sc_sim_queue;
 

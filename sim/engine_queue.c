@@ -5,19 +5,22 @@
  * links of the same speed, so they finish at bit-identical times. The
  * 16,384-GPU gpt-175b step pops 11,062,272 events at 14,117 distinct times.
  * Keeping one FIFO per bucket of equal times (its first event in the bucket,
- * the others in an array, read from the front)
- * and a heap of the buckets turns most pushes into one probe and an append
- * and most pops into reading the next element; the heap moves once per
- * bucket. A freed bucket keeps its array for the next one.
+ * the others in an array, read from the front) and a heap of the buckets
+ * turns most pushes into one probe and an append and most pops into reading
+ * the next element; the heap moves once per bucket. A freed bucket keeps its
+ * array for the next one.
  *
- * A push finds its time's bucket through a direct-mapped table of the time's
- * bits (one probe, no chains, nothing to delete but its own slot). The table
- * may forget: a slot taken by another time, or a table just grown, makes a
- * push open a new bucket for a time that already has one. The order stays
- * exact because the heap orders buckets by (time, the sequence in which they
- * were opened) and a slot only ever names its time's newest bucket, so the
- * events of one time pop bucket by bucket in push order: the (time,
- * insertion sequence) order of sc_sim_heap. -0.0 is stored as +0.0.
+ * The heap is the engine's own (engine_heap.c), its entries the buckets:
+ * (the time, the sequence in which the bucket was opened), payload the
+ * bucket's index. A push finds its time's bucket through a direct-mapped
+ * table of the time's bits (one probe, no chains, nothing to delete but its
+ * own slot). The table may forget: a slot taken by another time, or a table
+ * just grown, makes a push open a new bucket for a time that already has
+ * one. The order stays exact because the heap pops buckets of one time in
+ * the order they were opened and a slot only ever names its time's newest
+ * bucket, so the events of one time pop bucket by bucket in push order: the
+ * (time, insertion sequence) order of sc_sim_heap itself. -0.0 is stored
+ * as +0.0.
  *
  * The free list of buckets holds index + 1 (0: empty), so a zeroed queue is a
  * valid empty one.
@@ -38,31 +41,6 @@ static inline uint32_t slot_of(uint64_t b, uint32_t mask)
     return (uint32_t)((b * 0x9E3779B97F4A7C15ull) >> 40) & mask;
 }
 
-/* Heap order: (time, opening sequence); times are >= 0, whose bits order
- * like the numbers. */
-static inline unsigned __int128 key(const sc_sim_qtime *a)
-{
-    return ((unsigned __int128)a->bits << 64) | a->seq;
-}
-
-static inline int before(const sc_sim_qtime *a, const sc_sim_qtime *b)
-{
-    return key(a) < key(b); /* branch-free, as engine_heap.c */
-}
-
-/* Puts e at heap position i (a hole), moving it up past later parents. */
-static void sift_up(sc_sim_queue *q, size_t i, sc_sim_qtime e)
-{
-    while (i > 0) {
-        size_t parent = (i - 1) / 4;
-        if (!before(&e, &q->heap[parent]))
-            break;
-        q->heap[i] = q->heap[parent];
-        i = parent;
-    }
-    q->heap[i] = e;
-}
-
 void sc_sim_queue_free(sc_sim_queue *q)
 {
     if (!q)
@@ -70,7 +48,7 @@ void sc_sim_queue_free(sc_sim_queue *q)
     for (int32_t b = 0; b < q->nbk; b++)
         sc_free(q->bk[b].ev);
     sc_free(q->bk);
-    sc_free(q->heap);
+    sc_sim_heap_free(&q->heap);
     sc_free(q->slot);
     memset(q, 0, sizeof *q);
 }
@@ -81,9 +59,8 @@ void sc_sim_queue_clear(sc_sim_queue *q)
     for (int32_t b = 0; b < q->nbk; b++)
         q->bk[b].next_free = b + 2 <= q->nbk ? b + 2 : 0;
     q->free_bk = q->nbk ? 1 : 0;
-    q->nheap = 0;
+    sc_sim_heap_clear(&q->heap);
     q->n = 0;
-    q->next_seq = 0;
     for (size_t i = 0; q->slot && i <= q->smask; i++)
         q->slot[i] = -1;
 }
@@ -119,26 +96,28 @@ static int grow(void **p, int32_t *cap, size_t elem)
     return 0;
 }
 
-/* Opens a bucket at time bits tb, in the heap and in slot s. */
-static int32_t open_bucket(sc_sim_queue *q, uint64_t tb, uint32_t s)
+/* Opens a bucket at time t (bits tb), in the heap and in slot s. */
+static int32_t open_bucket(sc_sim_queue *q, double t, uint64_t tb, uint32_t s)
 {
-    if (q->nheap == (size_t)q->cap_heap && grow((void **)&q->heap, &q->cap_heap, sizeof *q->heap))
-        return -1;
     int32_t b = q->free_bk - 1;
-    if (b >= 0) {
-        q->free_bk = q->bk[b].next_free;
-    } else {
+    if (b < 0) {
         if (q->nbk == q->cap_bk && grow((void **)&q->bk, &q->cap_bk, sizeof *q->bk))
             return -1;
-        b = q->nbk++;
+        b = q->nbk;
         q->bk[b].ev = NULL;
         q->bk[b].cap = 0;
     }
+    if (sc_sim_heap_push(&q->heap, t, b, 0))
+        return -1; /* the bucket stays free (or unmade) */
+    if (b == q->nbk)
+        q->nbk++;
+    else
+        q->free_bk = q->bk[b].next_free;
     sc_sim_bucket *bk = &q->bk[b];
+    bk->bits = tb;
     bk->n = bk->read = 0;
     bk->slot = (int32_t)s;
     q->slot[s] = b;
-    sift_up(q, q->nheap++, (sc_sim_qtime){tb, q->next_seq++, b});
     return b;
 }
 
@@ -147,17 +126,16 @@ sc_status sc_sim_queue_push(sc_sim_queue *q, double time, int32_t id, int32_t ty
     if (time == 0)
         time = 0; /* -0.0 -> +0.0: one bucket */
     uint64_t tb = bits_of(time);
-    if ((q->nheap + 1) * 4 > (size_t)q->smask + 1 && grow_slots(q))
+    if ((sc_sim_heap_size(&q->heap) + 1) * 4 > (size_t)q->smask + 1 && grow_slots(q))
         return SC_ENOMEM;
     uint32_t s = slot_of(tb, q->smask);
     int32_t b = q->slot[s];
     sc_sim_bucket *bk = b >= 0 ? &q->bk[b] : NULL;
     sc_sim_qev e = {id, type};
     if (!bk || bk->bits != tb) {
-        if ((b = open_bucket(q, tb, s)) < 0)
+        if ((b = open_bucket(q, time, tb, s)) < 0)
             return SC_ENOMEM;
         bk = &q->bk[b];
-        bk->bits = tb;
         bk->first = e; /* most buckets hold one event: no array */
     } else {
         if (bk->n - 1 == bk->cap && grow((void **)&bk->ev, &bk->cap, sizeof *bk->ev))
@@ -169,52 +147,26 @@ sc_status sc_sim_queue_push(sc_sim_queue *q, double time, int32_t id, int32_t ty
     return SC_OK;
 }
 
-/* Removes the heap's top bucket (emptied) from its slot and the heap. */
-static void drop_top(sc_sim_queue *q)
-{
-    int32_t b = q->heap[0].b;
-    if (q->slot[q->bk[b].slot] == b)
-        q->slot[q->bk[b].slot] = -1;
-    q->bk[b].next_free = q->free_bk;
-    q->free_bk = b + 1;
-    /* Floyd's deletion of the top, as in engine_heap.c */
-    size_t n = --q->nheap;
-    if (n == 0)
-        return;
-    sc_sim_qtime last = q->heap[n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 4 * i + 1;
-        if (c >= n)
-            break;
-        size_t best = c;
-        unsigned __int128 kb = key(&q->heap[c]);
-        size_t end = c + 4 < n ? c + 4 : n;
-        for (size_t j = c + 1; j < end; j++) {
-            unsigned __int128 kj = key(&q->heap[j]);
-            if (kj < kb) {
-                kb = kj;
-                best = j;
-            }
-        }
-        q->heap[i] = q->heap[best];
-        i = best;
-    }
-    sift_up(q, i, last);
-}
-
 int sc_sim_queue_pop(sc_sim_queue *q, double *time, int32_t *id, int32_t *type)
 {
     if (q->n == 0)
         return 0;
-    sc_sim_bucket *bk = &q->bk[q->heap[0].b];
-    memcpy(time, &q->heap[0].bits, sizeof *time);
+    const sc_sim_event *top = sc_sim_heap_peek(&q->heap);
+    int32_t b = top->id;
+    sc_sim_bucket *bk = &q->bk[b];
     const sc_sim_qev *e = bk->read ? &bk->ev[bk->read - 1] : &bk->first;
+    *time = top->time;
     *id = e->id;
     *type = e->type;
     q->n--;
-    if (++bk->read == bk->n)
-        drop_top(q);
+    if (++bk->read == bk->n) { /* emptied: out of its slot and the heap, freed */
+        if (q->slot[bk->slot] == b)
+            q->slot[bk->slot] = -1;
+        bk->next_free = q->free_bk;
+        q->free_bk = b + 1;
+        sc_sim_event gone;
+        sc_sim_heap_pop(&q->heap, &gone);
+    }
     return 1;
 }
 
@@ -222,6 +174,6 @@ int sc_sim_queue_next_time(const sc_sim_queue *q, double *time)
 {
     if (q->n == 0)
         return 0;
-    memcpy(time, &q->heap[0].bits, sizeof *time);
+    *time = sc_sim_heap_peek(&q->heap)->time;
     return 1;
 }
