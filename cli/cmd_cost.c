@@ -14,7 +14,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: stagecraft cost --model M --cluster C [--nodes N] [--tp T] [--sp] [--mbs B]\n"
-            "                       [--dtype D] [--algo ring|tree|hier] [--depth N]\n"
+            "                       [--dtype D] [--algo A] [--depth N]\n"
             "                       [--attn unfused|flash] [--kernels] [--json]\n\n"
             "Per-module costs of model M (a built-in name or a file) on cluster C (a preset\n"
             "or a file), for one microbatch of B samples on one rank of a tp group of T:\n"
@@ -28,7 +28,8 @@ static void usage(FILE *f)
             "              reduce-scatter plus an all-gather (Korthikanti et al. 2022)\n"
             "  --mbs B     samples per microbatch (default 1)\n"
             "  --dtype D   fp32|tf32|fp16|bf16|fp8 (default: the model's)\n"
-            "  --algo A    collective algorithm for tp allreduces (default ring)\n"
+            "  --algo A    collective algorithm for tp allreduces: auto (default; NCCL's\n"
+            "              choice: across nodes the faster of ring and tree), ring, tree, hier\n"
             "  --depth N   show the tree down to depth N only (the totals cover everything)\n"
             "  --attn A    attention kernels: unfused (default) or flash\n"
             "  --kernels   list each leaf's kernels with their shapes and times (where the\n"
@@ -80,7 +81,7 @@ static cJSON *table_json(const sc_model *m, const sc_cluster *c, const sc_cost_c
     sc_jadd_num(j, "tp", cfg->tp, &oom);
     sc_jadd_num(j, "mbs", cfg->mbs, &oom);
     sc_jadd_str(j, "dtype", sc_dtype_name(cfg->dtype), &oom);
-    sc_jadd_str(j, "tp_algo", cfg->tp_algo ? cfg->tp_algo : "ring", &oom);
+    sc_jadd_str(j, "tp_algo", cfg->tp_algo ? cfg->tp_algo : "auto", &oom);
     sc_jadd_str(j, "attention", sc_attn_name(cfg->attn), &oom);
     sc_jadd_bool(j, "sp", cfg->sp, &oom);
     cJSON *arr = sc_jadd_arr(j, "modules", &oom);
@@ -173,7 +174,7 @@ static void table_text(const sc_model *m, const sc_cluster *c, const sc_cost_cfg
            c->name, c->nodes, c->gpus_per_node, c->gpu.name, cfg->tp, cfg->sp ? " sp" : "",
            cfg->mbs, sc_dtype_name(cfg->dtype),
            cfg->sp ? "reduce-scatter + all-gather" : "allreduce",
-           cfg->tp_algo ? cfg->tp_algo : "ring", sc_attn_name(cfg->attn));
+           cfg->tp_algo ? cfg->tp_algo : "auto", sc_attn_name(cfg->attn));
     printf("%-*s %10s %12s %12s %12s %11s %11s\n", w, "module", "params", "fwd us", "bwd us",
            "tp comm us", "states", "act/mb");
     char b[6][48];
@@ -242,7 +243,7 @@ int cmd_cost(int argc, char **argv)
             break;
         case 'a':
             if (!sc_coll_find(optarg))
-                return cli_usage("cost", "--algo: unknown '%s' (ring, tree, hier)", optarg);
+                return cli_usage("cost", "--algo: unknown '%s' (auto, ring, tree, hier)", optarg);
             algo = optarg;
             break;
         case 'j':

@@ -54,9 +54,14 @@
  *   ring   allreduce 2(n-1)/n S/beta + 2(n-1) alpha (Patarasuk & Yuan 2009);
  *          reduce-scatter, allgather, alltoall (n-1)/n S/beta + (n-1) alpha;
  *          broadcast (pipelined chain) S/beta + (n-1) alpha.
- *   tree   double binary tree (Sanders et al. 2009, NCCL 2.4): bandwidth
+ *   tree   within a node a double binary tree (Sanders et al. 2009): bandwidth
  *          term as ring, latency 2 ceil(log2 n) alpha for allreduce, ceil(log2
- *          n) alpha for the one-way collectives; alltoall as ring.
+ *          n) alpha for the one-way collectives; alltoall as ring. Across
+ *          k nodes NCCL's tree allreduce: 2((p-1) alpha_i + ceil(log2 k) alpha_e)
+ *          + max(2(p-1)/p S/beta_i, f(k) S/beta_nic), f(2) = 1, f(k > 2) = 2
+ *          (coll_tree.c); the other collectives as ring.
+ *   auto   (the default) NCCL's choice: an allreduce across nodes as the
+ *          faster of ring and tree, everything else as ring.
  *   hier   intra-node reduce-scatter, inter-node ring allreduce of S/g per
  *          GPU over its NIC share, intra-node allgather (the hierarchical
  *          allreduce of Horovod and BlueConnect, Cho et al. 2019); other
@@ -235,12 +240,28 @@ typedef struct sc_coll_algo {
     const char *description;
     double (*time)(const sc_comm_links *l, sc_coll op, double bytes);
 } sc_coll_algo;
-extern const sc_coll_algo sc_coll_ring, sc_coll_tree, sc_coll_hier;
+extern const sc_coll_algo sc_coll_ring, sc_coll_tree, sc_coll_hier, sc_coll_auto;
 const sc_coll_algo *const *sc_coll_algos(int *n);
-const sc_coll_algo *sc_coll_find(const char *name); /* NULL if unknown */
+/* NULL (the default) is "auto"; NULL if unknown */
+const sc_coll_algo *sc_coll_find(const char *name);
+
+/* NCCL's tree allreduce across nodes (coll_tree.c): the bytes a node's NICs move each
+ * way per byte of S over `nodes` nodes (0 for one node, 1 for two, 2 beyond); its
+ * latency; its time from the links' alphas and their bandwidths at S (size ramps
+ * applied; beta_nic the node's NICs whole). */
+double sc_tree_nic_factor(int nodes);
+double sc_tree_latency(int per_node, int nodes, double alpha_intra, double alpha_inter);
+double sc_tree_allreduce_time(double bytes, int per_node, int nodes, double alpha_intra,
+                              double beta_intra, double alpha_inter, double beta_nic);
+/* Whether "auto" runs an allreduce of S bytes over n ranks, per_node a node, as
+ * NCCL's tree rather than the ring: the faster of the two for the group alone on
+ * the network, with the cluster's warm links; r: the intra and inter size ramps at S
+ * (sc_cost_coll_ramp). 0 within one node. The simulator and the estimate choose
+ * with it, so cost, sim and plan agree. */
+int sc_coll_tree_wins(const sc_cluster *c, double bytes, int n, int per_node, const double r[2]);
 
 /* Time of collective op over n ranks, per_node of them on each node, with
- * the algorithm called algo (NULL = "ring"). */
+ * the algorithm called algo (NULL = "auto"). */
 sc_status sc_cost_coll(const sc_cluster *c, const char *algo, sc_coll op, double bytes, int n,
                        int per_node, double *time_s, sc_error *err);
 /* Point to point: alpha + S/beta on the intra link, or, when inter, on the
@@ -404,7 +425,7 @@ typedef struct sc_cost_cfg {
     sc_dtype dtype;
     int tp;              /* >= 1; the tp group lies in one node when tp <= gpus_per_node */
     int mbs;
-    const char *tp_algo; /* collective algorithm for tp allreduces; NULL = "ring" */
+    const char *tp_algo; /* collective algorithm for tp allreduces; NULL = "auto" */
     int sp;              /* sequence parallelism: act_bytes as sc_cost_saved_bytes */
     sc_attn attn;        /* attention implementation (unfused = 0) */
 } sc_cost_cfg;

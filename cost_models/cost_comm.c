@@ -23,7 +23,8 @@ int sc_coll_parse(const char *s)
     return -1;
 }
 
-static const sc_coll_algo *const algos[] = {&sc_coll_ring, &sc_coll_tree, &sc_coll_hier};
+static const sc_coll_algo *const algos[] = {&sc_coll_auto, &sc_coll_ring, &sc_coll_tree,
+                                             &sc_coll_hier};
 
 const sc_coll_algo *const *sc_coll_algos(int *n)
 {
@@ -34,7 +35,7 @@ const sc_coll_algo *const *sc_coll_algos(int *n)
 const sc_coll_algo *sc_coll_find(const char *name)
 {
     if (!name)
-        return &sc_coll_ring;
+        return &sc_coll_auto;
     for (size_t i = 0; i < SC_ARRAY_LEN(algos); i++)
         if (strcmp(algos[i]->name, name) == 0)
             return algos[i];
@@ -86,8 +87,8 @@ sc_status sc_cost_coll(const sc_cluster *c, const char *algo, sc_coll op, double
 {
     const sc_coll_algo *a = sc_coll_find(algo);
     if (!a)
-        return sc_err(err, SC_ENOTFOUND, "no collective algorithm named \"%.64s\" (ring, tree, "
-                      "hier)", algo);
+        return sc_err(err, SC_ENOTFOUND, "no collective algorithm named \"%.64s\" (auto, ring, "
+                      "tree, hier)", algo);
     if ((unsigned)op >= SC_COLL_N)
         return sc_err(err, SC_EINVAL, "collective %d is not a collective", (int)op);
     if (!(bytes >= 0) || bytes > 1e18)

@@ -275,22 +275,32 @@ static const comm_fit comm_fits[] = {
      "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
      "ND_H200_v5 NCCL table (1K-8G; 479.98 GB/s at 8G), p2p nccl-tests#212"},
 };
-/* InfiniBand presets' inter-node collectives ([N4], [N6]) */
-typedef struct ib_fit {
+/* Inter-node collectives: InfiniBand ([N4], [N6]; the ring over 3 nodes, alpha held)
+ * and EFA ([N7], [N8]; the model's "auto" over 2 nodes, where NCCL's tree runs) */
+typedef struct inter_fit {
     const char *preset;
-    double bw_eff;
+    double alpha, bw_eff, s_half, exp;
     const char *source;
-} ib_fit;
+} inter_fit;
 
-static const ib_fit ib_fits[] = {
-    {"dgx-a100-80g", 0.96,
-     "; inter fitted to nccl-tests#119 (3x8 A100, 4x HDR: 95.75 GB/s at 128M, avg 84.86)"},
-    {"dgx-h100", 0.94,
-     "; inter ramp of nccl-tests#119 (3x8 A100, 4x HDR), NDR plateau per nccl-tests#290"},
-};
 #define IB_ALPHA 2e-6
 #define IB_S_HALF 1.022e4
 #define IB_EXP 0.538
+#define EFA_A100 5.973e-5, 0.9671, 3.703e7, 0.558
+#define EFA_A100_SOURCE                                                                    \
+    "; inter fitted to aws-samples awsome-distributed-training nccl-tests (2x p4de, 16 "  \
+    "ranks, NCCL's tree: 763 us at 8M, 78.33 GB/s busbw at 2G)"
+static const inter_fit inter_fits[] = {
+    {"dgx-a100-80g", IB_ALPHA, 0.96, IB_S_HALF, IB_EXP,
+     "; inter fitted to nccl-tests#119 (3x8 A100, 4x HDR: 95.75 GB/s at 128M, avg 84.86)"},
+    {"dgx-h100", IB_ALPHA, 0.94, IB_S_HALF, IB_EXP,
+     "; inter ramp of nccl-tests#119 (3x8 A100, 4x HDR), NDR plateau per nccl-tests#290"},
+    {"p4d.24xlarge", EFA_A100, EFA_A100_SOURCE},
+    {"p4de.24xlarge", EFA_A100, EFA_A100_SOURCE},
+    {"p5.48xlarge", 1.867e-5, 0.6394, 5.416e7, 0.734,
+     "; inter fitted to aws-samples awsome-distributed-training nccl-tests (2x p5, 16 "
+     "ranks, NCCL's tree: 205 us at 8M, 487.09 GB/s busbw at 16G)"},
+};
 
 static void set_comm_fit(sc_cluster *c)
 {
@@ -305,16 +315,16 @@ static void set_comm_fit(sc_cluster *c)
         c->eff.p2p_bw_eff[SC_LINK_INTRA] = f->p2p_intra;
         size_t n = strlen(c->eff.provenance);
         snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s", f->source);
-        for (size_t k = 0; k < SC_ARRAY_LEN(ib_fits); k++) {
-            if (strcmp(c->name, ib_fits[k].preset))
+        for (size_t k = 0; k < SC_ARRAY_LEN(inter_fits); k++) {
+            const inter_fit *x = &inter_fits[k];
+            if (strcmp(c->name, x->preset))
                 continue;
-            c->eff.alpha_s[SC_LINK_INTER] = IB_ALPHA;
-            c->eff.bw_eff[SC_LINK_INTER] = ib_fits[k].bw_eff;
-            c->eff.s_half_bytes[SC_LINK_INTER] = IB_S_HALF;
-            c->eff.ramp_exp[SC_LINK_INTER] = IB_EXP;
+            c->eff.alpha_s[SC_LINK_INTER] = x->alpha;
+            c->eff.bw_eff[SC_LINK_INTER] = x->bw_eff;
+            c->eff.s_half_bytes[SC_LINK_INTER] = x->s_half;
+            c->eff.ramp_exp[SC_LINK_INTER] = x->exp;
             n = strlen(c->eff.provenance);
-            snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s",
-                     ib_fits[k].source);
+            snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s", x->source);
         }
         return;
     }

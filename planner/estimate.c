@@ -36,10 +36,14 @@ static void ramps_of(const sc_cluster *c, double msg, double r[2])
 
 /* r: the intra and inter size ramps of one collective of the lot (tp: one allreduce of
  * the pass; dp: one bucket; ramps_of), each hop class at its own, the ring bound by
- * its slowest hop. */
-static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, const double r[2], int n,
-                        int per_node, int cold)
+ * its slowest hop. An allreduce across nodes runs as NCCL's tree where "auto" picks it
+ * for one collective of msg bytes (sc_coll_tree_wins, as the simulator), its NICs
+ * shared as the ring's. *lat (may be NULL): the latency of one collective. */
+static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double msg,
+                        const double r[2], int n, int per_node, int cold, double *lat)
 {
+    if (lat)
+        *lat = 0;
     if (n <= 1 || bytes <= 0)
         return 0;
     double ai = c->eff.alpha_s[SC_LINK_INTRA], ae = c->eff.alpha_s[SC_LINK_INTER];
@@ -55,13 +59,25 @@ static double ring_coll(const sc_cluster *c, sc_coll op, double bytes, const dou
     } else {
         double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * we * per_node /
                     c->gpus_per_node * r[1];
+        if (op == SC_COLL_ALLREDUCE && sc_coll_tree_wins(c, msg, n, per_node, r)) {
+            int k = (n + per_node - 1) / per_node;
+            if (lat)
+                *lat = sc_tree_latency(per_node, k, ai, ae);
+            return be > 0 ? sc_tree_allreduce_time(bytes, per_node, k, ai, bi, ae, be)
+                          : INFINITY;
+        }
         beta = be < bi ? be : bi; /* the slower ramped hop */
         a = ae;
     }
     if (!(beta > 0))
         return INFINITY;
-    if (op == SC_COLL_ALLREDUCE)
+    if (op == SC_COLL_ALLREDUCE) {
+        if (lat)
+            *lat = 2.0 * (n - 1) * a;
         return 2.0 * (n - 1) / n * bytes / beta + 2.0 * (n - 1) * a;
+    }
+    if (lat)
+        *lat = (n - 1.0) * a;
     return (n - 1.0) / n * bytes / beta + (n - 1) * a; /* reduce-scatter, allgather */
 }
 
@@ -113,11 +129,12 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         if (tp > 1 && info[s].tp_count > 0) {
             int per_node = tp < gpn ? tp : gpn;
             double r[2];
-            ramps_of(c, info[s].tp_bytes / info[s].tp_count, r);
-            double one = ring_coll(c, SC_COLL_ALLREDUCE, info[s].tp_bytes, r, tp, per_node, 0);
-            /* the ring's latency once per allreduce of the pass */
-            double a = c->eff.alpha_s[tp <= gpn ? SC_LINK_INTRA : SC_LINK_INTER];
-            t.tp_s[s] = one + (info[s].tp_count - 1) * 2.0 * (tp - 1) * a;
+            double msg = info[s].tp_bytes / info[s].tp_count, lat;
+            ramps_of(c, msg, r);
+            double one = coll_time(c, SC_COLL_ALLREDUCE, info[s].tp_bytes, msg, r, tp, per_node,
+                                   0, &lat);
+            /* the latency once per allreduce of the pass */
+            t.tp_s[s] = one + (info[s].tp_count - 1) * lat;
         }
         if (!st && s + 1 < t.S && info[s].send_bytes > 0) {
             int r = s % pp, r2 = (s + 1) % pp;
@@ -294,7 +311,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 ramps_of(c, t->grad[r] / K, rb); /* not the cached bucket size */
             else
                 rb[0] = x[2 * SC_RAMP_BUCKET], rb[1] = x[2 * SC_RAMP_BUCKET + 1];
-            double tr = ring_coll(c, op, grads, rb, dp, per_node, 1);
+            double tr = coll_time(c, op, grads, t->grad[r] / K, rb, dp, per_node, 1, NULL);
             /* buckets overlap the last microbatch's backward: every chunk's
              * (their final backwards run together at the end of the
              * schedule) but the last bucket of the last chunk; with
@@ -302,16 +319,16 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             double overlap = blast - t->b[r] / K;
             dpx = cfg->no_overlap_grad_reduce ? tr : fmax(tr / (K * v), tr - overlap);
             if (cfg->zero == 1 || cfg->zero == 2)
-                dpx += ring_coll(c, SC_COLL_ALLGATHER, P * wb, x + 2 * SC_RAMP_PARAMS, dp,
-                                 per_node, 1);
+                dpx += coll_time(c, SC_COLL_ALLGATHER, P * wb, P * wb, x + 2 * SC_RAMP_PARAMS,
+                                 dp, per_node, 1, NULL);
             if (cfg->zero == 3) {
                 /* a gather before every F and B and a reduce-scatter after
                  * every B share the NICs; what exceeds the position's
                  * compute is exposed, and the first gather always is */
-                double ag = ring_coll(c, SC_COLL_ALLGATHER, P * wb / v,
-                                      x + 2 * SC_RAMP_PARAMS_V, dp, per_node, 1);
-                double rs = ring_coll(c, SC_COLL_REDUCE_SCATTER, grads / v,
-                                      x + 2 * SC_RAMP_GRADS_V, dp, per_node, 1);
+                double ag = coll_time(c, SC_COLL_ALLGATHER, P * wb / v, P * wb / v,
+                                      x + 2 * SC_RAMP_PARAMS_V, dp, per_node, 1, NULL);
+                double rs = coll_time(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v,
+                                      x + 2 * SC_RAMP_GRADS_V, dp, per_node, 1, NULL);
                 double busy = 0;
                 for (int ch = 0; ch < v; ch++)
                     busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
@@ -319,8 +336,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             }
         }
         if (t->shared_npos > 1)
-            dpx += ring_coll(c, SC_COLL_ALLREDUCE, t->shared_grad, t->ramp_shared,
-                             t->shared_npos, 1, 1);
+            dpx += coll_time(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_grad,
+                             t->ramp_shared, t->shared_npos, 1, 1, NULL);
         double local = cfg->zero >= 1 ? P / dp : P;
         double opt = sc_cost_optimizer_time(c, dt, local);
         tail = fmax(tail, dpx + opt);

@@ -9,7 +9,9 @@ Model (cost_models/cost.h, "size ramp"): an allreduce of S bytes over a ring
 of n ranks takes
     t(S) = 2(n-1) alpha + 2(n-1)/n * S / (B * bw_eff * r(S)),
     r(S) = 1 / (1 + (s_half / S)^ramp_exp),
-and nccl-tests reports busbw = 2(n-1)/n * S / t.
+and nccl-tests reports busbw = 2(n-1)/n * S / t. Across nodes the model's
+default ("auto", cost_models/coll_tree.c) takes the faster of that ring and
+NCCL's tree (t_auto below); the EFA sweeps, over two nodes, are fitted to it.
 
 Usage: python3 scripts/fit_nccl.py   (prints each fit and its residuals)
 """
@@ -148,47 +150,69 @@ def fit_inter_ib():
               % (S, busbw(S, n, B, alpha, e, h, g), b, 100 * (busbw(S, n, B, alpha, e, h, g) / b - 1)))
     avg = sum(busbw(S, n, B, alpha, e, h, g) for S in N4_AVG_SIZES) / len(N4_AVG_SIZES)
     print("  average %.2f GB/s against %.2f" % (avg, N4_AVERAGE))
+    # "auto" over these 3 nodes (A100's intra fit): the ring at every size of the sweep
+    intra = (2.97e-6, 0.9034 * 300e9, 7.099e6, 0.25)
+    algos = sorted({t_auto(S, n, 8, intra, (alpha, B * e, h, g))[1]
+                    for S in N4_AVG_SIZES + [S for S, _ in N4_POINTS]})
+    print("  auto runs: %s" % ", ".join(algos))
 
 
-def fit_inter_efa(name, times_us, B, preset_alpha=15e-6, preset_bw_eff=0.9):
-    """Two nodes of 8 (n 16). Fitted, NOT adopted by the presets. Their busbw
-    passes the NICs' rate (78 GB/s on p4de's 50): NCCL ran its tree, whose
-    allreduce moves S each way through a node's NICs where a ring moves
-    2(n-1)/n S. So the plateau P fitted here, a busbw, reads as NICs at
-    bw_eff = P / (B 2(n-1)/n); alpha (per ring step of the model's 2(n-1)),
-    s_half and ramp_exp are the curve's shape. The last line compares the
-    model's ring at 8 MiB with those parameters, with the preset's plain
-    alpha-beta, and the measurement."""
-    n = 16
-    f = 2.0 * (n - 1) / n
+def r_of(S, s_half, g):
+    return 1.0 / (1.0 + (s_half / S) ** g) if s_half > 0 else 1.0
+
+
+def t_auto(S, n, p, intra, inter):
+    """The model's "auto" allreduce (cost_models/coll_tree.c): the faster of the
+    ring and NCCL's tree over k = n/p nodes. intra = (alpha, beta at the plateau,
+    s_half, exp); inter = (alpha, the node's NICs at the plateau, s_half, exp).
+    Returns (time, "ring" or "tree")."""
+    ai, bi, hi, gi = intra
+    ae, be, he, ge = inter
+    k = n // p
+    bi_s, be_s = bi * r_of(S, hi, gi), be * r_of(S, he, ge)
+    ring = 2 * (n - 1) * ae + 2.0 * (n - 1) / n * S / min(bi_s, be_s)
+    fk = 1.0 if k == 2 else 2.0
+    tree = (2 * ((p - 1) * ai + math.ceil(math.log2(k)) * ae)
+            + max(2.0 * (p - 1) / p * S / bi_s, fk * S / be_s))
+    return (tree, "tree") if tree < ring else (ring, "ring")
+
+
+def fit_inter_efa(name, times_us, B, intra, preset=(15e-6, 0.9)):
+    """Two nodes of 8 (n 16), the presets' EFA inter parameters (p4d, p4de, p5).
+    Their busbw passes the NICs' rate (78 GB/s on p4de's 50): a ring cannot,
+    as it moves 2(n-1)/n S through each node's NICs; NCCL's tree over two nodes
+    moves S. So the fit is of the model's "auto" allreduce (t_auto: the tree
+    wins at every size here), alpha, bw_eff (of the node's NICs, B), s_half and
+    ramp_exp free, the intra link held at the preset's own fit. The last line
+    compares 8 MiB with these parameters, with the plain alpha-beta ring the
+    presets had before (alpha 15 us, bw_eff 0.9), and the measurement."""
+    n, p = 16, 8
     pts = [(8 * 2 ** i, t * 1e-6) for i, t in enumerate(times_us)]
 
-    def t_model(S, a, P, h, g):
-        return 2 * (n - 1) * a + f * S / (P / (1.0 + (h / S) ** g))
-
     def loss(q):
-        la, lp, lh, g = q
-        if not 0.25 <= g <= 4:
+        la, le, lh, g = q
+        if not 0.25 <= g <= 4 or le > 0:
             return 1e9
-        a, P, h = math.exp(la), math.exp(lp), math.exp(lh)
-        return sum((math.log(t_model(S, a, P, h, g)) - math.log(t)) ** 2 for S, t in pts)
+        inter = (math.exp(la), B * math.exp(le), math.exp(lh), g)
+        return sum((math.log(t_auto(S, n, p, intra, inter)[0]) - math.log(t)) ** 2
+                   for S, t in pts)
 
-    starts = [[math.log(5e-6), math.log(P), math.log(h), g]
-              for P in (5e10, 3e11) for h in (1e5, 1e6, 1e7) for g in (0.5, 1, 2)]
-    (la, lp, lh, g), v = best_of(loss, starts)
-    a, P, h = math.exp(la), math.exp(lp), math.exp(lh)
-    print("%s inter (n 16, 2 nodes): alpha_s %.3g, bw_eff %.4g (busbw plateau %.1f GB/s), "
-          "s_half_bytes %.4g, ramp_exp %.3g" % (name, a, P / (B * f), P / 1e9, h, g))
-    worst = max(pts, key=lambda p: abs(t_model(p[0], a, P, h, g) / p[1] - 1))
+    starts = [[math.log(a), math.log(e), math.log(h), g] for a in (5e-6, 5e-5)
+              for e in (0.5, 0.9) for h in (1e5, 1e6, 1e7) for g in (0.5, 1, 2)]
+    (la, le, lh, g), v = best_of(loss, starts)
+    a, e, h = math.exp(la), math.exp(le), math.exp(lh)
+    inter = (a, B * e, h, g)
+    algos = sorted({t_auto(S, n, p, intra, inter)[1] for S, _ in pts})
+    print("%s inter (n 16, 2 nodes): alpha_s %.4g, bw_eff %.4g, s_half_bytes %.4g, "
+          "ramp_exp %.3g (auto runs: %s)" % (name, a, e, h, g, ", ".join(algos)))
+    worst = max(pts, key=lambda q: abs(t_auto(q[0], n, p, intra, inter)[0] / q[1] - 1))
     print("  worst %+.1f%% at %d B; rms of log error %.3f"
-          % (100 * (t_model(worst[0], a, P, h, g) / worst[1] - 1), worst[0],
+          % (100 * (t_auto(worst[0], n, p, intra, inter)[0] / worst[1] - 1), worst[0],
              math.sqrt(v / len(pts))))
     S = 8 * MIB
-    e = P / (B * f)
-    ring_fit = 2 * (n - 1) * a + f * S / (B * e / (1.0 + (h / S) ** g))
-    ring_preset = 2 * (n - 1) * preset_alpha + f * S / (B * preset_bw_eff)
-    print("  8 MiB on the model's ring: %.0f us with this fit, %.0f us with the preset, "
-          "%.0f us measured" % (ring_fit * 1e6, ring_preset * 1e6, dict(pts)[S] * 1e6))
+    old = 2 * (n - 1) * preset[0] + 2.0 * (n - 1) / n * S / min(intra[1], B * preset[1])
+    print("  8 MiB: %.0f us with this fit, %.0f us with the plain ring before, %.0f us measured"
+          % (t_auto(S, n, p, intra, inter)[0] * 1e6, old * 1e6, dict(pts)[S] * 1e6))
 
 
 if __name__ == "__main__":
@@ -196,5 +220,5 @@ if __name__ == "__main__":
     fit_intra("H100 [N2]", N2_H100, 450e9, alpha=2e-6, bw_eff=1.0)
     fit_intra("H200 [N3]", N3_H200, 450e9, bw_eff=1.0)
     fit_inter_ib()
-    fit_inter_efa("p4d/p4de EFA [N7]", N7_P4DE_US, 50e9)
-    fit_inter_efa("p5 EFA [N8]", N8_P5_US, 400e9)
+    fit_inter_efa("p4d/p4de EFA [N7]", N7_P4DE_US, 50e9, (2.97e-6, 0.9034 * 300e9, 7.099e6, 0.25))
+    fit_inter_efa("p5 EFA [N8]", N8_P5_US, 400e9, (2e-6, 1.0 * 450e9, 4.934e6, 0.715))

@@ -364,18 +364,44 @@ static double cold_share(builder *b, sc_link l, int cold)
     return bw / b->c->eff.bw_eff[l];
 }
 
+/* A delay task of `delay` seconds after marker start; start itself when there is
+ * none. Returns what the collective's flows start after. */
+static int delay_after(builder *b, int start, double delay)
+{
+    if (!(delay > 0))
+        return start;
+    int from = sc_sim_add_compute(b->sim, -1, delay, NULL);
+    sc_sim_add_dep(b->sim, start, from);
+    return from;
+}
+
 /* The latency of a ring of lat_steps steps at alpha a each, after marker
  * start: its flows' links add one alpha of their own (awarm, the warm one),
  * so a delay task holds the rest, lat_steps * a - awarm. Returns what the
  * flows start after (start itself when there is no rest). */
 static int ring_latency(builder *b, int start, double lat_steps, double a, double awarm)
 {
-    double delay = fmax(0, lat_steps * a - awarm);
-    if (!(lat_steps > 1 && delay > 0))
-        return start;
-    int from = sc_sim_add_compute(b->sim, -1, delay, NULL);
-    sc_sim_add_dep(b->sim, start, from);
-    return from;
+    return lat_steps > 1 ? delay_after(b, start, lat_steps * a - awarm) : start;
+}
+
+/* A collective's start and end markers: start after deps[0..ndeps) and the
+ * communicator's previous collective (*chain, which becomes end). 0, or -1 on
+ * failure. */
+static int coll_markers(builder *b, const int *deps, int ndeps, int *chain, int *start,
+                        int *end)
+{
+    *start = sc_sim_add_marker(b->sim, NULL);
+    *end = sc_sim_add_marker(b->sim, NULL);
+    if (*start < 0 || *end < 0)
+        return fail_nomem(b), -1;
+    for (int i = 0; i < ndeps; i++)
+        if (deps[i] >= 0)
+            sc_sim_add_dep(b->sim, deps[i], *start);
+    if (chain && *chain >= 0)
+        sc_sim_add_dep(b->sim, *chain, *start);
+    if (chain)
+        *chain = *end;
+    return 0;
 }
 
 /* A ring collective among ranks members[0..n) (ascending). Each member sends
@@ -391,17 +417,9 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
                     const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
                     double report_bytes, double msg, int cold, int *start_out)
 {
-    int start = sc_sim_add_marker(b->sim, NULL);
-    if (start < 0)
-        return fail_nomem(b), -1;
-    for (int i = 0; i < ndeps; i++)
-        if (deps[i] >= 0)
-            sc_sim_add_dep(b->sim, deps[i], start);
-    if (chain && *chain >= 0)
-        sc_sim_add_dep(b->sim, *chain, start);
-    int end = sc_sim_add_marker(b->sim, NULL);
-    if (end < 0)
-        return fail_nomem(b), -1;
+    int start, end;
+    if (coll_markers(b, deps, ndeps, chain, &start, &end) < 0)
+        return -1;
     if (n > 1 && (vol > 0 || lat_steps > 0)) {
         double amax = 0, awarm = 0;
         for (int i = 0; i < n; i++) {
@@ -433,11 +451,114 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
     } else {
         sc_sim_add_dep(b->sim, start, end);
     }
-    if (chain)
-        *chain = end;
     if (start_out)
         *start_out = start;
     return end;
+}
+
+/* The alphas of the two link classes, cold ones for a data-parallel collective
+ * (sc_cluster_cold). */
+static void alphas(builder *b, int cold, double *ai, double *ae)
+{
+    double w;
+    *ai = b->c->eff.alpha_s[SC_LINK_INTRA];
+    *ae = b->c->eff.alpha_s[SC_LINK_INTER];
+    if (cold) {
+        sc_cluster_cold(b->c, SC_LINK_INTRA, ai, &w);
+        sc_cluster_cold(b->c, SC_LINK_INTER, ae, &w);
+    }
+}
+
+/* The end of the run of members[i..) on members[i]'s node (members ascend). */
+static int node_run(builder *b, const int *members, int n, int i)
+{
+    int j = i + 1;
+    while (j < n && node_of(b, members[j]) == node_of(b, members[i]))
+        j++;
+    return j;
+}
+
+/* Whether "auto" runs an allreduce of msg bytes (one collective) among
+ * members[0..n) (ascending) as NCCL's tree: the choice of cost and the
+ * estimate (sc_coll_tree_wins), made on the nodes spanned and the most
+ * members a node holds. */
+static int tree_wins(builder *b, const int *members, int n, double msg)
+{
+    int k = 0, pmax = 0;
+    for (int i = 0, j; i < n; i = j, k++) {
+        j = node_run(b, members, n, i);
+        pmax = j - i > pmax ? j - i : pmax;
+    }
+    if (k < 2)
+        return 0;
+    double r[2] = {sc_cost_coll_ramp(b->c, SC_LINK_INTRA, msg),
+                   sc_cost_coll_ramp(b->c, SC_LINK_INTER, msg)};
+    return sc_coll_tree_wins(b->c, msg, n, pmax, r);
+}
+
+/* NCCL's tree allreduce of S bytes (count collectives of msg bytes each) among
+ * members[0..n) (ascending) spanning nodes (coll_tree.c). After count trees'
+ * latency, each node's NICs send f(k) S (sc_tree_nic_factor) into the next
+ * node's, and each member of a node with p of them 2(p-1)/p S through its ports
+ * into the next member there: the loads the tree puts on each NIC and port,
+ * each flow at its class's ramp at msg (and cold share, as add_ring). Returns the
+ * end marker (the start in *start_out); -1 on failure. */
+static int add_tree(builder *b, const int *members, int n, double S, double count,
+                    const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
+                    double report_bytes, double msg, int cold, int *start_out)
+{
+    int start, end, k = 0, pmax = 0;
+    if (coll_markers(b, deps, ndeps, chain, &start, &end) < 0)
+        return -1;
+    for (int i = 0, j; i < n; i = j, k++) {
+        j = node_run(b, members, n, i);
+        pmax = j - i > pmax ? j - i : pmax;
+    }
+    double ai, ae;
+    alphas(b, cold, &ai, &ae);
+    /* the NICs' flows add the warm inter alpha of their own */
+    int from = delay_after(b, start, count * sc_tree_latency(pmax, k, ai, ae) -
+                                         b->c->eff.alpha_s[SC_LINK_INTER]);
+    double ri = sc_cost_coll_ramp(b->c, SC_LINK_INTRA, msg) * cold_share(b, SC_LINK_INTRA, cold);
+    double re = sc_cost_coll_ramp(b->c, SC_LINK_INTER, msg) * cold_share(b, SC_LINK_INTER, cold);
+    for (int i = 0, j; i < n; i = j) {
+        j = node_run(b, members, n, i);
+        int p = j - i, l[2] = {b->nic_out[node_of(b, members[i])],
+                               b->nic_in[node_of(b, members[j < n ? j : 0])]};
+        double a;
+        int f = flow_task(b, l, sc_tree_nic_factor(k) * S / re, from, end,
+                          p == 1 ? members[i] : -1, op, stage, chunk, mb, report_bytes);
+        if (f < 0)
+            return -1;
+        if (from != start)
+            b->info[f].from = from;
+        for (int q = i; p > 1 && q < j; q++) {
+            path(b, members[q], members[q + 1 < j ? q + 1 : i], l, &a);
+            f = flow_task(b, l, 2.0 * (p - 1) / p * S / ri, from, end, members[q], op, stage,
+                          chunk, mb, report_bytes);
+            if (f < 0)
+                return -1;
+            if (from != start)
+                b->info[f].from = from;
+        }
+    }
+    if (start_out)
+        *start_out = start;
+    return end;
+}
+
+/* An allreduce of S bytes in all (count collectives of msg bytes) among
+ * members[0..n) (ascending): NCCL's tree where "auto" picks it (tree_wins),
+ * else the ring. */
+static int add_allreduce(builder *b, const int *members, int n, double S, double count,
+                         const int *deps, int ndeps, int *chain, int op, int stage, int chunk,
+                         int mb, double report_bytes, double msg, int cold, int *start_out)
+{
+    if (n > 1 && tree_wins(b, members, n, msg))
+        return add_tree(b, members, n, S, count, deps, ndeps, chain, op, stage, chunk, mb,
+                        report_bytes, msg, cold, start_out);
+    return add_ring(b, members, n, 2.0 * (n - 1) / n * S, 2.0 * (n - 1) * count, deps, ndeps,
+                    chain, op, stage, chunk, mb, report_bytes, msg, cold, start_out);
 }
 
 static int rank_of(builder *b, int d, int p, int t) { return sc_step_rank(b->cfg, d, p, t); }
@@ -467,81 +588,97 @@ static void tp_members(builder *b, int d, int p, int *out)
         }
 }
 
-/* A data-parallel ring collective of communicator (p, t) after deps[0..nrep)
- * (one task per simulated replica). Simulating every replica, it is
- * add_ring over the dp members. Simulating replica 0 alone (one_replica),
- * its member stands for all: by the symmetry of the default placement every
- * replica runs the same ops at the same times, and a ring through a node
- * leaves it once and enters it once, so the ring's inter-node edge becomes
- * one flow through its node's NIC out and in, and (when several members
- * share the node) its intra-node edges one flow through its GPU's ports. */
-static int dp_ring(builder *b, int p, int t, double vol, double lat_steps, const int *deps,
-                   int *chain, int op, int stage, int chunk, int mb, double report, int *start_out)
+/* A data-parallel collective (coll: allreduce, reduce-scatter or allgather of S
+ * bytes, nccl-tests' size) of communicator (p, t) after deps[0..nrep) (one task
+ * per simulated replica). Simulating every replica, it is add_allreduce or
+ * add_ring over the dp members. Simulating replica 0 alone (one_replica), its
+ * member stands for all: by the symmetry of the default placement every
+ * replica runs the same ops at the same times, and a ring (or NCCL's tree)
+ * through a node leaves it once and enters it once, so the collective's
+ * inter-node traffic becomes one flow through its node's NIC out and in, and
+ * (when several members share the node) its intra-node traffic one flow
+ * through its GPU's ports. */
+static int dp_coll(builder *b, int p, int t, sc_coll coll, double S, const int *deps,
+                   int *chain, int op, int stage, int chunk, int mb, int *start_out)
 {
-    int dp = b->dp;
-    double msg = report; /* one dp collective: a bucket, a gather */
+    int dp = b->dp, ar = coll == SC_COLL_ALLREDUCE;
+    double vol = ar ? 2.0 * (dp - 1) / dp * S : (dp - 1.0) / dp * S;
+    double lat_steps = ar ? 2.0 * (dp - 1) : dp - 1.0;
     if (b->nrep == dp) {
         int *members = sc_malloc(sizeof(int) * (size_t)dp);
         if (!members)
             return fail_nomem(b), -1;
         dp_members(b, p, t, members);
-        int e = add_ring(b, members, dp, vol, lat_steps, deps, dp, chain, op, stage, chunk, mb,
-                         report, msg, 1, start_out);
+        int e = ar ? add_allreduce(b, members, dp, S, 1, deps, dp, chain, op, stage, chunk, mb,
+                                   S, S, 1, start_out)
+                   : add_ring(b, members, dp, vol, lat_steps, deps, dp, chain, op, stage, chunk,
+                              mb, S, S, 1, start_out);
         sc_free(members);
         return e;
     }
-    int start = sc_sim_add_marker(b->sim, NULL), end = sc_sim_add_marker(b->sim, NULL);
-    if (start < 0 || end < 0)
-        return fail_nomem(b), -1;
-    if (deps[0] >= 0)
-        sc_sim_add_dep(b->sim, deps[0], start);
-    if (chain && *chain >= 0)
-        sc_sim_add_dep(b->sim, *chain, start);
+    int start, end;
+    if (coll_markers(b, deps, 1, chain, &start, &end) < 0)
+        return -1;
     int r = rank_of(b, 0, p, t), X = node_of(b, r), rpn = 0;
     for (int d = 0; d < dp; d++)
         rpn += node_of(b, rank_of(b, d, p, t)) == X;
-    if (dp > 1 && (vol > 0 || lat_steps > 0)) {
+    if (dp > 1) {
         /* data-parallel collectives run on cold buffers */
         sc_link lc = rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA;
-        double a, bw;
-        sc_cluster_cold(b->c, lc, &a, &bw);
-        int from = ring_latency(b, start, lat_steps, a, b->c->eff.alpha_s[lc]);
+        double a, bw, vols[2] = {vol, vol};
+        int from, k = (dp + rpn - 1) / rpn;
+        double r2[2] = {sc_cost_coll_ramp(b->c, SC_LINK_INTRA, S),
+                        sc_cost_coll_ramp(b->c, SC_LINK_INTER, S)};
+        if (ar && sc_coll_tree_wins(b->c, S, dp, rpn, r2)) { /* NCCL's tree (add_tree) */
+            double ai, ae;
+            alphas(b, 1, &ai, &ae);
+            from = delay_after(b, start, sc_tree_latency(rpn, k, ai, ae) -
+                                             b->c->eff.alpha_s[SC_LINK_INTER]);
+            vols[0] = sc_tree_nic_factor(k) * S;
+            vols[1] = 2.0 * (rpn - 1) / rpn * S;
+        } else {
+            sc_cluster_cold(b->c, lc, &a, &bw);
+            from = ring_latency(b, start, lat_steps, a, b->c->eff.alpha_s[lc]);
+        }
         int paths[2][2] = {{b->nic_out[X], b->nic_in[X]}, {b->port_out[r], b->port_in[r]}};
         int first = 1;
-        for (int k = 0; k < 2; k++) {
-            if ((k == 0 && rpn == dp) || (k == 1 && rpn == 1))
+        for (int q = 0; q < 2; q++) {
+            if ((q == 0 && rpn == dp) || (q == 1 && rpn == 1))
                 continue;
             /* one comm op per collective in the timeline; each path at its class's
              * size ramp (add_ring) */
-            sc_link lk = k == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
-            double ramp = sc_cost_coll_ramp(b->c, lk, msg) * cold_share(b, lk, 1);
-            if (flow_task(b, paths[k], vol / ramp, from, end, first ? r : -1, op, stage, chunk,
-                          mb, report) < 0)
+            sc_link lk = q == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
+            double ramp = sc_cost_coll_ramp(b->c, lk, S) * cold_share(b, lk, 1);
+            if (flow_task(b, paths[q], vols[q] / ramp, from, end, first ? r : -1, op, stage,
+                          chunk, mb, S) < 0)
                 return -1;
             first = 0;
         }
     } else {
         sc_sim_add_dep(b->sim, start, end);
     }
-    if (chain)
-        *chain = end;
     if (start_out)
         *start_out = start;
     return end;
 }
 
-/* The tp collective of action a (a TP action: an allreduce, or sequence
- * parallelism's reduce-scatter or all-gather, half its volume and steps)
- * after task `after` of group g: returns the tp_done marker on the stream. */
+/* The tp collective of action a (a TP action: an allreduce, as NCCL's tree or
+ * the ring (add_allreduce), or sequence parallelism's reduce-scatter or
+ * all-gather, a ring of half an allreduce's volume and steps) after task
+ * `after` of group g: returns the tp_done marker on the stream. */
 static int tp_after(builder *b, int g, int after, const sc_action *a)
 {
     int d = g / b->pp, p = g % b->pp, s0;
     tp_members(b, d, p, b->members);
-    double S = a->bytes, halves = a->coll == SC_COLL_ALLREDUCE ? 2 : 1;
+    double S = a->bytes;
     int count = b->lw->info[a->stage].tp_count;
-    int end = add_ring(b, b->members, b->tp, halves * (b->tp - 1) / b->tp * S,
-                       halves * (b->tp - 1) * count, &after, 1, &b->grp[g].tp_chain, a->op,
-                       a->stage, a->chunk, a->mb, S, count > 0 ? S / count : S, 0, &s0);
+    double msg = count > 0 ? S / count : S;
+    int end = a->coll == SC_COLL_ALLREDUCE
+                  ? add_allreduce(b, b->members, b->tp, S, count, &after, 1, &b->grp[g].tp_chain,
+                                  a->op, a->stage, a->chunk, a->mb, S, msg, 0, &s0)
+                  : add_ring(b, b->members, b->tp, (b->tp - 1.0) / b->tp * S,
+                             (b->tp - 1.0) * count, &after, 1, &b->grp[g].tp_chain, a->op,
+                             a->stage, a->chunk, a->mb, S, msg, 0, &s0);
     int done = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
     tinfo *i = info_at(b, done);
     if (!i || end < 0)
@@ -568,16 +705,15 @@ static const int *replica_tasks(builder *b, int p, int act)
 static void build_gathers(builder *b, int p, int i, int j, int *ends, int *start)
 {
     const sc_action *acts = b->lw->pos[p].acts;
-    int dp = b->dp;
     for (int a = i; a < j && !b->st; a++) {
         if (acts[a].kind != SC_ACT_GATHER)
             continue;
         double P = acts[a].bytes;
         for (int t = 0; t < b->tp && !b->st; t++) {
             int s0;
-            ends[t] = dp_ring(b, p, t, (dp - 1.0) / dp * P, dp - 1.0,
-                              replica_tasks(b, p, acts[a].after), &b->comm[p * b->tp + t].z3_chain,
-                              SC_OP_DP_ALLGATHER, acts[a].stage, acts[a].chunk, acts[a].mb, P, &s0);
+            ends[t] = dp_coll(b, p, t, SC_COLL_ALLGATHER, P, replica_tasks(b, p, acts[a].after),
+                              &b->comm[p * b->tp + t].z3_chain, SC_OP_DP_ALLGATHER,
+                              acts[a].stage, acts[a].chunk, acts[a].mb, &s0);
             if (t == 0)
                 *start = s0;
         }
@@ -644,18 +780,15 @@ static void build_stream(builder *b, int d, int p, int i, int j, const int *ends
 static void build_reduces(builder *b, int p, int i, int j)
 {
     const sc_action *acts = b->lw->pos[p].acts;
-    int dp = b->dp;
     for (int t = 0; t < b->tp && !b->st; t++) {
         dcomm *C = &b->comm[p * b->tp + t];
         for (int k = i; k < j && !b->st; k++) {
             const sc_action *a = &acts[k];
             if (a->kind != SC_ACT_REDUCE)
                 continue;
-            int ar = a->coll == SC_COLL_ALLREDUCE, s0;
-            double vol = ar ? 2.0 * (dp - 1) / dp * a->bytes : (dp - 1.0) / dp * a->bytes;
-            double lat = ar ? 2.0 * (dp - 1) : dp - 1.0;
-            dp_ring(b, p, t, vol, lat, replica_tasks(b, p, a->after), &C->dp_chain, a->op,
-                    a->stage, a->chunk, a->mb, a->bytes, &s0);
+            int s0;
+            dp_coll(b, p, t, a->coll, a->bytes, replica_tasks(b, p, a->after), &C->dp_chain,
+                    a->op, a->stage, a->chunk, a->mb, &s0);
             if (a->piece == 0 && (a->mb < 0 || C->dp_first < 0))
                 C->dp_first = s0;
         }
@@ -758,9 +891,8 @@ static void build_ties(builder *b)
                         b->deps[z - 1] = x2;
                     }
                 int s0, at = (k * b->nrep + d) * b->tp + t;
-                b->tie_end[at] = add_ring(b, b->members, n, 2.0 * (n - 1) / n * G,
-                                          2.0 * (n - 1), b->deps, n, NULL, SC_OP_DP_ALLREDUCE,
-                                          -1, -1, -1, G, G, 1, &s0);
+                b->tie_end[at] = add_allreduce(b, b->members, n, G, 1, b->deps, n, NULL,
+                                               SC_OP_DP_ALLREDUCE, -1, -1, -1, G, G, 1, &s0);
                 b->tie_start[at] = s0;
             }
     }
@@ -814,7 +946,7 @@ static void build_optimizer(builder *b, int p)
     }
     if (!params || b->st)
         return;
-    int dp = b->dp, s0 = -1, *ends = sc_malloc(sizeof(int) * (size_t)tp);
+    int s0 = -1, *ends = sc_malloc(sizeof(int) * (size_t)tp);
     if (!ends) {
         fail_nomem(b);
         return;
@@ -824,8 +956,8 @@ static void build_optimizer(builder *b, int p)
         for (int d = 0; d < b->nrep; d++)
             b->deps[d] = b->grp[d * b->pp + p].opt;
         int st0;
-        ends[q] = dp_ring(b, p, q, (dp - 1.0) / dp * P, dp - 1.0, b->deps,
-                          &b->comm[p * tp + q].dp_chain, SC_OP_DP_ALLGATHER, p, -1, -1, P, &st0);
+        ends[q] = dp_coll(b, p, q, SC_COLL_ALLGATHER, P, b->deps, &b->comm[p * tp + q].dp_chain,
+                          SC_OP_DP_ALLGATHER, p, -1, -1, &st0);
         if (s0 < 0)
             s0 = st0;
     }

@@ -257,6 +257,15 @@ TEST(outfile_signal_removes_temporary_file)
 {
     const int sigs[] = {SIGTERM, SIGINT};
     for (size_t i = 0; i < SC_ARRAY_LEN(sigs); i++) {
+        /* a signal this process ignores (SIGINT in a job a shell without job control
+         * started in the background) is left alone by design (sc.c, tmp_install):
+         * the child would finish its write every time */
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) {
+            sc_test_skip("signal %d is ignored in this process (started in the background?)",
+                         sigs[i]);
+            continue;
+        }
         int got = 0;
         for (int tries = 0; tries < 5 && !got; tries++) {
             int r = kill_mid_write(sigs[i], sc_test_tmpdir());

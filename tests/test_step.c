@@ -161,6 +161,46 @@ TEST(step_dp_allreduce_matches_ring)
     sc_model_free(m);
 }
 
+/* Data-parallel groups of 8 ranks a node over 2 and 4 nodes, and of one over 8: the
+ * gradient allreduce runs as "auto" chooses it (NCCL's tree or the ring,
+ * sc_coll_tree_wins), and the simulator, every replica or one standing for all, takes
+ * as long as cost says. */
+TEST(step_dp_allreduce_auto_matches_cost)
+{
+    struct {
+        int nodes, gpn;
+        double params;
+    } cs[] = {{2, 8, 50e6}, {4, 8, 50e6}, {4, 8, 2e5}, {8, 1, 5e8}, {8, 1, 2e5}};
+    int trees = 0, rings = 0;
+    for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
+        sc_model *m = blocks(1, cs[i].params, 0);
+        sc_cluster c;
+        sc_error err;
+        REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+        c.gpus_per_node = cs[i].gpn;
+        REQUIRE(sc_cluster_set_nodes(&c, cs[i].nodes, &err) == SC_OK);
+        int dp = cs[i].gpn * cs[i].nodes;
+        double w, g, o, t, tr;
+        sc_cost_state_bytes(SC_BF16, &w, &g, &o);
+        double S = cs[i].params * g;
+        REQUIRE(sc_cost_coll(&c, NULL, SC_COLL_ALLREDUCE, S, dp, cs[i].gpn, &t, &err) == SC_OK);
+        REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, dp, cs[i].gpn, &tr, &err) ==
+                SC_OK);
+        trees += t < tr;
+        rings += t == tr;
+        for (int one = 0; one < 2; one++) {
+            sc_step_cfg cfg = {.dp = dp, .tp = 1, .pp = 1, .v = 1, .m = 1, .mbs = 1,
+                               .schedule = "1f1b", .bucket_bytes = 1e12, .one_replica = one};
+            sc_step_result *r;
+            REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+            CHECK_NEAR(r->breakdown.dp, t, 1e-9);
+            sc_step_result_free(r);
+        }
+        sc_model_free(m);
+    }
+    CHECK(trees > 0 && rings > 0);
+}
+
 /* overlap_grad_reduce off: the gradient buckets wait for the whole backward, so
  * the dp reduction is exposed whole (its buckets' rings one after another), and
  * the step is longer than with overlap by exactly the extra exposed reduction. */
