@@ -46,7 +46,7 @@
  * where g = the members of the group on one node: they share the node's NICs
  * evenly (each GPU gets a 1/g share), the usual rail-aligned assumption.
  * A group of n ranks with g per node lies in one node when g >= n (intra
- * link only); otherwise a flat algorithm (ring, tree) is bound by its
+ * link only); otherwise the ring is bound by its
  * slowest hop, beta = min(beta_intra, beta_inter), alpha = alpha_inter.
  * Sizes S follow nccl-tests: the per-rank buffer for allreduce, broadcast
  * and alltoall, the whole (n-rank) buffer for reduce-scatter input and

@@ -119,16 +119,17 @@
  *   s_half 10.2 kB, exp 0.538: the six points within 6%, the average 83.6 GB/s
  *   against 84.86 (NCCL's step at 85 MB, a protocol switch, is smoothed over).
  *   dgx-h100 takes the same ramp with bw_eff 0.94 [N6] (no public NDR size sweep
- *   found). EFA (p4d, p4de, p5) keeps the plain alpha-beta model (alpha 15 us,
- *   bw_eff 0.9). [N7] and [N8], aws-samples/awsome-distributed-training,
- *   micro-benchmarks/nccl-tests/README.md (commit 0162aacd): all_reduce_perf
- *   over 2 x p4de.24xlarge and 2 x p5.48xlarge (16 ranks), were fitted
- *   (scripts/fit_nccl.py) and not adopted: their busbw passes the NICs' rate
- *   (78 GB/s on p4de's 50), so NCCL ran its tree, which moves S through a
- *   node's NICs where the model's default ring moves 2(n-1)/n S; read that
- *   way, the fit made the model's 2-node ring of 8 MiB take 1.23 ms against
- *   the 0.76 ms measured (this preset: 0.80 ms). Adopting them needs NCCL's
- *   algorithm choice in the collective model first. A 2 x 8 H100 GCP A3 Mega sweep
+ *   found). EFA (p4d, p4de, p5): [N7] and [N8], aws-samples/awsome-distributed-
+ *   training, micro-benchmarks/nccl-tests/README.md (commit 0162aacd): all_reduce_perf
+ *   over 2 x p4de.24xlarge and 2 x p5.48xlarge (16 ranks). Their busbw passes the
+ *   NICs' rate (78 GB/s on p4de's 50): NCCL ran its tree, which moves S through a
+ *   node's NICs where a ring moves 2(n-1)/n S. Fitted (scripts/fit_nccl.py) to the
+ *   model's "auto" (coll_tree.c: the tree wins at every size there), the intra link
+ *   held at the A100 and H100 fits above: p4d, p4de alpha 59.73 us, bw_eff 0.9671 (of
+ *   the node's NICs), s_half 37.03 MB, exp 0.558 (every point within 12.7%; 8 MiB 732
+ *   us against 763 measured); p5 18.67 us, 0.6394, 54.16 MB, 0.734 (within 25.3%; 8
+ *   MiB 227 us against 205). The plain alpha-beta model these presets had before
+ *   (alpha 15 us, bw_eff 0.9) gave 800 and 494 us. A 2 x 8 H100 GCP A3 Mega sweep
  *   (GPUDirect-TCPXO; lessizzmore/create-a3mega-ztan-fork, ztan-NCCL-test-result)
  *   was considered and not used: that network ramps far slower (32 GB/s busbw at
  *   16 MiB against a 339 GB/s plateau) than [N4]'s InfiniBand. V100 and cpu-local
