@@ -295,10 +295,14 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         per_node = dp;
     double tail = 0, dpx_max = 0, opt_max = 0, mem_max = 0, zero3 = 0;
     for (int r = 0; r < pp; r++) {
+        /* blast: the backward work after the first chunk's reductions may start. The
+         * interleaved schedule runs its last pp microbatches' backwards chunk by chunk
+         * (sched_interleaved.c): after chunk v - 1's last one come pp of each lower
+         * chunk */
         double grads = 0, blast = 0;
         for (int ch = 0; ch < v; ch++) {
             grads += t->grad[ch * pp + r];
-            blast += t->b[ch * pp + r];
+            blast += (ch == v - 1 ? 1 : pp) * t->b[ch * pp + r];
         }
         double P = t->params[r];
         double dpx = 0;
@@ -311,11 +315,16 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 ramps_of(c, t->grad[r] / K, rb); /* not the cached bucket size */
             else
                 rb[0] = x[2 * SC_RAMP_BUCKET], rb[1] = x[2 * SC_RAMP_BUCKET + 1];
-            double tr = coll_time(c, op, grads, t->grad[r] / K, rb, dp, per_node, 1, NULL);
-            /* buckets overlap the last microbatch's backward: every chunk's
-             * (their final backwards run together at the end of the
-             * schedule) but the last bucket of the last chunk; with
-             * overlap_grad_reduce off all of it is exposed */
+            double lat;
+            double tr = coll_time(c, op, grads, t->grad[r] / K, rb, dp, per_node, 1, &lat);
+            /* every bucket of every chunk is a collective of its own, with its own
+             * latency, as the simulator runs them */
+            int buckets = 0;
+            for (int ch = 0; ch < v; ch++)
+                buckets += sc_cost_bucket_count(t->grad[ch * pp + r], cfg->bucket_bytes);
+            tr += (buckets - 1) * lat;
+            /* buckets overlap that backward work but the last bucket of the last
+             * chunk; with overlap_grad_reduce off all of it is exposed */
             double overlap = blast - t->b[r] / K;
             dpx = cfg->no_overlap_grad_reduce ? tr : fmax(tr / (K * v), tr - overlap);
             if (cfg->zero == 1 || cfg->zero == 2)
