@@ -707,9 +707,29 @@ static sc_status fit_gemm_model(ctx *c, sc_cluster *out, sc_calib_report *rep, s
 
 /* ---- the link fits ------------------------------------------------------------------ */
 
-static void ring_terms(const sc_calib_link *q, double *steps, double *vol)
+/* What a point's time is in the alpha-beta line of its link class: t = off +
+ * steps·alpha + vol/beta. A collective's ring (cost.h); an allreduce whose ranks
+ * spanned nodes (several on a node) as the algorithm "auto" runs it, judged with
+ * the input cluster's alphas and link shares and no size ramp (the fitted line
+ * has none): NCCL's tree (coll_tree.c) bound by the NICs, 2 ceil(log2 k) alpha
+ * steps and f(k)·S, after the chain's 2(p - 1) steps at the input's intra alpha
+ * (off). The ring otherwise, and when the file did not record its nodes. */
+static void coll_terms(const ctx *c, const sc_calib_link *q, double *steps, double *vol,
+                       double *off)
 {
     double n = q->n;
+    *off = 0;
+    if (q->op == SC_CALIB_ALLREDUCE && q->link == SC_LINK_INTER && q->nodes >= 2 &&
+        q->per_node >= 1 && q->per_node < q->n) {
+        const double flat[2] = {1, 1};
+        if (sc_coll_tree_wins(c->base, q->bytes, q->n, q->per_node, flat)) {
+            int k = (q->n + q->per_node - 1) / q->per_node;
+            *off = sc_tree_latency(q->per_node, k, c->base->eff.alpha_s[SC_LINK_INTRA], 0);
+            *steps = 2 * ceil(log2((double)k));
+            *vol = sc_tree_nic_factor(k) * q->bytes;
+            return;
+        }
+    }
     switch (q->op) {
     case SC_CALIB_ALLREDUCE: *steps = 2 * (n - 1); *vol = 2 * (n - 1) / n * q->bytes; break;
     case SC_CALIB_P2P: *steps = 1; *vol = q->bytes; break;
@@ -732,19 +752,21 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
                *cc = gsl_vector_alloc(2);
     gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc((size_t)n, 2);
     double *pred = sc_malloc(sizeof(double) * (size_t)n), *meas = sc_malloc(sizeof(double) * (size_t)n);
+    double *off = sc_malloc(sizeof(double) * (size_t)n);
     int rc = -1;
-    if (X && cov && y && wt && cc && ws && pred && meas) {
+    if (X && cov && y && wt && cc && ws && pred && meas && off) {
         int k = 0;
         for (int i = 0; i < pts->n_link; i++) {
             const sc_calib_link *q = &pts->link[i];
             if (q->link != link || (op >= 0 && (int)q->op != op))
                 continue;
-            double s, v;
-            ring_terms(q, &s, &v);
+            double s, v, o;
+            coll_terms(c, q, &s, &v, &o);
             gsl_matrix_set(X, (size_t)k, 0, s);
             gsl_matrix_set(X, (size_t)k, 1, v);
-            gsl_vector_set(y, (size_t)k, q->t);
+            gsl_vector_set(y, (size_t)k, q->t - o);
             gsl_vector_set(wt, (size_t)k, 1 / (q->t * q->t));
+            off[k] = o;
             meas[k++] = q->t;
         }
         double chi2;
@@ -755,7 +777,8 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
                 a = 0;
             if (ib > 0) {
                 for (int i = 0; i < n; i++)
-                    pred[i] = a * gsl_matrix_get(X, (size_t)i, 0) + ib * gsl_matrix_get(X, (size_t)i, 1);
+                    pred[i] = off[i] + a * gsl_matrix_get(X, (size_t)i, 0) +
+                              ib * gsl_matrix_get(X, (size_t)i, 1);
                 stats s = point_stats(pred, meas, n);
                 double s2 = n > 2 ? chi2 / (n - 2) : 0;
                 f->n = n;
@@ -785,6 +808,7 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
         gsl_multifit_linear_free(ws);
     sc_free(pred);
     sc_free(meas);
+    sc_free(off);
     return rc;
 }
 
@@ -867,12 +891,12 @@ static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, s
             const sc_calib_link *q = &c->pts->link[i];
             if (q->link != l || (from_allreduce && q->op != SC_CALIB_ALLREDUCE))
                 continue;
-            double sv, v;
-            ring_terms(q, &sv, &v);
+            double sv, v, o;
+            coll_terms(c, q, &sv, &v, &o);
             /* the input's size ramp too, on collectives (cost.h; none on p2p) */
             double r0 =
                 q->op == SC_CALIB_P2P ? 1 : sc_cost_coll_ramp(c->base, (sc_link)l, q->bytes);
-            m0 += fabs((sv * a0 + v / (b0 * r0)) / q->t - 1);
+            m0 += fabs((o + sv * a0 + v / (b0 * r0)) / q->t - 1);
             k++;
         }
         m0 = k ? m0 / k : 0;
@@ -988,11 +1012,11 @@ static void fit_cold_links(ctx *c, const int *refit, sc_cluster *out, sc_calib_r
             const sc_calib_link *q = &c->pts->link[i];
             if (q->link != l || (op >= 0 && (int)q->op != op))
                 continue;
-            double sv, v;
-            ring_terms(q, &sv, &v);
+            double sv, v, o;
+            coll_terms(c, q, &sv, &v, &o);
             double b0 = nominal * (q->op == SC_CALIB_P2P ? sc_cluster_p2p_eff(out, (sc_link)l)
                                                          : out->eff.bw_eff[l]);
-            m0 += fabs((sv * out->eff.alpha_s[l] + v / b0) / q->t - 1);
+            m0 += fabs((o + sv * out->eff.alpha_s[l] + v / b0) / q->t - 1);
             k++;
         }
         f.mape_before = k ? m0 / k : 0;

@@ -133,6 +133,10 @@ typedef struct sc_calib_link {
     int file;
     int cold;                 /* measured with caches evicted (bench --cold): fitted
                                  apart, as the link's cold_alpha_s, cold_bw_eff */
+    int nodes, per_node;      /* the nodes the ranks spanned and the most on one node
+                                 (the bench file's; 0: not recorded). An allreduce
+                                 across nodes is fitted as the algorithm "auto" runs
+                                 it (NCCL's tree or the ring, coll_tree.c) */
 } sc_calib_link;
 
 /* A sender's host time: a gap of `gap` seconds between two compute ops of a

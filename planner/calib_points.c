@@ -157,7 +157,8 @@ static sc_status bench_points(reader *x, const sc_bench_result *b, const char *f
             pts->link = l;
             l[pts->n_link++] = (sc_calib_link){link, op, op == SC_CALIB_P2P ? 2 : b->ranks,
                                                w->bytes, w->time_s, x->file,
-                                               b->cold_bytes > 0};
+                                               b->cold_bytes > 0, b->nodes,
+                                               b->ranks_per_node};
         }
     }
     if (pts->n_gemm + pts->n_ops + pts->n_link > MAX_POINTS)

@@ -461,6 +461,45 @@ TEST(calibrate_fit_points_alone)
     CHECK_STR_HAS(err.msg, "calibrate: the inputs hold no measurements");
 }
 
+/* Allreduces measured across 2 nodes of 8 (the bench file's nodes and ranks per
+ * node): "auto" runs them as NCCL's tree, so the fit reads them as the tree
+ * (2 inter-node alpha steps after the chain's, S through the node's NICs), and the
+ * calibrated cluster predicts the measured times back. Read as a ring (the nodes
+ * not recorded), the same points give a line that "auto" then runs as a tree:
+ * predictions far too fast. */
+TEST(calibrate_inter_allreduce_as_auto_runs)
+{
+    sc_cluster base, out;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &base, &err) == SC_OK);
+    REQUIRE(sc_cluster_set_nodes(&base, 2, &err) == SC_OK);
+    double ai = base.eff.alpha_s[SC_LINK_INTRA], alpha = 50e-6, beta = 40e9;
+    sc_calib_link link[8];
+    double bytes = 1 << 20;
+    for (int i = 0; i < 8; i++, bytes *= 2.5)
+        link[i] = (sc_calib_link){SC_LINK_INTER, SC_CALIB_ALLREDUCE, 16, bytes,
+                                  2 * 7 * ai + 2 * alpha + bytes / beta, -1, 0, 2, 8};
+    sc_calib_points pts = {.dtype = (sc_dtype)-1, .n_link = 8, .link = link};
+    REQUIRE(sc_calib_fit_points(&base, &pts, 0, &out, NULL, &err) == SC_OK);
+    CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTER], alpha, 1e-9);
+    double nics = out.inter.nics_per_node * out.inter.nic_bytes_per_s;
+    CHECK_NEAR(out.eff.bw_eff[SC_LINK_INTER] * nics / beta, 1, 1e-6);
+    for (int i = 0; i < 8; i++) {
+        double t;
+        REQUIRE(sc_cost_coll(&out, NULL, SC_COLL_ALLREDUCE, link[i].bytes, 16, 8, &t, &err) ==
+                SC_OK);
+        CHECK_NEAR(t / link[i].t, 1, 1e-6);
+    }
+    /* the same points without their nodes: fitted as a ring, run as a tree */
+    for (int i = 0; i < 8; i++)
+        link[i].nodes = link[i].per_node = 0;
+    REQUIRE(sc_calib_fit_points(&base, &pts, 0, &out, NULL, &err) == SC_OK);
+    double t;
+    REQUIRE(sc_cost_coll(&out, NULL, SC_COLL_ALLREDUCE, link[7].bytes, 16, 8, &t, &err) ==
+            SC_OK);
+    CHECK(t / link[7].t < 0.6);
+}
+
 /* Adds a "provenance" record to a bench file (core: blas_core; mixed: the
  * ranks differed). */
 static void add_provenance(const char *path, const char *core, const char *mixed)
