@@ -25,7 +25,9 @@
  *          k = 3 the busiest node moves 1.5 S; NCCL's tuner counts 2 S beyond
  *          two nodes (its tree model takes the inter-node bandwidth and halves
  *          it), and the three-node sweep [N4] plateaus as a ring does, so
- *          the model follows the tuner.
+ *          the model follows the tuner. A 1 GiB allreduce on 2, 3 and 4 EFA
+ *          nodes (NVIDIA/nccl#527) took 1.84 and 2.00 times as long on 3 and 4
+ *          as on 2; the model gives 2.00 and 2.00 (cost_efa_node_count_trend).
  * The other collectives have no tree in NCCL across nodes: the ring's.
  *
  * auto (the default algorithm): an allreduce spanning nodes runs as the

@@ -478,17 +478,24 @@ static int node_run(builder *b, const int *members, int n, int i)
     return j;
 }
 
+/* The nodes members[0..n) (ascending) span, *k, and the most of them on one, *pmax. */
+static void group_shape(builder *b, const int *members, int n, int *k, int *pmax)
+{
+    *k = *pmax = 0;
+    for (int i = 0, j; i < n; i = j, ++*k) {
+        j = node_run(b, members, n, i);
+        *pmax = j - i > *pmax ? j - i : *pmax;
+    }
+}
+
 /* Whether "auto" runs an allreduce of msg bytes (one collective) among
  * members[0..n) (ascending) as NCCL's tree: the choice of cost and the
  * estimate (sc_coll_tree_wins), made on the nodes spanned and the most
  * members a node holds. */
 static int tree_wins(builder *b, const int *members, int n, double msg)
 {
-    int k = 0, pmax = 0;
-    for (int i = 0, j; i < n; i = j, k++) {
-        j = node_run(b, members, n, i);
-        pmax = j - i > pmax ? j - i : pmax;
-    }
+    int k, pmax;
+    group_shape(b, members, n, &k, &pmax);
     if (k < 2)
         return 0;
     double r[2] = {sc_cost_coll_ramp(b->c, SC_LINK_INTRA, msg),
@@ -507,13 +514,10 @@ static int add_tree(builder *b, const int *members, int n, double S, double coun
                     const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
                     double report_bytes, double msg, int cold, int *start_out)
 {
-    int start, end, k = 0, pmax = 0;
+    int start, end, k, pmax;
     if (coll_markers(b, deps, ndeps, chain, &start, &end) < 0)
         return -1;
-    for (int i = 0, j; i < n; i = j, k++) {
-        j = node_run(b, members, n, i);
-        pmax = j - i > pmax ? j - i : pmax;
-    }
+    group_shape(b, members, n, &k, &pmax);
     double ai, ae;
     alphas(b, cold, &ai, &ae);
     /* the NICs' flows add the warm inter alpha of their own */
