@@ -344,9 +344,13 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 zero3 = fmax(zero3, ag + fmax(0, m * v * (2 * ag + rs) - busy));
             }
         }
+        /* the tie's allreduce among the positions holding it: on one node when a
+         * whole replica is (the default placement puts a replica's tp x pp ranks
+         * next to each other), else a position a node */
         if (t->shared_npos > 1)
             dpx += coll_time(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_grad,
-                             t->ramp_shared, t->shared_npos, 1, 1, NULL);
+                             t->ramp_shared, t->shared_npos,
+                             tp * pp <= gpn ? t->shared_npos : 1, 1, NULL);
         double local = cfg->zero >= 1 ? P / dp : P;
         double opt = sc_cost_optimizer_time(c, dt, local);
         tail = fmax(tail, dpx + opt);

@@ -41,6 +41,8 @@ TEST(planner_estimate_tracks_sim)
               {"gpt-13b", 16, 4, 8, 4, 1, 32, 1, 1, 2, "1f1b", "p4d.24xlarge", 0},
               {"gpt-13b", 16, 8, 4, 4, 1, 16, 1, 0, 2, "gpipe", "p4d.24xlarge", 0},
               {"gpt-13b", 16, 16, 8, 1, 1, 8, 1, 3, 1, "1f1b", "p4d.24xlarge", 0},
+              /* a whole replica on one node (planner_estimate_tie_on_one_node) */
+              {"gpt-1.3b", 2, 8, 1, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0},
               /* 52 gradient buckets a rank, each a ring of 256 at EFA's latency: the
                * estimate once counted that latency once (73 ms against 214 ms) */
               {"gpt-1.3b", 64, 256, 2, 1, 1, 1, 2, 2, 0, "1f1b", "p5.48xlarge", 1}};
@@ -69,6 +71,30 @@ TEST(planner_estimate_tracks_sim)
         sc_step_result_free(r);
         sc_model_free(m);
     }
+}
+
+/* A replica on one node: the tied embedding's allreduce between its first and last
+ * pipeline position runs over NVLink in the simulator, and the estimate charges it
+ * there too (both 1.13 ms). It once sent it through the NICs: 48.9 ms, and +14.3% on
+ * the whole step of the case above. */
+TEST(planner_estimate_tie_on_one_node)
+{
+    sc_model *m;
+    sc_cluster c;
+    sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 1, &m, &c);
+    REQUIRE(m);
+    sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = 2, .v = 1, .m = 8, .mbs = 1, .schedule = "1f1b",
+                       .one_replica = 1};
+    sc_estimate e;
+    sc_step_result *r;
+    sc_error err;
+    REQUIRE(sc_estimate_step(m, &c, &cfg, &e, &err) == SC_OK);
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+    /* dp 1: the tie's allreduce is the only data-parallel communication */
+    CHECK(r->breakdown.dp > 0 && e.dp_s > 0);
+    CHECK(fabs(e.dp_s / r->breakdown.dp - 1) <= 0.05);
+    sc_step_result_free(r);
+    sc_model_free(m);
 }
 
 TEST(planner_search_ranks_and_fixes)
