@@ -294,7 +294,20 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     if (per_node > dp)
         per_node = dp;
     double tail = 0, dpx_max = 0, opt_max = 0, mem_max = 0, zero3 = 0;
+    /* Positions that share a node (pn of them, consecutive, when a node holds more than
+     * one position's tp ranks) share its NICs, but do not reduce in lockstep: the later
+     * stages finish their backwards first. The tail above takes every ring of the node
+     * to run at once; the node's NICs need only carry all of the block's work, from the
+     * earliest moment one of its positions can start: the mean of the positions' works
+     * at the full share of rings, less the longest overlap window. A position alone
+     * with its own tp rings bounds that from below. */
+    int pn = tp <= gpn && per_node * tp < gpn ? gpn / (per_node * tp) : 1;
+    if (pn > pp)
+        pn = pp;
+    double blk_cur = 0, blk_work = 0, blk_hide = 0, blk_solo = 0, blk_opt = 0, blk_dpx = 0;
+    int blk_n = 0;
     for (int r = 0; r < pp; r++) {
+        double work = 0, hide = 0;
         /* blast: the backward work after the first chunk's reductions may start. The
          * interleaved schedule runs its last pp microbatches' backwards chunk by chunk
          * (sched_interleaved.c): after chunk v - 1's last one come pp of each lower
@@ -327,6 +340,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
              * chunk; with overlap_grad_reduce off all of it is exposed */
             double overlap = blast - t->b[r] / K;
             dpx = cfg->no_overlap_grad_reduce ? tr : fmax(tr / (K * v), tr - overlap);
+            hide = tr - dpx;
             if (cfg->zero == 1 || cfg->zero == 2)
                 dpx += coll_time(c, SC_COLL_ALLGATHER, P * wb, P * wb, x + 2 * SC_RAMP_PARAMS,
                                  dp, per_node, 1, NULL);
@@ -353,8 +367,21 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                              tp * pp <= gpn ? t->shared_npos : 1, 1, NULL);
         double local = cfg->zero >= 1 ? P / dp : P;
         double opt = sc_cost_optimizer_time(c, dt, local);
-        tail = fmax(tail, dpx + opt);
-        dpx_max = fmax(dpx_max, dpx);
+        work = dpx + hide;
+        blk_cur = fmax(blk_cur, dpx + opt);
+        blk_work += work;
+        blk_hide = fmax(blk_hide, hide);
+        blk_solo = fmax(blk_solo, work / pn - hide + opt);
+        blk_opt = fmax(blk_opt, opt);
+        blk_dpx = fmax(blk_dpx, dpx);
+        if (++blk_n == pn || r == pp - 1) {
+            double nic = blk_work / blk_n - blk_hide + blk_opt;
+            double t_blk = blk_n > 1 ? fmin(blk_cur, fmax(nic, blk_solo)) : blk_cur;
+            tail = fmax(tail, t_blk);
+            dpx_max = fmax(dpx_max, blk_n > 1 ? fmin(blk_dpx, t_blk - blk_opt) : blk_dpx);
+            blk_cur = blk_work = blk_hide = blk_solo = blk_opt = blk_dpx = 0;
+            blk_n = 0;
+        }
         opt_max = fmax(opt_max, opt);
         /* memory: states under ZeRO, activations with the schedule's in-flight count */
         double W = P * wb, G = P * gb, O = P * ob;
