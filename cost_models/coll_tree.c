@@ -102,30 +102,41 @@ const sc_coll_algo sc_coll_tree = {
     "tree", "within a node a binary tree (log2 n latency); across nodes NCCL's allreduce tree "
     "(a chain per node, two binary trees between nodes)", tree_time};
 
+/* An allreduce of S bytes over n ranks, p a node, across nodes: the ring's time (every
+ * step at the inter alpha, bound by its slowest hop, as sc_flat_link) and the tree's,
+ * from the links' alphas and their bandwidths at S (bi per GPU, be the node's NICs). */
+static void ring_and_tree(double bytes, int n, int p, double ai, double bi, double ae, double be,
+                          double *ring, double *tree)
+{
+    *ring = sc_ring_time(SC_COLL_ALLREDUCE, bytes, n, ae, p > 1 && bi < be ? bi : be);
+    *tree = sc_tree_allreduce_time(bytes, p, (n + p - 1) / p, ai, bi, ae, be);
+}
+
 int sc_coll_tree_wins(const sc_cluster *c, double bytes, int n, int per_node, const double r[2])
 {
     if (per_node < 1 || per_node >= n || !(bytes > 0))
         return 0;
-    int k = (n + per_node - 1) / per_node;
-    double ai = c->eff.alpha_s[SC_LINK_INTRA], ae = c->eff.alpha_s[SC_LINK_INTER];
-    double bi = c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA] * r[0];
     double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s *
                 c->eff.bw_eff[SC_LINK_INTER] * r[1];
     if (!(be > 0))
         return 0;
-    /* the ring across nodes: every step at the inter alpha, its slowest hop */
-    double beta = per_node > 1 && bi < be ? bi : be;
-    double ring = 2.0 * (n - 1) / n * bytes / beta + 2.0 * (n - 1) * ae;
-    return sc_tree_allreduce_time(bytes, per_node, k, ai, bi, ae, be) < ring;
+    double ring, tree;
+    ring_and_tree(bytes, n, per_node, c->eff.alpha_s[SC_LINK_INTRA],
+                  c->intra.bytes_per_s * c->eff.bw_eff[SC_LINK_INTRA] * r[0],
+                  c->eff.alpha_s[SC_LINK_INTER], be, &ring, &tree);
+    return tree < ring;
 }
 
 static double auto_time(const sc_comm_links *l, sc_coll op, double bytes)
 {
-    if (op == SC_COLL_ALLREDUCE && l->nodes > 1) {
-        double tr = sc_coll_ring.time(l, op, bytes), tt = tree_across(l, bytes);
-        return tt < tr ? tt : tr;
-    }
-    return sc_coll_ring.time(l, op, bytes);
+    if (op != SC_COLL_ALLREDUCE || l->nodes <= 1)
+        return sc_coll_ring.time(l, op, bytes);
+    double ring, tree;
+    ring_and_tree(bytes, l->n, l->per_node, l->alpha_intra,
+                  l->beta_intra * sc_cost_ramp(bytes, l->s_half_intra, l->exp_intra),
+                  l->alpha_inter, l->beta_nic * sc_cost_ramp(bytes, l->s_half_inter, l->exp_inter),
+                  &ring, &tree);
+    return tree < ring ? tree : ring;
 }
 
 const sc_coll_algo sc_coll_auto = {

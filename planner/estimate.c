@@ -59,12 +59,12 @@ static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double ms
     } else {
         double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * we * per_node /
                     c->gpus_per_node * r[1];
+        /* (sc_coll_tree_wins says no where the cluster has no network: be > 0 here) */
         if (op == SC_COLL_ALLREDUCE && sc_coll_tree_wins(c, msg, n, per_node, r)) {
             int k = (n + per_node - 1) / per_node;
             if (lat)
                 *lat = sc_tree_latency(per_node, k, ai, ae);
-            return be > 0 ? sc_tree_allreduce_time(bytes, per_node, k, ai, bi, ae, be)
-                          : INFINITY;
+            return sc_tree_allreduce_time(bytes, per_node, k, ai, bi, ae, be);
         }
         beta = be < bi ? be : bi; /* the slower ramped hop */
         a = ae;

@@ -456,19 +456,6 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
     return end;
 }
 
-/* The alphas of the two link classes, cold ones for a data-parallel collective
- * (sc_cluster_cold). */
-static void alphas(builder *b, int cold, double *ai, double *ae)
-{
-    double w;
-    *ai = b->c->eff.alpha_s[SC_LINK_INTRA];
-    *ae = b->c->eff.alpha_s[SC_LINK_INTER];
-    if (cold) {
-        sc_cluster_cold(b->c, SC_LINK_INTRA, ai, &w);
-        sc_cluster_cold(b->c, SC_LINK_INTER, ae, &w);
-    }
-}
-
 /* The end of the run of members[i..) on members[i]'s node (members ascend). */
 static int node_run(builder *b, const int *members, int n, int i)
 {
@@ -488,41 +475,47 @@ static void group_shape(builder *b, const int *members, int n, int *k, int *pmax
     }
 }
 
-/* Whether "auto" runs an allreduce of msg bytes (one collective) among
- * members[0..n) (ascending) as NCCL's tree: the choice of cost and the
- * estimate (sc_coll_tree_wins), made on the nodes spanned and the most
- * members a node holds. */
-static int tree_wins(builder *b, const int *members, int n, double msg)
+/* Whether "auto" runs an allreduce of msg bytes (one collective) over n ranks,
+ * per_node of them on a node, as NCCL's tree: the choice of cost and the estimate
+ * (sc_coll_tree_wins), at the size ramps of msg. */
+static int uses_tree(builder *b, int n, int per_node, double msg)
 {
-    int k, pmax;
-    group_shape(b, members, n, &k, &pmax);
-    if (k < 2)
-        return 0;
     double r[2] = {sc_cost_coll_ramp(b->c, SC_LINK_INTRA, msg),
                    sc_cost_coll_ramp(b->c, SC_LINK_INTER, msg)};
-    return sc_coll_tree_wins(b->c, msg, n, pmax, r);
+    return sc_coll_tree_wins(b->c, msg, n, per_node, r);
+}
+
+/* What NCCL's tree's flows start after: count trees' latency over k nodes of p
+ * (coll_tree.c), at the cold alphas for a data-parallel collective, after marker
+ * start; the NICs' flows add the warm inter alpha of their own. */
+static int tree_latency(builder *b, int start, int p, int k, double count, int cold)
+{
+    double ai, ae, w;
+    ai = b->c->eff.alpha_s[SC_LINK_INTRA];
+    ae = b->c->eff.alpha_s[SC_LINK_INTER];
+    if (cold) {
+        sc_cluster_cold(b->c, SC_LINK_INTRA, &ai, &w);
+        sc_cluster_cold(b->c, SC_LINK_INTER, &ae, &w);
+    }
+    return delay_after(b, start,
+                       count * sc_tree_latency(p, k, ai, ae) - b->c->eff.alpha_s[SC_LINK_INTER]);
 }
 
 /* NCCL's tree allreduce of S bytes (count collectives of msg bytes each) among
- * members[0..n) (ascending) spanning nodes (coll_tree.c). After count trees'
- * latency, each node's NICs send f(k) S (sc_tree_nic_factor) into the next
- * node's, and each member of a node with p of them 2(p-1)/p S through its ports
- * into the next member there: the loads the tree puts on each NIC and port,
- * each flow at its class's ramp at msg (and cold share, as add_ring). Returns the
- * end marker (the start in *start_out); -1 on failure. */
-static int add_tree(builder *b, const int *members, int n, double S, double count,
-                    const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
-                    double report_bytes, double msg, int cold, int *start_out)
+ * members[0..n) (ascending) spanning k nodes, at most pmax on one (coll_tree.c).
+ * After count trees' latency, each node's NICs send f(k) S (sc_tree_nic_factor)
+ * into the next node's, and each member of a node with p of them 2(p-1)/p S
+ * through its ports into the next member there: the loads the tree puts on each
+ * NIC and port, each flow at its class's ramp at msg (and cold share, as
+ * add_ring). Returns the end marker (the start in *start_out); -1 on failure. */
+static int add_tree(builder *b, const int *members, int n, int k, int pmax, double S,
+                    double count, const int *deps, int ndeps, int *chain, int op, int stage,
+                    int chunk, int mb, double report_bytes, double msg, int cold, int *start_out)
 {
-    int start, end, k, pmax;
+    int start, end;
     if (coll_markers(b, deps, ndeps, chain, &start, &end) < 0)
         return -1;
-    group_shape(b, members, n, &k, &pmax);
-    double ai, ae;
-    alphas(b, cold, &ai, &ae);
-    /* the NICs' flows add the warm inter alpha of their own */
-    int from = delay_after(b, start, count * sc_tree_latency(pmax, k, ai, ae) -
-                                         b->c->eff.alpha_s[SC_LINK_INTER]);
+    int from = tree_latency(b, start, pmax, k, count, cold);
     double ri = sc_cost_coll_ramp(b->c, SC_LINK_INTRA, msg) * cold_share(b, SC_LINK_INTRA, cold);
     double re = sc_cost_coll_ramp(b->c, SC_LINK_INTER, msg) * cold_share(b, SC_LINK_INTER, cold);
     for (int i = 0, j; i < n; i = j) {
@@ -552,15 +545,17 @@ static int add_tree(builder *b, const int *members, int n, double S, double coun
 }
 
 /* An allreduce of S bytes in all (count collectives of msg bytes) among
- * members[0..n) (ascending): NCCL's tree where "auto" picks it (tree_wins),
- * else the ring. */
+ * members[0..n) (ascending): NCCL's tree where "auto" picks it (uses_tree, on the
+ * nodes spanned and the most members a node holds), else the ring. */
 static int add_allreduce(builder *b, const int *members, int n, double S, double count,
                          const int *deps, int ndeps, int *chain, int op, int stage, int chunk,
                          int mb, double report_bytes, double msg, int cold, int *start_out)
 {
-    if (n > 1 && tree_wins(b, members, n, msg))
-        return add_tree(b, members, n, S, count, deps, ndeps, chain, op, stage, chunk, mb,
-                        report_bytes, msg, cold, start_out);
+    int k, pmax;
+    group_shape(b, members, n, &k, &pmax);
+    if (k > 1 && uses_tree(b, n, pmax, msg))
+        return add_tree(b, members, n, k, pmax, S, count, deps, ndeps, chain, op, stage, chunk,
+                        mb, report_bytes, msg, cold, start_out);
     return add_ring(b, members, n, 2.0 * (n - 1) / n * S, 2.0 * (n - 1) * count, deps, ndeps,
                     chain, op, stage, chunk, mb, report_bytes, msg, cold, start_out);
 }
@@ -631,13 +626,8 @@ static int dp_coll(builder *b, int p, int t, sc_coll coll, double S, const int *
         sc_link lc = rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA;
         double a, bw, vols[2] = {vol, vol};
         int from, k = (dp + rpn - 1) / rpn;
-        double r2[2] = {sc_cost_coll_ramp(b->c, SC_LINK_INTRA, S),
-                        sc_cost_coll_ramp(b->c, SC_LINK_INTER, S)};
-        if (ar && sc_coll_tree_wins(b->c, S, dp, rpn, r2)) { /* NCCL's tree (add_tree) */
-            double ai, ae;
-            alphas(b, 1, &ai, &ae);
-            from = delay_after(b, start, sc_tree_latency(rpn, k, ai, ae) -
-                                             b->c->eff.alpha_s[SC_LINK_INTER]);
+        if (ar && uses_tree(b, dp, rpn, S)) { /* NCCL's tree (add_tree) */
+            from = tree_latency(b, start, rpn, k, 1, 1);
             vols[0] = sc_tree_nic_factor(k) * S;
             vols[1] = 2.0 * (rpn - 1) / rpn * S;
         } else {
