@@ -117,11 +117,27 @@ static void last_grad_ops(const sc_sched_op *ops, int n, int v, int split, int *
             last[ops[i].chunk] = i;
 }
 
+/* The last action before index `end` of position p that the compute stream
+ * runs (a compute, a tp collective or a receive), or -1: it ends when an op
+ * pushed at `end` starts. */
+static int stream_before(const lctx *x, int p, int end)
+{
+    const sc_lowered_pos *L = &x->lw->pos[p];
+    for (int i = end - 1; i >= 0; i--) {
+        int k = L->acts[i].kind;
+        if (k == SC_ACT_COMPUTE || k == SC_ACT_TP || k == SC_ACT_RECV)
+            return i;
+    }
+    return -1;
+}
+
 /* One compute op of the schedule (F, B or W) with what goes with it;
  * returns its last action on the compute stream (what a SEND after it
- * waits for). */
+ * waits for). *prev_start: the stream action whose end starts the previous
+ * compute op (-1: none), after which this op's ZeRO-3 gather may begin;
+ * receives this op's. */
 static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_final,
-                          int *prev_first, int *grad_done)
+                          int *prev_start, int *grad_done)
 {
     const sc_lowered *lw = x->lw;
     const sc_step_cfg *cfg = &lw->cfg;
@@ -132,7 +148,7 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         sc_action a = act(SC_ACT_GATHER, SC_OP_DP_ALLGATHER, s, o->chunk, o->mb, si);
         a.coll = SC_COLL_ALLGATHER;
         a.waits = 1;
-        a.after = *prev_first;
+        a.after = *prev_start; /* prefetched once the previous op has started */
         a.bytes = in->param_bytes; /* the gathered (whole) buffer */
         push(x, p, a);
     }
@@ -181,7 +197,7 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     }
     if (o->kind != SC_OP_W)
         last = tp_after(x, p, last, s, o->chunk, o->mb, si);
-    *prev_first = first;
+    *prev_start = stream_before(x, p, first);
     if (grad_final)
         grad_done[o->chunk] = last;
     return last;
@@ -224,7 +240,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
     int pp = lw->cfg.pp, n;
     int split = lw->sched->impl->split_backward;
     const sc_sched_op *ops = sc_sched_rank_ops(lw->sched, p, &n);
-    int prev_first = -1, produced = -1, v = lw->cfg.v;
+    int prev_start = -1, produced = -1, v = lw->cfg.v;
     int *last = sc_malloc(sizeof(int) * (size_t)v);
     x->deferred = sc_malloc(sizeof(int) * 2 * (size_t)v);
     if (!last || !x->deferred) {
@@ -266,7 +282,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
         case SC_OP_B:
         case SC_OP_W: {
             int final = o->chunk >= 0 && o->chunk < v && i == last[o->chunk];
-            produced = lower_compute(x, p, o, i, final, &prev_first, grad_done);
+            produced = lower_compute(x, p, o, i, final, &prev_start, grad_done);
             break;
         }
         default:

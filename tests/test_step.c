@@ -234,6 +234,54 @@ TEST(step_overlap_grad_reduce_off_exposes_reduction)
     sc_model_free(m);
 }
 
+/* ZeRO 3 prefetches: an op's parameter gather starts once the op before it
+ * has started (FSDP's prefetch, lower.h), so when the gathers are shorter
+ * than the ops only the step's first gather holds the stream; every later
+ * compute op starts as the one before it ends. */
+TEST(step_zero3_gathers_prefetch)
+{
+    sc_model *m = blocks(4, 10e6, 0);
+    REQUIRE(m);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    c.nodes = 4;
+    c.gpus_per_node = 1;
+    sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b",
+                       .zero = 3, .bucket_bytes = 100e6, .want_timeline = 1};
+    sc_step_result *r;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+    const sc_tl_rank *rk = &r->timeline->ranks[0];
+    double prev_end = -1, first_gather = -1, gather_max = 0, f_min = 1e30;
+    int gathers = 0, ops = 0;
+    for (int i = 0; i < rk->n_ops; i++) {
+        const sc_tl_op *o = &rk->ops[i];
+        if (o->kind == SC_OP_DP_ALLGATHER) {
+            gathers++;
+            if (first_gather < 0)
+                first_gather = o->end;
+            if (o->end - o->start > gather_max)
+                gather_max = o->end - o->start;
+        }
+        if (o->stream != SC_STREAM_COMPUTE || (o->kind != SC_OP_F && o->kind != SC_OP_B))
+            continue;
+        if (o->end - o->start < f_min)
+            f_min = o->end - o->start;
+        if (prev_end < 0)
+            CHECK_NEAR(o->start, first_gather, 1e-12); /* the first op waits for its gather */
+        else
+            CHECK_NEAR(o->start, prev_end, 1e-12); /* the rest never wait */
+        prev_end = o->end;
+        ops++;
+    }
+    CHECK_EQ_INT(gathers, 2 * cfg.m);
+    CHECK_EQ_INT(ops, 2 * cfg.m);
+    REQUIRE(gather_max > 0 && gather_max < 0.5 * f_min); /* the case the rule is about */
+    CHECK(r->breakdown.dp >= first_gather - 1e-12);
+    sc_step_result_free(r);
+    sc_model_free(m);
+}
+
 /* Peak memory per stage equals the cost model's with the schedule's
  * in-flight microbatches: GPipe m, 1F1B min(p - r, m). */
 TEST(step_memory_per_schedule)
