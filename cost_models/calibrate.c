@@ -725,7 +725,7 @@ static void coll_terms(const ctx *c, const sc_calib_link *q, double *steps, doub
         if (sc_coll_tree_wins(c->base, q->bytes, q->n, q->per_node, flat)) {
             int k = (q->n + q->per_node - 1) / q->per_node;
             *off = sc_tree_latency(q->per_node, k, c->base->eff.alpha_s[SC_LINK_INTRA], 0);
-            *steps = 2 * ceil(log2((double)k));
+            *steps = sc_tree_latency(1, k, 0, 1); /* its inter-node alpha's multiple */
             *vol = sc_tree_nic_factor(k) * q->bytes;
             return;
         }
