@@ -47,6 +47,17 @@ static sc_cluster free_comm(int nodes, int gpn)
     return c;
 }
 
+/* p4d.24xlarge cut to `nodes` nodes of one GPU: every data-parallel ring
+ * crosses the NICs. */
+static sc_status one_gpu_nodes(int nodes, sc_cluster *c)
+{
+    sc_error err;
+    sc_status st = sc_cluster_preset_get("p4d.24xlarge", c, &err);
+    c->nodes = nodes;
+    c->gpus_per_node = 1;
+    return st;
+}
+
 static double stage_time(const sc_cluster *c, const sc_model *m, int first, int n, int fwd)
 {
     double f, b;
@@ -133,9 +144,7 @@ TEST(step_dp_allreduce_matches_ring)
     sc_model *m = blocks(1, 50e6, 0);
     sc_cluster c;
     sc_error err;
-    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
-    c.nodes = 4;
-    c.gpus_per_node = 1;
+    REQUIRE(one_gpu_nodes(4, &c) == SC_OK);
     sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 1, .mbs = 1, .schedule = "1f1b",
                        .bucket_bytes = 1e12};
     sc_step_result *r;
@@ -209,9 +218,7 @@ TEST(step_overlap_grad_reduce_off_exposes_reduction)
     sc_model *m = blocks(4, 50e6, 0);
     sc_cluster c;
     sc_error err;
-    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
-    c.nodes = 4;
-    c.gpus_per_node = 1;
+    REQUIRE(one_gpu_nodes(4, &c) == SC_OK);
     sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 2, .mbs = 1, .schedule = "1f1b",
                        .bucket_bytes = 100e6};
     sc_step_result *on, *off;
@@ -244,9 +251,7 @@ TEST(step_zero3_gathers_prefetch)
     REQUIRE(m);
     sc_cluster c;
     sc_error err;
-    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
-    c.nodes = 4;
-    c.gpus_per_node = 1;
+    REQUIRE(one_gpu_nodes(4, &c) == SC_OK);
     sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b",
                        .zero = 3, .bucket_bytes = 100e6, .want_timeline = 1};
     sc_step_result *r;
