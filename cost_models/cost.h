@@ -376,6 +376,10 @@ sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *e
  *     crossing the boundary (relayed stage by stage), split over the tp
  *     ranks (Narayanan et al. 2021 §4.1); 0 on the last stage;
  *   grad_bytes, param_bytes: per rank (tp-sharded modules /tp);
+ *   unit_bytes: the part of param_bytes that ZeRO 3 gathers before the
+ *     stage's first compute of a step can begin: its parameters outside any
+ *     layer (sc_partition_layer_of; FSDP's root unit) plus its largest
+ *     layer's (one FSDP unit a layer); param_bytes when it has no layers;
  *   buckets: sc_cost_bucket_count(grad_bytes, bucket_bytes). */
 typedef struct sc_stage_info {
     double fwd_s, bwd_s, bwd_w_s;
@@ -385,6 +389,7 @@ typedef struct sc_stage_info {
     double send_bytes;
     double grad_bytes;
     double param_bytes;
+    double unit_bytes;
     int buckets;
 } sc_stage_info;
 

@@ -14,7 +14,7 @@ void sc_stage_table_free(sc_stage_table *t)
         return;
     sc_partition_free(&t->part);
     double *a[] = {t->f,      t->b,    t->w,         t->rc_sel, t->tp_s, t->send_s,
-                   t->grad,   t->params, t->act1, t->act_slope, t->ramp};
+                   t->grad,   t->params, t->unit, t->act1, t->act_slope, t->ramp};
     for (size_t i = 0; i < SC_ARRAY_LEN(a); i++)
         sc_free(a[i]);
     memset(t, 0, sizeof *t);
@@ -99,11 +99,12 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.send_s = sc_calloc(S, sizeof(double));
     t.grad = sc_calloc(S, sizeof(double));
     t.params = sc_calloc(P, sizeof(double));
+    t.unit = sc_calloc(P, sizeof(double));
     t.act1 = sc_calloc(P * 3, sizeof(double));
     t.act_slope = sc_calloc(P * 3, sizeof(double));
     t.ramp = sc_calloc(P * SC_RAMP_N * 2, sizeof(double));
     if (!t.part.first || !t.f || !t.b || !t.w || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
-        !t.params || !t.act1 || !t.act_slope || !t.ramp) {
+        !t.params || !t.unit || !t.act1 || !t.act_slope || !t.ramp) {
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     }
@@ -126,6 +127,8 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         host_prev = 0;
         t.rc_sel[s] = info[s].recompute_s;
         t.grad[s] = info[s].grad_bytes;
+        if (s < pp)
+            t.unit[s] = info[s].unit_bytes; /* chunk 0's: the position's first op */
         if (tp > 1 && info[s].tp_count > 0) {
             int per_node = tp < gpn ? tp : gpn;
             double r[2];
@@ -223,6 +226,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         ramps_of(c, t.params[r] * wb, x + 2 * SC_RAMP_PARAMS);
         ramps_of(c, t.params[r] * wb / v, x + 2 * SC_RAMP_PARAMS_V);
         ramps_of(c, grads / v, x + 2 * SC_RAMP_GRADS_V);
+        ramps_of(c, t.unit[r], x + 2 * SC_RAMP_UNIT);
     }
     ramps_of(c, t.shared_grad, t.ramp_shared);
     if (st) {
@@ -347,15 +351,21 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             if (cfg->zero == 3) {
                 /* a gather before every F and B and a reduce-scatter after
                  * every B share the NICs; what exceeds the position's
-                 * compute is exposed, and the first gather always is */
+                 * compute is exposed, and the step's first unit always is
+                 * (lower.h) */
                 double ag = coll_time(c, SC_COLL_ALLGATHER, P * wb / v, P * wb / v,
                                       x + 2 * SC_RAMP_PARAMS_V, dp, per_node, 1, NULL);
+                double U = t->unit[r];
+                double ag1 = U > 0 && U < P * wb / v
+                                 ? coll_time(c, SC_COLL_ALLGATHER, U, U, x + 2 * SC_RAMP_UNIT, dp,
+                                             per_node, 1, NULL)
+                                 : ag;
                 double rs = coll_time(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v,
                                       x + 2 * SC_RAMP_GRADS_V, dp, per_node, 1, NULL);
                 double busy = 0;
                 for (int ch = 0; ch < v; ch++)
                     busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
-                zero3 = fmax(zero3, ag + fmax(0, m * v * (2 * ag + rs) - busy));
+                zero3 = fmax(zero3, ag1 + fmax(0, m * v * (2 * ag + rs) - busy));
             }
         }
         /* the tie's allreduce among the positions holding it: on one node when a

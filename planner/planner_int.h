@@ -17,6 +17,8 @@ typedef struct sc_stage_table {
     double *send_s;             /* per stage: p2p time to the next stage (s), 0 on the last */
     double *grad;               /* per stage: gradient bytes per rank */
     double *params;             /* per position: parameters per rank, shared copies included */
+    double *unit;               /* per position: ZeRO 3's first gather, bytes (its first
+                                   stage's sc_stage_info unit_bytes) */
     double *act1, *act_slope;   /* per position x 3 recompute modes: activations at 1
                                    microbatch in flight and per extra one */
     double shared_grad;         /* bytes of the largest shared group split over positions */
@@ -26,12 +28,19 @@ typedef struct sc_stage_table {
      * estimate): per position x SC_RAMP_N sizes x 2 link classes (intra, inter), and
      * the shared group's allreduce. Sizes: a data-parallel bucket at the default bucket
      * size, the position's parameters (P·w), per chunk (P·w/v), its gradients per
-     * chunk. */
+     * chunk, ZeRO 3's first gather (unit). */
     double *ramp;
     double ramp_shared[2];
 } sc_stage_table;
 
-enum { SC_RAMP_BUCKET = 0, SC_RAMP_PARAMS, SC_RAMP_PARAMS_V, SC_RAMP_GRADS_V, SC_RAMP_N };
+enum {
+    SC_RAMP_BUCKET = 0,
+    SC_RAMP_PARAMS,
+    SC_RAMP_PARAMS_V,
+    SC_RAMP_GRADS_V,
+    SC_RAMP_UNIT,
+    SC_RAMP_N
+};
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
                                int sp, sc_attn attn, int mbs, const sc_partition *part,

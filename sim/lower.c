@@ -23,6 +23,7 @@ typedef struct lctx {
      * whose grad-final buckets wait for the last backward (-1: none), and that op's
      * schedule index */
     int *deferred, *deferred_si;
+    int gathered; /* the position being lowered has had its first ZeRO-3 gather */
 } lctx;
 
 /* Appends a to position p's list; its index, or -1 (st set) on failure. */
@@ -145,12 +146,21 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     int s = o->chunk * cfg->pp + p, dp = cfg->dp;
     const sc_stage_info *in = info_of(lw, s, o->mb);
     if (cfg->zero == 3 && dp > 1 && (o->kind == SC_OP_F || o->kind == SC_OP_B)) {
+        /* the step's first: its first unit, then the rest while the op runs */
+        double P = in->param_bytes, U = in->unit_bytes;
+        int two = !x->gathered && U > 0 && U < P;
         sc_action a = act(SC_ACT_GATHER, SC_OP_DP_ALLGATHER, s, o->chunk, o->mb, si);
         a.coll = SC_COLL_ALLGATHER;
         a.waits = 1;
         a.after = *prev_start; /* prefetched once the previous op has started */
-        a.bytes = in->param_bytes; /* the gathered (whole) buffer */
+        a.bytes = two ? U : P; /* the gathered (whole) buffer */
         push(x, p, a);
+        if (two) {
+            a.waits = 0;
+            a.bytes = P - U;
+            push(x, p, a);
+        }
+        x->gathered = 1;
     }
     int first = -1, last = -1;
     if (o->kind == SC_OP_B && in->recompute_s > 0) {
@@ -251,6 +261,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
         return;
     }
     x->deferred_si = x->deferred + v;
+    x->gathered = 0;
     for (int c = 0; c < v; c++)
         x->deferred[c] = -1;
     last_grad_ops(ops, n, v, split, last);
@@ -495,7 +506,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         sc_lower_free(lw);
         return st;
     }
-    lctx x = {lw, m, c, err, SC_OK, NULL, NULL};
+    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0};
     for (int s = 0; s < lw->S; s++)
         grad_done[s] = -1;
     for (int p = 0; p < cfg->pp && !x.st; p++)

@@ -21,7 +21,10 @@
  *   W  -> COMPUTE(W) pieces with their REDUCEs as B's (zb-h1 only)
  *   - GATHER (ZeRO 3, dp > 1): allgather of the stage's parameters; may
  *     start once the previous compute op has started (prefetch); the stream
- *     waits for it before the op's first compute.
+ *     waits for it before the op's first compute. The position's first is
+ *     two (FSDP gathers unit by unit): its first unit (sc_stage_info
+ *     unit_bytes), which the stream waits for, then the rest, which it does
+ *     not: the next op's gather follows it on the communicator.
  *   - TP (tp > 1 and the stage has tp bytes): ring allreduce after the
  *     compute before it; the stream waits for it. Under sequence
  *     parallelism (cfg.sp) two TPs: a reduce-scatter, then an all-gather of

@@ -695,7 +695,8 @@ static const int *replica_tasks(builder *b, int p, int act)
 }
 
 /* The gathers of one schedule op [i, j) of position p: a ring per tp rank
- * over the dp communicator; ends[t] and *start receive their markers. */
+ * over the dp communicator; ends[t] and *start receive the markers of the
+ * one the stream waits for (lower.h). */
 static void build_gathers(builder *b, int p, int i, int j, int *ends, int *start)
 {
     const sc_action *acts = b->lw->pos[p].acts;
@@ -705,9 +706,12 @@ static void build_gathers(builder *b, int p, int i, int j, int *ends, int *start
         double P = acts[a].bytes;
         for (int t = 0; t < b->tp && !b->st; t++) {
             int s0;
-            ends[t] = dp_coll(b, p, t, SC_COLL_ALLGATHER, P, replica_tasks(b, p, acts[a].after),
-                              &b->comm[p * b->tp + t].z3_chain, SC_OP_DP_ALLGATHER,
-                              acts[a].stage, acts[a].chunk, acts[a].mb, &s0);
+            int e = dp_coll(b, p, t, SC_COLL_ALLGATHER, P, replica_tasks(b, p, acts[a].after),
+                            &b->comm[p * b->tp + t].z3_chain, SC_OP_DP_ALLGATHER,
+                            acts[a].stage, acts[a].chunk, acts[a].mb, &s0);
+            if (!acts[a].waits)
+                continue;
+            ends[t] = e;
             if (t == 0)
                 *start = s0;
         }
@@ -1429,7 +1433,7 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     double gathers = z3 ? 2 : 0, z3red = z3 ? 1 : 0;
     double per_mb = comp + tpa + sends + recvs + gathers + z3red;
     double dpflows = nrep == dp ? dp : 2;
-    double actions = pp * v * (mb * per_mb + 2 * K) + 3 * pp;
+    double actions = pp * v * (mb * per_mb + 2 * K) + (3 + z3) * pp;
     double coll = pp * v * (mb * (gathers + z3red) + K); /* dp collectives */
     double flows = nrep * pp * v * mb * (tpa * tp + sends * tp) + coll * tp * dpflows +
                    nrep * pp * tp * 2; /* ties */

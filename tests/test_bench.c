@@ -193,7 +193,7 @@ TEST(bench_p2p_pingpong)
     if (!have_mpirun("bench_p2p_pingpong"))
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(SC(MPIRUN " -np 2 %s bench p2p --sizes 1K:1M:32 --iters 5 -o %s/p.json", mpi_env(),
+    REQUIRE(SC(MPIRUN " -np 2 %s bench p2p --sizes 1K:1M:32 --iters 20 -o %s/p.json", mpi_env(),
                sc_test_bin(), d) == 0);
     char p[600];
     snprintf(p, sizeof p, "%s/p.json", d);

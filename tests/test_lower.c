@@ -273,21 +273,39 @@ TEST(lower_rules_zero3_recompute_zbh1)
     REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
     for (int p = 0; p < 2; p++) {
         const sc_lowered_pos *L = &lw->pos[p];
-        /* a gather before every F and B (none before W), then the recompute */
-        CHECK_EQ_INT(count(L, SC_ACT_GATHER, -1), 8);
+        /* a gather before every F and B (none before W), then the recompute; the
+         * position's first in two: its first unit, waited for, then the rest */
+        CHECK_EQ_INT(count(L, SC_ACT_GATHER, -1), 9);
         CHECK_EQ_INT(count(L, SC_ACT_COMPUTE, SC_OP_RECOMPUTE), 4);
         CHECK_EQ_INT(count(L, SC_ACT_PARAMS, -1), 0);
+        int gathers = 0;
         for (int i = 0; i < L->n; i++) {
             const sc_action *a = &L->acts[i];
+            const sc_stage_info *in = &lw->info[a->stage];
             if (a->kind == SC_ACT_COMPUTE && a->op == SC_OP_RECOMPUTE)
                 CHECK(i > 0 && L->acts[i - 1].kind == SC_ACT_GATHER);
-            if (a->kind == SC_ACT_GATHER)
-                CHECK(a->waits && a->bytes == lw->info[a->stage].param_bytes);
+            if (a->kind == SC_ACT_GATHER && gathers == 0) /* the first unit */
+                CHECK(a->waits && a->bytes == in->unit_bytes &&
+                      in->unit_bytes < in->param_bytes && a->op == SC_OP_DP_ALLGATHER);
+            else if (a->kind == SC_ACT_GATHER && gathers == 1) /* the rest */
+                CHECK(!a->waits && a->bytes == in->param_bytes - in->unit_bytes &&
+                      L->acts[i - 1].kind == SC_ACT_GATHER && L->acts[i + 1].op == SC_OP_F);
+            else if (a->kind == SC_ACT_GATHER)
+                CHECK(a->waits && a->bytes == in->param_bytes);
+            gathers += a->kind == SC_ACT_GATHER;
             /* reduce-scatters follow W (the weight gradients), never B */
             if (a->kind == SC_ACT_REDUCE)
                 CHECK(a->coll == SC_COLL_REDUCE_SCATTER && L->acts[a->after].op == SC_OP_W);
         }
         CHECK_EQ_INT(count(L, SC_ACT_REDUCE, -1), 3 + lw->info[p].buckets);
+        /* the first unit: what lies outside the layers and one layer (the stage's
+         * four are alike) */
+        const sc_module *blk = sc_model_find(m, p ? "blocks.4" : "blocks.0");
+        REQUIRE(blk);
+        double wb, gb, ob;
+        sc_cost_state_bytes(m->dtype, &wb, &gb, &ob);
+        CHECK_NEAR(lw->info[p].unit_bytes, lw->info[p].param_bytes - 3 * blk->params * wb,
+                   1e-6 * lw->info[p].param_bytes);
     }
     sc_lower_free(lw);
     cfg.zero = 1;

@@ -243,8 +243,9 @@ TEST(step_overlap_grad_reduce_off_exposes_reduction)
 
 /* ZeRO 3 prefetches: an op's parameter gather starts once the op before it
  * has started (FSDP's prefetch, lower.h), so when the gathers are shorter
- * than the ops only the step's first gather holds the stream; every later
- * compute op starts as the one before it ends. */
+ * than the ops only the step's first unit holds the stream (the rest of the
+ * first gather runs beside the first op); every later compute op starts as
+ * the one before it ends. */
 TEST(step_zero3_gathers_prefetch)
 {
     sc_model *m = blocks(4, 10e6, 0);
@@ -257,14 +258,16 @@ TEST(step_zero3_gathers_prefetch)
     sc_step_result *r;
     REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
     const sc_tl_rank *rk = &r->timeline->ranks[0];
-    double prev_end = -1, first_gather = -1, gather_max = 0, f_min = 1e30;
+    double prev_end = -1, first_gather = -1, rest_end = -1, gather_max = 0, f_min = 1e30;
     int gathers = 0, ops = 0;
     for (int i = 0; i < rk->n_ops; i++) {
         const sc_tl_op *o = &rk->ops[i];
         if (o->kind == SC_OP_DP_ALLGATHER) {
             gathers++;
-            if (first_gather < 0)
+            if (gathers == 1)
                 first_gather = o->end;
+            if (gathers == 2)
+                rest_end = o->end;
             if (o->end - o->start > gather_max)
                 gather_max = o->end - o->start;
         }
@@ -272,14 +275,15 @@ TEST(step_zero3_gathers_prefetch)
             continue;
         if (o->end - o->start < f_min)
             f_min = o->end - o->start;
-        if (prev_end < 0)
-            CHECK_NEAR(o->start, first_gather, 1e-12); /* the first op waits for its gather */
-        else
+        if (prev_end < 0) {
+            CHECK_NEAR(o->start, first_gather, 1e-12); /* the first op waits for one unit */
+            CHECK(rest_end > o->start);                /* not for the rest */
+        } else
             CHECK_NEAR(o->start, prev_end, 1e-12); /* the rest never wait */
         prev_end = o->end;
         ops++;
     }
-    CHECK_EQ_INT(gathers, 2 * cfg.m);
+    CHECK_EQ_INT(gathers, 2 * cfg.m + 1);
     CHECK_EQ_INT(ops, 2 * cfg.m);
     REQUIRE(gather_max > 0 && gather_max < 0.5 * f_min); /* the case the rule is about */
     CHECK(r->breakdown.dp >= first_gather - 1e-12);
