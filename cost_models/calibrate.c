@@ -713,7 +713,10 @@ static sc_status fit_gemm_model(ctx *c, sc_cluster *out, sc_calib_report *rep, s
  * the input cluster's alphas and link shares and no size ramp (the fitted line
  * has none): NCCL's tree (coll_tree.c) bound by the NICs, 2 ceil(log2 k) alpha
  * steps and f(k)·S, after the chain's 2(p - 1) steps at the input's intra alpha
- * (off). The ring otherwise, and when the file did not record its nodes. */
+ * (off). The ring otherwise: across k nodes (the file recorded them) only its
+ * 2(k - 1) steps (k - 1 for the others) that cross the network are the fitted
+ * alpha's, the rest at the input's intra alpha (off), as NCCL counts them
+ * (sc_ring_latency); every step when the file did not record its nodes. */
 static void coll_terms(const ctx *c, const sc_calib_link *q, double *steps, double *vol,
                        double *off)
 {
@@ -732,8 +735,15 @@ static void coll_terms(const ctx *c, const sc_calib_link *q, double *steps, doub
     }
     switch (q->op) {
     case SC_CALIB_ALLREDUCE: *steps = 2 * (n - 1); *vol = 2 * (n - 1) / n * q->bytes; break;
-    case SC_CALIB_P2P: *steps = 1; *vol = q->bytes; break;
+    case SC_CALIB_P2P: *steps = 1; *vol = q->bytes; return;
     default: *steps = n - 1; *vol = (n - 1) / n * q->bytes; break;
+    }
+    if (q->link == SC_LINK_INTER && q->nodes >= 2 && q->per_node > 1 && q->per_node < q->n) {
+        sc_coll op = q->op == SC_CALIB_ALLREDUCE ? SC_COLL_ALLREDUCE : SC_COLL_ALLGATHER;
+        int k = (q->n + q->per_node - 1) / q->per_node;
+        double all = *steps;
+        *steps = sc_ring_latency(op, q->n, k, 0, 1); /* its inter alpha's multiple */
+        *off = (all - *steps) * c->base->eff.alpha_s[SC_LINK_INTRA];
     }
 }
 

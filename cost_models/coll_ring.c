@@ -6,7 +6,9 @@
  *   broadcast       S/beta + (n-1) alpha               (pipelined chain: the
  *                   message streams through n-1 hops in small chunks)
  *   alltoall        (n-1)/n * S/beta + (n-1) alpha     (pairwise exchange)
- * beta is the flat link's with the size ramps (sc_flat_beta, cost.h).
+ * beta is the flat link's with the size ramps (sc_flat_beta, cost.h). Across
+ * nodes the latency is NCCL's (sc_ring_latency): the steps that cross the network
+ * at the inter alpha, the rest at the intra one.
  */
 #include "cost_int.h"
 
@@ -28,11 +30,25 @@ double sc_ring_time(sc_coll op, double bytes, int n, double alpha, double beta)
     }
 }
 
+double sc_ring_latency(sc_coll op, int n, int nodes, double alpha_intra, double alpha_inter)
+{
+    if (n <= 1)
+        return 0;
+    double c = op == SC_COLL_ALLREDUCE ? 2 : 1, steps = c * (n - 1);
+    double inter = nodes > 1 ? c * (nodes - 1) : 0;
+    if (inter > steps)
+        inter = steps;
+    return (steps - inter) * alpha_intra + inter * alpha_inter;
+}
+
 static double ring_time(const sc_comm_links *l, sc_coll op, double bytes)
 {
     double a, b;
     sc_flat_link(l, &a, &b);
-    return sc_ring_time(op, bytes, l->n, a, sc_flat_beta(l, bytes));
+    if (l->nodes <= 1)
+        return sc_ring_time(op, bytes, l->n, a, sc_flat_beta(l, bytes));
+    return sc_ring_time(op, bytes, l->n, 0, sc_flat_beta(l, bytes)) +
+           sc_ring_latency(op, l->n, l->nodes, l->alpha_intra, l->alpha_inter);
 }
 
 const sc_coll_algo sc_coll_ring = {

@@ -102,14 +102,16 @@ const sc_coll_algo sc_coll_tree = {
     "tree", "within a node a binary tree (log2 n latency); across nodes NCCL's allreduce tree "
     "(a chain per node, two binary trees between nodes)", tree_time};
 
-/* An allreduce of S bytes over n ranks, p a node, across nodes: the ring's time (every
- * step at the inter alpha, bound by its slowest hop, as sc_flat_link) and the tree's,
+/* An allreduce of S bytes over n ranks, p a node, across nodes: the ring's time (bound
+ * by its slowest hop, as sc_flat_link; NCCL's latency, sc_ring_latency) and the tree's,
  * from the links' alphas and their bandwidths at S (bi per GPU, be the node's NICs). */
 static void ring_and_tree(double bytes, int n, int p, double ai, double bi, double ae, double be,
                           double *ring, double *tree)
 {
-    *ring = sc_ring_time(SC_COLL_ALLREDUCE, bytes, n, ae, p > 1 && bi < be ? bi : be);
-    *tree = sc_tree_allreduce_time(bytes, p, (n + p - 1) / p, ai, bi, ae, be);
+    int k = (n + p - 1) / p;
+    *ring = sc_ring_time(SC_COLL_ALLREDUCE, bytes, n, 0, p > 1 && bi < be ? bi : be) +
+            sc_ring_latency(SC_COLL_ALLREDUCE, n, k, ai, ae);
+    *tree = sc_tree_allreduce_time(bytes, p, k, ai, bi, ae, be);
 }
 
 int sc_coll_tree_wins(const sc_cluster *c, double bytes, int n, int per_node, const double r[2])

@@ -245,6 +245,12 @@ const sc_coll_algo *const *sc_coll_algos(int *n);
 /* NULL (the default) is "auto"; NULL if unknown */
 const sc_coll_algo *sc_coll_find(const char *name);
 
+/* The latency of a ring collective of n ranks over `nodes` nodes (coll_ring.c), as
+ * NCCL's tuner counts it (ncclTuningLatRing): of its steps, 2(n-1) for an allreduce and
+ * n-1 for the others, 2(nodes-1) (nodes-1) cross the network at alpha_inter and the
+ * rest stay inside a node at alpha_intra. One rank a node: every step at alpha_inter. */
+double sc_ring_latency(sc_coll op, int n, int nodes, double alpha_intra, double alpha_inter);
+
 /* NCCL's tree allreduce across nodes (coll_tree.c): the bytes a node's NICs move each
  * way per byte of S over `nodes` nodes (0 for one node, 1 for two, 2 beyond); its
  * latency; its time from the links' alphas and their bandwidths at S (size ramps

@@ -36,7 +36,7 @@ static void ramps_of(const sc_cluster *c, double msg, double r[2])
 
 /* r: the intra and inter size ramps of one collective of the lot (tp: one allreduce of
  * the pass; dp: one bucket; ramps_of), each hop class at its own, the ring bound by
- * its slowest hop. An allreduce across nodes runs as NCCL's tree where "auto" picks it
+ * its slowest hop, its latency NCCL's (sc_ring_latency). An allreduce across nodes runs as NCCL's tree where "auto" picks it
  * for one collective of msg bytes (sc_coll_tree_wins, as the simulator), its NICs
  * shared as the ring's. *lat (may be NULL): the latency of one collective. */
 static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double msg,
@@ -55,7 +55,7 @@ static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double ms
     double bi = c->intra.bytes_per_s * wi * r[0], beta, a;
     if (per_node >= n) {
         beta = bi;
-        a = ai;
+        a = sc_ring_latency(op, n, 1, ai, ae);
     } else {
         double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * we * per_node /
                     c->gpus_per_node * r[1];
@@ -67,18 +67,15 @@ static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double ms
             return sc_tree_allreduce_time(bytes, per_node, k, ai, bi, ae, be);
         }
         beta = be < bi ? be : bi; /* the slower ramped hop */
-        a = ae;
+        a = sc_ring_latency(op, n, (n + per_node - 1) / per_node, ai, ae);
     }
     if (!(beta > 0))
         return INFINITY;
-    if (op == SC_COLL_ALLREDUCE) {
-        if (lat)
-            *lat = 2.0 * (n - 1) * a;
-        return 2.0 * (n - 1) / n * bytes / beta + 2.0 * (n - 1) * a;
-    }
     if (lat)
-        *lat = (n - 1.0) * a;
-    return (n - 1.0) / n * bytes / beta + (n - 1) * a; /* reduce-scatter, allgather */
+        *lat = a;
+    if (op == SC_COLL_ALLREDUCE)
+        return 2.0 * (n - 1) / n * bytes / beta + a;
+    return (n - 1.0) / n * bytes / beta + a; /* reduce-scatter, allgather */
 }
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,

@@ -375,14 +375,30 @@ static int delay_after(builder *b, int start, double delay)
     return from;
 }
 
-/* The latency of a ring of lat_steps steps at alpha a each, after marker
- * start: its flows' links add one alpha of their own (awarm, the warm one),
- * so a delay task holds the rest, lat_steps * a - awarm. Returns what the
- * flows start after (start itself when there is no rest). */
-static int ring_latency(builder *b, int start, double lat_steps, double a, double awarm)
+/* The latency of a ring of lat_steps steps over n ranks on k nodes (k runs of
+ * members), after marker start, as NCCL counts it (sc_ring_latency): lat_steps /
+ * (n - 1) collectives' worth of steps, (k - 1) of each collective's n - 1 crossing
+ * the network at the inter alpha, the rest at the intra one; the cold alphas for a
+ * data-parallel collective. Its flows' links add one alpha of their own (awarm, the
+ * warm one), so a delay task holds the rest. Returns what the flows start after
+ * (start itself when there is no rest). */
+static int ring_latency(builder *b, int start, double lat_steps, int n, int k, int cold,
+                        double awarm)
 {
-    return lat_steps > 1 ? delay_after(b, start, lat_steps * a - awarm) : start;
+    if (!(lat_steps > 1) || n < 2)
+        return start;
+    double ai = b->c->eff.alpha_s[SC_LINK_INTRA], ae = b->c->eff.alpha_s[SC_LINK_INTER], bw;
+    if (cold) {
+        sc_cluster_cold(b->c, SC_LINK_INTRA, &ai, &bw);
+        sc_cluster_cold(b->c, SC_LINK_INTER, &ae, &bw);
+    }
+    double inter = k > 1 ? lat_steps / (n - 1) * (k - 1) : 0;
+    if (inter > lat_steps)
+        inter = lat_steps;
+    return delay_after(b, start, (lat_steps - inter) * ai + inter * ae - awarm);
 }
+
+static void group_shape(builder *b, const int *members, int n, int *k, int *pmax);
 
 /* A collective's start and end markers: start after deps[0..ndeps) and the
  * communicator's previous collective (*chain, which becomes end). 0, or -1 on
@@ -421,17 +437,16 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
     if (coll_markers(b, deps, ndeps, chain, &start, &end) < 0)
         return -1;
     if (n > 1 && (vol > 0 || lat_steps > 0)) {
-        double amax = 0, awarm = 0;
+        double awarm = 0;
         for (int i = 0; i < n; i++) {
             int l[2];
-            double a, bw;
+            double a;
             path(b, members[i], members[(i + 1) % n], l, &a);
             awarm = fmax(awarm, a);
-            if (cold)
-                sc_cluster_cold(b->c, link_class(b, members[i], members[(i + 1) % n]), &a, &bw);
-            amax = fmax(amax, a);
         }
-        int from = ring_latency(b, start, lat_steps, amax, awarm);
+        int k, pmax;
+        group_shape(b, members, n, &k, &pmax);
+        int from = ring_latency(b, start, lat_steps, n, k, cold, awarm);
         for (int i = 0; i < n; i++) {
             int l[2];
             double a;
@@ -624,15 +639,14 @@ static int dp_coll(builder *b, int p, int t, sc_coll coll, double S, const int *
     if (dp > 1) {
         /* data-parallel collectives run on cold buffers */
         sc_link lc = rpn < dp ? SC_LINK_INTER : SC_LINK_INTRA;
-        double a, bw, vols[2] = {vol, vol};
+        double vols[2] = {vol, vol};
         int from, k = (dp + rpn - 1) / rpn;
         if (ar && uses_tree(b, dp, rpn, S)) { /* NCCL's tree (add_tree) */
             from = tree_latency(b, start, rpn, k, 1, 1);
             vols[0] = sc_tree_nic_factor(k) * S;
             vols[1] = 2.0 * (rpn - 1) / rpn * S;
         } else {
-            sc_cluster_cold(b->c, lc, &a, &bw);
-            from = ring_latency(b, start, lat_steps, a, b->c->eff.alpha_s[lc]);
+            from = ring_latency(b, start, lat_steps, dp, k, 1, b->c->eff.alpha_s[lc]);
         }
         int paths[2][2] = {{b->nic_out[X], b->nic_in[X]}, {b->port_out[r], b->port_in[r]}};
         int first = 1;

@@ -263,7 +263,8 @@ TEST(cost_auto_is_ring_or_tree)
     CHECK(trees > 0 && rings > 0); /* both are chosen somewhere */
     /* two nodes of 8: the tree at every size; 64 nodes of one rank, 8 GB: the ring,
      * which moves 2(n-1)/n S through a node's NICs where the tree's busiest node moves
-     * 2 S (with 8 ranks a node the ring's 2(n-1) steps of latency outweigh that) */
+     * 2 S (with 8 ranks a node the ring's 2(n-1) steps of latency, most at the intra
+     * alpha, outweigh that) */
     sc_cluster c = fitted("dgx-a100-80g");
     REQUIRE(sc_cluster_set_nodes(&c, 64, NULL) == SC_OK);
     for (double S = 1e3; S <= 1e10; S *= 10) {
@@ -294,8 +295,10 @@ TEST(cost_nccl_small_messages_latency_bound)
                     SC_OK);
             REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, 1e10, n[j], 8, &tbig, NULL) ==
                     SC_OK);
-            sc_link l = j ? SC_LINK_INTER : SC_LINK_INTRA;
-            double lat = 2.0 * (n[j] - 1) * c.eff.alpha_s[l];
+            /* NCCL's ring latency: across the two nodes 2 of its 2(n-1) steps */
+            double lat = sc_ring_latency(SC_COLL_ALLREDUCE, n[j], j ? 2 : 1,
+                                         c.eff.alpha_s[SC_LINK_INTRA],
+                                         c.eff.alpha_s[SC_LINK_INTER]);
             if (!j)
                 CHECK(t16 < 1.25 * t1); /* 16x the bytes, under 25% more time */
             /* 1 KiB: mostly the ring's latency (EFA's 4 NICs ramp slowest) */
@@ -342,7 +345,10 @@ TEST(cost_tp_spanning_nodes)
     double be = 8 * 25e9 * 0.96 * sc_cost_coll_ramp(&c, SC_LINK_INTER, S);
     double bi = 300e9 * c.eff.bw_eff[SC_LINK_INTRA] * sc_cost_coll_ramp(&c, SC_LINK_INTRA, S);
     double beta = be < bi ? be : bi;
-    CHECK_NEAR(t16, 2.0 * 15 / 16 * S / beta + 2 * 15 * c.eff.alpha_s[SC_LINK_INTER], 1e-12);
+    CHECK_NEAR(t16,
+               2.0 * 15 / 16 * S / beta + 28 * c.eff.alpha_s[SC_LINK_INTRA] +
+                   2 * c.eff.alpha_s[SC_LINK_INTER],
+               1e-12);
     CHECK(t16 > t8); /* more ring steps, no faster a hop */
 }
 
@@ -374,21 +380,28 @@ TEST(cost_ring_allreduce_across_nodes)
     REQUIRE(sc_cluster_set_nodes(&c, 2, NULL) == SC_OK);
     double S = 1e9, t;
     /* the ring crosses each node boundary once: that hop has the node's 4 x
-     * 12.5 GB/s whole (at 0.9), slower than NVSwitch (300e9 * 0.8) */
-    double beta = 4 * 12.5e9 * 0.9, a = 15e-6;
+     * 12.5 GB/s whole (at 0.9), slower than NVSwitch (300e9 * 0.8); of its 30
+     * steps of latency, as NCCL's tuner counts them, 2 cross the network (2 per
+     * node boundary) at the inter alpha and 28 stay inside a node */
+    double beta = 4 * 12.5e9 * 0.9, a = 15e-6, ai = 1e-6;
     REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 16, 8, &t, NULL) == SC_OK);
-    CHECK_NEAR(t, 2.0 * 15 / 16 * S / beta + 2 * 15 * a, 1e-12);
-    /* whatever the ranks per node */
+    CHECK_NEAR(t, 2.0 * 15 / 16 * S / beta + 28 * ai + 2 * a, 1e-12);
+    /* the same bandwidth whatever the ranks per node; four nodes: 6 steps cross */
     REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 16, 4, &t, NULL) == SC_OK);
-    CHECK_NEAR(t, 2.0 * 15 / 16 * S / beta + 2 * 15 * a, 1e-12);
+    CHECK_NEAR(t, 2.0 * 15 / 16 * S / beta + 24 * ai + 6 * a, 1e-12);
+    /* reduce-scatter over 4 nodes of 4: 3 of its 15 steps cross */
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_REDUCE_SCATTER, S, 16, 4, &t, NULL) == SC_OK);
+    CHECK_NEAR(t, 15.0 / 16 * S / beta + 12 * ai + 3 * a, 1e-12);
     /* a node link faster than the intra one: the intra link is the slowest hop */
     sc_cluster f = c;
     f.inter.nic_bytes_per_s = 1e12;
     REQUIRE(sc_cost_coll(&f, "ring", SC_COLL_ALLREDUCE, S, 16, 8, &t, NULL) == SC_OK);
-    CHECK_NEAR(t, 2.0 * 15 / 16 * S / (300e9 * 0.8) + 2 * 15 * a, 1e-12);
-    /* one GPU per node gets all 4 NICs */
+    CHECK_NEAR(t, 2.0 * 15 / 16 * S / (300e9 * 0.8) + 28 * ai + 2 * a, 1e-12);
+    /* one GPU per node gets all 4 NICs, and every step crosses */
     REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 2, 1, &t, NULL) == SC_OK);
     CHECK_NEAR(t, 2.0 * 1 / 2 * S / (50e9 * 0.9) + 2 * a, 1e-12);
+    CHECK(sc_ring_latency(SC_COLL_ALLREDUCE, 8, 8, ai, a) == 14 * a);
+    CHECK(sc_ring_latency(SC_COLL_ALLGATHER, 8, 1, ai, a) == 7 * ai);
 }
 
 TEST(cost_busbw_factor)
