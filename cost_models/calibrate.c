@@ -720,31 +720,31 @@ static sc_status fit_gemm_model(ctx *c, sc_cluster *out, sc_calib_report *rep, s
 static void coll_terms(const ctx *c, const sc_calib_link *q, double *steps, double *vol,
                        double *off)
 {
-    double n = q->n;
+    double n = q->n, ai = c->base->eff.alpha_s[SC_LINK_INTRA];
+    int across = q->link == SC_LINK_INTER && q->nodes >= 2 && q->per_node >= 1 &&
+                 q->per_node < q->n;
+    int k = across ? (q->n + q->per_node - 1) / q->per_node : q->n;
     *off = 0;
-    if (q->op == SC_CALIB_ALLREDUCE && q->link == SC_LINK_INTER && q->nodes >= 2 &&
-        q->per_node >= 1 && q->per_node < q->n) {
+    if (q->op == SC_CALIB_P2P) {
+        *steps = 1;
+        *vol = q->bytes;
+        return;
+    }
+    if (across && q->op == SC_CALIB_ALLREDUCE) {
         const double flat[2] = {1, 1};
         if (sc_coll_tree_wins(c->base, q->bytes, q->n, q->per_node, flat)) {
-            int k = (q->n + q->per_node - 1) / q->per_node;
-            *off = sc_tree_latency(q->per_node, k, c->base->eff.alpha_s[SC_LINK_INTRA], 0);
+            *off = sc_tree_latency(q->per_node, k, ai, 0);
             *steps = sc_tree_latency(1, k, 0, 1); /* its inter-node alpha's multiple */
             *vol = sc_tree_nic_factor(k) * q->bytes;
             return;
         }
     }
-    switch (q->op) {
-    case SC_CALIB_ALLREDUCE: *steps = 2 * (n - 1); *vol = 2 * (n - 1) / n * q->bytes; break;
-    case SC_CALIB_P2P: *steps = 1; *vol = q->bytes; return;
-    default: *steps = n - 1; *vol = (n - 1) / n * q->bytes; break;
-    }
-    if (q->link == SC_LINK_INTER && q->nodes >= 2 && q->per_node > 1 && q->per_node < q->n) {
-        sc_coll op = q->op == SC_CALIB_ALLREDUCE ? SC_COLL_ALLREDUCE : SC_COLL_ALLGATHER;
-        int k = (q->n + q->per_node - 1) / q->per_node;
-        double all = *steps;
-        *steps = sc_ring_latency(op, q->n, k, 0, 1); /* its inter alpha's multiple */
-        *off = (all - *steps) * c->base->eff.alpha_s[SC_LINK_INTRA];
-    }
+    sc_coll op = q->op == SC_CALIB_ALLREDUCE ? SC_COLL_ALLREDUCE : SC_COLL_ALLGATHER;
+    *vol = (op == SC_COLL_ALLREDUCE ? 2 : 1) * (n - 1) / n * q->bytes;
+    /* every step at the fitted alpha, but across recorded nodes only those that
+     * cross the network, the rest at the input's intra alpha */
+    *steps = sc_ring_latency(op, q->n, k, 0, 1);
+    *off = sc_ring_latency(op, q->n, k, ai, 0);
 }
 
 /* Weighted least squares of t = steps·alpha + vol/beta over the points

@@ -43,10 +43,6 @@ double sc_ring_latency(sc_coll op, int n, int nodes, double alpha_intra, double 
 
 static double ring_time(const sc_comm_links *l, sc_coll op, double bytes)
 {
-    double a, b;
-    sc_flat_link(l, &a, &b);
-    if (l->nodes <= 1)
-        return sc_ring_time(op, bytes, l->n, a, sc_flat_beta(l, bytes));
     return sc_ring_time(op, bytes, l->n, 0, sc_flat_beta(l, bytes)) +
            sc_ring_latency(op, l->n, l->nodes, l->alpha_intra, l->alpha_inter);
 }

@@ -36,9 +36,10 @@ static void ramps_of(const sc_cluster *c, double msg, double r[2])
 
 /* r: the intra and inter size ramps of one collective of the lot (tp: one allreduce of
  * the pass; dp: one bucket; ramps_of), each hop class at its own, the ring bound by
- * its slowest hop, its latency NCCL's (sc_ring_latency). An allreduce across nodes runs as NCCL's tree where "auto" picks it
- * for one collective of msg bytes (sc_coll_tree_wins, as the simulator), its NICs
- * shared as the ring's. *lat (may be NULL): the latency of one collective. */
+ * its slowest hop, its latency NCCL's (sc_ring_latency). An allreduce across nodes
+ * runs as NCCL's tree where "auto" picks it for one collective of msg bytes
+ * (sc_coll_tree_wins, as the simulator), its NICs shared as the ring's. *lat (may be
+ * NULL): the latency of one collective. */
 static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double msg,
                         const double r[2], int n, int per_node, int cold, double *lat)
 {
@@ -52,23 +53,22 @@ static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double ms
         sc_cluster_cold(c, SC_LINK_INTRA, &ai, &wi);
         sc_cluster_cold(c, SC_LINK_INTER, &ae, &we);
     }
-    double bi = c->intra.bytes_per_s * wi * r[0], beta, a;
-    if (per_node >= n) {
+    double bi = c->intra.bytes_per_s * wi * r[0], beta;
+    int k = per_node >= n ? 1 : (n + per_node - 1) / per_node; /* nodes */
+    if (k == 1) {
         beta = bi;
-        a = sc_ring_latency(op, n, 1, ai, ae);
     } else {
         double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * we * per_node /
                     c->gpus_per_node * r[1];
         /* (sc_coll_tree_wins says no where the cluster has no network: be > 0 here) */
         if (op == SC_COLL_ALLREDUCE && sc_coll_tree_wins(c, msg, n, per_node, r)) {
-            int k = (n + per_node - 1) / per_node;
             if (lat)
                 *lat = sc_tree_latency(per_node, k, ai, ae);
             return sc_tree_allreduce_time(bytes, per_node, k, ai, bi, ae, be);
         }
         beta = be < bi ? be : bi; /* the slower ramped hop */
-        a = sc_ring_latency(op, n, (n + per_node - 1) / per_node, ai, ae);
     }
+    double a = sc_ring_latency(op, n, k, ai, ae);
     if (!(beta > 0))
         return INFINITY;
     if (lat)

@@ -382,20 +382,18 @@ static int delay_after(builder *b, int start, double delay)
  * data-parallel collective. Its flows' links add one alpha of their own (awarm, the
  * warm one), so a delay task holds the rest. Returns what the flows start after
  * (start itself when there is no rest). */
+static void alphas(builder *b, int cold, double *ai, double *ae);
+
 static int ring_latency(builder *b, int start, double lat_steps, int n, int k, int cold,
                         double awarm)
 {
     if (!(lat_steps > 1) || n < 2)
         return start;
-    double ai = b->c->eff.alpha_s[SC_LINK_INTRA], ae = b->c->eff.alpha_s[SC_LINK_INTER], bw;
-    if (cold) {
-        sc_cluster_cold(b->c, SC_LINK_INTRA, &ai, &bw);
-        sc_cluster_cold(b->c, SC_LINK_INTER, &ae, &bw);
-    }
-    double inter = k > 1 ? lat_steps / (n - 1) * (k - 1) : 0;
-    if (inter > lat_steps)
-        inter = lat_steps;
-    return delay_after(b, start, (lat_steps - inter) * ai + inter * ae - awarm);
+    double ai, ae;
+    alphas(b, cold, &ai, &ae);
+    /* lat_steps / (n - 1) passes of n - 1 steps, each a reduce-scatter's latency */
+    double lat = lat_steps / (n - 1) * sc_ring_latency(SC_COLL_REDUCE_SCATTER, n, k, ai, ae);
+    return delay_after(b, start, lat - awarm);
 }
 
 static void group_shape(builder *b, const int *members, int n, int *k, int *pmax);
@@ -471,6 +469,19 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
     return end;
 }
 
+/* The alphas of the two link classes, cold ones for a data-parallel collective
+ * (sc_cluster_cold). */
+static void alphas(builder *b, int cold, double *ai, double *ae)
+{
+    double w;
+    *ai = b->c->eff.alpha_s[SC_LINK_INTRA];
+    *ae = b->c->eff.alpha_s[SC_LINK_INTER];
+    if (cold) {
+        sc_cluster_cold(b->c, SC_LINK_INTRA, ai, &w);
+        sc_cluster_cold(b->c, SC_LINK_INTER, ae, &w);
+    }
+}
+
 /* The end of the run of members[i..) on members[i]'s node (members ascend). */
 static int node_run(builder *b, const int *members, int n, int i)
 {
@@ -505,13 +516,8 @@ static int uses_tree(builder *b, int n, int per_node, double msg)
  * start; the NICs' flows add the warm inter alpha of their own. */
 static int tree_latency(builder *b, int start, int p, int k, double count, int cold)
 {
-    double ai, ae, w;
-    ai = b->c->eff.alpha_s[SC_LINK_INTRA];
-    ae = b->c->eff.alpha_s[SC_LINK_INTER];
-    if (cold) {
-        sc_cluster_cold(b->c, SC_LINK_INTRA, &ai, &w);
-        sc_cluster_cold(b->c, SC_LINK_INTER, &ae, &w);
-    }
+    double ai, ae;
+    alphas(b, cold, &ai, &ae);
     return delay_after(b, start,
                        count * sc_tree_latency(p, k, ai, ae) - b->c->eff.alpha_s[SC_LINK_INTER]);
 }
