@@ -319,6 +319,10 @@ double sc_cost_saved_bytes(const sc_module *m, int tp, int sp, int selective);
 typedef struct sc_mem {
     double params;       /* parameters held per rank before ZeRO (sum params/T') */
     double weights, grads, optimizer, activations, workspace;
+    /* ZeRO 3's working set beyond its shards, in bytes, whatever cfg->zero
+     * (sc_cost_zero3_gathered); weights and grads include it only under
+     * ZeRO 3 with dp > 1 */
+    double gathered;
     double total;
 } sc_mem;
 
@@ -339,7 +343,23 @@ double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params);
 
 /* Bytes per parameter for weights, grads, optimizer states in dtype dt. */
 void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o);
-/* Memory per rank for the modules mods[0..n) (a stage). */
+/* What ZeRO 3 holds gathered beside its shards, per rank of a stage whose
+ * parameters (per tp rank, as sc_mem.params) are `params`, of which `root`
+ * lie outside any layer (sc_partition_layer_of) and the largest layer holds
+ * `layer` (0: no layers), in dtype dt. FSDP gathers unit by unit (a unit a
+ * layer, the rest one root unit that stays gathered from the forward to the
+ * backward) and prefetches one unit ahead, and a unit's gradient is whole
+ * until its reduce-scatter: at the peak, in the backward, the weights of the
+ * root and of two layers (the one computing, the one prefetched; never more
+ * than the stage's params) and the gradient of the largest unit (root or
+ * layer; the whole stage's without layers). Monotone in a stage's leaves,
+ * as the partitioner needs. Returns their sum; *weights and *grads (each may be
+ * NULL) get the two parts. Zhao et al. 2023 (PyTorch FSDP: units,
+ * prefetching, the rate limiter that keeps two units gathered). */
+double sc_cost_zero3_gathered(sc_dtype dt, double params, double root, double layer,
+                              double *weights, double *grads);
+/* Memory per rank for the modules mods[0..n) (a stage). Under ZeRO 3 with
+ * dp > 1, weights and grads add sc_cost_zero3_gathered's two parts. */
 sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                          const sc_mem_cfg *cfg, sc_mem *out, sc_error *err);
 

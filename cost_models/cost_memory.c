@@ -1,6 +1,7 @@
 /* cost_memory.c - memory per rank: model states under ZeRO, activations
  * under recompute policies, workspace; formulas in cost.h. O(n) in the
  * modules given. */
+#include <math.h>
 #include <string.h>
 
 #include "cost.h"
@@ -97,6 +98,19 @@ double sc_cost_saved_bytes(const sc_module *m, int tp, int sp, int selective)
     return (saved - whole) / t + whole / (sp ? t : 1);
 }
 
+double sc_cost_zero3_gathered(sc_dtype dt, double params, double root, double layer,
+                              double *weights, double *grads)
+{
+    double w, g, o;
+    sc_cost_state_bytes(dt, &w, &g, &o);
+    double W = fmin(params, root + 2 * layer) * w, G = fmax(root, layer) * g;
+    if (weights)
+        *weights = W;
+    if (grads)
+        *grads = G;
+    return W + G;
+}
+
 sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                          const sc_mem_cfg *cfg, sc_mem *out, sc_error *err)
 {
@@ -110,13 +124,24 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                       (int)cfg->recompute);
     double tp = cfg->tp, dp = cfg->dp, k = cfg->inflight, mbs = cfg->mbs;
     double params = 0, saved = 0, selective = 0, max_layer = 0, layer_sum = 0, ckpt = 0;
-    const sc_module *cur_layer = NULL;
+    double root = 0, unit = 0, unit_max = 0; /* ZeRO 3's units (sc_partition_layer_of) */
+    const sc_module *cur_layer = NULL, *cur_unit = NULL;
     for (int i = 0; i < n; i++) {
         const sc_module *m = mods[i];
         double sh = m->tp_shardable ? tp : 1;
         /* flash attention keeps no scores whatever the recompute */
         double one = sc_cost_saved_bytes(m, cfg->tp, cfg->sp, cfg->attn == SC_ATTN_FLASH);
         params += m->params / sh;
+        const sc_module *u = sc_partition_layer_of(m);
+        if (!u) {
+            root += m->params / sh;
+        } else {
+            if (u != cur_unit)
+                unit = 0, cur_unit = u;
+            unit += m->params / sh;
+            if (unit > unit_max)
+                unit_max = unit;
+        }
         saved += one;
         selective += sc_cost_saved_bytes(m, cfg->tp, cfg->sp, 1);
         const sc_module *ly = layer_of(m);
@@ -146,6 +171,12 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
         r.grads /= dp;
     if (cfg->zero >= 3)
         r.weights /= dp;
+    double gw, gg;
+    r.gathered = sc_cost_zero3_gathered(cfg->dtype, params, root, unit_max, &gw, &gg);
+    if (cfg->zero >= 3 && cfg->dp > 1) {
+        r.weights += gw;
+        r.grads += gg;
+    }
     switch (cfg->recompute) {
     case SC_RECOMPUTE_NONE:
         r.activations = k * mbs * saved;

@@ -14,7 +14,8 @@ void sc_stage_table_free(sc_stage_table *t)
         return;
     sc_partition_free(&t->part);
     double *a[] = {t->f,      t->b,    t->w,         t->rc_sel, t->tp_s, t->send_s,
-                   t->grad,   t->params, t->unit, t->act1, t->act_slope, t->ramp};
+                   t->grad,   t->params, t->unit, t->gathered, t->act1, t->act_slope,
+                   t->ramp};
     for (size_t i = 0; i < SC_ARRAY_LEN(a); i++)
         sc_free(a[i]);
     memset(t, 0, sizeof *t);
@@ -97,11 +98,12 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.grad = sc_calloc(S, sizeof(double));
     t.params = sc_calloc(P, sizeof(double));
     t.unit = sc_calloc(P, sizeof(double));
+    t.gathered = sc_calloc(P, sizeof(double));
     t.act1 = sc_calloc(P * 3, sizeof(double));
     t.act_slope = sc_calloc(P * 3, sizeof(double));
     t.ramp = sc_calloc(P * SC_RAMP_N * 2, sizeof(double));
     if (!t.part.first || !t.f || !t.b || !t.w || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
-        !t.params || !t.unit || !t.act1 || !t.act_slope || !t.ramp) {
+        !t.params || !t.unit || !t.gathered || !t.act1 || !t.act_slope || !t.ramp) {
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     }
@@ -172,6 +174,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                 t.act1[r * 3 + mode] = a1.activations;
                 t.act_slope[r * 3 + mode] = a2.activations - a1.activations;
                 t.params[r] = a1.params;
+                t.gathered[r] = a1.gathered;
             }
         }
     }
@@ -398,10 +401,12 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             G /= dp;
         if (cfg->zero >= 3)
             W /= dp;
+        /* ZeRO 3's gathered units beside the shards (sc_cost_memory) */
+        double gath = cfg->zero >= 3 && dp > 1 ? t->gathered[r] : 0;
         int peak = sc_inflight(sched, pp, m, v, r);
         int k = (peak + v - 1) / v;
         double act = t->act1[r * 3 + mode] + (k - 1) * t->act_slope[r * 3 + mode];
-        double mem = W + G + O + act + c->eff.workspace_bytes;
+        double mem = W + G + O + gath + act + c->eff.workspace_bytes;
         mem_max = fmax(mem_max, mem);
     }
     pipe += zero3;

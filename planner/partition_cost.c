@@ -164,6 +164,13 @@ void sc_pctx_free(sc_pctx *x)
     sc_free(x->layer_hi);
     sc_free(x->sparse);
     sc_free(x->kc);
+    sc_free(x->ZR);
+    sc_free(x->ZU);
+    sc_free(x->unit_lo);
+    sc_free(x->unit_hi);
+    sc_free(x->unit_next);
+    sc_free(x->unit_prev);
+    sc_free(x->usparse);
     for (int g = 0; g < x->n_groups; g++) {
         sc_free(x->groups[g].here);
         sc_free(x->groups[g].next);
@@ -238,6 +245,112 @@ static sc_status groups_init(sc_pctx *x, sc_error *err)
     return SC_OK;
 }
 
+/* A sparse table over vals[0..n): level q holds the max of 2^q consecutive
+ * values; *levels its depth. NULL when out of memory. */
+static double *sparse_build(const double *vals, int n, int *levels)
+{
+    int lv = 1;
+    while ((1 << lv) <= n)
+        lv++;
+    *levels = lv;
+    double *sp = sc_malloc(sizeof *sp * (size_t)(n > 0 ? n : 1) * (size_t)lv);
+    if (!sp)
+        return NULL;
+    for (int a = 0; a < n; a++)
+        sp[a] = vals[a];
+    for (int q = 1; q < lv; q++)
+        for (int a = 0; a + (1 << q) <= n; a++) {
+            double u = sp[(q - 1) * n + a], w = sp[(q - 1) * n + a + (1 << (q - 1))];
+            sp[q * n + a] = u > w ? u : w;
+        }
+    return sp;
+}
+
+/* The max of entries lo..hi (inclusive, lo <= hi) of a sparse table over n. */
+static double sparse_max(const double *sp, int n, int lo, int hi)
+{
+    int q = 0;
+    while ((2 << q) <= hi - lo + 1)
+        q++;
+    double u = sp[q * n + lo], w = sp[q * n + hi - (1 << q) + 1];
+    return u > w ? u : w;
+}
+
+/* ZeRO 3's units (sc_cost_zero3_gathered): runs of leaves that share a
+ * layer (sc_partition_layer_of), the rest the root unit. */
+static sc_status units_init(sc_pctx *x, sc_error *err)
+{
+    const sc_model *m = x->m;
+    int L = x->L, tp = x->tp;
+    x->ZR = sc_calloc((size_t)L + 1, sizeof *x->ZR);
+    x->ZU = sc_calloc((size_t)L + 1, sizeof *x->ZU);
+    x->unit_lo = sc_malloc(sizeof *x->unit_lo * (size_t)(L + 1));
+    x->unit_hi = sc_malloc(sizeof *x->unit_hi * (size_t)(L + 1));
+    x->unit_next = sc_malloc(sizeof *x->unit_next * (size_t)(L + 1));
+    x->unit_prev = sc_malloc(sizeof *x->unit_prev * (size_t)(L + 1));
+    double *sums = sc_calloc((size_t)L + 1, sizeof *sums);
+    if (!x->ZR || !x->ZU || !x->unit_lo || !x->unit_hi || !x->unit_next || !x->unit_prev ||
+        !sums) {
+        sc_free(sums);
+        return sc_err(err, SC_ENOMEM, "partition: out of memory");
+    }
+    const sc_module *cur = NULL;
+    int nu = 0;
+    for (int l = 0; l < L; l++) {
+        const sc_module *a = m->leaves[l];
+        double p = a->params / (a->tp_shardable ? tp : 1); /* sc_cost_memory's rule */
+        const sc_module *u = sc_partition_layer_of(a);
+        x->ZR[l + 1] = x->ZR[l] + (u ? 0 : p);
+        x->ZU[l + 1] = x->ZU[l] + (u ? p : 0);
+        if (u && u != cur) {
+            x->unit_lo[nu] = l;
+            nu++;
+        }
+        if (u) {
+            x->unit_hi[nu - 1] = l + 1;
+            sums[nu - 1] += p;
+        }
+        cur = u;
+    }
+    x->n_units = nu;
+    for (int l = L, k = nu; l >= 0; l--) {
+        while (k > 0 && x->unit_hi[k - 1] > l)
+            k--;
+        x->unit_next[l] = k;
+    }
+    for (int l = 0, k = -1; l <= L; l++) {
+        while (k + 1 < nu && x->unit_lo[k + 1] < l)
+            k++;
+        x->unit_prev[l] = k;
+    }
+    x->usparse = sparse_build(sums, nu, &x->unit_levels);
+    sc_free(sums);
+    if (!x->usparse)
+        return sc_err(err, SC_ENOMEM, "partition: out of memory");
+    x->z3 = 1;
+    return SC_OK;
+}
+
+/* The largest unit's params within leaves [i, j) (0 when none). */
+static double unit_max(const sc_pctx *x, int i, int j)
+{
+    int a = x->unit_next[i], b = x->unit_prev[j];
+    if (a >= x->n_units || b < 0 || a > b)
+        return 0;
+    double lo_part = x->ZU[x->unit_hi[a] < j ? x->unit_hi[a] : j] -
+                     x->ZU[x->unit_lo[a] > i ? x->unit_lo[a] : i];
+    if (a == b)
+        return lo_part;
+    double hi_part = x->ZU[x->unit_hi[b] < j ? x->unit_hi[b] : j] - x->ZU[x->unit_lo[b]];
+    double r = lo_part > hi_part ? lo_part : hi_part;
+    if (a + 1 <= b - 1) {
+        double u = sparse_max(x->usparse, x->n_units, a + 1, b - 1);
+        if (u > r)
+            r = u;
+    }
+    return r;
+}
+
 static sc_status memory_init(sc_pctx *x, sc_error *err)
 {
     const sc_model *m = x->m;
@@ -275,22 +388,17 @@ static sc_status memory_init(sc_pctx *x, sc_error *err)
         x->layer_hi[nl] = l + 1;
     }
     x->n_layers = nl + 1;
-    /* sparse table: level q holds the max of 2^q consecutive layer sums */
-    int lv = 1;
-    while ((1 << lv) <= x->n_layers)
-        lv++;
-    x->levels = lv;
-    x->sparse = sc_malloc(sizeof *x->sparse * (size_t)x->n_layers * (size_t)lv);
+    /* sparse table of the layers' activation sums (max_layer) */
+    int n = x->n_layers;
+    double *sums = sc_malloc(sizeof *sums * (size_t)(n > 0 ? n : 1));
+    if (!sums)
+        return sc_err(err, SC_ENOMEM, "partition: out of memory");
+    for (int a = 0; a < n; a++)
+        sums[a] = x->A[x->layer_hi[a]] - x->A[x->layer_lo[a]];
+    x->sparse = sparse_build(sums, n, &x->levels);
+    sc_free(sums);
     if (!x->sparse)
         return sc_err(err, SC_ENOMEM, "partition: out of memory");
-    int n = x->n_layers;
-    for (int a = 0; a < n; a++)
-        x->sparse[a] = x->A[x->layer_hi[a]] - x->A[x->layer_lo[a]];
-    for (int q = 1; q < lv; q++)
-        for (int a = 0; a + (1 << q) <= n; a++) {
-            double u = x->sparse[(q - 1) * n + a], w = x->sparse[(q - 1) * n + a + (1 << (q - 1))];
-            x->sparse[q * n + a] = u > w ? u : w;
-        }
     for (int r = 0; r < x->pp; r++) {
         int k = cfg->inflight ? cfg->inflight[r] : cfg->inflight_max;
         x->kc[r] = (k + x->v - 1) / x->v;
@@ -394,6 +502,8 @@ sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
         st = comm_init(x, err);
     if (!st)
         st = memory_init(x, err);
+    if (!st && cfg->zero >= 3 && cfg->dp > 1)
+        st = units_init(x, err);
     if (!st)
         st = groups_init(x, err);
     if (st) {
@@ -445,15 +555,9 @@ static double max_layer(const sc_pctx *x, int i, int j)
     double r = a > b ? a : b;
     int lo = li + 1, hi = lj - 1; /* full layers between, inclusive */
     if (lo <= hi) {
-        int q = 0;
-        while ((2 << q) <= hi - lo + 1)
-            q++;
-        int n = x->n_layers;
-        double u = x->sparse[q * n + lo], w = x->sparse[q * n + hi - (1 << q) + 1];
+        double u = sparse_max(x->sparse, x->n_layers, lo, hi);
         if (u > r)
             r = u;
-        if (w > r)
-            r = w;
     }
     return r;
 }
@@ -481,7 +585,12 @@ double sc_pctx_memx(const sc_pctx *x, int k, int i, int j)
               (kc > 0 ? mbs * max_layer(x, i, j) : 0);
         break;
     }
-    return params * x->state_bpp + act;
+    double gathered = 0;
+    if (x->z3) {
+        double P = x->P[j] - x->P[i], R = x->ZR[j] - x->ZR[i];
+        gathered = sc_cost_zero3_gathered(x->m->dtype, P, R, unit_max(x, i, j), NULL, NULL);
+    }
+    return params * x->state_bpp + gathered + act;
 }
 
 sc_status sc_pctx_strict_error(const sc_pctx *x, sc_error *err)

@@ -75,7 +75,8 @@ static sc_status leaf_costs(tree *t, sc_error *err)
     for (int l = 0; l < L && !st; l++) {
         sc_mem mm;
         st = sc_cost_memory(cfg->cluster, cfg->model->leaves + l, 1, &mc, &mm, err);
-        mem[l] = mm.total - mm.workspace;
+        /* a leaf alone would count its unit's ZeRO-3 gather as a whole stage's */
+        mem[l] = mm.total - mm.workspace - (cfg->zero >= 3 && cfg->dp > 1 ? mm.gathered : 0);
         Tt += x->t[l];
         Mt += mem[l];
     }

@@ -225,6 +225,16 @@ typedef struct sc_pctx {
     double *sparse;         /* sparse table of layer sums, n_layers · levels */
     int levels;
     int *kc;                /* pp: per-chunk in-flight count of rank r */
+    /* ZeRO 3 with dp > 1 (z3): the units of sc_cost_zero3_gathered, runs of
+     * leaves in one sc_partition_layer_of; NULL otherwise */
+    int z3;
+    double *ZR;             /* L+1 prefix: params / T' outside any layer (the root unit) */
+    double *ZU;             /* L+1 prefix: params / T' inside layers */
+    int *unit_lo, *unit_hi; /* per unit: leaf range [lo, hi) */
+    int *unit_next;         /* L+1: first unit with hi > l (n_units if none) */
+    int *unit_prev;         /* L+1: last unit with lo < l (-1 if none) */
+    int n_units, unit_levels;
+    double *usparse;        /* sparse table of unit params, n_units · unit_levels */
     int n_groups;
     sc_pgroup *groups;
 } sc_pctx;

@@ -19,6 +19,8 @@ typedef struct sc_stage_table {
     double *params;             /* per position: parameters per rank, shared copies included */
     double *unit;               /* per position: ZeRO 3's first gather, bytes (its first
                                    stage's sc_stage_info unit_bytes) */
+    double *gathered;           /* per position: what ZeRO 3 holds gathered beside its
+                                   shards, bytes (sc_mem.gathered of its leaves) */
     double *act1, *act_slope;   /* per position x 3 recompute modes: activations at 1
                                    microbatch in flight and per extra one */
     double shared_grad;         /* bytes of the largest shared group split over positions */

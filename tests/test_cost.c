@@ -536,7 +536,9 @@ TEST(cost_memory_zero_stages)
     REQUIRE(m);
     sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0};
     sc_mem r;
-    double want[4] = {16e9, 4e9 + 12e9 / 8, 2e9 + 14e9 / 8, 16e9 / 8};
+    /* ZeRO 3 also holds what it gathers (sc_cost_zero3_gathered): without
+     * layers the module is one unit, its weights and gradient whole */
+    double want[4] = {16e9, 4e9 + 12e9 / 8, 2e9 + 14e9 / 8, 16e9 / 8 + 2e9 + 2e9};
     for (int z = 0; z <= 3; z++) {
         cfg.zero = z;
         REQUIRE(sc_cost_memory(&c, m->modules, m->n_modules, &cfg, &r, NULL) == SC_OK);
@@ -556,6 +558,60 @@ TEST(cost_memory_zero_stages)
     cfg.zero = 4;
     sc_error err = {0};
     CHECK(sc_cost_memory(&c, m->modules, m->n_modules, &cfg, &r, &err) == SC_EINVAL);
+    sc_model_free(m);
+}
+
+/* ZeRO 3's working set by hand: root -> emb, 3 x layer { attn, mlp }, norm.
+ * The root unit (emb, norm) stays gathered, two layers are (the one running,
+ * the one prefetched), and the largest unit's gradient is whole. */
+TEST(cost_memory_zero3_gathers_units)
+{
+    sc_cluster c = preset("p4d.24xlarge");
+    c.eff.workspace_bytes = 0;
+    sc_model *m = sc_model_new("t", SC_BF16, 1024);
+    sc_module *root = sc_model_add(m, NULL, "root", "model");
+    sc_module *emb = sc_model_add(m, root, "emb", "embedding");
+    emb->params = 5e8;
+    for (int l = 0; l < 3; l++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "layer%d", l);
+        sc_module *ly = sc_model_add(m, root, nm, "block");
+        snprintf(nm, sizeof nm, "attn%d", l);
+        sc_model_add(m, ly, nm, "attention_core")->params = 1e8;
+        snprintf(nm, sizeof nm, "mlp%d", l);
+        sc_model_add(m, ly, nm, "mlp")->params = 2e8;
+    }
+    sc_model_add(m, root, "norm", "norm")->params = 1e4;
+    sc_error err = {0};
+    REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
+    REQUIRE(m->n_leaves == 8);
+    double P = 5e8 + 3 * 3e8 + 1e4, R = 5e8 + 1e4, U = 3e8;
+    sc_mem_cfg cfg = {SC_BF16, 1, 4, 3, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED};
+    sc_mem r;
+    /* the whole model: weights P/4 + (R + 2U), grads P/4 + max(R, U), in bf16 */
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, &err) == SC_OK);
+    CHECK_NEAR(r.weights, 2 * P / 4 + 2 * (R + 2 * U), 1e-6);
+    CHECK_NEAR(r.grads, 2 * P / 4 + 2 * R, 1e-6);
+    CHECK_NEAR(r.gathered, 2 * (R + 2 * U) + 2 * R, 1e-6);
+    CHECK_NEAR(r.optimizer, 12 * P / 4, 1e-6);
+    CHECK_NEAR(r.total, r.weights + r.grads + r.optimizer + r.activations, 1e-6);
+    /* a stage of layer 1 and the attention of layer 2 (4e8 params, no root):
+     * never more than its own params gathered, its largest unit layer 1 */
+    REQUIRE(sc_cost_memory(&c, m->leaves + 3, 3, &cfg, &r, &err) == SC_OK);
+    CHECK_NEAR(r.params, 4e8, 1e-6);
+    CHECK_NEAR(r.gathered, 2 * 4e8 + 2 * 3e8, 1e-6);
+    CHECK_NEAR(r.weights, 2 * 4e8 / 4 + 2 * 4e8, 1e-6);
+    CHECK_NEAR(r.grads, 2 * 4e8 / 4 + 2 * 3e8, 1e-6);
+    /* one replica, or ZeRO 2: nothing gathered counts (gathered still says
+     * what ZeRO 3 would hold) */
+    cfg.dp = 1;
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, &err) == SC_OK);
+    CHECK_NEAR(r.weights, 2 * P, 1e-6);
+    CHECK_NEAR(r.gathered, 2 * (R + 2 * U) + 2 * R, 1e-6);
+    cfg.dp = 4;
+    cfg.zero = 2;
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, &err) == SC_OK);
+    CHECK_NEAR(r.weights + r.grads, 2 * P + 2 * P / 4, 1e-6);
     sc_model_free(m);
 }
 

@@ -56,7 +56,10 @@ TEST(planner_estimate_tracks_sim)
                * which prefetches them (step_zero3_gathers_prefetch) */
               {"gpt-13b", 1, 8, 1, 1, 1, 3, 2, 3, 0, "1f1b", "dgx-a100-80g", 0},
               {"gpt-13b", 1, 8, 1, 1, 1, 16, 4, 3, 2, "1f1b", "p4d.24xlarge", 0},
-              {"gpt-6.7b", 4, 32, 1, 1, 1, 2, 4, 3, 0, "1f1b", "p4d.24xlarge", 0}};
+              {"gpt-6.7b", 4, 32, 1, 1, 1, 2, 4, 3, 0, "1f1b", "p4d.24xlarge", 0},
+              /* ZeRO 3 with a pipeline: each position's gathered units
+               * (sc_cost_zero3_gathered) */
+              {"gpt-13b", 16, 8, 8, 2, 1, 16, 1, 3, 2, "1f1b", "p4d.24xlarge", 0}};
     for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
         sc_model *m;
         sc_cluster c;
