@@ -398,7 +398,8 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
 {
     static const char *const keys[] = {"provenance", "compute",       "memory_bw",
                                        "intra",      "inter",         "op_overhead_s",
-                                       "workspace_bytes", "fits", "bwd_factor", "gemm", NULL};
+                                       "workspace_bytes", "fits", "bwd_factor", "gemm",
+                                       "overlap_slowdown", NULL};
     static const char *const ckeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const dkeys[] = {"eff_max", "f_half", NULL};
     static const char *const lkeys[] = {"alpha_s", "bw_eff", "p2p_bw_eff",
@@ -424,6 +425,10 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
         return st;
     f->bwd_factor = 1;
     if ((st = sc_json_num(e, file, "efficiency", "bwd_factor", 0, 0.1, 10, &f->bwd_factor, err)))
+        return st;
+    f->overlap_slowdown = 0;
+    if ((st = sc_json_num(e, file, "efficiency", "overlap_slowdown", 0, 0, 1,
+                          &f->overlap_slowdown, err)))
         return st;
     if ((st = read_gemm(e, file, &f->gemm, err)))
         return st;
@@ -608,6 +613,7 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
                     err)) ||
         (c->eff.bwd_factor != 0 &&
          (st = range(file, "efficiency.bwd_factor", c->eff.bwd_factor, 0.1, 10, err))) ||
+        (st = range(file, "efficiency.overlap_slowdown", c->eff.overlap_slowdown, 0, 1, err)) ||
         (st = range(file, "efficiency.workspace_bytes", c->eff.workspace_bytes, 0, MAX_BYTES,
                     err)) ||
         (st = check_gemm(&c->eff.gemm, file, err)))
@@ -761,6 +767,8 @@ cJSON *sc_cluster_to_json(const sc_cluster *c)
     sc_jadd_num(e, "workspace_bytes", c->eff.workspace_bytes, &oom);
     if (c->eff.bwd_factor != 1 && c->eff.bwd_factor != 0)
         sc_jadd_num(e, "bwd_factor", c->eff.bwd_factor, &oom);
+    if (c->eff.overlap_slowdown > 0)
+        sc_jadd_num(e, "overlap_slowdown", c->eff.overlap_slowdown, &oom);
     add_gemm(e, &c->eff.gemm, &oom);
     if (c->eff.fits.present)
         add_fits(e, &c->eff.fits, &oom);
@@ -837,6 +845,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
              deq(a->eff.op_overhead_s, b->eff.op_overhead_s) &&
              deq(a->eff.workspace_bytes, b->eff.workspace_bytes) &&
              deq(a->eff.bwd_factor, b->eff.bwd_factor) &&
+             deq(a->eff.overlap_slowdown, b->eff.overlap_slowdown) &&
              gemm_equal(&a->eff.gemm, &b->eff.gemm) &&
              !strcmp(a->eff.provenance, b->eff.provenance);
     for (int d = 0; eq && d < SC_DTYPE_N; d++)

@@ -47,6 +47,9 @@
  *                    op_overhead_s (fixed cost per module call),
  *                    bwd_factor (optional, default 1: backward kernels' time per
  *                                FLOP relative to forward ones, calibrated),
+ *                    overlap_slowdown (optional, default 0: compute kernels run
+ *                                this much longer while a data-parallel collective
+ *                                runs on their GPU),
  *                    workspace_bytes (per-rank reserve: context, comm
  *                                     buffers, allocator slack),
  *                    gemm (optional: the kernel-level compute model, see
@@ -174,6 +177,10 @@ typedef struct sc_cluster_eff {
     double workspace_bytes;
     double bwd_factor;           /* backward FLOPs run this much slower than forward
                                     ones (optional in files, 1 = same) */
+    double overlap_slowdown;     /* [0, 1]: compute kernels run this much longer while a
+                                    data-parallel collective runs on their GPU (NCCL's
+                                    kernels hold SMs and memory bandwidth; optional in
+                                    files, 0 = none) */
     char provenance[SC_CLUSTER_PROV_MAX + 1];
     sc_cluster_fits fits;        /* optional: "efficiency.fits" */
     sc_cluster_gemm gemm;        /* optional: "efficiency.gemm" (sms 0 = absent) */

@@ -135,6 +135,20 @@
  *   16 MiB against a 339 GB/s plateau) than [N4]'s InfiniBand. V100 and cpu-local
  *   keep the plain model. Presets are never fitted to the validation suite.
  *
+ * Compute beside communication (efficiency.overlap_slowdown) on the A100, H100
+ * and H200 presets: 0.189 [C1], S. Lee et al., "Characterizing Compute-
+ * Communication Overlap in GPU-Accelerated Distributed Deep Learning:
+ * Performance and Power Implications", arXiv 2507.03114 (2025), abstract:
+ * overlapping compute with communication slows the compute by 18.9% on
+ * average (40.0% at most) against the same compute alone, measured on 4 x
+ * A100, H100, MI250 and MI210 running GPT and Llama layers. The mechanism:
+ * NCCL's kernels run one block per channel on SMs the compute kernels then
+ * lack (an H100 allgather took 24 of 132 SMs and pushed a one-wave GEMM into a
+ * second wave: NVIDIA developer forum, "Compute-communication overlap causes
+ * severe GEMM performance degradation because of tail effect", 2025) and share
+ * HBM bandwidth with them. The average is taken as it is, not fitted here;
+ * V100 and cpu-local keep 0 (no measurement).
+ *
  * cpu-local: this machine's cores as devices (sysconf), ~50 GFLOP/s fp32 per
  * core (AVX2 FMA at ~3 GHz, OpenBLAS reaches most of it), ~10 GB/s memory
  * bandwidth per core, shared memory as the "intra" link (5 GB/s, 1 us),
@@ -153,6 +167,7 @@
 #define GIB 1073741824.0
 #define GBIT (1e9 / 8)
 #define US 1e-6
+#define SC_OVERLAP_SLOWDOWN 0.189 /* [C1] */
 
 typedef struct spec {
     const char *name, *description, *gpu;
@@ -361,6 +376,8 @@ static void from_spec(const spec *s, sc_cluster *c)
     set_eff(c, 0.75, 0.85, 1 * US, s->inter_alpha, 2 * GIB);
     snprintf(c->eff.provenance, sizeof c->eff.provenance, "%s", s->sources);
     set_comm_fit(c);
+    if (s->sms > 0) /* the GPUs [C1] measured (header comment) */
+        c->eff.overlap_slowdown = SC_OVERLAP_SLOWDOWN;
     if (s->sms > 0)
         c->eff.gemm = (sc_cluster_gemm){.sms = s->sms,
                                         .eff_max = s->gemm_eff,

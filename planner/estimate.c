@@ -298,6 +298,9 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     if (per_node > dp)
         per_node = dp;
     double tail = 0, dpx_max = 0, opt_max = 0, mem_max = 0, zero3 = 0;
+    /* compute beside a data-parallel collective progresses at 1 / (1 + kappa)
+     * (the cluster's overlap_slowdown; the simulator's spans, step.c contend) */
+    double kappa = c->eff.overlap_slowdown, slow_max = 0;
     /* Positions that share a node (pn of them, consecutive, when a node holds more than
      * one position's tp ranks) share its NICs, but do not reduce in lockstep: the later
      * stages finish their backwards first. The tail above takes every ring of the node
@@ -345,6 +348,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             double overlap = blast - t->b[r] / K;
             dpx = cfg->no_overlap_grad_reduce ? tr : fmax(tr / (K * v), tr - overlap);
             hide = tr - dpx;
+            /* the backward beside them loses hide kappa / (1 + kappa) */
+            slow_max = fmax(slow_max, hide * kappa / (1 + kappa));
             if (cfg->zero == 1 || cfg->zero == 2)
                 dpx += coll_time(c, SC_COLL_ALLGATHER, P * wb, P * wb, x + 2 * SC_RAMP_PARAMS,
                                  dp, per_node, 1, NULL);
@@ -365,7 +370,12 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 double busy = 0;
                 for (int ch = 0; ch < v; ch++)
                     busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
-                zero3 = fmax(zero3, ag1 + fmax(0, m * v * (2 * ag + rs) - busy));
+                /* the compute beside them progresses at 1 / (1 + kappa): for
+                 * total of gathers it loses total kappa / (1 + kappa), kappa
+                 * busy at most (all of it slowed) */
+                double total = m * v * (2 * ag + rs);
+                double lost = fmin(kappa * busy, total * kappa / (1 + kappa));
+                zero3 = fmax(zero3, ag1 + fmax(total - busy, lost));
             }
         }
         /* the tie's allreduce among the positions holding it: on one node when a
@@ -410,10 +420,10 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         mem_max = fmax(mem_max, mem);
     }
     pipe += zero3;
-    out->step_s = pipe + tail;
+    out->step_s = pipe + tail + slow_max;
     out->pipe_s = pipe;
     out->bubble_s = fmax(0, pipe - p2p - zero3 - m * maxT);
-    out->compute_s = m * compute;
+    out->compute_s = m * compute + slow_max;
     out->tp_s = m * tps;
     out->pp_s = p2p;
     out->dp_s = dpx_max + zero3;

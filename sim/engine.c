@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { EV_END = 0, EV_FLOW_START = 1, EV_FLOW_END = 2 };
@@ -38,6 +39,20 @@ struct sc_sim {
     char **r_name;
     double *r_busy;
     int32_t *r_last; /* run time: last task submitted so far */
+    double *r_slow;  /* sc_sim_set_slowdown's factor (0: none) */
+    /* run time, for a resource with a slowdown: its open spans, the compute
+     * task running on it (-1: none), that task's remaining work (s at full
+     * rate), when it was last updated and its predicted end */
+    int32_t *r_open, *r_cur;
+    double *r_rem, *r_tl, *r_pe;
+
+    /* slowdown spans (sc_sim_add_span) */
+    int nsp, csp;
+    int32_t *sp_open, *sp_close, *sp_res;
+    int32_t *sp_by_open, *sp_by_close; /* run time: span ids sorted by task */
+    uint8_t *sp_state;                 /* run time: 0 not yet open, 1 open, 2 closed */
+    uint8_t *t_span;                   /* run time: bit 0 a task opens spans, bit 1 closes */
+    int span_cap_t;
 
     /* links */
     int nl, cl;
@@ -131,6 +146,19 @@ void sc_sim_free(sc_sim *s)
     sc_free(s->r_name);
     sc_free(s->r_busy);
     sc_free(s->r_last);
+    sc_free(s->r_slow);
+    sc_free(s->r_open);
+    sc_free(s->r_cur);
+    sc_free(s->r_rem);
+    sc_free(s->r_tl);
+    sc_free(s->r_pe);
+    sc_free(s->sp_open);
+    sc_free(s->sp_close);
+    sc_free(s->sp_res);
+    sc_free(s->sp_by_open);
+    sc_free(s->sp_by_close);
+    sc_free(s->sp_state);
+    sc_free(s->t_span);
     for (int i = 0; i < s->nl; i++) {
         sc_free(s->l_name[i]);
         sc_free(s->l_flows[i]);
@@ -230,7 +258,9 @@ static char *dup_name(const char *name, int *ok)
     return d;
 }
 
-static const size_t sizes_cr[] = {sizeof(char *), sizeof(double), sizeof(int32_t)};
+static const size_t sizes_cr[] = {sizeof(char *), sizeof(double), sizeof(int32_t),
+                                  sizeof(double), sizeof(int32_t), sizeof(int32_t),
+                                  sizeof(double), sizeof(double), sizeof(double)};
 
 int sc_sim_add_resource(sc_sim *s, const char *name)
 {
@@ -238,7 +268,9 @@ int sc_sim_add_resource(sc_sim *s, const char *name)
         return -1;
     if (s->nr >= INT32_MAX - 1)
         return fail(s, SC_EINVAL, "sim: too many resources");
-    if (GROW(s, s->nr + 1, cr, (void **)&s->r_name, (void **)&s->r_busy, (void **)&s->r_last))
+    if (GROW(s, s->nr + 1, cr, (void **)&s->r_name, (void **)&s->r_busy, (void **)&s->r_last,
+             (void **)&s->r_slow, (void **)&s->r_open, (void **)&s->r_cur, (void **)&s->r_rem,
+             (void **)&s->r_tl, (void **)&s->r_pe))
         return fail(s, SC_ENOMEM, "sim: out of memory adding a resource");
     int ok;
     char *d = dup_name(name, &ok);
@@ -246,8 +278,43 @@ int sc_sim_add_resource(sc_sim *s, const char *name)
         return fail(s, SC_ENOMEM, "sim: out of memory adding a resource");
     s->r_name[s->nr] = d;
     s->r_busy[s->nr] = 0;
+    s->r_slow[s->nr] = 0;
     s->ran = 0;
     return s->nr++;
+}
+
+int sc_sim_set_slowdown(sc_sim *s, int resource, double factor)
+{
+    if (s->err.status != SC_OK)
+        return -1;
+    if (resource < 0 || resource >= s->nr)
+        return fail(s, SC_EINVAL, "sim: slowdown of a resource that does not exist");
+    if (!(factor >= 0) || !isfinite(factor))
+        return fail(s, SC_EINVAL, "sim: a slowdown factor must be finite and >= 0");
+    s->r_slow[resource] = factor;
+    s->ran = 0;
+    return 0;
+}
+
+static const size_t sizes_csp[] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+
+int sc_sim_add_span(sc_sim *s, int open, int close, int resource)
+{
+    if (s->err.status != SC_OK)
+        return -1;
+    if (open < 0 || open >= s->nt || close < 0 || close >= s->nt || resource < 0 ||
+        resource >= s->nr)
+        return fail(s, SC_EINVAL, "sim: a span needs existing tasks and resource");
+    if (s->nsp >= INT32_MAX - 1)
+        return fail(s, SC_EINVAL, "sim: too many spans");
+    if (GROW(s, s->nsp + 1, csp, (void **)&s->sp_open, (void **)&s->sp_close,
+             (void **)&s->sp_res))
+        return fail(s, SC_ENOMEM, "sim: out of memory adding a span");
+    s->sp_open[s->nsp] = open;
+    s->sp_close[s->nsp] = close;
+    s->sp_res[s->nsp] = resource;
+    s->ran = 0;
+    return s->nsp++;
 }
 
 static const size_t sizes_cl[] = {sizeof(char *), sizeof(double), sizeof(double),
@@ -434,9 +501,23 @@ static inline sc_status push(sc_sim *s, double t, int id, int type)
     return sc_sim_queue_push(&s->queue, t, id, type);
 }
 
+/* The rate at which a compute task on resource r progresses now. */
+static inline double slow_rate(const sc_sim *s, int r)
+{
+    return s->r_open[r] > 0 ? 1 / (1 + s->r_slow[r]) : 1;
+}
+
 static inline sc_status start_task(sc_sim *s, int t, double now)
 {
     s->t_start[t] = now;
+    int r = s->t_res[t];
+    if (s->t_type[t] == SC_SIM_COMPUTE && r >= 0 && s->r_slow[r] > 0) {
+        s->r_cur[r] = t;
+        s->r_rem[r] = s->t_val[t];
+        s->r_tl[r] = now;
+        s->r_pe[r] = now + s->t_val[t] / slow_rate(s, r);
+        return push(s, s->r_pe[r], t, EV_END);
+    }
     if (s->t_type[t] != SC_SIM_FLOW)
         return push(s, now + s->t_val[t], t, EV_END);
     int f = s->t_aux[t];
@@ -447,8 +528,66 @@ static inline sc_status start_task(sc_sim *s, int t, double now)
     return push(s, now + lat, t, EV_FLOW_START);
 }
 
+/* The first index of sorted ids[0..n) whose key[ids[i]] is >= t. */
+static int lower_bound(const int32_t *ids, const int32_t *key, int n, int t)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (key[ids[mid]] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Resource r's open-span count moves by d (+1, -1): when it crosses 0, the
+ * compute task running there changes rate and gets a new predicted end (the
+ * old END event is dropped when popped). */
+static sc_status span_step(sc_sim *s, int r, int d, double now)
+{
+    int was = s->r_open[r] > 0;
+    s->r_open[r] += d;
+    int t = s->r_cur[r];
+    if (was == (s->r_open[r] > 0) || !(s->r_slow[r] > 0) || t < 0)
+        return SC_OK;
+    double old = was ? 1 / (1 + s->r_slow[r]) : 1;
+    s->r_rem[r] = fmax(0, s->r_rem[r] - (now - s->r_tl[r]) * old);
+    s->r_tl[r] = now;
+    s->r_pe[r] = now + s->r_rem[r] / slow_rate(s, r);
+    return push(s, s->r_pe[r], t, EV_END);
+}
+
+/* The spans task t opens and closes as it ends. */
+static sc_status spans_at(sc_sim *s, int t, double now)
+{
+    if (s->t_span[t] & 1)
+        for (int i = lower_bound(s->sp_by_open, s->sp_open, s->nsp, t);
+             i < s->nsp && s->sp_open[s->sp_by_open[i]] == t; i++) {
+            int k = s->sp_by_open[i];
+            if (s->sp_state[k] != 0)
+                continue;
+            s->sp_state[k] = 1;
+            if (span_step(s, s->sp_res[k], +1, now))
+                return SC_ENOMEM;
+        }
+    if (s->t_span[t] & 2)
+        for (int i = lower_bound(s->sp_by_close, s->sp_close, s->nsp, t);
+             i < s->nsp && s->sp_close[s->sp_by_close[i]] == t; i++) {
+            int k = s->sp_by_close[i];
+            int was_open = s->sp_state[k] == 1;
+            s->sp_state[k] = 2; /* closed before it opened: it never will */
+            if (was_open && span_step(s, s->sp_res[k], -1, now))
+                return SC_ENOMEM;
+        }
+    return SC_OK;
+}
+
 static sc_status finish_task(sc_sim *s, int t, double now)
 {
+    if (s->nsp && s->t_span[t] && spans_at(s, t, now))
+        return SC_ENOMEM;
     s->t_end[t] = now;
     s->done++;
     if (now > s->makespan)
@@ -721,6 +860,23 @@ static sc_status report_deadlock(sc_sim *s, sc_error *err)
     return sc_err(err, SC_EINVAL, "%s", buf);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* ids[0..n) = the span ids sorted by key[id], then id (keys and ids are
+ * non-negative int32), through tmp[0..n). */
+static void sort_spans(int32_t *ids, const int32_t *key, int n, uint64_t *tmp)
+{
+    for (int k = 0; k < n; k++)
+        tmp[k] = (uint64_t)(uint32_t)key[k] << 32 | (uint32_t)k;
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_u64);
+    for (int k = 0; k < n; k++)
+        ids[k] = (int32_t)(tmp[k] & 0xffffffffu);
+}
+
 static sc_status prepare(sc_sim *s)
 {
     int nt = s->nt, ne = s->ne;
@@ -770,6 +926,39 @@ static sc_status prepare(sc_sim *s)
     for (int r = 0; r < s->nr; r++) {
         s->r_last[r] = -1;
         s->r_busy[r] = 0;
+        s->r_open[r] = 0;
+        s->r_cur[r] = -1;
+    }
+    if (s->nsp) {
+        if (nt + 1 > s->span_cap_t) {
+            uint8_t *f = sc_realloc(s->t_span, (size_t)(nt + 1));
+            if (!f)
+                return SC_ENOMEM;
+            s->t_span = f;
+            s->span_cap_t = nt + 1;
+        }
+        int32_t *a = sc_realloc(s->sp_by_open, (size_t)s->nsp * sizeof *a);
+        if (a)
+            s->sp_by_open = a;
+        int32_t *b2 = a ? sc_realloc(s->sp_by_close, (size_t)s->nsp * sizeof *b2) : NULL;
+        if (b2)
+            s->sp_by_close = b2;
+        uint8_t *st = b2 ? sc_realloc(s->sp_state, (size_t)s->nsp) : NULL;
+        if (!st)
+            return SC_ENOMEM;
+        s->sp_state = st;
+        uint64_t *tmp = sc_malloc((size_t)s->nsp * sizeof *tmp);
+        if (!tmp)
+            return SC_ENOMEM;
+        memset(s->t_span, 0, (size_t)nt);
+        memset(s->sp_state, 0, (size_t)s->nsp);
+        for (int k = 0; k < s->nsp; k++) {
+            s->t_span[s->sp_open[k]] |= 1;
+            s->t_span[s->sp_close[k]] |= 2;
+        }
+        sort_spans(s->sp_by_open, s->sp_open, s->nsp, tmp);
+        sort_spans(s->sp_by_close, s->sp_close, s->nsp, tmp);
+        sc_free(tmp);
     }
     for (int t = 0; t < nt; t++) {
         s->t_start[t] = -1;
@@ -834,9 +1023,16 @@ sc_status sc_sim_run(sc_sim *s, sc_error *err)
         now = t;
         sc_status st = SC_OK;
         switch (type) {
-        case EV_END:
+        case EV_END: {
+            int r = s->t_res[id];
+            if (r >= 0 && s->r_slow[r] > 0 && s->t_type[id] == SC_SIM_COMPUTE) {
+                if (s->r_cur[r] != id || s->r_pe[r] != t)
+                    continue; /* superseded by a change of rate */
+                s->r_cur[r] = -1;
+            }
             st = finish_task(s, id, now);
             break;
+        }
         case EV_FLOW_START:
             st = flow_start(s, id, now);
             break;
@@ -877,6 +1073,7 @@ const sc_sim_tag *sc_sim_task_tag(const sc_sim *s, int t)
 int sc_sim_task_resource(const sc_sim *s, int t) { return s->t_res[t]; }
 double sc_sim_task_start(const sc_sim *s, int t) { return s->ran ? s->t_start[t] : NAN; }
 double sc_sim_task_end(const sc_sim *s, int t) { return s->ran ? s->t_end[t] : NAN; }
+double sc_sim_task_value(const sc_sim *s, int t) { return s->t_val[t]; }
 double sc_sim_resource_busy(const sc_sim *s, int r) { return s->r_busy[r]; }
 const char *sc_sim_resource_name(const sc_sim *s, int r) { return s->r_name[r]; }
 double sc_sim_link_bytes(const sc_sim *s, int l) { return s->l_bytes[l]; }

@@ -97,6 +97,20 @@ int sc_sim_add_marker(sc_sim *s, const sc_sim_tag *tag);
 /* Task `after` starts only once task `before` has ended. Returns 0 or -1. */
 int sc_sim_add_dep(sc_sim *s, int before, int after);
 
+/* Contention: while at least one span on `resource` is open, a COMPUTE task
+ * running there progresses at 1 / (1 + factor) of its rate (a task wholly
+ * inside takes duration x (1 + factor); one partly inside, its share of
+ * each). A span is open from the end of task `open` to the end of task
+ * `close` (a close that ends first keeps it from ever opening); spans that
+ * open or close at the same time as a task starts count for it. The step
+ * builder opens one per collective on each member's compute stream: NCCL's
+ * kernels share the GPU with the compute kernels. factor >= 0 (0: none,
+ * the default). Returns 0 / the span's id, or -1 (sticky error). Cost:
+ * O(S log S) a run for S spans, O(log S) at each task that opens or closes
+ * one, and a dropped END event at each change of rate. */
+int sc_sim_set_slowdown(sc_sim *s, int resource, double factor);
+int sc_sim_add_span(sc_sim *s, int open, int close, int resource);
+
 /* The sticky error of the adds (SC_OK if none). */
 sc_status sc_sim_status(const sc_sim *s, sc_error *err);
 
@@ -113,6 +127,9 @@ const sc_sim_tag *sc_sim_task_tag(const sc_sim *s, int task);
 int sc_sim_task_resource(const sc_sim *s, int task); /* -1 if none */
 double sc_sim_task_start(const sc_sim *s, int task);
 double sc_sim_task_end(const sc_sim *s, int task);
+/* A COMPUTE task's duration as added (its end - start is longer when a
+ * slowdown applied); a flow's bytes; 0 for a marker. */
+double sc_sim_task_value(const sc_sim *s, int task);
 /* Sum of the durations of the tasks run on the resource. */
 double sc_sim_resource_busy(const sc_sim *s, int resource);
 const char *sc_sim_resource_name(const sc_sim *s, int resource);
@@ -123,8 +140,9 @@ double sc_sim_link_busy(const sc_sim *s, int link);
 const char *sc_sim_link_name(const sc_sim *s, int link);
 /* Largest task end time (0 with no tasks). */
 double sc_sim_makespan(const sc_sim *s);
-/* Events popped and acted on (task ends, flow starts/ends; stale flow
- * completion predictions superseded by a rate change are not counted). */
+/* Events popped and acted on (task ends, flow starts/ends; stale flow and
+ * slowed-task completion predictions superseded by a rate change are not
+ * counted). */
 long long sc_sim_event_count(const sc_sim *s);
 
 #endif

@@ -618,8 +618,33 @@ static void tp_members(builder *b, int d, int p, int *out)
  * inter-node traffic becomes one flow through its node's NIC out and in, and
  * (when several members share the node) its intra-node traffic one flow
  * through its GPU's ports. */
+/* Contention: the compute streams of position p's replicas run slower
+ * while the collective [start, end] of tp rank 0 runs (the other tp ranks'
+ * run beside it on the same groups; engine.h, sc_sim_add_span). */
+static void contend(builder *b, int p, int t, int start, int end)
+{
+    if (t != 0 || !(b->c->eff.overlap_slowdown > 0) || start < 0 || end < 0)
+        return;
+    for (int d = 0; d < b->nrep; d++)
+        sc_sim_add_span(b->sim, start, end, b->grp[d * b->pp + p].stream);
+}
+
+static int dp_coll1(builder *b, int p, int t, sc_coll coll, double S, const int *deps,
+                    int *chain, int op, int stage, int chunk, int mb, int *start_out);
+
 static int dp_coll(builder *b, int p, int t, sc_coll coll, double S, const int *deps,
                    int *chain, int op, int stage, int chunk, int mb, int *start_out)
+{
+    int s0 = -1;
+    int e = dp_coll1(b, p, t, coll, S, deps, chain, op, stage, chunk, mb, &s0);
+    contend(b, p, t, s0, e);
+    if (start_out)
+        *start_out = s0;
+    return e;
+}
+
+static int dp_coll1(builder *b, int p, int t, sc_coll coll, double S, const int *deps,
+                    int *chain, int op, int stage, int chunk, int mb, int *start_out)
 {
     int dp = b->dp, ar = coll == SC_COLL_ALLREDUCE;
     double vol = ar ? 2.0 * (dp - 1) / dp * S : (dp - 1.0) / dp * S;
@@ -1422,6 +1447,9 @@ static void add_resources(builder *b)
     for (int g = 0; g < b->nrep * b->pp; g++) {
         snprintf(name, sizeof name, "dp%d.pp%d", g / b->pp, g % b->pp);
         b->grp[g].stream = sc_sim_add_resource(b->sim, name);
+        /* compute beside a data-parallel collective (dp_coll's spans) */
+        if (c->eff.overlap_slowdown > 0 && b->grp[g].stream >= 0)
+            sc_sim_set_slowdown(b->sim, b->grp[g].stream, c->eff.overlap_slowdown);
     }
 }
 

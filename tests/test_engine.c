@@ -292,6 +292,78 @@ TEST(engine_resource_submission_order)
     sc_sim_free(s);
 }
 
+/* A delay of d on no resource, then a marker: the marker ends at d. */
+static int at(sc_sim *s, double d)
+{
+    int w = sc_sim_add_compute(s, -1, d, NULL), m = sc_sim_add_marker(s, NULL);
+    sc_sim_add_dep(s, w, m);
+    return m;
+}
+
+/* Contention: a compute task slows by 1 + factor while a span is open on its
+ * resource, by hand. */
+TEST(engine_slowdown_spans)
+{
+    sc_sim *s = mk();
+    REQUIRE(s);
+    int r = sc_sim_add_resource(s, "gpu0"), q = sc_sim_add_resource(s, "gpu1");
+    REQUIRE(sc_sim_set_slowdown(s, r, 0.5) == 0);
+    int a = sc_sim_add_compute(s, r, 10, NULL); /* 0 .. ? */
+    int b = sc_sim_add_compute(s, r, 2, NULL);  /* after a, wholly inside a span */
+    int c = sc_sim_add_compute(s, q, 10, NULL); /* no slowdown set: unaffected */
+    int o1 = at(s, 2), c1 = at(s, 6);
+    REQUIRE(sc_sim_add_span(s, o1, c1, r) >= 0);
+    REQUIRE(sc_sim_add_span(s, o1, c1, q) >= 0);
+    /* two overlapping spans [3, 5] and [4, 12]: one slowdown, not two */
+    int o2 = at(s, 11.3), c2 = at(s, 20);
+    REQUIRE(sc_sim_add_span(s, o2, c2, r) >= 0);
+    REQUIRE(sc_sim_add_span(s, at(s, 12), at(s, 30), r) >= 0);
+    /* one that closes before it opens never opens */
+    REQUIRE(sc_sim_add_span(s, at(s, 50), at(s, 40), r) >= 0);
+    int d = sc_sim_add_compute(s, r, 4, NULL);
+    REQUIRE(sc_sim_add_dep(s, at(s, 45), d) == 0);
+    REQUIRE(run_ok(s));
+    /* a: 2 s at full rate, 4 s at 2/3 (2.667 of work), 5.3 s at full rate
+     * from 6, and the last 0.033 at 2/3 from 11.3 */
+    double ea = 11.3 + (10 - 2 - 4 / 1.5 - 5.3) * 1.5;
+    CHECK_NEAR(sc_sim_task_end(s, a), ea, 1e-9);
+    /* b: all of it inside the spans, at 2/3 */
+    CHECK_NEAR(sc_sim_task_end(s, b), ea + 2 * 1.5, 1e-9);
+    CHECK_NEAR(sc_sim_task_end(s, c), 10, 1e-12);
+    CHECK_NEAR(sc_sim_task_start(s, d), 45, 1e-12);
+    CHECK_NEAR(sc_sim_task_end(s, d), 49, 1e-12);
+    CHECK_NEAR(sc_sim_task_value(s, b), 2, 1e-12);
+    CHECK_NEAR(sc_sim_resource_busy(s, r), (ea - 0) + 3 + 4, 1e-9);
+    /* a run again gives the same */
+    REQUIRE(run_ok(s));
+    CHECK_NEAR(sc_sim_task_end(s, b), ea + 3, 1e-9);
+    sc_sim_free(s);
+}
+
+TEST(engine_slowdown_bad_args)
+{
+    sc_sim *s = mk();
+    REQUIRE(s);
+    int r = sc_sim_add_resource(s, "gpu0");
+    int t = sc_sim_add_compute(s, r, 1, NULL);
+    CHECK(sc_sim_set_slowdown(s, r, -0.1) < 0);
+    sc_error err;
+    CHECK(sc_sim_status(s, &err) == SC_EINVAL);
+    sc_sim_free(s);
+    s = mk();
+    REQUIRE(s);
+    r = sc_sim_add_resource(s, "gpu0");
+    t = sc_sim_add_compute(s, r, 1, NULL);
+    CHECK(sc_sim_add_span(s, t, t + 5, r) < 0);
+    CHECK(sc_sim_status(s, &err) == SC_EINVAL);
+    sc_sim_free(s);
+    s = mk();
+    REQUIRE(s);
+    t = sc_sim_add_compute(s, -1, 1, NULL);
+    CHECK(sc_sim_set_slowdown(s, 0, 0.2) < 0);
+    sc_sim_free(s);
+}
+
 TEST(engine_deps_diamond)
 {
     sc_sim *s = mk();

@@ -144,7 +144,8 @@ TEST(seed38_same_layouts)
  * strictly); beyond, with the presets' fitted collectives, NVSwitch at the tp
  * allreduce's size bounds the baseline's ring (the NICs, 4 x 400 Gb/s at 0.9,
  * outrun it) while the pipeline's sends keep speeding up, so only the share is
- * checked there. */
+ * checked there, to within what the faster reduction gives back to the
+ * compute it slowed. */
 TEST(seed38_bandwidth_monotonic)
 {
     sc_seed38 *r = NULL;
@@ -156,10 +157,17 @@ TEST(seed38_bandwidth_monotonic)
         for (int k = 1; k < SC_SEED38_N_BW; k++) {
             const sc_seed38_point *a = &x->bw[k - 1], *b = &x->bw[k]; /* b: twice a's bandwidth */
             CHECK_NEAR(b->x, 2 * a->x, 1e-15);
+            if (b->x > 4) {
+                /* past the NICs' bottleneck the baseline's communication stops
+                 * shrinking, but its data-parallel reduction still speeds up,
+                 * and with it the compute it slowed (overlap_slowdown): the
+                 * share may rise by that little */
+                CHECK(b->share_sim <= a->share_sim + 0.002);
+                CHECK(b->share_est <= a->share_est + 0.002);
+                continue;
+            }
             CHECK(a->share_sim >= b->share_sim - 1e-12);
             CHECK(a->share_est >= b->share_est - 1e-12);
-            if (b->x > 4)
-                continue;
             CHECK(a->ratio_sim <= b->ratio_sim + 1e-12);
             CHECK(a->ratio_est <= b->ratio_est + 1e-12);
             {

@@ -221,6 +221,7 @@ TEST(step_overlap_grad_reduce_off_exposes_reduction)
     REQUIRE(one_gpu_nodes(4, &c) == SC_OK);
     sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 2, .mbs = 1, .schedule = "1f1b",
                        .bucket_bytes = 100e6};
+    c.eff.overlap_slowdown = 0; /* exposure alone (step_overlap_slows_compute) */
     sc_step_result *on, *off;
     REQUIRE(sc_step_simulate(m, &c, &cfg, &on, &err) == SC_OK);
     cfg.no_overlap_grad_reduce = 1;
@@ -238,6 +239,54 @@ TEST(step_overlap_grad_reduce_off_exposes_reduction)
     CHECK_NEAR(off->breakdown.compute, on->breakdown.compute, 1e-9);
     sc_step_result_free(on);
     sc_step_result_free(off);
+    sc_model_free(m);
+}
+
+/* Contention (the cluster's overlap_slowdown): compute that runs beside a
+ * data-parallel collective progresses at 1 / (1 + kappa), so the reductions
+ * the backward hides slow it; with the reduction after the backward (nothing
+ * beside it) nothing slows. */
+TEST(step_overlap_slows_compute)
+{
+    sc_model *m = blocks(4, 50e6, 0);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(one_gpu_nodes(4, &c) == SC_OK);
+    sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 2, .mbs = 1, .schedule = "1f1b",
+                       .bucket_bytes = 100e6};
+    sc_step_result *r0, *r1, *q0, *q1;
+    c.eff.overlap_slowdown = 0;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_OK);
+    c.eff.overlap_slowdown = 0.25;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r1, &err) == SC_OK);
+    double w, g, o;
+    sc_cost_state_bytes(SC_BF16, &w, &g, &o);
+    double G = 4 * 50e6 * g, ring;
+    int K = sc_cost_bucket_count(G, cfg.bucket_bytes);
+    REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, G / K, 4, 1, &ring, &err) == SC_OK);
+    double stretch = r1->breakdown.compute - r0->breakdown.compute;
+    /* compute beside a collective for wall time C progresses C / (1 + kappa):
+     * it loses C kappa / (1 + kappa). The reduction hidden at kappa 0 runs
+     * beside compute: at least that much is lost, and never more than all of
+     * the reduction's time */
+    double hidden = K * ring - r0->breakdown.dp, loss = 0.25 / 1.25;
+    CHECK(hidden > 0);
+    CHECK(stretch >= loss * hidden - 1e-9);
+    CHECK(stretch <= loss * K * ring + 1e-9);
+    CHECK(r1->step_time_s > r0->step_time_s);
+    CHECK(r1->step_time_s <= r0->step_time_s + stretch + 1e-9);
+    /* nothing beside the reduction when it waits for the backward */
+    cfg.no_overlap_grad_reduce = 1;
+    c.eff.overlap_slowdown = 0;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &q0, &err) == SC_OK);
+    c.eff.overlap_slowdown = 0.25;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &q1, &err) == SC_OK);
+    CHECK_NEAR(q1->step_time_s, q0->step_time_s, 1e-12);
+    CHECK_NEAR(q1->breakdown.compute, q0->breakdown.compute, 1e-12);
+    sc_step_result_free(r0);
+    sc_step_result_free(r1);
+    sc_step_result_free(q0);
+    sc_step_result_free(q1);
     sc_model_free(m);
 }
 
