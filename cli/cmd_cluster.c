@@ -110,6 +110,10 @@ static void show_text(const sc_cluster *c)
                "%.3g backward of peak, sustained %.3g\n",
                c->eff.gemm.sms, c->eff.gemm.eff_max, c->eff.gemm.flash_fwd,
                c->eff.gemm.flash_bwd, c->eff.gemm.sustained > 0 ? c->eff.gemm.sustained : 1);
+    if (c->eff.overlap_slowdown > 0)
+        printf("    overlap       compute beside a data-parallel collective runs at 1/%.3g of "
+               "its rate\n",
+               1 + c->eff.overlap_slowdown);
     printf("    op overhead   %s us\n", cli_us(c->eff.op_overhead_s, a));
     printf("    workspace     %s per GPU\n", cli_bytes(c->eff.workspace_bytes, a));
 }
