@@ -6,6 +6,31 @@
 
 #include <string.h>
 
+/* ZeRO 3's units over a stage's leaves, in order (sc_cost_zero3_gathered,
+ * sc_stage_info unit_bytes): the parameters outside any layer
+ * (sc_partition_layer_of; FSDP's root unit) and the largest layer's. */
+typedef struct sc_units {
+    const sc_module *cur; /* the layer of the last leaf added that had one */
+    double root, layer, layer_max;
+} sc_units;
+
+/* Adds leaf's p parameters (per tp rank) to u (zeroed to start). */
+static inline void sc_units_add(sc_units *u, const sc_module *leaf, double p)
+{
+    const sc_module *ly = sc_partition_layer_of(leaf);
+    if (!ly) {
+        u->root += p;
+        return;
+    }
+    if (ly != u->cur) {
+        u->layer = 0;
+        u->cur = ly;
+    }
+    u->layer += p;
+    if (u->layer > u->layer_max)
+        u->layer_max = u->layer;
+}
+
 /* Whether mod carries measured times of this cluster's GPU (measured_device
  * names it): then they, not a cost model, time it. */
 static inline int sc_measured_here(const sc_cluster *c, const sc_module *mod)

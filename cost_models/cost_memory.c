@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cost.h"
+#include "cost_int.h"
 
 static const char *const rc_names[] = {"none", "selective", "full"};
 
@@ -124,24 +124,15 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                       (int)cfg->recompute);
     double tp = cfg->tp, dp = cfg->dp, k = cfg->inflight, mbs = cfg->mbs;
     double params = 0, saved = 0, selective = 0, max_layer = 0, layer_sum = 0, ckpt = 0;
-    double root = 0, unit = 0, unit_max = 0; /* ZeRO 3's units (sc_partition_layer_of) */
-    const sc_module *cur_layer = NULL, *cur_unit = NULL;
+    sc_units units = {0};
+    const sc_module *cur_layer = NULL;
     for (int i = 0; i < n; i++) {
         const sc_module *m = mods[i];
         double sh = m->tp_shardable ? tp : 1;
         /* flash attention keeps no scores whatever the recompute */
         double one = sc_cost_saved_bytes(m, cfg->tp, cfg->sp, cfg->attn == SC_ATTN_FLASH);
         params += m->params / sh;
-        const sc_module *u = sc_partition_layer_of(m);
-        if (!u) {
-            root += m->params / sh;
-        } else {
-            if (u != cur_unit)
-                unit = 0, cur_unit = u;
-            unit += m->params / sh;
-            if (unit > unit_max)
-                unit_max = unit;
-        }
+        sc_units_add(&units, m, m->params / sh);
         saved += one;
         selective += sc_cost_saved_bytes(m, cfg->tp, cfg->sp, 1);
         const sc_module *ly = layer_of(m);
@@ -172,7 +163,8 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
     if (cfg->zero >= 3)
         r.weights /= dp;
     double gw, gg;
-    r.gathered = sc_cost_zero3_gathered(cfg->dtype, params, root, unit_max, &gw, &gg);
+    r.gathered = sc_cost_zero3_gathered(cfg->dtype, params, units.root, units.layer_max, &gw,
+                                        &gg);
     if (cfg->zero >= 3 && cfg->dp > 1) {
         r.weights += gw;
         r.grads += gg;

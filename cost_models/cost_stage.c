@@ -73,8 +73,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         *in = (sc_stage_info){0};
         int f0 = part->first[s], n = part->first[s + 1] - f0;
         sc_module *const *mods = m->leaves + f0;
-        double params = 0, rc = 0, root = 0, layer = 0, layer_max = 0;
-        const sc_module *cur = NULL; /* the layer of the leaves summed in `layer` */
+        double params = 0, rc = 0;
+        sc_units units = {0};
         for (int i = 0; i < n; i++) {
             const sc_module *x = mods[i];
             double f, b, r = 0, w;
@@ -109,15 +109,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
             in->bwd_w_s += w;
             double sh = x->has_tp && x->tp_shardable ? tp : 1;
             params += x->params / sh;
-            const sc_module *L = sc_partition_layer_of(x);
-            if (!L) {
-                root += x->params / sh;
-            } else {
-                if (L != cur)
-                    layer = 0, cur = L;
-                layer += x->params / sh;
-                layer_max = fmax(layer_max, layer);
-            }
+            sc_units_add(&units, x, x->params / sh);
             if (x->has_tp && x->tp_bytes > 0) {
                 in->tp_bytes += x->tp_bytes * mbs;
                 in->tp_count++;
@@ -135,7 +127,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         }
         in->grad_bytes = params * gb;
         in->param_bytes = params * wb;
-        in->unit_bytes = cur ? fmin(params, root + layer_max) * wb : in->param_bytes;
+        in->unit_bytes =
+            units.cur ? fmin(params, units.root + units.layer_max) * wb : in->param_bytes;
         in->recompute_s = cfg->recompute == SC_RECOMPUTE_FULL        ? in->fwd_s
                           : cfg->recompute == SC_RECOMPUTE_SELECTIVE ? rc
                                                                      : 0;
