@@ -252,6 +252,14 @@ int sc_inflight(const char *schedule, int pp, int m, int v, int r)
     return pp - r < m ? pp - r : m; /* 1f1b */
 }
 
+/* Stage s's recompute before each backward under recompute mode `mode`. */
+static inline double stage_rc(const sc_stage_table *t, int s, int mode)
+{
+    return mode == SC_RECOMPUTE_FULL        ? t->f[s] + t->tp_s[s]
+           : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
+                                            : 0;
+}
+
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
                       sc_dtype dt, sc_estimate *out)
 {
@@ -265,9 +273,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         double F = 0, B = 0, W = 0;
         for (int ch = 0; ch < v; ch++) {
             int s = ch * pp + r;
-            double rc = mode == SC_RECOMPUTE_FULL ? t->f[s] + t->tp_s[s]
-                        : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
-                                                         : 0;
+            double rc = stage_rc(t, s, mode);
             F += t->f[s] + t->tp_s[s];
             B += t->b[s] + t->tp_s[s] + rc;
             W += t->w[s];
@@ -367,13 +373,19 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                                  : ag;
                 double rs = coll_time(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v,
                                       x + 2 * SC_RAMP_GRADS_V, dp, per_node, 1, NULL);
+                /* the position's stream: its forwards, backwards, recomputes
+                 * and tp collectives, during all of which the gathers move */
                 double busy = 0;
-                for (int ch = 0; ch < v; ch++)
-                    busy += m * (t->f[ch * pp + r] + t->b[ch * pp + r]);
+                for (int ch = 0; ch < v; ch++) {
+                    int s = ch * pp + r;
+                    busy += m * (t->f[s] + t->b[s] + 2 * t->tp_s[s] + stage_rc(t, s, mode));
+                }
                 /* the compute beside them progresses at 1 / (1 + kappa): for
                  * total of gathers it loses total kappa / (1 + kappa), kappa
                  * busy at most (all of it slowed) */
                 double total = m * v * (2 * ag + rs);
+                /* the gathers move through the pipeline's bubbles too */
+                busy = fmax(busy, pipe);
                 double lost = fmin(kappa * busy, total * kappa / (1 + kappa));
                 zero3 = fmax(zero3, ag1 + fmax(total - busy, lost));
             }
