@@ -318,6 +318,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     if (pn > pp)
         pn = pp;
     double blk_cur = 0, blk_work = 0, blk_hide = 0, blk_solo = 0, blk_opt = 0, blk_dpx = 0;
+    double z_total = 0, z_busy = 0, z_ag1 = 0, z_lost = 0; /* ZeRO 3's, per block */
     int blk_n = 0;
     for (int r = 0; r < pp; r++) {
         double work = 0, hide = 0;
@@ -364,10 +365,13 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                  * every B share the NICs; what exceeds the position's
                  * compute is exposed, and the step's first unit always is
                  * (lower.h) */
-                double ag = coll_time(c, SC_COLL_ALLGATHER, P * wb / v, P * wb / v,
-                                      x + 2 * SC_RAMP_PARAMS_V, dp, per_node, 1, NULL);
+                /* the stage's own parameters: a tied copy held for another
+                 * position is not gathered (its gradient is allreduced) */
+                double Pv = grads / gb * wb / v;
+                double ag = coll_time(c, SC_COLL_ALLGATHER, Pv, Pv, x + 2 * SC_RAMP_GRADS_V, dp,
+                                      per_node, 1, NULL);
                 double U = t->unit[r];
-                double ag1 = U > 0 && U < P * wb / v
+                double ag1 = U > 0 && U < Pv
                                  ? coll_time(c, SC_COLL_ALLGATHER, U, U, x + 2 * SC_RAMP_UNIT, dp,
                                              per_node, 1, NULL)
                                  : ag;
@@ -387,7 +391,13 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 /* the gathers move through the pipeline's bubbles too */
                 busy = fmax(busy, pipe);
                 double lost = fmin(kappa * busy, total * kappa / (1 + kappa));
-                zero3 = fmax(zero3, ag1 + fmax(total - busy, lost));
+                /* the positions of a node share its NICs: what one leaves
+                 * idle the others take, so the node's work is their mean at
+                 * the shares coll_time gives them all at once */
+                z_total += total;
+                z_busy = fmax(z_busy, busy);
+                z_ag1 = fmax(z_ag1, ag1);
+                z_lost = fmax(z_lost, lost);
             }
         }
         /* the tie's allreduce among the positions holding it: on one node when a
@@ -407,6 +417,9 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         blk_opt = fmax(blk_opt, opt);
         blk_dpx = fmax(blk_dpx, dpx);
         if (++blk_n == pn || r == pp - 1) {
+            if (cfg->zero == 3 && dp > 1)
+                zero3 = fmax(zero3, z_ag1 + fmax(z_total / blk_n - z_busy, z_lost));
+            z_total = z_busy = z_ag1 = z_lost = 0;
             double nic = blk_work / blk_n - blk_hide + blk_opt;
             double t_blk = blk_n > 1 ? fmin(blk_cur, fmax(nic, blk_solo)) : blk_cur;
             tail = fmax(tail, t_blk);

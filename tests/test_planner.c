@@ -89,33 +89,36 @@ TEST(planner_estimate_tracks_sim)
     }
 }
 
-/* ZeRO 3 without a pipeline, bound by its gathers (gpt-1.3b at dp 16 and 32 over
- * EFA): the gathers move during the whole of the position's stream, its tp
- * allreduces and recomputes too, so only what exceeds all of it is exposed. The
- * estimate once set them against the forwards and backwards alone: +7.1% and
- * +9.1% against the simulator; now -1.3% and +1.3%. */
+/* ZeRO 3 bound by its gathers (gpt-1.3b, tp 2, over 16 p4d nodes' EFA): the
+ * gathers move during the whole of the position's stream, its tp allreduces and
+ * recomputes too, and through the pipeline's bubbles; the positions of a node
+ * share its NICs, and a tied copy is not gathered. The estimate once set the
+ * gathers against the forwards and backwards alone, at the share of every
+ * position at once: +7.1% and +9.1% against the simulator without a pipeline,
+ * +11% and +24% with 2 and 4 stages; now -1.3%, +1.3%, +4.4%, +3.3%. */
 TEST(planner_estimate_zero3_comm_bound)
 {
     struct {
-        int dp, m;
-    } cs[] = {{16, 8}, {32, 4}};
+        int dp, pp, m;
+        double tol;
+    } cs[] = {{16, 1, 8, 0.04}, {32, 1, 4, 0.04}, {16, 2, 8, 0.07}, {8, 4, 16, 0.07}};
     for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
         sc_model *m;
         sc_cluster c;
         sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 16, &m, &c);
         REQUIRE(m);
-        sc_step_cfg cfg = {.dp = cs[i].dp, .tp = 2, .pp = 1, .v = 1, .m = cs[i].m, .mbs = 1,
-                           .zero = 3, .recompute = SC_RECOMPUTE_SELECTIVE, .schedule = "1f1b",
-                           .one_replica = 1};
+        sc_step_cfg cfg = {.dp = cs[i].dp, .tp = 2, .pp = cs[i].pp, .v = 1, .m = cs[i].m,
+                           .mbs = 1, .zero = 3, .recompute = SC_RECOMPUTE_SELECTIVE,
+                           .schedule = "1f1b", .one_replica = 1};
         sc_estimate e;
         sc_step_result *r;
         sc_error err;
         REQUIRE(sc_estimate_step(m, &c, &cfg, &e, &err) == SC_OK);
         REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
         CHECK(r->breakdown.dp > 0.3 * r->step_time_s); /* bound by the gathers */
-        if (fabs(e.step_s / r->step_time_s - 1) > 0.04)
-            sc_test_fail(__FILE__, __LINE__, "dp %d: estimate %.4f s vs simulated %.4f s",
-                         cs[i].dp, e.step_s, r->step_time_s);
+        if (fabs(e.step_s / r->step_time_s - 1) > cs[i].tol)
+            sc_test_fail(__FILE__, __LINE__, "dp %d pp %d: estimate %.4f s vs simulated %.4f s",
+                         cs[i].dp, cs[i].pp, e.step_s, r->step_time_s);
         sc_step_result_free(r);
         sc_model_free(m);
     }
