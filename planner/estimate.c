@@ -224,7 +224,6 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         int K = sc_cost_bucket_count(t.grad[r], SC_DEFAULT_BUCKET_BYTES);
         ramps_of(c, t.grad[r] / K, x + 2 * SC_RAMP_BUCKET);
         ramps_of(c, t.params[r] * wb, x + 2 * SC_RAMP_PARAMS);
-        ramps_of(c, t.params[r] * wb / v, x + 2 * SC_RAMP_PARAMS_V);
         ramps_of(c, grads / v, x + 2 * SC_RAMP_GRADS_V);
         ramps_of(c, t.unit[r], x + 2 * SC_RAMP_UNIT);
     }

@@ -29,8 +29,8 @@ typedef struct sc_stage_table {
      * per table (a pow each: per candidate they cost more than the rest of the
      * estimate): per position x SC_RAMP_N sizes x 2 link classes (intra, inter), and
      * the shared group's allreduce. Sizes: a data-parallel bucket at the default bucket
-     * size, the position's parameters (P·w), per chunk (P·w/v), its gradients per
-     * chunk, ZeRO 3's first gather (unit). */
+     * size, the position's parameters (P·w), its gradients per chunk (also ZeRO 3's
+     * gather of a chunk's own parameters), ZeRO 3's first gather (unit). */
     double *ramp;
     double ramp_shared[2];
 } sc_stage_table;
@@ -38,7 +38,6 @@ typedef struct sc_stage_table {
 enum {
     SC_RAMP_BUCKET = 0,
     SC_RAMP_PARAMS,
-    SC_RAMP_PARAMS_V,
     SC_RAMP_GRADS_V,
     SC_RAMP_UNIT,
     SC_RAMP_N
