@@ -380,9 +380,8 @@ static void from_spec(const spec *s, sc_cluster *c)
     set_eff(c, 0.75, 0.85, 1 * US, s->inter_alpha, 2 * GIB);
     snprintf(c->eff.provenance, sizeof c->eff.provenance, "%s", s->sources);
     set_comm_fit(c);
-    if (s->sms > 0) /* the GPUs [C1] measured (header comment) */
-        c->eff.overlap_slowdown = SC_OVERLAP_SLOWDOWN;
-    if (s->sms > 0)
+    if (s->sms > 0) {
+        c->eff.overlap_slowdown = SC_OVERLAP_SLOWDOWN; /* the GPUs [C1] measured */
         c->eff.gemm = (sc_cluster_gemm){.sms = s->sms,
                                         .eff_max = s->gemm_eff,
                                         .tile_m = 256,
@@ -392,6 +391,7 @@ static void from_spec(const spec *s, sc_cluster *c)
                                         .flash_fwd = s->flash_fwd,
                                         .flash_bwd = s->flash_bwd,
                                         .sustained = s->sustained};
+    }
 }
 
 /* fp32 FLOP/s of one core: FMA lanes x 2 FLOP x 2 FMA units per cycle

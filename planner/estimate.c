@@ -251,14 +251,6 @@ int sc_inflight(const char *schedule, int pp, int m, int v, int r)
     return pp - r < m ? pp - r : m; /* 1f1b */
 }
 
-/* Stage s's recompute before each backward under recompute mode `mode`. */
-static inline double stage_rc(const sc_stage_table *t, int s, int mode)
-{
-    return mode == SC_RECOMPUTE_FULL        ? t->f[s] + t->tp_s[s]
-           : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
-                                            : 0;
-}
-
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
                       sc_dtype dt, sc_estimate *out)
 {
@@ -272,7 +264,9 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         double F = 0, B = 0, W = 0;
         for (int ch = 0; ch < v; ch++) {
             int s = ch * pp + r;
-            double rc = stage_rc(t, s, mode);
+            double rc = mode == SC_RECOMPUTE_FULL ? t->f[s] + t->tp_s[s]
+                        : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
+                                                         : 0;
             F += t->f[s] + t->tp_s[s];
             B += t->b[s] + t->tp_s[s] + rc;
             W += t->w[s];
@@ -317,7 +311,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     if (pn > pp)
         pn = pp;
     double blk_cur = 0, blk_work = 0, blk_hide = 0, blk_solo = 0, blk_opt = 0, blk_dpx = 0;
-    double z_total = 0, z_busy = 0, z_ag1 = 0, z_lost = 0; /* ZeRO 3's, per block */
+    double z_total = 0, z_ag1 = 0, z_lost = 0; /* ZeRO 3's, per block */
     int blk_n = 0;
     for (int r = 0; r < pp; r++) {
         double work = 0, hide = 0;
@@ -376,25 +370,18 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                                  : ag;
                 double rs = coll_time(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v,
                                       x + 2 * SC_RAMP_GRADS_V, dp, per_node, 1, NULL);
-                /* the position's stream: its forwards, backwards, recomputes
-                 * and tp collectives, during all of which the gathers move */
-                double busy = 0;
-                for (int ch = 0; ch < v; ch++) {
-                    int s = ch * pp + r;
-                    busy += m * (t->f[s] + t->b[s] + 2 * t->tp_s[s] + stage_rc(t, s, mode));
-                }
+                /* the gathers move during the whole pipeline so far: every
+                 * op of the position's stream (forwards, backwards,
+                 * recomputes, tp collectives; m T_r <= pipe) and its bubbles */
+                double total = m * v * (2 * ag + rs);
                 /* the compute beside them progresses at 1 / (1 + kappa): for
                  * total of gathers it loses total kappa / (1 + kappa), kappa
-                 * busy at most (all of it slowed) */
-                double total = m * v * (2 * ag + rs);
-                /* the gathers move through the pipeline's bubbles too */
-                busy = fmax(busy, pipe);
-                double lost = fmin(kappa * busy, total * kappa / (1 + kappa));
+                 * pipe at most (all of it slowed) */
+                double lost = fmin(kappa * pipe, total * kappa / (1 + kappa));
                 /* the positions of a node share its NICs: what one leaves
                  * idle the others take, so the node's work is their mean at
                  * the shares coll_time gives them all at once */
                 z_total += total;
-                z_busy = fmax(z_busy, busy);
                 z_ag1 = fmax(z_ag1, ag1);
                 z_lost = fmax(z_lost, lost);
             }
@@ -417,8 +404,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         blk_dpx = fmax(blk_dpx, dpx);
         if (++blk_n == pn || r == pp - 1) {
             if (cfg->zero == 3 && dp > 1)
-                zero3 = fmax(zero3, z_ag1 + fmax(z_total / blk_n - z_busy, z_lost));
-            z_total = z_busy = z_ag1 = z_lost = 0;
+                zero3 = fmax(zero3, z_ag1 + fmax(z_total / blk_n - pipe, z_lost));
+            z_total = z_ag1 = z_lost = 0;
             double nic = blk_work / blk_n - blk_hide + blk_opt;
             double t_blk = blk_n > 1 ? fmin(blk_cur, fmax(nic, blk_solo)) : blk_cur;
             tail = fmax(tail, t_blk);

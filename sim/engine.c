@@ -51,6 +51,7 @@ struct sc_sim {
     int32_t *sp_open, *sp_close, *sp_res;
     int32_t *sp_by_open, *sp_by_close; /* run time: span ids sorted by task */
     uint8_t *sp_state;                 /* run time: 0 not yet open, 1 open, 2 closed */
+    uint64_t *sp_key;                  /* run time: sort scratch */
     uint8_t *t_span;                   /* run time: bit 0 a task opens spans, bit 1 closes */
     int span_cap_t;
 
@@ -158,6 +159,7 @@ void sc_sim_free(sc_sim *s)
     sc_free(s->sp_by_open);
     sc_free(s->sp_by_close);
     sc_free(s->sp_state);
+    sc_free(s->sp_key);
     sc_free(s->t_span);
     for (int i = 0; i < s->nl; i++) {
         sc_free(s->l_name[i]);
@@ -296,7 +298,9 @@ int sc_sim_set_slowdown(sc_sim *s, int resource, double factor)
     return 0;
 }
 
-static const size_t sizes_csp[] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+static const size_t sizes_csp[] = {sizeof(int32_t), sizeof(int32_t),  sizeof(int32_t),
+                                   sizeof(int32_t), sizeof(int32_t),  sizeof(uint8_t),
+                                   sizeof(uint64_t)};
 
 int sc_sim_add_span(sc_sim *s, int open, int close, int resource)
 {
@@ -308,7 +312,8 @@ int sc_sim_add_span(sc_sim *s, int open, int close, int resource)
     if (s->nsp >= INT32_MAX - 1)
         return fail(s, SC_EINVAL, "sim: too many spans");
     if (GROW(s, s->nsp + 1, csp, (void **)&s->sp_open, (void **)&s->sp_close,
-             (void **)&s->sp_res))
+             (void **)&s->sp_res, (void **)&s->sp_by_open, (void **)&s->sp_by_close,
+             (void **)&s->sp_state, (void **)&s->sp_key))
         return fail(s, SC_ENOMEM, "sim: out of memory adding a span");
     s->sp_open[s->nsp] = open;
     s->sp_close[s->nsp] = close;
@@ -547,12 +552,12 @@ static int lower_bound(const int32_t *ids, const int32_t *key, int n, int t)
  * old END event is dropped when popped). */
 static sc_status span_step(sc_sim *s, int r, int d, double now)
 {
+    double old = slow_rate(s, r);
     int was = s->r_open[r] > 0;
     s->r_open[r] += d;
-    int t = s->r_cur[r];
-    if (was == (s->r_open[r] > 0) || !(s->r_slow[r] > 0) || t < 0)
+    int t = s->r_cur[r]; /* set only on a resource with a slowdown */
+    if (was == (s->r_open[r] > 0) || t < 0)
         return SC_OK;
-    double old = was ? 1 / (1 + s->r_slow[r]) : 1;
     s->r_rem[r] = fmax(0, s->r_rem[r] - (now - s->r_tl[r]) * old);
     s->r_tl[r] = now;
     s->r_pe[r] = now + s->r_rem[r] / slow_rate(s, r);
@@ -937,28 +942,14 @@ static sc_status prepare(sc_sim *s)
             s->t_span = f;
             s->span_cap_t = nt + 1;
         }
-        int32_t *a = sc_realloc(s->sp_by_open, (size_t)s->nsp * sizeof *a);
-        if (a)
-            s->sp_by_open = a;
-        int32_t *b2 = a ? sc_realloc(s->sp_by_close, (size_t)s->nsp * sizeof *b2) : NULL;
-        if (b2)
-            s->sp_by_close = b2;
-        uint8_t *st = b2 ? sc_realloc(s->sp_state, (size_t)s->nsp) : NULL;
-        if (!st)
-            return SC_ENOMEM;
-        s->sp_state = st;
-        uint64_t *tmp = sc_malloc((size_t)s->nsp * sizeof *tmp);
-        if (!tmp)
-            return SC_ENOMEM;
         memset(s->t_span, 0, (size_t)nt);
         memset(s->sp_state, 0, (size_t)s->nsp);
         for (int k = 0; k < s->nsp; k++) {
             s->t_span[s->sp_open[k]] |= 1;
             s->t_span[s->sp_close[k]] |= 2;
         }
-        sort_spans(s->sp_by_open, s->sp_open, s->nsp, tmp);
-        sort_spans(s->sp_by_close, s->sp_close, s->nsp, tmp);
-        sc_free(tmp);
+        sort_spans(s->sp_by_open, s->sp_open, s->nsp, s->sp_key);
+        sort_spans(s->sp_by_close, s->sp_close, s->nsp, s->sp_key);
     }
     for (int t = 0; t < nt; t++) {
         s->t_start[t] = -1;
@@ -1073,7 +1064,6 @@ const sc_sim_tag *sc_sim_task_tag(const sc_sim *s, int t)
 int sc_sim_task_resource(const sc_sim *s, int t) { return s->t_res[t]; }
 double sc_sim_task_start(const sc_sim *s, int t) { return s->ran ? s->t_start[t] : NAN; }
 double sc_sim_task_end(const sc_sim *s, int t) { return s->ran ? s->t_end[t] : NAN; }
-double sc_sim_task_value(const sc_sim *s, int t) { return s->t_val[t]; }
 double sc_sim_resource_busy(const sc_sim *s, int r) { return s->r_busy[r]; }
 const char *sc_sim_resource_name(const sc_sim *s, int r) { return s->r_name[r]; }
 double sc_sim_link_bytes(const sc_sim *s, int l) { return s->l_bytes[l]; }

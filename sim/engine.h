@@ -127,9 +127,6 @@ const sc_sim_tag *sc_sim_task_tag(const sc_sim *s, int task);
 int sc_sim_task_resource(const sc_sim *s, int task); /* -1 if none */
 double sc_sim_task_start(const sc_sim *s, int task);
 double sc_sim_task_end(const sc_sim *s, int task);
-/* A COMPUTE task's duration as added (its end - start is longer when a
- * slowdown applied); a flow's bytes; 0 for a marker. */
-double sc_sim_task_value(const sc_sim *s, int task);
 /* Sum of the durations of the tasks run on the resource. */
 double sc_sim_resource_busy(const sc_sim *s, int resource);
 const char *sc_sim_resource_name(const sc_sim *s, int resource);

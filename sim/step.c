@@ -608,16 +608,6 @@ static void tp_members(builder *b, int d, int p, int *out)
         }
 }
 
-/* A data-parallel collective (coll: allreduce, reduce-scatter or allgather of S
- * bytes, nccl-tests' size) of communicator (p, t) after deps[0..nrep) (one task
- * per simulated replica). Simulating every replica, it is add_allreduce or
- * add_ring over the dp members. Simulating replica 0 alone (one_replica), its
- * member stands for all: by the symmetry of the default placement every
- * replica runs the same ops at the same times, and a ring (or NCCL's tree)
- * through a node leaves it once and enters it once, so the collective's
- * inter-node traffic becomes one flow through its node's NIC out and in, and
- * (when several members share the node) its intra-node traffic one flow
- * through its GPU's ports. */
 /* Contention: the compute streams of position p's replicas run slower
  * while the collective [start, end] of tp rank 0 runs (the other tp ranks'
  * run beside it on the same groups; engine.h, sc_sim_add_span). */
@@ -629,22 +619,34 @@ static void contend(builder *b, int p, int t, int start, int end)
         sc_sim_add_span(b->sim, start, end, b->grp[d * b->pp + p].stream);
 }
 
-static int dp_coll1(builder *b, int p, int t, sc_coll coll, double S, const int *deps,
-                    int *chain, int op, int stage, int chunk, int mb, int *start_out);
+static int dp_coll_flows(builder *b, int p, int t, sc_coll coll, double S, const int *deps,
+                         int *chain, int op, int stage, int chunk, int mb, int *start_out);
 
+/* A data-parallel collective (coll: allreduce, reduce-scatter or allgather of S
+ * bytes, nccl-tests' size) of communicator (p, t) after deps[0..nrep) (one task
+ * per simulated replica). Simulating every replica, it is add_allreduce or
+ * add_ring over the dp members. Simulating replica 0 alone (one_replica), its
+ * member stands for all: by the symmetry of the default placement every
+ * replica runs the same ops at the same times, and a ring (or NCCL's tree)
+ * through a node leaves it once and enters it once, so the collective's
+ * inter-node traffic becomes one flow through its node's NIC out and in, and
+ * (when several members share the node) its intra-node traffic one flow
+ * through its GPU's ports.
+ * Its replicas' compute streams run slower while it runs (contend). */
 static int dp_coll(builder *b, int p, int t, sc_coll coll, double S, const int *deps,
                    int *chain, int op, int stage, int chunk, int mb, int *start_out)
 {
     int s0 = -1;
-    int e = dp_coll1(b, p, t, coll, S, deps, chain, op, stage, chunk, mb, &s0);
+    int e = dp_coll_flows(b, p, t, coll, S, deps, chain, op, stage, chunk, mb, &s0);
     contend(b, p, t, s0, e);
     if (start_out)
         *start_out = s0;
     return e;
 }
 
-static int dp_coll1(builder *b, int p, int t, sc_coll coll, double S, const int *deps,
-                    int *chain, int op, int stage, int chunk, int mb, int *start_out)
+/* dp_coll's tasks: its markers, latency and flows. */
+static int dp_coll_flows(builder *b, int p, int t, sc_coll coll, double S, const int *deps,
+                         int *chain, int op, int stage, int chunk, int mb, int *start_out)
 {
     int dp = b->dp, ar = coll == SC_COLL_ALLREDUCE;
     double vol = ar ? 2.0 * (dp - 1) / dp * S : (dp - 1.0) / dp * S;
