@@ -21,9 +21,10 @@ static void calibrate_help(void)
            "plans) the HBM efficiency, by GSL nonlinear least squares; links: alpha and beta\n"
            "per link class (and per collective, reported) by GSL weighted linear least\n"
            "squares; bench files run with --cold apart, as the link's cold line (what\n"
-           "data-parallel collectives run at). Writes C with the fitted values, their\n"
-           "standard errors, R², MAPE and provenance. --date fixes the recorded date\n"
-           "(default: now, UTC).\n\n"
+           "data-parallel collectives run at); from measured timelines whose compute ran\n"
+           "beside data-parallel collectives, the overlap slowdown (how much longer it\n"
+           "ran there than alone). Writes C with the fitted values, their standard errors,\n"
+           "R², MAPE and provenance. --date fixes the recorded date (default: now, UTC).\n\n"
            "Quality gates: every fit needs %d distinct points per parameter, R² >= %.2f, no\n"
            "parameter at a limit of its fit and a MAPE <= %.0f%% (links %.0f%%, host fits\n"
            "%.0f%%); every\n"
@@ -49,6 +50,9 @@ static cJSON *report_json(const sc_calib_report *rep, const char *out, int writt
     cJSON_AddNumberToObject(j, "op_overhead_s", rep->overhead_s);
     cJSON_AddNumberToObject(j, "memory_bw", rep->memory_bw);
     cJSON_AddNumberToObject(j, "bwd_factor", rep->bwd_factor);
+    cJSON_AddNumberToObject(j, "overlap_points", rep->n_overlap);
+    if (rep->n_overlap > 0)
+        cJSON_AddNumberToObject(j, "overlap_slowdown", rep->overlap_slowdown);
     cJSON *a = cJSON_AddArrayToObject(j, "fits");
     for (int i = 0; i < rep->n_fits; i++) {
         const sc_calib_fit *f = &rep->fits[i];
@@ -104,6 +108,9 @@ static void report_text(const sc_calib_report *rep, const sc_cluster *base)
         } else if (!strncmp(f->what, "gemm model", 10)) { /* efficiency.gemm */
             snprintf(a, sizeof a, "eff_max %.3f ± %.3f", f->a, f->se_a);
             snprintf(b, sizeof b, "kernel %.3g ± %.2g s", f->b, f->se_b);
+        } else if (!strcmp(f->what, "overlap slowdown")) { /* efficiency.overlap_slowdown */
+            snprintf(a, sizeof a, "k %.3f ± %.3f", f->a, f->se_a);
+            snprintf(b, sizeof b, "-");
         } else if (!strncmp(f->what, "compute", 7)) {
             snprintf(a, sizeof a, "eff_max %.3f ± %.3f", f->a, f->se_a);
             snprintf(b, sizeof b, "f_half %.3g ± %.2g", f->b, f->se_b);
@@ -128,6 +135,10 @@ static void report_text(const sc_calib_report *rep, const sc_cluster *base)
     if (rep->n_ops > 0)
         printf("backward factor %.3f ± %.2g (backward FLOPs' time relative to forward)\n",
                rep->bwd_factor, rep->bwd_factor_se);
+    if (rep->n_overlap > 0)
+        printf("overlap slowdown %.3f ± %.2g (compute beside data-parallel collectives runs "
+               "this much longer; %d op groups)\n",
+               rep->overlap_slowdown, rep->overlap_se, rep->n_overlap);
     if (rep->notes[0])
         printf("note: %s\n", rep->notes);
     printf("quality gates: %d judged, %d failed\n", rep->n_gates, rep->n_failed);

@@ -1197,6 +1197,133 @@ static void fit_host(ctx *c, sc_cluster *out, sc_calib_report *rep)
     }
 }
 
+/* ---- the overlap slowdown ----------------------------------------------------------- */
+
+/* An overlap point's duration with slowdown k: its lone work t0, a share phi
+ * of its span at rate 1 / (1 + k) (calibrate.h). */
+static double overlap_pred(const sc_calib_overlap *q, double k)
+{
+    return q->t0 / (1 - q->phi + q->phi / (1 + k));
+}
+
+static double overlap_ss(const sc_calib_points *pts, double k)
+{
+    double ss = 0;
+    for (int i = 0; i < pts->n_overlap; i++) {
+        double r = overlap_pred(&pts->overlap[i], k) / pts->overlap[i].t - 1;
+        ss += r * r;
+    }
+    return ss;
+}
+
+#define OVERLAP_HI 1.0 /* the cluster file's limit (cluster.h) */
+
+static void fit_overlap(ctx *c, sc_cluster *out, sc_calib_report *rep)
+{
+    const sc_calib_points *pts = c->pts;
+    int n = pts->n_overlap;
+    if (n == 0) {
+        if (pts->n_plans > 0)
+            add_note(rep, "overlap slowdown kept at %.3g: no measured compute op ran beside a "
+                     "data-parallel collective", out->eff.overlap_slowdown);
+        return;
+    }
+    /* golden-section search of [0, 1], then the ends: a point's duration
+     * rises with k and flattens, so the squared residuals have one minimum
+     * for all practical points */
+    const double g = (sqrt(5.0) - 1) / 2;
+    double lo = 0, hi = OVERLAP_HI;
+    double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
+    double fa = overlap_ss(pts, a), fb = overlap_ss(pts, b);
+    for (int it = 0; it < 200 && hi - lo > 1e-12; it++) {
+        if (fa <= fb) {
+            hi = b, b = a, fb = fa;
+            a = hi - g * (hi - lo);
+            fa = overlap_ss(pts, a);
+        } else {
+            lo = a, a = b, fa = fb;
+            b = lo + g * (hi - lo);
+            fb = overlap_ss(pts, b);
+        }
+    }
+    double k = (lo + hi) / 2;
+    if (overlap_ss(pts, 0) <= overlap_ss(pts, k))
+        k = 0;
+    if (overlap_ss(pts, OVERLAP_HI) < overlap_ss(pts, k))
+        k = OVERLAP_HI;
+    /* statistics: relative residuals measured/predicted - 1, R² of the times,
+     * the standard error from the residuals and the slope in k */
+    double mape = 0, rm = 0, rv = 0, mean = 0, ssr = 0, sst = 0, jj = 0, ss = 0;
+    for (int i = 0; i < n; i++)
+        mean += pts->overlap[i].t / n;
+    for (int i = 0; i < n; i++) {
+        const sc_calib_overlap *q = &pts->overlap[i];
+        double p = overlap_pred(q, k), r = q->t / p - 1, d = q->t0 * q->phi /
+                   ((1 + k) * (1 + k) * pow(1 - q->phi + q->phi / (1 + k), 2));
+        mape += fabs(p / q->t - 1) / n;
+        rm += r / n;
+        ssr += (q->t - p) * (q->t - p);
+        sst += (q->t - mean) * (q->t - mean);
+        ss += (p / q->t - 1) * (p / q->t - 1);
+        jj += d / q->t * (d / q->t);
+    }
+    for (int i = 0; i < n; i++) {
+        double r = pts->overlap[i].t / overlap_pred(&pts->overlap[i], k) - 1;
+        rv += (r - rm) * (r - rm);
+    }
+    double se = n > 1 && jj > 0 ? sqrt(ss / (n - 1) / jj) : 0;
+    double r2 = sst > 0 ? 1 - ssr / sst : 0;
+    int distinct_pts = 0;
+    {
+        double *u = sc_malloc(sizeof *u * (size_t)n), *v = sc_malloc(sizeof *v * (size_t)n);
+        int *fi = sc_malloc(sizeof *fi * (size_t)n);
+        char files[160] = "";
+        if (u && v && fi) {
+            for (int i = 0; i < n; i++) {
+                u[i] = pts->overlap[i].t0;
+                v[i] = pts->overlap[i].phi;
+                fi[i] = pts->overlap[i].file;
+            }
+            distinct_pts = distinct(u, v, n);
+            file_list(pts, fi, n, files, sizeof files);
+        } else {
+            distinct_pts = n;
+        }
+        sc_free(u), sc_free(v), sc_free(fi);
+        /* R² is not judged: the lone durations t0 explain nearly all of the
+         * times' spread, so it says nothing about k */
+        fit_gates(rep, "overlap slowdown", files, distinct_pts, 1, "ops beside collectives",
+                  NAN, " of the ops beside collectives", mape, SC_CALIB_MAPE_CEILING,
+                  "exec a plan with data parallelism and more microbatches, so that more "
+                  "kinds of op run beside the gradient reduction",
+                  "the ops beside collectives do not slow as one factor says: rerun exec on a "
+                  "quiet machine");
+        bound_gate(rep, "overlap slowdown", files, "slowdown", k, -INFINITY, OVERLAP_HI,
+                   "the ops beside collectives took more than twice their time alone: they "
+                   "waited for something besides the device (check the timeline)");
+    }
+    out->eff.overlap_slowdown = k;
+    out->eff.fits.overlap = (sc_fit_stats){n, r2, mape, n > 1 ? sqrt(rv / (n - 1)) : 0,
+                                           {se, 0}};
+    rep->n_overlap = n;
+    rep->overlap_slowdown = k;
+    rep->overlap_se = se;
+    if (rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
+        sc_calib_fit f = {0};
+        f.n = n;
+        f.a = k;
+        f.se_a = se;
+        f.r2 = NAN; /* not judged (above) */
+        f.mape = mape;
+        f.rel_sd = out->eff.fits.overlap.rel_sd;
+        f.mape_before = 0;
+        for (int i = 0; i < n; i++)
+            f.mape_before += fabs(overlap_pred(&pts->overlap[i], c->base->eff.overlap_slowdown) /
+                                  pts->overlap[i].t - 1) / n;
+        snprintf(f.what, sizeof f.what, "overlap slowdown");
+        rep->fits[rep->n_fits++] = f;
+    }
+}
 
 /* ---- driver ------------------------------------------------------------------------- */
 
@@ -1226,6 +1353,9 @@ static void check_points(const sc_calib_points *pts)
     }
     for (int i = 0; i < pts->n_host; i++)
         assert(pts->host[i].link >= 0 && pts->host[i].link < SC_LINK_N);
+    for (int i = 0; i < pts->n_overlap; i++)
+        assert(pts->overlap[i].t > 0 && pts->overlap[i].t0 > 0 &&
+               pts->overlap[i].phi >= SC_CALIB_OVERLAP_MIN_PHI && pts->overlap[i].phi <= 1);
 }
 
 /* The refusal: the first failed gate in full, and how many more. */
@@ -1280,8 +1410,10 @@ sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts
         st = fit_gemm_model(&c, &res, rep, err);
     if (!st)
         st = fit_links(&c, &res, rep, err);
-    if (!st)
+    if (!st) {
         fit_host(&c, &res, rep);
+        fit_overlap(&c, &res, rep);
+    }
     rep->n_gemm = pts->n_gemm;
     rep->n_ops = pts->n_ops;
     rep->n_comm = pts->n_link;

@@ -65,6 +65,15 @@
  *     per byte h = sum(gap) / sum(bytes) (least squares through the origin,
  *     weights 1/bytes), capped at 1e-6 s/B; fewer points leave the base's
  *     value.
+ *   the overlap slowdown (efficiency.overlap_slowdown, from measured steps
+ *     whose compute ops ran beside data-parallel collectives,
+ *     sc_calib_overlap): k in [0, 1] minimising the squared relative
+ *     residuals of t0 / (1 - phi + phi / (1 + k)) against t (golden-section
+ *     search; a one-parameter fit), its standard error from the residuals
+ *     and the model's slope in k. Gated like the compute fits ("overlap
+ *     slowdown": points, R², MAPE, and k at its upper limit 1; k = 0 is a
+ *     floor: nothing measurable). Without such points the input's k is
+ *     kept, said in the notes.
  * Each fit records n, R² (of the times), MAPE and the standard deviation of
  * the relative residuals (rel_sd), which sim and plan turn into error bars.
  *
@@ -147,6 +156,23 @@ typedef struct sc_calib_host {
     int file;
     int rank;                 /* the measured rank the gap is of (-1: unknown) */
 } sc_calib_host;
+
+/* A compute op (F, B, W or RECOMPUTE) of a measured step that ran beside its
+ * rank's data-parallel collectives (a gradient allreduce or reduce-scatter,
+ * a parameter allgather): t its duration, phi the share of t they
+ * overlapped (SC_CALIB_OVERLAP_MIN_PHI .. 1), t0 the median duration of the
+ * ops of its plan, stage and kind that ran with none beside them. The
+ * simulator's model (engine.h, sc_sim_add_span) runs compute at 1/(1 + k)
+ * while a collective is open, so such an op lasts
+ * t0 / (1 - phi + phi / (1 + k)); the overlap fit finds k. */
+typedef struct sc_calib_overlap {
+    double t, t0, phi;
+    int file;
+} sc_calib_overlap;
+
+/* An op with less of it overlapped says too little about k: neither alone
+ * nor a point. */
+#define SC_CALIB_OVERLAP_MIN_PHI 0.05
 
 /* ---- quality gates ------------------------------------------------------------
  * Before a calibrated cluster is written, every fit that sets a parameter
@@ -237,12 +263,13 @@ typedef struct sc_calib_gate {
  * reader judged (copied into the report). */
 typedef struct sc_calib_points {
     sc_dtype dtype;           /* of the compute points; (sc_dtype)-1 when there are none */
-    int n_gemm, n_ops, n_plans, n_link, n_host;
+    int n_gemm, n_ops, n_plans, n_link, n_host, n_overlap;
     sc_calib_gemm *gemm;
     sc_calib_op *ops;
     sc_calib_plan *plans;     /* what ops[].plan indexes */
     sc_calib_link *link;
     sc_calib_host *host;
+    sc_calib_overlap *overlap;
     int n_files;
     const char *const *files;
     int n_in_gates;
@@ -263,6 +290,8 @@ typedef struct sc_calib_fit {
 typedef struct sc_calib_report {
     int n_files, n_gemm, n_ops, n_comm;
     double overhead_s, overhead_se, memory_bw, memory_bw_se, bwd_factor, bwd_factor_se;
+    int n_overlap;                    /* overlap points; 0: overlap_slowdown kept */
+    double overlap_slowdown, overlap_se;
     int n_fits;
     sc_calib_fit fits[24];
     char notes[512];

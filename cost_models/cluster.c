@@ -152,7 +152,7 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
     static const char *const keys[] = {"date",      "inputs",    "compute",    "op_overhead",
                                        "intra",     "inter",     "intra_p2p",  "inter_p2p",
                                        "intra_host", "inter_host", "intra_cold", "inter_cold",
-                                       "gates_failed", "gemm", NULL};
+                                       "gates_failed", "gemm", "overlap", NULL};
     static const char *const ikeys[] = {"file", "digest", NULL};
     const char *date;
     const cJSON *inputs, *comp, *x;
@@ -196,6 +196,9 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
         return st;
     if ((st = sc_json_obj(o, file, "efficiency.fits", "gemm", 0, &x, err)) ||
         (x && (st = read_stats(x, file, "efficiency.fits.gemm", &f->gemm, err))))
+        return st;
+    if ((st = sc_json_obj(o, file, "efficiency.fits", "overlap", 0, &x, err)) ||
+        (x && (st = read_stats(x, file, "efficiency.fits.overlap", &f->overlap, err))))
         return st;
     for (int k = 0; k < LINK_FITS; k++)
         for (int l = 0; l < SC_LINK_N; l++) {
@@ -259,6 +262,7 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
         add_stats(comp, dtype_keys[d], &f->compute[d], oom);
     add_stats(o, "op_overhead", &f->overhead, oom);
     add_stats(o, "gemm", &f->gemm, oom);
+    add_stats(o, "overlap", &f->overlap, oom);
     for (int k = 0; k < LINK_FITS; k++)
         for (int l = 0; l < SC_LINK_N; l++) {
             char key[16];
@@ -867,7 +871,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         eq = eq && fa->n_failed == fb->n_failed;
         for (int i = 0; eq && i < fa->n_failed; i++)
             eq = !strcmp(fa->failed[i], fb->failed[i]);
-        enum { NS = SC_DTYPE_N + 2 + LINK_FITS * SC_LINK_N };
+        enum { NS = SC_DTYPE_N + 3 + LINK_FITS * SC_LINK_N };
         const sc_fit_stats *sa[NS], *sb[NS];
         for (int d = 0; d < SC_DTYPE_N; d++) {
             sa[d] = &fa->compute[d];
@@ -875,8 +879,10 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
         }
         sa[SC_DTYPE_N] = &fa->overhead;
         sb[SC_DTYPE_N] = &fb->overhead;
-        sa[NS - 1] = &fa->gemm;
-        sb[NS - 1] = &fb->gemm;
+        sa[NS - 2] = &fa->gemm;
+        sb[NS - 2] = &fb->gemm;
+        sa[NS - 1] = &fa->overlap;
+        sb[NS - 1] = &fb->overlap;
         for (int k = 0; k < LINK_FITS; k++)
             for (int l = 0; l < SC_LINK_N; l++) {
                 sa[SC_DTYPE_N + 1 + k * SC_LINK_N + l] = link_fit_c(fa, k, l);

@@ -129,6 +129,8 @@ typedef struct sc_cluster_fits {
     sc_fit_stats host[SC_LINK_N];         /* "intra_host", "inter_host" (optional) */
     sc_fit_stats link_cold[SC_LINK_N];    /* "intra_cold", "inter_cold" (optional) */
     sc_fit_stats gemm;                    /* "gemm" (optional): the efficiency.gemm fit */
+    sc_fit_stats overlap;                 /* "overlap" (optional): overlap_slowdown's fit
+                                             from measured steps (calibrate.h) */
     int n_failed;                          /* "gates_failed" (optional): what --force */
     char failed[SC_CLUSTER_MAX_GATES][SC_CLUSTER_GATE_LEN]; /* wrote past, one line each */
 } sc_cluster_fits;

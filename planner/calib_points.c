@@ -29,7 +29,7 @@ typedef struct opened {
 typedef struct reader {
     const sc_cluster *base;
     sc_calib_points pts;
-    int cap_gemm, cap_ops, cap_plans, cap_link, cap_host, cap_open;
+    int cap_gemm, cap_ops, cap_plans, cap_link, cap_host, cap_open, cap_overlap;
     opened *open; /* pts.n_plans of them */
     sc_provenance prov;    /* the first input's that records one */
     char prov_file[512];   /* and its name */
@@ -68,6 +68,7 @@ static void reader_free(reader *x)
     sc_free(x->pts.plans);
     sc_free(x->pts.link);
     sc_free(x->pts.host);
+    sc_free(x->pts.overlap);
     sc_free(x->gates);
 }
 
@@ -521,6 +522,106 @@ static sc_status op_points(reader *x, int plan, const sc_step_cfg *cfg, const sc
     return st;
 }
 
+static int by_begin(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The share of [s, e) that the merged intervals iv[0..n) ([start, end)
+ * pairs, sorted and disjoint) cover. */
+static double covered(const double *iv, int n, double s, double e)
+{
+    double c = 0;
+    for (int i = 0; i < n && iv[2 * i] < e; i++)
+        c += fmax(0, fmin(e, iv[2 * i + 1]) - fmax(s, iv[2 * i]));
+    return e > s ? c / (e - s) : 0;
+}
+
+/* Overlap points (calibrate.h): per (virtual stage, kind) of F, B, W and
+ * RECOMPUTE, the median duration and overlapped share of its compute ops
+ * that ran beside their rank's data-parallel collectives (at least
+ * SC_CALIB_OVERLAP_MIN_PHI of them), against the median of those that ran
+ * beside none. */
+static sc_status overlap_points(reader *x, const sc_step_cfg *cfg, const sc_timeline *t,
+                                const char *file, sc_error *err)
+{
+    static const int kinds[] = {SC_OP_F, SC_OP_B, SC_OP_W, SC_OP_RECOMPUTE};
+    int S = cfg->pp * cfg->v, most = 0;
+    for (int r = 0; r < t->n_ranks; r++)
+        most = t->ranks[r].n_ops > most ? t->ranks[r].n_ops : most;
+    /* per rank: its collectives' intervals, merged; per op: its share */
+    double *iv = sc_malloc(sizeof *iv * (2 * (size_t)most + 2));
+    int *off = sc_malloc(sizeof *off * ((size_t)t->n_ranks + 1)), total = 0;
+    for (int r = 0; r < t->n_ranks; r++)
+        total += t->ranks[r].n_ops;
+    double *phi = sc_malloc(sizeof *phi * ((size_t)total + 1));
+    double *lone = sc_malloc(sizeof *lone * ((size_t)total + 1));
+    double *bt = sc_malloc(sizeof *bt * ((size_t)total + 1));
+    double *bp = sc_malloc(sizeof *bp * ((size_t)total + 1));
+    sc_status st = iv && off && phi && lone && bt && bp ? SC_OK : nomem(file, err);
+    for (int r = 0, k = 0; r < t->n_ranks && !st; r++) {
+        const sc_tl_rank *rk = &t->ranks[r];
+        int n = 0;
+        for (int i = 0; i < rk->n_ops; i++) {
+            int kd = rk->ops[i].kind;
+            if (kd == SC_OP_DP_ALLREDUCE || kd == SC_OP_DP_REDUCESCATTER ||
+                kd == SC_OP_DP_ALLGATHER) {
+                iv[2 * n] = rk->ops[i].start;
+                iv[2 * n + 1] = rk->ops[i].end;
+                n++;
+            }
+        }
+        qsort(iv, (size_t)n, 2 * sizeof *iv, by_begin);
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (m > 0 && iv[2 * i] <= iv[2 * m - 1]) {
+                iv[2 * m - 1] = fmax(iv[2 * m - 1], iv[2 * i + 1]);
+            } else {
+                iv[2 * m] = iv[2 * i];
+                iv[2 * m + 1] = iv[2 * i + 1];
+                m++;
+            }
+        }
+        off[r] = k;
+        for (int i = 0; i < rk->n_ops; i++, k++)
+            phi[k] = covered(iv, m, rk->ops[i].start, rk->ops[i].end);
+    }
+    for (int s = 0; s < S && !st; s++)
+        for (size_t kk = 0; kk < SC_ARRAY_LEN(kinds) && !st; kk++) {
+            int nl = 0, nb = 0;
+            for (int r = 0; r < t->n_ranks; r++)
+                for (int i = 0; i < t->ranks[r].n_ops; i++) {
+                    const sc_tl_op *o = &t->ranks[r].ops[i];
+                    if (o->stage != s || o->kind != kinds[kk] || o->stream != SC_STREAM_COMPUTE)
+                        continue;
+                    double f = phi[off[r] + i];
+                    if (f == 0) {
+                        lone[nl++] = o->end - o->start;
+                    } else if (f >= SC_CALIB_OVERLAP_MIN_PHI) {
+                        bt[nb] = o->end - o->start;
+                        bp[nb++] = f;
+                    }
+                }
+            if (!nl || !nb)
+                continue;
+            double t0 = sc_median(lone, (size_t)nl), tb = sc_median(bt, (size_t)nb);
+            double pb = sc_median(bp, (size_t)nb);
+            if (!(t0 >= MIN_TIME && tb >= MIN_TIME))
+                continue;
+            sc_calib_overlap *q = room(x->pts.overlap, x->pts.n_overlap, &x->cap_overlap,
+                                       sizeof *q);
+            if (!q) {
+                st = nomem(file, err);
+                break;
+            }
+            x->pts.overlap = q;
+            q[x->pts.n_overlap++] = (sc_calib_overlap){tb, t0, pb, x->file};
+        }
+    sc_free(iv), sc_free(off), sc_free(phi), sc_free(lone), sc_free(bt), sc_free(bp);
+    return st;
+}
+
 static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_error *err)
 {
     const sc_cluster *base = x->base;
@@ -588,6 +689,8 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
         st = timeline_gates(x, lw, &cfg, t, file, err);
     if (!st)
         st = op_points(x, x->pts.n_plans - 1, &cfg, t, file, err);
+    if (!st)
+        st = overlap_points(x, &cfg, t, file, err);
     if (!st)
         st = host_points(x, lw, &cfg, t, file, err);
     sc_lower_free(lw);

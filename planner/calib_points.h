@@ -17,7 +17,12 @@
  *   else beside the timeline; its digest must match) with its model and
  *   cluster. Each (virtual stage, kind) of F, B, W, RECOMPUTE, and each
  *   pipeline position's OPTIMIZER, gives one op point: the median duration
- *   over ranks and microbatches of its compute-stream ops. Plans without
+ *   over ranks and microbatches of its compute-stream ops. Each (virtual
+ *   stage, kind) of F, B, W and RECOMPUTE whose ops ran both beside their
+ *   rank's data-parallel collectives (their intervals merged; at least
+ *   SC_CALIB_OVERLAP_MIN_PHI of the op overlapped) and beside none gives one
+ *   overlap point (calibrate.h): the median duration and overlapped share of
+ *   the first against the median duration of the second. Plans without
  *   tensor or data parallelism and without recompute, with pp >= 2, also
  *   give host points: the plan's step is lowered (sc_lower on its own
  *   cluster) and each rank's actions walked in order beside its measured

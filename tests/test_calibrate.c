@@ -440,7 +440,7 @@ TEST(calibrate_fit_points_alone)
     double bytes = 4096;
     for (int i = 0; i < 7; i++, bytes *= 4) /* allreduce over 4 ranks */
         link[i] = (sc_calib_link){SC_LINK_INTRA, SC_CALIB_ALLREDUCE, 4, bytes,
-                                  6 * 3e-6 + 2 * 3.0 / 4 * bytes / 2.5e9, -1};
+                                  6 * 3e-6 + 2 * 3.0 / 4 * bytes / 2.5e9, -1, 0, 0, 0};
     for (int i = 0; i < 5; i++)
         host[i] = (sc_calib_host){SC_LINK_INTER, 1e5 * (i + 1), 5e-9 * 1e5 * (i + 1), -1, 0};
     sc_calib_points pts = {.dtype = (sc_dtype)-1, .n_link = 7, .link = link, .n_host = 5,
@@ -459,6 +459,72 @@ TEST(calibrate_fit_points_alone)
     sc_calib_points none = {.dtype = (sc_dtype)-1};
     CHECK(sc_calib_fit_points(&base, &none, 0, &out, NULL, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "calibrate: the inputs hold no measurements");
+}
+
+/* The overlap fit alone (beside a link fit): points made with k = 0.25 give
+ * it back, with no residual; one point is refused (points gate); ops that
+ * took three times their lone time beside collectives end at the upper
+ * limit (bound gate); ops that did not slow give 0, a floor, not a bound;
+ * without points the input's k stays. */
+TEST(calibrate_overlap_fit)
+{
+    sc_cluster base = cpu_cluster(), out;
+    sc_calib_link link[5];
+    double bytes = 65536;
+    for (int i = 0; i < 5; i++, bytes *= 4)
+        link[i] = (sc_calib_link){SC_LINK_INTRA, SC_CALIB_ALLREDUCE, 4, bytes,
+                                  6 * 3e-6 + 2 * 3.0 / 4 * bytes / 2.5e9, -1, 0, 0, 0};
+    sc_calib_overlap ov[4];
+    const double t0[4] = {1e-3, 2e-3, 2e-3, 5e-4}, phi[4] = {1, 0.5, 0.2, 0.8};
+    for (int i = 0; i < 4; i++)
+        ov[i] = (sc_calib_overlap){t0[i] / (1 - phi[i] + phi[i] / 1.25), t0[i], phi[i], -1};
+    sc_calib_points pts = {.dtype = (sc_dtype)-1, .n_link = 5, .link = link, .n_overlap = 4,
+                           .overlap = ov};
+    static sc_calib_report rep;
+    sc_error err;
+    base.eff.overlap_slowdown = 0.189;
+    REQUIRE(sc_calib_fit_points(&base, &pts, 0, &out, &rep, &err) == SC_OK);
+    CHECK_NEAR(out.eff.overlap_slowdown, 0.25, 1e-8);
+    CHECK_NEAR(rep.overlap_slowdown, 0.25, 1e-8);
+    CHECK_EQ_INT(rep.n_overlap, 4);
+    CHECK_EQ_INT(out.eff.fits.overlap.n, 4);
+    CHECK(out.eff.fits.overlap.mape < 1e-8 && out.eff.fits.overlap.se[0] < 1e-6);
+    int seen = 0;
+    for (int i = 0; i < rep.n_fits; i++)
+        if (!strcmp(rep.fits[i].what, "overlap slowdown")) {
+            seen = 1;
+            CHECK(rep.fits[i].mape_before > 0.01); /* 0.189 missed them */
+        }
+    CHECK(seen);
+    /* one point: refused, and forced it is written with its failed gate */
+    pts.n_overlap = 1;
+    CHECK(sc_calib_fit_points(&base, &pts, 0, &out, &rep, &err) == SC_EGATE);
+    CHECK_STR_HAS(err.msg, "overlap slowdown: gate points: 1 distinct ops beside collectives "
+                           "for 1 parameter (need 2)");
+    /* three times the lone time: k = 1, the limit */
+    for (int i = 0; i < 4; i++)
+        ov[i].t = 3 * ov[i].t0;
+    pts.n_overlap = 4;
+    CHECK(sc_calib_fit_points(&base, &pts, 0, &out, &rep, &err) == SC_EGATE);
+    seen = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        if (rep.gates[i].failed && !strcmp(rep.gates[i].gate, "bound")) {
+            seen = 1;
+            CHECK_STR_HAS(rep.gates[i].what, "overlap slowdown");
+            CHECK_STR_HAS(rep.gates[i].figure, "slowdown 1 at its upper limit");
+        }
+    CHECK(seen);
+    /* no slowdown: 0, which passes */
+    for (int i = 0; i < 4; i++)
+        ov[i].t = ov[i].t0;
+    REQUIRE(sc_calib_fit_points(&base, &pts, 0, &out, &rep, &err) == SC_OK);
+    CHECK_NEAR(out.eff.overlap_slowdown, 0, 1e-12);
+    CHECK_EQ_INT(rep.n_failed, 0);
+    /* none: kept */
+    pts.n_overlap = 0;
+    REQUIRE(sc_calib_fit_points(&base, &pts, 0, &out, &rep, &err) == SC_OK);
+    CHECK_NEAR(out.eff.overlap_slowdown, 0.189, 0);
+    CHECK_EQ_INT(out.eff.fits.overlap.n, 0);
 }
 
 /* Allreduces measured across 2 nodes of 8 (the bench file's nodes and ranks per
@@ -746,24 +812,28 @@ TEST(calibrate_gate_link_points)
     CHECK(sc_calibrate(&base, files, 1, NULL, 0, &out, NULL, &err) == SC_OK);
 }
 
-/* A simulated pp 2 GPipe step relabelled as a measurement of its plan, in d:
- * cpu.json (two cores of cpu-local), p.json, meas.json (source "exec"),
- * gemm.json (the cluster's own GEMM curve): inputs that pass every gate. */
-static int make_measurement(const char *d)
+/* The step `sim SIM_ARGS` simulates of a 2-layer model on cpu.json (cores of
+ * cpu-local, gpus_per_node of them a node, compute beside data-parallel
+ * collectives slowed by kappa) relabelled as a measurement of its plan, in d:
+ * cpu.json, p.json, meas.json (source "exec"), gemm.json (the cluster's own
+ * GEMM curve). */
+static int make_measurement_of(const char *d, int gpus_per_node, double kappa,
+                               const char *sim_args)
 {
     char out[1 << 14], p[600], pp[600], dg[17];
     const char *bin = sc_test_bin();
     sc_error err;
     sc_cluster base = cpu_cluster();
-    base.gpus_per_node = 2;
+    base.gpus_per_node = gpus_per_node;
+    base.eff.overlap_slowdown = kappa;
     snprintf(p, sizeof p, "%s/cpu.json", d);
     if (sc_cluster_save(&base, p, &err))
         return -1;
     if (sc_test_sh(out, sizeof out,
                    "cd %s && %s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 "
                    "--vocab 256 --dtype fp32 -o m.json && %s sim --model m.json --cluster "
-                   "cpu.json --pp 2 --microbatches 4 --schedule gpipe -o p.json --timeline t.json",
-                   d, bin, bin) != 0)
+                   "cpu.json %s -o p.json --timeline t.json",
+                   d, bin, bin, sim_args) != 0)
         return -1;
     cJSON *t = NULL;
     snprintf(p, sizeof p, "%s/t.json", d);
@@ -783,6 +853,13 @@ static int make_measurement(const char *d)
     snprintf(p, sizeof p, "%s/gemm.json", d);
     write_gemm_bench(p, &base, "cpu-core (test)", 0.0);
     return st ? -1 : 0;
+}
+
+/* A pp 2 GPipe step on two cores: inputs that pass every gate. */
+static int make_measurement(const char *d)
+{
+    return make_measurement_of(d, 2, cpu_cluster().eff.overlap_slowdown,
+                               "--pp 2 --microbatches 4 --schedule gpipe");
 }
 
 typedef void (*tl_edit)(cJSON *t);
@@ -906,6 +983,47 @@ static void refused(const char *d, const char *name, const char *gate_name, cons
     if (!seen)
         sc_test_fail(__FILE__, __LINE__, "%s: gate %s did not fail (%s)", name, gate_name,
                      err.msg);
+}
+
+/* A dp 2 pp 2 1F1B step simulated with compute beside the gradient
+ * allreduces slowed by 0.3, relabelled as a measurement: calibrate reads the
+ * backward ops the buckets overlapped against those they did not and finds
+ * 0.3; the cluster file records the fit and reads back; the report says it.
+ * The same step without the slowdown gives 0. */
+TEST(calibrate_overlap_from_measured_step)
+{
+    const double kappas[2] = {0.3, 0};
+    for (int c = 0; c < 2; c++) {
+        const char *d = sc_test_tmpdir();
+        REQUIRE(make_measurement_of(d, 4, kappas[c],
+                                    "--dp 2 --pp 2 --microbatches 4 --schedule 1f1b "
+                                    "--bucket-mib 0.01") == 0);
+        char g[600], m[600];
+        snprintf(g, sizeof g, "%s/gemm.json", d);
+        snprintf(m, sizeof m, "%s/meas.json", d);
+        sc_cluster base = cpu_cluster(), out;
+        base.eff.overlap_slowdown = 0.1;
+        const char *files[] = {g, m};
+        static sc_calib_report rep;
+        sc_error err;
+        REQUIRE(sc_calibrate(&base, files, 2, "2026-12-02T00:00:00Z", 0, &out, &rep, &err) ==
+                SC_OK);
+        CHECK(rep.n_overlap >= 2);
+        CHECK_NEAR(out.eff.overlap_slowdown, kappas[c], 1e-6);
+        CHECK_EQ_INT(out.eff.fits.overlap.n, rep.n_overlap);
+        char path[600];
+        sc_cluster back;
+        snprintf(path, sizeof path, "%s/calibrated.json", d);
+        REQUIRE(sc_cluster_save(&out, path, &err) == SC_OK);
+        REQUIRE(sc_cluster_load(path, &back, &err) == SC_OK);
+        CHECK_EQ_INT(back.eff.fits.overlap.n, rep.n_overlap);
+        CHECK_NEAR(back.eff.overlap_slowdown, kappas[c], 1e-6);
+        if (c == 0) {
+            char o[1 << 14];
+            CHECK(calibrate_cli(o, sizeof o, d, "gemm.json meas.json") == 0);
+            CHECK_STR_HAS(o, "overlap slowdown 0.300");
+        }
+    }
 }
 
 /* The input gates on a measured timeline, each on a damaged copy of one

@@ -391,7 +391,8 @@ TEST(docs_formats_cluster)
             walk_file(path, NULL, &keys, NULL);
     }
     /* what calibration adds: the message share and host time of each link
-     * class, a backward factor, and every fit's statistics */
+     * class, a backward factor, and every fit's statistics (the kernel-level
+     * GEMM model's and the overlap slowdown's among them) */
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("cpu-local", &c, &err) == SC_OK);
     for (int l = 0; l < SC_LINK_N; l++) {
@@ -412,6 +413,7 @@ TEST(docs_formats_cluster)
     f->overhead = stats3();
     for (int l = 0; l < SC_LINK_N; l++)
         f->link[l] = f->link_p2p[l] = f->host[l] = f->link_cold[l] = stats3();
+    f->gemm = f->overlap = stats3();
     f->n_failed = 1; /* written past a failed gate with --force */
     snprintf(f->failed[0], sizeof f->failed[0],
              "gemm.json: compute fp32 (gemm sizes): points 1 distinct sizes for 2 parameters "
