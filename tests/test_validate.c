@@ -17,9 +17,11 @@
  *   - the fuzz corpus replays through the loader; docs/formats.md documents
  *     every key the shipped suites use and its example loads.
  *   - the per-preset validation figures that sim, plan, tune and whatif print
- *     (cost_models/label.c's table) are those of the shipped rows: the one
- *     test that simulates the shipped suites (all rows, about 6 s here);
- *     make validate checks the targets.
+ *     (cost_models/label.c's table) are those of the shipped rows, and the
+ *     targets hold over them (MAPE, mean signed error, every row within 10%
+ *     but a strict list of the rows not yet there); the shipped suites are
+ *     simulated once for both (all rows, about 6 s here); make validate
+ *     checks every target without exceptions.
  */
 #include "check.h"
 #include "json.h"
@@ -514,49 +516,76 @@ TEST(validate_shipped_suites_load)
     CHECK(min_params < 2e9 && max_params > 9e11);
 }
 
-/* label.h's stored per-preset figures (rows, MAPE, mean signed error, sd of the
- * signed errors) against the shipped suites simulated now: stale by more than half
- * a point (0.005) fails, and so does a preset with rows that the table lacks. */
-TEST(validate_label_table_is_current)
+/* Every row of the shipped suites simulated once (the two tests below share
+ * it): its suite/id, preset and signed error. */
+#define SHIPPED_MAX 256
+static struct {
+    int n, done;
+    char id[SHIPPED_MAX][96], preset[SHIPPED_MAX][32];
+    double error[SHIPPED_MAX];
+} shipped;
+
+static void run_shipped(void)
 {
+    if (shipped.done)
+        return;
+    shipped.done = 1;
     char **paths = NULL;
-    int n = 0, nt = 0;
+    int n = 0;
     sc_error err = {0};
-    const sc_preset_validation *t = sc_preset_validations(&nt);
-    REQUIRE(nt > 0 && nt <= 16);
-    double *errs[16] = {0};
-    int cnt[16] = {0}, total = 0, unlisted = 0;
-    for (int k = 0; k < nt; k++)
-        REQUIRE((errs[k] = calloc(256, sizeof(double))) != NULL);
-    REQUIRE(sc_val_list("validation", &paths, &n, &err) == SC_OK);
+    if (sc_val_list("validation", &paths, &n, &err) != SC_OK) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
     for (int i = 0; i < n; i++) {
         sc_val_suite *s = NULL;
         if (sc_val_load(paths[i], &s, &err) != SC_OK) {
             sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
             continue;
         }
-        for (int r = 0; r < s->n; r++) {
+        for (int r = 0; r < s->n && shipped.n < SHIPPED_MAX; r++) {
             sc_val_result res;
             if (sc_val_run_row(s, r, NULL, &res, &err) != SC_OK) {
                 sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
                 continue;
             }
-            total++;
-            int k = 0;
-            while (k < nt && strcmp(t[k].preset, s->rows[r].preset))
-                k++;
-            if (k == nt) {
-                unlisted++;
-                sc_test_fail(__FILE__, __LINE__, "%s: %s: preset %s has validation rows but no "
-                             "entry in cost_models/label.c", paths[i], s->rows[r].path,
-                             s->rows[r].preset);
-            } else if (cnt[k] < 256) {
-                errs[k][cnt[k]++] = res.error;
-            }
+            snprintf(shipped.id[shipped.n], sizeof shipped.id[0], "%s/%s", s->name,
+                     s->rows[r].id);
+            snprintf(shipped.preset[shipped.n], sizeof shipped.preset[0], "%s",
+                     s->rows[r].preset);
+            shipped.error[shipped.n++] = res.error;
         }
         sc_val_free(s);
     }
     sc_val_paths_free(paths, n);
+}
+
+/* label.h's stored per-preset figures (rows, MAPE, mean signed error, sd of the
+ * signed errors) against the shipped suites simulated now: stale by more than half
+ * a point (0.005) fails, and so does a preset with rows that the table lacks. */
+TEST(validate_label_table_is_current)
+{
+    int nt = 0;
+    const sc_preset_validation *t = sc_preset_validations(&nt);
+    REQUIRE(nt > 0 && nt <= 16);
+    double *errs[16] = {0};
+    int cnt[16] = {0}, total = 0, unlisted = 0;
+    for (int k = 0; k < nt; k++)
+        REQUIRE((errs[k] = calloc(SHIPPED_MAX, sizeof(double))) != NULL);
+    run_shipped();
+    for (int i = 0; i < shipped.n; i++) {
+        total++;
+        int k = 0;
+        while (k < nt && strcmp(t[k].preset, shipped.preset[i]))
+            k++;
+        if (k == nt) {
+            unlisted++;
+            sc_test_fail(__FILE__, __LINE__, "%s: preset %s has validation rows but no entry "
+                         "in cost_models/label.c", shipped.id[i], shipped.preset[i]);
+        } else {
+            errs[k][cnt[k]++] = shipped.error[i];
+        }
+    }
     CHECK(total >= 28);
     for (int k = 0; k < nt; k++) {
         sc_val_stats st;
@@ -575,6 +604,50 @@ TEST(validate_label_table_is_current)
         free(errs[k]);
     }
     CHECK_EQ_INT(unlisted, 0);
+}
+
+/* The issue's targets over every shipped row (what `make validate` checks):
+ * MAPE <= 5%, mean signed error within +-2%, every row within 10%, except
+ * the rows listed here, which are not yet within it (docs/accuracy.md, "The
+ * rows beyond 10%"). The list is strict: a listed row that comes within 10%,
+ * or that no longer exists, fails too, so the list can only shrink. */
+TEST(validate_targets_hold)
+{
+    static const char *const beyond[] = {
+        "mpt_llmfoundry/h100-13b-64gpu",   /* MPT-13B, 2 samples, no accumulation */
+        "mpt_llmfoundry/a100-40-13b-8gpu", /* MPT-13B, 4 samples, 16 accumulation steps */
+    };
+    int seen[SC_ARRAY_LEN(beyond)] = {0};
+    run_shipped();
+    REQUIRE(shipped.n >= 28);
+    sc_val_stats st;
+    sc_val_stats_of(shipped.error, shipped.n, &st);
+    if (!(st.mape <= SC_VAL_TARGET_MAPE))
+        sc_test_fail(__FILE__, __LINE__, "MAPE %.2f%% over %d rows, above the %.0f%% target",
+                     100 * st.mape, shipped.n, 100 * SC_VAL_TARGET_MAPE);
+    if (!(fabs(st.mean_signed) <= SC_VAL_TARGET_BIAS))
+        sc_test_fail(__FILE__, __LINE__, "mean signed error %+.2f%%, beyond the +-%.0f%% target",
+                     100 * st.mean_signed, 100 * SC_VAL_TARGET_BIAS);
+    for (int i = 0; i < shipped.n; i++) {
+        size_t k = 0;
+        while (k < SC_ARRAY_LEN(beyond) && strcmp(beyond[k], shipped.id[i]))
+            k++;
+        int beyond_target = !(fabs(shipped.error[i]) <= SC_VAL_TARGET_MAX_ABS);
+        if (k < SC_ARRAY_LEN(beyond)) {
+            seen[k] = 1;
+            if (!beyond_target)
+                sc_test_fail(__FILE__, __LINE__, "%s is within %.0f%% now (%+.1f%%): take it "
+                             "off this test's list", shipped.id[i],
+                             100 * SC_VAL_TARGET_MAX_ABS, 100 * shipped.error[i]);
+        } else if (beyond_target) {
+            sc_test_fail(__FILE__, __LINE__, "%s: %+.1f%%, beyond the %.0f%% target",
+                         shipped.id[i], 100 * shipped.error[i], 100 * SC_VAL_TARGET_MAX_ABS);
+        }
+    }
+    for (size_t k = 0; k < SC_ARRAY_LEN(beyond); k++)
+        if (!seen[k])
+            sc_test_fail(__FILE__, __LINE__, "%s: no such row (take it off this test's list)",
+                         beyond[k]);
 }
 
 /* The fuzz corpus of the file loaders replays through the suite loader:
