@@ -59,21 +59,30 @@ struct sc_sim {
     int nl, cl;
     char **l_name;
     double *l_bw, *l_lat, *l_bytes, *l_busy, *l_since, *l_cap;
-    int32_t **l_flows; /* active flows crossing the link */
+    int32_t **l_flows; /* the slots of the active flows crossing the link */
     int32_t *l_nflows, *l_capflows, *l_cnt;
     uint32_t *l_mark;
     uint8_t *l_dirty;
 
-    /* flows */
+    /* flows: what is added (task, path); f_slot at run time */
     int nf, cf;
     int32_t *f_task, *f_path;
     uint8_t *f_npath;
-    double *f_rem, *f_rate, *f_tlast, *f_end;
-    uint8_t *f_active, *f_frozen;
-    uint32_t *f_mark;
-    /* path pool; pos[k] is the flow's index in l_flows[path[k]] */
+    int32_t *f_slot; /* run time: the flow's slot while it moves, else -1 */
+    /* path pool */
     int np, cp;
-    int32_t *path, *pos;
+    int32_t *path;
+
+    /* run time: a slot per moving flow (a few thousand at once where millions
+     * are added), reused as flows finish: its flow, remaining bytes, rate,
+     * last update, predicted end, marks, and pos[k], its index in
+     * l_flows[its path[k]] */
+    int ns, cs, nfree;
+    int32_t *s_flow, *s_free;
+    double *s_rem, *s_rate, *s_tlast, *s_end;
+    uint8_t *s_frozen;
+    uint32_t *s_mark;
+    int32_t *s_pos; /* SC_SIM_MAX_PATH a slot */
 
     /* run state */
     int run_cap_t, run_cap_e;
@@ -81,7 +90,7 @@ struct sc_sim {
     int32_t *pend, *res_next, *succ_off, *succ;
     sc_sim_queue queue;
     sc_sim_heap link_heap; /* scratch of the rate recompute */
-    int32_t *dirty, *stack, *comp_flows;
+    int32_t *dirty, *stack, *comp_flows; /* comp_flows: slots, cs of them */
     int ndirty;
     uint32_t epoch;
     double makespan;
@@ -181,15 +190,17 @@ void sc_sim_free(sc_sim *s)
     sc_free(s->f_task);
     sc_free(s->f_path);
     sc_free(s->f_npath);
-    sc_free(s->f_rem);
-    sc_free(s->f_rate);
-    sc_free(s->f_tlast);
-    sc_free(s->f_end);
-    sc_free(s->f_active);
-    sc_free(s->f_frozen);
-    sc_free(s->f_mark);
+    sc_free(s->f_slot);
     sc_free(s->path);
-    sc_free(s->pos);
+    sc_free(s->s_flow);
+    sc_free(s->s_free);
+    sc_free(s->s_rem);
+    sc_free(s->s_rate);
+    sc_free(s->s_tlast);
+    sc_free(s->s_end);
+    sc_free(s->s_frozen);
+    sc_free(s->s_mark);
+    sc_free(s->s_pos);
     sc_free(s->t_start);
     sc_free(s->t_end);
     sc_free(s->pend);
@@ -412,10 +423,12 @@ int sc_sim_add_marker(sc_sim *s, const sc_sim_tag *tag)
 }
 
 static const size_t sizes_cf[] = {sizeof(int32_t), sizeof(int32_t), sizeof(uint8_t),
+                                  sizeof(int32_t)};
+static const size_t sizes_cp[] = {sizeof(int32_t)};
+static const size_t sizes_cs[] = {sizeof(int32_t), sizeof(int32_t), sizeof(double),
                                   sizeof(double), sizeof(double), sizeof(double),
-                                  sizeof(double), sizeof(uint8_t), sizeof(uint8_t),
-                                  sizeof(uint32_t), sizeof(int32_t)};
-static const size_t sizes_cp[] = {sizeof(int32_t), sizeof(int32_t)};
+                                  sizeof(uint8_t), sizeof(uint32_t),
+                                  SC_SIM_MAX_PATH * sizeof(int32_t), sizeof(int32_t)};
 
 int sc_sim_add_flow(sc_sim *s, double bytes, const int *links, int nlinks, int resource,
                     const sc_sim_tag *tag)
@@ -450,12 +463,9 @@ int sc_sim_add_flow(sc_sim *s, double bytes, const int *links, int nlinks, int r
                resource, s->nr);
         return -1;
     }
-    /* comp_flows is per-flow scratch for the recompute. */
     if (GROW(s, s->nf + 1, cf, (void **)&s->f_task, (void **)&s->f_path, (void **)&s->f_npath,
-             (void **)&s->f_rem, (void **)&s->f_rate, (void **)&s->f_tlast, (void **)&s->f_end,
-             (void **)&s->f_active, (void **)&s->f_frozen, (void **)&s->f_mark,
-             (void **)&s->comp_flows) ||
-        GROW(s, s->np + nlinks, cp, (void **)&s->path, (void **)&s->pos))
+             (void **)&s->f_slot) ||
+        GROW(s, s->np + nlinks, cp, (void **)&s->path))
         return fail(s, SC_ENOMEM, "sim: out of memory adding a flow");
     int t = new_task(s, SC_SIM_FLOW, resource, bytes, tag);
     if (t < 0)
@@ -619,18 +629,38 @@ static void mark_dirty(sc_sim *s, int l)
     }
 }
 
+/* A free slot (the last freed first, else a new one; comp_flows grows with
+ * the slots), or -1 when out of memory. */
+static int slot_new(sc_sim *s)
+{
+    if (s->nfree > 0)
+        return s->s_free[--s->nfree];
+    if (GROW(s, s->ns + 1, cs, (void **)&s->s_flow, (void **)&s->s_free, (void **)&s->s_rem,
+             (void **)&s->s_rate, (void **)&s->s_tlast, (void **)&s->s_end,
+             (void **)&s->s_frozen, (void **)&s->s_mark, (void **)&s->s_pos,
+             (void **)&s->comp_flows))
+        return -1;
+    s->s_mark[s->ns] = 0;
+    return s->ns++;
+}
+
 static sc_status flow_start(sc_sim *s, int t, double now)
 {
     int f = s->t_aux[t];
     if (s->t_val[t] <= 0) /* nothing to move: done once the latency is paid */
         return finish_task(s, t, now);
-    s->f_active[f] = 1;
-    s->f_rem[f] = s->t_val[t];
-    s->f_rate[f] = 0;
-    s->f_tlast[f] = now;
-    s->f_end[f] = INFINITY;
+    int q = slot_new(s);
+    if (q < 0)
+        return SC_ENOMEM;
+    s->f_slot[f] = q;
+    s->s_flow[q] = f;
+    s->s_rem[q] = s->t_val[t];
+    s->s_rate[q] = 0;
+    s->s_tlast[q] = now;
+    s->s_end[q] = INFINITY;
+    s->s_frozen[q] = 0;
     const int32_t *p = s->path + s->f_path[f];
-    int32_t *pos = s->pos + s->f_path[f];
+    int32_t *pos = s->s_pos + (size_t)q * SC_SIM_MAX_PATH;
     for (int k = 0; k < s->f_npath[f]; k++) {
         int l = p[k];
         if (s->l_nflows[l] == s->l_capflows[l]) {
@@ -644,7 +674,7 @@ static sc_status flow_start(sc_sim *s, int t, double now)
         if (s->l_nflows[l] == 0)
             s->l_since[l] = now;
         pos[k] = s->l_nflows[l];
-        s->l_flows[l][s->l_nflows[l]++] = f;
+        s->l_flows[l][s->l_nflows[l]++] = q;
         mark_dirty(s, l);
     }
     return SC_OK;
@@ -652,19 +682,20 @@ static sc_status flow_start(sc_sim *s, int t, double now)
 
 static void flow_detach(sc_sim *s, int f, double now)
 {
+    int q = s->f_slot[f];
     const int32_t *p = s->path + s->f_path[f];
-    const int32_t *pos = s->pos + s->f_path[f];
+    const int32_t *pos = s->s_pos + (size_t)q * SC_SIM_MAX_PATH;
     double bytes = s->t_val[s->f_task[f]];
     for (int k = 0; k < s->f_npath[f]; k++) {
         int l = p[k], i = pos[k];
         int last = --s->l_nflows[l];
-        if (i != last) { /* move the last flow into slot i */
-            int g = s->l_flows[l][last];
+        if (i != last) { /* move the last flow into place i */
+            int g = s->l_flows[l][last], fg = s->s_flow[g];
             s->l_flows[l][i] = g;
-            const int32_t *pg = s->path + s->f_path[g];
-            for (int j = 0; j < s->f_npath[g]; j++)
+            const int32_t *pg = s->path + s->f_path[fg];
+            for (int j = 0; j < s->f_npath[fg]; j++)
                 if (pg[j] == l) {
-                    s->pos[s->f_path[g] + j] = i;
+                    s->s_pos[(size_t)g * SC_SIM_MAX_PATH + j] = i;
                     break;
                 }
         }
@@ -673,7 +704,8 @@ static void flow_detach(sc_sim *s, int f, double now)
         s->l_bytes[l] += bytes;
         mark_dirty(s, l);
     }
-    s->f_active[f] = 0;
+    s->f_slot[f] = -1;
+    s->s_free[s->nfree++] = q; /* s_free has a place for every slot */
 }
 
 /* Max-min fair rates for the component(s) of the dirty links, by progressive
@@ -697,11 +729,11 @@ static sc_status recompute(sc_sim *s, double now)
     for (int i = 0; i < nl; i++) {
         int l = s->stack[i];
         for (int j = 0; j < s->l_nflows[l]; j++) {
-            int f = s->l_flows[l][j];
-            if (s->f_mark[f] == ep)
+            int q = s->l_flows[l][j], f = s->s_flow[q];
+            if (s->s_mark[q] == ep)
                 continue;
-            s->f_mark[f] = ep;
-            s->comp_flows[nfl++] = f;
+            s->s_mark[q] = ep;
+            s->comp_flows[nfl++] = q;
             const int32_t *p = s->path + s->f_path[f];
             for (int k = 0; k < s->f_npath[f]; k++)
                 if (s->l_mark[p[k]] != ep) {
@@ -711,12 +743,12 @@ static sc_status recompute(sc_sim *s, double now)
         }
     }
     for (int i = 0; i < nfl; i++) {
-        int f = s->comp_flows[i];
-        s->f_rem[f] -= s->f_rate[f] * (now - s->f_tlast[f]);
-        if (s->f_rem[f] < 0)
-            s->f_rem[f] = 0;
-        s->f_tlast[f] = now;
-        s->f_frozen[f] = 0;
+        int q = s->comp_flows[i];
+        s->s_rem[q] -= s->s_rate[q] * (now - s->s_tlast[q]);
+        if (s->s_rem[q] < 0)
+            s->s_rem[q] = 0;
+        s->s_tlast[q] = now;
+        s->s_frozen[q] = 0;
     }
     for (int i = 0; i < nl; i++) {
         int l = s->stack[i];
@@ -742,11 +774,11 @@ static sc_status recompute(sc_sim *s, double now)
             continue; /* stale */
         double share = e.time;
         for (int j = 0; j < s->l_nflows[best]; j++) {
-            int f = s->l_flows[best][j];
-            if (s->f_frozen[f])
+            int q = s->l_flows[best][j], f = s->s_flow[q];
+            if (s->s_frozen[q])
                 continue;
-            s->f_frozen[f] = 1;
-            s->f_rate[f] = share;
+            s->s_frozen[q] = 1;
+            s->s_rate[q] = share;
             left--;
             const int32_t *p = s->path + s->f_path[f];
             for (int k = 0; k < s->f_npath[f]; k++) {
@@ -762,13 +794,13 @@ static sc_status recompute(sc_sim *s, double now)
         }
     }
     for (int i = 0; i < nfl; i++) {
-        int f = s->comp_flows[i];
-        double end = s->f_rate[f] > 0 ? now + s->f_rem[f] / s->f_rate[f] : INFINITY;
-        if (s->f_rem[f] == 0)
+        int q = s->comp_flows[i];
+        double end = s->s_rate[q] > 0 ? now + s->s_rem[q] / s->s_rate[q] : INFINITY;
+        if (s->s_rem[q] == 0)
             end = now;
-        if (end != s->f_end[f]) {
-            s->f_end[f] = end;
-            if (isfinite(end) && push(s, end, s->f_task[f], EV_FLOW_END))
+        if (end != s->s_end[q]) {
+            s->s_end[q] = end;
+            if (isfinite(end) && push(s, end, s->f_task[s->s_flow[q]], EV_FLOW_END))
                 return SC_ENOMEM;
         }
     }
@@ -971,11 +1003,9 @@ static sc_status prepare(sc_sim *s)
         s->l_dirty[l] = 0;
         s->l_mark[l] = 0;
     }
-    for (int f = 0; f < s->nf; f++) {
-        s->f_active[f] = 0;
-        s->f_mark[f] = 0;
-        s->f_rate[f] = 0;
-    }
+    for (int f = 0; f < s->nf; f++)
+        s->f_slot[f] = -1;
+    s->ns = s->nfree = 0;
     s->epoch = 0;
     s->ndirty = 0;
     s->makespan = 0;
@@ -1028,8 +1058,8 @@ sc_status sc_sim_run(sc_sim *s, sc_error *err)
             st = flow_start(s, id, now);
             break;
         default: { /* EV_FLOW_END */
-            int f = s->t_aux[id];
-            if (!s->f_active[f] || s->f_end[f] != t)
+            int f = s->t_aux[id], slot = s->f_slot[f];
+            if (slot < 0 || s->s_end[slot] != t)
                 continue; /* superseded by a rate change */
             flow_detach(s, f, now);
             st = finish_task(s, id, now);

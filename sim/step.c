@@ -35,17 +35,24 @@
 enum { BUSY_NONE = 0, BUSY_COMPUTE, BUSY_RECOMPUTE, BUSY_OPT, BUSY_HOST };
 enum { WAIT_NONE = 0, WAIT_TP, WAIT_PP, WAIT_DP };
 
-/* What the builder remembers of a task (indexed by engine task id). */
+/* What the builder remembers of a task (indexed by engine task id) for the
+ * step's breakdown. */
 typedef struct tinfo {
     int32_t group;   /* (d, p) stream group for stream tasks, -1 otherwise */
-    int32_t rank;    /* sending rank of a flow, -1 otherwise */
     int32_t wait_s, wait_e; /* comm interval a stream task waited on: start of wait_s .. end of wait_e */
-    int32_t mb;
-    int16_t chunk, stage;
-    uint8_t busy, wait, op, is_piece;
-    int32_t from;    /* a flow of a ring: the task it starts after (the ring's latency), or -1 */
-    double bytes;
+    uint8_t busy, wait;
 } tinfo;
+
+/* And for the timeline, kept only when one is wanted (at 16,384 GPUs the
+ * two together were a third of the memory the step touched). */
+typedef struct tlinfo {
+    int32_t rank;    /* sending rank of a flow, -1 otherwise */
+    int32_t mb;
+    int32_t from;    /* a flow of a ring: the task it starts after (the ring's latency), or -1 */
+    int16_t chunk, stage;
+    uint8_t op, is_piece;
+    double bytes;
+} tlinfo;
 
 /* One (replica d, position p) stream group: the tp ranks of a position
  * share one compute stream in the engine. */
@@ -81,7 +88,8 @@ typedef struct builder {
     int *tie_start, *tie_end; /* per (tie, d, t): a TIED ring's start and end markers */
     int *members, *deps; /* scratch: max(dp, tp, pp) + 1 entries each */
     tinfo *info;
-    int ninfo;
+    tlinfo *tl;        /* NULL without cfg->want_timeline */
+    int ninfo, ninit; /* capacity; entries set to their defaults (the tasks so far) */
     gsl_rng *rng;
     sc_status st;
 } builder;
@@ -255,28 +263,53 @@ sc_status sc_step_check_slices(const sc_model *m, const sc_step_cfg *cfg, sc_err
 
 /* ---- tasks ------------------------------------------------------------------- */
 
-static tinfo *info_at(builder *b, int task)
+/* Room for task's entry; the entries up to it set to their defaults as
+ * they are first reached, so that memory reserved ahead (reserve) is not
+ * touched until used. */
+static int info_room(builder *b, int task)
 {
-    if (task < 0) {
-        fail_nomem(b);
-        return NULL;
-    }
+    if (task < 0)
+        return fail_nomem(b), -1;
     if (task >= b->ninfo) {
         int n = b->ninfo ? b->ninfo : 1024;
         while (n <= task)
             n *= 2;
         tinfo *ni = sc_realloc(b->info, sizeof *ni * (size_t)n);
-        if (!ni) {
-            fail_nomem(b);
-            return NULL;
-        }
-        for (int i = b->ninfo; i < n; i++)
-            ni[i] = (tinfo){.group = -1, .rank = -1, .wait_s = -1, .wait_e = -1, .mb = -1,
-                            .chunk = -1, .stage = -1, .from = -1};
+        if (!ni)
+            return fail_nomem(b), -1;
         b->info = ni;
+        if (b->cfg->want_timeline) {
+            tlinfo *nl = sc_realloc(b->tl, sizeof *nl * (size_t)n);
+            if (!nl)
+                return fail_nomem(b), -1;
+            b->tl = nl;
+        }
         b->ninfo = n;
     }
+    return 0;
+}
+
+static tinfo *info_at(builder *b, int task)
+{
+    if (info_room(b, task))
+        return NULL;
+    for (; b->ninit <= task; b->ninit++) {
+        b->info[b->ninit] = (tinfo){.group = -1, .wait_s = -1, .wait_e = -1};
+        if (b->tl)
+            b->tl[b->ninit] = (tlinfo){.rank = -1, .mb = -1, .from = -1, .chunk = -1,
+                                       .stage = -1};
+    }
     return &b->info[task];
+}
+
+/* Task t's timeline record (after info_at(b, t)), or NULL without a timeline. */
+static tlinfo *tl_at(builder *b, int t) { return b->tl ? &b->tl[t] : NULL; }
+
+/* Flow f of a ring shows in the timeline from task `from` (the ring's latency). */
+static void set_from(builder *b, int f, int from)
+{
+    if (b->tl)
+        b->tl[f].from = from;
 }
 
 static double noisy(builder *b, double d)
@@ -287,9 +320,12 @@ static double noisy(builder *b, double d)
     return d * (f < 0.1 ? 0.1 : f);
 }
 
-/* The op identity a task reports in the timeline. */
-static void set_op(tinfo *i, int op, int stage, int chunk, int mb)
+/* The op identity task t reports in the timeline. */
+static void set_op(builder *b, int t, int op, int stage, int chunk, int mb)
 {
+    tlinfo *i = tl_at(b, t);
+    if (!i)
+        return;
     i->op = (uint8_t)op;
     i->stage = (int16_t)stage;
     i->chunk = (int16_t)chunk;
@@ -306,7 +342,7 @@ static int stream_task(builder *b, int g, double dur, int busy, int op, int stag
         return -1;
     i->group = g;
     i->busy = (uint8_t)busy;
-    set_op(i, op, stage, chunk, mb);
+    set_op(b, t, op, stage, chunk, mb);
     return t;
 }
 
@@ -339,12 +375,14 @@ static int flow_task(builder *b, const int links[2], double vol, int from, int t
                      int op, int stage, int chunk, int mb, double report)
 {
     int f = sc_sim_add_flow(b->sim, vol, links, 2, -1, NULL);
-    tinfo *ti = info_at(b, f);
-    if (!ti)
+    if (!info_at(b, f))
         return -1;
-    ti->rank = rank;
-    set_op(ti, op, stage, chunk, mb);
-    ti->bytes = report;
+    set_op(b, f, op, stage, chunk, mb);
+    tlinfo *tl = tl_at(b, f);
+    if (tl) {
+        tl->rank = rank;
+        tl->bytes = report;
+    }
     if (from >= 0)
         sc_sim_add_dep(b->sim, from, f);
     if (to >= 0)
@@ -459,7 +497,7 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             /* the op a timeline shows starts with the ring's latency, as the
              * executor's measured one starts when the collective is issued */
             if (from != start)
-                b->info[f].from = from;
+                set_from(b, f, from);
         }
     } else {
         sc_sim_add_dep(b->sim, start, end);
@@ -549,7 +587,7 @@ static int add_tree(builder *b, const int *members, int n, int k, int pmax, doub
         if (f < 0)
             return -1;
         if (from != start)
-            b->info[f].from = from;
+            set_from(b, f, from);
         for (int q = i; p > 1 && q < j; q++) {
             path(b, members[q], members[q + 1 < j ? q + 1 : i], l, &a);
             f = flow_task(b, l, 2.0 * (p - 1) / p * S / ri, from, end, members[q], op, stage,
@@ -557,7 +595,7 @@ static int add_tree(builder *b, const int *members, int n, int k, int pmax, doub
             if (f < 0)
                 return -1;
             if (from != start)
-                b->info[f].from = from;
+                set_from(b, f, from);
         }
     }
     if (start_out)
@@ -782,7 +820,8 @@ static void build_stream(builder *b, int d, int p, int i, int j, const int *ends
             tinfo *ti = info_at(b, t);
             if (!ti)
                 return;
-            ti->is_piece = a->piece > 0;
+            if (b->tl)
+                b->tl[t].is_piece = a->piece > 0;
             if (ng) {
                 for (int q = 0; q < b->tp; q++)
                     sc_sim_add_dep(b->sim, ends[q], t);
@@ -903,7 +942,8 @@ static void build_messages(builder *b)
                     return;
                 ri->wait_s = first_flow;
                 ri->wait_e = end;
-                ri->bytes = a->bytes;
+                if (b->tl)
+                    b->tl[recv].bytes = a->bytes;
                 sc_sim_add_dep(b->sim, end, recv);
             }
         }
@@ -1087,7 +1127,7 @@ static sc_status results(builder *b, sc_step_result *r)
         return fail_nomem(b);
     }
     int ntask = sc_sim_task_count(sim);
-    for (int t = 0; t < ntask && t < b->ninfo; t++) {
+    for (int t = 0; t < ntask && t < b->ninit; t++) {
         const tinfo *ti = &b->info[t];
         if (ti->group < 0)
             continue;
@@ -1259,14 +1299,15 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
         sc_timeline_free(tl);
         return fail_nomem(b);
     }
-    for (int task = 0; task < ntask && task < b->ninfo; task++) {
+    for (int task = 0; task < ntask && task < b->ninit; task++) {
         const tinfo *ti = &b->info[task];
-        sc_tl_op op = {ti->op, ti->stage, ti->chunk, ti->mb, SC_STREAM_COMPUTE, ti->bytes,
+        const tlinfo *tx = &b->tl[task];
+        sc_tl_op op = {tx->op, tx->stage, tx->chunk, tx->mb, SC_STREAM_COMPUTE, tx->bytes,
                        sc_sim_task_start(sim, task), sc_sim_task_end(sim, task)};
         if (ti->group >= 0) {
             if (ti->busy == BUSY_NONE || ti->busy == BUSY_HOST)
                 continue; /* waits and send time are implied by the gaps */
-            if (ti->is_piece) /* a later bucket piece of one backward: extend the op */
+            if (tx->is_piece) /* a later bucket piece of one backward: extend the op */
             {
                 int d = ti->group / b->pp, p = ti->group % b->pp;
                 tp_members(b, d, p, members);
@@ -1284,11 +1325,11 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
             tp_members(b, d, p, members);
             for (int t = 0; t < b->tp; t++)
                 sc_timeline_add(tl, members[t], &op);
-        } else if (ti->rank >= 0) {
+        } else if (tx->rank >= 0) {
             op.stream = SC_STREAM_COMM;
-            if (ti->from >= 0)
-                op.start = sc_sim_task_start(sim, ti->from);
-            sc_timeline_add(tl, ti->rank, &op);
+            if (tx->from >= 0)
+                op.start = sc_sim_task_start(sim, tx->from);
+            sc_timeline_add(tl, tx->rank, &op);
         }
     }
     sc_free(members);
@@ -1338,7 +1379,7 @@ static void builder_free(builder *b)
     for (int g = 0; b->grp && g < b->nrep * b->pp; g++)
         sc_free(b->grp[g].task);
     void *arrs[] = {b->port_out, b->port_in, b->nic_out, b->nic_in, b->link_bw, b->grp,
-                    b->comm, b->tie_start, b->tie_end, b->members, b->deps, b->info};
+                    b->comm, b->tie_start, b->tie_end, b->members, b->deps, b->info, b->tl};
     for (size_t i = 0; i < SC_ARRAY_LEN(arrs); i++)
         sc_free(arrs[i]);
     if (b->rng)
@@ -1418,7 +1459,7 @@ static void reserve(builder *b)
         return;
     sc_sim_reserve(b->sim, (int)t, (int)e);
     if (t >= 1)
-        info_at(b, (int)t - 1);
+        info_room(b, (int)t - 1);
 }
 
 /* The engine's links (a port out and in per GPU, a NIC out and in per node)
