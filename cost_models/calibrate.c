@@ -1253,7 +1253,7 @@ static void fit_overlap(ctx *c, sc_cluster *out, sc_calib_report *rep)
         k = OVERLAP_HI;
     /* statistics: relative residuals measured/predicted - 1, R² of the times,
      * the standard error from the residuals and the slope in k */
-    double mape = 0, rm = 0, rv = 0, mean = 0, ssr = 0, sst = 0, jj = 0, ss = 0;
+    double mape = 0, rm = 0, rv = 0, mean = 0, ssr = 0, sst = 0, jj = 0;
     for (int i = 0; i < n; i++)
         mean += pts->overlap[i].t / n;
     for (int i = 0; i < n; i++) {
@@ -1264,14 +1264,13 @@ static void fit_overlap(ctx *c, sc_cluster *out, sc_calib_report *rep)
         rm += r / n;
         ssr += (q->t - p) * (q->t - p);
         sst += (q->t - mean) * (q->t - mean);
-        ss += (p / q->t - 1) * (p / q->t - 1);
         jj += d / q->t * (d / q->t);
     }
     for (int i = 0; i < n; i++) {
         double r = pts->overlap[i].t / overlap_pred(&pts->overlap[i], k) - 1;
         rv += (r - rm) * (r - rm);
     }
-    double se = n > 1 && jj > 0 ? sqrt(ss / (n - 1) / jj) : 0;
+    double se = n > 1 && jj > 0 ? sqrt(overlap_ss(pts, k) / (n - 1) / jj) : 0;
     double r2 = sst > 0 ? 1 - ssr / sst : 0;
     int distinct_pts = 0;
     {
