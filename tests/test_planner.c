@@ -36,30 +36,30 @@ TEST(planner_estimate_tracks_sim)
         const char *cluster;
         int sp;
         double nic_scale; /* the cluster's NIC rate times this (0: as it is) */
-    } cs[] = {{"gpt-1.3b", 16, 8, 8, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0},
-              {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 0},
-              {"gpt-1.3b", 16, 32, 2, 2, 1, 8, 2, 2, 0, "zb-h1", "p4d.24xlarge", 0},
-              {"gpt-1.3b", 16, 64, 2, 1, 1, 1, 8, 0, 1, "1f1b", "p4d.24xlarge", 0},
-              {"gpt-13b", 16, 4, 8, 4, 1, 32, 1, 1, 2, "1f1b", "p4d.24xlarge", 0},
-              {"gpt-13b", 16, 8, 4, 4, 1, 16, 1, 0, 2, "gpipe", "p4d.24xlarge", 0},
-              {"gpt-13b", 16, 16, 8, 1, 1, 8, 1, 3, 1, "1f1b", "p4d.24xlarge", 0},
+    } cs[] = {{"gpt-1.3b", 16, 8, 8, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0},
+              {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 0, 0},
+              {"gpt-1.3b", 16, 32, 2, 2, 1, 8, 2, 2, 0, "zb-h1", "p4d.24xlarge", 0, 0},
+              {"gpt-1.3b", 16, 64, 2, 1, 1, 1, 8, 0, 1, "1f1b", "p4d.24xlarge", 0, 0},
+              {"gpt-13b", 16, 4, 8, 4, 1, 32, 1, 1, 2, "1f1b", "p4d.24xlarge", 0, 0},
+              {"gpt-13b", 16, 8, 4, 4, 1, 16, 1, 0, 2, "gpipe", "p4d.24xlarge", 0, 0},
+              {"gpt-13b", 16, 16, 8, 1, 1, 8, 1, 3, 1, "1f1b", "p4d.24xlarge", 0, 0},
               /* a whole replica on one node (planner_estimate_tie_on_one_node) */
-              {"gpt-1.3b", 2, 8, 1, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0},
+              {"gpt-1.3b", 2, 8, 1, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0},
               /* 52 gradient buckets a rank, each a ring of 256 at EFA's latency: the
                * estimate once counted that latency once (73 ms against 214 ms) */
-              {"gpt-1.3b", 64, 256, 2, 1, 1, 1, 2, 2, 0, "1f1b", "p5.48xlarge", 1},
+              {"gpt-1.3b", 64, 256, 2, 1, 1, 1, 2, 2, 0, "1f1b", "p5.48xlarge", 1, 0},
               /* two positions a node on a slow network (p4d's NICs at 1/8): with
                * their 8 rings taken to run in lockstep alone it came out +8.3% */
               {"gpt-1.3b", 16, 16, 4, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0.125},
               /* FSDP-like ZeRO 3 (tp = pp = 1): the simulator once exposed every
                * parameter gather, -11.8%, -2.0% and -21.8% against the estimate,
                * which prefetches them (step_zero3_gathers_prefetch) */
-              {"gpt-13b", 1, 8, 1, 1, 1, 3, 2, 3, 0, "1f1b", "dgx-a100-80g", 0},
-              {"gpt-13b", 1, 8, 1, 1, 1, 16, 4, 3, 2, "1f1b", "p4d.24xlarge", 0},
-              {"gpt-6.7b", 4, 32, 1, 1, 1, 2, 4, 3, 0, "1f1b", "p4d.24xlarge", 0},
+              {"gpt-13b", 1, 8, 1, 1, 1, 3, 2, 3, 0, "1f1b", "dgx-a100-80g", 0, 0},
+              {"gpt-13b", 1, 8, 1, 1, 1, 16, 4, 3, 2, "1f1b", "p4d.24xlarge", 0, 0},
+              {"gpt-6.7b", 4, 32, 1, 1, 1, 2, 4, 3, 0, "1f1b", "p4d.24xlarge", 0, 0},
               /* ZeRO 3 with a pipeline: each position's gathered units
                * (sc_cost_zero3_gathered) */
-              {"gpt-13b", 16, 8, 8, 2, 1, 16, 1, 3, 2, "1f1b", "p4d.24xlarge", 0}};
+              {"gpt-13b", 16, 8, 8, 2, 1, 16, 1, 3, 2, "1f1b", "p4d.24xlarge", 0, 0}};
     for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
         sc_model *m;
         sc_cluster c;
@@ -119,6 +119,45 @@ TEST(planner_estimate_zero3_comm_bound)
         if (fabs(e.step_s / r->step_time_s - 1) > cs[i].tol)
             sc_test_fail(__FILE__, __LINE__, "dp %d pp %d: estimate %.4f s vs simulated %.4f s",
                          cs[i].dp, cs[i].pp, e.step_s, r->step_time_s);
+        sc_step_result_free(r);
+        sc_model_free(m);
+    }
+}
+
+/* ZeRO 3 with interleaved chunks (each position gathers its v chunks' parameters
+ * in turn): the estimate against the simulator on gpt-1.3b over 16 p4d nodes,
+ * gpt-13b over 32 DGX A100 and gpt-175b over 128. Measured when written: +4.8%,
+ * +3.5%, +3.9%, +0.9%, -5.7%; the same layouts under ZeRO 1 are +7.0% (gpt-1.3b,
+ * v 2) and -3.7% (gpt-175b): ZeRO 3 adds no error of its own beyond the
+ * estimate's. */
+TEST(planner_estimate_zero3_interleaved)
+{
+    struct {
+        const char *model, *cluster;
+        int nodes, dp, tp, pp, v, m;
+    } cs[] = {{"gpt-1.3b", "p4d.24xlarge", 16, 16, 2, 2, 2, 8},
+              {"gpt-1.3b", "p4d.24xlarge", 16, 8, 2, 4, 2, 16},
+              {"gpt-1.3b", "p4d.24xlarge", 16, 8, 2, 4, 3, 16},
+              {"gpt-13b", "dgx-a100-80g", 32, 32, 4, 2, 4, 16},
+              {"gpt-175b", "dgx-a100-80g", 128, 16, 8, 8, 2, 16}};
+    for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
+        sc_model *m;
+        sc_cluster c;
+        sc_test_open_pair(cs[i].model, cs[i].cluster, cs[i].nodes, &m, &c);
+        REQUIRE(m);
+        sc_step_cfg cfg = {.dp = cs[i].dp, .tp = cs[i].tp, .pp = cs[i].pp, .v = cs[i].v,
+                           .m = cs[i].m, .mbs = 1, .zero = 3,
+                           .recompute = SC_RECOMPUTE_SELECTIVE, .schedule = "interleaved",
+                           .one_replica = 1};
+        sc_estimate e;
+        sc_step_result *r;
+        sc_error err;
+        REQUIRE(sc_estimate_step(m, &c, &cfg, &e, &err) == SC_OK);
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+        if (fabs(e.step_s / r->step_time_s - 1) > 0.07)
+            sc_test_fail(__FILE__, __LINE__, "%s dp %d pp %d v %d: estimate %.4f s vs "
+                         "simulated %.4f s", cs[i].model, cs[i].dp, cs[i].pp, cs[i].v, e.step_s,
+                         r->step_time_s);
         sc_step_result_free(r);
         sc_model_free(m);
     }
