@@ -534,7 +534,7 @@ TEST(cost_memory_zero_stages)
     c.eff.workspace_bytes = 0;
     sc_model *m = one_module(1e9, 0, 0, 0, 0);
     REQUIRE(m);
-    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0};
+    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED};
     sc_mem r;
     /* ZeRO 3 also holds what it gathers (sc_cost_zero3_gathered): without
      * layers the module is one unit, its weights and gradient whole */
@@ -647,7 +647,7 @@ TEST(cost_memory_tp_and_recompute)
     }
     sc_error err = {0};
     REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
-    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE, 0};
+    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED};
     sc_mem r;
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
     CHECK_NEAR(r.params, 2 * (100 / 2.0 + 200 / 2.0 + 10), 1e-12);
@@ -783,7 +783,7 @@ TEST(cost_table_totals)
     sc_cluster c = preset("p4d.24xlarge");
     sc_model *m = one_module(1e6, 2e12, 1e6, 1e6, 1);
     REQUIRE(m);
-    sc_cost_cfg cfg = {SC_BF16, 4, 2, NULL, 0};
+    sc_cost_cfg cfg = {SC_BF16, 4, 2, NULL, 0, SC_ATTN_UNFUSED};
     sc_cost_row *rows, tot;
     int n;
     REQUIRE(sc_cost_table(&c, m, &cfg, &rows, &n, &tot, NULL) == SC_OK);
@@ -883,7 +883,7 @@ TEST(cost_activation_korthikanti_gpt175b_t8)
     /* full recompute keeps each layer's input: 2·s·h per layer, /t with sp */
     sc_cluster c = preset("dgx-a100-80g");
     int lo = blk->children[0]->leaf_index, n = 8; /* blocks 0 and 1: two layers */
-    sc_mem_cfg mc = {m->dtype, 8, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0};
+    sc_mem_cfg mc = {m->dtype, 8, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED};
     sc_mem r0, r1;
     REQUIRE(sc_cost_memory(&c, m->leaves + lo, n, &mc, &r0, &err) == SC_OK);
     mc.inflight = 2;
@@ -927,7 +927,8 @@ TEST(cost_cli_sp)
     sc_model *m;
     sc_cluster c = fitted("dgx-a100-80g");
     REQUIRE(sc_model_open("gpt-1.3b", &m, NULL) == SC_OK);
-    sc_cost_cfg a = {SC_BF16, 8, 1, "ring", 0}, b = {SC_BF16, 8, 1, "ring", 1};
+    sc_cost_cfg a = {SC_BF16, 8, 1, "ring", 0, SC_ATTN_UNFUSED},
+                b = {SC_BF16, 8, 1, "ring", 1, SC_ATTN_UNFUSED};
     sc_cost_row *ra, *rb, ta, tb;
     int na, nb;
     REQUIRE(sc_cost_table(&c, m, &a, &ra, &na, &ta, NULL) == SC_OK);

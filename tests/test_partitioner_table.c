@@ -65,7 +65,8 @@ TEST(partitioner_table_every_chooser_agrees)
         sc_partition_free(&b);
         /* the search's request: the frugal memory settings of
          * partitioner_hook.c, through the same function */
-        sc_part_request rq = {m, &c, 4, 1, 1, 1, 4, -1, 0, 0, 0, 0, 0, 0};
+        sc_part_request rq = {.m = m, .c = &c, .pp = 4, .v = 1, .tp = 1, .mbs = 1, .dp = 4,
+                              .memory_weight = -1};
         REQUIRE(sc_planner_partition(impl->name, &rq, &a, &err) == SC_OK);
         sc_partitioner_cfg_init(&cfg, m, &c, 4);
         cfg.dp = 4;
@@ -89,7 +90,8 @@ TEST(partitioner_table_every_chooser_agrees)
     /* unknown names: each chooser keeps its status, all list the table */
     CHECK_EQ_INT(sc_partition_by_method("magic", &cfg, &a, &err), SC_EINVAL);
     CHECK_STR_HAS(err.msg, "partition: unknown method 'magic' (uniform, tree, optimal)");
-    sc_part_request rq = {m, &c, 4, 1, 1, 1, 4, -1, 0, 0, 0, 0, 0, 0};
+    sc_part_request rq = {.m = m, .c = &c, .pp = 4, .v = 1, .tp = 1, .mbs = 1, .dp = 4,
+                          .memory_weight = -1};
     CHECK_EQ_INT(sc_planner_partition("magic", &rq, &a, &err), SC_ENOTFOUND);
     CHECK_STR_HAS(err.msg, "plan: unknown partitioner 'magic' (uniform, tree, optimal)");
     sc_search_opts o;
