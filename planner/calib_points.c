@@ -479,49 +479,6 @@ static sc_status timeline_gates(reader *x, const sc_lowered *lw, const sc_step_c
 
 /* The op points of plan index `plan`: the median duration of each (stage,
  * kind) over ranks and microbatches. */
-static sc_status op_points(reader *x, int plan, const sc_step_cfg *cfg, const sc_timeline *t,
-                           const char *file, sc_error *err)
-{
-    static const int kinds[] = {SC_OP_F, SC_OP_B, SC_OP_W, SC_OP_RECOMPUTE, SC_OP_OPTIMIZER};
-    sc_calib_points *pts = &x->pts;
-    sc_status st = SC_OK;
-    int S = cfg->pp * cfg->v;
-    for (int s = 0; s < S && !st; s++) {
-        for (size_t k = 0; k < SC_ARRAY_LEN(kinds) && !st; k++) {
-            if (kinds[k] == SC_OP_OPTIMIZER && s >= cfg->pp)
-                continue; /* the optimizer op carries the pipeline position */
-            int n = 0, cap = 0;
-            double *v = NULL;
-            for (int r = 0; r < t->n_ranks && !st; r++)
-                for (int i = 0; i < t->ranks[r].n_ops; i++) {
-                    const sc_tl_op *o = &t->ranks[r].ops[i];
-                    if (o->stage != s || o->kind != kinds[k] || o->stream != SC_STREAM_COMPUTE)
-                        continue;
-                    double *nv = room(v, n, &cap, sizeof *nv);
-                    if (!nv) {
-                        st = nomem(file, err);
-                        break;
-                    }
-                    v = nv;
-                    v[n++] = o->end - o->start;
-                }
-            if (!st && n > 0) {
-                double med = sc_median(v, (size_t)n);
-                sc_calib_op *q = med > 0 ? room(pts->ops, pts->n_ops, &x->cap_ops, sizeof *q)
-                                         : NULL;
-                if (q) {
-                    pts->ops = q;
-                    q[pts->n_ops++] = (sc_calib_op){plan, s, kinds[k], med, x->file};
-                } else if (med > 0) {
-                    st = nomem(file, err);
-                }
-            }
-            sc_free(v);
-        }
-    }
-    return st;
-}
-
 static int by_begin(const void *a, const void *b)
 {
     const double *x = a, *y = b;
@@ -538,29 +495,12 @@ static double covered(const double *iv, int n, double s, double e)
     return e > s ? c / (e - s) : 0;
 }
 
-/* Overlap points (calibrate.h): per (virtual stage, kind) of F, B, W and
- * RECOMPUTE, the median duration and overlapped share of its compute ops
- * that ran beside their rank's data-parallel collectives (at least
- * SC_CALIB_OVERLAP_MIN_PHI of them), against the median of those that ran
- * beside none. */
-static sc_status overlap_points(reader *x, const sc_step_cfg *cfg, const sc_timeline *t,
-                                const char *file, sc_error *err)
+/* phi[off[r] + i]: the share of rank r's op i that the rank's data-parallel
+ * collectives (their intervals merged) overlapped; iv is scratch for
+ * 2 (most ops of a rank) doubles. */
+static void dp_shares(const sc_timeline *t, double *iv, int *off, double *phi)
 {
-    static const int kinds[] = {SC_OP_F, SC_OP_B, SC_OP_W, SC_OP_RECOMPUTE};
-    int S = cfg->pp * cfg->v, most = 0;
-    for (int r = 0; r < t->n_ranks; r++)
-        most = t->ranks[r].n_ops > most ? t->ranks[r].n_ops : most;
-    /* per rank: its collectives' intervals, merged; per op: its share */
-    double *iv = sc_malloc(sizeof *iv * (2 * (size_t)most + 2));
-    int *off = sc_malloc(sizeof *off * ((size_t)t->n_ranks + 1)), total = 0;
-    for (int r = 0; r < t->n_ranks; r++)
-        total += t->ranks[r].n_ops;
-    double *phi = sc_malloc(sizeof *phi * ((size_t)total + 1));
-    double *lone = sc_malloc(sizeof *lone * ((size_t)total + 1));
-    double *bt = sc_malloc(sizeof *bt * ((size_t)total + 1));
-    double *bp = sc_malloc(sizeof *bp * ((size_t)total + 1));
-    sc_status st = iv && off && phi && lone && bt && bp ? SC_OK : nomem(file, err);
-    for (int r = 0, k = 0; r < t->n_ranks && !st; r++) {
+    for (int r = 0, k = 0; r < t->n_ranks; r++) {
         const sc_tl_rank *rk = &t->ranks[r];
         int n = 0;
         for (int i = 0; i < rk->n_ops; i++) {
@@ -587,38 +527,80 @@ static sc_status overlap_points(reader *x, const sc_step_cfg *cfg, const sc_time
         for (int i = 0; i < rk->n_ops; i++, k++)
             phi[k] = covered(iv, m, rk->ops[i].start, rk->ops[i].end);
     }
-    for (int s = 0; s < S && !st; s++)
-        for (size_t kk = 0; kk < SC_ARRAY_LEN(kinds) && !st; kk++) {
-            int nl = 0, nb = 0;
+}
+
+/* Per (virtual stage, kind) of its compute ops: an op point, the median
+ * duration over ranks and microbatches; and (F, B, W, RECOMPUTE) an overlap
+ * point (calibrate.h), the median duration and overlapped share of the ops
+ * that ran beside their rank's data-parallel collectives (at least
+ * SC_CALIB_OVERLAP_MIN_PHI of them) against the median of those that ran
+ * beside none. */
+static sc_status op_points(reader *x, int plan, const sc_step_cfg *cfg, const sc_timeline *t,
+                           const char *file, sc_error *err)
+{
+    static const int kinds[] = {SC_OP_F, SC_OP_B, SC_OP_W, SC_OP_RECOMPUTE, SC_OP_OPTIMIZER};
+    sc_calib_points *pts = &x->pts;
+    int S = cfg->pp * cfg->v, most = 0, total = 0;
+    for (int r = 0; r < t->n_ranks; r++) {
+        most = t->ranks[r].n_ops > most ? t->ranks[r].n_ops : most;
+        total += t->ranks[r].n_ops;
+    }
+    size_t nt = (size_t)total + 1;
+    double *iv = sc_malloc(sizeof *iv * (2 * (size_t)most + 2));
+    int *off = sc_malloc(sizeof *off * ((size_t)t->n_ranks + 1));
+    double *phi = sc_malloc(sizeof *phi * nt), *all = sc_malloc(sizeof *all * nt);
+    double *lone = sc_malloc(sizeof *lone * nt), *bt = sc_malloc(sizeof *bt * nt);
+    double *bp = sc_malloc(sizeof *bp * nt);
+    sc_status st = iv && off && phi && all && lone && bt && bp ? SC_OK : nomem(file, err);
+    if (!st)
+        dp_shares(t, iv, off, phi);
+    for (int s = 0; s < S && !st; s++) {
+        for (size_t k = 0; k < SC_ARRAY_LEN(kinds) && !st; k++) {
+            if (kinds[k] == SC_OP_OPTIMIZER && s >= cfg->pp)
+                continue; /* the optimizer op carries the pipeline position */
+            int n = 0, nl = 0, nb = 0;
             for (int r = 0; r < t->n_ranks; r++)
                 for (int i = 0; i < t->ranks[r].n_ops; i++) {
                     const sc_tl_op *o = &t->ranks[r].ops[i];
-                    if (o->stage != s || o->kind != kinds[kk] || o->stream != SC_STREAM_COMPUTE)
+                    if (o->stage != s || o->kind != kinds[k] || o->stream != SC_STREAM_COMPUTE)
                         continue;
-                    double f = phi[off[r] + i];
+                    double d = o->end - o->start, f = phi[off[r] + i];
+                    all[n++] = d;
                     if (f == 0) {
-                        lone[nl++] = o->end - o->start;
+                        lone[nl++] = d;
                     } else if (f >= SC_CALIB_OVERLAP_MIN_PHI) {
-                        bt[nb] = o->end - o->start;
+                        bt[nb] = d;
                         bp[nb++] = f;
                     }
                 }
-            if (!nl || !nb)
+            double med = n > 0 ? sc_median(all, (size_t)n) : 0;
+            if (med > 0) {
+                sc_calib_op *q = room(pts->ops, pts->n_ops, &x->cap_ops, sizeof *q);
+                if (!q) {
+                    st = nomem(file, err);
+                    break;
+                }
+                pts->ops = q;
+                q[pts->n_ops++] = (sc_calib_op){plan, s, kinds[k], med, x->file};
+            }
+            if (kinds[k] == SC_OP_OPTIMIZER || !nl || !nb)
                 continue;
             double t0 = sc_median(lone, (size_t)nl), tb = sc_median(bt, (size_t)nb);
-            double pb = sc_median(bp, (size_t)nb);
             if (!(t0 >= MIN_TIME && tb >= MIN_TIME))
                 continue;
-            sc_calib_overlap *q = room(x->pts.overlap, x->pts.n_overlap, &x->cap_overlap,
+            sc_calib_overlap *q = room(pts->overlap, pts->n_overlap, &x->cap_overlap,
                                        sizeof *q);
             if (!q) {
                 st = nomem(file, err);
                 break;
             }
-            x->pts.overlap = q;
-            q[x->pts.n_overlap++] = (sc_calib_overlap){tb, t0, pb, x->file};
+            pts->overlap = q;
+            q[pts->n_overlap++] =
+                (sc_calib_overlap){tb, t0, sc_median(bp, (size_t)nb), x->file};
         }
-    sc_free(iv), sc_free(off), sc_free(phi), sc_free(lone), sc_free(bt), sc_free(bp);
+    }
+    sc_free(iv), sc_free(off), sc_free(phi), sc_free(all), sc_free(lone), sc_free(bt);
+    sc_free(bp);
     return st;
 }
 
@@ -689,8 +671,6 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
         st = timeline_gates(x, lw, &cfg, t, file, err);
     if (!st)
         st = op_points(x, x->pts.n_plans - 1, &cfg, t, file, err);
-    if (!st)
-        st = overlap_points(x, &cfg, t, file, err);
     if (!st)
         st = host_points(x, lw, &cfg, t, file, err);
     sc_lower_free(lw);

@@ -308,8 +308,9 @@ static tlinfo *tl_at(builder *b, int t) { return b->tl ? &b->tl[t] : NULL; }
 /* Flow f of a ring shows in the timeline from task `from` (the ring's latency). */
 static void set_from(builder *b, int f, int from)
 {
-    if (b->tl)
-        b->tl[f].from = from;
+    tlinfo *x = tl_at(b, f);
+    if (x)
+        x->from = from;
 }
 
 static double noisy(builder *b, double d)
@@ -820,8 +821,9 @@ static void build_stream(builder *b, int d, int p, int i, int j, const int *ends
             tinfo *ti = info_at(b, t);
             if (!ti)
                 return;
-            if (b->tl)
-                b->tl[t].is_piece = a->piece > 0;
+            tlinfo *tx = tl_at(b, t);
+            if (tx)
+                tx->is_piece = a->piece > 0;
             if (ng) {
                 for (int q = 0; q < b->tp; q++)
                     sc_sim_add_dep(b->sim, ends[q], t);
@@ -942,8 +944,9 @@ static void build_messages(builder *b)
                     return;
                 ri->wait_s = first_flow;
                 ri->wait_e = end;
-                if (b->tl)
-                    b->tl[recv].bytes = a->bytes;
+                tlinfo *rx = tl_at(b, recv);
+                if (rx)
+                    rx->bytes = a->bytes;
                 sc_sim_add_dep(b->sim, end, recv);
             }
         }
