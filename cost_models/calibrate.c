@@ -826,41 +826,114 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
 #define COLD_SIZES "bench --cold over at least 4 sizes around the gradient buckets " \
                    "(--sizes 2M:16M:2)"
 
+#define LINK_FIX "the times do not follow alpha + size/beta: bench over the sizes the plans " \
+                 "send, on a quiet machine (the spread column)"
+
+/* A jump is a size step over which a collective's median time grows by
+ * more than this times its bytes: alpha + size/beta with alpha >= 0 grows
+ * at most as fast as the bytes, so no line follows one. */
+#define LINK_JUMP_RATIO 1.5
+
+static void size_words(double b, char *buf, size_t cap)
+{
+    if (b >= 1 << 20)
+        snprintf(buf, cap, "%.3g MiB", b / (1 << 20));
+    else if (b >= 1 << 10)
+        snprintf(buf, cap, "%.3g KiB", b / (1 << 10));
+    else
+        snprintf(buf, cap, "%.0f B", b);
+}
+
+static int by_op_n_bytes(const void *pa, const void *pb)
+{
+    const sc_calib_link *a = *(const sc_calib_link *const *)pa;
+    const sc_calib_link *b = *(const sc_calib_link *const *)pb;
+    if (a->op != b->op)
+        return a->op < b->op ? -1 : 1;
+    if (a->n != b->n)
+        return a->n < b->n ? -1 : 1;
+    if (a->bytes != b->bytes)
+        return a->bytes < b->bytes ? -1 : 1;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/* The largest jump (LINK_JUMP_RATIO) between two consecutive sizes of one
+ * op over one group size among the n points q (the median time where a size
+ * repeats; q is sorted in place), written into fix as what to do about it;
+ * 0 when there is none. */
+static int link_jump(const sc_calib_link **q, int n, char *fix, size_t cap)
+{
+    qsort(q, (size_t)n, sizeof *q, by_op_n_bytes);
+    double best = LINK_JUMP_RATIO, b1 = 0, b2 = 0, pb = 0, pt = 0;
+    for (int i = 0, k; i < n; i = k) {
+        for (k = i; k < n && q[k]->op == q[i]->op && q[k]->n == q[i]->n &&
+                    same(q[k]->bytes, q[i]->bytes);)
+            k++;
+        int m = i + (k - i) / 2; /* q[i..k) repeat one size */
+        double t = (k - i) % 2 ? q[m]->t : (q[m - 1]->t + q[m]->t) / 2;
+        double g = (t / pt) / (q[i]->bytes / pb);
+        if (i > 0 && q[i - 1]->op == q[i]->op && q[i - 1]->n == q[i]->n && g > best) {
+            best = g;
+            b1 = pb;
+            b2 = q[i]->bytes;
+        }
+        pb = q[i]->bytes;
+        pt = t;
+    }
+    if (b2 == 0)
+        return 0;
+    char w1[24], w2[24];
+    size_words(b1, w1, sizeof w1);
+    size_words(b2, w2, sizeof w2);
+    snprintf(fix, cap,
+             "from %s to %s the time grows %.1fx for %.3gx the bytes: a change of protocol or "
+             "cache that one alpha + size/beta cannot follow; bench on one side of it, over the "
+             "sizes the plans send",
+             w1, w2, best * b2 / b1, b2 / b1);
+    return 1;
+}
+
 /* The gates of a link fit over class l's points of op (-1: every op):
- * distinct sizes (of each op) for alpha and beta, R², MAPE, and the link
- * share f->b / nominal at its floor. */
+ * distinct sizes (of each op) for alpha and beta, R², MAPE (its fix names
+ * the largest jump in time with size, link_jump), and the link share
+ * f->b / nominal at its floor. */
 static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_calib_fit *f,
                        double nominal, const char *what, const char *fix_sizes)
 {
     const sc_calib_points *pts = c->pts;
     int n = 0;
-    int *fi = sc_malloc(sizeof(int) * (size_t)pts->n_link + 1);
-    double *key = sc_malloc(sizeof(double) * 2 * ((size_t)pts->n_link + 1));
-    double *key2 = key ? key + pts->n_link + 1 : NULL;
-    if (!fi || !key) {
+    size_t cap = (size_t)pts->n_link + 1;
+    int *fi = sc_malloc(sizeof(int) * cap);
+    double *key = sc_malloc(sizeof(double) * 2 * cap);
+    double *key2 = key ? key + cap : NULL;
+    const sc_calib_link **q = sc_malloc(sizeof *q * cap);
+    if (!fi || !key || !q) {
         sc_free(fi);
         sc_free(key);
+        sc_free(q);
         gate(rep, what, "", "points", 0, 0, 1, "", "out of memory judging the fit");
         return;
     }
     for (int i = 0; i < pts->n_link; i++) {
-        const sc_calib_link *q = &pts->link[i];
-        if (q->link != l || (op >= 0 && (int)q->op != op))
+        const sc_calib_link *p = &pts->link[i];
+        if (p->link != l || (op >= 0 && (int)p->op != op))
             continue;
-        fi[n] = q->file;
-        key[n] = q->op;
-        key2[n++] = q->bytes;
+        fi[n] = p->file;
+        key[n] = p->op;
+        q[n] = p;
+        key2[n++] = p->bytes;
     }
-    char files[160];
+    char files[160], fix[256];
     file_list(pts, fi, n, files, sizeof files);
+    if (!link_jump(q, n, fix, sizeof fix))
+        snprintf(fix, sizeof fix, "%s", LINK_FIX);
     fit_gates(rep, what, files, distinct(key, key2, n), 2, "sizes", f->r2, "", f->mape,
-              SC_CALIB_LINK_MAPE_CEILING, fix_sizes,
-              "the times do not follow alpha + size/beta: bench over the sizes the plans "
-              "send, on a quiet machine (the spread column)");
+              SC_CALIB_LINK_MAPE_CEILING, fix_sizes, fix);
     bound_gate(rep, what, files, "link share (beta / nominal)", f->b / nominal, 1e-4, INFINITY,
                "the link share ended at its floor: check the bench's sizes and link class");
     sc_free(fi);
     sc_free(key);
+    sc_free(q);
 }
 
 static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_error *err)

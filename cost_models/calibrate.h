@@ -250,7 +250,7 @@ typedef struct sc_calib_gate {
                           "range", "order" */
     double value, limit;
     char figure[160];  /* the figure in words ("1 distinct size for 2 parameters") */
-    char fix[200];     /* what to measure to fix it */
+    char fix[256];     /* what to measure to fix it */
     int failed;
 } sc_calib_gate;
 

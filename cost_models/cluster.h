@@ -113,7 +113,7 @@ typedef struct sc_fit_stats {
 
 #define SC_CLUSTER_MAX_INPUTS 16
 #define SC_CLUSTER_MAX_GATES 16     /* failed quality gates a file records */
-#define SC_CLUSTER_GATE_LEN 160     /* characters of one, with the NUL */
+#define SC_CLUSTER_GATE_LEN 400     /* characters of one, with the NUL */
 
 /* What calibration fitted and from what (stagecraft calibrate). */
 typedef struct sc_cluster_fits {

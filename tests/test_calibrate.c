@@ -812,6 +812,85 @@ TEST(calibrate_gate_link_points)
     CHECK(sc_calibrate(&base, files, 1, NULL, 0, &out, NULL, &err) == SC_OK);
 }
 
+/* Scales bench file path's time of result i by f(i, bytes). */
+static void retime_bench(const char *path, double (*f)(int, double))
+{
+    cJSON *j;
+    sc_error err;
+    if (sc_json_load(path, &j, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    cJSON *r = cJSON_GetObjectItem(j, "results");
+    for (int i = 0; i < cJSON_GetArraySize(r); i++) {
+        cJSON *o = cJSON_GetArrayItem(r, i);
+        double b = cJSON_GetObjectItem(o, "bytes")->valuedouble;
+        double t = cJSON_GetObjectItem(o, "time_s")->valuedouble;
+        cJSON_ReplaceItemInObject(o, "time_s", cJSON_CreateNumber(t * f(i, b)));
+    }
+    if (sc_json_save(path, j, &err))
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    cJSON_Delete(j);
+}
+
+static double jump_above_64k(int i, double bytes)
+{
+    (void)i;
+    return bytes > 65536 ? 5 : 1;
+}
+
+/* write_comm_bench's line (2 ranks, alpha 3 us, beta 2.5 GB/s) turned into
+ * 100 us * sqrt(bytes / 4 KiB): smooth, never faster than the bytes, and
+ * no line through it */
+static double sqrt_growth(int i, double bytes)
+{
+    (void)i;
+    return 1e-4 * sqrt(bytes / 4096) / (2 * 3e-6 + bytes / 2.5e9);
+}
+
+/* A link whose times jump fivefold above 64 KiB (a transport's protocol
+ * switch, a cache's capacity): the line's gates refuse it and name the step
+ * where the times outgrew the bytes; a smooth curve no line follows keeps
+ * the plain advice. */
+TEST(calibrate_gate_link_jump)
+{
+    const char *d = sc_test_tmpdir();
+    sc_cluster base = cpu_cluster(), out;
+    char ar[600];
+    snprintf(ar, sizeof ar, "%s/ar.json", d);
+    write_comm_bench(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 6);
+    retime_bench(ar, jump_above_64k);
+    const char *files[] = {ar};
+    sc_error err;
+    sc_calib_report rep;
+    CHECK(sc_calibrate(&base, files, 1, NULL, 0, &out, &rep, &err) == SC_EGATE);
+    CHECK_STR_HAS(err.msg, "ar.json: fit refused: intra links (allreduce): gate ");
+    CHECK_STR_HAS(err.msg, "from 64 KiB to 256 KiB the time grows ");
+    CHECK_STR_HAS(err.msg, "x for 4x the bytes: a change of protocol or cache");
+    int named = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        named += rep.gates[i].failed && strstr(rep.gates[i].fix, "from 64 KiB to 256 KiB");
+    CHECK(named >= 1);
+    /* forced, the cluster records each failed gate whole, long names and all */
+    char longer[700];
+    snprintf(longer, sizeof longer,
+             "%s/allreduce_over_the_intra_links_of_both_ranks_measured_this_morning_"
+             "on_the_quiet_machine_after_the_nightly_build_had_finished.json", d);
+    REQUIRE(rename(ar, longer) == 0);
+    files[0] = longer;
+    REQUIRE(sc_calibrate(&base, files, 1, NULL, 1, &out, &rep, &err) == SC_OK);
+    REQUIRE(out.eff.fits.n_failed >= 1);
+    for (int i = 0; i < out.eff.fits.n_failed; i++) {
+        CHECK(strlen(out.eff.fits.failed[i]) > 160);
+        CHECK_STR_HAS(out.eff.fits.failed[i], " (limit ");
+    }
+    files[0] = ar;
+    write_comm_bench(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 6);
+    retime_bench(ar, sqrt_growth);
+    CHECK(sc_calibrate(&base, files, 1, NULL, 0, &out, &rep, &err) == SC_EGATE);
+    CHECK_STR_HAS(err.msg, "ar.json: fit refused: intra links (allreduce): gate ");
+    CHECK_STR_HAS(err.msg, "the times do not follow alpha + size/beta");
+    CHECK(!strstr(err.msg, "time grows"));
+}
+
 /* The step `sim SIM_ARGS` simulates of a 2-layer model on cpu.json (cores of
  * cpu-local, gpus_per_node of them a node, compute beside data-parallel
  * collectives slowed by kappa) relabelled as a measurement of its plan, in d:

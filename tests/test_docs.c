@@ -859,3 +859,109 @@ TEST(docs_links_resolve)
     closedir(d);
     CHECK(n >= 5);
 }
+
+/* ---- the README's calibration walk-through and its script --------------- */
+
+/* The shell commands of text [b, e): continuation lines joined, runs of
+ * blanks collapsed, comments and blank lines dropped, and the spellings of
+ * the binary and of mpirun's options made one ("bin/stagecraft", "$sc",
+ * "$root/bin/stagecraft" -> "stagecraft"; the script's " $force" dropped).
+ * Returns how many, at most cap, each malloc'd. */
+static int shell_commands(const char *b, const char *e, char **out, int cap)
+{
+    int n = 0;
+    char line[2048];
+    size_t len = 0;
+    for (const char *p = b; p < e; p++) {
+        int eol = *p == '\n' || p + 1 == e;
+        if (*p == '\\' && p + 1 < e && p[1] == '\n') {
+            p++; /* a continuation */
+            continue;
+        }
+        if (!eol) {
+            if (len + 1 < sizeof line && !(isspace((unsigned char)*p) && len &&
+                                           line[len - 1] == ' '))
+                line[len++] = isspace((unsigned char)*p) ? ' ' : *p;
+            continue;
+        }
+        if (*p != '\n' && len + 1 < sizeof line)
+            line[len++] = *p;
+        while (len && line[len - 1] == ' ')
+            len--;
+        line[len] = 0;
+        char *s = line;
+        while (*s == ' ')
+            s++;
+        len = 0;
+        if (!*s || *s == '#' || n == cap)
+            continue;
+        static const char *const from[] = {"bin/stagecraft ", "$sc ", " $force"};
+        static const char *const to[] = {"stagecraft ", "stagecraft ", ""};
+        char buf[2048];
+        for (size_t k = 0; k < SC_ARRAY_LEN(from); k++) {
+            char *q;
+            while ((q = strstr(s, from[k]))) {
+                snprintf(buf, sizeof buf, "%.*s%s%s", (int)(q - s), s, to[k], q + strlen(from[k]));
+                snprintf(line, sizeof line, "%s", buf);
+                s = line;
+            }
+        }
+        out[n++] = sc_strdup(s);
+    }
+    return n;
+}
+
+/* README.md says scripts/walkthrough.sh "runs exactly these commands": its
+ * "Calibrate on this machine" block, up to the held-out example, is the
+ * script's list from the model to calibrate, in order, and the example's
+ * plan is one of the script's held-out plans with the same options. */
+TEST(docs_readme_walkthrough_is_the_script)
+{
+    char *readme = slurp("README.md"), *script = slurp("scripts/walkthrough.sh");
+    REQUIRE(readme && script);
+    const char *sec = strstr(readme, "\n## Calibrate on this machine\n");
+    REQUIRE(sec);
+    const char *rb = strstr(sec, "\n```sh\n");
+    REQUIRE(rb);
+    rb += 7;
+    const char *held = strstr(rb, "\n# a held-out plan");
+    const char *re = strstr(rb, "\n```\n");
+    REQUIRE(held && re && held < re);
+    const char *sb = strstr(script, "# ---- the README's commands");
+    const char *se = sb ? strstr(sb, "\ncal_rc=$?") : NULL;
+    REQUIRE(sb && se);
+    char *r[64], *s[64];
+    int nr = shell_commands(rb, held, r, 64), ns = shell_commands(sb, se, s, 64);
+    CHECK(nr >= 10);
+    CHECK_EQ_INT(nr, ns);
+    for (int i = 0; i < nr && i < ns; i++)
+        if (strcmp(r[i], s[i]))
+            sc_test_fail(__FILE__, __LINE__, "README command %d differs from the script's:\n"
+                         "  README: %s\n  script: %s", i + 1, r[i], s[i]);
+    /* the held-out example: "stagecraft sim ... OPTIONS -o NAME.plan.json" in the
+     * README, "NAME:OPTIONS" in the script */
+    char *h[8];
+    int nh = shell_commands(held, re, h, 8);
+    REQUIRE(nh >= 1);
+    const char *opts = strstr(h[0], " --cluster cpu.json ");
+    const char *name = strstr(h[0], " -o ");
+    REQUIRE(opts && name && opts < name);
+    opts += strlen(" --cluster cpu.json ");
+    char want[512];
+    snprintf(want, sizeof want, "%.*s:%.*s\n", (int)(strlen(name + 4) - strlen(".plan.json")),
+             name + 4, (int)(name - opts), opts);
+    const char *at = script;
+    while ((at = strstr(at, want)) && at > script && at[-1] != '\n' && at[-1] != '"')
+        at++; /* a line of the script's list, the first after its opening quote */
+    if (!at)
+        sc_test_fail(__FILE__, __LINE__, "the README's held-out plan is not one of the "
+                     "script's: %s", want);
+    for (int i = 0; i < nr; i++)
+        sc_free(r[i]);
+    for (int i = 0; i < ns; i++)
+        sc_free(s[i]);
+    for (int i = 0; i < nh; i++)
+        sc_free(h[i]);
+    sc_free(readme);
+    sc_free(script);
+}
