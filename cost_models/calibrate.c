@@ -822,7 +822,7 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
     return rc;
 }
 
-#define WARM_SIZES "bench over at least 4 sizes (--sizes 128K:4M:2)"
+#define WARM_SIZES "bench over at least 4 sizes of the plans' messages' regime (--sizes 32K:4M:2)"
 #define COLD_SIZES "bench --cold over at least 4 sizes around the gradient buckets " \
                    "(--sizes 2M:16M:2)"
 
@@ -831,8 +831,11 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
 
 /* A jump is a size step over which a collective's median time grows by
  * more than this times its bytes: alpha + size/beta with alpha >= 0 grows
- * at most as fast as the bytes, so no line follows one. */
-#define LINK_JUMP_RATIO 1.5
+ * at most as fast as the bytes, so no line follows one. In the shared-memory
+ * sweeps of docs/commands.md the medians of neighbouring sizes inside one
+ * regime grew at most 1.2 times as fast as their bytes; the steps between
+ * regimes 1.3-4.4 times. */
+#define LINK_JUMP_RATIO 1.3
 
 static void size_words(double b, char *buf, size_t cap)
 {
@@ -857,40 +860,172 @@ static int by_op_n_bytes(const void *pa, const void *pb)
     return (a->t > b->t) - (a->t < b->t);
 }
 
+/* One distinct size of a bench and its median time. */
+typedef struct size_med {
+    double bytes, t;
+} size_med;
+
+/* The distinct sizes of q[0..n), points of one op and group size sorted by
+ * size (by_op_n_bytes), with their median times, into s; returns how many. */
+static int size_medians(const sc_calib_link *const *q, int n, size_med *s)
+{
+    int k = 0;
+    for (int i = 0, j; i < n; i = j) {
+        for (j = i; j < n && same(q[j]->bytes, q[i]->bytes);)
+            j++;
+        int m = i + (j - i) / 2; /* q[i..j) repeat one size */
+        s[k++] = (size_med){q[i]->bytes, (j - i) % 2 ? q[m]->t : (q[m - 1]->t + q[m]->t) / 2};
+    }
+    return k;
+}
+
+/* How much faster than its bytes the time grows from size a to size b. */
+static double jump_ratio(size_med a, size_med b) { return (b.t / a.t) / (b.bytes / a.bytes); }
+
 /* The largest jump (LINK_JUMP_RATIO) between two consecutive sizes of one
- * op over one group size among the n points q (the median time where a size
- * repeats; q is sorted in place), written into fix as what to do about it;
- * 0 when there is none. */
+ * op over one group size among the n points q (q is sorted in place),
+ * written into fix as what to do about it; 0 when there is none. */
 static int link_jump(const sc_calib_link **q, int n, char *fix, size_t cap)
 {
+    size_med *s = sc_malloc(sizeof *s * ((size_t)n + 1));
+    if (!s)
+        return 0;
     qsort(q, (size_t)n, sizeof *q, by_op_n_bytes);
-    double best = LINK_JUMP_RATIO, b1 = 0, b2 = 0, pb = 0, pt = 0;
-    for (int i = 0, k; i < n; i = k) {
-        for (k = i; k < n && q[k]->op == q[i]->op && q[k]->n == q[i]->n &&
-                    same(q[k]->bytes, q[i]->bytes);)
-            k++;
-        int m = i + (k - i) / 2; /* q[i..k) repeat one size */
-        double t = (k - i) % 2 ? q[m]->t : (q[m - 1]->t + q[m]->t) / 2;
-        double g = (t / pt) / (q[i]->bytes / pb);
-        if (i > 0 && q[i - 1]->op == q[i]->op && q[i - 1]->n == q[i]->n && g > best) {
-            best = g;
-            b1 = pb;
-            b2 = q[i]->bytes;
-        }
-        pb = q[i]->bytes;
-        pt = t;
+    double best = LINK_JUMP_RATIO;
+    size_med b1 = {0}, b2 = {0};
+    for (int i = 0, j; i < n; i = j) {
+        for (j = i; j < n && q[j]->op == q[i]->op && q[j]->n == q[i]->n;)
+            j++;
+        int k = size_medians(q + i, j - i, s);
+        for (int m = 1; m < k; m++)
+            if (jump_ratio(s[m - 1], s[m]) > best) {
+                best = jump_ratio(s[m - 1], s[m]);
+                b1 = s[m - 1];
+                b2 = s[m];
+            }
     }
-    if (b2 == 0)
+    sc_free(s);
+    if (b2.bytes == 0)
         return 0;
     char w1[24], w2[24];
-    size_words(b1, w1, sizeof w1);
-    size_words(b2, w2, sizeof w2);
+    size_words(b1.bytes, w1, sizeof w1);
+    size_words(b2.bytes, w2, sizeof w2);
     snprintf(fix, cap,
              "from %s to %s the time grows %.1fx for %.3gx the bytes: a change of protocol or "
              "cache that one alpha + size/beta cannot follow; bench on one side of it, over the "
              "sizes the plans send",
-             w1, w2, best * b2 / b1, b2 / b1);
+             w1, w2, b2.t / b1.t, b2.bytes / b1.bytes);
     return 1;
+}
+
+/* The regime of the warm points of class l and op among w[0..n) that holds
+ * every message of op the measured plans send: where their bench's sizes
+ * (over one group size) split into regimes at jumps (LINK_JUMP_RATIO) and the
+ * messages all fall in one of them (one between the two sizes of a step
+ * falls on the side of the nearer, by ratio: a stage's tp collectives are
+ * known by their mean size, which a small one pulls below the rest), *lo
+ * and *hi are its smallest and largest size and *k_all, *k_kept the sizes
+ * in all and in it; 0 when there is no such choice (one regime, no
+ * messages, messages in several, or midway across a step). */
+static int plan_regime(const sc_calib_points *pts, const sc_calib_link *w, int n, int l, int op,
+                       const sc_calib_link **q, size_med *s, int *seg, double *lo, double *hi,
+                       int *k_all, int *k_kept)
+{
+    int m = 0, mixed = 0;
+    for (int i = 0; i < n; i++)
+        if (w[i].link == l && (int)w[i].op == op) {
+            mixed |= m > 0 && w[i].n != q[0]->n;
+            q[m++] = &w[i];
+        }
+    if (m < 2 || mixed)
+        return 0;
+    qsort(q, (size_t)m, sizeof *q, by_op_n_bytes);
+    int k = size_medians(q, m, s);
+    seg[0] = 0;
+    for (int j = 1; j < k; j++)
+        seg[j] = seg[j - 1] + (jump_ratio(s[j - 1], s[j]) > LINK_JUMP_RATIO);
+    if (seg[k - 1] == 0)
+        return 0;
+    int pick = -1;
+    for (int i = 0; i < pts->n_msg; i++) {
+        if ((int)pts->msg[i].op != op)
+            continue;
+        double b = pts->msg[i].bytes;
+        int j = 0, sg;
+        while (j + 1 < k && s[j + 1].bytes <= b * (1 + 1e-9))
+            j++;
+        if (b <= s[0].bytes || same(b, s[j].bytes) || j == k - 1 || seg[j] == seg[j + 1]) {
+            sg = b <= s[0].bytes ? seg[0] : seg[j];
+        } else { /* inside a step: the side of the nearer size (in ratio); a tie has none */
+            double below = s[j + 1].bytes * s[j].bytes; /* b^2 below it: nearer s[j] */
+            sg = b * b < below * (1 - 1e-9)   ? seg[j]
+                 : b * b > below * (1 + 1e-9) ? seg[j + 1]
+                                              : -1;
+        }
+        if (sg < 0 || (pick >= 0 && sg != pick))
+            return 0;
+        pick = sg;
+    }
+    if (pick < 0)
+        return 0;
+    *lo = INFINITY;
+    *hi = 0;
+    *k_all = k;
+    *k_kept = 0;
+    for (int j = 0; j < k; j++)
+        if (seg[j] == pick) {
+            *lo = fmin(*lo, s[j].bytes);
+            *hi = fmax(*hi, s[j].bytes);
+            ++*k_kept;
+        }
+    return 1;
+}
+
+/* The simulator moves each link class at one line, which is for the plans'
+ * traffic: per class and op of the warm view w, where plan_regime finds the
+ * regime of the measured plans' messages, the points of the other regimes
+ * leave w, and a note says which. Returns the points left. */
+static int keep_plan_regimes(const ctx *c, sc_calib_link *w, int n, sc_calib_report *rep)
+{
+    static const char *const lname[] = {"intra", "inter"};
+    const sc_calib_points *pts = c->pts;
+    if (!pts->n_msg || n < 2)
+        return n;
+    const sc_calib_link **q = sc_malloc(sizeof *q * (size_t)n);
+    size_med *s = sc_malloc(sizeof *s * (size_t)n);
+    int *seg = sc_malloc(sizeof *seg * (size_t)n);
+    for (int l = 0; l < SC_LINK_N && q && s && seg; l++)
+        for (int op = 0; op < SC_CALIB_COMM_N; op++) {
+            double lo, hi;
+            int k_all, k_kept;
+            if (!plan_regime(pts, w, n, l, op, q, s, seg, &lo, &hi, &k_all, &k_kept))
+                continue;
+            int j = 0;
+            for (int i = 0; i < n; i++)
+                if (w[i].link != l || (int)w[i].op != op ||
+                    (w[i].bytes >= lo * (1 - 1e-9) && w[i].bytes <= hi * (1 + 1e-9)))
+                    w[j++] = w[i];
+            n = j;
+            double mlo = INFINITY, mhi = 0;
+            for (int i = 0; i < pts->n_msg; i++)
+                if ((int)pts->msg[i].op == op) {
+                    mlo = fmin(mlo, pts->msg[i].bytes);
+                    mhi = fmax(mhi, pts->msg[i].bytes);
+                }
+            char a[24], b[24], ma[24], mb[24];
+            size_words(lo, a, sizeof a);
+            size_words(hi, b, sizeof b);
+            size_words(mlo, ma, sizeof ma);
+            size_words(mhi, mb, sizeof mb);
+            add_note(rep, "%s %s: fitted over %s-%s (%d sizes), the regime of the measured "
+                     "plans' %s%s%s messages; %d bench size%s past a step in time left out",
+                     lname[l], comm_ops[op], a, b, k_kept, ma, mlo < mhi ? "-" : "",
+                     mlo < mhi ? mb : "", k_all - k_kept, k_all - k_kept == 1 ? "" : "s");
+        }
+    sc_free(q);
+    sc_free(s);
+    sc_free(seg);
+    return n;
 }
 
 /* The gates of a link fit over class l's points of op (-1: every op):
@@ -1149,6 +1284,8 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
         for (int i = 0; i < all->n_link; i++)
             if (!all->link[i].cold == !cold)
                 w[view.n_link++] = all->link[i];
+        if (!cold)
+            view.n_link = keep_plan_regimes(&cc, w, view.n_link, rep);
         if (cold)
             fit_cold_links(&cc, refit, out, rep);
         else

@@ -131,6 +131,16 @@ typedef enum sc_calib_comm {
     SC_CALIB_COMM_N
 } sc_calib_comm;
 
+/* A message a measured plan sends warm: one tp collective (an allreduce, or
+ * sequence parallelism's reduce-scatter or all-gather) or one pipeline
+ * message, of `bytes`. Where a link's bench times jump with size (a
+ * protocol's or a cache's step), the warm fits keep the sizes of the regime
+ * these messages fall in (fit_links). */
+typedef struct sc_calib_msg {
+    sc_calib_comm op;
+    double bytes;
+} sc_calib_msg;
+
 /* One size of a communication benchmark over link class `link`
  * (SC_LINK_INTRA, SC_LINK_INTER): `bytes` (nccl-tests sizes) over n ranks
  * (2 for p2p) in t seconds. */
@@ -270,6 +280,8 @@ typedef struct sc_calib_points {
     sc_calib_link *link;
     sc_calib_host *host;
     sc_calib_overlap *overlap;
+    int n_msg;                /* the measured plans' warm messages, each (op, bytes) once */
+    sc_calib_msg *msg;
     int n_files;
     const char *const *files;
     int n_in_gates;
@@ -294,7 +306,7 @@ typedef struct sc_calib_report {
     double overlap_slowdown, overlap_se;
     int n_fits;
     sc_calib_fit fits[24];
-    char notes[512];
+    char notes[1024];
     int n_gates, n_failed;            /* every gate judged (input gates first) */
     sc_calib_gate gates[SC_CALIB_MAX_GATES];
 } sc_calib_report;

@@ -29,7 +29,7 @@ typedef struct opened {
 typedef struct reader {
     const sc_cluster *base;
     sc_calib_points pts;
-    int cap_gemm, cap_ops, cap_plans, cap_link, cap_host, cap_open, cap_overlap;
+    int cap_gemm, cap_ops, cap_plans, cap_link, cap_host, cap_open, cap_overlap, cap_msg;
     opened *open; /* pts.n_plans of them */
     sc_provenance prov;    /* the first input's that records one */
     char prov_file[512];   /* and its name */
@@ -69,6 +69,7 @@ static void reader_free(reader *x)
     sc_free(x->pts.link);
     sc_free(x->pts.host);
     sc_free(x->pts.overlap);
+    sc_free(x->pts.msg);
     sc_free(x->gates);
 }
 
@@ -604,6 +605,44 @@ static sc_status op_points(reader *x, int plan, const sc_step_cfg *cfg, const sc
     return st;
 }
 
+/* The messages lw sends warm (sc_calib_msg), each distinct (op, bytes) once:
+ * its pipeline messages and its tp collectives (a TP action's bytes over the
+ * stage's tp_count, as the simulator and the executor split it). */
+static sc_status msg_points(reader *x, const sc_lowered *lw, const char *file, sc_error *err)
+{
+    sc_calib_points *pts = &x->pts;
+    for (int p = 0; p < lw->cfg.pp; p++)
+        for (int i = 0; i < lw->pos[p].n; i++) {
+            const sc_action *a = &lw->pos[p].acts[i];
+            sc_calib_msg m;
+            if (a->kind == SC_ACT_SEND) {
+                m = (sc_calib_msg){SC_CALIB_P2P, a->bytes};
+            } else if (a->kind == SC_ACT_TP) {
+                int count = lw->info[a->stage].tp_count;
+                m.op = a->coll == SC_COLL_ALLREDUCE        ? SC_CALIB_ALLREDUCE
+                       : a->coll == SC_COLL_REDUCE_SCATTER ? SC_CALIB_REDUCESCATTER
+                                                           : SC_CALIB_ALLGATHER;
+                m.bytes = count > 0 ? a->bytes / count : a->bytes;
+            } else {
+                continue;
+            }
+            int seen = !(m.bytes > 0);
+            for (int k = 0; k < pts->n_msg && !seen; k++)
+                seen = pts->msg[k].op == m.op && pts->msg[k].bytes == m.bytes;
+            if (seen)
+                continue;
+            if (pts->n_msg >= MAX_POINTS)
+                return sc_err(err, SC_EINVAL, "%s: more than %d distinct message sizes", file,
+                              MAX_POINTS);
+            sc_calib_msg *q = room(pts->msg, pts->n_msg, &x->cap_msg, sizeof *q);
+            if (!q)
+                return nomem(file, err);
+            pts->msg = q;
+            q[pts->n_msg++] = m;
+        }
+    return SC_OK;
+}
+
 static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_error *err)
 {
     const sc_cluster *base = x->base;
@@ -673,6 +712,8 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
         st = op_points(x, x->pts.n_plans - 1, &cfg, t, file, err);
     if (!st)
         st = host_points(x, lw, &cfg, t, file, err);
+    if (!st)
+        st = msg_points(x, lw, file, err);
     sc_lower_free(lw);
     sc_timeline_free(t);
     return st;

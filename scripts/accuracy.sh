@@ -65,12 +65,14 @@ benches() { # SUFFIX: the three benches, into bench_OP.SUFFIX
 # the sizes the plans send (activations of 128-256 KiB, tp halves of 64-128
 # KiB; dp2_m2's one gradient bucket of 16.2 MiB is reduced cold, after the
 # backward, and has its own bench over 2-16 MiB with 256 MiB written before
-# each iteration, bench --cold): in shared memory Open MPI switches protocol below 128 KiB
-# (a 64 KiB message 11 us, a 128 KiB one 62 us), and no alpha-beta line fits
-# both sides (calibrate's link gates refused 4K:4M:4 at MAPE 18-21%); across a
-# shaped link, messages under the token bucket pass at memory speed: measure
-# from 256 KiB up there
-sizes=128K:4M:2 cold_sizes=2M:16M:2
+# each iteration, bench --cold): in shared memory Open MPI's times step up
+# by 4-8x at a size that depends on the machine (between 64 and 128 KiB on
+# an Intel guest, 128-512 KiB on an AMD EPYC one), and no alpha-beta line
+# fits both sides, so the benches sweep 32 KiB-4 MiB and calibrate fits the
+# regime the calibration plans' messages fall in (docs/commands.md); across
+# a shaped link, messages under the token bucket pass at memory speed:
+# measure from 256 KiB up there
+sizes=32K:4M:2 cold_sizes=2M:16M:2
 [[ $net == 1 ]] && sizes=256K:16M:4
 plan() { # NAME ARGS...: make the plan
   local name=$1; shift

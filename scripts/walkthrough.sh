@@ -58,8 +58,8 @@ echo "load average before: $(load)"
 stagecraft model gen gpt --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 2048 --dtype fp32 -o gpt.json
 stagecraft cluster show cpu-local --json | sed 's/"gpus_per_node":[^,]*/"gpus_per_node": 2/' > cpu.json
 stagecraft bench gemm -o bench_gemm.json
-mpirun -np 2 $sc bench allreduce --sizes 128K:4M:2 -o bench_allreduce.json
-mpirun -np 2 $sc bench p2p --sizes 128K:4M:2 -o bench_p2p.json
+mpirun -np 2 $sc bench allreduce --sizes 32K:4M:2 -o bench_allreduce.json
+mpirun -np 2 $sc bench p2p --sizes 32K:4M:2 -o bench_p2p.json
 mpirun -np 2 $sc bench allreduce --cold 256M --sizes 2M:16M:2 -o bench_allreduce_cold.json
 stagecraft sim --model gpt.json --cluster cpu.json --pp 2 --microbatches 8 --mbs 1 --schedule 1f1b -o cal_pp2.plan.json
 stagecraft sim --model gpt.json --cluster cpu.json --tp 2 --microbatches 2 --mbs 2 --schedule 1f1b -o cal_tp2.plan.json

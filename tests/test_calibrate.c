@@ -51,8 +51,20 @@ static void write_gemm_bench(const char *path, const sc_cluster *truth, const ch
 }
 
 /* A collective bench: time = steps·alpha + volume/beta exactly. */
+static void write_comm_bench_sizes(const char *path, const char *op, int ranks,
+                                   const char *link, double alpha, double beta, int npts,
+                                   double factor);
+
+/* npts sizes from 4 KiB, 4x apart, each at alpha-beta of op's ring */
 static void write_comm_bench(const char *path, const char *op, int ranks, const char *link,
                              double alpha, double beta, int npts)
+{
+    write_comm_bench_sizes(path, op, ranks, link, alpha, beta, npts, 4);
+}
+
+static void write_comm_bench_sizes(const char *path, const char *op, int ranks,
+                                   const char *link, double alpha, double beta, int npts,
+                                   double factor)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", "stagecraft.bench/1");
@@ -66,7 +78,7 @@ static void write_comm_bench(const char *path, const char *op, int ranks, const 
     cJSON_AddNumberToObject(j, "elem_bytes", 4);
     cJSON *a = cJSON_AddArrayToObject(j, "results");
     double bytes = 4096;
-    for (int i = 0; i < npts; i++, bytes *= 4) {
+    for (int i = 0; i < npts; i++, bytes *= factor) {
         double n = !strcmp(op, "p2p") ? 2 : ranks, steps, vol;
         if (!strcmp(op, "allreduce")) {
             steps = 2 * (n - 1);
@@ -1302,4 +1314,95 @@ TEST(calibrate_cold_collectives)
     sc_step_result_free(r0);
     sc_step_result_free(r1);
     sc_model_free(m);
+}
+
+static double jump_above_1m(int i, double bytes)
+{
+    (void)i;
+    return bytes > (1 << 20) ? 5 : 1;
+}
+
+static double jump_above_8k(int i, double bytes)
+{
+    (void)i;
+    return bytes > 8192 ? 5 : 1;
+}
+
+static double jump_above_12k(int i, double bytes)
+{
+    (void)i;
+    return bytes > 12288 ? 5 : 1;
+}
+
+static double jump_above_16k(int i, double bytes)
+{
+    (void)i;
+    return bytes > 16384 ? 5 : 1;
+}
+
+/* An allreduce bench over 4 KiB-8 MiB (sizes 2x apart) whose times jump
+ * fivefold past a size, calibrated with a measured tp 2 pp 2 plan whose tp
+ * allreduces are 32 KiB (4 samples of 32 tokens of h 64 in fp32) and, on
+ * the last stage, 21.8 KiB on average (its vocabulary's small collective
+ * among them): the warm line is fitted over the regime the plan's messages
+ * fall in, below the jump (the line write_comm_bench measures: alpha 3 us,
+ * beta 2.5 GB/s) or above it (five times that), the other sizes are left
+ * out and a note says so, also when the messages lie inside the step (each
+ * on the side of the nearer size); with them on both sides of the step
+ * (21.8 KiB nearer 16 KiB, 32 KiB past it), or without the plan, the gates
+ * judge every size. */
+TEST(calibrate_fits_the_plans_regime)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_measurement_of(d, 4, cpu_cluster().eff.overlap_slowdown,
+                                "--tp 2 --pp 2 --microbatches 2 --mbs 4 --schedule 1f1b") == 0);
+    char g[600], m[600], ar[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(m, sizeof m, "%s/meas.json", d);
+    snprintf(ar, sizeof ar, "%s/ar.json", d);
+    sc_cluster base = cpu_cluster(), out;
+    base.gpus_per_node = 4;
+    const char *files[] = {g, ar, m};
+    static sc_calib_report rep;
+    sc_error err;
+    double (*const jumps[2])(int, double) = {jump_above_1m, jump_above_8k};
+    const double scale[2] = {1, 5};
+    const char *const kept[2] = {"intra allreduce: fitted over 4 KiB-1 MiB (9 sizes), the "
+                                 "regime of the measured plans' 21.8 KiB-32 KiB messages; 3 "
+                                 "bench sizes past a step in time left out",
+                                 "intra allreduce: fitted over 16 KiB-8 MiB (10 sizes), the "
+                                 "regime of the measured plans' 21.8 KiB-32 KiB messages; 2 "
+                                 "bench sizes past a step in time left out"};
+    for (int c = 0; c < 2; c++) {
+        write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
+        retime_bench(ar, jumps[c]);
+        sc_status st = sc_calibrate(&base, files, 3, "2026-12-02T00:00:00Z", 0, &out, &rep, &err);
+        if (st)
+            sc_test_fail(__FILE__, __LINE__, "case %d: %s", c, err.msg);
+        REQUIRE(st == SC_OK);
+        double beta = out.intra.bytes_per_s * out.eff.bw_eff[SC_LINK_INTRA];
+        CHECK_NEAR(beta, 2.5e9 / scale[c], 2.5e9 / scale[c] * 1e-3);
+        CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTRA], 3e-6 * scale[c], 3e-6 * scale[c] * 1e-3);
+        CHECK_EQ_INT(rep.n_failed, 0);
+        CHECK_STR_HAS(rep.notes, kept[c]);
+    }
+    /* sizes 3x apart and the step from 12 to 36 KiB: both messages lie inside it,
+     * each nearer (by ratio) to 36 KiB, so the regime above it is the plan's */
+    write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 9, 3);
+    retime_bench(ar, jump_above_12k);
+    REQUIRE(sc_calibrate(&base, files, 3, NULL, 0, &out, &rep, &err) == SC_OK);
+    CHECK_NEAR(out.intra.bytes_per_s * out.eff.bw_eff[SC_LINK_INTRA], 5e8, 5e5);
+    CHECK_STR_HAS(rep.notes, "intra allreduce: fitted over 36 KiB-25.6 MiB (7 sizes)");
+    /* the messages on both sides of the step from 16 to 32 KiB: no side to pick */
+    write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
+    retime_bench(ar, jump_above_16k);
+    CHECK(sc_calibrate(&base, files, 3, NULL, 0, &out, &rep, &err) == SC_EGATE);
+    CHECK_STR_HAS(err.msg, "from 16 KiB to 32 KiB the time grows");
+    CHECK(!strstr(rep.notes, "fitted over"));
+    /* the bench alone: no plan says which side */
+    write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
+    retime_bench(ar, jump_above_1m);
+    CHECK(sc_calibrate(&base, files, 2, NULL, 0, &out, &rep, &err) == SC_EGATE);
+    CHECK_STR_HAS(err.msg, "from 1 MiB to 2 MiB the time grows");
+    CHECK(!strstr(rep.notes, "fitted over"));
 }
