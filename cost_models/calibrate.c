@@ -926,7 +926,8 @@ static int link_jump(const sc_calib_link **q, int n, char *fix, size_t cap)
  * known by their mean size, which a small one pulls below the rest), *lo
  * and *hi are its smallest and largest size and *k_all, *k_kept the sizes
  * in all and in it; 0 when there is no such choice (one regime, no
- * messages, messages in several, or midway across a step). */
+ * messages, messages in several, or midway across a step) or the regime has
+ * fewer than 3 sizes, which fit no line. */
 static int plan_regime(const sc_calib_points *pts, const sc_calib_link *w, int n, int l, int op,
                        const sc_calib_link **q, size_med *s, int *seg, double *lo, double *hi,
                        int *k_all, int *k_kept)
@@ -978,7 +979,7 @@ static int plan_regime(const sc_calib_points *pts, const sc_calib_link *w, int n
             *hi = fmax(*hi, s[j].bytes);
             ++*k_kept;
         }
-    return 1;
+    return *k_kept >= 3; /* fewer cannot fit a line: judge every size */
 }
 
 /* The simulator moves each link class at one line, which is for the plans'

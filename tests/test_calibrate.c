@@ -1334,6 +1334,12 @@ static double jump_above_12k(int i, double bytes)
     return bytes > 12288 ? 5 : 1;
 }
 
+static double jump_above_12k_and_40k(int i, double bytes)
+{
+    (void)i;
+    return (bytes > 12288 ? 5 : 1) * (bytes > 40960 ? 5 : 1);
+}
+
 static double jump_above_16k(int i, double bytes)
 {
     (void)i;
@@ -1393,6 +1399,13 @@ TEST(calibrate_fits_the_plans_regime)
     REQUIRE(sc_calibrate(&base, files, 3, NULL, 0, &out, &rep, &err) == SC_OK);
     CHECK_NEAR(out.intra.bytes_per_s * out.eff.bw_eff[SC_LINK_INTRA], 5e8, 5e5);
     CHECK_STR_HAS(rep.notes, "intra allreduce: fitted over 36 KiB-25.6 MiB (7 sizes)");
+    /* a second step past 36 KiB leaves the plan's regime one size: no line fits
+     * it, so every size is judged (a refusal, not an error) */
+    write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 9, 3);
+    retime_bench(ar, jump_above_12k_and_40k);
+    CHECK(sc_calibrate(&base, files, 3, NULL, 0, &out, &rep, &err) == SC_EGATE);
+    CHECK_STR_HAS(err.msg, "the time grows");
+    CHECK(!strstr(rep.notes, "fitted over"));
     /* the messages on both sides of the step from 16 to 32 KiB: no side to pick */
     write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
     retime_bench(ar, jump_above_16k);
