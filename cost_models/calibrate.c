@@ -833,8 +833,9 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
  * more than this times its bytes: alpha + size/beta with alpha >= 0 grows
  * at most as fast as the bytes, so no line follows one. In the shared-memory
  * sweeps of docs/commands.md the medians of neighbouring sizes inside one
- * regime grew at most 1.2 times as fast as their bytes; the steps between
- * regimes 1.3-4.4 times. */
+ * regime grew at most 1.19 times as fast as their bytes, the steps between
+ * regimes 1.37-4.4 times (1.5, the first value, missed the 1.37 knee from 2
+ * to 4 MiB of one accuracy.sh run). */
 #define LINK_JUMP_RATIO 1.3
 
 static void size_words(double b, char *buf, size_t cap)

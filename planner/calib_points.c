@@ -618,11 +618,10 @@ static sc_status msg_points(reader *x, const sc_lowered *lw, const char *file, s
             if (a->kind == SC_ACT_SEND) {
                 m = (sc_calib_msg){SC_CALIB_P2P, a->bytes};
             } else if (a->kind == SC_ACT_TP) {
-                int count = lw->info[a->stage].tp_count;
                 m.op = a->coll == SC_COLL_ALLREDUCE        ? SC_CALIB_ALLREDUCE
                        : a->coll == SC_COLL_REDUCE_SCATTER ? SC_CALIB_REDUCESCATTER
                                                            : SC_CALIB_ALLGATHER;
-                m.bytes = count > 0 ? a->bytes / count : a->bytes;
+                m.bytes = sc_lowered_tp_msg(lw, a);
             } else {
                 continue;
             }

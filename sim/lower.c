@@ -572,3 +572,9 @@ sc_status sc_lower_save(const sc_lowered *lw, const char *file, sc_error *err)
     free(buf);
     return st;
 }
+
+double sc_lowered_tp_msg(const sc_lowered *lw, const sc_action *a)
+{
+    int count = lw->info[a->stage].tp_count;
+    return count > 0 ? a->bytes / count : a->bytes;
+}

@@ -134,6 +134,9 @@ typedef struct sc_lowered {
 sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                    sc_lowered **out, sc_error *err);
 void sc_lower_free(sc_lowered *lw);
+/* The bytes of one of TP action a's collectives: the stage's tp_count of
+ * them share a->bytes evenly (a count of 0: one collective). */
+double sc_lowered_tp_msg(const sc_lowered *lw, const sc_action *a);
 
 /* Writes the lowered step as text: per position a header line, then one
  * line per action: index, kind, the op it reports as, stage, chunk, mb,

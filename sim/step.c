@@ -752,7 +752,7 @@ static int tp_after(builder *b, int g, int after, const sc_action *a)
     tp_members(b, d, p, b->members);
     double S = a->bytes;
     int count = b->lw->info[a->stage].tp_count;
-    double msg = count > 0 ? S / count : S;
+    double msg = sc_lowered_tp_msg(b->lw, a);
     int end = a->coll == SC_COLL_ALLREDUCE
                   ? add_allreduce(b, b->members, b->tp, S, count, &after, 1, &b->grp[g].tp_chain,
                                   a->op, a->stage, a->chunk, a->mb, S, msg, 0, &s0)

@@ -824,8 +824,8 @@ TEST(calibrate_gate_link_points)
     CHECK(sc_calibrate(&base, files, 1, NULL, 0, &out, NULL, &err) == SC_OK);
 }
 
-/* Scales bench file path's time of result i by f(i, bytes). */
-static void retime_bench(const char *path, double (*f)(int, double))
+/* Scales each time of bench file path by f of its size. */
+static void retime_bench(const char *path, double (*f)(double))
 {
     cJSON *j;
     sc_error err;
@@ -836,25 +836,23 @@ static void retime_bench(const char *path, double (*f)(int, double))
         cJSON *o = cJSON_GetArrayItem(r, i);
         double b = cJSON_GetObjectItem(o, "bytes")->valuedouble;
         double t = cJSON_GetObjectItem(o, "time_s")->valuedouble;
-        cJSON_ReplaceItemInObject(o, "time_s", cJSON_CreateNumber(t * f(i, b)));
+        cJSON_ReplaceItemInObject(o, "time_s", cJSON_CreateNumber(t * f(b)));
     }
     if (sc_json_save(path, j, &err))
         sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
     cJSON_Delete(j);
 }
 
-static double jump_above_64k(int i, double bytes)
+static double jump_above_64k(double bytes)
 {
-    (void)i;
     return bytes > 65536 ? 5 : 1;
 }
 
 /* write_comm_bench's line (2 ranks, alpha 3 us, beta 2.5 GB/s) turned into
  * 100 us * sqrt(bytes / 4 KiB): smooth, never faster than the bytes, and
  * no line through it */
-static double sqrt_growth(int i, double bytes)
+static double sqrt_growth(double bytes)
 {
-    (void)i;
     return 1e-4 * sqrt(bytes / 4096) / (2 * 3e-6 + bytes / 2.5e9);
 }
 
@@ -1316,33 +1314,28 @@ TEST(calibrate_cold_collectives)
     sc_model_free(m);
 }
 
-static double jump_above_1m(int i, double bytes)
+static double jump_above_1m(double bytes)
 {
-    (void)i;
     return bytes > (1 << 20) ? 5 : 1;
 }
 
-static double jump_above_8k(int i, double bytes)
+static double jump_above_8k(double bytes)
 {
-    (void)i;
     return bytes > 8192 ? 5 : 1;
 }
 
-static double jump_above_12k(int i, double bytes)
+static double jump_above_12k(double bytes)
 {
-    (void)i;
     return bytes > 12288 ? 5 : 1;
 }
 
-static double jump_above_12k_and_40k(int i, double bytes)
+static double jump_above_12k_and_40k(double bytes)
 {
-    (void)i;
     return (bytes > 12288 ? 5 : 1) * (bytes > 40960 ? 5 : 1);
 }
 
-static double jump_above_16k(int i, double bytes)
+static double jump_above_16k(double bytes)
 {
-    (void)i;
     return bytes > 16384 ? 5 : 1;
 }
 
@@ -1371,7 +1364,7 @@ TEST(calibrate_fits_the_plans_regime)
     const char *files[] = {g, ar, m};
     static sc_calib_report rep;
     sc_error err;
-    double (*const jumps[2])(int, double) = {jump_above_1m, jump_above_8k};
+    double (*const jumps[2])(double) = {jump_above_1m, jump_above_8k};
     const double scale[2] = {1, 5};
     const char *const kept[2] = {"intra allreduce: fitted over 4 KiB-1 MiB (9 sizes), the "
                                  "regime of the measured plans' 21.8 KiB-32 KiB messages; 3 "
