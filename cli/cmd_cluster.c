@@ -104,6 +104,15 @@ static void show_text(const sc_cluster *c)
             printf("; cold (data-parallel) alpha %s us, bw_eff %.3g",
                    cli_us(c->eff.cold_alpha_s[l], a), c->eff.cold_bw_eff[l]);
         printf("\n");
+        for (int k = 0; k < 2; k++) {
+            const sc_size_curve *cv = k ? &c->eff.p2p_curve[l] : &c->eff.coll_curve[l];
+            if (cv->n < 1)
+                continue;
+            printf("      %s size factors (the line's time divided by):", k ? "p2p" : "collectives");
+            for (int i = 0; i < cv->n; i++)
+                printf("%s %.0f B x%.3g", i ? "," : "", cv->bytes[i], cv->factor[i]);
+            printf("\n");
+        }
     }
     if (c->eff.gemm.sms > 0)
         printf("    kernels       %d SMs, GEMM eff_max %.3g, flash attention %.3g forward, "

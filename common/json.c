@@ -538,6 +538,10 @@ cJSON *sc_jpush_str(cJSON *arr, const char *v, int *oom)
 {
     return push(arr, cJSON_CreateString(v), oom);
 }
+cJSON *sc_jpush_arr(cJSON *arr, int *oom)
+{
+    return push(arr, cJSON_CreateArray(), oom);
+}
 
 sc_status sc_json_digest(const cJSON *root, char out[17])
 {

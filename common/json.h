@@ -73,6 +73,7 @@ cJSON *sc_jadd_arr(cJSON *obj, const char *key, int *oom);
 cJSON *sc_jpush_obj(cJSON *arr, int *oom);
 cJSON *sc_jpush_num(cJSON *arr, double v, int *oom);
 cJSON *sc_jpush_str(cJSON *arr, const char *v, int *oom);
+cJSON *sc_jpush_arr(cJSON *arr, int *oom);
 
 /* Hex SHA-256-free content digest (FNV-1a 64) of a cJSON tree printed
  * unformatted: stable across runs, used to tie plans to their inputs. */

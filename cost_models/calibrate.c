@@ -987,7 +987,8 @@ static int plan_regime(const sc_calib_points *pts, const sc_calib_link *w, int n
  * traffic: per class and op of the warm view w, where plan_regime finds the
  * regime of the measured plans' messages, the points of the other regimes
  * leave w, and a note says which. Returns the points left. */
-static int keep_plan_regimes(const ctx *c, sc_calib_link *w, int n, sc_calib_report *rep)
+static int keep_plan_regimes(const ctx *c, sc_calib_link *w, int n, sc_calib_report *rep,
+                             double regime[SC_LINK_N][SC_CALIB_COMM_N][2])
 {
     static const char *const lname[] = {"intra", "inter"};
     const sc_calib_points *pts = c->pts;
@@ -1002,6 +1003,8 @@ static int keep_plan_regimes(const ctx *c, sc_calib_link *w, int n, sc_calib_rep
             int k_all, k_kept;
             if (!plan_regime(pts, w, n, l, op, q, s, seg, &lo, &hi, &k_all, &k_kept))
                 continue;
+            regime[l][op][0] = lo;
+            regime[l][op][1] = hi;
             int j = 0;
             for (int i = 0; i < n; i++)
                 if (w[i].link != l || (int)w[i].op != op ||
@@ -1131,6 +1134,9 @@ static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, s
          * class (a preset's, fitted to public nccl-tests curves) gives way to it */
         out->eff.s_half_bytes[l] = 0;
         out->eff.ramp_exp[l] = 1;
+        /* and so do size factors it had (fit_links writes the new ones) */
+        out->eff.coll_curve[l].n = 0;
+        out->eff.p2p_curve[l].n = 0;
         double top = fmax(f.b, p2p ? fp.b : 0);
         if (top > nominal) {
             if (l == SC_LINK_INTRA)
@@ -1253,6 +1259,129 @@ static void fit_cold_links(ctx *c, const int *refit, sc_cluster *out, sc_calib_r
     }
 }
 
+/* The size factors of class l's op (allreduce: every warm collective's; p2p)
+ * from the warm points w[0..n), all sizes, when out's line for them was fitted
+ * over [lo, hi] alone (keep_plan_regimes): factor 1 there; at each bench size
+ * outside, the line's time over the size's median time, which the cost models
+ * divide the line's time by (sc_size_curve); at each step between two sizes (LINK_JUMP_RATIO), a point
+ * either side of their geometric mean, one byte apart, so the factor changes
+ * where plan_regime moves a message from one side to the other. Points whose
+ * neighbours carry the same factor are dropped. 0 on success (cv->n 0 when
+ * every factor is 1); -1 when the curve needs more than SC_SIZE_CURVE_MAX
+ * points. words gets the factors outside [lo, hi] in words. */
+static int size_curve(const ctx *c, const sc_calib_link *w, int n, int l, int op, double lo,
+                      double hi, const sc_cluster *out, sc_size_curve *cv, char *words,
+                      size_t cap)
+{
+    enum { MAXP = 4 * SC_SIZE_CURVE_MAX };
+    const sc_calib_link **q = sc_malloc(sizeof *q * ((size_t)n + 1));
+    size_med *s = sc_malloc(sizeof *s * ((size_t)n + 1));
+    double *pb = sc_malloc(sizeof *pb * 2 * MAXP), *pf = pb ? pb + MAXP : NULL;
+    int m = 0, k = 0, np = 0, rc = 0;
+    cv->n = 0;
+    words[0] = 0;
+    if (!q || !s || !pb) {
+        rc = -1;
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        if (w[i].link == l && (int)w[i].op == op && !w[i].cold)
+            q[m++] = &w[i];
+    if (m < 2)
+        goto done;
+    qsort(q, (size_t)m, sizeof *q, by_op_n_bytes);
+    k = size_medians(q, m, s);
+    double nominal = l == SC_LINK_INTRA ? out->intra.bytes_per_s
+                                        : out->inter.nics_per_node * out->inter.nic_bytes_per_s;
+    double beta = nominal * (op == SC_CALIB_P2P ? sc_cluster_p2p_eff(out, (sc_link)l)
+                                                : out->eff.bw_eff[l]);
+    size_t used = 0;
+    for (int j = 0; j < k && np + 3 <= MAXP; j++) {
+        double f = 1;
+        if (s[j].bytes < lo * (1 - 1e-9) || s[j].bytes > hi * (1 + 1e-9)) {
+            sc_calib_link p = *q[0];
+            p.bytes = s[j].bytes;
+            double st, v, o;
+            coll_terms(c, &p, &st, &v, &o);
+            f = (o + st * out->eff.alpha_s[l] + v / beta) / s[j].t;
+            f = fmin(SC_SIZE_FACTOR_MAX, fmax(SC_SIZE_FACTOR_MIN, f));
+            char sw[24];
+            size_words(s[j].bytes, sw, sizeof sw);
+            if (used < cap)
+                used += (size_t)snprintf(words + used, cap - used, "%s%s x%.3g",
+                                         used ? ", " : "", sw, f);
+        }
+        if (j > 0 && jump_ratio(s[j - 1], s[j]) > LINK_JUMP_RATIO) {
+            double mid = floor(sqrt(s[j - 1].bytes * s[j].bytes));
+            if (mid > s[j - 1].bytes && mid + 1 < s[j].bytes) {
+                pb[np] = mid;
+                pf[np] = pf[np - 1];
+                np++;
+                pb[np] = mid + 1;
+                pf[np++] = f;
+            }
+        }
+        pb[np] = s[j].bytes;
+        pf[np++] = f;
+    }
+    /* drop the points between two of the same factor, and the ends' repeats */
+    int kept = 0;
+    for (int i = 0; i < np; i++) {
+        int same_prev = i > 0 && pf[i - 1] == pf[i], same_next = i + 1 < np && pf[i + 1] == pf[i];
+        if ((same_prev && same_next) || (i == 0 && same_next) || (i == np - 1 && same_prev))
+            continue;
+        pb[kept] = pb[i];
+        pf[kept++] = pf[i];
+    }
+    int ones = 1;
+    for (int i = 0; i < kept; i++)
+        ones &= pf[i] == 1;
+    if (ones)
+        goto done;
+    if (kept > SC_SIZE_CURVE_MAX) {
+        rc = -1;
+        goto done;
+    }
+    for (int i = 0; i < kept; i++) {
+        cv->bytes[i] = pb[i];
+        cv->factor[i] = pf[i];
+    }
+    cv->n = kept;
+done:
+    sc_free(q);
+    sc_free(s);
+    sc_free(pb);
+    return rc;
+}
+
+/* The size factors of every class whose allreduce or p2p line keep_plan_regimes
+ * fitted over one regime (size_curve), from the warm points of all sizes. */
+static void fit_size_curves(const ctx *c, double regime[SC_LINK_N][SC_CALIB_COMM_N][2],
+                            sc_cluster *out, sc_calib_report *rep)
+{
+    static const char *const lname[] = {"intra", "inter"};
+    const sc_calib_points *all = c->pts;
+    for (int l = 0; l < SC_LINK_N; l++)
+        for (int pass = 0; pass < 2; pass++) {
+            int op = pass ? SC_CALIB_P2P : SC_CALIB_ALLREDUCE;
+            if (!(regime[l][op][1] > 0))
+                continue;
+            sc_size_curve *cv = pass ? &out->eff.p2p_curve[l] : &out->eff.coll_curve[l];
+            char words[256];
+            const char *key = pass ? "p2p_size_factors" : "size_factors";
+            if (size_curve(c, all->link, all->n_link, l, op, regime[l][op][0], regime[l][op][1],
+                           out, cv, words, sizeof words)) {
+                cv->n = 0;
+                add_note(rep, "%s %s: no size factors: more than %d points", lname[l],
+                         comm_ops[op], SC_SIZE_CURVE_MAX);
+            } else if (cv->n > 0) {
+                add_note(rep, "%s %s: the bench sizes outside it kept as measured, as factors "
+                         "dividing the line's time (efficiency.%s.%s): %s",
+                         lname[l], comm_ops[op], lname[l], key, words);
+            }
+        }
+}
+
 /* The warm collectives (and p2p) set alpha_s, bw_eff, p2p_bw_eff of each
  * link class; the cold ones, when measured, cold_alpha_s and cold_bw_eff.
  * Each fit sees only its own points (a view of the point arrays). */
@@ -1281,17 +1410,22 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
     cc.pts = &view;
     view.link = w;
     sc_status st = SC_OK;
+    double regime[SC_LINK_N][SC_CALIB_COMM_N][2];
+    memset(regime, 0, sizeof regime);
     for (int cold = 0; cold < 2 && !st; cold++) {
         view.n_link = 0;
         for (int i = 0; i < all->n_link; i++)
             if (!all->link[i].cold == !cold)
                 w[view.n_link++] = all->link[i];
         if (!cold)
-            view.n_link = keep_plan_regimes(&cc, w, view.n_link, rep);
-        if (cold)
+            view.n_link = keep_plan_regimes(&cc, w, view.n_link, rep, regime);
+        if (cold) {
             fit_cold_links(&cc, refit, out, rep);
-        else
+        } else {
             st = fit_warm_links(&cc, out, rep, err);
+            if (!st)
+                fit_size_curves(c, regime, out, rep);
+        }
     }
     sc_free(w);
     return st;

@@ -365,6 +365,9 @@ static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
 #define MIN_RAMP_EXP 0.25
 #define MAX_RAMP_EXP 4.0
 
+static sc_status read_curve(const cJSON *x, const char *file, const char *path, const char *key,
+                            sc_size_curve *cv, sc_error *err);
+
 static sc_status read_ramp(const cJSON *x, const char *file, const char *path, sc_cluster_eff *f,
                            int l, sc_error *err)
 {
@@ -374,12 +377,107 @@ static sc_status read_ramp(const cJSON *x, const char *file, const char *path, s
     if ((st = sc_json_num(x, file, path, "s_half_bytes", 0, 0, MAX_S_HALF, &f->s_half_bytes[l],
                           err)) ||
         (st = sc_json_num(x, file, path, "ramp_exp", 0, MIN_RAMP_EXP, MAX_RAMP_EXP,
-                          &f->ramp_exp[l], err)))
+                          &f->ramp_exp[l], err)) ||
+        (st = read_curve(x, file, path, "size_factors", &f->coll_curve[l], err)) ||
+        (st = read_curve(x, file, path, "p2p_size_factors", &f->p2p_curve[l], err)))
         return st;
     return SC_OK;
 }
 
 static sc_status validate_ramp(const sc_cluster *c, const char *file, sc_error *err);
+
+/* ---- the size factors (optional keys efficiency.*.size_factors, .p2p_size_factors) ---- */
+
+#define MAX_CURVE_BYTES 1e13
+
+double sc_size_curve_at(const sc_size_curve *c, double bytes)
+{
+    if (!c || c->n < 1)
+        return 1;
+    if (!(bytes > c->bytes[0]))
+        return c->factor[0];
+    if (bytes >= c->bytes[c->n - 1])
+        return c->factor[c->n - 1];
+    int i = 1;
+    while (c->bytes[i] < bytes)
+        i++;
+    double t = log(bytes / c->bytes[i - 1]) / log(c->bytes[i] / c->bytes[i - 1]);
+    return c->factor[i - 1] * pow(c->factor[i] / c->factor[i - 1], t);
+}
+
+/* Ranges and order of one curve; path is its JSON path. */
+static sc_status check_curve(const sc_size_curve *cv, const char *file, const char *path,
+                             sc_error *err)
+{
+    char p[96];
+    sc_status st;
+    if (cv->n < 0 || cv->n > SC_SIZE_CURVE_MAX)
+        return sc_err(err, SC_EINVAL, "%s: %s: %d points is out of range [1, %d]", file, path,
+                      cv->n, SC_SIZE_CURVE_MAX);
+    for (int i = 0; i < cv->n; i++) {
+        snprintf(p, sizeof p, "%s[%d][0]", path, i);
+        if ((st = range(file, p, cv->bytes[i], 1, MAX_CURVE_BYTES, err)))
+            return st;
+        if (i > 0 && !(cv->bytes[i] > cv->bytes[i - 1]))
+            return sc_err(err, SC_EINVAL, "%s: %s: %g bytes is not above the previous point's %g",
+                          file, p, cv->bytes[i], cv->bytes[i - 1]);
+        snprintf(p, sizeof p, "%s[%d][1]", path, i);
+        if ((st = range(file, p, cv->factor[i], SC_SIZE_FACTOR_MIN, SC_SIZE_FACTOR_MAX, err)))
+            return st;
+    }
+    return SC_OK;
+}
+
+static sc_status read_curve(const cJSON *x, const char *file, const char *path, const char *key,
+                            sc_size_curve *cv, sc_error *err)
+{
+    const cJSON *a;
+    char p[96];
+    cv->n = 0;
+    sc_status st = sc_json_arr(x, file, path, key, 0, &a, err);
+    if (st || !a)
+        return st;
+    snprintf(p, sizeof p, "%s.%s", path, key);
+    int n = cJSON_GetArraySize(a);
+    if (n < 1 || n > SC_SIZE_CURVE_MAX)
+        return sc_err(err, SC_EINVAL, "%s: %s: %d points is out of range [1, %d]", file, p, n,
+                      SC_SIZE_CURVE_MAX);
+    int i = 0;
+    for (const cJSON *q = a->child; q; q = q->next, i++) {
+        if (!cJSON_IsArray(q) || cJSON_GetArraySize(q) != 2 || !cJSON_IsNumber(q->child) ||
+            !cJSON_IsNumber(q->child->next))
+            return sc_err(err, SC_EPARSE, "%s: %s[%d]: must be a pair of numbers [bytes, factor]",
+                          file, p, i);
+        cv->bytes[i] = q->child->valuedouble;
+        cv->factor[i] = q->child->next->valuedouble;
+    }
+    cv->n = n;
+    if ((st = check_curve(cv, file, p, err)))
+        cv->n = 0;
+    return st;
+}
+
+static void add_curve(cJSON *x, const char *key, const sc_size_curve *cv, int *oom)
+{
+    if (cv->n < 1)
+        return;
+    cJSON *a = sc_jadd_arr(x, key, oom);
+    for (int i = 0; i < cv->n && a; i++) {
+        cJSON *pt = sc_jpush_arr(a, oom);
+        sc_jpush_num(pt, cv->bytes[i], oom);
+        sc_jpush_num(pt, cv->factor[i], oom);
+    }
+}
+
+static int curve_equal(const sc_size_curve *a, const sc_size_curve *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->bytes[i] != b->bytes[i] || a->factor[i] != b->factor[i])
+            return 0;
+    return 1;
+}
 
 static void add_ramp(cJSON *x, const sc_cluster_eff *f, int l, int *oom)
 {
@@ -387,13 +485,17 @@ static void add_ramp(cJSON *x, const sc_cluster_eff *f, int l, int *oom)
         sc_jadd_num(x, "s_half_bytes", f->s_half_bytes[l], oom);
         sc_jadd_num(x, "ramp_exp", f->ramp_exp[l], oom);
     }
+    add_curve(x, "size_factors", &f->coll_curve[l], oom);
+    add_curve(x, "p2p_size_factors", &f->p2p_curve[l], oom);
 }
 
 static int ramp_equal(const sc_cluster_eff *a, const sc_cluster_eff *b)
 {
     for (int l = 0; l < SC_LINK_N; l++)
         if (a->s_half_bytes[l] != b->s_half_bytes[l] ||
-            (a->s_half_bytes[l] > 0 && a->ramp_exp[l] != b->ramp_exp[l]))
+            (a->s_half_bytes[l] > 0 && a->ramp_exp[l] != b->ramp_exp[l]) ||
+            !curve_equal(&a->coll_curve[l], &b->coll_curve[l]) ||
+            !curve_equal(&a->p2p_curve[l], &b->p2p_curve[l]))
             return 0;
     return 1;
 }
@@ -408,7 +510,8 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
     static const char *const dkeys[] = {"eff_max", "f_half", NULL};
     static const char *const lkeys[] = {"alpha_s", "bw_eff", "p2p_bw_eff",
                                         "p2p_host_s_per_byte", "s_half_bytes", "ramp_exp",
-                                        "cold_alpha_s", "cold_bw_eff", NULL};
+                                        "cold_alpha_s", "cold_bw_eff", "size_factors",
+                                        "p2p_size_factors", NULL};
     const cJSON *e, *comp;
     const char *s = NULL;
     char path[64];
@@ -570,6 +673,12 @@ static sc_status validate_ramp(const sc_cluster *c, const char *file, sc_error *
         snprintf(path, sizeof path, "efficiency.%s.ramp_exp", link_keys[l]);
         if (c->eff.s_half_bytes[l] > 0 &&
             (st = range(file, path, c->eff.ramp_exp[l], MIN_RAMP_EXP, MAX_RAMP_EXP, err)))
+            return st;
+        snprintf(path, sizeof path, "efficiency.%s.size_factors", link_keys[l]);
+        if ((st = check_curve(&c->eff.coll_curve[l], file, path, err)))
+            return st;
+        snprintf(path, sizeof path, "efficiency.%s.p2p_size_factors", link_keys[l]);
+        if ((st = check_curve(&c->eff.p2p_curve[l], file, path, err)))
             return st;
     }
     return SC_OK;

@@ -160,6 +160,31 @@ typedef struct sc_cluster_gemm {
     double sustained;        /* (0, 1]; 0 read as 1 */
 } sc_cluster_gemm;
 
+/* A link class's size factors: how much faster than the class's line
+ * (alpha, bw_eff or p2p_bw_eff, and the size ramp) a message of S bytes runs,
+ * as points (bytes[i], factor[i]) with bytes strictly increasing. A warm
+ * collective (tensor-parallel; the group's class: inter when it spans nodes)
+ * or a point-to-point message takes the line's time, latency and transfer
+ * both, divided by the factor; the data-parallel collectives, on cold
+ * buffers, run at the cold line or the line alone. Between two points the
+ * factor is interpolated linearly in log(bytes) and log(factor); below the
+ * first and above the last it is the end point's. `calibrate` writes it where
+ * the measured bench steps (a shared-memory transport's protocol or cache
+ * change) and the line is fitted over the plans' regime alone: factor 1 over
+ * that regime, the bench's measured line time / median time elsewhere, and a
+ * step between two sizes as two points one byte apart at their geometric
+ * mean. */
+#define SC_SIZE_CURVE_MAX 32
+typedef struct sc_size_curve {
+    int n; /* 0: none, the factor is 1 */
+    double bytes[SC_SIZE_CURVE_MAX];  /* [1, 1e13], strictly increasing */
+    double factor[SC_SIZE_CURVE_MAX]; /* [1e-3, 1e3] */
+} sc_size_curve;
+#define SC_SIZE_FACTOR_MIN 1e-3
+#define SC_SIZE_FACTOR_MAX 1e3
+/* The factor of curve c at S bytes (1 without points). */
+double sc_size_curve_at(const sc_size_curve *c, double bytes);
+
 typedef struct sc_cluster_eff {
     double eff_max[SC_DTYPE_N];  /* (0, 1] */
     double f_half[SC_DTYPE_N];   /* FLOPs, >= 0 */
@@ -192,6 +217,11 @@ typedef struct sc_cluster_eff {
      * the link: 1 / (1 + (s_half / S)^ramp_exp). See cost.h. */
     double s_half_bytes[SC_LINK_N]; /* [0, 1e13]: S at which half the plateau is reached */
     double ramp_exp[SC_LINK_N];     /* [0.25, 4]: steepness of the ramp */
+    /* measured departures from the line by size (optional keys
+     * efficiency.{intra,inter}.size_factors for collectives, .p2p_size_factors for
+     * point-to-point messages; n 0 = none): see sc_size_curve */
+    sc_size_curve coll_curve[SC_LINK_N];
+    sc_size_curve p2p_curve[SC_LINK_N];
 } sc_cluster_eff;
 
 typedef struct sc_cluster {

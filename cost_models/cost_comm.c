@@ -98,7 +98,10 @@ sc_status sc_cost_coll(const sc_cluster *c, const char *algo, sc_coll op, double
     sc_status st = sc_cost_links(c, n, per_node, &l, err);
     if (st)
         return st;
-    *time_s = a->time(&l, op, bytes);
+    /* a measured size factor of the group's class divides the whole time (sc_size_curve) */
+    *time_s = a->time(&l, op, bytes) /
+              sc_size_curve_at(&c->eff.coll_curve[l.nodes > 1 ? SC_LINK_INTER : SC_LINK_INTRA],
+                               bytes);
     return SC_OK;
 }
 
@@ -112,7 +115,8 @@ sc_status sc_cost_p2p(const sc_cluster *c, double bytes, int inter, int sharing,
         if (!(beta > 0))
             return sc_err(err, SC_ENOTSUP, "%s: no intra-node bandwidth (intra.bytes_per_s is 0)",
                           c->name);
-        *time_s = c->eff.alpha_s[SC_LINK_INTRA] + bytes / beta;
+        *time_s = (c->eff.alpha_s[SC_LINK_INTRA] + bytes / beta) /
+                  sc_size_curve_at(&c->eff.p2p_curve[SC_LINK_INTRA], bytes);
         return SC_OK;
     }
     if (sharing < 1 || sharing > c->gpus_per_node)
@@ -122,7 +126,8 @@ sc_status sc_cost_p2p(const sc_cluster *c, double bytes, int inter, int sharing,
         return sc_err(err, SC_ENOTSUP, "%s: no inter-node network", c->name);
     double beta = c->inter.nics_per_node * c->inter.nic_bytes_per_s *
                   sc_cluster_p2p_eff(c, SC_LINK_INTER) / sharing;
-    *time_s = c->eff.alpha_s[SC_LINK_INTER] + bytes / beta;
+    *time_s = (c->eff.alpha_s[SC_LINK_INTER] + bytes / beta) /
+              sc_size_curve_at(&c->eff.p2p_curve[SC_LINK_INTER], bytes);
     return SC_OK;
 }
 

@@ -40,8 +40,10 @@ static void ramps_of(const sc_cluster *c, double msg, double r[2])
  * its slowest hop, its latency NCCL's (sc_ring_latency). An allreduce across nodes
  * runs as NCCL's tree where "auto" picks it for one collective of msg bytes
  * (sc_coll_tree_wins, as the simulator), its NICs shared as the ring's. *lat (may be
- * NULL): the latency of one collective. */
-static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double msg,
+ * NULL): the latency of one collective. A warm collective's time is divided by the
+ * measured size factor of its group's class at msg (sc_size_curve), as the
+ * simulator's. */
+static double coll_time_line(const sc_cluster *c, sc_coll op, double bytes, double msg,
                         const double r[2], int n, int per_node, int cold, double *lat)
 {
     if (lat)
@@ -77,6 +79,19 @@ static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double ms
     if (op == SC_COLL_ALLREDUCE)
         return 2.0 * (n - 1) / n * bytes / beta + a;
     return (n - 1.0) / n * bytes / beta + a; /* reduce-scatter, allgather */
+}
+
+static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double msg,
+                        const double r[2], int n, int per_node, int cold, double *lat)
+{
+    double t = coll_time_line(c, op, bytes, msg, r, n, per_node, cold, lat);
+    if (cold || n <= 1)
+        return t;
+    int k = per_node >= n ? 1 : (n + per_node - 1) / per_node;
+    double g = sc_size_curve_at(&c->eff.coll_curve[k > 1 ? SC_LINK_INTER : SC_LINK_INTRA], msg);
+    if (lat)
+        *lat /= g;
+    return t / g;
 }
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,

@@ -69,6 +69,7 @@ struct sc_sim {
     int32_t *f_task, *f_path;
     uint8_t *f_npath;
     int32_t *f_slot; /* run time: the flow's slot while it moves, else -1 */
+    double *f_lscale; /* the flow's path latency is multiplied by this (default 1) */
     /* path pool */
     int np, cp;
     int32_t *path;
@@ -191,6 +192,7 @@ void sc_sim_free(sc_sim *s)
     sc_free(s->f_path);
     sc_free(s->f_npath);
     sc_free(s->f_slot);
+    sc_free(s->f_lscale);
     sc_free(s->path);
     sc_free(s->s_flow);
     sc_free(s->s_free);
@@ -423,7 +425,7 @@ int sc_sim_add_marker(sc_sim *s, const sc_sim_tag *tag)
 }
 
 static const size_t sizes_cf[] = {sizeof(int32_t), sizeof(int32_t), sizeof(uint8_t),
-                                  sizeof(int32_t)};
+                                  sizeof(int32_t), sizeof(double)};
 static const size_t sizes_cp[] = {sizeof(int32_t)};
 static const size_t sizes_cs[] = {sizeof(int32_t), sizeof(int32_t), sizeof(double),
                                   sizeof(double), sizeof(double), sizeof(double),
@@ -464,7 +466,7 @@ int sc_sim_add_flow(sc_sim *s, double bytes, const int *links, int nlinks, int r
         return -1;
     }
     if (GROW(s, s->nf + 1, cf, (void **)&s->f_task, (void **)&s->f_path, (void **)&s->f_npath,
-             (void **)&s->f_slot) ||
+             (void **)&s->f_slot, (void **)&s->f_lscale) ||
         GROW(s, s->np + nlinks, cp, (void **)&s->path))
         return fail(s, SC_ENOMEM, "sim: out of memory adding a flow");
     int t = new_task(s, SC_SIM_FLOW, resource, bytes, tag);
@@ -475,9 +477,27 @@ int sc_sim_add_flow(sc_sim *s, double bytes, const int *links, int nlinks, int r
     s->f_task[f] = t;
     s->f_path[f] = s->np;
     s->f_npath[f] = (uint8_t)nlinks;
+    s->f_lscale[f] = 1;
     memcpy(s->path + s->np, links, (size_t)nlinks * sizeof *links);
     s->np += nlinks;
     return t;
+}
+
+int sc_sim_scale_flow_latency(sc_sim *s, int task, double scale)
+{
+    if (s->err.status != SC_OK)
+        return -1;
+    if (task < 0 || task >= s->nt || s->t_type[task] != SC_SIM_FLOW) {
+        sc_err(&s->err, SC_EINVAL, "sim: task %d is not a flow", task);
+        return -1;
+    }
+    if (!(scale >= 0) || !isfinite(scale)) {
+        sc_err(&s->err, SC_EINVAL, "sim: flow task %d: latency scale must be >= 0 (got %g)",
+               task, scale);
+        return -1;
+    }
+    s->f_lscale[s->t_aux[task]] = scale;
+    return 0;
 }
 
 int sc_sim_add_dep(sc_sim *s, int before, int after)
@@ -540,7 +560,7 @@ static inline sc_status start_task(sc_sim *s, int t, double now)
     const int32_t *p = s->path + s->f_path[f];
     for (int k = 0; k < s->f_npath[f]; k++)
         lat += s->l_lat[p[k]];
-    return push(s, now + lat, t, EV_FLOW_START);
+    return push(s, now + lat * s->f_lscale[f], t, EV_FLOW_START);
 }
 
 /* The first index of sorted ids[0..n) whose key[ids[i]] is >= t. */

@@ -92,6 +92,10 @@ int sc_sim_add_compute(sc_sim *s, int resource, double duration, const sc_sim_ta
  * no link twice), holding resource (or -1) from start to end. */
 int sc_sim_add_flow(sc_sim *s, double bytes, const int *links, int nlinks, int resource,
                     const sc_sim_tag *tag);
+/* The latency flow task `task` pays before it moves (its links' latencies
+ * summed) is multiplied by scale >= 0 (a message whose measured size factor
+ * speeds or slows its whole time, cluster.h sc_size_curve). Returns 0 or -1. */
+int sc_sim_scale_flow_latency(sc_sim *s, int task, double scale);
 /* A zero-duration task on no resource (a barrier / join point). */
 int sc_sim_add_marker(sc_sim *s, const sc_sim_tag *tag);
 /* Task `after` starts only once task `before` has ended. Returns 0 or -1. */

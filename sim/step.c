@@ -424,7 +424,7 @@ static int delay_after(builder *b, int start, double delay)
 static void alphas(builder *b, int cold, double *ai, double *ae);
 
 static int ring_latency(builder *b, int start, double lat_steps, int n, int k, int cold,
-                        double awarm)
+                        double awarm, double g)
 {
     if (!(lat_steps > 1) || n < 2)
         return start;
@@ -432,7 +432,25 @@ static int ring_latency(builder *b, int start, double lat_steps, int n, int k, i
     alphas(b, cold, &ai, &ae);
     /* lat_steps / (n - 1) passes of n - 1 steps, each a reduce-scatter's latency */
     double lat = lat_steps / (n - 1) * sc_ring_latency(SC_COLL_REDUCE_SCATTER, n, k, ai, ae);
-    return delay_after(b, start, lat - awarm);
+    return delay_after(b, start, (lat - awarm) / g);
+}
+
+/* The measured size factor (cluster.h, sc_size_curve) of a warm collective of msg
+ * bytes over a group spanning k nodes: its whole time, latency and flows, is
+ * divided by it. Cold ones (data-parallel) run at their own line: 1. */
+static double coll_factor(builder *b, int k, double msg, int cold)
+{
+    if (cold)
+        return 1;
+    return sc_size_curve_at(&b->c->eff.coll_curve[k > 1 ? SC_LINK_INTER : SC_LINK_INTRA], msg);
+}
+
+/* Flow task f pays its links' latency divided by g (coll_factor); f on failure. */
+static int flow_factor(builder *b, int f, double g)
+{
+    if (f >= 0 && g != 1 && sc_sim_scale_flow_latency(b->sim, f, 1 / g) < 0)
+        return -1;
+    return f;
 }
 
 static void group_shape(builder *b, const int *members, int n, int *k, int *pmax);
@@ -483,7 +501,8 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
         }
         int k, pmax;
         group_shape(b, members, n, &k, &pmax);
-        int from = ring_latency(b, start, lat_steps, n, k, cold, awarm);
+        double g = coll_factor(b, k, msg, cold);
+        int from = ring_latency(b, start, lat_steps, n, k, cold, awarm, g);
         for (int i = 0; i < n; i++) {
             int l[2];
             double a;
@@ -491,8 +510,8 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             /* each hop at its class's ramp (cost.h, sc_flat_beta) */
             sc_link lk = link_class(b, members[i], members[(i + 1) % n]);
             double r = sc_cost_coll_ramp(b->c, lk, msg) * cold_share(b, lk, cold);
-            int f = flow_task(b, l, vol / r, from, end, members[i], op, stage, chunk, mb,
-                              report_bytes);
+            int f = flow_factor(b, flow_task(b, l, vol / (r * g), from, end, members[i], op,
+                                             stage, chunk, mb, report_bytes), g);
             if (f < 0)
                 return -1;
             /* the op a timeline shows starts with the ring's latency, as the
@@ -553,12 +572,13 @@ static int uses_tree(builder *b, int n, int per_node, double msg)
 /* What NCCL's tree's flows start after: count trees' latency over k nodes of p
  * (coll_tree.c), at the cold alphas for a data-parallel collective, after marker
  * start; the NICs' flows add the warm inter alpha of their own. */
-static int tree_latency(builder *b, int start, int p, int k, double count, int cold)
+static int tree_latency(builder *b, int start, int p, int k, double count, int cold, double g)
 {
     double ai, ae;
     alphas(b, cold, &ai, &ae);
     return delay_after(b, start,
-                       count * sc_tree_latency(p, k, ai, ae) - b->c->eff.alpha_s[SC_LINK_INTER]);
+                       (count * sc_tree_latency(p, k, ai, ae) - b->c->eff.alpha_s[SC_LINK_INTER]) /
+                           g);
 }
 
 /* NCCL's tree allreduce of S bytes (count collectives of msg bytes each) among
@@ -575,24 +595,26 @@ static int add_tree(builder *b, const int *members, int n, int k, int pmax, doub
     int start, end;
     if (coll_markers(b, deps, ndeps, chain, &start, &end) < 0)
         return -1;
-    int from = tree_latency(b, start, pmax, k, count, cold);
-    double ri = sc_cost_coll_ramp(b->c, SC_LINK_INTRA, msg) * cold_share(b, SC_LINK_INTRA, cold);
-    double re = sc_cost_coll_ramp(b->c, SC_LINK_INTER, msg) * cold_share(b, SC_LINK_INTER, cold);
+    double g = coll_factor(b, k, msg, cold);
+    int from = tree_latency(b, start, pmax, k, count, cold, g);
+    double ri = sc_cost_coll_ramp(b->c, SC_LINK_INTRA, msg) * cold_share(b, SC_LINK_INTRA, cold) * g;
+    double re = sc_cost_coll_ramp(b->c, SC_LINK_INTER, msg) * cold_share(b, SC_LINK_INTER, cold) * g;
     for (int i = 0, j; i < n; i = j) {
         j = node_run(b, members, n, i);
         int p = j - i, l[2] = {b->nic_out[node_of(b, members[i])],
                                b->nic_in[node_of(b, members[j < n ? j : 0])]};
         double a;
-        int f = flow_task(b, l, sc_tree_nic_factor(k) * S / re, from, end,
-                          p == 1 ? members[i] : -1, op, stage, chunk, mb, report_bytes);
+        int f = flow_factor(b, flow_task(b, l, sc_tree_nic_factor(k) * S / re, from, end,
+                                         p == 1 ? members[i] : -1, op, stage, chunk, mb,
+                                         report_bytes), g);
         if (f < 0)
             return -1;
         if (from != start)
             set_from(b, f, from);
         for (int q = i; p > 1 && q < j; q++) {
             path(b, members[q], members[q + 1 < j ? q + 1 : i], l, &a);
-            f = flow_task(b, l, 2.0 * (p - 1) / p * S / ri, from, end, members[q], op, stage,
-                          chunk, mb, report_bytes);
+            f = flow_factor(b, flow_task(b, l, 2.0 * (p - 1) / p * S / ri, from, end, members[q],
+                                         op, stage, chunk, mb, report_bytes), g);
             if (f < 0)
                 return -1;
             if (from != start)
@@ -714,11 +736,11 @@ static int dp_coll_flows(builder *b, int p, int t, sc_coll coll, double S, const
         double vols[2] = {vol, vol};
         int from, k = (dp + rpn - 1) / rpn;
         if (ar && uses_tree(b, dp, rpn, S)) { /* NCCL's tree (add_tree) */
-            from = tree_latency(b, start, rpn, k, 1, 1);
+            from = tree_latency(b, start, rpn, k, 1, 1, 1);
             vols[0] = sc_tree_nic_factor(k) * S;
             vols[1] = 2.0 * (rpn - 1) / rpn * S;
         } else {
-            from = ring_latency(b, start, lat_steps, dp, k, 1, b->c->eff.alpha_s[lc]);
+            from = ring_latency(b, start, lat_steps, dp, k, 1, b->c->eff.alpha_s[lc], 1);
         }
         int paths[2][2] = {{b->nic_out[X], b->nic_in[X]}, {b->port_out[r], b->port_in[r]}};
         int first = 1;
@@ -931,9 +953,11 @@ static void build_messages(builder *b)
                      * reaching another share (p2p_bw_eff) costs the link
                      * bytes in proportion */
                     sc_link lk = link_class(b, from, to);
-                    double wire = a->bytes * b->c->eff.bw_eff[lk] / sc_cluster_p2p_eff(b->c, lk);
-                    int f = flow_task(b, l, wire, prod, end, from, a->op, a->stage, a->chunk,
-                                      a->mb, a->bytes);
+                    /* a measured size factor (sc_size_curve) divides its whole time */
+                    double g = sc_size_curve_at(&b->c->eff.p2p_curve[lk], a->bytes);
+                    double wire = a->bytes * b->c->eff.bw_eff[lk] / sc_cluster_p2p_eff(b->c, lk) / g;
+                    int f = flow_factor(b, flow_task(b, l, wire, prod, end, from, a->op, a->stage,
+                                                     a->chunk, a->mb, a->bytes), g);
                     if (f < 0)
                         return;
                     if (first_flow < 0)

@@ -1384,6 +1384,25 @@ TEST(calibrate_fits_the_plans_regime)
         CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTRA], 3e-6 * scale[c], 3e-6 * scale[c] * 1e-3);
         CHECK_EQ_INT(rep.n_failed, 0);
         CHECK_STR_HAS(rep.notes, kept[c]);
+        /* the sizes past the step kept as measured (sc_size_curve): the calibrated
+         * cluster gives every bench time, on both sides, and the step sits at the
+         * geometric mean of the sizes either side of it */
+        CHECK_STR_HAS(rep.notes, "intra allreduce: the bench sizes outside it kept as measured");
+        const sc_size_curve *cv = &out.eff.coll_curve[SC_LINK_INTRA];
+        REQUIRE(cv->n > 0);
+        double lo = c ? 8192 : 1 << 20, mid = floor(sqrt(lo * 2 * lo));
+        CHECK_NEAR(sc_size_curve_at(cv, mid) / sc_size_curve_at(cv, mid + 1), 5, 1e-6);
+        cJSON *j;
+        REQUIRE(sc_json_load(ar, &j, &err) == SC_OK);
+        cJSON *res = cJSON_GetObjectItem(j, "results");
+        for (int i = 0; i < cJSON_GetArraySize(res); i++) {
+            cJSON *o = cJSON_GetArrayItem(res, i);
+            double b = cJSON_GetObjectItem(o, "bytes")->valuedouble, t;
+            REQUIRE(sc_cost_coll(&out, NULL, SC_COLL_ALLREDUCE, b, 2, 2, &t, &err) == SC_OK);
+            CHECK_NEAR(t, cJSON_GetObjectItem(o, "time_s")->valuedouble, 1e-6);
+        }
+        cJSON_Delete(j);
+        CHECK(out.eff.p2p_curve[SC_LINK_INTRA].n == 0); /* no p2p bench */
     }
     /* sizes 3x apart and the step from 12 to 36 KiB: both messages lie inside it,
      * each nearer (by ratio) to 36 KiB, so the regime above it is the plan's */
@@ -1392,6 +1411,7 @@ TEST(calibrate_fits_the_plans_regime)
     REQUIRE(sc_calibrate(&base, files, 3, NULL, 0, &out, &rep, &err) == SC_OK);
     CHECK_NEAR(out.intra.bytes_per_s * out.eff.bw_eff[SC_LINK_INTRA], 5e8, 5e5);
     CHECK_STR_HAS(rep.notes, "intra allreduce: fitted over 36 KiB-25.6 MiB (7 sizes)");
+    CHECK(out.eff.coll_curve[SC_LINK_INTRA].n > 0);
     /* a second step past 36 KiB leaves the plan's regime one size: no line fits
      * it, so every size is judged (a refusal, not an error) */
     write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 9, 3);
@@ -1399,12 +1419,34 @@ TEST(calibrate_fits_the_plans_regime)
     CHECK(sc_calibrate(&base, files, 3, NULL, 0, &out, &rep, &err) == SC_EGATE);
     CHECK_STR_HAS(err.msg, "the time grows");
     CHECK(!strstr(rep.notes, "fitted over"));
+    CHECK(!strstr(rep.notes, "kept as measured"));
     /* the messages on both sides of the step from 16 to 32 KiB: no side to pick */
     write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
     retime_bench(ar, jump_above_16k);
     CHECK(sc_calibrate(&base, files, 3, NULL, 0, &out, &rep, &err) == SC_EGATE);
     CHECK_STR_HAS(err.msg, "from 16 KiB to 32 KiB the time grows");
     CHECK(!strstr(rep.notes, "fitted over"));
+    /* a p2p bench with its own step past the plan's sends (32 KiB): its sizes past it
+     * are kept as p2p size factors, and cost's p2p gives every bench time */
+    char pp[600];
+    snprintf(pp, sizeof pp, "%s/p2p.json", d);
+    write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
+    write_comm_bench_sizes(pp, "p2p", 2, "intra", 3e-6, 4e9, 12, 2); /* one alpha a class */
+    retime_bench(pp, jump_above_1m);
+    const char *files4[] = {g, ar, pp, m};
+    REQUIRE(sc_calibrate(&base, files4, 4, NULL, 0, &out, &rep, &err) == SC_OK);
+    CHECK_STR_HAS(rep.notes, "intra p2p: the bench sizes outside it kept as measured");
+    CHECK(out.eff.coll_curve[SC_LINK_INTRA].n == 0 && out.eff.p2p_curve[SC_LINK_INTRA].n > 0);
+    cJSON *j;
+    REQUIRE(sc_json_load(pp, &j, &err) == SC_OK);
+    cJSON *res = cJSON_GetObjectItem(j, "results");
+    for (int i = 0; i < cJSON_GetArraySize(res); i++) {
+        cJSON *o = cJSON_GetArrayItem(res, i);
+        double b = cJSON_GetObjectItem(o, "bytes")->valuedouble, t;
+        REQUIRE(sc_cost_p2p(&out, b, 0, 1, &t, &err) == SC_OK);
+        CHECK_NEAR(t, cJSON_GetObjectItem(o, "time_s")->valuedouble, 1e-6);
+    }
+    cJSON_Delete(j);
     /* the bench alone: no plan says which side */
     write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
     retime_bench(ar, jump_above_1m);

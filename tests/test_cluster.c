@@ -503,3 +503,71 @@ TEST(cluster_label_in_commands)
                      "--nodes 1 --global-batch 16 --tokens 1e9 -o %s/wi2 --json", bin, d) == 0);
     CHECK_STR_HAS(out, "\"cluster_labels\"");
 }
+
+/* p4d's cluster with efficiency.intra.KEY set to the JSON text val. */
+static sc_status load_factors(const char *key, const char *val, sc_cluster *out, sc_error *err)
+{
+    sc_cluster c;
+    sc_cluster_preset_get("p4d.24xlarge", &c, NULL);
+    cJSON *r = sc_cluster_to_json(&c);
+    cJSON *intra = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "efficiency"), "intra");
+    cJSON_AddItemToObject(intra, key, cJSON_Parse(val));
+    sc_status st = sc_cluster_from_json(r, "edit.json", out, err);
+    cJSON_Delete(r);
+    return st;
+}
+
+/* The size factors (efficiency.*.size_factors, .p2p_size_factors): read,
+ * interpolated in log-log between points and flat past the ends, saved
+ * bit for bit, and bad ones refused with their JSON path. */
+TEST(cluster_size_factors)
+{
+    sc_cluster c, d;
+    sc_error err = {0};
+    REQUIRE(load_factors("size_factors", "[[1024, 4], [4096, 1], [4097, 0.5]]", &c, &err) ==
+            SC_OK);
+    const sc_size_curve *cv = &c.eff.coll_curve[SC_LINK_INTRA];
+    REQUIRE(cv->n == 3);
+    CHECK(sc_size_curve_at(cv, 1) == 4 && sc_size_curve_at(cv, 1024) == 4);
+    CHECK_NEAR(sc_size_curve_at(cv, 2048), 2, 1e-12); /* halfway in log(bytes): sqrt(4 * 1) */
+    CHECK(sc_size_curve_at(cv, 4096) == 1);
+    CHECK(sc_size_curve_at(cv, 1e9) == 0.5);
+    CHECK(sc_size_curve_at(&c.eff.p2p_curve[SC_LINK_INTRA], 2048) == 1); /* none: 1 */
+    c.eff.p2p_curve[SC_LINK_INTER] = (sc_size_curve){2, {1.0 / 3, 1e13}, {0.1 + 0.2, 1e3}};
+    char path[600];
+    snprintf(path, sizeof path, "%s/factors.json", sc_test_tmpdir());
+    CHECK(sc_cluster_save(&c, path, &err) == SC_EINVAL); /* 1/3 of a byte */
+    CHECK_STR_HAS(err.msg, "efficiency.inter.p2p_size_factors[0][0]: 0.333333 is out of range");
+    c.eff.p2p_curve[SC_LINK_INTER].bytes[0] = 1.0 + 1.0 / 3;
+    REQUIRE(sc_cluster_save(&c, path, &err) == SC_OK);
+    REQUIRE(sc_cluster_load(path, &d, &err) == SC_OK);
+    CHECK(sc_cluster_equal(&c, &d));
+    CHECK(d.eff.p2p_curve[SC_LINK_INTER].factor[0] == 0.1 + 0.2);
+    d.eff.coll_curve[SC_LINK_INTRA].factor[1] = 1.5;
+    CHECK(!sc_cluster_equal(&c, &d));
+    struct {
+        const char *val, *want;
+    } bad[] = {
+        {"[[1024, 4], [1024, 1]]",
+         "edit.json: efficiency.intra.size_factors[1][0]: 1024 bytes is not above"},
+        {"[[1024, 4], [512, 1]]", "size_factors[1][0]: 512 bytes is not above the previous"},
+        {"[[1024, 0]]", "efficiency.intra.size_factors[0][1]: 0 is out of range"},
+        {"[[1024, 2000]]", "size_factors[0][1]: 2000 is out of range"},
+        {"[[1024]]", "efficiency.intra.size_factors[0]: must be a pair of numbers"},
+        {"[[1024, \"x\"]]", "size_factors[0]: must be a pair of numbers"},
+        {"[]", "efficiency.intra.size_factors: 0 points is out of range [1, 32]"},
+        {"{}", "efficiency.intra.size_factors: must be an array"},
+        {"[[0, 1]]", "size_factors[0][0]: 0 is out of range"},
+    };
+    for (size_t i = 0; i < SC_ARRAY_LEN(bad); i++) {
+        CHECK(load_factors("size_factors", bad[i].val, &d, &err) != SC_OK);
+        CHECK_STR_HAS(err.msg, bad[i].want);
+    }
+    char many[2048] = "[";
+    for (int i = 0; i < 33; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s[%d, 1]", i ? "," : "",
+                 1000 + i);
+    strcat(many, "]");
+    CHECK(load_factors("p2p_size_factors", many, &d, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "efficiency.intra.p2p_size_factors: 33 points is out of range [1, 32]");
+}

@@ -453,3 +453,38 @@ TEST(planner_overlap_grad_reduce_setting)
     CHECK(n == 2);
     cJSON_Delete(j);
 }
+
+/* The size factors (cluster.h, sc_size_curve) reach the estimate as they reach
+ * the simulator: tp collectives 4 times slower and sends 4 times faster, the
+ * estimate stays within the filter's 15% of the simulator and moves the same way. */
+TEST(planner_estimate_follows_size_factors)
+{
+    sc_model *m;
+    sc_cluster c;
+    sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 16, &m, &c);
+    REQUIRE(m);
+    sc_step_cfg cfg = {.dp = 8, .tp = 8, .pp = 2, .v = 1, .m = 8, .mbs = 1, .schedule = "1f1b",
+                       .one_replica = 1};
+    sc_estimate e[2];
+    sc_step_result *r[2];
+    sc_error err;
+    for (int k = 0; k < 2; k++) {
+        if (k) {
+            c.eff.coll_curve[SC_LINK_INTRA] = (sc_size_curve){2, {1e3, 1e12}, {0.25, 0.25}};
+            c.eff.p2p_curve[SC_LINK_INTER] = (sc_size_curve){1, {1}, {4}};
+        }
+        REQUIRE(sc_estimate_step(m, &c, &cfg, &e[k], &err) == SC_OK);
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &r[k], &err) == SC_OK);
+        double rel = fabs(e[k].step_s / r[k]->step_time_s - 1);
+        if (rel > 0.15)
+            sc_test_fail(__FILE__, __LINE__, "case %d: estimate %.4f s vs simulated %.4f s", k,
+                         e[k].step_s, r[k]->step_time_s);
+    }
+    double de = e[1].step_s - e[0].step_s, ds = r[1]->step_time_s - r[0]->step_time_s;
+    printf("#   estimate %+.4f s, simulator %+.4f s\n", de, ds);
+    CHECK(de > 0 && ds > 0);
+    CHECK_NEAR(de, ds, 0.25);
+    for (int k = 0; k < 2; k++)
+        sc_step_result_free(r[k]);
+    sc_model_free(m);
+}

@@ -8,8 +8,9 @@
 
 #include <stdlib.h>
 
-/* L identical leaf blocks (each a layer), no parameters unless params > 0. */
-static sc_model *blocks(int L, double params, int shardable)
+/* L identical leaf blocks (each a layer), no parameters unless params > 0,
+ * shardable by tp with tp_bytes of allreduce when tp_bytes > 0. */
+static sc_model *blocks(int L, double params, double tp_bytes)
 {
     sc_model *m = sc_model_new("blocks", SC_BF16, 16);
     sc_module *r = sc_model_add(m, NULL, "blocks", "model");
@@ -21,8 +22,8 @@ static sc_model *blocks(int L, double params, int shardable)
         b->params = params;
         b->act_out_bytes = 1e6;
         b->act_saved_bytes = 4e6;
-        if (shardable)
-            sc_module_set_tp(b, 0, 1);
+        if (tp_bytes > 0)
+            sc_module_set_tp(b, tp_bytes, 1);
     }
     sc_error err;
     if (sc_model_finish(m, "<t>", &err)) {
@@ -593,4 +594,62 @@ TEST(step_one_replica_matches_full)
         sc_step_result_free(one);
         sc_model_free(m);
     }
+}
+
+/* A constant size factor g (cluster.h, sc_size_curve) divides a warm collective's
+ * whole time, latency and transfer, and a pipeline send's: the tensor-parallel
+ * share of a step by g exactly; the data-parallel reduction (cold) stays. Each
+ * alone, as they share the GPUs' ports. */
+TEST(step_size_factors_divide_warm_comm)
+{
+    sc_model *m = blocks(4, 20e6, 1e6);
+    REQUIRE(m);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 1, .tp = 2, .pp = 1, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b",
+                       .bucket_bytes = 1e12};
+    sc_step_result *r0, *r1;
+    /* tp 2 */
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_OK);
+    REQUIRE(r0->breakdown.tp > 0);
+    c.eff.coll_curve[SC_LINK_INTRA] = (sc_size_curve){1, {1}, {4}};
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r1, &err) == SC_OK);
+    CHECK_NEAR(r1->breakdown.tp, r0->breakdown.tp / 4, 1e-9);
+    sc_step_result_free(r1);
+    /* the inter class's factor leaves a group inside a node alone */
+    c.eff.coll_curve[SC_LINK_INTRA].n = 0;
+    c.eff.coll_curve[SC_LINK_INTER] = (sc_size_curve){1, {1}, {4}};
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r1, &err) == SC_OK);
+    CHECK_NEAR(r1->breakdown.tp, r0->breakdown.tp, 1e-9);
+    sc_step_result_free(r1);
+    sc_step_result_free(r0);
+    /* dp 2: the gradients' allreduce runs on cold buffers, at its own line */
+    c.eff.coll_curve[SC_LINK_INTER].n = 0;
+    cfg.tp = 1;
+    cfg.dp = 2;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_OK);
+    REQUIRE(r0->breakdown.dp > 0);
+    c.eff.coll_curve[SC_LINK_INTRA] = (sc_size_curve){1, {1}, {4}};
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r1, &err) == SC_OK);
+    CHECK_NEAR(r1->breakdown.dp, r0->breakdown.dp, 1e-12);
+    CHECK_NEAR(r1->step_time_s, r0->step_time_s, 1e-12);
+    sc_step_result_free(r1);
+    sc_step_result_free(r0);
+    /* pp 2: a send 1000 times slower (cost's p2p by the same factor) makes the
+     * step longer by at least the 2 (pp - 1) sends on its critical path */
+    c.eff.coll_curve[SC_LINK_INTRA].n = 0;
+    cfg.dp = 1;
+    cfg.pp = 2;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_OK);
+    double one, slow;
+    REQUIRE(sc_cost_p2p(&c, 1e6, 0, 1, &one, &err) == SC_OK);
+    c.eff.p2p_curve[SC_LINK_INTRA] = (sc_size_curve){1, {1}, {1e-3}};
+    REQUIRE(sc_cost_p2p(&c, 1e6, 0, 1, &slow, &err) == SC_OK);
+    CHECK_NEAR(slow, one * 1e3, 1e-9);
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r1, &err) == SC_OK);
+    CHECK(r1->step_time_s >= r0->step_time_s + 2 * (slow - one) * (1 - 1e-9));
+    sc_step_result_free(r1);
+    sc_step_result_free(r0);
+    sc_model_free(m);
 }
