@@ -29,13 +29,15 @@ static void calibrate_help(void)
            "parameter at a limit of its fit and a MAPE <= %.0f%% (links %.0f%%, host fits\n"
            "%.0f%%); every\n"
            "measured timeline a step spread <= %.0f%%, settled steps, and ops inside the\n"
-           "step, of non-negative length, in the plan's range and in its lowered order.\n"
+           "step, of non-negative length, in the plan's range and in its lowered order;\n"
+           "the calibrated cluster must simulate each measured plan's step within %.0f%%.\n"
            "A failed gate writes nothing and exits 4, naming the file, the fit, the gate,\n"
            "the figure and what to measure. --force writes anyway and records every failed\n"
            "gate in the cluster (efficiency.fits.gates_failed); sim, plan and whatif then\n"
            "warn whenever they use it.\n",
            SC_CALIB_POINTS_PER_PARAM, SC_CALIB_R2_FLOOR, 100 * SC_CALIB_MAPE_CEILING,
-           100 * SC_CALIB_LINK_MAPE_CEILING, 100 * SC_CALIB_HOST_MAPE_CEILING, 100 * SC_CALIB_SPREAD_CEILING);
+           100 * SC_CALIB_LINK_MAPE_CEILING, 100 * SC_CALIB_HOST_MAPE_CEILING, 100 * SC_CALIB_SPREAD_CEILING,
+           100 * SC_CALIB_REPLAY_CEILING);
 }
 
 static cJSON *report_json(const sc_calib_report *rep, const char *out, int written)
@@ -141,6 +143,9 @@ static void report_text(const sc_calib_report *rep, const sc_cluster *base)
                rep->overlap_slowdown, rep->overlap_se, rep->n_overlap);
     if (rep->notes[0])
         printf("note: %s\n", rep->notes);
+    for (int i = 0; i < rep->n_gates; i++) /* the measured plans' own steps, replayed */
+        if (!strcmp(rep->gates[i].gate, "replay"))
+            printf("replay %s: %s\n", rep->gates[i].files, rep->gates[i].figure);
     printf("quality gates: %d judged, %d failed\n", rep->n_gates, rep->n_failed);
 }
 

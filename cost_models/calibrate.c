@@ -1703,6 +1703,38 @@ static void check_points(const sc_calib_points *pts)
                pts->overlap[i].phi >= SC_CALIB_OVERLAP_MIN_PHI && pts->overlap[i].phi <= 1);
 }
 
+/* The replay gate (calibrate.h): each measured plan's whole step simulated
+ * on the calibrated cluster res beside its measured step. */
+static void replay_gates(const sc_calib_points *pts, const sc_cluster *res, sc_calib_report *rep)
+{
+    if (!pts->replay)
+        return;
+    for (int p = 0; p < pts->n_plans; p++) {
+        const sc_calib_plan *pl = &pts->plans[p];
+        if (!(pl->step_s > 0))
+            continue;
+        const char *file = pts->files && pl->file >= 0 && pl->file < pts->n_files
+                               ? pts->files[pl->file]
+                               : "";
+        double pred = 0;
+        char why[128] = "";
+        if (pts->replay(pts->replay_ctx, p, res, &pred, why, sizeof why) || !(pred > 0)) {
+            gate(rep, "replay (its step)", file, "replay", NAN, SC_CALIB_REPLAY_CEILING, 1,
+                 "check the plan opens on the calibrated cluster (stagecraft compare)",
+                 "the calibrated cluster cannot simulate it: %s", why[0] ? why : "no step");
+            continue;
+        }
+        double e = pred / pl->step_s - 1;
+        gate(rep, "replay (its step)", file, "replay", e, SC_CALIB_REPLAY_CEILING,
+             !(fabs(e) <= SC_CALIB_REPLAY_CEILING),
+             "its step holds what the fits do not see (waits, communication as exec ran it, "
+             "against the benches): stagecraft compare it with the output (--force) to see "
+             "which op kind, bench over the sizes it sends, rerun exec on a quiet machine",
+             "step %.4g ms simulated against %.4g ms measured: %+.1f%% (ceiling %.0f%%)",
+             1e3 * pred, 1e3 * pl->step_s, 100 * e, 100 * SC_CALIB_REPLAY_CEILING);
+    }
+}
+
 /* The refusal: the first failed gate in full, and how many more. */
 static sc_status refuse(const sc_calib_report *rep, sc_error *err)
 {
@@ -1758,6 +1790,7 @@ sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts
     if (!st) {
         fit_host(&c, &res, rep);
         fit_overlap(&c, &res, rep);
+        replay_gates(pts, &res, rep);
     }
     rep->n_gemm = pts->n_gemm;
     rep->n_ops = pts->n_ops;

@@ -7,6 +7,7 @@
 #include "lower.h"
 #include "plan.h"
 #include "schedule.h"
+#include "step.h"
 #include "timeline.h"
 
 #include <math.h>
@@ -688,7 +689,9 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
                 .v = cfg.v,
                 .dp = cfg.dp,
                 .zero = cfg.zero,
-                .split = impl && impl->split_backward};
+                .split = impl && impl->split_backward,
+                .step_s = t->step_time_s,
+                .file = x->file};
             x->pts.n_plans = n + 1;
         }
     }
@@ -719,6 +722,31 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
 }
 
 /* ---- sc_calibrate --------------------------------------------------------------- */
+
+/* sc_calib_replay_fn over the reader's opened plans: the plan's step on c at
+ * the plan's node count, as `compare --cluster` simulates it. */
+static int replay(void *ctx, int plan, const sc_cluster *c, double *step_s, char *why,
+                  size_t cap)
+{
+    const reader *x = ctx;
+    const opened *o = &x->open[plan];
+    sc_cluster cc = *c;
+    sc_error e = {0};
+    sc_step_cfg cfg;
+    sc_step_result *r = NULL;
+    sc_status st = sc_cluster_set_nodes(&cc, o->plan->nodes, &e);
+    if (!st) {
+        sc_plan_step_cfg(o->plan, &cfg);
+        st = sc_step_simulate(o->model, &cc, &cfg, &r, &e);
+    }
+    if (st) {
+        snprintf(why, cap, "%s", e.msg);
+        return 1;
+    }
+    *step_s = r->step_time_s;
+    sc_step_result_free(r);
+    return 0;
+}
 
 sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfiles,
                        const char *date, int force, sc_cluster *out, sc_calib_report *rep,
@@ -766,6 +794,8 @@ sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfi
     x.pts.files = names;
     x.pts.n_in_gates = x.n_gates;
     x.pts.in_gates = x.gates;
+    x.pts.replay = replay;
+    x.pts.replay_ctx = &x;
     if (!st)
         st = sc_calib_fit_points(base, &x.pts, force, &res, rep, err);
     if (!st) {

@@ -1170,6 +1170,47 @@ TEST(calibrate_gate_timelines)
     refused(d, "fastb.json", "bound", "at its");
 }
 
+/* The step 25% longer than its ops: waits the fits never see (exec's
+ * communication slower than the benches said, a late rank). */
+static void edit_long_step(cJSON *t) { set_num(t, "step_time_s", 1.25 * get_num(t, "step_time_s")); }
+
+/* The replay gate: the calibrated cluster simulates each measured plan's
+ * whole step. A clean measurement replays within 1% (and the report says
+ * so); one whose step is 25% longer than its ops account for passes every
+ * fit (the ops are untouched) and is refused here, -20%; --force writes it
+ * with the gate recorded. */
+TEST(calibrate_gate_replay)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_measurement(d) == 0);
+    char g[600], m[600], cpu[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(m, sizeof m, "%s/meas.json", d);
+    snprintf(cpu, sizeof cpu, "%s/cpu.json", d);
+    sc_cluster base, out;
+    sc_error err;
+    REQUIRE(sc_cluster_load(cpu, &base, &err) == SC_OK);
+    const char *files[] = {g, m};
+    static sc_calib_report rep;
+    REQUIRE(sc_calibrate(&base, files, 2, NULL, 0, &out, &rep, &err) == SC_OK);
+    int n = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        if (!strcmp(rep.gates[i].gate, "replay")) {
+            n++;
+            CHECK(!rep.gates[i].failed);
+            CHECK_STR_HAS(rep.gates[i].files, "meas.json");
+            if (!(fabs(rep.gates[i].value) < 0.01))
+                sc_test_fail(__FILE__, __LINE__, "clean replay %s", rep.gates[i].figure);
+        }
+    CHECK_EQ_INT(n, 1);
+    char txt[1 << 14];
+    CHECK_EQ_INT(calibrate_cli(txt, sizeof txt, d, "gemm.json meas.json"), 0);
+    CHECK_STR_HAS(txt, "replay meas.json: step ");
+    edited(d, "long.json", edit_long_step);
+    refused(d, "long.json", "replay", "-20.0% (ceiling 10%)");
+    refused_then_forced(d, "gemm.json long.json", "long.json", "replay");
+}
+
 static void edit_no_step(cJSON *t) { cJSON_DeleteItemFromObject(t, "step_time_s"); }
 static void edit_zero_median(cJSON *t)
 {
@@ -1375,14 +1416,22 @@ TEST(calibrate_fits_the_plans_regime)
     for (int c = 0; c < 2; c++) {
         write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
         retime_bench(ar, jumps[c]);
+        /* case 1's bench runs the plan's messages 5 times slower than the measured
+         * step ran them: every fit passes, and the replay gate alone refuses it */
         sc_status st = sc_calibrate(&base, files, 3, "2026-12-02T00:00:00Z", 0, &out, &rep, &err);
+        if (c) {
+            CHECK_EQ_INT(st, SC_EGATE);
+            CHECK_EQ_INT(rep.n_failed, 1);
+            CHECK_STR_HAS(err.msg, "meas.json: fit refused: replay (its step): gate replay");
+            st = sc_calibrate(&base, files, 3, "2026-12-02T00:00:00Z", 1, &out, &rep, &err);
+        }
         if (st)
             sc_test_fail(__FILE__, __LINE__, "case %d: %s", c, err.msg);
         REQUIRE(st == SC_OK);
         double beta = out.intra.bytes_per_s * out.eff.bw_eff[SC_LINK_INTRA];
         CHECK_NEAR(beta, 2.5e9 / scale[c], 2.5e9 / scale[c] * 1e-3);
         CHECK_NEAR(out.eff.alpha_s[SC_LINK_INTRA], 3e-6 * scale[c], 3e-6 * scale[c] * 1e-3);
-        CHECK_EQ_INT(rep.n_failed, 0);
+        CHECK_EQ_INT(rep.n_failed, c);
         CHECK_STR_HAS(rep.notes, kept[c]);
         /* the sizes past the step kept as measured (sc_size_curve): the calibrated
          * cluster gives every bench time, on both sides, and the step sits at the
@@ -1408,7 +1457,10 @@ TEST(calibrate_fits_the_plans_regime)
      * each nearer (by ratio) to 36 KiB, so the regime above it is the plan's */
     write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 9, 3);
     retime_bench(ar, jump_above_12k);
-    REQUIRE(sc_calibrate(&base, files, 3, NULL, 0, &out, &rep, &err) == SC_OK);
+    /* (the line above the step, 5 times the one the step ran on: forced past the
+     * replay gate, as case 1 above) */
+    REQUIRE(sc_calibrate(&base, files, 3, NULL, 1, &out, &rep, &err) == SC_OK);
+    CHECK_EQ_INT(rep.n_failed, 1);
     CHECK_NEAR(out.intra.bytes_per_s * out.eff.bw_eff[SC_LINK_INTRA], 5e8, 5e5);
     CHECK_STR_HAS(rep.notes, "intra allreduce: fitted over 36 KiB-25.6 MiB (7 sizes)");
     CHECK(out.eff.coll_curve[SC_LINK_INTRA].n > 0);

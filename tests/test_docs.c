@@ -390,8 +390,8 @@ TEST(docs_formats_cluster)
         else
             walk_file(path, NULL, &keys, NULL);
     }
-    /* what calibration adds: the message share and host time of each link
-     * class, a backward factor, and every fit's statistics (the kernel-level
+    /* what calibration adds: the message share, host time and size factors of
+     * each link class, a backward factor, and every fit's statistics (the kernel-level
      * GEMM model's and the overlap slowdown's among them) */
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("cpu-local", &c, &err) == SC_OK);
@@ -400,6 +400,8 @@ TEST(docs_formats_cluster)
         c.eff.p2p_host_s_per_byte[l] = 5e-9;
         c.eff.cold_alpha_s[l] = 2e-5;
         c.eff.cold_bw_eff[l] = 0.3;
+        c.eff.coll_curve[l] = (sc_size_curve){2, {32768, 65536}, {12.8, 1}};
+        c.eff.p2p_curve[l] = (sc_size_curve){1, {1 << 20}, {0.6}};
     }
     c.eff.bwd_factor = 1.03;
     sc_cluster_fits *f = &c.eff.fits;
@@ -866,8 +868,8 @@ TEST(docs_links_resolve)
  * blanks collapsed, comments and blank lines dropped, and the spellings of
  * the binary and of mpirun's options made one ("bin/stagecraft", "$sc",
  * "$root/bin/stagecraft" -> "stagecraft"; the script's " $force" dropped).
- * Returns how many, at most cap, each malloc'd. */
-static int shell_commands(const char *b, const char *e, char **out, int cap)
+ * Returns how many, at most cap, each malloc'd, in cmds. */
+static int shell_commands(const char *b, const char *e, char **cmds, int cap)
 {
     int n = 0;
     char line[2048];
@@ -906,7 +908,7 @@ static int shell_commands(const char *b, const char *e, char **out, int cap)
                 s = line;
             }
         }
-        out[n++] = sc_strdup(s);
+        cmds[n++] = sc_strdup(s);
     }
     return n;
 }
