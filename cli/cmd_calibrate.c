@@ -14,7 +14,7 @@
 static void calibrate_help(void)
 {
     printf("usage: stagecraft calibrate --cluster C FILE... -o calibrated.json [--date D] "
-           "[--force] [--json]\n"
+           "[--force] [--size-factors] [--json]\n"
            "Fits cluster C's efficiency parameters to measurements: FILEs are bench results\n"
            "(stagecraft bench -o) and measured timelines (stagecraft exec -o, whose plan must\n"
            "still open). Compute: eff_max, f_half, the per-op overhead and (with measured\n"
@@ -24,7 +24,11 @@ static void calibrate_help(void)
            "data-parallel collectives run at); from measured timelines whose compute ran\n"
            "beside data-parallel collectives, the overlap slowdown (how much longer it\n"
            "ran there than alone). Writes C with the fitted values, their standard errors,\n"
-           "R², MAPE and provenance. --date fixes the recorded date (default: now, UTC).\n\n"
+           "R², MAPE and provenance. --date fixes the recorded date (default: now, UTC).\n"
+           "Where a link bench's time steps with size, the line is fitted over the regime\n"
+           "the measured plans' messages fall in; --size-factors keeps the other sizes as\n"
+           "measured (efficiency.*.size_factors), for transports whose steps hold inside a\n"
+           "training step as in the bench (off by default: a CPU's cache step does not).\n\n"
            "Quality gates: every fit needs %d distinct points per parameter, R² >= %.2f, no\n"
            "parameter at a limit of its fit and a MAPE <= %.0f%% (links %.0f%%, host fits\n"
            "%.0f%%); every\n"
@@ -167,10 +171,11 @@ int cmd_calibrate(int argc, char **argv)
                                          {"date", required_argument, NULL, 'd'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"force", no_argument, NULL, 'f'},
+                                         {"size-factors", no_argument, NULL, 's'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *cluster = NULL, *out = NULL, *date = NULL;
-    int json = 0, force = 0, ch;
+    int json = 0, force = 0, factors = 0, ch;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -180,6 +185,7 @@ int cmd_calibrate(int argc, char **argv)
         case 'd': date = optarg; break;
         case 'j': json = 1; break;
         case 'f': force = 1; break;
+        case 's': factors = 1; break;
         case 'h': calibrate_help(); return 0;
         default:
             return cli_usage("calibrate", "unknown option or missing value '%s'", argv[optind - 1]);
@@ -198,7 +204,9 @@ int cmd_calibrate(int argc, char **argv)
         return cli_fail(&err);
     static sc_calib_report rep;
     sc_status st = sc_calibrate(&base, (const char *const *)argv + optind, argc - optind, date,
-                                force, &res, &rep, &err);
+                                (force ? SC_CALIB_FORCE : 0) |
+                                    (factors ? SC_CALIB_SIZE_FACTORS : 0),
+                                &res, &rep, &err);
     if (st == SC_EGATE) {
         /* refused: the figures, every failed gate, then the refusal */
         if (json)

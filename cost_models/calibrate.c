@@ -1374,6 +1374,11 @@ static void fit_size_curves(const ctx *c, double regime[SC_LINK_N][SC_CALIB_COMM
                 cv->n = 0;
                 add_note(rep, "%s %s: no size factors: more than %d points", lname[l],
                          comm_ops[op], SC_SIZE_CURVE_MAX);
+            } else if (cv->n > 0 && !all->size_factors) {
+                cv->n = 0; /* measured, not written: calibrate.h says why */
+                add_note(rep, "%s %s: the bench sizes outside it not kept (--size-factors "
+                         "keeps them as factors dividing the line's time: %s)",
+                         lname[l], comm_ops[op], words);
             } else if (cv->n > 0) {
                 add_note(rep, "%s %s: the bench sizes outside it kept as measured, as factors "
                          "dividing the line's time (efficiency.%s.%s): %s",

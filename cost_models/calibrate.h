@@ -309,6 +309,16 @@ typedef struct sc_calib_points {
     const sc_calib_gate *in_gates;
     sc_calib_replay_fn replay; /* NULL: no replay gate (the fits alone) */
     void *replay_ctx;
+    /* write the bench sizes outside a warm line's regime as size factors
+     * (sc_size_curve; calibrate --size-factors). Off by default: on the "AMD
+     * EPYC" guest (2026-12-03) the bench's fast regime below a shared-memory
+     * step (128 KiB allreduce 19-33 us, caches hot from the last iteration)
+     * was not what exec's tp collectives ran at between GEMMs (73-108 us):
+     * with the factors tp 2 m 4 came out -14.2% and -10.5% in two fresh
+     * runs, without them +4.8% and +6.5%. Where the bench's steps hold inside
+     * a step (a protocol switch, NCCL's LL to Simple), they are the measured
+     * curve; without them the note lists what they would be. */
+    int size_factors;
 } sc_calib_points;
 
 /* ---- fits -------------------------------------------------------------------- */

@@ -749,9 +749,10 @@ static int replay(void *ctx, int plan, const sc_cluster *c, double *step_s, char
 }
 
 sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfiles,
-                       const char *date, int force, sc_cluster *out, sc_calib_report *rep,
+                       const char *date, int flags, sc_cluster *out, sc_calib_report *rep,
                        sc_error *err)
 {
+    int force = !!(flags & SC_CALIB_FORCE);
     if (nfiles < 1)
         return sc_err(err, SC_EINVAL, "calibrate: no input files");
     if (nfiles > SC_CLUSTER_MAX_INPUTS)
@@ -796,6 +797,7 @@ sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfi
     x.pts.in_gates = x.gates;
     x.pts.replay = replay;
     x.pts.replay_ctx = &x;
+    x.pts.size_factors = !!(flags & SC_CALIB_SIZE_FACTORS);
     if (!st)
         st = sc_calib_fit_points(base, &x.pts, force, &res, rep, err);
     if (!st) {

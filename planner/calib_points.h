@@ -69,10 +69,14 @@
  * *rep (if non-NULL) is the report with every gate's verdict. A failed gate
  * without force: SC_EGATE (nothing for the caller to write), the message
  * naming the file, the fit or input, the gate, the figure and what to
- * measure. date NULL = now (UTC). On failure *out is untouched.
+ * measure. flags: SC_CALIB_FORCE, SC_CALIB_SIZE_FACTORS (1 is force, as
+ * before the flags). date NULL = now (UTC). On failure *out is untouched.
  * Deterministic for the same inputs and date. */
+#define SC_CALIB_FORCE 1        /* write past failed gates (records them) */
+#define SC_CALIB_SIZE_FACTORS 2 /* keep bench sizes outside the fitted regime as size
+                                   factors (sc_calib_points.size_factors) */
 sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfiles,
-                       const char *date, int force, sc_cluster *out, sc_calib_report *rep,
+                       const char *date, int flags, sc_cluster *out, sc_calib_report *rep,
                        sc_error *err);
 
 #endif

@@ -1418,12 +1418,14 @@ TEST(calibrate_fits_the_plans_regime)
         retime_bench(ar, jumps[c]);
         /* case 1's bench runs the plan's messages 5 times slower than the measured
          * step ran them: every fit passes, and the replay gate alone refuses it */
-        sc_status st = sc_calibrate(&base, files, 3, "2026-12-02T00:00:00Z", 0, &out, &rep, &err);
+        const int sf = SC_CALIB_SIZE_FACTORS;
+        sc_status st = sc_calibrate(&base, files, 3, "2026-12-02T00:00:00Z", sf, &out, &rep, &err);
         if (c) {
             CHECK_EQ_INT(st, SC_EGATE);
             CHECK_EQ_INT(rep.n_failed, 1);
             CHECK_STR_HAS(err.msg, "meas.json: fit refused: replay (its step): gate replay");
-            st = sc_calibrate(&base, files, 3, "2026-12-02T00:00:00Z", 1, &out, &rep, &err);
+            st = sc_calibrate(&base, files, 3, "2026-12-02T00:00:00Z", sf | SC_CALIB_FORCE, &out,
+                              &rep, &err);
         }
         if (st)
             sc_test_fail(__FILE__, __LINE__, "case %d: %s", c, err.msg);
@@ -1452,6 +1454,16 @@ TEST(calibrate_fits_the_plans_regime)
         }
         cJSON_Delete(j);
         CHECK(out.eff.p2p_curve[SC_LINK_INTRA].n == 0); /* no p2p bench */
+        /* without --size-factors the same line, no factors, and the note says what
+         * they would have been */
+        sc_cluster plain;
+        st = sc_calibrate(&base, files, 3, "2026-12-02T00:00:00Z", c ? SC_CALIB_FORCE : 0,
+                          &plain, &rep, &err);
+        REQUIRE(st == SC_OK);
+        CHECK(plain.eff.coll_curve[SC_LINK_INTRA].n == 0);
+        CHECK_NEAR(plain.eff.alpha_s[SC_LINK_INTRA], out.eff.alpha_s[SC_LINK_INTRA], 1e-12);
+        CHECK_STR_HAS(rep.notes, "intra allreduce: the bench sizes outside it not kept "
+                                 "(--size-factors keeps them");
     }
     /* sizes 3x apart and the step from 12 to 36 KiB: both messages lie inside it,
      * each nearer (by ratio) to 36 KiB, so the regime above it is the plan's */
@@ -1459,7 +1471,8 @@ TEST(calibrate_fits_the_plans_regime)
     retime_bench(ar, jump_above_12k);
     /* (the line above the step, 5 times the one the step ran on: forced past the
      * replay gate, as case 1 above) */
-    REQUIRE(sc_calibrate(&base, files, 3, NULL, 1, &out, &rep, &err) == SC_OK);
+    REQUIRE(sc_calibrate(&base, files, 3, NULL, SC_CALIB_FORCE | SC_CALIB_SIZE_FACTORS, &out,
+                         &rep, &err) == SC_OK);
     CHECK_EQ_INT(rep.n_failed, 1);
     CHECK_NEAR(out.intra.bytes_per_s * out.eff.bw_eff[SC_LINK_INTRA], 5e8, 5e5);
     CHECK_STR_HAS(rep.notes, "intra allreduce: fitted over 36 KiB-25.6 MiB (7 sizes)");
@@ -1486,7 +1499,8 @@ TEST(calibrate_fits_the_plans_regime)
     write_comm_bench_sizes(pp, "p2p", 2, "intra", 3e-6, 4e9, 12, 2); /* one alpha a class */
     retime_bench(pp, jump_above_1m);
     const char *files4[] = {g, ar, pp, m};
-    REQUIRE(sc_calibrate(&base, files4, 4, NULL, 0, &out, &rep, &err) == SC_OK);
+    REQUIRE(sc_calibrate(&base, files4, 4, NULL, SC_CALIB_SIZE_FACTORS, &out, &rep, &err) ==
+            SC_OK);
     CHECK_STR_HAS(rep.notes, "intra p2p: the bench sizes outside it kept as measured");
     CHECK(out.eff.coll_curve[SC_LINK_INTRA].n == 0 && out.eff.p2p_curve[SC_LINK_INTRA].n > 0);
     cJSON *j;
