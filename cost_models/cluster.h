@@ -168,7 +168,8 @@ typedef struct sc_cluster_gemm {
  * both, divided by the factor; the data-parallel collectives, on cold
  * buffers, run at the cold line or the line alone. Between two points the
  * factor is interpolated linearly in log(bytes) and log(factor); below the
- * first and above the last it is the end point's. `calibrate` writes it where
+ * first and above the last it is the end point's. `calibrate --size-factors`
+ * (calibrate.h, sc_calib_points.size_factors: off by default) writes it where
  * the measured bench steps (a shared-memory transport's protocol or cache
  * change) and the line is fitted over the plans' regime alone: factor 1 over
  * that regime, the bench's measured line time / median time elsewhere, and a
