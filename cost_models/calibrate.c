@@ -747,6 +747,19 @@ static void coll_terms(const ctx *c, const sc_calib_link *q, double *steps, doub
     *off = sc_ring_latency(op, q->n, k, ai, 0);
 }
 
+/* Point q's time on the warm line of class l that out holds (its alpha_s, and
+ * bw_eff or, for p2p, the p2p share of the link): off + steps·alpha + vol/beta. */
+static double warm_line_time(const ctx *c, const sc_calib_link *q, const sc_cluster *out, int l)
+{
+    double nominal = l == SC_LINK_INTRA ? out->intra.bytes_per_s
+                                        : out->inter.nics_per_node * out->inter.nic_bytes_per_s;
+    double beta = nominal * (q->op == SC_CALIB_P2P ? sc_cluster_p2p_eff(out, (sc_link)l)
+                                                   : out->eff.bw_eff[l]);
+    double s, v, o;
+    coll_terms(c, q, &s, &v, &o);
+    return o + s * out->eff.alpha_s[l] + v / beta;
+}
+
 /* Weighted least squares of t = steps·alpha + vol/beta over the points
  * that pass filter (link, op or -1 for all). 0 on success. */
 static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
@@ -1238,11 +1251,7 @@ static void fit_cold_links(ctx *c, const int *refit, sc_cluster *out, sc_calib_r
             const sc_calib_link *q = &c->pts->link[i];
             if (q->link != l || (op >= 0 && (int)q->op != op))
                 continue;
-            double sv, v, o;
-            coll_terms(c, q, &sv, &v, &o);
-            double b0 = nominal * (q->op == SC_CALIB_P2P ? sc_cluster_p2p_eff(out, (sc_link)l)
-                                                         : out->eff.bw_eff[l]);
-            m0 += fabs((o + sv * out->eff.alpha_s[l] + v / b0) / q->t - 1);
+            m0 += fabs(warm_line_time(c, q, out, l) / q->t - 1);
             k++;
         }
         f.mape_before = k ? m0 / k : 0;
@@ -1291,19 +1300,13 @@ static int size_curve(const ctx *c, const sc_calib_link *w, int n, int l, int op
         goto done;
     qsort(q, (size_t)m, sizeof *q, by_op_n_bytes);
     k = size_medians(q, m, s);
-    double nominal = l == SC_LINK_INTRA ? out->intra.bytes_per_s
-                                        : out->inter.nics_per_node * out->inter.nic_bytes_per_s;
-    double beta = nominal * (op == SC_CALIB_P2P ? sc_cluster_p2p_eff(out, (sc_link)l)
-                                                : out->eff.bw_eff[l]);
     size_t used = 0;
     for (int j = 0; j < k && np + 3 <= MAXP; j++) {
         double f = 1;
         if (s[j].bytes < lo * (1 - 1e-9) || s[j].bytes > hi * (1 + 1e-9)) {
             sc_calib_link p = *q[0];
             p.bytes = s[j].bytes;
-            double st, v, o;
-            coll_terms(c, &p, &st, &v, &o);
-            f = (o + st * out->eff.alpha_s[l] + v / beta) / s[j].t;
+            f = warm_line_time(c, &p, out, l) / s[j].t;
             f = fmin(SC_SIZE_FACTOR_MAX, fmax(SC_SIZE_FACTOR_MIN, f));
             char sw[24];
             size_words(s[j].bytes, sw, sizeof sw);

@@ -405,6 +405,11 @@ double sc_size_curve_at(const sc_size_curve *c, double bytes)
     return c->factor[i - 1] * pow(c->factor[i] / c->factor[i - 1], t);
 }
 
+double sc_cluster_coll_factor(const sc_cluster *c, int nodes, double msg)
+{
+    return sc_size_curve_at(&c->eff.coll_curve[nodes > 1 ? SC_LINK_INTER : SC_LINK_INTRA], msg);
+}
+
 /* Ranges and order of one curve; path is its JSON path. */
 static sc_status check_curve(const sc_size_curve *cv, const char *file, const char *path,
                              sc_error *err)

@@ -315,6 +315,10 @@ long sc_cluster_total_gpus(const sc_cluster *c);
 /* 1 if every field is equal (strings compared as strings). */
 int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b);
 
+/* The measured size factor (sc_size_curve) of a warm collective of msg bytes
+ * over a group spanning `nodes` nodes: its class's (inter when nodes > 1). */
+double sc_cluster_coll_factor(const sc_cluster *c, int nodes, double msg);
+
 /* Point-to-point messages' share of link class l: p2p_bw_eff when set,
  * else bw_eff. */
 static inline double sc_cluster_p2p_eff(const sc_cluster *c, sc_link l)

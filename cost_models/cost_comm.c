@@ -99,9 +99,7 @@ sc_status sc_cost_coll(const sc_cluster *c, const char *algo, sc_coll op, double
     if (st)
         return st;
     /* a measured size factor of the group's class divides the whole time (sc_size_curve) */
-    *time_s = a->time(&l, op, bytes) /
-              sc_size_curve_at(&c->eff.coll_curve[l.nodes > 1 ? SC_LINK_INTER : SC_LINK_INTRA],
-                               bytes);
+    *time_s = a->time(&l, op, bytes) / sc_cluster_coll_factor(c, l.nodes, bytes);
     return SC_OK;
 }
 

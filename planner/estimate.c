@@ -43,7 +43,7 @@ static void ramps_of(const sc_cluster *c, double msg, double r[2])
  * NULL): the latency of one collective. A warm collective's time is divided by the
  * measured size factor of its group's class at msg (sc_size_curve), as the
  * simulator's. */
-static double coll_time_line(const sc_cluster *c, sc_coll op, double bytes, double msg,
+static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double msg,
                         const double r[2], int n, int per_node, int cold, double *lat)
 {
     if (lat)
@@ -56,41 +56,27 @@ static double coll_time_line(const sc_cluster *c, sc_coll op, double bytes, doub
         sc_cluster_cold(c, SC_LINK_INTRA, &ai, &wi);
         sc_cluster_cold(c, SC_LINK_INTER, &ae, &we);
     }
-    double bi = c->intra.bytes_per_s * wi * r[0], beta;
+    double bi = c->intra.bytes_per_s * wi * r[0], beta = bi, a, t;
     int k = per_node >= n ? 1 : (n + per_node - 1) / per_node; /* nodes */
-    if (k == 1) {
-        beta = bi;
+    double be = k == 1 ? 0
+                       : c->inter.nics_per_node * c->inter.nic_bytes_per_s * we * per_node /
+                             c->gpus_per_node * r[1];
+    /* (sc_coll_tree_wins says no where the cluster has no network: be > 0 there) */
+    if (k > 1 && op == SC_COLL_ALLREDUCE && sc_coll_tree_wins(c, msg, n, per_node, r)) {
+        a = sc_tree_latency(per_node, k, ai, ae);
+        t = sc_tree_allreduce_time(bytes, per_node, k, ai, bi, ae, be);
     } else {
-        double be = c->inter.nics_per_node * c->inter.nic_bytes_per_s * we * per_node /
-                    c->gpus_per_node * r[1];
-        /* (sc_coll_tree_wins says no where the cluster has no network: be > 0 here) */
-        if (op == SC_COLL_ALLREDUCE && sc_coll_tree_wins(c, msg, n, per_node, r)) {
-            if (lat)
-                *lat = sc_tree_latency(per_node, k, ai, ae);
-            return sc_tree_allreduce_time(bytes, per_node, k, ai, bi, ae, be);
-        }
-        beta = be < bi ? be : bi; /* the slower ramped hop */
+        if (k > 1)
+            beta = be < bi ? be : bi; /* the slower ramped hop */
+        if (!(beta > 0))
+            return INFINITY;
+        a = sc_ring_latency(op, n, k, ai, ae);
+        /* allreduce; reduce-scatter, allgather */
+        t = (op == SC_COLL_ALLREDUCE ? 2.0 : 1.0) * (n - 1) / n * bytes / beta + a;
     }
-    double a = sc_ring_latency(op, n, k, ai, ae);
-    if (!(beta > 0))
-        return INFINITY;
+    double g = cold ? 1 : sc_cluster_coll_factor(c, k, msg);
     if (lat)
-        *lat = a;
-    if (op == SC_COLL_ALLREDUCE)
-        return 2.0 * (n - 1) / n * bytes / beta + a;
-    return (n - 1.0) / n * bytes / beta + a; /* reduce-scatter, allgather */
-}
-
-static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double msg,
-                        const double r[2], int n, int per_node, int cold, double *lat)
-{
-    double t = coll_time_line(c, op, bytes, msg, r, n, per_node, cold, lat);
-    if (cold || n <= 1)
-        return t;
-    int k = per_node >= n ? 1 : (n + per_node - 1) / per_node;
-    double g = sc_size_curve_at(&c->eff.coll_curve[k > 1 ? SC_LINK_INTER : SC_LINK_INTRA], msg);
-    if (lat)
-        *lat /= g;
+        *lat = a / g;
     return t / g;
 }
 

@@ -440,9 +440,7 @@ static int ring_latency(builder *b, int start, double lat_steps, int n, int k, i
  * divided by it. Cold ones (data-parallel) run at their own line: 1. */
 static double coll_factor(builder *b, int k, double msg, int cold)
 {
-    if (cold)
-        return 1;
-    return sc_size_curve_at(&b->c->eff.coll_curve[k > 1 ? SC_LINK_INTER : SC_LINK_INTRA], msg);
+    return cold ? 1 : sc_cluster_coll_factor(b->c, k, msg);
 }
 
 /* Flow task f pays its links' latency divided by g (coll_factor); f on failure. */

@@ -1380,6 +1380,25 @@ static double jump_above_16k(double bytes)
     return bytes > 16384 ? 5 : 1;
 }
 
+/* Cluster c's cost model (cost's allreduce over 2 ranks on one node, or p2p
+ * inside a node) gives every time of the bench at path within 1e-6. */
+static void bench_times_reproduced(const char *path, const sc_cluster *c, int p2p)
+{
+    cJSON *j;
+    sc_error err;
+    REQUIRE(sc_json_load(path, &j, &err) == SC_OK);
+    cJSON *res = cJSON_GetObjectItem(j, "results");
+    for (int i = 0; i < cJSON_GetArraySize(res); i++) {
+        cJSON *o = cJSON_GetArrayItem(res, i);
+        double b = cJSON_GetObjectItem(o, "bytes")->valuedouble, t;
+        sc_status st = p2p ? sc_cost_p2p(c, b, 0, 1, &t, &err)
+                           : sc_cost_coll(c, NULL, SC_COLL_ALLREDUCE, b, 2, 2, &t, &err);
+        REQUIRE(st == SC_OK);
+        CHECK_NEAR(t, cJSON_GetObjectItem(o, "time_s")->valuedouble, 1e-6);
+    }
+    cJSON_Delete(j);
+}
+
 /* An allreduce bench over 4 KiB-8 MiB (sizes 2x apart) whose times jump
  * fivefold past a size, calibrated with a measured tp 2 pp 2 plan whose tp
  * allreduces are 32 KiB (4 samples of 32 tokens of h 64 in fp32) and, on
@@ -1443,16 +1462,7 @@ TEST(calibrate_fits_the_plans_regime)
         REQUIRE(cv->n > 0);
         double lo = c ? 8192 : 1 << 20, mid = floor(sqrt(lo * 2 * lo));
         CHECK_NEAR(sc_size_curve_at(cv, mid) / sc_size_curve_at(cv, mid + 1), 5, 1e-6);
-        cJSON *j;
-        REQUIRE(sc_json_load(ar, &j, &err) == SC_OK);
-        cJSON *res = cJSON_GetObjectItem(j, "results");
-        for (int i = 0; i < cJSON_GetArraySize(res); i++) {
-            cJSON *o = cJSON_GetArrayItem(res, i);
-            double b = cJSON_GetObjectItem(o, "bytes")->valuedouble, t;
-            REQUIRE(sc_cost_coll(&out, NULL, SC_COLL_ALLREDUCE, b, 2, 2, &t, &err) == SC_OK);
-            CHECK_NEAR(t, cJSON_GetObjectItem(o, "time_s")->valuedouble, 1e-6);
-        }
-        cJSON_Delete(j);
+        bench_times_reproduced(ar, &out, 0);
         CHECK(out.eff.p2p_curve[SC_LINK_INTRA].n == 0); /* no p2p bench */
         /* without --size-factors the same line, no factors, and the note says what
          * they would have been */
@@ -1503,16 +1513,7 @@ TEST(calibrate_fits_the_plans_regime)
             SC_OK);
     CHECK_STR_HAS(rep.notes, "intra p2p: the bench sizes outside it kept as measured");
     CHECK(out.eff.coll_curve[SC_LINK_INTRA].n == 0 && out.eff.p2p_curve[SC_LINK_INTRA].n > 0);
-    cJSON *j;
-    REQUIRE(sc_json_load(pp, &j, &err) == SC_OK);
-    cJSON *res = cJSON_GetObjectItem(j, "results");
-    for (int i = 0; i < cJSON_GetArraySize(res); i++) {
-        cJSON *o = cJSON_GetArrayItem(res, i);
-        double b = cJSON_GetObjectItem(o, "bytes")->valuedouble, t;
-        REQUIRE(sc_cost_p2p(&out, b, 0, 1, &t, &err) == SC_OK);
-        CHECK_NEAR(t, cJSON_GetObjectItem(o, "time_s")->valuedouble, 1e-6);
-    }
-    cJSON_Delete(j);
+    bench_times_reproduced(pp, &out, 1);
     /* the bench alone: no plan says which side */
     write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
     retime_bench(ar, jump_above_1m);
