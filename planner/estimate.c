@@ -18,6 +18,7 @@ void sc_stage_table_free(sc_stage_table *t)
                    t->ramp};
     for (size_t i = 0; i < SC_ARRAY_LEN(a); i++)
         sc_free(a[i]);
+    sc_free(t->dpt);
     memset(t, 0, sizeof *t);
 }
 
@@ -80,6 +81,33 @@ static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double ms
     return t / g;
 }
 
+/* A position's data-parallel terms (sc_stage_table.dpt): its gradients' reduction as an
+ * allreduce (ZeRO 0) and as a reduce-scatter (ZeRO 1-3), each with every bucket's
+ * latency, its bucket count, ZeRO 1-2's parameter gather, ZeRO 3's gathers (a chunk's
+ * own parameters, the first unit) and reduce-scatter, and the optimizer over its whole
+ * and its sharded parameters. */
+enum {
+    SC_DPT_AR,       /* the allreduce of every chunk's buckets, each with its latency (s) */
+    SC_DPT_RS,       /* the same as reduce-scatters (s) */
+    SC_DPT_K,        /* buckets of the position's first chunk */
+    SC_DPT_AG12,     /* ZeRO 1-2: the gather of the updated parameters (s) */
+    SC_DPT_Z3_AG,    /* ZeRO 3: one chunk's gather (s) */
+    SC_DPT_Z3_AG1,   /* ZeRO 3: the step's first unit's gather (s) */
+    SC_DPT_Z3_RS,    /* ZeRO 3: one chunk's reduce-scatter (s) */
+    SC_DPT_OPT,      /* the optimizer over every parameter of the position (s) */
+    SC_DPT_OPT_SHARD, /* over its 1/dp shard (ZeRO >= 1) (s) */
+    SC_DPT_N
+};
+
+struct sc_dp_terms {
+    int valid, dp;
+    const sc_cluster *c;
+    double bucket;
+    sc_dtype dt;
+    double tie;  /* the shared group's allreduce among the positions holding it (s) */
+    double x[];  /* pp x SC_DPT_N */
+};
+
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
                                int sp, sc_attn attn, int mbs, const sc_partition *part,
                                sc_stage_table *out,
@@ -103,8 +131,9 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.act1 = sc_calloc(P * 3, sizeof(double));
     t.act_slope = sc_calloc(P * 3, sizeof(double));
     t.ramp = sc_calloc(P * SC_RAMP_N * 2, sizeof(double));
+    t.dpt = sc_calloc(1, sizeof *t.dpt + P * SC_DPT_N * sizeof(double));
     if (!t.part.first || !t.f || !t.b || !t.w || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
-        !t.params || !t.unit || !t.gathered || !t.act1 || !t.act_slope || !t.ramp) {
+        !t.params || !t.unit || !t.gathered || !t.act1 || !t.act_slope || !t.ramp || !t.dpt) {
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     }
@@ -237,27 +266,116 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     return SC_OK;
 }
 
-int sc_inflight(const char *schedule, int pp, int m, int v, int r)
+/* The table's data-parallel terms for (c, dp, bucket size, dt), computed once for each
+ * new key: a search estimates every microbatch count, schedule, ZeRO stage and recompute
+ * of a table at one dp, and these collectives were half of each estimate's time. */
+static const struct sc_dp_terms *dp_terms(const sc_stage_table *t, const sc_cluster *c,
+                                          int dp, double bucket, sc_dtype dt)
 {
-    if (!strcmp(schedule, "gpipe"))
+    struct sc_dp_terms *d = t->dpt;
+    if (d->valid && d->c == c && d->dp == dp && d->bucket == bucket && d->dt == dt)
+        return d;
+    int pp = t->pp, v = t->v, tp = t->tp, gpn = c->gpus_per_node;
+    int stride = tp * pp, per_node = stride >= gpn ? 1 : gpn / stride;
+    if (per_node > dp)
+        per_node = dp;
+    double wb, gb, ob;
+    sc_cost_state_bytes(dt, &wb, &gb, &ob);
+    for (int r = 0; r < pp; r++) {
+        double *y = d->x + (size_t)r * SC_DPT_N, grads = 0;
+        for (int ch = 0; ch < v; ch++)
+            grads += t->grad[ch * pp + r];
+        double P = t->params[r];
+        int K = sc_cost_bucket_count(t->grad[r], bucket);
+        const double *x = t->ramp + (size_t)r * SC_RAMP_N * 2;
+        double rb[2];
+        if (bucket > 0 && bucket != SC_DEFAULT_BUCKET_BYTES)
+            ramps_of(c, t->grad[r] / K, rb); /* not the cached bucket size */
+        else
+            rb[0] = x[2 * SC_RAMP_BUCKET], rb[1] = x[2 * SC_RAMP_BUCKET + 1];
+        /* every bucket of every chunk is a collective of its own, with its own
+         * latency, as the simulator runs them */
+        int buckets = 0;
+        for (int ch = 0; ch < v; ch++)
+            buckets += sc_cost_bucket_count(t->grad[ch * pp + r], bucket);
+        double lat;
+        y[SC_DPT_AR] = coll_time(c, SC_COLL_ALLREDUCE, grads, t->grad[r] / K, rb, dp, per_node,
+                                 1, &lat);
+        y[SC_DPT_AR] += (buckets - 1) * lat;
+        y[SC_DPT_RS] = coll_time(c, SC_COLL_REDUCE_SCATTER, grads, t->grad[r] / K, rb, dp,
+                                 per_node, 1, &lat);
+        y[SC_DPT_RS] += (buckets - 1) * lat;
+        y[SC_DPT_K] = K;
+        y[SC_DPT_AG12] = coll_time(c, SC_COLL_ALLGATHER, P * wb, P * wb,
+                                   x + 2 * SC_RAMP_PARAMS, dp, per_node, 1, NULL);
+        /* ZeRO 3 gathers the stage's own parameters: a tied copy held for another
+         * position is not gathered (its gradient is allreduced) */
+        double Pv = grads / gb * wb / v, U = t->unit[r];
+        y[SC_DPT_Z3_AG] = coll_time(c, SC_COLL_ALLGATHER, Pv, Pv, x + 2 * SC_RAMP_GRADS_V, dp,
+                                    per_node, 1, NULL);
+        y[SC_DPT_Z3_AG1] = U > 0 && U < Pv ? coll_time(c, SC_COLL_ALLGATHER, U, U,
+                                                        x + 2 * SC_RAMP_UNIT, dp, per_node, 1,
+                                                        NULL)
+                                           : y[SC_DPT_Z3_AG];
+        y[SC_DPT_Z3_RS] = coll_time(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v,
+                                    x + 2 * SC_RAMP_GRADS_V, dp, per_node, 1, NULL);
+        y[SC_DPT_OPT] = sc_cost_optimizer_time(c, dt, P);
+        y[SC_DPT_OPT_SHARD] = sc_cost_optimizer_time(c, dt, P / dp);
+    }
+    /* the tie's allreduce among the positions holding it: on one node when a
+     * whole replica is (the default placement puts a replica's tp x pp ranks
+     * next to each other), else a position a node */
+    d->tie = t->shared_npos > 1 ? coll_time(c, SC_COLL_ALLREDUCE, t->shared_grad,
+                                            t->shared_grad, t->ramp_shared, t->shared_npos,
+                                            tp * pp <= gpn ? t->shared_npos : 1, 1, NULL)
+                                : 0;
+    d->valid = 1, d->dp = dp, d->c = c, d->bucket = bucket, d->dt = dt;
+    return d;
+}
+
+/* The schedules the estimate tells apart, read from the name once per estimate. */
+typedef enum { SCHED_1F1B, SCHED_GPIPE, SCHED_ZBH1, SCHED_INTERLEAVED } sched_kind;
+
+static sched_kind sched_of(const char *schedule)
+{
+    return !strcmp(schedule, "gpipe")         ? SCHED_GPIPE
+           : !strcmp(schedule, "zb-h1")       ? SCHED_ZBH1
+           : !strcmp(schedule, "interleaved") ? SCHED_INTERLEAVED
+                                              : SCHED_1F1B;
+}
+
+static int inflight(sched_kind k, int pp, int m, int v, int r)
+{
+    if (k == SCHED_GPIPE)
         return m * v;
-    if (!strcmp(schedule, "zb-h1"))
+    if (k == SCHED_ZBH1)
         return pp < m ? pp : m;
-    if (!strcmp(schedule, "interleaved") && v > 1) {
+    if (k == SCHED_INTERLEAVED && v > 1) {
         if (m == pp)
             return m * v;
-        int k = 2 * (pp - r - 1) + (v - 1) * pp + 1;
-        return k < m * v ? k : m * v;
+        int n = 2 * (pp - r - 1) + (v - 1) * pp + 1;
+        return n < m * v ? n : m * v;
     }
     return pp - r < m ? pp - r : m; /* 1f1b */
 }
+
+int sc_inflight(const char *schedule, int pp, int m, int v, int r)
+{
+    return inflight(sched_of(schedule), pp, m, v, r);
+}
+
+/* fmax and fmin as the estimate's loops need them, inlined (the library's are calls
+ * through the PLT here, a sixth of an estimate's time once the collectives were kept);
+ * NaN handled as fmax and fmin do: the other argument wins. */
+static inline double max2(double a, double b) { return a >= b || b != b ? a : b; }
+static inline double min2(double a, double b) { return a <= b || b != b ? a : b; }
 
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
                       sc_dtype dt, sc_estimate *out)
 {
     int pp = t->pp, v = t->v, m = cfg->m, dp = cfg->dp, tp = t->tp;
     int gpn = c->gpus_per_node, mode = (int)cfg->recompute;
-    const char *sched = cfg->schedule;
+    sched_kind sched = sched_of(cfg->schedule);
     double wb, gb, ob;
     sc_cost_state_bytes(dt, &wb, &gb, &ob);
     double maxT = 0, sumT = 0, maxF = 0, maxBi = 0, maxsend = 0, compute = 0, tps = 0;
@@ -278,17 +396,17 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         }
         double T = F + B;
         sumT += T;
-        maxT = fmax(maxT, T);
-        maxF = fmax(maxF, F);
-        maxBi = fmax(maxBi, B - W); /* zb-h1's B: the backward less its W */
+        maxT = max2(maxT, T);
+        maxF = max2(maxF, F);
+        maxBi = max2(maxBi, B - W); /* zb-h1's B: the backward less its W */
     }
     double pipe;
     if (pp == 1)
         pipe = m * maxT;
-    else if (!strcmp(sched, "interleaved"))
+    else if (sched == SCHED_INTERLEAVED)
         pipe = m * maxT + (pp - 1) * maxT / v;
-    else if (!strcmp(sched, "zb-h1"))
-        pipe = m * maxT + (pp - 1) * fmax(maxF, maxBi);
+    else if (sched == SCHED_ZBH1)
+        pipe = m * maxT + (pp - 1) * max2(maxF, maxBi);
     else
         pipe = (m - 1) * maxT + sumT;
     double p2p = pp > 1 ? 2.0 * (pp - 1) * maxsend : 0;
@@ -298,6 +416,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     if (per_node > dp)
         per_node = dp;
     double tail = 0, dpx_max = 0, opt_max = 0, mem_max = 0, zero3 = 0;
+    const struct sc_dp_terms *D = dp_terms(t, c, dp, cfg->bucket_bytes, dt);
     /* compute beside a data-parallel collective progresses at 1 / (1 + kappa)
      * (the cluster's overlap_slowdown; the simulator's spans, step.c contend) */
     double kappa = c->eff.overlap_slowdown, slow_max = 0;
@@ -320,57 +439,32 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
          * interleaved schedule runs its last pp microbatches' backwards chunk by chunk
          * (sched_interleaved.c): after chunk v - 1's last one come pp of each lower
          * chunk */
-        double grads = 0, blast = 0;
+        double blast = 0;
         for (int ch = 0; ch < v; ch++) {
-            grads += t->grad[ch * pp + r];
             blast += (ch == v - 1 ? 1 : pp) * t->b[ch * pp + r];
         }
         double P = t->params[r];
+        const double *y = D->x + (size_t)r * SC_DPT_N;
         double dpx = 0;
         if (dp > 1) {
-            sc_coll op = cfg->zero == 0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCE_SCATTER;
-            int K = sc_cost_bucket_count(t->grad[r], cfg->bucket_bytes);
-            const double *x = t->ramp + (size_t)r * SC_RAMP_N * 2;
-            double rb[2];
-            if (cfg->bucket_bytes > 0 && cfg->bucket_bytes != SC_DEFAULT_BUCKET_BYTES)
-                ramps_of(c, t->grad[r] / K, rb); /* not the cached bucket size */
-            else
-                rb[0] = x[2 * SC_RAMP_BUCKET], rb[1] = x[2 * SC_RAMP_BUCKET + 1];
-            double lat;
-            double tr = coll_time(c, op, grads, t->grad[r] / K, rb, dp, per_node, 1, &lat);
-            /* every bucket of every chunk is a collective of its own, with its own
-             * latency, as the simulator runs them */
-            int buckets = 0;
-            for (int ch = 0; ch < v; ch++)
-                buckets += sc_cost_bucket_count(t->grad[ch * pp + r], cfg->bucket_bytes);
-            tr += (buckets - 1) * lat;
+            int z0 = cfg->zero == 0;
+            double K = y[SC_DPT_K];
+            double tr = y[z0 ? SC_DPT_AR : SC_DPT_RS];
             /* buckets overlap that backward work but the last bucket of the last
              * chunk; with overlap_grad_reduce off all of it is exposed */
             double overlap = blast - t->b[r] / K;
-            dpx = cfg->no_overlap_grad_reduce ? tr : fmax(tr / (K * v), tr - overlap);
+            dpx = cfg->no_overlap_grad_reduce ? tr : max2(tr / (K * v), tr - overlap);
             hide = tr - dpx;
             /* the backward beside them loses hide kappa / (1 + kappa) */
-            slow_max = fmax(slow_max, hide * kappa / (1 + kappa));
+            slow_max = max2(slow_max, hide * kappa / (1 + kappa));
             if (cfg->zero == 1 || cfg->zero == 2)
-                dpx += coll_time(c, SC_COLL_ALLGATHER, P * wb, P * wb, x + 2 * SC_RAMP_PARAMS,
-                                 dp, per_node, 1, NULL);
+                dpx += y[SC_DPT_AG12];
             if (cfg->zero == 3) {
                 /* a gather before every F and B and a reduce-scatter after
                  * every B share the NICs; what exceeds the position's
                  * compute is exposed, and the step's first unit always is
                  * (lower.h) */
-                /* the stage's own parameters: a tied copy held for another
-                 * position is not gathered (its gradient is allreduced) */
-                double Pv = grads / gb * wb / v;
-                double ag = coll_time(c, SC_COLL_ALLGATHER, Pv, Pv, x + 2 * SC_RAMP_GRADS_V, dp,
-                                      per_node, 1, NULL);
-                double U = t->unit[r];
-                double ag1 = U > 0 && U < Pv
-                                 ? coll_time(c, SC_COLL_ALLGATHER, U, U, x + 2 * SC_RAMP_UNIT, dp,
-                                             per_node, 1, NULL)
-                                 : ag;
-                double rs = coll_time(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v,
-                                      x + 2 * SC_RAMP_GRADS_V, dp, per_node, 1, NULL);
+                double ag = y[SC_DPT_Z3_AG], ag1 = y[SC_DPT_Z3_AG1], rs = y[SC_DPT_Z3_RS];
                 /* the gathers move during the whole pipeline so far: every
                  * op of the position's stream (forwards, backwards,
                  * recomputes, tp collectives; m T_r <= pipe) and its bubbles */
@@ -378,43 +472,36 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 /* the compute beside them progresses at 1 / (1 + kappa): for
                  * total of gathers it loses total kappa / (1 + kappa), kappa
                  * pipe at most (all of it slowed) */
-                double lost = fmin(kappa * pipe, total * kappa / (1 + kappa));
+                double lost = min2(kappa * pipe, total * kappa / (1 + kappa));
                 /* the positions of a node share its NICs: what one leaves
                  * idle the others take, so the node's work is their mean at
                  * the shares coll_time gives them all at once */
                 z_total += total;
-                z_ag1 = fmax(z_ag1, ag1);
-                z_lost = fmax(z_lost, lost);
+                z_ag1 = max2(z_ag1, ag1);
+                z_lost = max2(z_lost, lost);
             }
         }
-        /* the tie's allreduce among the positions holding it: on one node when a
-         * whole replica is (the default placement puts a replica's tp x pp ranks
-         * next to each other), else a position a node */
-        if (t->shared_npos > 1)
-            dpx += coll_time(c, SC_COLL_ALLREDUCE, t->shared_grad, t->shared_grad,
-                             t->ramp_shared, t->shared_npos,
-                             tp * pp <= gpn ? t->shared_npos : 1, 1, NULL);
-        double local = cfg->zero >= 1 ? P / dp : P;
-        double opt = sc_cost_optimizer_time(c, dt, local);
+        dpx += D->tie;
+        double opt = y[cfg->zero >= 1 ? SC_DPT_OPT_SHARD : SC_DPT_OPT];
         work = dpx + hide;
-        blk_cur = fmax(blk_cur, dpx + opt);
+        blk_cur = max2(blk_cur, dpx + opt);
         blk_work += work;
-        blk_hide = fmax(blk_hide, hide);
-        blk_solo = fmax(blk_solo, work / pn - hide + opt);
-        blk_opt = fmax(blk_opt, opt);
-        blk_dpx = fmax(blk_dpx, dpx);
+        blk_hide = max2(blk_hide, hide);
+        blk_solo = max2(blk_solo, work / pn - hide + opt);
+        blk_opt = max2(blk_opt, opt);
+        blk_dpx = max2(blk_dpx, dpx);
         if (++blk_n == pn || r == pp - 1) {
             if (cfg->zero == 3 && dp > 1)
-                zero3 = fmax(zero3, z_ag1 + fmax(z_total / blk_n - pipe, z_lost));
+                zero3 = max2(zero3, z_ag1 + max2(z_total / blk_n - pipe, z_lost));
             z_total = z_ag1 = z_lost = 0;
             double nic = blk_work / blk_n - blk_hide + blk_opt;
-            double t_blk = blk_n > 1 ? fmin(blk_cur, fmax(nic, blk_solo)) : blk_cur;
-            tail = fmax(tail, t_blk);
-            dpx_max = fmax(dpx_max, blk_n > 1 ? fmin(blk_dpx, t_blk - blk_opt) : blk_dpx);
+            double t_blk = blk_n > 1 ? min2(blk_cur, max2(nic, blk_solo)) : blk_cur;
+            tail = max2(tail, t_blk);
+            dpx_max = max2(dpx_max, blk_n > 1 ? min2(blk_dpx, t_blk - blk_opt) : blk_dpx);
             blk_cur = blk_work = blk_hide = blk_solo = blk_opt = blk_dpx = 0;
             blk_n = 0;
         }
-        opt_max = fmax(opt_max, opt);
+        opt_max = max2(opt_max, opt);
         /* memory: states under ZeRO, activations with the schedule's in-flight count */
         double W = P * wb, G = P * gb, O = P * ob;
         if (cfg->zero >= 1)
@@ -425,16 +512,16 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             W /= dp;
         /* ZeRO 3's gathered units beside the shards (sc_cost_memory) */
         double gath = cfg->zero >= 3 && dp > 1 ? t->gathered[r] : 0;
-        int peak = sc_inflight(sched, pp, m, v, r);
+        int peak = inflight(sched, pp, m, v, r);
         int k = (peak + v - 1) / v;
         double act = t->act1[r * 3 + mode] + (k - 1) * t->act_slope[r * 3 + mode];
         double mem = W + G + O + gath + act + c->eff.workspace_bytes;
-        mem_max = fmax(mem_max, mem);
+        mem_max = max2(mem_max, mem);
     }
     pipe += zero3;
     out->step_s = pipe + tail + slow_max;
     out->pipe_s = pipe;
-    out->bubble_s = fmax(0, pipe - p2p - zero3 - m * maxT);
+    out->bubble_s = max2(0, pipe - p2p - zero3 - m * maxT);
     out->compute_s = m * compute + slow_max;
     out->tp_s = m * tps;
     out->pp_s = p2p;

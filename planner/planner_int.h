@@ -33,6 +33,14 @@ typedef struct sc_stage_table {
      * gather of a chunk's own parameters), ZeRO 3's first gather (unit). */
     double *ramp;
     double ramp_shared[2];
+    /* The data-parallel terms of the last (cluster, dp, bucket size, dtype) a candidate
+     * asked for (sc_dp_terms, estimate.c): per position, SC_DPT_N figures that depend
+     * on those alone, not on the microbatches, schedule, ZeRO stage or recompute a
+     * candidate varies, so a search's candidates of one table compute them once. Owned,
+     * filled by sc_estimate_fast (the table stays const to it: the memo is behind a
+     * pointer), so one thread at a time estimates on a table (the search estimates on
+     * one thread; only its simulations run on several). */
+    struct sc_dp_terms *dpt;
 } sc_stage_table;
 
 enum {

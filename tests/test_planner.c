@@ -4,6 +4,7 @@
 #include "pair_check.h"
 #include "json.h"
 #include "plan.h"
+#include "planner_int.h"
 #include "search.h"
 #include "tune.h"
 
@@ -486,5 +487,80 @@ TEST(planner_estimate_follows_size_factors)
     CHECK_NEAR(de, ds, 0.25);
     for (int k = 0; k < 2; k++)
         sc_step_result_free(r[k]);
+    sc_model_free(m);
+}
+
+/* One table serves every candidate of its shape: its data-parallel terms are kept for
+ * the last (cluster, dp, bucket size, dtype) asked (estimate.c, dp_terms). Estimates on a
+ * table reused across a walk of those keys, each step changing one of them and some
+ * returning to an earlier key, with every ZeRO stage and schedule at each, equal those of
+ * a table built for each call, to the bit. */
+static int same_estimate(const sc_estimate *a, const sc_estimate *b)
+{
+    return a->step_s == b->step_s && a->pipe_s == b->pipe_s && a->bubble_s == b->bubble_s &&
+           a->compute_s == b->compute_s && a->tp_s == b->tp_s && a->pp_s == b->pp_s &&
+           a->dp_s == b->dp_s && a->optimizer_s == b->optimizer_s &&
+           a->peak_mem == b->peak_mem && a->fits == b->fits;
+}
+
+TEST(planner_estimate_table_reused)
+{
+    sc_model *m;
+    sc_cluster c[2];
+    sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 16, &m, &c[0]);
+    REQUIRE(m);
+    c[1] = c[0];
+    c[1].inter.nic_bytes_per_s /= 4; /* a slower network: other dp terms */
+    sc_error err;
+    sc_partition part;
+    REQUIRE(sc_partition_uniform(m, 4, &part, &err) == SC_OK);
+    sc_stage_table shared;
+    REQUIRE(sc_stage_table_build(m, &c[0], 2, 2, 2, 0, SC_ATTN_UNFUSED, 1, &part, &shared,
+                                 &err) == SC_OK);
+    /* {dp, bucket bytes, cluster, dtype}: one of them changes at each step */
+    const struct {
+        int dp;
+        double bucket;
+        int c;
+        sc_dtype dt;
+    } keys[] = {{8, 0, 0, SC_BF16},     {32, 0, 0, SC_BF16},    {32, 50e6, 0, SC_BF16},
+                {32, 50e6, 1, SC_BF16}, {8, 50e6, 1, SC_BF16},  {8, 0, 1, SC_BF16},
+                {8, 0, 0, SC_BF16},     {8, 0, 0, SC_FP32},     {8, 0, 0, SC_BF16},
+                {1, 0, 0, SC_BF16},     {32, 0, 0, SC_BF16}};
+    const char *scheds[] = {"1f1b", "interleaved", "gpipe", "zb-h1"};
+    int n = 0, n_keys = (int)SC_ARRAY_LEN(keys);
+    double dp_s[SC_ARRAY_LEN(keys)];
+    for (int i = 0; i < n_keys; i++)
+        for (int z = 0; z < 4; z++) {
+            sc_step_cfg cfg = {.dp = keys[i].dp, .tp = 2, .pp = 2, .v = 2, .m = 4 + z, .mbs = 1,
+                               .zero = z, .recompute = (sc_recompute)(z % 3),
+                               .schedule = scheds[(i + z) % 4], .bucket_bytes = keys[i].bucket};
+            const sc_cluster *ck = &c[keys[i].c];
+            sc_stage_table fresh;
+            REQUIRE(sc_stage_table_build(m, &c[0], 2, 2, 2, 0, SC_ATTN_UNFUSED, 1, &part, &fresh,
+                                         &err) == SC_OK);
+            sc_estimate a, e;
+            sc_estimate_fast(&shared, ck, &cfg, keys[i].dt, &a);
+            sc_estimate_fast(&fresh, ck, &cfg, keys[i].dt, &e);
+            sc_stage_table_free(&fresh);
+            n++;
+            if (!same_estimate(&a, &e))
+                sc_test_fail(__FILE__, __LINE__,
+                             "key %d (dp %d, bucket %.0f, cluster %d, dtype %d) zero %d: "
+                             "reused %.9g s, fresh %.9g s (dp %.9g, %.9g)",
+                             i, cfg.dp, cfg.bucket_bytes, keys[i].c, (int)keys[i].dt, z,
+                             a.step_s, e.step_s, a.dp_s, e.dp_s);
+            if (z == 1)
+                dp_s[i] = e.dp_s;
+        }
+    CHECK(n == 4 * n_keys);
+    /* each step of the walk moved the data-parallel time (ZeRO 1), so a memo that
+     * missed any key's change would have failed above */
+    for (int i = 1; i < n_keys; i++)
+        if (dp_s[i] == dp_s[i - 1])
+            sc_test_fail(__FILE__, __LINE__, "key %d: dp time %.9g s as key %d's", i, dp_s[i],
+                         i - 1);
+    sc_stage_table_free(&shared);
+    sc_partition_free(&part);
     sc_model_free(m);
 }
