@@ -19,7 +19,8 @@ static void help(void)
 {
     printf(
         "usage: mpirun -np R stagecraft exec plan.json --backend cpu|cuda [--steps N]\n"
-        "                      [--warmup W] [--timeout S] [--no-verify] [-o measured.json]\n"
+        "                      [--warmup W] [--timeout S] [--no-verify] [--probe N]\n"
+        "                      [-o measured.json]\n"
         "       stagecraft exec plan.json --backend cuda [--threads] ...   (one node)\n"
         "Runs the plan's training step on real devices, one MPI rank per device (R must\n"
         "equal the plan's dp·tp·pp; rank -> (dp, pp, tp) by the plan's placement), in the\n"
@@ -49,6 +50,11 @@ static void help(void)
         "                     (default 60): a rank that dies or hangs stops the run\n"
         "  --no-verify        do not checksum received activations (done by default in\n"
         "                     the warm-up steps and the first measured step)\n"
+        "  --probe N          the speed probe: every rank at once times a GEMM of N x N x N\n"
+        "                     before the warm-up and after the measured steps (default 512\n"
+        "                     on cpu, 4096 on cuda: sizes of bench gemm's default sweep;\n"
+        "                     0: none). calibrate holds it against a gemm bench of that\n"
+        "                     size and refuses a run whose ranks ran it much slower\n"
         "  -o FILE            write the measured timeline (only on success, whole)\n\n"
         "Launch with OpenMPI as usual: mpirun -np 4 [--hostfile H], or srun under Slurm.\n"
         "Exit status (docs/commands.md, \"Exit codes\"): 0 success, 2 bad usage or input\n"
@@ -116,6 +122,10 @@ static void print_summary(const char *plan, const char *out, const sc_exec_summa
     if (sum->stable == 1)
         printf("settled: the median moved %.1f%% from the %d steps before (tolerance %.3g%%)\n",
                100 * sum->drift, sum->steps, 100 * sum->tolerance);
+    if (sum->probe > 0)
+        printf("probe: a %d^3 GEMM in %s us before (slowest: rank %d), %s us after (rank %d)\n",
+               sum->probe, cli_us(sum->probe_s[0], b[0]), sum->probe_rank[0],
+               cli_us(sum->probe_s[1], b[1]), sum->probe_rank[1]);
     if (out)
         printf("wrote %s\n", out);
     fflush(stdout);
@@ -212,9 +222,10 @@ int cmd_exec(int argc, char **argv)
         {"warmup", required_argument, 0, 'w'},  {"timeout", required_argument, 0, 't'},
         {"no-verify", no_argument, 0, 'V'},     {"help", no_argument, 0, 'h'},
         {"threads", no_argument, 0, 'T'},       {"tolerance", required_argument, 0, 'L'},
-        {"max-steps", required_argument, 0, 'M'}, {0, 0, 0, 0}};
+        {"max-steps", required_argument, 0, 'M'}, {"probe", required_argument, 0, 'P'},
+        {0, 0, 0, 0}};
     const char *backend = NULL, *out = NULL;
-    long steps = 10, warmup = 2, max_steps = 0;
+    long steps = 10, warmup = 2, max_steps = 0, probe = -1;
     double timeout = 60, tolerance = 0.02;
     int verify = 1, threads = 0, c;
     optind = 1;
@@ -242,6 +253,10 @@ int cmd_exec(int argc, char **argv)
             break;
         case 'M':
             if (cli_long("exec", "--max-steps", optarg, 1, 10000000, &max_steps))
+                return 2;
+            break;
+        case 'P':
+            if (cli_long("exec", "--probe", optarg, 0, 65536, &probe))
                 return 2;
             break;
         case 'V':
@@ -284,7 +299,7 @@ int cmd_exec(int argc, char **argv)
         return cli_usage("exec", "--max-steps %ld is below --steps %ld", max_steps, steps);
     sc_exec_opts o = {.backend = backend, .steps = (int)steps, .tolerance = tolerance,
                       .max_steps = (int)max_steps, .warmup = (int)warmup, .timeout_s = timeout,
-                      .verify = verify};
+                      .verify = verify, .probe = (int)probe};
     if (threads && sc_backend_cuda.available)
         return exec_threads(plan, &o, out);
     rank_result r;

@@ -1086,14 +1086,84 @@ typedef struct meas {
     double drift;      /* rank 0: the last window's median against the one before (-1: none) */
     wire_op *mine, *gathered;
     sc_provenance prov; /* rank 0: its own, and whether the ranks differed */
+    int probe_n;        /* the probe's size (0: none) */
+    double probe[2];    /* this rank's probe before and after (0: did not run) */
+    double *probes;     /* rank 0: every rank's two */
 } meas;
 
 static void meas_free(meas *g)
 {
-    void *arrs[] = {g->all,    g->span, g->spans, g->times, g->begins,
-                    g->counts, g->mine, g->gathered};
+    void *arrs[] = {g->all,    g->span, g->spans,    g->times, g->begins,
+                    g->counts, g->mine, g->gathered, g->probes};
     for (size_t i = 0; i < SC_ARRAY_LEN(arrs); i++)
         sc_free(arrs[i]);
+}
+
+/* ---- the speed probe (exec.h) ------------------------------------------------ */
+
+static int probe_size(const sc_exec *x)
+{
+    if (x->o.probe >= 0)
+        return x->o.probe;
+    return strcmp(x->be->name, "cuda") ? SC_EXEC_PROBE_CPU : SC_EXEC_PROBE_CUDA;
+}
+
+/* Every rank at once (a barrier first): one untimed GEMM of n x n x n, then
+ * SC_EXEC_PROBE_REPS timed; *out their median seconds, 0 when this rank
+ * could not run it (no memory for its buffers: said on stderr; the others
+ * go on, and rank 0 then writes no probe). */
+static sc_status probe(sc_exec *x, int n, double *out, sc_error *err)
+{
+    enum { REPS = SC_EXEC_PROBE_REPS, NEV = 2 * (SC_EXEC_PROBE_REPS + 1) };
+    const sc_backend *be = x->be;
+    *out = 0;
+    sc_status st = be->barrier(x->bk, deadline(x), err);
+    if (st == SC_EIO)
+        return sc_err(err, SC_EIO,
+                      "rank %d: timed out after %g s waiting for the speed probe (barrier) from "
+                      "rank %d", x->rank, x->o.timeout_s, x->rank ? 0 : 1);
+    if (st)
+        return st;
+    size_t count = (size_t)n * (size_t)n;
+    sc_error e2 = {0};
+    sc_dbuf *buf[3] = {0};
+    sc_ev *ev[NEV] = {0};
+    int ok = 1;
+    for (int i = 0; i < 3 && ok; i++) {
+        buf[i] = be->alloc(x->bk, count * x->ce, &e2);
+        ok = buf[i] && !be->fill_uniform(x->bk, buf[i], count, x->dt, 0x9e3779b9u + (unsigned)i,
+                                         &e2);
+    }
+    for (int i = 0; i < NEV && ok; i++)
+        ok = (ev[i] = be->ev_new(x->bk, &e2)) != NULL;
+    if (!ok) {
+        fprintf(stderr, "stagecraft exec: rank %d: no speed probe: %s\n", x->rank, e2.msg);
+    } else {
+        for (int r = 0; r <= REPS && !st; r++) {
+            st = be->ev_record(x->bk, ev[2 * r], err);
+            if (!st)
+                st = be->gemm(x->bk, x->dt, n, n, n, 1, buf[0], buf[1], buf[2], err);
+            if (!st)
+                st = be->ev_record(x->bk, ev[2 * r + 1], err);
+        }
+        if (!st)
+            st = be->sync(x->bk, deadline(x), err);
+        double t[REPS];
+        for (int r = 1; r <= REPS && !st; r++) {
+            double t0 = 0, t1 = 0;
+            st = be->ev_time(x->bk, ev[2 * r], &t0, err);
+            if (!st)
+                st = be->ev_time(x->bk, ev[2 * r + 1], &t1, err);
+            t[r - 1] = t1 - t0;
+        }
+        if (!st)
+            *out = fmax(sc_median(t, REPS), 0);
+    }
+    for (int i = 0; i < NEV; i++)
+        be->ev_free(x->bk, ev[i]);
+    for (int i = 0; i < 3; i++)
+        be->free(x->bk, buf[i]);
+    return st;
 }
 
 /* Phase 1: rank 0 measures each rank's clock offset (Cristian's algorithm). */
@@ -1293,6 +1363,22 @@ static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_ex
         tl->step_drift = sum->drift;
         tl->step_stable = sum->stable;
     }
+    /* the probe, when every rank ran it (the slowest rank's in the summary) */
+    int probed = g->probe_n > 0 && g->probes;
+    for (int r = 0; r < R && probed; r++)
+        probed = g->probes[2 * r] > 0 && g->probes[2 * r + 1] > 0;
+    if (probed) {
+        tl->probe_m = tl->probe_n = tl->probe_k = g->probe_n;
+        tl->probe_reps = SC_EXEC_PROBE_REPS;
+        snprintf(tl->probe_dtype, sizeof tl->probe_dtype, "%s", sc_dtype_name(x->cdt));
+        sum->probe = g->probe_n;
+        for (int r = 0; r < R; r++)
+            for (int w = 0; w < 2; w++)
+                if (g->probes[2 * r + w] > sum->probe_s[w]) {
+                    sum->probe_s[w] = g->probes[2 * r + w];
+                    sum->probe_rank[w] = r;
+                }
+    }
     double b = g->begins[g->median];
     int gpn = x->cluster.gpus_per_node > 0 ? x->cluster.gpus_per_node : 1;
     for (int r = 0; r < R && !st; r++) {
@@ -1300,6 +1386,10 @@ static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_ex
         sc_step_coords(&x->cfg, r, &rk->dp, &rk->pp, &rk->tp);
         rk->node = r / gpn;
         rk->device = r % gpn;
+        if (probed) {
+            rk->probe_before_s = g->probes[2 * r];
+            rk->probe_after_s = g->probes[2 * r + 1];
+        }
         for (int i = 0; i < g->counts[r]; i++) {
             const wire_op *w = &g->gathered[(size_t)r * g->maxn + i];
             sc_tl_op op = {(int)w->kind, (int)w->stage, (int)w->chunk, (int)w->mb,
@@ -1323,10 +1413,22 @@ sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
     *must_abort = 1;
     memset(sum, 0, sizeof *sum);
     meas g = {.R = x->size, .W = x->o.warmup, .n = x->o.steps,
-              .cap = x->o.max_steps > x->o.steps ? x->o.max_steps : x->o.steps};
+              .cap = x->o.max_steps > x->o.steps ? x->o.max_steps : x->o.steps,
+              .probe_n = probe_size(x)};
     sc_status st = sync_clocks(x, err);
+    if (!st && g.probe_n > 0)
+        st = probe(x, g.probe_n, &g.probe[0], err);
     if (!st)
         st = run_steps(x, &g, err);
+    if (!st && g.probe_n > 0)
+        st = probe(x, g.probe_n, &g.probe[1], err);
+    if (!st && g.probe_n > 0) {
+        if (x->rank == 0 && !(g.probes = sc_calloc((size_t)g.R * 2, sizeof(double))))
+            st = sc_err(err, SC_ENOMEM, "exec: out of memory"); /* the others time out */
+        if (!st)
+            st = x->be->gather_host(x->bk, g.probe, sizeof g.probe, g.probes, 0, deadline(x),
+                                    err);
+    }
     if (st) {
         meas_free(&g);
         return st;

@@ -71,9 +71,25 @@ typedef struct sc_exec_opts {
     int warmup;            /* warm-up steps, >= 0 */
     double timeout_s;      /* per wait, > 0 */
     int verify;            /* 1: check received activations by checksum */
+    int probe;             /* the speed probe's GEMM size (m = n = k; 0: none; < 0: the
+                              backend's default, SC_EXEC_PROBE_CPU or _CUDA) */
     int *argc;             /* for MPI_Init (may be NULL) */
     char ***argv;
 } sc_exec_opts;
+
+/* The speed probe (timeline.h "probe"): before the warm-up and again after
+ * the measured steps, every rank at once (after a barrier) runs one square
+ * GEMM of the compute dtype SC_EXEC_PROBE_REPS times after one untimed,
+ * and keeps its median. Held against a gemm bench of the same size by
+ * calibrate's probe gate, it shows a run whose ranks got less of their
+ * devices than a lone benchmark did: on a 2-vCPU cloud guest the host put
+ * both vCPUs on one physical core's two hardware threads for minutes at a
+ * time, and two ranks' GEMMs ran 1.7-2x slower than alone while every
+ * other gate passed (docs/accuracy.md). The defaults are sizes of bench
+ * gemm's default sweeps. */
+#define SC_EXEC_PROBE_CPU 512
+#define SC_EXEC_PROBE_CUDA 4096
+#define SC_EXEC_PROBE_REPS 7
 
 typedef struct sc_exec_summary {
     int ranks, steps;      /* steps: the window the figures are over */
@@ -87,6 +103,9 @@ typedef struct sc_exec_summary {
     long checked;          /* messages verified by checksum on this rank */
     char device[96];
     char dtype[8];         /* what GEMMs ran in */
+    int probe;             /* the probe's size (0: none) */
+    double probe_s[2];     /* rank 0: the slowest rank's probe before and after */
+    int probe_rank[2];     /* which rank that was */
 } sc_exec_summary;
 
 /* Appends to out[0..*n) (at most cap) the GEMM shapes (m, n, k) the

@@ -21,6 +21,15 @@
 #define MAX_POINTS 100000
 #define MIN_TIME 1e-12 /* a shorter time is no measurement the fits can divide by */
 
+/* A measured timeline's speed probe (timeline.h "probe"): its shape, and
+ * its slowest and fastest rank's time (before or after the steps). */
+typedef struct probe_rec {
+    char file[512];
+    int m, n, k;
+    double slow, fast;
+    int slow_rank, fast_rank, slow_after, fast_after;
+} probe_rec;
+
 /* A measured plan the op points reference (pts.plans[i] points into it). */
 typedef struct opened {
     sc_plan *plan;
@@ -37,6 +46,9 @@ typedef struct reader {
     int file;              /* index of the input being read (the points' file) */
     sc_calib_gate *gates;  /* input gates judged so far */
     int n_gates, cap_gates;
+    probe_rec *probes;     /* the measured timelines' speed probes, judged once every
+                              bench is read */
+    int n_probes, cap_probes;
 } reader;
 
 /* Room for element n of an array of *cap elements of size bytes: the array
@@ -72,6 +84,7 @@ static void reader_free(reader *x)
     sc_free(x->pts.overlap);
     sc_free(x->pts.msg);
     sc_free(x->gates);
+    sc_free(x->probes);
 }
 
 /* Compute points of one dtype, one the cluster has a peak for. */
@@ -643,6 +656,77 @@ static sc_status msg_points(reader *x, const sc_lowered *lw, const char *file, s
     return SC_OK;
 }
 
+/* Keeps t's probe for probe_gates. */
+static sc_status keep_probe(reader *x, const sc_timeline *t, const char *file, sc_error *err)
+{
+    probe_rec *p = room(x->probes, x->n_probes, &x->cap_probes, sizeof *p);
+    if (!p)
+        return nomem(file, err);
+    x->probes = p;
+    p = &p[x->n_probes++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->file, sizeof p->file, "%s", file);
+    p->m = t->probe_m;
+    p->n = t->probe_n;
+    p->k = t->probe_k;
+    p->fast = INFINITY;
+    for (int r = 0; r < t->n_ranks; r++)
+        for (int w = 0; w < 2; w++) {
+            double v = w ? t->ranks[r].probe_after_s : t->ranks[r].probe_before_s;
+            if (v > p->slow) {
+                p->slow = v;
+                p->slow_rank = r;
+                p->slow_after = w;
+            }
+            if (v < p->fast) {
+                p->fast = v;
+                p->fast_rank = r;
+                p->fast_after = w;
+            }
+        }
+    return SC_OK;
+}
+
+/* The probe gate (calibrate.h): each kept probe against the fastest gemm
+ * bench point of its shape; a probe without one is not judged. */
+static sc_status probe_gates(reader *x, sc_error *err)
+{
+    for (int i = 0; i < x->n_probes; i++) {
+        const probe_rec *p = &x->probes[i];
+        double ref = INFINITY;
+        for (int g = 0; g < x->pts.n_gemm; g++) {
+            const sc_calib_gemm *q = &x->pts.gemm[g];
+            if (q->m == p->m && q->n == p->n && q->k == p->k)
+                ref = fmin(ref, q->t);
+        }
+        if (!isfinite(ref))
+            continue;
+        double hi = p->slow / ref - 1, lo = 1 - p->fast / ref;
+        int slow = hi >= lo;
+        double dev = slow ? hi : lo;
+        char fig[256];
+        snprintf(fig, sizeof fig,
+                 "rank %d ran the %dx%dx%d probe GEMM %s the steps in %.3g ms, %.1f%% %s than "
+                 "the gemm bench's %.3g ms (ceiling %.0f%%)",
+                 slow ? p->slow_rank : p->fast_rank, p->m, p->n, p->k,
+                 (slow ? p->slow_after : p->fast_after) ? "after" : "before",
+                 1e3 * (slow ? p->slow : p->fast), 100 * fabs(dev), slow ? "slower" : "faster",
+                 1e3 * ref, 100 * SC_CALIB_PROBE_CEILING);
+        sc_status st = in_gate(
+            x, p->file, "measured steps", "probe", dev, SC_CALIB_PROBE_CEILING,
+            dev > SC_CALIB_PROBE_CEILING,
+            slow ? "the ranks got less of their devices than the lone bench did (cores shared "
+                   "with another job, or a cloud host's hardware threads): measure again when "
+                   "the machine is quiet"
+                 : "the gemm bench ran slower than the plan's ranks: bench gemm again when the "
+                   "machine is quiet",
+            "%s", fig);
+        if (st)
+            return nomem(p->file, err);
+    }
+    return SC_OK;
+}
+
 static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_error *err)
 {
     const sc_cluster *base = x->base;
@@ -708,6 +792,8 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
                     "not run: nothing to calibrate from", file);
     if (!st && (st = sc_lower(o.model, &pc, &cfg, &lw, err)) && err)
         sc_err_prefix(err, "%s", file);
+    if (!st && t->probe_m > 0)
+        st = keep_probe(x, t, file, err);
     if (!st)
         st = timeline_gates(x, lw, &cfg, t, file, err);
     if (!st)
@@ -790,6 +876,8 @@ sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfi
         }
         cJSON_Delete(j);
     }
+    if (!st)
+        st = probe_gates(&x, err);
     sc_cluster res;
     x.pts.n_files = nfiles;
     x.pts.files = names;

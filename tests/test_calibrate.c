@@ -1211,6 +1211,93 @@ TEST(calibrate_gate_replay)
     refused_then_forced(d, "gemm.json long.json", "long.json", "replay");
 }
 
+/* The probe gate's edits: every rank's probe at `probe_scale` times the
+ * bench's 512^3 GEMM, one (rank, before/after) at `odd` times it. */
+static double probe_ref, probe_scale, probe_odd;
+static int probe_odd_rank, probe_odd_after, probe_k_of = 512;
+static void edit_probe(cJSON *t)
+{
+    cJSON *p = cJSON_AddObjectToObject(t, "probe");
+    cJSON_AddNumberToObject(p, "m", 512);
+    cJSON_AddNumberToObject(p, "n", 512);
+    cJSON_AddNumberToObject(p, "k", probe_k_of);
+    cJSON_AddStringToObject(p, "dtype", "fp32");
+    cJSON_AddNumberToObject(p, "reps", 7);
+    int r = 0;
+    for (cJSON *k = cJSON_GetObjectItem(t, "ranks")->child; k; k = k->next, r++)
+        for (int w = 0; w < 2; w++) {
+            double f = r == probe_odd_rank && w == probe_odd_after ? probe_odd : probe_scale;
+            cJSON_AddNumberToObject(k, w ? "probe_after_s" : "probe_before_s", f * probe_ref);
+        }
+}
+
+/* The probe gate: exec's speed probe (every rank at once, before and after
+ * the steps) against the gemm bench's point of its shape. Within 20% it
+ * passes and is listed; a rank 1.8x slow (the ranks shared cores) or 0.7x
+ * (the bench ran slow) is refused naming the rank, when and by how much; a
+ * probe of a shape the bench never ran is not judged. */
+TEST(calibrate_gate_probe)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_measurement(d) == 0);
+    char g[600], m[600], cpu[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(cpu, sizeof cpu, "%s/cpu.json", d);
+    sc_cluster base, out;
+    sc_error err;
+    REQUIRE(sc_cluster_load(cpu, &base, &err) == SC_OK);
+    cJSON *gj = NULL;
+    REQUIRE(sc_json_load(g, &gj, &err) == SC_OK);
+    probe_ref = 0;
+    for (cJSON *r = cJSON_GetObjectItem(gj, "results")->child; r; r = r->next)
+        if (get_num(r, "m") == 512)
+            probe_ref = get_num(r, "time_s");
+    cJSON_Delete(gj);
+    REQUIRE(probe_ref > 0);
+
+    /* within the ceiling: judged, passed, its figure the largest deviation */
+    probe_scale = 1.05, probe_odd = 1.15, probe_odd_rank = 1, probe_odd_after = 0;
+    edited(d, "probe_ok.json", edit_probe);
+    snprintf(m, sizeof m, "%s/probe_ok.json", d);
+    const char *files[] = {g, m};
+    static sc_calib_report rep;
+    if (sc_calibrate(&base, files, 2, NULL, 0, &out, &rep, &err) != SC_OK)
+        sc_test_fail(__FILE__, __LINE__, "a probe within 15%%: %s", err.msg);
+    int n = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        if (!strcmp(rep.gates[i].gate, "probe")) {
+            n++;
+            CHECK(!rep.gates[i].failed);
+            CHECK(fabs(rep.gates[i].value - 0.15) < 1e-9);
+            CHECK_STR_HAS(rep.gates[i].figure, "rank 1 ran the 512x512x512 probe GEMM before");
+            CHECK_STR_HAS(rep.gates[i].figure, "15.0% slower");
+        }
+    CHECK_EQ_INT(n, 1);
+
+    /* a rank whose cores were shared after the steps */
+    probe_scale = 1.0, probe_odd = 1.8, probe_odd_rank = 1, probe_odd_after = 1;
+    edited(d, "probe_slow.json", edit_probe);
+    refused(d, "probe_slow.json", "probe",
+            "rank 1 ran the 512x512x512 probe GEMM after the steps in");
+    refused(d, "probe_slow.json", "probe", "80.0% slower than the gemm bench's");
+    refused_then_forced(d, "gemm.json probe_slow.json", "probe_slow.json", "probe");
+    /* the bench slower than the ranks: also two devices in one fit */
+    probe_scale = 1.0, probe_odd = 0.7, probe_odd_rank = 0, probe_odd_after = 0;
+    edited(d, "probe_fast.json", edit_probe);
+    refused(d, "probe_fast.json", "probe", "rank 0 ran the 512x512x512 probe GEMM before the steps");
+    refused(d, "probe_fast.json", "probe", "30.0% faster");
+
+    /* a shape no bench ran (512 x 512 x 500): not judged (however slow) */
+    probe_k_of = 500, probe_scale = 3.0, probe_odd = 3.0;
+    edited(d, "probe_other.json", edit_probe);
+    probe_k_of = 512;
+    snprintf(m, sizeof m, "%s/probe_other.json", d);
+    if (sc_calibrate(&base, files, 2, NULL, 0, &out, &rep, &err) != SC_OK)
+        sc_test_fail(__FILE__, __LINE__, "a probe of a shape without a bench: %s", err.msg);
+    for (int i = 0; i < rep.n_gates; i++)
+        CHECK(strcmp(rep.gates[i].gate, "probe"));
+}
+
 static void edit_no_step(cJSON *t) { cJSON_DeleteItemFromObject(t, "step_time_s"); }
 static void edit_zero_median(cJSON *t)
 {

@@ -455,7 +455,8 @@ TEST(docs_formats_plan_and_timeline)
 
     snprintf(path, sizeof path, "%s/sim.json", d);
     walk_file(path, NULL, &keys, NULL);
-    /* what the executor adds: its device, the plan it ran and the step statistics */
+    /* what the executor adds: its device, the plan it ran, the step statistics
+     * and the speed probe */
     sc_timeline *t = sc_timeline_new(1, "exec", "gpt", "cpu-local");
     REQUIRE(t);
     snprintf(t->device, sizeof t->device, "cpu-core");
@@ -471,6 +472,11 @@ TEST(docs_formats_plan_and_timeline)
     t->step_tolerance = 0.02;
     t->step_stable = 1;
     t->prov = full_provenance();
+    t->probe_m = t->probe_n = t->probe_k = 512;
+    t->probe_reps = 7;
+    snprintf(t->probe_dtype, sizeof t->probe_dtype, "fp32");
+    t->ranks[0].probe_before_s = 8e-3;
+    t->ranks[0].probe_after_s = 8.3e-3;
     sc_tl_op op = {SC_OP_F, 0, 0, 0, SC_STREAM_COMPUTE, 0, 0, 1e-3};
     sc_timeline_add(t, 0, &op);
     sc_error err = {0};

@@ -389,14 +389,36 @@ TEST(exec_until_stable)
     CHECK(t->step_stable == (t->step_drift <= 0.5));
     CHECK(t->step_min_s <= t->step_median_s && t->step_median_s <= t->step_max_s);
     CHECK(t->prov.present && t->prov.blas_core[0]);
+    /* the speed probe, by default a 512^3 fp32 GEMM on every rank before and
+     * after: times a GEMM of that size takes on a core (within 0.1 ms to 2 s) */
+    CHECK_EQ_INT(t->probe_m, 512);
+    CHECK_EQ_INT(t->probe_k, 512);
+    CHECK_EQ_INT(t->probe_reps, 7);
+    CHECK(!strcmp(t->probe_dtype, "fp32"));
+    for (int r = 0; r < t->n_ranks; r++) {
+        CHECK(t->ranks[r].probe_before_s > 1e-4 && t->ranks[r].probe_before_s < 2);
+        CHECK(t->ranks[r].probe_after_s > 1e-4 && t->ranks[r].probe_after_s < 2);
+    }
+    CHECK_STR_HAS(out, "probe: a 512^3 GEMM in ");
     sc_timeline_free(t);
-    /* --tolerance 0: the old way, exactly N steps, nothing judged */
+    /* --tolerance 0: the old way, exactly N steps, nothing judged; --probe
+     * sets the probe's size, 0 none */
     REQUIRE(SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 3 --warmup 1 --tolerance 0 "
-               "-o %s", MPIRUN, sc_test_bin(), d, f) == 0);
+               "--probe 64 -o %s", MPIRUN, sc_test_bin(), d, f) == 0);
     REQUIRE(sc_timeline_load(f, &t, &err) == SC_OK);
     CHECK_EQ_INT(t->step_runs, 3);
     CHECK(t->step_drift < 0 && t->step_tolerance < 0 && t->step_stable < 0);
+    CHECK_EQ_INT(t->probe_n, 64);
     sc_timeline_free(t);
+    REQUIRE(SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 3 --warmup 1 --tolerance 0 "
+               "--probe 0 -o %s", MPIRUN, sc_test_bin(), d, f) == 0);
+    CHECK(!strstr(out, "probe:"));
+    REQUIRE(sc_timeline_load(f, &t, &err) == SC_OK);
+    CHECK_EQ_INT(t->probe_m, 0);
+    CHECK(t->ranks[0].probe_before_s == 0);
+    sc_timeline_free(t);
+    CHECK(SC("%s exec %s/plan.json --backend cpu --probe -1", sc_test_bin(), d) == 2);
+    CHECK_STR_HAS(out, "--probe");
     /* a window that can never be judged: said plainly, file written */
     REQUIRE(SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 3 --warmup 0 --max-steps 4 "
                "-o %s 2>&1", MPIRUN, sc_test_bin(), d, f) == 0);

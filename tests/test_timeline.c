@@ -44,6 +44,51 @@ TEST(timeline_roundtrip)
     sc_timeline_free(u);
 }
 
+/* exec's speed probe (timeline.h "probe") through both writers (the
+ * streaming one of save, cJSON's of to_json) and both readers (the
+ * streaming load, from_json); a timeline without one writes none. */
+TEST(timeline_probe_roundtrip)
+{
+    sc_timeline *t = two_ranks();
+    t->probe_m = 512, t->probe_n = 256, t->probe_k = 128, t->probe_reps = 7;
+    snprintf(t->probe_dtype, sizeof t->probe_dtype, "fp32");
+    t->ranks[0].probe_before_s = 0.008, t->ranks[0].probe_after_s = 0.0081;
+    t->ranks[1].probe_before_s = 0.0135, t->ranks[1].probe_after_s = 0.0162;
+    char path[600];
+    snprintf(path, sizeof path, "%s/p.json", sc_test_tmpdir());
+    sc_error err = {0};
+    REQUIRE(sc_timeline_save(t, path, &err) == SC_OK);
+    sc_timeline *u = NULL, *v = NULL;
+    REQUIRE(sc_timeline_load(path, &u, &err) == SC_OK);
+    cJSON *j = sc_timeline_to_json(t);
+    REQUIRE(j);
+    REQUIRE(sc_timeline_from_json(j, "<mem>", &v, &err) == SC_OK);
+    cJSON_Delete(j);
+    sc_timeline *w[2] = {u, v};
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(w[i]->probe_m, 512);
+        CHECK_EQ_INT(w[i]->probe_n, 256);
+        CHECK_EQ_INT(w[i]->probe_k, 128);
+        CHECK_EQ_INT(w[i]->probe_reps, 7);
+        CHECK(!strcmp(w[i]->probe_dtype, "fp32"));
+        CHECK_NEAR(w[i]->ranks[0].probe_before_s, 0.008, 0);
+        CHECK_NEAR(w[i]->ranks[0].probe_after_s, 0.0081, 0);
+        CHECK_NEAR(w[i]->ranks[1].probe_before_s, 0.0135, 0);
+        CHECK_NEAR(w[i]->ranks[1].probe_after_s, 0.0162, 0);
+    }
+    sc_timeline_free(u);
+    sc_timeline_free(v);
+    sc_timeline_free(t);
+    /* none: no key at all */
+    t = two_ranks();
+    REQUIRE(sc_timeline_save(t, path, &err) == SC_OK);
+    char *txt = NULL;
+    REQUIRE(sc_read_file(path, 1 << 20, &txt, NULL, &err) == SC_OK);
+    CHECK(!strstr(txt, "probe"));
+    sc_free(txt);
+    sc_timeline_free(t);
+}
+
 TEST(timeline_chrome_events)
 {
     sc_timeline *t = two_ranks();

@@ -1,6 +1,7 @@
 /* timeline.c - see timeline.h. */
 #include "timeline.h"
 #include "json.h"
+#include "model.h" /* sc_dtype_parse */
 
 #include <math.h>
 #include <stdio.h>
@@ -119,6 +120,14 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
             sc_jadd_bool(s, "stable", t->step_stable, &oom);
     }
     sc_provenance_to_json(&t->prov, j, &oom);
+    if (t->probe_m > 0) {
+        cJSON *p = sc_jadd_obj(j, "probe", &oom);
+        sc_jadd_num(p, "m", t->probe_m, &oom);
+        sc_jadd_num(p, "n", t->probe_n, &oom);
+        sc_jadd_num(p, "k", t->probe_k, &oom);
+        sc_jadd_str(p, "dtype", t->probe_dtype, &oom);
+        sc_jadd_num(p, "reps", t->probe_reps, &oom);
+    }
     cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
     for (int i = 0; i < t->n_ranks && !oom; i++) {
         const sc_tl_rank *k = &t->ranks[i];
@@ -131,6 +140,10 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
         sc_jadd_num(r, "dp", k->dp, &oom);
         sc_jadd_num(r, "pp", k->pp, &oom);
         sc_jadd_num(r, "tp", k->tp, &oom);
+        if (t->probe_m > 0) {
+            sc_jadd_num(r, "probe_before_s", k->probe_before_s, &oom);
+            sc_jadd_num(r, "probe_after_s", k->probe_after_s, &oom);
+        }
         cJSON *ops = sc_jadd_arr(r, "ops", &oom);
         for (int o = 0; o < k->n_ops && !oom; o++) {
             const sc_tl_op *op = &k->ops[o];
@@ -159,6 +172,37 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
 
 /* ---- validation, shared by the cJSON path and the streaming reader -------- */
 
+/* The optional "probe" object into t (probe_m stays 0 without one). */
+static sc_status probe_from_json(const cJSON *j, const char *file, sc_timeline *t,
+                                 sc_error *err)
+{
+    static const char *const pk[] = {"m", "n", "k", "dtype", "reps", NULL};
+    const cJSON *p = NULL;
+    sc_status st = sc_json_obj(j, file, "", "probe", 0, &p, err);
+    if (st || !p)
+        return st;
+    long v[4] = {0};
+    const char *names[4] = {"m", "n", "k", "reps"};
+    const char *dt = NULL;
+    st = sc_json_keys(p, file, "probe", pk, err);
+    for (int f = 0; f < 4 && !st; f++)
+        st = sc_json_int(p, file, "probe", names[f], 1, 1, f < 3 ? 1000000L : 1000L, &v[f],
+                         err);
+    if (!st)
+        st = sc_json_str(p, file, "probe", "dtype", 1, sizeof t->probe_dtype - 1, &dt, err);
+    if (!st && sc_dtype_parse(dt) < 0)
+        st = sc_err(err, SC_EINVAL, "%s: probe.dtype: \"%s\" is not a dtype (fp32, tf32, "
+                    "fp16, bf16, fp8)", file, dt);
+    if (st)
+        return st;
+    t->probe_m = (int)v[0];
+    t->probe_n = (int)v[1];
+    t->probe_k = (int)v[2];
+    t->probe_reps = (int)v[3];
+    snprintf(t->probe_dtype, sizeof t->probe_dtype, "%s", dt);
+    return SC_OK;
+}
+
 /* The top-level fields of j. n_ranks < 0: the size of its "ranks" array
  * (which must be one); else the count the streaming reader found (j's
  * "ranks" is then an empty stand-in). *out: a timeline of that many ranks;
@@ -167,7 +211,8 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
                                const cJSON **ranks_out, sc_timeline **out, sc_error *err)
 {
     static const char *const top[] = {"format", "source", "model", "cluster", "step_time_s",
-                                      "steps", "device", "provenance", "plan", "ranks", NULL};
+                                      "steps", "device", "provenance", "plan", "probe",
+                                      "ranks", NULL};
     *out = NULL;
     sc_status st = sc_json_format(j, file, SC_TIMELINE_FORMAT, err);
     if (!st)
@@ -248,6 +293,8 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
     }
     if (!st)
         st = sc_provenance_from_json(j, file, &t->prov, err);
+    if (!st)
+        st = probe_from_json(j, file, t, err);
     if (st) {
         sc_timeline_free(t);
         return st;
@@ -263,7 +310,9 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
 static sc_status rank_from_json(const cJSON *r, const char *file, int i, sc_timeline *t,
                                 const cJSON **ops, sc_error *err)
 {
-    static const char *const rk[] = {"rank", "node", "device", "dp", "pp", "tp", "ops", NULL};
+    static const char *const rk[] = {"rank",           "node",          "device", "dp", "pp",
+                                     "tp",             "probe_before_s", "probe_after_s",
+                                     "ops",            NULL};
     char path[64];
     snprintf(path, sizeof path, "ranks[%d]", i);
     if (!cJSON_IsObject(r))
@@ -284,6 +333,18 @@ static sc_status rank_from_json(const cJSON *r, const char *file, int i, sc_time
     k->dp = (int)v[3];
     k->pp = (int)v[4];
     k->tp = (int)v[5];
+    /* a probe's times on every rank of a timeline with one, on none without */
+    int probed = t->probe_m > 0;
+    st = sc_json_num(r, file, path, "probe_before_s", probed, 1e-12, MAX_T, &k->probe_before_s,
+                     err);
+    if (!st)
+        st = sc_json_num(r, file, path, "probe_after_s", probed, 1e-12, MAX_T,
+                         &k->probe_after_s, err);
+    if (!st && !probed && (k->probe_before_s > 0 || k->probe_after_s > 0))
+        st = sc_err(err, SC_EINVAL, "%s: %s.probe_before_s: a probe time without the file's "
+                    "\"probe\" object (which GEMM?)", file, path);
+    if (st)
+        return st;
     return sc_json_arr(r, file, path, "ops", 1, ops, err);
 }
 
@@ -1014,6 +1075,17 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
         }
         cJSON_Delete(tmp);
     }
+    if (t->probe_m > 0) {
+        key(b, 1, &f0, "probe");
+        int f1 = 1;
+        put(b, "{\n", 2);
+        knum(b, 2, &f1, "m", t->probe_m);
+        knum(b, 2, &f1, "n", t->probe_n);
+        knum(b, 2, &f1, "k", t->probe_k);
+        kstr(b, 2, &f1, "dtype", t->probe_dtype);
+        knum(b, 2, &f1, "reps", t->probe_reps);
+        close_obj(b, 2, f1);
+    }
     key(b, 1, &f0, "ranks");
     put(b, "[", 1);
     for (int i = 0; i < t->n_ranks && !b->oom; i++) {
@@ -1026,6 +1098,10 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
         knum(b, 3, &f1, "dp", k->dp);
         knum(b, 3, &f1, "pp", k->pp);
         knum(b, 3, &f1, "tp", k->tp);
+        if (t->probe_m > 0) {
+            knum(b, 3, &f1, "probe_before_s", k->probe_before_s);
+            knum(b, 3, &f1, "probe_after_s", k->probe_after_s);
+        }
         key(b, 3, &f1, "ops");
         put(b, "[", 1);
         for (int o = 0; o < k->n_ops; o++) {

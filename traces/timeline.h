@@ -11,7 +11,9 @@
  *     "device": "what ran it",                 (optional; exec writes it)
  *     "provenance": { ... }    (optional; what ran it, provenance.h)
  *     "plan": { "file": PATH, "digest": HEX }   (optional; the plan exec ran)
+ *     "probe": { "m": M, "n": N, "k": K, "dtype": "fp32", "reps": R }   (optional)
  *     "ranks": [ { "rank": R, "node": N, "device": D, "dp": i, "pp": j, "tp": k,
+ *                  "probe_before_s": s, "probe_after_s": s,   (iff "probe")
  *                  "ops": [ { "kind": "F", "stage": S, "chunk": C, "mb": M,
  *                             "bytes": B, "stream": "compute"|"comm",
  *                             "start": s, "end": e }, ... ] }, ... ] }
@@ -25,6 +27,12 @@
  * from the median of the n before them, |m1 - m0| / m1 (absent with fewer
  * than 2n runs); tolerance: the drift asked for; stable: drift <= tolerance.
  * The quartiles are sc_quantile's (common/stats.h).
+ *
+ * probe: exec's speed check of the devices (exec.h): every rank ran one
+ * GEMM of m x n x k in dtype reps times, all ranks at once, before the
+ * warm-up and again after the measured steps; probe_before_s and
+ * probe_after_s are each rank's median seconds per GEMM. Calibration holds
+ * them against a gemm bench of the same shape (calibrate's probe gate).
  *
  * Ownership: the caller frees a timeline with sc_timeline_free (NULL ok).
  * Adding ops grows arrays by doubling; the first allocation failure is
@@ -70,6 +78,7 @@ typedef struct sc_tl_op {
 
 typedef struct sc_tl_rank {
     int rank, node, device, dp, pp, tp;
+    double probe_before_s, probe_after_s; /* 0 = no probe */
     int n_ops, cap;
     sc_tl_op *ops;
 } sc_tl_rank;
@@ -88,6 +97,8 @@ typedef struct sc_timeline {
     double step_drift, step_tolerance;
     int step_stable;        /* -1 = not recorded, else 0 or 1 */
     sc_provenance prov;
+    int probe_m, probe_n, probe_k, probe_reps; /* 0 = no probe */
+    char probe_dtype[8];
     int n_ranks;
     sc_tl_rank *ranks;
     int oom;
