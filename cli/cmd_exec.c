@@ -50,11 +50,11 @@ static void help(void)
         "                     (default 60): a rank that dies or hangs stops the run\n"
         "  --no-verify        do not checksum received activations (done by default in\n"
         "                     the warm-up steps and the first measured step)\n"
-        "  --probe N          the speed probe: every rank at once times a GEMM of N x N x N\n"
-        "                     before the warm-up and after the measured steps (default 512\n"
-        "                     on cpu, 4096 on cuda: sizes of bench gemm's default sweep;\n"
-        "                     0: none). calibrate holds it against a gemm bench of that\n"
-        "                     size and refuses a run whose ranks ran it much slower\n"
+        "  --probe N          the speed probe: before each step every rank at once times a\n"
+        "                     GEMM of N x N x N (default 256 on cpu, 4096 on cuda: sizes\n"
+        "                     of bench gemm's default sweep; 0: none). calibrate holds its\n"
+        "                     median against a gemm bench of that size and refuses a run\n"
+        "                     whose ranks ran it much slower\n"
         "  -o FILE            write the measured timeline (only on success, whole)\n\n"
         "Launch with OpenMPI as usual: mpirun -np 4 [--hostfile H], or srun under Slurm.\n"
         "Exit status (docs/commands.md, \"Exit codes\"): 0 success, 2 bad usage or input\n"
@@ -123,9 +123,10 @@ static void print_summary(const char *plan, const char *out, const sc_exec_summa
         printf("settled: the median moved %.1f%% from the %d steps before (tolerance %.3g%%)\n",
                100 * sum->drift, sum->steps, 100 * sum->tolerance);
     if (sum->probe > 0)
-        printf("probe: a %d^3 GEMM in %s us before (slowest: rank %d), %s us after (rank %d)\n",
-               sum->probe, cli_us(sum->probe_s[0], b[0]), sum->probe_rank[0],
-               cli_us(sum->probe_s[1], b[1]), sum->probe_rank[1]);
+        printf("probe: a %d^3 GEMM before each step, median %s us on the slowest rank (%d), "
+               "%s us on the fastest\n",
+               sum->probe, cli_us(sum->probe_s, b[0]), sum->probe_rank,
+               cli_us(sum->probe_fast_s, b[1]));
     if (out)
         printf("wrote %s\n", out);
     fflush(stdout);

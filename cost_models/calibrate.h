@@ -247,18 +247,19 @@ typedef struct sc_calib_overlap {
  *   order   each rank's compute ops, by start time, follow its list of the
  *           lowered step (sim/lower.h) in order;
  *   probe   exec's speed probe (timeline.h "probe": every rank at once
- *           timing one GEMM before and after the steps) within
- *           SC_CALIB_PROBE_CEILING (20%) of the fastest gemm bench point of
- *           its shape, its slowest and its fastest rank alike (no such
- *           point: not judged). The benches and the plans must run at the
+ *           timing one GEMM before every step; each rank's median over the
+ *           measured steps) within SC_CALIB_PROBE_CEILING (20%) of the
+ *           fastest gemm bench point of its shape, its slowest and its
+ *           fastest rank alike (no such point: not judged). The benches and the plans must run at the
  *           same speed for one compute fit to hold them: on a 2-vCPU cloud
  *           guest the host put both vCPUs on one core's two hardware
  *           threads for minutes at a time, the ranks' GEMMs ran 1.7-2x as
  *           long as a lone bench's, and a calibration that passed every
- *           other gate predicted the held-out plans +30% to +80%. Runs
- *           whose forwards matched a quiet run's had probes within 5% of the
- *           bench (7.9-8.6 ms against 8.0-8.2 ms), runs 1.4-2x slow 13-19 ms
- *           (docs/accuracy.md, "The speed probe").
+ *           other gate predicted the held-out plans +30% to +80%. With
+ *           the probe once before and once after the steps, the runs whose
+ *           forwards were 1.4-2x slow had probes 1.6-2.4x the bench's, the
+ *           quiet runs within 5% (one 29%); per step, a quiet run's were
+ *           within 5% of the bench (docs/accuracy.md, "The speed probe").
  * Replay gate (each measured plan, when the reader gives a replay):
  *   replay  the calibrated cluster simulates the plan's whole step within
  *           SC_CALIB_REPLAY_CEILING (10%) of its measured step_time_s. The

@@ -1086,15 +1086,18 @@ typedef struct meas {
     double drift;      /* rank 0: the last window's median against the one before (-1: none) */
     wire_op *mine, *gathered;
     sc_provenance prov; /* rank 0: its own, and whether the ranks differed */
-    int probe_n;        /* the probe's size (0: none) */
-    double probe[2];    /* this rank's probe before and after (0: did not run) */
-    double *probes;     /* rank 0: every rank's two */
+    int probe_n;        /* the probe's size (0: none, or this rank could not run it) */
+    sc_dbuf *pbuf[3];   /* its operands */
+    sc_ev *pev[2 * (SC_EXEC_PROBE_REPS + 1)];
+    double *probe_t;    /* this rank's probe of each measured step */
+    double probe_med;   /* over the window (0: none) */
+    double *probes;     /* rank 0: every rank's */
 } meas;
 
 static void meas_free(meas *g)
 {
-    void *arrs[] = {g->all,    g->span, g->spans,    g->times, g->begins,
-                    g->counts, g->mine, g->gathered, g->probes};
+    void *arrs[] = {g->all,    g->span, g->spans,    g->times,  g->begins,
+                    g->counts, g->mine, g->gathered, g->probes, g->probe_t};
     for (size_t i = 0; i < SC_ARRAY_LEN(arrs); i++)
         sc_free(arrs[i]);
 }
@@ -1108,61 +1111,68 @@ static int probe_size(const sc_exec *x)
     return strcmp(x->be->name, "cuda") ? SC_EXEC_PROBE_CPU : SC_EXEC_PROBE_CUDA;
 }
 
-/* Every rank at once (a barrier first): one untimed GEMM of n x n x n, then
- * SC_EXEC_PROBE_REPS timed; *out their median seconds, 0 when this rank
- * could not run it (no memory for its buffers: said on stderr; the others
- * go on, and rank 0 then writes no probe). */
-static sc_status probe(sc_exec *x, int n, double *out, sc_error *err)
+/* The probe's operands and events; a rank that cannot have them (no
+ * memory for three n x n buffers) says so on stderr and runs no probe (the
+ * others go on; rank 0 then writes none). */
+static void probe_open(sc_exec *x, meas *g)
 {
-    enum { REPS = SC_EXEC_PROBE_REPS, NEV = 2 * (SC_EXEC_PROBE_REPS + 1) };
     const sc_backend *be = x->be;
-    *out = 0;
-    sc_status st = be->barrier(x->bk, deadline(x), err);
-    if (st == SC_EIO)
-        return sc_err(err, SC_EIO,
-                      "rank %d: timed out after %g s waiting for the speed probe (barrier) from "
-                      "rank %d", x->rank, x->o.timeout_s, x->rank ? 0 : 1);
-    if (st)
-        return st;
-    size_t count = (size_t)n * (size_t)n;
-    sc_error e2 = {0};
-    sc_dbuf *buf[3] = {0};
-    sc_ev *ev[NEV] = {0};
-    int ok = 1;
+    size_t count = (size_t)g->probe_n * (size_t)g->probe_n;
+    sc_error e = {0};
+    int ok = (g->probe_t = sc_calloc((size_t)g->cap, sizeof(double))) != NULL;
+    if (!ok)
+        snprintf(e.msg, sizeof e.msg, "out of memory");
     for (int i = 0; i < 3 && ok; i++) {
-        buf[i] = be->alloc(x->bk, count * x->ce, &e2);
-        ok = buf[i] && !be->fill_uniform(x->bk, buf[i], count, x->dt, 0x9e3779b9u + (unsigned)i,
-                                         &e2);
+        g->pbuf[i] = be->alloc(x->bk, count * x->ce, &e);
+        ok = g->pbuf[i] && !be->fill_uniform(x->bk, g->pbuf[i], count, x->dt,
+                                             0x9e3779b9u + (unsigned)i, &e);
     }
-    for (int i = 0; i < NEV && ok; i++)
-        ok = (ev[i] = be->ev_new(x->bk, &e2)) != NULL;
+    for (size_t i = 0; i < SC_ARRAY_LEN(g->pev) && ok; i++)
+        ok = (g->pev[i] = be->ev_new(x->bk, &e)) != NULL;
     if (!ok) {
-        fprintf(stderr, "stagecraft exec: rank %d: no speed probe: %s\n", x->rank, e2.msg);
-    } else {
-        for (int r = 0; r <= REPS && !st; r++) {
-            st = be->ev_record(x->bk, ev[2 * r], err);
-            if (!st)
-                st = be->gemm(x->bk, x->dt, n, n, n, 1, buf[0], buf[1], buf[2], err);
-            if (!st)
-                st = be->ev_record(x->bk, ev[2 * r + 1], err);
-        }
-        if (!st)
-            st = be->sync(x->bk, deadline(x), err);
-        double t[REPS];
-        for (int r = 1; r <= REPS && !st; r++) {
-            double t0 = 0, t1 = 0;
-            st = be->ev_time(x->bk, ev[2 * r], &t0, err);
-            if (!st)
-                st = be->ev_time(x->bk, ev[2 * r + 1], &t1, err);
-            t[r - 1] = t1 - t0;
-        }
-        if (!st)
-            *out = fmax(sc_median(t, REPS), 0);
+        fprintf(stderr, "stagecraft exec: rank %d: no speed probe: %s\n", x->rank, e.msg);
+        g->probe_n = 0;
     }
-    for (int i = 0; i < NEV; i++)
-        be->ev_free(x->bk, ev[i]);
+}
+
+static void probe_close(sc_exec *x, meas *g)
+{
+    for (size_t i = 0; i < SC_ARRAY_LEN(g->pev); i++)
+        x->be->ev_free(x->bk, g->pev[i]);
     for (int i = 0; i < 3; i++)
-        be->free(x->bk, buf[i]);
+        x->be->free(x->bk, g->pbuf[i]);
+}
+
+/* One step's probe: one untimed GEMM of n x n x n, then
+ * SC_EXEC_PROBE_REPS timed; *out their median seconds (0: no probe). */
+static sc_status probe_step(sc_exec *x, meas *g, double *out, sc_error *err)
+{
+    enum { REPS = SC_EXEC_PROBE_REPS };
+    const sc_backend *be = x->be;
+    int n = g->probe_n;
+    *out = 0;
+    if (n <= 0)
+        return SC_OK;
+    sc_status st = SC_OK;
+    for (int r = 0; r <= REPS && !st; r++) {
+        st = be->ev_record(x->bk, g->pev[2 * r], err);
+        if (!st)
+            st = be->gemm(x->bk, x->dt, n, n, n, 1, g->pbuf[0], g->pbuf[1], g->pbuf[2], err);
+        if (!st)
+            st = be->ev_record(x->bk, g->pev[2 * r + 1], err);
+    }
+    if (!st)
+        st = be->sync(x->bk, deadline(x), err);
+    double t[REPS];
+    for (int r = 1; r <= REPS && !st; r++) {
+        double t0 = 0, t1 = 0;
+        st = be->ev_time(x->bk, g->pev[2 * r], &t0, err);
+        if (!st)
+            st = be->ev_time(x->bk, g->pev[2 * r + 1], &t1, err);
+        t[r - 1] = t1 - t0;
+    }
+    if (!st)
+        *out = fmax(sc_median(t, REPS), 0);
     return st;
 }
 
@@ -1224,10 +1234,12 @@ static sc_status run_steps(sc_exec *x, meas *g, sc_error *err)
     sc_status st = SC_OK;
     int done = 0;
     for (int k = 0; !st && !done; k++) {
-        double t_start = 0;
+        double t_start = 0, pt = 0;
         x->step = k;
         x->verify_now = x->o.verify && k <= g->W;
-        st = run_step(x, &t_start, err);
+        st = probe_step(x, g, &pt, err);
+        if (!st)
+            st = run_step(x, &t_start, err);
         if (st || k < g->W)
             continue;
         if (g->per < 0) {
@@ -1244,6 +1256,8 @@ static sc_status run_steps(sc_exec *x, meas *g, sc_error *err)
             break;
         }
         int j = g->N++;
+        if (g->probe_t)
+            g->probe_t[j] = pt;
         double end = t_start;
         for (int r = 0; r < g->per; r++)
             end = maxd(end, x->recs[r].t1);
@@ -1363,21 +1377,25 @@ static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_ex
         tl->step_drift = sum->drift;
         tl->step_stable = sum->stable;
     }
-    /* the probe, when every rank ran it (the slowest rank's in the summary) */
-    int probed = g->probe_n > 0 && g->probes;
+    /* the probe, when every rank ran it (the slowest and fastest rank's in
+     * the summary) */
+    int probed = probe_size(x) > 0 && g->probes;
     for (int r = 0; r < R && probed; r++)
-        probed = g->probes[2 * r] > 0 && g->probes[2 * r + 1] > 0;
+        probed = g->probes[r] > 0;
     if (probed) {
-        tl->probe_m = tl->probe_n = tl->probe_k = g->probe_n;
+        tl->probe_m = tl->probe_n = tl->probe_k = probe_size(x);
         tl->probe_reps = SC_EXEC_PROBE_REPS;
+        tl->probe_steps = sum->steps;
         snprintf(tl->probe_dtype, sizeof tl->probe_dtype, "%s", sc_dtype_name(x->cdt));
-        sum->probe = g->probe_n;
-        for (int r = 0; r < R; r++)
-            for (int w = 0; w < 2; w++)
-                if (g->probes[2 * r + w] > sum->probe_s[w]) {
-                    sum->probe_s[w] = g->probes[2 * r + w];
-                    sum->probe_rank[w] = r;
-                }
+        sum->probe = probe_size(x);
+        sum->probe_fast_s = g->probes[0];
+        for (int r = 0; r < R; r++) {
+            if (g->probes[r] > sum->probe_s) {
+                sum->probe_s = g->probes[r];
+                sum->probe_rank = r;
+            }
+            sum->probe_fast_s = fmin(sum->probe_fast_s, g->probes[r]);
+        }
     }
     double b = g->begins[g->median];
     int gpn = x->cluster.gpus_per_node > 0 ? x->cluster.gpus_per_node : 1;
@@ -1386,10 +1404,8 @@ static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_ex
         sc_step_coords(&x->cfg, r, &rk->dp, &rk->pp, &rk->tp);
         rk->node = r / gpn;
         rk->device = r % gpn;
-        if (probed) {
-            rk->probe_before_s = g->probes[2 * r];
-            rk->probe_after_s = g->probes[2 * r + 1];
-        }
+        if (probed)
+            rk->probe_s = g->probes[r];
         for (int i = 0; i < g->counts[r]; i++) {
             const wire_op *w = &g->gathered[(size_t)r * g->maxn + i];
             sc_tl_op op = {(int)w->kind, (int)w->stage, (int)w->chunk, (int)w->mb,
@@ -1417,18 +1433,22 @@ sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
               .probe_n = probe_size(x)};
     sc_status st = sync_clocks(x, err);
     if (!st && g.probe_n > 0)
-        st = probe(x, g.probe_n, &g.probe[0], err);
+        probe_open(x, &g);
     if (!st)
         st = run_steps(x, &g, err);
-    if (!st && g.probe_n > 0)
-        st = probe(x, g.probe_n, &g.probe[1], err);
-    if (!st && g.probe_n > 0) {
-        if (x->rank == 0 && !(g.probes = sc_calloc((size_t)g.R * 2, sizeof(double))))
+    if (!st && probe_size(x) > 0) {
+        /* this rank's median over the window the figures are over (every
+         * rank knows N and n) */
+        int n = g.N < g.n ? g.N : g.n;
+        if (g.probe_n > 0 && n > 0)
+            g.probe_med = sc_median(g.probe_t + (g.N - n), (size_t)n);
+        if (x->rank == 0 && !(g.probes = sc_calloc((size_t)g.R, sizeof(double))))
             st = sc_err(err, SC_ENOMEM, "exec: out of memory"); /* the others time out */
         if (!st)
-            st = x->be->gather_host(x->bk, g.probe, sizeof g.probe, g.probes, 0, deadline(x),
-                                    err);
+            st = x->be->gather_host(x->bk, &g.probe_med, sizeof g.probe_med, g.probes, 0,
+                                    deadline(x), err);
     }
+    probe_close(x, &g);
     if (st) {
         meas_free(&g);
         return st;

@@ -77,19 +77,23 @@ typedef struct sc_exec_opts {
     char ***argv;
 } sc_exec_opts;
 
-/* The speed probe (timeline.h "probe"): before the warm-up and again after
- * the measured steps, every rank at once (after a barrier) runs one square
- * GEMM of the compute dtype SC_EXEC_PROBE_REPS times after one untimed,
- * and keeps its median. Held against a gemm bench of the same size by
- * calibrate's probe gate, it shows a run whose ranks got less of their
- * devices than a lone benchmark did: on a 2-vCPU cloud guest the host put
- * both vCPUs on one physical core's two hardware threads for minutes at a
- * time, and two ranks' GEMMs ran 1.7-2x slower than alone while every
- * other gate passed (docs/accuracy.md). The defaults are sizes of bench
- * gemm's default sweeps. */
-#define SC_EXEC_PROBE_CPU 512
+/* The speed probe (timeline.h "probe"): before every step (warm-up steps
+ * too, so that every step starts alike), outside its time, every rank at
+ * once runs one square GEMM of the compute dtype once untimed and
+ * SC_EXEC_PROBE_REPS times timed; each rank's figure is the median over
+ * the measured steps the timeline's figures are over of each step's
+ * median. Held against a gemm bench of the same size by calibrate's probe
+ * gate, it shows a run whose ranks got less of their devices than a lone
+ * benchmark did: on a 2-vCPU cloud guest the host slowed both vCPUs 1.6-2x
+ * in phases of seconds to minutes, and two ranks' GEMMs ran that much
+ * slower than the bench's while every other gate passed
+ * (docs/accuracy.md). Per step, not once before and after: a phase
+ * shorter than the run that happened to cover a single probe refused a
+ * run whose ops were at full speed. The defaults are sizes of bench gemm's
+ * default sweeps (CPU: 4 x 1 ms a step on this project's guests). */
+#define SC_EXEC_PROBE_CPU 256
 #define SC_EXEC_PROBE_CUDA 4096
-#define SC_EXEC_PROBE_REPS 7
+#define SC_EXEC_PROBE_REPS 3
 
 typedef struct sc_exec_summary {
     int ranks, steps;      /* steps: the window the figures are over */
@@ -104,8 +108,9 @@ typedef struct sc_exec_summary {
     char device[96];
     char dtype[8];         /* what GEMMs ran in */
     int probe;             /* the probe's size (0: none) */
-    double probe_s[2];     /* rank 0: the slowest rank's probe before and after */
-    int probe_rank[2];     /* which rank that was */
+    double probe_s;        /* rank 0: the slowest rank's probe (its median) */
+    double probe_fast_s;   /* and the fastest's */
+    int probe_rank;        /* the slowest rank */
 } sc_exec_summary;
 
 /* Appends to out[0..*n) (at most cap) the GEMM shapes (m, n, k) the

@@ -22,12 +22,12 @@
 #define MIN_TIME 1e-12 /* a shorter time is no measurement the fits can divide by */
 
 /* A measured timeline's speed probe (timeline.h "probe"): its shape, and
- * its slowest and fastest rank's time (before or after the steps). */
+ * its slowest and fastest rank's time. */
 typedef struct probe_rec {
     char file[512];
     int m, n, k;
     double slow, fast;
-    int slow_rank, fast_rank, slow_after, fast_after;
+    int slow_rank, fast_rank;
 } probe_rec;
 
 /* A measured plan the op points reference (pts.plans[i] points into it). */
@@ -670,20 +670,17 @@ static sc_status keep_probe(reader *x, const sc_timeline *t, const char *file, s
     p->n = t->probe_n;
     p->k = t->probe_k;
     p->fast = INFINITY;
-    for (int r = 0; r < t->n_ranks; r++)
-        for (int w = 0; w < 2; w++) {
-            double v = w ? t->ranks[r].probe_after_s : t->ranks[r].probe_before_s;
-            if (v > p->slow) {
-                p->slow = v;
-                p->slow_rank = r;
-                p->slow_after = w;
-            }
-            if (v < p->fast) {
-                p->fast = v;
-                p->fast_rank = r;
-                p->fast_after = w;
-            }
+    for (int r = 0; r < t->n_ranks; r++) {
+        double v = t->ranks[r].probe_s;
+        if (v > p->slow) {
+            p->slow = v;
+            p->slow_rank = r;
         }
+        if (v < p->fast) {
+            p->fast = v;
+            p->fast_rank = r;
+        }
+    }
     return SC_OK;
 }
 
@@ -706,10 +703,9 @@ static sc_status probe_gates(reader *x, sc_error *err)
         double dev = slow ? hi : lo;
         char fig[256];
         snprintf(fig, sizeof fig,
-                 "rank %d ran the %dx%dx%d probe GEMM %s the steps in %.3g ms, %.1f%% %s than "
-                 "the gemm bench's %.3g ms (ceiling %.0f%%)",
+                 "rank %d ran the %dx%dx%d probe GEMM in %.3g ms (its median over the steps), "
+                 "%.1f%% %s than the gemm bench's %.3g ms (ceiling %.0f%%)",
                  slow ? p->slow_rank : p->fast_rank, p->m, p->n, p->k,
-                 (slow ? p->slow_after : p->fast_after) ? "after" : "before",
                  1e3 * (slow ? p->slow : p->fast), 100 * fabs(dev), slow ? "slower" : "faster",
                  1e3 * ref, 100 * SC_CALIB_PROBE_CEILING);
         sc_status st = in_gate(

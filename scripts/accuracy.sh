@@ -143,8 +143,7 @@ def quiet(t):
     p = t.get('probe')
     if not p or p['m'] not in ref:
         return True
-    return all(abs(r[w] / ref[p['m']] - 1) <= 0.20 for r in t['ranks']
-               for w in ('probe_before_s', 'probe_after_s'))
+    return all(abs(r['probe_s'] / ref[p['m']] - 1) <= 0.20 for r in t['ranks'])
 latest = sys.argv[1:2] == ['--latest']
 for p in sys.argv[1 + latest:]:           # each plan's fastest settled run, or its latest
     files = sorted(passes(p), key=lambda f: int(re.search(r'pass(\d+)', f).group(1)))

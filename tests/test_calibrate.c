@@ -1212,9 +1212,9 @@ TEST(calibrate_gate_replay)
 }
 
 /* The probe gate's edits: every rank's probe at `probe_scale` times the
- * bench's 512^3 GEMM, one (rank, before/after) at `odd` times it. */
+ * bench's 512^3 GEMM, one rank's at `odd` times it. */
 static double probe_ref, probe_scale, probe_odd;
-static int probe_odd_rank, probe_odd_after, probe_k_of = 512;
+static int probe_odd_rank, probe_k_of = 512;
 static void edit_probe(cJSON *t)
 {
     cJSON *p = cJSON_AddObjectToObject(t, "probe");
@@ -1222,17 +1222,16 @@ static void edit_probe(cJSON *t)
     cJSON_AddNumberToObject(p, "n", 512);
     cJSON_AddNumberToObject(p, "k", probe_k_of);
     cJSON_AddStringToObject(p, "dtype", "fp32");
-    cJSON_AddNumberToObject(p, "reps", 7);
+    cJSON_AddNumberToObject(p, "reps", 3);
+    cJSON_AddNumberToObject(p, "steps", 10);
     int r = 0;
     for (cJSON *k = cJSON_GetObjectItem(t, "ranks")->child; k; k = k->next, r++)
-        for (int w = 0; w < 2; w++) {
-            double f = r == probe_odd_rank && w == probe_odd_after ? probe_odd : probe_scale;
-            cJSON_AddNumberToObject(k, w ? "probe_after_s" : "probe_before_s", f * probe_ref);
-        }
+        cJSON_AddNumberToObject(k, "probe_s",
+                                (r == probe_odd_rank ? probe_odd : probe_scale) * probe_ref);
 }
 
-/* The probe gate: exec's speed probe (every rank at once, before and after
- * the steps) against the gemm bench's point of its shape. Within 20% it
+/* The probe gate: exec's speed probe (every rank at once before every
+ * step, each rank's median) against the gemm bench's point of its shape. Within 20% it
  * passes and is listed; a rank 1.8x slow (the ranks shared cores) or 0.7x
  * (the bench ran slow) is refused naming the rank, when and by how much; a
  * probe of a shape the bench never ran is not judged. */
@@ -1256,7 +1255,7 @@ TEST(calibrate_gate_probe)
     REQUIRE(probe_ref > 0);
 
     /* within the ceiling: judged, passed, its figure the largest deviation */
-    probe_scale = 1.05, probe_odd = 1.15, probe_odd_rank = 1, probe_odd_after = 0;
+    probe_scale = 1.05, probe_odd = 1.15, probe_odd_rank = 1;
     edited(d, "probe_ok.json", edit_probe);
     snprintf(m, sizeof m, "%s/probe_ok.json", d);
     const char *files[] = {g, m};
@@ -1269,22 +1268,21 @@ TEST(calibrate_gate_probe)
             n++;
             CHECK(!rep.gates[i].failed);
             CHECK(fabs(rep.gates[i].value - 0.15) < 1e-9);
-            CHECK_STR_HAS(rep.gates[i].figure, "rank 1 ran the 512x512x512 probe GEMM before");
+            CHECK_STR_HAS(rep.gates[i].figure, "rank 1 ran the 512x512x512 probe GEMM in");
             CHECK_STR_HAS(rep.gates[i].figure, "15.0% slower");
         }
     CHECK_EQ_INT(n, 1);
 
-    /* a rank whose cores were shared after the steps */
-    probe_scale = 1.0, probe_odd = 1.8, probe_odd_rank = 1, probe_odd_after = 1;
+    /* a rank whose core was shared */
+    probe_scale = 1.0, probe_odd = 1.8, probe_odd_rank = 1;
     edited(d, "probe_slow.json", edit_probe);
-    refused(d, "probe_slow.json", "probe",
-            "rank 1 ran the 512x512x512 probe GEMM after the steps in");
+    refused(d, "probe_slow.json", "probe", "rank 1 ran the 512x512x512 probe GEMM in");
     refused(d, "probe_slow.json", "probe", "80.0% slower than the gemm bench's");
     refused_then_forced(d, "gemm.json probe_slow.json", "probe_slow.json", "probe");
     /* the bench slower than the ranks: also two devices in one fit */
-    probe_scale = 1.0, probe_odd = 0.7, probe_odd_rank = 0, probe_odd_after = 0;
+    probe_scale = 1.0, probe_odd = 0.7, probe_odd_rank = 0;
     edited(d, "probe_fast.json", edit_probe);
-    refused(d, "probe_fast.json", "probe", "rank 0 ran the 512x512x512 probe GEMM before the steps");
+    refused(d, "probe_fast.json", "probe", "rank 0 ran the 512x512x512 probe GEMM in");
     refused(d, "probe_fast.json", "probe", "30.0% faster");
 
     /* a shape no bench ran (512 x 512 x 500): not judged (however slow) */

@@ -472,11 +472,11 @@ TEST(docs_formats_plan_and_timeline)
     t->step_tolerance = 0.02;
     t->step_stable = 1;
     t->prov = full_provenance();
-    t->probe_m = t->probe_n = t->probe_k = 512;
-    t->probe_reps = 7;
+    t->probe_m = t->probe_n = t->probe_k = 256;
+    t->probe_reps = 3;
+    t->probe_steps = 3;
     snprintf(t->probe_dtype, sizeof t->probe_dtype, "fp32");
-    t->ranks[0].probe_before_s = 8e-3;
-    t->ranks[0].probe_after_s = 8.3e-3;
+    t->ranks[0].probe_s = 8e-3;
     sc_tl_op op = {SC_OP_F, 0, 0, 0, SC_STREAM_COMPUTE, 0, 0, 1e-3};
     sc_timeline_add(t, 0, &op);
     sc_error err = {0};

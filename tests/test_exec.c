@@ -389,17 +389,17 @@ TEST(exec_until_stable)
     CHECK(t->step_stable == (t->step_drift <= 0.5));
     CHECK(t->step_min_s <= t->step_median_s && t->step_median_s <= t->step_max_s);
     CHECK(t->prov.present && t->prov.blas_core[0]);
-    /* the speed probe, by default a 512^3 fp32 GEMM on every rank before and
-     * after: times a GEMM of that size takes on a core (within 0.1 ms to 2 s) */
-    CHECK_EQ_INT(t->probe_m, 512);
-    CHECK_EQ_INT(t->probe_k, 512);
-    CHECK_EQ_INT(t->probe_reps, 7);
+    /* the speed probe, by default a 256^3 fp32 GEMM on every rank before each
+     * step: times a GEMM of that size takes on a core (10 us to 2 s), the
+     * median over the window of 3 */
+    CHECK_EQ_INT(t->probe_m, 256);
+    CHECK_EQ_INT(t->probe_k, 256);
+    CHECK_EQ_INT(t->probe_reps, 3);
+    CHECK_EQ_INT(t->probe_steps, 3);
     CHECK(!strcmp(t->probe_dtype, "fp32"));
-    for (int r = 0; r < t->n_ranks; r++) {
-        CHECK(t->ranks[r].probe_before_s > 1e-4 && t->ranks[r].probe_before_s < 2);
-        CHECK(t->ranks[r].probe_after_s > 1e-4 && t->ranks[r].probe_after_s < 2);
-    }
-    CHECK_STR_HAS(out, "probe: a 512^3 GEMM in ");
+    for (int r = 0; r < t->n_ranks; r++)
+        CHECK(t->ranks[r].probe_s > 1e-5 && t->ranks[r].probe_s < 2);
+    CHECK_STR_HAS(out, "probe: a 256^3 GEMM before each step, median ");
     sc_timeline_free(t);
     /* --tolerance 0: the old way, exactly N steps, nothing judged; --probe
      * sets the probe's size, 0 none */
@@ -415,7 +415,7 @@ TEST(exec_until_stable)
     CHECK(!strstr(out, "probe:"));
     REQUIRE(sc_timeline_load(f, &t, &err) == SC_OK);
     CHECK_EQ_INT(t->probe_m, 0);
-    CHECK(t->ranks[0].probe_before_s == 0);
+    CHECK(t->ranks[0].probe_s == 0);
     sc_timeline_free(t);
     CHECK(SC("%s exec %s/plan.json --backend cpu --probe -1", sc_test_bin(), d) == 2);
     CHECK_STR_HAS(out, "--probe");

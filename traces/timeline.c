@@ -127,6 +127,7 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
         sc_jadd_num(p, "k", t->probe_k, &oom);
         sc_jadd_str(p, "dtype", t->probe_dtype, &oom);
         sc_jadd_num(p, "reps", t->probe_reps, &oom);
+        sc_jadd_num(p, "steps", t->probe_steps, &oom);
     }
     cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
     for (int i = 0; i < t->n_ranks && !oom; i++) {
@@ -140,10 +141,8 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
         sc_jadd_num(r, "dp", k->dp, &oom);
         sc_jadd_num(r, "pp", k->pp, &oom);
         sc_jadd_num(r, "tp", k->tp, &oom);
-        if (t->probe_m > 0) {
-            sc_jadd_num(r, "probe_before_s", k->probe_before_s, &oom);
-            sc_jadd_num(r, "probe_after_s", k->probe_after_s, &oom);
-        }
+        if (t->probe_m > 0)
+            sc_jadd_num(r, "probe_s", k->probe_s, &oom);
         cJSON *ops = sc_jadd_arr(r, "ops", &oom);
         for (int o = 0; o < k->n_ops && !oom; o++) {
             const sc_tl_op *op = &k->ops[o];
@@ -176,18 +175,18 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
 static sc_status probe_from_json(const cJSON *j, const char *file, sc_timeline *t,
                                  sc_error *err)
 {
-    static const char *const pk[] = {"m", "n", "k", "dtype", "reps", NULL};
+    static const char *const pk[] = {"m", "n", "k", "dtype", "reps", "steps", NULL};
     const cJSON *p = NULL;
     sc_status st = sc_json_obj(j, file, "", "probe", 0, &p, err);
     if (st || !p)
         return st;
-    long v[4] = {0};
-    const char *names[4] = {"m", "n", "k", "reps"};
+    long v[5] = {0};
+    const char *names[5] = {"m", "n", "k", "reps", "steps"};
     const char *dt = NULL;
     st = sc_json_keys(p, file, "probe", pk, err);
-    for (int f = 0; f < 4 && !st; f++)
-        st = sc_json_int(p, file, "probe", names[f], 1, 1, f < 3 ? 1000000L : 1000L, &v[f],
-                         err);
+    for (int f = 0; f < 5 && !st; f++)
+        st = sc_json_int(p, file, "probe", names[f], 1, 1, f < 3 ? 1000000L : 100000000L,
+                         &v[f], err);
     if (!st)
         st = sc_json_str(p, file, "probe", "dtype", 1, sizeof t->probe_dtype - 1, &dt, err);
     if (!st && sc_dtype_parse(dt) < 0)
@@ -199,6 +198,7 @@ static sc_status probe_from_json(const cJSON *j, const char *file, sc_timeline *
     t->probe_n = (int)v[1];
     t->probe_k = (int)v[2];
     t->probe_reps = (int)v[3];
+    t->probe_steps = (int)v[4];
     snprintf(t->probe_dtype, sizeof t->probe_dtype, "%s", dt);
     return SC_OK;
 }
@@ -310,9 +310,8 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
 static sc_status rank_from_json(const cJSON *r, const char *file, int i, sc_timeline *t,
                                 const cJSON **ops, sc_error *err)
 {
-    static const char *const rk[] = {"rank",           "node",          "device", "dp", "pp",
-                                     "tp",             "probe_before_s", "probe_after_s",
-                                     "ops",            NULL};
+    static const char *const rk[] = {"rank", "node",    "device", "dp",
+                                     "pp",   "tp",      "probe_s", "ops", NULL};
     char path[64];
     snprintf(path, sizeof path, "ranks[%d]", i);
     if (!cJSON_IsObject(r))
@@ -335,13 +334,9 @@ static sc_status rank_from_json(const cJSON *r, const char *file, int i, sc_time
     k->tp = (int)v[5];
     /* a probe's times on every rank of a timeline with one, on none without */
     int probed = t->probe_m > 0;
-    st = sc_json_num(r, file, path, "probe_before_s", probed, 1e-12, MAX_T, &k->probe_before_s,
-                     err);
-    if (!st)
-        st = sc_json_num(r, file, path, "probe_after_s", probed, 1e-12, MAX_T,
-                         &k->probe_after_s, err);
-    if (!st && !probed && (k->probe_before_s > 0 || k->probe_after_s > 0))
-        st = sc_err(err, SC_EINVAL, "%s: %s.probe_before_s: a probe time without the file's "
+    st = sc_json_num(r, file, path, "probe_s", probed, 1e-12, MAX_T, &k->probe_s, err);
+    if (!st && !probed && k->probe_s > 0)
+        st = sc_err(err, SC_EINVAL, "%s: %s.probe_s: a probe time without the file's "
                     "\"probe\" object (which GEMM?)", file, path);
     if (st)
         return st;
@@ -1084,6 +1079,7 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
         knum(b, 2, &f1, "k", t->probe_k);
         kstr(b, 2, &f1, "dtype", t->probe_dtype);
         knum(b, 2, &f1, "reps", t->probe_reps);
+        knum(b, 2, &f1, "steps", t->probe_steps);
         close_obj(b, 2, f1);
     }
     key(b, 1, &f0, "ranks");
@@ -1098,10 +1094,8 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
         knum(b, 3, &f1, "dp", k->dp);
         knum(b, 3, &f1, "pp", k->pp);
         knum(b, 3, &f1, "tp", k->tp);
-        if (t->probe_m > 0) {
-            knum(b, 3, &f1, "probe_before_s", k->probe_before_s);
-            knum(b, 3, &f1, "probe_after_s", k->probe_after_s);
-        }
+        if (t->probe_m > 0)
+            knum(b, 3, &f1, "probe_s", k->probe_s);
         key(b, 3, &f1, "ops");
         put(b, "[", 1);
         for (int o = 0; o < k->n_ops; o++) {

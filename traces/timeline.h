@@ -11,9 +11,10 @@
  *     "device": "what ran it",                 (optional; exec writes it)
  *     "provenance": { ... }    (optional; what ran it, provenance.h)
  *     "plan": { "file": PATH, "digest": HEX }   (optional; the plan exec ran)
- *     "probe": { "m": M, "n": N, "k": K, "dtype": "fp32", "reps": R }   (optional)
+ *     "probe": { "m": M, "n": N, "k": K, "dtype": "fp32", "reps": R,
+ *                "steps": S }   (optional)
  *     "ranks": [ { "rank": R, "node": N, "device": D, "dp": i, "pp": j, "tp": k,
- *                  "probe_before_s": s, "probe_after_s": s,   (iff "probe")
+ *                  "probe_s": s,   (iff "probe")
  *                  "ops": [ { "kind": "F", "stage": S, "chunk": C, "mb": M,
  *                             "bytes": B, "stream": "compute"|"comm",
  *                             "start": s, "end": e }, ... ] }, ... ] }
@@ -28,11 +29,11 @@
  * than 2n runs); tolerance: the drift asked for; stable: drift <= tolerance.
  * The quartiles are sc_quantile's (common/stats.h).
  *
- * probe: exec's speed check of the devices (exec.h): every rank ran one
- * GEMM of m x n x k in dtype reps times, all ranks at once, before the
- * warm-up and again after the measured steps; probe_before_s and
- * probe_after_s are each rank's median seconds per GEMM. Calibration holds
- * them against a gemm bench of the same shape (calibrate's probe gate).
+ * probe: exec's speed check of the devices (exec.h): before every step,
+ * all ranks at once, each rank ran one GEMM of m x n x k in dtype reps
+ * times; probe_s is each rank's median seconds per GEMM over the `steps`
+ * measured steps the figures are over. Calibration holds it against a gemm
+ * bench of the same shape (calibrate's probe gate).
  *
  * Ownership: the caller frees a timeline with sc_timeline_free (NULL ok).
  * Adding ops grows arrays by doubling; the first allocation failure is
@@ -78,7 +79,7 @@ typedef struct sc_tl_op {
 
 typedef struct sc_tl_rank {
     int rank, node, device, dp, pp, tp;
-    double probe_before_s, probe_after_s; /* 0 = no probe */
+    double probe_s;         /* 0 = no probe */
     int n_ops, cap;
     sc_tl_op *ops;
 } sc_tl_rank;
@@ -97,7 +98,7 @@ typedef struct sc_timeline {
     double step_drift, step_tolerance;
     int step_stable;        /* -1 = not recorded, else 0 or 1 */
     sc_provenance prov;
-    int probe_m, probe_n, probe_k, probe_reps; /* 0 = no probe */
+    int probe_m, probe_n, probe_k, probe_reps, probe_steps; /* 0 = no probe */
     char probe_dtype[8];
     int n_ranks;
     sc_tl_rank *ranks;
