@@ -186,6 +186,22 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
     return SC_OK;
 }
 
+void sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params, int units,
+                         double *all_s, double *shard_s, double *gather_s)
+{
+    double w, g, o;
+    sc_cost_state_bytes(dt, &w, &g, &o);
+    double bw = c->gpu.hbm_bytes_per_s * c->eff.memory_bw;
+    double kern = c->eff.gemm.sms > 0 ? c->eff.gemm.kernel_s : c->eff.op_overhead_s;
+    *all_s = *shard_s = *gather_s = 0;
+    if (params <= 0 || !(bw > 0))
+        return;
+    int mixed = w < 4;
+    *all_s = 2 * (units > 0 ? units : 1) * kern + params * 4 * g / bw;
+    *shard_s = params * ((mixed ? g + 4 : 0) + 12) / bw;
+    *gather_s = mixed ? params * (4 + w) / bw : 0;
+}
+
 double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params)
 {
     double w, g, o;

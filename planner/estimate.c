@@ -19,6 +19,7 @@ void sc_stage_table_free(sc_stage_table *t)
     for (size_t i = 0; i < SC_ARRAY_LEN(a); i++)
         sc_free(a[i]);
     sc_free(t->dpt);
+    sc_free(t->fsdp);
     memset(t, 0, sizeof *t);
 }
 
@@ -121,6 +122,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.f = sc_calloc(S, sizeof(double));
     t.b = sc_calloc(S, sizeof(double));
     t.w = sc_calloc(S, sizeof(double));
+    t.fsdp = sc_calloc(S, sizeof *t.fsdp);
     t.rc_sel = sc_calloc(S, sizeof(double));
     t.tp_s = sc_calloc(S, sizeof(double));
     t.send_s = sc_calloc(S, sizeof(double));
@@ -132,7 +134,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.act_slope = sc_calloc(P * 3, sizeof(double));
     t.ramp = sc_calloc(P * SC_RAMP_N * 2, sizeof(double));
     t.dpt = sc_calloc(1, sizeof *t.dpt + P * SC_DPT_N * sizeof(double));
-    if (!t.part.first || !t.f || !t.b || !t.w || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
+    if (!t.part.first || !t.f || !t.b || !t.w || !t.fsdp || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
         !t.params || !t.unit || !t.gathered || !t.act1 || !t.act_slope || !t.ramp || !t.dpt) {
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
@@ -145,7 +147,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     }
-    sc_stage_cfg scfg = {m->dtype, tp, mbs, SC_RECOMPUTE_SELECTIVE, 0, sp, attn, 0, 0};
+    sc_stage_cfg scfg = {m->dtype, tp, mbs, SC_RECOMPUTE_SELECTIVE, 0, sp, attn, 0, 0, 0, 0};
     sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */
@@ -153,6 +155,9 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         t.f[s] = info[s].fwd_s;
         t.b[s] = info[s].bwd_s + host_prev; /* B of s > 0 sends its gradient back */
         t.w[s] = info[s].bwd_w_s;
+        t.fsdp[s].fsdp_s = info[s].fsdp_s;
+        t.fsdp[s].fsdp_shard_s = info[s].fsdp_shard_s;
+        t.fsdp[s].fsdp_gather_s = info[s].fsdp_gather_s;
         host_prev = 0;
         t.rc_sel[s] = info[s].recompute_s;
         t.grad[s] = info[s].grad_bytes;
@@ -379,6 +384,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     double wb, gb, ob;
     sc_cost_state_bytes(dt, &wb, &gb, &ob);
     double maxT = 0, sumT = 0, maxF = 0, maxBi = 0, maxsend = 0, compute = 0, tps = 0;
+    int fsdp = cfg->zero >= 2 && dp >= 2 && t->fsdp;
     for (int r = 0; r < pp; r++) {
         double F = 0, B = 0, W = 0;
         for (int ch = 0; ch < v; ch++) {
@@ -386,12 +392,14 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             double rc = mode == SC_RECOMPUTE_FULL ? t->f[s] + t->tp_s[s]
                         : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
                                                          : 0;
+            /* the framework's gradient work under ZeRO 2 and 3 (sc_stage_info fsdp_s) */
+            double fs = fsdp ? sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp) : 0;
             F += t->f[s] + t->tp_s[s];
-            B += t->b[s] + t->tp_s[s] + rc;
-            W += t->w[s];
+            B += t->b[s] + t->tp_s[s] + rc + fs;
+            W += t->w[s] + fs;
             if (t->send_s[s] > maxsend)
                 maxsend = t->send_s[s];
-            compute += (t->f[s] + t->b[s]) / pp;
+            compute += (t->f[s] + t->b[s] + fs) / pp;
             tps += (mode == SC_RECOMPUTE_FULL ? 3 : 2) * t->tp_s[s] / pp;
         }
         double T = F + B;

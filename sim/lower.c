@@ -489,8 +489,11 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
     }
     if (!st) {
         sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
-                           cfg->bucket_bytes, cfg->sp, cfg->attn, 0, 0};
+                           cfg->bucket_bytes, cfg->sp, cfg->attn, 0, 0, cfg->zero, cfg->dp};
         st = sc_cost_stage(c, m, &lw->part, &sc, lw->info, err);
+        /* a framework's per-microbatch gradient work (fsdp_s) is not split
+         * over token slices: the slices' figures leave it out */
+        sc.zero = sc.dp = 0;
         /* each slice: its tokens, and the keys of itself and the slices before */
         for (int j = 0, before = 0; !st && j < lw->k && lw->k > 1; j++) {
             sc.q_frac = (double)lw->slice_len[j] / m->seq_len;

@@ -1381,7 +1381,7 @@ sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_s
         part = &own;
     }
     sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
-                       cfg->bucket_bytes, cfg->sp, cfg->attn, 0, 0};
+                       cfg->bucket_bytes, cfg->sp, cfg->attn, 0, 0, cfg->zero, cfg->dp};
     st = sc_cost_stage(c, m, part, &sc, info, err);
     sc_partition_free(&own);
     return st;

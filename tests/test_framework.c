@@ -499,7 +499,7 @@ TEST(framework_overhead_applies)
     REQUIRE(sc_cluster_preset_get("dgx-a100-80g", &c, &err) == SC_OK);
     sc_partition part = {0};
     REQUIRE(sc_partition_uniform(m, 2, &part, &err) == SC_OK);
-    sc_stage_cfg cfg = {m->dtype, 2, 2, SC_RECOMPUTE_FULL, 0, 0, SC_ATTN_UNFUSED, 0, 0};
+    sc_stage_cfg cfg = {m->dtype, 2, 2, SC_RECOMPUTE_FULL, 0, 0, SC_ATTN_UNFUSED, 0, 0, 0, 0};
     sc_stage_info a[2], b[2];
     REQUIRE(sc_cost_stage(&c, m, &part, &cfg, a, &err) == SC_OK);
     REQUIRE(sc_overhead_set(&c, "deepspeed", 0.25, &err) == SC_OK);
@@ -515,6 +515,122 @@ TEST(framework_overhead_applies)
     CHECK_STR_HAS(err.msg, "jax");
     REQUIRE(sc_overhead_apply(&c, "any", "--framework", &err) == SC_OK);
     CHECK(c.framework[0] == '\0' && c.framework_overhead == 0);
+    sc_partition_free(&part);
+    sc_model_free(m);
+}
+
+/* The step time of the search's first ranked candidate of m on c, every choice
+ * fixed (dp 8, no tp or pipeline, 4 microbatches of 4, ZeRO z, no recompute):
+ * the estimate in *est, the simulator's in the return value. */
+static double fixed_zero_step(const sc_model *m, const sc_cluster *c, int z, double *est)
+{
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 128;
+    o.fix_dp = 8, o.fix_tp = 1, o.fix_pp = 1, o.fix_v = 1, o.fix_m = 4, o.fix_mbs = 4;
+    o.fix_zero = z, o.fix_recompute = SC_RECOMPUTE_NONE, o.fix_sp = 0;
+    o.simulate = 4;
+    sc_search *s = NULL;
+    sc_error err = {0};
+    if (sc_search_run(m, c, &o, &s, &err) != SC_OK || ranked_n(s) < 1) {
+        sc_test_fail(__FILE__, __LINE__, "search: %s", err.msg);
+        sc_search_free(s);
+        return NAN;
+    }
+    const sc_candidate *k = sc_search_ranked(s, 0);
+    *est = k->est.step_s;
+    double t = k->sim ? k->sim->step_time_s : NAN;
+    sc_search_free(s);
+    return t;
+}
+
+/* PyTorch FSDP's own work on the gradients (sc_cost_fsdp_copies): its bytes
+ * per parameter as documented, added to every backward of a torch stage
+ * under ZeRO 2 and 3 with dp >= 2 and nowhere else, and the planner's
+ * estimate and the simulator adding the same. */
+TEST(framework_torch_fsdp_copies)
+{
+    sc_cluster c;
+    sc_error err = {0};
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, &err) == SC_OK);
+    double bw = c.gpu.hbm_bytes_per_s * c.eff.memory_bw, k = c.eff.gemm.kernel_s;
+    REQUIRE(bw > 0 && k > 0);
+    double all, shard, gather, P = 1e9;
+    /* bf16: the concatenation and the pre-divide read and write 2 B each;
+     * the shard: the cast back (2 + 4) and the accumulation (8 + 4), and per
+     * gather the cast to bf16 (4 + 2) */
+    sc_cost_fsdp_copies(&c, SC_BF16, P, 10, &all, &shard, &gather);
+    CHECK_NEAR(all, 20 * k + 8 * P / bw, 1e-12 * all);
+    CHECK_NEAR(shard, 18 * P / bw, 1e-12 * shard);
+    CHECK_NEAR(gather, 6 * P / bw, 1e-12 * gather);
+    sc_cost_fsdp_copies(&c, SC_FP32, P, 10, &all, &shard, &gather); /* no casts */
+    CHECK_NEAR(all, 20 * k + 16 * P / bw, 1e-12 * all);
+    CHECK_NEAR(shard, 12 * P / bw, 1e-12 * shard);
+    CHECK(gather == 0);
+    sc_cost_fsdp_copies(&c, SC_BF16, 0, 10, &all, &shard, &gather);
+    CHECK(all == 0 && shard == 0 && gather == 0);
+    sc_stage_info fi = {.fsdp_s = 1, .fsdp_shard_s = 8, .fsdp_gather_s = 4};
+    CHECK_NEAR(sc_cost_fsdp_time(&fi, 3, 4), 1 + (8 + 2 * 4) / 4.0, 1e-15);
+    CHECK_NEAR(sc_cost_fsdp_time(&fi, 2, 4), 1 + (8 + 4) / 4.0, 1e-15);
+    CHECK(sc_cost_fsdp_time(&fi, 1, 4) == 0 && sc_cost_fsdp_time(&fi, 3, 1) == 0);
+
+    sc_model *m = NULL;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_partition part = {0};
+    REQUIRE(sc_partition_uniform(m, 1, &part, &err) == SC_OK);
+    sc_stage_cfg cfg = {.dtype = m->dtype, .tp = 1, .mbs = 4, .attn = SC_ATTN_FLASH};
+    sc_stage_info a, b;
+    REQUIRE(sc_overhead_apply(&c, "torch", "--framework", &err) == SC_OK);
+    REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &a, &err) == SC_OK); /* zero 0 */
+    CHECK(a.fsdp_s > 0 && a.fsdp_shard_s > 0);
+    /* gpt-1.3b's layers are its units, and the root's leaves one more */
+    double params = a.param_bytes / 2;
+    sc_cost_fsdp_copies(&c, m->dtype, params, 24 + 1, &all, &shard, &gather);
+    CHECK_NEAR(a.fsdp_s, all, 1e-12 * all);
+    CHECK_NEAR(a.fsdp_shard_s, shard, 1e-12 * shard);
+    CHECK_NEAR(a.fsdp_gather_s, gather, 1e-12 * gather);
+    cfg.zero = 3, cfg.dp = 8;
+    REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &b, &err) == SC_OK);
+    double x = a.fsdp_s + (a.fsdp_shard_s + 2 * a.fsdp_gather_s) / 8;
+    CHECK_NEAR(b.bwd_s - a.bwd_s, x, 1e-9 * b.bwd_s);
+    CHECK_NEAR(b.bwd_w_s - a.bwd_w_s, x, 1e-9 * b.bwd_s);
+    CHECK(b.fwd_s == a.fwd_s && b.recompute_s == a.recompute_s);
+    /* not at dp 1, not under ZeRO 0 or 1, not under another framework */
+    cfg.dp = 1;
+    REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &b, &err) == SC_OK);
+    CHECK(b.bwd_s == a.bwd_s);
+    cfg.dp = 8, cfg.zero = 1;
+    REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &b, &err) == SC_OK);
+    CHECK(b.bwd_s == a.bwd_s);
+    cfg.zero = 3;
+    REQUIRE(sc_overhead_apply(&c, "deepspeed", "--framework", &err) == SC_OK);
+    REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &b, &err) == SC_OK);
+    CHECK(b.fsdp_s == 0 && b.fsdp_shard_s == 0);
+    cfg.zero = 0;
+    REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &a, &err) == SC_OK);
+    CHECK(b.bwd_s == a.bwd_s);
+
+    /* the search: under torch ZeRO 3 costs the copies more than ZeRO 1 does,
+     * in the estimate and in the simulator alike; the framework's search
+     * itself keeps to ZeRO 1 (its export writes DDP), so the cluster carries
+     * the framework here without restricting the search */
+    double e3[2], s3[2], e1[2], s1[2];
+    for (int t = 0; t < 2; t++) {
+        REQUIRE(sc_overhead_apply(&c, t ? "torch" : "any", "--framework", &err) == SC_OK);
+        if (t) /* the copies alone: no fraction on the kernels */
+            REQUIRE(sc_overhead_set(&c, "torch", 0, &err) == SC_OK);
+        s3[t] = fixed_zero_step(m, &c, 3, &e3[t]);
+        s1[t] = fixed_zero_step(m, &c, 1, &e1[t]);
+    }
+    double per_step = 4 * x; /* 4 microbatches */
+    CHECK_NEAR(s1[1], s1[0], 1e-9 * s1[0]);
+    CHECK_NEAR(e1[1], e1[0], 1e-9 * e1[0]);
+    /* the copies lengthen each backward by x; the simulator may hide part of
+     * it behind the data-parallel collectives (a step bound by them), the
+     * estimate likewise: both grow by at least half of it, at most all */
+    CHECK(s3[1] - s3[0] >= 0.5 * per_step && s3[1] - s3[0] <= per_step * (1 + 1e-6));
+    CHECK(e3[1] - e3[0] >= 0.5 * per_step && e3[1] - e3[0] <= per_step * (1 + 1e-6));
+    CHECK(fabs((s3[1] - s3[0]) - (e3[1] - e3[0])) <= 0.25 * per_step);
     sc_partition_free(&part);
     sc_model_free(m);
 }
