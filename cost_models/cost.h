@@ -346,25 +346,36 @@ double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params);
  * torch/distributed/fsdp/_runtime_utils.py and flat_param.py), memory-bound
  * at the calibrated HBM rate, for `params` parameters per rank in `units`
  * FSDP units (wrapped modules: a layer each, plus the root):
- *   *all_s, over every parameter of the stage: the flat parameter's views
+ *   all_s, over every parameter of the stage: the flat parameter's views
  *     are autograd views of it, so the backward of their split concatenates
  *     the weight gradients into one flat gradient (read and write, 2·g B),
  *     and the default reduce-scatter hook divides it in place by the
  *     gradient pre-divide factor before reducing (read and write, 2·g B),
  *     two kernels per unit;
- *   *shard_s, over the rank's shard at dp 1 (divide by dp): in 16-bit
+ *   shard_s, over the rank's shard at dp 1 (divide by dp): in 16-bit
  *     training the cast of the reduced shard back to fp32 (read g, write
  *     4), and the accumulation into the saved fp32 gradient shard (read 8,
  *     write 4);
- *   *gather_s, the same per gather of the shard (ZeRO 3 gathers twice a
+ *   gather_s, the same per gather of the shard (ZeRO 3 gathers twice a
  *     microbatch, ZeRO 2 once): in 16-bit training the cast of the fp32
  *     shard to 16 bits before it (read 4, write w); 0 in fp32.
  * Every part is charged to the backward in full, although the pre-divide,
  * the casts and the accumulation run on FSDP's side streams beside the
  * next unit's compute: both fill the GPU, so little of it hides. The
  * reduce-scatter's own reads are the collective's (cost_comm.c). */
-void sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params, int units,
-                         double *all_s, double *shard_s, double *gather_s);
+typedef struct sc_fsdp_cost {
+    double all_s, shard_s, gather_s;
+} sc_fsdp_cost;
+sc_fsdp_cost sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params, int units);
+/* The part of x one backward pays at ZeRO stage zero and dp ranks:
+ * all_s + (shard_s + gathers · gather_s) / dp, with two gathers under ZeRO 3
+ * and one under 2; 0 below ZeRO 2 or at dp 1. */
+static inline double sc_cost_fsdp_time(const sc_fsdp_cost *x, int zero, int dp)
+{
+    if (zero < 2 || dp < 2)
+        return 0;
+    return x->all_s + (x->shard_s + (zero >= 3 ? 2 : 1) * x->gather_s) / dp;
+}
 
 /* Bytes per parameter for weights, grads, optimizer states in dtype dt. */
 void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o);
@@ -443,11 +454,11 @@ typedef struct sc_stage_info {
     double unit_bytes;
     int buckets;
     /* PyTorch FSDP's own work on the gradients, per backward of a microbatch
-     * (framework torch only; sc_cost_fsdp_copies's all_s, shard_s and
-     * gather_s): added to bwd_s and bwd_w_s, as sc_cost_fsdp_time, when the
-     * cfg's zero is 2 or 3 and its dp 2 or more; kept apart for the
-     * planner's estimate, which shares a table across dp and ZeRO stages. */
-    double fsdp_s, fsdp_shard_s, fsdp_gather_s;
+     * (framework torch only, sc_cost_fsdp_copies; zero otherwise): added to
+     * bwd_s and bwd_w_s, as sc_cost_fsdp_time, when the cfg's zero is 2 or 3
+     * and its dp 2 or more; kept apart for the planner's estimate, which
+     * shares a table across dp and ZeRO stages. */
+    sc_fsdp_cost fsdp;
 } sc_stage_info;
 
 typedef struct sc_stage_cfg {
@@ -461,7 +472,7 @@ typedef struct sc_stage_cfg {
      * (tp and send bytes scale with it too) and of the keys; 0 = whole */
     double q_frac, kv_frac;
     /* the ZeRO stage and data-parallel degree, for what a framework does per
-     * microbatch with sharded gradients (fsdp_s above); 0 = not applied */
+     * microbatch with sharded gradients (sc_stage_info fsdp); 0 = not applied */
     int zero, dp;
 } sc_stage_cfg;
 
@@ -469,15 +480,6 @@ typedef struct sc_stage_cfg {
  * + inputs edges · stages). */
 sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partition *part,
                         const sc_stage_cfg *cfg, sc_stage_info *info, sc_error *err);
-/* FSDP's gradient work of one backward of stage info at ZeRO stage zero and
- * dp ranks: fsdp_s + (fsdp_shard_s + gathers · fsdp_gather_s) / dp, with
- * two gathers under ZeRO 3 and one under 2; 0 below ZeRO 2 or at dp 1. */
-static inline double sc_cost_fsdp_time(const sc_stage_info *in, int zero, int dp)
-{
-    if (zero < 2 || dp < 2)
-        return 0;
-    return in->fsdp_s + (in->fsdp_shard_s + (zero >= 3 ? 2 : 1) * in->fsdp_gather_s) / dp;
-}
 /* Bytes per sample crossing a stage boundary before leaf b (0 < b < leaves),
  * `inputs` edges aside: leaf b-1's output, plus, when b lies inside a layer
  * (sc_partition_between_layers is false), the residual stream that the

@@ -12,6 +12,7 @@
 typedef struct sc_units {
     const sc_module *cur; /* the layer of the last leaf added that had one */
     double root, layer, layer_max;
+    int layers, has_root; /* layers seen (a unit each), and whether a leaf lay outside */
 } sc_units;
 
 /* Adds leaf's p parameters (per tp rank) to u (zeroed to start). */
@@ -20,11 +21,13 @@ static inline void sc_units_add(sc_units *u, const sc_module *leaf, double p)
     const sc_module *ly = sc_partition_layer_of(leaf);
     if (!ly) {
         u->root += p;
+        u->has_root = 1;
         return;
     }
     if (ly != u->cur) {
         u->layer = 0;
         u->cur = ly;
+        u->layers++;
     }
     u->layer += p;
     if (u->layer > u->layer_max)

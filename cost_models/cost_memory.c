@@ -186,20 +186,25 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
     return SC_OK;
 }
 
-void sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params, int units,
-                         double *all_s, double *shard_s, double *gather_s)
+/* Seconds to move bytes through HBM at the calibrated sustained rate. */
+static double hbm_s(const sc_cluster *c, double bytes)
 {
+    return bytes / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
+}
+
+sc_fsdp_cost sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params, int units)
+{
+    sc_fsdp_cost x = {0};
     double w, g, o;
     sc_cost_state_bytes(dt, &w, &g, &o);
-    double bw = c->gpu.hbm_bytes_per_s * c->eff.memory_bw;
+    if (params <= 0 || !(c->gpu.hbm_bytes_per_s * c->eff.memory_bw > 0))
+        return x;
     double kern = c->eff.gemm.sms > 0 ? c->eff.gemm.kernel_s : c->eff.op_overhead_s;
-    *all_s = *shard_s = *gather_s = 0;
-    if (params <= 0 || !(bw > 0))
-        return;
     int mixed = w < 4;
-    *all_s = 2 * (units > 0 ? units : 1) * kern + params * 4 * g / bw;
-    *shard_s = params * ((mixed ? g + 4 : 0) + 12) / bw;
-    *gather_s = mixed ? params * (4 + w) / bw : 0;
+    x.all_s = 2 * (units > 0 ? units : 1) * kern + hbm_s(c, params * 4 * g);
+    x.shard_s = hbm_s(c, params * ((mixed ? g + 4 : 0) + 12));
+    x.gather_s = mixed ? hbm_s(c, params * (4 + w)) : 0;
+    return x;
 }
 
 double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params)
@@ -210,9 +215,7 @@ double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params)
         return 0;
     if (c->eff.gemm.sms > 0) { /* clip norm, fused Adam, master copy, zero grads */
         double per = 4 + 28 + (w < 4 ? 6 : 0) + 4;
-        return 4 * c->eff.gemm.kernel_s +
-               params * per / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
+        return 4 * c->eff.gemm.kernel_s + hbm_s(c, params * per);
     }
-    return c->eff.op_overhead_s +
-           2 * params * (w + g + o) / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
+    return c->eff.op_overhead_s + hbm_s(c, 2 * params * (w + g + o));
 }

@@ -75,9 +75,6 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         sc_module *const *mods = m->leaves + f0;
         double params = 0, rc = 0;
         sc_units units = {0};
-        int n_units = 0; /* FSDP units: the stage's layers, and the root's leaves as one */
-        const sc_module *last_layer = NULL;
-        int root = 0;
         for (int i = 0; i < n; i++) {
             const sc_module *x = mods[i];
             double f, b, r = 0, w;
@@ -113,11 +110,6 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
             double sh = x->has_tp && x->tp_shardable ? tp : 1;
             params += x->params / sh;
             sc_units_add(&units, x, x->params / sh);
-            const sc_module *ly = sc_partition_layer_of(x);
-            if (!ly)
-                root = 1;
-            else if (ly != last_layer)
-                n_units++, last_layer = ly;
             if (x->has_tp && x->tp_bytes > 0) {
                 in->tp_bytes += x->tp_bytes * mbs;
                 in->tp_count++;
@@ -151,9 +143,9 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         }
         /* PyTorch FSDP's own work on the gradients (sc_cost_fsdp_copies) */
         if (!strcmp(c->framework, "torch")) {
-            sc_cost_fsdp_copies(c, dt, params, n_units + root, &in->fsdp_s, &in->fsdp_shard_s,
-                                &in->fsdp_gather_s);
-            double x = sc_cost_fsdp_time(in, cfg->zero, cfg->dp);
+            /* its units: the stage's layers, and the root's leaves as one */
+            in->fsdp = sc_cost_fsdp_copies(c, dt, params, units.layers + units.has_root);
+            double x = sc_cost_fsdp_time(&in->fsdp, cfg->zero, cfg->dp);
             in->bwd_s += x;
             in->bwd_w_s += x;
         }

@@ -155,9 +155,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         t.f[s] = info[s].fwd_s;
         t.b[s] = info[s].bwd_s + host_prev; /* B of s > 0 sends its gradient back */
         t.w[s] = info[s].bwd_w_s;
-        t.fsdp[s].fsdp_s = info[s].fsdp_s;
-        t.fsdp[s].fsdp_shard_s = info[s].fsdp_shard_s;
-        t.fsdp[s].fsdp_gather_s = info[s].fsdp_gather_s;
+        t.fsdp[s] = info[s].fsdp;
         host_prev = 0;
         t.rc_sel[s] = info[s].recompute_s;
         t.grad[s] = info[s].grad_bytes;
@@ -384,7 +382,6 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     double wb, gb, ob;
     sc_cost_state_bytes(dt, &wb, &gb, &ob);
     double maxT = 0, sumT = 0, maxF = 0, maxBi = 0, maxsend = 0, compute = 0, tps = 0;
-    int fsdp = cfg->zero >= 2 && dp >= 2 && t->fsdp;
     for (int r = 0; r < pp; r++) {
         double F = 0, B = 0, W = 0;
         for (int ch = 0; ch < v; ch++) {
@@ -392,8 +389,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             double rc = mode == SC_RECOMPUTE_FULL ? t->f[s] + t->tp_s[s]
                         : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
                                                          : 0;
-            /* the framework's gradient work under ZeRO 2 and 3 (sc_stage_info fsdp_s) */
-            double fs = fsdp ? sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp) : 0;
+            /* the framework's gradient work under ZeRO 2 and 3 (sc_stage_info fsdp) */
+            double fs = sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
             F += t->f[s] + t->tp_s[s];
             B += t->b[s] + t->tp_s[s] + rc + fs;
             W += t->w[s] + fs;

@@ -13,10 +13,9 @@ typedef struct sc_stage_table {
     sc_partition part;          /* owned */
     double *f, *b, *rc_sel;     /* per stage: forward, backward, selective recompute (s) */
     double *w;                  /* per stage: the backward's weight gradients (s, bwd_w_s) */
-    sc_stage_info *fsdp;        /* per stage: only its fsdp_s, fsdp_shard_s and
-                                   fsdp_gather_s (the framework's gradient work per
-                                   backward under ZeRO 2 and 3, sc_cost_fsdp_time);
-                                   0 but under torch */
+    sc_fsdp_cost *fsdp;         /* per stage: the framework's gradient work per backward
+                                   under ZeRO 2 and 3 (sc_stage_info fsdp); 0 but under
+                                   torch */
     double *tp_s;               /* per stage: one pass's tp allreduces (s) */
     double *send_s;             /* per stage: p2p time to the next stage (s), 0 on the last */
     double *grad;               /* per stage: gradient bytes per rank */

@@ -491,7 +491,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
                            cfg->bucket_bytes, cfg->sp, cfg->attn, 0, 0, cfg->zero, cfg->dp};
         st = sc_cost_stage(c, m, &lw->part, &sc, lw->info, err);
-        /* a framework's per-microbatch gradient work (fsdp_s) is not split
+        /* a framework's per-microbatch gradient work (fsdp) is not split
          * over token slices: the slices' figures leave it out */
         sc.zero = sc.dp = 0;
         /* each slice: its tokens, and the keys of itself and the slices before */

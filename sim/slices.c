@@ -18,7 +18,7 @@ static sc_status slice_cost(const sc_model *m, const sc_cluster *c, const sc_ste
     sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
                        cfg->bucket_bytes, cfg->sp, cfg->attn, (double)(x - y) / n,
                        (double)x / n, 0, 0}; /* a framework's per-microbatch gradient
-                                               work (fsdp_s) is the same for every slicing */
+                                               work (fsdp) is the same for every slicing */
     sc_status st = sc_cost_stage(c, m, part, &sc, info, err);
     if (st)
         return st;

@@ -555,21 +555,21 @@ TEST(framework_torch_fsdp_copies)
     REQUIRE(sc_cluster_preset_get("dgx-h100", &c, &err) == SC_OK);
     double bw = c.gpu.hbm_bytes_per_s * c.eff.memory_bw, k = c.eff.gemm.kernel_s;
     REQUIRE(bw > 0 && k > 0);
-    double all, shard, gather, P = 1e9;
+    double P = 1e9;
     /* bf16: the concatenation and the pre-divide read and write 2 B each;
      * the shard: the cast back (2 + 4) and the accumulation (8 + 4), and per
      * gather the cast to bf16 (4 + 2) */
-    sc_cost_fsdp_copies(&c, SC_BF16, P, 10, &all, &shard, &gather);
-    CHECK_NEAR(all, 20 * k + 8 * P / bw, 1e-12 * all);
-    CHECK_NEAR(shard, 18 * P / bw, 1e-12 * shard);
-    CHECK_NEAR(gather, 6 * P / bw, 1e-12 * gather);
-    sc_cost_fsdp_copies(&c, SC_FP32, P, 10, &all, &shard, &gather); /* no casts */
-    CHECK_NEAR(all, 20 * k + 16 * P / bw, 1e-12 * all);
-    CHECK_NEAR(shard, 12 * P / bw, 1e-12 * shard);
-    CHECK(gather == 0);
-    sc_cost_fsdp_copies(&c, SC_BF16, 0, 10, &all, &shard, &gather);
-    CHECK(all == 0 && shard == 0 && gather == 0);
-    sc_stage_info fi = {.fsdp_s = 1, .fsdp_shard_s = 8, .fsdp_gather_s = 4};
+    sc_fsdp_cost x16 = sc_cost_fsdp_copies(&c, SC_BF16, P, 10);
+    CHECK_NEAR(x16.all_s, 20 * k + 8 * P / bw, 1e-12 * x16.all_s);
+    CHECK_NEAR(x16.shard_s, 18 * P / bw, 1e-12 * x16.shard_s);
+    CHECK_NEAR(x16.gather_s, 6 * P / bw, 1e-12 * x16.gather_s);
+    sc_fsdp_cost x32 = sc_cost_fsdp_copies(&c, SC_FP32, P, 10); /* no casts */
+    CHECK_NEAR(x32.all_s, 20 * k + 16 * P / bw, 1e-12 * x32.all_s);
+    CHECK_NEAR(x32.shard_s, 12 * P / bw, 1e-12 * x32.shard_s);
+    CHECK(x32.gather_s == 0);
+    sc_fsdp_cost x0 = sc_cost_fsdp_copies(&c, SC_BF16, 0, 10);
+    CHECK(x0.all_s == 0 && x0.shard_s == 0 && x0.gather_s == 0);
+    sc_fsdp_cost fi = {.all_s = 1, .shard_s = 8, .gather_s = 4};
     CHECK_NEAR(sc_cost_fsdp_time(&fi, 3, 4), 1 + (8 + 2 * 4) / 4.0, 1e-15);
     CHECK_NEAR(sc_cost_fsdp_time(&fi, 2, 4), 1 + (8 + 4) / 4.0, 1e-15);
     CHECK(sc_cost_fsdp_time(&fi, 1, 4) == 0 && sc_cost_fsdp_time(&fi, 3, 1) == 0);
@@ -582,16 +582,16 @@ TEST(framework_torch_fsdp_copies)
     sc_stage_info a, b;
     REQUIRE(sc_overhead_apply(&c, "torch", "--framework", &err) == SC_OK);
     REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &a, &err) == SC_OK); /* zero 0 */
-    CHECK(a.fsdp_s > 0 && a.fsdp_shard_s > 0);
+    CHECK(a.fsdp.all_s > 0 && a.fsdp.shard_s > 0);
     /* gpt-1.3b's layers are its units, and the root's leaves one more */
     double params = a.param_bytes / 2;
-    sc_cost_fsdp_copies(&c, m->dtype, params, 24 + 1, &all, &shard, &gather);
-    CHECK_NEAR(a.fsdp_s, all, 1e-12 * all);
-    CHECK_NEAR(a.fsdp_shard_s, shard, 1e-12 * shard);
-    CHECK_NEAR(a.fsdp_gather_s, gather, 1e-12 * gather);
+    sc_fsdp_cost want = sc_cost_fsdp_copies(&c, m->dtype, params, 24 + 1);
+    CHECK_NEAR(a.fsdp.all_s, want.all_s, 1e-12 * want.all_s);
+    CHECK_NEAR(a.fsdp.shard_s, want.shard_s, 1e-12 * want.shard_s);
+    CHECK_NEAR(a.fsdp.gather_s, want.gather_s, 1e-12 * want.gather_s);
     cfg.zero = 3, cfg.dp = 8;
     REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &b, &err) == SC_OK);
-    double x = a.fsdp_s + (a.fsdp_shard_s + 2 * a.fsdp_gather_s) / 8;
+    double x = a.fsdp.all_s + (a.fsdp.shard_s + 2 * a.fsdp.gather_s) / 8;
     CHECK_NEAR(b.bwd_s - a.bwd_s, x, 1e-9 * b.bwd_s);
     CHECK_NEAR(b.bwd_w_s - a.bwd_w_s, x, 1e-9 * b.bwd_s);
     CHECK(b.fwd_s == a.fwd_s && b.recompute_s == a.recompute_s);
@@ -605,7 +605,7 @@ TEST(framework_torch_fsdp_copies)
     cfg.zero = 3;
     REQUIRE(sc_overhead_apply(&c, "deepspeed", "--framework", &err) == SC_OK);
     REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &b, &err) == SC_OK);
-    CHECK(b.fsdp_s == 0 && b.fsdp_shard_s == 0);
+    CHECK(b.fsdp.all_s == 0 && b.fsdp.shard_s == 0);
     cfg.zero = 0;
     REQUIRE(sc_cost_stage(&c, m, &part, &cfg, &a, &err) == SC_OK);
     CHECK(b.bwd_s == a.bwd_s);
