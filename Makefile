@@ -30,6 +30,11 @@ ifeq ($(origin USE_CUDA),undefined)
   USE_CUDA := $(shell (command -v nvcc >/dev/null 2>&1 || test -x $(CUDA_HOME)/bin/nvcc) && echo yes || echo no)
 endif
 NVCC := $(shell command -v nvcc 2>/dev/null || echo $(CUDA_HOME)/bin/nvcc)
+# Machine code for the A100 (sm_80) and Hopper (sm_90), and PTX the driver
+# compiles at start on anything newer; without a target nvcc embeds only its
+# oldest (sm_75), which a Hopper GPU runs through the PTX alone.
+NVCCFLAGS ?= -O2 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
 
 # Layers (scripts/check_layers.sh, DESIGN.md): each folder is compiled with
 # only the folders it may use on its include path, so an include that goes
@@ -78,7 +83,7 @@ TESTRUN := $(BUILD)/tests/run
 
 # Flags are remembered: changing any of them rebuilds everything.
 FLAGS_STAMP := $(BUILD)/flags
-FLAGS_NOW := $(CC) $(CPPFLAGS) $(foreach d,$(LAYERED),$(INC_$(d))) $(CFLAGS) $(LDFLAGS) $(LDLIBS) cuda=$(USE_CUDA)
+FLAGS_NOW := $(CC) $(CPPFLAGS) $(foreach d,$(LAYERED),$(INC_$(d))) $(CFLAGS) $(LDFLAGS) $(LDLIBS) cuda=$(USE_CUDA) $(if $(filter yes,$(USE_CUDA)),$(NVCCFLAGS))
 $(shell mkdir -p $(BUILD); echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 
 .PHONY: all test test-long demo deps fuzz bench golden-update clean config check-layers
@@ -93,7 +98,7 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 
 $(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 $(INC_exec) -DSC_HAVE_CUDA -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(INC_exec) -DSC_HAVE_CUDA -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
