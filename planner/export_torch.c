@@ -23,10 +23,28 @@
  *     the tied embedding kept in step across the first and last stage;
  *   - otherwise --factory FILE.py:FUNC (as traces/torch_trace.py takes it)
  *     builds the model, and pipeline() splits it at SPLIT_POINTS.
+ * ZeRO 2 and 3 (pp = 1 only: framework.c's table) run as FSDP2 instead of
+ * DDP (fully_shard from torch.distributed.fsdp, torch 2.6 on, or
+ * torch.distributed._composable.fsdp in 2.4-2.5; MixedPrecisionPolicy;
+ * DeviceMesh.from_group over the data-parallel group): one unit per layer of
+ * the plan (FSDP_UNITS, by module name), then the root; ZeRO 3 reshards the
+ * parameters after the forward, ZeRO 2 keeps them until the backward; fp32
+ * parameters with bf16 compute and reductions; every microbatch
+ * reduce-scattered, as the simulator runs torch under ZeRO 3. FSDP1
+ * (FullyShardedDataParallel) is not used: it refuses CPU devices, and FSDP2
+ * is what current PyTorch recommends.
+ *
+ * Run here (2026-12-04) with torch 2.15.0 from PyPI, on CPU over gloo, on a
+ * 4-layer GPT: every schedule at pp 2 (interleaved at v 2), dp 2 x pp 2
+ * with ZeRO 1, and dp 2 with ZeRO 0-3 (and full recompute), the reference
+ * model and --factory alike, train (docs/commands.md). torch 2.5.1 hung in
+ * its 1F1B over gloo (one batched send/recv pair never completed); it is
+ * untried here over NCCL.
  * Schedules: gpipe ScheduleGPipe, 1f1b Schedule1F1B, interleaved
  * ScheduleInterleaved1F1B (v stages per rank), zb-h1
  * ScheduleInterleavedZeroBubble with one stage per rank (torch's ZB1P).
- * Refused (not written by this export): tensor parallelism, ZeRO 2 and 3.
+ * Refused (not written by this export): tensor parallelism, ZeRO 2 and 3
+ * with a pipeline.
  */
 #include "export_int.h"
 #include "json.h"
@@ -87,6 +105,27 @@ static const char *const body[] = {
     "    return pp_group, dp_group, tie_group",
     "",
     "",
+    "def shard(module, group, device, dtype):",
+    "    \"\"\"FSDP2 over the data-parallel group (ZeRO 3: parameters resharded after",
+    "    the forward, ZeRO 2: kept whole until the backward): a unit per module",
+    "    named in FSDP_UNITS (the plan's layers), the rest in the root's;",
+    "    parameters, gradients and AdamW states in fp32, sharded; the compute,",
+    "    the gathers and the reduce-scatters in dtype.\"\"\"",
+    "    try:  # torch >= 2.6",
+    "        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard",
+    "    except ImportError:  # torch 2.4-2.5",
+    "        from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard",
+    "    from torch.distributed.device_mesh import DeviceMesh",
+    "    mixed = (MixedPrecisionPolicy() if dtype == torch.float32",
+    "             else MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=dtype))",
+    "    kw = dict(mesh=DeviceMesh.from_group(group, device.type), mp_policy=mixed,",
+    "              reshard_after_forward=ZERO == 3)",
+    "    for name in FSDP_UNITS:",
+    "        fully_shard(module.get_submodule(name), **kw)",
+    "    fully_shard(module, **kw)",
+    "    return module",
+    "",
+    "",
     "# ---- the plan's model, when it is stagecraft's GPT (module names as in the plan)",
     "",
     "class Embedding(nn.Module):",
@@ -94,6 +133,9 @@ static const char *const body[] = {
     "        super().__init__()",
     "        self.tok = nn.Embedding(g[\"vocab\"], g[\"hidden\"])",
     "        self.pos = nn.Embedding(g[\"seq\"], g[\"hidden\"]) if g[\"pos_embed\"] else None",
+    "        for e in (self.tok, self.pos):  # GPT-2's scale (a tied head shares tok's)",
+    "            if e is not None:",
+    "                nn.init.normal_(e.weight, std=0.02)",
     "",
     "    def forward(self, tokens):",
     "        x = self.tok(tokens)",
@@ -224,7 +266,8 @@ static const char *const body[] = {
     "    the ranks of the first and the last stage.\"\"\"",
     "    g = torch.Generator().manual_seed(1000003 * step + dp)",
     "    t = torch.randint(VOCAB, (N_MICROBATCHES * MBS, SEQ + 1), generator=g)",
-    "    return t[:, :-1].to(device), t[:, 1:].to(device)",
+    "    # contiguous: a stage checks its inputs' strides against its example's",
+    "    return t[:, :-1].contiguous().to(device), t[:, 1:].contiguous().to(device)",
     "",
     "",
     "def main():",
@@ -258,33 +301,47 @@ static const char *const body[] = {
     "    reference = args.factory is None",
     "    if reference and (GPT is None or STAGE_UNITS is None):",
     "        raise SystemExit(\"the plan's model is not stagecraft's GPT: pass --factory FILE.py:FUNC\")",
+    "    # FSDP keeps fp32 parameters and computes in dtype; DDP runs the cast model",
+    "    wdtype = torch.float32 if ZERO >= 2 else dtype",
     "    if reference:",
-    "        modules = [StageModel(GPT, STAGE_UNITS[s]).to(device=device, dtype=dtype)",
+    "        modules = [StageModel(GPT, STAGE_UNITS[s]).to(device=device, dtype=wdtype)",
     "                   for s in stage_ids]",
     "        loss_fn = lm_loss",
     "        tied = tied_weights(modules) if tie_group is not None else []",
     "        for w in tied:  # the stage-0 copy is the one both start from",
     "            dist.broadcast(w.data, src=rank_of(dp, 0, 0), group=tie_group)",
-    "        if DP > 1:",
+    "        if ZERO >= 2:  # pp = 1 (the plan's framework allows no FSDP around stages)",
+    "            modules = [shard(m, dp_group, device, dtype) for m in modules]",
+    "        elif DP > 1:",
     "            modules = [DDP(m, process_group=dp_group, bucket_cap_mb=BUCKET_MIB)",
     "                       for m in modules]",
     "        stages = []",
-    "        for s, m in zip(stage_ids, modules):",
+    "        for s, m in zip(stage_ids, modules) if PP > 1 else ():",
     "            if s == 0:",
     "                example = torch.zeros(MBS, SEQ, dtype=torch.long, device=device)",
-    "            else:",
-    "                example = torch.zeros(MBS, SEQ, GPT[\"hidden\"], dtype=dtype, device=device)",
+    "            else:  # activations need gradients (later torch reads requires_grad here)",
+    "                example = torch.zeros(MBS, SEQ, GPT[\"hidden\"], dtype=dtype, device=device,",
+    "                                      requires_grad=True)",
+    "            # the output's shape too: without it torch 2.4-2.5 run the stage on",
+    "            # uninitialised inputs to find it (token ids out of the vocabulary)",
+    "            width = GPT[\"vocab\"] if s == n_stages - 1 else GPT[\"hidden\"]",
+    "            output = torch.zeros(MBS, SEQ, width, dtype=dtype, device=device,",
+    "                                 requires_grad=True)",
     "            stages.append(PipelineStage(m, s, n_stages, device, input_args=(example,),",
-    "                                        group=pp_group))",
+    "                                        output_args=(output,), group=pp_group))",
     "    else:",
     "        model, example = load_factory(args.factory)",
-    "        model = model.to(device=device, dtype=dtype) if dtype != torch.float32 else model",
     "        loss_fn = placeholder_loss",
     "        tied = []",
-    "        pipe = pipeline(model, mb_args=example,",
-    "                        split_spec={name: SplitPoint.BEGINNING for name in SPLIT_POINTS})",
-    "        stages = [pipe.build_stage(s, device, group=pp_group) for s in stage_ids]",
-    "        modules = [st.submod for st in stages]",
+    "        if ZERO >= 2:  # pp = 1: FSDP around the whole model, no pipeline() split",
+    "            modules = [shard(model.to(device=device), dp_group, device, dtype)]",
+    "            stages = []",
+    "        else:",
+    "            model = model.to(device=device, dtype=dtype) if dtype != torch.float32 else model",
+    "            pipe = pipeline(model, mb_args=example,",
+    "                            split_spec={name: SplitPoint.BEGINNING for name in SPLIT_POINTS})",
+    "            stages = [pipe.build_stage(s, device, group=pp_group) for s in stage_ids]",
+    "            modules = [st.submod for st in stages]",
     "",
     "    params = [p for m in modules for p in m.parameters()]",
     "    if ZERO == 1 and DP > 1:",
@@ -316,6 +373,8 @@ static const char *const body[] = {
     "            for i in range(N_MICROBATCHES):",
     "                x = tuple(t[i * MBS:(i + 1) * MBS] for t in inputs)",
     "                y = labels[i * MBS:(i + 1) * MBS]",
+    "                # DDP reduces after the last microbatch; FSDP reduce-scatters every",
+    "                # microbatch's gradients into its fp32 shard, as Composer runs it",
     "                sync = i == N_MICROBATCHES - 1 or not isinstance(m, DDP)",
     "                with (contextlib.nullcontext() if sync else m.no_sync()):",
     "                    loss = loss_fn(m(*x), y) / N_MICROBATCHES",
@@ -325,7 +384,7 @@ static const char *const body[] = {
     "            step_args = inputs if first else ()",
     "            schedule.step(*step_args, target=labels if last else None,",
     "                          losses=losses if last else None)",
-    "        if not reference and DP > 1:",
+    "        if not reference and DP > 1 and ZERO < 2:",
     "            # pipeline() builds the stages, so DDP cannot wrap them: reduce here",
     "            for p in params:",
     "                if p.grad is not None:",
@@ -402,7 +461,22 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
     if (p->pp > 1 && !strcmp(p->schedule, "zb-h1"))
         st = ex_note(e, "ZB-H1 runs as ScheduleInterleavedZeroBubble with one stage per rank "
                         "(torch's ZB1P schedule); the file stops if the installed torch lacks it");
-    if (!st && (x->model->dtype == SC_BF16 || x->model->dtype == SC_FP16))
+    if (!st && p->zero >= 2)
+        st = ex_note(e, "ZeRO-%d runs as FSDP2 (fully_shard, %s), a unit per layer and the rest "
+                        "in the root unit; parameters, gradients and AdamW states stay in fp32, "
+                        "sharded, and MixedPrecisionPolicy computes, gathers and reduce-scatters in "
+                        "%s. FSDP2 also copies each gather into the parameters and the gradients "
+                        "into its reduce-scatter buffer; the plan's FSDP work on the gradients "
+                        "(--framework torch) is FSDP1's",
+                     p->zero,
+                     p->zero == 3 ? "parameters resharded after the forward"
+                                  : "parameters kept whole from the forward to the backward",
+                     sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype));
+    if (!st && p->zero == 2 && p->m > 1)
+        st = ex_note(e, "FSDP2 reduce-scatters every microbatch's gradients (the plan reduces once "
+                        "per step, after the last microbatch): %d times the plan's data-parallel "
+                        "traffic, for the plan's sharded gradient memory", p->m);
+    if (!st && p->zero < 2 && (x->model->dtype == SC_BF16 || x->model->dtype == SC_FP16))
         st = ex_note(e, "the model is cast to %s: weights, gradients and AdamW states in %s "
                         "with no fp32 master copy, less memory than the plan's mixed precision",
                      sc_dtype_name(x->model->dtype), sc_dtype_name(x->model->dtype));
@@ -441,9 +515,9 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
 {
     const sc_plan *p = x->plan;
     const sc_model *m = x->model;
-    /* tp and ZeRO 2-3, which this export does not write, were refused by
-     * framework.h's table (export.c) */
-    assert(p->tp == 1 && p->zero <= 1);
+    /* tp and ZeRO 2-3 with a pipeline, which this export does not write,
+     * were refused by framework.h's table (export.c) */
+    assert(p->tp == 1 && (p->zero <= 1 || p->pp == 1));
     int cuts_ok = 1;
     for (int s = 0; s < x->n_stages; s++)
         cuts_ok &= x->stage_unit[s] >= 0;
@@ -460,6 +534,8 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
     sc_jadd_num(js, "stages_per_rank", p->v, &oom);
     sc_jadd_str(js, "data_parallel",
                 p->dp == 1      ? "none"
+                : p->zero == 3  ? "FSDP2, resharded after the forward"
+                : p->zero == 2  ? "FSDP2, kept whole until the backward"
                 : !reference    ? "all-reduce after the step"
                 : p->zero == 1  ? "DDP + ZeroRedundancyOptimizer"
                                 : "DDP",
@@ -550,6 +626,12 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
     sc_buf_printf(&b, "ZERO = %d\nRECOMPUTE = \"%s\"\nDTYPE = \"%s\"\nBUCKET_MIB = %.17g\n",
                   p->zero, sc_recompute_name(p->recompute), py_dtype(m->dtype),
                   p->bucket_bytes / (1 << 20));
+    sc_buf_printf(&b, "# ZeRO 2-3: the FSDP units, one per layer (the root unit holds the rest)\n"
+                      "FSDP_UNITS = [");
+    for (int u = 0, n = 0; p->zero >= 2 && u < x->n_units; u++)
+        if (x->units[u].block >= 0)
+            sc_buf_printf(&b, "%s\"%s\"", n++ ? ", " : "", x->units[u].mod->name);
+    sc_buf_printf(&b, "]\n");
     for (size_t i = 0; i < SC_ARRAY_LEN(body); i++)
         sc_buf_printf(&b, "%s\n", body[i]);
     st = ex_file(e, "torch_pipeline.py", &b);

@@ -44,14 +44,14 @@ static const sc_framework deepspeed = {
 /* torch.distributed.pipelining (export_torch.c's commit): GPipe, 1F1B,
  * interleaved 1F1B and a zero-bubble schedule; pipeline() splits the traced
  * graph at any module name, passing every live tensor; the export writes
- * DDP (ZeRO 1: ZeroRedundancyOptimizer) but no FSDP around stages and no
- * DTensor tensor parallelism. */
+ * DDP (ZeRO 1: ZeroRedundancyOptimizer), and FSDP for ZeRO 2 and 3 without
+ * a pipeline, but no FSDP around stages and no DTensor tensor parallelism. */
 static const sc_framework torch_ = {
     .name = "torch", .title = "torch.distributed.pipelining", .cuts_in_layers = 1,
     .schedules = "gpipe,1f1b,interleaved,zb-h1", .runs_as = NULL,
     .virtual_stages = 1, .v_needs_m_multiple = 0,
-    .max_zero = 1, .max_zero_pp = 1, .tp = 0, .tp_needs_data = 0, .sp = 0, .tp_innermost = 0,
-    .zero_why = "FSDP around pipeline stages",
+    .max_zero = 3, .max_zero_pp = 1, .tp = 0, .tp_needs_data = 0, .sp = 0, .tp_innermost = 0,
+    .zero_why = "",
     .zero_pp_why = "FSDP around pipeline stages",
     .tp_why = "for torch.distributed.pipelining (it would need a DTensor plan); export with "
               "--to megatron",
