@@ -66,6 +66,12 @@ static cJSON *ds_config(const sc_export_ctx *x, sc_export *e, sc_status *st)
         sc_jadd_bool(f, "enabled", 1, &oom);
         sc_jadd_num(f, "loss_scale", 0, &oom);
     }
+    /* the Adam states the plan's memory counts; without an optimizer in the
+     * config (or passed to initialize) DeepSpeed's engine refuses backward */
+    cJSON *o = sc_jadd_obj(c, "optimizer", &oom);
+    sc_jadd_str(o, "type", "AdamW", &oom);
+    cJSON *op = sc_jadd_obj(o, "params", &oom);
+    sc_jadd_num(op, "lr", 1e-4, &oom);
     cJSON *z = sc_jadd_obj(c, "zero_optimization", &oom);
     sc_jadd_num(z, "stage", p->zero, &oom);
     if (p->zero >= 1) {
@@ -123,9 +129,6 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e)
         st = ex_note(e, "selective recompute: DeepSpeed checkpoints whole layers or none; this "
                         "export checkpoints none, so the attention scores are kept unless the "
                         "layers' attention recomputes them itself (flash attention does)");
-    if (!st && p->recompute == SC_RECOMPUTE_FULL && p->pp == 1)
-        st = ex_note(e, "full recompute without pipeline parallelism: wrap each layer in "
-                        "deepspeed.checkpointing.checkpoint (no PipelineModule applies it)");
     const sc_model *m = x->model;
     for (int i = 0; !st && i < m->n_modules; i++) {
         const sc_module *mod = m->modules[i];
@@ -155,6 +158,128 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e)
                         "torch.backends.cuda.matmul.allow_tf32");
     return st;
 }
+
+/* The program after the constants: with a pipeline, the PipelineModule
+ * (run with DeepSpeed 0.19.8 and torch 2.15 on CPU over gloo); */
+static const char *const pipeline_py[] = {
+    "def planned_pipeline_module(layers, loss_fn=None, **kwargs):",
+    "    \"\"\"A deepspeed.pipe.PipelineModule over `layers` cut where the plan cuts.",
+    "",
+    "    DeepSpeed's partition methods (uniform, parameters, type:REGEX) take no",
+    "    explicit boundaries, so this replaces PipelineModule._partition_layers",
+    "    (a private method) with one that sets the plan's PARTS. Layers are",
+    "    recomputed with DeepSpeed's non-reentrant checkpoint, which takes the",
+    "    first stage's token ids (inputs that need no gradient).",
+    "    \"\"\"",
+    "    import deepspeed",
+    "    from deepspeed.pipe import PipelineModule",
+    "    from deepspeed.runtime.pipe.topology import ProcessTopology",
+    "",
+    "    layers = list(layers)",
+    "    if len(layers) != len(LAYERS):",
+    "        raise ValueError(",
+    "            f\"the plan cuts {len(LAYERS)} layers ({LAYERS[0]} .. {LAYERS[-1]}), \"",
+    "            f\"got {len(layers)}\")",
+    "",
+    "    class PlannedPipelineModule(PipelineModule):",
+    "        def _partition_layers(self, method=\"uniform\"):",
+    "            self.parts = list(PARTS)",
+    "            stage = self._topo.get_coord(self.global_rank).pipe",
+    "            self._set_bounds(start=self.parts[stage], stop=self.parts[stage + 1])",
+    "",
+    "    topology = ProcessTopology(axes=TOPOLOGY_AXES, dims=TOPOLOGY_DIMS)",
+    "    kwargs.setdefault(\"activation_checkpoint_func\",",
+    "                      deepspeed.checkpointing.non_reentrant_checkpoint)",
+    "    return PlannedPipelineModule(",
+    "        layers=layers,",
+    "        topology=topology,",
+    "        loss_fn=loss_fn,",
+    "        activation_checkpoint_interval=ACTIVATION_CHECKPOINT_INTERVAL,",
+    "        **kwargs)",
+    "",
+};
+
+/* without one, a plain module for DeepSpeed's engine and its step; */
+static const char *const plain_py[] = {
+    "def planned_module(layers, loss_fn):",
+    "    \"\"\"pp = 1: `layers` (LayerSpec, TiedLayerSpec, modules or functions, as a",
+    "    PipelineModule takes them) as one module for DeepSpeed's plain engine,",
+    "    whose forward(inputs, labels) returns the loss. A PipelineModule always",
+    "    gets DeepSpeed's pipeline engine, which refuses ZeRO 2 and 3.\"\"\"",
+    "    import functools",
+    "",
+    "    import deepspeed",
+    "    import torch.nn as nn",
+    "    from deepspeed.pipe import LayerSpec, TiedLayerSpec",
+    "    from torch.utils.checkpoint import checkpoint",
+    "",
+    "    layers = list(layers)",
+    "    if len(layers) != len(LAYERS):",
+    "        raise ValueError(",
+    "            f\"the plan has {len(LAYERS)} layers ({LAYERS[0]} .. {LAYERS[-1]}), \"",
+    "            f\"got {len(layers)}\")",
+    "",
+    "    class PlannedModule(nn.Module):",
+    "        def __init__(self):",
+    "            super().__init__()",
+    "            self.tied = nn.ModuleDict()",
+    "            self.layers = nn.ModuleList()",
+    "            self.funcs = []",
+    "            for spec in layers:",
+    "                if isinstance(spec, TiedLayerSpec):",
+    "                    if spec.key not in self.tied:",
+    "                        self.tied[spec.key] = spec.build()",
+    "                    owner = self.tied[spec.key]",
+    "                    if spec.forward_fn is None:",
+    "                        self.funcs.append(owner)",
+    "                        continue",
+    "                    self.funcs.append(functools.partial(spec.forward_fn, owner))",
+    "                    if DS_CONFIG[\"zero_optimization\"][\"stage\"] == 3:",
+    "                        # used outside its module's forward: ZeRO 3 gathers it here too",
+    "                        for p in owner.parameters():",
+    "                            deepspeed.zero.register_external_parameter(self, p)",
+    "                elif isinstance(spec, (LayerSpec, nn.Module)):",
+    "                    self.layers.append(spec.build() if isinstance(spec, LayerSpec) else spec)",
+    "                    self.funcs.append(self.layers[-1])",
+    "                else:",
+    "                    self.funcs.append(spec)",
+    "",
+    "        def forward(self, inputs, labels):",
+    "            x = inputs",
+    "            for f in self.funcs:",
+    "                if ACTIVATION_CHECKPOINT_INTERVAL and self.training:",
+    "                    x = checkpoint(f, x, use_reentrant=False)",
+    "                else:",
+    "                    x = f(x)",
+    "            return loss_fn(x, labels)",
+    "",
+    "    return PlannedModule()",
+    "",
+    "",
+    "def train_batch(engine, data_iter):",
+    "    \"\"\"One step of the plan: gradient_accumulation_steps microbatches of",
+    "    (inputs, labels) from data_iter; DeepSpeed steps the optimizer after the",
+    "    last. Returns the mean loss.\"\"\"",
+    "    losses = []",
+    "    for _ in range(DS_CONFIG[\"gradient_accumulation_steps\"]):",
+    "        inputs, labels = next(data_iter)",
+    "        loss = engine(inputs.to(engine.device), labels.to(engine.device))",
+    "        engine.backward(loss)",
+    "        engine.step()",
+    "        losses.append(loss.detach().float())",
+    "    return sum(losses) / len(losses)",
+    "",
+};
+
+/* then the same main. */
+static const char *const main_py[] = {
+    "if __name__ == \"__main__\":",
+    "    for s in range(NUM_STAGES):",
+    "        names = LAYERS[PARTS[s]:PARTS[s + 1]]",
+    "        print(f\"stage {s}: layers {PARTS[s]}..{PARTS[s + 1] - 1} \"",
+    "              f\"({names[0]} .. {names[-1]})\")",
+    "    print(json.dumps(DS_CONFIG, indent=2))",
+};
 
 static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
 {
@@ -221,18 +346,23 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
                   "#\n"
                   "# Use: in your training script, build the layers (layer i is the module\n"
                   "# LAYERS[i] of the plan's model; TiedLayerSpec for the groups in TIED), then\n"
-                  "#   from deepspeed_pipeline import DS_CONFIG, planned_pipeline_module\n"
-                  "#   net = planned_pipeline_module(layers, loss_fn=...)\n"
+                  "#   from deepspeed_pipeline import DS_CONFIG, %s\n"
+                  "#   net = %s(layers, loss_fn=...)\n"
                   "#   engine, _, _, _ = deepspeed.initialize(model=net, config=DS_CONFIG,\n"
                   "#       model_parameters=[p for p in net.parameters() if p.requires_grad])\n"
-                  "#   loss = engine.train_batch(data_iter)  # one step: %d microbatches\n"
+                  "#   loss = %sdata_iter)  # one step: %d microbatches\n"
                   "# and launch it on %d node%s of %d GPUs (hostfile: one line per node, slots=%d):\n"
                   "#   deepspeed --hostfile hostfile --num_nodes %d --num_gpus %d train.py\n"
-                  "# ds_config.json beside this file holds the same config.\n"
+                  "# ds_config.json beside this file holds the same config. Its optimizer is\n"
+                  "# AdamW (the Adam states the plan counts) at a placeholder learning rate,\n"
+                  "# 1e-4: set yours there.\n"
                   "\"\"\"DeepSpeed pipeline arguments for plan %s (stagecraft export).\"\"\"\n\n"
                   "import json\n\n",
-                  p->m, x->nodes, x->nodes > 1 ? "s" : "", x->per_node, x->per_node, x->nodes,
-                  x->per_node, sc_basename(x->plan_file));
+                  p->pp > 1 ? "planned_pipeline_module" : "planned_module, train_batch",
+                  p->pp > 1 ? "planned_pipeline_module" : "planned_module",
+                  p->pp > 1 ? "engine.train_batch(" : "train_batch(engine, ", p->m, x->nodes,
+                  x->nodes > 1 ? "s" : "", x->per_node, x->per_node, x->nodes, x->per_node,
+                  sc_basename(x->plan_file));
     sc_buf_printf(&b, "DS_CONFIG = json.loads(r'''\n%s\n''')\n\n", cfg_text);
     sc_free(cfg_text);
     sc_buf_printf(&b, "# Pipeline stages (pp); %s\n"
@@ -266,43 +396,16 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
             sc_buf_printf(&b, "%s\"%s\"", k ? ", " : "", m->modules[m->groups[g].mods[k]]->name);
         sc_buf_printf(&b, "],\n");
     }
-    sc_buf_printf(
-        &b,
-        "}\n\n"
-        "# 1: checkpoint every layer (full recompute); 0: none.\n"
-        "ACTIVATION_CHECKPOINT_INTERVAL = %d\n\n\n"
-        "def planned_pipeline_module(layers, loss_fn=None, **kwargs):\n"
-        "    \"\"\"A deepspeed.pipe.PipelineModule over `layers` cut where the plan cuts.\n\n"
-        "    DeepSpeed's partition methods (uniform, parameters, type:REGEX) take no\n"
-        "    explicit boundaries, so this replaces PipelineModule._partition_layers\n"
-        "    (a private method) with one that sets the plan's PARTS.\n"
-        "    \"\"\"\n"
-        "    from deepspeed.pipe import PipelineModule\n"
-        "    from deepspeed.runtime.pipe.topology import ProcessTopology\n\n"
-        "    layers = list(layers)\n"
-        "    if len(layers) != len(LAYERS):\n"
-        "        raise ValueError(\n"
-        "            f\"the plan cuts {len(LAYERS)} layers ({LAYERS[0]} .. {LAYERS[-1]}), \"\n"
-        "            f\"got {len(layers)}\")\n\n"
-        "    class PlannedPipelineModule(PipelineModule):\n"
-        "        def _partition_layers(self, method=\"uniform\"):\n"
-        "            self.parts = list(PARTS)\n"
-        "            stage = self._topo.get_coord(self.global_rank).pipe\n"
-        "            self._set_bounds(start=self.parts[stage], stop=self.parts[stage + 1])\n\n"
-        "    topology = ProcessTopology(axes=TOPOLOGY_AXES, dims=TOPOLOGY_DIMS)\n"
-        "    return PlannedPipelineModule(\n"
-        "        layers=layers,\n"
-        "        topology=topology,\n"
-        "        loss_fn=loss_fn,\n"
-        "        activation_checkpoint_interval=ACTIVATION_CHECKPOINT_INTERVAL,\n"
-        "        **kwargs)\n\n\n"
-        "if __name__ == \"__main__\":\n"
-        "    for s in range(NUM_STAGES):\n"
-        "        names = LAYERS[PARTS[s]:PARTS[s + 1]]\n"
-        "        print(f\"stage {s}: layers {PARTS[s]}..{PARTS[s + 1] - 1} \"\n"
-        "              f\"({names[0]} .. {names[-1]})\")\n"
-        "    print(json.dumps(DS_CONFIG, indent=2))\n",
-        interval);
+    sc_buf_printf(&b, "}\n\n"
+                      "# 1: checkpoint every layer (full recompute); 0: none.\n"
+                      "ACTIVATION_CHECKPOINT_INTERVAL = %d\n\n\n",
+                  interval);
+    for (size_t i = 0; i < SC_ARRAY_LEN(pipeline_py) && p->pp > 1; i++)
+        sc_buf_printf(&b, "%s\n", pipeline_py[i]);
+    for (size_t i = 0; i < SC_ARRAY_LEN(plain_py) && p->pp == 1; i++)
+        sc_buf_printf(&b, "%s\n", plain_py[i]);
+    for (size_t i = 0; i < SC_ARRAY_LEN(main_py); i++)
+        sc_buf_printf(&b, "%s\n", main_py[i]);
     st = ex_file(e, "deepspeed_pipeline.py", &b);
     if (!st) {
         char *t = cJSON_Print(cfg);
