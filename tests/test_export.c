@@ -66,6 +66,36 @@ static const cJSON *jget(const cJSON *o, const char *k)
     return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
+/* The run tests' python: SC_TORCH_PYTHON, else Debian's. */
+static const char *torch_python(void)
+{
+    const char *py = getenv("SC_TORCH_PYTHON");
+    return py && *py ? py : "/usr/bin/python3";
+}
+
+/* The run tests' plan: a 4-layer GPT on one dgx-a100-80g node (ARGS are
+ * sim's), exported for TARGET into the folder NAME of the test's tmpdir. */
+static int tiny_export(const char *target, const char *args, const char *name)
+{
+    const char *d = sc_test_tmpdir();
+    if (SC("test -s %s/tiny.json || %s model gen gpt --layers 4 --hidden 64 --heads 4 --seq 32 "
+           "--vocab 128 --tied -o %s/tiny.json >/dev/null", d, sc_test_bin(), d) != 0)
+        return -1;
+    return SC("%s sim --model %s/tiny.json --cluster dgx-a100-80g --nodes 1 %s --mbs 2 "
+              "--framework %s -o %s/%s.json >/dev/null && %s export %s/%s.json --to %s -o %s/%s "
+              ">/dev/null", sc_test_bin(), d, args, target, d, name, sc_test_bin(), d, name, target,
+              d, name);
+}
+
+/* A run's output (in out) shows two steps trained: a step 0 loss and a step
+ * 1 loss near ln(vocab) = 4.85 for random tokens; *loss the latter (0: none). */
+static int trained(double *loss)
+{
+    const char *last = strstr(out, "step 1: loss ");
+    *loss = last ? atof(last + strlen("step 1: loss ")) : 0;
+    return strstr(out, "step 0: loss ") && *loss > 3 && *loss < 7;
+}
+
 TEST(export_help)
 {
     CHECK(SC("%s export --help", sc_test_bin()) == 0);
@@ -324,9 +354,7 @@ TEST(export_deepspeed_gpt)
  * plain engine, the tied head's weight registered as external). */
 TEST(export_deepspeed_runs)
 {
-    const char *py = getenv("SC_TORCH_PYTHON");
-    if (!py || !*py)
-        py = "/usr/bin/python3";
+    const char *py = torch_python();
     if (SC("%s -c 'import deepspeed' 2>&1", py) != 0) {
         sc_test_unavailable("%s cannot import deepspeed (Debian does not package it; "
                             "SC_TORCH_PYTHON names another python): the files were only compiled",
@@ -336,24 +364,19 @@ TEST(export_deepspeed_runs)
     const char *d = sc_test_tmpdir();
     char *fixture = realpath("tests/export/ds_train.py", NULL);
     REQUIRE(fixture);
-    REQUIRE(SC("%s model gen gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 --tied "
-               "-o %s/tiny.json >/dev/null", sc_test_bin(), d) == 0);
     static const char *const cases[] = {
         "--pp 2 --microbatches 4 --recompute full",
         "--dp 2 --microbatches 2 --zero 3",
     };
     for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
-        REQUIRE(SC("%s sim --model %s/tiny.json --cluster dgx-a100-80g --nodes 1 %s --mbs 2 "
-                   "--framework deepspeed -o %s/p%zu.json >/dev/null", sc_test_bin(), d, cases[i],
-                   d, i) == 0);
-        REQUIRE(SC("%s export %s/p%zu.json --to deepspeed -o %s/d%zu >/dev/null && "
-                   "cp %s %s/d%zu/", sc_test_bin(), d, i, d, i, fixture, d, i) == 0);
-        int rc = SC("cd %s/d%zu && timeout 120 %s -m torch.distributed.run --standalone "
-                    "--nproc-per-node 2 ds_train.py 2>&1 | grep -E '^rank|Error'", d, i, py);
-        const char *last = strstr(out, "step 1: loss ");
-        double loss = last ? atof(last + strlen("step 1: loss ")) : 0;
-        if (!strstr(out, "rank 0 step 0: loss ") || !last || !(loss > 3 && loss < 7) ||
-            (i == 0 && !strstr(out, "rank 1: parts [0, 3, 7]")))
+        char name[16];
+        snprintf(name, sizeof name, "d%zu", i);
+        REQUIRE(tiny_export("deepspeed", cases[i], name) == 0);
+        REQUIRE(SC("cp %s %s/%s/", fixture, d, name) == 0);
+        int rc = SC("cd %s/%s && timeout 120 %s -m torch.distributed.run --standalone "
+                    "--nproc-per-node 2 ds_train.py 2>&1 | grep -E '^rank|Error'", d, name, py);
+        double loss;
+        if (!trained(&loss) || (i == 0 && !strstr(out, "rank 1: parts [0, 3, 7]")))
             sc_test_fail(__FILE__, __LINE__, "%s: exit %d, loss %g: %.2000s", cases[i], rc, loss,
                          out);
     }
@@ -472,9 +495,7 @@ TEST(export_t5)
  * (dp 2); each prints its losses, near ln(vocab) = 4.85 for random tokens. */
 TEST(export_torch_runs)
 {
-    const char *py = getenv("SC_TORCH_PYTHON");
-    if (!py || !*py)
-        py = "/usr/bin/python3";
+    const char *py = torch_python();
     if (SC("%s -c 'import torch, sys; "
            "sys.exit(0 if tuple(int(x) for x in torch.__version__.split(\".\")[:2]) >= (2, 6) "
            "else 1)' 2>&1", py) != 0) {
@@ -483,28 +504,23 @@ TEST(export_torch_runs)
         return;
     }
     const char *d = sc_test_tmpdir();
-    REQUIRE(SC("%s model gen gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 --tied "
-               "-o %s/tiny.json >/dev/null", sc_test_bin(), d) == 0);
     static const char *const cases[] = {
         "--pp 2 --v 2 --schedule interleaved --microbatches 4",
         "--dp 2 --zero 3 --recompute full --microbatches 2",
     };
     for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
-        REQUIRE(SC("%s sim --model %s/tiny.json --cluster dgx-a100-80g --nodes 1 %s --mbs 2 "
-                   "--framework torch -o %s/p%zu.json >/dev/null", sc_test_bin(), d, cases[i], d,
-                   i) == 0);
-        REQUIRE(SC("%s export %s/p%zu.json --to torch -o %s/r%zu >/dev/null", sc_test_bin(), d, i,
-                   d, i) == 0);
+        char name[16];
+        snprintf(name, sizeof name, "r%zu", i);
+        REQUIRE(tiny_export("torch", cases[i], name) == 0);
         if (i == 0)
             CHECK(SC("cd %s/r0 && %s -c 'import torch_pipeline as m; "
                      "import torch.distributed.pipelining as p; assert hasattr(p, m.SCHEDULE)' 2>&1",
                      d, py) == 0);
-        int rc = SC("cd %s/r%zu && timeout 120 %s -m torch.distributed.run --standalone "
+        int rc = SC("cd %s/%s && timeout 120 %s -m torch.distributed.run --standalone "
                     "--nproc-per-node 2 torch_pipeline.py --steps 2 2>&1 | grep -v Warning",
-                    d, i, py);
-        const char *last = strstr(out, "step 1: loss ");
-        double loss = last ? atof(last + strlen("step 1: loss ")) : 0;
-        if (rc != 0 || !strstr(out, "step 0: loss ") || !last || !(loss > 3 && loss < 7))
+                    d, name, py);
+        double loss;
+        if (rc != 0 || !trained(&loss))
             sc_test_fail(__FILE__, __LINE__, "%s: exit %d, loss %g: %.2000s", cases[i], rc, loss,
                          out);
     }
