@@ -180,6 +180,9 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     if (p->zero == 3) {
         arg_flag(a, G_MEMORY, "--use-megatron-fsdp");
         arg_str(a, G_MEMORY, "--data-parallel-sharding-strategy", "optim_grads_params");
+        /* validate_args: "Megatron-FSDP requires the `fsdp_dtensor`
+         * checkpointing format" (arguments.py at the checked commit) */
+        arg_str(a, G_MEMORY, "--ckpt-format", "fsdp_dtensor");
         st = st ? st : ex_note(e, "ZeRO-3 runs as Megatron-FSDP (--use-megatron-fsdp, sharding "
                                   "optim_grads_params), which gathers parameters per module "
                                   "rather than per stage as the plan models");
@@ -303,6 +306,15 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
             "MEGATRON=${MEGATRON:-Megatron-LM}\n"
             "NNODES=%d\nGPUS_PER_NODE=%d\n\n",
             x->nodes - 1, x->nodes, x->per_node);
+        /* validate_args (arguments.py at the checked commit): before
+         * Blackwell, tp without Megatron-FSDP asserts one CUDA connection
+         * (kernels and tp collectives in issue order); Megatron-FSDP asserts
+         * the opposite */
+        if (p->tp > 1 && p->zero != 3)
+            sc_buf_printf(&b, "# tensor parallelism: Megatron-LM asks for one CUDA connection "
+                              "before Blackwell\n"
+                              "export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-1}"
+                              "\n\n");
         for (int g = 0; g < G_N; g++) {
             sc_buf_printf(&b, "%s=(\n%s)\n", group_names[g], a.group[g].s ? a.group[g].s : "");
             if (a.group[g].oom)

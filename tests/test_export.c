@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static char out[1 << 17];
 
@@ -141,6 +142,8 @@ TEST(export_megatron_gpt_flags)
     CHECK_STR_HAS(s, "--mock-data --tokenizer-type NullTokenizer --vocab-size 50257)");
     CHECK_STR_HAS(s, "\"$MEGATRON/pretrain_gpt.py\"");
     CHECK_STR_HAS(s, "NNODES=4\nGPUS_PER_NODE=8\n");
+    /* tp > 1 without Megatron-FSDP: validate_args wants one CUDA connection */
+    CHECK_STR_HAS(s, "\nexport CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-1}\n");
     /* the header: the checked version and what differs */
     CHECK_STR_HAS(s, "d98e8a64ddf34856e74b24714e3bedb2f5a39553");
     CHECK_STR_HAS(s, "What Megatron-LM does differently from the plan:");
@@ -213,6 +216,8 @@ TEST(export_megatron_variants)
     REQUIRE(make_plan("z3.json", "gpt-1.3b", "--nodes 1 --dp 8 --zero 3 --microbatches 2") == 0);
     REQUIRE(SC("%s export %s/z3.json --to megatron", sc_test_bin(), d) == 0);
     CHECK_ARG(out, "--use-megatron-fsdp");
+    CHECK_ARG(out, "--ckpt-format fsdp_dtensor"); /* validate_args asks for it */
+    CHECK(!strstr(out, "CUDA_DEVICE_MAX_CONNECTIONS=")); /* FSDP wants it unset */
     CHECK_ARG(out, "--data-parallel-sharding-strategy optim_grads_params");
     CHECK_ARG(out, "--pipeline-model-parallel-size 1");
 }
@@ -524,6 +529,54 @@ TEST(export_torch_runs)
             sc_test_fail(__FILE__, __LINE__, "%s: exit %d, loss %g: %.2000s", cases[i], rc, loss,
                          out);
     }
+}
+
+/* The Megatron-LM scripts pass arguments Megatron-LM itself accepts, where
+ * SC_MEGATRON names a checkout (the checked commit's) and SC_TORCH_PYTHON a
+ * python that imports it: tests/export/torchrun stands in for torchrun and
+ * runs Megatron's parse_args and validate_args (tests/export/megatron_args.py)
+ * over what the script passes to pretrain_gpt.py, with the script's own
+ * environment. Three plans: tp 2 x pp 2 x dp 4 with full recompute;
+ * interleaved with sequence parallelism and the distributed optimizer;
+ * Llama 3 8B under Megatron-FSDP with tp 4. */
+TEST(export_megatron_accepted)
+{
+    const char *mg = getenv("SC_MEGATRON"), *py = torch_python();
+    char probe[1024];
+    snprintf(probe, sizeof probe, "%s/megatron/training/arguments.py", mg ? mg : "");
+    if (!mg || !*mg || access(probe, R_OK) != 0 ||
+        SC("cd %s && %s -c 'import torch' 2>&1", mg, py) != 0) {
+        sc_test_unavailable("SC_MEGATRON names no Megatron-LM checkout with a python that imports "
+                            "torch (SC_TORCH_PYTHON): the scripts were only checked as text");
+        return;
+    }
+    const char *d = sc_test_tmpdir();
+    char *stand_in = realpath("tests/export", NULL);
+    REQUIRE(stand_in);
+    static const struct {
+        const char *model, *cluster, *args, *want;
+    } cases[] = {
+        {"gpt-1.3b", "p4d.24xlarge", "--nodes 2 --dp 4 --tp 2 --pp 2 --microbatches 8 "
+         "--recompute full", "megatron accepted: world 16 tp 2 pp 2 dp 4 vp None gbs 32 mbs 1"},
+        {"gpt-13b", "dgx-a100-80g", "--nodes 4 --dp 2 --tp 4 --pp 4 --v 2 --schedule "
+         "interleaved --microbatches 8 --sp --recompute selective --zero 1",
+         "megatron accepted: world 32 tp 4 pp 4 dp 2 vp 2 gbs 16 mbs 1"},
+        {"llama3-8b", "dgx-h100", "--nodes 2 --dp 4 --tp 4 --microbatches 4 --zero 3",
+         "megatron accepted: world 16 tp 4 pp 1 dp 4 vp None gbs 16 mbs 1"},
+    };
+    for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
+        REQUIRE(SC("%s sim --model %s --cluster %s %s -o %s/m%zu.json >/dev/null && "
+                   "%s export %s/m%zu.json --to megatron -o %s/m%zu >/dev/null", sc_test_bin(),
+                   cases[i].model, cases[i].cluster, cases[i].args, d, i, sc_test_bin(), d, i, d,
+                   i) == 0);
+        int rc = SC("env -u CUDA_DEVICE_MAX_CONNECTIONS PATH=%s:$PATH MEGATRON=%s "
+                    "SC_TORCH_PYTHON=%s timeout 120 bash %s/m%zu/megatron_torchrun.sh 2>&1 | "
+                    "grep -E 'accepted|Error'", stand_in, mg, py, d, i);
+        if (!strstr(out, cases[i].want))
+            sc_test_fail(__FILE__, __LINE__, "%s %s: exit %d: %.2000s", cases[i].model,
+                         cases[i].args, rc, out);
+    }
+    free(stand_in);
 }
 
 /* -o writes every file or none: a failed allocation at every point of the
