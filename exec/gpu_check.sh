@@ -31,6 +31,13 @@ S=${SC_BIN:-bin/stagecraft}
 say() { echo "gpu_check: $*"; }
 verdict=()
 note() { verdict+=("$*"); say "$*"; }
+# compare_summary FILE: the step's and each kernel kind's error of a compare --json
+compare_summary() {
+    python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1]))
+print(f\"step {c['step']['error']:+.1%}; per kernel: \" + ', '.join(f\"{k['kind']} {k['error']:+.0%}\" for k in c['kinds']))" "$1"
+}
 finish() {
     { echo "gpu_check verdict:"; for v in "${verdict[@]}"; do echo "  - $v"; done; } | tee "$out/verdict.txt"
     exit "${1:-0}"
@@ -175,10 +182,7 @@ PY
     done
     for f in compare_preset compare_calibrated; do
         [ -s "$out/$f.json" ] || continue
-        note "$f: $(python3 -c "
-import json, sys
-c = json.load(open('$out/$f.json'))
-print(f\"step {c['step']['error']:+.1%}; per kernel: \" + ', '.join(f\"{k['kind']} {k['error']:+.0%}\" for k in c['kinds']))")"
+        note "$f: $(compare_summary "$out/$f.json")"
     done
 else
     note "no GEMM sweep: skipping the calibration check"
@@ -195,10 +199,7 @@ if [ -s "$out/plan_flash.json" ]; then
     if [ $rc -eq 0 ]; then
         $S compare "$out/plan_flash.json" "$out/measured_flash.json" | tee "$out/compare_flash.txt"
         $S compare "$out/plan_flash.json" "$out/measured_flash.json" --json > "$out/compare_flash.json"
-        note "compare_flash: $(python3 -c "
-import json
-c = json.load(open('$out/compare_flash.json'))
-print(f\"step {c['step']['error']:+.1%}; per kernel: \" + ', '.join(f\"{k['kind']} {k['error']:+.0%}\" for k in c['kinds']))")"
+        note "compare_flash: $(compare_summary "$out/compare_flash.json")"
     else
         note "exec (flash, mbs 4) failed with status $rc: $(grep -m1 'stagecraft' "$out/exec_flash.txt")"
         failed=1

@@ -88,6 +88,18 @@ static int tiny_export(const char *target, const char *args, const char *name)
               d, name);
 }
 
+/* Runs SCRIPT (with its arguments) on two ranks by torch.distributed.run in
+ * the folder NAME of the test's tmpdir, under a 120 s limit; out keeps the
+ * lines that say what it did (steps, stage bounds, errors). Its exit
+ * status, the run's own. */
+static int two_ranks(const char *py, const char *name, const char *script)
+{
+    return SC("cd %s/%s && timeout 120 %s -m torch.distributed.run --standalone "
+              "--nproc-per-node 2 %s >run.log 2>&1; rc=$?; "
+              "grep -E 'step [0-9]|parts|Error' run.log; exit $rc",
+              sc_test_tmpdir(), name, py, script);
+}
+
 /* A run's output (in out) shows two steps trained: a step 0 loss and a step
  * 1 loss near ln(vocab) = 4.85 for random tokens; *loss the latter (0: none). */
 static int trained(double *loss)
@@ -378,10 +390,9 @@ TEST(export_deepspeed_runs)
         snprintf(name, sizeof name, "d%zu", i);
         REQUIRE(tiny_export("deepspeed", cases[i], name) == 0);
         REQUIRE(SC("cp %s %s/%s/", fixture, d, name) == 0);
-        int rc = SC("cd %s/%s && timeout 120 %s -m torch.distributed.run --standalone "
-                    "--nproc-per-node 2 ds_train.py 2>&1 | grep -E '^rank|Error'", d, name, py);
+        int rc = two_ranks(py, name, "ds_train.py");
         double loss;
-        if (!trained(&loss) || (i == 0 && !strstr(out, "rank 1: parts [0, 3, 7]")))
+        if (rc != 0 || !trained(&loss) || (i == 0 && !strstr(out, "rank 1: parts [0, 3, 7]")))
             sc_test_fail(__FILE__, __LINE__, "%s: exit %d, loss %g: %.2000s", cases[i], rc, loss,
                          out);
     }
@@ -521,9 +532,7 @@ TEST(export_torch_runs)
             CHECK(SC("cd %s/r0 && %s -c 'import torch_pipeline as m; "
                      "import torch.distributed.pipelining as p; assert hasattr(p, m.SCHEDULE)' 2>&1",
                      d, py) == 0);
-        int rc = SC("cd %s/%s && timeout 120 %s -m torch.distributed.run --standalone "
-                    "--nproc-per-node 2 torch_pipeline.py --steps 2 2>&1 | grep -v Warning",
-                    d, name, py);
+        int rc = two_ranks(py, name, "torch_pipeline.py --steps 2");
         double loss;
         if (rc != 0 || !trained(&loss))
             sc_test_fail(__FILE__, __LINE__, "%s: exit %d, loss %g: %.2000s", cases[i], rc, loss,
