@@ -264,6 +264,11 @@ const cli_opt cli_search_opts[] = {
      "backward (1, default; Megatron-LM --overlap-grad-reduce)\n"
      "or after it (0); with sim --plan, 0 replays the plan\n"
      "without overlap", opt_overlap, OFF(o.no_overlap_grad_reduce), 0, 1, ALL, NULL, NULL, 0},
+    {"tp-comm-overlap", 0, "0|1", "sequence parallelism's tp collectives split into\n"
+     "chunks that move beside the GEMMs (1; Megatron-LM\n"
+     "--tp-comm-overlap, Transformer Engine; plan: where sp) or\n"
+     "after them (0, default); with sim --plan, 1 replays the\n"
+     "plan with it", cli_opt_int, OFF(o.tp_comm_overlap), 0, 1, ALL, NULL, NULL, 0},
     {"attn", 0, "A", "attention kernels (where the model lists kernels):\n"
      "unfused keeps the scores (Megatron-LM's default), flash\n"
      "fuses them and keeps none (default unfused)", opt_word, OFF(o.attn), 0, 0, ALL,

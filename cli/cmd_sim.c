@@ -229,6 +229,7 @@ int cmd_sim(int argc, char **argv)
     cfg.sp = f->fix_sp == 1;
     cfg.attn = f->attn;
     cfg.no_overlap_grad_reduce = f->no_overlap_grad_reduce;
+    cfg.tp_comm_overlap = f->tp_comm_overlap;
     cfg.bucket_bytes = bucket * 1024 * 1024;
     cfg.jitter = jitter;
     cfg.seed = (unsigned long)seed;
@@ -268,6 +269,7 @@ int cmd_sim(int argc, char **argv)
         pc.one_replica = cfg.one_replica;
         pc.max_mem_bytes = cfg.max_mem_bytes;
         pc.no_overlap_grad_reduce |= cfg.no_overlap_grad_reduce;
+        pc.tp_comm_overlap |= cfg.tp_comm_overlap;
         cfg = pc;
         model = plan->model_source;
         cluster = plan->cluster_source;

@@ -299,6 +299,7 @@ int cmd_whatif(int argc, char **argv)
     o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     o.fix_sp = a.s.o.fix_sp;
     o.no_overlap_grad_reduce = a.s.o.no_overlap_grad_reduce;
+    o.tp_comm_overlap = a.s.o.tp_comm_overlap;
     o.restart_s = 60 * restart_min;
     if (gbps > 0)
         o.storage_bytes_per_s = gbps * 1e9 / 8;

@@ -373,6 +373,22 @@ int sc_inflight(const char *schedule, int pp, int m, int v, int r)
 static inline double max2(double a, double b) { return a >= b || b != b ? a : b; }
 static inline double min2(double a, double b) { return a <= b || b != b ? a : b; }
 
+/* An op of T seconds followed by its tp collectives of C seconds under tp
+ * communication overlap (sc_step_cfg tp_comm_overlap, lower.h): (tp - 1) / tp
+ * of C moves beside the op, which runs at 1 / (1 + kappa) of its rate while
+ * it does; the stream waits for the longer of the two, then for the last
+ * chunk, C / tp. Returns the stream's time; *lost gets the op's slowdown,
+ * *exposed the communication time the stream waits for. */
+static inline double tp_overlapped(double T, double C, int tp, double kappa, double *lost,
+                                   double *exposed)
+{
+    double beside = C * (tp - 1) / tp, slow = min2(beside, T * (1 + kappa)) * kappa / (1 + kappa);
+    double op = T + slow;
+    *lost = slow;
+    *exposed = max2(0, beside - op) + C / tp;
+    return op + *exposed;
+}
+
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
                       sc_dtype dt, sc_estimate *out)
 {
@@ -391,13 +407,26 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                                                          : 0;
             /* the framework's gradient work under ZeRO 2 and 3 (sc_stage_info fsdp) */
             double fs = sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
-            F += t->f[s] + t->tp_s[s];
-            B += t->b[s] + t->tp_s[s] + rc + fs;
-            W += t->w[s] + fs;
+            if (cfg->tp_comm_overlap && tp > 1 && t->tp_s[s] > 0) {
+                /* each op's tp collectives beside it, all but the last chunk */
+                double C = t->tp_s[s], kappa = c->eff.overlap_slowdown, lf, xf, lb, xb;
+                double fo = tp_overlapped(t->f[s], C, tp, kappa, &lf, &xf);
+                double bo = tp_overlapped(t->b[s] + fs, C, tp, kappa, &lb, &xb);
+                int full = mode == SC_RECOMPUTE_FULL;
+                F += fo;
+                B += bo + (full ? fo : rc);
+                W += t->w[s] + fs;
+                compute += (t->f[s] + t->b[s] + fs + lf + lb) / pp;
+                tps += (xf + xb + (full ? xf : 0)) / pp;
+            } else {
+                F += t->f[s] + t->tp_s[s];
+                B += t->b[s] + t->tp_s[s] + rc + fs;
+                W += t->w[s] + fs;
+                compute += (t->f[s] + t->b[s] + fs) / pp;
+                tps += (mode == SC_RECOMPUTE_FULL ? 3 : 2) * t->tp_s[s] / pp;
+            }
             if (t->send_s[s] > maxsend)
                 maxsend = t->send_s[s];
-            compute += (t->f[s] + t->b[s] + fs) / pp;
-            tps += (mode == SC_RECOMPUTE_FULL ? 3 : 2) * t->tp_s[s] / pp;
         }
         double T = F + B;
         sumT += T;

@@ -161,6 +161,16 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     arg_num(a, G_PARALLEL, "--tensor-model-parallel-size", p->tp);
     if (p->sp)
         arg_flag(a, G_PARALLEL, "--sequence-parallel");
+    if (p->tp_comm_overlap) {
+        /* validate_args: "Tensor parallel communication/GEMM overlap can happen
+         * only when sequence parallelism is enabled" (the plan loader refuses
+         * the key without sp); initialize.py builds Transformer Engine's
+         * userbuffers */
+        arg_flag(a, G_PARALLEL, "--tp-comm-overlap");
+        st = st ? st : ex_note(e, "--tp-comm-overlap needs Transformer Engine (the default "
+                                  "--transformer-impl) and its userbuffers, which exchange over "
+                                  "NVLink: keep each tp group inside a node");
+    }
     if (!st)
         st = pipeline_args(x, e, a);
     if (x->order[0] == 0 && x->order[1] == 1)

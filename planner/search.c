@@ -792,7 +792,8 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                     cd.cfg = (sc_step_cfg){.dp = (int)dp, .tp = tp, .pp = pp, .v = v, .m = (int)mm,
                                            .mbs = mbs, .zero = z, .recompute = (sc_recompute)rc,
                                            .sp = sp, .attn = s->o.attn,
-                                           .no_overlap_grad_reduce = o->no_overlap_grad_reduce};
+                                           .no_overlap_grad_reduce = o->no_overlap_grad_reduce,
+                                           .tp_comm_overlap = o->tp_comm_overlap && sp};
                     snprintf(cd.schedule, sizeof cd.schedule, "%s", sched);
                     cd.cfg.schedule = sched;
                     cd.part_key = ti;

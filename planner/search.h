@@ -81,6 +81,9 @@ typedef struct sc_search_opts {
     sc_attn attn;             /* attention implementation of every candidate (unfused = 0) */
     int no_overlap_grad_reduce; /* 1: every candidate with overlap_grad_reduce off (the
                                    dp reduction after the backward); 0: on (default) */
+    int tp_comm_overlap;      /* 1: every candidate with sp overlaps its tp collectives
+                                 with its GEMMs (Megatron-LM --tp-comm-overlap); 0: none
+                                 (default) */
     const char *fix_schedule;
     /* Once this many seconds have passed and some configuration fits, stop
      * partitioning new shapes (and simulating candidates past the first

@@ -295,6 +295,7 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     so.attn = o->attn;
     so.fix_sp = o->fix_sp;
     so.no_overlap_grad_reduce = o->no_overlap_grad_reduce;
+    so.tp_comm_overlap = o->tp_comm_overlap;
 
     int done = 0;
     for (int ci = 0; ci < n_clusters; ci++) {

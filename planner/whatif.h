@@ -138,6 +138,7 @@ typedef struct sc_whatif_opts {
     sc_attn attn;                  /* attention implementation of every search */
     int fix_sp;                    /* sc_search_opts.fix_sp: -1 searched (default), 0, 1 */
     int no_overlap_grad_reduce;    /* sc_search_opts.no_overlap_grad_reduce (default 0) */
+    int tp_comm_overlap;           /* sc_search_opts.tp_comm_overlap (default 0) */
     /* called after each (cluster, nodes) with done of total finished; point is
      * NULL for a skipped one (reason says why). May be NULL. */
     void (*progress)(void *ud, int done, int total, const char *cluster, long nodes,

@@ -90,6 +90,8 @@ static int tp_after(lctx *x, int p, int after, int s, int chunk, int mb, int si)
     if (lw->cfg.tp == 1 || lw->info[s].tp_count == 0)
         return after;
     double tp_bytes = info_of(lw, s, mb)->tp_bytes;
+    if (lw->cfg.tp_comm_overlap)
+        tp_bytes /= lw->cfg.tp; /* the last chunk; the rest moved beside the op (tp_beside) */
     static const int colls[2][2] = {{SC_COLL_ALLREDUCE, -1},
                                     {SC_COLL_REDUCE_SCATTER, SC_COLL_ALLGATHER}};
     static const int ops[2][2] = {{SC_OP_TP_ALLREDUCE, -1},
@@ -106,6 +108,32 @@ static int tp_after(lctx *x, int p, int after, int s, int chunk, int mb, int si)
     return after;
 }
 
+static int stream_before(const lctx *x, int p, int end);
+
+/* tp communication overlap (cfg.tp_comm_overlap, under sp): before a compute
+ * op that tp_after follows, its reduce-scatter and all-gather less their last
+ * chunk, (tp - 1) / tp of the bytes, start with the op (after the stream
+ * action before it) and move beside it; the stream does not wait for them,
+ * but tp_after's last chunks follow them on the communicator. */
+static void tp_beside(lctx *x, int p, int s, int chunk, int mb, int si)
+{
+    const sc_lowered *lw = x->lw;
+    int tp = lw->cfg.tp;
+    if (!lw->cfg.tp_comm_overlap || tp == 1 || lw->info[s].tp_count == 0)
+        return;
+    static const int colls[2] = {SC_COLL_REDUCE_SCATTER, SC_COLL_ALLGATHER};
+    static const int ops[2] = {SC_OP_TP_REDUCESCATTER, SC_OP_TP_ALLGATHER};
+    int after = stream_before(x, p, lw->pos[p].n);
+    for (int k = 0; k < 2; k++) {
+        sc_action a = act(SC_ACT_TP, ops[k], s, chunk, mb, si);
+        a.coll = (uint8_t)colls[k];
+        a.waits = 0;
+        a.after = after;
+        a.bytes = info_of(lw, s, mb)->tp_bytes * (tp - 1.0) / tp;
+        push(x, p, a);
+    }
+}
+
 /* last[c] = the index in ops of the op after which chunk c's gradients are
  * final (-1: none), for chunks 0..v-1. One pass, O(n). */
 static void last_grad_ops(const sc_sched_op *ops, int n, int v, int split, int *last)
@@ -119,14 +147,14 @@ static void last_grad_ops(const sc_sched_op *ops, int n, int v, int split, int *
 }
 
 /* The last action before index `end` of position p that the compute stream
- * runs (a compute, a tp collective or a receive), or -1: it ends when an op
+ * runs (a compute, a tp collective it waits for or a receive), or -1: it ends when an op
  * pushed at `end` starts. */
 static int stream_before(const lctx *x, int p, int end)
 {
     const sc_lowered_pos *L = &x->lw->pos[p];
     for (int i = end - 1; i >= 0; i--) {
         int k = L->acts[i].kind;
-        if (k == SC_ACT_COMPUTE || k == SC_ACT_TP || k == SC_ACT_RECV)
+        if (k == SC_ACT_COMPUTE || (k == SC_ACT_TP && L->acts[i].waits) || k == SC_ACT_RECV)
             return i;
     }
     return -1;
@@ -164,6 +192,8 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     }
     int first = -1, last = -1;
     if (o->kind == SC_OP_B && in->recompute_s > 0) {
+        if (cfg->recompute == SC_RECOMPUTE_FULL)
+            tp_beside(x, p, s, o->chunk, o->mb, si);
         sc_action a = act(SC_ACT_COMPUTE, SC_OP_RECOMPUTE, s, o->chunk, o->mb, si);
         a.seconds = in->recompute_s;
         first = last = push(x, p, a);
@@ -181,6 +211,8 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     }
     int K = reduce && grad_final ? in->buckets : 1;
     /* a split backward: B the input gradients, W the weight gradients (bwd_w_s) */
+    if (o->kind != SC_OP_W)
+        tp_beside(x, p, s, o->chunk, o->mb, si);
     double dur = o->kind == SC_OP_F   ? in->fwd_s
                  : o->kind == SC_OP_W ? in->bwd_w_s
                  : split              ? in->bwd_s - in->bwd_w_s

@@ -94,6 +94,7 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
         p->slice_len[j] = cfg->slice_len ? cfg->slice_len[j]
                                          : m->seq_len / p->slices + (j < m->seq_len % p->slices);
     p->overlap_grad_reduce = !cfg->no_overlap_grad_reduce;
+    p->tp_comm_overlap = cfg->tp_comm_overlap != 0;
     snprintf(p->schedule, sizeof p->schedule, "%s", cfg->schedule);
     snprintf(p->placement, sizeof p->placement, "%s", cfg->placement ? cfg->placement : "tp,pp,dp");
     snprintf(p->method, sizeof p->method, "%s", method ? method : "explicit");
@@ -145,6 +146,7 @@ void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg)
     cfg->slices = p->slices;
     cfg->slice_len = p->slices > 1 ? p->slice_len : NULL;
     cfg->no_overlap_grad_reduce = !p->overlap_grad_reduce;
+    cfg->tp_comm_overlap = p->tp_comm_overlap;
     cfg->schedule = p->schedule;
     cfg->placement = p->placement;
     cfg->partition = &p->partition;
@@ -189,6 +191,8 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     }
     if (!p->overlap_grad_reduce)
         sc_jadd_bool(j, "overlap_grad_reduce", 0, &oom);
+    if (p->tp_comm_overlap)
+        sc_jadd_bool(j, "tp_comm_overlap", 1, &oom);
     if (p->framework[0])
         sc_jadd_str(j, "framework", p->framework, &oom);
     cJSON *part = sc_jadd_obj(j, "partition", &oom);
@@ -365,7 +369,7 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     static const char *const top[] = {"format", "model", "cluster", "dp", "tp", "pp", "v",
                                       "microbatches", "mbs", "global_batch", "schedule", "zero",
                                       "recompute", "placement", "bucket_bytes", "sp", "attention",
-                                      "slices", "overlap_grad_reduce", "framework", "partition", "ranks",
+                                      "slices", "overlap_grad_reduce", "tp_comm_overlap", "framework", "partition", "ranks",
                                       "prediction", NULL};
     static const char *const mk[] = {"name", "source", "digest", NULL};
     static const char *const ck[] = {"name", "source", "digest", "nodes", "gpus_per_node", NULL};
@@ -458,6 +462,13 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     if (!st && p->sp && p->tp < 2)
         st = sc_err(err, SC_EINVAL, "%s: sp: sequence parallelism needs tp >= 2 (tp is %d)", file,
                     p->tp);
+    p->tp_comm_overlap = 0; /* optional: absent in plans before the setting */
+    if (!st)
+        st = sc_json_bool(j, file, "", "tp_comm_overlap", 0, &p->tp_comm_overlap, err);
+    if (!st && p->tp_comm_overlap && !p->sp)
+        st = sc_err(err, SC_EINVAL,
+                    "%s: tp_comm_overlap: overlapping the tp collectives with the GEMMs needs "
+                    "sequence parallelism (sp is false)", file);
     p->slices = 0;
     const cJSON *sl = NULL;
     if (!st)

@@ -13,6 +13,9 @@
  *                       (Megatron-LM --overlap-grad-reduce, PyTorch DDP); false: after
  *                       it (optional; absent = true, written only when false)
  *     "sp",             sequence parallelism (optional; false)
+ *     "tp_comm_overlap", true: the sp collectives move beside the GEMMs
+ *                       (Megatron-LM --tp-comm-overlap; needs sp); optional,
+ *                       absent = false, written only when true
  *     "attention",      "unfused" or "flash" (optional; "unfused"): which
  *                       kernels an attention leaf runs (kernel.h)
  *     "slices",         token slices of each microbatch (TeraPipe): their
@@ -66,6 +69,7 @@ typedef struct sc_plan {
     int slices;           /* token slices (0: none) */
     int slice_len[64];    /* their lengths (SC_SLICES_MAX) */
     int overlap_grad_reduce; /* dp reductions overlap the backward (default 1) */
+    int tp_comm_overlap;  /* sp collectives beside the GEMMs (default 0) */
     char framework[16];   /* whose overhead the prediction includes (overhead.h); "" = none */
     char schedule[32], placement[16], method[16];
     sc_partition partition;

@@ -219,6 +219,11 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
         return sc_err(err, SC_EINVAL,
                       "sim: sequence parallelism splits the tensor-parallel group's sequence: "
                       "it needs tp >= 2 (tp=%d)", cfg->tp);
+    if (cfg->tp_comm_overlap && !cfg->sp)
+        return sc_err(err, SC_EINVAL,
+                      "sim: tp communication overlap (Megatron-LM's --tp-comm-overlap) runs the "
+                      "sequence-parallel all-gathers and reduce-scatters beside the GEMMs: it "
+                      "needs sp (tp=%d, sp off)", cfg->tp);
     if (!(cfg->jitter >= 0 && cfg->jitter < 1))
         return sc_err(err, SC_EINVAL, "sim: jitter %g must be in [0, 1)", cfg->jitter);
     return sc_step_check_slices(m, cfg, err);
@@ -779,6 +784,14 @@ static int tp_after(builder *b, int g, int after, const sc_action *a)
                   : add_ring(b, b->members, b->tp, (b->tp - 1.0) / b->tp * S,
                              (b->tp - 1.0) * count, &after, 1, &b->grp[g].tp_chain, a->op,
                              a->stage, a->chunk, a->mb, S, msg, 0, &s0);
+    if (!a->waits) {
+        /* moved beside the compute (tp communication overlap, lower.h): no
+         * stream task waits for it; the stream's compute runs slower while
+         * it moves (the cluster's overlap_slowdown, as beside a dp collective) */
+        if (end >= 0 && b->c->eff.overlap_slowdown > 0)
+            sc_sim_add_span(b->sim, s0, end, b->grp[g].stream);
+        return end;
+    }
     int done = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
     tinfo *i = info_at(b, done);
     if (!i || end < 0)
@@ -856,7 +869,7 @@ static void build_stream(builder *b, int d, int p, int i, int j, const int *ends
             break;
         }
         case SC_ACT_TP:
-            G->task[k] = tp_after(b, g, G->task[a->after], a);
+            G->task[k] = tp_after(b, g, a->after >= 0 ? G->task[a->after] : -1, a);
             break;
         case SC_ACT_SEND: {
             /* the sender's host time, if any, holds its compute stream */
@@ -1654,6 +1667,8 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     sc_jadd_num(c, "zero", cfg->zero, &oom);
     sc_jadd_str(c, "recompute", sc_recompute_name(cfg->recompute), &oom);
     sc_jadd_bool(c, "sp", cfg->sp, &oom);
+    if (cfg->tp_comm_overlap)
+        sc_jadd_bool(c, "tp_comm_overlap", 1, &oom);
     sc_jadd_str(c, "attention", sc_attn_name(cfg->attn), &oom);
     if (cfg->slices > 1) {
         cJSON *a = sc_jadd_arr(c, "slices", &oom);

@@ -115,6 +115,12 @@ typedef struct sc_step_cfg {
      * it (lower.h). 0 = overlap (the default, and the behaviour before the
      * setting existed). */
     int no_overlap_grad_reduce;
+    /* Megatron-LM's --tp-comm-overlap (Transformer Engine's userbuffers; needs
+     * sp): each op's tensor-parallel collectives are split into tp chunks
+     * that move beside the op's GEMMs, all but one: the compute stream waits
+     * for the larger of the op and those chunks, then for the last chunk
+     * (lower.h). 0 = off (the default, Megatron-LM's too). */
+    int tp_comm_overlap;
     double jitter;                   /* relative sigma of compute-time noise; 0 = none */
     unsigned long seed;
     int want_timeline;
