@@ -13,7 +13,7 @@ void sc_stage_table_free(sc_stage_table *t)
     if (!t)
         return;
     sc_partition_free(&t->part);
-    double *a[] = {t->f,      t->b,    t->w,         t->rc_sel, t->tp_s, t->send_s,
+    double *a[] = {t->f,      t->b,    t->w,         t->rc_sel, t->tp_s, t->tp_ov, t->send_s,
                    t->grad,   t->params, t->unit, t->gathered, t->act1, t->act_slope,
                    t->ramp};
     for (size_t i = 0; i < SC_ARRAY_LEN(a); i++)
@@ -125,6 +125,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.fsdp = sc_calloc(S, sizeof *t.fsdp);
     t.rc_sel = sc_calloc(S, sizeof(double));
     t.tp_s = sc_calloc(S, sizeof(double));
+    t.tp_ov = sc_calloc(2 * (size_t)S, sizeof(double));
     t.send_s = sc_calloc(S, sizeof(double));
     t.grad = sc_calloc(S, sizeof(double));
     t.params = sc_calloc(P, sizeof(double));
@@ -134,7 +135,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.act_slope = sc_calloc(P * 3, sizeof(double));
     t.ramp = sc_calloc(P * SC_RAMP_N * 2, sizeof(double));
     t.dpt = sc_calloc(1, sizeof *t.dpt + P * SC_DPT_N * sizeof(double));
-    if (!t.part.first || !t.f || !t.b || !t.w || !t.fsdp || !t.rc_sel || !t.tp_s || !t.send_s || !t.grad ||
+    if (!t.part.first || !t.f || !t.b || !t.w || !t.fsdp || !t.rc_sel || !t.tp_s || !t.tp_ov || !t.send_s || !t.grad ||
         !t.params || !t.unit || !t.gathered || !t.act1 || !t.act_slope || !t.ramp || !t.dpt) {
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
@@ -170,6 +171,16 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                                    0, &lat);
             /* the latency once per allreduce of the pass */
             t.tp_s[s] = one + (info[s].tp_count - 1) * lat;
+            /* under tp comm overlap: (tp - 1) / tp of the bytes beside the op,
+             * the last chunk after it; each at its own message size, each
+             * paying every collective's latency */
+            for (int k = 0; k < 2; k++) {
+                double share = k ? 1.0 / tp : (tp - 1.0) / tp;
+                ramps_of(c, msg * share, r);
+                t.tp_ov[2 * s + k] = coll_time(c, SC_COLL_ALLREDUCE, info[s].tp_bytes * share,
+                                               msg * share, r, tp, per_node, 0, &lat) +
+                                     (info[s].tp_count - 1) * lat;
+            }
         }
         if (!st && s + 1 < t.S && info[s].send_bytes > 0) {
             int r = s % pp, r2 = (s + 1) % pp;
@@ -373,19 +384,20 @@ int sc_inflight(const char *schedule, int pp, int m, int v, int r)
 static inline double max2(double a, double b) { return a >= b || b != b ? a : b; }
 static inline double min2(double a, double b) { return a <= b || b != b ? a : b; }
 
-/* An op of T seconds followed by its tp collectives of C seconds under tp
- * communication overlap (sc_step_cfg tp_comm_overlap, lower.h): (tp - 1) / tp
- * of C moves beside the op, which runs at 1 / (1 + kappa) of its rate while
- * it does; the stream waits for the longer of the two, then for the last
- * chunk, C / tp. Returns the stream's time; *lost gets the op's slowdown,
- * *exposed the communication time the stream waits for. */
-static inline double tp_overlapped(double T, double C, int tp, double kappa, double *lost,
+/* An op of T seconds and its tp collectives under tp communication overlap
+ * (sc_step_cfg tp_comm_overlap, lower.h): ov[0] seconds of them (the chunks,
+ * (tp - 1) / tp of the bytes) move beside the op, which runs at 1 / (1 +
+ * kappa) of its rate while they do; the stream waits for the longer of the
+ * two, then for the last chunk, ov[1] seconds. Returns the stream's time;
+ * *lost gets the op's slowdown, *exposed the communication time the stream
+ * waits for. */
+static inline double tp_overlapped(double T, const double *ov, double kappa, double *lost,
                                    double *exposed)
 {
-    double beside = C * (tp - 1) / tp, slow = min2(beside, T * (1 + kappa)) * kappa / (1 + kappa);
+    double beside = ov[0], slow = min2(beside, T * (1 + kappa)) * kappa / (1 + kappa);
     double op = T + slow;
     *lost = slow;
-    *exposed = max2(0, beside - op) + C / tp;
+    *exposed = max2(0, beside - op) + ov[1];
     return op + *exposed;
 }
 
@@ -409,9 +421,10 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             double fs = sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
             if (cfg->tp_comm_overlap && tp > 1 && t->tp_s[s] > 0) {
                 /* each op's tp collectives beside it, all but the last chunk */
-                double C = t->tp_s[s], kappa = c->eff.overlap_slowdown, lf, xf, lb, xb;
-                double fo = tp_overlapped(t->f[s], C, tp, kappa, &lf, &xf);
-                double bo = tp_overlapped(t->b[s] + fs, C, tp, kappa, &lb, &xb);
+                double kappa = c->eff.overlap_slowdown, lf, xf, lb, xb;
+                const double *ov = &t->tp_ov[2 * s];
+                double fo = tp_overlapped(t->f[s], ov, kappa, &lf, &xf);
+                double bo = tp_overlapped(t->b[s] + fs, ov, kappa, &lb, &xb);
                 int full = mode == SC_RECOMPUTE_FULL;
                 F += fo;
                 B += bo + (full ? fo : rc);

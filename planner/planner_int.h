@@ -17,6 +17,8 @@ typedef struct sc_stage_table {
                                    under ZeRO 2 and 3 (sc_stage_info fsdp); 0 but under
                                    torch */
     double *tp_s;               /* per stage: one pass's tp allreduces (s) */
+    double *tp_ov;              /* per stage, under tp comm overlap: [2s] the chunks
+                                   beside the op, [2s + 1] the last chunk (s) */
     double *send_s;             /* per stage: p2p time to the next stage (s), 0 on the last */
     double *grad;               /* per stage: gradient bytes per rank */
     double *params;             /* per position: parameters per rank, shared copies included */

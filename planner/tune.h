@@ -35,6 +35,7 @@ typedef struct sc_tune {
     int nodes, dp, tp, pp, v, zero;
     sc_recompute recompute;
     int sp;                  /* sequence parallelism */
+    int tp_comm_overlap;     /* its tp collectives beside the GEMMs (with sp) */
     long global_batch;
     int n, best;
     sc_tune_point *pts;

@@ -208,6 +208,7 @@ static void fill_point(sc_whatif_point *p, const sc_candidate *k, const sc_clust
     p->mbs = g->mbs;
     p->zero = g->zero;
     p->sp = g->sp;
+    p->tp_comm_overlap = g->tp_comm_overlap;
     p->recompute = g->recompute;
     snprintf(p->schedule, sizeof p->schedule, "%s", g->schedule ? g->schedule : k->schedule);
     p->step_s = k->sim->step_time_s;
@@ -448,6 +449,8 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
             sc_jadd_num(g, "zero", p->zero, &oom);
             sc_jadd_str(g, "recompute", sc_recompute_name(p->recompute), &oom);
             sc_jadd_bool(g, "sp", p->sp, &oom);
+            if (p->tp_comm_overlap)
+                sc_jadd_bool(g, "tp_comm_overlap", 1, &oom);
         }
         sc_jadd_num(o, "step_time_s", p->step_s, &oom);
         sc_jadd_num(o, "tokens_per_s", p->tokens_per_s, &oom);

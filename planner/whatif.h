@@ -153,6 +153,7 @@ typedef struct sc_whatif_point {
     long nodes, gpus;
     int dp, tp, pp, v, m, mbs, zero;
     int sp;                        /* sequence parallelism */
+    int tp_comm_overlap;           /* its tp collectives beside the GEMMs */
     char schedule[16];
     sc_recompute recompute;
     double step_s, tokens_per_s, scaling_efficiency;

@@ -256,6 +256,12 @@ TEST(exec_tp_dp_zero_recompute)
             2);
     /* sequence parallelism: reduce-scatter and all-gather on the tp group */
     run_cfg(d, "--dp 1 --tp 2 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b --sp", 4);
+    /* tp communication overlap: the chunks beside each op, not waited for,
+     * then the last chunk; with full recompute the recompute's too */
+    run_cfg(d, "--dp 1 --tp 2 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b --sp "
+               "--tp-comm-overlap 1", 4);
+    run_cfg(d, "--dp 1 --tp 2 --pp 1 --microbatches 2 --mbs 1 --schedule 1f1b --sp "
+               "--tp-comm-overlap 1 --recompute full", 2);
     run_cfg(d, "--dp 1 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b "
                "--recompute selective", 2);
 }

@@ -10,6 +10,8 @@
 #include "cluster.h"
 #include "timeline.h"
 #include "cost.h"
+#include "search.h"
+#include <math.h>
 
 #include <stdlib.h>
 
@@ -447,6 +449,90 @@ TEST(lower_sequence_parallel)
     cfg.tp = 1;
     CHECK(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "tp >= 2");
+    sc_model_free(m);
+}
+
+/* tp communication overlap (--tp-comm-overlap): before each F, B and full
+ * recompute, the op's reduce-scatter and all-gather less their last chunk,
+ * (tp - 1) / tp of the bytes, which the stream does not wait for and which
+ * start after the stream action before the op; after the op the last chunk,
+ * which it waits for: the bytes per op are those without overlap. The
+ * simulator exposes less tp time and slows the compute beside the chunks;
+ * without sp it refuses. */
+TEST(lower_tp_comm_overlap)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("dgx-a100-80g", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 1, .tp = 4, .pp = 2, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b",
+                       .sp = 1, .recompute = SC_RECOMPUTE_FULL};
+    sc_lowered *a, *b;
+    REQUIRE(sc_lower(m, &c, &cfg, &a, &err) == SC_OK);
+    cfg.tp_comm_overlap = 1;
+    REQUIRE(sc_lower(m, &c, &cfg, &b, &err) == SC_OK);
+    for (int p = 0; p < 2; p++) {
+        const sc_lowered_pos *L = &b->pos[p];
+        double bytes_a = 0, bytes_b = 0;
+        int tp_a = 0, beside = 0, last = 0, ops = 0;
+        for (int i = 0; i < a->pos[p].n; i++)
+            if (a->pos[p].acts[i].kind == SC_ACT_TP)
+                bytes_a += a->pos[p].acts[i].bytes, tp_a++;
+        for (int i = 0; i < L->n; i++) {
+            const sc_action *x = &L->acts[i];
+            if (x->kind == SC_ACT_COMPUTE && x->op != SC_OP_OPTIMIZER && x->piece == 0)
+                ops++;
+            if (x->kind != SC_ACT_TP)
+                continue;
+            bytes_b += x->bytes;
+            double whole = b->info[x->stage].tp_bytes;
+            if (!x->waits) {
+                beside++;
+                CHECK_NEAR(x->bytes, whole * 3 / 4, 1e-6 * whole);
+                /* it starts with the compute op after it: after the stream
+                 * action before that op (or at once) */
+                int j = i + 1;
+                while (j < L->n && L->acts[j].kind == SC_ACT_TP && !L->acts[j].waits)
+                    j++;
+                REQUIRE(j < L->n);
+                CHECK(L->acts[j].kind == SC_ACT_COMPUTE);
+                int k = j - 1;
+                while (k >= 0 && !(L->acts[k].kind == SC_ACT_COMPUTE ||
+                                   L->acts[k].kind == SC_ACT_RECV ||
+                                   (L->acts[k].kind == SC_ACT_TP && L->acts[k].waits)))
+                    k--;
+                CHECK_EQ_INT(x->after, k);
+            } else {
+                last++;
+                CHECK_NEAR(x->bytes, whole / 4, 1e-6 * whole);
+            }
+        }
+        /* two chunks beside and two last chunks per F, B and recompute */
+        CHECK_EQ_INT(beside, tp_a);
+        CHECK_EQ_INT(last, tp_a);
+        CHECK_EQ_INT(beside, 2 * ops);
+        CHECK_NEAR(bytes_b, bytes_a, 1e-6 * bytes_a);
+    }
+    sc_lower_free(a);
+    sc_lower_free(b);
+    sc_step_result *r0, *r1;
+    cfg.tp_comm_overlap = 0;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_OK);
+    cfg.tp_comm_overlap = 1;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r1, &err) == SC_OK);
+    CHECK(r1->step_time_s < r0->step_time_s);
+    CHECK(r1->breakdown.tp < 0.5 * r0->breakdown.tp);
+    CHECK(r1->breakdown.compute > r0->breakdown.compute); /* slowed beside the chunks */
+    /* the estimate follows */
+    sc_estimate e1;
+    REQUIRE(sc_estimate_step(m, &c, &cfg, &e1, &err) == SC_OK);
+    CHECK(fabs(e1.step_s - r1->step_time_s) < 0.05 * r1->step_time_s);
+    sc_step_result_free(r0);
+    sc_step_result_free(r1);
+    cfg.sp = 0;
+    CHECK(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "needs sp");
     sc_model_free(m);
 }
 

@@ -37,6 +37,7 @@ TEST(planner_estimate_tracks_sim)
         const char *cluster;
         int sp;
         double nic_scale; /* the cluster's NIC rate times this (0: as it is) */
+        int ov;           /* tp_comm_overlap */
     } cs[] = {{"gpt-1.3b", 16, 8, 8, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0},
               {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 0, 0},
               {"gpt-1.3b", 16, 32, 2, 2, 1, 8, 2, 2, 0, "zb-h1", "p4d.24xlarge", 0, 0},
@@ -60,7 +61,11 @@ TEST(planner_estimate_tracks_sim)
               {"gpt-6.7b", 4, 32, 1, 1, 1, 2, 4, 3, 0, "1f1b", "p4d.24xlarge", 0, 0},
               /* ZeRO 3 with a pipeline: each position's gathered units
                * (sc_cost_zero3_gathered) */
-              {"gpt-13b", 16, 8, 8, 2, 1, 16, 1, 3, 2, "1f1b", "p4d.24xlarge", 0, 0}};
+              {"gpt-13b", 16, 8, 8, 2, 1, 16, 1, 3, 2, "1f1b", "p4d.24xlarge", 0, 0},
+              /* tp communication overlap (lower_tp_comm_overlap) */
+              {"gpt-13b", 2, 2, 8, 1, 1, 8, 1, 1, 0, "1f1b", "dgx-h100", 1, 0, 1},
+              {"gpt-13b", 16, 8, 8, 2, 1, 16, 1, 1, 2, "1f1b", "p4d.24xlarge", 1, 0, 1},
+              {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 1, 0, 1}};
     for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
         sc_model *m;
         sc_cluster c;
@@ -71,7 +76,7 @@ TEST(planner_estimate_tracks_sim)
         sc_step_cfg cfg = {.dp = cs[i].dp, .tp = cs[i].tp, .pp = cs[i].pp, .v = cs[i].v,
                            .m = cs[i].m, .mbs = cs[i].mbs, .zero = cs[i].zero,
                            .recompute = (sc_recompute)cs[i].rc, .schedule = cs[i].sched,
-                           .sp = cs[i].sp, .one_replica = 1};
+                           .sp = cs[i].sp, .tp_comm_overlap = cs[i].ov, .one_replica = 1};
         sc_estimate e;
         sc_step_result *r;
         sc_error err;
@@ -453,6 +458,85 @@ TEST(planner_overlap_grad_reduce_setting)
     }
     CHECK(n == 2);
     cJSON_Delete(j);
+}
+
+/* tp_comm_overlap as a plan setting: plan --tp-comm-overlap 1 gives it to the
+ * candidates with sp (written "tp_comm_overlap": true; absent otherwise), whose
+ * steps are shorter; sim --plan replays it; a plan file with it but no sp is
+ * refused naming the file and the key, as is sim --tp-comm-overlap 1 without
+ * --sp; the Megatron-LM export passes --tp-comm-overlap; whatif and tune take
+ * the flag. */
+TEST(planner_tp_comm_overlap_setting)
+{
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return;
+    const char *d = sc_test_tmpdir();
+    const char *common = "--model gpt-13b --cluster dgx-h100 --nodes 2 --global-batch 64 "
+                         "--dp 2 --tp 8 --pp 1 --mbs 1 --zero 1 --sp --top 1";
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s -o %s/off.json", bin, common, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --tp-comm-overlap 1 -o %s/on.json", bin,
+                     common, d) == 0);
+    char p_on[600], p_off[600];
+    snprintf(p_on, sizeof p_on, "%s/on.json", d);
+    snprintf(p_off, sizeof p_off, "%s/off.json", d);
+    sc_plan *on = NULL, *off = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_plan_load(p_on, &on, &err) == SC_OK);
+    REQUIRE(sc_plan_load(p_off, &off, &err) == SC_OK);
+    CHECK(on->tp_comm_overlap == 1 && off->tp_comm_overlap == 0);
+    CHECK(on->step_time_s < off->step_time_s);
+    CHECK(on->breakdown.tp < off->breakdown.tp);
+    double on_s = on->step_time_s;
+    sc_plan_free(on);
+    sc_plan_free(off);
+    CHECK(sc_test_sh(out, sizeof out, "grep -c tp_comm_overlap %s", p_off) == 1);
+    CHECK(sc_test_sh(out, sizeof out, "grep -c '\"tp_comm_overlap\":.true' %s", p_on) == 0);
+    /* sim --plan replays it */
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, p_on) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK_NEAR(cJSON_GetObjectItem(j, "step_time_s")->valuedouble, on_s, 1e-9 * on_s);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "config"), "tp_comm_overlap")));
+    cJSON_Delete(j);
+    /* the key without sp is refused, naming the file and the key */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "sed 's/\"sp\":.true/\"sp\": false/' %s > %s/nosp.json && "
+                     "%s sim --plan %s/nosp.json", p_on, d, bin, d) == 2);
+    CHECK_STR_HAS(out, "nosp.json: tp_comm_overlap");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-13b --cluster dgx-h100 --tp 8 "
+                     "--microbatches 1 --tp-comm-overlap 1", bin) == 2);
+    CHECK_STR_HAS(out, "needs sp");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-13b --cluster dgx-h100 --tp 8 --sp "
+                     "--microbatches 1 --tp-comm-overlap 2", bin) == 2);
+    /* export */
+    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/mon", bin, p_on, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out,
+                     "grep -c -- '--tp-comm-overlap$' %s/mon/megatron_torchrun.sh", d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/moff", bin, p_off, d) ==
+          0);
+    CHECK(sc_test_sh(out, sizeof out,
+                     "grep -c -- --tp-comm-overlap %s/moff/megatron_torchrun.sh", d) == 1);
+    /* whatif and tune take it: every whatif point with sp has it */
+    CHECK(sc_test_sh(out, sizeof out, "%s whatif --model gpt-13b --cluster dgx-h100 --nodes "
+                     "1,2 --global-batch 64 --tokens 1e9 --sp --tp-comm-overlap 1 -o %s/wov "
+                     "--json", bin, d) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *pts = cJSON_GetObjectItem(j, "points"), *p;
+    int n = 0;
+    cJSON_ArrayForEach(p, pts) {
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "config"),
+                                               "tp_comm_overlap")));
+        n++;
+    }
+    CHECK(n == 2);
+    cJSON_Delete(j);
+    CHECK(sc_test_sh(out, sizeof out, "%s tune --model gpt-13b --cluster dgx-h100 --nodes 2 "
+                     "--global-batch 64 --dp 2 --tp 8 --pp 1 --zero 1 --sp "
+                     "--tp-comm-overlap 1 -o %s/tune.json", bin, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "grep -c '\"tp_comm_overlap\":.true' %s/tune.json", d) ==
+          0);
 }
 
 /* The size factors (cluster.h, sc_size_curve) reach the estimate as they reach
