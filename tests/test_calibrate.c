@@ -1115,6 +1115,36 @@ TEST(calibrate_overlap_from_measured_step)
     }
 }
 
+/* A measured step whose plan overlaps its tp collectives with the compute is
+ * refused, naming the file and the key: every forward and backward ran beside
+ * a collective, so neither their time alone nor the slowdown can be read. */
+TEST(calibrate_refuses_tp_comm_overlap)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_measurement_of(d, 4, 0.2,
+                                "--tp 2 --pp 2 --sp --tp-comm-overlap 1 --microbatches 4") == 0);
+    char g[600], m[600];
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(m, sizeof m, "%s/meas.json", d);
+    sc_cluster base = cpu_cluster(), out;
+    const char *files[] = {g, m};
+    static sc_calib_report rep;
+    sc_error err;
+    CHECK(sc_calibrate(&base, files, 2, "2026-12-04T00:00:00Z", 0, &out, &rep, &err) ==
+          SC_ENOTSUP);
+    CHECK_STR_HAS(err.msg, "meas.json");
+    CHECK_STR_HAS(err.msg, "tp_comm_overlap");
+    /* the same step without it calibrates */
+    d = sc_test_tmpdir();
+    REQUIRE(make_measurement_of(d, 4, 0.2, "--tp 2 --pp 2 --sp --microbatches 4") == 0);
+    snprintf(g, sizeof g, "%s/gemm.json", d);
+    snprintf(m, sizeof m, "%s/meas.json", d);
+    sc_status st = sc_calibrate(&base, files, 2, "2026-12-04T00:00:00Z", 0, &out, &rep, &err);
+    if (st)
+        fprintf(stderr, "control: %s\n", err.msg);
+    CHECK(st == SC_OK);
+}
+
 /* The input gates on a measured timeline, each on a damaged copy of one
  * that passes them all; ops in reversed order through the command: nothing
  * written without --force. */
