@@ -410,6 +410,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     double wb, gb, ob;
     sc_cost_state_bytes(dt, &wb, &gb, &ob);
     double maxT = 0, sumT = 0, maxF = 0, maxBi = 0, maxsend = 0, compute = 0, tps = 0;
+    int ov = cfg->tp_comm_overlap && tp > 1; /* tp communication overlap */
     for (int r = 0; r < pp; r++) {
         double F = 0, B = 0, W = 0;
         for (int ch = 0; ch < v; ch++) {
@@ -419,12 +420,12 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                                                          : 0;
             /* the framework's gradient work under ZeRO 2 and 3 (sc_stage_info fsdp) */
             double fs = sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
-            if (cfg->tp_comm_overlap && tp > 1 && t->tp_s[s] > 0) {
+            if (ov && t->tp_s[s] > 0) {
                 /* each op's tp collectives beside it, all but the last chunk */
                 double kappa = c->eff.overlap_slowdown, lf, xf, lb, xb;
-                const double *ov = &t->tp_ov[2 * s];
-                double fo = tp_overlapped(t->f[s], ov, kappa, &lf, &xf);
-                double bo = tp_overlapped(t->b[s] + fs, ov, kappa, &lb, &xb);
+                const double *tov = &t->tp_ov[2 * s];
+                double fo = tp_overlapped(t->f[s], tov, kappa, &lf, &xf);
+                double bo = tp_overlapped(t->b[s] + fs, tov, kappa, &lb, &xb);
                 int full = mode == SC_RECOMPUTE_FULL;
                 F += fo;
                 B += bo + (full ? fo : rc);
