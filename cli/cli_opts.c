@@ -269,6 +269,12 @@ const cli_opt cli_search_opts[] = {
      "--tp-comm-overlap, Transformer Engine; plan: where sp) or\n"
      "after them (0, default); with sim --plan, 1 replays the\n"
      "plan with it", cli_opt_int, OFF(o.tp_comm_overlap), 0, 1, ALL, NULL, NULL, 0},
+    {"overlap-param-gather", 0, "0|1", "ZeRO 1 and 2: the updated parameters' all-gather\n"
+     "beside the next step's first forward (1; Megatron-LM\n"
+     "--overlap-param-gather; plan: where ZeRO 1 or 2) or\n"
+     "after the optimizer (0, default); with sim --plan, 1\n"
+     "replays the plan with it", cli_opt_int, OFF(o.overlap_param_gather), 0, 1, ALL, NULL,
+     NULL, 0},
     {"attn", 0, "A", "attention kernels (where the model lists kernels):\n"
      "unfused keeps the scores (Megatron-LM's default), flash\n"
      "fuses them and keeps none (default unfused)", opt_word, OFF(o.attn), 0, 0, ALL,

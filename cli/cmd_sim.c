@@ -230,6 +230,7 @@ int cmd_sim(int argc, char **argv)
     cfg.attn = f->attn;
     cfg.no_overlap_grad_reduce = f->no_overlap_grad_reduce;
     cfg.tp_comm_overlap = f->tp_comm_overlap;
+    cfg.overlap_param_gather = f->overlap_param_gather;
     cfg.bucket_bytes = bucket * 1024 * 1024;
     cfg.jitter = jitter;
     cfg.seed = (unsigned long)seed;
@@ -270,6 +271,7 @@ int cmd_sim(int argc, char **argv)
         pc.max_mem_bytes = cfg.max_mem_bytes;
         pc.no_overlap_grad_reduce |= cfg.no_overlap_grad_reduce;
         pc.tp_comm_overlap |= cfg.tp_comm_overlap;
+        pc.overlap_param_gather |= cfg.overlap_param_gather;
         cfg = pc;
         model = plan->model_source;
         cluster = plan->cluster_source;

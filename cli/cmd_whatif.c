@@ -300,6 +300,7 @@ int cmd_whatif(int argc, char **argv)
     o.fix_sp = a.s.o.fix_sp;
     o.no_overlap_grad_reduce = a.s.o.no_overlap_grad_reduce;
     o.tp_comm_overlap = a.s.o.tp_comm_overlap;
+    o.overlap_param_gather = a.s.o.overlap_param_gather;
     o.restart_s = 60 * restart_min;
     if (gbps > 0)
         o.storage_bytes_per_s = gbps * 1e9 / 8;

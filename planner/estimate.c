@@ -480,6 +480,9 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         pn = pp;
     double blk_cur = 0, blk_work = 0, blk_hide = 0, blk_solo = 0, blk_opt = 0, blk_dpx = 0;
     double z_total = 0, z_ag1 = 0, z_lost = 0; /* ZeRO 3's, per block */
+    /* overlap_param_gather: what the step's gathers hold back the pipeline by,
+     * and the forwards before position r's first (chunk 0) */
+    double opg_front = 0, opg_fill = 0;
     int blk_n = 0;
     for (int r = 0; r < pp; r++) {
         double work = 0, hide = 0;
@@ -505,8 +508,20 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             hide = tr - dpx;
             /* the backward beside them loses hide kappa / (1 + kappa) */
             slow_max = max2(slow_max, hide * kappa / (1 + kappa));
-            if (cfg->zero == 1 || cfg->zero == 2)
+            if ((cfg->zero == 1 || cfg->zero == 2) && !cfg->overlap_param_gather)
                 dpx += y[SC_DPT_AG12];
+            if ((cfg->zero == 1 || cfg->zero == 2) && cfg->overlap_param_gather) {
+                /* the gather at the step's start (lower.h): its first unit
+                 * before the position's first forward, the rest beside it (which
+                 * loses kappa / (1 + kappa) of what it overlaps) and before the
+                 * second op; the forwards of the positions before it hide what
+                 * they can */
+                double ag1 = min2(y[SC_DPT_Z3_AG1], y[SC_DPT_AG12]);
+                double rest = max2(0, y[SC_DPT_AG12] - ag1), f0 = t->f[r] + t->tp_s[r];
+                double lost = min2(rest, f0 * (1 + kappa)) * kappa / (1 + kappa);
+                opg_front = max2(opg_front,
+                                 ag1 + max2(0, rest - f0 - lost) + lost - opg_fill);
+            }
             if (cfg->zero == 3) {
                 /* a gather before every F and B and a reduce-scatter after
                  * every B share the NICs; what exceeds the position's
@@ -550,6 +565,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             blk_n = 0;
         }
         opt_max = max2(opt_max, opt);
+        opg_fill += t->f[r] + t->tp_s[r];
         /* memory: states under ZeRO, activations with the schedule's in-flight count */
         double W = P * wb, G = P * gb, O = P * ob;
         if (cfg->zero >= 1)
@@ -566,14 +582,14 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         double mem = W + G + O + gath + act + c->eff.workspace_bytes;
         mem_max = max2(mem_max, mem);
     }
-    pipe += zero3;
+    pipe += zero3 + opg_front;
     out->step_s = pipe + tail + slow_max;
     out->pipe_s = pipe;
-    out->bubble_s = max2(0, pipe - p2p - zero3 - m * maxT);
+    out->bubble_s = max2(0, pipe - p2p - zero3 - opg_front - m * maxT);
     out->compute_s = m * compute + slow_max;
     out->tp_s = m * tps;
     out->pp_s = p2p;
-    out->dp_s = dpx_max + zero3;
+    out->dp_s = dpx_max + zero3 + opg_front;
     out->optimizer_s = opt_max;
     out->peak_mem = mem_max;
     out->fits = mem_max <= c->gpu.memory_bytes;

@@ -209,6 +209,8 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
              * backward unless told to overlap */
             if (p->overlap_grad_reduce)
                 arg_flag(a, G_MEMORY, "--overlap-grad-reduce");
+            if (p->overlap_param_gather)
+                arg_flag(a, G_MEMORY, "--overlap-param-gather");
             arg_num(a, G_MEMORY, "--ddp-bucket-size", bucket);
             st = st ? st : ex_note(e, "data-parallel buckets hold %.0f parameters (the plan's "
                                       "%.0f-byte buckets; --ddp-bucket-size counts parameters, "

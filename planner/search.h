@@ -84,6 +84,9 @@ typedef struct sc_search_opts {
     int tp_comm_overlap;      /* 1: every candidate with sp overlaps its tp collectives
                                  with its GEMMs (Megatron-LM --tp-comm-overlap); 0: none
                                  (default) */
+    int overlap_param_gather; /* 1: every candidate with ZeRO 1 or 2 gathers its
+                                 parameters beside the next forward (Megatron-LM
+                                 --overlap-param-gather); 0: none (default) */
     const char *fix_schedule;
     /* Once this many seconds have passed and some configuration fits, stop
      * partitioning new shapes (and simulating candidates past the first

@@ -68,6 +68,8 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     t->recompute = (sc_recompute)o.fix_recompute;
     t->sp = o.fix_sp;
     t->tp_comm_overlap = o.tp_comm_overlap && t->sp;
+    t->overlap_param_gather =
+        o.overlap_param_gather && (t->zero == 1 || t->zero == 2) && !o.no_overlap_grad_reduce;
     t->global_batch = o.global_batch;
     int best_m = n ? sc_search_ranked(s, 0)->cfg.m : 0;
     for (int i = 0; i < n; i++) {
@@ -135,6 +137,8 @@ cJSON *sc_tune_to_json(const sc_tune *t)
     sc_jadd_bool(j, "sp", t->sp, &oom);
     if (t->tp_comm_overlap)
         sc_jadd_bool(j, "tp_comm_overlap", 1, &oom);
+    if (t->overlap_param_gather)
+        sc_jadd_bool(j, "overlap_param_gather", 1, &oom);
     cJSON *a = sc_jadd_arr(j, "points", &oom);
     for (int i = 0; i < t->n && !oom; i++) {
         const sc_tune_point *p = &t->pts[i];
@@ -174,7 +178,7 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
 {
     static const char *const top[] = {"format", "model", "cluster", "nodes", "global_batch",
                                       "dp", "tp", "pp", "v", "schedule", "zero", "recompute",
-                                      "sp", "tp_comm_overlap", "points", "best", "skipped", NULL};
+                                      "sp", "tp_comm_overlap", "overlap_param_gather", "points", "best", "skipped", NULL};
     static const char *const pk[] = {"m", "mbs", "step_time_s", "bubble_fraction", "efficiency",
                                      "peak_mem_bytes", "tokens_per_s", "slices", NULL};
     *out = NULL;
@@ -229,6 +233,9 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
         st = sc_json_bool(j, file, "", "sp", 0, &t->sp, err);
     if (!st)
         st = sc_json_bool(j, file, "", "tp_comm_overlap", 0, &t->tp_comm_overlap, err);
+    if (!st)
+        st = sc_json_bool(j, file, "", "overlap_param_gather", 0, &t->overlap_param_gather,
+                          err);
     if (!st)
         st = sc_json_arr(j, file, "", "points", 1, &pts, err);
     if (!st) {

@@ -36,6 +36,7 @@ typedef struct sc_tune {
     sc_recompute recompute;
     int sp;                  /* sequence parallelism */
     int tp_comm_overlap;     /* its tp collectives beside the GEMMs (with sp) */
+    int overlap_param_gather; /* its parameter all-gather beside the next forward */
     long global_batch;
     int n, best;
     sc_tune_point *pts;

@@ -139,6 +139,7 @@ typedef struct sc_whatif_opts {
     int fix_sp;                    /* sc_search_opts.fix_sp: -1 searched (default), 0, 1 */
     int no_overlap_grad_reduce;    /* sc_search_opts.no_overlap_grad_reduce (default 0) */
     int tp_comm_overlap;           /* sc_search_opts.tp_comm_overlap (default 0) */
+    int overlap_param_gather;      /* sc_search_opts.overlap_param_gather (default 0) */
     /* called after each (cluster, nodes) with done of total finished; point is
      * NULL for a skipped one (reason says why). May be NULL. */
     void (*progress)(void *ud, int done, int total, const char *cluster, long nodes,
@@ -154,6 +155,7 @@ typedef struct sc_whatif_point {
     int dp, tp, pp, v, m, mbs, zero;
     int sp;                        /* sequence parallelism */
     int tp_comm_overlap;           /* its tp collectives beside the GEMMs */
+    int overlap_param_gather;      /* its parameter all-gather beside the next forward */
     char schedule[16];
     sc_recompute recompute;
     double step_s, tokens_per_s, scaling_efficiency;

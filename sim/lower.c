@@ -24,6 +24,10 @@ typedef struct lctx {
      * schedule index */
     int *deferred, *deferred_si;
     int gathered; /* the position being lowered has had its first ZeRO-3 gather */
+    /* overlap_param_gather (ZeRO 1, 2, dp > 1): compute ops of the position
+     * lowered so far, and its parameters' bytes (all chunks) */
+    int opg, nops;
+    double pos_params;
 } lctx;
 
 /* Appends a to position p's list; its index, or -1 (st set) on failure. */
@@ -190,6 +194,22 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         }
         x->gathered = 1;
     }
+    if (x->opg && x->nops < 2 && (o->kind == SC_OP_F || o->kind == SC_OP_B)) {
+        /* the step's parameter all-gather (ZeRO 1, 2) with the first ops: the
+         * first unit before the first, the rest beside it and before the second;
+         * both from the step's start, one after the other on the communicator */
+        double P = x->pos_params, U = lw->info[p].unit_bytes;
+        int two = U > 0 && U < P;
+        if (x->nops == 0 || two) {
+            sc_action a = act(SC_ACT_GATHER, SC_OP_DP_ALLGATHER, s, o->chunk, o->mb, si);
+            a.coll = SC_COLL_ALLGATHER;
+            a.waits = 1;
+            a.after = -1;
+            a.bytes = x->nops == 0 ? (two ? U : P) : P - U;
+            push(x, p, a);
+        }
+        x->nops++;
+    }
     int first = -1, last = -1;
     if (o->kind == SC_OP_B && in->recompute_s > 0) {
         if (cfg->recompute == SC_RECOMPUTE_FULL)
@@ -294,6 +314,12 @@ static void lower_position(lctx *x, int p, int *grad_done)
     }
     x->deferred_si = x->deferred + v;
     x->gathered = 0;
+    x->opg = lw->cfg.overlap_param_gather && (lw->cfg.zero == 1 || lw->cfg.zero == 2) &&
+             lw->cfg.dp > 1;
+    x->nops = 0;
+    x->pos_params = 0;
+    for (int c = 0; c < v; c++)
+        x->pos_params += lw->info[c * pp + p].param_bytes;
     for (int c = 0; c < v; c++)
         x->deferred[c] = -1;
     last_grad_ops(ops, n, v, split, last);
@@ -449,7 +475,7 @@ static void lower_optimizer(lctx *x, int p)
     a.dep0 = dep0;
     a.ndeps = L->ndeps - dep0;
     int opt = push(x, p, a);
-    if ((cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1) {
+    if ((cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1 && !x->opg) {
         sc_action g = act(SC_ACT_PARAMS, SC_OP_DP_ALLGATHER, p, -1, -1, -1);
         g.coll = SC_COLL_ALLGATHER;
         g.waits = 1;
@@ -541,7 +567,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         sc_lower_free(lw);
         return st;
     }
-    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0};
+    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, 0, 0, 0};
     for (int s = 0; s < lw->S; s++)
         grad_done[s] = -1;
     for (int p = 0; p < cfg->pp && !x.st; p++)

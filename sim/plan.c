@@ -95,6 +95,7 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
                                          : m->seq_len / p->slices + (j < m->seq_len % p->slices);
     p->overlap_grad_reduce = !cfg->no_overlap_grad_reduce;
     p->tp_comm_overlap = cfg->tp_comm_overlap != 0;
+    p->overlap_param_gather = cfg->overlap_param_gather != 0;
     snprintf(p->schedule, sizeof p->schedule, "%s", cfg->schedule);
     snprintf(p->placement, sizeof p->placement, "%s", cfg->placement ? cfg->placement : "tp,pp,dp");
     snprintf(p->method, sizeof p->method, "%s", method ? method : "explicit");
@@ -147,6 +148,7 @@ void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg)
     cfg->slice_len = p->slices > 1 ? p->slice_len : NULL;
     cfg->no_overlap_grad_reduce = !p->overlap_grad_reduce;
     cfg->tp_comm_overlap = p->tp_comm_overlap;
+    cfg->overlap_param_gather = p->overlap_param_gather;
     cfg->schedule = p->schedule;
     cfg->placement = p->placement;
     cfg->partition = &p->partition;
@@ -193,6 +195,8 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
         sc_jadd_bool(j, "overlap_grad_reduce", 0, &oom);
     if (p->tp_comm_overlap)
         sc_jadd_bool(j, "tp_comm_overlap", 1, &oom);
+    if (p->overlap_param_gather)
+        sc_jadd_bool(j, "overlap_param_gather", 1, &oom);
     if (p->framework[0])
         sc_jadd_str(j, "framework", p->framework, &oom);
     cJSON *part = sc_jadd_obj(j, "partition", &oom);
@@ -369,7 +373,7 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     static const char *const top[] = {"format", "model", "cluster", "dp", "tp", "pp", "v",
                                       "microbatches", "mbs", "global_batch", "schedule", "zero",
                                       "recompute", "placement", "bucket_bytes", "sp", "attention",
-                                      "slices", "overlap_grad_reduce", "tp_comm_overlap", "framework", "partition", "ranks",
+                                      "slices", "overlap_grad_reduce", "tp_comm_overlap", "overlap_param_gather", "framework", "partition", "ranks",
                                       "prediction", NULL};
     static const char *const mk[] = {"name", "source", "digest", NULL};
     static const char *const ck[] = {"name", "source", "digest", "nodes", "gpus_per_node", NULL};
@@ -469,6 +473,17 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
         st = sc_err(err, SC_EINVAL,
                     "%s: tp_comm_overlap: overlapping the tp collectives with the GEMMs needs "
                     "sequence parallelism (sp is false)", file);
+    p->overlap_param_gather = 0; /* optional: absent in plans before the setting */
+    if (!st)
+        st = sc_json_bool(j, file, "", "overlap_param_gather", 0, &p->overlap_param_gather, err);
+    if (!st && p->overlap_param_gather && p->zero != 1 && p->zero != 2)
+        st = sc_err(err, SC_EINVAL,
+                    "%s: overlap_param_gather: the distributed optimizer's parameter all-gather "
+                    "needs zero 1 or 2 (zero is %d)", file, p->zero);
+    if (!st && p->overlap_param_gather && !p->overlap_grad_reduce)
+        st = sc_err(err, SC_EINVAL,
+                    "%s: overlap_param_gather: needs overlap_grad_reduce true (Megatron-LM "
+                    "asserts it)", file);
     p->slices = 0;
     const cJSON *sl = NULL;
     if (!st)

@@ -16,6 +16,11 @@
  *     "tp_comm_overlap", true: the sp collectives move beside the GEMMs
  *                       (Megatron-LM --tp-comm-overlap; needs sp); optional,
  *                       absent = false, written only when true
+ *     "overlap_param_gather", true: ZeRO 1/2's parameter all-gather moves to
+ *                       the next step's first forward (Megatron-LM
+ *                       --overlap-param-gather; needs ZeRO 1 or 2 and
+ *                       overlap_grad_reduce); optional, absent = false,
+ *                       written only when true
  *     "attention",      "unfused" or "flash" (optional; "unfused"): which
  *                       kernels an attention leaf runs (kernel.h)
  *     "slices",         token slices of each microbatch (TeraPipe): their
@@ -70,6 +75,7 @@ typedef struct sc_plan {
     int slice_len[64];    /* their lengths (SC_SLICES_MAX) */
     int overlap_grad_reduce; /* dp reductions overlap the backward (default 1) */
     int tp_comm_overlap;  /* sp collectives beside the GEMMs (default 0) */
+    int overlap_param_gather; /* ZeRO 1/2 gather beside the next forward (default 0) */
     char framework[16];   /* whose overhead the prediction includes (overhead.h); "" = none */
     char schedule[32], placement[16], method[16];
     sc_partition partition;

@@ -224,6 +224,16 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
                       "sim: tp communication overlap (Megatron-LM's --tp-comm-overlap) runs the "
                       "sequence-parallel all-gathers and reduce-scatters beside the GEMMs: it "
                       "needs sp (tp=%d, sp off)", cfg->tp);
+    if (cfg->overlap_param_gather && cfg->zero != 1 && cfg->zero != 2)
+        return sc_err(err, SC_EINVAL,
+                      "sim: overlapping the parameter all-gather with the forward (Megatron-LM's "
+                      "--overlap-param-gather) is the distributed optimizer's: it needs ZeRO 1 or "
+                      "2 (zero=%d)", cfg->zero);
+    if (cfg->overlap_param_gather && cfg->no_overlap_grad_reduce)
+        return sc_err(err, SC_EINVAL,
+                      "sim: overlapping the parameter all-gather needs the gradient reduction "
+                      "overlapped too (Megatron-LM asserts --overlap-grad-reduce with "
+                      "--overlap-param-gather)");
     if (!(cfg->jitter >= 0 && cfg->jitter < 1))
         return sc_err(err, SC_EINVAL, "sim: jitter %g must be in [0, 1)", cfg->jitter);
     return sc_step_check_slices(m, cfg, err);
@@ -1669,6 +1679,8 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     sc_jadd_bool(c, "sp", cfg->sp, &oom);
     if (cfg->tp_comm_overlap)
         sc_jadd_bool(c, "tp_comm_overlap", 1, &oom);
+    if (cfg->overlap_param_gather)
+        sc_jadd_bool(c, "overlap_param_gather", 1, &oom);
     sc_jadd_str(c, "attention", sc_attn_name(cfg->attn), &oom);
     if (cfg->slices > 1) {
         cJSON *a = sc_jadd_arr(c, "slices", &oom);

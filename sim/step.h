@@ -121,6 +121,13 @@ typedef struct sc_step_cfg {
      * for the larger of the op and those chunks, then for the last chunk
      * (lower.h). 0 = off (the default, Megatron-LM's too). */
     int tp_comm_overlap;
+    /* Megatron-LM's --overlap-param-gather (ZeRO 1 and 2, with overlap of the
+     * gradient reduction): the updated parameters' all-gather moves from after
+     * the optimizer to the next step's first forward: the first unit (the
+     * stage's parameters outside its layers and its largest layer) before the
+     * position's first compute op, the rest beside that op and before the
+     * second (lower.h). 0 = after the optimizer (the default, Megatron-LM's). */
+    int overlap_param_gather;
     double jitter;                   /* relative sigma of compute-time noise; 0 = none */
     unsigned long seed;
     int want_timeline;

@@ -444,7 +444,13 @@ TEST(docs_formats_plan_and_timeline)
     strset keys = {0};
     snprintf(path, sizeof path, "%s/plan.json", d);
     walk_file(path, NULL, &keys, NULL);
-    /* the optional keys: token slices, a framework's overhead */
+    /* the optional keys: the parameter gather beside the forward */
+    REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --microbatches 1 "
+               "--zero 1 --overlap-param-gather 1 -o %s/plan_opg.json",
+               sc_test_bin(), d) == 0);
+    snprintf(path, sizeof path, "%s/plan_opg.json", d);
+    walk_file(path, NULL, &keys, NULL);
+    /* token slices, a framework's overhead */
     REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --pp 2 --microbatches 1 "
                "--schedule gpipe --slices 2 --framework deepspeed -o %s/plan_sliced.json",
                sc_test_bin(), d) == 0);
@@ -578,7 +584,8 @@ TEST(docs_formats_tune)
     const char *d = sc_test_tmpdir();
     /* at global batch 512 the two largest microbatches do not fit: "skipped" */
     REQUIRE(SH("%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --global-batch 512 "
-               "--dp 8 --tp 8 --pp 2 --sp --tp-comm-overlap 1 -o %s/tune.json",
+               "--dp 8 --tp 8 --pp 2 --sp --tp-comm-overlap 1 --zero 1 --overlap-param-gather 1 "
+               "-o %s/tune.json",
                sc_test_bin(), d) == 0);
     char path[600];
     snprintf(path, sizeof path, "%s/tune.json", d);

@@ -264,6 +264,11 @@ TEST(exec_tp_dp_zero_recompute)
                "--tp-comm-overlap 1 --recompute full", 2);
     run_cfg(d, "--dp 1 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b "
                "--recompute selective", 2);
+    /* the parameter all-gather at the step's start, beside the first forward */
+    run_cfg(d, "--dp 2 --tp 1 --pp 1 --microbatches 2 --mbs 1 --schedule 1f1b --zero 1 "
+               "--overlap-param-gather 1", 2);
+    run_cfg(d, "--dp 2 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b --zero 2 "
+               "--overlap-param-gather 1", 4);
 }
 
 TEST(exec_mixed_layouts)

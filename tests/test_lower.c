@@ -536,6 +536,77 @@ TEST(lower_tp_comm_overlap)
     sc_model_free(m);
 }
 
+/* overlap_param_gather (--overlap-param-gather): ZeRO 1/2's parameter
+ * all-gather leaves the end of the step (no PARAMS after the optimizer) for
+ * its start: on every position a gather of the first unit in its first
+ * compute op's actions, which that op waits for, and one of the rest in its
+ * second's, both from the step's start (after -1); together the position's
+ * parameters. On one position the step gets shorter; ZeRO 0 or 3, or the
+ * gradient reduction not overlapped, are refused. */
+TEST(lower_overlap_param_gather)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    REQUIRE(sc_cluster_set_nodes(&c, 4, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 8, .tp = 2, .pp = 2, .v = 1, .m = 4, .mbs = 1, .schedule = "1f1b",
+                       .zero = 1, .overlap_param_gather = 1};
+    sc_lowered *b;
+    REQUIRE(sc_lower(m, &c, &cfg, &b, &err) == SC_OK);
+    for (int p = 0; p < 2; p++) {
+        const sc_lowered_pos *L = &b->pos[p];
+        CHECK_EQ_INT(count(L, SC_ACT_PARAMS, -1), 0);
+        CHECK_EQ_INT(count(L, SC_ACT_GATHER, -1), 2);
+        double bytes = 0;
+        int ops = 0, gathers = 0;
+        for (int i = 0; i < L->n; i++) {
+            const sc_action *x = &L->acts[i];
+            if (x->kind == SC_ACT_COMPUTE && x->op != SC_OP_OPTIMIZER && x->piece == 0)
+                ops++;
+            if (x->kind != SC_ACT_GATHER)
+                continue;
+            gathers++;
+            bytes += x->bytes;
+            CHECK(x->after == -1 && x->waits);
+            /* in the actions of the position's first (then second) compute op */
+            int j = i + 1;
+            while (j < L->n && L->acts[j].kind != SC_ACT_COMPUTE)
+                j++;
+            REQUIRE(j < L->n);
+            CHECK_EQ_INT(L->acts[j].sched_op, x->sched_op);
+            CHECK_EQ_INT(ops, gathers - 1);
+            if (gathers == 1)
+                CHECK_NEAR(x->bytes, b->info[p].unit_bytes, 1e-6 * x->bytes);
+        }
+        CHECK_NEAR(bytes, b->info[p].param_bytes, 1e-6 * bytes);
+    }
+    sc_lower_free(b);
+    sc_step_result *r0, *r1;
+    sc_step_cfg one = {.dp = 16, .tp = 1, .pp = 1, .v = 1, .m = 1, .mbs = 2, .schedule = "1f1b",
+                       .zero = 1};
+    REQUIRE(sc_cluster_set_nodes(&c, 2, &err) == SC_OK);
+    REQUIRE(sc_step_simulate(m, &c, &one, &r0, &err) == SC_OK);
+    one.overlap_param_gather = 1;
+    REQUIRE(sc_step_simulate(m, &c, &one, &r1, &err) == SC_OK);
+    CHECK(r1->step_time_s < r0->step_time_s);
+    CHECK(r1->breakdown.dp < r0->breakdown.dp);
+    sc_estimate e1;
+    REQUIRE(sc_estimate_step(m, &c, &one, &e1, &err) == SC_OK);
+    CHECK(fabs(e1.step_s - r1->step_time_s) < 0.05 * r1->step_time_s);
+    sc_step_result_free(r0);
+    sc_step_result_free(r1);
+    one.zero = 3;
+    CHECK(sc_step_simulate(m, &c, &one, &r0, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "ZeRO 1 or 2");
+    one.zero = 2;
+    one.no_overlap_grad_reduce = 1;
+    CHECK(sc_step_simulate(m, &c, &one, &r0, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "--overlap-grad-reduce");
+    sc_model_free(m);
+}
+
 /* plan searches sequence parallelism where tp > 1; --fix sp=0 keeps it off */
 TEST(lower_plan_searches_sp)
 {

@@ -37,35 +37,39 @@ TEST(planner_estimate_tracks_sim)
         const char *cluster;
         int sp;
         double nic_scale; /* the cluster's NIC rate times this (0: as it is) */
-        int ov;           /* tp_comm_overlap */
-    } cs[] = {{"gpt-1.3b", 16, 8, 8, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0},
-              {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 0, 0},
-              {"gpt-1.3b", 16, 32, 2, 2, 1, 8, 2, 2, 0, "zb-h1", "p4d.24xlarge", 0, 0},
-              {"gpt-1.3b", 16, 64, 2, 1, 1, 1, 8, 0, 1, "1f1b", "p4d.24xlarge", 0, 0},
-              {"gpt-13b", 16, 4, 8, 4, 1, 32, 1, 1, 2, "1f1b", "p4d.24xlarge", 0, 0},
-              {"gpt-13b", 16, 8, 4, 4, 1, 16, 1, 0, 2, "gpipe", "p4d.24xlarge", 0, 0},
-              {"gpt-13b", 16, 16, 8, 1, 1, 8, 1, 3, 1, "1f1b", "p4d.24xlarge", 0, 0},
+        int ov;           /* 1: tp_comm_overlap, 2: overlap_param_gather */
+    } cs[] = {{"gpt-1.3b", 16, 8, 8, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0, 0},
+              {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 0, 0, 0},
+              {"gpt-1.3b", 16, 32, 2, 2, 1, 8, 2, 2, 0, "zb-h1", "p4d.24xlarge", 0, 0, 0},
+              {"gpt-1.3b", 16, 64, 2, 1, 1, 1, 8, 0, 1, "1f1b", "p4d.24xlarge", 0, 0, 0},
+              {"gpt-13b", 16, 4, 8, 4, 1, 32, 1, 1, 2, "1f1b", "p4d.24xlarge", 0, 0, 0},
+              {"gpt-13b", 16, 8, 4, 4, 1, 16, 1, 0, 2, "gpipe", "p4d.24xlarge", 0, 0, 0},
+              {"gpt-13b", 16, 16, 8, 1, 1, 8, 1, 3, 1, "1f1b", "p4d.24xlarge", 0, 0, 0},
               /* a whole replica on one node (planner_estimate_tie_on_one_node) */
-              {"gpt-1.3b", 2, 8, 1, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0},
+              {"gpt-1.3b", 2, 8, 1, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0, 0},
               /* 52 gradient buckets a rank, each a ring of 256 at EFA's latency: the
                * estimate once counted that latency once (73 ms against 214 ms) */
-              {"gpt-1.3b", 64, 256, 2, 1, 1, 1, 2, 2, 0, "1f1b", "p5.48xlarge", 1, 0},
+              {"gpt-1.3b", 64, 256, 2, 1, 1, 1, 2, 2, 0, "1f1b", "p5.48xlarge", 1, 0, 0},
               /* two positions a node on a slow network (p4d's NICs at 1/8): with
                * their 8 rings taken to run in lockstep alone it came out +8.3% */
-              {"gpt-1.3b", 16, 16, 4, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0.125},
+              {"gpt-1.3b", 16, 16, 4, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0.125, 0},
               /* FSDP-like ZeRO 3 (tp = pp = 1): the simulator once exposed every
                * parameter gather, -11.8%, -2.0% and -21.8% against the estimate,
                * which prefetches them (step_zero3_gathers_prefetch) */
-              {"gpt-13b", 1, 8, 1, 1, 1, 3, 2, 3, 0, "1f1b", "dgx-a100-80g", 0, 0},
-              {"gpt-13b", 1, 8, 1, 1, 1, 16, 4, 3, 2, "1f1b", "p4d.24xlarge", 0, 0},
-              {"gpt-6.7b", 4, 32, 1, 1, 1, 2, 4, 3, 0, "1f1b", "p4d.24xlarge", 0, 0},
+              {"gpt-13b", 1, 8, 1, 1, 1, 3, 2, 3, 0, "1f1b", "dgx-a100-80g", 0, 0, 0},
+              {"gpt-13b", 1, 8, 1, 1, 1, 16, 4, 3, 2, "1f1b", "p4d.24xlarge", 0, 0, 0},
+              {"gpt-6.7b", 4, 32, 1, 1, 1, 2, 4, 3, 0, "1f1b", "p4d.24xlarge", 0, 0, 0},
               /* ZeRO 3 with a pipeline: each position's gathered units
                * (sc_cost_zero3_gathered) */
-              {"gpt-13b", 16, 8, 8, 2, 1, 16, 1, 3, 2, "1f1b", "p4d.24xlarge", 0, 0},
+              {"gpt-13b", 16, 8, 8, 2, 1, 16, 1, 3, 2, "1f1b", "p4d.24xlarge", 0, 0, 0},
               /* tp communication overlap (lower_tp_comm_overlap) */
               {"gpt-13b", 2, 2, 8, 1, 1, 8, 1, 1, 0, "1f1b", "dgx-h100", 1, 0, 1},
               {"gpt-13b", 16, 8, 8, 2, 1, 16, 1, 1, 2, "1f1b", "p4d.24xlarge", 1, 0, 1},
-              {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 1, 0, 1}};
+              {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 1, 0, 1},
+              /* the parameter gather beside the next forward (lower_overlap_param_gather) */
+              {"gpt-1.3b", 2, 16, 1, 1, 1, 1, 2, 1, 0, "1f1b", "p4d.24xlarge", 0, 0, 2},
+              {"gpt-13b", 16, 8, 4, 4, 1, 16, 1, 1, 0, "1f1b", "p4d.24xlarge", 1, 0, 3},
+              {"gpt-13b", 16, 16, 8, 1, 1, 8, 1, 2, 0, "1f1b", "dgx-a100-80g", 1, 0, 2}};
     for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
         sc_model *m;
         sc_cluster c;
@@ -76,7 +80,8 @@ TEST(planner_estimate_tracks_sim)
         sc_step_cfg cfg = {.dp = cs[i].dp, .tp = cs[i].tp, .pp = cs[i].pp, .v = cs[i].v,
                            .m = cs[i].m, .mbs = cs[i].mbs, .zero = cs[i].zero,
                            .recompute = (sc_recompute)cs[i].rc, .schedule = cs[i].sched,
-                           .sp = cs[i].sp, .tp_comm_overlap = cs[i].ov, .one_replica = 1};
+                           .sp = cs[i].sp, .tp_comm_overlap = cs[i].ov & 1,
+                           .overlap_param_gather = (cs[i].ov & 2) != 0, .one_replica = 1};
         sc_estimate e;
         sc_step_result *r;
         sc_error err;
@@ -537,6 +542,89 @@ TEST(planner_tp_comm_overlap_setting)
                      "--tp-comm-overlap 1 -o %s/tune.json", bin, d) == 0);
     CHECK(sc_test_sh(out, sizeof out, "grep -c '\"tp_comm_overlap\":.true' %s/tune.json", d) ==
           0);
+}
+
+/* overlap_param_gather as a plan setting: plan --overlap-param-gather 1 gives
+ * it to the candidates with ZeRO 1 or 2 (written "overlap_param_gather": true),
+ * whose step is shorter on one position; sim --plan replays it; a plan file
+ * with it under ZeRO 0, or without overlap_grad_reduce, is refused naming the
+ * file and the key; sim refuses it with ZeRO 3; the Megatron-LM export passes
+ * --overlap-param-gather; whatif and tune take it. */
+TEST(planner_overlap_param_gather_setting)
+{
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return;
+    const char *d = sc_test_tmpdir();
+    const char *common = "--model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+                         "--dp 16 --tp 1 --pp 1 --mbs 2 --zero 1 --top 1";
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s -o %s/off.json", bin, common, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --overlap-param-gather 1 -o %s/on.json", bin,
+                     common, d) == 0);
+    char p_on[600], p_off[600];
+    snprintf(p_on, sizeof p_on, "%s/on.json", d);
+    snprintf(p_off, sizeof p_off, "%s/off.json", d);
+    sc_plan *on = NULL, *off = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_plan_load(p_on, &on, &err) == SC_OK);
+    REQUIRE(sc_plan_load(p_off, &off, &err) == SC_OK);
+    CHECK(on->overlap_param_gather == 1 && off->overlap_param_gather == 0);
+    CHECK(on->step_time_s < off->step_time_s);
+    CHECK(on->breakdown.dp < off->breakdown.dp);
+    double on_s = on->step_time_s;
+    sc_plan_free(on);
+    sc_plan_free(off);
+    CHECK(sc_test_sh(out, sizeof out, "grep -c overlap_param_gather %s", p_off) == 1);
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, p_on) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK_NEAR(cJSON_GetObjectItem(j, "step_time_s")->valuedouble, on_s, 1e-9 * on_s);
+    CHECK(cJSON_IsTrue(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(j, "config"), "overlap_param_gather")));
+    cJSON_Delete(j);
+    /* the key where it cannot apply is refused, naming the file and the key */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "sed 's/\"zero\":.1,/\"zero\": 0,/' %s > %s/z0.json && "
+                     "%s sim --plan %s/z0.json", p_on, d, bin, d) == 2);
+    CHECK_STR_HAS(out, "z0.json: overlap_param_gather");
+    CHECK(sc_test_sh(out, sizeof out,
+                     "sed 's/\"overlap_param_gather\"/\"overlap_grad_reduce\": false, "
+                     "\"overlap_param_gather\"/' %s > %s/nogr.json && %s sim --plan %s/nogr.json",
+                     p_on, d, bin, d) == 2);
+    CHECK_STR_HAS(out, "nogr.json: overlap_param_gather");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 8 "
+                     "--zero 3 --microbatches 1 --overlap-param-gather 1", bin) == 2);
+    CHECK_STR_HAS(out, "ZeRO 1 or 2");
+    /* export */
+    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/mon", bin, p_on, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out,
+                     "grep -c -- --overlap-param-gather %s/mon/megatron_torchrun.sh", d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/moff", bin, p_off, d) ==
+          0);
+    CHECK(sc_test_sh(out, sizeof out,
+                     "grep -c -- --overlap-param-gather %s/moff/megatron_torchrun.sh", d) == 1);
+    /* tune records it; whatif's points with ZeRO 1 or 2 have it */
+    CHECK(sc_test_sh(out, sizeof out, "%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 --dp 16 --tp 1 --pp 1 --zero 1 --overlap-param-gather 1 "
+                     "-o %s/tune.json", bin, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "grep -c '\"overlap_param_gather\":.true' %s/tune.json",
+                     d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s whatif --model gpt-1.3b --cluster p4d.24xlarge --nodes "
+                     "2,4 --global-batch 64 --tokens 1e9 --overlap-param-gather 1 "
+                     "-o %s/wov --json", bin, d) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *pts = cJSON_GetObjectItem(j, "points"), *p;
+    int n = 0;
+    cJSON_ArrayForEach(p, pts) {
+        const cJSON *g = cJSON_GetObjectItem(p, "config");
+        int z = cJSON_GetObjectItem(g, "zero")->valueint;
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItem(g, "overlap_param_gather")) ==
+              (z == 1 || z == 2));
+        n++;
+    }
+    CHECK(n == 2);
+    cJSON_Delete(j);
 }
 
 /* The size factors (cluster.h, sc_size_curve) reach the estimate as they reach
