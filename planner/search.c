@@ -669,6 +669,19 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         sc_err_prefix(err, "plan");
         return st;
     }
+    /* the overlap settings apply to some candidates; none is a mistake */
+    if (o->overlap_param_gather && o->no_overlap_grad_reduce)
+        return sc_err(err, SC_EINVAL, "plan: --overlap-param-gather 1 needs the gradient "
+                                      "reduction overlapped (--overlap-grad-reduce 1), as "
+                                      "Megatron-LM asserts");
+    if (o->overlap_param_gather && (o->fix_zero == 0 || o->fix_zero == 3))
+        return sc_err(err, SC_EINVAL, "plan: --overlap-param-gather 1 gathers the distributed "
+                                      "optimizer's parameters: it needs ZeRO 1 or 2 (--zero %d)",
+                      o->fix_zero);
+    if (o->tp_comm_overlap && (o->fix_sp == 0 || o->fix_tp == 1))
+        return sc_err(err, SC_EINVAL, "plan: --tp-comm-overlap 1 overlaps sequence "
+                                      "parallelism's collectives: it needs tp >= 2 with sp "
+                                      "(%s)", o->fix_tp == 1 ? "tp is 1" : "sp is off");
     const sc_framework *fw = o->framework ? o->framework : sc_framework_any();
     if (o->cut_in_layers && !fw->cuts_in_layers)
         return sc_err(err, SC_EINVAL,

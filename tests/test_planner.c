@@ -514,6 +514,13 @@ TEST(planner_tp_comm_overlap_setting)
     CHECK_STR_HAS(out, "needs sp");
     CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-13b --cluster dgx-h100 --tp 8 --sp "
                      "--microbatches 1 --tp-comm-overlap 2", bin) == 2);
+    /* a search where no candidate could have it is a usage error */
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-13b --cluster dgx-h100 --nodes 2 "
+                     "--global-batch 64 --tp 1 --tp-comm-overlap 1", bin) == 2);
+    CHECK_STR_HAS(out, "tp is 1");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-13b --cluster dgx-h100 --nodes 2 "
+                     "--global-batch 64 --fix sp=0 --tp-comm-overlap 1", bin) == 2);
+    CHECK_STR_HAS(out, "sp is off");
     /* export */
     CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/mon", bin, p_on, d) == 0);
     CHECK(sc_test_sh(out, sizeof out,
@@ -595,6 +602,14 @@ TEST(planner_overlap_param_gather_setting)
     CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 8 "
                      "--zero 3 --microbatches 1 --overlap-param-gather 1", bin) == 2);
     CHECK_STR_HAS(out, "ZeRO 1 or 2");
+    /* a search where no candidate could have it is a usage error */
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 --zero 3 --overlap-param-gather 1", bin) == 2);
+    CHECK_STR_HAS(out, "needs ZeRO 1 or 2 (--zero 3)");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 --overlap-grad-reduce 0 --overlap-param-gather 1",
+                     bin) == 2);
+    CHECK_STR_HAS(out, "--overlap-grad-reduce 1");
     /* export */
     CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/mon", bin, p_on, d) == 0);
     CHECK(sc_test_sh(out, sizeof out,
