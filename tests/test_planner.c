@@ -465,6 +465,47 @@ TEST(planner_overlap_grad_reduce_setting)
     cJSON_Delete(j);
 }
 
+/* A plan setting's two plans: `common` planned without and with `flag 1` into
+ * d/off.json and d/on.json (their paths in p_off and p_on, cap bytes each),
+ * loaded into *off and *on (NULL when a step failed, which it reports). The
+ * key is written in the second plan alone, and sim --plan replays the second
+ * to its own step with the key in its config. */
+static void setting_plans(const char *d, const char *common, const char *flag, const char *key,
+                          char *p_off, char *p_on, size_t cap, sc_plan **off, sc_plan **on)
+{
+    const char *bin = sc_test_bin();
+    sc_error err = {0};
+    *off = *on = NULL;
+    snprintf(p_off, cap, "%s/off.json", d);
+    snprintf(p_on, cap, "%s/on.json", d);
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s -o %s", bin, common, p_off) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s %s 1 -o %s", bin, common, flag, p_on) == 0);
+    CHECK(sc_plan_load(p_off, off, &err) == SC_OK);
+    CHECK(sc_plan_load(p_on, on, &err) == SC_OK);
+    CHECK(sc_test_sh(out, sizeof out, "grep -c '\"%s\":.true' %s", key, p_off) == 1);
+    CHECK(sc_test_sh(out, sizeof out, "grep -c '\"%s\":.true' %s", key, p_on) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, p_on) == 0);
+    cJSON *j = cJSON_Parse(out);
+    CHECK(j != NULL);
+    if (j && *on) {
+        double s = (*on)->step_time_s;
+        CHECK_NEAR(cJSON_GetObjectItem(j, "step_time_s")->valuedouble, s, 1e-9 * s);
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "config"), key)));
+    }
+    cJSON_Delete(j);
+}
+
+/* Whether plan's Megatron-LM export (into d/sub) passes flag: 1, 0, or -1
+ * when the export failed. */
+static int megatron_passes(const char *plan, const char *d, const char *sub, const char *flag)
+{
+    const char *bin = sc_test_bin();
+    if (sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/%s", bin, plan, d, sub))
+        return -1;
+    return sc_test_sh(out, sizeof out, "grep -q -- '%s$' %s/%s/megatron_torchrun.sh", flag, d,
+                      sub) == 0;
+}
+
 /* tp_comm_overlap as a plan setting: plan --tp-comm-overlap 1 gives it to the
  * candidates with sp (written "tp_comm_overlap": true; absent otherwise), whose
  * steps are shorter; sim --plan replays it; a plan file with it but no sp is
@@ -479,31 +520,16 @@ TEST(planner_tp_comm_overlap_setting)
     const char *d = sc_test_tmpdir();
     const char *common = "--model gpt-13b --cluster dgx-h100 --nodes 2 --global-batch 64 "
                          "--dp 2 --tp 8 --pp 1 --mbs 1 --zero 1 --sp --top 1";
-    CHECK(sc_test_sh(out, sizeof out, "%s plan %s -o %s/off.json", bin, common, d) == 0);
-    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --tp-comm-overlap 1 -o %s/on.json", bin,
-                     common, d) == 0);
     char p_on[600], p_off[600];
-    snprintf(p_on, sizeof p_on, "%s/on.json", d);
-    snprintf(p_off, sizeof p_off, "%s/off.json", d);
-    sc_plan *on = NULL, *off = NULL;
-    sc_error err = {0};
-    REQUIRE(sc_plan_load(p_on, &on, &err) == SC_OK);
-    REQUIRE(sc_plan_load(p_off, &off, &err) == SC_OK);
+    sc_plan *on, *off;
+    setting_plans(d, common, "--tp-comm-overlap", "tp_comm_overlap", p_off, p_on, sizeof p_on,
+                  &off, &on);
+    REQUIRE(on && off);
     CHECK(on->tp_comm_overlap == 1 && off->tp_comm_overlap == 0);
     CHECK(on->step_time_s < off->step_time_s);
     CHECK(on->breakdown.tp < off->breakdown.tp);
-    double on_s = on->step_time_s;
     sc_plan_free(on);
     sc_plan_free(off);
-    CHECK(sc_test_sh(out, sizeof out, "grep -c tp_comm_overlap %s", p_off) == 1);
-    CHECK(sc_test_sh(out, sizeof out, "grep -c '\"tp_comm_overlap\":.true' %s", p_on) == 0);
-    /* sim --plan replays it */
-    CHECK(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, p_on) == 0);
-    cJSON *j = cJSON_Parse(out);
-    REQUIRE(j);
-    CHECK_NEAR(cJSON_GetObjectItem(j, "step_time_s")->valuedouble, on_s, 1e-9 * on_s);
-    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "config"), "tp_comm_overlap")));
-    cJSON_Delete(j);
     /* the key without sp is refused, naming the file and the key */
     CHECK(sc_test_sh(out, sizeof out,
                      "sed 's/\"sp\":.true/\"sp\": false/' %s > %s/nosp.json && "
@@ -522,18 +548,13 @@ TEST(planner_tp_comm_overlap_setting)
                      "--global-batch 64 --fix sp=0 --tp-comm-overlap 1", bin) == 2);
     CHECK_STR_HAS(out, "sp is off");
     /* export */
-    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/mon", bin, p_on, d) == 0);
-    CHECK(sc_test_sh(out, sizeof out,
-                     "grep -c -- '--tp-comm-overlap$' %s/mon/megatron_torchrun.sh", d) == 0);
-    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/moff", bin, p_off, d) ==
-          0);
-    CHECK(sc_test_sh(out, sizeof out,
-                     "grep -c -- --tp-comm-overlap %s/moff/megatron_torchrun.sh", d) == 1);
+    CHECK(megatron_passes(p_on, d, "mon", "--tp-comm-overlap") == 1);
+    CHECK(megatron_passes(p_off, d, "moff", "--tp-comm-overlap") == 0);
     /* whatif and tune take it: every whatif point with sp has it */
     CHECK(sc_test_sh(out, sizeof out, "%s whatif --model gpt-13b --cluster dgx-h100 --nodes "
                      "1,2 --global-batch 64 --tokens 1e9 --sp --tp-comm-overlap 1 -o %s/wov "
                      "--json", bin, d) == 0);
-    j = cJSON_Parse(out);
+    cJSON *j = cJSON_Parse(out);
     REQUIRE(j);
     const cJSON *pts = cJSON_GetObjectItem(j, "points"), *p;
     int n = 0;
@@ -565,30 +586,16 @@ TEST(planner_overlap_param_gather_setting)
     const char *d = sc_test_tmpdir();
     const char *common = "--model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
                          "--dp 16 --tp 1 --pp 1 --mbs 2 --zero 1 --top 1";
-    CHECK(sc_test_sh(out, sizeof out, "%s plan %s -o %s/off.json", bin, common, d) == 0);
-    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --overlap-param-gather 1 -o %s/on.json", bin,
-                     common, d) == 0);
     char p_on[600], p_off[600];
-    snprintf(p_on, sizeof p_on, "%s/on.json", d);
-    snprintf(p_off, sizeof p_off, "%s/off.json", d);
-    sc_plan *on = NULL, *off = NULL;
-    sc_error err = {0};
-    REQUIRE(sc_plan_load(p_on, &on, &err) == SC_OK);
-    REQUIRE(sc_plan_load(p_off, &off, &err) == SC_OK);
+    sc_plan *on, *off;
+    setting_plans(d, common, "--overlap-param-gather", "overlap_param_gather", p_off, p_on,
+                  sizeof p_on, &off, &on);
+    REQUIRE(on && off);
     CHECK(on->overlap_param_gather == 1 && off->overlap_param_gather == 0);
     CHECK(on->step_time_s < off->step_time_s);
     CHECK(on->breakdown.dp < off->breakdown.dp);
-    double on_s = on->step_time_s;
     sc_plan_free(on);
     sc_plan_free(off);
-    CHECK(sc_test_sh(out, sizeof out, "grep -c overlap_param_gather %s", p_off) == 1);
-    CHECK(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, p_on) == 0);
-    cJSON *j = cJSON_Parse(out);
-    REQUIRE(j);
-    CHECK_NEAR(cJSON_GetObjectItem(j, "step_time_s")->valuedouble, on_s, 1e-9 * on_s);
-    CHECK(cJSON_IsTrue(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(j, "config"), "overlap_param_gather")));
-    cJSON_Delete(j);
     /* the key where it cannot apply is refused, naming the file and the key */
     CHECK(sc_test_sh(out, sizeof out,
                      "sed 's/\"zero\":.1,/\"zero\": 0,/' %s > %s/z0.json && "
@@ -611,13 +618,8 @@ TEST(planner_overlap_param_gather_setting)
                      bin) == 2);
     CHECK_STR_HAS(out, "--overlap-grad-reduce 1");
     /* export */
-    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/mon", bin, p_on, d) == 0);
-    CHECK(sc_test_sh(out, sizeof out,
-                     "grep -c -- --overlap-param-gather %s/mon/megatron_torchrun.sh", d) == 0);
-    CHECK(sc_test_sh(out, sizeof out, "%s export %s --to megatron -o %s/moff", bin, p_off, d) ==
-          0);
-    CHECK(sc_test_sh(out, sizeof out,
-                     "grep -c -- --overlap-param-gather %s/moff/megatron_torchrun.sh", d) == 1);
+    CHECK(megatron_passes(p_on, d, "mon", "--overlap-param-gather") == 1);
+    CHECK(megatron_passes(p_off, d, "moff", "--overlap-param-gather") == 0);
     /* tune records it; whatif's points with ZeRO 1 or 2 have it */
     CHECK(sc_test_sh(out, sizeof out, "%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
                      "--global-batch 64 --dp 16 --tp 1 --pp 1 --zero 1 --overlap-param-gather 1 "
@@ -627,7 +629,7 @@ TEST(planner_overlap_param_gather_setting)
     CHECK(sc_test_sh(out, sizeof out, "%s whatif --model gpt-1.3b --cluster p4d.24xlarge --nodes "
                      "2,4 --global-batch 64 --tokens 1e9 --overlap-param-gather 1 "
                      "-o %s/wov --json", bin, d) == 0);
-    j = cJSON_Parse(out);
+    cJSON *j = cJSON_Parse(out);
     REQUIRE(j);
     const cJSON *pts = cJSON_GetObjectItem(j, "points"), *p;
     int n = 0;
