@@ -205,7 +205,8 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
 {
     static const char *const keys[] = {"dp", "tp", "pp", "v", "schedule", "zero", "recompute",
                                        "sp", "attention", "attention_kernel", "framework",
-                                       "mbs", "global_batch", NULL};
+                                       "mbs", "global_batch", "tp_comm_overlap",
+                                       "overlap_param_gather", NULL};
     const char *f = s->file;
     char path[48];
     snprintf(path, sizeof path, "%s.layout", r->path);
@@ -232,6 +233,11 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
         st = text(o, f, path, "recompute", 1, 16, &rc, err);
     if (!st)
         st = sc_json_bool(o, f, path, "sp", 0, &r->sp, err);
+    r->tp_comm_overlap = r->overlap_param_gather = 0;
+    if (!st)
+        st = sc_json_bool(o, f, path, "tp_comm_overlap", 0, &r->tp_comm_overlap, err);
+    if (!st)
+        st = sc_json_bool(o, f, path, "overlap_param_gather", 0, &r->overlap_param_gather, err);
     const char *at = NULL;
     if (!st)
         st = text(o, f, path, "attention", 0, 16, &at, err);
@@ -302,6 +308,12 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                       gb, pp);
     if (r->sp && tp < 2)
         return sc_err(err, SC_EINVAL, "%s: %s.sp: sequence parallelism needs tp >= 2", f, path);
+    if (r->tp_comm_overlap && !r->sp)
+        return sc_err(err, SC_EINVAL, "%s: %s.tp_comm_overlap: overlapping the tp collectives "
+                      "with the GEMMs needs sp", f, path);
+    if (r->overlap_param_gather && zero != 1 && zero != 2)
+        return sc_err(err, SC_EINVAL, "%s: %s.overlap_param_gather: the distributed optimizer's "
+                      "parameter all-gather needs zero 1 or 2", f, path);
     sc_error te;
     if (sc_cost_tp_check(r->model, r->tp, &te))
         return sc_err(err, SC_EINVAL, "%s: %s.tp: %s", f, path, te.msg);
@@ -431,6 +443,8 @@ static void row_cfg(const sc_val_row *r, sc_step_cfg *cfg)
     cfg->zero = r->zero;
     cfg->recompute = r->recompute;
     cfg->sp = r->sp;
+    cfg->tp_comm_overlap = r->tp_comm_overlap;
+    cfg->overlap_param_gather = r->overlap_param_gather;
     cfg->attn = r->attn;
     cfg->one_replica = 1;
 }

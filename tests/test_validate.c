@@ -151,6 +151,13 @@ TEST(validate_load_refuses_infeasible_layouts)
     REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", \"sp\": true, "
             "\"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "",
             "rows[0].layout.sp");
+    /* the overlaps where they cannot apply */
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 2, \"pp\": 1, \"recompute\": \"none\", "
+            "\"tp_comm_overlap\": true, \"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK,
+            MEASURED_OK, "", "rows[0].layout.tp_comm_overlap");
+    REFUSED(TINY, "{\"dp\": 2, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
+            "\"overlap_param_gather\": true, \"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK,
+            MEASURED_OK, "", "rows[0].layout.overlap_param_gather");
     /* more ranks than GPUs */
     REFUSED(TINY, "{\"dp\": 8, \"tp\": 2, \"pp\": 1, \"recompute\": \"none\", \"mbs\": 1, "
             "\"global_batch\": 8}", CLUSTER_OK, MEASURED_OK, "", "rows[0].cluster.nodes");
@@ -160,6 +167,41 @@ TEST(validate_load_refuses_infeasible_layouts)
             MEASURED_OK, "", "rows[0].layout");
     REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 1, \"recompute\": \"some\", \"mbs\": 1, "
             "\"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.recompute");
+}
+
+/* A row's layout may say which Megatron-LM overlaps the run used
+ * (tp_comm_overlap, overlap_param_gather); each reaches the simulated step
+ * and makes it shorter on a row where it has something to overlap. */
+TEST(validate_row_overlaps)
+{
+    const char *layouts[3] = {
+        "{\"dp\": 2, \"tp\": 2, \"pp\": 1, \"zero\": 1, \"recompute\": \"none\", "
+        "\"sp\": true, \"mbs\": 1, \"global_batch\": 8}",
+        "{\"dp\": 2, \"tp\": 2, \"pp\": 1, \"zero\": 1, \"recompute\": \"none\", "
+        "\"sp\": true, \"tp_comm_overlap\": true, \"mbs\": 1, \"global_batch\": 8}",
+        "{\"dp\": 2, \"tp\": 2, \"pp\": 1, \"zero\": 1, \"recompute\": \"none\", "
+        "\"sp\": true, \"tp_comm_overlap\": true, \"overlap_param_gather\": true, "
+        "\"mbs\": 1, \"global_batch\": 8}"};
+    double t[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        char text[4096];
+        /* large enough that the collectives are bandwidth's, not latency's */
+        one_row(text, sizeof text,
+                "{\"generator\": \"gpt\", \"layers\": 4, \"hidden\": 4096, \"heads\": 32, "
+                "\"seq\": 2048, \"vocab\": 1024, \"tied\": true}",
+                layouts[i], CLUSTER_OK, MEASURED_OK, "");
+        sc_val_suite *s = NULL;
+        sc_error err = {0};
+        sc_val_result r;
+        REQUIRE(sc_val_load(put("ov.json", text), &s, &err) == SC_OK);
+        CHECK_EQ_INT(s->rows[0].tp_comm_overlap, i >= 1);
+        CHECK_EQ_INT(s->rows[0].overlap_param_gather, i >= 2);
+        REQUIRE(sc_val_run_row(s, 0, NULL, &r, &err) == SC_OK);
+        t[i] = r.predicted_s;
+        sc_val_free(s);
+    }
+    CHECK(t[1] < t[0]);
+    CHECK(t[2] < t[1]);
 }
 
 TEST(validate_load_refuses_bad_fields)
