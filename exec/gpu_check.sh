@@ -189,24 +189,29 @@ PY
 else
     note "no GEMM sweep: skipping the calibration check"
 fi
-# 5. a second layout, closer to how such a model trains: flash attention,
-#    microbatches of 4; predicted (preset) against measured, per kernel kind
-$S sim --model gpt-1.3b --cluster h200-sxm-1 --mbs 4 --microbatches 4 --attn flash \
-    -o "$out/plan_flash.json" > "$out/sim_flash.txt" 2>&1 || note "sim (flash) failed"
-if [ -s "$out/plan_flash.json" ]; then
-    timeout 120 "${run[@]}" $S exec "$out/plan_flash.json" --backend cuda --steps 5 --warmup 2 \
-        --timeout 60 -o "$out/measured_flash.json" > "$out/exec_flash.txt" 2>&1
-    rc=$?
-    tail -5 "$out/exec_flash.txt"
+# 5. more layouts, closer to how such models train (flash attention, larger
+#    microbatches, a wider model): each predicted (preset) against measured,
+#    per kernel kind. layout NAME MODEL MBS MICROBATCHES ATTN
+layout() {
+    local n=$1
+    $S sim --model "$2" --cluster h200-sxm-1 --mbs "$3" --microbatches "$4" --attn "$5" \
+        -o "$out/plan_$n.json" > "$out/sim_$n.txt" 2>&1 || { note "sim ($n) failed"; return; }
+    timeout 120 "${run[@]}" $S exec "$out/plan_$n.json" --backend cuda --steps 5 --warmup 2 \
+        --timeout 60 -o "$out/measured_$n.json" > "$out/exec_$n.txt" 2>&1
+    local rc=$?
+    tail -5 "$out/exec_$n.txt"
     if [ $rc -eq 0 ]; then
-        $S compare "$out/plan_flash.json" "$out/measured_flash.json" | tee "$out/compare_flash.txt"
-        $S compare "$out/plan_flash.json" "$out/measured_flash.json" --json > "$out/compare_flash.json"
-        note "compare_flash: $(compare_summary "$out/compare_flash.json")"
+        $S compare "$out/plan_$n.json" "$out/measured_$n.json" | tee "$out/compare_$n.txt"
+        $S compare "$out/plan_$n.json" "$out/measured_$n.json" --json > "$out/compare_$n.json"
+        note "compare_$n ($2, mbs $3, $5): $(compare_summary "$out/compare_$n.json")"
     else
-        note "exec (flash, mbs 4) failed with status $rc: $(grep -m1 'stagecraft' "$out/exec_flash.txt")"
+        note "exec ($n: $2, mbs $3, $5) failed with status $rc: $(grep -m1 'stagecraft' "$out/exec_$n.txt")"
         failed=1
     fi
-fi
+}
+layout flash gpt-1.3b 4 4 flash
+layout flash_mbs8 gpt-1.3b 8 2 flash
+layout g27_flash gpt-2.7b 2 4 flash
 
 # 6. the communication bench on one GPU, warm and with --cold (one rank:
 #    NCCL copies in place, so this checks the path, not a link)
