@@ -805,11 +805,9 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                     cd.cfg = (sc_step_cfg){.dp = (int)dp, .tp = tp, .pp = pp, .v = v, .m = (int)mm,
                                            .mbs = mbs, .zero = z, .recompute = (sc_recompute)rc,
                                            .sp = sp, .attn = s->o.attn,
-                                           .no_overlap_grad_reduce = o->no_overlap_grad_reduce,
-                                           .tp_comm_overlap = o->tp_comm_overlap && sp,
-                                           .overlap_param_gather =
-                                               o->overlap_param_gather && (z == 1 || z == 2) &&
-                                               !o->no_overlap_grad_reduce};
+                                           .no_overlap_grad_reduce = o->no_overlap_grad_reduce};
+                    sc_step_overlaps_where_apply(&cd.cfg, o->tp_comm_overlap,
+                                                 o->overlap_param_gather);
                     snprintf(cd.schedule, sizeof cd.schedule, "%s", sched);
                     cd.cfg.schedule = sched;
                     cd.part_key = ti;

@@ -67,9 +67,12 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     t->zero = o.fix_zero;
     t->recompute = (sc_recompute)o.fix_recompute;
     t->sp = o.fix_sp;
-    t->tp_comm_overlap = o.tp_comm_overlap && t->sp;
-    t->overlap_param_gather =
-        o.overlap_param_gather && (t->zero == 1 || t->zero == 2) && !o.no_overlap_grad_reduce;
+    /* the search's rule for which layouts take the overlaps */
+    sc_step_cfg lay = {.sp = t->sp, .zero = t->zero,
+                       .no_overlap_grad_reduce = o.no_overlap_grad_reduce};
+    sc_step_overlaps_where_apply(&lay, o.tp_comm_overlap, o.overlap_param_gather);
+    t->tp_comm_overlap = lay.tp_comm_overlap;
+    t->overlap_param_gather = lay.overlap_param_gather;
     t->global_batch = o.global_batch;
     int best_m = n ? sc_search_ranked(s, 0)->cfg.m : 0;
     for (int i = 0; i < n; i++) {

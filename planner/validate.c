@@ -308,12 +308,10 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                       gb, pp);
     if (r->sp && tp < 2)
         return sc_err(err, SC_EINVAL, "%s: %s.sp: sequence parallelism needs tp >= 2", f, path);
-    if (r->tp_comm_overlap && !r->sp)
-        return sc_err(err, SC_EINVAL, "%s: %s.tp_comm_overlap: overlapping the tp collectives "
-                      "with the GEMMs needs sp", f, path);
-    if (r->overlap_param_gather && zero != 1 && zero != 2)
-        return sc_err(err, SC_EINVAL, "%s: %s.overlap_param_gather: the distributed optimizer's "
-                      "parameter all-gather needs zero 1 or 2", f, path);
+    const char *okey, *owhy = sc_step_overlap_why(r->sp, (int)zero, 1, r->tp_comm_overlap,
+                                                  r->overlap_param_gather, &okey);
+    if (owhy)
+        return sc_err(err, SC_EINVAL, "%s: %s.%s: %s", f, path, okey, owhy);
     sc_error te;
     if (sc_cost_tp_check(r->model, r->tp, &te))
         return sc_err(err, SC_EINVAL, "%s: %s.tp: %s", f, path, te.msg);

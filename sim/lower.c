@@ -30,6 +30,15 @@ typedef struct lctx {
     double pos_params;
 } lctx;
 
+/* The parameter bytes per rank of position p, all its chunks. */
+static double pos_param_bytes(const sc_lowered *lw, int p)
+{
+    double b = 0;
+    for (int c = 0; c < lw->cfg.v; c++)
+        b += lw->info[c * lw->cfg.pp + p].param_bytes;
+    return b;
+}
+
 /* Appends a to position p's list; its index, or -1 (st set) on failure. */
 static int push(lctx *x, int p, sc_action a)
 {
@@ -317,9 +326,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
     x->opg = lw->cfg.overlap_param_gather && (lw->cfg.zero == 1 || lw->cfg.zero == 2) &&
              lw->cfg.dp > 1;
     x->nops = 0;
-    x->pos_params = 0;
-    for (int c = 0; c < v; c++)
-        x->pos_params += lw->info[c * pp + p].param_bytes;
+    x->pos_params = pos_param_bytes(lw, p);
     for (int c = 0; c < v; c++)
         x->deferred[c] = -1;
     last_grad_ops(ops, n, v, split, last);
@@ -459,10 +466,9 @@ static void lower_optimizer(lctx *x, int p)
 {
     sc_lowered *lw = x->lw;
     const sc_step_cfg *cfg = &lw->cfg;
-    double wb, gb, ob, params = 0;
+    double wb, gb, ob;
     sc_cost_state_bytes(x->m->dtype, &wb, &gb, &ob);
-    for (int c = 0; c < cfg->v; c++)
-        params += lw->info[c * cfg->pp + p].param_bytes / wb;
+    double params = pos_param_bytes(lw, p) / wb;
     double local = cfg->zero >= 1 ? params / cfg->dp : params;
     sc_lowered_pos *L = &lw->pos[p];
     int dep0 = L->ndeps;

@@ -469,21 +469,15 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     p->tp_comm_overlap = 0; /* optional: absent in plans before the setting */
     if (!st)
         st = sc_json_bool(j, file, "", "tp_comm_overlap", 0, &p->tp_comm_overlap, err);
-    if (!st && p->tp_comm_overlap && !p->sp)
-        st = sc_err(err, SC_EINVAL,
-                    "%s: tp_comm_overlap: overlapping the tp collectives with the GEMMs needs "
-                    "sequence parallelism (sp is false)", file);
     p->overlap_param_gather = 0; /* optional: absent in plans before the setting */
     if (!st)
         st = sc_json_bool(j, file, "", "overlap_param_gather", 0, &p->overlap_param_gather, err);
-    if (!st && p->overlap_param_gather && p->zero != 1 && p->zero != 2)
-        st = sc_err(err, SC_EINVAL,
-                    "%s: overlap_param_gather: the distributed optimizer's parameter all-gather "
-                    "needs zero 1 or 2 (zero is %d)", file, p->zero);
-    if (!st && p->overlap_param_gather && !p->overlap_grad_reduce)
-        st = sc_err(err, SC_EINVAL,
-                    "%s: overlap_param_gather: needs overlap_grad_reduce true (Megatron-LM "
-                    "asserts it)", file);
+    const char *okey, *owhy = st ? NULL
+                                 : sc_step_overlap_why(p->sp, p->zero, p->overlap_grad_reduce,
+                                                       p->tp_comm_overlap,
+                                                       p->overlap_param_gather, &okey);
+    if (owhy)
+        st = sc_err(err, SC_EINVAL, "%s: %s: %s", file, okey, owhy);
     p->slices = 0;
     const cJSON *sl = NULL;
     if (!st)

@@ -219,24 +219,37 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
         return sc_err(err, SC_EINVAL,
                       "sim: sequence parallelism splits the tensor-parallel group's sequence: "
                       "it needs tp >= 2 (tp=%d)", cfg->tp);
-    if (cfg->tp_comm_overlap && !cfg->sp)
-        return sc_err(err, SC_EINVAL,
-                      "sim: tp communication overlap (Megatron-LM's --tp-comm-overlap) runs the "
-                      "sequence-parallel all-gathers and reduce-scatters beside the GEMMs: it "
-                      "needs sp (tp=%d, sp off)", cfg->tp);
-    if (cfg->overlap_param_gather && cfg->zero != 1 && cfg->zero != 2)
-        return sc_err(err, SC_EINVAL,
-                      "sim: overlapping the parameter all-gather with the forward (Megatron-LM's "
-                      "--overlap-param-gather) is the distributed optimizer's: it needs ZeRO 1 or "
-                      "2 (zero=%d)", cfg->zero);
-    if (cfg->overlap_param_gather && cfg->no_overlap_grad_reduce)
-        return sc_err(err, SC_EINVAL,
-                      "sim: overlapping the parameter all-gather needs the gradient reduction "
-                      "overlapped too (Megatron-LM asserts --overlap-grad-reduce with "
-                      "--overlap-param-gather)");
+    const char *key, *why = sc_step_overlap_why(cfg->sp, cfg->zero, !cfg->no_overlap_grad_reduce,
+                                                 cfg->tp_comm_overlap, cfg->overlap_param_gather,
+                                                 &key);
+    if (why)
+        return sc_err(err, SC_EINVAL, "sim: %s: %s", key, why);
     if (!(cfg->jitter >= 0 && cfg->jitter < 1))
         return sc_err(err, SC_EINVAL, "sim: jitter %g must be in [0, 1)", cfg->jitter);
     return sc_step_check_slices(m, cfg, err);
+}
+
+const char *sc_step_overlap_why(int sp, int zero, int ogr, int tpo, int opg, const char **key)
+{
+    *key = tpo && !sp ? "tp_comm_overlap" : "overlap_param_gather";
+    if (tpo && !sp)
+        return "overlapping the sequence-parallel all-gathers and reduce-scatters with the "
+               "GEMMs (Megatron-LM's --tp-comm-overlap) needs sp";
+    if (opg && zero != 1 && zero != 2)
+        return "the parameter all-gather beside the next forward (Megatron-LM's "
+               "--overlap-param-gather) is the distributed optimizer's: it needs ZeRO 1 or 2";
+    if (opg && !ogr)
+        return "the parameter all-gather beside the next forward needs the gradient reduction "
+               "overlapped too (Megatron-LM asserts --overlap-grad-reduce with it)";
+    return NULL;
+}
+
+void sc_step_overlaps_where_apply(sc_step_cfg *cfg, int tpo, int opg)
+{
+    const char *key;
+    cfg->tp_comm_overlap = tpo && !sc_step_overlap_why(cfg->sp, cfg->zero, 1, 1, 0, &key);
+    cfg->overlap_param_gather =
+        opg && !sc_step_overlap_why(1, cfg->zero, !cfg->no_overlap_grad_reduce, 0, 1, &key);
 }
 
 sc_status sc_step_check_slices(const sc_model *m, const sc_step_cfg *cfg, sc_error *err)

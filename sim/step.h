@@ -204,6 +204,17 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
 /* The token-slice part of sc_step_check (also for the planner and the plan
  * loader): messages name --slices or slice_len. */
 sc_status sc_step_check_slices(const sc_model *m, const sc_step_cfg *cfg, sc_error *err);
+
+/* The one rule for the two Megatron-LM overlaps, which sc_step_check, the
+ * plan loader and the validation loader each report in their own terms:
+ * why tp_comm_overlap (tpo) or overlap_param_gather (opg) cannot apply to a
+ * layout with sequence parallelism sp, ZeRO stage zero and the gradient
+ * reduction overlapped or not (ogr), with the key at fault in *key; NULL
+ * when they can. */
+const char *sc_step_overlap_why(int sp, int zero, int ogr, int tpo, int opg, const char **key);
+/* Gives cfg the overlaps a search asked for (tpo, opg) where they apply to
+ * its layout (sp; ZeRO 1 or 2 with the reduction overlapped), none elsewhere. */
+void sc_step_overlaps_where_apply(sc_step_cfg *cfg, int tpo, int opg);
 sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_result **out, sc_error *err);
 void sc_step_result_free(sc_step_result *r);
