@@ -56,6 +56,12 @@ static cJSON *report_json(const sc_calib_report *rep, const char *out, int writt
     cJSON_AddNumberToObject(j, "op_overhead_s", rep->overhead_s);
     cJSON_AddNumberToObject(j, "memory_bw", rep->memory_bw);
     cJSON_AddNumberToObject(j, "bwd_factor", rep->bwd_factor);
+    cJSON_AddBoolToObject(j, "bwd_factor_fitted", !!(rep->ops_fit & SC_CALIB_FIT_BWD));
+    if (rep->ops_fit & SC_CALIB_FIT_KERNEL) { /* efficiency.gemm.kernel_s from the steps */
+        cJSON_AddNumberToObject(j, "kernel_s", rep->kernel_s);
+        cJSON_AddNumberToObject(j, "kernel_se", rep->kernel_se);
+        cJSON_AddNumberToObject(j, "kernel_before_s", rep->kernel_before_s);
+    }
     cJSON_AddNumberToObject(j, "overlap_points", rep->n_overlap);
     if (rep->n_overlap > 0)
         cJSON_AddNumberToObject(j, "overlap_slowdown", rep->overlap_slowdown);
@@ -134,11 +140,15 @@ static void report_text(const sc_calib_report *rep, const sc_cluster *base)
         printf("%-22s %5d %24s %24s %7s %6.1f%% %8s\n", f->what, f->n, a, b, r2, 100 * f->mape,
                bf);
     }
-    if (rep->n_gemm + rep->n_ops > 0)
+    if (rep->ops_fit & SC_CALIB_FIT_KERNEL) /* kernel-level plans */
+        printf("\ntime per kernel %.3g ± %.2g s (efficiency.gemm.kernel_s, from the measured "
+               "steps; was %.3g s); HBM efficiency %.3f\n",
+               rep->kernel_s, rep->kernel_se, rep->kernel_before_s, rep->memory_bw);
+    if (rep->ops_fit & SC_CALIB_FIT_OVERHEAD || (rep->n_gemm + rep->n_ops > 0 && !rep->ops_fit))
         printf("\nper-op overhead %.3g ± %.2g s; HBM efficiency %.3f%s\n", rep->overhead_s,
                rep->overhead_se, rep->memory_bw,
                rep->n_ops == 0 ? " (not fitted: no measured plans)" : "");
-    if (rep->n_ops > 0)
+    if (rep->ops_fit & SC_CALIB_FIT_BWD)
         printf("backward factor %.3f ± %.2g (backward FLOPs' time relative to forward)\n",
                rep->bwd_factor, rep->bwd_factor_se);
     if (rep->n_overlap > 0)

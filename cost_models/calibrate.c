@@ -2,6 +2,7 @@
  * arrays; see calibrate.h for what is fitted and how. */
 #include "calibrate.h"
 #include "cost.h"
+#include "cost_int.h"
 #include "timeline.h"
 
 #include <assert.h>
@@ -27,6 +28,7 @@ typedef struct ctx {
     sc_stage_info **info;  /* per plan, pp·v: scratch of predict */
     sc_cluster cur;        /* the estimate so far */
     int active;            /* P_* of the stage being fitted */
+    int ops_active;        /* P_* the measured ops' stage fitted (0: none) */
     int *idx;              /* the points of the stage */
     int nidx;
     int fails;             /* evaluations that could not compute a prediction */
@@ -187,9 +189,22 @@ static int distinct(const double *u, const double *v, int n)
 #define EFF_HI 100.0
 #define BWD_LO 0.1
 #define BWD_HI 10.0
+/* The kernel-level GEMM model's parameters (efficiency.gemm), fitted through
+ * logarithms: eff_max, k_half + 1, kernel_s, each held in these limits (a
+ * fit ending at one is refused by the bound gate). */
+#define GEMM_EFF_LO 1e-3
+#define GEMM_EFF_HI 1.5
+#define GEMM_KH_HI 1e5
+#define GEMM_KS_LO 1e-9
+#define GEMM_KS_HI 1e-2
 
-/* Which parameters a stage of the fit varies, in x order. */
-enum { P_EFF = 1, P_FHALF = 2, P_OVH = 4, P_MEM = 8, P_BWD = 16 };
+/* Which parameters a stage of the fit varies, in x order. P_KS and P_GEFF
+ * are the kernel-level model's (efficiency.gemm): the time every kernel
+ * carries, and the GEMMs' eff_max; they stand in for P_OVH and P_EFF where
+ * the measured plans' leaves are timed kernel by kernel (fit_compute). */
+enum { P_EFF = 1, P_FHALF = 2, P_OVH = 4, P_MEM = 8, P_BWD = 16, P_KS = 32, P_GEFF = 64 };
+#define P_LAST P_GEFF
+#define P_MAX 7
 
 /* The cluster for parameters x (the active ones, in the order above) on
  * top of the current estimate c->cur. */
@@ -207,6 +222,10 @@ static void trial_cluster(const ctx *c, const double *x, sc_cluster *out)
         out->eff.memory_bw = fmin(EFF_HI, fmax(EFF_LO, exp(x[i++])));
     if (c->active & P_BWD)
         out->eff.bwd_factor = fmin(BWD_HI, fmax(BWD_LO, exp(x[i++])));
+    if (c->active & P_KS)
+        out->eff.gemm.kernel_s = fmin(GEMM_KS_HI, fmax(GEMM_KS_LO, exp(x[i++])));
+    if (c->active & P_GEFF)
+        out->eff.gemm.eff_max = fmin(GEMM_EFF_HI, fmax(GEMM_EFF_LO, exp(x[i++])));
 }
 
 /* Predictions of every compute point under cluster cl; 0 or -1 (a stage
@@ -257,8 +276,8 @@ static int predict(ctx *c, const sc_cluster *cl, double *pred)
 static int resid_f(const gsl_vector *xv, void *data, gsl_vector *f)
 {
     ctx *c = data;
-    double x[4];
-    for (size_t i = 0; i < xv->size; i++)
+    double x[P_MAX];
+    for (size_t i = 0; i < xv->size && i < P_MAX; i++)
         x[i] = gsl_vector_get(xv, i);
     sc_cluster cl;
     trial_cluster(c, x, &cl);
@@ -310,7 +329,7 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
         if ((i < c->pts->n_gemm && gemm) || (i >= c->pts->n_gemm && ops))
             c->idx[c->nidx++] = i;
     int p = 0;
-    double x0[5];
+    double x0[P_MAX];
     const sc_cluster_eff *e0 = &c->cur.eff;
     if (active & P_EFF)
         x0[p++] = log(fmin(1, fmax(1e-3, e0->eff_max[c->dt])));
@@ -322,6 +341,10 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
         x0[p++] = log(fmin(1, fmax(1e-3, e0->memory_bw)));
     if (active & P_BWD)
         x0[p++] = log(e0->bwd_factor > 0 ? e0->bwd_factor : 1);
+    if (active & P_KS)
+        x0[p++] = log(fmax(1e-7, e0->gemm.kernel_s));
+    if (active & P_GEFF)
+        x0[p++] = log(fmin(1, fmax(0.05, e0->gemm.eff_max)));
     if (c->nidx < p + 1)
         return sc_err(err, SC_EINVAL,
                       "calibrate: too few %s points to fit %s: %d (need at least %d; %s)",
@@ -350,7 +373,7 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
     if (gs && gs != GSL_EMAXITER) {
         st = sc_err(err, SC_EINVAL, "calibrate: the compute fit failed: %s", gsl_strerror(gs));
     } else {
-        double x[5];
+        double x[P_MAX];
         for (int i = 0; i < p; i++)
             x[i] = gsl_vector_get(w->x, (size_t)i);
         gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, cov);
@@ -360,7 +383,7 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
         sc_cluster cl;
         trial_cluster(c, x, &cl);
         int i = 0;
-        for (int bit = 1; bit <= P_BWD; bit <<= 1) {
+        for (int bit = 1; bit <= P_LAST; bit <<= 1) {
             if (!(active & bit))
                 continue;
             double sx = sqrt(fmax(0, s2 * gsl_matrix_get(cov, (size_t)i, (size_t)i)));
@@ -368,7 +391,9 @@ static sc_status fit_stage(ctx *c, int active, int gemm, int ops, double *se, sc
                        : bit == P_FHALF ? cl.eff.f_half[c->dt]
                        : bit == P_OVH   ? cl.eff.op_overhead_s
                        : bit == P_MEM   ? cl.eff.memory_bw
-                                        : cl.eff.bwd_factor;
+                       : bit == P_BWD   ? cl.eff.bwd_factor
+                       : bit == P_KS    ? cl.eff.gemm.kernel_s
+                                        : cl.eff.gemm.eff_max;
             /* delta method through the transform (every one is exp) */
             se[i] = v * sx;
             i++;
@@ -429,18 +454,91 @@ static void compute_gates(ctx *c, sc_calib_report *rep, const double *pred, cons
         const char *fix = "the measured ops do not follow the model: check that bench and exec "
                           "ran one BLAS kernel (provenance), rerun exec on a quiet machine, or "
                           "exec another plan";
-        fit_gates(rep, what, files, distinct(pred0, NULL, nops), ngemm > 0 ? 3 : 4, "op points",
-                  o.r2, "", o.mape, SC_CALIB_MAPE_CEILING,
+        int act = c->ops_active, np = 0;
+        for (int bit = 1; bit <= P_LAST; bit <<= 1)
+            np += !!(act & bit);
+        fit_gates(rep, what, files, distinct(pred0, NULL, nops), np, "op points", o.r2, "",
+                  o.mape, SC_CALIB_MAPE_CEILING,
                   "exec another plan (another m or mbs, more pipeline stages): a point is one "
                   "op kind of one stage of one plan", fix);
-        bound_gate(rep, what, files, "backward factor", e->bwd_factor, BWD_LO, BWD_HI, fix);
+        if (act & P_BWD)
+            bound_gate(rep, what, files, "backward factor", e->bwd_factor, BWD_LO, BWD_HI, fix);
         bound_gate(rep, what, files, "HBM efficiency", e->memory_bw, EFF_LO, EFF_HI, fix);
-        if (!ngemm)
+        if (act & P_EFF)
             bound_gate(rep, what, files, "eff_max (of the nominal peak)", e->eff_max[c->dt],
                        EFF_LO, EFF_HI, fix);
+        if (act & P_KS)
+            bound_gate(rep, what, files, "time per kernel (efficiency.gemm.kernel_s)",
+                       e->gemm.kernel_s, GEMM_KS_LO, GEMM_KS_HI, fix);
+        if (act & P_GEFF)
+            bound_gate(rep, what, files, "GEMM eff_max (efficiency.gemm)", e->gemm.eff_max,
+                       GEMM_EFF_LO, GEMM_EFF_HI, fix);
     }
     sc_free(fi);
     sc_free(key);
+}
+
+/* How the measured plans' leaves are timed on cluster cl: bit 1, some
+ * kernel by kernel (efficiency.gemm and a kernel list, cost_kernel.c); bit
+ * 2, some from their totals (the leaf roofline and the per-op overhead). */
+static int plan_costing(const sc_calib_points *pts, const sc_cluster *cl)
+{
+    int how = 0;
+    for (int p = 0; p < pts->n_plans; p++) {
+        const sc_model *m = pts->plans[p].model;
+        for (int i = 0; i < m->n_leaves; i++) {
+            const sc_module *x = m->leaves[i];
+            if (sc_measured_here(cl, x))
+                continue;
+            if (sc_cost_uses_kernels(cl, x))
+                how |= 1;
+            else if (x->flops_fwd > 0 || x->act_out_bytes > 0)
+                how |= 2;
+        }
+    }
+    return how;
+}
+
+/* The parameters the measured ops fit (P_*). Always the HBM efficiency.
+ * Leaves timed from their totals: the per-op overhead and the backward
+ * factor (and eff_max without gemm sizes). Leaves timed kernel by kernel:
+ * the time every kernel carries (efficiency.gemm.kernel_s: in a step,
+ * kernels queue back to back, and a GEMM sweep's small shapes put there
+ * what the tile-and-wave rule misses; on the H200, 2026-12-04, the sweep
+ * fitted 6.7 us and the step replayed +12.8%), the GEMMs' eff_max without
+ * gemm sizes, and the backward factor (a correction there: the backward's
+ * GEMMs have their own shapes) only where the points give two per
+ * parameter, else kept, said in the notes. */
+static int ops_params(ctx *c, int ngemm, const double *pred0, sc_calib_report *rep)
+{
+    int how = plan_costing(c->pts, &c->cur), act = P_MEM;
+    if (how & 2)
+        act |= P_OVH | P_BWD | (ngemm > 0 ? 0 : P_EFF);
+    if (how & 1) {
+        act |= P_KS | (ngemm > 0 ? 0 : P_GEFF);
+        int np = 0, nd = distinct(pred0, NULL, c->pts->n_ops);
+        for (int bit = 1; bit <= P_LAST; bit <<= 1)
+            np += !!(act & bit);
+        if (!(act & P_BWD) && nd >= SC_CALIB_POINTS_PER_PARAM * (np + 1))
+            act |= P_BWD;
+        else if (!(act & P_BWD))
+            add_note(rep, "backward factor kept at %.3g: %d distinct op points fit %d kernel-level "
+                     "parameters, %d each (a plan of another shape fits it too)",
+                     c->cur.eff.bwd_factor > 0 ? c->cur.eff.bwd_factor : 1, nd, np,
+                     SC_CALIB_POINTS_PER_PARAM);
+    }
+    return act;
+}
+
+/* The standard error of parameter bit among the active ones (x order). */
+static double se_of(int active, int bit, const double *se)
+{
+    if (!(active & bit))
+        return 0;
+    int i = 0;
+    for (int b = 1; b < bit; b <<= 1)
+        i += !!(active & b);
+    return se[i];
 }
 
 /* Two stages, because over times alone the overhead and f_half only ever
@@ -474,17 +572,19 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         memcpy(pred0, pred + ngemm, sizeof(double) * (size_t)nops);
     else if (ok && nops > 0)
         st = sc_err(err, SC_ENOMEM, "calibrate: out of memory");
-    double se_curve[2] = {0, 0}, se_ops[4] = {0, 0, 0, 0};
-    int fitted_mem = 0;
+    double se_curve[2] = {0, 0}, se_ops[P_MAX] = {0};
+    int fitted_mem = 0, act = 0;
     if (!st && ngemm > 0)
         st = fit_stage(c, P_EFF | P_FHALF, 1, 0, se_curve, err);
+    double ks_before = c->cur.eff.gemm.kernel_s;
     if (!st && nops > 0) {
-        int act = P_OVH | P_MEM | P_BWD | (ngemm > 0 ? 0 : P_EFF);
+        act = ops_params(c, ngemm, pred0, rep);
         st = fit_stage(c, act, 0, 1, se_ops, err);
         fitted_mem = 1;
-        if (!st && !ngemm)
+        if (!st && (act & P_EFF))
             se_curve[0] = se_ops[0];
     }
+    c->ops_active = act;
     if (!st) {
         predict(c, &c->cur, pred);
         stats all = point_stats(pred, meas, c->ncp);
@@ -493,21 +593,35 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         compute_gates(c, rep, pred, meas, pred0);
         /* beyond the nominal figure: raise the figure (the predictions,
          * which use only peak·eff_max and hbm·memory_bw, stay the same) */
+        /* the kernel-level model's values from the measured ops (their
+         * standard errors by position in x order) */
+        double ks = c->cur.eff.gemm.kernel_s, ge = c->cur.eff.gemm.eff_max;
+        double ovh_se = se_of(act, P_OVH, se_ops), mem_se = se_of(act, P_MEM, se_ops);
+        double bwd_se = se_of(act, P_BWD, se_ops), ks_se = se_of(act, P_KS, se_ops);
+        double ge_se = se_of(act, P_GEFF, se_ops);
         if (e > 1) {
             add_note(rep, "%s: GEMMs reached %.3g FLOP/s, above the nominal peak %.3g FLOP/s; "
                      "nominal raised", sc_dtype_name(c->dt), out->gpu.peak_flops[c->dt] * e,
                      out->gpu.peak_flops[c->dt]);
             out->gpu.peak_flops[c->dt] *= e;
             se_curve[0] /= e;
-            if (nops > 0 && !ngemm)
-                se_ops[0] /= e;
+            /* the kernel-level GEMMs keep their rate against the raised peak */
+            ge /= e;
+            ge_se /= e;
             e = 1;
+        }
+        if (ge > 1) {
+            add_note(rep, "%s: the steps' GEMMs ran at %.3g of the nominal peak; nominal raised",
+                     sc_dtype_name(c->dt), ge);
+            out->gpu.peak_flops[c->dt] *= ge;
+            ge_se /= ge;
+            ge = 1;
         }
         if (fitted_mem && mem > 1) {
             add_note(rep, "memory passes reached %.3g B/s, above the nominal %.3g B/s; nominal "
                      "raised", out->gpu.hbm_bytes_per_s * mem, out->gpu.hbm_bytes_per_s);
             out->gpu.hbm_bytes_per_s *= mem;
-            se_ops[ngemm > 0 ? 1 : 2] /= mem;
+            mem_se /= mem;
             mem = 1;
         }
         out->eff.eff_max[c->dt] = e;
@@ -515,13 +629,15 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         out->eff.op_overhead_s = c->cur.eff.op_overhead_s;
         out->eff.memory_bw = fmin(1, mem);
         out->eff.bwd_factor = c->cur.eff.bwd_factor;
+        out->eff.gemm.kernel_s = ks;
+        out->eff.gemm.eff_max = ge;
+        if (act & (P_KS | P_GEFF)) /* the gemm model's statistics now its steps' */
+            out->eff.fits.gemm.se[1] = ks_se;
         out->eff.fits.compute[c->dt] =
             (sc_fit_stats){c->ncp, all.r2, all.mape, all.rel_sd, {se_curve[0], se_curve[1]}};
-        double ovh_se = nops > 0 ? se_ops[ngemm > 0 ? 0 : 1] : 0;
-        double mem_se = nops > 0 ? se_ops[ngemm > 0 ? 1 : 2] : 0;
         if (nops > 0)
             out->eff.fits.overhead = (sc_fit_stats){nops, all.r2, all.mape, all.rel_sd,
-                                                    {ovh_se, mem_se}};
+                                                    {act & P_KS ? ks_se : ovh_se, mem_se}};
         if (rep) {
             sc_calib_fit *f = &rep->fits[rep->n_fits++];
             *f = (sc_calib_fit){"", c->ncp, e, fh, se_curve[0], se_curve[1], all.r2, all.mape,
@@ -532,7 +648,14 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
             rep->memory_bw = out->eff.memory_bw;
             rep->memory_bw_se = fitted_mem ? mem_se : 0;
             rep->bwd_factor = out->eff.bwd_factor;
-            rep->bwd_factor_se = nops > 0 ? se_ops[ngemm > 0 ? 2 : 3] : 0;
+            rep->bwd_factor_se = bwd_se;
+            rep->ops_fit = (act & P_OVH ? SC_CALIB_FIT_OVERHEAD : 0) |
+                           (act & P_BWD ? SC_CALIB_FIT_BWD : 0) |
+                           (act & P_KS ? SC_CALIB_FIT_KERNEL : 0) |
+                           (act & P_GEFF ? SC_CALIB_FIT_GEMM_EFF : 0);
+            rep->kernel_s = ks;
+            rep->kernel_se = ks_se;
+            rep->kernel_before_s = ks_before;
         }
     }
     for (int p = 0; c->info && p < pts->n_plans; p++)
@@ -550,13 +673,6 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
 
 /* ---- the kernel-level GEMM model (efficiency.gemm) ------------------------------------ */
 
-/* Fitted through logarithms: eff_max, k_half + 1, kernel_s, each held in
- * these limits (a fit ending at one is refused by the bound gate). */
-#define GEMM_EFF_LO 1e-3
-#define GEMM_EFF_HI 1.5
-#define GEMM_KH_HI 1e5
-#define GEMM_KS_LO 1e-9
-#define GEMM_KS_HI 1e-2
 
 typedef struct gemm_ctx {
     const sc_calib_points *pts;
@@ -1789,10 +1905,10 @@ sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts
     sc_cluster res = *base;
     memset(&res.eff.fits, 0, sizeof res.eff.fits);
     sc_status st = SC_OK;
-    if (ncp > 0)
+    /* the kernel-level GEMM model first: the measured ops are predicted on it */
+    st = fit_gemm_model(&c, &res, rep, err);
+    if (!st && ncp > 0)
         st = fit_compute(&c, &res, rep, err);
-    if (!st)
-        st = fit_gemm_model(&c, &res, rep, err);
     if (!st)
         st = fit_links(&c, &res, rep, err);
     if (!st) {

@@ -22,7 +22,13 @@
  *     f_half/(peak·eff) and cannot be told apart: (1) the gemm points fit
  *     eff_max and f_half; (2) the op points fit the overhead, the HBM
  *     efficiency and the backward factor with that curve (and eff_max too
- *     when there are no gemm points). Parameters are fitted through
+ *     when there are no gemm points). Where the plans' leaves are timed
+ *     kernel by kernel (efficiency.gemm and kernel lists), stage (2) fits
+ *     instead the time every kernel carries (efficiency.gemm.kernel_s, over
+ *     the GEMM model's fit, which runs first) and the HBM efficiency, the
+ *     GEMMs' eff_max without gemm points, and the backward factor only when
+ *     the distinct op points give SC_CALIB_POINTS_PER_PARAM per parameter
+ *     with it (else kept, said in the notes; report.ops_fit says which). Parameters are fitted through
  *     logarithms that keep them positive and within limits (efficiencies
  *     1e-4..100, the backward factor 0.1..10); an efficiency that ends above
  *     1 means the device beat its nominal figure, which is raised instead
@@ -347,9 +353,21 @@ typedef struct sc_calib_fit {
     double mape_before;   /* the same points under the input cluster */
 } sc_calib_fit;
 
+/* What the measured ops fitted besides the HBM efficiency (report.ops_fit). */
+enum {
+    SC_CALIB_FIT_OVERHEAD = 1, /* efficiency.op_overhead_s (leaves timed from totals) */
+    SC_CALIB_FIT_BWD = 2,      /* efficiency.bwd_factor */
+    SC_CALIB_FIT_KERNEL = 4,   /* efficiency.gemm.kernel_s (leaves timed kernel by kernel) */
+    SC_CALIB_FIT_GEMM_EFF = 8  /* efficiency.gemm.eff_max (kernels, no gemm sizes) */
+};
+
 typedef struct sc_calib_report {
     int n_files, n_gemm, n_ops, n_comm;
     double overhead_s, overhead_se, memory_bw, memory_bw_se, bwd_factor, bwd_factor_se;
+    int ops_fit;                      /* what the measured ops fitted (SC_CALIB_FIT_*) */
+    double kernel_s, kernel_se;       /* efficiency.gemm.kernel_s as written */
+    double kernel_before_s;           /* its value before the measured ops' fit (the
+                                         gemm sweep's, else the input's) */
     int n_overlap;                    /* overlap points; 0: overlap_slowdown kept */
     double overlap_slowdown, overlap_se;
     int n_fits;

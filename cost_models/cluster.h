@@ -63,7 +63,8 @@
  *                      intra_host: STATS, inter_host: STATS (optional),
  *                      intra_cold: STATS, inter_cold: STATS (optional: the cold
  *                        collectives' fit),
- *                      gemm: STATS (optional: the efficiency.gemm fit),
+ *                      gemm: STATS (optional: the efficiency.gemm fit; se [eff_max,
+ *                        kernel_s as written: the measured steps' where they fitted it]),
  *                      gates_failed: [ "FIT: GATE FIGURE (LIMIT)", ... ] (optional:
  *                        the quality gates calibrate --force wrote past;
  *                        sim, plan and whatif warn when they use such a

@@ -5,7 +5,9 @@
 # one-GPU plan of gpt-1.3b and run it with the cuda backend, then (the
 # calibration check) calibrate h200-sxm-1 from the GEMM sweep alone and
 # compare the plan's prediction with the measured step, with the preset and
-# with the calibrated cluster. Writes bench_gemm.json, plan.json,
+# with the calibrated cluster; three more layouts against the preset; then
+# calibrate from the sweep and two measured layouts and predict the two
+# held out. Writes bench_gemm.json, plan.json,
 # sim_timeline.json, measured.json, calibrated.json, calibrate.txt and
 # compare_{preset,calibrated}.{txt,json} into $OUT (or the directory given
 # as $1, default ./gpu_check_out).
@@ -212,6 +214,31 @@ layout() {
 layout flash gpt-1.3b 4 4 flash
 layout flash_mbs8 gpt-1.3b 8 2 flash
 layout g27_flash gpt-2.7b 2 4 flash
+
+# 5b. calibration from measured steps, checked on steps it did not see: the
+#     sweep and two measured layouts (gpt-1.3b mbs 1 unfused, mbs 4 flash) fit
+#     the time every kernel carries and the HBM efficiency (the sweep's small
+#     GEMMs alone put 6.7 us a kernel on the first H200); the calibrated
+#     cluster then predicts the two layouts held out (mbs 8 flash, gpt-2.7b)
+if [ -s "$out/bench_gemm.json" ] && [ -s "$out/measured.json" ] && [ -s "$out/measured_flash.json" ]; then
+    $S calibrate --cluster h200-sxm-1 "$out/bench_gemm.json" "$out/measured.json" \
+        "$out/measured_flash.json" -o "$out/calibrated_steps.json" \
+        > "$out/calibrate_steps.txt" 2> "$out/calibrate_steps.err"
+    crc=$?
+    cat "$out/calibrate_steps.txt" "$out/calibrate_steps.err"
+    case $crc in
+        0) note "calibrate from steps: every quality gate passed" ;;
+        *) note "calibrate from steps failed with status $crc: $(tail -1 "$out/calibrate_steps.err")" ;;
+    esac
+    for n in flash_mbs8 g27_flash; do
+        [ -s "$out/calibrated_steps.json" ] && [ -s "$out/measured_$n.json" ] || continue
+        $S compare "$out/plan_$n.json" "$out/measured_$n.json" --cluster "$out/calibrated_steps.json" \
+            | tee "$out/compare_steps_$n.txt"
+        $S compare "$out/plan_$n.json" "$out/measured_$n.json" --cluster "$out/calibrated_steps.json" \
+            --json > "$out/compare_steps_$n.json"
+        note "held out, calibrated from steps ($n): $(compare_summary "$out/compare_steps_$n.json")"
+    done
+fi
 
 # 6. the communication bench on one GPU, warm and with --cold (one rank:
 #    NCCL copies in place, so this checks the path, not a link)

@@ -764,7 +764,7 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
             pl[n] = (sc_calib_plan){
                 .model = o.model,
                 .part = cfg.partition,
-                .cfg = {o.model->dtype, cfg.tp, cfg.mbs, cfg.recompute, cfg.bucket_bytes, cfg.sp},
+                .cfg = sc_step_stage_cfg(o.model, &cfg),
                 .pp = cfg.pp,
                 .v = cfg.v,
                 .dp = cfg.dp,

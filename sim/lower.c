@@ -552,8 +552,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
             st = sc_err(err, SC_ENOMEM, "lower: out of memory");
     }
     if (!st) {
-        sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
-                           cfg->bucket_bytes, cfg->sp, cfg->attn, 0, 0, cfg->zero, cfg->dp};
+        sc_stage_cfg sc = sc_step_stage_cfg(m, cfg);
         st = sc_cost_stage(c, m, &lw->part, &sc, lw->info, err);
         /* a framework's per-microbatch gradient work (fsdp) is not split
          * over token slices: the slices' figures leave it out */

@@ -15,10 +15,12 @@ static sc_status slice_cost(const sc_model *m, const sc_cluster *c, const sc_ste
                             const sc_partition *part, sc_stage_info *info, int y, int x, int n,
                             double *t, sc_error *err)
 {
-    sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
-                       cfg->bucket_bytes, cfg->sp, cfg->attn, (double)(x - y) / n,
-                       (double)x / n, 0, 0}; /* a framework's per-microbatch gradient
-                                               work (fsdp) is the same for every slicing */
+    /* a framework's per-microbatch gradient work (fsdp) is the same for
+     * every slicing: not in a slice's figures */
+    sc_stage_cfg sc = sc_step_stage_cfg(m, cfg);
+    sc.q_frac = (double)(x - y) / n;
+    sc.kv_frac = (double)x / n;
+    sc.zero = sc.dp = 0;
     sc_status st = sc_cost_stage(c, m, part, &sc, info, err);
     if (st)
         return st;

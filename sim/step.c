@@ -1402,6 +1402,19 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
     return SC_OK;
 }
 
+sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg)
+{
+    return (sc_stage_cfg){.dtype = m->dtype,
+                          .tp = cfg->tp,
+                          .mbs = cfg->mbs,
+                          .recompute = cfg->recompute,
+                          .bucket_bytes = cfg->bucket_bytes,
+                          .sp = cfg->sp,
+                          .attn = cfg->attn,
+                          .zero = cfg->zero,
+                          .dp = cfg->dp};
+}
+
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                               sc_stage_info *info, sc_error *err)
 {
@@ -1416,8 +1429,7 @@ sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_s
             return st;
         part = &own;
     }
-    sc_stage_cfg sc = {m->dtype,          cfg->tp, cfg->mbs, cfg->recompute,
-                       cfg->bucket_bytes, cfg->sp, cfg->attn, 0, 0, cfg->zero, cfg->dp};
+    sc_stage_cfg sc = sc_step_stage_cfg(m, cfg);
     st = sc_cost_stage(c, m, part, &sc, info, err);
     sc_partition_free(&own);
     return st;

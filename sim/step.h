@@ -222,6 +222,13 @@ void sc_step_result_free(sc_step_result *r);
  * mfu, peak_mem_bytes (per stage), cost_per_step_usd, breakdown, ...). */
 cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg);
 
+/* The stage configuration sc_cost_stage costs cfg's stages with: the
+ * model's dtype and cfg's tp, mbs, recompute, bucket, sp, attention and
+ * ZeRO over dp (whole tokens: no slice). Every path that costs a plan's
+ * stages (the step, the lowering, token slices, calibrate's op points) takes
+ * it from here. */
+sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg);
+
 /* sc_cost_stage (cost.h) for cfg's partition (NULL = uniform): info[0 ..
  * pp·v), after sc_step_check. */
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
