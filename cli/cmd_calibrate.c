@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void calibrate_help(void)
@@ -242,6 +243,48 @@ int cmd_calibrate(int argc, char **argv)
     return 0;
 }
 
+/* The kernels timed alone (exec --kernels): the totals per op, then every
+ * kernel, the ones taking the most of the measured time first. */
+static int by_measured_total(const void *a, const void *b)
+{
+    const sc_kernel_cmp *x = a, *y = b;
+    double u = x->meas * x->calls, v = y->meas * y->calls;
+    return u < v ? 1 : u > v ? -1 : 0;
+}
+
+static void kernel_table(const sc_comparison *cmp)
+{
+    char b[2][32];
+    printf("\nkernels of rank %d, each timed alone (one microbatch of each chunk; us summed over "
+           "their calls)\n", cmp->kernels_rank);
+    static const char *const tot[3] = {"GEMMs", "memory passes", "all kernels"};
+    for (int g = 0; g < 3; g++)
+        if (cmp->kern_meas[g] > 0)
+            printf("%-14s %14s %14s %+8.1f%%\n", tot[g], cli_us(cmp->kern_pred[g], b[0]),
+                   cli_us(cmp->kern_meas[g], b[1]),
+                   100 * (cmp->kern_pred[g] / cmp->kern_meas[g] - 1));
+    sc_kernel_cmp *k = sc_malloc(sizeof *k * (size_t)cmp->n_kernels);
+    if (!k)
+        return;
+    memcpy(k, cmp->kernels, sizeof *k * (size_t)cmp->n_kernels);
+    qsort(k, (size_t)cmp->n_kernels, sizeof *k, by_measured_total);
+    printf("\n%-16s %-4s %-26s %6s %14s %14s %9s\n", "kernel", "pass", "shape (as run)", "calls",
+           "predicted us", "measured us", "error");
+    for (int i = 0; i < cmp->n_kernels; i++) {
+        char shape[96];
+        if (!strcmp(k[i].op, "mem"))
+            snprintf(shape, sizeof shape, "pass of %.4g MB", k[i].bytes / 1e6);
+        else
+            snprintf(shape, sizeof shape, "%s %gx%gx%gx%g", k[i].op, k[i].batch, k[i].m, k[i].n,
+                     k[i].k);
+        printf("%-16.16s %-4s %-26.26s %6d %14s %14s %+8.1f%%\n", k[i].name, k[i].pass, shape,
+               k[i].calls, cli_us(k[i].pred * k[i].calls, b[0]),
+               cli_us(k[i].meas * k[i].calls, b[1]), 100 * k[i].err);
+    }
+    printf("MAPE over kernels %.1f%%\n", 100 * cmp->kernel_mape);
+    sc_free(k);
+}
+
 static void compare_help(void)
 {
     printf("usage: stagecraft compare plan.json measured.json [--cluster C] [--json]\n"
@@ -307,6 +350,8 @@ int cmd_compare(int argc, char **argv)
             printf("rank %-9d %14s %14s %+8.1f%%\n", r, cli_us(cmp->rank_pred[r], b[0]),
                    cli_us(cmp->rank_meas[r], b[1]), 100 * cmp->rank_err[r]);
         printf("MAPE over ranks %.1f%%\n", 100 * cmp->rank_mape);
+        if (cmp->n_kernels > 0)
+            kernel_table(cmp);
     }
     sc_comparison_free(cmp);
     return rc;

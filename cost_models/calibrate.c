@@ -237,7 +237,14 @@ static int predict(ctx *c, const sc_cluster *cl, double *pred)
     for (int p = 0; p < pts->n_plans; p++) {
         const sc_calib_plan *pl = &pts->plans[p];
         sc_error e;
-        if (sc_cost_stage(cl, pl->model, pl->part, &pl->cfg, c->info[p], &e))
+        const sc_cluster *pc = cl;
+        sc_cluster as_run;
+        if (pl->flash_gemms != cl->eff.gemm.flash_gemms) { /* as the plan's step ran */
+            as_run = *cl;
+            as_run.eff.gemm.flash_gemms = pl->flash_gemms;
+            pc = &as_run;
+        }
+        if (sc_cost_stage(pc, pl->model, pl->part, &pl->cfg, c->info[p], &e))
             return -1;
     }
     double peak = cl->gpu.peak_flops[c->dt], hbm = cl->gpu.hbm_bytes_per_s;

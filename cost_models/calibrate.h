@@ -117,6 +117,8 @@ typedef struct sc_calib_plan {
     int pp, v, dp, zero;
     int split;                /* the schedule splits the backward into B and W (zb-h1) */
     double step_s;            /* its measured step (timeline step_time_s; 0 = none) */
+    int flash_gemms;          /* measured with fused attention run as two batched GEMMs
+                                 (the executor's): priced so (sc_cluster_gemm) */
     int file;                 /* index into sc_calib_points.files of its timeline */
 } sc_calib_plan;
 

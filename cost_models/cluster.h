@@ -159,6 +159,12 @@ typedef struct sc_cluster_gemm {
     double kernel_s;         /* seconds per kernel */
     double flash_fwd, flash_bwd; /* fractions of peak, (0, 1] */
     double sustained;        /* (0, 1]; 0 read as 1 */
+    /* Not in any file: set by compare and calibrate for a step the executor
+     * measured (sc_timeline_flash_gemms), which ran each fused attention
+     * kernel as its two batched products; a flash kernel is then priced as
+     * those two GEMMs (cost_kernel.c), forward and backward, at the GEMM
+     * model's rates, as measured and predicted compare kernel for kernel. */
+    int flash_gemms;
 } sc_cluster_gemm;
 
 /* A link class's size factors: how much faster than the class's line

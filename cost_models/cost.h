@@ -143,6 +143,16 @@ int sc_cost_uses_kernels(const sc_cluster *c, const sc_module *mod);
  * field); for a mem kernel *B = 1 and M = N = K = 0. */
 void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *B, double *M,
                           double *N, double *K);
+/* One GEMM (batch, M, N, K) as run, seconds: on the kernel-level model
+ * (efficiency.gemm; its compute scaled by scale, 1 forward, the backward
+ * factor for a backward GEMM) or, on a cluster without one, the leaf
+ * roofline with the per-op overhead. And one memory-bound pass of bytes:
+ * kernel_s (or the per-op overhead) + bytes / (hbm · memory_bw). For
+ * comparing kernels timed alone (exec --kernels, compare). */
+double sc_cost_gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
+                         double K, double scale);
+double sc_cost_pass_time(const sc_cluster *c, double bytes);
+
 double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
                            int bwd);
 /* The bytes a memory-bound kernel reads and writes on one rank under cc

@@ -17,7 +17,10 @@
  *   flash: t_compute = executed FLOPs / (peak * flash_fwd|flash_bwd), executed
  *          = 4 batch M N K (half when causal), 2.5 x that backward; bytes
  *          d * batch * (2 M K + 2 N K) forward (Q, K, V in, O out), twice
- *          that backward (and their gradients).
+ *          that backward (and their gradients). Priced for a step the
+ *          executor measured (efficiency.gemm.flash_gemms): the two batched
+ *          GEMMs it runs instead, (batch, M, N, K) then (batch, M, K, N),
+ *          and their backward GEMMs, as above.
  * Shapes are scaled first by tp (the kernel's tp field: ceil(dim / t)) and
  * then by the microbatch (its samples field). Under sequence parallelism a
  * "seq" kernel runs on s/t tokens.
@@ -118,6 +121,23 @@ static double gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, do
     return roof(c, scale * gemm_compute(c, dt, B, M, N, K), d * B * (M * K + K * N + M * N));
 }
 
+double sc_cost_gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
+                         double K, double scale)
+{
+    if (c->eff.gemm.sms > 0)
+        return gemm_time(c, dt, B, M, N, K, scale);
+    double f = scale * 2 * B * M * N * K, d = sc_dtype_bytes(dt);
+    double tc = (f + c->eff.f_half[dt]) / (c->gpu.peak_flops[dt] * c->eff.eff_max[dt]);
+    double tm = d * B * (M * K + K * N + M * N) / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
+    return c->eff.op_overhead_s + (tc > tm ? tc : tm);
+}
+
+double sc_cost_pass_time(const sc_cluster *c, double bytes)
+{
+    double tm = bytes / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
+    return (c->eff.gemm.sms > 0 ? c->eff.gemm.kernel_s : c->eff.op_overhead_s) + tm;
+}
+
 /* A mem kernel's scale on one rank for a microbatch: samples, its tp share
  * and a token slice's fraction. */
 static double mem_scale(const sc_kernel *k, const sc_compute_cfg *cc)
@@ -166,6 +186,12 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
         return roof(c, mem_compute(c, k, cc, bwd), sc_cost_kernel_bytes(k, cc, bwd));
     case SC_KOP_FLASH: {
         const sc_cluster_gemm *g = &c->eff.gemm;
+        if (g->flash_gemms) { /* as the executor runs it: S = Q K^T, then S V, whole */
+            if (!bwd)
+                return gemm_time(c, dt, B, M, N, K, 1) + gemm_time(c, dt, B, M, K, N, 1);
+            return gemm_time(c, dt, B, M, K, N, bf) + gemm_time(c, dt, B, K, N, M, bf) +
+                   gemm_time(c, dt, B, M, N, K, bf) + gemm_time(c, dt, B, N, K, M, bf);
+        }
         /* causal: the keys after each query are skipped; a slice of M
          * queries over N >= M keys runs M·N - M²/2 pairs (M²/2 when whole) */
         double pairs = k->causal ? (N >= M ? M * N - M * M / 2 : M * N / 2) : M * N;

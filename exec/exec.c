@@ -38,6 +38,7 @@ typedef struct item {
     int type, m, n, k, batch;
     size_t bytes;     /* IT_MEM: the forward's bytes */
     size_t bwd_bytes; /* IT_MEM: the backward's (the cost model's figures) */
+    const char *name; /* the model's kernel name, or the leaf's kind (the model owns it) */
 } item;
 
 typedef struct stage_work {
@@ -164,13 +165,13 @@ static int push_item(item **it, int *n, int *cap, item v)
 /* A GEMM item of (m, n, k) x batch, each clamped to [1, 1e9]. */
 static item gemm_item(int type, double m, double n, double k, double batch)
 {
-    return (item){type, clampi(m), clampi(n), clampi(k), clampi(batch), 0, 0};
+    return (item){type, clampi(m), clampi(n), clampi(k), clampi(batch), 0, 0, NULL};
 }
 
 /* A memory pass of fwd bytes forward and bwd backward (at least 4). */
 static item mem_item(double fwd, double bwd)
 {
-    return (item){IT_MEM, 0, 0, 0, 0, (size_t)fwd, (size_t)fmax(bwd, 4)};
+    return (item){IT_MEM, 0, 0, 0, 0, (size_t)fwd, (size_t)fmax(bwd, 4), NULL};
 }
 
 /* The forward work of a leaf that is timed kernel by kernel (sc_cost_uses_kernels:
@@ -190,6 +191,7 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
         const sc_kernel *k = &mod->kernels[i];
         if (!sc_kernel_runs(k, x->cfg.attn))
             continue;
+        int first = *n;
         if (k->op == SC_KOP_MEM) {
             double b = sc_cost_kernel_bytes(k, &cc, 0), bb = sc_cost_kernel_bytes(k, &cc, 1);
             if (b >= 4)
@@ -204,6 +206,8 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
         } else {
             rc |= push_item(it, n, cap, gemm_item(k->grow_batch ? IT_CORE : IT_WGEMM, M, N, K, B));
         }
+        for (int j = first; !rc && j < *n; j++)
+            (*it)[j].name = k->name;
     }
     return rc;
 }
@@ -299,12 +303,16 @@ static sc_status build_work(sc_exec *x, sc_error *err)
             w->info = k > 1 ? x->lw->slice_info[j * x->S + s] : x->info[s];
             for (int l = x->cfg.partition->first[s]; l < x->cfg.partition->first[s + 1]; l++) {
                 const sc_module *leaf = m->leaves[l];
+                int first = w->n;
                 int bad = sc_cost_uses_kernels(&x->cluster, leaf)
                               ? kernel_items(x, leaf, qf, kf, &w->it, &w->n, &cap)
                               : leaf_items(m, leaf, x->cfg.mbs, x->cfg.tp, x->cfg.sp, qf, kf, &w->it,
                                            &w->n, &cap);
                 if (bad)
                     return sc_err(err, SC_ENOMEM, "exec: out of memory");
+                for (int i = first; i < w->n; i++) /* a leaf without a list: its kind */
+                    if (!w->it[i].name)
+                        w->it[i].name = leaf->kind;
             }
             /* in 16-bit types every GEMM dimension is padded to a multiple of 8,
              * as frameworks pad the vocabulary (Megatron-LM to 128): cuBLAS runs
@@ -1107,12 +1115,14 @@ typedef struct meas {
     double *probe_t;    /* this rank's probe of each measured step */
     double probe_med;   /* over the window (0: none) */
     double *probes;     /* rank 0: every rank's */
+    sc_tl_kernel *kern; /* rank 0 with --kernels: its kernels, each timed alone */
+    int nkern;
 } meas;
 
 static void meas_free(meas *g)
 {
-    void *arrs[] = {g->all,    g->span, g->spans,    g->times,  g->begins,
-                    g->counts, g->mine, g->gathered, g->probes, g->probe_t};
+    void *arrs[] = {g->all,  g->span,     g->spans,  g->times,   g->begins, g->counts,
+                    g->mine, g->gathered, g->probes, g->probe_t, g->kern};
     for (size_t i = 0; i < SC_ARRAY_LEN(arrs); i++)
         sc_free(arrs[i]);
 }
@@ -1189,6 +1199,121 @@ static sc_status probe_step(sc_exec *x, meas *g, double *out, sc_error *err)
     if (!st)
         *out = fmax(sc_median(t, REPS), 0);
     return st;
+}
+
+/* ---- the kernel profile (exec.h, SC_EXEC_KERNEL_REPS) --------------------------- */
+
+/* Whether item q runs anything in pass what (run_items). */
+static int item_runs(const item *q, int what)
+{
+    if (q->type == IT_MEM)
+        return what == RUN_F || what == RUN_B || what == RUN_BW;
+    if (what == RUN_W)
+        return q->type == IT_WGEMM;
+    return 1;
+}
+
+/* Adds one call of q in pass what taking t seconds to the pooled list. */
+static int pool_kernel(sc_tl_kernel **ks, int *n, int *cap, const item *q, int what, double t)
+{
+    static const char *const pass[] = {"F", "B", "W", "BW"};
+    sc_tl_kernel k = {0};
+    snprintf(k.name, sizeof k.name, "%s", q->name ? q->name : "?");
+    snprintf(k.pass, sizeof k.pass, "%s", pass[what]);
+    snprintf(k.op, sizeof k.op, "%s",
+             q->type == IT_MEM ? "mem" : q->type == IT_CORE ? "core" : "wgemm");
+    if (q->type == IT_MEM) {
+        k.bytes = (double)(what == RUN_F ? q->bytes : q->bwd_bytes);
+    } else {
+        k.batch = q->batch;
+        k.m = q->m;
+        k.n = q->n;
+        k.k = q->k;
+    }
+    for (int i = 0; i < *n; i++) {
+        sc_tl_kernel *o = &(*ks)[i];
+        if (!strcmp(o->name, k.name) && !strcmp(o->pass, k.pass) && !strcmp(o->op, k.op) &&
+            o->batch == k.batch && o->m == k.m && o->n == k.n && o->k == k.k &&
+            o->bytes == k.bytes) {
+            o->time_s += t; /* a sum until kernel_profile divides it */
+            o->calls++;
+            return 0;
+        }
+    }
+    if (grow((void **)ks, cap, *n + 1, sizeof **ks))
+        return -1;
+    k.calls = 1;
+    k.time_s = t;
+    (*ks)[(*n)++] = k;
+    return 0;
+}
+
+/* Rank 0's kernels, each timed alone (exec.h): *out and *nout (the caller
+ * frees *out). */
+static sc_status kernel_profile(sc_exec *x, sc_tl_kernel **out, int *nout, sc_error *err)
+{
+    enum { REPS = SC_EXEC_KERNEL_REPS };
+    const sc_backend *be = x->be;
+    *out = NULL;
+    *nout = 0;
+    int most = 0;
+    for (int c = 0; c < x->cfg.v; c++)
+        most = x->sw[c].n > most ? x->sw[c].n : most;
+    sc_ev **ev = sc_calloc((size_t)most + 1, sizeof *ev);
+    double *t = sc_calloc((size_t)most * REPS + 1, sizeof *t);
+    sc_tl_kernel *ks = NULL;
+    int nk = 0, cap = 0;
+    sc_status st = ev && t ? SC_OK : sc_err(err, SC_ENOMEM, "exec: out of memory");
+    for (int i = 0; !st && i <= most; i++)
+        if (!(ev[i] = be->ev_new(x->bk, err)))
+            st = err ? err->status : SC_ENOMEM;
+    int passes[3] = {RUN_F, x->split ? RUN_B : RUN_BW, RUN_W}, npass = x->split ? 3 : 2;
+    for (int c = 0; c < x->cfg.v && !st; c++) {
+        const stage_work *w = &x->sw[c];
+        for (int p = 0; p < npass && !st; p++) {
+            int what = passes[p];
+            for (int r = 0; r <= REPS && !st; r++) { /* round 0 untimed */
+                /* a fresh time base each round: event times are offsets from
+                 * it (CUDA: a float of ms, coarse after minutes) */
+                st = be->epoch(x->bk, err);
+                if (!st)
+                    st = be->ev_record(x->bk, ev[0], err);
+                for (int i = 0; i < w->n && !st; i++) {
+                    st = run_items(x, w, what, i, i + 1, err);
+                    if (!st)
+                        st = be->ev_record(x->bk, ev[i + 1], err);
+                }
+                if (!st)
+                    st = be->sync(x->bk, deadline(x), err);
+                double prev = 0;
+                for (int i = 0; i <= w->n && !st && r > 0; i++) {
+                    double e = 0;
+                    st = be->ev_time(x->bk, ev[i], &e, err);
+                    if (!st && i > 0)
+                        t[(size_t)(i - 1) * REPS + (r - 1)] = fmax(e - prev, 0);
+                    prev = e;
+                }
+            }
+            for (int i = 0; i < w->n && !st; i++)
+                if (item_runs(&w->it[i], what) &&
+                    pool_kernel(&ks, &nk, &cap, &w->it[i], what,
+                                sc_median(t + (size_t)i * REPS, REPS)))
+                    st = sc_err(err, SC_ENOMEM, "exec: out of memory");
+        }
+    }
+    for (int i = 0; ev && i <= most; i++)
+        be->ev_free(x->bk, ev[i]);
+    sc_free(ev);
+    sc_free(t);
+    if (st) {
+        sc_free(ks);
+        return st;
+    }
+    for (int i = 0; i < nk; i++)
+        ks[i].time_s /= ks[i].calls;
+    *out = ks;
+    *nout = nk;
+    return SC_OK;
 }
 
 /* Phase 1: rank 0 measures each rank's clock offset (Cristian's algorithm). */
@@ -1378,6 +1503,9 @@ static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_ex
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
     tl->step_time_s = g->times[g->median];
     snprintf(tl->device, sizeof tl->device, "%s", x->be->device_name(x->bk));
+    /* no backend has a fused attention kernel: kernel_items runs each as
+     * its two batched products, and says so for compare and calibrate */
+    snprintf(tl->flash_attention, sizeof tl->flash_attention, "gemms");
     tl->prov = g->prov;
     snprintf(tl->plan_file, sizeof tl->plan_file, "%s", x->plan_file);
     sc_status st = sc_plan_file_digest(x->plan_file, tl->plan_digest, err);
@@ -1411,6 +1539,13 @@ static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_ex
             }
             sum->probe_fast_s = fmin(sum->probe_fast_s, g->probes[r]);
         }
+    }
+    if (g->nkern > 0) { /* the timeline owns them from here */
+        tl->kernels = g->kern;
+        tl->n_kernels = g->nkern;
+        tl->kernels_rank = 0;
+        g->kern = NULL;
+        g->nkern = 0;
     }
     double b = g->begins[g->median];
     int gpn = x->cluster.gpus_per_node > 0 ? x->cluster.gpus_per_node : 1;
@@ -1483,7 +1618,11 @@ sc_status sc_exec_run(sc_exec *x, const char *out_file, sc_exec_summary *sum,
         sum->checked = x->checked;
         snprintf(sum->device, sizeof sum->device, "%s", x->be->device_name(x->bk));
         snprintf(sum->dtype, sizeof sum->dtype, "%s", sc_dtype_name(x->cdt));
-        if (x->rank == 0) {
+        /* every rank is done with the step: rank 0 times its kernels alone */
+        if (x->rank == 0 && x->o.kernels)
+            st = kernel_profile(x, &g.kern, &g.nkern, err);
+        sum->kernels = g.nkern;
+        if (!st && x->rank == 0) {
             st = write_timeline(x, &g, out_file, sum, err);
             *must_abort = 0; /* every rank finished: nobody is stuck */
         }

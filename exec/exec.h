@@ -73,6 +73,9 @@ typedef struct sc_exec_opts {
     int verify;            /* 1: check received activations by checksum */
     int probe;             /* the speed probe's GEMM size (m = n = k; 0: none; < 0: the
                               backend's default, SC_EXEC_PROBE_CPU or _CUDA) */
+    int kernels;           /* 1: after the steps, rank 0 times each kernel of its stage
+                              alone (SC_EXEC_KERNEL_REPS runs, the median) and the
+                              timeline carries them ("kernels": timeline.h sc_tl_kernel) */
     int *argc;             /* for MPI_Init (may be NULL) */
     char ***argv;
 } sc_exec_opts;
@@ -94,9 +97,19 @@ typedef struct sc_exec_opts {
 #define SC_EXEC_PROBE_CPU 256
 #define SC_EXEC_PROBE_CUDA 4096
 #define SC_EXEC_PROBE_REPS 3
+/* The kernel profile (exec --kernels): after the measured steps, rank 0
+ * runs one microbatch of each of its chunks (with token slices, the first
+ * slice's), forward and backward as the schedule splits it, SC_EXEC_KERNEL_REPS
+ * times after one untimed run, with an event between every two kernels
+ * queued back to back (so a kernel's time is from the end of the one before
+ * it: its launch gap included where the host falls behind), and keeps each
+ * kernel's median. Kernels of the same name, pass and shape are pooled:
+ * their calls counted, the time the mean of their medians. */
+#define SC_EXEC_KERNEL_REPS 3
 
 typedef struct sc_exec_summary {
     int ranks, steps;      /* steps: the window the figures are over */
+    int kernels;           /* kernels timed alone (--kernels; 0: none) */
     int runs;              /* measured steps run in all */
     double median_s, min_s, max_s;
     double spread;         /* (q3 - q1) / median of the window (sc_spread) */

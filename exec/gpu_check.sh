@@ -38,7 +38,11 @@ compare_summary() {
     python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1]))
-print(f\"step {c['step']['error']:+.1%}; per kernel: \" + ', '.join(f\"{k['kind']} {k['error']:+.0%}\" for k in c['kinds']))" "$1"
+s = f\"step {c['step']['error']:+.1%}; per op kind: \" + ', '.join(f\"{k['kind']} {k['error']:+.0%}\" for k in c['kinds'])
+k = c.get('kernels')
+if k:
+    s += f\"; kernels timed alone: GEMMs {k['gemm']['error']:+.1%}, memory passes {k['mem']['error']:+.1%}, MAPE {k['mape']:.1%}\"
+print(s)" "$1"
 }
 finish() {
     { echo "gpu_check verdict:"; for v in "${verdict[@]}"; do echo "  - $v"; done; } | tee "$out/verdict.txt"
@@ -107,7 +111,7 @@ if command -v mpirun >/dev/null 2>&1 && $S version | grep -q '^MPI:  yes'; then
 fi
 say "exec: ${run[*]:-(no mpirun: this process, one thread on the GPU)} $S exec ... --backend cuda"
 timeout 120 "${run[@]}" $S exec "$out/plan.json" --backend cuda --steps 5 --warmup 2 \
-    --timeout 60 -o "$out/measured.json" 2>&1 | tee "$out/exec.txt"
+    --timeout 60 --kernels -o "$out/measured.json" 2>&1 | tee "$out/exec.txt"
 rc=${PIPESTATUS[0]}
 failed=0
 if [ $rc -ne 0 ]; then
@@ -199,7 +203,7 @@ layout() {
     $S sim --model "$2" --cluster h200-sxm-1 --mbs "$3" --microbatches "$4" --attn "$5" \
         -o "$out/plan_$n.json" > "$out/sim_$n.txt" 2>&1 || { note "sim ($n) failed"; return; }
     timeout 120 "${run[@]}" $S exec "$out/plan_$n.json" --backend cuda --steps 5 --warmup 2 \
-        --timeout 60 -o "$out/measured_$n.json" > "$out/exec_$n.txt" 2>&1
+        --timeout 60 --kernels -o "$out/measured_$n.json" > "$out/exec_$n.txt" 2>&1
     local rc=$?
     tail -5 "$out/exec_$n.txt"
     if [ $rc -eq 0 ]; then
@@ -221,15 +225,22 @@ layout g27_flash gpt-2.7b 2 4 flash
 #     GEMMs alone put 6.7 us a kernel on the first H200); the calibrated
 #     cluster then predicts the two layouts held out (mbs 8 flash, gpt-2.7b)
 if [ -s "$out/bench_gemm.json" ] && [ -s "$out/measured.json" ] && [ -s "$out/measured_flash.json" ]; then
-    $S calibrate --cluster h200-sxm-1 "$out/bench_gemm.json" "$out/measured.json" \
+    # --force: the held-out figures are wanted even past a gate (on the first
+    # H200's files the two steps' fit was refused: the mbs 4 layout replayed
+    # +10.3%); the gates that failed are reported beside them
+    $S calibrate --force --cluster h200-sxm-1 "$out/bench_gemm.json" "$out/measured.json" \
         "$out/measured_flash.json" -o "$out/calibrated_steps.json" \
         > "$out/calibrate_steps.txt" 2> "$out/calibrate_steps.err"
     crc=$?
     cat "$out/calibrate_steps.txt" "$out/calibrate_steps.err"
-    case $crc in
-        0) note "calibrate from steps: every quality gate passed" ;;
-        *) note "calibrate from steps failed with status $crc: $(tail -1 "$out/calibrate_steps.err")" ;;
-    esac
+    nfail=$(grep -c 'written anyway' "$out/calibrate_steps.err")
+    if [ $crc -ne 0 ]; then
+        note "calibrate from steps failed with status $crc: $(tail -1 "$out/calibrate_steps.err")"
+    elif [ "$nfail" -gt 0 ]; then
+        note "calibrate from steps: written past $nfail failed gate(s): $(grep -m1 'written anyway' "$out/calibrate_steps.err" | cut -c1-200)"
+    else
+        note "calibrate from steps: every quality gate passed"
+    fi
     for n in flash_mbs8 g27_flash; do
         [ -s "$out/calibrated_steps.json" ] && [ -s "$out/measured_$n.json" ] || continue
         $S compare "$out/plan_$n.json" "$out/measured_$n.json" --cluster "$out/calibrated_steps.json" \

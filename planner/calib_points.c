@@ -743,6 +743,10 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
     sc_cluster pc;
     if (!st)
         st = open_plan(file, t, &o, &pc, err);
+    /* its fused attention as the executor ran it (sc_timeline_flash_gemms) */
+    int flash_gemms = !st && sc_timeline_flash_gemms(t);
+    if (!st)
+        pc.eff.gemm.flash_gemms = flash_gemms;
     sc_step_cfg cfg;
     if (!st) {
         sc_plan_step_cfg(o.plan, &cfg);
@@ -771,6 +775,7 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
                 .zero = cfg.zero,
                 .split = impl && impl->split_backward,
                 .step_s = t->step_time_s,
+                .flash_gemms = flash_gemms,
                 .file = x->file};
             x->pts.n_plans = n + 1;
         }
@@ -818,6 +823,7 @@ static int replay(void *ctx, int plan, const sc_cluster *c, double *step_s, char
     const reader *x = ctx;
     const opened *o = &x->open[plan];
     sc_cluster cc = *c;
+    cc.eff.gemm.flash_gemms = x->pts.plans[plan].flash_gemms; /* as its step ran */
     sc_error e = {0};
     sc_step_cfg cfg;
     sc_step_result *r = NULL;

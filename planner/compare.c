@@ -1,6 +1,7 @@
 /* compare.c - see compare.h. */
 #include "compare.h"
 #include "cluster.h"
+#include "cost.h"
 #include "json.h"
 #include "plan.h"
 #include "step.h"
@@ -17,7 +18,65 @@ void sc_comparison_free(sc_comparison *c)
     sc_free(c->rank_pred);
     sc_free(c->rank_meas);
     sc_free(c->rank_err);
+    sc_free(c->kernels);
     sc_free(c);
+}
+
+/* One timed kernel's prediction per call, as the executor ran it. */
+static double kernel_pred(const sc_cluster *c, sc_dtype dt, const sc_tl_kernel *k)
+{
+    if (!strcmp(k->op, "mem"))
+        return sc_cost_pass_time(c, k->bytes);
+    double B = k->batch, M = k->m, N = k->n, K = k->k;
+    double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
+    if (!strcmp(k->pass, "F"))
+        return sc_cost_gemm_time(c, dt, B, M, N, K, 1);
+    double in = sc_cost_gemm_time(c, dt, B, M, K, N, bf); /* dA = dC B^T */
+    double wt = sc_cost_gemm_time(c, dt, B, K, N, M, bf); /* dB = A^T dC */
+    if (!strcmp(k->op, "core")) /* both operands are activations */
+        return in + wt;
+    return !strcmp(k->pass, "B") ? in : !strcmp(k->pass, "W") ? wt : in + wt;
+}
+
+static sc_status compare_kernels(const sc_cluster *c, sc_dtype dt, const sc_timeline *t,
+                                 sc_comparison *cmp, sc_error *err)
+{
+    if (t->n_kernels <= 0)
+        return SC_OK;
+    cmp->kernels = sc_calloc((size_t)t->n_kernels, sizeof *cmp->kernels);
+    if (!cmp->kernels)
+        return sc_err(err, SC_ENOMEM, "compare: out of memory");
+    cmp->n_kernels = t->n_kernels;
+    cmp->kernels_rank = t->kernels_rank;
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < t->n_kernels; i++) {
+        const sc_tl_kernel *k = &t->kernels[i];
+        sc_kernel_cmp *o = &cmp->kernels[i];
+        snprintf(o->name, sizeof o->name, "%s", k->name);
+        snprintf(o->pass, sizeof o->pass, "%s", k->pass);
+        snprintf(o->op, sizeof o->op, "%s", k->op);
+        o->batch = k->batch;
+        o->m = k->m;
+        o->n = k->n;
+        o->k = k->k;
+        o->bytes = k->bytes;
+        o->calls = k->calls;
+        o->pred = kernel_pred(c, dt, k);
+        o->meas = k->time_s;
+        o->err = o->meas > 0 ? o->pred / o->meas - 1 : 0;
+        if (o->meas > 0) {
+            sum += fabs(o->err);
+            n++;
+        }
+        int g = !strcmp(k->op, "mem");
+        cmp->kern_pred[g] += o->pred * o->calls;
+        cmp->kern_meas[g] += o->meas * o->calls;
+        cmp->kern_pred[2] += o->pred * o->calls;
+        cmp->kern_meas[2] += o->meas * o->calls;
+    }
+    cmp->kernel_mape = n ? sum / n : 0;
+    return SC_OK;
 }
 
 static int busy_kind(int k)
@@ -68,6 +127,10 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
     if (!st && meas->n_ranks != p->dp * p->tp * p->pp)
         st = sc_err(err, SC_EINVAL, "%s: ranks: %d ranks, the plan has dp·tp·pp = %d",
                     measured_file, meas->n_ranks, p->dp * p->tp * p->pp);
+    /* the plan's fused attention priced as the measurement ran it (the
+     * executor: two batched GEMMs each) */
+    if (!st && sc_timeline_flash_gemms(meas))
+        c.eff.gemm.flash_gemms = 1;
     sc_step_cfg cfg;
     if (!st) {
         sc_plan_step_cfg(p, &cfg);
@@ -132,6 +195,7 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
             sum += fabs(cmp->rank_err[k]);
         }
         cmp->rank_mape = cmp->n_ranks ? sum / cmp->n_ranks : 0;
+        st = compare_kernels(&c, m->dtype, meas, cmp, err);
     }
     sc_step_result_free(r);
     sc_timeline_free(meas);
@@ -188,6 +252,41 @@ cJSON *sc_comparison_json(const sc_comparison *c)
         sc_jadd_num(o, "error", c->rank_err[i], &oom);
     }
     sc_jadd_num(j, "rank_mape", c->rank_mape, &oom);
+    if (c->n_kernels > 0) {
+        cJSON *ko = sc_jadd_obj(j, "kernels", &oom);
+        sc_jadd_num(ko, "rank", c->kernels_rank, &oom);
+        sc_jadd_num(ko, "mape", c->kernel_mape, &oom);
+        static const char *const tot[3] = {"gemm", "mem", "all"};
+        for (int g = 0; g < 3; g++) {
+            cJSON *o = sc_jadd_obj(ko, tot[g], &oom);
+            sc_jadd_num(o, "predicted_s", c->kern_pred[g], &oom);
+            sc_jadd_num(o, "measured_s", c->kern_meas[g], &oom);
+            sc_jadd_num(o, "error", c->kern_meas[g] > 0 ? c->kern_pred[g] / c->kern_meas[g] - 1
+                                                        : 0, &oom);
+        }
+        cJSON *a = sc_jadd_arr(ko, "each", &oom);
+        for (int i = 0; i < c->n_kernels && a && !oom; i++) {
+            const sc_kernel_cmp *q = &c->kernels[i];
+            cJSON *o = sc_jpush_obj(a, &oom);
+            if (!o)
+                break;
+            sc_jadd_str(o, "name", q->name, &oom);
+            sc_jadd_str(o, "pass", q->pass, &oom);
+            sc_jadd_str(o, "op", q->op, &oom);
+            if (!strcmp(q->op, "mem")) {
+                sc_jadd_num(o, "bytes", q->bytes, &oom);
+            } else {
+                sc_jadd_num(o, "batch", q->batch, &oom);
+                sc_jadd_num(o, "m", q->m, &oom);
+                sc_jadd_num(o, "n", q->n, &oom);
+                sc_jadd_num(o, "k", q->k, &oom);
+            }
+            sc_jadd_num(o, "calls", q->calls, &oom);
+            sc_jadd_num(o, "predicted_s", q->pred, &oom);
+            sc_jadd_num(o, "measured_s", q->meas, &oom);
+            sc_jadd_num(o, "error", q->err, &oom);
+        }
+    }
     if (oom) {
         cJSON_Delete(j);
         return NULL;

@@ -32,6 +32,15 @@ typedef struct sc_kind_cmp {
     double err;
 } sc_kind_cmp;
 
+/* One kernel the executor timed alone (exec --kernels; timeline.h
+ * sc_tl_kernel) beside its prediction for the same shape, per call. */
+typedef struct sc_kernel_cmp {
+    char name[48], pass[4], op[8];
+    double batch, m, n, k, bytes;
+    int calls;
+    double pred, meas, err;
+} sc_kernel_cmp;
+
 typedef struct sc_comparison {
     char cluster[128], device[128];
     double pred_step, meas_step, step_err, interval;
@@ -44,6 +53,16 @@ typedef struct sc_comparison {
     int n_ranks;
     double *rank_pred, *rank_meas, *rank_err;
     double rank_mape;
+    /* the measurement's kernels, each timed alone (0: it has none): per
+     * call, predicted by sc_cost_gemm_time / sc_cost_pass_time as the
+     * executor ran them (a wgemm's B its input gradient, W its weight
+     * gradient, BW both; a core GEMM's backward both input gradients); the
+     * MAPE over them, and predicted and measured time summed over every
+     * call, per op (gemm: wgemm and core; mem) and in all */
+    int kernels_rank, n_kernels;
+    sc_kernel_cmp *kernels;
+    double kernel_mape;
+    double kern_pred[3], kern_meas[3]; /* gemm, mem, all */
 } sc_comparison;
 
 /* cluster NULL: the plan's own. */

@@ -1772,6 +1772,9 @@ TEST(calibrate_reads_the_plans_attention)
         REQUIRE(sc_json_load(p, &t, &err) == SC_OK);
         cJSON_ReplaceItemInObject(t, "source", cJSON_CreateString("exec"));
         cJSON_AddStringToObject(t, "device", "NVIDIA H200 (test)");
+        /* simulated with the fused kernel's rates: say so (an exec
+         * timeline that does not ran it as two GEMMs) */
+        cJSON_AddStringToObject(t, "flash_attention", "fused");
         snprintf(pp, sizeof pp, "%s/p%d.json", d, i);
         REQUIRE(sc_plan_file_digest(pp, dg, &err) == SC_OK);
         cJSON *pl = cJSON_AddObjectToObject(t, "plan");
@@ -1809,4 +1812,25 @@ TEST(calibrate_reads_the_plans_attention)
     }
     CHECK(mape >= 0 && mape < 1e-3);
     cJSON_Delete(j);
+    /* compare prices the plan's attention as the measurement ran it: fused
+     * here (no error), two GEMMs when the timeline says so or, from exec,
+     * says nothing */
+    double err0 = 1, err1 = 0;
+    sc_comparison *cmp = NULL;
+    char pf[600], mf[600];
+    snprintf(pf, sizeof pf, "%s/p1.json", d);
+    snprintf(mf, sizeof mf, "%s/m1.json", d);
+    REQUIRE(sc_compare(pf, mf, NULL, &cmp, &err) == SC_OK);
+    err0 = cmp->step_err;
+    sc_comparison_free(cmp);
+    cJSON *t = NULL;
+    REQUIRE(sc_json_load(mf, &t, &err) == SC_OK);
+    cJSON_DeleteItemFromObject(t, "flash_attention");
+    REQUIRE(sc_json_save(mf, t, &err) == SC_OK);
+    cJSON_Delete(t);
+    REQUIRE(sc_compare(pf, mf, NULL, &cmp, &err) == SC_OK);
+    err1 = cmp->step_err;
+    sc_comparison_free(cmp);
+    CHECK(fabs(err0) < 1e-6);
+    CHECK(fabs(err1) > 0.01);
 }

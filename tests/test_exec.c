@@ -58,6 +58,17 @@ static int setup(const char *d, const char *extra)
               sc_test_bin(), d);
 }
 
+/* The CPU cluster with a kernel-level block (efficiency.gemm), so that leaves
+ * which list kernels run them. */
+static int kernel_cluster(const char *d)
+{
+    return SC("/usr/bin/python3 -c \"import json,sys; p='%s/cpu8.json'; c=json.load(open(p)); "
+              "c['efficiency']['gemm']={'sms': 2, 'eff_max': 0.5, 'tile_m': 64, 'tile_n': 64, "
+              "'k_half': 0, 'kernel_s': 1e-6, 'flash_fwd': 0.5, 'flash_bwd': 0.5}; "
+              "json.dump(c, open(p, 'w'))\"",
+              d);
+}
+
 /* Ops of one rank and stream, ordered by start (stable: list order on ties). */
 typedef struct key {
     int kind, stage, chunk, mb;
@@ -306,16 +317,78 @@ TEST(exec_kernel_lists)
         return;
     const char *d = sc_test_tmpdir();
     REQUIRE(setup(d, "") == 0);
-    REQUIRE(SC("/usr/bin/python3 -c \"import json,sys; p='%s/cpu8.json'; c=json.load(open(p)); "
-               "c['efficiency']['gemm']={'sms': 2, 'eff_max': 0.5, 'tile_m': 64, 'tile_n': 64, "
-               "'k_half': 0, 'kernel_s': 1e-6, 'flash_fwd': 0.5, 'flash_bwd': 0.5}; "
-               "json.dump(c, open(p, 'w'))\"",
-               d) == 0);
+    REQUIRE(kernel_cluster(d) == 0);
     REQUIRE(SC("%s cost --model %s/tiny.json --cluster %s/cpu8.json --kernels --json", sc_test_bin(),
                d, d) == 0);
     CHECK_STR_HAS(out, "\"kernels\":");
     run_cfg(d, "--dp 1 --tp 2 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b", 4);
     run_cfg(d, "--dp 1 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule gpipe --attn flash", 2);
+}
+
+/* exec --kernels: rank 0 times each kernel of its stage alone; the timeline
+ * carries them (names from the model's kernel lists, the flash kernel as
+ * the two batched GEMMs the executor runs, forward and backward passes),
+ * and compare prints them beside their predictions, in text and JSON. */
+TEST(exec_kernel_profile)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "") == 0);
+    REQUIRE(kernel_cluster(d) == 0);
+    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --pp 2 --microbatches 2 "
+               "--attn flash -o %s/plan.json",
+               sc_test_bin(), d, d, d) == 0);
+    int rc = SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
+                "--tolerance 0 --kernels -o %s/measured.json",
+                MPIRUN, sc_test_bin(), d, d);
+    if (rc != 0)
+        sc_test_fail(__FILE__, __LINE__, "exec exited %d: %.600s", rc, out);
+    REQUIRE(rc == 0);
+    CHECK_STR_HAS(out, "kernels: ");
+    char ef[512];
+    snprintf(ef, sizeof ef, "%s/measured.json", d);
+    sc_timeline *t = NULL;
+    sc_error err;
+    REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
+    CHECK(t->n_kernels > 0);
+    CHECK_EQ_INT(t->kernels_rank, 0);
+    CHECK(!strcmp(t->flash_attention, "gemms"));
+    int fwd = 0, bwd = 0, flash = 0, mem = 0, bad = 0;
+    for (int i = 0; i < t->n_kernels; i++) {
+        const sc_tl_kernel *k = &t->kernels[i];
+        fwd += !strcmp(k->pass, "F");
+        bwd += !strcmp(k->pass, "BW");
+        flash += !strcmp(k->name, "flash") && !strcmp(k->op, "core");
+        mem += !strcmp(k->op, "mem");
+        bad += !(k->calls >= 1 && k->time_s >= 0 && k->name[0]);
+    }
+    CHECK(fwd > 0 && bwd > 0 && mem > 0);
+    CHECK(flash >= 4); /* two products, forward and backward */
+    CHECK_EQ_INT(bad, 0);
+    sc_timeline_free(t);
+    rc = SC("%s compare %s/plan.json %s", sc_test_bin(), d, ef);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_STR_HAS(out, "each timed alone");
+    CHECK_STR_HAS(out, "MAPE over kernels");
+    CHECK_STR_HAS(out, "flash");
+    rc = SC("%s compare %s/plan.json %s --json", sc_test_bin(), d, ef);
+    CHECK_EQ_INT(rc, 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *ko = cJSON_GetObjectItem(j, "kernels");
+    CHECK(cJSON_IsObject(ko) && cJSON_GetArraySize(cJSON_GetObjectItem(ko, "each")) > 0);
+    const cJSON *all = cJSON_GetObjectItem(ko, "all");
+    CHECK(all && cJSON_GetObjectItem(all, "measured_s")->valuedouble > 0 &&
+          cJSON_GetObjectItem(all, "predicted_s")->valuedouble > 0);
+    cJSON_Delete(j);
+    /* without --kernels: none */
+    REQUIRE(SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
+               "--tolerance 0 -o %s/measured.json",
+               MPIRUN, sc_test_bin(), d, d) == 0);
+    REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
+    CHECK_EQ_INT(t->n_kernels, 0);
+    sc_timeline_free(t);
 }
 
 /* A hung rank: every other rank gives up within the timeout with one line

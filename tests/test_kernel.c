@@ -27,6 +27,14 @@ static double gemm_s(const sc_cluster *c, double m, double n, double k)
     return sc_cost_kernel_time(c, &g, &cc, 0);
 }
 
+/* One batched GEMM (batch, m, n, k) as the kernel model times it. */
+static double gemm_s_b(const sc_cluster *c, double b, double m, double n, double k)
+{
+    sc_kernel g = sc_kernel_gemm("g", b, m, n, k, SC_KTP_NONE, 1, SC_ATTN_ANY);
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
+    return sc_cost_kernel_time(c, &g, &cc, 0);
+}
+
 /* The presets give the published maximum achievable matmul rates at the
  * published shapes (S. Bekman, ml-engineering, MAMF table), the one point
  * per GPU each was fitted to. */
@@ -170,6 +178,31 @@ TEST(kernel_flash_attention)
     sc_free(r1);
     sc_free(r2);
     sc_model_free(m);
+}
+
+/* A step the executor measured ran each fused attention kernel as its two
+ * batched products (no backend has a fused kernel): with flash_gemms set
+ * (compare and calibrate set it from the timeline) the kernel is priced as
+ * those GEMMs forward and their four backward GEMMs, whole (no causal
+ * skip), and never so in a cluster file. */
+TEST(kernel_flash_priced_as_the_executor_runs_it)
+{
+    sc_cluster c = preset("h200-sxm-1");
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_FLASH, 0, 0};
+    sc_kernel fc = sc_kernel_flash("flash", 16, 2048, 2048, 128, 1, SC_KTP_BATCH);
+    double fused_f = sc_cost_kernel_time(&c, &fc, &cc, 0);
+    c.eff.gemm.flash_gemms = 1;
+    double B = 64, M = 2048, N = 2048, K = 128; /* 16 heads x 4 samples */
+    double f = gemm_s_b(&c, B, M, N, K) + gemm_s_b(&c, B, M, K, N);
+    double b = gemm_s_b(&c, B, M, K, N) + gemm_s_b(&c, B, K, N, M) + gemm_s_b(&c, B, M, N, K) +
+               gemm_s_b(&c, B, N, K, M);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &fc, &cc, 0), f, 1e-12);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &fc, &cc, 1), b, 1e-12);
+    CHECK(f != fused_f);
+    /* runtime only: a cluster file neither writes nor reads it */
+    sc_cluster back;
+    REQUIRE(sc_test_cluster_round_trip(&c, "fg.json", &back));
+    CHECK_EQ_INT(back.eff.gemm.flash_gemms, 0);
 }
 
 /* Every generator's kernel lists count exactly its leaves' FLOPs under both

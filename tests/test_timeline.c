@@ -47,6 +47,29 @@ TEST(timeline_roundtrip)
 /* exec's speed probe (timeline.h "probe") through both writers (the
  * streaming one of save, cJSON's of to_json) and both readers (the
  * streaming load, from_json); a timeline without one writes none. */
+/* t written and read back both ways: w[0] through the file (the streaming
+ * writer and reader), w[1] through cJSON; 0 when both loaded. */
+static int both_ways(const sc_timeline *t, const char *name, sc_timeline *w[2])
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", sc_test_tmpdir(), name);
+    sc_error err = {0};
+    w[0] = w[1] = NULL;
+    if (sc_timeline_save(t, path, &err) || sc_timeline_load(path, &w[0], &err)) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return -1;
+    }
+    cJSON *j = sc_timeline_to_json(t);
+    int bad = !j || sc_timeline_from_json(j, "<mem>", &w[1], &err) != SC_OK;
+    cJSON_Delete(j);
+    if (bad) {
+        sc_test_fail(__FILE__, __LINE__, "cJSON path: %s", err.msg);
+        sc_timeline_free(w[0]);
+        return -1;
+    }
+    return 0;
+}
+
 TEST(timeline_probe_roundtrip)
 {
     sc_timeline *t = two_ranks();
@@ -55,17 +78,9 @@ TEST(timeline_probe_roundtrip)
     snprintf(t->probe_dtype, sizeof t->probe_dtype, "fp32");
     t->ranks[0].probe_s = 0.008;
     t->ranks[1].probe_s = 0.0135;
-    char path[600];
-    snprintf(path, sizeof path, "%s/p.json", sc_test_tmpdir());
-    sc_error err = {0};
-    REQUIRE(sc_timeline_save(t, path, &err) == SC_OK);
-    sc_timeline *u = NULL, *v = NULL;
-    REQUIRE(sc_timeline_load(path, &u, &err) == SC_OK);
-    cJSON *j = sc_timeline_to_json(t);
-    REQUIRE(j);
-    REQUIRE(sc_timeline_from_json(j, "<mem>", &v, &err) == SC_OK);
-    cJSON_Delete(j);
-    sc_timeline *w[2] = {u, v};
+    sc_timeline *w[2];
+    REQUIRE(both_ways(t, "p.json", w) == 0);
+    sc_timeline *u = w[0], *v = w[1];
     for (int i = 0; i < 2; i++) {
         CHECK_EQ_INT(w[i]->probe_m, 512);
         CHECK_EQ_INT(w[i]->probe_n, 256);
@@ -81,6 +96,9 @@ TEST(timeline_probe_roundtrip)
     sc_timeline_free(t);
     /* none: no key at all */
     t = two_ranks();
+    char path[600];
+    snprintf(path, sizeof path, "%s/p.json", sc_test_tmpdir());
+    sc_error err = {0};
     REQUIRE(sc_timeline_save(t, path, &err) == SC_OK);
     char *txt = NULL;
     REQUIRE(sc_read_file(path, 1 << 20, &txt, NULL, &err) == SC_OK);
@@ -122,6 +140,58 @@ TEST(timeline_chrome_events)
     CHECK_EQ_INT(tid_send, 1);           /* rank 0, comm stream */
     CHECK_EQ_INT(pid_f1, 1);             /* rank 1 lives on node 1 */
     cJSON_Delete(c);
+    sc_timeline_free(t);
+}
+
+/* How a measurement ran fused attention round-trips through both writers
+ * and readers; an exec timeline without the key ran it as two GEMMs (the
+ * executor has no fused kernel), a simulated one did not run it at all. */
+TEST(timeline_flash_attention_roundtrip)
+{
+    sc_timeline *t = two_ranks();
+    CHECK(!sc_timeline_flash_gemms(t) || !strcmp(t->source, "exec"));
+    snprintf(t->source, sizeof t->source, "exec");
+    CHECK(sc_timeline_flash_gemms(t)); /* not recorded: the executor's way */
+    snprintf(t->flash_attention, sizeof t->flash_attention, "fused");
+    CHECK(!sc_timeline_flash_gemms(t));
+    const char *ways[2] = {"fused", "gemms"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(t->flash_attention, sizeof t->flash_attention, "%s", ways[k]);
+        sc_timeline *w[2];
+        REQUIRE(both_ways(t, "f.json", w) == 0);
+        CHECK(!strcmp(w[0]->flash_attention, ways[k]) && !strcmp(w[1]->flash_attention, ways[k]));
+        CHECK_EQ_INT(sc_timeline_flash_gemms(w[0]), k);
+        sc_timeline_free(w[0]);
+        sc_timeline_free(w[1]);
+    }
+    snprintf(t->source, sizeof t->source, "sim");
+    t->flash_attention[0] = '\0';
+    CHECK(!sc_timeline_flash_gemms(t));
+    sc_timeline_free(t);
+}
+
+/* exec --kernels' kernels round-trip through both writers and readers. */
+TEST(timeline_kernels_roundtrip)
+{
+    sc_timeline *t = two_ranks();
+    t->kernels = sc_calloc(2, sizeof *t->kernels);
+    REQUIRE(t->kernels);
+    t->n_kernels = 2;
+    t->kernels_rank = 1;
+    t->kernels[0] = (sc_tl_kernel){"qkv", "F", "wgemm", 1, 2048, 6144, 2048, 0, 24, 1.5e-4};
+    t->kernels[1] = (sc_tl_kernel){"ln1", "BW", "mem", 0, 0, 0, 0, 3.2e7, 24, 2e-5};
+    sc_timeline *w[2];
+    REQUIRE(both_ways(t, "k.json", w) == 0);
+    for (int i = 0; i < 2; i++) {
+        REQUIRE(w[i]->n_kernels == 2);
+        CHECK_EQ_INT(w[i]->kernels_rank, 1);
+        CHECK(!strcmp(w[i]->kernels[0].name, "qkv") && !strcmp(w[i]->kernels[0].op, "wgemm"));
+        CHECK(w[i]->kernels[0].n == 6144 && w[i]->kernels[0].calls == 24);
+        CHECK_NEAR(w[i]->kernels[0].time_s, 1.5e-4, 0);
+        CHECK(!strcmp(w[i]->kernels[1].pass, "BW") && w[i]->kernels[1].bytes == 3.2e7);
+    }
+    sc_timeline_free(w[0]);
+    sc_timeline_free(w[1]);
     sc_timeline_free(t);
 }
 

@@ -57,6 +57,7 @@ void sc_timeline_free(sc_timeline *t)
     for (int i = 0; i < t->n_ranks; i++)
         sc_free(t->ranks[i].ops);
     sc_free(t->ranks);
+    sc_free(t->kernels);
     sc_free(t);
 }
 
@@ -81,6 +82,11 @@ void sc_timeline_add(sc_timeline *t, int r, const sc_tl_op *op)
     k->ops[k->n_ops++] = *op;
 }
 
+int sc_timeline_flash_gemms(const sc_timeline *t)
+{
+    return !strcmp(t->source, "exec") && strcmp(t->flash_attention, "fused") != 0;
+}
+
 cJSON *sc_timeline_to_json(const sc_timeline *t)
 {
     sc_json_init();
@@ -97,6 +103,8 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
     sc_jadd_num(j, "step_time_s", t->step_time_s, &oom);
     if (t->device[0])
         sc_jadd_str(j, "device", t->device, &oom);
+    if (t->flash_attention[0])
+        sc_jadd_str(j, "flash_attention", t->flash_attention, &oom);
     if (t->plan_file[0]) {
         cJSON *p = sc_jadd_obj(j, "plan", &oom);
         sc_jadd_str(p, "file", t->plan_file, &oom);
@@ -128,6 +136,26 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
         sc_jadd_str(p, "dtype", t->probe_dtype, &oom);
         sc_jadd_num(p, "reps", t->probe_reps, &oom);
         sc_jadd_num(p, "steps", t->probe_steps, &oom);
+    }
+    if (t->n_kernels > 0) {
+        sc_jadd_num(j, "kernels_rank", t->kernels_rank, &oom);
+        cJSON *ka = sc_jadd_arr(j, "kernels", &oom);
+        for (int i = 0; i < t->n_kernels && ka && !oom; i++) {
+            const sc_tl_kernel *k = &t->kernels[i];
+            cJSON *o = sc_jpush_obj(ka, &oom);
+            if (!o)
+                break;
+            sc_jadd_str(o, "name", k->name, &oom);
+            sc_jadd_str(o, "pass", k->pass, &oom);
+            sc_jadd_str(o, "op", k->op, &oom);
+            sc_jadd_num(o, "batch", k->batch, &oom);
+            sc_jadd_num(o, "m", k->m, &oom);
+            sc_jadd_num(o, "n", k->n, &oom);
+            sc_jadd_num(o, "k", k->k, &oom);
+            sc_jadd_num(o, "bytes", k->bytes, &oom);
+            sc_jadd_num(o, "calls", k->calls, &oom);
+            sc_jadd_num(o, "time_s", k->time_s, &oom);
+        }
     }
     cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
     for (int i = 0; i < t->n_ranks && !oom; i++) {
@@ -171,6 +199,78 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
 
 /* ---- validation, shared by the cJSON path and the streaming reader -------- */
 
+#define MAX_KERNELS 100000
+
+/* The optional "kernels" array (exec --kernels) into t, with its
+ * "kernels_rank" (n_kernels stays 0 without one). */
+static sc_status kernels_from_json(const cJSON *j, const char *file, sc_timeline *t,
+                                   sc_error *err)
+{
+    static const char *const kk[] = {"name", "pass", "op", "batch", "m", "n", "k", "bytes",
+                                     "calls", "time_s", NULL};
+    const cJSON *a = NULL;
+    sc_status st = sc_json_arr(j, file, "", "kernels", 0, &a, err);
+    if (st || !a)
+        return st;
+    long kr = 0;
+    st = sc_json_int(j, file, "", "kernels_rank", 1, 0, t->n_ranks > 0 ? t->n_ranks - 1 : 0,
+                     &kr, err);
+    int n = cJSON_GetArraySize(a);
+    if (!st && n > MAX_KERNELS)
+        st = sc_err(err, SC_EINVAL, "%s: kernels: more than %d kernels", file, MAX_KERNELS);
+    if (!st && n > 0 && !(t->kernels = sc_calloc((size_t)n, sizeof *t->kernels)))
+        st = sc_err(err, SC_ENOMEM, "%s: out of memory", file);
+    const cJSON *o;
+    int i = 0;
+    cJSON_ArrayForEach(o, a)
+    {
+        if (st)
+            break;
+        char path[32];
+        snprintf(path, sizeof path, "kernels[%d]", i);
+        sc_tl_kernel *k = &t->kernels[i];
+        const char *name = NULL, *pass = NULL, *op = NULL;
+        long calls = 0;
+        if (!cJSON_IsObject(o))
+            st = sc_err(err, SC_EINVAL, "%s: %s: must be an object", file, path);
+        if (!st)
+            st = sc_json_keys(o, file, path, kk, err);
+        if (!st)
+            st = sc_json_str(o, file, path, "name", 1, sizeof k->name - 1, &name, err);
+        if (!st)
+            st = sc_json_str(o, file, path, "pass", 1, sizeof k->pass - 1, &pass, err);
+        if (!st && strcmp(pass, "F") && strcmp(pass, "B") && strcmp(pass, "W") &&
+            strcmp(pass, "BW"))
+            st = sc_err(err, SC_EINVAL, "%s: %s.pass: \"%s\" is not F, B, W or BW", file, path,
+                        pass);
+        if (!st)
+            st = sc_json_str(o, file, path, "op", 1, sizeof k->op - 1, &op, err);
+        if (!st && strcmp(op, "wgemm") && strcmp(op, "core") && strcmp(op, "mem"))
+            st = sc_err(err, SC_EINVAL, "%s: %s.op: \"%s\" is not wgemm, core or mem", file,
+                        path, op);
+        double *dims[5] = {&k->batch, &k->m, &k->n, &k->k, &k->bytes};
+        const char *dn[5] = {"batch", "m", "n", "k", "bytes"};
+        for (int d = 0; d < 5 && !st; d++)
+            st = sc_json_num(o, file, path, dn[d], 1, 0, 1e15, dims[d], err);
+        if (!st)
+            st = sc_json_int(o, file, path, "calls", 1, 1, 100000000L, &calls, err);
+        if (!st)
+            st = sc_json_num(o, file, path, "time_s", 1, 0, MAX_T, &k->time_s, err);
+        if (!st) {
+            snprintf(k->name, sizeof k->name, "%s", name);
+            snprintf(k->pass, sizeof k->pass, "%s", pass);
+            snprintf(k->op, sizeof k->op, "%s", op);
+            k->calls = (int)calls;
+        }
+        i++;
+    }
+    if (!st) {
+        t->n_kernels = n;
+        t->kernels_rank = (int)kr;
+    }
+    return st;
+}
+
 /* The optional "probe" object into t (probe_m stays 0 without one). */
 static sc_status probe_from_json(const cJSON *j, const char *file, sc_timeline *t,
                                  sc_error *err)
@@ -211,8 +311,9 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
                                const cJSON **ranks_out, sc_timeline **out, sc_error *err)
 {
     static const char *const top[] = {"format", "source", "model", "cluster", "step_time_s",
-                                      "steps", "device", "provenance", "plan", "probe",
-                                      "ranks", NULL};
+                                      "steps", "device", "flash_attention", "provenance",
+                                      "plan", "probe", "kernels_rank", "kernels", "ranks",
+                                      NULL};
     *out = NULL;
     sc_status st = sc_json_format(j, file, SC_TIMELINE_FORMAT, err);
     if (!st)
@@ -248,6 +349,15 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
     st = sc_json_str(j, file, "", "device", 0, sizeof t->device - 1, &dev, err);
     if (!st && dev)
         snprintf(t->device, sizeof t->device, "%s", dev);
+    const char *fa = NULL;
+    if (!st)
+        st = sc_json_str(j, file, "", "flash_attention", 0, sizeof t->flash_attention - 1, &fa,
+                         err);
+    if (!st && fa && strcmp(fa, "gemms") && strcmp(fa, "fused"))
+        st = sc_err(err, SC_EINVAL, "%s: flash_attention: \"%s\" is neither \"gemms\" nor "
+                    "\"fused\"", file, fa);
+    if (!st && fa)
+        snprintf(t->flash_attention, sizeof t->flash_attention, "%s", fa);
     if (!st)
         st = sc_json_obj(j, file, "", "plan", 0, &plan, err);
     if (!st && plan) {
@@ -295,6 +405,8 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
         st = sc_provenance_from_json(j, file, &t->prov, err);
     if (!st)
         st = probe_from_json(j, file, t, err);
+    if (!st)
+        st = kernels_from_json(j, file, t, err);
     if (st) {
         sc_timeline_free(t);
         return st;
@@ -1019,6 +1131,8 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
     knum(b, 1, &f0, "step_time_s", t->step_time_s);
     if (t->device[0])
         kstr(b, 1, &f0, "device", t->device);
+    if (t->flash_attention[0])
+        kstr(b, 1, &f0, "flash_attention", t->flash_attention);
     if (t->plan_file[0]) {
         key(b, 1, &f0, "plan");
         int f1 = 1;
@@ -1081,6 +1195,28 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
         knum(b, 2, &f1, "reps", t->probe_reps);
         knum(b, 2, &f1, "steps", t->probe_steps);
         close_obj(b, 2, f1);
+    }
+    if (t->n_kernels > 0) {
+        knum(b, 1, &f0, "kernels_rank", t->kernels_rank);
+        key(b, 1, &f0, "kernels");
+        put(b, "[", 1);
+        for (int i = 0; i < t->n_kernels && !b->oom; i++) {
+            const sc_tl_kernel *k = &t->kernels[i];
+            int f1 = 1;
+            put_c(b, i ? ", {\n" : "{\n");
+            kstr(b, 3, &f1, "name", k->name);
+            kstr(b, 3, &f1, "pass", k->pass);
+            kstr(b, 3, &f1, "op", k->op);
+            knum(b, 3, &f1, "batch", k->batch);
+            knum(b, 3, &f1, "m", k->m);
+            knum(b, 3, &f1, "n", k->n);
+            knum(b, 3, &f1, "k", k->k);
+            knum(b, 3, &f1, "bytes", k->bytes);
+            knum(b, 3, &f1, "calls", k->calls);
+            knum(b, 3, &f1, "time_s", k->time_s);
+            close_obj(b, 3, f1);
+        }
+        put(b, "]", 1);
     }
     key(b, 1, &f0, "ranks");
     put(b, "[", 1);

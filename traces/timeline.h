@@ -77,6 +77,24 @@ typedef struct sc_tl_op {
     double bytes, start, end;
 } sc_tl_op;
 
+/* One kernel of a measured step as the executor ran it, timed alone
+ * (`exec --kernels`, top-level "kernels"): its name (the model's kernel
+ * name, or the leaf's kind for a leaf without a list), the pass (F, B, W,
+ * BW: the backward whole), what it is ("wgemm": a GEMM with weights, whose
+ * backward is an input- and a weight-gradient GEMM; "core": a batched GEMM
+ * of activations, both backward GEMMs input gradients; "mem": a
+ * memory-bound pass), its shape as run (batch, m, n, k of the forward
+ * GEMM, padded as run; bytes of a pass, that pass's), how many times one
+ * microbatch of each chunk runs it, and the median seconds of one call. */
+typedef struct sc_tl_kernel {
+    char name[48];
+    char pass[4];
+    char op[8];
+    double batch, m, n, k, bytes;
+    int calls;
+    double time_s;
+} sc_tl_kernel;
+
 typedef struct sc_tl_rank {
     int rank, node, device, dp, pp, tp;
     double probe_s;         /* 0 = no probe */
@@ -89,6 +107,12 @@ typedef struct sc_timeline {
     char model[128], cluster[128];
     double step_time_s;
     char device[128];       /* "" = unknown */
+    /* how a measurement ran fused attention (key "flash_attention", exec
+     * timelines): "gemms", as its two batched products (QK^T, then x V,
+     * whole: no causal skip, the scores written; what the executor runs, no
+     * backend having a fused kernel), or "fused"; "" = not recorded, which
+     * for an exec timeline means "gemms" (sc_timeline_flash_gemms) */
+    char flash_attention[8];
     char plan_file[512];    /* "" = none */
     char plan_digest[17];
     int n_steps;            /* 0 = no step statistics */
@@ -102,6 +126,9 @@ typedef struct sc_timeline {
     char probe_dtype[8];
     int n_ranks;
     sc_tl_rank *ranks;
+    int kernels_rank;       /* the rank whose kernels these are */
+    int n_kernels;          /* 0 = not profiled */
+    sc_tl_kernel *kernels;
     int oom;
 } sc_timeline;
 
@@ -111,6 +138,11 @@ sc_timeline *sc_timeline_new(int n_ranks, const char *source, const char *model,
 void sc_timeline_free(sc_timeline *t);
 /* Appends an op to rank r (ops need not be sorted). */
 void sc_timeline_add(sc_timeline *t, int r, const sc_tl_op *op);
+
+/* Whether t measured fused attention as two batched GEMMs (an exec
+ * timeline that says "gemms" or nothing): compare and calibrate then price
+ * the plan's flash kernels as such (sc_cluster_gemm.flash_gemms). */
+int sc_timeline_flash_gemms(const sc_timeline *t);
 
 cJSON *sc_timeline_to_json(const sc_timeline *t);
 sc_status sc_timeline_save(const sc_timeline *t, const char *file, sc_error *err);
