@@ -80,8 +80,13 @@ for m in c["modules"]:
 print(",".join(s))
 PY
 )
+    # and GEMMs of a small K (128, the head size: the attention products, the
+    # flash stand-in's), where the prologue term k_half counts most: a sweep
+    # of K >= 1024 alone left it unconstrained (the first H200's fit put 117
+    # there, nearly doubling a K = 128 product's compute)
+    small_k="8192x8192x128,4096x4096x128,2048x2048x128,2048x128x2048,8192x128x8192"
     timeout 90 $S bench gemm --backend cuda --dtype bf16 \
-        --sizes "1024,2048,4096,8192${shapes:+,$shapes}" \
+        --sizes "1024,2048,4096,8192,${small_k}${shapes:+,$shapes}" \
         -o "$out/bench_gemm.json" 2>&1 | tee "$out/bench_gemm.txt"
     if [ -s "$out/bench_gemm.json" ]; then
         python3 - "$out/bench_gemm.json" <<'PY' || true
