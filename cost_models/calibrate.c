@@ -698,7 +698,8 @@ static void gemm_params(sc_cluster *cl, const double *x)
 
 static double gemm_point(const sc_cluster *cl, sc_dtype dt, const sc_calib_gemm *g)
 {
-    sc_kernel k = sc_kernel_gemm("g", 1, g->m, g->n, g->k, SC_KTP_NONE, 0, SC_ATTN_ANY);
+    sc_kernel k = sc_kernel_gemm("g", g->batch > 1 ? g->batch : 1, g->m, g->n, g->k,
+                                 SC_KTP_NONE, 0, SC_ATTN_ANY);
     sc_compute_cfg cc = {dt, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
     return sc_cost_kernel_time(cl, &k, &cc, 0);
 }
@@ -743,8 +744,9 @@ static sc_status fit_gemm_model(ctx *c, sc_cluster *out, sc_calib_report *rep, s
         all[i] = i;
         meas[i] = pts->gemm[i].t;
         before += fabs(gemm_point(out, c->dt, &pts->gemm[i]) / meas[i] - 1) / n;
-        u[i] = pts->gemm[i].m * 1e6 + pts->gemm[i].n; /* a shape's identity */
-        v[i] = pts->gemm[i].k;
+        /* a shape's identity */
+        u[i] = pts->gemm[i].m * 1e6 + pts->gemm[i].n;
+        v[i] = pts->gemm[i].k * 1e6 + (pts->gemm[i].batch > 1 ? pts->gemm[i].batch : 1);
     }
     if (!st && n < 4)
         st = sc_err(err, SC_EINVAL,

@@ -107,6 +107,7 @@ typedef struct sc_calib_gemm {
     double flop, bytes, t;
     int file;                 /* index into sc_calib_points.files (gates name it) */
     double m, n, k;
+    double batch;             /* independent products in the call (0 read as 1) */
 } sc_calib_gemm;
 
 /* A measured plan, as far as predicting its compute ops needs it. */

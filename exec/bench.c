@@ -14,6 +14,7 @@
 #include "json.h"
 #include "stats.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -41,6 +42,10 @@ static int parse_num(const char *s, const char **end, double *out)
 {
     char *e;
     errno = 0;
+    /* decimal only: strtod would read "0x2x2x2" as the hex number 2 */
+    if (!(isdigit((unsigned char)s[0]) || s[0] == '.') ||
+        (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isxdigit((unsigned char)s[2])))
+        return -1;
     double v = strtod(s, &e);
     if (e == s || errno || !isfinite(v) || v < 0)
         return -1;
@@ -57,8 +62,8 @@ static int parse_num(const char *s, const char **end, double *out)
     return 0;
 }
 
-static sc_status add_size(sc_bench_op op, double v, int m, int n, int k, sc_bench_point *out,
-                          int *cnt, const char *text, sc_error *err)
+static sc_status add_size(sc_bench_op op, double v, int m, int n, int k, int batch,
+                          sc_bench_point *out, int *cnt, const char *text, sc_error *err)
 {
     if (*cnt >= SC_BENCH_MAX_SIZES)
         return sc_err(err, SC_EINVAL, "--sizes '%s': more than %d sizes", text,
@@ -69,7 +74,11 @@ static sc_status add_size(sc_bench_op op, double v, int m, int n, int k, sc_benc
             return sc_err(err, SC_EINVAL,
                           "--sizes '%s': gemm dimensions must be integers in [1, %d]", text,
                           MAX_DIM);
-        z.m = m, z.n = n, z.k = k;
+        if (batch < 1 || batch > MAX_DIM)
+            return sc_err(err, SC_EINVAL,
+                          "--sizes '%s': a gemm batch must be an integer in [1, %d]", text,
+                          MAX_DIM);
+        z.m = m, z.n = n, z.k = k, z.batch = batch;
     } else {
         if (v < 1 || v > MAX_BYTES || v != floor(v))
             return sc_err(err, SC_EINVAL,
@@ -107,7 +116,7 @@ sc_status sc_bench_parse_sizes(sc_bench_op op, const char *text, sc_bench_point 
         for (double v = a; v <= b * (1 + 1e-12); v *= f) {
             double r = floor(v + 0.5);
             int d = as_dim(r);
-            sc_status st = add_size(op, r, d, d, d, out, n, text, err);
+            sc_status st = add_size(op, r, d, d, d, 1, out, n, text, err);
             if (st)
                 return st;
             if (f == 1)
@@ -118,16 +127,26 @@ sc_status sc_bench_parse_sizes(sc_bench_op op, const char *text, sc_bench_point 
     while (*p) {
         if (parse_num(p, &e, &a))
             return sc_err(err, SC_EINVAL, "--sizes '%s': '%s' is not a size", text, p);
-        int m = as_dim(a), nn = m, k = m;
+        int m = as_dim(a), nn = m, k = m, batch = 1;
         if (op == SC_BENCH_GEMM && (*e == 'x' || *e == 'X')) {
-            if (parse_num(e + 1, &e, &b) || (*e != 'x' && *e != 'X') ||
-                parse_num(e + 1, &e, &f))
-                return sc_err(err, SC_EINVAL, "--sizes '%s': expected MxNxK", text);
-            nn = as_dim(b), k = as_dim(f);
+            /* MxNxK, or BxMxNxK: a fourth number makes the first the batch */
+            double d[4] = {a, 0, 0, 0};
+            int nd = 1;
+            while (nd < 4 && (*e == 'x' || *e == 'X')) {
+                if (parse_num(e + 1, &e, &d[nd]))
+                    return sc_err(err, SC_EINVAL, "--sizes '%s': expected MxNxK or BxMxNxK",
+                                  text);
+                nd++;
+            }
+            if (nd < 3 || *e == 'x' || *e == 'X')
+                return sc_err(err, SC_EINVAL, "--sizes '%s': expected MxNxK or BxMxNxK", text);
+            int o = nd == 4;
+            batch = o ? as_dim(d[0]) : 1;
+            m = as_dim(d[o]), nn = as_dim(d[o + 1]), k = as_dim(d[o + 2]);
         }
         if (*e && *e != ',')
             return sc_err(err, SC_EINVAL, "--sizes '%s': unexpected '%c'", text, *e);
-        sc_status st = add_size(op, a, m, nn, k, out, n, text, err);
+        sc_status st = add_size(op, a, m, nn, k, batch, out, n, text, err);
         if (st)
             return st;
         if (*e == ',' && !e[1])
@@ -344,11 +363,13 @@ static sc_status time_gemm(ctx *c, const iter *it, double *t, sc_error *err)
     double a = 0, b = 0;
     sc_status st = be->epoch(c->bk, err);
     if (!st && be->async)
-        st = be->gemm(c->bk, it->dtype, z->m, z->n, z->k, 1, c->A, c->B, c->C, err);
+        st = be->gemm(c->bk, it->dtype, z->m, z->n, z->k, z->batch > 1 ? z->batch : 1, c->A,
+                      c->B, c->C, err);
     if (!st)
         st = be->ev_record(c->bk, c->e0, err);
     if (!st)
-        st = be->gemm(c->bk, it->dtype, z->m, z->n, z->k, 1, c->A, c->B, c->C, err);
+        st = be->gemm(c->bk, it->dtype, z->m, z->n, z->k, z->batch > 1 ? z->batch : 1, c->A,
+                      c->B, c->C, err);
     if (!st)
         st = be->ev_record(c->bk, c->e1, err);
     if (!st)
@@ -588,8 +609,9 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     for (int i = 0; i < o->n_sizes; i++) {
         const sc_bench_point *z = &o->sizes[i];
         if (k->size == SIZE_DIMS) {
-            size_t a = (size_t)z->m * z->k * eb, bb = (size_t)z->k * z->n * eb,
-                   cc = (size_t)z->m * z->n * eb;
+            size_t bt = z->batch > 1 ? (size_t)z->batch : 1;
+            size_t a = bt * z->m * z->k * eb, bb = bt * z->k * z->n * eb,
+                   cc = bt * z->m * z->n * eb;
             a_max = a > a_max ? a : a_max;
             b_max = bb > b_max ? bb : b_max;
             c_max = cc > c_max ? cc : c_max;
@@ -716,7 +738,8 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
         row->runs = nrun;
         if (k->size == SIZE_DIMS) {
             row->m = z->m, row->n = z->n, row->k = z->k;
-            row->flop = 2.0 * z->m * z->n * z->k;
+            row->batch = z->batch > 1 ? z->batch : 1;
+            row->flop = 2.0 * row->batch * z->m * z->n * z->k;
             row->flops = med > 0 ? row->flop / med : 0;
         } else {
             row->bytes = (double)bytes;
@@ -811,11 +834,18 @@ void sc_bench_print(const sc_bench_result *r, FILE *f)
                 r->prov.mixed[0] ? "; ranks differ: " : "", r->prov.mixed);
     char sp[32];
     if (r->op == SC_BENCH_GEMM) {
+        int batched = 0; /* a batch column only when a size has one */
+        for (int i = 0; i < r->n_rows; i++)
+            batched |= r->rows[i].batch > 1;
+        if (batched)
+            fprintf(f, "%7s ", "batch");
         fprintf(f, "%7s %7s %7s %14s %14s %12s %9s\n", "m", "n", "k", "median us", "min us",
                 "GFLOP/s", "spread");
         for (int i = 0; i < r->n_rows; i++) {
             const sc_bench_row *w = &r->rows[i];
             spread_cell(w, r->tolerance, sp, sizeof sp);
+            if (batched)
+                fprintf(f, "%7d ", w->batch > 1 ? w->batch : 1);
             fprintf(f, "%7d %7d %7d %14.1f %14.1f %12.2f %9s\n", w->m, w->n, w->k,
                     w->time_s * 1e6, w->time_min_s * 1e6, w->flops / 1e9, sp);
         }

@@ -91,6 +91,7 @@
 typedef struct sc_bench_point {
     double bytes;
     int m, n, k;
+    int batch; /* gemm: independent products of m x n x k (0 read as 1) */
 } sc_bench_point;
 
 /* Parses a size sweep for op:
@@ -98,7 +99,8 @@ typedef struct sc_bench_point {
  *                    FACTOR of 1 gives just MIN)
  *   A,B,C            a list
  * Numbers take binary suffixes K, M, G (1K = 1024). For gemm each number is
- * a square m = n = k, and a list item may be MxNxK. Bytes must be >= 1 and
+ * a square m = n = k, and a list item may be MxNxK or BxMxNxK (B independent
+ * products of that shape, one batched call, as attention's are). Bytes must be >= 1 and
  * <= 64G; gemm dimensions in [1, 65536]. At most SC_BENCH_MAX_SIZES sizes.
  * Fills out[0..*n). SC_EINVAL with a message naming the text. */
 sc_status sc_bench_parse_sizes(sc_bench_op op, const char *text, sc_bench_point *out, int *n,

@@ -1042,7 +1042,7 @@ static int add_shape(sc_bench_point *out, int cap, int *n, int m, int nn, int k)
             return 0;
     if (*n >= cap)
         return 1;
-    out[(*n)++] = (sc_bench_point){0, m, nn, k};
+    out[(*n)++] = (sc_bench_point){0, m, nn, k, 1};
     return 0;
 }
 

@@ -85,6 +85,9 @@ PY
     # of K >= 1024 alone left it unconstrained (the first H200's fit put 117
     # there, nearly doubling a K = 128 product's compute)
     small_k="8192x8192x128,4096x4096x128,2048x2048x128,2048x128x2048,8192x128x8192"
+    # and the attention products themselves, batched as the executor runs
+    # them (gpt-1.3b's 16 heads at microbatches of 1 and 4: S = QK^T, then SV)
+    small_k="$small_k,16x2048x2048x128,16x2048x128x2048,64x2048x2048x128,64x2048x128x2048"
     timeout 90 $S bench gemm --backend cuda --dtype bf16 \
         --sizes "1024,2048,4096,8192,${small_k}${shapes:+,$shapes}" \
         -o "$out/bench_gemm.json" 2>&1 | tee "$out/bench_gemm.txt"
@@ -170,7 +173,7 @@ if [ -s "$out/bench_gemm.json" ]; then
         note "per-kernel GEMMs ($f): $(python3 - "$out/kernels_$f.json" "$out/bench_gemm.json" <<'PY' | tee "$out/kernels_$f.txt" | tail -1
 import json, sys
 c = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
-t = {(r["m"], r["n"], r["k"]): r["time_s"] for r in b["results"]}
+t = {(r["m"], r["n"], r["k"]): r["time_s"] for r in b["results"] if r.get("batch", 1) == 1}
 seen, errs = set(), []
 for m in c["modules"]:
     for k in m.get("kernels", []):

@@ -162,10 +162,10 @@ static sc_status bench_points(reader *x, const sc_bench_result *b, const char *f
             if (!g)
                 return nomem(file, err);
             pts->gemm = g;
-            double m = w->m, n = w->n, k = w->k;
-            g[pts->n_gemm++] = (sc_calib_gemm){2.0 * m * n * k,
-                                               (m * k + k * n + m * n) * b->elem_bytes,
-                                               w->time_s, x->file, m, n, k};
+            double m = w->m, n = w->n, k = w->k, bt = w->batch > 1 ? w->batch : 1;
+            g[pts->n_gemm++] = (sc_calib_gemm){2.0 * bt * m * n * k,
+                                               bt * (m * k + k * n + m * n) * b->elem_bytes,
+                                               w->time_s, x->file, m, n, k, bt};
         } else {
             sc_calib_link *l = room(pts->link, pts->n_link, &x->cap_link, sizeof *l);
             if (!l)
@@ -693,7 +693,7 @@ static sc_status probe_gates(reader *x, sc_error *err)
         double ref = INFINITY;
         for (int g = 0; g < x->pts.n_gemm; g++) {
             const sc_calib_gemm *q = &x->pts.gemm[g];
-            if (q->m == p->m && q->n == p->n && q->k == p->k)
+            if (q->m == p->m && q->n == p->n && q->k == p->k && !(q->batch > 1))
                 ref = fmin(ref, q->t);
         }
         if (!isfinite(ref))

@@ -92,6 +92,13 @@ TEST(bench_parse_sizes)
     }
     CHECK(sc_bench_parse_sizes(SC_BENCH_GEMM, "100000", p, &n, &err) == SC_EINVAL);
     CHECK(sc_bench_parse_sizes(SC_BENCH_GEMM, "4x4", p, &n, &err) == SC_EINVAL);
+    /* BxMxNxK: a batched call; five numbers, or a batch of 0, are refused */
+    REQUIRE(sc_bench_parse_sizes(SC_BENCH_GEMM, "64x2048x2048x128,8", p, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n, 2);
+    CHECK(p[0].batch == 64 && p[0].m == 2048 && p[0].n == 2048 && p[0].k == 128);
+    CHECK(p[1].batch <= 1 && p[1].m == 8);
+    CHECK(sc_bench_parse_sizes(SC_BENCH_GEMM, "2x2x2x2x2", p, &n, &err) == SC_EINVAL);
+    CHECK(sc_bench_parse_sizes(SC_BENCH_GEMM, "0x2x2x2", p, &n, &err) == SC_EINVAL);
     CHECK(sc_bench_parse_sizes(SC_BENCH_ALLREDUCE, "4x4x4", p, &n, &err) == SC_EINVAL);
     CHECK(sc_bench_op_parse("reducescatter") == SC_BENCH_REDUCESCATTER);
     CHECK(sc_bench_op_parse("alltoall") == -1);
@@ -347,7 +354,8 @@ TEST(bench_load_measurements_only)
     /* what `stagecraft bench` wrote loads and saves back byte for byte */
     const char *corpus[] = {"tests/fuzz/corpus/files/bench_gemm.json",
                             "tests/fuzz/corpus/files/bench_allreduce.json",
-                            "tests/fuzz/corpus/files/bench_p2p.json"};
+                            "tests/fuzz/corpus/files/bench_p2p.json",
+                            "tests/fuzz/corpus/files/bench_gemm_batched.json"};
     for (size_t i = 0; i < SC_ARRAY_LEN(corpus); i++) {
         r = NULL;
         if (sc_bench_load(corpus[i], &r, &err) != SC_OK) {

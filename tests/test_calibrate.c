@@ -1689,7 +1689,7 @@ TEST(calibrate_kernel_time_from_steps)
         sc_kernel kk = sc_kernel_gemm("g", 1, a, b, k, SC_KTP_NONE, 0, SC_ATTN_ANY);
         sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
         gm[i] = (sc_calib_gemm){2 * a * b * k, 2 * (a * k + k * b + a * b),
-                                sc_cost_kernel_time(&sweep, &kk, &cc, 0), 0, a, b, k};
+                                sc_cost_kernel_time(&sweep, &kk, &cc, 0), 0, a, b, k, 1};
     }
     sc_calib_plan pl[3];
     sc_calib_op op[9];

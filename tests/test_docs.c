@@ -544,7 +544,7 @@ TEST(docs_formats_bench)
      * leak detection, as in test_bench.c. */
     const char *san = getenv("SC_SAN");
     const char *env = san && !strcmp(san, "1") ? "ASAN_OPTIONS=detect_leaks=0 " : "";
-    REQUIRE(SH("%s%s bench gemm --sizes 16,32 --iters 2 --warmup 0 -o %s/gemm.json", env,
+    REQUIRE(SH("%s%s bench gemm --sizes 16,32,2x16x16x16 --iters 2 --warmup 0 -o %s/gemm.json", env,
                sc_test_bin(), d) == 0);
     snprintf(path, sizeof path, "%s/gemm.json", d);
     walk_file(path, NULL, &keys, NULL);

@@ -74,6 +74,8 @@ cJSON *sc_bench_to_json(const sc_bench_result *r)
         if (!o)
             break;
         if (r->op == SC_BENCH_GEMM) {
+            if (w->batch > 1)
+                sc_jadd_num(o, "batch", w->batch, &oom);
             sc_jadd_num(o, "m", w->m, &oom);
             sc_jadd_num(o, "n", w->n, &oom);
             sc_jadd_num(o, "k", w->k, &oom);
@@ -131,8 +133,8 @@ sc_status sc_bench_from_json(const cJSON *j, const char *path, sc_bench_result *
                                       "warmup", "tolerance", "max_iters", "cold_bytes",
                                       "provenance",
                                       "results", NULL};
-    static const char *const gemm_keys[] = {"m", "n", "k", "time_s", "time_min_s", "flop",
-                                            "flops", "spread", "drift", "runs", NULL};
+    static const char *const gemm_keys[] = {"batch", "m", "n", "k", "time_s", "time_min_s",
+                                            "flop", "flops", "spread", "drift", "runs", NULL};
     static const char *const comm_keys[] = {"bytes", "time_s", "time_min_s", "algbw", "busbw",
                                             "spread", "drift", "runs", NULL};
     *out = NULL;
@@ -226,6 +228,10 @@ sc_status sc_bench_from_json(const cJSON *j, const char *path, sc_bench_result *
                 st = sc_json_int(x, path, p, "n", 1, 1, SC_BENCH_MAX_DIM, &nn, err);
             if (!st)
                 st = sc_json_int(x, path, p, "k", 1, 1, SC_BENCH_MAX_DIM, &k, err);
+            long bt = 1;
+            if (!st)
+                st = sc_json_int(x, path, p, "batch", 0, 1, SC_BENCH_MAX_DIM, &bt, err);
+            w->batch = (int)bt;
             if (!st)
                 st = sc_json_num(x, path, p, "flop", 0, 0, 1e15, &w->flop, err);
             if (!st)

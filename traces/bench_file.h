@@ -78,6 +78,8 @@ typedef struct sc_bench_row {
     double spread;      /* relative interquartile range of the timed block (-1: not recorded) */
     double drift;       /* its median against the block's before it (-1: not recorded) */
     int runs;           /* timed iterations run in all (0: not recorded) */
+    int batch;          /* gemm: independent products in the call ("batch", 1 when absent;
+                           0 read as 1) */
 } sc_bench_row;
 
 /* Read from a file, what it does not record: backend "", world, nodes,
