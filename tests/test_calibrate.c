@@ -1834,3 +1834,66 @@ TEST(calibrate_reads_the_plans_attention)
     CHECK(fabs(err0) < 1e-6);
     CHECK(fabs(err1) > 0.01);
 }
+
+/* compare prices each kernel exec timed alone as the executor ran it: a
+ * weight GEMM's F its product, B its input gradient, W its weight gradient,
+ * BW both; a batched core GEMM's backward both input gradients; a pass its
+ * bytes at the HBM rate plus the time per kernel. Totals per op and the
+ * MAPE follow. */
+TEST(compare_kernels_priced_as_run)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    char out[1 << 14], pf[600], mf[600], dg[17];
+    sc_error err;
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && %s model gen gpt --layers 2 --hidden 512 --heads 4 --seq 256 "
+                       "--vocab 1024 -o m.json && %s sim --model m.json --cluster h200-sxm-1 --microbatches 2 "
+                       "-o p.json --timeline t.json",
+                       d, bin, bin) == 0);
+    snprintf(pf, sizeof pf, "%s/p.json", d);
+    snprintf(mf, sizeof mf, "%s/t.json", d);
+    sc_timeline *t = NULL;
+    REQUIRE(sc_timeline_load(mf, &t, &err) == SC_OK);
+    snprintf(t->source, sizeof t->source, "exec");
+    REQUIRE(sc_plan_file_digest(pf, dg, &err) == SC_OK);
+    snprintf(t->plan_file, sizeof t->plan_file, "p.json");
+    snprintf(t->plan_digest, sizeof t->plan_digest, "%s", dg);
+    static const sc_tl_kernel ks[] = {
+        {"fc1", "F", "wgemm", 1, 256, 2048, 512, 0, 2, 1e-5},
+        {"fc1", "B", "wgemm", 1, 256, 2048, 512, 0, 2, 1e-5},
+        {"fc1", "W", "wgemm", 1, 256, 2048, 512, 0, 2, 1e-5},
+        {"fc1", "BW", "wgemm", 1, 256, 2048, 512, 0, 2, 2e-5},
+        {"scores", "BW", "core", 4, 256, 256, 128, 0, 2, 1e-5},
+        {"ln1", "F", "mem", 0, 0, 0, 0, 1e6, 2, 1e-5}};
+    enum { NK = sizeof ks / sizeof ks[0] };
+    t->kernels = sc_calloc(NK, sizeof *t->kernels);
+    REQUIRE(t->kernels);
+    memcpy(t->kernels, ks, sizeof ks);
+    t->n_kernels = NK;
+    REQUIRE(sc_timeline_save(t, mf, &err) == SC_OK);
+    sc_timeline_free(t);
+    sc_comparison *cmp = NULL;
+    REQUIRE(sc_compare(pf, mf, NULL, &cmp, &err) == SC_OK);
+    REQUIRE(cmp->n_kernels == NK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("h200-sxm-1", &c, &err) == SC_OK);
+    double bf = c.eff.bwd_factor > 0 ? c.eff.bwd_factor : 1;
+    double f = sc_cost_gemm_time(&c, SC_BF16, 1, 256, 2048, 512, 1);
+    double in = sc_cost_gemm_time(&c, SC_BF16, 1, 256, 512, 2048, bf);
+    double wt = sc_cost_gemm_time(&c, SC_BF16, 1, 512, 2048, 256, bf);
+    double cin = sc_cost_gemm_time(&c, SC_BF16, 4, 256, 128, 256, bf) +
+                 sc_cost_gemm_time(&c, SC_BF16, 4, 128, 256, 256, bf);
+    double pass = c.eff.gemm.kernel_s + 1e6 / (c.gpu.hbm_bytes_per_s * c.eff.memory_bw);
+    const double want[NK] = {f, in, wt, in + wt, cin, pass};
+    double tot = 0, meas = 0;
+    for (int i = 0; i < NK; i++) {
+        CHECK_NEAR(cmp->kernels[i].pred, want[i], 1e-12);
+        CHECK_NEAR(cmp->kernels[i].err, want[i] / ks[i].time_s - 1, 1e-9);
+        tot += want[i] * ks[i].calls;
+        meas += ks[i].time_s * ks[i].calls;
+    }
+    CHECK_NEAR(cmp->kern_pred[2], tot, 1e-12);
+    CHECK_NEAR(cmp->kern_meas[2], meas, 1e-12);
+    CHECK_NEAR(cmp->kern_pred[1], pass * 2, 1e-12);
+    sc_comparison_free(cmp);
+}
