@@ -248,7 +248,7 @@ int cmd_calibrate(int argc, char **argv)
 static int by_measured_total(const void *a, const void *b)
 {
     const sc_kernel_cmp *x = a, *y = b;
-    double u = x->meas * x->calls, v = y->meas * y->calls;
+    double u = x->k.time_s * x->k.calls, v = y->k.time_s * y->k.calls;
     return u < v ? 1 : u > v ? -1 : 0;
 }
 
@@ -272,14 +272,14 @@ static void kernel_table(const sc_comparison *cmp)
            "predicted us", "measured us", "error");
     for (int i = 0; i < cmp->n_kernels; i++) {
         char shape[96];
-        if (!strcmp(k[i].op, "mem"))
-            snprintf(shape, sizeof shape, "pass of %.4g MB", k[i].bytes / 1e6);
+        const sc_tl_kernel *t = &k[i].k;
+        if (!strcmp(t->op, "mem"))
+            snprintf(shape, sizeof shape, "pass of %.4g MB", t->bytes / 1e6);
         else
-            snprintf(shape, sizeof shape, "%s %gx%gx%gx%g", k[i].op, k[i].batch, k[i].m, k[i].n,
-                     k[i].k);
-        printf("%-16.16s %-4s %-26.26s %6d %14s %14s %+8.1f%%\n", k[i].name, k[i].pass, shape,
-               k[i].calls, cli_us(k[i].pred * k[i].calls, b[0]),
-               cli_us(k[i].meas * k[i].calls, b[1]), 100 * k[i].err);
+            snprintf(shape, sizeof shape, "%s %gx%gx%gx%g", t->op, t->batch, t->m, t->n, t->k);
+        printf("%-16.16s %-4s %-26.26s %6d %14s %14s %+8.1f%%\n", t->name, t->pass, shape,
+               t->calls, cli_us(k[i].pred * t->calls, b[0]), cli_us(t->time_s * t->calls, b[1]),
+               100 * k[i].err);
     }
     printf("MAPE over kernels %.1f%%\n", 100 * cmp->kernel_mape);
     sc_free(k);

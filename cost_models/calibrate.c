@@ -206,6 +206,15 @@ enum { P_EFF = 1, P_FHALF = 2, P_OVH = 4, P_MEM = 8, P_BWD = 16, P_KS = 32, P_GE
 #define P_LAST P_GEFF
 #define P_MAX 7
 
+/* How many parameters the set `active` holds. */
+static int n_params(int active)
+{
+    int n = 0;
+    for (int bit = 1; bit <= P_LAST; bit <<= 1)
+        n += !!(active & bit);
+    return n;
+}
+
 /* The cluster for parameters x (the active ones, in the order above) on
  * top of the current estimate c->cur. */
 static void trial_cluster(const ctx *c, const double *x, sc_cluster *out)
@@ -234,17 +243,12 @@ static void trial_cluster(const ctx *c, const double *x, sc_cluster *out)
 static int predict(ctx *c, const sc_cluster *cl, double *pred)
 {
     const sc_calib_points *pts = c->pts;
+    sc_cluster as_run = *cl; /* each plan's fused attention as its step ran it */
     for (int p = 0; p < pts->n_plans; p++) {
         const sc_calib_plan *pl = &pts->plans[p];
         sc_error e;
-        const sc_cluster *pc = cl;
-        sc_cluster as_run;
-        if (pl->flash_gemms != cl->eff.gemm.flash_gemms) { /* as the plan's step ran */
-            as_run = *cl;
-            as_run.eff.gemm.flash_gemms = pl->flash_gemms;
-            pc = &as_run;
-        }
-        if (sc_cost_stage(pc, pl->model, pl->part, &pl->cfg, c->info[p], &e))
+        as_run.eff.gemm.flash_gemms = pl->flash_gemms;
+        if (sc_cost_stage(&as_run, pl->model, pl->part, &pl->cfg, c->info[p], &e))
             return -1;
     }
     double peak = cl->gpu.peak_flops[c->dt], hbm = cl->gpu.hbm_bytes_per_s;
@@ -461,11 +465,9 @@ static void compute_gates(ctx *c, sc_calib_report *rep, const double *pred, cons
         const char *fix = "the measured ops do not follow the model: check that bench and exec "
                           "ran one BLAS kernel (provenance), rerun exec on a quiet machine, or "
                           "exec another plan";
-        int act = c->ops_active, np = 0;
-        for (int bit = 1; bit <= P_LAST; bit <<= 1)
-            np += !!(act & bit);
-        fit_gates(rep, what, files, distinct(pred0, NULL, nops), np, "op points", o.r2, "",
-                  o.mape, SC_CALIB_MAPE_CEILING,
+        int act = c->ops_active;
+        fit_gates(rep, what, files, distinct(pred0, NULL, nops), n_params(act), "op points",
+                  o.r2, "", o.mape, SC_CALIB_MAPE_CEILING,
                   "exec another plan (another m or mbs, more pipeline stages): a point is one "
                   "op kind of one stage of one plan", fix);
         if (act & P_BWD)
@@ -523,9 +525,7 @@ static int ops_params(ctx *c, int ngemm, const double *pred0, sc_calib_report *r
         act |= P_OVH | P_BWD | (ngemm > 0 ? 0 : P_EFF);
     if (how & 1) {
         act |= P_KS | (ngemm > 0 ? 0 : P_GEFF);
-        int np = 0, nd = distinct(pred0, NULL, c->pts->n_ops);
-        for (int bit = 1; bit <= P_LAST; bit <<= 1)
-            np += !!(act & bit);
+        int np = n_params(act), nd = distinct(pred0, NULL, c->pts->n_ops);
         if (!(act & P_BWD) && nd >= SC_CALIB_POINTS_PER_PARAM * (np + 1))
             act |= P_BWD;
         else if (!(act & P_BWD))
@@ -598,14 +598,14 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         double e = c->cur.eff.eff_max[c->dt], fh = c->cur.eff.f_half[c->dt];
         double mem = c->cur.eff.memory_bw;
         compute_gates(c, rep, pred, meas, pred0);
-        /* beyond the nominal figure: raise the figure (the predictions,
-         * which use only peak·eff_max and hbm·memory_bw, stay the same) */
-        /* the kernel-level model's values from the measured ops (their
-         * standard errors by position in x order) */
+        /* the kernel-level model's values from the measured ops, and every
+         * standard error by its parameter's place in x order */
         double ks = c->cur.eff.gemm.kernel_s, ge = c->cur.eff.gemm.eff_max;
         double ovh_se = se_of(act, P_OVH, se_ops), mem_se = se_of(act, P_MEM, se_ops);
         double bwd_se = se_of(act, P_BWD, se_ops), ks_se = se_of(act, P_KS, se_ops);
         double ge_se = se_of(act, P_GEFF, se_ops);
+        /* beyond the nominal figure: raise the figure (the predictions,
+         * which use only peak·eff_max and hbm·memory_bw, stay the same) */
         if (e > 1) {
             add_note(rep, "%s: GEMMs reached %.3g FLOP/s, above the nominal peak %.3g FLOP/s; "
                      "nominal raised", sc_dtype_name(c->dt), out->gpu.peak_flops[c->dt] * e,

@@ -20,7 +20,7 @@ static double flops_time(const sc_cluster *c, sc_dtype dt, double f)
     return (f + c->eff.f_half[dt]) / (c->gpu.peak_flops[dt] * c->eff.eff_max[dt]);
 }
 
-static double call_time(const sc_cluster *c, sc_dtype dt, double f, double bytes)
+double sc_cost_call_time(const sc_cluster *c, sc_dtype dt, double f, double bytes)
 {
     if (!(f > 0) && !(bytes > 0))
         return 0;
@@ -112,9 +112,9 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
     } else {
         double bf_bytes, bb_bytes;
         sc_cost_leaf_bytes(mod, dt, tp, sp, mbs, &bf_bytes, &bb_bytes);
-        f = call_time(c, dt, mbs * mod->flops_fwd / shard, bf_bytes);
+        f = sc_cost_call_time(c, dt, mbs * mod->flops_fwd / shard, bf_bytes);
         double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
-        b = call_time(c, dt, bf * mbs * sc_module_flops_bwd(mod) / shard, bb_bytes);
+        b = sc_cost_call_time(c, dt, bf * mbs * sc_module_flops_bwd(mod) / shard, bb_bytes);
     }
     if (fwd_s)
         *fwd_s = f;

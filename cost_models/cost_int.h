@@ -6,6 +6,11 @@
 
 #include <string.h>
 
+/* One call of f FLOPs moving bytes on the leaf roofline (no efficiency.gemm):
+ * the per-op overhead + max(f at eff(f), bytes at the HBM efficiency); 0
+ * when it does nothing (cost_compute.c). */
+double sc_cost_call_time(const sc_cluster *c, sc_dtype dt, double f, double bytes);
+
 /* ZeRO 3's units over a stage's leaves, in order (sc_cost_zero3_gathered,
  * sc_stage_info unit_bytes): the parameters outside any layer
  * (sc_partition_layer_of; FSDP's root unit) and the largest layer's. */

@@ -26,6 +26,7 @@
  * "seq" kernel runs on s/t tokens.
  */
 #include "cost.h"
+#include "cost_int.h"
 
 #include <math.h>
 
@@ -121,21 +122,30 @@ static double gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, do
     return roof(c, scale * gemm_compute(c, dt, B, M, N, K), d * B * (M * K + K * N + M * N));
 }
 
+/* A GEMM's forward (bwd 0) or its two backward GEMMs, the data gradient
+ * (batch, M, K, N) and the weight gradient (batch, K, N, M), their compute
+ * scaled by the backward factor. */
+static double gemm_pass(const sc_cluster *c, sc_dtype dt, double B, double M, double N, double K,
+                        int bwd)
+{
+    if (!bwd)
+        return gemm_time(c, dt, B, M, N, K, 1);
+    double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
+    return gemm_time(c, dt, B, M, K, N, bf) + gemm_time(c, dt, B, K, N, M, bf);
+}
+
 double sc_cost_gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
                          double K, double scale)
 {
     if (c->eff.gemm.sms > 0)
         return gemm_time(c, dt, B, M, N, K, scale);
-    double f = scale * 2 * B * M * N * K, d = sc_dtype_bytes(dt);
-    double tc = (f + c->eff.f_half[dt]) / (c->gpu.peak_flops[dt] * c->eff.eff_max[dt]);
-    double tm = d * B * (M * K + K * N + M * N) / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
-    return c->eff.op_overhead_s + (tc > tm ? tc : tm);
+    return sc_cost_call_time(c, dt, scale * 2 * B * M * N * K,
+                             sc_dtype_bytes(dt) * B * (M * K + K * N + M * N));
 }
 
 double sc_cost_pass_time(const sc_cluster *c, double bytes)
 {
-    double tm = bytes / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
-    return (c->eff.gemm.sms > 0 ? c->eff.gemm.kernel_s : c->eff.op_overhead_s) + tm;
+    return c->eff.gemm.sms > 0 ? roof(c, 0, bytes) : sc_cost_call_time(c, SC_FP32, 0, bytes);
 }
 
 /* A mem kernel's scale on one rank for a microbatch: samples, its tp share
@@ -179,19 +189,13 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
     double d = sc_dtype_bytes(dt);
     switch (k->op) {
     case SC_KOP_GEMM:
-        if (!bwd)
-            return gemm_time(c, dt, B, M, N, K, 1);
-        return gemm_time(c, dt, B, M, K, N, bf) + gemm_time(c, dt, B, K, N, M, bf);
+        return gemm_pass(c, dt, B, M, N, K, bwd);
     case SC_KOP_MEM:
         return roof(c, mem_compute(c, k, cc, bwd), sc_cost_kernel_bytes(k, cc, bwd));
     case SC_KOP_FLASH: {
         const sc_cluster_gemm *g = &c->eff.gemm;
-        if (g->flash_gemms) { /* as the executor runs it: S = Q K^T, then S V, whole */
-            if (!bwd)
-                return gemm_time(c, dt, B, M, N, K, 1) + gemm_time(c, dt, B, M, K, N, 1);
-            return gemm_time(c, dt, B, M, K, N, bf) + gemm_time(c, dt, B, K, N, M, bf) +
-                   gemm_time(c, dt, B, M, N, K, bf) + gemm_time(c, dt, B, N, K, M, bf);
-        }
+        if (g->flash_gemms) /* as the executor runs it: S = Q K^T, then S V, whole */
+            return gemm_pass(c, dt, B, M, N, K, bwd) + gemm_pass(c, dt, B, M, K, N, bwd);
         /* causal: the keys after each query are skipped; a slice of M
          * queries over N >= M keys runs M·N - M²/2 pairs (M²/2 when whole) */
         double pairs = k->causal ? (N >= M ? M * N - M * M / 2 : M * N / 2) : M * N;

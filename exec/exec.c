@@ -336,6 +336,25 @@ static sc_status build_work(sc_exec *x, sc_error *err)
 
 enum { RUN_F = 0, RUN_B, RUN_W, RUN_BW, RUN_SEL };
 
+/* What item q runs in pass what: its memory pass (not in W, nor in a
+ * selective recompute), its forward GEMM (F; a core GEMM's in a selective
+ * recompute), and backward its data gradient (B, BW) and its second
+ * gradient (a core GEMM's other input in B and BW, a weight GEMM's weights
+ * in W and BW). The one rule for running a piece and for timing it alone. */
+enum { DO_PASS = 1, DO_FWD = 2, DO_DGRAD = 4, DO_WGRAD = 8 };
+static int item_work(const item *q, int what)
+{
+    if (q->type == IT_MEM)
+        return what == RUN_W || what == RUN_SEL ? 0 : DO_PASS;
+    if (what == RUN_F || (what == RUN_SEL && q->type == IT_CORE))
+        return DO_FWD;
+    if (what == RUN_SEL)
+        return 0;
+    int input = what == RUN_B || what == RUN_BW, weight = what == RUN_W || what == RUN_BW;
+    return (input ? DO_DGRAD : 0) |
+           ((q->type == IT_CORE && input) || (q->type == IT_WGEMM && weight) ? DO_WGRAD : 0);
+}
+
 /* The GEMMs and passes of one piece of an op, items [i0, i1). */
 static sc_status poll_all(sc_exec *x, sc_error *err);
 
@@ -353,26 +372,18 @@ static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, in
          * a GPU's separate streams */
         if (i > i0 && !be->async && x->npend && (st = poll_all(x, err)))
             break;
-        if (q->type == IT_MEM) {
-            /* the kernel's bytes are what it reads and writes; the out-of-place
-             * pass reads src and dst and writes dst: a third of them each */
-            if (what != RUN_W && what != RUN_SEL)
-                st = be->memop(x->bk, x->M1, x->M0,
-                               (what == RUN_F ? q->bytes : q->bwd_bytes) / 3, err);
-            continue;
-        }
-        if (what == RUN_F || (what == RUN_SEL && q->type == IT_CORE)) {
+        int work = item_work(q, what);
+        /* the kernel's bytes are what it reads and writes; the out-of-place
+         * pass reads src and dst and writes dst: a third of them each */
+        if (work & DO_PASS)
+            st = be->memop(x->bk, x->M1, x->M0, (what == RUN_F ? q->bytes : q->bwd_bytes) / 3,
+                           err);
+        if (!st && (work & DO_FWD))
             st = be->gemm(x->bk, x->dt, m, n, k, b, x->A, x->B, x->C, err);
-            continue;
-        }
-        if (what == RUN_SEL)
-            continue;
         /* backward of C[m,n] = A[m,k] B[k,n]: dA = dC B^T (m,k,n); dB = A^T dC (k,n,m) */
-        int input = what == RUN_B || what == RUN_BW;
-        int weight = what == RUN_W || what == RUN_BW;
-        if (input)
+        if (!st && (work & DO_DGRAD))
             st = be->gemm(x->bk, x->dt, m, k, n, b, x->C, x->B, x->A, err);
-        if (!st && ((q->type == IT_CORE && input) || (q->type == IT_WGEMM && weight)))
+        if (!st && (work & DO_WGRAD))
             st = be->gemm(x->bk, x->dt, k, n, m, b, x->A, x->C, x->B, err);
     }
     return st;
@@ -1203,16 +1214,6 @@ static sc_status probe_step(sc_exec *x, meas *g, double *out, sc_error *err)
 
 /* ---- the kernel profile (exec.h, SC_EXEC_KERNEL_REPS) --------------------------- */
 
-/* Whether item q runs anything in pass what (run_items). */
-static int item_runs(const item *q, int what)
-{
-    if (q->type == IT_MEM)
-        return what == RUN_F || what == RUN_B || what == RUN_BW;
-    if (what == RUN_W)
-        return q->type == IT_WGEMM;
-    return 1;
-}
-
 /* Adds one call of q in pass what taking t seconds to the pooled list. */
 static int pool_kernel(sc_tl_kernel **ks, int *n, int *cap, const item *q, int what, double t)
 {
@@ -1295,7 +1296,7 @@ static sc_status kernel_profile(sc_exec *x, sc_tl_kernel **out, int *nout, sc_er
                 }
             }
             for (int i = 0; i < w->n && !st; i++)
-                if (item_runs(&w->it[i], what) &&
+                if (item_work(&w->it[i], what) &&
                     pool_kernel(&ks, &nk, &cap, &w->it[i], what,
                                 sc_median(t + (size_t)i * REPS, REPS)))
                     st = sc_err(err, SC_ENOMEM, "exec: out of memory");

@@ -53,27 +53,18 @@ static sc_status compare_kernels(const sc_cluster *c, sc_dtype dt, const sc_time
     for (int i = 0; i < t->n_kernels; i++) {
         const sc_tl_kernel *k = &t->kernels[i];
         sc_kernel_cmp *o = &cmp->kernels[i];
-        snprintf(o->name, sizeof o->name, "%s", k->name);
-        snprintf(o->pass, sizeof o->pass, "%s", k->pass);
-        snprintf(o->op, sizeof o->op, "%s", k->op);
-        o->batch = k->batch;
-        o->m = k->m;
-        o->n = k->n;
-        o->k = k->k;
-        o->bytes = k->bytes;
-        o->calls = k->calls;
+        o->k = *k;
         o->pred = kernel_pred(c, dt, k);
-        o->meas = k->time_s;
-        o->err = o->meas > 0 ? o->pred / o->meas - 1 : 0;
-        if (o->meas > 0) {
+        o->err = k->time_s > 0 ? o->pred / k->time_s - 1 : 0;
+        if (k->time_s > 0) {
             sum += fabs(o->err);
             n++;
         }
         int g = !strcmp(k->op, "mem");
-        cmp->kern_pred[g] += o->pred * o->calls;
-        cmp->kern_meas[g] += o->meas * o->calls;
-        cmp->kern_pred[2] += o->pred * o->calls;
-        cmp->kern_meas[2] += o->meas * o->calls;
+        cmp->kern_pred[g] += o->pred * k->calls;
+        cmp->kern_meas[g] += k->time_s * k->calls;
+        cmp->kern_pred[2] += o->pred * k->calls;
+        cmp->kern_meas[2] += k->time_s * k->calls;
     }
     cmp->kernel_mape = n ? sum / n : 0;
     return SC_OK;
@@ -267,23 +258,24 @@ cJSON *sc_comparison_json(const sc_comparison *c)
         cJSON *a = sc_jadd_arr(ko, "each", &oom);
         for (int i = 0; i < c->n_kernels && a && !oom; i++) {
             const sc_kernel_cmp *q = &c->kernels[i];
+            const sc_tl_kernel *t = &q->k;
             cJSON *o = sc_jpush_obj(a, &oom);
             if (!o)
                 break;
-            sc_jadd_str(o, "name", q->name, &oom);
-            sc_jadd_str(o, "pass", q->pass, &oom);
-            sc_jadd_str(o, "op", q->op, &oom);
-            if (!strcmp(q->op, "mem")) {
-                sc_jadd_num(o, "bytes", q->bytes, &oom);
+            sc_jadd_str(o, "name", t->name, &oom);
+            sc_jadd_str(o, "pass", t->pass, &oom);
+            sc_jadd_str(o, "op", t->op, &oom);
+            if (!strcmp(t->op, "mem")) {
+                sc_jadd_num(o, "bytes", t->bytes, &oom);
             } else {
-                sc_jadd_num(o, "batch", q->batch, &oom);
-                sc_jadd_num(o, "m", q->m, &oom);
-                sc_jadd_num(o, "n", q->n, &oom);
-                sc_jadd_num(o, "k", q->k, &oom);
+                sc_jadd_num(o, "batch", t->batch, &oom);
+                sc_jadd_num(o, "m", t->m, &oom);
+                sc_jadd_num(o, "n", t->n, &oom);
+                sc_jadd_num(o, "k", t->k, &oom);
             }
-            sc_jadd_num(o, "calls", q->calls, &oom);
+            sc_jadd_num(o, "calls", t->calls, &oom);
             sc_jadd_num(o, "predicted_s", q->pred, &oom);
-            sc_jadd_num(o, "measured_s", q->meas, &oom);
+            sc_jadd_num(o, "measured_s", t->time_s, &oom);
             sc_jadd_num(o, "error", q->err, &oom);
         }
     }

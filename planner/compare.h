@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 #include "sc.h"
+#include "timeline.h"
 
 typedef struct sc_kind_cmp {
     char name[24];
@@ -32,13 +33,12 @@ typedef struct sc_kind_cmp {
     double err;
 } sc_kind_cmp;
 
-/* One kernel the executor timed alone (exec --kernels; timeline.h
- * sc_tl_kernel) beside its prediction for the same shape, per call. */
+/* One kernel the executor timed alone (exec --kernels), as the timeline
+ * holds it (its measured time per call is k.time_s), beside its prediction
+ * for the same shape, per call. */
 typedef struct sc_kernel_cmp {
-    char name[48], pass[4], op[8];
-    double batch, m, n, k, bytes;
-    int calls;
-    double pred, meas, err;
+    sc_tl_kernel k;
+    double pred, err;
 } sc_kernel_cmp;
 
 typedef struct sc_comparison {

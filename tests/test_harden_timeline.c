@@ -61,6 +61,15 @@ TEST(htimeline_writers_match_cjson)
         sc_timeline_add(t, (int)(i % 2), &op);
     }
     same_as_cjson(t);
+    /* what exec adds: how it ran fused attention, and its kernels timed alone */
+    snprintf(t->flash_attention, sizeof t->flash_attention, "gemms");
+    t->kernels = sc_calloc(2, sizeof *t->kernels);
+    REQUIRE(t->kernels);
+    t->n_kernels = 2;
+    t->kernels_rank = 1;
+    t->kernels[0] = (sc_tl_kernel){"q\"kv", "BW", "wgemm", 1, 2048, 6144, 2048, 0, 24, 1.0 / 3};
+    t->kernels[1] = (sc_tl_kernel){"ln", "F", "mem", 0, 0, 0, 0, 123456789012345678.0, 49, 5e-324};
+    same_as_cjson(t);
     sc_timeline_free(t);
     t = sc_timeline_new(0, "sim", "", "");
     same_as_cjson(t);

@@ -149,7 +149,7 @@ TEST(timeline_chrome_events)
 TEST(timeline_flash_attention_roundtrip)
 {
     sc_timeline *t = two_ranks();
-    CHECK(!sc_timeline_flash_gemms(t) || !strcmp(t->source, "exec"));
+    CHECK(!sc_timeline_flash_gemms(t)); /* simulated: it ran no kernel at all */
     snprintf(t->source, sizeof t->source, "exec");
     CHECK(sc_timeline_flash_gemms(t)); /* not recorded: the executor's way */
     snprintf(t->flash_attention, sizeof t->flash_attention, "fused");

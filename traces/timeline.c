@@ -87,6 +87,32 @@ int sc_timeline_flash_gemms(const sc_timeline *t)
     return !strcmp(t->source, "exec") && strcmp(t->flash_attention, "fused") != 0;
 }
 
+/* exec --kernels' "kernels_rank" and "kernels" of t into j (nothing when
+ * it has none); both writers take them from here. */
+static void kernels_to_json(const sc_timeline *t, cJSON *j, int *oom)
+{
+    if (t->n_kernels <= 0)
+        return;
+    sc_jadd_num(j, "kernels_rank", t->kernels_rank, oom);
+    cJSON *ka = sc_jadd_arr(j, "kernels", oom);
+    for (int i = 0; i < t->n_kernels && ka && !*oom; i++) {
+        const sc_tl_kernel *k = &t->kernels[i];
+        cJSON *o = sc_jpush_obj(ka, oom);
+        if (!o)
+            break;
+        sc_jadd_str(o, "name", k->name, oom);
+        sc_jadd_str(o, "pass", k->pass, oom);
+        sc_jadd_str(o, "op", k->op, oom);
+        sc_jadd_num(o, "batch", k->batch, oom);
+        sc_jadd_num(o, "m", k->m, oom);
+        sc_jadd_num(o, "n", k->n, oom);
+        sc_jadd_num(o, "k", k->k, oom);
+        sc_jadd_num(o, "bytes", k->bytes, oom);
+        sc_jadd_num(o, "calls", k->calls, oom);
+        sc_jadd_num(o, "time_s", k->time_s, oom);
+    }
+}
+
 cJSON *sc_timeline_to_json(const sc_timeline *t)
 {
     sc_json_init();
@@ -137,26 +163,7 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
         sc_jadd_num(p, "reps", t->probe_reps, &oom);
         sc_jadd_num(p, "steps", t->probe_steps, &oom);
     }
-    if (t->n_kernels > 0) {
-        sc_jadd_num(j, "kernels_rank", t->kernels_rank, &oom);
-        cJSON *ka = sc_jadd_arr(j, "kernels", &oom);
-        for (int i = 0; i < t->n_kernels && ka && !oom; i++) {
-            const sc_tl_kernel *k = &t->kernels[i];
-            cJSON *o = sc_jpush_obj(ka, &oom);
-            if (!o)
-                break;
-            sc_jadd_str(o, "name", k->name, &oom);
-            sc_jadd_str(o, "pass", k->pass, &oom);
-            sc_jadd_str(o, "op", k->op, &oom);
-            sc_jadd_num(o, "batch", k->batch, &oom);
-            sc_jadd_num(o, "m", k->m, &oom);
-            sc_jadd_num(o, "n", k->n, &oom);
-            sc_jadd_num(o, "k", k->k, &oom);
-            sc_jadd_num(o, "bytes", k->bytes, &oom);
-            sc_jadd_num(o, "calls", k->calls, &oom);
-            sc_jadd_num(o, "time_s", k->time_s, &oom);
-        }
-    }
+    kernels_to_json(t, j, &oom);
     cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
     for (int i = 0; i < t->n_ranks && !oom; i++) {
         const sc_tl_rank *k = &t->ranks[i];
@@ -1120,6 +1127,31 @@ static void close_obj(sc_buf *b, int d, int first)
     put(b, "}", 1);
 }
 
+/* The members of tmp, top-level keys of the timeline, each as cJSON prints
+ * it one level in; tmp is freed (NULL or oom: out of memory). For the small
+ * optional parts whose cJSON form sc_timeline_to_json builds (provenance,
+ * kernels): one writer for them, and the text cJSON's. */
+static void put_members(sc_buf *b, int *f0, cJSON *tmp, int oom)
+{
+    if (!tmp || oom || sc_json_exact(tmp) != SC_OK) /* numbers as put_num writes them */
+        b->oom = 1;
+    for (const cJSON *v = b->oom ? NULL : tmp->child; v && !b->oom; v = v->next) {
+        char *txt = cJSON_Print(v);
+        if (!txt) {
+            b->oom = 1;
+            break;
+        }
+        key(b, 1, f0, v->string);
+        for (const char *q = txt; *q; q++) {
+            put(b, q, 1);
+            if (*q == '\n')
+                put(b, "\t", 1);
+        }
+        cJSON_free(txt);
+    }
+    cJSON_Delete(tmp);
+}
+
 void sc_timeline_write(const sc_timeline *t, sc_buf *b)
 {
     int f0 = 1;
@@ -1164,25 +1196,11 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
         close_obj(b, 2, f1);
     }
     if (t->prov.present) {
-        /* the provenance object as cJSON prints it, one level in */
         int oom = 0;
         cJSON *tmp = cJSON_CreateObject();
         if (tmp)
             sc_provenance_to_json(&t->prov, tmp, &oom);
-        cJSON *po = tmp ? cJSON_GetObjectItemCaseSensitive(tmp, "provenance") : NULL;
-        char *txt = po && !oom ? cJSON_Print(po) : NULL;
-        if (!txt) {
-            b->oom = 1;
-        } else {
-            key(b, 1, &f0, "provenance");
-            for (const char *q = txt; *q; q++) {
-                put(b, q, 1);
-                if (*q == '\n')
-                    put(b, "\t", 1);
-            }
-            cJSON_free(txt);
-        }
-        cJSON_Delete(tmp);
+        put_members(b, &f0, tmp, oom);
     }
     if (t->probe_m > 0) {
         key(b, 1, &f0, "probe");
@@ -1197,26 +1215,11 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
         close_obj(b, 2, f1);
     }
     if (t->n_kernels > 0) {
-        knum(b, 1, &f0, "kernels_rank", t->kernels_rank);
-        key(b, 1, &f0, "kernels");
-        put(b, "[", 1);
-        for (int i = 0; i < t->n_kernels && !b->oom; i++) {
-            const sc_tl_kernel *k = &t->kernels[i];
-            int f1 = 1;
-            put_c(b, i ? ", {\n" : "{\n");
-            kstr(b, 3, &f1, "name", k->name);
-            kstr(b, 3, &f1, "pass", k->pass);
-            kstr(b, 3, &f1, "op", k->op);
-            knum(b, 3, &f1, "batch", k->batch);
-            knum(b, 3, &f1, "m", k->m);
-            knum(b, 3, &f1, "n", k->n);
-            knum(b, 3, &f1, "k", k->k);
-            knum(b, 3, &f1, "bytes", k->bytes);
-            knum(b, 3, &f1, "calls", k->calls);
-            knum(b, 3, &f1, "time_s", k->time_s);
-            close_obj(b, 3, f1);
-        }
-        put(b, "]", 1);
+        int oom = 0;
+        cJSON *tmp = cJSON_CreateObject();
+        if (tmp)
+            kernels_to_json(t, tmp, &oom);
+        put_members(b, &f0, tmp, oom);
     }
     key(b, 1, &f0, "ranks");
     put(b, "[", 1);
