@@ -48,6 +48,11 @@ static void usage(FILE *f)
             "                     starts with cold caches, as a step's gradient reduction\n"
             "                     does; choose SIZE well above the last-level cache (e.g.\n"
             "                     256M). calibrate fits such files as the cold link\n"
+            "  --hot MS           gemm on cuda: queue MS milliseconds of a 4096^3 GEMM on\n"
+            "                     random operands before every timed call, so the GPU runs\n"
+            "                     it at its power limit, as a training step holds it\n"
+            "                     (default 5 on cuda; 0: a burst at the boost clock, which a\n"
+            "                     long step does not hold). Not on cpu\n"
             "  --warmup W         untimed iterations first (default 3)\n"
             "  --timeout S        seconds to wait for a peer before giving up (default 120)\n"
             "  -o, --output FILE  write the results (stagecraft.bench/1) on rank 0, whole or\n"
@@ -105,7 +110,7 @@ static int opt_double(int quiet, const char *opt, const char *s, double lo, doub
 int cmd_bench(int argc, char **argv)
 {
     enum { O_BACKEND = 1000, O_SIZES, O_DTYPE, O_ITERS, O_WARMUP, O_TIMEOUT, O_JSON, O_TOL,
-           O_MAXIT, O_PLAN, O_COLD };
+           O_MAXIT, O_PLAN, O_COLD, O_HOT };
     static const struct option opts[] = {{"backend", required_argument, NULL, O_BACKEND},
                                          {"sizes", required_argument, NULL, O_SIZES},
                                          {"plan", required_argument, NULL, O_PLAN},
@@ -117,6 +122,7 @@ int cmd_bench(int argc, char **argv)
                                          {"tolerance", required_argument, NULL, O_TOL},
                                          {"max-iters", required_argument, NULL, O_MAXIT},
                                          {"cold", required_argument, NULL, O_COLD},
+                                         {"hot", required_argument, NULL, O_HOT},
                                          {"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -124,7 +130,7 @@ int cmd_bench(int argc, char **argv)
     const char *plans[16];
     int nplans = 0;
     long iters = 20, warmup = 3, max_iters = 0;
-    double timeout = 120, tolerance = 0.02;
+    double timeout = 120, tolerance = 0.02, hot_ms = -1;
     int json = 0, ch, quiet = launcher_rank() != 0;
     optind = 0;
     opterr = 0;
@@ -159,6 +165,10 @@ int cmd_bench(int argc, char **argv)
                 return 2;
             break;
         case O_COLD: cold = optarg; break;
+        case O_HOT:
+            if (opt_double(quiet, "--hot", optarg, 0, 10000, &hot_ms))
+                return 2;
+            break;
         case O_JSON: json = 1; break;
         case 'o': out = optarg; break;
         case 'h':
@@ -190,6 +200,11 @@ int cmd_bench(int argc, char **argv)
     if (nplans && op != SC_BENCH_GEMM)
         return USAGE("--plan is for gemm (the shapes a plan runs); %s takes --sizes",
                      argv[optind]);
+    if (hot_ms < 0)
+        hot_ms = cuda && op == SC_BENCH_GEMM ? 5 : 0;
+    if (hot_ms > 0 && (!cuda || op != SC_BENCH_GEMM))
+        return USAGE("--hot is for gemm on --backend cuda (a GPU's power limit; a CPU core "
+                     "has none modelled)");
     double cold_bytes = 0;
     if (cold) {
         sc_bench_point one[SC_BENCH_MAX_SIZES];
@@ -222,7 +237,8 @@ int cmd_bench(int argc, char **argv)
     sc_bench_opts o = {.op = (sc_bench_op)op, .dtype = (sc_dtype)dt, .sizes = pts,
                        .n_sizes = npts, .iters = (int)iters, .warmup = (int)warmup,
                        .tolerance = tolerance, .max_iters = (int)max_iters,
-                       .timeout_s = timeout, .cold_bytes = cold_bytes};
+                       .timeout_s = timeout, .cold_bytes = cold_bytes,
+                       .hot_s = hot_ms / 1e3};
     sc_bench_result *r = NULL;
     int rank = sc_bench_rank(b), size = sc_bench_nranks(b);
     sc_status st = sc_bench_run(b, &o, &r, &err);

@@ -326,6 +326,12 @@ int cmd_compare(int argc, char **argv)
         char b[4][32];
         printf("%s: predicted on %s beside %s measured on %s\n\n", argv[optind], cmp->cluster,
                argv[optind + 1], cmp->device);
+        /* a GPU on zeros may hold a clock training would not (exec.h) */
+        if (strcmp(cmp->operands, "random") && strstr(cmp->device, "NVIDIA"))
+            printf("note: the measured GEMMs multiplied %s: the GPU may have held a clock "
+                   "it would not in training (exec --zero-operands)\n\n",
+                   cmp->operands[0] ? cmp->operands : "zeros (an exec before operands were "
+                                                      "recorded)");
         printf("%-14s %14s %14s %9s\n", "", "predicted us", "measured us", "error");
         printf("%-14s %14s %14s %+8.1f%%", "step", cli_us(cmp->pred_step, b[0]),
                cli_us(cmp->meas_step, b[1]), 100 * cmp->step_err);

@@ -20,7 +20,7 @@ static void help(void)
     printf(
         "usage: mpirun -np R stagecraft exec plan.json --backend cpu|cuda [--steps N]\n"
         "                      [--warmup W] [--timeout S] [--no-verify] [--probe N]\n"
-        "                      [--kernels] [-o measured.json]\n"
+        "                      [--kernels] [--zero-operands] [-o measured.json]\n"
         "       stagecraft exec plan.json --backend cuda [--threads] ...   (one node)\n"
         "Runs the plan's training step on real devices, one MPI rank per device (R must\n"
         "equal the plan's dp·tp·pp; rank -> (dp, pp, tp) by the plan's placement), in the\n"
@@ -60,6 +60,10 @@ static void help(void)
         "                     median of 3 runs, queued back to back) and the timeline\n"
         "                     carries them: compare then prints predicted against measured\n"
         "                     kernel by kernel\n"
+        "  --zero-operands    multiply zeros (the buffers as allocated) instead of uniform\n"
+        "                     random operands: a comparison only. A GPU draws less power\n"
+        "                     on zeros and may hold a clock it would not in training; the\n"
+        "                     timeline records which (\"operands\")\n"
         "  -o FILE            write the measured timeline (only on success, whole)\n\n"
         "Launch with OpenMPI as usual: mpirun -np 4 [--hostfile H], or srun under Slurm.\n"
         "Exit status (docs/commands.md, \"Exit codes\"): 0 success, 2 bad usage or input\n"
@@ -231,11 +235,12 @@ int cmd_exec(int argc, char **argv)
         {"no-verify", no_argument, 0, 'V'},     {"help", no_argument, 0, 'h'},
         {"threads", no_argument, 0, 'T'},       {"tolerance", required_argument, 0, 'L'},
         {"max-steps", required_argument, 0, 'M'}, {"probe", required_argument, 0, 'P'},
-        {"kernels", no_argument, 0, 'K'},       {0, 0, 0, 0}};
+        {"kernels", no_argument, 0, 'K'},       {"zero-operands", no_argument, 0, 'Z'},
+        {0, 0, 0, 0}};
     const char *backend = NULL, *out = NULL;
     long steps = 10, warmup = 2, max_steps = 0, probe = -1;
     double timeout = 60, tolerance = 0.02;
-    int verify = 1, threads = 0, kernels = 0, c;
+    int verify = 1, threads = 0, kernels = 0, zeros = 0, c;
     optind = 1;
     opterr = 0; /* one message, ours (getopt's own came first, unprefixed) */
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -272,6 +277,9 @@ int cmd_exec(int argc, char **argv)
             break;
         case 'K':
             kernels = 1;
+            break;
+        case 'Z':
+            zeros = 1;
             break;
         case 'T':
             threads = 1;
@@ -310,7 +318,8 @@ int cmd_exec(int argc, char **argv)
         return cli_usage("exec", "--max-steps %ld is below --steps %ld", max_steps, steps);
     sc_exec_opts o = {.backend = backend, .steps = (int)steps, .tolerance = tolerance,
                       .max_steps = (int)max_steps, .warmup = (int)warmup, .timeout_s = timeout,
-                      .verify = verify, .probe = (int)probe, .kernels = kernels};
+                      .verify = verify, .probe = (int)probe, .kernels = kernels,
+                      .zero_operands = zeros};
     if (threads && sc_backend_cuda.available)
         return exec_threads(plan, &o, out);
     rank_result r;

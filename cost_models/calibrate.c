@@ -798,6 +798,12 @@ static sc_status fit_gemm_model(ctx *c, sc_cluster *out, sc_calib_report *rep, s
                    fixf);
         bound_gate(rep, what, files, "kernel_s", fit.eff.gemm.kernel_s, GEMM_KS_LO, GEMM_KS_HI,
                    fixf);
+        if (pts->gemm_burst_files > 0)
+            add_note(rep, "%s: %d GPU GEMM bench file%s timed in bursts (bench gemm --hot 0, or "
+                     "a bench from before 2026-12-04): a GPU at its power limit through a step "
+                     "runs below those rates (one H200: 4096^3 in 211 us in training against "
+                     "173 us in a burst); rerun bench gemm with its default --hot",
+                     what, pts->gemm_burst_files, pts->gemm_burst_files == 1 ? "" : "s");
         /* faster than nominal: raise the peak, keep eff_max in (0, 1] */
         double e = fit.eff.gemm.eff_max;
         if (e > 1) {

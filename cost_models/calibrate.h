@@ -327,6 +327,8 @@ typedef struct sc_calib_points {
     sc_calib_overlap *overlap;
     int n_msg;                /* the measured plans' warm messages, each (op, bytes) once */
     sc_calib_msg *msg;
+    int gemm_burst_files;     /* GPU gemm benches timed in bursts (bench gemm --hot 0, or
+                                 before it existed): calibrate notes it */
     int n_files;
     const char *const *files;
     int n_in_gates;

@@ -334,6 +334,9 @@ typedef struct {
     double timeout;
     sc_dbuf *A, *B, *C; /* gemm; A alone for the comm ops */
     sc_dbuf *evict;     /* cold_bytes > 0: written before every iteration */
+    sc_dbuf *hA, *hB, *hC; /* hot_s > 0: the heating GEMM's operands */
+    int heat_calls;     /* heating GEMMs queued before every timed call */
+    sc_dtype dtype;
     sc_ev *e0, *e1;
     sc_comm *pair; /* p2p: world ranks 0 and 1 */
 } ctx;
@@ -347,6 +350,43 @@ typedef struct {
     size_t bytes;            /* communication ops: bytes moved (p2p: each way) */
     size_t count;            /* collectives: elements per rank */
 } iter;
+
+#define HEAT_N 4096 /* the heating GEMM: HEAT_N^3 (bench.h "Hot") */
+
+/* The heating GEMM's operands and how many calls make hot_s: one call
+ * timed after an untimed one. */
+static sc_status heat_open(ctx *c, double hot_s, sc_error *err)
+{
+    const sc_backend *be = c->be;
+    size_t count = (size_t)HEAT_N * HEAT_N, eb = sc_backend_elem_bytes(be->compute_dtype(c->bk, c->dtype));
+    sc_dbuf **b[3] = {&c->hA, &c->hB, &c->hC};
+    sc_status st = SC_OK;
+    for (int i = 0; i < 3 && !st; i++) {
+        if (!(*b[i] = be->alloc(c->bk, count * eb, err)))
+            st = err ? err->status : SC_ENOMEM;
+        else if (i < 2)
+            st = be->fill_uniform(c->bk, *b[i], count, c->dtype, 0x4ea7 + (uint64_t)i, err);
+    }
+    double a = 0, z = 0;
+    for (int rep = 0; rep < 2 && !st; rep++) {
+        st = be->epoch(c->bk, err);
+        if (!st)
+            st = be->ev_record(c->bk, c->e0, err);
+        if (!st)
+            st = be->gemm(c->bk, c->dtype, HEAT_N, HEAT_N, HEAT_N, 1, c->hA, c->hB, c->hC, err);
+        if (!st)
+            st = be->ev_record(c->bk, c->e1, err);
+        if (!st)
+            st = be->sync(c->bk, deadline(c), err);
+        if (!st)
+            st = be->ev_time(c->bk, c->e0, &a, err);
+        if (!st)
+            st = be->ev_time(c->bk, c->e1, &z, err);
+    }
+    if (!st)
+        c->heat_calls = (int)fmin(100000, ceil(hot_s / fmax(z - a, 1e-6)));
+    return st;
+}
 
 /* One gemm call timed with events on the compute stream (after an epoch,
  * so device event times are anchored to the host clock), queued behind an
@@ -362,6 +402,9 @@ static sc_status time_gemm(ctx *c, const iter *it, double *t, sc_error *err)
     const sc_bench_point *z = it->z;
     double a = 0, b = 0;
     sc_status st = be->epoch(c->bk, err);
+    /* "Hot" (bench.h): the GPU at its power limit when the timed call runs */
+    for (int i = 0; !st && i < c->heat_calls; i++)
+        st = be->gemm(c->bk, c->dtype, HEAT_N, HEAT_N, HEAT_N, 1, c->hA, c->hB, c->hC, err);
     if (!st && be->async)
         st = be->gemm(c->bk, it->dtype, z->m, z->n, z->k, z->batch > 1 ? z->batch : 1, c->A,
                       c->B, c->C, err);
@@ -568,6 +611,11 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
                       "bench %s: needs MPI to start ranks, and this build has none "
                       "(built without MPI; only 'bench gemm' runs)", opn);
 #endif
+    if (o->hot_s < 0 || o->hot_s > 10 ||
+        (o->hot_s > 0 && (o->op != SC_BENCH_GEMM || !be->async)))
+        return sc_err(err, SC_EINVAL,
+                      "bench %s: --hot %g: heating is for gemm on an asynchronous backend "
+                      "(cuda), 0 to 10 s", opn, o->hot_s);
     if (k->pair && c.size < 2)
         return sc_err(err, SC_EINVAL,
                       "bench %s: needs 2 ranks, have %d (run it under mpirun -np 2)", opn,
@@ -595,7 +643,9 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
         r->tolerance = o->tolerance > 0 ? o->tolerance : -1;
         r->max_iters = o->tolerance > 0 ? max_iters : 0;
         r->cold_bytes = k->comm && o->cold_bytes > 0 ? o->cold_bytes : 0;
+        r->hot_s = o->hot_s;
     }
+    c.dtype = o->dtype;
     double *times = NULL, *all = NULL, *hist = NULL, *tmp = NULL;
     sc_status st = topology(&c, k, r, err);
     sc_provenance prov;
@@ -639,6 +689,8 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
         st = err ? err->status : SC_ENOMEM;
     if (!st && (!(c.e0 = be->ev_new(b->bk, err)) || !(c.e1 = be->ev_new(b->bk, err))))
         st = err ? err->status : SC_ENOMEM;
+    if (!st && o->hot_s > 0)
+        st = heat_open(&c, o->hot_s, err);
     if (!st) {
         times = sc_calloc((size_t)o->iters, sizeof *times);
         all = c.rank == 0 ? sc_calloc((size_t)o->iters * c.size, sizeof *all) : NULL;
@@ -759,6 +811,9 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     be->free(b->bk, c.B);
     be->free(b->bk, c.C);
     be->free(b->bk, c.evict);
+    be->free(b->bk, c.hA);
+    be->free(b->bk, c.hB);
+    be->free(b->bk, c.hC);
     sc_free(times);
     sc_free(all);
     sc_free(hist);
@@ -826,6 +881,8 @@ void sc_bench_print(const sc_bench_result *r, FILE *f)
         char cb[32];
         fprintf(f, ", cold (%s written before each)", human_bytes(r->cold_bytes, cb, sizeof cb));
     }
+    if (r->hot_s > 0)
+        fprintf(f, ", hot (%.3g ms of a 4096^3 GEMM before each)", 1e3 * r->hot_s);
     fprintf(f, "\n");
     if (r->prov.present && (r->prov.blas[0] || r->prov.cuda_device[0]))
         fprintf(f, "on %s; %s%s%s%s%s\n",

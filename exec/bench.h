@@ -44,6 +44,16 @@
  * ms inside the step). Calibration fits such files apart (calibrate.h:
  * the cold link fit); pick a size well above the last-level cache.
  *
+ * Hot (hot_s > 0, gemm on an asynchronous backend): before every timed
+ * call, hot_s of a 4096^3 GEMM on uniform random operands is queued ahead
+ * of it (untimed, no wait between them), so the GPU sits at its power
+ * limit when the timed call runs, as a training step holds it. A burst
+ * (hot_s 0) times short calls on an otherwise idle GPU at its boost clock:
+ * one H200 ran 4096^3 in 173 us that way, where the same GPU training
+ * held ~1500 of its 1980 MHz and ran 4096^3 in 211 us
+ * (docs/accuracy.md, "The sixth run"). The cpu backend has no such
+ * limit and refuses hot_s > 0 (sc_bench_run: SC_EINVAL).
+ *
  * Until stable: timed iterations run in blocks of `iters`; after each block
  * from the second on, the median of the last block is compared with the
  * median of the block before it, and the sweep moves on when they differ
@@ -117,6 +127,7 @@ typedef struct sc_bench_opts {
                          (relative); 0: one block, as before */
     int max_iters;    /* at most this many timed iterations per size (>= iters) */
     double timeout_s; /* deadline for each wait on a peer (> 0) */
+    double hot_s;      /* gemm: seconds of a heating GEMM before every timed call ("Hot") */
     double cold_bytes; /* comm ops: > 0 writes a buffer of this many bytes before every
                           iteration (untimed), evicting the caches ("cold"); 0: warm */
 } sc_bench_opts;

@@ -88,7 +88,7 @@ struct sc_exec {
     sc_comm *tpc, *dpc, **shc, **chan; /* chan[dir * S + s] */
     int n_shared;         /* communicators in shc: one per tie of the lowered step */
     /* buffers */
-    sc_dbuf *A, *B, *C, *M0, *M1, *opt, *tpb, *zb, *shb, *agb;
+    sc_dbuf *A, *B, *G, *O, *M0, *M1, *opt, *tpb, *zb, *shb, *agb; /* A, B, G: GEMM inputs; O: outputs */
     sc_dbuf **sendb;      /* [dir][chunk][mb] */
     sc_dbuf **recvb;      /* [dir][chunk] */
     sc_dbuf **gradb;      /* [chunk][bucket] */
@@ -378,13 +378,15 @@ static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, in
         if (work & DO_PASS)
             st = be->memop(x->bk, x->M1, x->M0, (what == RUN_F ? q->bytes : q->bwd_bytes) / 3,
                            err);
+        /* the inputs stay as filled (SC_EXEC_OPERANDS); every product writes O */
         if (!st && (work & DO_FWD))
-            st = be->gemm(x->bk, x->dt, m, n, k, b, x->A, x->B, x->C, err);
-        /* backward of C[m,n] = A[m,k] B[k,n]: dA = dC B^T (m,k,n); dB = A^T dC (k,n,m) */
+            st = be->gemm(x->bk, x->dt, m, n, k, b, x->A, x->B, x->O, err);
+        /* backward of C[m,n] = A[m,k] B[k,n]: dA = dC B^T (m,k,n); dB = A^T dC (k,n,m),
+         * dC being G */
         if (!st && (work & DO_DGRAD))
-            st = be->gemm(x->bk, x->dt, m, k, n, b, x->C, x->B, x->A, err);
+            st = be->gemm(x->bk, x->dt, m, k, n, b, x->G, x->B, x->O, err);
         if (!st && (work & DO_WGRAD))
-            st = be->gemm(x->bk, x->dt, k, n, m, b, x->A, x->C, x->B, err);
+            st = be->gemm(x->bk, x->dt, k, n, m, b, x->A, x->G, x->O, err);
     }
     return st;
 }
@@ -874,7 +876,13 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
     double eb = (double)x->ce;
     x->A = balloc(x, maxd(X, 1) * eb, &st, err);
     x->B = balloc(x, maxd(X, 1) * eb, &st, err);
-    x->C = balloc(x, maxd(X, 1) * eb, &st, err);
+    x->G = balloc(x, maxd(X, 1) * eb, &st, err);
+    x->O = balloc(x, maxd(X, 1) * eb, &st, err);
+    /* SC_EXEC_OPERANDS: random inputs (buffers start zeroed) */
+    for (int i = 0; i < 3 && !st && !x->o.zero_operands; i++)
+        st = x->be->fill_uniform(x->bk, (sc_dbuf *[]){x->A, x->B, x->G}[i],
+                                 (size_t)maxd(X, 1), x->dt, 0x5eed0 + 97 * (uint64_t)x->rank + (uint64_t)i,
+                                 err);
     x->M0 = balloc(x, mem, &st, err);
     x->M1 = balloc(x, mem, &st, err);
     x->tpb = balloc(x, tpb, &st, err);
@@ -1507,6 +1515,7 @@ static sc_status write_timeline(sc_exec *x, meas *g, const char *out_file, sc_ex
     /* no backend has a fused attention kernel: kernel_items runs each as
      * its two batched products, and says so for compare and calibrate */
     snprintf(tl->flash_attention, sizeof tl->flash_attention, "gemms");
+    snprintf(tl->operands, sizeof tl->operands, "%s", x->o.zero_operands ? "zeros" : "random");
     tl->prov = g->prov;
     snprintf(tl->plan_file, sizeof tl->plan_file, "%s", x->plan_file);
     sc_status st = sc_plan_file_digest(x->plan_file, tl->plan_digest, err);
@@ -1649,7 +1658,7 @@ void sc_exec_close(sc_exec *x)
     if (x->bk) {
         for (int i = 0; i < x->npend; i++)
             be->req_wait(x->bk, x->pend[i].req, be->now(x->bk) + x->o.timeout_s, NULL, NULL, NULL);
-        sc_dbuf *bufs[] = {x->A, x->B, x->C, x->M0, x->M1, x->opt, x->tpb, x->zb, x->shb, x->agb};
+        sc_dbuf *bufs[] = {x->A, x->B, x->G, x->O, x->M0, x->M1, x->opt, x->tpb, x->zb, x->shb, x->agb};
         for (size_t i = 0; i < SC_ARRAY_LEN(bufs); i++)
             be->free(x->bk, bufs[i]);
         int v = x->cfg.v, m = x->lw ? x->lw->sched->m : x->cfg.m;

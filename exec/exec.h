@@ -76,6 +76,9 @@ typedef struct sc_exec_opts {
     int kernels;           /* 1: after the steps, rank 0 times each kernel of its stage
                               alone (SC_EXEC_KERNEL_REPS runs, the median) and the
                               timeline carries them ("kernels": timeline.h sc_tl_kernel) */
+    int zero_operands;     /* 1: the GEMMs multiply zeros (a comparison: a GPU draws less
+                              power on them and can hold a clock it would not in training);
+                              0: uniform random operands, as training's (SC_EXEC_OPERANDS) */
     int *argc;             /* for MPI_Init (may be NULL) */
     char ***argv;
 } sc_exec_opts;
@@ -106,6 +109,13 @@ typedef struct sc_exec_opts {
  * kernel's median. Kernels of the same name, pass and shape are pooled:
  * their calls counted, the time the mean of their medians. */
 #define SC_EXEC_KERNEL_REPS 3
+/* The GEMMs' operands: three buffers filled once with uniform random
+ * values in [-1, 1) (the activation, the weight and the incoming
+ * gradient), never written, and one buffer every product writes. Not
+ * zeros: a GPU's power, and so its clock under a power cap, depends on the
+ * bits its multipliers toggle; a run on zeros may hold a clock training
+ * would not. Not outputs fed back as inputs: their values would grow
+ * without bound to infinities. The timeline records which ("operands"). */
 
 typedef struct sc_exec_summary {
     int ranks, steps;      /* steps: the window the figures are over */

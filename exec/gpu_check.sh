@@ -7,7 +7,8 @@
 # compare the plan's prediction with the measured step, with the preset and
 # with the calibrated cluster; three more layouts against the preset; then
 # calibrate from the sweep and two measured layouts and predict the two
-# held out. Writes bench_gemm.json, plan.json,
+# held out; last, two layouts once more on random and on zero operands
+# under nvidia-smi (the SM clock and power each held). Writes bench_gemm.json, plan.json,
 # sim_timeline.json, measured.json, calibrated.json, calibrate.txt and
 # compare_{preset,calibrated}.{txt,json} into $OUT (or the directory given
 # as $1, default ./gpu_check_out).
@@ -103,6 +104,22 @@ print(f"gpu_check: {len(bad)} of {len(b['results'])} GEMM sizes never settled" i
 PY
         grep -q 'too noisy' "$out/bench_gemm.txt" && note "bench gemm: some sizes too noisy (bench_gemm.txt)" \
             || note "bench gemm: ok"
+        # the same shapes in bursts (--hot 0): what the sweep measured before
+        # the GPU was held at its power limit (exec/bench.h "Hot")
+        timeout 60 $S bench gemm --backend cuda --dtype bf16 --hot 0 \
+            --sizes 4096,8192,2048x8192x2048,2048x2048x128 -o "$out/bench_gemm_burst.json" \
+            > "$out/bench_gemm_burst.txt" 2>&1
+        [ -s "$out/bench_gemm_burst.json" ] && note "bench gemm, hot against burst: $(python3 - \
+            "$out/bench_gemm.json" "$out/bench_gemm_burst.json" <<'PY'
+import json, sys
+h, b = (json.load(open(f)) for f in sys.argv[1:3])
+key = lambda r: (r.get("batch", 1), r["m"], r["n"], r["k"])
+ht = {key(r): r["time_s"] for r in h["results"]}
+print(", ".join("%dx%dx%d %.1f us hot, %.1f burst (%+.1f%%)" % (k[1], k[2], k[3], 1e6 * ht[k],
+      1e6 * r["time_s"], 100 * (ht[k] / r["time_s"] - 1)) for r in b["results"]
+      for k in [key(r)] if k in ht))
+PY
+)"
     else
         note "bench gemm failed or timed out: $(grep -m1 '^stagecraft' "$out/bench_gemm.txt" || echo 'see bench_gemm.txt'); no calibration check"
     fi
@@ -274,5 +291,55 @@ for mode in warm cold; do
     [ $rc -eq 0 ] && note "bench allreduce ($mode, one rank): ok" \
         || note "bench allreduce ($mode, one rank) failed with status $rc: $(tail -1 "$out/bench_allreduce_$mode.txt")"
 done
+# 7. the clock and the operands: the same two plans run with random operands
+#    (exec's default, as training's) and with --zero-operands, nvidia-smi
+#    sampling the SM clock and the power every 100 ms. A GPU draws less power
+#    on zeros: where its power cap binds, the step on random operands runs at
+#    a lower clock, and that is the one training sees.
+clock_run() {  # clock_run NAME PLAN [exec options]: one exec under nvidia-smi
+    local n=$1 plan=$2; shift 2
+    nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active \
+        --format=csv,noheader,nounits -lms 100 > "$out/smi_$n.csv" 2>/dev/null &
+    local smi=$!
+    timeout 120 "${run[@]}" $S exec "$plan" --backend cuda --steps 10 --warmup 3 --timeout 60 \
+        "$@" -o "$out/measured_$n.json" > "$out/exec_$n.txt" 2>&1
+    local rc=$?
+    kill $smi 2>/dev/null; wait $smi 2>/dev/null
+    [ $rc -eq 0 ] || { note "exec ($n) failed with status $rc: $(grep -m1 'stagecraft' "$out/exec_$n.txt")"; return; }
+    note "clock ($n): $(python3 - "$out/measured_$n.json" "$out/smi_$n.csv" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+rows = []
+for line in open(sys.argv[2]):
+    f = [x.strip() for x in line.split(",")]
+    try:
+        rows.append((float(f[0]), float(f[1]), f[2] if len(f) > 2 else ""))
+    except (ValueError, IndexError):
+        pass
+busy = sorted(r for r in rows if r[1] > 150)  # samples under load (W)
+s = "step median %.1f ms (operands %s)" % (1e3 * t["steps"]["median_s"], t.get("operands", "?"))
+if busy:
+    clk = sorted(r[0] for r in busy); pw = sorted(r[1] for r in busy)
+    s += "; %d samples under load: SM clock median %.0f MHz (min %.0f), power median %.0f W (max %.0f)" % (
+        len(busy), clk[len(clk) // 2], clk[0], pw[len(pw) // 2], pw[-1])
+print(s)
+PY
+)"
+}
+if command -v nvidia-smi >/dev/null 2>&1; then
+    for p in g27_flash flash; do
+        [ -s "$out/plan_$p.json" ] || continue
+        clock_run "${p}_random" "$out/plan_$p.json"
+        clock_run "${p}_zeros" "$out/plan_$p.json" --zero-operands
+        for o in random zeros; do
+            [ -s "$out/measured_${p}_$o.json" ] || continue
+            $S compare "$out/plan_$p.json" "$out/measured_${p}_$o.json" > "$out/compare_${p}_$o.txt"
+            $S compare "$out/plan_$p.json" "$out/measured_${p}_$o.json" --json > "$out/compare_${p}_$o.json"
+            note "compare_${p}_$o (preset): $(compare_summary "$out/compare_${p}_$o.json")"
+        done
+    done
+else
+    note "no nvidia-smi: skipping the clock and operands check"
+fi
 say "results in $out"
 finish $failed

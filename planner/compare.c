@@ -142,6 +142,7 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
     if (!st) {
         snprintf(cmp->cluster, sizeof cmp->cluster, "%s", c.name);
         snprintf(cmp->device, sizeof cmp->device, "%s", meas->device[0] ? meas->device : "?");
+        snprintf(cmp->operands, sizeof cmp->operands, "%s", meas->operands);
         cmp->pred_step = r->step_time_s;
         cmp->meas_step = meas->step_time_s;
         cmp->step_err = cmp->meas_step > 0 ? cmp->pred_step / cmp->meas_step - 1 : 0;
@@ -210,6 +211,8 @@ cJSON *sc_comparison_json(const sc_comparison *c)
     sc_jadd_str(j, "format", "stagecraft.compare/1", &oom);
     sc_jadd_str(j, "cluster", c->cluster, &oom);
     sc_jadd_str(j, "device", c->device, &oom);
+    if (c->operands[0])
+        sc_jadd_str(j, "operands", c->operands, &oom);
     cJSON *s = sc_jadd_obj(j, "step", &oom);
     sc_jadd_num(s, "predicted_s", c->pred_step, &oom);
     sc_jadd_num(s, "measured_s", c->meas_step, &oom);

@@ -43,6 +43,7 @@ typedef struct sc_kernel_cmp {
 
 typedef struct sc_comparison {
     char cluster[128], device[128];
+    char operands[8];     /* the measurement's GEMM operands (timeline.h; "" = not recorded) */
     double pred_step, meas_step, step_err, interval;
     double meas_spread;    /* the measurement's steps.spread (-1: not recorded) */
     double meas_interval;  /* 95% half-width of the measured median from it (0: none) */

@@ -238,7 +238,10 @@ TEST(bench_bad_args_exit2_nothing_written)
                          "gemm --dtype fp7",
                          "gemm --bogus",
                          "gemm extra",
-                         "gemm --timeout 0"};
+                         "gemm --timeout 0",
+                         "gemm --hot 5",           /* heating is for a GPU */
+                         "allreduce --hot 1",
+                         "gemm --hot -1"};
     for (size_t i = 0; i < SC_ARRAY_LEN(bad); i++) {
         int rc = SC("%s bench %s -o %s", sc_test_bin(), bad[i], p);
         if (rc != 2)
@@ -277,8 +280,22 @@ TEST(bench_load_roundtrip_and_errors)
     CHECK(r->rows[1].flop == 2.0 * 64 * 16 * 8);
     /* saving what was loaded gives the same bytes */
     REQUIRE(sc_bench_save(r, q, &err) == SC_OK);
-    sc_bench_result_free(r);
+    CHECK(r->hot_s == 0); /* a CPU core: never heated */
     CHECK(SC("cmp %s %s", p, q) == 0);
+    /* a GPU sweep's heating (bench.h "Hot") is kept */
+    r->hot_s = 0.005;
+    char h[600];
+    snprintf(h, sizeof h, "%s/hot.json", d);
+    REQUIRE(sc_bench_save(r, h, &err) == SC_OK);
+    sc_bench_result_free(r);
+    r = NULL;
+    REQUIRE(sc_bench_load(h, &r, &err) == SC_OK);
+    CHECK_NEAR(r->hot_s, 0.005, 0);
+    sc_bench_result_free(r);
+    REQUIRE(SC("sed 's/\"hot_s\":\t[-0-9.e]*/\"hot_s\":\t-1/' %s > %s", h, q) == 0);
+    r = NULL;
+    CHECK(sc_bench_load(q, &r, &err) == SC_EINVAL && r == NULL);
+    CHECK_STR_HAS(err.msg, "hot_s");
 
     /* damaged copies: one-line errors naming the file and the JSON path */
     struct {

@@ -1897,3 +1897,48 @@ TEST(compare_kernels_priced_as_run)
     CHECK_NEAR(cmp->kern_pred[1], pass * 2, 1e-12);
     sc_comparison_free(cmp);
 }
+
+/* One H200's files (docs/gpu_check/h200-2026-12-04d/): the same plan run on
+ * random and on zero operands. compare notes the zeros, and the preset
+ * prices the random run, the one a training step resembles, within 10%
+ * (measured +0.1%), where the zeros' full clock makes it 19% slow. */
+TEST(compare_h200_operands)
+{
+    char out[1 << 15];
+    const char *D = "docs/gpu_check/h200-2026-12-04d";
+    const char *bin = sc_test_bin();
+    double e[2];
+    const char *ops[2] = {"random", "zeros"};
+    for (int i = 0; i < 2; i++) {
+        REQUIRE(sc_test_sh(out, sizeof out, "%s compare %s/plan_g27_flash.json "
+                           "%s/measured_g27_flash_%s.json --json", bin, D, D, ops[i]) == 0);
+        cJSON *j = cJSON_Parse(out);
+        REQUIRE(j);
+        CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "operands")), ops[i]));
+        e[i] = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "step"), "error")->valuedouble;
+        cJSON_Delete(j);
+        REQUIRE(sc_test_sh(out, sizeof out, "%s compare %s/plan_g27_flash.json "
+                           "%s/measured_g27_flash_%s.json", bin, D, D, ops[i]) == 0);
+        CHECK_EQ_INT(strstr(out, "note: the measured GEMMs multiplied zeros") != NULL, i);
+    }
+    CHECK(fabs(e[0]) < 0.10);
+    CHECK(e[1] > 0.10);
+}
+
+/* A GPU gemm bench timed in bursts (no hot_s: the H200 sweep of
+ * 2026-12-04d) gets a note from calibrate; the same file marked hot does not. */
+TEST(calibrate_notes_burst_gemm_benches)
+{
+    char out[1 << 15];
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    const char *B = "docs/gpu_check/h200-2026-12-04d/bench_gemm.json";
+    REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --force --cluster h200-sxm-1 %s -o %s/c.json "
+                       "--json 2>/dev/null", bin, B, d) == 0);
+    CHECK_STR_HAS(out, "timed in bursts");
+    REQUIRE(sc_test_sh(out, sizeof out, "sed 's/\"iters\":/\"hot_s\": 0.005, \"iters\":/' %s > %s/hot.json",
+                       B, d) == 0);
+    REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --force --cluster h200-sxm-1 %s/hot.json "
+                       "-o %s/c2.json --json 2>/dev/null", bin, d, d) == 0);
+    CHECK(!strstr(out, "timed in bursts"));
+    CHECK_STR_HAS(out, "kernel_s"); /* it did calibrate */
+}

@@ -484,6 +484,7 @@ TEST(docs_formats_plan_and_timeline)
     snprintf(t->probe_dtype, sizeof t->probe_dtype, "fp32");
     t->ranks[0].probe_s = 8e-3;
     snprintf(t->flash_attention, sizeof t->flash_attention, "gemms");
+    snprintf(t->operands, sizeof t->operands, "zeros");
     t->kernels = sc_calloc(1, sizeof *t->kernels); /* exec --kernels */
     REQUIRE(t->kernels);
     t->n_kernels = 1;
@@ -565,6 +566,7 @@ TEST(docs_formats_bench)
     r->tolerance = 0.02;
     r->max_iters = 10;
     r->cold_bytes = 268435456;
+    r->hot_s = 0.005; /* a GPU gemm sweep's; the writer takes it from any result */
     r->prov = full_provenance();
     r->n_rows = 1;
     r->rows[0] = (sc_bench_row){.bytes = 4096, .time_s = 2e-6, .time_min_s = 1e-6,

@@ -354,6 +354,7 @@ TEST(exec_kernel_profile)
     CHECK(t->n_kernels > 0);
     CHECK_EQ_INT(t->kernels_rank, 0);
     CHECK(!strcmp(t->flash_attention, "gemms"));
+    CHECK(!strcmp(t->operands, "random")); /* exec.h SC_EXEC_OPERANDS */
     int fwd = 0, bwd = 0, flash = 0, mem = 0, bad = 0;
     for (int i = 0; i < t->n_kernels; i++) {
         const sc_tl_kernel *k = &t->kernels[i];
@@ -382,12 +383,13 @@ TEST(exec_kernel_profile)
     CHECK(all && cJSON_GetObjectItem(all, "measured_s")->valuedouble > 0 &&
           cJSON_GetObjectItem(all, "predicted_s")->valuedouble > 0);
     cJSON_Delete(j);
-    /* without --kernels: none */
+    /* without --kernels: none; --zero-operands is recorded */
     REQUIRE(SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
-               "--tolerance 0 -o %s/measured.json",
+               "--tolerance 0 --zero-operands -o %s/measured.json",
                MPIRUN, sc_test_bin(), d, d) == 0);
     REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
     CHECK_EQ_INT(t->n_kernels, 0);
+    CHECK(!strcmp(t->operands, "zeros"));
     sc_timeline_free(t);
 }
 

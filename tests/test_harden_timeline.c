@@ -63,6 +63,7 @@ TEST(htimeline_writers_match_cjson)
     same_as_cjson(t);
     /* what exec adds: how it ran fused attention, and its kernels timed alone */
     snprintf(t->flash_attention, sizeof t->flash_attention, "gemms");
+    snprintf(t->operands, sizeof t->operands, "random");
     t->kernels = sc_calloc(2, sizeof *t->kernels);
     REQUIRE(t->kernels);
     t->n_kernels = 2;

@@ -170,6 +170,33 @@ TEST(timeline_flash_attention_roundtrip)
     sc_timeline_free(t);
 }
 
+/* The operands an exec measurement multiplied round-trip through both
+ * writers and readers; another value is refused naming the file and key. */
+TEST(timeline_operands_roundtrip)
+{
+    sc_timeline *t = two_ranks();
+    snprintf(t->source, sizeof t->source, "exec");
+    const char *ways[2] = {"random", "zeros"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(t->operands, sizeof t->operands, "%s", ways[k]);
+        sc_timeline *w[2];
+        REQUIRE(both_ways(t, "o.json", w) == 0);
+        CHECK(!strcmp(w[0]->operands, ways[k]) && !strcmp(w[1]->operands, ways[k]));
+        sc_timeline_free(w[0]);
+        sc_timeline_free(w[1]);
+    }
+    cJSON *j = sc_timeline_to_json(t);
+    REQUIRE(j);
+    cJSON_ReplaceItemInObject(j, "operands", cJSON_CreateString("ones"));
+    sc_timeline *bad = NULL;
+    sc_error err = {0};
+    CHECK(sc_timeline_from_json(j, "o.json", &bad, &err) == SC_EINVAL);
+    CHECK(bad == NULL);
+    CHECK_STR_HAS(err.msg, "o.json: operands: \"ones\"");
+    cJSON_Delete(j);
+    sc_timeline_free(t);
+}
+
 /* exec --kernels' kernels round-trip through both writers and readers. */
 TEST(timeline_kernels_roundtrip)
 {

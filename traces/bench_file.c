@@ -66,6 +66,8 @@ cJSON *sc_bench_to_json(const sc_bench_result *r)
         sc_jadd_num(j, "max_iters", r->max_iters, &oom);
     if (r->cold_bytes > 0)
         sc_jadd_num(j, "cold_bytes", r->cold_bytes, &oom);
+    if (r->hot_s > 0)
+        sc_jadd_num(j, "hot_s", r->hot_s, &oom);
     sc_provenance_to_json(&r->prov, j, &oom);
     cJSON *a = sc_jadd_arr(j, "results", &oom);
     for (int i = 0; a && i < r->n_rows; i++) {
@@ -130,7 +132,7 @@ sc_status sc_bench_from_json(const cJSON *j, const char *path, sc_bench_result *
     static const char *const top[] = {"format", "op", "backend", "device", "host", "ranks",
                                       "world", "nodes", "ranks_per_node", "link", "dtype",
                                       "compute_dtype", "elem_bytes", "busbw_factor", "iters",
-                                      "warmup", "tolerance", "max_iters", "cold_bytes",
+                                      "warmup", "tolerance", "max_iters", "cold_bytes", "hot_s",
                                       "provenance",
                                       "results", NULL};
     static const char *const gemm_keys[] = {"batch", "m", "n", "k", "time_s", "time_min_s",
@@ -201,6 +203,8 @@ sc_status sc_bench_from_json(const cJSON *j, const char *path, sc_bench_result *
     r->max_iters = (int)max_iters;
     if (!st)
         st = sc_json_num(j, path, "", "cold_bytes", 0, 0, 68719476736.0, &r->cold_bytes, err);
+    if (!st)
+        st = sc_json_num(j, path, "", "hot_s", 0, 0, 10, &r->hot_s, err);
     if (!st)
         st = sc_provenance_from_json(j, path, &r->prov, err);
     if (!st)

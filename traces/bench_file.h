@@ -12,7 +12,9 @@
  *    "busbw_factor" (not for gemm), "iters", "warmup", "tolerance" and
  *    "max_iters" (the stability rule, exec/bench.h), "cold_bytes" (optional,
  *    collectives only: bytes written between iterations to evict the caches,
- *    exec/bench.h; absent or 0 = warm), "provenance" (what ran
+ *    exec/bench.h; absent or 0 = warm), "hot_s" (optional, gemm on a GPU:
+ *    seconds of a heating GEMM before every timed call, exec/bench.h "Hot";
+ *    absent or 0 = a burst), "provenance" (what ran
  *    it: CPU, BLAS library and kernel, threads, environment, MPI, CUDA
  *    device and driver; provenance.h),
  *    "results": [{"bytes", "time_s", "time_min_s", "algbw", "busbw", "spread",
@@ -102,6 +104,8 @@ typedef struct sc_bench_result {
     int iters, warmup;
     double tolerance;      /* the drift asked for (-1: not recorded, or one block) */
     int max_iters;         /* 0: not recorded */
+    double hot_s;          /* gemm: > 0: seconds of a heating GEMM queued before every
+                              timed call (exec/bench.h "Hot"); 0: a burst */
     double cold_bytes;     /* > 0: caches evicted before every iteration by writing
                               this many bytes ("cold" collectives); 0: warm */
     sc_provenance prov;    /* rank 0's, and whether the ranks differed (provenance.h) */

@@ -131,6 +131,8 @@ cJSON *sc_timeline_to_json(const sc_timeline *t)
         sc_jadd_str(j, "device", t->device, &oom);
     if (t->flash_attention[0])
         sc_jadd_str(j, "flash_attention", t->flash_attention, &oom);
+    if (t->operands[0])
+        sc_jadd_str(j, "operands", t->operands, &oom);
     if (t->plan_file[0]) {
         cJSON *p = sc_jadd_obj(j, "plan", &oom);
         sc_jadd_str(p, "file", t->plan_file, &oom);
@@ -318,7 +320,7 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
                                const cJSON **ranks_out, sc_timeline **out, sc_error *err)
 {
     static const char *const top[] = {"format", "source", "model", "cluster", "step_time_s",
-                                      "steps", "device", "flash_attention", "provenance",
+                                      "steps", "device", "flash_attention", "operands", "provenance",
                                       "plan", "probe", "kernels_rank", "kernels", "ranks",
                                       NULL};
     *out = NULL;
@@ -365,6 +367,14 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
                     "\"fused\"", file, fa);
     if (!st && fa)
         snprintf(t->flash_attention, sizeof t->flash_attention, "%s", fa);
+    const char *opd = NULL;
+    if (!st)
+        st = sc_json_str(j, file, "", "operands", 0, sizeof t->operands - 1, &opd, err);
+    if (!st && opd && strcmp(opd, "random") && strcmp(opd, "zeros"))
+        st = sc_err(err, SC_EINVAL, "%s: operands: \"%s\" is neither \"random\" nor \"zeros\"",
+                    file, opd);
+    if (!st && opd)
+        snprintf(t->operands, sizeof t->operands, "%s", opd);
     if (!st)
         st = sc_json_obj(j, file, "", "plan", 0, &plan, err);
     if (!st && plan) {
@@ -1165,6 +1175,8 @@ void sc_timeline_write(const sc_timeline *t, sc_buf *b)
         kstr(b, 1, &f0, "device", t->device);
     if (t->flash_attention[0])
         kstr(b, 1, &f0, "flash_attention", t->flash_attention);
+    if (t->operands[0])
+        kstr(b, 1, &f0, "operands", t->operands);
     if (t->plan_file[0]) {
         key(b, 1, &f0, "plan");
         int f1 = 1;

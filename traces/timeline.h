@@ -113,6 +113,11 @@ typedef struct sc_timeline {
      * backend having a fused kernel), or "fused"; "" = not recorded, which
      * for an exec timeline means "gemms" (sc_timeline_flash_gemms) */
     char flash_attention[8];
+    /* the GEMMs' operands of an exec measurement (key "operands"):
+     * "random" (exec.h SC_EXEC_OPERANDS) or "zeros" (exec --zero-operands,
+     * on which a GPU may hold a clock training would not); "" = not
+     * recorded (exec before 2026-12-04: zeros) */
+    char operands[8];
     char plan_file[512];    /* "" = none */
     char plan_digest[17];
     int n_steps;            /* 0 = no step statistics */
