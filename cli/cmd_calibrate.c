@@ -15,7 +15,7 @@
 static void calibrate_help(void)
 {
     printf("usage: stagecraft calibrate --cluster C FILE... -o calibrated.json [--date D] "
-           "[--force] [--size-factors] [--json]\n"
+           "[--force] [--size-factors] [--kernels] [--json]\n"
            "Fits cluster C's efficiency parameters to measurements: FILEs are bench results\n"
            "(stagecraft bench -o) and measured timelines (stagecraft exec -o, whose plan must\n"
            "still open). Compute: eff_max, f_half, the per-op overhead and (with measured\n"
@@ -29,7 +29,11 @@ static void calibrate_help(void)
            "Where a link bench's time steps with size, the line is fitted over the regime\n"
            "the measured plans' messages fall in; --size-factors keeps the other sizes as\n"
            "measured (efficiency.*.size_factors), for transports whose steps hold inside a\n"
-           "training step as in the bench (off by default: a CPU's cache step does not).\n\n"
+           "training step as in the bench (off by default: a CPU's cache step does not).\n"
+           "--kernels fits the kernels exec --kernels timed alone (a GPU preset's kernel\n"
+           "model): the GEMMs' sustained rate, the time per kernel and the HBM efficiency,\n"
+           "the steps then setting the GEMMs' level (off by default: on one H200 it was no\n"
+           "better on held-out steps than the steps' own fit, and worse on its own).\n\n"
            "Quality gates: every fit needs %d distinct points per parameter, R² >= %.2f, no\n"
            "parameter at a limit of its fit and a MAPE <= %.0f%% (links %.0f%%, host fits\n"
            "%.0f%%); every\n"
@@ -62,6 +66,19 @@ static cJSON *report_json(const sc_calib_report *rep, const char *out, int writt
         cJSON_AddNumberToObject(j, "kernel_s", rep->kernel_s);
         cJSON_AddNumberToObject(j, "kernel_se", rep->kernel_se);
         cJSON_AddNumberToObject(j, "kernel_before_s", rep->kernel_before_s);
+    }
+    if (rep->n_kern > 0) { /* kernels timed alone (exec --kernels) */
+        cJSON *k = cJSON_AddObjectToObject(j, "kernels_fit");
+        cJSON_AddNumberToObject(k, "n", rep->n_kern);
+        cJSON_AddNumberToObject(k, "sustained", rep->kern_sustained);
+        cJSON_AddNumberToObject(k, "sustained_se", rep->kern_sustained_se);
+        cJSON_AddNumberToObject(k, "kernel_s", rep->kern_kernel_s);
+        cJSON_AddNumberToObject(k, "kernel_se", rep->kern_kernel_se);
+        cJSON_AddNumberToObject(k, "memory_bw", rep->kern_memory_bw);
+        cJSON_AddNumberToObject(k, "memory_bw_se", rep->kern_memory_bw_se);
+        cJSON_AddNumberToObject(k, "r2", rep->kern_r2);
+        cJSON_AddNumberToObject(k, "mape", rep->kern_mape);
+        cJSON_AddNumberToObject(k, "mape_before", rep->kern_mape_before);
     }
     cJSON_AddNumberToObject(j, "overlap_points", rep->n_overlap);
     if (rep->n_overlap > 0)
@@ -145,7 +162,15 @@ static void report_text(const sc_calib_report *rep, const sc_cluster *base)
         printf("\ntime per kernel %.3g ± %.2g s (efficiency.gemm.kernel_s, from the measured "
                "steps; was %.3g s); HBM efficiency %.3f\n",
                rep->kernel_s, rep->kernel_se, rep->kernel_before_s, rep->memory_bw);
-    if (rep->ops_fit & SC_CALIB_FIT_OVERHEAD || (rep->n_gemm + rep->n_ops > 0 && !rep->ops_fit))
+    if (rep->n_kern > 0)
+        printf("\nkernels timed alone (%d, exec --kernels): sustained %.3f ± %.2g (the GEMMs' "
+               "rate against the model's rule), time per kernel %.3g ± %.2g s, HBM efficiency "
+               "%.3f ± %.2g; R² %.4f, MAPE %.1f%% (before %.1f%%)\n",
+               rep->n_kern, rep->kern_sustained, rep->kern_sustained_se, rep->kern_kernel_s,
+               rep->kern_kernel_se, rep->kern_memory_bw, rep->kern_memory_bw_se, rep->kern_r2,
+               100 * rep->kern_mape, 100 * rep->kern_mape_before);
+    if (rep->ops_fit & SC_CALIB_FIT_OVERHEAD ||
+        (rep->n_gemm + rep->n_ops > 0 && !rep->ops_fit && !rep->n_kern))
         printf("\nper-op overhead %.3g ± %.2g s; HBM efficiency %.3f%s\n", rep->overhead_s,
                rep->overhead_se, rep->memory_bw,
                rep->n_ops == 0 ? " (not fitted: no measured plans)" : "");
@@ -183,10 +208,11 @@ int cmd_calibrate(int argc, char **argv)
                                          {"json", no_argument, NULL, 'j'},
                                          {"force", no_argument, NULL, 'f'},
                                          {"size-factors", no_argument, NULL, 's'},
+                                         {"kernels", no_argument, NULL, 'k'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *cluster = NULL, *out = NULL, *date = NULL;
-    int json = 0, force = 0, factors = 0, ch;
+    int json = 0, force = 0, factors = 0, kernels = 0, ch;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -197,6 +223,7 @@ int cmd_calibrate(int argc, char **argv)
         case 'j': json = 1; break;
         case 'f': force = 1; break;
         case 's': factors = 1; break;
+        case 'k': kernels = 1; break;
         case 'h': calibrate_help(); return 0;
         default:
             return cli_usage("calibrate", "unknown option or missing value '%s'", argv[optind - 1]);
@@ -216,7 +243,8 @@ int cmd_calibrate(int argc, char **argv)
     static sc_calib_report rep;
     sc_status st = sc_calibrate(&base, (const char *const *)argv + optind, argc - optind, date,
                                 (force ? SC_CALIB_FORCE : 0) |
-                                    (factors ? SC_CALIB_SIZE_FACTORS : 0),
+                                    (factors ? SC_CALIB_SIZE_FACTORS : 0) |
+                                    (kernels ? SC_CALIB_KERNELS : 0),
                                 &res, &rep, &err);
     if (st == SC_EGATE) {
         /* refused: the figures, every failed gate, then the refusal */

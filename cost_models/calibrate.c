@@ -29,6 +29,7 @@ typedef struct ctx {
     sc_cluster cur;        /* the estimate so far */
     int active;            /* P_* of the stage being fitted */
     int ops_active;        /* P_* the measured ops' stage fitted (0: none) */
+    int kern_fitted;       /* fit_kernels set kernel_s, sustained and memory_bw */
     int *idx;              /* the points of the stage */
     int nidx;
     int fails;             /* evaluations that could not compute a prediction */
@@ -520,13 +521,18 @@ static int plan_costing(const sc_calib_points *pts, const sc_cluster *cl)
  * parameter, else kept, said in the notes. */
 static int ops_params(ctx *c, int ngemm, const double *pred0, sc_calib_report *rep)
 {
-    int how = plan_costing(c->pts, &c->cur), act = P_MEM;
+    int how = plan_costing(c->pts, &c->cur);
+    /* the kernels timed alone set the time per kernel and, where every leaf
+     * is timed kernel by kernel, the HBM efficiency (fit_kernels) */
+    int act = c->kern_fitted && how == 1 ? 0 : P_MEM;
     if (how & 2)
         act |= P_OVH | P_BWD | (ngemm > 0 ? 0 : P_EFF);
     if (how & 1) {
-        act |= P_KS | (ngemm > 0 ? 0 : P_GEFF);
+        act |= c->kern_fitted ? P_GEFF : P_KS | (ngemm > 0 ? 0 : P_GEFF);
         int np = n_params(act), nd = distinct(pred0, NULL, c->pts->n_ops);
-        if (!(act & P_BWD) && nd >= SC_CALIB_POINTS_PER_PARAM * (np + 1))
+        if (!(act & P_BWD) && c->kern_fitted)
+            ; /* the kernels were timed apart: nothing of theirs for the ops to correct */
+        else if (!(act & P_BWD) && nd >= SC_CALIB_POINTS_PER_PARAM * (np + 1))
             act |= P_BWD;
         else if (!(act & P_BWD))
             add_note(rep, "backward factor kept at %.3g: %d distinct op points fit %d kernel-level "
@@ -586,8 +592,9 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
     double ks_before = c->cur.eff.gemm.kernel_s;
     if (!st && nops > 0) {
         act = ops_params(c, ngemm, pred0, rep);
-        st = fit_stage(c, act, 0, 1, se_ops, err);
-        fitted_mem = 1;
+        if (act)
+            st = fit_stage(c, act, 0, 1, se_ops, err);
+        fitted_mem = !!(act & P_MEM);
         if (!st && (act & P_EFF))
             se_curve[0] = se_ops[0];
     }
@@ -838,6 +845,50 @@ static sc_status fit_gemm_model(ctx *c, sc_cluster *out, sc_calib_report *rep, s
 
 /* ---- the link fits ------------------------------------------------------------------ */
 
+
+/* A weighted linear least-squares problem of n points and p parameters
+ * (gsl_multifit_wlinear): its GSL objects, made and freed together. */
+typedef struct wls {
+    gsl_matrix *X, *cov;
+    gsl_vector *y, *w, *c;
+    gsl_multifit_linear_workspace *ws;
+} wls;
+
+static void wls_free(wls *q)
+{
+    if (q->X)
+        gsl_matrix_free(q->X);
+    if (q->cov)
+        gsl_matrix_free(q->cov);
+    if (q->y)
+        gsl_vector_free(q->y);
+    if (q->w)
+        gsl_vector_free(q->w);
+    if (q->c)
+        gsl_vector_free(q->c);
+    if (q->ws)
+        gsl_multifit_linear_free(q->ws);
+    memset(q, 0, sizeof *q);
+}
+
+/* 0, or -1 (out of memory, or n <= p: then nothing is left allocated). */
+static int wls_alloc(wls *q, int n, int p)
+{
+    memset(q, 0, sizeof *q);
+    if (n <= p)
+        return -1;
+    q->X = gsl_matrix_alloc((size_t)n, (size_t)p);
+    q->cov = gsl_matrix_alloc((size_t)p, (size_t)p);
+    q->y = gsl_vector_alloc((size_t)n);
+    q->w = gsl_vector_alloc((size_t)n);
+    q->c = gsl_vector_alloc((size_t)p);
+    q->ws = gsl_multifit_linear_alloc((size_t)n, (size_t)p);
+    if (q->X && q->cov && q->y && q->w && q->c && q->ws)
+        return 0;
+    wls_free(q);
+    return -1;
+}
+
 /* What a point's time is in the alpha-beta line of its link class: t = off +
  * steps·alpha + vol/beta. A collective's ring (cost.h); an allreduce whose ranks
  * spanned nodes (several on a node) as the algorithm "auto" runs it, judged with
@@ -901,14 +952,15 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
         n += pts->link[i].link == link && (op < 0 || (int)pts->link[i].op == op);
     if (n < 3)
         return -1;
-    gsl_matrix *X = gsl_matrix_alloc((size_t)n, 2), *cov = gsl_matrix_alloc(2, 2);
-    gsl_vector *y = gsl_vector_alloc((size_t)n), *wt = gsl_vector_alloc((size_t)n),
-               *cc = gsl_vector_alloc(2);
-    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc((size_t)n, 2);
+    wls L;
+    int got = !wls_alloc(&L, n, 2);
+    gsl_matrix *X = L.X, *cov = L.cov;
+    gsl_vector *y = L.y, *wt = L.w, *cc = L.c;
+    gsl_multifit_linear_workspace *ws = L.ws;
     double *pred = sc_malloc(sizeof(double) * (size_t)n), *meas = sc_malloc(sizeof(double) * (size_t)n);
     double *off = sc_malloc(sizeof(double) * (size_t)n);
     int rc = -1;
-    if (X && cov && y && wt && cc && ws && pred && meas && off) {
+    if (got && pred && meas && off) {
         int k = 0;
         for (int i = 0; i < pts->n_link; i++) {
             const sc_calib_link *q = &pts->link[i];
@@ -948,18 +1000,7 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
         }
         gsl_set_error_handler(old);
     }
-    if (X)
-        gsl_matrix_free(X);
-    if (cov)
-        gsl_matrix_free(cov);
-    if (y)
-        gsl_vector_free(y);
-    if (wt)
-        gsl_vector_free(wt);
-    if (cc)
-        gsl_vector_free(cc);
-    if (ws)
-        gsl_multifit_linear_free(ws);
+    wls_free(&L);
     sc_free(pred);
     sc_free(meas);
     sc_free(off);
@@ -1893,6 +1934,188 @@ static sc_status refuse(const sc_calib_report *rep, sc_error *err)
                   g->files, g->files[0] ? ": " : "", g->what, g->gate, g->figure, g->fix, tail);
 }
 
+/* ---- kernels timed alone (calibrate.h) ------------------------------------------ */
+
+#define KERN_S_LO 0.05 /* sustained: the clock's fraction held, or past 1 a faster rule */
+#define KERN_S_HI 5.0
+
+/* A kernel point's three regressors under cluster u (sustained 1, no
+ * kernel_s): kernels in the call, their GEMM time, a pass's bytes / hbm. */
+static void kern_terms(const sc_cluster *u, sc_dtype dt, const sc_calib_kernel *q, double x[3])
+{
+    x[0] = q->n_gemm > 0 ? q->n_gemm : 1;
+    x[1] = 0;
+    x[2] = q->n_gemm > 0 ? 0 : q->bytes / u->gpu.hbm_bytes_per_s;
+    double bf = u->eff.bwd_factor > 0 ? u->eff.bwd_factor : 1;
+    for (int j = 0; j < q->n_gemm && j < 2; j++) {
+        const double *g = q->gemm[j];
+        x[1] += sc_cost_gemm_time(u, dt, g[0], g[1], g[2], g[3], g[4] > 0 ? bf : 1);
+    }
+}
+
+/* A kernel point's time under cluster cl, as compare prices it. */
+static double kern_pred(const sc_cluster *cl, sc_dtype dt, const sc_calib_kernel *q)
+{
+    if (q->n_gemm == 0)
+        return sc_cost_pass_time(cl, q->bytes);
+    double t = 0, bf = cl->eff.bwd_factor > 0 ? cl->eff.bwd_factor : 1;
+    for (int j = 0; j < q->n_gemm && j < 2; j++) {
+        const double *g = q->gemm[j];
+        t += sc_cost_gemm_time(cl, dt, g[0], g[1], g[2], g[3], g[4] > 0 ? bf : 1);
+    }
+    return t;
+}
+
+/* The fit of "kernels timed alone" (calibrate.h), on the GEMM model fitted
+ * so far (out); sets out's kernel_s, sustained and memory_bw. */
+static sc_status fit_kernels(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_error *err)
+{
+    const sc_calib_points *pts = c->pts;
+    int n = pts->n_kern;
+    if (n == 0)
+        return SC_OK;
+    if (!pts->fit_kernels) {
+        add_note(rep, "%d kernels timed alone not fitted (calibrate --kernels fits them)", n);
+        return SC_OK;
+    }
+    if (!(out->eff.gemm.sms > 0)) {
+        add_note(rep, "%d kernels timed alone not fitted: %s has no kernel-level GEMM model "
+                 "(efficiency.gemm)", n, out->name);
+        return SC_OK;
+    }
+    sc_cluster u = *out;
+    u.eff.gemm.sustained = 1;
+    u.eff.gemm.kernel_s = 0;
+    double (*x)[3] = sc_malloc(sizeof *x * (size_t)n);
+    double *t = sc_malloc(sizeof *t * (size_t)n), *pred = sc_malloc(sizeof *pred * (size_t)n);
+    int *files = sc_malloc(sizeof *files * (size_t)n);
+    double *u1 = sc_malloc(sizeof *u1 * (size_t)n), *u2 = sc_malloc(sizeof *u2 * (size_t)n);
+    wls L;
+    int got = !wls_alloc(&L, n, 3); /* n <= 3: too few, said below */
+    sc_status st = x && t && pred && files && u1 && u2 && (got || n <= 3)
+                       ? SC_OK
+                       : sc_err(err, SC_ENOMEM, "calibrate: out of memory");
+    int ng = 0, nm = 0;
+    for (int i = 0; !st && i < n; i++) {
+        const sc_calib_kernel *q = &pts->kern[i];
+        kern_terms(&u, c->dt, q, x[i]);
+        t[i] = q->t;
+        files[i] = q->file;
+        u1[i] = x[i][1];
+        u2[i] = x[i][2];
+        pred[i] = kern_pred(c->base, c->dt, q);
+    }
+    double before = st ? 0 : point_stats(pred, t, n).mape;
+    /* distinct shapes of each kind: GEMM calls by their time, passes by bytes */
+    if (!st) {
+        for (int i = 0; i < n; i++) {
+            int seen = 0;
+            for (int k = 0; k < i && !seen; k++)
+                seen = same(u1[i], u1[k]) && same(u2[i], u2[k]) && same(x[i][0], x[k][0]);
+            if (!seen && pts->kern[i].n_gemm > 0)
+                ng++;
+            else if (!seen)
+                nm++;
+        }
+    }
+    int need = SC_CALIB_POINTS_PER_PARAM;
+    if (!st && (ng < need || nm < need || !got)) {
+        add_note(rep, "%d kernels timed alone not fitted: %d distinct GEMM calls and %d passes "
+                 "(need %d of each)", n, ng, nm, need);
+        goto done;
+    }
+    char fl[512];
+    file_list(pts, files, n, fl, sizeof fl);
+    double chi2 = 0, coef[3] = {0}, se[3] = {0};
+    if (!st) {
+        for (int i = 0; i < n; i++) {
+            for (int k = 0; k < 3; k++)
+                gsl_matrix_set(L.X, (size_t)i, (size_t)k, x[i][k]);
+            gsl_vector_set(L.y, (size_t)i, t[i]);
+            gsl_vector_set(L.w, (size_t)i, 1 / (t[i] * t[i]));
+        }
+        gsl_error_handler_t *old = gsl_set_error_handler_off();
+        int gs = gsl_multifit_wlinear(L.X, L.w, L.y, L.c, L.cov, &chi2, L.ws);
+        gsl_set_error_handler(old);
+        if (gs)
+            st = sc_err(err, SC_EINVAL, "calibrate: the fit of the kernels timed alone failed: %s",
+                        gsl_strerror(gs));
+    }
+    if (st)
+        goto done;
+    /* wlinear's covariance takes the weights as exact variances; the relative
+     * residuals' own scatter scales it */
+    for (int k = 0; k < 3; k++) {
+        coef[k] = gsl_vector_get(L.c, (size_t)k);
+        se[k] = sqrt(fmax(0, gsl_matrix_get(L.cov, (size_t)k, (size_t)k) * chi2 / (n - 3)));
+    }
+    /* sustained = 1/a and memory_bw = 1/b, held in their limits (a bound gate
+     * refuses a fit that ends at one); kernel_s >= 0 likewise */
+    double a = coef[1], bb = coef[2];
+    double sus = a > 0 ? fmin(KERN_S_HI, fmax(KERN_S_LO, 1 / a)) : KERN_S_HI;
+    double mem = bb > 0 ? fmin(EFF_HI, fmax(EFF_LO, 1 / bb)) : EFF_HI;
+    double ks = fmin(GEMM_KS_HI, fmax(0, coef[0]));
+    for (int i = 0; i < n; i++)
+        pred[i] = ks * x[i][0] + x[i][1] / sus + x[i][2] / mem;
+    stats sx = point_stats(pred, t, n);
+    const char *what = "kernels timed alone";
+    const char *fixp = "exec --kernels on plans of more shapes (microbatch sizes, hidden sizes)";
+    const char *fixf = "exec --kernels again on a quiet device; check the GEMM sweep against "
+                       "the device (bench gemm)";
+    fit_gates(rep, what, fl, ng + nm, 3, "kernel shapes", sx.r2, "", sx.mape,
+              SC_CALIB_MAPE_CEILING, fixp, fixf);
+    bound_gate(rep, what, fl, "sustained", sus, KERN_S_LO, KERN_S_HI, fixf);
+    bound_gate(rep, what, fl, "memory_bw", mem, EFF_LO, EFF_HI, fixf);
+    gate(rep, what, fl, "bound", coef[0], 0, !(coef[0] > 0), fixf,
+         "kernel_s %.4g%s", coef[0], coef[0] > 0 ? " inside its limits" : " at its lower limit");
+    /* into the cluster: a rate past the rule's goes into eff_max, past the
+     * nominal peak into the peak; a pass past nominal HBM into the HBM */
+    double ge = out->eff.gemm.eff_max;
+    if (sus > 1) {
+        ge *= sus;
+        out->eff.gemm.sustained = 1;
+    } else {
+        out->eff.gemm.sustained = sus;
+    }
+    if (ge > 1) {
+        add_note(rep, "%s: the kernels timed alone ran at %.3g of the nominal peak; nominal "
+                 "raised", sc_dtype_name(c->dt), ge);
+        out->gpu.peak_flops[c->dt] *= ge;
+        ge = 1;
+    }
+    out->eff.gemm.eff_max = ge;
+    if (mem > 1) {
+        add_note(rep, "memory passes timed alone reached %.3g B/s, above the nominal %.3g B/s; "
+                 "nominal raised", out->gpu.hbm_bytes_per_s * mem, out->gpu.hbm_bytes_per_s);
+        out->gpu.hbm_bytes_per_s *= mem;
+        mem = 1;
+    }
+    out->eff.memory_bw = mem;
+    out->eff.gemm.kernel_s = ks;
+    c->kern_fitted = 1;
+    if (rep) {
+        rep->n_kern = n;
+        rep->kern_sustained = sus;
+        rep->kern_sustained_se = a > 0 ? se[1] / (a * a) : 0;
+        rep->kern_kernel_s = ks;
+        rep->kern_kernel_se = se[0];
+        rep->kern_memory_bw = mem;
+        rep->kern_memory_bw_se = bb > 0 ? se[2] / (bb * bb) : 0;
+        rep->kern_r2 = sx.r2;
+        rep->kern_mape = sx.mape;
+        rep->kern_mape_before = before;
+    }
+done:
+    sc_free(x);
+    sc_free(t);
+    sc_free(pred);
+    sc_free(files);
+    sc_free(u1);
+    sc_free(u2);
+    wls_free(&L);
+    return st;
+}
+
 sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts, int force,
                               sc_cluster *out, sc_calib_report *rep_out, sc_error *err)
 {
@@ -1907,11 +2130,11 @@ sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts
     }
     int input_failed = rep->n_failed > 0;
     int ncp = pts->n_gemm + pts->n_ops;
-    if (ncp == 0 && pts->n_link == 0)
+    if (ncp == 0 && pts->n_link == 0 && !(pts->n_kern > 0 && pts->fit_kernels))
         return input_failed && !force ? refuse(rep, err)
                                       : sc_err(err, SC_EINVAL,
                                                "calibrate: the inputs hold no measurements");
-    if (ncp > 0 && !((int)pts->dtype >= 0 && (int)pts->dtype < SC_DTYPE_N))
+    if ((ncp > 0 || pts->n_kern > 0) && !((int)pts->dtype >= 0 && (int)pts->dtype < SC_DTYPE_N))
         return sc_err(err, SC_EINVAL, "calibrate: compute points without a dtype");
     if (ncp > 0 && base->gpu.peak_flops[pts->dtype] <= 0)
         return sc_err(err, SC_EINVAL, "calibrate: %s has no %s peak to calibrate", base->name,
@@ -1922,6 +2145,8 @@ sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts
     sc_status st = SC_OK;
     /* the kernel-level GEMM model first: the measured ops are predicted on it */
     st = fit_gemm_model(&c, &res, rep, err);
+    if (!st)
+        st = fit_kernels(&c, &res, rep, err);
     if (!st && ncp > 0)
         st = fit_compute(&c, &res, rep, err);
     if (!st)

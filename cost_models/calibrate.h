@@ -44,6 +44,24 @@
  *     of every gemm point predicted by sc_cost_kernel_time (cost_kernel.c);
  *     gated like the compute fit ("gemm model fp16": points, R², MAPE,
  *     bounds) and recorded as efficiency.fits.gemm.
+ *   kernels timed alone (only with fit_kernels, calibrate --kernels: from
+ *     measured timelines of exec --kernels, where the base has an
+ *     efficiency.gemm block): after the
+ *     GEMM model, t = kernel_s · (kernels in the call) + a · C + b · bytes /
+ *     hbm by GSL weighted linear least squares (weights 1/t^2), C being the
+ *     call's GEMM time on the fitted GEMM model at sustained 1 without
+ *     kernel_s (0 for a pass), bytes a pass's (0 for GEMMs): sustained = 1/a
+ *     (the clock the GPU held through the step against the rule's; above 1
+ *     it goes into eff_max), kernel_s, and memory_bw = 1/b. These replace
+ *     the measured ops' kernel_s and HBM efficiency (stage 2 above then
+ *     fits the GEMMs' eff_max instead: the level of the steps' GEMMs, whose
+ *     clock the profile's need not share). Gated ("kernels timed alone": points, R², MAPE, and the
+ *     three at their limits); at least SC_CALIB_POINTS_PER_PARAM GEMM calls
+ *     and as many passes of distinct shapes, else not fitted (a note).
+ *     Not the default: on one H200 (docs/accuracy.md, "The seventh run")
+ *     it predicted the held-out steps no better than the ops' fit, and the
+ *     steps it was fitted on worse (ops MAPE 9.2% against the preset's
+ *     2.2%): kernels timed alone are not kernels inside a step.
  *   links (per class, intra and inter): alpha and beta of the ring model
  *     time = steps·alpha + volume/beta (allreduce 2(n-1) steps and
  *     2(n-1)/n·S; reduce-scatter and allgather n-1 and (n-1)/n·S; p2p 1 and
@@ -109,6 +127,19 @@ typedef struct sc_calib_gemm {
     double m, n, k;
     double batch;             /* independent products in the call (0 read as 1) */
 } sc_calib_gemm;
+
+/* A kernel timed alone (exec --kernels, timeline "kernels"), per call: a
+ * memory pass of `bytes` (n_gemm 0), or n_gemm GEMMs (a forward, an input-
+ * or a weight-gradient GEMM, or both of a backward), gemm[i] = {batch, M,
+ * N, K, bwd} as run (bwd 1: a backward GEMM, its compute scaled by
+ * efficiency.bwd_factor as the model scales it; 0 a forward). */
+typedef struct sc_calib_kernel {
+    int n_gemm;
+    double bytes;
+    double gemm[2][5];
+    double t;
+    int file;
+} sc_calib_kernel;
 
 /* A measured plan, as far as predicting its compute ops needs it. */
 typedef struct sc_calib_plan {
@@ -327,6 +358,9 @@ typedef struct sc_calib_points {
     sc_calib_overlap *overlap;
     int n_msg;                /* the measured plans' warm messages, each (op, bytes) once */
     sc_calib_msg *msg;
+    int n_kern;               /* kernels timed alone (the fit of "kernels timed alone") */
+    int fit_kernels;          /* fit them (calibrate --kernels); else they are only counted */
+    sc_calib_kernel *kern;
     int gemm_burst_files;     /* GPU gemm benches timed in bursts (bench gemm --hot 0, or
                                  before it existed): calibrate notes it */
     int n_files;
@@ -373,6 +407,11 @@ typedef struct sc_calib_report {
     double kernel_s, kernel_se;       /* efficiency.gemm.kernel_s as written */
     double kernel_before_s;           /* its value before the measured ops' fit (the
                                          gemm sweep's, else the input's) */
+    int n_kern;                       /* kernels timed alone that were fitted (0: none) */
+    double kern_sustained, kern_sustained_se; /* efficiency.gemm.sustained from them */
+    double kern_kernel_s, kern_kernel_se;     /* efficiency.gemm.kernel_s from them */
+    double kern_memory_bw, kern_memory_bw_se; /* efficiency.memory_bw from them */
+    double kern_r2, kern_mape, kern_mape_before;
     int n_overlap;                    /* overlap points; 0: overlap_slowdown kept */
     double overlap_slowdown, overlap_se;
     int n_fits;

@@ -56,6 +56,20 @@ __global__ static void memop_k(float *d, const float *s, size_t n)
         d[i] = s[i] * 0.5f + d[i] * 0.5f;
 }
 
+/* The same over float4: 16-byte loads and stores, as the vectorized
+ * elementwise kernels of a framework (a norm, an activation) run; the
+ * scalar kernel above left one H200 at ~0.7 of its HBM (docs/accuracy.md,
+ * "The seventh run"). */
+__global__ static void memop4_k(float4 *d, const float4 *s, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float4 a = s[i], b = d[i];
+        d[i] = make_float4(a.x * 0.5f + b.x * 0.5f, a.y * 0.5f + b.y * 0.5f,
+                           a.z * 0.5f + b.z * 0.5f, a.w * 0.5f + b.w * 0.5f);
+    }
+}
+
 static unsigned blocks(size_t n)
 {
     size_t b = (n + 255) / 256;
@@ -71,9 +85,16 @@ extern "C" int sc_cuda_fill(void *p, size_t bytes, uint64_t seed, void *stream)
 
 extern "C" int sc_cuda_memop(void *dst, const void *src, size_t bytes, void *stream)
 {
-    size_t n = bytes / 4;
-    if (n)
-        memop_k<<<blocks(n), 256, 0, (cudaStream_t)stream>>>((float *)dst, (const float *)src, n);
+    size_t n = bytes / 4, n4 = 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    /* float4 where both are 16-byte aligned (cudaMalloc's are), the tail scalar */
+    if (((uintptr_t)dst | (uintptr_t)src) % 16 == 0)
+        n4 = n / 4;
+    if (n4)
+        memop4_k<<<blocks(n4), 256, 0, st>>>((float4 *)dst, (const float4 *)src, n4);
+    if (n > 4 * n4)
+        memop_k<<<blocks(n - 4 * n4), 256, 0, st>>>((float *)dst + 4 * n4,
+                                                    (const float *)src + 4 * n4, n - 4 * n4);
     return (int)cudaGetLastError();
 }
 

@@ -274,6 +274,18 @@ if [ -s "$out/bench_gemm.json" ] && [ -s "$out/measured.json" ] && [ -s "$out/me
             --json > "$out/compare_steps_$n.json"
         note "held out, calibrated from steps ($n): $(compare_summary "$out/compare_steps_$n.json")"
     done
+    # the same with the kernels timed alone fitted (calibrate --kernels: the
+    # GEMMs' sustained rate, the time per kernel, the HBM efficiency)
+    $S calibrate --force --kernels --cluster h200-sxm-1 "$out/bench_gemm.json" "$out/measured.json" \
+        "$out/measured_flash.json" -o "$out/calibrated_kernels.json" \
+        > "$out/calibrate_kernels.txt" 2> "$out/calibrate_kernels.err"
+    note "calibrate --kernels: $(grep -m1 '^kernels timed alone' "$out/calibrate_kernels.txt" | cut -c1-220)"
+    for n in flash_mbs8 g27_flash; do
+        [ -s "$out/calibrated_kernels.json" ] && [ -s "$out/measured_$n.json" ] || continue
+        $S compare "$out/plan_$n.json" "$out/measured_$n.json" --cluster "$out/calibrated_kernels.json" \
+            --json > "$out/compare_kernels_$n.json"
+        note "held out, calibrated with --kernels ($n): $(compare_summary "$out/compare_kernels_$n.json")"
+    done
 fi
 
 # 6. the communication bench on one GPU, warm and with --cold (one rank:

@@ -39,7 +39,7 @@ typedef struct opened {
 typedef struct reader {
     const sc_cluster *base;
     sc_calib_points pts;
-    int cap_gemm, cap_ops, cap_plans, cap_link, cap_host, cap_open, cap_overlap, cap_msg;
+    int cap_kern, cap_gemm, cap_ops, cap_plans, cap_link, cap_host, cap_open, cap_overlap, cap_msg;
     opened *open; /* pts.n_plans of them */
     sc_provenance prov;    /* the first input's that records one */
     char prov_file[512];   /* and its name */
@@ -77,6 +77,7 @@ static void reader_free(reader *x)
     }
     sc_free(x->open);
     sc_free(x->pts.gemm);
+    sc_free(x->pts.kern);
     sc_free(x->pts.ops);
     sc_free(x->pts.plans);
     sc_free(x->pts.link);
@@ -726,6 +727,43 @@ static sc_status probe_gates(reader *x, sc_error *err)
     return SC_OK;
 }
 
+/* The kernels exec --kernels timed alone (timeline.h sc_tl_kernel), each
+ * as compare prices it: a pass of its bytes, or its GEMMs as the executor
+ * ran them (a forward; an input gradient dA = dC B^T, (M, K, N); a weight
+ * gradient dB = A^T dC, (K, N, M); a backward both, and so always for an
+ * attention product, whose operands are both activations). */
+static sc_status kernel_points(reader *x, const sc_timeline *t, const char *file, sc_error *err)
+{
+    for (int i = 0; i < t->n_kernels; i++) {
+        const sc_tl_kernel *k = &t->kernels[i];
+        if (!(k->time_s > 0))
+            continue;
+        sc_calib_kernel *q = room(x->pts.kern, x->pts.n_kern, &x->cap_kern, sizeof *q);
+        if (!q)
+            return nomem(file, err);
+        x->pts.kern = q;
+        q += x->pts.n_kern;
+        memset(q, 0, sizeof *q);
+        q->t = k->time_s;
+        q->file = x->file;
+        if (!strcmp(k->op, "mem")) {
+            q->bytes = k->bytes;
+        } else {
+            double B = k->batch, M = k->m, N = k->n, K = k->k;
+            int fwd = !strcmp(k->pass, "F"), core = !strcmp(k->op, "core");
+            int in = !fwd && (core || strcmp(k->pass, "W")), wt = !fwd && (core || strcmp(k->pass, "B"));
+            if (fwd)
+                memcpy(q->gemm[q->n_gemm++], (double[5]){B, M, N, K, 0}, sizeof q->gemm[0]);
+            if (in)
+                memcpy(q->gemm[q->n_gemm++], (double[5]){B, M, K, N, 1}, sizeof q->gemm[0]);
+            if (wt)
+                memcpy(q->gemm[q->n_gemm++], (double[5]){B, K, N, M, 1}, sizeof q->gemm[0]);
+        }
+        x->pts.n_kern++;
+    }
+    return SC_OK;
+}
+
 static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_error *err)
 {
     const sc_cluster *base = x->base;
@@ -807,6 +845,8 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
         st = timeline_gates(x, lw, &cfg, t, file, err);
     if (!st)
         st = op_points(x, x->pts.n_plans - 1, &cfg, t, file, err);
+    if (!st)
+        st = kernel_points(x, t, file, err);
     if (!st)
         st = host_points(x, lw, &cfg, t, file, err);
     if (!st)
@@ -896,6 +936,7 @@ sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfi
     x.pts.replay = replay;
     x.pts.replay_ctx = &x;
     x.pts.size_factors = !!(flags & SC_CALIB_SIZE_FACTORS);
+    x.pts.fit_kernels = !!(flags & SC_CALIB_KERNELS);
     if (!st)
         st = sc_calib_fit_points(base, &x.pts, force, &res, rep, err);
     if (!st) {

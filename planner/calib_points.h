@@ -69,12 +69,13 @@
  * *rep (if non-NULL) is the report with every gate's verdict. A failed gate
  * without force: SC_EGATE (nothing for the caller to write), the message
  * naming the file, the fit or input, the gate, the figure and what to
- * measure. flags: SC_CALIB_FORCE, SC_CALIB_SIZE_FACTORS (1 is force, as
+ * measure. flags: SC_CALIB_FORCE, SC_CALIB_SIZE_FACTORS, SC_CALIB_KERNELS (1 is force, as
  * before the flags). date NULL = now (UTC). On failure *out is untouched.
  * Deterministic for the same inputs and date. */
 #define SC_CALIB_FORCE 1        /* write past failed gates (records them) */
 #define SC_CALIB_SIZE_FACTORS 2 /* keep bench sizes outside the fitted regime as size
                                    factors (sc_calib_points.size_factors) */
+#define SC_CALIB_KERNELS 4      /* fit the kernels timed alone (sc_calib_points.fit_kernels) */
 sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfiles,
                        const char *date, int flags, sc_cluster *out, sc_calib_report *rep,
                        sc_error *err);

@@ -1942,3 +1942,99 @@ TEST(calibrate_notes_burst_gemm_benches)
     CHECK(!strstr(out, "timed in bursts"));
     CHECK_STR_HAS(out, "kernel_s"); /* it did calibrate */
 }
+
+/* The fit of the kernels timed alone (calibrate --kernels) recovers the
+ * sustained rate, the time per kernel and the HBM efficiency that made the
+ * times: GEMM calls of several shapes (forward, and a backward's two
+ * GEMMs) and passes of several sizes on the h200-sxm-1 preset. Off by
+ * default: the same points are then only counted, in a note. */
+TEST(calibrate_kernels_timed_alone_recovers)
+{
+    sc_cluster base, u, out;
+    sc_error err = {0};
+    REQUIRE(sc_cluster_preset_get("h200-sxm-1", &base, &err) == SC_OK);
+    u = base;
+    u.eff.gemm.sustained = 1;
+    u.eff.gemm.kernel_s = 0;
+    const double S = 0.8, KS = 3e-6, E = 0.7;
+    static const double shapes[][4] = {{1, 2048, 8192, 2048}, {1, 2048, 2048, 8192},
+                                       {1, 4096, 7680, 2560}, {16, 2048, 2048, 128},
+                                       {1, 2048, 50264, 2048}};
+    static const double passes[] = {1e6, 16e6, 64e6, 256e6, 1e9};
+    sc_calib_kernel k[2 * 5 + 5];
+    int n = 0;
+    for (int i = 0; i < 5; i++) {
+        const double *g = shapes[i];
+        for (int bwd = 0; bwd < 2; bwd++) {
+            sc_calib_kernel *q = &k[n++];
+            memset(q, 0, sizeof *q);
+            double C = 0;
+            if (!bwd) {
+                q->n_gemm = 1;
+                memcpy(q->gemm[0], (double[5]){g[0], g[1], g[2], g[3], 0}, sizeof q->gemm[0]);
+            } else {
+                q->n_gemm = 2;
+                memcpy(q->gemm[0], (double[5]){g[0], g[1], g[3], g[2], 1}, sizeof q->gemm[0]);
+                memcpy(q->gemm[1], (double[5]){g[0], g[3], g[2], g[1], 1}, sizeof q->gemm[0]);
+            }
+            for (int j = 0; j < q->n_gemm; j++)
+                C += sc_cost_gemm_time(&u, SC_BF16, q->gemm[j][0], q->gemm[j][1], q->gemm[j][2],
+                                       q->gemm[j][3], 1);
+            q->t = KS * q->n_gemm + C / S;
+        }
+    }
+    for (int i = 0; i < 5; i++) {
+        sc_calib_kernel *q = &k[n++];
+        memset(q, 0, sizeof *q);
+        q->bytes = passes[i];
+        q->t = KS + passes[i] / (base.gpu.hbm_bytes_per_s * E);
+    }
+    sc_calib_points pts = {.dtype = SC_BF16, .n_kern = n, .kern = k, .fit_kernels = 1};
+    static sc_calib_report rep;
+    REQUIRE(sc_calib_fit_points(&base, &pts, 1, &out, &rep, &err) == SC_OK);
+    CHECK_EQ_INT(rep.n_kern, n);
+    CHECK_NEAR(out.eff.gemm.sustained, S, 1e-6);
+    CHECK_NEAR(out.eff.gemm.kernel_s, KS, 1e-11);
+    CHECK_NEAR(out.eff.memory_bw, E, 1e-6);
+    CHECK(rep.kern_mape < 1e-9 && rep.kern_r2 > 0.999999);
+    CHECK(rep.kern_mape_before > 0.01); /* the preset's 0.844, 2 us, 0.80 */
+    /* off: counted in a note, nothing fitted (and nothing else to fit) */
+    pts.fit_kernels = 0;
+    CHECK(sc_calib_fit_points(&base, &pts, 1, &out, &rep, &err) == SC_EINVAL);
+    /* too few passes: not fitted, said */
+    pts.fit_kernels = 1;
+    pts.n_kern = n - 4;
+    REQUIRE(sc_calib_fit_points(&base, &pts, 1, &out, &rep, &err) == SC_OK);
+    CHECK_EQ_INT(rep.n_kern, 0);
+    CHECK_STR_HAS(rep.notes, "1 passes (need 2 of each)");
+    CHECK_NEAR(out.eff.gemm.sustained, base.eff.gemm.sustained, 0);
+}
+
+/* calibrate --kernels on one H200's recorded files (docs/gpu_check/h200-2026-12-04e):
+ * the fit is reported (JSON kernels_fit) within the physical ranges, and
+ * without the flag the kernels are only counted. */
+TEST(calibrate_kernels_flag_on_h200_files)
+{
+    char out[1 << 15];
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    const char *D = "docs/gpu_check/h200-2026-12-04e";
+    REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --kernels --cluster h200-sxm-1 %s/bench_gemm.json "
+                       "%s/measured.json %s/measured_flash.json -o %s/k.json --json 2>/dev/null",
+                       bin, D, D, D, d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *k = cJSON_GetObjectItem(j, "kernels_fit");
+    REQUIRE(k);
+    double sus = cJSON_GetObjectItem(k, "sustained")->valuedouble;
+    double ks = cJSON_GetObjectItem(k, "kernel_s")->valuedouble;
+    double mem = cJSON_GetObjectItem(k, "memory_bw")->valuedouble;
+    CHECK(cJSON_GetObjectItem(k, "n")->valueint == 60);
+    CHECK(sus > 0.7 && sus < 1.1);
+    CHECK(ks > 0 && ks < 1e-5);
+    CHECK(mem > 0.5 && mem < 0.9);
+    cJSON_Delete(j);
+    REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --cluster h200-sxm-1 %s/bench_gemm.json "
+                       "%s/measured.json %s/measured_flash.json -o %s/k2.json 2>&1", bin, D, D, D,
+                       d) == 0);
+    CHECK_STR_HAS(out, "60 kernels timed alone not fitted (calibrate --kernels fits them)");
+}
