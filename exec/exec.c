@@ -1005,12 +1005,16 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
     x->o = *o;
     sc_bk_opts bo = {o->argc, o->argv, -1};
     sc_status st = be->init(&bo, &x->bk, err);
-    if (st) {
+    if (st && !x->bk) {
         sc_free(x);
         return st;
     }
+    /* a failed init that kept its context (MPI started) is the caller's to
+     * close, as any later failure is: sc_exec_close finalizes it */
     *out = x;
     x->rank = be->rank(x->bk);
+    if (st)
+        return st;
     x->size = be->size(x->bk);
     st = parse_fault(x, err);
     snprintf(x->plan_file, sizeof x->plan_file, "%s", plan_file);
