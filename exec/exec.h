@@ -105,7 +105,9 @@ typedef struct sc_exec_opts {
  * slice's), forward and backward as the schedule splits it, SC_EXEC_KERNEL_REPS
  * times after one untimed run, with an event between every two kernels
  * queued back to back (so a kernel's time is from the end of the one before
- * it: its launch gap included where the host falls behind), and keeps each
+ * it: its launch gap included where the host falls behind; the first
+ * kernel, on an asynchronous backend, is queued behind an untimed call of
+ * itself, not launched from an idle stream), and keeps each
  * kernel's median. Kernels of the same name, pass and shape are pooled:
  * their calls counted, the time the mean of their medians. */
 #define SC_EXEC_KERNEL_REPS 3
