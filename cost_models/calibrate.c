@@ -805,6 +805,11 @@ static sc_status fit_gemm_model(ctx *c, sc_cluster *out, sc_calib_report *rep, s
                    fixf);
         bound_gate(rep, what, files, "kernel_s", fit.eff.gemm.kernel_s, GEMM_KS_LO, GEMM_KS_HI,
                    fixf);
+        if (pts->gemm_gpu_files > 0 && pts->n_plans == 0)
+            add_note(rep, "%s: no measured steps, so the GEMMs' level is the sweep's, and a GPU "
+                     "holds another clock through a step than through a sweep (one H200: four "
+                     "steps at -12%% to +6%% from a burst sweep, +1%% to +9%% from a hot one); "
+                     "add exec measurements, which set it", what);
         if (pts->gemm_burst_files > 0)
             add_note(rep, "%s: %d GPU GEMM bench file%s timed in bursts (bench gemm --hot 0, or "
                      "a bench from before 2026-12-04): a GPU at its power limit through a step "

@@ -361,6 +361,7 @@ typedef struct sc_calib_points {
     int n_kern;               /* kernels timed alone (the fit of "kernels timed alone") */
     int fit_kernels;          /* fit them (calibrate --kernels); else they are only counted */
     sc_calib_kernel *kern;
+    int gemm_gpu_files;       /* gemm benches run on a GPU (backend cuda) */
     int gemm_burst_files;     /* GPU gemm benches timed in bursts (bench gemm --hot 0, or
                                  before it existed): calibrate notes it */
     int n_files;

@@ -154,6 +154,8 @@ static sc_status bench_points(reader *x, const sc_bench_result *b, const char *f
     if (gemm && (st = check_dtype(x, b->compute_dtype, file, err)))
         return st;
     /* a GPU's GEMMs timed in bursts, at a clock a step does not hold (exec/bench.h "Hot") */
+    if (gemm && !strcmp(b->backend, "cuda"))
+        pts->gemm_gpu_files++;
     if (gemm && !strcmp(b->backend, "cuda") && !(b->hot_s > 0))
         pts->gemm_burst_files++;
     for (int i = 0; i < b->n_rows; i++) {

@@ -1935,6 +1935,7 @@ TEST(calibrate_notes_burst_gemm_benches)
     REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --force --cluster h200-sxm-1 %s -o %s/c.json "
                        "--json 2>/dev/null", bin, B, d) == 0);
     CHECK_STR_HAS(out, "timed in bursts");
+    CHECK_STR_HAS(out, "no measured steps, so the GEMMs' level is the sweep's");
     REQUIRE(sc_test_sh(out, sizeof out, "sed 's/\"iters\":/\"hot_s\": 0.005, \"iters\":/' %s > %s/hot.json",
                        B, d) == 0);
     REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --force --cluster h200-sxm-1 %s/hot.json "
@@ -2037,4 +2038,5 @@ TEST(calibrate_kernels_flag_on_h200_files)
                        "%s/measured.json %s/measured_flash.json -o %s/k2.json 2>&1", bin, D, D, D,
                        d) == 0);
     CHECK_STR_HAS(out, "60 kernels timed alone not fitted (calibrate --kernels fits them)");
+    CHECK(!strstr(out, "no measured steps")); /* the steps set the level */
 }
