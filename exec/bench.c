@@ -358,7 +358,8 @@ typedef struct {
 static sc_status heat_open(ctx *c, double hot_s, sc_error *err)
 {
     const sc_backend *be = c->be;
-    size_t count = (size_t)HEAT_N * HEAT_N, eb = sc_backend_elem_bytes(be->compute_dtype(c->bk, c->dtype));
+    size_t count = (size_t)HEAT_N * HEAT_N;
+    size_t eb = sc_backend_elem_bytes(be->compute_dtype(c->bk, c->dtype));
     sc_dbuf **b[3] = {&c->hA, &c->hB, &c->hC};
     sc_status st = SC_OK;
     for (int i = 0; i < 3 && !st; i++) {

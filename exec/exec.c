@@ -88,7 +88,8 @@ struct sc_exec {
     sc_comm *tpc, *dpc, **shc, **chan; /* chan[dir * S + s] */
     int n_shared;         /* communicators in shc: one per tie of the lowered step */
     /* buffers */
-    sc_dbuf *A, *B, *G, *O, *M0, *M1, *opt, *tpb, *zb, *shb, *agb; /* A, B, G: GEMM inputs; O: outputs */
+    sc_dbuf *A, *B, *G, *O; /* GEMM inputs (activation, weight, gradient) and outputs */
+    sc_dbuf *M0, *M1, *opt, *tpb, *zb, *shb, *agb;
     sc_dbuf **sendb;      /* [dir][chunk][mb] */
     sc_dbuf **recvb;      /* [dir][chunk] */
     sc_dbuf **gradb;      /* [chunk][bucket] */
@@ -879,10 +880,10 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
     x->G = balloc(x, maxd(X, 1) * eb, &st, err);
     x->O = balloc(x, maxd(X, 1) * eb, &st, err);
     /* SC_EXEC_OPERANDS: random inputs (buffers start zeroed) */
+    sc_dbuf *in[3] = {x->A, x->B, x->G};
     for (int i = 0; i < 3 && !st && !x->o.zero_operands; i++)
-        st = x->be->fill_uniform(x->bk, (sc_dbuf *[]){x->A, x->B, x->G}[i],
-                                 (size_t)maxd(X, 1), x->dt, 0x5eed0 + 97 * (uint64_t)x->rank + (uint64_t)i,
-                                 err);
+        st = x->be->fill_uniform(x->bk, in[i], (size_t)maxd(X, 1), x->dt,
+                                 0x5eed0 + 97 * (uint64_t)x->rank + (uint64_t)i, err);
     x->M0 = balloc(x, mem, &st, err);
     x->M1 = balloc(x, mem, &st, err);
     x->tpb = balloc(x, tpb, &st, err);
@@ -1671,7 +1672,8 @@ void sc_exec_close(sc_exec *x)
     if (x->bk) {
         for (int i = 0; i < x->npend; i++)
             be->req_wait(x->bk, x->pend[i].req, be->now(x->bk) + x->o.timeout_s, NULL, NULL, NULL);
-        sc_dbuf *bufs[] = {x->A, x->B, x->G, x->O, x->M0, x->M1, x->opt, x->tpb, x->zb, x->shb, x->agb};
+        sc_dbuf *bufs[] = {x->A,   x->B,   x->G,  x->O,   x->M0, x->M1,
+                           x->opt, x->tpb, x->zb, x->shb, x->agb};
         for (size_t i = 0; i < SC_ARRAY_LEN(bufs); i++)
             be->free(x->bk, bufs[i]);
         int v = x->cfg.v, m = x->lw ? x->lw->sched->m : x->cfg.m;

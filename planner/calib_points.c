@@ -753,7 +753,8 @@ static sc_status kernel_points(reader *x, const sc_timeline *t, const char *file
         } else {
             double B = k->batch, M = k->m, N = k->n, K = k->k;
             int fwd = !strcmp(k->pass, "F"), core = !strcmp(k->op, "core");
-            int in = !fwd && (core || strcmp(k->pass, "W")), wt = !fwd && (core || strcmp(k->pass, "B"));
+            int in = !fwd && (core || strcmp(k->pass, "W"));
+            int wt = !fwd && (core || strcmp(k->pass, "B"));
             if (fwd)
                 memcpy(q->gemm[q->n_gemm++], (double[5]){B, M, N, K, 0}, sizeof q->gemm[0]);
             if (in)

@@ -1936,8 +1936,9 @@ TEST(calibrate_notes_burst_gemm_benches)
                        "--json 2>/dev/null", bin, B, d) == 0);
     CHECK_STR_HAS(out, "timed in bursts");
     CHECK_STR_HAS(out, "no measured steps, so the GEMMs' level is the sweep's");
-    REQUIRE(sc_test_sh(out, sizeof out, "sed 's/\"iters\":/\"hot_s\": 0.005, \"iters\":/' %s > %s/hot.json",
-                       B, d) == 0);
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "sed 's/\"iters\":/\"hot_s\": 0.005, \"iters\":/' %s > %s/hot.json", B,
+                       d) == 0);
     REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --force --cluster h200-sxm-1 %s/hot.json "
                        "-o %s/c2.json --json 2>/dev/null", bin, d, d) == 0);
     CHECK(!strstr(out, "timed in bursts"));
@@ -2019,7 +2020,8 @@ TEST(calibrate_kernels_flag_on_h200_files)
     char out[1 << 15];
     const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
     const char *D = "docs/gpu_check/h200-2026-12-04e";
-    REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --kernels --cluster h200-sxm-1 %s/bench_gemm.json "
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s calibrate --kernels --cluster h200-sxm-1 %s/bench_gemm.json "
                        "%s/measured.json %s/measured_flash.json -o %s/k.json --json 2>/dev/null",
                        bin, D, D, D, d) == 0);
     cJSON *j = cJSON_Parse(out);
