@@ -527,14 +527,15 @@ static int ops_params(ctx *c, int ngemm, const double *pred0, sc_calib_report *r
     int act = c->kern_fitted && how == 1 ? 0 : P_MEM;
     if (how & 2)
         act |= P_OVH | P_BWD | (ngemm > 0 ? 0 : P_EFF);
-    if (how & 1) {
+    if (how & 1)
         act |= c->kern_fitted ? P_GEFF : P_KS | (ngemm > 0 ? 0 : P_GEFF);
+    /* the backward factor of kernel-timed leaves: not where the kernels were
+     * timed apart (nothing of theirs is left for it to correct) */
+    if ((how & 1) && !(act & P_BWD) && !c->kern_fitted) {
         int np = n_params(act), nd = distinct(pred0, NULL, c->pts->n_ops);
-        if (!(act & P_BWD) && c->kern_fitted)
-            ; /* the kernels were timed apart: nothing of theirs for the ops to correct */
-        else if (!(act & P_BWD) && nd >= SC_CALIB_POINTS_PER_PARAM * (np + 1))
+        if (nd >= SC_CALIB_POINTS_PER_PARAM * (np + 1))
             act |= P_BWD;
-        else if (!(act & P_BWD))
+        else
             add_note(rep, "backward factor kept at %.3g: %d distinct op points fit %d kernel-level "
                      "parameters, %d each (a plan of another shape fits it too)",
                      c->cur.eff.bwd_factor > 0 ? c->cur.eff.bwd_factor : 1, nd, np,
@@ -591,9 +592,8 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         st = fit_stage(c, P_EFF | P_FHALF, 1, 0, se_curve, err);
     double ks_before = c->cur.eff.gemm.kernel_s;
     if (!st && nops > 0) {
-        act = ops_params(c, ngemm, pred0, rep);
-        if (act)
-            st = fit_stage(c, act, 0, 1, se_ops, err);
+        act = ops_params(c, ngemm, pred0, rep); /* never empty: P_MEM, or P_GEFF */
+        st = fit_stage(c, act, 0, 1, se_ops, err);
         fitted_mem = !!(act & P_MEM);
         if (!st && (act & P_EFF))
             se_curve[0] = se_ops[0];
@@ -1944,22 +1944,7 @@ static sc_status refuse(const sc_calib_report *rep, sc_error *err)
 #define KERN_S_LO 0.05 /* sustained: the clock's fraction held, or past 1 a faster rule */
 #define KERN_S_HI 5.0
 
-/* A kernel point's three regressors under cluster u (sustained 1, no
- * kernel_s): kernels in the call, their GEMM time, a pass's bytes / hbm. */
-static void kern_terms(const sc_cluster *u, sc_dtype dt, const sc_calib_kernel *q, double x[3])
-{
-    x[0] = q->n_gemm > 0 ? q->n_gemm : 1;
-    x[1] = 0;
-    x[2] = q->n_gemm > 0 ? 0 : q->bytes / u->gpu.hbm_bytes_per_s;
-    double bf = u->eff.bwd_factor > 0 ? u->eff.bwd_factor : 1;
-    for (int j = 0; j < q->n_gemm && j < 2; j++) {
-        const double *g = q->gemm[j];
-        x[1] += sc_cost_gemm_time(u, dt, g[0], g[1], g[2], g[3], g[4] > 0 ? bf : 1);
-    }
-}
-
-/* A kernel point's time under cluster cl, as compare prices it. */
-static double kern_pred(const sc_cluster *cl, sc_dtype dt, const sc_calib_kernel *q)
+double sc_calib_kernel_time(const sc_cluster *cl, sc_dtype dt, const sc_calib_kernel *q)
 {
     if (q->n_gemm == 0)
         return sc_cost_pass_time(cl, q->bytes);
@@ -1969,6 +1954,16 @@ static double kern_pred(const sc_cluster *cl, sc_dtype dt, const sc_calib_kernel
         t += sc_cost_gemm_time(cl, dt, g[0], g[1], g[2], g[3], g[4] > 0 ? bf : 1);
     }
     return t;
+}
+
+/* A kernel point's three regressors under cluster u (sustained 1, no
+ * kernel_s): kernels in the call, their GEMM time, a pass's bytes / hbm. */
+static void kern_terms(const sc_cluster *u, sc_dtype dt, const sc_calib_kernel *q, double x[3])
+{
+    int gemm = q->n_gemm > 0;
+    x[0] = gemm ? q->n_gemm : 1;
+    x[1] = gemm ? sc_calib_kernel_time(u, dt, q) : 0;
+    x[2] = gemm ? 0 : q->bytes / u->gpu.hbm_bytes_per_s;
 }
 
 /* The fit of "kernels timed alone" (calibrate.h), on the GEMM model fitted
@@ -1994,10 +1989,9 @@ static sc_status fit_kernels(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
     double (*x)[3] = sc_malloc(sizeof *x * (size_t)n);
     double *t = sc_malloc(sizeof *t * (size_t)n), *pred = sc_malloc(sizeof *pred * (size_t)n);
     int *files = sc_malloc(sizeof *files * (size_t)n);
-    double *u1 = sc_malloc(sizeof *u1 * (size_t)n), *u2 = sc_malloc(sizeof *u2 * (size_t)n);
     wls L;
     int got = !wls_alloc(&L, n, 3); /* n <= 3: too few, said below */
-    sc_status st = x && t && pred && files && u1 && u2 && (got || n <= 3)
+    sc_status st = x && t && pred && files && (got || n <= 3)
                        ? SC_OK
                        : sc_err(err, SC_ENOMEM, "calibrate: out of memory");
     int ng = 0, nm = 0;
@@ -2006,22 +2000,17 @@ static sc_status fit_kernels(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         kern_terms(&u, c->dt, q, x[i]);
         t[i] = q->t;
         files[i] = q->file;
-        u1[i] = x[i][1];
-        u2[i] = x[i][2];
-        pred[i] = kern_pred(c->base, c->dt, q);
+        pred[i] = sc_calib_kernel_time(c->base, c->dt, q);
     }
     double before = st ? 0 : point_stats(pred, t, n).mape;
-    /* distinct shapes of each kind: GEMM calls by their time, passes by bytes */
-    if (!st) {
-        for (int i = 0; i < n; i++) {
-            int seen = 0;
-            for (int k = 0; k < i && !seen; k++)
-                seen = same(u1[i], u1[k]) && same(u2[i], u2[k]) && same(x[i][0], x[k][0]);
-            if (!seen && pts->kern[i].n_gemm > 0)
-                ng++;
-            else if (!seen)
-                nm++;
-        }
+    /* distinct shapes of each kind: GEMM calls by their count and time,
+     * passes by their bytes */
+    for (int i = 0; !st && i < n; i++) {
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = same(x[i][0], x[k][0]) && same(x[i][1], x[k][1]) && same(x[i][2], x[k][2]);
+        if (!seen)
+            *(pts->kern[i].n_gemm > 0 ? &ng : &nm) += 1;
     }
     int need = SC_CALIB_POINTS_PER_PARAM;
     if (!st && (ng < need || nm < need || !got)) {
@@ -2115,8 +2104,6 @@ done:
     sc_free(t);
     sc_free(pred);
     sc_free(files);
-    sc_free(u1);
-    sc_free(u2);
     wls_free(&L);
     return st;
 }

@@ -141,6 +141,10 @@ typedef struct sc_calib_kernel {
     int file;
 } sc_calib_kernel;
 
+/* Its time per call under cl, as compare prices it: a pass of its bytes,
+ * or the sum of its GEMMs (cost.h sc_cost_pass_time, sc_cost_gemm_time). */
+double sc_calib_kernel_time(const sc_cluster *cl, sc_dtype dt, const sc_calib_kernel *q);
+
 /* A measured plan, as far as predicting its compute ops needs it. */
 typedef struct sc_calib_plan {
     const sc_model *model;

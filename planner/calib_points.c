@@ -729,40 +729,39 @@ static sc_status probe_gates(reader *x, sc_error *err)
     return SC_OK;
 }
 
-/* The kernels exec --kernels timed alone (timeline.h sc_tl_kernel), each
- * as compare prices it: a pass of its bytes, or its GEMMs as the executor
- * ran them (a forward; an input gradient dA = dC B^T, (M, K, N); a weight
- * gradient dB = A^T dC, (K, N, M); a backward both, and so always for an
- * attention product, whose operands are both activations). */
+void sc_calib_kernel_of(const sc_tl_kernel *k, sc_calib_kernel *q)
+{
+    memset(q, 0, sizeof *q);
+    q->t = k->time_s;
+    if (!strcmp(k->op, "mem")) {
+        q->bytes = k->bytes;
+        return;
+    }
+    double B = k->batch, M = k->m, N = k->n, K = k->k;
+    int fwd = !strcmp(k->pass, "F"), core = !strcmp(k->op, "core");
+    int in = !fwd && (core || strcmp(k->pass, "W"));
+    int wt = !fwd && (core || strcmp(k->pass, "B"));
+    if (fwd)
+        memcpy(q->gemm[q->n_gemm++], (double[5]){B, M, N, K, 0}, sizeof q->gemm[0]);
+    if (in)
+        memcpy(q->gemm[q->n_gemm++], (double[5]){B, M, K, N, 1}, sizeof q->gemm[0]);
+    if (wt)
+        memcpy(q->gemm[q->n_gemm++], (double[5]){B, K, N, M, 1}, sizeof q->gemm[0]);
+}
+
+/* The kernels exec --kernels timed alone, as points (sc_calib_kernel_of). */
 static sc_status kernel_points(reader *x, const sc_timeline *t, const char *file, sc_error *err)
 {
     for (int i = 0; i < t->n_kernels; i++) {
-        const sc_tl_kernel *k = &t->kernels[i];
-        if (!(k->time_s > 0))
+        if (!(t->kernels[i].time_s > 0))
             continue;
         sc_calib_kernel *q = room(x->pts.kern, x->pts.n_kern, &x->cap_kern, sizeof *q);
         if (!q)
             return nomem(file, err);
         x->pts.kern = q;
-        q += x->pts.n_kern;
-        memset(q, 0, sizeof *q);
-        q->t = k->time_s;
+        q += x->pts.n_kern++;
+        sc_calib_kernel_of(&t->kernels[i], q);
         q->file = x->file;
-        if (!strcmp(k->op, "mem")) {
-            q->bytes = k->bytes;
-        } else {
-            double B = k->batch, M = k->m, N = k->n, K = k->k;
-            int fwd = !strcmp(k->pass, "F"), core = !strcmp(k->op, "core");
-            int in = !fwd && (core || strcmp(k->pass, "W"));
-            int wt = !fwd && (core || strcmp(k->pass, "B"));
-            if (fwd)
-                memcpy(q->gemm[q->n_gemm++], (double[5]){B, M, N, K, 0}, sizeof q->gemm[0]);
-            if (in)
-                memcpy(q->gemm[q->n_gemm++], (double[5]){B, M, K, N, 1}, sizeof q->gemm[0]);
-            if (wt)
-                memcpy(q->gemm[q->n_gemm++], (double[5]){B, K, N, M, 1}, sizeof q->gemm[0]);
-        }
-        x->pts.n_kern++;
     }
     return SC_OK;
 }

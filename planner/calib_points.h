@@ -72,6 +72,15 @@
  * measure. flags: SC_CALIB_FORCE, SC_CALIB_SIZE_FACTORS, SC_CALIB_KERNELS (1 is force, as
  * before the flags). date NULL = now (UTC). On failure *out is untouched.
  * Deterministic for the same inputs and date. */
+/* A kernel exec --kernels timed alone (timeline.h sc_tl_kernel) as the
+ * calls it ran: a pass of its bytes, or its GEMMs as the executor runs them
+ * (a forward; an input gradient dA = dC B^T, (M, K, N); a weight gradient
+ * dB = A^T dC, (K, N, M); a backward both, and so always for an attention
+ * product, whose operands are both activations). q's time is k's, its file
+ * 0. compare prices it (sc_calib_kernel_time), calibrate fits it. */
+struct sc_tl_kernel;
+void sc_calib_kernel_of(const struct sc_tl_kernel *k, sc_calib_kernel *q);
+
 #define SC_CALIB_FORCE 1        /* write past failed gates (records them) */
 #define SC_CALIB_SIZE_FACTORS 2 /* keep bench sizes outside the fitted regime as size
                                    factors (sc_calib_points.size_factors) */

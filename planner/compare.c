@@ -1,5 +1,6 @@
 /* compare.c - see compare.h. */
 #include "compare.h"
+#include "calib_points.h"
 #include "cluster.h"
 #include "cost.h"
 #include "json.h"
@@ -25,17 +26,9 @@ void sc_comparison_free(sc_comparison *c)
 /* One timed kernel's prediction per call, as the executor ran it. */
 static double kernel_pred(const sc_cluster *c, sc_dtype dt, const sc_tl_kernel *k)
 {
-    if (!strcmp(k->op, "mem"))
-        return sc_cost_pass_time(c, k->bytes);
-    double B = k->batch, M = k->m, N = k->n, K = k->k;
-    double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
-    if (!strcmp(k->pass, "F"))
-        return sc_cost_gemm_time(c, dt, B, M, N, K, 1);
-    double in = sc_cost_gemm_time(c, dt, B, M, K, N, bf); /* dA = dC B^T */
-    double wt = sc_cost_gemm_time(c, dt, B, K, N, M, bf); /* dB = A^T dC */
-    if (!strcmp(k->op, "core")) /* both operands are activations */
-        return in + wt;
-    return !strcmp(k->pass, "B") ? in : !strcmp(k->pass, "W") ? wt : in + wt;
+    sc_calib_kernel q;
+    sc_calib_kernel_of(k, &q);
+    return sc_calib_kernel_time(c, dt, &q);
 }
 
 static sc_status compare_kernels(const sc_cluster *c, sc_dtype dt, const sc_timeline *t,
