@@ -336,7 +336,6 @@ typedef struct {
     sc_dbuf *evict;     /* cold_bytes > 0: written before every iteration */
     sc_dbuf *hA, *hB, *hC; /* hot_s > 0: the heating GEMM's operands */
     int heat_calls;     /* heating GEMMs queued before every timed call */
-    sc_dtype dtype;
     sc_ev *e0, *e1;
     sc_comm *pair; /* p2p: world ranks 0 and 1 */
 } ctx;
@@ -351,42 +350,14 @@ typedef struct {
     size_t count;            /* collectives: elements per rank */
 } iter;
 
-#define HEAT_N 4096 /* the heating GEMM: HEAT_N^3 (bench.h "Hot") */
+/* The heating GEMM (bench.h "Hot"): HEAT_N^3 on its own operands. */
+#define HEAT_N 4096
+static const sc_bench_point heat_gemm = {0, HEAT_N, HEAT_N, HEAT_N, 1};
 
-/* The heating GEMM's operands and how many calls make hot_s: one call
- * timed after an untimed one. */
-static sc_status heat_open(ctx *c, double hot_s, sc_error *err)
+static sc_status gemm_call(ctx *c, sc_dtype dt, const sc_bench_point *z, sc_dbuf *A,
+                           sc_dbuf *B, sc_dbuf *C, sc_error *err)
 {
-    const sc_backend *be = c->be;
-    size_t count = (size_t)HEAT_N * HEAT_N;
-    size_t eb = sc_backend_elem_bytes(be->compute_dtype(c->bk, c->dtype));
-    sc_dbuf **b[3] = {&c->hA, &c->hB, &c->hC};
-    sc_status st = SC_OK;
-    for (int i = 0; i < 3 && !st; i++) {
-        if (!(*b[i] = be->alloc(c->bk, count * eb, err)))
-            st = err ? err->status : SC_ENOMEM;
-        else if (i < 2)
-            st = be->fill_uniform(c->bk, *b[i], count, c->dtype, 0x4ea7 + (uint64_t)i, err);
-    }
-    double a = 0, z = 0;
-    for (int rep = 0; rep < 2 && !st; rep++) {
-        st = be->epoch(c->bk, err);
-        if (!st)
-            st = be->ev_record(c->bk, c->e0, err);
-        if (!st)
-            st = be->gemm(c->bk, c->dtype, HEAT_N, HEAT_N, HEAT_N, 1, c->hA, c->hB, c->hC, err);
-        if (!st)
-            st = be->ev_record(c->bk, c->e1, err);
-        if (!st)
-            st = be->sync(c->bk, deadline(c), err);
-        if (!st)
-            st = be->ev_time(c->bk, c->e0, &a, err);
-        if (!st)
-            st = be->ev_time(c->bk, c->e1, &z, err);
-    }
-    if (!st)
-        c->heat_calls = (int)fmin(100000, ceil(hot_s / fmax(z - a, 1e-6)));
-    return st;
+    return c->be->gemm(c->bk, dt, z->m, z->n, z->k, z->batch > 1 ? z->batch : 1, A, B, C, err);
 }
 
 /* One gemm call timed with events on the compute stream (after an epoch,
@@ -395,25 +366,23 @@ static sc_status heat_open(ctx *c, double hot_s, sc_error *err)
  * and a kernel's launch hides behind the one before it, so the kernel
  * alone is timed, not its launch from an idle stream (on an H200, timed
  * from an idle stream, the sweep fitted 10.2 us a kernel, which calibrate
- * then charged to every kernel of a step). On a synchronous
- * backend the leading call only warms the caches, as the warm-up does. */
-static sc_status time_gemm(ctx *c, const iter *it, double *t, sc_error *err)
+ * then charged to every kernel of a step). On a synchronous backend the
+ * leading call only warms the caches, as the warm-up does. heat: the
+ * heating GEMMs queued first (c->heat_calls of them). */
+static sc_status gemm_timed(ctx *c, sc_dtype dt, const sc_bench_point *z, sc_dbuf *A,
+                            sc_dbuf *B, sc_dbuf *C, int heat, double *t, sc_error *err)
 {
     const sc_backend *be = c->be;
-    const sc_bench_point *z = it->z;
     double a = 0, b = 0;
     sc_status st = be->epoch(c->bk, err);
-    /* "Hot" (bench.h): the GPU at its power limit when the timed call runs */
-    for (int i = 0; !st && i < c->heat_calls; i++)
-        st = be->gemm(c->bk, c->dtype, HEAT_N, HEAT_N, HEAT_N, 1, c->hA, c->hB, c->hC, err);
+    for (int i = 0; heat && !st && i < c->heat_calls; i++)
+        st = gemm_call(c, dt, &heat_gemm, c->hA, c->hB, c->hC, err);
     if (!st && be->async)
-        st = be->gemm(c->bk, it->dtype, z->m, z->n, z->k, z->batch > 1 ? z->batch : 1, c->A,
-                      c->B, c->C, err);
+        st = gemm_call(c, dt, z, A, B, C, err);
     if (!st)
         st = be->ev_record(c->bk, c->e0, err);
     if (!st)
-        st = be->gemm(c->bk, it->dtype, z->m, z->n, z->k, z->batch > 1 ? z->batch : 1, c->A,
-                      c->B, c->C, err);
+        st = gemm_call(c, dt, z, A, B, C, err);
     if (!st)
         st = be->ev_record(c->bk, c->e1, err);
     if (!st)
@@ -424,6 +393,35 @@ static sc_status time_gemm(ctx *c, const iter *it, double *t, sc_error *err)
         st = be->ev_time(c->bk, c->e1, &b, err);
     *t = b - a;
     return st;
+}
+
+/* The heating GEMM's operands and how many calls make hot_s, from one
+ * call timed as the sweep's are. */
+static sc_status heat_open(ctx *c, sc_dtype dt, double hot_s, sc_error *err)
+{
+    const sc_backend *be = c->be;
+    size_t count = (size_t)HEAT_N * HEAT_N;
+    size_t eb = sc_backend_elem_bytes(be->compute_dtype(c->bk, dt));
+    sc_dbuf **b[3] = {&c->hA, &c->hB, &c->hC};
+    sc_status st = SC_OK;
+    for (int i = 0; i < 3 && !st; i++) {
+        if (!(*b[i] = be->alloc(c->bk, count * eb, err)))
+            st = err ? err->status : SC_ENOMEM;
+        else if (i < 2)
+            st = be->fill_uniform(c->bk, *b[i], count, dt, 0x4ea7 + (uint64_t)i, err);
+    }
+    double t = 0;
+    if (!st)
+        st = gemm_timed(c, dt, &heat_gemm, c->hA, c->hB, c->hC, 0, &t, err);
+    if (!st)
+        c->heat_calls = (int)fmin(100000, ceil(hot_s / fmax(t, 1e-6)));
+    return st;
+}
+
+/* The sweep's GEMM at one size, hot when heat_calls > 0 ("Hot"). */
+static sc_status time_gemm(ctx *c, const iter *it, double *t, sc_error *err)
+{
+    return gemm_timed(c, it->dtype, it->z, c->A, c->B, c->C, 1, t, err);
 }
 
 /* One ping-pong between ranks 0 and 1 of the pair communicator; on rank 0
@@ -646,7 +644,6 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
         r->cold_bytes = k->comm && o->cold_bytes > 0 ? o->cold_bytes : 0;
         r->hot_s = o->hot_s;
     }
-    c.dtype = o->dtype;
     double *times = NULL, *all = NULL, *hist = NULL, *tmp = NULL;
     sc_status st = topology(&c, k, r, err);
     sc_provenance prov;
@@ -691,7 +688,7 @@ sc_status sc_bench_run(sc_bench *b, const sc_bench_opts *o, sc_bench_result **ou
     if (!st && (!(c.e0 = be->ev_new(b->bk, err)) || !(c.e1 = be->ev_new(b->bk, err))))
         st = err ? err->status : SC_ENOMEM;
     if (!st && o->hot_s > 0)
-        st = heat_open(&c, o->hot_s, err);
+        st = heat_open(&c, o->dtype, o->hot_s, err);
     if (!st) {
         times = sc_calloc((size_t)o->iters, sizeof *times);
         all = c.rank == 0 ? sc_calloc((size_t)o->iters * c.size, sizeof *all) : NULL;
