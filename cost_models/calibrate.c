@@ -876,6 +876,16 @@ static void wls_free(wls *q)
     memset(q, 0, sizeof *q);
 }
 
+/* Solves it (GSL's error handler off): 0 or GSL's status; *chi2 the
+ * weighted sum of squared residuals. */
+static int wls_solve(wls *q, double *chi2)
+{
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    int gs = gsl_multifit_wlinear(q->X, q->w, q->y, q->c, q->cov, chi2, q->ws);
+    gsl_set_error_handler(old);
+    return gs;
+}
+
 /* 0, or -1 (out of memory, or n <= p: then nothing is left allocated). */
 static int wls_alloc(wls *q, int n, int p)
 {
@@ -959,9 +969,6 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
         return -1;
     wls L;
     int got = !wls_alloc(&L, n, 2);
-    gsl_matrix *X = L.X, *cov = L.cov;
-    gsl_vector *y = L.y, *wt = L.w, *cc = L.c;
-    gsl_multifit_linear_workspace *ws = L.ws;
     double *pred = sc_malloc(sizeof(double) * (size_t)n), *meas = sc_malloc(sizeof(double) * (size_t)n);
     double *off = sc_malloc(sizeof(double) * (size_t)n);
     int rc = -1;
@@ -973,37 +980,35 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
                 continue;
             double s, v, o;
             coll_terms(c, q, &s, &v, &o);
-            gsl_matrix_set(X, (size_t)k, 0, s);
-            gsl_matrix_set(X, (size_t)k, 1, v);
-            gsl_vector_set(y, (size_t)k, q->t - o);
-            gsl_vector_set(wt, (size_t)k, 1 / (q->t * q->t));
+            gsl_matrix_set(L.X, (size_t)k, 0, s);
+            gsl_matrix_set(L.X, (size_t)k, 1, v);
+            gsl_vector_set(L.y, (size_t)k, q->t - o);
+            gsl_vector_set(L.w, (size_t)k, 1 / (q->t * q->t));
             off[k] = o;
             meas[k++] = q->t;
         }
         double chi2;
-        gsl_error_handler_t *old = gsl_set_error_handler_off();
-        if (!gsl_multifit_wlinear(X, wt, y, cc, cov, &chi2, ws)) {
-            double a = gsl_vector_get(cc, 0), ib = gsl_vector_get(cc, 1);
+        if (!wls_solve(&L, &chi2)) {
+            double a = gsl_vector_get(L.c, 0), ib = gsl_vector_get(L.c, 1);
             if (a < 0)
                 a = 0;
             if (ib > 0) {
                 for (int i = 0; i < n; i++)
-                    pred[i] = off[i] + a * gsl_matrix_get(X, (size_t)i, 0) +
-                              ib * gsl_matrix_get(X, (size_t)i, 1);
+                    pred[i] = off[i] + a * gsl_matrix_get(L.X, (size_t)i, 0) +
+                              ib * gsl_matrix_get(L.X, (size_t)i, 1);
                 stats s = point_stats(pred, meas, n);
                 double s2 = n > 2 ? chi2 / (n - 2) : 0;
                 f->n = n;
                 f->a = a;
                 f->b = 1 / ib;
-                f->se_a = sqrt(fmax(0, s2 * gsl_matrix_get(cov, 0, 0)));
-                f->se_b = sqrt(fmax(0, s2 * gsl_matrix_get(cov, 1, 1))) / (ib * ib);
+                f->se_a = sqrt(fmax(0, s2 * gsl_matrix_get(L.cov, 0, 0)));
+                f->se_b = sqrt(fmax(0, s2 * gsl_matrix_get(L.cov, 1, 1))) / (ib * ib);
                 f->r2 = s.r2;
                 f->mape = s.mape;
                 f->rel_sd = s.rel_sd;
                 rc = 0;
             }
         }
-        gsl_set_error_handler(old);
     }
     wls_free(&L);
     sc_free(pred);
@@ -2028,9 +2033,7 @@ static sc_status fit_kernels(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
             gsl_vector_set(L.y, (size_t)i, t[i]);
             gsl_vector_set(L.w, (size_t)i, 1 / (t[i] * t[i]));
         }
-        gsl_error_handler_t *old = gsl_set_error_handler_off();
-        int gs = gsl_multifit_wlinear(L.X, L.w, L.y, L.c, L.cov, &chi2, L.ws);
-        gsl_set_error_handler(old);
+        int gs = wls_solve(&L, &chi2);
         if (gs)
             st = sc_err(err, SC_EINVAL, "calibrate: the fit of the kernels timed alone failed: %s",
                         gsl_strerror(gs));

@@ -312,6 +312,21 @@ static sc_status probe_from_json(const cJSON *j, const char *file, sc_timeline *
     return SC_OK;
 }
 
+/* The optional string key of j that is a or b, copied into dst (left as
+ * it is when absent); another value is refused naming the file and key. */
+static sc_status one_of(const cJSON *j, const char *file, const char *key, const char *a,
+                        const char *b, char *dst, size_t cap, sc_error *err)
+{
+    const char *v = NULL;
+    sc_status st = sc_json_str(j, file, "", key, 0, cap - 1, &v, err);
+    if (!st && v && strcmp(v, a) && strcmp(v, b))
+        st = sc_err(err, SC_EINVAL, "%s: %s: \"%s\" is neither \"%s\" nor \"%s\"", file, key,
+                    v, a, b);
+    if (!st && v)
+        snprintf(dst, cap, "%s", v);
+    return st;
+}
+
 /* The top-level fields of j. n_ranks < 0: the size of its "ranks" array
  * (which must be one); else the count the streaming reader found (j's
  * "ranks" is then an empty stand-in). *out: a timeline of that many ranks;
@@ -358,23 +373,12 @@ static sc_status top_from_json(const cJSON *j, const char *file, long n_ranks,
     st = sc_json_str(j, file, "", "device", 0, sizeof t->device - 1, &dev, err);
     if (!st && dev)
         snprintf(t->device, sizeof t->device, "%s", dev);
-    const char *fa = NULL;
     if (!st)
-        st = sc_json_str(j, file, "", "flash_attention", 0, sizeof t->flash_attention - 1, &fa,
-                         err);
-    if (!st && fa && strcmp(fa, "gemms") && strcmp(fa, "fused"))
-        st = sc_err(err, SC_EINVAL, "%s: flash_attention: \"%s\" is neither \"gemms\" nor "
-                    "\"fused\"", file, fa);
-    if (!st && fa)
-        snprintf(t->flash_attention, sizeof t->flash_attention, "%s", fa);
-    const char *opd = NULL;
+        st = one_of(j, file, "flash_attention", "gemms", "fused", t->flash_attention,
+                    sizeof t->flash_attention, err);
     if (!st)
-        st = sc_json_str(j, file, "", "operands", 0, sizeof t->operands - 1, &opd, err);
-    if (!st && opd && strcmp(opd, "random") && strcmp(opd, "zeros"))
-        st = sc_err(err, SC_EINVAL, "%s: operands: \"%s\" is neither \"random\" nor \"zeros\"",
-                    file, opd);
-    if (!st && opd)
-        snprintf(t->operands, sizeof t->operands, "%s", opd);
+        st = one_of(j, file, "operands", "random", "zeros", t->operands, sizeof t->operands,
+                    err);
     if (!st)
         st = sc_json_obj(j, file, "", "plan", 0, &plan, err);
     if (!st && plan) {
