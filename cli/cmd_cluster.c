@@ -17,13 +17,14 @@ static void usage(FILE *f)
                "Lists the cluster presets, or shows a preset or a cluster file\n"
                "(stagecraft.cluster/1): GPUs, links, prices and efficiency parameters.\n\n"
                "  --nodes N   override the node count\n"
-               "  --flash K   fused attention at kernel K's published rates on this GPU:\n"
-               "              fa2 (FlashAttention-2, Ampere's instructions on Hopper too),\n"
-               "              fa3 (FlashAttention-3, Hopper only) or triton\n"
-               "              (FlashAttention in Triton, 2022-23: FA2's rates / 1.4\n"
-               "              forward, / 2 backward, Dao 2023); a preset has its GPU's\n"
-               "              newest (A100 fa2, H100 and H200 fa3); with -o, a cluster\n"
-               "              file to plan with\n"
+               "  --flash K   fused attention at kernel K's published rates on this GPU,\n"
+               "              slower on short sequences as benchmarked (Dao 2023):\n"
+               "              fa1 (FlashAttention, 2022), fa2 (FlashAttention-2,\n"
+               "              Ampere's instructions on Hopper too), fa3\n"
+               "              (FlashAttention-3, Hopper only) or triton (FlashAttention\n"
+               "              in Triton, 2022-23); a preset has its GPU's newest (A100\n"
+               "              fa2, H100 and H200 fa3); with -o, a cluster file to plan\n"
+               "              with\n"
                "  --json      print the cluster JSON instead of the summary\n"
                "  -o FILE     save the cluster JSON to FILE (e.g. a preset to edit)\n");
 }
@@ -114,11 +115,17 @@ static void show_text(const sc_cluster *c)
             printf("\n");
         }
     }
-    if (c->eff.gemm.sms > 0)
+    if (c->eff.gemm.sms > 0) {
+        const sc_cluster_gemm *g = &c->eff.gemm;
         printf("    kernels       %d SMs, GEMM eff_max %.3g, flash attention %.3g forward, "
                "%.3g backward of peak, sustained %.3g\n",
-               c->eff.gemm.sms, c->eff.gemm.eff_max, c->eff.gemm.flash_fwd,
-               c->eff.gemm.flash_bwd, c->eff.gemm.sustained > 0 ? c->eff.gemm.sustained : 1);
+               g->sms, g->eff_max, g->flash_fwd, g->flash_bwd,
+               g->sustained > 0 ? g->sustained : 1);
+        if (g->flash_s0 > 0 || g->flash_s0_full > 0)
+            printf("                  flash attention over s keys at s / (s + %.0f) of that "
+                   "(causal), %.3g x s / (s + %.0f) without the mask\n",
+                   g->flash_s0, g->flash_full > 0 ? g->flash_full : 1, g->flash_s0_full);
+    }
     if (c->eff.overlap_slowdown > 0)
         printf("    overlap       compute beside a data-parallel collective runs at 1/%.3g of "
                "its rate\n",

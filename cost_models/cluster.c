@@ -281,11 +281,16 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
 static sc_status range(const char *file, const char *path, double v, double lo, double hi,
                        sc_error *err);
 
+/* flash_s0 in tokens; flash_full: a kernel without the mask at most this
+ * many times as fast as with it (the benchmarks: 0.99-1.19) */
+#define MAX_FLASH_S0 1e6
+#define MAX_FLASH_FULL 4
+
 static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g, sc_error *err)
 {
     static const char *const keys[] = {"sms",      "eff_max",   "tile_m",    "tile_n", "k_half",
                                        "kernel_s", "flash_fwd", "flash_bwd", "sustained",
-                                       NULL};
+                                       "flash_s0", "flash_s0_full", "flash_full", NULL};
     const cJSON *o;
     const char *p = "efficiency.gemm";
     long sms = 0;
@@ -306,7 +311,13 @@ static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g,
         (st = sc_json_num(o, file, p, "flash_bwd", 1, MIN_FRACTION, 1, &x.flash_bwd, err)))
         return st;
     x.sustained = 1;
-    if ((st = sc_json_num(o, file, p, "sustained", 0, MIN_FRACTION, 1, &x.sustained, err)))
+    x.flash_full = 1;
+    if ((st = sc_json_num(o, file, p, "sustained", 0, MIN_FRACTION, 1, &x.sustained, err)) ||
+        (st = sc_json_num(o, file, p, "flash_s0", 0, 0, MAX_FLASH_S0, &x.flash_s0, err)) ||
+        (st = sc_json_num(o, file, p, "flash_s0_full", 0, 0, MAX_FLASH_S0, &x.flash_s0_full,
+                          err)) ||
+        (st = sc_json_num(o, file, p, "flash_full", 0, MIN_FRACTION, MAX_FLASH_FULL,
+                          &x.flash_full, err)))
         return st;
     x.sms = (int)sms;
     *g = x;
@@ -329,7 +340,12 @@ static sc_status check_gemm(const sc_cluster_gemm *g, const char *file, sc_error
         (st = range(file, "efficiency.gemm.flash_fwd", g->flash_fwd, MIN_FRACTION, 1, err)) ||
         (st = range(file, "efficiency.gemm.flash_bwd", g->flash_bwd, MIN_FRACTION, 1, err)) ||
         (g->sustained != 0 &&
-         (st = range(file, "efficiency.gemm.sustained", g->sustained, MIN_FRACTION, 1, err))))
+         (st = range(file, "efficiency.gemm.sustained", g->sustained, MIN_FRACTION, 1, err))) ||
+        (st = range(file, "efficiency.gemm.flash_s0", g->flash_s0, 0, MAX_FLASH_S0, err)) ||
+        (st = range(file, "efficiency.gemm.flash_s0_full", g->flash_s0_full, 0, MAX_FLASH_S0,
+                    err)) ||
+        (g->flash_full != 0 && (st = range(file, "efficiency.gemm.flash_full", g->flash_full,
+                                           MIN_FRACTION, MAX_FLASH_FULL, err))))
         return st;
     return SC_OK;
 }
@@ -349,6 +365,12 @@ static void add_gemm(cJSON *e, const sc_cluster_gemm *g, int *oom)
     sc_jadd_num(o, "flash_bwd", g->flash_bwd, oom);
     if (g->sustained > 0 && g->sustained != 1)
         sc_jadd_num(o, "sustained", g->sustained, oom);
+    if (g->flash_s0 > 0)
+        sc_jadd_num(o, "flash_s0", g->flash_s0, oom);
+    if (g->flash_s0_full > 0)
+        sc_jadd_num(o, "flash_s0_full", g->flash_s0_full, oom);
+    if (g->flash_full > 0 && g->flash_full != 1)
+        sc_jadd_num(o, "flash_full", g->flash_full, oom);
 }
 
 static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
@@ -356,7 +378,9 @@ static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
     return a->sms == b->sms && a->eff_max == b->eff_max && a->tile_m == b->tile_m && a->tile_n == b->tile_n &&
            a->k_half == b->k_half && a->kernel_s == b->kernel_s &&
            a->flash_fwd == b->flash_fwd && a->flash_bwd == b->flash_bwd &&
-           (a->sustained > 0 ? a->sustained : 1) == (b->sustained > 0 ? b->sustained : 1);
+           (a->sustained > 0 ? a->sustained : 1) == (b->sustained > 0 ? b->sustained : 1) &&
+           a->flash_s0 == b->flash_s0 && a->flash_s0_full == b->flash_s0_full &&
+           (a->flash_full > 0 ? a->flash_full : 1) == (b->flash_full > 0 ? b->flash_full : 1);
 }
 
 /* ---- the collectives' size ramp (optional keys of efficiency.intra / .inter) ---- */

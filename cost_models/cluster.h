@@ -54,7 +54,8 @@
  *                                     buffers, allocator slack),
  *                    gemm (optional: the kernel-level compute model, see
  *                          sc_cluster_gemm): { sms, eff_max, tile_m, tile_n, k_half,
- *                          kernel_s, flash_fwd, flash_bwd, sustained (optional) },
+ *                          kernel_s, flash_fwd, flash_bwd, sustained,
+ *                          flash_s0, flash_s0_full, flash_full (optional) },
  *                    fits (optional, written by calibrate): { date,
  *                      inputs: [ { file, digest } ],
  *                      compute: { DTYPE: STATS }, op_overhead: STATS,
@@ -146,7 +147,7 @@ typedef struct sc_cluster_fits {
  * fastest (a smaller tile reuses operands less: its rate is scaled by
  * sqrt(reuse / largest reuse), reuse = tm tn / (tm + tn)). Every kernel
  * costs kernel_s more (launch and tail). Fused attention runs at flash_fwd
- * and flash_bwd of peak. Every compute-bound rate (GEMM tiles, fused
+ * and flash_bwd of peak on long sequences, less on short ones (flash_s0). Every compute-bound rate (GEMM tiles, fused
  * attention) is multiplied by `sustained`: the rate a GPU holds once a long
  * run has pinned it at its power limit, relative to the short bursts that
  * GEMM benchmarks time (1 = none; optional). With sms 0 (absent) leaves are
@@ -158,6 +159,11 @@ typedef struct sc_cluster_gemm {
     double k_half;           /* >= 0 */
     double kernel_s;         /* seconds per kernel */
     double flash_fwd, flash_bwd; /* fractions of peak, (0, 1] */
+    /* Fused attention on short sequences: over s keys a causal kernel runs
+     * at s / (s + flash_s0) of flash_fwd|flash_bwd, one without the mask at
+     * flash_full times those, by s / (s + flash_s0_full) (0: no fall;
+     * flash_full 0 read as 1). Optional in files. */
+    double flash_s0, flash_s0_full, flash_full;
     double sustained;        /* (0, 1]; 0 read as 1 */
     /* Not in any file: set by compare and calibrate for a step the executor
      * measured (sc_timeline_flash_gemms), which ran each fused attention
@@ -296,20 +302,21 @@ sc_status sc_cluster_save(const sc_cluster *c, const char *file, sc_error *err);
  * file names the origin in messages. */
 sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *err);
 
-/* Fused attention kernels whose rates are published per GPU: "fa2"
- * (FlashAttention-2, Ampere's instructions also on Hopper), "fa3"
- * (FlashAttention-3, Hopper only) and "triton" (FlashAttention in Triton as
- * of 2022-23, the Triton before its MLIR rewrite: FA2's rates divided by the
- * ratios Dao 2023 measured on A100, 1.4 forward and 2 backward).
- * A preset's own flash_fwd/flash_bwd are its GPU's newest kernel (FA2 on
- * A100, FA3 on H100 and H200). sc_cluster_flash_kernel sets c's to those of
- * kernel on c's GPU and appends the source to the provenance; refused (c
- * unchanged) for a name not in the list, a cluster without efficiency.gemm,
- * or a GPU with no published rate for that kernel (FA3 on an A100). */
+/* Fused attention kernels whose rates are published per GPU: "fa1"
+ * (FlashAttention, 2022), "fa2" (FlashAttention-2, Ampere's instructions
+ * also on Hopper), "fa3" (FlashAttention-3, Hopper only) and "triton"
+ * (FlashAttention in Triton as of 2022-23, the Triton before its MLIR
+ * rewrite), each with its fall at short sequences where measured
+ * (presets.c, flash_rates; scripts/fit_flash.py). A preset's own flash
+ * rates are its GPU's newest kernel (FA2 on A100, FA3 on H100 and H200).
+ * sc_cluster_flash_kernel sets c's to those of kernel on c's GPU and
+ * appends the source to the provenance; refused (c unchanged) for a name
+ * not in the list, a cluster without efficiency.gemm, or a GPU with no
+ * published rate for that kernel (FA3 on an A100). */
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err);
-const char *sc_cluster_flash_kernels(void);   /* "fa2, fa3, triton" */
+const char *sc_cluster_flash_kernels(void);   /* "fa1, fa2, fa3, triton" */
 const char *sc_cluster_flash_kernel_name(int i); /* the i-th name, NULL past the last */
-/* How a table of runs shows kernel ("flash2", "flash3", "triton"); NULL for
+/* How a table of runs shows kernel ("flash1", "flash2", "flash3", "triton"); NULL for
  * a name not in the list. */
 const char *sc_cluster_flash_kernel_label(const char *kernel);
 int sc_cluster_flash_kernel_known(const char *kernel);

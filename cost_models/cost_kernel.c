@@ -14,7 +14,9 @@
  *          (vector) peak times efficiency.compute.fp32.eff_max, twice that
  *          backward; bytes forward, bwd_bytes backward.
  * Both compute terms run at `sustained` of their burst rate (cluster.h).
- *   flash: t_compute = executed FLOPs / (peak * flash_fwd|flash_bwd), executed
+ *   flash: t_compute = executed FLOPs / (peak * flash_fwd|flash_bwd * shape),
+ *          shape = N / (N + flash_s0) (without the mask flash_full times
+ *          N / (N + flash_s0_full)): short sequences run slower; executed
  *          = 4 batch M N K (half when causal), 2.5 x that backward; bytes
  *          d * batch * (2 M K + 2 N K) forward (Q, K, V in, O out), twice
  *          that backward (and their gradients). Priced for a step the
@@ -179,6 +181,16 @@ static double mem_compute(const sc_cluster *c, const sc_kernel *k, const sc_comp
            (peak * (e > 0 ? e : 1) * sustained(c));
 }
 
+/* A fused attention kernel's rate over N keys relative to flash_fwd|bwd:
+ * N / (N + s0), s0 the causal or the unmasked one, times flash_full without
+ * the mask (cluster.h; fitted in scripts/fit_flash.py). */
+static double flash_shape(const sc_cluster_gemm *g, double N, int causal)
+{
+    double s0 = causal ? g->flash_s0 : g->flash_s0_full;
+    double full = !causal && g->flash_full > 0 ? g->flash_full : 1;
+    return full * (s0 > 0 ? N / (N + s0) : 1);
+}
+
 double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
                            int bwd)
 {
@@ -200,7 +212,8 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
          * queries over N >= M keys runs M·N - M²/2 pairs (M²/2 when whole) */
         double pairs = k->causal ? (N >= M ? M * N - M * M / 2 : M * N / 2) : M * N;
         double f = 4 * B * pairs * K;
-        double io = d * B * (2 * M * K + 2 * N * K), peak = c->gpu.peak_flops[dt] * sustained(c);
+        double io = d * B * (2 * M * K + 2 * N * K);
+        double peak = c->gpu.peak_flops[dt] * sustained(c) * flash_shape(g, N, k->causal);
         if (!bwd)
             return roof(c, f / (peak * g->flash_fwd), io);
         return roof(c, bf * 2.5 * f / (peak * g->flash_bwd), 2 * io);

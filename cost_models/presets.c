@@ -59,15 +59,13 @@
  *     that shape (tests/test_kernel.c checks it): A100 0.9123, H100 0.8552,
  *     H200 0.9109. One point per GPU fits one parameter: the shape
  *     dependence is the tile-and-wave rule, not fitted.
- *   flash_fwd/flash_bwd (fractions of peak): A100 0.70/0.55 (FlashAttention-2,
- *     Dao 2023: 50-73% of A100 peak forward and backward); H100/H200
- *     0.60/0.45 (FlashAttention-3, Shah et al. 2024: BF16 forward up to ~740
- *     TFLOP/s, backward ~1.5-1.75x FlashAttention-2's; taken at head size 128,
- *     sequence 2-8k, below the peak figures). Those are each GPU's newest
- *     kernel; sc_cluster_flash_kernel (the end of this file) switches a
- *     cluster to another generation's published rates: FA2 on Hopper
- *     (Ampere's instructions, no wgmma) at 298/989.4 forward and 291/989.4
- *     backward (Shah et al. 2024, Figs. 5-6, head size 128, sequence 2k).
+ *   flash_fwd/flash_bwd (fractions of peak, causal, long sequences) and
+ *     their fall at short sequences (flash_s0): each GPU's newest kernel,
+ *     FlashAttention-2 on A100 (Dao 2023's measured rates by sequence
+ *     length, fitted in scripts/fit_flash.py: 0.741/0.582, s0 484 tokens) and
+ *     FlashAttention-3 on H100/H200 (0.60/0.45, no fall: see flash_rates at
+ *     the end of this file, where sc_cluster_flash_kernel switches a cluster
+ *     to another generation's published rates: FA1, FA2 on Hopper, Triton).
  *   kernel_s 2 us per kernel (assumed: back-to-back launches from a host that
  *     runs ahead leave ~1-2 us gaps plus a tail).
  *   sustained: MAMF is a burst (the clock at boost, the board below its power
@@ -185,16 +183,15 @@ typedef struct spec {
     double on_demand, spot, interruptions;
     const char *sources;
     int sms;                 /* 0: no kernel-level GEMM model */
-    double gemm_eff, flash_fwd, flash_bwd, sustained;
+    double gemm_eff, sustained;
+    const char *flash; /* the GPU's newest fused attention kernel (flash_rates) */
 } spec;
 
-/* sms, GEMM eff_max, flash forward and backward, sustained (see the top of
- * this file) */
-#define FA2_A100 0.70, 0.55
-#define FA3_HOPPER 0.60, 0.45
-#define A100_GEMM 108, 0.9123, FA2_A100, 1305.0 / 1410
-#define H100_GEMM 132, 0.8552, FA3_HOPPER, 698.6 / 828.0
-#define H200_GEMM 132, 0.9109, FA3_HOPPER, 698.6 / 828.0
+/* sms, GEMM eff_max, sustained, fused attention kernel (see the top of this
+ * file and flash_rates below) */
+#define A100_GEMM 108, 0.9123, 1305.0 / 1410, "fa2"
+#define H100_GEMM 132, 0.8552, 698.6 / 828.0, "fa3"
+#define H200_GEMM 132, 0.9109, 698.6 / 828.0, "fa3"
 #define OVERLAP_SOURCE "; compute beside collectives 18.9% slower (Lee et al., arXiv 2507.03114)"
 #define GEMM_A100                                                                          \
     "GEMM model: MAMF A100 SXM 267.9 TFLOP/s (Bekman, ml-engineering), FA2" OVERLAP_SOURCE
@@ -208,7 +205,7 @@ static const spec specs[] = {
      15.7 * T, 0, 125 * T, 0, 0, 16 * GIB, 900 * GB, "nvlink", 150 * GB, 1 * US, 25 * GBIT, 1,
      30 * US, 30 * US, 24.48, 7.35, 0.005,
      "preset: NVIDIA V100 data sheet; AWS EC2 P3 page and price list (us-east-1, 2024); spot "
-     "approximate", 0, 0, 0, 0, 0},
+     "approximate", 0, 0, 0, NULL},
     {"p4d.24xlarge", "AWS, 8 x A100-SXM4-40GB, NVSwitch 600 GB/s, 4 x 100 Gb/s EFA",
      "A100-SXM4-40GB", 8, 19.5 * T, 156 * T, 312 * T, 312 * T, 0, 40 * GIB, 1555 * GB,
      "nvswitch", 300 * GB, 1 * US, 100 * GBIT, 4, 15 * US, 15 * US, 32.7726, 11.57, 0.01,
@@ -353,6 +350,8 @@ static void set_comm_fit(sc_cluster *c)
     }
 }
 
+static int set_flash(sc_cluster *c, const char *kernel);
+
 static void from_spec(const spec *s, sc_cluster *c)
 {
     memset(c, 0, sizeof *c);
@@ -391,9 +390,8 @@ static void from_spec(const spec *s, sc_cluster *c)
                                         .tile_n = 128,
                                         .k_half = 128,
                                         .kernel_s = 2 * US,
-                                        .flash_fwd = s->flash_fwd,
-                                        .flash_bwd = s->flash_bwd,
                                         .sustained = s->sustained};
+        set_flash(c, s->flash);
     }
 }
 
@@ -484,49 +482,105 @@ sc_status sc_cluster_preset_get(const char *name, sc_cluster *out, sc_error *err
 
 typedef struct flash_rate {
     const char *gpu;    /* substring of the GPU name */
-    const char *kernel; /* "fa2", "fa3", "triton" */
-    double fwd, bwd;    /* fractions of the dense bf16 peak */
+    const char *kernel; /* "fa1", "fa2", "fa3", "triton" */
+    double fwd, bwd;    /* causal, long sequences: fractions of the dense bf16 peak */
+    double s0, s0_full; /* tokens: the rate's fall at short sequences (cluster.h) */
+    double full;        /* the rate without the mask over the causal one */
     const char *source;
 } flash_rate;
 
-/* FA2 on Hopper runs Ampere's instructions (mma.sync, no wgmma or TMA):
- * Shah et al. 2024 (FlashAttention-3), Figs. 5 and 6, BF16, head size 128,
- * sequence 2k: FlashAttention-2 on H100 SXM5 at 298 TFLOP/s forward (causal)
- * and 291 backward, of 989.4. The H200 has the H100's SMs and clocks, and
- * attention at these sizes is compute-bound: it takes the H100's rates (an
- * assumption). */
-#define FA2_HOPPER 298.0 / 989.4, 291.0 / 989.4
+/* Measured by sequence length (scripts/fit_flash.py): Dao 2023
+ * (FlashAttention-2, Fig. 4; the bars of assets/flash2_{a100,h100}_fwd_bwd_
+ * benchmark.png in Dao-AILab/flash-attention at 4f285b35): forward +
+ * backward TFLOP/s of FlashAttention (v1), FlashAttention in Triton (A100
+ * only) and FlashAttention-2 at sequences 512-16k, head size 64 and 128,
+ * with and without the causal mask, on A100 80GB SXM4 and H100 80GB SXM5.
+ * Each series fits R s / (s + s0) within 0.3-1.6% rms for FA2 and 1.3-5.5%
+ * for the others; the presets take head size 128 (64 runs FA2 8-13% slower,
+ * FA1 up to 16% faster).
+ *
+ * A benchmark gives forward + backward together; the split keeps the ratio
+ * the kernels had before (FA2 0.70 : 0.55 of peak, Dao 2023's 50-73%;
+ * Triton FA2's / 1.4 : / 2, Dao 2023, section 4.1: "around 1.3-1.5x faster
+ * ... in the forward pass and around 2x faster in the backward pass"; FA1
+ * FA2's ratio, an assumption). FROM_FWD_BWD(R, peak, f, b): the fractions
+ * f k and b k of peak whose forward + backward (2.5 times the forward's
+ * FLOPs) runs at R. */
+#define FLASH_K(R, peak, f, b) ((R) / (peak) * (1 / (f) + 2.5 / (b)) / 3.5)
+#define FROM_FWD_BWD_(R, peak, f, b) (f) * FLASH_K(R, peak, f, b), (b) * FLASH_K(R, peak, f, b)
+#define FROM_FWD_BWD(...) FROM_FWD_BWD_(__VA_ARGS__)
+#define FA2_SPLIT 0.70, 0.55
+#define TRITON_SPLIT 0.70 / 1.4, 0.55 / 2.0
 
-/* FlashAttention in Triton (Tillet's kernel as adapted by Dao, the one LLM
- * Foundry's attn_impl triton runs, compiled by the Triton of 2022 before its
- * MLIR rewrite): on A100, FlashAttention-2 is "around 1.3-1.5x faster than
- * FlashAttention in Triton in the forward pass and around 2x faster in the
- * backward pass" (Dao 2023, section 4.1, Figs. 5-6; head size 64 and 128,
- * sequence 512 to 16k). Its rates are FA2's divided by 1.4 (the middle of
- * that range) forward and by 2 backward. On Hopper that Triton emits
- * Ampere's instructions, as FA2 does: the same ratios to FA2's Hopper rates
- * are an assumption. */
-#define TRITON_OF_(fwd, bwd) (fwd) / 1.4, (bwd) / 2.0
-#define TRITON_OF(...) TRITON_OF_(__VA_ARGS__) /* (FA2's fwd, bwd) */
-#define TRITON_A100 TRITON_OF(FA2_A100)
-#define TRITON_HOPPER TRITON_OF(FA2_HOPPER)
+/* A100 (312 TFLOP/s bf16): causal R and s0, unmasked s0, unmasked R / causal R */
+#define FA2_A100 FROM_FWD_BWD(193.5, 312.0, FA2_SPLIT), 484, 184, 204.8 / 193.5
+#define FA1_A100 FROM_FWD_BWD(81.4, 312.0, FA2_SPLIT), 274, 56, 80.7 / 81.4
+#define TRITON_A100 FROM_FWD_BWD(80.4, 312.0, TRITON_SPLIT), 320, 120, 95.7 / 80.4
 
+/* H100 (989.4). FA2 on Hopper runs Ampere's instructions (mma.sync, no
+ * wgmma or TMA). Its level is Shah et al. 2024 (FlashAttention-3), Figs. 5
+ * and 6, BF16, head size 128, sequence 2k, causal: 298 TFLOP/s forward and
+ * 291 backward, a newer FA2 than the figure above (265 forward + backward
+ * there), taken as the rate at s = 2048 of the fitted fall (s0 532). FA3
+ * (Shah et al. 2024: BF16 forward up to ~740 TFLOP/s, backward ~1.5-1.75x
+ * FA2's; taken at head size 128, sequence 2-8k, below the peak figures) has
+ * no published rates by sequence here: no fall (an assumption). FlashAttention
+ * in Triton was not measured on H100: the A100's Triton : FA2 ratio (80.4 :
+ * 193.5) times FA2's H100 rate of the same figure (333.4), with the A100's
+ * fall (an assumption: both emit Ampere's instructions there). The H200 has
+ * the H100's SMs and clocks, and attention at these sizes is compute-bound:
+ * it takes the H100's rates (an assumption). */
+#define FA2_H100_AT_2K (2048.0 + 532) / 2048
+#define FA2_HOPPER 298.0 / 989.4 * FA2_H100_AT_2K, 291.0 / 989.4 * FA2_H100_AT_2K, 532, 190, \
+                   343.9 / 333.4
+#define FA1_HOPPER FROM_FWD_BWD(132.0, 989.4, FA2_SPLIT), 206, 42, 134.8 / 132.0
+#define TRITON_HOPPER                                                                      \
+    FROM_FWD_BWD(333.4 * 80.4 / 193.5, 989.4, TRITON_SPLIT), 320, 120, 95.7 / 80.4
+#define FA3_HOPPER 0.60, 0.45, 0, 0, 1
+
+#define FA_FIG "Dao 2023, Fig. 4, by sequence"
 static const flash_rate flash_rates[] = {
-    {"A100", "fa2", FA2_A100, "FA2 (Dao 2023)"},
-    {"H100", "fa2", FA2_HOPPER, "FA2 on H100 (Shah et al. 2024, Figs. 5-6)"},
+    {"A100", "fa2", FA2_A100, "FA2 (" FA_FIG ")"},
+    {"A100", "fa1", FA1_A100, "FA1 (" FA_FIG ")"},
+    {"A100", "triton", TRITON_A100, "FlashAttention in Triton (" FA_FIG ")"},
+    {"H100", "fa2", FA2_HOPPER, "FA2 on H100 (Shah et al. 2024, Figs. 5-6; " FA_FIG ")"},
+    {"H100", "fa1", FA1_HOPPER, "FA1 on H100 (" FA_FIG ")"},
     {"H100", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
-    {"H200", "fa2", FA2_HOPPER, "FA2 on H100, assumed (Shah et al. 2024, Figs. 5-6)"},
-    {"H200", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
-    {"A100", "triton", TRITON_A100, "FlashAttention in Triton: FA2 / 1.4 fwd, / 2 bwd (Dao 2023)"},
     {"H100", "triton", TRITON_HOPPER,
-     "FlashAttention in Triton: FA2 on H100 / 1.4 fwd, / 2 bwd, assumed (Dao 2023)"},
+     "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")"},
+    {"H200", "fa2", FA2_HOPPER, "FA2 on H100, assumed (Shah et al. 2024; " FA_FIG ")"},
+    {"H200", "fa1", FA1_HOPPER, "FA1 on H100, assumed (" FA_FIG ")"},
+    {"H200", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
     {"H200", "triton", TRITON_HOPPER,
-     "FlashAttention in Triton: FA2 on H100 / 1.4 fwd, / 2 bwd, assumed (Dao 2023)"},
+     "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")"},
 };
+
+/* The rate of kernel on c's GPU, or NULL */
+static const flash_rate *flash_find(const sc_cluster *c, const char *kernel)
+{
+    for (size_t i = 0; i < SC_ARRAY_LEN(flash_rates); i++)
+        if (!strcmp(flash_rates[i].kernel, kernel) && strstr(c->gpu.name, flash_rates[i].gpu))
+            return &flash_rates[i];
+    return NULL;
+}
+
+static int set_flash(sc_cluster *c, const char *kernel)
+{
+    const flash_rate *f = flash_find(c, kernel);
+    if (!f)
+        return 0;
+    c->eff.gemm.flash_fwd = f->fwd;
+    c->eff.gemm.flash_bwd = f->bwd;
+    c->eff.gemm.flash_s0 = f->s0;
+    c->eff.gemm.flash_s0_full = f->s0_full;
+    c->eff.gemm.flash_full = f->full;
+    return 1;
+}
 
 /* The kernels' names, and how a table of runs shows them: one list, which
  * makes both the table and the names listed in messages. */
-#define FLASH_KERNELS(X) X("fa2", "flash2") X("fa3", "flash3") X("triton", "triton")
+#define FLASH_KERNELS(X)                                                                   \
+    X("fa1", "flash1") X("fa2", "flash2") X("fa3", "flash3") X("triton", "triton")
 #define FLASH_ENTRY(name, label) {name, label},
 #define FLASH_LISTED(name, label) ", " name
 static const struct {
@@ -551,7 +605,7 @@ int sc_cluster_flash_kernel_known(const char *kernel)
     return sc_cluster_flash_kernel_label(kernel) != NULL;
 }
 
-/* "fa2, fa3, triton": the names, each after ", ", less the first ", " */
+/* "fa1, fa2, fa3, triton": the names, each after ", ", less the first ", " */
 const char *sc_cluster_flash_kernels(void) { return FLASH_KERNELS(FLASH_LISTED) + 2; }
 
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err)
@@ -563,12 +617,9 @@ sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *e
         return sc_err(err, SC_EINVAL,
                       "cluster %s has no kernel-level model (efficiency.gemm): its attention "
                       "is timed whole, not as a %s kernel", c->name, kernel);
-    for (size_t i = 0; i < SC_ARRAY_LEN(flash_rates); i++) {
-        const flash_rate *f = &flash_rates[i];
-        if (strcmp(f->kernel, kernel) || !strstr(c->gpu.name, f->gpu))
-            continue;
-        c->eff.gemm.flash_fwd = f->fwd;
-        c->eff.gemm.flash_bwd = f->bwd;
+    const flash_rate *f = flash_find(c, kernel);
+    if (f) {
+        set_flash(c, kernel);
         /* a kernel set before is replaced, not listed twice */
         char *prior = strstr(c->eff.provenance, "; attention: ");
         if (prior)

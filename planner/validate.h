@@ -90,7 +90,7 @@ typedef struct sc_val_row {
     int dp, tp, pp, v, mbs, m, zero, sp;
     int tp_comm_overlap, overlap_param_gather; /* the run's overlaps (optional keys) */
     sc_attn attn;
-    const char *attn_kernel;        /* layout.attention_kernel ("fa2", "fa3", "triton"), or NULL: the
+    const char *attn_kernel;        /* layout.attention_kernel ("fa1", "fa2", "fa3", "triton"), or NULL: the
                                        preset's own rates (sc_cluster_flash_kernel) */
     const char *framework;          /* layout.framework (overhead.h), or NULL: none */
     int fit_half;                   /* in the half the overheads are fitted on (sc_val_mark_halves) */

@@ -142,13 +142,31 @@ TEST(kernel_flash_attention)
     /* compute-bound kernels run at the sustained clock */
     double peak = c.gpu.peak_flops[SC_BF16] * c.eff.gemm.sustained, ks = c.eff.gemm.kernel_s;
     double f = 4 * 96.0 * 2048 * 2048 * 128;
-    CHECK_NEAR(sc_cost_kernel_time(&c, &fa, &cc, 0), ks + f / (peak * c.eff.gemm.flash_fwd),
-               1e-15);
-    CHECK_NEAR(sc_cost_kernel_time(&c, &fc, &cc, 0), ks + f / 2 / (peak * c.eff.gemm.flash_fwd),
-               1e-15);
+    /* over s keys: s / (s + s0) of the long-sequence rate, s0 the causal
+     * one or the unmasked one (then flash_full times the rate) */
+    const sc_cluster_gemm *g = &c.eff.gemm;
+    double shape_c = 2048 / (2048 + g->flash_s0);
+    double shape_f = g->flash_full * 2048 / (2048 + g->flash_s0_full);
+    CHECK(g->flash_s0 > 0 && g->flash_s0_full > 0 && g->flash_full > 1);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &fa, &cc, 0),
+               ks + f / (peak * g->flash_fwd * shape_f), 1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &fc, &cc, 0),
+               ks + f / 2 / (peak * g->flash_fwd * shape_c), 1e-15);
     CHECK_NEAR(sc_cost_kernel_time(&c, &fc, &cc, 1),
-               ks + 2.5 * f / 2 / (peak * c.eff.gemm.flash_bwd), 1e-15);
+               ks + 2.5 * f / 2 / (peak * g->flash_bwd * shape_c), 1e-15);
     CHECK_NEAR(sc_kernel_flops(&fa), f, 0);
+    /* without a fall (flash_s0 0, a file without the keys): the rates alone */
+    sc_cluster flat = c;
+    flat.eff.gemm.flash_s0 = flat.eff.gemm.flash_s0_full = 0;
+    flat.eff.gemm.flash_full = 0;
+    CHECK_NEAR(sc_cost_kernel_time(&flat, &fa, &cc, 0), ks + f / (peak * g->flash_fwd), 1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&flat, &fc, &cc, 1),
+               ks + 2.5 * f / 2 / (peak * g->flash_bwd), 1e-15);
+    /* a short sequence runs slower per FLOP: 4 x 512-token sequences take
+     * longer than one of 1024 with the same pair count */
+    sc_kernel s512 = sc_kernel_flash("flash", 96 * 4, 512, 512, 128, 1, SC_KTP_BATCH);
+    sc_kernel s1k = sc_kernel_flash("flash", 96, 1024, 1024, 128, 1, SC_KTP_BATCH);
+    CHECK(sc_cost_kernel_time(&c, &s512, &cc, 0) > sc_cost_kernel_time(&c, &s1k, &cc, 0));
 
     /* gpt-175b's attention at tp 8: flash is faster than unfused, keeps no
      * scores, and selective recompute re-runs nothing under it */

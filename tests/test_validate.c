@@ -287,7 +287,7 @@ TEST(validate_attention_kernel)
                         "\"attention\": \"flash\"" k ", \"mbs\": 2, \"global_batch\": 32}"
 #define H100 "{\"preset\": \"dgx-h100\", \"nodes\": 1}"
     REFUSED(TINY, FLASH_LAYOUT(", \"attention_kernel\": \"fa9\""), H100, MEASURED_OK, "",
-            "rows[0].layout.attention_kernel: \"fa9\" is not fa2, fa3, triton");
+            "rows[0].layout.attention_kernel: \"fa9\" is not fa1, fa2, fa3, triton");
     REFUSED(TINY, "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
             "\"attention_kernel\": \"fa2\", \"mbs\": 2, \"global_batch\": 32}", H100,
             MEASURED_OK, "", "rows[0].layout.attention_kernel: needs \"attention\": \"flash\"");
@@ -656,13 +656,15 @@ TEST(validate_label_table_is_current)
  * A100-80GB (+9.5% -> +10.9%), when FSDP's gradient copies were modelled
  * (docs/accuracy.md, "FSDP's own work on the gradients"): the suite's MAPE,
  * mean signed error, largest error and held-out MAPE all improved with
- * them; that row moved with the torch overhead refitted on them. */
+ * them; that row moved with the torch overhead refitted on them. It left
+ * (+8.3%) when fused attention was timed by sequence length at the rates
+ * Dao 2023 measured (docs/accuracy.md, "Fused attention by sequence
+ * length"), which halved the fitted torch overhead. */
 TEST(validate_targets_hold)
 {
     static const char *const beyond[] = {
         "mpt_llmfoundry/h100-13b-64gpu",   /* MPT-13B, 2 samples, no accumulation */
         "mpt_llmfoundry/a100-40-13b-8gpu", /* MPT-13B, 4 samples, 16 accumulation steps */
-        "mpt_llmfoundry/a100-80-30b-8gpu", /* MPT-30B, 3 samples, 21 accumulation steps */
     };
     int seen[SC_ARRAY_LEN(beyond)] = {0};
     run_shipped();

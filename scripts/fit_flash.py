@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""fit_flash.py - the presets' fused-attention rates from public benchmarks.
+
+Reproduces the fit behind cost_models/presets.c (flash_rates) and
+docs/accuracy.md ("Fused attention by sequence length"). Pure Python, no
+packages.
+
+Data: "Attention forward + backward speed" on A100 80GB SXM4 and on H100 80GB
+SXM5, TFLOP/s at sequence lengths 512 .. 16k (batch x sequence = 16k tokens,
+hidden 2048, head size 64 and 128, with and without the causal mask), for
+FlashAttention (v1), FlashAttention in Triton (A100 only) and
+FlashAttention-2: Dao 2023 (FlashAttention-2, arXiv:2307.08691, Fig. 4), the
+same bars as assets/flash2_a100_fwd_bwd_benchmark.png and
+assets/flash2_h100_fwd_bwd_benchmark.png of Dao-AILab/flash-attention at
+4f285b35 (2023-07-17), read off the figures' bar labels. Three labels are
+hidden behind the legend and were read from the bars' heights against the
+axis (A100, FA2, no mask: head 64 at 1k, head 128 at 512 and 1k). The
+benchmark counts 4 x batch x heads x s^2 x head-size FLOPs forward (half
+of that with the causal mask) and 2.5 times that backward, the convention of
+cost_models/cost_kernel.c.
+
+Model (cost_models/cost_kernel.c): a fused attention kernel over a sequence
+of s keys runs at R * s / (s + s0), R its rate on long sequences. For each
+series: s0 on a grid of 2 tokens, R in closed form, both minimising the
+squared relative error.
+
+Usage: python3 scripts/fit_flash.py   (prints each fit and its residuals)
+"""
+import math
+
+SEQ = [512, 1024, 2048, 4096, 8192, 16384]
+
+# (gpu, mask and head size) -> kernel -> TFLOP/s at SEQ
+DATA = {
+    ("A100", "full", 64): {"fa1": [91, 92, 104, 108, 110, 110],
+                           "triton": [90, 102, 98, 98, 100, 100],
+                           "fa2": [132, 153, 162, 171, 175, 176]},
+    ("A100", "full", 128): {"fa1": [76, 72, 76, 80, 82, 83],
+                            "triton": [78, 85, 90, 93, 95, 95],
+                            "fa2": [151, 173, 187, 196, 201, 203]},
+    ("A100", "causal", 64): {"fa1": [58, 70, 77, 87, 92, 97],
+                             "triton": [59, 75, 79, 76, 79, 80],
+                             "fa2": [88, 119, 140, 156, 165, 171]},
+    ("A100", "causal", 128): {"fa1": [55, 62, 69, 76, 80, 83],
+                              "triton": [50, 61, 68, 74, 78, 80],
+                              "fa2": [99, 133, 155, 173, 182, 189]},
+    ("H100", "full", 64): {"fa1": [157, 159, 161, 161, 166, 168],
+                           "fa2": [215, 254, 274, 288, 294, 296]},
+    ("H100", "full", 128): {"fa1": [127, 127, 128, 131, 137, 139],
+                            "fa2": [248, 294, 320, 326, 335, 338]},
+    ("H100", "causal", 64): {"fa1": [104, 123, 136, 138, 149, 156],
+                             "fa2": [141, 192, 232, 257, 273, 284]},
+    ("H100", "causal", 128): {"fa1": [98, 109, 108, 126, 135, 137],
+                              "fa2": [163, 221, 265, 294, 308, 328]},
+}
+
+
+def fit(y):
+    """(R, s0, rms, max) of R * s / (s + s0) against y, relative errors."""
+    best = None
+    for s0 in range(0, 4000, 2):
+        f = [s / (s + s0) for s in SEQ]
+        num = sum(fi / yi for fi, yi in zip(f, y))
+        den = sum((fi / yi) ** 2 for fi, yi in zip(f, y))
+        r = num / den
+        e = [r * fi / yi - 1 for fi, yi in zip(f, y)]
+        sse = sum(x * x for x in e)
+        if best is None or sse < best[0]:
+            best = (sse, r, s0, max(abs(x) for x in e))
+    sse, r, s0, mx = best
+    return r, s0, math.sqrt(sse / len(SEQ)), mx
+
+
+def main():
+    fits = {}
+    print("gpu   mask    head kernel      R TFLOP/s     s0   rms    max")
+    for (gpu, mask, head), series in DATA.items():
+        for kernel, y in series.items():
+            r, s0, rms, mx = fit(y)
+            fits[(gpu, mask, head, kernel)] = (r, s0)
+            print("%-5s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%"
+                  % (gpu, mask, head, kernel, r, s0, 100 * rms, 100 * mx))
+    print()
+    print("presets (head size 128): R causal, s0 causal, s0 full, full/causal R")
+    for gpu in ("A100", "H100"):
+        for kernel in ("fa1", "triton", "fa2"):
+            if (gpu, "causal", 128, kernel) not in fits:
+                continue
+            rc, s0c = fits[(gpu, "causal", 128, kernel)]
+            rf, s0f = fits[(gpu, "full", 128, kernel)]
+            print("%-5s %-7s R %.1f  s0 %d  s0_full %d  full %.3f"
+                  % (gpu, kernel, rc, s0c, s0f, rf / rc))
+
+
+if __name__ == "__main__":
+    main()
