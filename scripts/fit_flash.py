@@ -24,6 +24,11 @@ of s keys runs at R * s / (s + s0), R its rate on long sequences. For each
 series: s0 on a grid of 2 tokens, R in closed form, both minimising the
 squared relative error.
 
+FlashAttention-3 (Hopper only) has forward rates by sequence (FWD below),
+printed last: its fall (s0 ~600 causal) is fitted here but not yet in the
+H100/H200 presets, whose FA3 rates stay flat (docs/accuracy.md, "Fused
+attention by sequence length", says why).
+
 Usage: python3 scripts/fit_flash.py   (prints each fit and its residuals)
 """
 import math
@@ -52,6 +57,18 @@ DATA = {
                              "fa2": [141, 192, 232, 257, 273, 284]},
     ("H100", "causal", 128): {"fa1": [98, 109, 108, 126, 135, 137],
                               "fa2": [163, 221, 265, 294, 308, 328]},
+}
+
+# Forward only, H100 80GB SXM5, FP16, the same batches and FLOP count: Shah et
+# al. 2024 (FlashAttention-3, arXiv:2407.08608, Fig. 5), the bars of
+# assets/flash3_fp16_fwd.png of Dao-AILab/flash-attention at 7ef24848
+# (2024-07-11), head size 128. One label (FA3 without the mask at 1k) is
+# partly hidden by the legend; its visible digits agree with the bar's height.
+FWD = {
+    ("H100", "full", 128): {"fa2": [309, 350, 362, 368, 370, 370],
+                            "fa3": [467, 565, 625, 638, 646, 648]},
+    ("H100", "causal", 128): {"fa2": [191, 260, 298, 319, 333, 335],
+                              "fa3": [292, 423, 521, 579, 602, 616]},
 }
 
 
@@ -90,6 +107,18 @@ def main():
             rf, s0f = fits[(gpu, "full", 128, kernel)]
             print("%-5s %-7s R %.1f  s0 %d  s0_full %d  full %.3f"
                   % (gpu, kernel, rc, s0c, s0f, rf / rc))
+    print()
+    print("forward only (FlashAttention-3's figure):")
+    for (gpu, mask, head), series in FWD.items():
+        for kernel, y in series.items():
+            r, s0, rms, mx = fit(y)
+            fits[(gpu, mask, head, kernel, "fwd")] = (r, s0)
+            print("%-5s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%"
+                  % (gpu, mask, head, kernel, r, s0, 100 * rms, 100 * mx))
+    rc, s0c = fits[("H100", "causal", 128, "fa3", "fwd")]
+    rf, s0f = fits[("H100", "full", 128, "fa3", "fwd")]
+    print("H100  fa3     R %.1f  s0 %d  s0_full %d  full %.3f (forward)"
+          % (rc, s0c, s0f, rf / rc))
 
 
 if __name__ == "__main__":
