@@ -125,6 +125,10 @@ static void show_text(const sc_cluster *c)
             printf("                  flash attention over s keys at s / (s + %.0f) of that "
                    "(causal), %.3g x s / (s + %.0f) without the mask\n",
                    g->flash_s0, g->flash_full > 0 ? g->flash_full : 1, g->flash_s0_full);
+        if (g->flash_hd64 > 0 && g->flash_hd64 != 1)
+            printf("                  flash attention at head size 64 %.3g x that at 128, "
+                   "linear in between\n",
+                   g->flash_hd64);
     }
     if (c->eff.overlap_slowdown > 0)
         printf("    overlap       compute beside a data-parallel collective runs at 1/%.3g of "

@@ -281,8 +281,8 @@ static void add_fits(cJSON *e, const sc_cluster_fits *f, int *oom)
 static sc_status range(const char *file, const char *path, double v, double lo, double hi,
                        sc_error *err);
 
-/* flash_s0 in tokens; flash_full: a kernel without the mask at most this
- * many times as fast as with it (the benchmarks: 0.99-1.19) */
+/* flash_s0 in tokens; flash_full, flash_hd64: a kernel without the mask or
+ * at head size 64 at most this many times as fast (the benchmarks: 0.87-1.19) */
 #define MAX_FLASH_S0 1e6
 #define MAX_FLASH_FULL 4
 
@@ -290,7 +290,8 @@ static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g,
 {
     static const char *const keys[] = {"sms",      "eff_max",   "tile_m",    "tile_n", "k_half",
                                        "kernel_s", "flash_fwd", "flash_bwd", "sustained",
-                                       "flash_s0", "flash_s0_full", "flash_full", NULL};
+                                       "flash_s0", "flash_s0_full", "flash_full", "flash_hd64",
+                                       NULL};
     const cJSON *o;
     const char *p = "efficiency.gemm";
     long sms = 0;
@@ -312,12 +313,15 @@ static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g,
         return st;
     x.sustained = 1;
     x.flash_full = 1;
+    x.flash_hd64 = 1;
     if ((st = sc_json_num(o, file, p, "sustained", 0, MIN_FRACTION, 1, &x.sustained, err)) ||
         (st = sc_json_num(o, file, p, "flash_s0", 0, 0, MAX_FLASH_S0, &x.flash_s0, err)) ||
         (st = sc_json_num(o, file, p, "flash_s0_full", 0, 0, MAX_FLASH_S0, &x.flash_s0_full,
                           err)) ||
         (st = sc_json_num(o, file, p, "flash_full", 0, MIN_FRACTION, MAX_FLASH_FULL,
-                          &x.flash_full, err)))
+                          &x.flash_full, err)) ||
+        (st = sc_json_num(o, file, p, "flash_hd64", 0, MIN_FRACTION, MAX_FLASH_FULL,
+                          &x.flash_hd64, err)))
         return st;
     x.sms = (int)sms;
     *g = x;
@@ -345,6 +349,8 @@ static sc_status check_gemm(const sc_cluster_gemm *g, const char *file, sc_error
         (st = range(file, "efficiency.gemm.flash_s0_full", g->flash_s0_full, 0, MAX_FLASH_S0,
                     err)) ||
         (g->flash_full != 0 && (st = range(file, "efficiency.gemm.flash_full", g->flash_full,
+                                           MIN_FRACTION, MAX_FLASH_FULL, err))) ||
+        (g->flash_hd64 != 0 && (st = range(file, "efficiency.gemm.flash_hd64", g->flash_hd64,
                                            MIN_FRACTION, MAX_FLASH_FULL, err))))
         return st;
     return SC_OK;
@@ -371,6 +377,8 @@ static void add_gemm(cJSON *e, const sc_cluster_gemm *g, int *oom)
         sc_jadd_num(o, "flash_s0_full", g->flash_s0_full, oom);
     if (g->flash_full > 0 && g->flash_full != 1)
         sc_jadd_num(o, "flash_full", g->flash_full, oom);
+    if (g->flash_hd64 > 0 && g->flash_hd64 != 1)
+        sc_jadd_num(o, "flash_hd64", g->flash_hd64, oom);
 }
 
 static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
@@ -380,7 +388,8 @@ static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
            a->flash_fwd == b->flash_fwd && a->flash_bwd == b->flash_bwd &&
            (a->sustained > 0 ? a->sustained : 1) == (b->sustained > 0 ? b->sustained : 1) &&
            a->flash_s0 == b->flash_s0 && a->flash_s0_full == b->flash_s0_full &&
-           (a->flash_full > 0 ? a->flash_full : 1) == (b->flash_full > 0 ? b->flash_full : 1);
+           (a->flash_full > 0 ? a->flash_full : 1) == (b->flash_full > 0 ? b->flash_full : 1) &&
+           (a->flash_hd64 > 0 ? a->flash_hd64 : 1) == (b->flash_hd64 > 0 ? b->flash_hd64 : 1);
 }
 
 /* ---- the collectives' size ramp (optional keys of efficiency.intra / .inter) ---- */

@@ -16,7 +16,8 @@
  * Both compute terms run at `sustained` of their burst rate (cluster.h).
  *   flash: t_compute = executed FLOPs / (peak * flash_fwd|flash_bwd * shape),
  *          shape = N / (N + flash_s0) (without the mask flash_full times
- *          N / (N + flash_s0_full)): short sequences run slower; executed
+ *          N / (N + flash_s0_full)): short sequences run slower; times
+ *          flash_hd64 at head size K <= 64, linear to 1 at 128; executed
  *          = 4 batch M N K (half when causal), 2.5 x that backward; bytes
  *          d * batch * (2 M K + 2 N K) forward (Q, K, V in, O out), twice
  *          that backward (and their gradients). Priced for a step the
@@ -181,14 +182,17 @@ static double mem_compute(const sc_cluster *c, const sc_kernel *k, const sc_comp
            (peak * (e > 0 ? e : 1) * sustained(c));
 }
 
-/* A fused attention kernel's rate over N keys relative to flash_fwd|bwd:
- * N / (N + s0), s0 the causal or the unmasked one, times flash_full without
- * the mask (cluster.h; fitted in scripts/fit_flash.py). */
-static double flash_shape(const sc_cluster_gemm *g, double N, int causal)
+/* A fused attention kernel's rate over N keys of head size K relative to
+ * flash_fwd|bwd: N / (N + s0), s0 the causal or the unmasked one, times
+ * flash_full without the mask, times flash_hd64 at K <= 64, linear up to
+ * 1 at K = 128 (cluster.h; fitted in scripts/fit_flash.py). */
+static double flash_shape(const sc_cluster_gemm *g, double N, double K, int causal)
 {
     double s0 = causal ? g->flash_s0 : g->flash_s0_full;
     double full = !causal && g->flash_full > 0 ? g->flash_full : 1;
-    return full * (s0 > 0 ? N / (N + s0) : 1);
+    double w = K >= 128 ? 0 : K <= 64 ? 1 : (128 - K) / 64;
+    double head = g->flash_hd64 > 0 ? 1 + (g->flash_hd64 - 1) * w : 1;
+    return full * head * (s0 > 0 ? N / (N + s0) : 1);
 }
 
 double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
@@ -213,7 +217,7 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
         double pairs = k->causal ? (N >= M ? M * N - M * M / 2 : M * N / 2) : M * N;
         double f = 4 * B * pairs * K;
         double io = d * B * (2 * M * K + 2 * N * K);
-        double peak = c->gpu.peak_flops[dt] * sustained(c) * flash_shape(g, N, k->causal);
+        double peak = c->gpu.peak_flops[dt] * sustained(c) * flash_shape(g, N, K, k->causal);
         if (!bwd)
             return roof(c, f / (peak * g->flash_fwd), io);
         return roof(c, bf * 2.5 * f / (peak * g->flash_bwd), 2 * io);

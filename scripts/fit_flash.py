@@ -98,15 +98,18 @@ def main():
             print("%-5s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%"
                   % (gpu, mask, head, kernel, r, s0, 100 * rms, 100 * mx))
     print()
-    print("presets (head size 128): R causal, s0 causal, s0 full, full/causal R")
+    print("presets (head size 128): R causal, s0 causal, s0 full, full/causal R;")
+    print("hd64: head size 64 over 128, both fits at s = 2048, causal")
     for gpu in ("A100", "H100"):
         for kernel in ("fa1", "triton", "fa2"):
             if (gpu, "causal", 128, kernel) not in fits:
                 continue
             rc, s0c = fits[(gpu, "causal", 128, kernel)]
             rf, s0f = fits[(gpu, "full", 128, kernel)]
-            print("%-5s %-7s R %.1f  s0 %d  s0_full %d  full %.3f"
-                  % (gpu, kernel, rc, s0c, s0f, rf / rc))
+            r64, s064 = fits[(gpu, "causal", 64, kernel)]
+            hd64 = (r64 * 2048 / (2048 + s064)) / (rc * 2048 / (2048 + s0c))
+            print("%-5s %-7s R %.1f  s0 %d  s0_full %d  full %.3f  hd64 %.3f"
+                  % (gpu, kernel, rc, s0c, s0f, rf / rc, hd64))
     print()
     print("forward only (FlashAttention-3's figure):")
     for (gpu, mask, head), series in FWD.items():

@@ -341,13 +341,18 @@ TEST(cluster_cli)
 /* A fused attention kernel's forward + backward rate over s keys in
  * TFLOP/s at the burst clock (sustained 1), the figure the published
  * benchmarks give: 3.5 units of FLOPs, 1 forward and 2.5 backward. */
-static double flash_fwd_bwd(const sc_cluster *c, double s, int causal)
+static double flash_fwd_bwd_hd(const sc_cluster *c, double s, int causal, double hd64)
 {
     const sc_cluster_gemm *g = &c->eff.gemm;
     double s0 = causal ? g->flash_s0 : g->flash_s0_full;
-    double shape = (causal ? 1 : g->flash_full) * s / (s + s0);
+    double shape = (causal ? 1 : g->flash_full) * s / (s + s0) * hd64;
     double peak = c->gpu.peak_flops[SC_BF16] / 1e12;
     return 3.5 / (1 / (g->flash_fwd * shape * peak) + 2.5 / (g->flash_bwd * shape * peak));
+}
+
+static double flash_fwd_bwd(const sc_cluster *c, double s, int causal)
+{
+    return flash_fwd_bwd_hd(c, s, causal, 1);
 }
 
 /* Within rel of the published bar (scripts/fit_flash.py: the fits' largest
@@ -368,6 +373,12 @@ TEST(cluster_flash_kernel_rates)
     CHECK_BAR(&p, 2048, 0, 187, 0.02);
     CHECK_BAR(&p, 16384, 0, 203, 0.02);
     CHECK_NEAR(p.eff.gemm.flash_bwd / p.eff.gemm.flash_fwd, 0.55 / 0.70, 1e-12);
+    /* head size 64: FA2 slower there (140 at 2k, causal), FA1 faster (77) */
+    CHECK_NEAR(flash_fwd_bwd_hd(&p, 2048, 1, p.eff.gemm.flash_hd64) / 140, 1, 0.02);
+    c = p;
+    REQUIRE(sc_cluster_flash_kernel(&c, "fa1", &err) == SC_OK);
+    /* (the FA1 head-64 fit's own residual at 2k is 5.4%) */
+    CHECK_NEAR(flash_fwd_bwd_hd(&c, 2048, 1, c.eff.gemm.flash_hd64) / 77, 1, 0.06);
     c = p;
     REQUIRE(sc_cluster_flash_kernel(&c, "triton", &err) == SC_OK);
     CHECK_BAR(&c, 512, 1, 50, 0.03);

@@ -162,6 +162,19 @@ TEST(kernel_flash_attention)
     CHECK_NEAR(sc_cost_kernel_time(&flat, &fa, &cc, 0), ks + f / (peak * g->flash_fwd), 1e-15);
     CHECK_NEAR(sc_cost_kernel_time(&flat, &fc, &cc, 1),
                ks + 2.5 * f / 2 / (peak * g->flash_bwd), 1e-15);
+    /* head size: the rate at 64 is flash_hd64 times that at 128, linear in
+     * between (96: half-way), 1 above 128 */
+    CHECK(g->flash_hd64 > 0 && g->flash_hd64 != 1);
+    sc_kernel h64 = sc_kernel_flash("flash", 96, 2048, 2048, 64, 1, SC_KTP_BATCH);
+    sc_kernel h96 = sc_kernel_flash("flash", 96, 2048, 2048, 96, 1, SC_KTP_BATCH);
+    sc_kernel h256 = sc_kernel_flash("flash", 96, 2048, 2048, 256, 1, SC_KTP_BATCH);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &h64, &cc, 0),
+               ks + f / 4 / (peak * g->flash_fwd * shape_c * g->flash_hd64), 1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &h96, &cc, 0),
+               ks + f * 0.75 / 2 / (peak * g->flash_fwd * shape_c * (1 + g->flash_hd64) / 2),
+               1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&c, &h256, &cc, 0),
+               ks + f * 2 / 2 / (peak * g->flash_fwd * shape_c), 1e-15);
     /* a short sequence runs slower per FLOP: 4 x 512-token sequences take
      * longer than one of 1024 with the same pair count */
     sc_kernel s512 = sc_kernel_flash("flash", 96 * 4, 512, 512, 128, 1, SC_KTP_BATCH);
