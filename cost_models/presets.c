@@ -350,7 +350,8 @@ static void set_comm_fit(sc_cluster *c)
     }
 }
 
-static int set_flash(sc_cluster *c, const char *kernel);
+typedef struct flash_rate flash_rate;
+static const flash_rate *set_flash(sc_cluster *c, const char *kernel);
 
 static void from_spec(const spec *s, sc_cluster *c)
 {
@@ -480,7 +481,7 @@ sc_status sc_cluster_preset_get(const char *name, sc_cluster *out, sc_error *err
 
 /* ---- fused attention kernels by generation (cluster.h) ---- */
 
-typedef struct flash_rate {
+struct flash_rate {
     const char *gpu;    /* substring of the GPU name */
     const char *kernel; /* "fa1", "fa2", "fa3", "triton" */
     double fwd, bwd;    /* causal, long sequences: fractions of the dense bf16 peak */
@@ -488,7 +489,7 @@ typedef struct flash_rate {
     double full;        /* the rate without the mask over the causal one */
     double hd64;        /* the rate at head size 64 over that at 128 (at 2k, causal) */
     const char *source;
-} flash_rate;
+};
 
 /* Measured by sequence length (scripts/fit_flash.py): Dao 2023
  * (FlashAttention-2, Fig. 4; the bars of assets/flash2_{a100,h100}_fwd_bwd_
@@ -558,27 +559,23 @@ static const flash_rate flash_rates[] = {
      "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")"},
 };
 
-/* The rate of kernel on c's GPU, or NULL */
-static const flash_rate *flash_find(const sc_cluster *c, const char *kernel)
+/* Sets c's fused attention to kernel's rates on c's GPU; the table's entry,
+ * or NULL (c unchanged) where none is published. */
+static const flash_rate *set_flash(sc_cluster *c, const char *kernel)
 {
-    for (size_t i = 0; i < SC_ARRAY_LEN(flash_rates); i++)
+    const flash_rate *f = NULL;
+    for (size_t i = 0; !f && i < SC_ARRAY_LEN(flash_rates); i++)
         if (!strcmp(flash_rates[i].kernel, kernel) && strstr(c->gpu.name, flash_rates[i].gpu))
-            return &flash_rates[i];
-    return NULL;
-}
-
-static int set_flash(sc_cluster *c, const char *kernel)
-{
-    const flash_rate *f = flash_find(c, kernel);
+            f = &flash_rates[i];
     if (!f)
-        return 0;
+        return NULL;
     c->eff.gemm.flash_fwd = f->fwd;
     c->eff.gemm.flash_bwd = f->bwd;
     c->eff.gemm.flash_s0 = f->s0;
     c->eff.gemm.flash_s0_full = f->s0_full;
     c->eff.gemm.flash_full = f->full;
     c->eff.gemm.flash_hd64 = f->hd64;
-    return 1;
+    return f;
 }
 
 /* The kernels' names, and how a table of runs shows them: one list, which
@@ -621,9 +618,8 @@ sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *e
         return sc_err(err, SC_EINVAL,
                       "cluster %s has no kernel-level model (efficiency.gemm): its attention "
                       "is timed whole, not as a %s kernel", c->name, kernel);
-    const flash_rate *f = flash_find(c, kernel);
+    const flash_rate *f = set_flash(c, kernel);
     if (f) {
-        set_flash(c, kernel);
         /* a kernel set before is replaced, not listed twice */
         char *prior = strstr(c->eff.provenance, "; attention: ");
         if (prior)
