@@ -859,20 +859,15 @@ typedef struct wls {
     gsl_multifit_linear_workspace *ws;
 } wls;
 
+/* GSL's frees take NULL */
 static void wls_free(wls *q)
 {
-    if (q->X)
-        gsl_matrix_free(q->X);
-    if (q->cov)
-        gsl_matrix_free(q->cov);
-    if (q->y)
-        gsl_vector_free(q->y);
-    if (q->w)
-        gsl_vector_free(q->w);
-    if (q->c)
-        gsl_vector_free(q->c);
-    if (q->ws)
-        gsl_multifit_linear_free(q->ws);
+    gsl_matrix_free(q->X);
+    gsl_matrix_free(q->cov);
+    gsl_vector_free(q->y);
+    gsl_vector_free(q->w);
+    gsl_vector_free(q->c);
+    gsl_multifit_linear_free(q->ws);
     memset(q, 0, sizeof *q);
 }
 

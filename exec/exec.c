@@ -1294,10 +1294,10 @@ static sc_status kernel_profile(sc_exec *x, sc_tl_kernel **out, int *nout, sc_er
                  * untimed call of itself, so its time is not its launch from
                  * an idle stream (as bench gemm's, time_gemm); a synchronous
                  * backend needs none */
-                int lead = 0;
+                int lead = be->async ? 0 : w->n;
                 while (lead < w->n && !item_work(&w->it[lead], what))
                     lead++;
-                if (!st && be->async && lead < w->n)
+                if (!st && lead < w->n)
                     st = run_items(x, w, what, lead, lead + 1, err);
                 if (!st)
                     st = be->ev_record(x->bk, ev[0], err);

@@ -154,10 +154,10 @@ static sc_status bench_points(reader *x, const sc_bench_result *b, const char *f
     if (gemm && (st = check_dtype(x, b->compute_dtype, file, err)))
         return st;
     /* a GPU's GEMMs timed in bursts, at a clock a step does not hold (exec/bench.h "Hot") */
-    if (gemm && !strcmp(b->backend, "cuda"))
+    if (gemm && !strcmp(b->backend, "cuda")) {
         pts->gemm_gpu_files++;
-    if (gemm && !strcmp(b->backend, "cuda") && !(b->hot_s > 0))
-        pts->gemm_burst_files++;
+        pts->gemm_burst_files += !(b->hot_s > 0);
+    }
     for (int i = 0; i < b->n_rows; i++) {
         const sc_bench_row *w = &b->rows[i];
         if (!(w->time_s >= MIN_TIME))
