@@ -80,6 +80,21 @@ static cJSON *report_json(const sc_calib_report *rep, const char *out, int writt
         cJSON_AddNumberToObject(k, "mape", rep->kern_mape);
         cJSON_AddNumberToObject(k, "mape_before", rep->kern_mape_before);
     }
+    if (rep->n_flash > 0) { /* fused attention by shape (scripts/bench_flash.py) */
+        cJSON *k = cJSON_AddObjectToObject(j, "flash_fit");
+        cJSON_AddNumberToObject(k, "n", rep->n_flash);
+        cJSON_AddStringToObject(k, "backend", rep->flash_backend);
+        cJSON_AddNumberToObject(k, "flash_fwd", rep->flash_fwd);
+        cJSON_AddNumberToObject(k, "flash_bwd", rep->flash_bwd);
+        cJSON_AddNumberToObject(k, "flash_s0", rep->flash_s0);
+        cJSON_AddNumberToObject(k, "flash_s0_full", rep->flash_s0_full);
+        cJSON_AddNumberToObject(k, "flash_s0_bwd", rep->flash_s0_bwd);
+        cJSON_AddNumberToObject(k, "flash_s0_full_bwd", rep->flash_s0_full_bwd);
+        cJSON_AddNumberToObject(k, "flash_full", rep->flash_full);
+        cJSON_AddNumberToObject(k, "flash_hd64", rep->flash_hd64);
+        cJSON_AddNumberToObject(k, "mape", rep->flash_mape);
+        cJSON_AddNumberToObject(k, "mape_before", rep->flash_mape_before);
+    }
     cJSON_AddNumberToObject(j, "overlap_points", rep->n_overlap);
     if (rep->n_overlap > 0)
         cJSON_AddNumberToObject(j, "overlap_slowdown", rep->overlap_slowdown);
@@ -169,6 +184,14 @@ static void report_text(const sc_calib_report *rep, const sc_cluster *base)
                rep->n_kern, rep->kern_sustained, rep->kern_sustained_se, rep->kern_kernel_s,
                rep->kern_kernel_se, rep->kern_memory_bw, rep->kern_memory_bw_se, rep->kern_r2,
                100 * rep->kern_mape, 100 * rep->kern_mape_before);
+    if (rep->n_flash > 0)
+        printf("\nfused attention (%d shapes, backend %s): forward %.3f and backward %.3f of "
+               "peak on long sequences, over s keys at s / (s + %.0f) and s / (s + %.0f) of "
+               "those (causal), %.3f x s / (s + %.0f) and s / (s + %.0f) without the mask, x "
+               "%.3f at head size 64; MAPE %.1f%% over every point (before %.1f%%)\n",
+               rep->n_flash, rep->flash_backend, rep->flash_fwd, rep->flash_bwd, rep->flash_s0,
+               rep->flash_s0_bwd, rep->flash_full, rep->flash_s0_full, rep->flash_s0_full_bwd,
+               rep->flash_hd64, 100 * rep->flash_mape, 100 * rep->flash_mape_before);
     if (rep->ops_fit & SC_CALIB_FIT_OVERHEAD ||
         (rep->n_gemm + rep->n_ops > 0 && !rep->ops_fit && !rep->n_kern))
         printf("\nper-op overhead %.3g ± %.2g s; HBM efficiency %.3f%s\n", rep->overhead_s,

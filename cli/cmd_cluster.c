@@ -125,6 +125,11 @@ static void show_text(const sc_cluster *c)
             printf("                  flash attention over s keys at s / (s + %.0f) of that "
                    "(causal), %.3g x s / (s + %.0f) without the mask\n",
                    g->flash_s0, g->flash_full > 0 ? g->flash_full : 1, g->flash_s0_full);
+        if (g->flash_s0_bwd > 0 || g->flash_s0_full_bwd > 0)
+            printf("                  its backward at s / (s + %.0f) (causal), s / (s + %.0f) "
+                   "without the mask\n",
+                   g->flash_s0_bwd > 0 ? g->flash_s0_bwd : g->flash_s0,
+                   g->flash_s0_full_bwd > 0 ? g->flash_s0_full_bwd : g->flash_s0_full);
         if (g->flash_hd64 > 0 && g->flash_hd64 != 1)
             printf("                  flash attention at head size 64 %.3g x that at 128, "
                    "linear in between\n",

@@ -141,6 +141,18 @@ typedef struct sc_calib_kernel {
     int file;
 } sc_calib_kernel;
 
+/* A fused attention kernel's measured rate at one shape
+ * (scripts/bench_flash.py, stagecraft.flash_bench/1): bh batch x heads of
+ * seq queries and keys of head_dim, causal or not; the forward's and the
+ * forward + backward's FLOP/s as the benchmark counts them (forward
+ * 4 bh s^2 d, half of it causal; backward 2.5 times the forward). */
+typedef struct sc_calib_flash {
+    int causal;
+    double bh, seq, head_dim;
+    double fwd_flops_s, fwd_bwd_flops_s;
+    int file;
+} sc_calib_flash;
+
 /* Its time per call under cl, as compare prices it: a pass of its bytes,
  * or the sum of its GEMMs (cost.h sc_cost_pass_time, sc_cost_gemm_time). */
 double sc_calib_kernel_time(const sc_cluster *cl, sc_dtype dt, const sc_calib_kernel *q);
@@ -365,6 +377,11 @@ typedef struct sc_calib_points {
     int n_kern;               /* kernels timed alone (the fit of "kernels timed alone") */
     int fit_kernels;          /* fit them (calibrate --kernels); else they are only counted */
     sc_calib_kernel *kern;
+    int n_flash;              /* fused attention timed by shape (fitted: efficiency.gemm.flash_*) */
+    sc_calib_flash *flash;
+    sc_dtype flash_dtype;
+    char flash_backend[32];   /* the backend fitted (a file's "flash" where it has several) */
+    char flash_unused[128];   /* the files' other backends, not fitted ("" none) */
     int gemm_gpu_files;       /* gemm benches run on a GPU (backend cuda) */
     int gemm_burst_files;     /* GPU gemm benches timed in bursts (bench gemm --hot 0, or
                                  before it existed): calibrate notes it */
@@ -417,6 +434,11 @@ typedef struct sc_calib_report {
     double kern_kernel_s, kern_kernel_se;     /* efficiency.gemm.kernel_s from them */
     double kern_memory_bw, kern_memory_bw_se; /* efficiency.memory_bw from them */
     double kern_r2, kern_mape, kern_mape_before;
+    int n_flash;                      /* fused attention points fitted (0: none) */
+    char flash_backend[32];
+    double flash_fwd, flash_bwd, flash_s0, flash_s0_full, flash_full, flash_hd64;
+    double flash_s0_bwd, flash_s0_full_bwd;
+    double flash_mape, flash_mape_before; /* the model over every point, fitted and before */
     int n_overlap;                    /* overlap points; 0: overlap_slowdown kept */
     double overlap_slowdown, overlap_se;
     int n_fits;

@@ -291,7 +291,7 @@ static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g,
     static const char *const keys[] = {"sms",      "eff_max",   "tile_m",    "tile_n", "k_half",
                                        "kernel_s", "flash_fwd", "flash_bwd", "sustained",
                                        "flash_s0", "flash_s0_full", "flash_full", "flash_hd64",
-                                       NULL};
+                                       "flash_s0_bwd", "flash_s0_full_bwd", NULL};
     const cJSON *o;
     const char *p = "efficiency.gemm";
     long sms = 0;
@@ -318,6 +318,10 @@ static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g,
         (st = sc_json_num(o, file, p, "flash_s0", 0, 0, MAX_FLASH_S0, &x.flash_s0, err)) ||
         (st = sc_json_num(o, file, p, "flash_s0_full", 0, 0, MAX_FLASH_S0, &x.flash_s0_full,
                           err)) ||
+        (st = sc_json_num(o, file, p, "flash_s0_bwd", 0, 0, MAX_FLASH_S0, &x.flash_s0_bwd,
+                          err)) ||
+        (st = sc_json_num(o, file, p, "flash_s0_full_bwd", 0, 0, MAX_FLASH_S0,
+                          &x.flash_s0_full_bwd, err)) ||
         (st = sc_json_num(o, file, p, "flash_full", 0, MIN_FRACTION, MAX_FLASH_FULL,
                           &x.flash_full, err)) ||
         (st = sc_json_num(o, file, p, "flash_hd64", 0, MIN_FRACTION, MAX_FLASH_FULL,
@@ -348,6 +352,10 @@ static sc_status check_gemm(const sc_cluster_gemm *g, const char *file, sc_error
         (st = range(file, "efficiency.gemm.flash_s0", g->flash_s0, 0, MAX_FLASH_S0, err)) ||
         (st = range(file, "efficiency.gemm.flash_s0_full", g->flash_s0_full, 0, MAX_FLASH_S0,
                     err)) ||
+        (st = range(file, "efficiency.gemm.flash_s0_bwd", g->flash_s0_bwd, 0, MAX_FLASH_S0,
+                    err)) ||
+        (st = range(file, "efficiency.gemm.flash_s0_full_bwd", g->flash_s0_full_bwd, 0,
+                    MAX_FLASH_S0, err)) ||
         (g->flash_full != 0 && (st = range(file, "efficiency.gemm.flash_full", g->flash_full,
                                            MIN_FRACTION, MAX_FLASH_FULL, err))) ||
         (g->flash_hd64 != 0 && (st = range(file, "efficiency.gemm.flash_hd64", g->flash_hd64,
@@ -375,6 +383,10 @@ static void add_gemm(cJSON *e, const sc_cluster_gemm *g, int *oom)
         sc_jadd_num(o, "flash_s0", g->flash_s0, oom);
     if (g->flash_s0_full > 0)
         sc_jadd_num(o, "flash_s0_full", g->flash_s0_full, oom);
+    if (g->flash_s0_bwd > 0)
+        sc_jadd_num(o, "flash_s0_bwd", g->flash_s0_bwd, oom);
+    if (g->flash_s0_full_bwd > 0)
+        sc_jadd_num(o, "flash_s0_full_bwd", g->flash_s0_full_bwd, oom);
     if (g->flash_full > 0 && g->flash_full != 1)
         sc_jadd_num(o, "flash_full", g->flash_full, oom);
     if (g->flash_hd64 > 0 && g->flash_hd64 != 1)
@@ -388,6 +400,7 @@ static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
            a->flash_fwd == b->flash_fwd && a->flash_bwd == b->flash_bwd &&
            (a->sustained > 0 ? a->sustained : 1) == (b->sustained > 0 ? b->sustained : 1) &&
            a->flash_s0 == b->flash_s0 && a->flash_s0_full == b->flash_s0_full &&
+           a->flash_s0_bwd == b->flash_s0_bwd && a->flash_s0_full_bwd == b->flash_s0_full_bwd &&
            (a->flash_full > 0 ? a->flash_full : 1) == (b->flash_full > 0 ? b->flash_full : 1) &&
            (a->flash_hd64 > 0 ? a->flash_hd64 : 1) == (b->flash_hd64 > 0 ? b->flash_hd64 : 1);
 }

@@ -55,7 +55,8 @@
  *                    gemm (optional: the kernel-level compute model, see
  *                          sc_cluster_gemm): { sms, eff_max, tile_m, tile_n, k_half,
  *                          kernel_s, flash_fwd, flash_bwd, sustained,
- *                          flash_s0, flash_s0_full, flash_full, flash_hd64
+ *                          flash_s0, flash_s0_full, flash_full, flash_hd64,
+ *                          flash_s0_bwd, flash_s0_full_bwd
  *                          (optional) },
  *                    fits (optional, written by calibrate): { date,
  *                      inputs: [ { file, digest } ],
@@ -163,10 +164,13 @@ typedef struct sc_cluster_gemm {
     /* Fused attention on short sequences: over s keys a causal kernel runs
      * at s / (s + flash_s0) of flash_fwd|flash_bwd, one without the mask at
      * flash_full times those, by s / (s + flash_s0_full) (0: no fall;
-     * flash_full 0 read as 1). flash_hd64: the rate at head size 64 over
-     * that at 128 (where the rates were measured), linear in between, 1 from
-     * 128 up (0 read as 1). Optional in files. */
+     * flash_full 0 read as 1). flash_s0_bwd, flash_s0_full_bwd: the
+     * backward's own falls, where it falls later than the forward (0: the
+     * forward's). flash_hd64: the rate at head size 64 over that at 128
+     * (where the rates were measured), linear in between, 1 from 128 up (0
+     * read as 1). Optional in files. */
     double flash_s0, flash_s0_full, flash_full, flash_hd64;
+    double flash_s0_bwd, flash_s0_full_bwd;
     double sustained;        /* (0, 1]; 0 read as 1 */
     /* Not in any file: set by compare and calibrate for a step the executor
      * measured (sc_timeline_flash_gemms), which ran each fused attention

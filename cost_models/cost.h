@@ -351,6 +351,16 @@ typedef struct sc_mem {
  *     fp32 training drops the copy (36 B). */
 double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params);
 
+/* The kernels that optimizer step runs, as sc_cost_optimizer_time prices
+ * them: their number (at most SC_OPT_KERNELS) and each one's bytes read plus
+ * written, in bytes[] (kernel-level clusters: clipping's norm, fused Adam,
+ * the master copy where the weights are 16-bit, zeroing the gradients; a
+ * whole-leaf cluster: one pass reading and writing every state byte). The
+ * executor runs them, so its measured optimizer is this list's. */
+#define SC_OPT_KERNELS 4
+int sc_cost_optimizer_kernels(const sc_cluster *c, sc_dtype dt, double params,
+                              double bytes[SC_OPT_KERNELS]);
+
 /* PyTorch FSDP's work on one stage's gradients per backward of a microbatch
  * (FULL_SHARD or SHARD_GRAD_OP, ZeRO 3 or 2; PyTorch 2.0's
  * torch/distributed/fsdp/_runtime_utils.py and flat_param.py), memory-bound

@@ -183,12 +183,16 @@ static double mem_compute(const sc_cluster *c, const sc_kernel *k, const sc_comp
 }
 
 /* A fused attention kernel's rate over N keys of head size K relative to
- * flash_fwd|bwd: N / (N + s0), s0 the causal or the unmasked one, times
+ * flash_fwd|bwd: N / (N + s0), s0 the causal or the unmasked one (the
+ * backward's own where set: flash_s0_bwd, flash_s0_full_bwd), times
  * flash_full without the mask, times flash_hd64 at K <= 64, linear up to
  * 1 at K = 128 (cluster.h; fitted in scripts/fit_flash.py). */
-static double flash_shape(const sc_cluster_gemm *g, double N, double K, int causal)
+static double flash_shape(const sc_cluster_gemm *g, double N, double K, int causal, int bwd)
 {
     double s0 = causal ? g->flash_s0 : g->flash_s0_full;
+    double s0b = causal ? g->flash_s0_bwd : g->flash_s0_full_bwd;
+    if (bwd && s0b > 0) /* the backward's own fall */
+        s0 = s0b;
     double full = !causal && g->flash_full > 0 ? g->flash_full : 1;
     double w = K >= 128 ? 0 : K <= 64 ? 1 : (128 - K) / 64;
     double head = g->flash_hd64 > 0 ? 1 + (g->flash_hd64 - 1) * w : 1;
@@ -217,10 +221,11 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
         double pairs = k->causal ? (N >= M ? M * N - M * M / 2 : M * N / 2) : M * N;
         double f = 4 * B * pairs * K;
         double io = d * B * (2 * M * K + 2 * N * K);
-        double peak = c->gpu.peak_flops[dt] * sustained(c) * flash_shape(g, N, K, k->causal);
+        double peak = c->gpu.peak_flops[dt] * sustained(c);
         if (!bwd)
-            return roof(c, f / (peak * g->flash_fwd), io);
-        return roof(c, bf * 2.5 * f / (peak * g->flash_bwd), 2 * io);
+            return roof(c, f / (peak * flash_shape(g, N, K, k->causal, 0) * g->flash_fwd), io);
+        return roof(c, bf * 2.5 * f / (peak * flash_shape(g, N, K, k->causal, 1) * g->flash_bwd),
+                    2 * io);
     }
     default: return 0;
     }

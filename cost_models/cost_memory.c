@@ -207,15 +207,43 @@ sc_fsdp_cost sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params
     return x;
 }
 
-double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params)
+/* Bytes per parameter of each kernel; their count */
+static int optimizer_per_param(const sc_cluster *c, sc_dtype dt, double per[SC_OPT_KERNELS])
 {
     double w, g, o;
     sc_cost_state_bytes(dt, &w, &g, &o);
+    if (c->eff.gemm.sms <= 0) {
+        per[0] = 2 * (w + g + o);
+        return 1;
+    }
+    int n = 0;
+    per[n++] = 4;  /* the L2 norm of the fp32 main gradients */
+    per[n++] = 28; /* fused Adam: read g, w, m, v; write w, m, v */
+    if (w < 4)
+        per[n++] = 6; /* master weights to the 16-bit copy */
+    per[n++] = 4;     /* zero the gradient buffer */
+    return n;
+}
+
+int sc_cost_optimizer_kernels(const sc_cluster *c, sc_dtype dt, double params,
+                              double bytes[SC_OPT_KERNELS])
+{
     if (params <= 0)
         return 0;
-    if (c->eff.gemm.sms > 0) { /* clip norm, fused Adam, master copy, zero grads */
-        double per = 4 + 28 + (w < 4 ? 6 : 0) + 4;
-        return 4 * c->eff.gemm.kernel_s + hbm_s(c, params * per);
-    }
-    return c->eff.op_overhead_s + hbm_s(c, 2 * params * (w + g + o));
+    int n = optimizer_per_param(c, dt, bytes);
+    for (int i = 0; i < n; i++)
+        bytes[i] *= params;
+    return n;
+}
+
+double sc_cost_optimizer_time(const sc_cluster *c, sc_dtype dt, double params)
+{
+    double per[SC_OPT_KERNELS], sum = 0;
+    if (params <= 0)
+        return 0;
+    int n = optimizer_per_param(c, dt, per);
+    for (int i = 0; i < n; i++)
+        sum += per[i];
+    return (c->eff.gemm.sms > 0 ? n * c->eff.gemm.kernel_s : c->eff.op_overhead_s) +
+           hbm_s(c, params * sum);
 }

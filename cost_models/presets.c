@@ -63,7 +63,8 @@
  *     their fall at short sequences (flash_s0): each GPU's newest kernel,
  *     FlashAttention-2 on A100 (Dao 2023's measured rates by sequence
  *     length, fitted in scripts/fit_flash.py: 0.741/0.582, s0 484 tokens) and
- *     FlashAttention-3 on H100/H200 (0.60/0.45, no fall: see flash_rates at
+ *     FlashAttention-3 on H100/H200 (Shah et al. 2024's forward rates by
+ *     sequence, fitted likewise: 0.662/0.496, s0 604; see flash_rates at
  *     the end of this file, where sc_cluster_flash_kernel switches a cluster
  *     to another generation's published rates: FA1, FA2 on Hopper, Triton).
  *   kernel_s 2 us per kernel (assumed: back-to-back launches from a host that
@@ -525,10 +526,8 @@ struct flash_rate {
  * wgmma or TMA). Its level is Shah et al. 2024 (FlashAttention-3), Figs. 5
  * and 6, BF16, head size 128, sequence 2k, causal: 298 TFLOP/s forward and
  * 291 backward, a newer FA2 than the figure above (265 forward + backward
- * there), taken as the rate at s = 2048 of the fitted fall (s0 532). FA3
- * (Shah et al. 2024: BF16 forward up to ~740 TFLOP/s, backward ~1.5-1.75x
- * FA2's; taken at head size 128, sequence 2-8k, below the peak figures) has
- * no published rates by sequence here: no fall (an assumption). FlashAttention
+ * there), taken as the rate at s = 2048 of the fitted fall (s0 532). FA3:
+ * below. FlashAttention
  * in Triton was not measured on H100: the A100's Triton : FA2 ratio (80.4 :
  * 193.5) times FA2's H100 rate of the same figure (333.4), with the A100's
  * fall (an assumption: both emit Ampere's instructions there). The H200 has
@@ -540,7 +539,14 @@ struct flash_rate {
 #define FA1_HOPPER FROM_FWD_BWD(132.0, 989.4, FA2_SPLIT), 206, 42, 134.8 / 132.0, 1.136
 #define TRITON_HOPPER                                                                      \
     FROM_FWD_BWD(333.4 * 80.4 / 193.5, 989.4, TRITON_SPLIT), 320, 120, 95.7 / 80.4, 1.087
-#define FA3_HOPPER 0.60, 0.45, 0, 0, 1, 1
+/* FA3: Shah et al. 2024, Fig. 5 (assets/flash3_fp16_fwd.png at 7ef24848,
+ * scripts/fit_flash.py), forward, head size 128: R 654.8 TFLOP/s causal, s0
+ * 604, unmasked 1.022 times that with s0 210 (FP16 bars, BF16 taken the
+ * same). No backward by sequence was published with it: the backward keeps
+ * the 0.45 : 0.60 of the forward the flat preset had (Shah et al.: 1.5-1.75x
+ * FA2's backward) and the forward's fall. Head size 64 not measured: 1. */
+#define FA3_FWD (654.8 / 989.4)
+#define FA3_HOPPER FA3_FWD, FA3_FWD * 0.45 / 0.60, 604, 210, 1.022, 1
 
 #define FA_FIG "Dao 2023, Fig. 4, by sequence"
 static const flash_rate flash_rates[] = {
@@ -549,12 +555,12 @@ static const flash_rate flash_rates[] = {
     {"A100", "triton", TRITON_A100, "FlashAttention in Triton (" FA_FIG ")"},
     {"H100", "fa2", FA2_HOPPER, "FA2 on H100 (Shah et al. 2024, Figs. 5-6; " FA_FIG ")"},
     {"H100", "fa1", FA1_HOPPER, "FA1 on H100 (" FA_FIG ")"},
-    {"H100", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
+    {"H100", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024, Fig. 5, by sequence)"},
     {"H100", "triton", TRITON_HOPPER,
      "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")"},
     {"H200", "fa2", FA2_HOPPER, "FA2 on H100, assumed (Shah et al. 2024; " FA_FIG ")"},
     {"H200", "fa1", FA1_HOPPER, "FA1 on H100, assumed (" FA_FIG ")"},
-    {"H200", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024)"},
+    {"H200", "fa3", FA3_HOPPER, "FA3 on H100, assumed (Shah et al. 2024, Fig. 5, by sequence)"},
     {"H200", "triton", TRITON_HOPPER,
      "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")"},
 };

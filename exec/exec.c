@@ -651,8 +651,8 @@ static sc_status do_compute(sc_exec *x, const sc_action *a, sc_error *err)
     return st;
 }
 
-/* The optimizer: waits for the reductions it depends on, then one
- * memory-bound pass over the rank's states. */
+/* The optimizer: waits for the reductions it depends on, then its
+ * memory-bound kernels over the rank's states. */
 static sc_status do_optimizer(sc_exec *x, const sc_action *a, sc_error *err)
 {
     const sc_backend *be = x->be;
@@ -670,8 +670,18 @@ static sc_status do_optimizer(sc_exec *x, const sc_action *a, sc_error *err)
     if (ri < 0)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
     sc_status st = ev_pair(x, ri, 0, err);
-    if (!st && a->bytes >= 4)
-        st = be->memop(x->bk, x->opt, x->opt, (size_t)a->bytes, err);
+    /* the kernels the cost model prices (sc_cost_optimizer_kernels), each
+     * an in-place pass over half its traffic: read and written, the same
+     * bytes cross HBM as the kernel's reads and writes (a.bytes, the
+     * rank's states, sizes the buffer; no kernel moves twice that) */
+    double w, g, o, kb[SC_OPT_KERNELS];
+    sc_cost_state_bytes(x->model->dtype, &w, &g, &o);
+    int n = sc_cost_optimizer_kernels(&x->cluster, x->model->dtype, a->bytes / (w + g + o), kb);
+    for (int i = 0; i < n && !st; i++) {
+        double half = kb[i] / 2 < a->bytes ? kb[i] / 2 : a->bytes;
+        if (half >= 4)
+            st = be->memop(x->bk, x->opt, x->opt, (size_t)half, err);
+    }
     if (!st)
         st = ev_pair(x, ri, 1, err);
     return st;

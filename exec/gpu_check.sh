@@ -8,7 +8,8 @@
 # with the calibrated cluster; three more layouts against the preset; then
 # calibrate from the sweep and two measured layouts and predict the two
 # held out; last, two layouts once more on random and on zero operands
-# under nvidia-smi (the SM clock and power each held). Writes bench_gemm.json, plan.json,
+# under nvidia-smi (the SM clock and power each held); and PyTorch's fused
+# attention kernels by sequence length where python3 has PyTorch. Writes bench_gemm.json, plan.json,
 # sim_timeline.json, measured.json, calibrated.json, calibrate.txt and
 # compare_{preset,calibrated}.{txt,json} into $OUT (or the directory given
 # as $1, default ./gpu_check_out).
@@ -352,6 +353,38 @@ if command -v nvidia-smi >/dev/null 2>&1; then
     done
 else
     note "no nvidia-smi: skipping the clock and operands check"
+fi
+# 8. fused attention on this GPU: PyTorch's flash (FA2), cuDNN and, where it
+#    can be activated, FA3 kernels on the grid the presets' published rates
+#    were fitted on (scripts/bench_flash.py), then fitted as they were
+#    (scripts/fit_flash.py --measured): the executor runs a fused kernel as
+#    its two GEMMs, so this is what checks the flash presets on a GPU
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    timeout 240 python3 scripts/bench_flash.py -o "$out/flash_bench.json" > "$out/flash_bench.txt" 2>&1
+    rc=$?
+    tail -3 "$out/flash_bench.txt"
+    if [ $rc -eq 0 ] && [ -s "$out/flash_bench.json" ]; then
+        python3 scripts/fit_flash.py --measured "$out/flash_bench.json" > "$out/flash_fit.txt" 2>&1
+        note "fused attention (PyTorch, forward + backward, causal, head 128): $(awk '$2 == "fwd+bwd" && $3 == "R" {printf "%s%s R %s s0 %s hd64 %s", sep, $1, $4, $6, $12; sep="; "}' "$out/flash_fit.txt"); published FA2 on H100 R 333.4 s0 532 hd64 0.873 (flash_fit.txt)"
+    else
+        note "fused attention bench failed with status $rc: $(tail -1 "$out/flash_bench.txt")"
+    fi
+else
+    note "fused attention bench: skipped (no python3 with PyTorch and a CUDA GPU)"
+fi
+# 9. the optimizer step as PyTorch runs it (fused AdamW, the gradients' norm,
+#    the master-to-bf16 copy, zeroing), kernel by kernel, over gpt-1.3b's
+#    tensors: the rate the cost model's byte count implies, against the
+#    preset's memory_bw (scripts/bench_optimizer.py)
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    timeout 120 python3 scripts/bench_optimizer.py -o "$out/optimizer_bench.json" \
+        > "$out/optimizer_bench.txt" 2>&1
+    rc=$?
+    cat "$out/optimizer_bench.txt"
+    [ $rc -eq 0 ] && note "optimizer (PyTorch, gpt-1.3b's tensors): $(grep -E '^(clip|adam|copy|zero|all) ' "$out/optimizer_bench.txt" | awk '{printf "%s%s %s ms %s of HBM", sep, $1, $2, $8; sep=", "}')" \
+        || note "optimizer bench failed with status $rc: $(tail -1 "$out/optimizer_bench.txt")"
+else
+    note "optimizer bench: skipped (no python3 with PyTorch and a CUDA GPU)"
 fi
 say "results in $out"
 finish $failed

@@ -40,6 +40,7 @@ typedef struct reader {
     const sc_cluster *base;
     sc_calib_points pts;
     int cap_kern, cap_gemm, cap_ops, cap_plans, cap_link, cap_host, cap_open, cap_overlap, cap_msg;
+    int cap_flash;
     opened *open; /* pts.n_plans of them */
     sc_provenance prov;    /* the first input's that records one */
     char prov_file[512];   /* and its name */
@@ -78,6 +79,7 @@ static void reader_free(reader *x)
     sc_free(x->open);
     sc_free(x->pts.gemm);
     sc_free(x->pts.kern);
+    sc_free(x->pts.flash);
     sc_free(x->pts.ops);
     sc_free(x->pts.plans);
     sc_free(x->pts.link);
@@ -200,41 +202,185 @@ static sc_status read_bench(reader *x, const cJSON *j, const char *file, sc_erro
     return st;
 }
 
+/* ---- fused attention by shape (scripts/bench_flash.py) ----------------------- */
+
+#define SC_FLASH_BENCH_FORMAT "stagecraft.flash_bench/1"
+
+/* The backend a file's points are fitted from: the one the inputs already
+ * fitted, else "flash" (PyTorch's FlashAttention-2) where the file has
+ * several, else its only one; the others are named in pts.flash_unused. */
+static sc_status flash_backend(reader *x, const cJSON *res, const char *file, sc_error *err)
+{
+    char seen[8][32];
+    int ns = 0, has_flash = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, res)
+    {
+        const char *b = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "backend"));
+        if (!b)
+            continue; /* the point's own check names it */
+        int k = 0;
+        while (k < ns && strcmp(seen[k], b))
+            k++;
+        if (k == ns && ns < 8)
+            snprintf(seen[ns++], sizeof seen[0], "%.31s", b);
+        has_flash |= !strcmp(b, "flash");
+    }
+    char *pick = x->pts.flash_backend;
+    if (!pick[0] && ns > 0)
+        snprintf(pick, sizeof x->pts.flash_backend, "%s", has_flash ? "flash" : seen[0]);
+    int found = 0;
+    for (int k = 0; k < ns; k++) {
+        if (!strcmp(seen[k], pick)) {
+            found = 1;
+            continue;
+        }
+        size_t len = strlen(x->pts.flash_unused);
+        if (!strstr(x->pts.flash_unused, seen[k]))
+            snprintf(x->pts.flash_unused + len, sizeof x->pts.flash_unused - len, "%s%s",
+                     len ? ", " : "", seen[k]);
+    }
+    if (!found)
+        return sc_err(err, SC_EINVAL,
+                      "%s: results: no point of backend \"%s\", which the other inputs fit "
+                      "(calibrate one fused attention kernel at a time)",
+                      file, pick[0] ? pick : "?");
+    return SC_OK;
+}
+
+static sc_status read_flash_bench(reader *x, const cJSON *j, const char *file, sc_error *err)
+{
+    static const char *const top[] = {"format", "device", "sms",   "torch", "cuda",
+                                      "cudnn",  "dtype",  "tokens", "dim",  "iters",
+                                      "flops",  "results", "skipped", NULL};
+    static const char *const keys[] = {"backend", "mask",   "head_dim",  "seq",
+                                       "batch",   "heads",  "fwd_s",     "fwd_min_s",
+                                       "fwd_bwd_s", "fwd_bwd_min_s", "fwd_tflops",
+                                       "fwd_bwd_tflops", NULL};
+    const cJSON *res;
+    const char *dts, *dev = NULL;
+    sc_status st = sc_json_keys(j, file, "", top, err);
+    if (!st)
+        st = sc_json_str(j, file, "", "dtype", 1, 16, &dts, err);
+    if (!st)
+        st = sc_json_str(j, file, "", "device", 0, 256, &dev, err);
+    if (!st)
+        st = sc_json_arr(j, file, "", "results", 1, &res, err);
+    if (st)
+        return st;
+    sc_dtype dt = strcmp(dts, "bf16") == 0 ? SC_BF16 : strcmp(dts, "fp16") == 0 ? SC_FP16
+                                                                                : (sc_dtype)-1;
+    if ((int)dt < 0)
+        return sc_err(err, SC_EINVAL, "%s: dtype: \"%s\" (a fused attention bench runs bf16 "
+                      "or fp16)", file, dts);
+    if (x->pts.n_flash > 0 && x->pts.flash_dtype != dt)
+        return sc_err(err, SC_EINVAL, "%s: dtype: %s, other fused attention inputs %s", file,
+                      dts, sc_dtype_name(x->pts.flash_dtype));
+    if (!(x->base->gpu.peak_flops[dt] > 0))
+        return sc_err(err, SC_EINVAL, "%s: dtype: %s has no %s peak to calibrate against", file,
+                      x->base->name, dts);
+    if (dev && !sc_calib_device_matches(x->base, dev))
+        return sc_err(err, SC_EINVAL, "%s: device: \"%s\" is not %s's GPU (%s)", file, dev,
+                      x->base->name, x->base->gpu.name);
+    x->pts.flash_dtype = dt;
+    if (cJSON_GetArraySize(res) == 0)
+        return sc_err(err, SC_EINVAL, "%s: results: empty", file);
+    if ((st = flash_backend(x, res, file, err)))
+        return st;
+    int i = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, res)
+    {
+        char path[48];
+        snprintf(path, sizeof path, "results[%d]", i++);
+        const char *b, *mask;
+        long hd, seq, batch, heads;
+        double f, fb;
+        if (!cJSON_IsObject(r))
+            return sc_err(err, SC_EINVAL, "%s: %s: not an object", file, path);
+        if ((st = sc_json_keys(r, file, path, keys, err)) ||
+            (st = sc_json_str(r, file, path, "backend", 1, 31, &b, err)) ||
+            (st = sc_json_str(r, file, path, "mask", 1, 16, &mask, err)) ||
+            (st = sc_json_int(r, file, path, "head_dim", 1, 1, 1024, &hd, err)) ||
+            (st = sc_json_int(r, file, path, "seq", 1, 1, 1L << 24, &seq, err)) ||
+            (st = sc_json_int(r, file, path, "batch", 1, 1, 1L << 24, &batch, err)) ||
+            (st = sc_json_int(r, file, path, "heads", 1, 1, 1L << 16, &heads, err)) ||
+            (st = sc_json_num(r, file, path, "fwd_tflops", 1, 1e-6, 1e5, &f, err)) ||
+            (st = sc_json_num(r, file, path, "fwd_bwd_tflops", 1, 1e-6, 1e5, &fb, err)))
+            return st;
+        int causal = !strcmp(mask, "causal");
+        if (!causal && strcmp(mask, "full"))
+            return sc_err(err, SC_EINVAL, "%s: %s.mask: \"%s\" (causal or full)", file, path,
+                          mask);
+        /* forward + backward runs 3.5 forwards' FLOPs: faster than 3.5 times
+         * the forward's rate would leave the backward no time */
+        if (!(fb < 3.5 * f))
+            return sc_err(err, SC_EINVAL, "%s: %s.fwd_bwd_tflops: %g is not below 3.5 x "
+                          "fwd_tflops (%g): the backward would take no time", file, path, fb, f);
+        if (strcmp(b, x->pts.flash_backend))
+            continue;
+        sc_calib_flash *q = room(x->pts.flash, x->pts.n_flash, &x->cap_flash, sizeof *q);
+        if (!q)
+            return nomem(file, err);
+        x->pts.flash = q;
+        q[x->pts.n_flash++] = (sc_calib_flash){causal, (double)batch * heads, (double)seq,
+                                               (double)hd, 1e12 * f, 1e12 * fb, x->file};
+    }
+    return SC_OK;
+}
+
 /* ---- measured timelines --------------------------------------------------------- */
 
-/* The plan a timeline names: as written, else beside the timeline; with its
- * model and cluster. On failure whatever was opened is freed. */
+/* The plan a timeline names: as written, else beside the timeline (also
+ * where a file of that name is there but is another plan: a results folder
+ * copied from the machine that made it, /tmp/x/plan.json, next to one left
+ * on this machine); with its model and cluster. On failure whatever was
+ * opened is freed. */
 static sc_status open_plan(const char *tl_file, const sc_timeline *t, opened *o,
                            sc_cluster *pc, sc_error *err)
 {
-    char path[1200];
-    snprintf(path, sizeof path, "%s", t->plan_file);
-    struct stat sb;
-    /* a FIFO would block the open; "-" would read standard input */
-    if (!strcmp(path, "-") || (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)))
-        return sc_err(err, SC_EINVAL, "%s: plan.file: %s is not a regular file", tl_file,
-                      t->plan_file);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        const char *slash = strrchr(tl_file, '/');
-        if (slash)
-            snprintf(path, sizeof path, "%.*s/%s", (int)(slash - tl_file), tl_file,
-                     sc_basename(t->plan_file));
-        if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    char cand[2][4096];
+    const char *path = NULL;
+    int nc = 0;
+    snprintf(cand[nc++], sizeof cand[0], "%s", t->plan_file);
+    const char *slash = strrchr(tl_file, '/');
+    if (slash)
+        snprintf(cand[nc++], sizeof cand[0], "%.*s/%s", (int)(slash - tl_file), tl_file,
+                 sc_basename(t->plan_file));
+    else
+        snprintf(cand[nc++], sizeof cand[0], "%s", sc_basename(t->plan_file));
+    sc_status st = SC_OK;
+    int found = 0;
+    for (int i = 0; i < nc && !found; i++) {
+        struct stat sb;
+        /* a FIFO would block the open; "-" would read standard input */
+        if (!strcmp(cand[i], "-") || (stat(cand[i], &sb) == 0 && !S_ISREG(sb.st_mode)))
             return sc_err(err, SC_EINVAL, "%s: plan.file: %s is not a regular file", tl_file,
-                          path);
-        f = fopen(path, "r");
+                          cand[i]);
+        FILE *f = fopen(cand[i], "r");
+        if (!f)
+            continue;
+        fclose(f);
+        char dg[17];
+        sc_error e2 = {0};
+        sc_status s2 = sc_plan_file_digest(cand[i], dg, &e2);
+        if (!s2 && strcmp(dg, t->plan_digest))
+            s2 = sc_err(&e2, SC_EINVAL, "%s: plan.digest: %s has changed since it was run",
+                        tl_file, cand[i]);
+        if (!s2) {
+            path = cand[i];
+            found = 1;
+        } else if (!st) { /* the first candidate's refusal is the one reported */
+            st = s2;
+            if (err)
+                *err = e2;
+        }
     }
-    if (!f)
+    if (!found && !st)
         return sc_err(err, SC_EIO, "%s: plan.file: cannot open %s", tl_file, t->plan_file);
-    fclose(f);
-    char dg[17];
-    sc_status st = sc_plan_file_digest(path, dg, err);
-    if (!st && strcmp(dg, t->plan_digest))
-        st = sc_err(err, SC_EINVAL, "%s: plan.digest: %s has changed since it was run", tl_file,
-                    path);
-    if (!st)
-        st = sc_plan_load(path, &o->plan, err);
+    if (!found)
+        return st;
+    st = sc_plan_load(path, &o->plan, err);
     if (!st)
         st = sc_plan_open(o->plan, path, &o->model, pc, err);
     if (st) {
@@ -915,10 +1061,13 @@ sc_status sc_calibrate(const sc_cluster *base, const char *const *files, int nfi
             st = read_bench(&x, j, files[i], err);
         else if (!strcmp(fs, SC_TIMELINE_FORMAT))
             st = read_timeline(&x, j, files[i], err);
+        else if (!strcmp(fs, SC_FLASH_BENCH_FORMAT))
+            st = read_flash_bench(&x, j, files[i], err);
         else
             st = sc_err(err, SC_EINVAL,
-                        "%s: format: \"%.64s\" is neither a bench (stagecraft.bench/1) nor a "
-                        "measured timeline (stagecraft.timeline/1)",
+                        "%s: format: \"%.64s\" is not a bench (stagecraft.bench/1), a "
+                        "measured timeline (stagecraft.timeline/1) or a fused attention bench "
+                        "(stagecraft.flash_bench/1)",
                         files[i], fs);
         if (!st) {
             snprintf(in.input[i], sizeof in.input[i], "%s", sc_basename(files[i]));

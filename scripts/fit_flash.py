@@ -29,9 +29,17 @@ printed last: its fall (s0 ~600 causal) is fitted here but not yet in the
 H100/H200 presets, whose FA3 rates stay flat (docs/accuracy.md, "Fused
 attention by sequence length", says why).
 
-Usage: python3 scripts/fit_flash.py   (prints each fit and its residuals)
+Measured on your GPU: `--measured FILE` fits a stagecraft.flash_bench/1 file
+(scripts/bench_flash.py: PyTorch's fused attention backends on the same
+grid) the same way, each backend's forward + backward and forward rates, and
+prints them beside the published fits the presets take.
+
+Usage: python3 scripts/fit_flash.py [--measured FILE]
+       (prints each fit and its residuals)
 """
+import json
 import math
+import sys
 
 SEQ = [512, 1024, 2048, 4096, 8192, 16384]
 
@@ -72,11 +80,11 @@ FWD = {
 }
 
 
-def fit(y):
+def fit(y, seqs=SEQ):
     """(R, s0, rms, max) of R * s / (s + s0) against y, relative errors."""
     best = None
     for s0 in range(0, 4000, 2):
-        f = [s / (s + s0) for s in SEQ]
+        f = [s / (s + s0) for s in seqs]
         num = sum(fi / yi for fi, yi in zip(f, y))
         den = sum((fi / yi) ** 2 for fi, yi in zip(f, y))
         r = num / den
@@ -85,10 +93,73 @@ def fit(y):
         if best is None or sse < best[0]:
             best = (sse, r, s0, max(abs(x) for x in e))
     sse, r, s0, mx = best
-    return r, s0, math.sqrt(sse / len(SEQ)), mx
+    return r, s0, math.sqrt(sse / len(seqs)), mx
+
+
+def measured(path):
+    """Fits a stagecraft.flash_bench/1 file: per backend, mask and head size."""
+    try:
+        with open(path) as f:
+            b = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit("fit_flash.py: %s: %s" % (path, e))
+    if not isinstance(b, dict) or b.get("format") != "stagecraft.flash_bench/1":
+        sys.exit("fit_flash.py: %s: format: not a stagecraft.flash_bench/1 file" % path)
+    series = {}
+    for i, r in enumerate(b.get("results", [])):
+        try:
+            key = (r["backend"], r["mask"], int(r["head_dim"]))
+            point = (int(r["seq"]), float(r["fwd_bwd_tflops"]), float(r["fwd_tflops"]))
+        except (KeyError, TypeError, ValueError):
+            sys.exit("fit_flash.py: %s: results[%d]: needs backend, mask, head_dim, seq, "
+                     "fwd_tflops and fwd_bwd_tflops" % (path, i))
+        if point[0] <= 0 or point[1] <= 0 or point[2] <= 0:
+            sys.exit("fit_flash.py: %s: results[%d]: seq and rates must be positive" % (path, i))
+        series.setdefault(key, []).append(point)
+    print("measured on %s (torch %s, cuDNN %s), %s tokens, hidden %s:"
+          % (b.get("device", "?"), b.get("torch", "?"), b.get("cudnn", "?"),
+             b.get("tokens", "?"), b.get("dim", "?")))
+    print("backend   mask    head pass       R TFLOP/s     s0   rms    max  points")
+    fits = {}
+    for key in sorted(series):
+        pts = sorted(series[key])
+        if len(pts) < 3:
+            continue
+        seqs = [p[0] for p in pts]
+        for col, what in ((1, "fwd+bwd"), (2, "fwd")):
+            r, s0, rms, mx = fit([p[col] for p in pts], seqs)
+            fits[key + (what,)] = (r, s0)
+            print("%-9s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%  %d"
+                  % (key + (what, r, s0, 100 * rms, 100 * mx, len(seqs))))
+    print()
+    print("as the presets take them (head size 128): R causal, s0 causal, s0 full,")
+    print("full/causal R; hd64: head size 64 over 128 at s = 2048, causal")
+    for backend in sorted({k[0] for k in fits}):
+        for what in ("fwd+bwd", "fwd"):
+            need = [(backend, m, h, what) for m, h in (("causal", 128), ("full", 128))]
+            if not all(k in fits for k in need):
+                continue
+            rc, s0c = fits[need[0]]
+            rf, s0f = fits[need[1]]
+            line = "%-9s %-7s R %.1f  s0 %d  s0_full %d  full %.3f" % (
+                backend, what, rc, s0c, s0f, rf / rc)
+            if (backend, "causal", 64, what) in fits:
+                r64, s064 = fits[(backend, "causal", 64, what)]
+                line += "  hd64 %.3f" % ((r64 * 2048 / (2048 + s064)) / (rc * 2048 / (2048 + s0c)))
+            print(line)
+    return fits
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--measured":
+        measured(sys.argv[2])
+        print()
+        print("published (the presets' fits):")
+    elif len(sys.argv) > 1:
+        sys.exit("fit_flash.py: usage: fit_flash.py [--measured FILE]")
     fits = {}
     print("gpu   mask    head kernel      R TFLOP/s     s0   rms    max")
     for (gpu, mask, head), series in DATA.items():

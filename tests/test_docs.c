@@ -390,6 +390,16 @@ TEST(docs_formats_cluster)
         else
             walk_file(path, NULL, &keys, NULL);
     }
+    /* what calibrate fits from a fused attention bench: the backward's falls */
+    {
+        sc_cluster h;
+        REQUIRE(sc_cluster_preset_get("h200-sxm-1", &h, &err) == SC_OK);
+        h.eff.gemm.flash_s0_bwd = 1150;
+        h.eff.gemm.flash_s0_full_bwd = 530;
+        snprintf(path, sizeof path, "%s/h200-flash.json", sc_test_tmpdir());
+        REQUIRE(sc_cluster_save(&h, path, &err) == SC_OK);
+        walk_file(path, NULL, &keys, NULL);
+    }
     /* what calibration adds: the message share, host time and size factors of
      * each link class, a backward factor, and every fit's statistics (the kernel-level
      * GEMM model's and the overlap slowdown's among them) */

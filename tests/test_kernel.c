@@ -162,6 +162,17 @@ TEST(kernel_flash_attention)
     CHECK_NEAR(sc_cost_kernel_time(&flat, &fa, &cc, 0), ks + f / (peak * g->flash_fwd), 1e-15);
     CHECK_NEAR(sc_cost_kernel_time(&flat, &fc, &cc, 1),
                ks + 2.5 * f / 2 / (peak * g->flash_bwd), 1e-15);
+    /* the backward's own falls, where set: the forward keeps its */
+    sc_cluster late = c;
+    late.eff.gemm.flash_s0_bwd = 1200;
+    late.eff.gemm.flash_s0_full_bwd = 500;
+    CHECK_NEAR(sc_cost_kernel_time(&late, &fc, &cc, 0), sc_cost_kernel_time(&c, &fc, &cc, 0),
+               0);
+    CHECK_NEAR(sc_cost_kernel_time(&late, &fc, &cc, 1),
+               ks + 2.5 * f / 2 / (peak * g->flash_bwd * 2048 / (2048 + 1200.0)), 1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&late, &fa, &cc, 1),
+               ks + 2.5 * f / (peak * g->flash_bwd * g->flash_full * 2048 / (2048 + 500.0)),
+               1e-15);
     /* head size: the rate at 64 is flash_hd64 times that at 128, linear in
      * between (96: half-way), 1 above 128 */
     CHECK(g->flash_hd64 > 0 && g->flash_hd64 != 1);
@@ -493,7 +504,7 @@ TEST(kernel_calibrate_fits_gemm_model)
 
 /* The optimizer on a kernel-level cluster: Megatron-LM's clip norm, fused
  * Adam, master-to-model copy and gradient zeroing, 42 bytes per parameter of
- * 16-bit training (36 in fp32) in four kernels; elsewhere every state byte
+ * 16-bit training in four kernels (36 in three in fp32: no copy); elsewhere every state byte
  * read and written once (2 x 16). */
 TEST(kernel_optimizer_terms)
 {
@@ -501,8 +512,17 @@ TEST(kernel_optimizer_terms)
     double P = 1e9, bw = g.gpu.hbm_bytes_per_s * g.eff.memory_bw;
     CHECK_NEAR(sc_cost_optimizer_time(&g, SC_BF16, P), 4 * g.eff.gemm.kernel_s + 42 * P / bw,
                1e-12);
-    CHECK_NEAR(sc_cost_optimizer_time(&g, SC_FP32, P), 4 * g.eff.gemm.kernel_s + 36 * P / bw,
+    CHECK_NEAR(sc_cost_optimizer_time(&g, SC_FP32, P), 3 * g.eff.gemm.kernel_s + 36 * P / bw,
                1e-12);
+    /* the kernels the executor runs are the ones priced */
+    double kb[SC_OPT_KERNELS];
+    REQUIRE(sc_cost_optimizer_kernels(&g, SC_BF16, P, kb) == 4);
+    CHECK(kb[0] == 4 * P && kb[1] == 28 * P && kb[2] == 6 * P && kb[3] == 4 * P);
+    REQUIRE(sc_cost_optimizer_kernels(&g, SC_FP32, P, kb) == 3);
+    CHECK(kb[0] + kb[1] + kb[2] == 36 * P);
+    REQUIRE(sc_cost_optimizer_kernels(&c, SC_BF16, P, kb) == 1);
+    CHECK(kb[0] == 32 * P);
+    CHECK(sc_cost_optimizer_kernels(&g, SC_BF16, 0, kb) == 0);
     double cb = c.gpu.hbm_bytes_per_s * c.eff.memory_bw;
     CHECK_NEAR(sc_cost_optimizer_time(&c, SC_FP32, P), c.eff.op_overhead_s + 32 * P / cb, 1e-12);
     CHECK(sc_cost_optimizer_time(&g, SC_BF16, 0) == 0);

@@ -1,6 +1,6 @@
 /* fuzz_files.c - libFuzzer target for the loaders that read a file path
- * (plans, tune curves, bench files, validation suites, and the bench and
- * timeline inputs of calibration): each input is written to a temporary file
+ * (plans, tune curves, bench files, validation suites, and the bench,
+ * timeline and fused attention bench inputs of calibration): each input is written to a temporary file
  * and handed to all of them.
  *   make fuzz && build/fuzz/fuzz_files -max_total_time=120 tests/fuzz/corpus/files
  * Any input must load or fail with a message; never crash, leak or hang. */
@@ -51,6 +51,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *files[] = {path};
     err.msg[0] = '\0';
     if (sc_calibrate(&c, files, 1, "2026-01-01T00:00:00Z", 0, &out, NULL, &err) != SC_OK &&
+        !err.msg[0])
+        __builtin_trap();
+    /* and on a GPU preset, which a GPU's files (a fused attention bench) match */
+    static sc_cluster h;
+    static int have_h;
+    if (!have_h)
+        have_h = sc_cluster_preset_get("h200-sxm-1", &h, NULL) == SC_OK;
+    err.msg[0] = '\0';
+    if (have_h && sc_calibrate(&h, files, 1, "2026-01-01T00:00:00Z", 0, &out, NULL, &err) !=
+                      SC_OK &&
         !err.msg[0])
         __builtin_trap();
     return 0;
