@@ -31,8 +31,10 @@ attention by sequence length", says why).
 
 Measured on your GPU: `--measured FILE` fits a stagecraft.flash_bench/1 file
 (scripts/bench_flash.py: PyTorch's fused attention backends on the same
-grid) the same way, each backend's forward + backward and forward rates, and
-prints them beside the published fits the presets take.
+grid) the same way, each backend's forward + backward, forward and backward
+(the difference of the two) rates, and prints them beside the published fits
+the presets take; `stagecraft calibrate` fits a cluster's keys from the same
+file, the forward and the backward each with its own fall.
 
 Usage: python3 scripts/fit_flash.py [--measured FILE]
        (prints each fit and its residuals)
@@ -115,6 +117,12 @@ def measured(path):
                      "fwd_tflops and fwd_bwd_tflops" % (path, i))
         if point[0] <= 0 or point[1] <= 0 or point[2] <= 0:
             sys.exit("fit_flash.py: %s: results[%d]: seq and rates must be positive" % (path, i))
+        if not point[1] < 3.5 * point[2]:
+            sys.exit("fit_flash.py: %s: results[%d]: fwd_bwd_tflops must be below 3.5 x "
+                     "fwd_tflops (the backward takes time)" % (path, i))
+        # the backward alone: 2.5 forwards' FLOPs in the forward + backward's
+        # time less the forward's
+        point += (2.5 / (3.5 / point[1] - 1 / point[2]),)
         series.setdefault(key, []).append(point)
     print("measured on %s (torch %s, cuDNN %s), %s tokens, hidden %s:"
           % (b.get("device", "?"), b.get("torch", "?"), b.get("cudnn", "?"),
@@ -126,7 +134,7 @@ def measured(path):
         if len(pts) < 3:
             continue
         seqs = [p[0] for p in pts]
-        for col, what in ((1, "fwd+bwd"), (2, "fwd")):
+        for col, what in ((1, "fwd+bwd"), (2, "fwd"), (3, "bwd")):
             r, s0, rms, mx = fit([p[col] for p in pts], seqs)
             fits[key + (what,)] = (r, s0)
             print("%-9s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%  %d"
@@ -135,7 +143,7 @@ def measured(path):
     print("as the presets take them (head size 128): R causal, s0 causal, s0 full,")
     print("full/causal R; hd64: head size 64 over 128 at s = 2048, causal")
     for backend in sorted({k[0] for k in fits}):
-        for what in ("fwd+bwd", "fwd"):
+        for what in ("fwd+bwd", "fwd", "bwd"):
             need = [(backend, m, h, what) for m, h in (("causal", 128), ("full", 128))]
             if not all(k in fits for k in need):
                 continue

@@ -2253,3 +2253,40 @@ TEST(calibrate_flash_bad_inputs)
         CHECK(!sc_test_exists(o));
     }
 }
+
+/* The scripts behind the fused attention rates (Debian's python3, no
+ * packages needed): fit_flash.py reproduces the presets' fits and fits a
+ * measured file as calibrate does (the backward's own fall); the GPU
+ * benches refuse a bad argument (exit 2) and, without a CUDA GPU, say so and
+ * exit 3. */
+TEST(calibrate_flash_scripts)
+{
+    static char out[1 << 16];
+    if (!sc_test_exists("/usr/bin/python3")) {
+        sc_test_skip("no /usr/bin/python3");
+        return;
+    }
+    REQUIRE(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/fit_flash.py") == 0);
+    CHECK_STR_HAS(out, "A100  fa2     R 193.5  s0 484  s0_full 184  full 1.059  hd64 0.900");
+    CHECK_STR_HAS(out, "H100  fa3     R 654.8  s0 604  s0_full 210  full 1.022 (forward)");
+    REQUIRE(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/fit_flash.py --measured "
+                       "docs/gpu_check/h200-2026-12-04g/flash_bench.json") == 0);
+    CHECK_STR_HAS(out, "measured on NVIDIA H200");
+    CHECK_STR_HAS(out, "flash     fwd     R 336.9  s0 400");
+    CHECK_STR_HAS(out, "flash     bwd     R 313.9  s0 1158");
+    CHECK(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/fit_flash.py --measured "
+                     "docs/formats.md 2>&1") != 0);
+    CHECK(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/bench_flash.py --seqs 3000 "
+                     "2>&1") == 2);
+    CHECK_STR_HAS(out, "--seqs: 3000 does not divide --tokens 16384");
+    CHECK(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/bench_optimizer.py --iters 1 "
+                     "2>&1") == 2);
+    int rc = sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/bench_flash.py 2>&1");
+    CHECK(rc == 3 || rc == 0);
+    if (rc == 3)
+        CHECK_STR_HAS(out, "skipped");
+    rc = sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/bench_optimizer.py 2>&1");
+    CHECK(rc == 3 || rc == 0);
+    if (rc == 3)
+        CHECK_STR_HAS(out, "skipped");
+}
