@@ -2132,53 +2132,41 @@ static void flash_pred(const sc_cluster *cl, sc_dtype dt, const sc_calib_flash *
     *tb = sc_cost_kernel_time(&u, &k, &cc, 1);
 }
 
-/* R s / (s + s0) through the relative rates (two series, u and v, one s0
- * between them, each its own R; v may be NULL) at sequences s[]: each R in
- * closed form for a given s0, and the sum of squared relative errors; the
- * fit below takes the s0 that minimises it on a grid of 2 tokens and returns
- * the rms relative error. */
-static double fall_sse(const double *s, const double *u, const double *v, int n, double s0,
-                       double *ru, double *rv)
+/* The sum of squared relative errors of R s / (s + s0) against the rates
+ * y[] at sequences s[], R (*r) in closed form for this s0. */
+static double fall_sse(const double *s, const double *y, int n, double s0, double *r)
 {
-    double nu = 0, du = 0, nv = 0, dv = 0;
+    double num = 0, den = 0, sse = 0;
     for (int i = 0; i < n; i++) {
-        double f = s[i] / (s[i] + s0);
-        nu += f / u[i], du += (f / u[i]) * (f / u[i]);
-        if (v)
-            nv += f / v[i], dv += (f / v[i]) * (f / v[i]);
+        double f = s[i] / (s[i] + s0) / y[i];
+        num += f, den += f * f;
     }
-    double a = nu / du, b = v ? nv / dv : 0, sse = 0;
+    *r = num / den;
     for (int i = 0; i < n; i++) {
-        double f = s[i] / (s[i] + s0), eu = a * f / u[i] - 1, ev = v ? b * f / v[i] - 1 : 0;
-        sse += eu * eu + ev * ev;
+        double e = *r * s[i] / (s[i] + s0) / y[i] - 1;
+        sse += e * e;
     }
-    *ru = a;
-    *rv = b;
     return sse;
 }
 
-/* (the grid: every 32 tokens, then every 2 around the best; the error is
- * smooth in s0, and a file of many points costs 1,100 passes, not 32,768) */
-static double fit_fall(const double *s, const double *u, const double *v, int n, double *ru,
-                       double *rv, double *s0_out)
+/* R s / (s + s0) through y[] at s[]: the s0 minimising the squared relative
+ * error on a grid of 2 tokens (every 32, then every 2 around the best: the
+ * error is smooth in s0, and a file of many points costs 1,100 passes, not
+ * 32,768), R in closed form. */
+static void fit_fall(const double *s, const double *y, int n, double *r, double *s0_out)
 {
-    double best = INFINITY, a, b, c0 = 0;
+    double best = INFINITY, c0 = 0, rr;
     for (double s0 = 0; s0 <= FLASH_S0_HI; s0 += 32) {
-        double e = fall_sse(s, u, v, n, s0, &a, &b);
+        double e = fall_sse(s, y, n, s0, &rr);
         if (e < best)
             best = e, c0 = s0;
     }
     best = INFINITY;
     for (double s0 = fmax(0, c0 - 32); s0 <= c0 + 32; s0 += 2) {
-        double e = fall_sse(s, u, v, n, s0, &a, &b);
-        if (e < best) {
-            best = e;
-            *ru = a;
-            *rv = b;
-            *s0_out = s0;
-        }
+        double e = fall_sse(s, y, n, s0, &rr);
+        if (e < best)
+            best = e, *r = rr, *s0_out = s0;
     }
-    return sqrt(best / (v ? 2 * n : n));
 }
 
 /* Fused attention (scripts/bench_flash.py): from the causal points at head
@@ -2209,23 +2197,26 @@ static sc_status fit_flash(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
     double sus = out->eff.gemm.sustained > 0 ? out->eff.gemm.sustained : 1;
     double peak = c->base->gpu.peak_flops[dt] * sus, ks = out->eff.gemm.kernel_s;
     double bf = out->eff.bwd_factor > 0 ? out->eff.bwd_factor : 1;
-    double *s = sc_malloc(sizeof *s * (size_t)n), *yf = sc_malloc(sizeof *yf * (size_t)n);
-    double *yb = sc_malloc(sizeof *yb * (size_t)n);
+    /* per point: its sequence, the series' rates (s, yf, yb: reused per
+     * series), its forward and backward rate as a fraction of the peak (pf,
+     * pb), and measured and predicted seconds forward and backward, fitted
+     * and before (t, p1, p0: 2 each) */
+    double *buf = sc_malloc(sizeof *buf * 11 * (size_t)n);
     int *files = sc_malloc(sizeof *files * (size_t)n);
-    if (!s || !yf || !yb || !files) {
-        sc_free(s), sc_free(yf), sc_free(yb), sc_free(files);
+    if (!buf || !files) {
+        sc_free(buf);
+        sc_free(files);
         return sc_err(err, SC_ENOMEM, "calibrate: out of memory");
     }
-    /* each point's forward and backward rate as a fraction of the peak */
-    double *pf = sc_malloc(sizeof *pf * (size_t)n), *pb = sc_malloc(sizeof *pb * (size_t)n);
-    for (int i = 0; pf && pb && i < n; i++) {
+    double *s = buf, *yf = s + n, *yb = yf + n, *pf = yb + n, *pb = pf + n;
+    double *t = pb + n, *p1 = t + 2 * n, *p0 = p1 + 2 * n;
+    for (int i = 0; i < n; i++) {
         double tf, tb, fl;
         flash_times(&pts->flash[i], &tf, &tb, &fl);
         pf[i] = fl / (peak * (tf > 2 * ks ? tf - ks : tf));
         pb[i] = 2.5 * bf * fl / (peak * (tb > 2 * ks ? tb - ks : tb));
         files[i] = pts->flash[i].file;
     }
-    sc_status st = pf && pb ? SC_OK : sc_err(err, SC_ENOMEM, "calibrate: out of memory");
     char fl[512];
     file_list(pts, files, n, fl, sizeof fl);
     const char *what = "fused attention";
@@ -2237,129 +2228,103 @@ static sc_status fit_flash(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
     sc_cluster_gemm *g = &res.eff.gemm;
     /* the causal series at the reference head size */
     int m = 0;
-    for (int i = 0; !st && i < n; i++)
+    for (int i = 0; i < n; i++)
         if (pts->flash[i].causal && pts->flash[i].head_dim >= FLASH_REF_HD)
             s[m] = pts->flash[i].seq, yf[m] = pf[i], yb[m] = pb[i], m++;
     int seqs = distinct(s, NULL, m), nparam = 4;
-    if (!st && seqs < 3) {
+    if (seqs < 3) {
         fit_gates(rep, what, fl, 2 * seqs, 4, "rates (forward and backward) of causal "
                   "sequences at head size 128", NAN, "", 0, SC_CALIB_MAPE_CEILING, fixp, fixf);
         goto done;
     }
-    if (!st) {
-        /* the forward and the backward each their rate and fall */
-        double rf, rb, s0f, s0b, unused;
-        fit_fall(s, yf, NULL, m, &rf, &unused, &s0f);
-        fit_fall(s, yb, NULL, m, &rb, &unused, &s0b);
-        g->flash_fwd = fmin(1, rf);
-        g->flash_bwd = fmin(1, rb);
-        g->flash_s0 = s0f;
-        g->flash_s0_bwd = s0b;
-        bound_gate(rep, what, fl, "flash_fwd", rf, 0, 1, fixf);
-        bound_gate(rep, what, fl, "flash_bwd", rb, 0, 1, fixf);
-        /* unmasked: each its fall, one multiplier of both */
-        m = 0;
-        for (int i = 0; i < n; i++)
-            if (!pts->flash[i].causal && pts->flash[i].head_dim >= FLASH_REF_HD) {
-                s[m] = pts->flash[i].seq;
-                yf[m] = pf[i] / g->flash_fwd;
-                yb[m] = pb[i] / g->flash_bwd;
-                m++;
-            }
-        if (distinct(s, NULL, m) >= 3) {
-            double a, b, ff, fb;
-            fit_fall(s, yf, NULL, m, &a, &unused, &ff);
-            fit_fall(s, yb, NULL, m, &b, &unused, &fb);
-            double num = 0, den = 0;
-            for (int i = 0; i < m; i++) {
-                double u = s[i] / (s[i] + ff) / yf[i], v = s[i] / (s[i] + fb) / yb[i];
-                num += u + v, den += u * u + v * v;
-            }
-            g->flash_full = fmin(4, num / den);
-            g->flash_s0_full = ff;
-            g->flash_s0_full_bwd = fb;
-            nparam += 3;
-        } else {
-            add_note(rep, "fused attention: fewer than 3 unmasked sequences at head size 128: "
-                     "flash_full and flash_s0_full kept");
+    /* the forward and the backward each their rate and fall */
+    double rf, rb;
+    fit_fall(s, yf, m, &rf, &g->flash_s0);
+    fit_fall(s, yb, m, &rb, &g->flash_s0_bwd);
+    g->flash_fwd = fmin(1, rf);
+    g->flash_bwd = fmin(1, rb);
+    bound_gate(rep, what, fl, "flash_fwd", rf, 0, 1, fixf);
+    bound_gate(rep, what, fl, "flash_bwd", rb, 0, 1, fixf);
+    /* unmasked: each its fall, one multiplier of both */
+    m = 0;
+    for (int i = 0; i < n; i++)
+        if (!pts->flash[i].causal && pts->flash[i].head_dim >= FLASH_REF_HD) {
+            s[m] = pts->flash[i].seq;
+            yf[m] = pf[i] / g->flash_fwd;
+            yb[m] = pb[i] / g->flash_bwd;
+            m++;
         }
-        /* head size 64 and below: the rate over the fitted one at 128 */
-        double num = 0, den = 0;
-        int k64 = 0;
-        for (int i = 0; !st && i < n; i++) {
-            const sc_calib_flash *q = &pts->flash[i];
-            if (!q->causal || q->head_dim > 64)
-                continue;
-            double r[2] = {pf[i] / (g->flash_fwd * q->seq / (q->seq + g->flash_s0)),
-                           pb[i] / (g->flash_bwd * q->seq / (q->seq + g->flash_s0_bwd))};
-            for (int h = 0; h < 2; h++)
-                num += 1 / r[h], den += 1 / (r[h] * r[h]);
-            k64++;
+    if (distinct(s, NULL, m) >= 3) {
+        double a, b, ff, fb, num = 0, den = 0;
+        fit_fall(s, yf, m, &a, &ff);
+        fit_fall(s, yb, m, &b, &fb);
+        for (int i = 0; i < m; i++) {
+            double u = s[i] / (s[i] + ff) / yf[i], v = s[i] / (s[i] + fb) / yb[i];
+            num += u + v, den += u * u + v * v;
         }
-        if (k64 > 0) {
-            g->flash_hd64 = fmin(4, num / den);
-            nparam++;
-        } else
-            add_note(rep, "fused attention: no causal points at head size 64: flash_hd64 kept");
+        g->flash_full = fmin(4, num / den);
+        g->flash_s0_full = ff;
+        g->flash_s0_full_bwd = fb;
+        nparam += 3;
+    } else {
+        add_note(rep, "fused attention: fewer than 3 unmasked sequences at head size 128: "
+                 "flash_full and flash_s0_full kept");
     }
-    if (!st) {
-        /* the model over every point, fitted and before */
-        double *t = sc_malloc(sizeof *t * (size_t)(2 * n));
-        double *p1 = sc_malloc(sizeof *p1 * (size_t)(2 * n));
-        double *p0 = sc_malloc(sizeof *p0 * (size_t)(2 * n));
-        if (!t || !p1 || !p0)
-            st = sc_err(err, SC_ENOMEM, "calibrate: out of memory");
-        for (int i = 0; !st && i < n; i++) {
-            double fl_;
-            flash_times(&pts->flash[i], &t[2 * i], &t[2 * i + 1], &fl_);
-            flash_pred(&res, dt, &pts->flash[i], &p1[2 * i], &p1[2 * i + 1]);
-            flash_pred(c->base, dt, &pts->flash[i], &p0[2 * i], &p0[2 * i + 1]);
-        }
-        if (!st) {
-            stats after = point_stats(p1, t, 2 * n), before = point_stats(p0, t, 2 * n);
-            int d = 0;
-            for (int i = 0; i < n; i++)
-                s[i] = pts->flash[i].seq, yf[i] = pts->flash[i].head_dim,
-                yb[i] = pts->flash[i].causal;
-            for (int i = 0; i < n; i++) {
-                int seen = 0;
-                for (int k = 0; k < i && !seen; k++)
-                    seen = same(s[i], s[k]) && same(yf[i], yf[k]) && same(yb[i], yb[k]);
-                d += !seen;
-            }
-            fit_gates(rep, what, fl, 2 * d, nparam, "rates (forward and backward) of distinct "
-                      "shapes", NAN, " (the model over every point)", after.mape,
-                      SC_CALIB_MAPE_CEILING, fixp, fixf);
-            rep->n_flash = n;
-            snprintf(rep->flash_backend, sizeof rep->flash_backend, "%s", pts->flash_backend);
-            rep->flash_fwd = g->flash_fwd;
-            rep->flash_bwd = g->flash_bwd;
-            rep->flash_s0 = g->flash_s0;
-            rep->flash_s0_full = g->flash_s0_full;
-            rep->flash_s0_bwd = g->flash_s0_bwd;
-            rep->flash_s0_full_bwd = g->flash_s0_full_bwd;
-            rep->flash_full = g->flash_full > 0 ? g->flash_full : 1;
-            rep->flash_hd64 = g->flash_hd64 > 0 ? g->flash_hd64 : 1;
-            rep->flash_mape = after.mape;
-            rep->flash_mape_before = before.mape;
-            *out = res;
-            if (pts->flash_unused[0])
-                add_note(rep, "fused attention: fitted backend \"%s\"; not fitted: %s (bench "
-                         "one alone, bench_flash.py --backends NAME, to fit it)",
-                         pts->flash_backend, pts->flash_unused);
-        }
-        sc_free(t);
-        sc_free(p1);
-        sc_free(p0);
+    /* head size 64 and below: the rate over the fitted one at 128 */
+    double num = 0, den = 0;
+    int k64 = 0;
+    for (int i = 0; i < n; i++) {
+        const sc_calib_flash *q = &pts->flash[i];
+        if (!q->causal || q->head_dim > 64)
+            continue;
+        double r[2] = {pf[i] / (g->flash_fwd * q->seq / (q->seq + g->flash_s0)),
+                       pb[i] / (g->flash_bwd * q->seq / (q->seq + g->flash_s0_bwd))};
+        for (int h = 0; h < 2; h++)
+            num += 1 / r[h], den += 1 / (r[h] * r[h]);
+        k64++;
     }
+    if (k64 > 0) {
+        g->flash_hd64 = fmin(4, num / den);
+        nparam++;
+    } else {
+        add_note(rep, "fused attention: no causal points at head size 64: flash_hd64 kept");
+    }
+    /* the model over every point, fitted and before; distinct shapes by
+     * (sequence, head size and mask) */
+    for (int i = 0; i < n; i++) {
+        const sc_calib_flash *q = &pts->flash[i];
+        double unused;
+        flash_times(q, &t[2 * i], &t[2 * i + 1], &unused);
+        flash_pred(&res, dt, q, &p1[2 * i], &p1[2 * i + 1]);
+        flash_pred(c->base, dt, q, &p0[2 * i], &p0[2 * i + 1]);
+        s[i] = q->seq;
+        yb[i] = 2 * q->head_dim + q->causal;
+    }
+    stats after = point_stats(p1, t, 2 * n), before = point_stats(p0, t, 2 * n);
+    fit_gates(rep, what, fl, 2 * distinct(s, yb, n), nparam, "rates (forward and backward) of "
+              "distinct shapes", NAN, " (the model over every point)", after.mape,
+              SC_CALIB_MAPE_CEILING, fixp, fixf);
+    rep->n_flash = n;
+    snprintf(rep->flash_backend, sizeof rep->flash_backend, "%s", pts->flash_backend);
+    rep->flash_fwd = g->flash_fwd;
+    rep->flash_bwd = g->flash_bwd;
+    rep->flash_s0 = g->flash_s0;
+    rep->flash_s0_full = g->flash_s0_full;
+    rep->flash_s0_bwd = g->flash_s0_bwd;
+    rep->flash_s0_full_bwd = g->flash_s0_full_bwd;
+    rep->flash_full = g->flash_full > 0 ? g->flash_full : 1;
+    rep->flash_hd64 = g->flash_hd64 > 0 ? g->flash_hd64 : 1;
+    rep->flash_mape = after.mape;
+    rep->flash_mape_before = before.mape;
+    *out = res;
+    if (pts->flash_unused[0])
+        add_note(rep, "fused attention: fitted backend \"%s\"; not fitted: %s (bench one "
+                 "alone, bench_flash.py --backends NAME, to fit it)",
+                 pts->flash_backend, pts->flash_unused);
 done:
-    sc_free(s);
-    sc_free(yf);
-    sc_free(yb);
+    sc_free(buf);
     sc_free(files);
-    sc_free(pf);
-    sc_free(pb);
-    return st;
+    return SC_OK;
 }
 
 sc_status sc_calib_fit_points(const sc_cluster *base, const sc_calib_points *pts, int force,
