@@ -209,6 +209,16 @@ static sc_status read_bench(reader *x, const cJSON *j, const char *file, sc_erro
 /* The backend a file's points are fitted from: the one the inputs already
  * fitted, else "flash" (PyTorch's FlashAttention-2) where the file has
  * several, else its only one; the others are named in pts.flash_unused. */
+/* Whether name is one of the ", "-separated names of list */
+static int in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ','))
+            return 1;
+    return 0;
+}
+
 static sc_status flash_backend(reader *x, const cJSON *res, const char *file, sc_error *err)
 {
     char seen[8][32];
@@ -236,7 +246,7 @@ static sc_status flash_backend(reader *x, const cJSON *res, const char *file, sc
             continue;
         }
         size_t len = strlen(x->pts.flash_unused);
-        if (!strstr(x->pts.flash_unused, seen[k]))
+        if (!in_list(x->pts.flash_unused, seen[k]))
             snprintf(x->pts.flash_unused + len, sizeof x->pts.flash_unused - len, "%s%s",
                      len ? ", " : "", seen[k]);
     }

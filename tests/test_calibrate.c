@@ -2198,6 +2198,24 @@ TEST(calibrate_flash_on_h200_bench)
                        bin, F, d) == 0);
     CHECK_STR_HAS(out, "fused attention (24 shapes, backend flash)");
     CHECK_STR_HAS(out, "not fitted: cudnn");
+    /* every other backend is named, one whose name holds another's too */
+    cJSON *b = NULL;
+    REQUIRE(sc_json_load(F, &b, &err) == SC_OK);
+    cJSON *res = cJSON_GetObjectItem(b, "results");
+    const char *extra[] = {"cudnn_v2", "cudnn"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *q = cJSON_Duplicate(cJSON_GetArrayItem(res, 0), 1);
+        cJSON_ReplaceItemInObject(q, "backend", cJSON_CreateString(extra[i]));
+        cJSON_AddItemToArray(res, q);
+    }
+    while (cJSON_GetArraySize(res) > 26) /* the file's own cudnn points (24-47) go */
+        cJSON_DeleteItemFromArray(res, 24);
+    snprintf(cf, sizeof cf, "%s/multi.json", d);
+    REQUIRE(sc_json_save(cf, b, &err) == SC_OK);
+    cJSON_Delete(b);
+    REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --cluster h200-sxm-1 %s -o %s/f3.json",
+                       bin, cf, d) == 0);
+    CHECK_STR_HAS(out, "not fitted: cudnn_v2, cudnn (");
 }
 
 /* Bad fused attention benches: one line naming the file and the field, exit 2,
