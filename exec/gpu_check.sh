@@ -359,7 +359,10 @@ fi
 #    were fitted on (scripts/bench_flash.py), then fitted as they were
 #    (scripts/fit_flash.py --measured): the executor runs a fused kernel as
 #    its two GEMMs, so this is what checks the flash presets on a GPU
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+torch_gpu=no  # python3 with PyTorch that sees the GPU (sections 8 and 9)
+python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null &&
+    torch_gpu=yes
+if [ $torch_gpu = yes ]; then
     timeout 240 python3 scripts/bench_flash.py -o "$out/flash_bench.json" > "$out/flash_bench.txt" 2>&1
     rc=$?
     tail -3 "$out/flash_bench.txt"
@@ -376,7 +379,7 @@ fi
 #    the master-to-bf16 copy, zeroing), kernel by kernel, over gpt-1.3b's
 #    tensors: the rate the cost model's byte count implies, against the
 #    preset's memory_bw (scripts/bench_optimizer.py)
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if [ $torch_gpu = yes ]; then
     timeout 120 python3 scripts/bench_optimizer.py -o "$out/optimizer_bench.json" \
         > "$out/optimizer_bench.txt" 2>&1
     rc=$?

@@ -206,9 +206,6 @@ static sc_status read_bench(reader *x, const cJSON *j, const char *file, sc_erro
 
 #define SC_FLASH_BENCH_FORMAT "stagecraft.flash_bench/1"
 
-/* The backend a file's points are fitted from: the one the inputs already
- * fitted, else "flash" (PyTorch's FlashAttention-2) where the file has
- * several, else its only one; the others are named in pts.flash_unused. */
 /* Whether name is one of the ", "-separated names of list */
 static int in_list(const char *list, const char *name)
 {
@@ -219,6 +216,9 @@ static int in_list(const char *list, const char *name)
     return 0;
 }
 
+/* The backend a file's points are fitted from: the one the inputs already
+ * fitted, else "flash" (PyTorch's FlashAttention-2) where the file has
+ * several, else its only one; the others are named in pts.flash_unused. */
 static sc_status flash_backend(reader *x, const cJSON *res, const char *file, sc_error *err)
 {
     char seen[8][32];
