@@ -66,10 +66,12 @@ void cli_warn_cluster(const struct sc_cluster *c, const char *what);
 /* Which kind of cluster a prediction used (sc_cluster_label_of, label.h), for
  * sim, plan, tune and whatif: cli_print_label prints "cluster: KIND (...)" and,
  * for a validated preset with a step of step_s > 0, the validation suite's error
- * bar of that step (what names it: "the measured step"), on stdout; cli_label_json adds
+ * bar of that step (what names it: "the measured step") in ms where ms is set
+ * (the unit of plan's, tune's and whatif's tables), else in us, on stdout;
+ * cli_label_json adds
  * "cluster_label": {kind, description, validation?: {rows, mape,
  * mean_signed_error, sd_signed_error}, step_time_range_s?: [lo, hi]} to o. */
-void cli_print_label(const struct sc_cluster *c, double step_s, const char *what);
+void cli_print_label(const struct sc_cluster *c, double step_s, const char *what, int ms);
 struct cJSON;
 void cli_label_json(struct cJSON *o, const struct sc_cluster *c, double step_s);
 /* Prints "stagecraft CMD: MESSAGE" and "try 'stagecraft CMD --help'"; returns

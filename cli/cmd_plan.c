@@ -323,7 +323,7 @@ int cmd_plan(int argc, char **argv)
         }
         if (nsim > 0) {
             printf("\n");
-            cli_print_label(&c, sc_search_ranked(s, 0)->sim->step_time_s, "#1's measured step");
+            cli_print_label(&c, sc_search_ranked(s, 0)->sim->step_time_s, "#1's measured step", 1);
         }
         if (out)
             printf("\nwinner written to %s\n", out);

@@ -119,7 +119,7 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     if (half > 0)
         printf("               ± %11s us   (95%% interval from the calibration fits)\n",
                cli_us(half, b[0]));
-    cli_print_label(c, r->step_time_s, "the measured step");
+    cli_print_label(c, r->step_time_s, "the measured step", 0);
     const sc_step_breakdown *k = &r->breakdown;
     double s = r->step_time_s > 0 ? r->step_time_s : 1;
     struct {
@@ -143,8 +143,8 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
            cli_si(r->tokens_per_s, b[1]));
     printf("TFLOP/s/GPU    %.1f (Megatron-LM convention)   MFU %.1f%%\n", r->tflops_per_gpu,
            100 * r->mfu);
-    printf("cost           $%.4f per step, $%.3f per million tokens (%d nodes on demand)\n",
-           r->cost_per_step_usd, r->cost_per_mtok_usd, r->nodes_used);
+    printf("cost           $%.4f per step, $%.3f per million tokens (%d node%s on demand)\n",
+           r->cost_per_step_usd, r->cost_per_mtok_usd, r->nodes_used, r->nodes_used == 1 ? "" : "s");
     printf("\n%-6s %-28s %-28s %11s %11s %11s %11s %11s\n", "stage", "first module",
            "last module", "weights", "grads", "optimizer", "activations", "total");
     for (int p = 0; p < r->pp; p++) {

@@ -102,7 +102,7 @@ int cmd_tune(int argc, char **argv)
             printf("%6d %5d   %s\n", t->skipped[i].m, t->skipped[i].mbs, t->skipped[i].reason);
         printf("\nbest: m = %d microbatches of %d samples, %.1f ms per step\n",
                t->pts[t->best].m, t->pts[t->best].mbs, 1e3 * t->pts[t->best].step_s);
-        cli_print_label(&c, best_s, "the best's measured step");
+        cli_print_label(&c, best_s, "the best's measured step", 1);
         if (out)
             printf("curve written to %s (draw it with 'stagecraft plot tune %s -o tune.png')\n",
                    out, out);

@@ -144,7 +144,7 @@ static void print_labels(const sc_whatif *w)
         char what[192];
         snprintf(what, sizeof what, "the measured step at %ld node%s", nodes,
                  nodes == 1 ? "" : "s");
-        cli_print_label(&w->clusters[c], step, what);
+        cli_print_label(&w->clusters[c], step, what, 1);
     }
 }
 

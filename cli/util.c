@@ -56,14 +56,19 @@ void cli_warn_cluster(const sc_cluster *c, const char *what)
             what, c->name, f->n_failed, f->n_failed == 1 ? "" : "s", f->failed[0]);
 }
 
-void cli_print_label(const sc_cluster *c, double step_s, const char *what)
+void cli_print_label(const sc_cluster *c, double step_s, const char *what, int ms)
 {
     sc_cluster_label l;
     char d[320], b[2][32];
     double lo, hi;
     sc_cluster_label_of(c, &l);
     printf("cluster: %s\n", sc_label_describe(&l, c, d, sizeof d));
-    if (sc_label_interval(&l, step_s, &lo, &hi))
+    if (!sc_label_interval(&l, step_s, &lo, &hi))
+        return;
+    if (ms)
+        printf("  error bar from the validation residuals: %s is likely %.1f to %.1f ms\n",
+               what, 1e3 * lo, 1e3 * hi);
+    else
         printf("  error bar from the validation residuals: %s is likely %s to %s us\n", what,
                cli_us(lo, b[0]), cli_us(hi, b[1]));
 }

@@ -575,6 +575,23 @@ TEST(cluster_label_in_commands)
                      "--global-batch 64 --top 2", bin) == 0);
     CHECK_STR_HAS(out, "cluster: validated preset p4d.24xlarge");
     CHECK_STR_HAS(out, "#1's measured step is likely");
+    /* in the table's unit (ms), around #1's step */
+    {
+        const char *bar = strstr(out, "#1's measured step is likely ");
+        const char *row = strstr(out, "\n  1 ");
+        double lo = 0, hi = 0, step = 0;
+        char unit[4] = "";
+        REQUIRE(bar && row);
+        CHECK(sscanf(bar, "#1's measured step is likely %lf to %lf %3s", &lo, &hi, unit) == 3);
+        CHECK(!strcmp(unit, "ms"));
+        /* # dp tp pp v m mbs schedule zero recompute sp step_ms ... */
+        char f[12][32];
+        REQUIRE(sscanf(row + 1, "%31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s",
+                       f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10],
+                       f[11]) == 12);
+        step = atof(f[11]);
+        CHECK(lo < step && step < hi);
+    }
     CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
                      "--global-batch 64 --top 2 --json", bin) == 0);
     CHECK_STR_HAS(out, "\"kind\":\t\"validated preset\"");
