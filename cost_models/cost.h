@@ -129,6 +129,12 @@ typedef struct sc_compute_cfg {
      * kv_frac, score-sized bytes by both, and a causal flash kernel runs
      * 4·batch·K·(M·N - M²/2) FLOPs. */
     double q_frac, kv_frac;
+    /* Transformer Engine's userbuffer tp communication overlap (a plan's
+     * tp_comm_overlap, under sp and tp >= 2): the tensor-parallel GEMMs of
+     * a transformer layer (attention and MLP leaves) run in chunks beside
+     * their collectives, as TE's default configuration splits them
+     * (sc_cost_kernels_time); 0 = whole GEMMs. */
+    int tp_overlap;
 } sc_compute_cfg;
 
 /* Kernel level (cost_kernel.c): whether mod is timed kernel by kernel (it
@@ -494,6 +500,8 @@ typedef struct sc_stage_cfg {
     /* the ZeRO stage and data-parallel degree, for what a framework does per
      * microbatch with sharded gradients (sc_stage_info fsdp); 0 = not applied */
     int zero, dp;
+    /* tp communication overlap (sc_compute_cfg tp_overlap); 0 = none */
+    int tp_overlap;
 } sc_stage_cfg;
 
 /* Fills info[0 .. part->n_stages). Errors of sc_cost_modules_time. O(leaves

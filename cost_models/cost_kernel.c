@@ -32,6 +32,7 @@
 #include "cost_int.h"
 
 #include <math.h>
+#include <string.h>
 
 static double sustained(const sc_cluster *c);
 
@@ -199,8 +200,34 @@ static double flash_shape(const sc_cluster_gemm *g, double N, double K, int caus
     return full * head * (s0 > 0 ? N / (N + s0) : 1);
 }
 
-double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
-                           int bwd)
+/* Transformer Engine's userbuffer tp communication overlap runs a layer's
+ * tensor-parallel GEMMs in chunks of their token rows (M), each chunk beside
+ * the exchange of the next; TE's defaults (initialize_ub in
+ * transformer_engine/pytorch/module/base.py, the configuration Megatron-LM's
+ * --tp-comm-overlap and NeMo use unless told otherwise):
+ *   forward: a column-parallel GEMM (qkv, fc1: tp "n") after the all-gather,
+ *            "ring_exchange", tp chunks; a row-parallel one (out_proj, fc2:
+ *            tp "k") before the reduce-scatter, "pipeline", 4 chunks;
+ *   backward: a row-parallel GEMM's data gradient "ring_exchange", tp chunks;
+ *            the column-parallel data gradients and every weight gradient
+ *            whole ("bulk", "external": the collective beside a whole GEMM).
+ * Each chunk is timed as its own GEMM (tiles, waves, kernel_s): small
+ * chunks fill the GPU's waves less well than the whole. The SMs the
+ * collectives take are efficiency.overlap_slowdown's (the simulator's). */
+#define SC_UB_PIPELINE_SPLITS 4
+
+static double gemm_chunks(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
+                          double K, double scale, double splits)
+{
+    if (splits <= 1 || M < 2)
+        return gemm_time(c, dt, B, M, N, K, scale);
+    if (splits > M)
+        splits = M;
+    return splits * gemm_time(c, dt, B, ceil(M / splits), N, K, scale);
+}
+
+static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
+                          int bwd, int ub)
 {
     sc_dtype dt = cc->dtype;
     double B, M, N, K;
@@ -209,6 +236,15 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
     double d = sc_dtype_bytes(dt);
     switch (k->op) {
     case SC_KOP_GEMM:
+        if (ub && !k->grow_batch && (k->tp == SC_KTP_N || k->tp == SC_KTP_K)) {
+            double t = cc->tp;
+            if (!bwd)
+                return gemm_chunks(c, dt, B, M, N, K, 1,
+                                   k->tp == SC_KTP_N ? t : SC_UB_PIPELINE_SPLITS);
+            /* data gradient (batch, M, K, N), weight gradient (batch, K, N, M) */
+            return gemm_chunks(c, dt, B, M, K, N, bf, k->tp == SC_KTP_K ? t : 1) +
+                   gemm_time(c, dt, B, K, N, M, bf);
+        }
         return gemm_pass(c, dt, B, M, N, K, bwd);
     case SC_KOP_MEM:
         return roof(c, mem_compute(c, k, cc, bwd), sc_cost_kernel_bytes(k, cc, bwd));
@@ -231,6 +267,23 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
     }
 }
 
+double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
+                           int bwd)
+{
+    return kernel_time(c, k, cc, bwd, 0);
+}
+
+/* Whether mod's tensor-parallel GEMMs run under TE's userbuffer overlap:
+ * cc asks for it (tp >= 2 with sp) and mod is a transformer layer's
+ * attention or MLP (TE's modules; the LM head is Megatron's own
+ * ColumnParallelLinear, whole). */
+static int ub_module(const sc_module *mod, const sc_compute_cfg *cc)
+{
+    return cc->tp_overlap && cc->sp && cc->tp > 1 && mod->kind &&
+           (!strcmp(mod->kind, "attention") || !strcmp(mod->kind, "cross_attention") ||
+            !strcmp(mod->kind, "mlp"));
+}
+
 double sc_cost_kernels_wgrad_time(const sc_cluster *c, const sc_module *mod,
                                   const sc_compute_cfg *cc)
 {
@@ -250,13 +303,14 @@ void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_co
                           double *fwd_s, double *bwd_s, double *recompute_s)
 {
     double f = 0, b = 0, r = 0;
+    int ub = ub_module(mod, cc);
     for (int i = 0; i < mod->n_kernels; i++) {
         const sc_kernel *k = &mod->kernels[i];
         if (!sc_kernel_runs(k, cc->attn))
             continue;
-        double kf = sc_cost_kernel_time(c, k, cc, 0);
+        double kf = kernel_time(c, k, cc, 0, ub);
         f += kf;
-        b += sc_cost_kernel_time(c, k, cc, 1);
+        b += kernel_time(c, k, cc, 1, ub);
         /* selective recompute re-runs what unfused attention stores */
         if (k->attn == SC_ATTN_UNFUSED)
             r += kf;

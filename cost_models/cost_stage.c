@@ -61,7 +61,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         double f, b, r, w;
     } memo[SC_STAGE_MEMO];
     int nmemo = 0, next = 0;
-    sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac};
+    sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac,
+                         cfg->tp_overlap};
     /* what sc_cost_module_time_cfg would refuse, which the memo skips */
     if (m->n_leaves > 0) {
         sc_status st = sc_cost_cfg_check(c, &cc, m->leaves[0]->name, err);
@@ -84,7 +85,10 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                 for (int k = 0; k < nmemo && hit < 0; k++)
                     if (memo[k].x->n_kernels == x->n_kernels &&
                         !memcmp(memo[k].x->kernels, x->kernels,
-                                sizeof *x->kernels * (size_t)x->n_kernels))
+                                sizeof *x->kernels * (size_t)x->n_kernels) &&
+                        (memo[k].x->kind == x->kind ||
+                         (memo[k].x->kind && x->kind &&
+                          !strcmp(memo[k].x->kind, x->kind)))) /* tp_overlap: by kind */
                         hit = k;
                 if (hit < 0) {
                     hit = next;

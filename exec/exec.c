@@ -186,7 +186,7 @@ static item mem_item(double fwd, double bwd)
 static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, double kf, item **it,
                         int *n, int *cap)
 {
-    sc_compute_cfg cc = {x->model->dtype, x->cfg.tp, x->cfg.sp, x->cfg.mbs, x->cfg.attn, qf, kf};
+    sc_compute_cfg cc = {x->model->dtype, x->cfg.tp, x->cfg.sp, x->cfg.mbs, x->cfg.attn, qf, kf, 0};
     int rc = 0;
     for (int i = 0; i < mod->n_kernels && !rc; i++) {
         const sc_kernel *k = &mod->kernels[i];

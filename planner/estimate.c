@@ -110,7 +110,8 @@ struct sc_dp_terms {
 };
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
-                               int sp, sc_attn attn, int mbs, const sc_partition *part,
+                               int sp, int tp_overlap, sc_attn attn, int mbs,
+                               const sc_partition *part,
                                sc_stage_table *out,
                                sc_error *err)
 {
@@ -148,7 +149,13 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     }
-    sc_stage_cfg scfg = {m->dtype, tp, mbs, SC_RECOMPUTE_SELECTIVE, 0, sp, attn, 0, 0, 0, 0};
+    sc_stage_cfg scfg = {.dtype = m->dtype,
+                         .tp = tp,
+                         .mbs = mbs,
+                         .recompute = SC_RECOMPUTE_SELECTIVE,
+                         .sp = sp,
+                         .attn = attn,
+                         .tp_overlap = tp_overlap && sp};
     sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */
@@ -607,8 +614,8 @@ sc_status sc_estimate_step(const sc_model *m, const sc_cluster *c, const sc_step
     }
     sc_stage_table t;
     if (!st)
-        st = sc_stage_table_build(m, c, cfg->pp, cfg->v, cfg->tp, cfg->sp, cfg->attn, cfg->mbs,
-                                  pp, &t, err);
+        st = sc_stage_table_build(m, c, cfg->pp, cfg->v, cfg->tp, cfg->sp, cfg->tp_comm_overlap,
+                                  cfg->attn, cfg->mbs, pp, &t, err);
     sc_partition_free(&part);
     if (st)
         return st;

@@ -57,7 +57,8 @@ enum {
 };
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
-                               int sp, sc_attn attn, int mbs, const sc_partition *part,
+                               int sp, int tp_overlap, sc_attn attn, int mbs,
+                               const sc_partition *part,
                                sc_stage_table *out,
                                sc_error *err);
 void sc_stage_table_free(sc_stage_table *t);

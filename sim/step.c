@@ -1412,7 +1412,8 @@ sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg)
                           .sp = cfg->sp,
                           .attn = cfg->attn,
                           .zero = cfg->zero,
-                          .dp = cfg->dp};
+                          .dp = cfg->dp,
+                          .tp_overlap = cfg->tp_comm_overlap && cfg->sp};
 }
 
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,

@@ -352,7 +352,7 @@ static double flash_fwd_bwd_hd(const sc_cluster *c, double s, int causal, double
     u.eff.gemm.sustained = 1;
     u.eff.gemm.kernel_s = 0;
     u.eff.bwd_factor = 1;
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
     sc_kernel k = sc_kernel_flash("flash", 16384 / s * (2048 / hd), s, s, hd, causal,
                                   SC_KTP_BATCH);
     double t = sc_cost_kernel_time(&u, &k, &cc, 0) + sc_cost_kernel_time(&u, &k, &cc, 1);
@@ -365,7 +365,7 @@ static double flash_fwd_hd(const sc_cluster *c, double s, int causal, double hd)
     sc_cluster u = *c;
     u.eff.gemm.sustained = 1;
     u.eff.gemm.kernel_s = 0;
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
     sc_kernel k = sc_kernel_flash("flash", 16384 / s * (2048 / hd), s, s, hd, causal,
                                   SC_KTP_BATCH);
     return sc_kernel_flops(&k) / (causal ? 2 : 1) / sc_cost_kernel_time(&u, &k, &cc, 0) / 1e12;
@@ -566,7 +566,7 @@ TEST(cluster_label_in_commands)
     const char *d = sc_test_tmpdir();
     CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster dgx-h100 --nodes 2 "
                      "--dp 16 --microbatches 1 --mbs 2 --zero 1", bin) == 0);
-    CHECK_STR_HAS(out, "cluster: validated preset dgx-h100 (validation suite: 6 rows");
+    CHECK_STR_HAS(out, "cluster: validated preset dgx-h100 (validation suite: 7 rows");
     CHECK_STR_HAS(out, "error bar from the validation residuals: the measured step is likely");
     CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p5.48xlarge --nodes 2 "
                      "--dp 16 --microbatches 1 --mbs 2 --zero 1 --json", bin) == 0);

@@ -23,7 +23,7 @@ static sc_cluster preset(const char *name)
 static double gemm_s(const sc_cluster *c, double m, double n, double k)
 {
     sc_kernel g = sc_kernel_gemm("g", 1, m, n, k, SC_KTP_NONE, 0, SC_ATTN_ANY);
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
     return sc_cost_kernel_time(c, &g, &cc, 0);
 }
 
@@ -31,7 +31,7 @@ static double gemm_s(const sc_cluster *c, double m, double n, double k)
 static double gemm_s_b(const sc_cluster *c, double b, double m, double n, double k)
 {
     sc_kernel g = sc_kernel_gemm("g", b, m, n, k, SC_KTP_NONE, 1, SC_ATTN_ANY);
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
     return sc_cost_kernel_time(c, &g, &cc, 0);
 }
 
@@ -89,7 +89,7 @@ TEST(kernel_gemm_wave_and_tile_quantisation)
 TEST(kernel_gemm_backward_is_two_gemms)
 {
     sc_cluster c = preset("dgx-h100");
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
     sc_kernel g = sc_kernel_gemm("g", 1, 4096, 4096, 4096, SC_KTP_NONE, 0, SC_ATTN_ANY);
     double f = sc_cost_kernel_time(&c, &g, &cc, 0), b = sc_cost_kernel_time(&c, &g, &cc, 1);
     CHECK_NEAR(b / f, 2, 1e-9);
@@ -104,10 +104,10 @@ TEST(kernel_gemm_backward_is_two_gemms)
 TEST(kernel_tp_sp_and_microbatch_scaling)
 {
     sc_cluster c = preset("dgx-a100-80g");
-    sc_compute_cfg t1 = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
-    sc_compute_cfg t8 = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED, 0, 0};
-    sc_compute_cfg t8sp = {SC_BF16, 8, 1, 1, SC_ATTN_UNFUSED, 0, 0};
-    sc_compute_cfg mb4 = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED, 0, 0};
+    sc_compute_cfg t1 = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg t8 = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg t8sp = {SC_BF16, 8, 1, 1, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg mb4 = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED, 0, 0, 0};
     sc_kernel col = sc_kernel_gemm("fc1", 1, 2048, 8 * 6144, 12288, SC_KTP_N, 0, SC_ATTN_ANY);
     CHECK_NEAR(sc_cost_kernel_time(&c, &col, &t8, 0), gemm_s(&c, 2048, 6144, 12288), 1e-15);
     CHECK_NEAR(sc_cost_kernel_time(&c, &col, &mb4, 0), gemm_s(&c, 4 * 2048, 8 * 6144, 12288),
@@ -133,10 +133,73 @@ TEST(kernel_tp_sp_and_microbatch_scaling)
 }
 
 /* Flash: no s² traffic, causal runs half the FLOPs, the backward 2.5x. */
+/* Transformer Engine's tp communication overlap (plan tp_comm_overlap under
+ * sp): a layer's tp GEMMs run in chunks of their token rows as TE's default
+ * configuration splits them (forward: column-parallel tp chunks, row-parallel
+ * 4; backward: the row-parallel data gradient tp chunks, everything else
+ * whole), each chunk its own GEMM; the LM head and other leaves stay whole,
+ * and nothing changes without sp. */
+TEST(kernel_tp_overlap_chunks_te_gemms)
+{
+    sc_cluster c = preset("dgx-h100");
+    sc_model *m = NULL;
+    REQUIRE(sc_model_open("gpt-13b", &m, NULL) == SC_OK);
+    const sc_module *attn = sc_model_find(m, "blocks.0.attn"),
+                    *mlp = sc_model_find(m, "blocks.0.mlp"), *head = sc_model_find(m, "head");
+    REQUIRE(attn && mlp && head);
+    const int tp = 8;
+    sc_compute_cfg off = {SC_BF16, tp, 1, 2, SC_ATTN_FLASH, 0, 0, 0}, on = off;
+    on.tp_overlap = 1;
+    double bf = c.eff.bwd_factor > 0 ? c.eff.bwd_factor : 1;
+    const sc_module *mods[2] = {attn, mlp};
+    for (int i = 0; i < 2; i++) {
+        double want_f = 0, want_b = 0, f0, b0, f1, b1;
+        for (int j = 0; j < mods[i]->n_kernels; j++) {
+            const sc_kernel *k = &mods[i]->kernels[j];
+            if (!sc_kernel_runs(k, on.attn))
+                continue;
+            double B, M, N, K;
+            sc_cost_kernel_shape(k, &on, &B, &M, &N, &K);
+            if (k->op != SC_KOP_GEMM || k->grow_batch || (k->tp != SC_KTP_N && k->tp != SC_KTP_K)) {
+                want_f += sc_cost_kernel_time(&c, k, &on, 0);
+                want_b += sc_cost_kernel_time(&c, k, &on, 1);
+                continue;
+            }
+            double fs = k->tp == SC_KTP_N ? tp : 4, ds = k->tp == SC_KTP_K ? tp : 1;
+            want_f += fs * sc_cost_gemm_time(&c, SC_BF16, B, ceil(M / fs), N, K, 1);
+            want_b += ds * sc_cost_gemm_time(&c, SC_BF16, B, ceil(M / ds), K, N, bf) +
+                      sc_cost_gemm_time(&c, SC_BF16, B, K, N, M, bf);
+        }
+        sc_cost_kernels_time(&c, mods[i], &on, &f1, &b1, NULL);
+        sc_cost_kernels_time(&c, mods[i], &off, &f0, &b0, NULL);
+        CHECK_NEAR(f1, want_f, 1e-12);
+        CHECK_NEAR(b1, want_b, 1e-12);
+        CHECK(f1 > f0 && b1 > b0); /* chunks fill the waves less well than the whole */
+        /* the weight gradients are never split (zb-h1's W pass) */
+        CHECK_NEAR(sc_cost_kernels_wgrad_time(&c, mods[i], &on),
+                   sc_cost_kernels_wgrad_time(&c, mods[i], &off), 1e-15);
+        /* without sp there is no such overlap */
+        sc_compute_cfg nosp = on;
+        nosp.sp = 0;
+        double f2, b2, f3, b3;
+        sc_compute_cfg nosp0 = nosp;
+        nosp0.tp_overlap = 0;
+        sc_cost_kernels_time(&c, mods[i], &nosp, &f2, &b2, NULL);
+        sc_cost_kernels_time(&c, mods[i], &nosp0, &f3, &b3, NULL);
+        CHECK(f2 == f3 && b2 == b3);
+    }
+    /* the LM head is Megatron's own linear layer: whole */
+    double hf0, hb0, hf1, hb1;
+    sc_cost_kernels_time(&c, head, &off, &hf0, &hb0, NULL);
+    sc_cost_kernels_time(&c, head, &on, &hf1, &hb1, NULL);
+    CHECK(hf0 == hf1 && hb0 == hb1);
+    sc_model_free(m);
+}
+
 TEST(kernel_flash_attention)
 {
     sc_cluster c = preset("dgx-a100-80g");
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
     sc_kernel fa = sc_kernel_flash("flash", 96, 2048, 2048, 128, 0, SC_KTP_BATCH);
     sc_kernel fc = sc_kernel_flash("flash", 96, 2048, 2048, 128, 1, SC_KTP_BATCH);
     /* compute-bound kernels run at the sustained clock */
@@ -198,7 +261,7 @@ TEST(kernel_flash_attention)
     REQUIRE(sc_model_open("gpt-175b", &m, NULL) == SC_OK);
     const sc_module *attn = sc_model_find(m, "blocks.0.attn");
     REQUIRE(attn && attn->n_kernels > 0);
-    sc_compute_cfg un = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED, 0, 0}, fl = {SC_BF16, 8, 0, 1, SC_ATTN_FLASH, 0, 0};
+    sc_compute_cfg un = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0}, fl = {SC_BF16, 8, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
     double fu, bu, ru, ff, bf, rf;
     sc_cost_kernels_time(&c, attn, &un, &fu, &bu, &ru);
     sc_cost_kernels_time(&c, attn, &fl, &ff, &bf, &rf);
@@ -230,7 +293,7 @@ TEST(kernel_flash_attention)
 TEST(kernel_flash_priced_as_the_executor_runs_it)
 {
     sc_cluster c = preset("h200-sxm-1");
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_FLASH, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_FLASH, 0, 0, 0};
     sc_kernel fc = sc_kernel_flash("flash", 16, 2048, 2048, 128, 1, SC_KTP_BATCH);
     double fused_f = sc_cost_kernel_time(&c, &fc, &cc, 0);
     c.eff.gemm.flash_gemms = 1;
@@ -269,7 +332,7 @@ TEST(kernel_generator_lists_match_leaf_flops)
                         f += sc_kernel_flops(&x->kernels[k]);
                 CHECK_NEAR(f, x->flops_fwd, 1e-12);
             }
-            sc_compute_cfg cc = {SC_BF16, 2, 0, 2, SC_ATTN_FLASH, 0, 0};
+            sc_compute_cfg cc = {SC_BF16, 2, 0, 2, SC_ATTN_FLASH, 0, 0, 0};
             double fw, bw, sf = 0, sb = 0;
             REQUIRE(sc_cost_module_time_cfg(&c, x, &cc, &fw, &bw, NULL) == SC_OK);
             for (int k = 0; k < x->n_kernels; k++)
@@ -379,7 +442,7 @@ TEST(kernel_stencil_counts_flops)
                   "kernels[0].flops: a gemm kernel has no flops");
 
     sc_cluster c = preset("dgx-a100-80g");
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED, 0, 0, 0};
     double vec = c.gpu.peak_flops[SC_FP32] * c.eff.eff_max[SC_FP32] * c.eff.gemm.sustained;
     double hbm = c.gpu.hbm_bytes_per_s * c.eff.memory_bw, ks = c.eff.gemm.kernel_s;
     /* compute-bound: 1 GFLOP and 1 MB per sample, 4 samples */

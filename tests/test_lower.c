@@ -521,9 +521,12 @@ TEST(lower_tp_comm_overlap)
     REQUIRE(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_OK);
     cfg.tp_comm_overlap = 1;
     REQUIRE(sc_step_simulate(m, &c, &cfg, &r1, &err) == SC_OK);
-    CHECK(r1->step_time_s < r0->step_time_s);
+    /* the exposed tp time shrinks; the compute grows (slowed beside the
+     * chunks, and its tp GEMMs run in chunks, cost_kernel.c): whether the
+     * step gains depends on the GEMMs' size (here, h 2048 at tp 4, the
+     * chunks lose more than the exposed collectives cost) */
     CHECK(r1->breakdown.tp < 0.5 * r0->breakdown.tp);
-    CHECK(r1->breakdown.compute > r0->breakdown.compute); /* slowed beside the chunks */
+    CHECK(r1->breakdown.compute > r0->breakdown.compute);
     /* the estimate follows */
     sc_estimate e1;
     REQUIRE(sc_estimate_step(m, &c, &cfg, &e1, &err) == SC_OK);
@@ -638,7 +641,7 @@ TEST(lower_zbh1_splits_backward_as_the_executor)
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("cpu-local", &c, &err) == SC_OK);
     REQUIRE(c.eff.gemm.sms == 0);
-    sc_compute_cfg cc = {SC_FP32, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0};
+    sc_compute_cfg cc = {SC_FP32, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
     int seen[3] = {0};
     for (int i = 0; i < m->n_leaves; i++) {
         const sc_module *x = m->leaves[i];
