@@ -121,6 +121,23 @@ print(", ".join("%dx%dx%d %.1f us hot, %.1f burst (%+.1f%%)" % (k[1], k[2], k[3]
       for k in [key(r)] if k in ht))
 PY
 )"
+        # Transformer Engine's tp overlap runs a layer's tp GEMMs in chunks of
+        # their token rows (cost_kernel.c): GPT-3 175B's at tp 4, one
+        # microbatch, whole (M 2048) and as the 4 chunks (M 512) TE runs
+        # under --tp-comm-overlap, to set the measured cost of chunking
+        # beside the tile-and-wave rule's (docs/accuracy.md, "NVIDIA's
+        # DGX Cloud recipe"); apart from the sweep, so calibration is as before
+        timeout 60 $S bench gemm --backend cuda --dtype bf16 \
+            --sizes 2048x9216x12288,512x9216x12288,2048x12288x12288,512x12288x12288,2048x12288x3072,512x12288x3072,2048x3072x12288,512x3072x12288 \
+            -o "$out/bench_gemm_chunks.json" > "$out/bench_gemm_chunks.txt" 2>&1
+        [ -s "$out/bench_gemm_chunks.json" ] && note "tp-overlap chunks (4 x M 512 against M 2048): $(python3 - \
+            "$out/bench_gemm_chunks.json" <<'PY'
+import json, sys
+t = {(r["m"], r["n"], r["k"]): r["time_s"] for r in json.load(open(sys.argv[1]))["results"]}
+print(", ".join("%dx%d %+.1f%%" % (n, k, 100 * (4 * t[(512, n, k)] / t[(2048, n, k)] - 1))
+      for (m, n, k) in t if m == 2048 and (512, n, k) in t))
+PY
+)"
     else
         note "bench gemm failed or timed out: $(grep -m1 '^stagecraft' "$out/bench_gemm.txt" || echo 'see bench_gemm.txt'); no calibration check"
     fi
