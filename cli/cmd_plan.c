@@ -1,5 +1,6 @@
 /* cmd_plan.c - `stagecraft plan`: search for the best plan. */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "cli_opts.h"
 #include "cli_limits.h"
 #include "cluster.h"
@@ -119,6 +120,9 @@ int cmd_plan(int argc, char **argv)
     sc_search_opts o = a.s.o;
     o.global_batch = batch;
     sc_error err = {0};
+    /* a winner that could not be written is known before the search, as sim does */
+    if (cli_output_check(out, &err))
+        return cli_fail(&err);
     sc_model *m;
     sc_cluster c;
     int orc = cli_open(model, cluster, nodes, o.framework ? o.framework->name : NULL, &m, &c);

@@ -1,5 +1,6 @@
 /* cmd_tune.c - `stagecraft tune`: the microbatch auto-tuner. */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "framework.h"
 #include "cli_opts.h"
 #include "cli_limits.h"
@@ -57,6 +58,8 @@ int cmd_tune(int argc, char **argv)
     o.global_batch = batch;
     o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     sc_error err = {0};
+    if (cli_output_check(out, &err)) /* known before the sweep, as sim does */
+        return cli_fail(&err);
     sc_model *m;
     sc_cluster c;
     int orc = cli_open(model, cluster, nodes, o.framework ? o.framework->name : NULL, &m, &c);

@@ -26,6 +26,22 @@ static int have_gnuplot(void)
     return sc_test_sh(o, sizeof o, "command -v gnuplot") == 0;
 }
 
+/* plan and tune know a missing folder before they search, as sim does: exit 3,
+ * the folder named, nothing searched (plan wrote its table, then failed) */
+TEST(outputs_plan_tune_missing_folder_refused_first)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--global-batch 64 -o %s/missing_dir/p.json", bin, d) == 3);
+    CHECK_STR_HAS(out, "missing_dir/p.json: cannot create: folder ");
+    CHECK(!strstr(out, "searched"));
+    CHECK(sc_test_sh(out, sizeof out, "%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 "
+                     "--dp 2 --tp 1 --pp 4 --global-batch 64 -o %s/missing_dir/t.json", bin,
+                     d) == 3);
+    CHECK_STR_HAS(out, "missing_dir/t.json: cannot create: folder ");
+    CHECK(!strstr(out, "best:"));
+}
+
 TEST(outputs_sim_one_missing_folder_writes_none)
 {
     const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
