@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The examples that run today are 42; far fewer means the rules (or
  * the pages) changed so that most are skipped. */
@@ -686,9 +687,19 @@ static void check_page(const char *name, tally *t, const context *tools, int upd
     snprintf(dir, sizeof dir, "%s/%s", sc_test_tmpdir(), sc_basename(name));
     snprintf(outdir, sizeof outdir, "%s/out", dir);
     /* the pages run from the repository root, where out/ is the output
-     * folder (README's tour says to make it) */
-    if (mkdir(dir, 0755) != 0 || mkdir(outdir, 0755) != 0) {
+     * folder (README's tour says to make it) and validation/ holds the
+     * suites `validate` finds in the working folder (beside bin/stagecraft
+     * it would find them too, but not beside the sanitizer build's binary) */
+    char cwd[600], suites[700], link[900];
+    if (mkdir(dir, 0755) != 0 || mkdir(outdir, 0755) != 0 || !getcwd(cwd, sizeof cwd)) {
         sc_test_fail(__FILE__, __LINE__, "cannot make %s", outdir);
+        page_free(&pg);
+        return;
+    }
+    snprintf(suites, sizeof suites, "%s/validation", cwd);
+    snprintf(link, sizeof link, "%s/validation", dir);
+    if (symlink(suites, link) != 0) {
+        sc_test_fail(__FILE__, __LINE__, "cannot link %s", link);
         page_free(&pg);
         return;
     }
