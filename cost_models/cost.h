@@ -500,7 +500,8 @@ typedef struct sc_stage_cfg {
     /* the ZeRO stage and data-parallel degree, for what a framework does per
      * microbatch with sharded gradients (sc_stage_info fsdp); 0 = not applied */
     int zero, dp;
-    /* tp communication overlap (sc_compute_cfg tp_overlap); 0 = none */
+    /* tp communication overlap asked for (sc_compute_cfg tp_overlap, which
+     * applies it only under sp with tp >= 2); 0 = none */
     int tp_overlap;
 } sc_stage_cfg;
 

@@ -155,7 +155,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                          .recompute = SC_RECOMPUTE_SELECTIVE,
                          .sp = sp,
                          .attn = attn,
-                         .tp_overlap = tp_overlap && sp};
+                         .tp_overlap = tp_overlap};
     sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */

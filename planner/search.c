@@ -172,9 +172,8 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
         }
         return -1;
     }
-    st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, sp && s->o.tp_comm_overlap, s->o.attn,
-                              mbs, &part,
-                              &s->tables[s->ntables], err);
+    st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, s->o.tp_comm_overlap, s->o.attn, mbs,
+                              &part, &s->tables[s->ntables], err);
     sc_partition_free(&part);
     if (st)
         return -1;

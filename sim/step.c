@@ -1413,7 +1413,7 @@ sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg)
                           .attn = cfg->attn,
                           .zero = cfg->zero,
                           .dp = cfg->dp,
-                          .tp_overlap = cfg->tp_comm_overlap && cfg->sp};
+                          .tp_overlap = cfg->tp_comm_overlap};
 }
 
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
