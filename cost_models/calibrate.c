@@ -1951,7 +1951,8 @@ double sc_calib_kernel_time(const sc_cluster *cl, sc_dtype dt, const sc_calib_ke
     double t = 0, bf = cl->eff.bwd_factor > 0 ? cl->eff.bwd_factor : 1;
     for (int j = 0; j < q->n_gemm && j < 2; j++) {
         const double *g = q->gemm[j];
-        t += sc_cost_gemm_time(cl, dt, g[0], g[1], g[2], g[3], g[4] > 0 ? bf : 1);
+        t += sc_cost_gemm_chunks_time(cl, dt, g[0], g[1], g[2], g[3], g[4] > 0 ? bf : 1,
+                                      (int)g[5]);
     }
     return t;
 }
@@ -1961,7 +1962,10 @@ double sc_calib_kernel_time(const sc_cluster *cl, sc_dtype dt, const sc_calib_ke
 static void kern_terms(const sc_cluster *u, sc_dtype dt, const sc_calib_kernel *q, double x[3])
 {
     int gemm = q->n_gemm > 0;
-    x[0] = gemm ? q->n_gemm : 1;
+    double launches = 0; /* a GEMM in chunks launches each */
+    for (int j = 0; j < q->n_gemm && j < 2; j++)
+        launches += q->gemm[j][5] > 1 ? fmin(q->gemm[j][5], fmax(q->gemm[j][1], 1)) : 1;
+    x[0] = gemm ? launches : 1;
     x[1] = gemm ? sc_calib_kernel_time(u, dt, q) : 0;
     x[2] = gemm ? 0 : q->bytes / u->gpu.hbm_bytes_per_s;
 }

@@ -131,12 +131,14 @@ typedef struct sc_calib_gemm {
 /* A kernel timed alone (exec --kernels, timeline "kernels"), per call: a
  * memory pass of `bytes` (n_gemm 0), or n_gemm GEMMs (a forward, an input-
  * or a weight-gradient GEMM, or both of a backward), gemm[i] = {batch, M,
- * N, K, bwd} as run (bwd 1: a backward GEMM, its compute scaled by
- * efficiency.bwd_factor as the model scales it; 0 a forward). */
+ * N, K, bwd, splits} as run (bwd 1: a backward GEMM, its compute scaled by
+ * efficiency.bwd_factor as the model scales it; 0 a forward; splits: run
+ * as that many chunks of ceil(M / splits) rows, sc_cost_gemm_chunks_time;
+ * 0 or 1 whole). */
 typedef struct sc_calib_kernel {
     int n_gemm;
     double bytes;
-    double gemm[2][5];
+    double gemm[2][6];
     double t;
     int file;
 } sc_calib_kernel;

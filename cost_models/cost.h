@@ -158,6 +158,18 @@ void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *
 double sc_cost_gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
                          double K, double scale);
 double sc_cost_pass_time(const sc_cluster *c, double bytes);
+/* The same GEMM run as `splits` chunks of ceil(M / splits) rows each (at
+ * most M chunks; 1 or less: whole), as TE's tp overlap runs it. */
+double sc_cost_gemm_chunks_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
+                                double K, double scale, int splits);
+/* How many chunks of its token rows (M) kernel k of module mod runs in
+ * under cc: *fwd the forward GEMM, *dgrad the data gradient (the weight
+ * gradient always whole). Transformer Engine's userbuffer tp overlap
+ * (cc->tp_overlap with sp and tp >= 2) splits the tp GEMMs of a layer's
+ * attention and MLP (cost_kernel.c has TE's rule); every other kernel 1, 1.
+ * The one rule the cost model prices and the executor runs. */
+void sc_cost_kernel_splits(const sc_module *mod, const sc_kernel *k, const sc_compute_cfg *cc,
+                           int *fwd, int *dgrad);
 
 double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
                            int bwd);

@@ -216,14 +216,42 @@ static double flash_shape(const sc_cluster_gemm *g, double N, double K, int caus
  * collectives take are efficiency.overlap_slowdown's (the simulator's). */
 #define SC_UB_PIPELINE_SPLITS 4
 
-static double gemm_chunks(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
-                          double K, double scale, double splits)
+/* Whether mod's tensor-parallel GEMMs run under TE's userbuffer overlap:
+ * cc asks for it (tp >= 2 with sp) and mod is a transformer layer's
+ * attention or MLP (TE's modules; the LM head is Megatron's own
+ * ColumnParallelLinear, whole). */
+static int ub_module(const sc_module *mod, const sc_compute_cfg *cc)
+{
+    return mod && cc->tp_overlap && cc->sp && cc->tp > 1 && mod->kind &&
+           (!strcmp(mod->kind, "attention") || !strcmp(mod->kind, "cross_attention") ||
+            !strcmp(mod->kind, "mlp"));
+}
+
+/* The chunks of the rule above for kernel k of a ub module (ub 1). */
+static void ub_splits(const sc_kernel *k, const sc_compute_cfg *cc, int ub, int *fwd,
+                      int *dgrad)
+{
+    *fwd = *dgrad = 1;
+    if (!ub || k->op != SC_KOP_GEMM || k->grow_batch ||
+        (k->tp != SC_KTP_N && k->tp != SC_KTP_K))
+        return;
+    *fwd = k->tp == SC_KTP_N ? cc->tp : SC_UB_PIPELINE_SPLITS;
+    *dgrad = k->tp == SC_KTP_K ? cc->tp : 1;
+}
+
+void sc_cost_kernel_splits(const sc_module *mod, const sc_kernel *k, const sc_compute_cfg *cc,
+                           int *fwd, int *dgrad)
+{
+    ub_splits(k, cc, ub_module(mod, cc), fwd, dgrad);
+}
+
+double sc_cost_gemm_chunks_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
+                                double K, double scale, int splits)
 {
     if (splits <= 1 || M < 2)
-        return gemm_time(c, dt, B, M, N, K, scale);
-    if (splits > M)
-        splits = M;
-    return splits * gemm_time(c, dt, B, ceil(M / splits), N, K, scale);
+        return sc_cost_gemm_time(c, dt, B, M, N, K, scale);
+    double s = splits > M ? M : splits;
+    return s * sc_cost_gemm_time(c, dt, B, ceil(M / s), N, K, scale);
 }
 
 static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
@@ -234,15 +262,15 @@ static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_comp
     sc_cost_kernel_shape(k, cc, &B, &M, &N, &K);
     double bf = bwd && c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
     double d = sc_dtype_bytes(dt);
+    int fs, ds;
+    ub_splits(k, cc, ub, &fs, &ds);
     switch (k->op) {
     case SC_KOP_GEMM:
-        if (ub && !k->grow_batch && (k->tp == SC_KTP_N || k->tp == SC_KTP_K)) {
-            double t = cc->tp;
+        if (fs > 1 || ds > 1) {
             if (!bwd)
-                return gemm_chunks(c, dt, B, M, N, K, 1,
-                                   k->tp == SC_KTP_N ? t : SC_UB_PIPELINE_SPLITS);
+                return sc_cost_gemm_chunks_time(c, dt, B, M, N, K, 1, fs);
             /* data gradient (batch, M, K, N), weight gradient (batch, K, N, M) */
-            return gemm_chunks(c, dt, B, M, K, N, bf, k->tp == SC_KTP_K ? t : 1) +
+            return sc_cost_gemm_chunks_time(c, dt, B, M, K, N, bf, ds) +
                    gemm_time(c, dt, B, K, N, M, bf);
         }
         return gemm_pass(c, dt, B, M, N, K, bwd);
@@ -271,17 +299,6 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
                            int bwd)
 {
     return kernel_time(c, k, cc, bwd, 0);
-}
-
-/* Whether mod's tensor-parallel GEMMs run under TE's userbuffer overlap:
- * cc asks for it (tp >= 2 with sp) and mod is a transformer layer's
- * attention or MLP (TE's modules; the LM head is Megatron's own
- * ColumnParallelLinear, whole). */
-static int ub_module(const sc_module *mod, const sc_compute_cfg *cc)
-{
-    return cc->tp_overlap && cc->sp && cc->tp > 1 && mod->kind &&
-           (!strcmp(mod->kind, "attention") || !strcmp(mod->kind, "cross_attention") ||
-            !strcmp(mod->kind, "mlp"));
 }
 
 double sc_cost_kernels_wgrad_time(const sc_cluster *c, const sc_module *mod,

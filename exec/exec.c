@@ -36,6 +36,8 @@ enum { IT_WGEMM = 0, IT_CORE, IT_MEM };
  * (backward: two input-gradient GEMMs) or a memory-bound pass. */
 typedef struct item {
     int type, m, n, k, batch;
+    int fsplit, dsplit; /* the forward and the data gradient in this many chunks of
+                           ceil(m / split) rows (TE's tp overlap, sc_cost_kernel_splits) */
     size_t bytes;     /* IT_MEM: the forward's bytes */
     size_t bwd_bytes; /* IT_MEM: the backward's (the cost model's figures) */
     const char *name; /* the model's kernel name, or the leaf's kind (the model owns it) */
@@ -166,27 +168,29 @@ static int push_item(item **it, int *n, int *cap, item v)
 /* A GEMM item of (m, n, k) x batch, each clamped to [1, 1e9]. */
 static item gemm_item(int type, double m, double n, double k, double batch)
 {
-    return (item){type, clampi(m), clampi(n), clampi(k), clampi(batch), 0, 0, NULL};
+    return (item){type, clampi(m), clampi(n), clampi(k), clampi(batch), 1, 1, 0, 0, NULL};
 }
 
 /* A memory pass of fwd bytes forward and bwd backward (at least 4). */
 static item mem_item(double fwd, double bwd)
 {
-    return (item){IT_MEM, 0, 0, 0, 0, (size_t)fwd, (size_t)fmax(bwd, 4), NULL};
+    return (item){IT_MEM, 0, 0, 0, 0, 1, 1, (size_t)fwd, (size_t)fmax(bwd, 4), NULL};
 }
 
 /* The forward work of a leaf that is timed kernel by kernel (sc_cost_uses_kernels:
  * it lists kernels and the cluster has efficiency.gemm): its kernels as the
  * cost model runs them (sc_cost_kernel_shape), a GEMM with weights as
  * IT_WGEMM, a batched one as IT_CORE, fused attention as its two products
- * (no backend has a fused kernel), a memory-bound kernel as a pass of its
+ * (no backend has a fused kernel), a tp GEMM under TE's tp overlap in the
+ * chunks the cost model prices (sc_cost_kernel_splits), a memory-bound kernel as a pass of its
  * bytes (a stencil's FLOPs are not run: no backend has a depthwise kernel,
  * and on GPUs its bytes bound it). So measured and predicted compare kernel
  * for kernel. */
 static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, double kf, item **it,
                         int *n, int *cap)
 {
-    sc_compute_cfg cc = {x->model->dtype, x->cfg.tp, x->cfg.sp, x->cfg.mbs, x->cfg.attn, qf, kf, 0};
+    sc_compute_cfg cc = {x->model->dtype, x->cfg.tp, x->cfg.sp, x->cfg.mbs, x->cfg.attn, qf, kf,
+                         x->cfg.tp_comm_overlap};
     int rc = 0;
     for (int i = 0; i < mod->n_kernels && !rc; i++) {
         const sc_kernel *k = &mod->kernels[i];
@@ -205,7 +209,9 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
             rc |= push_item(it, n, cap, gemm_item(IT_CORE, M, N, K, B));
             rc |= push_item(it, n, cap, gemm_item(IT_CORE, M, K, N, B));
         } else {
-            rc |= push_item(it, n, cap, gemm_item(k->grow_batch ? IT_CORE : IT_WGEMM, M, N, K, B));
+            item g = gemm_item(k->grow_batch ? IT_CORE : IT_WGEMM, M, N, K, B);
+            sc_cost_kernel_splits(mod, k, &cc, &g.fsplit, &g.dsplit);
+            rc |= push_item(it, n, cap, g);
         }
         for (int j = first; !rc && j < *n; j++)
             (*it)[j].name = k->name;
@@ -356,6 +362,16 @@ static int item_work(const item *q, int what)
            ((q->type == IT_CORE && input) || (q->type == IT_WGEMM && weight) ? DO_WGRAD : 0);
 }
 
+/* A GEMM of m rows run in `split` chunks: how many (at most m) and the
+ * rows of each, ceil(m / chunks), as the cost model prices them
+ * (sc_cost_gemm_chunks_time), so the chunks run are the chunks priced. */
+static int chunks_of(int m, int split, int *rows)
+{
+    int c = split <= 1 || m < 2 ? 1 : split > m ? m : split;
+    *rows = (m + c - 1) / c;
+    return c;
+}
+
 /* The GEMMs and passes of one piece of an op, items [i0, i1). */
 static sc_status poll_all(sc_exec *x, sc_error *err);
 
@@ -379,13 +395,15 @@ static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, in
         if (work & DO_PASS)
             st = be->memop(x->bk, x->M1, x->M0, (what == RUN_F ? q->bytes : q->bwd_bytes) / 3,
                            err);
-        /* the inputs stay as filled (SC_EXEC_OPERANDS); every product writes O */
-        if (!st && (work & DO_FWD))
-            st = be->gemm(x->bk, x->dt, m, n, k, b, x->A, x->B, x->O, err);
+        /* the inputs stay as filled (SC_EXEC_OPERANDS); every product writes O;
+         * a split GEMM runs as chunks of its rows, one after another */
+        int fr, dr, fc = chunks_of(m, q->fsplit, &fr), dc = chunks_of(m, q->dsplit, &dr);
+        for (int c = 0; !st && (work & DO_FWD) && c < fc; c++)
+            st = be->gemm(x->bk, x->dt, fr, n, k, b, x->A, x->B, x->O, err);
         /* backward of C[m,n] = A[m,k] B[k,n]: dA = dC B^T (m,k,n); dB = A^T dC (k,n,m),
          * dC being G */
-        if (!st && (work & DO_DGRAD))
-            st = be->gemm(x->bk, x->dt, m, k, n, b, x->G, x->B, x->O, err);
+        for (int c = 0; !st && (work & DO_DGRAD) && c < dc; c++)
+            st = be->gemm(x->bk, x->dt, dr, k, n, b, x->G, x->B, x->O, err);
         if (!st && (work & DO_WGRAD))
             st = be->gemm(x->bk, x->dt, k, n, m, b, x->A, x->G, x->O, err);
     }
@@ -1101,8 +1119,11 @@ sc_status sc_exec_plan_gemms(const char *plan_file, sc_bench_point *out, int cap
                 const item *q = &w->it[i];
                 if (q->type == IT_MEM)
                     continue;
-                full |= add_shape(out, cap, n, q->m, q->n, q->k);
-                full |= add_shape(out, cap, n, q->m, q->k, q->n);
+                int fr, dr;
+                chunks_of(q->m, q->fsplit, &fr);
+                chunks_of(q->m, q->dsplit, &dr);
+                full |= add_shape(out, cap, n, fr, q->n, q->k);
+                full |= add_shape(out, cap, n, dr, q->k, q->n);
                 full |= add_shape(out, cap, n, q->k, q->n, q->m);
             }
         }
@@ -1253,12 +1274,16 @@ static int pool_kernel(sc_tl_kernel **ks, int *n, int *cap, const item *q, int w
         k.m = q->m;
         k.n = q->n;
         k.k = q->k;
+        int rows, sp = what == RUN_F ? q->fsplit : what == RUN_W ? 1 : q->dsplit;
+        k.splits = chunks_of(q->m, sp, &rows);
     }
+    if (k.splits < 1)
+        k.splits = 1;
     for (int i = 0; i < *n; i++) {
         sc_tl_kernel *o = &(*ks)[i];
         if (!strcmp(o->name, k.name) && !strcmp(o->pass, k.pass) && !strcmp(o->op, k.op) &&
             o->batch == k.batch && o->m == k.m && o->n == k.n && o->k == k.k &&
-            o->bytes == k.bytes) {
+            o->bytes == k.bytes && o->splits == k.splits) {
             o->time_s += t; /* a sum until kernel_profile divides it */
             o->calls++;
             return 0;

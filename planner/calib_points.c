@@ -897,12 +897,14 @@ void sc_calib_kernel_of(const sc_tl_kernel *k, sc_calib_kernel *q)
     int fwd = !strcmp(k->pass, "F"), core = !strcmp(k->op, "core");
     int in = !fwd && (core || strcmp(k->pass, "W"));
     int wt = !fwd && (core || strcmp(k->pass, "B"));
+    double sp = k->splits > 1 ? k->splits : 1; /* the pass's first GEMM's chunks */
     if (fwd)
-        memcpy(q->gemm[q->n_gemm++], (double[5]){B, M, N, K, 0}, sizeof q->gemm[0]);
+        memcpy(q->gemm[q->n_gemm++], (double[6]){B, M, N, K, 0, sp}, sizeof q->gemm[0]);
     if (in)
-        memcpy(q->gemm[q->n_gemm++], (double[5]){B, M, K, N, 1}, sizeof q->gemm[0]);
+        memcpy(q->gemm[q->n_gemm++], (double[6]){B, M, K, N, 1, sp}, sizeof q->gemm[0]);
     if (wt)
-        memcpy(q->gemm[q->n_gemm++], (double[5]){B, K, N, M, 1}, sizeof q->gemm[0]);
+        memcpy(q->gemm[q->n_gemm++], (double[6]){B, K, N, M, 1, in ? 1 : sp},
+               sizeof q->gemm[0]);
 }
 
 /* The kernels exec --kernels timed alone, as points (sc_calib_kernel_of). */

@@ -268,6 +268,8 @@ cJSON *sc_comparison_json(const sc_comparison *c)
                 sc_jadd_num(o, "m", t->m, &oom);
                 sc_jadd_num(o, "n", t->n, &oom);
                 sc_jadd_num(o, "k", t->k, &oom);
+                if (t->splits > 1)
+                    sc_jadd_num(o, "splits", t->splits, &oom);
             }
             sc_jadd_num(o, "calls", t->calls, &oom);
             sc_jadd_num(o, "predicted_s", q->pred, &oom);

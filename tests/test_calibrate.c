@@ -1859,12 +1859,12 @@ TEST(compare_kernels_priced_as_run)
     snprintf(t->plan_file, sizeof t->plan_file, "p.json");
     snprintf(t->plan_digest, sizeof t->plan_digest, "%s", dg);
     static const sc_tl_kernel ks[] = {
-        {"fc1", "F", "wgemm", 1, 256, 2048, 512, 0, 2, 1e-5},
-        {"fc1", "B", "wgemm", 1, 256, 2048, 512, 0, 2, 1e-5},
-        {"fc1", "W", "wgemm", 1, 256, 2048, 512, 0, 2, 1e-5},
-        {"fc1", "BW", "wgemm", 1, 256, 2048, 512, 0, 2, 2e-5},
-        {"scores", "BW", "core", 4, 256, 256, 128, 0, 2, 1e-5},
-        {"ln1", "F", "mem", 0, 0, 0, 0, 1e6, 2, 1e-5}};
+        {"fc1", "F", "wgemm", 1, 256, 2048, 512, 0, 2, 1e-5, 1},
+        {"fc1", "B", "wgemm", 1, 256, 2048, 512, 0, 2, 1e-5, 1},
+        {"fc1", "W", "wgemm", 1, 256, 2048, 512, 0, 2, 1e-5, 1},
+        {"fc1", "BW", "wgemm", 1, 256, 2048, 512, 0, 2, 2e-5, 1},
+        {"scores", "BW", "core", 4, 256, 256, 128, 0, 2, 1e-5, 1},
+        {"ln1", "F", "mem", 0, 0, 0, 0, 1e6, 2, 1e-5, 1}};
     enum { NK = sizeof ks / sizeof ks[0] };
     t->kernels = sc_calloc(NK, sizeof *t->kernels);
     REQUIRE(t->kernels);
@@ -1973,11 +1973,11 @@ TEST(calibrate_kernels_timed_alone_recovers)
             double C = 0;
             if (!bwd) {
                 q->n_gemm = 1;
-                memcpy(q->gemm[0], (double[5]){g[0], g[1], g[2], g[3], 0}, sizeof q->gemm[0]);
+                memcpy(q->gemm[0], (double[6]){g[0], g[1], g[2], g[3], 0, 1}, sizeof q->gemm[0]);
             } else {
                 q->n_gemm = 2;
-                memcpy(q->gemm[0], (double[5]){g[0], g[1], g[3], g[2], 1}, sizeof q->gemm[0]);
-                memcpy(q->gemm[1], (double[5]){g[0], g[3], g[2], g[1], 1}, sizeof q->gemm[0]);
+                memcpy(q->gemm[0], (double[6]){g[0], g[1], g[3], g[2], 1, 1}, sizeof q->gemm[0]);
+                memcpy(q->gemm[1], (double[6]){g[0], g[3], g[2], g[1], 1, 1}, sizeof q->gemm[0]);
             }
             for (int j = 0; j < q->n_gemm; j++)
                 C += sc_cost_gemm_time(&u, SC_BF16, q->gemm[j][0], q->gemm[j][1], q->gemm[j][2],

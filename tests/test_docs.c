@@ -498,7 +498,7 @@ TEST(docs_formats_plan_and_timeline)
     t->kernels = sc_calloc(1, sizeof *t->kernels); /* exec --kernels */
     REQUIRE(t->kernels);
     t->n_kernels = 1;
-    t->kernels[0] = (sc_tl_kernel){"qkv", "F", "wgemm", 1, 64, 384, 128, 0, 8, 2e-4};
+    t->kernels[0] = (sc_tl_kernel){"qkv", "F", "wgemm", 1, 64, 384, 128, 0, 8, 2e-4, 2}; /* in 2 chunks */
     sc_tl_op op = {SC_OP_F, 0, 0, 0, SC_STREAM_COMPUTE, 0, 0, 1e-3};
     sc_timeline_add(t, 0, &op);
     sc_error err = {0};

@@ -11,9 +11,13 @@
  * Skipped with a message when mpirun is missing or the build has no MPI.
  */
 #include "check.h"
+#include "cluster.h"
+#include "cost.h"
 #include "json.h"
 #include "lower_check.h"
 #include "timeline.h"
+
+#include <math.h>
 
 #include <stdlib.h>
 
@@ -390,6 +394,86 @@ TEST(exec_kernel_profile)
     REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
     CHECK_EQ_INT(t->n_kernels, 0);
     CHECK(!strcmp(t->operands, "zeros"));
+    sc_timeline_free(t);
+}
+
+/* Under TE's tp overlap (tp_comm_overlap with sp) the executor runs a
+ * layer's tp GEMMs in the chunks the cost model prices
+ * (sc_cost_kernel_splits): the forward of a column-parallel GEMM (qkv, fc1)
+ * in tp chunks, of a row-parallel one (out_proj, fc2) in 4, the
+ * row-parallel data gradient in tp; the weight gradients and the LM head
+ * whole. The timeline says so per kernel, and compare prices the chunks. */
+TEST(exec_kernel_profile_tp_overlap_chunks)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "") == 0);
+    REQUIRE(kernel_cluster(d) == 0);
+    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --tp 2 --sp "
+               "--tp-comm-overlap 1 --microbatches 2 -o %s/plan.json",
+               sc_test_bin(), d, d, d) == 0);
+    int rc = SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
+                "--tolerance 0 --kernels -o %s/measured.json",
+                MPIRUN, sc_test_bin(), d, d);
+    if (rc != 0)
+        sc_test_fail(__FILE__, __LINE__, "exec exited %d: %.600s", rc, out);
+    REQUIRE(rc == 0);
+    char ef[512], cf[512];
+    snprintf(ef, sizeof ef, "%s/measured.json", d);
+    snprintf(cf, sizeof cf, "%s/cpu8.json", d);
+    sc_timeline *t = NULL;
+    sc_error err;
+    REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_load(cf, &c, &err) == SC_OK);
+    int seen = 0, bad = 0;
+    for (int i = 0; i < t->n_kernels; i++) {
+        const sc_tl_kernel *k = &t->kernels[i];
+        if (strcmp(k->op, "wgemm"))
+            continue;
+        int col = !strcmp(k->name, "qkv") || !strcmp(k->name, "fc1");
+        int row = !strcmp(k->name, "out_proj") || !strcmp(k->name, "fc2");
+        int f = !strcmp(k->pass, "F"), w = !strcmp(k->pass, "W");
+        int want = !(col || row) || w ? 1 : f ? (col ? 2 : 4) : (row ? 2 : 1);
+        int got = k->splits > 1 ? k->splits : 1;
+        if (got != want) {
+            bad++;
+            sc_test_fail(__FILE__, __LINE__, "%s %s: %d chunks, want %d", k->name, k->pass, got,
+                         want);
+        }
+        seen += col || row;
+    }
+    CHECK(seen >= 8); /* four tp GEMMs, forward and backward */
+    CHECK_EQ_INT(bad, 0);
+    /* compare prices each chunk as its own GEMM: qkv's forward, 64 rows in 2 */
+    rc = SC("%s compare %s/plan.json %s --json", sc_test_bin(), d, ef);
+    CHECK_EQ_INT(rc, 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j != NULL);
+    const cJSON *o, *each = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "kernels"), "each");
+    int priced = 0;
+    cJSON_ArrayForEach(o, each)
+    {
+        const char *name = cJSON_GetObjectItem(o, "name")->valuestring;
+        const char *pass = cJSON_GetObjectItem(o, "pass")->valuestring;
+        if (strcmp(name, "qkv") || strcmp(pass, "F"))
+            continue;
+        const cJSON *sp = cJSON_GetObjectItem(o, "splits");
+        REQUIRE(sp && sp->valueint == 2);
+        double B = cJSON_GetObjectItem(o, "batch")->valuedouble;
+        double M = cJSON_GetObjectItem(o, "m")->valuedouble;
+        double N = cJSON_GetObjectItem(o, "n")->valuedouble;
+        double K = cJSON_GetObjectItem(o, "k")->valuedouble;
+        double pred = cJSON_GetObjectItem(o, "predicted_s")->valuedouble;
+        double whole = sc_cost_gemm_time(&c, SC_FP32, B, M, N, K, 1);
+        double half = sc_cost_gemm_time(&c, SC_FP32, B, ceil(M / 2), N, K, 1);
+        CHECK_NEAR(pred, 2 * half, 1e-12);
+        CHECK(fabs(pred - whole) > 1e-9); /* the chunks cost more than the whole */
+        priced++;
+    }
+    CHECK_EQ_INT(priced, 1);
+    cJSON_Delete(j);
     sc_timeline_free(t);
 }
 

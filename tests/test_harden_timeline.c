@@ -68,8 +68,8 @@ TEST(htimeline_writers_match_cjson)
     REQUIRE(t->kernels);
     t->n_kernels = 2;
     t->kernels_rank = 1;
-    t->kernels[0] = (sc_tl_kernel){"q\"kv", "BW", "wgemm", 1, 2048, 6144, 2048, 0, 24, 1.0 / 3};
-    t->kernels[1] = (sc_tl_kernel){"ln", "F", "mem", 0, 0, 0, 0, 123456789012345678.0, 49, 5e-324};
+    t->kernels[0] = (sc_tl_kernel){"q\"kv", "BW", "wgemm", 1, 2048, 6144, 2048, 0, 24, 1.0 / 3, 1};
+    t->kernels[1] = (sc_tl_kernel){"ln", "F", "mem", 0, 0, 0, 0, 123456789012345678.0, 49, 5e-324, 1};
     same_as_cjson(t);
     sc_timeline_free(t);
     t = sc_timeline_new(0, "sim", "", "");

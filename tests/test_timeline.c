@@ -205,8 +205,8 @@ TEST(timeline_kernels_roundtrip)
     REQUIRE(t->kernels);
     t->n_kernels = 2;
     t->kernels_rank = 1;
-    t->kernels[0] = (sc_tl_kernel){"qkv", "F", "wgemm", 1, 2048, 6144, 2048, 0, 24, 1.5e-4};
-    t->kernels[1] = (sc_tl_kernel){"ln1", "BW", "mem", 0, 0, 0, 0, 3.2e7, 24, 2e-5};
+    t->kernels[0] = (sc_tl_kernel){"qkv", "F", "wgemm", 1, 2048, 6144, 2048, 0, 24, 1.5e-4, 4};
+    t->kernels[1] = (sc_tl_kernel){"ln1", "BW", "mem", 0, 0, 0, 0, 3.2e7, 24, 2e-5, 1};
     sc_timeline *w[2];
     REQUIRE(both_ways(t, "k.json", w) == 0);
     for (int i = 0; i < 2; i++) {
@@ -216,6 +216,8 @@ TEST(timeline_kernels_roundtrip)
         CHECK(w[i]->kernels[0].n == 6144 && w[i]->kernels[0].calls == 24);
         CHECK_NEAR(w[i]->kernels[0].time_s, 1.5e-4, 0);
         CHECK(!strcmp(w[i]->kernels[1].pass, "BW") && w[i]->kernels[1].bytes == 3.2e7);
+        CHECK_EQ_INT(w[i]->kernels[0].splits, 4); /* TE's tp-overlap chunks */
+        CHECK_EQ_INT(w[i]->kernels[1].splits, 1); /* absent: whole */
     }
     sc_timeline_free(w[0]);
     sc_timeline_free(w[1]);

@@ -109,6 +109,8 @@ static void kernels_to_json(const sc_timeline *t, cJSON *j, int *oom)
         sc_jadd_num(o, "k", k->k, oom);
         sc_jadd_num(o, "bytes", k->bytes, oom);
         sc_jadd_num(o, "calls", k->calls, oom);
+        if (k->splits > 1)
+            sc_jadd_num(o, "splits", k->splits, oom);
         sc_jadd_num(o, "time_s", k->time_s, oom);
     }
 }
@@ -216,7 +218,7 @@ static sc_status kernels_from_json(const cJSON *j, const char *file, sc_timeline
                                    sc_error *err)
 {
     static const char *const kk[] = {"name", "pass", "op", "batch", "m", "n", "k", "bytes",
-                                     "calls", "time_s", NULL};
+                                     "calls", "time_s", "splits", NULL};
     const cJSON *a = NULL;
     sc_status st = sc_json_arr(j, file, "", "kernels", 0, &a, err);
     if (st || !a)
@@ -265,7 +267,16 @@ static sc_status kernels_from_json(const cJSON *j, const char *file, sc_timeline
             st = sc_json_int(o, file, path, "calls", 1, 1, 100000000L, &calls, err);
         if (!st)
             st = sc_json_num(o, file, path, "time_s", 1, 0, MAX_T, &k->time_s, err);
+        long splits = 1;
+        if (!st)
+            st = sc_json_int(o, file, path, "splits", 0, 1, 1000000L, &splits, err);
+        if (!st && splits > 1 && (!strcmp(op, "mem") || !strcmp(pass, "W")))
+            st = sc_err(err, SC_EINVAL,
+                        "%s: %s.splits: only a GEMM's forward or data gradient runs in chunks "
+                        "(op \"%s\", pass \"%s\")",
+                        file, path, op, pass);
         if (!st) {
+            k->splits = (int)splits;
             snprintf(k->name, sizeof k->name, "%s", name);
             snprintf(k->pass, sizeof k->pass, "%s", pass);
             snprintf(k->op, sizeof k->op, "%s", op);

@@ -85,7 +85,10 @@ typedef struct sc_tl_op {
  * of activations, both backward GEMMs input gradients; "mem": a
  * memory-bound pass), its shape as run (batch, m, n, k of the forward
  * GEMM, padded as run; bytes of a pass, that pass's), how many times one
- * microbatch of each chunk runs it, and the median seconds of one call. */
+ * microbatch of each chunk runs it, and the median seconds of one call.
+ * splits: the pass's first GEMM (F: the forward; B, BW: the data
+ * gradient) ran as this many chunks of ceil(m / splits) rows (TE's tp
+ * overlap, sc_cost_kernel_splits; key "splits", absent = 1). */
 typedef struct sc_tl_kernel {
     char name[48];
     char pass[4];
@@ -93,6 +96,7 @@ typedef struct sc_tl_kernel {
     double batch, m, n, k, bytes;
     int calls;
     double time_s;
+    int splits; /* 0 or 1: whole */
 } sc_tl_kernel;
 
 typedef struct sc_tl_rank {
