@@ -105,6 +105,10 @@ typedef struct sc_partitioner_cfg {
      * unless asked to cut inside layers (search.h, framework.h). */
     int layer_cuts;
     int sp;                   /* sequence parallelism (memory: sc_cost_saved_bytes) */
+    /* the plan's tp_comm_overlap: a layer's tp GEMMs are timed in TE's
+     * chunks (sc_compute_cfg.tp_overlap), as the step's simulation times
+     * them, so stages balance on what they run */
+    int tp_overlap;
     sc_attn attn;             /* attention implementation (time and memory) */
     /* optimal only: CLOCK_MONOTONIC seconds after which it returns the best
      * split found so far (0 = none; partition_optimal.c) */

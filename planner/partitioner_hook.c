@@ -82,6 +82,7 @@ sc_status sc_planner_partition(const char *name, const sc_part_request *rq, sc_p
     sc_partitioner_cfg_init(&cfg, rq->m, rq->c, rq->pp * rq->v);
     cfg.tp = rq->tp;
     cfg.sp = rq->sp;
+    cfg.tp_overlap = rq->tp_overlap;
     cfg.attn = rq->attn;
     cfg.mbs = rq->mbs;
     cfg.dp = rq->dp;

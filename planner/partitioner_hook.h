@@ -50,6 +50,7 @@ typedef struct sc_part_request {
     double max_bytes;       /* optimal: its working memory's limit (0 = none) */
     sc_attn attn;           /* attention implementation */
     int layer_cuts;         /* stages begin only between layers (partitioner.h) */
+    int tp_overlap;         /* TE's tp overlap: the tp GEMMs timed in chunks (partitioner.h) */
 } sc_part_request;
 
 /* Partitions one shape with the partitioner called name (see

@@ -155,7 +155,7 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
                           (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
                           s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, sp,
                           deadline, 1, s->o.max_mem_bytes / 2, s->o.attn,
-                          !s->o.cut_in_layers};
+                          !s->o.cut_in_layers, s->o.tp_comm_overlap};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st) {
         int timed_out = deadline > 0 && now() > deadline;
@@ -835,7 +835,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                               (int)(sc_cluster_total_gpus(c) / ((long)k.tp * k.pp)),
                               s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, k.sp,
                               0, 0, s->o.max_mem_bytes / 2, s->o.attn,
-                              !s->o.cut_in_layers};
+                              !s->o.cut_in_layers, s->o.tp_comm_overlap};
         sc_error e2 = {0};
         if (sc_planner_partition(s->partitioner, &rq, &np_, &e2) == SC_ENOFIT)
             memcpy(s->nofit_msg, e2.msg, sizeof s->nofit_msg);

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const double GiB = 1024.0 * 1024 * 1024;
 
@@ -804,6 +805,48 @@ TEST(partitioner_inputs_edges_cross_boundaries)
     CHECK_NEAR(x.bytes[2], 1e6 + 5e8, 1e-15); /* l1's plus the edge */
     CHECK_NEAR(x.bytes[4], 1e6 + 5e8, 1e-15);
     sc_pctx_free(&x);
+    sc_model_free(m);
+}
+
+/* Under TE's tp overlap (cfg.tp_overlap with sp, tp >= 2) the partitioner
+ * times a layer's attention and MLP leaves with their tp GEMMs in chunks,
+ * as the step's simulation does (sc_compute_cfg.tp_overlap), and the LM
+ * head whole: stages balance on what they run. */
+TEST(partitioner_times_tp_overlap_chunks)
+{
+    sc_model *m = NULL;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-13b", &m, &err) == SC_OK);
+    sc_cluster c = cluster("dgx-h100", 2);
+    sc_pctx x[2];
+    for (int o = 0; o < 2; o++) {
+        sc_partitioner_cfg cfg;
+        sc_partitioner_cfg_init(&cfg, m, &c, 4);
+        cfg.tp = 8;
+        cfg.sp = 1;
+        cfg.attn = SC_ATTN_FLASH;
+        cfg.tp_overlap = o;
+        REQUIRE(sc_pctx_init(&x[o], &cfg, &err) == SC_OK);
+    }
+    int layers = 0, heads = 0, same = 0;
+    for (int l = 0; l < m->n_leaves; l++) {
+        const sc_module *leaf = m->leaves[l];
+        sc_compute_cfg cc = {m->dtype, 8, 1, 1, SC_ATTN_FLASH, 0, 0, 1};
+        double f = 0, b = 0;
+        REQUIRE(sc_cost_module_time_cfg(&c, leaf, &cc, &f, &b, &err) == SC_OK);
+        CHECK_NEAR(x[1].t[l], f + b, 1e-15);
+        int layer = !strcmp(leaf->kind, "attention") || !strcmp(leaf->kind, "mlp");
+        if (layer && x[1].t[l] > x[0].t[l])
+            layers++;
+        if (!strcmp(leaf->kind, "head"))
+            heads += x[1].t[l] == x[0].t[l];
+        same += !layer && x[1].t[l] == x[0].t[l];
+    }
+    CHECK_EQ_INT(layers, 2 * 40); /* every layer's attention and MLP costs more in chunks */
+    CHECK_EQ_INT(heads, 1);
+    CHECK_EQ_INT(same, m->n_leaves - 2 * 40);
+    sc_pctx_free(&x[0]);
+    sc_pctx_free(&x[1]);
     sc_model_free(m);
 }
 
