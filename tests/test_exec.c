@@ -333,28 +333,43 @@ TEST(exec_kernel_lists)
  * carries them (names from the model's kernel lists, the flash kernel as
  * the two batched GEMMs the executor runs, forward and backward passes),
  * and compare prints them beside their predictions, in text and JSON. */
+/* The tiny model's plan of `layout` (sim options) on the kernel-level CPU
+ * cluster, run by 2 ranks with exec --kernels: d/plan.json, its measured
+ * timeline in ef (d/measured.json), loaded; NULL (the test failed) when a
+ * step did not run. */
+static sc_timeline *profile_kernels(const char *d, const char *layout, char *ef, size_t n)
+{
+    snprintf(ef, n, "%s/measured.json", d);
+    if (setup(d, "") || kernel_cluster(d) ||
+        SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json %s -o %s/plan.json",
+           sc_test_bin(), d, d, layout, d)) {
+        sc_test_fail(__FILE__, __LINE__, "setting up %s failed: %.600s", layout, out);
+        return NULL;
+    }
+    int rc = SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
+                "--tolerance 0 --kernels -o %s",
+                MPIRUN, sc_test_bin(), d, ef);
+    if (rc != 0 || !strstr(out, "kernels: ")) {
+        sc_test_fail(__FILE__, __LINE__, "exec exited %d: %.600s", rc, out);
+        return NULL;
+    }
+    sc_timeline *t = NULL;
+    sc_error err;
+    if (sc_timeline_load(ef, &t, &err) != SC_OK) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return NULL;
+    }
+    return t;
+}
+
 TEST(exec_kernel_profile)
 {
     if (!have_mpi())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(setup(d, "") == 0);
-    REQUIRE(kernel_cluster(d) == 0);
-    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --pp 2 --microbatches 2 "
-               "--attn flash -o %s/plan.json",
-               sc_test_bin(), d, d, d) == 0);
-    int rc = SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
-                "--tolerance 0 --kernels -o %s/measured.json",
-                MPIRUN, sc_test_bin(), d, d);
-    if (rc != 0)
-        sc_test_fail(__FILE__, __LINE__, "exec exited %d: %.600s", rc, out);
-    REQUIRE(rc == 0);
-    CHECK_STR_HAS(out, "kernels: ");
     char ef[512];
-    snprintf(ef, sizeof ef, "%s/measured.json", d);
-    sc_timeline *t = NULL;
-    sc_error err;
-    REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
+    sc_timeline *t = profile_kernels(d, "--pp 2 --microbatches 2 --attn flash", ef, sizeof ef);
+    REQUIRE(t);
     CHECK(t->n_kernels > 0);
     CHECK_EQ_INT(t->kernels_rank, 0);
     CHECK(!strcmp(t->flash_attention, "gemms"));
@@ -372,7 +387,7 @@ TEST(exec_kernel_profile)
     CHECK(flash >= 4); /* two products, forward and backward */
     CHECK_EQ_INT(bad, 0);
     sc_timeline_free(t);
-    rc = SC("%s compare %s/plan.json %s", sc_test_bin(), d, ef);
+    int rc = SC("%s compare %s/plan.json %s", sc_test_bin(), d, ef);
     CHECK_EQ_INT(rc, 0);
     CHECK_STR_HAS(out, "each timed alone");
     CHECK_STR_HAS(out, "MAPE over kernels");
@@ -391,6 +406,7 @@ TEST(exec_kernel_profile)
     REQUIRE(SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
                "--tolerance 0 --zero-operands -o %s/measured.json",
                MPIRUN, sc_test_bin(), d, d) == 0);
+    sc_error err;
     REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
     CHECK_EQ_INT(t->n_kernels, 0);
     CHECK(!strcmp(t->operands, "zeros"));
@@ -408,23 +424,12 @@ TEST(exec_kernel_profile_tp_overlap_chunks)
     if (!have_mpi())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(setup(d, "") == 0);
-    REQUIRE(kernel_cluster(d) == 0);
-    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --tp 2 --sp "
-               "--tp-comm-overlap 1 --microbatches 2 -o %s/plan.json",
-               sc_test_bin(), d, d, d) == 0);
-    int rc = SC("%s -np 2 %s exec %s/plan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
-                "--tolerance 0 --kernels -o %s/measured.json",
-                MPIRUN, sc_test_bin(), d, d);
-    if (rc != 0)
-        sc_test_fail(__FILE__, __LINE__, "exec exited %d: %.600s", rc, out);
-    REQUIRE(rc == 0);
     char ef[512], cf[512];
-    snprintf(ef, sizeof ef, "%s/measured.json", d);
+    sc_timeline *t =
+        profile_kernels(d, "--tp 2 --sp --tp-comm-overlap 1 --microbatches 2", ef, sizeof ef);
+    REQUIRE(t);
     snprintf(cf, sizeof cf, "%s/cpu8.json", d);
-    sc_timeline *t = NULL;
     sc_error err;
-    REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
     sc_cluster c;
     REQUIRE(sc_cluster_load(cf, &c, &err) == SC_OK);
     int seen = 0, bad = 0;
@@ -447,7 +452,7 @@ TEST(exec_kernel_profile_tp_overlap_chunks)
     CHECK(seen >= 8); /* four tp GEMMs, forward and backward */
     CHECK_EQ_INT(bad, 0);
     /* compare prices each chunk as its own GEMM: qkv's forward, 64 rows in 2 */
-    rc = SC("%s compare %s/plan.json %s --json", sc_test_bin(), d, ef);
+    int rc = SC("%s compare %s/plan.json %s --json", sc_test_bin(), d, ef);
     CHECK_EQ_INT(rc, 0);
     cJSON *j = cJSON_Parse(out);
     REQUIRE(j != NULL);
