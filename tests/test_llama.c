@@ -220,6 +220,50 @@ TEST(gen_llama_published_counts)
     }
 }
 
+/* --relu2: the MLP is up h x f and down f x h around a squared ReLU (no
+ * gate): 2hf parameters, 4shf FLOPs, saves its input and two f-wide
+ * tensors, and lists up, relu2, down and the residual; Nemotron-4 15B's and
+ * 340B's shapes give their published counts (Parmar et al. 2024: 15.6B, 3.2B
+ * of it embeddings; NVIDIA 2024, Nemotron-4 340B: 341B). */
+TEST(gen_llama_relu2)
+{
+    static const char *const names[] = {"layers", "hidden", "heads", "kv_heads", "ffn",
+                                        "seq",    "vocab",  "relu2"};
+    const double v[] = {2, 16, 4, 2, 24, 8, 10, 1};
+    sc_model *m = gen(8, names, v, SC_BF16);
+    REQUIRE(m);
+    double kvd = 8, h = 16, f = 24, s = 8, V = 10;
+    double layer = 2 * h * h + 2 * h * kvd + 2 * h * f + 2 * h;
+    CHECK_NEAR(sc_model_totals(m).params, 2 * layer + h + 2 * V * h, 0);
+    const sc_module *mlp = find(m, "blocks.0.mlp");
+    CHECK_NEAR(mlp->params, 2 * h * f, 0);
+    CHECK_NEAR(mlp->flops_fwd, 4 * s * h * f, 0);
+    CHECK_NEAR(mlp->act_saved_bytes, 2 * s * h + 2 * 2 * s * f, 0);
+    REQUIRE(mlp->n_kernels == 4);
+    CHECK(!strcmp(mlp->kernels[0].name, "up") && !strcmp(mlp->kernels[1].name, "relu2") &&
+          !strcmp(mlp->kernels[2].name, "down"));
+    CHECK(mlp->kernels[0].tp == SC_KTP_N && mlp->kernels[2].tp == SC_KTP_K);
+    /* the attention is the same as without the switch */
+    double v0[7];
+    memcpy(v0, v, sizeof v0);
+    sc_model *sw = gen(7, names, v0, SC_BF16);
+    REQUIRE(sw);
+    CHECK_NEAR(find(sw, "blocks.0.attn")->params, find(m, "blocks.0.attn")->params, 0);
+    CHECK_NEAR(find(sw, "blocks.0.mlp")->params, 3 * h * f, 0);
+    sc_model_free(sw);
+    sc_model_free(m);
+    const double n15[] = {32, 6144, 48, 8, 24576, 4096, 256000, 1};
+    const double n340[] = {96, 18432, 96, 8, 73728, 4096, 256000, 1};
+    m = gen(8, names, n15, SC_BF16);
+    REQUIRE(m);
+    CHECK_NEAR(sc_model_totals(m).params, 15.6e9, 0.005);
+    sc_model_free(m);
+    m = gen(8, names, n340, SC_BF16);
+    REQUIRE(m);
+    CHECK_NEAR(sc_model_totals(m).params, 341e9, 0.001);
+    sc_model_free(m);
+}
+
 static const char *bad(const char *name, double v)
 {
     static sc_error err;

@@ -1,6 +1,10 @@
 /* gen_llama.c - Llama-style decoder-only transformer (Llama 2/3): pre-norm
  * blocks with RMSNorm, grouped-query attention with rotary position
  * embeddings, a SwiGLU MLP, no biases, untied token embedding and LM head.
+ * With --relu2 the MLP is two matrices around a squared ReLU instead
+ * (Nemotron-4: Parmar et al. 2024, "Nemotron-4 15B Technical Report",
+ * sec. 2, and NVIDIA's Megatron-Core configurations, activation
+ * "squared-relu": up h x f, relu(x)^2, down f x h; no gate).
  *
  * Tree: root "llama" -> embed (token only: rotary embeddings have no
  * parameters), blocks.i (kind "block": ln1, attn, ln2, mlp), ln_f, head.
@@ -16,6 +20,7 @@
  *    (kvd = g*hd), MLP inner f, vocabulary V, l layers:
  *      attention  q h*h + k h*kvd + v h*kvd + o h*h = 2h^2 + 2h*kvd
  *      MLP        gate h*f + up h*f + down f*h     = 3h*f
+ *                 (--relu2: up h*f + down f*h      = 2h*f)
  *      RMSNorm    h (a scale, no bias), two per layer and a final one
  *      embedding  V*h, LM head V*h (0 with --tied: the `shared` group "tok")
  *    P = l*(2h^2 + 2h*kvd + 3h*f + 2h) + h + 2V*h (untied).
@@ -26,7 +31,7 @@
  *                 4*s^2*h (each query head attends over all s keys, GQA or
  *                 not; counted over the full s x s square without halving
  *                 for the causal mask, as gen_gpt.c does)
- *      MLP        3 * 2*s*h*f = 6shf
+ *      MLP        3 * 2*s*h*f = 6shf (--relu2: 4shf)
  *      LM head    2shV
  *    RoPE, RMSNorm, SiLU, the gating product and residuals are 0.
  *  - Activations saved for backward: gen.c's split of Korthikanti et al.
@@ -45,6 +50,8 @@
  *                 the product need both), down-proj input d*s*f
  *                 (d*s*h + 3*d*s*f; Megatron-LM's fused SwiGLU keeps its
  *                 2f-wide input and recomputes the SiLU, the same bytes)
+ *      relu2      input d*s*h, the up output d*s*f (the square's backward
+ *                 needs it), down-proj input d*s*f (d*s*h + 2*d*s*f)
  *      RMSNorm    its input d*s*h (the per-token rstd is left out, as
  *                 LayerNorm's mean and rstd are in gen.c)
  *      embedding  0 (no embedding dropout); LM head as gen.c: d*s*h + 4*s*V.
@@ -62,7 +69,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum { P_LAYERS, P_HIDDEN, P_HEADS, P_KV_HEADS, P_FFN, P_SEQ, P_VOCAB, P_TIED, P_N };
+enum { P_LAYERS, P_HIDDEN, P_HEADS, P_KV_HEADS, P_FFN, P_SEQ, P_VOCAB, P_TIED, P_RELU2, P_N };
 
 /* Defaults: Llama 3 8B (Dubey et al. 2024, Table 3). */
 static const sc_gen_param params[P_N] = {
@@ -70,10 +77,11 @@ static const sc_gen_param params[P_N] = {
     [P_HIDDEN] = {"hidden", 4096, 0, "hidden size h"},
     [P_HEADS] = {"heads", 32, 0, "query heads a (must divide hidden; head size even for RoPE)"},
     [P_KV_HEADS] = {"kv_heads", 8, 0, "key/value heads of grouped-query attention (must divide heads)"},
-    [P_FFN] = {"ffn", 14336, 0, "SwiGLU inner size f (gate, up: h x f; down: f x h)"},
+    [P_FFN] = {"ffn", 14336, 0, "MLP inner size f (SwiGLU: gate, up h x f, down f x h)"},
     [P_SEQ] = {"seq", 8192, 0, "sequence length s"},
     [P_VOCAB] = {"vocab", 128256, 0, "vocabulary size V"},
     [P_TIED] = {"tied", 0, 1, "tie the LM head to the token embedding"},
+    [P_RELU2] = {"relu2", 0, 1, "a squared-ReLU MLP (up h x f, down f x h; Nemotron-4) instead of SwiGLU"},
 };
 
 /* Grouped-query self-attention over s tokens; see the top of this file. */
@@ -134,6 +142,27 @@ static sc_module *swiglu(sc_gen_ctx *c, sc_module *parent, double h, double f, d
     return x;
 }
 
+/* Squared-ReLU MLP over s tokens (--relu2): up h x f, relu(x)^2, down f x h. */
+static sc_module *relu2(sc_gen_ctx *c, sc_module *parent, double h, double f, double s,
+                        const char *name)
+{
+    double d = c->d;
+    sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
+    sc_gen_set(x, 2 * h * f, 4 * s * h * f, d * s * h, d * s * h + 2 * d * s * f);
+    sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after down proj */
+    sc_module_set_saved_parts(x, d * s * h, -1); /* its input */
+    sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
+    /* the square reads the up output and writes one as wide (backward:
+     * reads it and the gradient, writes the gradient) */
+    sc_model *m = c->m;
+    sc_module_add_kernel(m, x, sc_kernel_gemm("up", 1, s, f, h, SC_KTP_N, 0, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_mem("relu2", 2 * d * s * f, 3 * d * s * f,
+                                             SC_KTP_SHARD, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_gemm("down", 1, s, h, f, SC_KTP_K, 0, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));
+    return x;
+}
+
 static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_model **out,
                       sc_error *err)
 {
@@ -147,6 +176,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "seq", v[P_SEQ], 1, 1e7, err);
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
     if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
+    if (!st) st = sc_gen_flag(g, "relu2", v[P_RELU2], err);
     if (st)
         return st;
     double l = v[P_LAYERS], h = v[P_HIDDEN], a = v[P_HEADS], kvh = v[P_KV_HEADS];
@@ -186,7 +216,10 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
         snprintf(part, sizeof part, "%s.ln2", nm);
         sc_gen_norm(&c, b, &tf, s, part);
         snprintf(part, sizeof part, "%s.mlp", nm);
-        swiglu(&c, b, h, f, s, part);
+        if (v[P_RELU2] != 0)
+            relu2(&c, b, h, f, s, part);
+        else
+            swiglu(&c, b, h, f, s, part);
     }
     sc_gen_norm(&c, root, &tf, s, "ln_f");
     sc_gen_lm_head(&c, root, "head", h, V, s, !tied, tied ? "tok" : NULL);
@@ -195,7 +228,8 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
 
 const sc_gen sc_gen_llama = {
     .kind = "llama",
-    .description = "Llama-style decoder: RMSNorm, grouped-query attention, RoPE, SwiGLU (Llama 2/3)",
+    .description = "Llama-style decoder: RMSNorm, grouped-query attention, RoPE, SwiGLU (Llama 2/3; "
+                   "--relu2: a squared-ReLU MLP, Nemotron-4)",
     .params = params,
     .n_params = P_N,
     .make = make,
