@@ -141,7 +141,9 @@ typedef struct sc_compute_cfg {
  * lists kernels and the cluster has efficiency.gemm); the time of one
  * kernel, forward or backward (bwd 1); the sums over a leaf's kernels that
  * run under cc->attn, and (recompute_s) the forward of the kernels selective
- * recompute re-runs (unfused attention's scores, softmax, dropout, context).
+ * recompute re-runs (unfused attention's scores, softmax, dropout, context;
+ * fused attention's kernel: Megatron-Core checkpoints the core attention
+ * whatever its backend).
  * No op_overhead_s: each kernel carries efficiency.gemm.kernel_s. */
 int sc_cost_uses_kernels(const sc_cluster *c, const sc_module *mod);
 /* The shape one rank runs for kernel k under cc (tp first: ceil(dim / t)
@@ -466,7 +468,9 @@ sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *e
  *     score products and every memory pass), as the executor splits them;
  *   recompute_s: re-run before each backward: full re-runs the forward;
  *     selective re-runs the attention scores and values, 4·s·s_kv·inner FLOPs
- *     per sample per attention module (Korthikanti et al. 2022);
+ *     per sample per attention module (Korthikanti et al. 2022), under
+ *     flash attention the fused kernel's forward (Megatron-Core's
+ *     checkpoint_core_attention);
  *   tp_bytes, tp_count: Megatron allreduces s·h per sample after attention
  *     and after the MLP: the stage's summed tp bytes, and how many
  *     allreduces make them up;

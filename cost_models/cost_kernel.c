@@ -328,8 +328,9 @@ void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_co
         double kf = kernel_time(c, k, cc, 0, ub);
         f += kf;
         b += kernel_time(c, k, cc, 1, ub);
-        /* selective recompute re-runs what unfused attention stores */
-        if (k->attn == SC_ATTN_UNFUSED)
+        /* selective recompute re-runs the core attention: what unfused
+         * attention stores, or the fused kernel's forward */
+        if (k->attn == SC_ATTN_UNFUSED || k->op == SC_KOP_FLASH)
             r += kf;
     }
     if (fwd_s)

@@ -118,9 +118,10 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                 in->tp_bytes += x->tp_bytes * mbs;
                 in->tp_count++;
             }
-            /* flash attention stores no scores: nothing to re-run */
-            if (cfg->attn == SC_ATTN_FLASH)
-                continue;
+            /* selective recompute re-runs the core attention: unfused, its
+             * scores, softmax and context; fused, the kernel's forward
+             * (Megatron-Core checkpoints the core attention whatever its
+             * backend: attention.py, checkpoint_core_attention) */
             if (sc_cost_uses_kernels(c, x)) {
                 if (!kern)
                     sc_cost_kernels_time(c, x, &cc, NULL, NULL, &r);

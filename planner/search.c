@@ -795,9 +795,11 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                 for (int rc = 0; rc < 3 && !st; rc++) {
                     if (o->fix_recompute >= 0 && rc != o->fix_recompute)
                         continue;
-                    /* selective recompute of a model without attention, or
-                     * with flash attention (which keeps no scores), recomputes
-                     * nothing and saves nothing more: it is recompute none */
+                    /* selective recompute of a model without attention
+                     * recomputes nothing and saves nothing more: it is
+                     * recompute none; with flash attention (which keeps no
+                     * scores) it saves nothing more and re-runs the fused
+                     * kernel: never better than none */
                     if (rc == SC_RECOMPUTE_SELECTIVE && o->fix_recompute < 0 &&
                         (!attention || o->attn == SC_ATTN_FLASH))
                         continue;

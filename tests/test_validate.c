@@ -659,12 +659,16 @@ TEST(validate_label_table_is_current)
  * them; that row moved with the torch overhead refitted on them. It left
  * (+8.3%) when fused attention was timed by sequence length at the rates
  * Dao 2023 measured (docs/accuracy.md, "Fused attention by sequence
- * length"), which halved the fitted torch overhead. */
+ * length"), which halved the fitted torch overhead. It grew again by
+ * Nemotron-4 15B on 2048 H100 (-10.9%) when that row joined the suite
+ * (docs/accuracy.md, "Nemotron-4 15B and 340B"). */
 TEST(validate_targets_hold)
 {
     static const char *const beyond[] = {
         "mpt_llmfoundry/h100-13b-64gpu",   /* MPT-13B, 2 samples, no accumulation */
         "mpt_llmfoundry/a100-40-13b-8gpu", /* MPT-13B, 4 samples, 16 accumulation steps */
+        /* TE's tp overlap hides more tp time in the model than in the run */
+        "nvidia_dgxc2024/nemotron4-15b-bf16-2048gpu",
     };
     int seen[SC_ARRAY_LEN(beyond)] = {0};
     run_shipped();
