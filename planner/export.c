@@ -5,6 +5,7 @@
 #include "outdir.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,40 @@ static int count_attention(const sc_module *mod, const sc_module **first)
     return n;
 }
 
+/* Whether a kernel of mod is called name. */
+static int has_kernel(const sc_module *mod, const char *name)
+{
+    for (int i = 0; mod && i < mod->n_kernels; i++)
+        if (!strcmp(mod->kernels[i].name, name))
+            return 1;
+    return 0;
+}
+
+/* What kind of transformer layer b is, from its modules' parameters and
+ * kernels (traces/gen_llama.c and gen.c write them): kv_heads below heads
+ * is grouped-query attention; an MLP of 3·h·f parameters is gated (SwiGLU),
+ * one listing a "relu2" kernel is squared-ReLU, else GeLU; a norm of h
+ * parameters is RMSNorm (LayerNorm has 2h); attention of exactly
+ * 2h² + 2h·groups·kv parameters has no biases; a "rotary" kernel means
+ * rotary positions. */
+static void ex_gpt_variant(const sc_module *b, ex_gpt *g)
+{
+    const sc_module *att = NULL, *mlp = find_kind(b, "mlp"), *norm = find_kind(b, "norm");
+    count_attention(b, &att);
+    double h = g->hidden, f = g->ffn;
+    g->kv_groups = (int)sc_module_dim(att, "kv_heads", g->heads);
+    if (g->kv_groups < 1 || g->kv_groups > g->heads)
+        g->kv_groups = g->heads;
+    double mp = mlp ? sc_module_totals(mlp).params : 0;
+    g->mlp = fabs(mp - 3 * h * f) < 0.5 ? EX_MLP_SWIGLU
+             : has_kernel(mlp, "relu2")  ? EX_MLP_RELU2
+                                         : EX_MLP_GELU;
+    g->rmsnorm = norm && sc_module_totals(norm).params == h;
+    double qkvo = 2 * h * h + 2 * h * (double)g->kv_groups * g->kv;
+    g->no_bias = att && sc_module_totals(att).params == qkvo;
+    g->rope = has_kernel(att, "rotary");
+}
+
 #define WHY(...) (snprintf(g->why, sizeof g->why, __VA_ARGS__), g->ok = 0)
 
 static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
@@ -304,6 +339,7 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
         }
     }
     g->layers = x->n_blocks;
+    ex_gpt_variant(b0, g);
     const sc_module *emb = NULL, *head = NULL;
     for (int u = 0; u < fb; u++)
         if (!strcmp(x->units[u].mod->kind, "embedding") && !emb)

@@ -31,6 +31,13 @@ typedef struct ex_gpt {
     int layers, hidden, heads, kv, ffn, vocab, seq;
     int tied;                 /* the head shares the embedding's weights */
     int pos_embed;            /* the embedding holds learned positions */
+    /* the Llama-style variants the layers show (ex_gpt_variant, export.c):
+     * grouped-query attention with kv_groups < heads key/value heads, the
+     * MLP's activation, RMSNorm, no biases on the linear layers, rotary
+     * positions */
+    int kv_groups;
+    enum { EX_MLP_GELU, EX_MLP_SWIGLU, EX_MLP_RELU2 } mlp;
+    int rmsnorm, no_bias, rope;
 } ex_gpt;
 
 struct sc_export_ctx {

@@ -144,12 +144,30 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     arg_num(a, G_MODEL, "--num-layers", g->layers);
     arg_num(a, G_MODEL, "--hidden-size", g->hidden);
     arg_num(a, G_MODEL, "--num-attention-heads", g->heads);
+    if (g->kv_groups < g->heads) { /* grouped-query attention */
+        arg_flag(a, G_MODEL, "--group-query-attention");
+        arg_num(a, G_MODEL, "--num-query-groups", g->kv_groups);
+    }
     if (g->kv * g->heads != g->hidden)
         arg_num(a, G_MODEL, "--kv-channels", g->kv);
     arg_num(a, G_MODEL, "--ffn-hidden-size", g->ffn);
+    if (g->mlp == EX_MLP_SWIGLU) /* gate and up each ffn wide, as the model's 3·h·f */
+        arg_flag(a, G_MODEL, "--swiglu");
+    else if (g->mlp == EX_MLP_RELU2)
+        arg_flag(a, G_MODEL, "--squared-relu");
+    if (g->rmsnorm)
+        arg_str(a, G_MODEL, "--normalization", "RMSNorm");
+    if (g->no_bias)
+        arg_flag(a, G_MODEL, "--disable-bias-linear");
     arg_num(a, G_MODEL, "--seq-length", g->seq);
     arg_num(a, G_MODEL, "--max-position-embeddings", g->seq);
-    if (!g->pos_embed) {
+    if (g->rope && !g->pos_embed) {
+        arg_str(a, G_MODEL, "--position-embedding-type", "rope");
+        st = st ? st : ex_note(e, "rotary positions: their base and scaling are not part of the "
+                                  "model, so Megatron-LM's defaults apply (--rotary-base 10000, "
+                                  "no scaling); set the model's (Llama 3: --rotary-base 500000 "
+                                  "--use-rope-scaling)");
+    } else if (!g->pos_embed) {
         arg_str(a, G_MODEL, "--position-embedding-type", "none");
         st = st ? st : ex_note(e, "the model's embedding holds no learned position table: the "
                                   "script sets --position-embedding-type none (use rope if the "

@@ -433,9 +433,17 @@ static const sc_module *split_module(const sc_model *m, int leaf)
 }
 
 /* stagecraft's GPT layout: units embed, blocks.0..L-1, ln_f, head. */
+/* Whether the layers are Llama-style (export.c, ex_gpt_variant): the
+ * reference implementation builds GPT's (MHA, GeLU, LayerNorm, biases). */
+static int llama_style(const ex_gpt *g)
+{
+    return g->kv_groups < g->heads || g->mlp != EX_MLP_GELU || g->rmsnorm || g->no_bias ||
+           g->rope;
+}
+
 static int std_gpt(const sc_export_ctx *x)
 {
-    if (!x->gpt.ok || x->n_units != x->n_blocks + 3)
+    if (!x->gpt.ok || x->n_units != x->n_blocks + 3 || llama_style(&x->gpt))
         return 0;
     if (strcmp(x->units[0].mod->name, "embed") || strcmp(x->units[x->n_units - 2].mod->name, "ln_f") ||
         strcmp(x->units[x->n_units - 1].mod->name, "head"))
@@ -497,6 +505,10 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                             "memory-efficient kernels keep no attention scores, which is what "
                             "selective recompute saves; nothing else is recomputed");
     } else {
+        if (!st && x->gpt.ok && llama_style(&x->gpt))
+            st = ex_note(e, "the model's layers are Llama-style (grouped-query attention, a gated "
+                            "or squared-ReLU MLP, RMSNorm, no biases or rotary positions), which "
+                            "the file's reference GPT does not build");
         if (!st)
             st = ex_note(e, "the plan's model is not stagecraft's GPT cut between layers: run the "
                             "file with --factory FILE.py:FUNC building the model; pipeline() "

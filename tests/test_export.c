@@ -190,6 +190,54 @@ TEST(export_megatron_gpt_flags)
     free(s);
 }
 
+/* A Llama-style model exports as Megatron-LM builds Llama (its
+ * examples/llama scripts): grouped-query attention, SwiGLU, RMSNorm, no
+ * biases, rotary positions; the squared-ReLU MLP of `model gen llama
+ * --relu2` as --squared-relu; GPT's layers get none of them (above). The
+ * torch target's reference model is GPT's: it asks for the user's model. */
+TEST(export_megatron_llama_flags)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_plan("l.json", "llama3-8b",
+                      "--nodes 1 --dp 2 --tp 4 --microbatches 4 --recompute full --zero 1") == 0);
+    REQUIRE(SC("%s export %s/l.json --to megatron", sc_test_bin(), d) == 0);
+    static const char *const want[] = {
+        "--num-attention-heads 32", "--group-query-attention", "--num-query-groups 8",
+        "--ffn-hidden-size 14336", "--swiglu", "--normalization RMSNorm",
+        "--disable-bias-linear", "--position-embedding-type rope",
+        "--untie-embeddings-and-output-weights"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(want); i++)
+        CHECK_ARG(out, want[i]);
+    CHECK(!strstr(out, "--squared-relu"));
+    CHECK(!strstr(out, "--kv-channels")); /* 32 x 128 = 4096: Megatron's default */
+    CHECK_STR_HAS(out, "--rotary-base 500000");
+    REQUIRE(SC("%s model gen llama --layers 4 --hidden 1024 --heads 16 --kv_heads 4 --ffn 4096 "
+               "--seq 1024 --vocab 32000 --relu2 -o %s/r.json >/dev/null",
+               sc_test_bin(), d) == 0);
+    char model[600];
+    snprintf(model, sizeof model, "%s/r.json", d);
+    REQUIRE(make_plan("r.json.plan", model, "--nodes 1 --dp 4 --tp 2 --microbatches 2") == 0);
+    REQUIRE(SC("%s export %s/r.json.plan --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--squared-relu");
+    CHECK_ARG(out, "--num-query-groups 4");
+    CHECK(!strstr(out, "--swiglu"));
+    /* GPT: none of them */
+    REQUIRE(make_plan("g2.json", "gpt-1.3b", "--nodes 1 --dp 4 --tp 2 --microbatches 2") == 0);
+    REQUIRE(SC("%s export %s/g2.json --to megatron", sc_test_bin(), d) == 0);
+    static const char *const gpt_none[] = {"--group-query-attention", "--swiglu",
+                                           "--squared-relu", "--normalization",
+                                           "--disable-bias-linear", "--position-embedding-type"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(gpt_none); i++)
+        if (strstr(out, gpt_none[i]))
+            sc_test_fail(__FILE__, __LINE__, "gpt-1.3b exported with %s", gpt_none[i]);
+    /* torch: the reference GPT is not Llama */
+    REQUIRE(make_plan("t.json", "llama3-8b",
+                      "--nodes 1 --dp 8 --zero 3 --microbatches 2 --recompute full") == 0);
+    REQUIRE(SC("%s export %s/t.json --to torch", sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "Llama-style");
+    CHECK_STR_HAS(out, "STAGE_UNITS = None\nGPT = None");
+}
+
 /* Partitions, schedules, recompute, placement, ZeRO 3. */
 TEST(export_megatron_variants)
 {
