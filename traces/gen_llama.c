@@ -120,44 +120,27 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
     return x;
 }
 
-/* SwiGLU MLP over s tokens: gate and up h x f, down f x h. */
-static sc_module *swiglu(sc_gen_ctx *c, sc_module *parent, double h, double f, double s,
-                         const char *name)
+/* The MLP over s tokens: SwiGLU (gated: gate and up h x f, down f x h) or,
+ * with --relu2, a squared ReLU between up h x f and down f x h. */
+static sc_module *mlp(sc_gen_ctx *c, sc_module *parent, double h, double f, double s, int gated,
+                      const char *name)
 {
-    double d = c->d;
+    double d = c->d, mats = gated ? 3 : 2; /* h x f matrices */
     sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
-    sc_gen_set(x, 3 * h * f, 6 * s * h * f, d * s * h, d * s * h + 3 * d * s * f);
+    sc_gen_set(x, mats * h * f, 2 * mats * s * h * f, d * s * h, d * s * h + mats * d * s * f);
     sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after down proj */
     sc_module_set_saved_parts(x, d * s * h, -1); /* its input */
     sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
-    /* gate and up as one column-parallel GEMM; SwiGLU reads both, writes
-     * one (backward: reads both and the gradient, writes two) */
+    /* SwiGLU: gate and up as one column-parallel GEMM; the activation reads
+     * both and writes one (backward: reads both and the gradient, writes
+     * two). relu2: the square reads the up output and writes one as wide
+     * (backward: reads it and the gradient, writes the gradient). */
     sc_model *m = c->m;
-    sc_module_add_kernel(m, x, sc_kernel_gemm("gate_up", 1, s, 2 * f, h, SC_KTP_N, 0,
-                                              SC_ATTN_ANY));
-    sc_module_add_kernel(m, x, sc_kernel_mem("swiglu", 3 * d * s * f, 5 * d * s * f,
-                                             SC_KTP_SHARD, SC_ATTN_ANY));
-    sc_module_add_kernel(m, x, sc_kernel_gemm("down", 1, s, h, f, SC_KTP_K, 0, SC_ATTN_ANY));
-    sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));
-    return x;
-}
-
-/* Squared-ReLU MLP over s tokens (--relu2): up h x f, relu(x)^2, down f x h. */
-static sc_module *relu2(sc_gen_ctx *c, sc_module *parent, double h, double f, double s,
-                        const char *name)
-{
-    double d = c->d;
-    sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
-    sc_gen_set(x, 2 * h * f, 4 * s * h * f, d * s * h, d * s * h + 2 * d * s * f);
-    sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after down proj */
-    sc_module_set_saved_parts(x, d * s * h, -1); /* its input */
-    sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
-    /* the square reads the up output and writes one as wide (backward:
-     * reads it and the gradient, writes the gradient) */
-    sc_model *m = c->m;
-    sc_module_add_kernel(m, x, sc_kernel_gemm("up", 1, s, f, h, SC_KTP_N, 0, SC_ATTN_ANY));
-    sc_module_add_kernel(m, x, sc_kernel_mem("relu2", 2 * d * s * f, 3 * d * s * f,
-                                             SC_KTP_SHARD, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_gemm(gated ? "gate_up" : "up", 1, s, (mats - 1) * f, h,
+                                              SC_KTP_N, 0, SC_ATTN_ANY));
+    sc_module_add_kernel(m, x, sc_kernel_mem(gated ? "swiglu" : "relu2", mats * d * s * f,
+                                             (2 * mats - 1) * d * s * f, SC_KTP_SHARD,
+                                             SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_kernel_gemm("down", 1, s, h, f, SC_KTP_K, 0, SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));
     return x;
@@ -216,10 +199,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
         snprintf(part, sizeof part, "%s.ln2", nm);
         sc_gen_norm(&c, b, &tf, s, part);
         snprintf(part, sizeof part, "%s.mlp", nm);
-        if (v[P_RELU2] != 0)
-            relu2(&c, b, h, f, s, part);
-        else
-            swiglu(&c, b, h, f, s, part);
+        mlp(&c, b, h, f, s, v[P_RELU2] == 0, part);
     }
     sc_gen_norm(&c, root, &tf, s, "ln_f");
     sc_gen_lm_head(&c, root, "head", h, V, s, !tied, tied ? "tok" : NULL);
