@@ -327,10 +327,8 @@ static void kernel_table(const sc_comparison *cmp)
         if (!strcmp(t->op, "mem"))
             snprintf(shape, sizeof shape, "pass of %.4g MB", t->bytes / 1e6);
         else
-            snprintf(shape, sizeof shape, "%s %gx%gx%gx%g%s", t->op, t->batch, t->m, t->n, t->k,
-                     t->splits > 1 ? "/" : "");
-        if (t->splits > 1 && strcmp(t->op, "mem")) /* run as chunks of its rows */
-            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%d", t->splits);
+            snprintf(shape, sizeof shape, t->splits > 1 ? "%s %gx%gx%gx%g/%d" : "%s %gx%gx%gx%g",
+                     t->op, t->batch, t->m, t->n, t->k, t->splits); /* /N: in N chunks of rows */
         printf("%-16.16s %-4s %-26.26s %6d %14s %14s %+8.1f%%\n", t->name, t->pass, shape,
                t->calls, cli_us(k[i].pred * t->calls, b[0]), cli_us(t->time_s * t->calls, b[1]),
                100 * k[i].err);

@@ -1962,9 +1962,9 @@ double sc_calib_kernel_time(const sc_cluster *cl, sc_dtype dt, const sc_calib_ke
 static void kern_terms(const sc_cluster *u, sc_dtype dt, const sc_calib_kernel *q, double x[3])
 {
     int gemm = q->n_gemm > 0;
-    double launches = 0; /* a GEMM in chunks launches each */
+    double launches = 0, rows; /* a GEMM in chunks launches each */
     for (int j = 0; j < q->n_gemm && j < 2; j++)
-        launches += q->gemm[j][5] > 1 ? fmin(q->gemm[j][5], fmax(q->gemm[j][1], 1)) : 1;
+        launches += sc_cost_gemm_chunks(q->gemm[j][1], (int)q->gemm[j][5], &rows);
     x[0] = gemm ? launches : 1;
     x[1] = gemm ? sc_calib_kernel_time(u, dt, q) : 0;
     x[2] = gemm ? 0 : q->bytes / u->gpu.hbm_bytes_per_s;

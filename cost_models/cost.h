@@ -160,8 +160,13 @@ void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *
 double sc_cost_gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
                          double K, double scale);
 double sc_cost_pass_time(const sc_cluster *c, double bytes);
-/* The same GEMM run as `splits` chunks of ceil(M / splits) rows each (at
- * most M chunks; 1 or less: whole), as TE's tp overlap runs it. */
+/* A GEMM of M rows asked to run in `splits` chunks: how many it runs in
+ * (at most M; 1 for splits <= 1 or M < 2) and, in *rows, the rows of each,
+ * ceil(M / chunks). The one rule the cost model prices, the executor runs
+ * and the kernel fit counts launches by. */
+int sc_cost_gemm_chunks(double M, int splits, double *rows);
+/* The same GEMM run in those chunks (sc_cost_gemm_chunks), as TE's tp
+ * overlap runs it. */
 double sc_cost_gemm_chunks_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
                                 double K, double scale, int splits);
 /* How many chunks of its token rows (M) kernel k of module mod runs in

@@ -245,13 +245,19 @@ void sc_cost_kernel_splits(const sc_module *mod, const sc_kernel *k, const sc_co
     ub_splits(k, cc, ub_module(mod, cc), fwd, dgrad);
 }
 
+int sc_cost_gemm_chunks(double M, int splits, double *rows)
+{
+    int n = splits <= 1 || M < 2 ? 1 : splits > M ? (int)M : splits;
+    *rows = ceil(M / n);
+    return n;
+}
+
 double sc_cost_gemm_chunks_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
                                 double K, double scale, int splits)
 {
-    if (splits <= 1 || M < 2)
-        return sc_cost_gemm_time(c, dt, B, M, N, K, scale);
-    double s = splits > M ? M : splits;
-    return s * sc_cost_gemm_time(c, dt, B, ceil(M / s), N, K, scale);
+    double rows;
+    int n = sc_cost_gemm_chunks(M, splits, &rows);
+    return n * sc_cost_gemm_time(c, dt, B, rows, N, K, scale);
 }
 
 static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,

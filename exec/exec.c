@@ -362,13 +362,14 @@ static int item_work(const item *q, int what)
            ((q->type == IT_CORE && input) || (q->type == IT_WGEMM && weight) ? DO_WGRAD : 0);
 }
 
-/* A GEMM of m rows run in `split` chunks: how many (at most m) and the
- * rows of each, ceil(m / chunks), as the cost model prices them
- * (sc_cost_gemm_chunks_time), so the chunks run are the chunks priced. */
+/* A GEMM of m rows run in `split` chunks: how many and the rows of each,
+ * the cost model's rule (sc_cost_gemm_chunks), so the chunks run are the
+ * chunks priced. */
 static int chunks_of(int m, int split, int *rows)
 {
-    int c = split <= 1 || m < 2 ? 1 : split > m ? m : split;
-    *rows = (m + c - 1) / c;
+    double r;
+    int c = sc_cost_gemm_chunks(m, split, &r);
+    *rows = (int)r;
     return c;
 }
 
@@ -1267,6 +1268,7 @@ static int pool_kernel(sc_tl_kernel **ks, int *n, int *cap, const item *q, int w
     snprintf(k.pass, sizeof k.pass, "%s", pass[what]);
     snprintf(k.op, sizeof k.op, "%s",
              q->type == IT_MEM ? "mem" : q->type == IT_CORE ? "core" : "wgemm");
+    k.splits = 1;
     if (q->type == IT_MEM) {
         k.bytes = (double)(what == RUN_F ? q->bytes : q->bwd_bytes);
     } else {
@@ -1277,8 +1279,6 @@ static int pool_kernel(sc_tl_kernel **ks, int *n, int *cap, const item *q, int w
         int rows, sp = what == RUN_F ? q->fsplit : what == RUN_W ? 1 : q->dsplit;
         k.splits = chunks_of(q->m, sp, &rows);
     }
-    if (k.splits < 1)
-        k.splits = 1;
     for (int i = 0; i < *n; i++) {
         sc_tl_kernel *o = &(*ks)[i];
         if (!strcmp(o->name, k.name) && !strcmp(o->pass, k.pass) && !strcmp(o->op, k.op) &&

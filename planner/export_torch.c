@@ -432,7 +432,6 @@ static const sc_module *split_module(const sc_model *m, int leaf)
     return x;
 }
 
-/* stagecraft's GPT layout: units embed, blocks.0..L-1, ln_f, head. */
 /* Whether the layers are Llama-style (export.c, ex_gpt_variant): the
  * reference implementation builds GPT's (MHA, GeLU, LayerNorm, biases). */
 static int llama_style(const ex_gpt *g)
@@ -441,6 +440,7 @@ static int llama_style(const ex_gpt *g)
            g->rope;
 }
 
+/* stagecraft's GPT layout: units embed, blocks.0..L-1, ln_f, head. */
 static int std_gpt(const sc_export_ctx *x)
 {
     if (!x->gpt.ok || x->n_units != x->n_blocks + 3 || llama_style(&x->gpt))
