@@ -41,7 +41,7 @@ static void usage(FILE *f)
 static void kernels_json(cJSON *o, const sc_cluster *c, const sc_cost_cfg *cfg,
                          const sc_module *mod, int *oom)
 {
-    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0};
+    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0, 0};
     cJSON *a = sc_jadd_arr(o, "kernels", oom);
     for (int k = 0; k < mod->n_kernels && a; k++) {
         const sc_kernel *x = &mod->kernels[k];
@@ -137,7 +137,7 @@ static sc_cost_row subtree(const sc_cost_row *rows, int n, int i)
 static void kernels_text(const sc_cluster *c, const sc_cost_cfg *cfg, const sc_module *mod,
                          int indent, int w)
 {
-    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0};
+    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0, 0};
     char b[2][48], name[80];
     for (int k = 0; k < mod->n_kernels; k++) {
         const sc_kernel *x = &mod->kernels[k];

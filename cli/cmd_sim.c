@@ -26,12 +26,18 @@ typedef struct {
     const char *slices;
     double bucket, jitter;
     long seed, runs;
-    int one_replica, allow_oom;
+    int one_replica, allow_oom, cp;
 } sim_args;
 
 #define S(f) offsetof(sim_args, f)
 
 static const cli_opt sim_opts[] = {
+    {"cp", 0, "C", "context parallelism: each sample's sequence split over C\n"
+     "ranks that pass keys and values around beside the fused\n"
+     "attention (Megatron-Core --context-parallel-size; needs\n"
+     "--attn flash and 2·C dividing the sequence; ranks\n"
+     "dp·cp·tp·pp, cp next to tp in the placement) (default 1)", cli_opt_int, S(cp), 1, 4096,
+     0, NULL, NULL, 0},
     {"partition", 0, "SPEC", "'uniform' (equal layers per stage, the default) or the\n"
      "leaf positions where stages 2..pp·v begin (see\n'stagecraft model show')", cli_opt_str,
      S(part), 0, 0, 0, NULL, NULL, 0},
@@ -75,7 +81,7 @@ static const cli_opt sim_opts[] = {
 static const cli_cmd sim_cmd = {
     "sim", CLI_SIM,
     "usage: stagecraft sim --model M --cluster C [--nodes N] --dp D --tp T --pp P [--v V]\n"
-    "                      --microbatches M --mbs B --schedule S [--zero Z]\n"
+    "                      [--cp C] --microbatches M --mbs B --schedule S [--zero Z]\n"
     "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
     "                      [--placement tp,pp,dp] [--bucket-mib X] [--slices K|auto]\n"
     "                      [--timeline FILE\n"
@@ -100,9 +106,12 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     char b[8][32];
     printf("%s on %d x %s (%d GPUs used of %ld), %s\n", m->name, c->nodes, c->name, r->n_ranks,
            sc_cluster_total_gpus(c), c->gpu.name);
-    printf("dp %d  tp %d  pp %d  v %d  microbatches %d  mbs %d  schedule %s  zero %d  "
+    char cps[24] = "";
+    if (cfg->cp > 1)
+        snprintf(cps, sizeof cps, "  cp %d", cfg->cp);
+    printf("dp %d%s  tp %d  pp %d  v %d  microbatches %d  mbs %d  schedule %s  zero %d  "
            "recompute %s%s%s  placement %s\n",
-           cfg->dp, cfg->tp, cfg->pp, cfg->v, cfg->m, cfg->mbs, cfg->schedule, cfg->zero,
+           cfg->dp, cps, cfg->tp, cfg->pp, cfg->v, cfg->m, cfg->mbs, cfg->schedule, cfg->zero,
            sc_recompute_name(cfg->recompute), cfg->sp ? "  sp" : "",
            cfg->attn == SC_ATTN_FLASH ? "  flash" : "",
            cfg->placement ? cfg->placement : "tp,pp,dp");
@@ -128,9 +137,10 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     } rows[] = {{"compute", k->compute},     {"recompute", k->recompute},
                 {"optimizer", k->optimizer}, {"tp comm (exposed)", k->tp},
                 {"pp comm (exposed)", k->pp}, {"dp comm (exposed)", k->dp},
-                {"bubble", k->bubble}};
+                {"bubble", k->bubble},       {"cp comm (exposed)", k->cp}};
     for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++)
-        printf("  %-20s %14s us  %5.1f%%\n", rows[i].n, cli_us(rows[i].v, b[0]),
+        if (i + 1 < SC_ARRAY_LEN(rows) || cfg->cp > 1)
+            printf("  %-20s %14s us  %5.1f%%\n", rows[i].n, cli_us(rows[i].v, b[0]),
                100 * rows[i].v / s);
     double bmin = 1, bmax = 0;
     for (int i = 0; i < r->n_ranks; i++) {
@@ -206,7 +216,7 @@ int cmd_sim(int argc, char **argv)
     int config_given = model || cluster || f->fix_dp || f->fix_tp || f->fix_pp || f->fix_v ||
                        f->fix_m || f->fix_mbs || f->fix_schedule || f->fix_zero >= 0 ||
                        f->fix_recompute >= 0 || f->fix_sp >= 0 || f->attn || a.slices || part_spec || a.placement ||
-                       bucket > 0;
+                       bucket > 0 || a.cp;
     sc_step_cfg cfg = {0};
     cfg.schedule = f->fix_schedule ? f->fix_schedule : "1f1b";
     cfg.placement = a.placement;
@@ -219,6 +229,7 @@ int cmd_sim(int argc, char **argv)
     if (!plan_in && !m)
         return cli_usage("sim", "--microbatches is required");
     cfg.dp = (int)dp;
+    cfg.cp = a.cp > 1 ? a.cp : 0;
     cfg.tp = (int)tp;
     cfg.pp = (int)pp;
     cfg.v = (int)v;

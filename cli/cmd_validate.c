@@ -420,6 +420,8 @@ int cmd_validate(int argc, char **argv)
                 sc_jadd_num(o, "nodes", res[k].nodes, &oom);
                 sc_jadd_num(o, "gpus", res[k].gpus, &oom);
                 sc_jadd_num(o, "dp", w->dp, &oom);
+                if (w->cp > 1)
+                    sc_jadd_num(o, "cp", w->cp, &oom);
                 sc_jadd_num(o, "tp", w->tp, &oom);
                 sc_jadd_num(o, "pp", w->pp, &oom);
                 sc_jadd_num(o, "v", w->v, &oom);
@@ -529,8 +531,11 @@ int cmd_validate(int argc, char **argv)
                 /* flash attention as its kernel, where the row names one (loaded: known) */
                 const char *kl = sc_cluster_flash_kernel_label(w->attn_kernel);
                 const char *fl = w->attn != SC_ATTN_FLASH ? "" : kl ? kl : "flash";
-                snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s", w->dp, w->tp, w->pp,
-                         w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "",
+                char cps[16] = "";
+                if (w->cp > 1)
+                    snprintf(cps, sizeof cps, " cp%d", w->cp);
+                snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s%s", w->dp, w->tp, w->pp,
+                         w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "", cps,
                          *fl ? " " : "", fl);
                 printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,

@@ -135,6 +135,17 @@ typedef struct sc_compute_cfg {
      * their collectives, as TE's default configuration splits them
      * (sc_cost_kernels_time); 0 = whole GEMMs. */
     int tp_overlap;
+    /* context parallelism (Megatron-Core's --context-parallel-size with
+     * Transformer Engine's fused attention): the sequence is cut into 2·cp
+     * chunks and rank r of the cp group holds chunks r and 2·cp - 1 - r, so
+     * under a causal mask every rank has the same work. The caller sets
+     * q_frac = 1/cp (each rank's share of the tokens) and kv_frac = 1 (its
+     * queries see every key, passed around the group). A fused attention
+     * kernel then runs 1/cp of the whole sequence's query-key pairs (half of
+     * its M x N rectangle when causal, not a slice's M·N - M²/2), as cp
+     * kernels a pass, one per key chunk received, each over N/cp keys (the
+     * efficiency's fall with short key ranges is taken there). 0 or 1: none. */
+    int cp;
 } sc_compute_cfg;
 
 /* Kernel level (cost_kernel.c): whether mod is timed kernel by kernel (it
@@ -338,6 +349,7 @@ typedef struct sc_mem_cfg {
     sc_recompute recompute;
     int sp;              /* sequence parallelism (with tp > 1) */
     sc_attn attn;        /* flash keeps no attention scores, as selective recompute */
+    int cp;              /* context parallelism: activations / cp (0 or 1: none) */
 } sc_mem_cfg;
 
 /* Activation bytes per sample that module m stashes for its backward on one
@@ -500,6 +512,11 @@ typedef struct sc_stage_info {
     double param_bytes;
     double unit_bytes;
     int buckets;
+    /* context parallelism (sc_stage_cfg cp > 1): the keys and values of the
+     * stage's fused attention kernels that one rank holds per microbatch
+     * (2 · its tokens · its kv heads · head size · dtype bytes), what it
+     * passes around its cp group cp - 1 times a forward; 0 without cp */
+    double cp_bytes;
     /* PyTorch FSDP's own work on the gradients, per backward of a microbatch
      * (framework torch only, sc_cost_fsdp_copies; zero otherwise): added to
      * bwd_s and bwd_w_s, as sc_cost_fsdp_time, when the cfg's zero is 2 or 3
@@ -524,6 +541,11 @@ typedef struct sc_stage_cfg {
     /* tp communication overlap asked for (sc_compute_cfg tp_overlap, which
      * applies it only under sp with tp >= 2); 0 = none */
     int tp_overlap;
+    /* context parallelism (sc_compute_cfg cp; the caller sets q_frac = 1/cp,
+     * kv_frac = 1, and dp to the data-parallel group with cp, dp·cp, over
+     * which the gradients are reduced); 0 or 1 = none. Each stage's cp_bytes
+     * are the keys and values one rank passes on per microbatch. */
+    int cp;
 } sc_stage_cfg;
 
 /* Fills info[0 .. part->n_stages). Errors of sc_cost_modules_time. O(leaves

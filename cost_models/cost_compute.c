@@ -65,7 +65,7 @@ sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtyp
 sc_status sc_cost_module_time_sp(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
                                  int sp, int mbs, double *fwd_s, double *bwd_s, sc_error *err)
 {
-    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0, 0, 0};
     return sc_cost_module_time_cfg(c, mod, &cc, fwd_s, bwd_s, err);
 }
 
@@ -145,7 +145,7 @@ sc_status sc_cost_modules_time_sp(const sc_cluster *c, sc_module *const *mods, i
                                   sc_dtype dt, int tp, int sp, int mbs, double *fwd_s,
                                   double *bwd_s, sc_error *err)
 {
-    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0, 0, 0};
     return sc_cost_modules_time_cfg(c, mods, n, &cc, fwd_s, bwd_s, err);
 }
 

@@ -287,15 +287,27 @@ static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_comp
         if (g->flash_gemms) /* as the executor runs it: S = Q K^T, then S V, whole */
             return gemm_pass(c, dt, B, M, N, K, bwd) + gemm_pass(c, dt, B, M, K, N, bwd);
         /* causal: the keys after each query are skipped; a slice of M
-         * queries over N >= M keys runs M·N - M²/2 pairs (M²/2 when whole) */
-        double pairs = k->causal ? (N >= M ? M * N - M * M / 2 : M * N / 2) : M * N;
+         * queries over N >= M keys runs M·N - M²/2 pairs (M²/2 when whole);
+         * a context-parallel rank's M = N/cp queries, two chunks placed for
+         * balance, run half their M x N rectangle, 1/cp of the whole's */
+        int cp = cc->cp > 1 ? cc->cp : 1;
+        double pairs = !k->causal ? M * N
+                       : cp > 1   ? M * N / 2
+                       : N >= M   ? M * N - M * M / 2
+                                  : M * N / 2;
         double f = 4 * B * pairs * K;
         double io = d * B * (2 * M * K + 2 * N * K);
         double peak = c->gpu.peak_flops[dt] * sustained(c);
+        /* under cp: one kernel per key chunk passed around the group, each
+         * over N / cp keys */
+        double Nk = N / cp, more = (cp - 1) * g->kernel_s;
         if (!bwd)
-            return roof(c, f / (peak * flash_shape(g, N, K, k->causal, 0) * g->flash_fwd), io);
-        return roof(c, bf * 2.5 * f / (peak * flash_shape(g, N, K, k->causal, 1) * g->flash_bwd),
-                    2 * io);
+            return more +
+                   roof(c, f / (peak * flash_shape(g, Nk, K, k->causal, 0) * g->flash_fwd), io);
+        return more + roof(c,
+                           bf * 2.5 * f /
+                               (peak * flash_shape(g, Nk, K, k->causal, 1) * g->flash_bwd),
+                           2 * io);
     }
     default: return 0;
     }

@@ -115,7 +115,7 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                          const sc_mem_cfg *cfg, sc_mem *out, sc_error *err)
 {
     if ((unsigned)cfg->dtype >= SC_DTYPE_N || cfg->tp < 1 || cfg->dp < 1 || cfg->zero < 0 ||
-        cfg->zero > 3 || cfg->mbs < 1 || cfg->inflight < 0 ||
+        cfg->zero > 3 || cfg->mbs < 1 || cfg->inflight < 0 || cfg->cp < 0 ||
         (unsigned)cfg->recompute > SC_RECOMPUTE_FULL)
         return sc_err(err, SC_EINVAL,
                       "memory: bad configuration (dtype %d, tp %d, dp %d, zero %d, mbs %d, "
@@ -180,6 +180,8 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
         r.activations = k * mbs * ckpt + (k > 0 ? mbs * max_layer : 0);
         break;
     }
+    if (cfg->cp > 1) /* each rank of a cp group holds 1/cp of every token-sized tensor */
+        r.activations /= cfg->cp;
     r.workspace = c->eff.workspace_bytes;
     r.total = r.weights + r.grads + r.optimizer + r.activations + r.workspace;
     *out = r;

@@ -43,6 +43,24 @@ double sc_cost_cut_bytes(const sc_model *m, int b)
     return bytes;
 }
 
+/* The keys and values of x's fused attention kernels one rank holds per
+ * microbatch under cc (its tokens, its share of the kv heads). */
+static double kv_bytes(const sc_module *x, const sc_compute_cfg *cc)
+{
+    double bytes = 0, t = cc->tp > 1 ? cc->tp : 1;
+    for (int i = 0; i < x->n_kernels; i++) {
+        const sc_kernel *k = &x->kernels[i];
+        if (k->op != SC_KOP_FLASH || !sc_kernel_runs(k, cc->attn))
+            continue;
+        double B, M, N, K, g = sc_kernel_kv_heads(k);
+        sc_cost_kernel_shape(k, cc, &B, &M, &N, &K);
+        if (k->tp == SC_KTP_BATCH)
+            g = ceil(g / t);
+        bytes += 2 * g * M * cc->mbs * K * sc_dtype_bytes(cc->dtype);
+    }
+    return bytes;
+}
+
 #define SC_STAGE_MEMO 32
 
 sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partition *part,
@@ -62,7 +80,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
     } memo[SC_STAGE_MEMO];
     int nmemo = 0, next = 0;
     sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac,
-                         cfg->tp_overlap};
+                         cfg->tp_overlap, cfg->cp};
     /* what sc_cost_module_time_cfg would refuse, which the memo skips */
     if (m->n_leaves > 0) {
         sc_status st = sc_cost_cfg_check(c, &cc, m->leaves[0]->name, err);
@@ -118,6 +136,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                 in->tp_bytes += x->tp_bytes * mbs;
                 in->tp_count++;
             }
+            if (cfg->cp > 1)
+                in->cp_bytes += kv_bytes(x, &cc);
             /* selective recompute re-runs the core attention: unfused, its
              * scores, softmax and context; fused, the kernel's forward
              * (Megatron-Core checkpoints the core attention whatever its

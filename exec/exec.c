@@ -190,7 +190,7 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
                         int *n, int *cap)
 {
     sc_compute_cfg cc = {x->model->dtype, x->cfg.tp, x->cfg.sp, x->cfg.mbs, x->cfg.attn, qf, kf,
-                         x->cfg.tp_comm_overlap};
+                         x->cfg.tp_comm_overlap, 0};
     int rc = 0;
     for (int i = 0; i < mod->n_kernels && !rc; i++) {
         const sc_kernel *k = &mod->kernels[i];
@@ -997,6 +997,12 @@ static sc_status load_plan(sc_exec *x, const char *plan_file, sc_error *err)
         sc_plan_step_cfg(x->plan, &x->cfg);
         x->S = x->cfg.pp * x->cfg.v;
     }
+    if (!st && x->cfg.cp > 1)
+        st = sc_err(err, SC_ENOTSUP,
+                    "%s: cp: the plan has context parallelism (cp %d), which the simulator "
+                    "models and the executor does not run yet (no backend passes keys and "
+                    "values between fused attention kernels)",
+                    sc_basename(plan_file), x->cfg.cp);
     return st;
 }
 

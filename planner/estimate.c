@@ -216,7 +216,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         }
         for (int mode = 0; mode < 3 && !st; mode++) {
             sc_mem a1, a2;
-            sc_mem_cfg mc = {m->dtype, tp, 1, 0, mbs, 1, (sc_recompute)mode, sp, attn};
+            sc_mem_cfg mc = {m->dtype, tp, 1, 0, mbs, 1, (sc_recompute)mode, sp, attn, 0};
             st = sc_cost_memory(c, mods, n, &mc, &a1, err);
             mc.inflight = 2;
             if (!st)

@@ -67,6 +67,9 @@ static sc_status judge(const sc_export_ctx *x, sc_error *err)
     sc_fw_layout l = {.tp = p->tp, .pp = p->pp, .v = p->v, .m = p->m, .zero = p->zero,
                       .sp = p->sp, .schedule = p->schedule, .placement = p->placement};
     char why[768];
+    if (p->cp > 1 && strcmp(x->target->name, "megatron"))
+        return ex_unwritten(x, err, "context parallelism (the plan's cp %d): only --to megatron "
+                            "writes it (--context-parallel-size)", p->cp);
     switch (sc_framework_judge(x->fw, x->model, &l, why, sizeof why)) {
     case SC_FW_CANNOT:
         return ex_refuse(x, err, "%s", why);
@@ -173,11 +176,13 @@ double ex_elem_bytes(const sc_export_ctx *x)
 void ex_plan_line(const sc_export_ctx *x, sc_buf *b, const char *prefix)
 {
     const sc_plan *p = x->plan;
-    char text[1536];
+    char text[1536], cps[24] = "";
+    if (p->cp > 1)
+        snprintf(cps, sizeof cps, " cp %d", p->cp);
     snprintf(text, sizeof text,
-             "plan %s: %s on %d x %s (%d GPUs), dp %d tp %d pp %d v %d, %d microbatches of %d, "
+             "plan %s: %s on %d x %s (%d GPUs), dp %d%s tp %d pp %d v %d, %d microbatches of %d, "
              "global batch %d, %s, ZeRO %d, recompute %s, placement %s, %s",
-             x->plan_file, p->model_name, x->nodes, p->cluster_name, x->world, p->dp, p->tp,
+             x->plan_file, p->model_name, x->nodes, p->cluster_name, x->world, p->dp, cps, p->tp,
              p->pp, p->v, p->m, p->mbs, p->dp * p->m * p->mbs, p->schedule, p->zero,
              sc_recompute_name(p->recompute), p->placement, sc_dtype_name(x->model->dtype));
     ex_wrap(b, prefix, prefix, text);
@@ -436,7 +441,7 @@ sc_status sc_export_make(const sc_plan *p, const sc_model *m, const char *plan_f
     if (parse_placement(p->placement, x.order))
         return sc_err(err, SC_EINVAL, "%s: placement '%s' is not an order of tp, pp, dp",
                       plan_file, p->placement);
-    x.world = p->dp * p->tp * p->pp;
+    x.world = p->dp * (p->cp > 1 ? p->cp : 1) * p->tp * p->pp;
     x.per_node = x.world < p->gpus_per_node ? x.world : p->gpus_per_node;
     x.nodes = (x.world + p->gpus_per_node - 1) / p->gpus_per_node;
 

@@ -177,6 +177,15 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
         arg_flag(a, G_MODEL, "--untie-embeddings-and-output-weights");
 
     arg_num(a, G_PARALLEL, "--tensor-model-parallel-size", p->tp);
+    if (p->cp > 1) {
+        /* Megatron-Core's order tp-cp-ep-dp-pp keeps each rank's cp index
+         * next to its tp index, as the plan places it (sim/step.h) */
+        arg_num(a, G_PARALLEL, "--context-parallel-size", p->cp);
+        st = st ? st : ex_note(e, "context parallelism runs on Transformer Engine's fused "
+                                  "attention (the default --transformer-impl); the plan's "
+                                  "gradients are reduced over the dp·cp ranks, as Megatron "
+                                  "reduces them");
+    }
     if (p->sp)
         arg_flag(a, G_PARALLEL, "--sequence-parallel");
     if (p->tp_comm_overlap) {
@@ -222,7 +231,7 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
                                       "gradients are reduce-scattered as the plan models, but "
                                       "each rank keeps the whole gradient buffer, so gradient "
                                       "memory is that of ZeRO-1");
-        if (p->dp > 1) {
+        if (p->dp * (p->cp > 1 ? p->cp : 1) > 1) {
             /* the plan's overlap_grad_reduce: Megatron-LM reduces after the
              * backward unless told to overlap */
             if (p->overlap_grad_reduce)
@@ -240,7 +249,7 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     switch (x->model->dtype) {
     case SC_BF16:
         arg_flag(a, G_PRECISION, "--bf16");
-        if (p->dp > 1) {
+        if (p->dp * (p->cp > 1 ? p->cp : 1) > 1) {
             arg_flag(a, G_PRECISION, "--grad-reduce-in-bf16");
             st = st ? st : ex_note(e, "gradients are reduced in bf16 as the plan models "
                                       "(--grad-reduce-in-bf16); without it Megatron-LM reduces "

@@ -493,7 +493,7 @@ sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
     }
     for (int l = 0; l < L && !st; l++) {
         double f = 0, b = 0;
-        sc_compute_cfg cc = {m->dtype, x->tp, cfg->sp, x->mbs, cfg->attn, 0, 0, cfg->tp_overlap};
+        sc_compute_cfg cc = {m->dtype, x->tp, cfg->sp, x->mbs, cfg->attn, 0, 0, cfg->tp_overlap, 0};
         st = sc_cost_module_time_cfg(cfg->cluster, m->leaves[l], &cc, &f, &b, err);
         x->t[l] = f + b;
         x->C[l + 1] = x->C[l] + x->t[l];
@@ -670,7 +670,7 @@ sc_status sc_partition_eval(const sc_partitioner_cfg *cfg, const sc_partition *p
         int i = p->first[s], j = p->first[s + 1];
         e.time_s[s] = sc_pctx_time(&x, s, i, j);
         sc_mem_cfg mc = {cfg->model->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs,
-                         x.kc[s % x.pp], cfg->recompute, cfg->sp, cfg->attn};
+                         x.kc[s % x.pp], cfg->recompute, cfg->sp, cfg->attn, 0};
         sc_mem mem;
         st = sc_cost_memory(cfg->cluster, cfg->model->leaves + i, j - i, &mc, &mem, err);
         if (st)

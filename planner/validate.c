@@ -203,7 +203,7 @@ static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o
 
 static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *o, sc_error *err)
 {
-    static const char *const keys[] = {"dp", "tp", "pp", "v", "schedule", "zero", "recompute",
+    static const char *const keys[] = {"dp", "cp", "tp", "pp", "v", "schedule", "zero", "recompute",
                                        "sp", "attention", "attention_kernel", "framework",
                                        "mbs", "global_batch", "tp_comm_overlap",
                                        "overlap_param_gather", NULL};
@@ -212,11 +212,13 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
     snprintf(path, sizeof path, "%s.layout", r->path);
     if (!cJSON_IsObject(o))
         return sc_err(err, SC_EPARSE, "%s: %s: must be an object", f, path);
-    long dp = 0, tp = 0, pp = 0, v = 1, zero = 0, mbs = 0, gb = 0;
+    long dp = 0, cp = 1, tp = 0, pp = 0, v = 1, zero = 0, mbs = 0, gb = 0;
     const char *rc = NULL;
     sc_status st = sc_json_keys(o, f, path, keys, err);
     if (!st)
         st = sc_json_int(o, f, path, "dp", 1, 1, 1L << 20, &dp, err);
+    if (!st)
+        st = sc_json_int(o, f, path, "cp", 0, 1, 4096, &cp, err);
     if (!st)
         st = sc_json_int(o, f, path, "tp", 1, 1, 4096, &tp, err);
     if (!st)
@@ -279,6 +281,7 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                       f, path, rc);
     r->recompute = (sc_recompute)rcv;
     r->dp = (int)dp;
+    r->cp = (int)cp;
     r->tp = (int)tp;
     r->pp = (int)pp;
     r->v = (int)v;
@@ -347,10 +350,11 @@ static sc_status load_cluster(const sc_val_suite *s, sc_val_row *r, const cJSON 
         return err ? err->status : SC_EINVAL;
     }
     r->nodes = (int)nodes;
-    long ranks = (long)r->dp * r->tp * r->pp;
+    long ranks = (long)r->dp * r->cp * r->tp * r->pp;
     if (ranks > sc_cluster_total_gpus(cl))
-        return sc_err(err, SC_EINVAL, "%s: %s.nodes: dp·tp·pp = %ld ranks, but %ld nodes of %s "
-                      "have %ld GPUs", f, path, ranks, nodes, r->preset, sc_cluster_total_gpus(cl));
+        return sc_err(err, SC_EINVAL, "%s: %s.nodes: dp·cp·tp·pp = %ld ranks, but %ld nodes of "
+                      "%s have %ld GPUs", f, path, ranks, nodes, r->preset,
+                      sc_cluster_total_gpus(cl));
     sc_error ke;
     if (r->attn_kernel && sc_cluster_flash_kernel(cl, r->attn_kernel, &ke))
         return sc_err(err, SC_EINVAL, "%s: %s.layout.attention_kernel: %s", f, r->path, ke.msg);
@@ -423,7 +427,7 @@ static sc_status load_measured(const sc_val_suite *s, sc_val_row *r, const cJSON
         }
         if (r->params > 0 && strcmp(r->flops, "6nd"))
             return sc_err(err, SC_EINVAL, "%s: %s.params: only 6nd takes params", f, path);
-        r->measured_s = F / (r->value * 1e12 * (double)r->dp * r->tp * r->pp);
+        r->measured_s = F / (r->value * 1e12 * (double)r->dp * r->cp * r->tp * r->pp);
     }
     return SC_OK;
 }
@@ -432,6 +436,7 @@ static void row_cfg(const sc_val_row *r, sc_step_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->dp = r->dp;
+    cfg->cp = r->cp > 1 ? r->cp : 0;
     cfg->tp = r->tp;
     cfg->pp = r->pp;
     cfg->v = r->v;
@@ -642,7 +647,7 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
     const sc_val_row *r = &s->rows[i];
     memset(out, 0, sizeof *out);
     sc_cluster cl;
-    long ranks = (long)r->dp * r->tp * r->pp;
+    long ranks = (long)r->dp * r->cp * r->tp * r->pp;
     sc_status st;
     if (cluster_override) {
         if ((st = sc_cluster_open(cluster_override, &cl, err)))

@@ -88,6 +88,7 @@ typedef struct sc_val_row {
     char model_desc[96];            /* "gpt l48 h6144 a64 s2048 V51200" or the built-in */
     sc_model *model;                /* built on load */
     int dp, tp, pp, v, mbs, m, zero, sp;
+    int cp;                 /* context parallelism (layout.cp; 1 when absent) */
     int tp_comm_overlap, overlap_param_gather; /* the run's overlaps (optional keys) */
     sc_attn attn;
     const char *attn_kernel;        /* layout.attention_kernel ("fa1", "fa2", "fa3", "triton"), or NULL: the

@@ -9,7 +9,7 @@
 const char *sc_act_kind_name(int kind)
 {
     static const char *const names[SC_ACT_N] = {"compute", "tp",   "gather", "reduce",
-                                                "send",    "recv", "tied",   "params"};
+                                                "send",    "recv", "tied",   "params", "cp"};
     return kind >= 0 && kind < SC_ACT_N ? names[kind] : "?";
 }
 
@@ -147,6 +147,25 @@ static void tp_beside(lctx *x, int p, int s, int chunk, int mb, int si)
     }
 }
 
+/* Context parallelism: the cp group's key/value ring beside the compute
+ * that began after stream action `before` (lower.h), mult times the
+ * stage's cp_bytes per cp rank (1 forward and recompute, 2 backward).
+ * Returns its index (what follows the compute waits for), -1 for none. */
+static int cp_beside(lctx *x, int p, int before, int s, int chunk, int mb, int si, double mult)
+{
+    const sc_lowered *lw = x->lw;
+    int cp = lw->cfg.cp;
+    double kv = info_of(lw, s, mb)->cp_bytes;
+    if (cp <= 1 || !(kv > 0))
+        return -1;
+    sc_action a = act(SC_ACT_CP, SC_OP_CP_EXCHANGE, s, chunk, mb, si);
+    a.coll = SC_COLL_ALLGATHER;
+    a.waits = 1;
+    a.after = before;
+    a.bytes = mult * cp * kv;
+    return push(x, p, a);
+}
+
 /* last[c] = the index in ops of the op after which chunk c's gradients are
  * final (-1: none), for chunks 0..v-1. One pass, O(n). */
 static void last_grad_ops(const sc_sched_op *ops, int n, int v, int split, int *last)
@@ -160,14 +179,15 @@ static void last_grad_ops(const sc_sched_op *ops, int n, int v, int split, int *
 }
 
 /* The last action before index `end` of position p that the compute stream
- * runs (a compute, a tp collective it waits for or a receive), or -1: it ends when an op
- * pushed at `end` starts. */
+ * runs (a compute, a tp collective or cp ring it waits for, or a receive), or -1: it
+ * ends when an op pushed at `end` starts. */
 static int stream_before(const lctx *x, int p, int end)
 {
     const sc_lowered_pos *L = &x->lw->pos[p];
     for (int i = end - 1; i >= 0; i--) {
         int k = L->acts[i].kind;
-        if (k == SC_ACT_COMPUTE || (k == SC_ACT_TP && L->acts[i].waits) || k == SC_ACT_RECV)
+        if (k == SC_ACT_COMPUTE || ((k == SC_ACT_TP || k == SC_ACT_CP) && L->acts[i].waits) ||
+            k == SC_ACT_RECV)
             return i;
     }
     return -1;
@@ -184,7 +204,7 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     const sc_lowered *lw = x->lw;
     const sc_step_cfg *cfg = &lw->cfg;
     int split = lw->sched->impl->split_backward;
-    int s = o->chunk * cfg->pp + p, dp = cfg->dp;
+    int s = o->chunk * cfg->pp + p, dp = sc_step_dpc(cfg);
     const sc_stage_info *in = info_of(lw, s, o->mb);
     if (cfg->zero == 3 && dp > 1 && (o->kind == SC_OP_F || o->kind == SC_OP_B)) {
         /* the step's first: its first unit, then the rest while the op runs */
@@ -225,7 +245,10 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
             tp_beside(x, p, s, o->chunk, o->mb, si);
         sc_action a = act(SC_ACT_COMPUTE, SC_OP_RECOMPUTE, s, o->chunk, o->mb, si);
         a.seconds = in->recompute_s;
+        int before = stream_before(x, p, lw->pos[p].n);
         first = last = push(x, p, a);
+        int cpi = cp_beside(x, p, before, s, o->chunk, o->mb, si, 1);
+        last = cpi >= 0 ? cpi : last;
         if (cfg->recompute == SC_RECOMPUTE_FULL)
             last = tp_after(x, p, last, s, o->chunk, o->mb, si);
     }
@@ -242,6 +265,7 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     /* a split backward: B the input gradients, W the weight gradients (bwd_w_s) */
     if (o->kind != SC_OP_W)
         tp_beside(x, p, s, o->chunk, o->mb, si);
+    int before = stream_before(x, p, lw->pos[p].n);
     double dur = o->kind == SC_OP_F   ? in->fwd_s
                  : o->kind == SC_OP_W ? in->bwd_w_s
                  : split              ? in->bwd_s - in->bwd_w_s
@@ -266,8 +290,11 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
             push(x, p, r);
         }
     }
-    if (o->kind != SC_OP_W)
+    if (o->kind != SC_OP_W) {
+        int cpi = cp_beside(x, p, before, s, o->chunk, o->mb, si, o->kind == SC_OP_F ? 1 : 2);
+        last = cpi >= 0 ? cpi : last;
         last = tp_after(x, p, last, s, o->chunk, o->mb, si);
+    }
     *prev_start = stream_before(x, p, first);
     if (grad_final)
         grad_done[o->chunk] = last;
@@ -324,7 +351,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
     x->deferred_si = x->deferred + v;
     x->gathered = 0;
     x->opg = lw->cfg.overlap_param_gather && (lw->cfg.zero == 1 || lw->cfg.zero == 2) &&
-             lw->cfg.dp > 1;
+             sc_step_dpc(&lw->cfg) > 1;
     x->nops = 0;
     x->pos_params = pos_param_bytes(lw, p);
     for (int c = 0; c < v; c++)
@@ -469,7 +496,7 @@ static void lower_optimizer(lctx *x, int p)
     double wb, gb, ob;
     sc_cost_state_bytes(x->m->dtype, &wb, &gb, &ob);
     double params = pos_param_bytes(lw, p) / wb;
-    double local = cfg->zero >= 1 ? params / cfg->dp : params;
+    double local = cfg->zero >= 1 ? params / sc_step_dpc(cfg) : params;
     sc_lowered_pos *L = &lw->pos[p];
     int dep0 = L->ndeps;
     for (int i = 0; i < L->n; i++)
@@ -481,7 +508,7 @@ static void lower_optimizer(lctx *x, int p)
     a.dep0 = dep0;
     a.ndeps = L->ndeps - dep0;
     int opt = push(x, p, a);
-    if ((cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1 && !x->opg) {
+    if ((cfg->zero == 1 || cfg->zero == 2) && sc_step_dpc(cfg) > 1 && !x->opg) {
         sc_action g = act(SC_ACT_PARAMS, SC_OP_DP_ALLGATHER, p, -1, -1, -1);
         g.coll = SC_COLL_ALLGATHER;
         g.waits = 1;

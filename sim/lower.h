@@ -25,6 +25,14 @@
  *     two (FSDP gathers unit by unit): its first unit (sc_stage_info
  *     unit_bytes), which the stream waits for, then the rest, which it does
  *     not: the next op's gather follows it on the communicator.
+ *   - CP (cp > 1, the stage's attention has keys and values: cp_bytes):
+ *     after F's, B's and RECOMPUTE's compute, the keys and values passed
+ *     around the cp group beside it (Transformer Engine's ring: each rank
+ *     sends its chunk on cp - 1 times while its kernels run on the chunks
+ *     received), as a ring of an all-gather's volume: bytes = cp ·
+ *     cp_bytes forward and in recompute, twice that backward (the keys and
+ *     values again, and their gradients back). It starts with the compute
+ *     (after the stream action before it) and the stream waits for it.
  *   - TP (tp > 1 and the stage has tp bytes): ring allreduce after the
  *     compute before it; the stream waits for it. Under sequence
  *     parallelism (cfg.sp) two TPs: a reduce-scatter, then an all-gather of
@@ -75,6 +83,8 @@ typedef enum sc_act_kind {
     SC_ACT_RECV,        /* message of `bytes` from position peer */
     SC_ACT_TIED,        /* allreduce of tie `peer`'s gradients after `after` */
     SC_ACT_PARAMS,      /* ZeRO 1/2 allgather of `bytes` (whole) after the optimizer */
+    SC_ACT_CP,          /* cp group's key/value ring of `bytes` beside the compute before
+                           it, from action `after`; the stream waits for it */
     SC_ACT_N
 } sc_act_kind;
 const char *sc_act_kind_name(int kind);

@@ -79,6 +79,7 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
     p->nodes = c->nodes;
     p->gpus_per_node = c->gpus_per_node;
     p->dp = cfg->dp;
+    p->cp = cfg->cp > 1 ? cfg->cp : 1;
     p->tp = cfg->tp;
     p->pp = cfg->pp;
     p->v = cfg->v;
@@ -134,6 +135,7 @@ void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->dp = p->dp;
+    cfg->cp = p->cp > 1 ? p->cp : 0;
     cfg->tp = p->tp;
     cfg->pp = p->pp;
     cfg->v = p->v;
@@ -173,6 +175,8 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     sc_jadd_num(o, "nodes", p->nodes, &oom);
     sc_jadd_num(o, "gpus_per_node", p->gpus_per_node, &oom);
     sc_jadd_num(j, "dp", p->dp, &oom);
+    if (p->cp > 1)
+        sc_jadd_num(j, "cp", p->cp, &oom);
     sc_jadd_num(j, "tp", p->tp, &oom);
     sc_jadd_num(j, "pp", p->pp, &oom);
     sc_jadd_num(j, "v", p->v, &oom);
@@ -217,7 +221,8 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
     sc_step_cfg cfg;
     sc_plan_step_cfg(p, &cfg);
-    int n = p->dp * p->tp * p->pp;
+    int cp = p->cp > 1 ? p->cp : 1;
+    int n = p->dp * cp * p->tp * p->pp;
     int gpn = p->gpus_per_node;
     for (int r = 0; r < n && !oom; r++) {
         int d, pp_, t;
@@ -228,7 +233,9 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
         sc_jadd_num(x, "rank", r, &oom);
         sc_jadd_num(x, "node", r / gpn, &oom);
         sc_jadd_num(x, "device", r % gpn, &oom);
-        sc_jadd_num(x, "dp", d, &oom);
+        sc_jadd_num(x, "dp", d / cp, &oom);
+        if (cp > 1)
+            sc_jadd_num(x, "cp", d % cp, &oom);
         sc_jadd_num(x, "pp", pp_, &oom);
         sc_jadd_num(x, "tp", t, &oom);
     }
@@ -244,6 +251,8 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
         sc_jadd_num(bd, "pp_comm_s", p->breakdown.pp, &oom);
         sc_jadd_num(bd, "dp_comm_s", p->breakdown.dp, &oom);
         sc_jadd_num(bd, "bubble_s", p->breakdown.bubble, &oom);
+        if (p->cp > 1)
+            sc_jadd_num(bd, "cp_comm_s", p->breakdown.cp, &oom);
         cJSON *pm = sc_jadd_arr(pr, "peak_mem_bytes", &oom);
         for (int i = 0; i < p->pp && pm; i++)
             sc_jpush_num(pm, p->peak_mem[i], &oom);
@@ -301,36 +310,41 @@ static sc_status check_ranks(const cJSON *j, const char *file, const sc_plan *p,
     sc_status st = sc_json_arr(j, file, "", "ranks", 1, &ranks, err);
     if (st)
         return st;
-    long n = (long)p->dp * p->tp * p->pp;
+    int cp = p->cp > 1 ? p->cp : 1;
+    long n = (long)p->dp * cp * p->tp * p->pp;
     if (cJSON_GetArraySize(ranks) != n)
-        return sc_err(err, SC_EINVAL, "%s: ranks: %d entries, dp·tp·pp = %ld", file,
-                      cJSON_GetArraySize(ranks), n);
+        return sc_err(err, SC_EINVAL, "%s: ranks: %d entries, dp·%stp·pp = %ld", file,
+                      cJSON_GetArraySize(ranks), cp > 1 ? "cp·" : "", n);
     sc_step_cfg cfg;
     sc_plan_step_cfg(p, &cfg);
-    static const char *const rk[] = {"rank", "node", "device", "dp", "pp", "tp", NULL};
+    /* "cp" (the rank's cp index) only in plans with cp > 1 */
+    static const char *const rk[] = {"rank", "node", "device", "dp", "pp", "tp", "cp", NULL};
+    static const char *const rk1[] = {"rank", "node", "device", "dp", "pp", "tp", NULL};
     int i = 0, gpn = p->gpus_per_node;
     for (const cJSON *x = ranks->child; x; x = x->next, i++) {
         char path[64];
         snprintf(path, sizeof path, "ranks[%d]", i);
         if (!cJSON_IsObject(x))
             return sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
-        if ((st = sc_json_keys(x, file, path, rk, err)))
+        if ((st = sc_json_keys(x, file, path, cp > 1 ? rk : rk1, err)))
             return st;
-        long v[6];
-        long hi[6] = {n - 1, p->nodes - 1, gpn - 1, p->dp - 1, p->pp - 1, p->tp - 1};
-        for (int f = 0; f < 6; f++)
+        int nf = cp > 1 ? 7 : 6;
+        long v[7];
+        long hi[7] = {n - 1, p->nodes - 1, gpn - 1, p->dp - 1, p->pp - 1, p->tp - 1, cp - 1};
+        for (int f = 0; f < nf; f++)
             if ((st = sc_json_int(x, file, path, rk[f], 1, 0, hi[f], &v[f], err)))
                 return st;
         int d, q, t;
         sc_step_coords(&cfg, i, &d, &q, &t);
-        long want[6] = {i, i / gpn, i % gpn, d, q, t};
-        for (int f = 0; f < 6; f++)
+        long want[7] = {i, i / gpn, i % gpn, d / cp, q, t, d % cp};
+        for (int f = 0; f < nf; f++)
             if (v[f] != want[f])
                 return sc_err(err, SC_EINVAL,
-                              "%s: %s.%s: %ld, expected %ld (rank %d is dp %d pp %d tp %d on "
-                              "node %d, device %d under placement %s)",
-                              file, path, rk[f], v[f], want[f], i, d, q, t, i / gpn, i % gpn,
-                              p->placement);
+                              "%s: %s.%s: %ld, expected %ld (rank %d is dp %d%s%.0d pp %d tp %d "
+                              "on node %d, device %d under placement %s)",
+                              file, path, rk[f], v[f], want[f], i, d / cp,
+                              cp > 1 ? " cp " : "", cp > 1 ? d % cp : 0, q, t, i / gpn,
+                              i % gpn, p->placement);
     }
     return SC_OK;
 }
@@ -370,7 +384,7 @@ static sc_status check_config(const cJSON *j, const char *file, const sc_plan *p
 
 sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
 {
-    static const char *const top[] = {"format", "model", "cluster", "dp", "tp", "pp", "v",
+    static const char *const top[] = {"format", "model", "cluster", "dp", "cp", "tp", "pp", "v",
                                       "microbatches", "mbs", "global_batch", "schedule", "zero",
                                       "recompute", "placement", "bucket_bytes", "sp", "attention",
                                       "slices", "overlap_grad_reduce", "tp_comm_overlap", "overlap_param_gather", "framework", "partition", "ranks",
@@ -433,6 +447,10 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     }
     if (!st)
         st = get_int(j, file, "dp", 1, 1 << 20, &p->dp, err);
+    p->cp = 1; /* optional: plans without context parallelism have no key */
+    if (!st)
+        st = cJSON_GetObjectItemCaseSensitive(j, "cp") ? get_int(j, file, "cp", 1, 4096, &p->cp, err)
+                                                       : SC_OK;
     if (!st)
         st = get_int(j, file, "tp", 1, 1 << 12, &p->tp, err);
     if (!st)
@@ -445,11 +463,12 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
         st = get_int(j, file, "mbs", 1, 1 << 16, &p->mbs, err);
     if (!st)
         st = get_int(j, file, "zero", 0, 3, &p->zero, err);
-    if (!st && (long)p->dp * p->tp * p->pp > 1L << 22)
-        st = sc_err(err, SC_EINVAL, "%s: dp·tp·pp: more than %ld ranks", file, 1L << 22);
-    if (!st && (long)p->dp * p->tp * p->pp > (long)p->nodes * p->gpus_per_node)
-        st = sc_err(err, SC_EINVAL, "%s: dp·tp·pp = %ld ranks, but the cluster has %ld GPUs", file,
-                    (long)p->dp * p->tp * p->pp, (long)p->nodes * p->gpus_per_node);
+    long nranks = (long)p->dp * p->cp * p->tp * p->pp;
+    if (!st && nranks > 1L << 22)
+        st = sc_err(err, SC_EINVAL, "%s: dp·cp·tp·pp: more than %ld ranks", file, 1L << 22);
+    if (!st && nranks > (long)p->nodes * p->gpus_per_node)
+        st = sc_err(err, SC_EINVAL, "%s: dp·cp·tp·pp = %ld ranks, but the cluster has %ld GPUs",
+                    file, nranks, (long)p->nodes * p->gpus_per_node);
     if (!st)
         st = copy_str(j, file, "", "schedule", p->schedule, sizeof p->schedule, err);
     if (!st)
@@ -622,13 +641,18 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
         if (!st && bd) {
             static const char *const bk[] = {"compute_s", "recompute_s", "optimizer_s",
                                              "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s",
-                                             NULL};
+                                             "cp_comm_s", NULL};
             double *dst[] = {&p->breakdown.compute, &p->breakdown.recompute,
                              &p->breakdown.optimizer, &p->breakdown.tp, &p->breakdown.pp,
-                             &p->breakdown.dp, &p->breakdown.bubble};
+                             &p->breakdown.dp, &p->breakdown.bubble, &p->breakdown.cp};
             st = sc_json_keys(bd, file, "prediction.breakdown", bk, err);
-            for (int k = 0; k < 7 && !st; k++)
-                st = sc_json_num(bd, file, "prediction.breakdown", bk[k], 1, 0, 1e9, dst[k], err);
+            /* cp_comm_s: with cp > 1 only */
+            for (int k = 0; k < 8 && !st; k++)
+                st = sc_json_num(bd, file, "prediction.breakdown", bk[k], k < 7 || p->cp > 1, 0,
+                                 1e9, dst[k], err);
+            if (!st && p->cp <= 1 && cJSON_GetObjectItemCaseSensitive(bd, "cp_comm_s"))
+                st = sc_err(err, SC_EINVAL, "%s: prediction.breakdown.cp_comm_s: the plan has no "
+                            "context parallelism (cp)", file);
         }
         if (!st)
             st = sc_json_arr(pred, file, "prediction", "peak_mem_bytes", 0, &pm, err);
@@ -776,6 +800,12 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
         sc_plan_step_cfg(p, &sc);
         if ((st = sc_step_check_slices(m, &sc, err)))
             sc_err_prefix(err, "%s: slices", file);
+    }
+    if (!st && p->cp > 1) {
+        sc_step_cfg sc;
+        sc_plan_step_cfg(p, &sc);
+        if ((st = sc_step_check_cp(m, &sc, err)))
+            sc_err_prefix(err, "%s: cp", file);
     }
     if (st) {
         sc_model_free(m);

@@ -33,7 +33,7 @@
 /* BUSY_HOST: the sender's time in a send (p2p_host_s_per_byte), on its compute
  * stream; counted as exposed pp communication, not as busy time */
 enum { BUSY_NONE = 0, BUSY_COMPUTE, BUSY_RECOMPUTE, BUSY_OPT, BUSY_HOST };
-enum { WAIT_NONE = 0, WAIT_TP, WAIT_PP, WAIT_DP };
+enum { WAIT_NONE = 0, WAIT_TP, WAIT_PP, WAIT_DP, WAIT_CP };
 
 /* What the builder remembers of a task (indexed by engine task id) for the
  * step's breakdown. */
@@ -78,7 +78,8 @@ typedef struct builder {
     sc_sim *sim;
     const sc_lowered *lw;
     int dp, tp, pp, v, S, ranks, gpn, nodes;
-    int nrep;          /* data-parallel replicas simulated: dp, or 1 (see one_replica) */
+    int nrep;          /* data-parallel replicas simulated: dp (dp·cp), or 1 (cp: the cp
+                          group of data-parallel index 0; see one_replica) */
     sc_dtype dt;
     /* links */
     int *port_out, *port_in, *nic_out, *nic_in;
@@ -159,7 +160,10 @@ static int placement_dp_outermost(const char *pl)
 
 int sc_step_rank(const sc_step_cfg *cfg, int d, int p, int t)
 {
-    int order[3], coord[3] = {t, p, d}, dim[3] = {cfg->tp, cfg->pp, cfg->dp};
+    /* context parallelism: the cp index joins t in the placement's tp place */
+    int cp = cfg->cp > 1 ? cfg->cp : 1;
+    int order[3], coord[3] = {d % cp * cfg->tp + t, p, d / cp},
+                  dim[3] = {cfg->tp * cp, cfg->pp, cfg->dp};
     if (placement_order(cfg->placement, order))
         return -1;
     int r = 0;
@@ -170,15 +174,16 @@ int sc_step_rank(const sc_step_cfg *cfg, int d, int p, int t)
 
 void sc_step_coords(const sc_step_cfg *cfg, int rank, int *d, int *p, int *t)
 {
-    int order[3], dim[3] = {cfg->tp, cfg->pp, cfg->dp}, coord[3] = {0, 0, 0};
+    int cp = cfg->cp > 1 ? cfg->cp : 1;
+    int order[3], dim[3] = {cfg->tp * cp, cfg->pp, cfg->dp}, coord[3] = {0, 0, 0};
     if (placement_order(cfg->placement, order) == 0)
         for (int i = 0; i < 3; i++) {
             coord[order[i]] = rank % dim[order[i]];
             rank /= dim[order[i]];
         }
-    *t = coord[0];
+    *t = coord[0] % cfg->tp;
     *p = coord[1];
-    *d = coord[2];
+    *d = coord[2] * cp + coord[0] / cfg->tp;
 }
 
 sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
@@ -200,12 +205,19 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
         return sc_err(err, SC_ENOTFOUND,
                       "sim: unknown schedule '%s' (gpipe, 1f1b, interleaved, zb-h1)",
                       cfg->schedule ? cfg->schedule : "");
-    long ranks = (long)cfg->dp * cfg->tp * cfg->pp;
+    if (cfg->cp < 0 || cfg->cp > 4096)
+        return sc_err(err, SC_EINVAL, "sim: context parallelism cp=%d (1 to 4096)", cfg->cp);
+    int cp = cfg->cp > 1 ? cfg->cp : 1;
+    long ranks = (long)cfg->dp * cp * cfg->tp * cfg->pp;
     long gpus = sc_cluster_total_gpus(c);
     if (ranks > gpus)
         return sc_err(err, SC_EINVAL,
-                      "sim: dp·tp·pp = %ld ranks, but %s with %d node%s has %ld GPUs", ranks,
-                      c->name, c->nodes, c->nodes == 1 ? "" : "s", gpus);
+                      "sim: dp·%stp·pp = %ld ranks, but %s with %d node%s has %ld GPUs",
+                      cp > 1 ? "cp·" : "", ranks, c->name, c->nodes, c->nodes == 1 ? "" : "s",
+                      gpus);
+    sc_status cst = sc_step_check_cp(m, cfg, err);
+    if (cst)
+        return cst;
     if (cfg->partition && cfg->partition->n_stages != cfg->pp * cfg->v)
         return sc_err(err, SC_EINVAL, "sim: the partition has %d stages, pp·v = %d",
                       cfg->partition->n_stages, cfg->pp * cfg->v);
@@ -227,6 +239,48 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
     if (!(cfg->jitter >= 0 && cfg->jitter < 1))
         return sc_err(err, SC_EINVAL, "sim: jitter %g must be in [0, 1)", cfg->jitter);
     return sc_step_check_slices(m, cfg, err);
+}
+
+sc_status sc_step_check_cp(const sc_model *m, const sc_step_cfg *cfg, sc_error *err)
+{
+    int cp = cfg->cp;
+    if (cp <= 1)
+        return SC_OK;
+    if (cfg->attn != SC_ATTN_FLASH)
+        return sc_err(err, SC_EINVAL,
+                      "--cp: context parallelism passes keys and values between fused attention "
+                      "kernels (Transformer Engine's): it needs --attn flash");
+    if (cfg->slices > 1)
+        return sc_err(err, SC_EINVAL, "--cp: context parallelism and token slices (--slices) "
+                      "both split the sequence: use one");
+    if (m->seq_len % (2 * cp))
+        return sc_err(err, SC_EINVAL,
+                      "--cp: %d ranks hold 2·cp = %d balanced chunks of the sequence, which "
+                      "must divide its %d tokens", cp, 2 * cp, m->seq_len);
+    int attn = 0;
+    for (int i = 0; i < m->n_leaves; i++) {
+        const sc_module *x = m->leaves[i];
+        int flash = 0, self = 1;
+        for (int k = 0; k < x->n_kernels; k++)
+            if (x->kernels[k].op == SC_KOP_FLASH) {
+                flash = 1;
+                self &= x->kernels[k].m == x->kernels[k].n;
+            }
+        if (!sc_module_is_attention(x) && !flash)
+            continue;
+        attn++;
+        if (!flash)
+            return sc_err(err, SC_EINVAL,
+                          "--cp: attention leaf %s lists no fused attention kernel (the model's "
+                          "\"kernels\"): context parallelism is modelled on those", x->name);
+        if (!self)
+            return sc_err(err, SC_EINVAL,
+                          "--cp: %s attends over another sequence (cross-attention); context "
+                          "parallelism splits self-attention only", x->name);
+    }
+    if (!attn)
+        return sc_err(err, SC_EINVAL, "--cp: the model has no attention to split");
+    return SC_OK;
 }
 
 const char *sc_step_overlap_why(int sp, int zero, int ogr, int tpo, int opg, const char **key)
@@ -751,7 +805,7 @@ static int dp_coll_flows(builder *b, int p, int t, sc_coll coll, double S, const
         return e;
     }
     int start, end;
-    if (coll_markers(b, deps, 1, chain, &start, &end) < 0)
+    if (coll_markers(b, deps, b->nrep, chain, &start, &end) < 0)
         return -1;
     int r = rank_of(b, 0, p, t), X = node_of(b, r), rpn = 0;
     for (int d = 0; d < dp; d++)
@@ -911,9 +965,69 @@ static void build_stream(builder *b, int d, int p, int i, int j, const int *ends
             G->task[k] = t;
             break;
         }
+        case SC_ACT_CP: {
+            /* the stream waits for its cp group's ring (build_cp adds it) */
+            int t = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
+            tinfo *ti = info_at(b, t);
+            if (!ti)
+                return;
+            ti->wait = WAIT_CP;
+            G->task[k] = t;
+            break;
+        }
         default: /* collectives across replicas: build_reduces, build_gathers */
             break;
         }
+    }
+}
+
+/* The key/value rings of one schedule op [i, j) of position p (context
+ * parallelism): per data-parallel index and tp rank, a ring over the cp
+ * replicas d·cp .. d·cp + cp - 1, from each member's `after` task; each
+ * member's stream waits for it (its SC_ACT_CP task) and runs slower while
+ * it moves (overlap_slowdown: NCCL's send and receive kernels take SMs). */
+static void build_cp(builder *b, int p, int i, int j)
+{
+    const sc_action *acts = b->lw->pos[p].acts;
+    int cp = b->cfg->cp, groups = b->nrep / cp; /* the cp groups simulated */
+    for (int k = i; k < j && !b->st; k++) {
+        const sc_action *a = &acts[k];
+        if (a->kind != SC_ACT_CP)
+            continue;
+        double S = a->bytes;
+        for (int dd = 0; dd < groups && !b->st; dd++)
+            for (int t = 0; t < b->tp && !b->st; t++) {
+                for (int c = 0; c < cp; c++) {
+                    const sgroup *G = &b->grp[(dd * cp + c) * b->pp + p];
+                    b->members[c] = rank_of(b, dd * cp + c, p, t);
+                    b->deps[c] = a->after >= 0 ? G->task[a->after] : -1;
+                }
+                for (int x = 1; x < cp; x++) /* ascending ranks, deps kept aligned */
+                    for (int z = x; z > 0 && b->members[z - 1] > b->members[z]; z--) {
+                        int m0 = b->members[z], d0 = b->deps[z];
+                        b->members[z] = b->members[z - 1];
+                        b->deps[z] = b->deps[z - 1];
+                        b->members[z - 1] = m0;
+                        b->deps[z - 1] = d0;
+                    }
+                int s0, e = add_ring(b, b->members, cp, (cp - 1.0) / cp * S, cp - 1.0, b->deps,
+                                     cp, NULL, a->op, a->stage, a->chunk, a->mb, S, S / cp, 0,
+                                     &s0);
+                if (e < 0)
+                    return;
+                for (int c = 0; c < cp; c++) {
+                    const sgroup *G = &b->grp[(dd * cp + c) * b->pp + p];
+                    int done = G->task[k];
+                    sc_sim_add_dep(b->sim, e, done);
+                    if (b->c->eff.overlap_slowdown > 0)
+                        sc_sim_add_span(b->sim, s0, e, G->stream);
+                    tinfo *ti = info_at(b, done);
+                    if (ti && t == 0) {
+                        ti->wait_s = s0;
+                        ti->wait_e = e;
+                    }
+                }
+            }
     }
 }
 
@@ -959,6 +1073,8 @@ static void build_ops(builder *b)
             build_gathers(b, p, i, j, ends, &gstart);
             for (int d = 0; d < b->nrep && !b->st; d++)
                 build_stream(b, d, p, i, j, ends, ng, gstart);
+            if (b->cfg->cp > 1)
+                build_cp(b, p, i, j);
             build_reduces(b, p, i, j);
         }
     }
@@ -1206,6 +1322,8 @@ static sc_status results(builder *b, sc_step_result *r)
                 gb[g].pp += exposed;
             else if (ti->wait == WAIT_DP)
                 gb[g].dp += exposed;
+            else if (ti->wait == WAIT_CP)
+                gb[g].cp += exposed;
             gb[g].bubble += gap - exposed;
         }
         double dur = e0 - s0;
@@ -1224,7 +1342,7 @@ static sc_status results(builder *b, sc_step_result *r)
     for (int k = 0; k < b->ranks; k++) {
         int d, p, t;
         sc_step_coords(b->cfg, k, &d, &p, &t);
-        int g = (b->nrep == b->dp ? d : 0) * b->pp + p;
+        int g = d % b->nrep * b->pp + p; /* one replica (or cp group) stands for all */
         double busy = gb[g].compute + gb[g].recompute + gb[g].optimizer;
         r->busy_fraction[k] = step > 0 ? busy / step : 0;
     }
@@ -1236,6 +1354,7 @@ static sc_status results(builder *b, sc_step_result *r)
         avg.tp += gb[g].tp / groups;
         avg.pp += gb[g].pp / groups;
         avg.dp += gb[g].dp / groups;
+        avg.cp += gb[g].cp / groups;
         avg.bubble += gb[g].bubble / groups;
     }
     r->breakdown = avg;
@@ -1294,8 +1413,8 @@ static sc_status results(builder *b, sc_step_result *r)
                 mx = b->lw->slice_len[j] > mx ? b->lw->slice_len[j] : mx;
             inflight = (int)ceil((double)peak[p] * mx / b->m->seq_len);
         }
-        sc_mem_cfg mc = {b->dt, b->tp, b->dp, cfg->zero, cfg->mbs,
-                         inflight, cfg->recompute, cfg->sp, cfg->attn};
+        sc_mem_cfg mc = {b->dt,  b->tp,          b->dp,   cfg->zero, cfg->mbs,
+                         inflight, cfg->recompute, cfg->sp, cfg->attn, cfg->cp};
         st = sc_cost_memory(b->c, mods, n, &mc, &r->mem[p], b->err);
         /* copies of shared groups owned elsewhere (a tied head's embedding) */
         for (int g = 0; g < b->m->n_groups && !st; g++) {
@@ -1324,7 +1443,7 @@ static sc_status results(builder *b, sc_step_result *r)
 
     /* throughput and cost */
     sc_totals tot = sc_model_totals(b->m);
-    r->global_batch = (double)b->dp * cfg->m * cfg->mbs;
+    r->global_batch = (double)cfg->dp * cfg->m * cfg->mbs; /* cp ranks share samples */
     r->seq_len = b->m->seq_len;
     r->samples_per_s = step > 0 ? r->global_batch / step : 0;
     r->tokens_per_s = r->samples_per_s * b->m->seq_len;
@@ -1404,6 +1523,7 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
 
 sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg)
 {
+    int cp = cfg->cp > 1 ? cfg->cp : 0;
     return (sc_stage_cfg){.dtype = m->dtype,
                           .tp = cfg->tp,
                           .mbs = cfg->mbs,
@@ -1411,9 +1531,12 @@ sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg)
                           .bucket_bytes = cfg->bucket_bytes,
                           .sp = cfg->sp,
                           .attn = cfg->attn,
+                          .q_frac = cp ? 1.0 / cp : 0, /* a cp rank's share of the tokens */
+                          .kv_frac = cp ? 1 : 0,       /* against every key */
                           .zero = cfg->zero,
-                          .dp = cfg->dp,
-                          .tp_overlap = cfg->tp_comm_overlap};
+                          .dp = sc_step_dpc(cfg),
+                          .tp_overlap = cfg->tp_comm_overlap,
+                          .cp = cp};
 }
 
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
@@ -1465,14 +1588,18 @@ static sc_status builder_init(builder *b, const sc_model *m, const sc_cluster *c
                               const sc_step_cfg *cfg, const sc_lowered *lw, sc_error *err)
 {
     *b = (builder){.m = m, .c = c, .cfg = cfg, .err = err, .lw = lw};
-    b->dp = cfg->dp;
+    b->dp = sc_step_dpc(cfg); /* the replicas: data-parallel ranks with their cp peers */
     b->tp = cfg->tp;
     b->pp = cfg->pp;
     b->v = cfg->v;
     b->S = cfg->pp * cfg->v;
     b->ranks = b->dp * b->tp * b->pp;
-    /* one replica stands for all only when dp is the outermost placement */
-    b->nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : b->dp;
+    /* one replica stands for all only when dp is the outermost placement;
+     * under context parallelism one cp group (its members pass keys and
+     * values among themselves: replicas 0 .. cp - 1, data-parallel index 0) */
+    b->nrep = cfg->one_replica && placement_dp_outermost(cfg->placement)
+                  ? (cfg->cp > 1 ? cfg->cp : 1)
+                  : b->dp;
     b->gpn = c->gpus_per_node;
     b->nodes = (b->ranks + b->gpn - 1) / b->gpn;
     b->dt = m->dtype;
@@ -1583,10 +1710,12 @@ static const char *human_bytes(double b, char *buf)
 void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_size *out)
 {
-    double dp = cfg->dp, tp = cfg->tp, pp = cfg->pp, v = cfg->v, mb = cfg->m;
-    double nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : dp;
+    double dp = sc_step_dpc(cfg), tp = cfg->tp, pp = cfg->pp, v = cfg->v, mb = cfg->m;
+    double nrep = cfg->one_replica && placement_dp_outermost(cfg->placement)
+                      ? (cfg->cp > 1 ? cfg->cp : 1)
+                      : dp;
     int split = cfg->schedule && !strcmp(cfg->schedule, "zb-h1");
-    int z3 = cfg->zero == 3 && cfg->dp > 1, dpc = cfg->dp > 1;
+    int z3 = cfg->zero == 3 && dp > 1, dpc = dp > 1;
     double w, g, o;
     sc_cost_state_bytes(m->dtype, &w, &g, &o);
     double grad = sc_model_totals(m).params * g / tp / (pp * v);
@@ -1602,7 +1731,7 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     double coll = pp * v * (mb * (gathers + z3red) + K); /* dp collectives */
     double flows = nrep * pp * v * mb * (tpa * tp + sends * tp) + coll * tp * dpflows +
                    nrep * pp * tp * 2; /* ties */
-    int z12 = (cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1;
+    int z12 = (cfg->zero == 1 || cfg->zero == 2) && dp > 1;
     double ties = m->n_groups > 0 && pp * v > 1 ? m->n_groups * nrep * tp * (3 + pp) : 0;
     double tasks = nrep * pp * v * (mb * (comp + recvs + tpa * (4 + tp) + sends * (tp + 2)) + K) +
                    coll * tp * (3 + dpflows) + nrep * pp * (1 + z12) +
@@ -1694,6 +1823,8 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
         return NULL;
     cJSON *c = sc_jadd_obj(j, "config", &oom);
     sc_jadd_num(c, "dp", cfg->dp, &oom);
+    if (cfg->cp > 1)
+        sc_jadd_num(c, "cp", cfg->cp, &oom);
     sc_jadd_num(c, "tp", cfg->tp, &oom);
     sc_jadd_num(c, "pp", cfg->pp, &oom);
     sc_jadd_num(c, "v", cfg->v, &oom);
@@ -1720,6 +1851,8 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     sc_jadd_num(bd, "recompute_s", r->breakdown.recompute, &oom);
     sc_jadd_num(bd, "optimizer_s", r->breakdown.optimizer, &oom);
     sc_jadd_num(bd, "tp_comm_s", r->breakdown.tp, &oom);
+    if (cfg->cp > 1)
+        sc_jadd_num(bd, "cp_comm_s", r->breakdown.cp, &oom);
     sc_jadd_num(bd, "pp_comm_s", r->breakdown.pp, &oom);
     sc_jadd_num(bd, "dp_comm_s", r->breakdown.dp, &oom);
     sc_jadd_num(bd, "bubble_s", r->breakdown.bubble, &oom);

@@ -67,7 +67,7 @@
  * and the part of the gap during which that communication was in flight is
  * exposed communication of its kind (tp, pp, dp); the rest, and the tail
  * after the stream's last task, is bubble. So for every rank
- *   step = compute + recompute + optimizer + tp + pp + dp + bubble
+ *   step = compute + recompute + optimizer + tp + cp + pp + dp + bubble
  * and the reported breakdown is the average over ranks.
  *
  * Throughput: model FLOPs per step = 3 · fwd FLOPs · global batch (2 for
@@ -93,6 +93,19 @@
 
 typedef struct sc_step_cfg {
     int dp, tp, pp, v, m, mbs;
+    /* context parallelism (Megatron-Core's --context-parallel-size, with
+     * Transformer Engine's fused attention): each sample's sequence is split
+     * over cp ranks, 2·cp chunks placed for balance (sc_compute_cfg cp), and
+     * the keys and values of every attention layer are passed around the cp
+     * group beside its fused kernel, cp - 1 chunks a forward (the stream
+     * waits for the last: SC_ACT_CP, lower.h). 0 or 1: none. Ranks are
+     * dp·cp·tp·pp; a rank's cp index sits next to its tp index (each
+     * tp·cp block is contiguous in the placement's tp place, as Megatron-
+     * Core's order tp-cp-dp-pp), and the gradients are reduced and
+     * ZeRO-sharded over the dp·cp ranks of a (position, tp rank): the
+     * "replicas" below are those dp·cp (sc_step_dpc). Needs flash
+     * attention, self-attention only and a sequence divisible by 2·cp. */
+    int cp;
     const char *schedule;            /* "gpipe", "1f1b", "interleaved", "zb-h1" */
     int zero;                        /* 0..3 */
     sc_recompute recompute;
@@ -145,6 +158,7 @@ typedef struct sc_step_cfg {
 
 typedef struct sc_step_breakdown {
     double compute, recompute, optimizer, tp, pp, dp, bubble;
+    double cp; /* context parallelism's key/value passing, exposed (0 without cp) */
 } sc_step_breakdown;
 
 typedef struct sc_step_link {
@@ -196,6 +210,15 @@ typedef struct sc_step_size {
 void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_size *out);
 
+/* The data-parallel group with context parallelism: dp·cp ranks hold the
+ * same parameters and reduce their gradients together (dp when cp <= 1). A
+ * rank's d coordinate (sc_step_rank, sc_step_coords) runs over it: d =
+ * (data-parallel index)·cp + (cp index). */
+static inline int sc_step_dpc(const sc_step_cfg *cfg)
+{
+    return cfg->dp * (cfg->cp > 1 ? cfg->cp : 1);
+}
+
 /* Checks cfg against the model and cluster (degrees, schedule, zero,
  * placement, ranks that fit the cluster, tp dividing heads is NOT required
  * here: the planner enforces it). */
@@ -204,6 +227,12 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
 /* The token-slice part of sc_step_check (also for the planner and the plan
  * loader): messages name --slices or slice_len. */
 sc_status sc_step_check_slices(const sc_model *m, const sc_step_cfg *cfg, sc_error *err);
+
+/* The context-parallel part of sc_step_check (also for the plan and
+ * validation loaders): cp needs flash attention, no token slices, a
+ * sequence divisible by 2·cp and attention leaves with self-attention
+ * fused kernels. Messages name --cp. */
+sc_status sc_step_check_cp(const sc_model *m, const sc_step_cfg *cfg, sc_error *err);
 
 /* The one rule for the two Megatron-LM overlaps, which sc_step_check, the
  * plan loader and the validation loader each report in their own terms:
@@ -242,7 +271,8 @@ sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_s
  * class). 0 when the cluster carries no fits. */
 double sc_step_interval(const sc_step_result *r, const sc_cluster *c, sc_dtype dt);
 
-/* Placement: rank of coordinates (d, p, t) and back. */
+/* Placement: rank of coordinates (d, p, t) and back; d in [0, dp·cp)
+ * (sc_step_dpc: the cp index is d % cp and sits next to t). */
 int sc_step_rank(const sc_step_cfg *cfg, int d, int p, int t);
 void sc_step_coords(const sc_step_cfg *cfg, int rank, int *d, int *p, int *t);
 

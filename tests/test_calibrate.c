@@ -1687,7 +1687,7 @@ TEST(calibrate_kernel_time_from_steps)
     for (int i = 0; i < NG; i++) {
         double a = sz[i][0], b = sz[i][1], k = sz[i][2];
         sc_kernel kk = sc_kernel_gemm("g", 1, a, b, k, SC_KTP_NONE, 0, SC_ATTN_ANY);
-        sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
+        sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
         gm[i] = (sc_calib_gemm){2 * a * b * k, 2 * (a * k + k * b + a * b),
                                 sc_cost_kernel_time(&sweep, &kk, &cc, 0), 0, a, b, k, 1};
     }
@@ -2110,7 +2110,7 @@ TEST(calibrate_flash_recovers)
     sc_calib_flash q[48];
     int n = 0;
     const double seqs[] = {512, 1024, 2048, 4096, 8192, 16384}, hds[] = {64, 128};
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0};
     for (int causal = 0; causal < 2; causal++)
         for (int h = 0; h < 2; h++)
             for (int i = 0; i < 6; i++) {
@@ -2188,7 +2188,7 @@ TEST(calibrate_flash_on_h200_bench)
     REQUIRE(sc_cluster_load(cf, &c, &err) == SC_OK);
     double bh = 16384 / 2048 * 16, fl = 4 * bh * 2048.0 * 2048 * 128 * 0.5;
     sc_kernel kn = sc_kernel_flash("a", bh, 2048, 2048, 128, 1, SC_KTP_BATCH);
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0};
     double t = sc_cost_kernel_time(&c, &kn, &cc, 0) + sc_cost_kernel_time(&c, &kn, &cc, 1);
     CHECK_NEAR(3.5 * fl / t / 1e12 / 214.0, 1, 0.10);
     CHECK(c.eff.gemm.flash_s0 > 0 && c.eff.gemm.flash_fwd > c.eff.gemm.flash_bwd);

@@ -352,7 +352,7 @@ static double flash_fwd_bwd_hd(const sc_cluster *c, double s, int causal, double
     u.eff.gemm.sustained = 1;
     u.eff.gemm.kernel_s = 0;
     u.eff.bwd_factor = 1;
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0};
     sc_kernel k = sc_kernel_flash("flash", 16384 / s * (2048 / hd), s, s, hd, causal,
                                   SC_KTP_BATCH);
     double t = sc_cost_kernel_time(&u, &k, &cc, 0) + sc_cost_kernel_time(&u, &k, &cc, 1);
@@ -365,7 +365,7 @@ static double flash_fwd_hd(const sc_cluster *c, double s, int causal, double hd)
     sc_cluster u = *c;
     u.eff.gemm.sustained = 1;
     u.eff.gemm.kernel_s = 0;
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0};
     sc_kernel k = sc_kernel_flash("flash", 16384 / s * (2048 / hd), s, s, hd, causal,
                                   SC_KTP_BATCH);
     return sc_kernel_flops(&k) / (causal ? 2 : 1) / sc_cost_kernel_time(&u, &k, &cc, 0) / 1e12;

@@ -534,7 +534,7 @@ TEST(cost_memory_zero_stages)
     c.eff.workspace_bytes = 0;
     sc_model *m = one_module(1e9, 0, 0, 0, 0);
     REQUIRE(m);
-    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED};
+    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0};
     sc_mem r;
     /* ZeRO 3 also holds what it gathers (sc_cost_zero3_gathered): without
      * layers the module is one unit, its weights and gradient whole */
@@ -586,7 +586,7 @@ TEST(cost_memory_zero3_gathers_units)
     REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
     REQUIRE(m->n_leaves == 8);
     double P = 5e8 + 3 * 3e8 + 1e4, R = 5e8 + 1e4, U = 3e8;
-    sc_mem_cfg cfg = {SC_BF16, 1, 4, 3, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED};
+    sc_mem_cfg cfg = {SC_BF16, 1, 4, 3, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0};
     sc_mem r;
     /* the whole model: weights P/4 + (R + 2U), grads P/4 + max(R, U), in bf16 */
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, &err) == SC_OK);
@@ -647,7 +647,7 @@ TEST(cost_memory_tp_and_recompute)
     }
     sc_error err = {0};
     REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
-    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED};
+    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0};
     sc_mem r;
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
     CHECK_NEAR(r.params, 2 * (100 / 2.0 + 200 / 2.0 + 10), 1e-12);
@@ -883,7 +883,7 @@ TEST(cost_activation_korthikanti_gpt175b_t8)
     /* full recompute keeps each layer's input: 2·s·h per layer, /t with sp */
     sc_cluster c = preset("dgx-a100-80g");
     int lo = blk->children[0]->leaf_index, n = 8; /* blocks 0 and 1: two layers */
-    sc_mem_cfg mc = {m->dtype, 8, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED};
+    sc_mem_cfg mc = {m->dtype, 8, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0};
     sc_mem r0, r1;
     REQUIRE(sc_cost_memory(&c, m->leaves + lo, n, &mc, &r0, &err) == SC_OK);
     mc.inflight = 2;

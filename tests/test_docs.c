@@ -466,6 +466,12 @@ TEST(docs_formats_plan_and_timeline)
                sc_test_bin(), d) == 0);
     snprintf(path, sizeof path, "%s/plan_sliced.json", d);
     walk_file(path, NULL, &keys, NULL);
+    /* context parallelism: cp, each rank's cp index, the cp breakdown */
+    REQUIRE(SH("%s sim --model llama3-8b --cluster dgx-h100 --dp 4 --cp 2 --zero 1 --microbatches 2 "
+               "--attn flash -o %s/plan_cp.json",
+               sc_test_bin(), d) == 0);
+    snprintf(path, sizeof path, "%s/plan_cp.json", d);
+    walk_file(path, NULL, &keys, NULL);
     check_kind("plan", &keys, NULL);
     set_free(&keys);
 

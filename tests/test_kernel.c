@@ -23,7 +23,7 @@ static sc_cluster preset(const char *name)
 static double gemm_s(const sc_cluster *c, double m, double n, double k)
 {
     sc_kernel g = sc_kernel_gemm("g", 1, m, n, k, SC_KTP_NONE, 0, SC_ATTN_ANY);
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
     return sc_cost_kernel_time(c, &g, &cc, 0);
 }
 
@@ -31,7 +31,7 @@ static double gemm_s(const sc_cluster *c, double m, double n, double k)
 static double gemm_s_b(const sc_cluster *c, double b, double m, double n, double k)
 {
     sc_kernel g = sc_kernel_gemm("g", b, m, n, k, SC_KTP_NONE, 1, SC_ATTN_ANY);
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
     return sc_cost_kernel_time(c, &g, &cc, 0);
 }
 
@@ -89,7 +89,7 @@ TEST(kernel_gemm_wave_and_tile_quantisation)
 TEST(kernel_gemm_backward_is_two_gemms)
 {
     sc_cluster c = preset("dgx-h100");
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
     sc_kernel g = sc_kernel_gemm("g", 1, 4096, 4096, 4096, SC_KTP_NONE, 0, SC_ATTN_ANY);
     double f = sc_cost_kernel_time(&c, &g, &cc, 0), b = sc_cost_kernel_time(&c, &g, &cc, 1);
     CHECK_NEAR(b / f, 2, 1e-9);
@@ -104,10 +104,10 @@ TEST(kernel_gemm_backward_is_two_gemms)
 TEST(kernel_tp_sp_and_microbatch_scaling)
 {
     sc_cluster c = preset("dgx-a100-80g");
-    sc_compute_cfg t1 = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
-    sc_compute_cfg t8 = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
-    sc_compute_cfg t8sp = {SC_BF16, 8, 1, 1, SC_ATTN_UNFUSED, 0, 0, 0};
-    sc_compute_cfg mb4 = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg t1 = {SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
+    sc_compute_cfg t8 = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
+    sc_compute_cfg t8sp = {SC_BF16, 8, 1, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
+    sc_compute_cfg mb4 = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED, 0, 0, 0, 0};
     sc_kernel col = sc_kernel_gemm("fc1", 1, 2048, 8 * 6144, 12288, SC_KTP_N, 0, SC_ATTN_ANY);
     CHECK_NEAR(sc_cost_kernel_time(&c, &col, &t8, 0), gemm_s(&c, 2048, 6144, 12288), 1e-15);
     CHECK_NEAR(sc_cost_kernel_time(&c, &col, &mb4, 0), gemm_s(&c, 4 * 2048, 8 * 6144, 12288),
@@ -148,7 +148,7 @@ TEST(kernel_tp_overlap_chunks_te_gemms)
                     *mlp = sc_model_find(m, "blocks.0.mlp"), *head = sc_model_find(m, "head");
     REQUIRE(attn && mlp && head);
     const int tp = 8;
-    sc_compute_cfg off = {SC_BF16, tp, 1, 2, SC_ATTN_FLASH, 0, 0, 0}, on = off;
+    sc_compute_cfg off = {SC_BF16, tp, 1, 2, SC_ATTN_FLASH, 0, 0, 0, 0}, on = off;
     on.tp_overlap = 1;
     double bf = c.eff.bwd_factor > 0 ? c.eff.bwd_factor : 1;
     const sc_module *mods[2] = {attn, mlp};
@@ -199,7 +199,7 @@ TEST(kernel_tp_overlap_chunks_te_gemms)
 TEST(kernel_flash_attention)
 {
     sc_cluster c = preset("dgx-a100-80g");
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0};
     sc_kernel fa = sc_kernel_flash("flash", 96, 2048, 2048, 128, 0, SC_KTP_BATCH);
     sc_kernel fc = sc_kernel_flash("flash", 96, 2048, 2048, 128, 1, SC_KTP_BATCH);
     /* compute-bound kernels run at the sustained clock */
@@ -263,7 +263,7 @@ TEST(kernel_flash_attention)
     REQUIRE(sc_model_open("gpt-175b", &m, NULL) == SC_OK);
     const sc_module *attn = sc_model_find(m, "blocks.0.attn");
     REQUIRE(attn && attn->n_kernels > 0);
-    sc_compute_cfg un = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0}, fl = {SC_BF16, 8, 0, 1, SC_ATTN_FLASH, 0, 0, 0};
+    sc_compute_cfg un = {SC_BF16, 8, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0}, fl = {SC_BF16, 8, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0};
     double fu, bu, ru, ff, bf, rf;
     sc_cost_kernels_time(&c, attn, &un, &fu, &bu, &ru);
     sc_cost_kernels_time(&c, attn, &fl, &ff, &bf, &rf);
@@ -301,7 +301,7 @@ TEST(kernel_flash_attention)
 TEST(kernel_flash_priced_as_the_executor_runs_it)
 {
     sc_cluster c = preset("h200-sxm-1");
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_FLASH, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_FLASH, 0, 0, 0, 0};
     sc_kernel fc = sc_kernel_flash("flash", 16, 2048, 2048, 128, 1, SC_KTP_BATCH);
     double fused_f = sc_cost_kernel_time(&c, &fc, &cc, 0);
     c.eff.gemm.flash_gemms = 1;
@@ -340,7 +340,7 @@ TEST(kernel_generator_lists_match_leaf_flops)
                         f += sc_kernel_flops(&x->kernels[k]);
                 CHECK_NEAR(f, x->flops_fwd, 1e-12);
             }
-            sc_compute_cfg cc = {SC_BF16, 2, 0, 2, SC_ATTN_FLASH, 0, 0, 0};
+            sc_compute_cfg cc = {SC_BF16, 2, 0, 2, SC_ATTN_FLASH, 0, 0, 0, 0};
             double fw, bw, sf = 0, sb = 0;
             REQUIRE(sc_cost_module_time_cfg(&c, x, &cc, &fw, &bw, NULL) == SC_OK);
             for (int k = 0; k < x->n_kernels; k++)
@@ -450,7 +450,7 @@ TEST(kernel_stencil_counts_flops)
                   "kernels[0].flops: a gemm kernel has no flops");
 
     sc_cluster c = preset("dgx-a100-80g");
-    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg cc = {SC_BF16, 1, 0, 4, SC_ATTN_UNFUSED, 0, 0, 0, 0};
     double vec = c.gpu.peak_flops[SC_FP32] * c.eff.eff_max[SC_FP32] * c.eff.gemm.sustained;
     double hbm = c.gpu.hbm_bytes_per_s * c.eff.memory_bw, ks = c.eff.gemm.kernel_s;
     /* compute-bound: 1 GFLOP and 1 MB per sample, 4 samples */

@@ -641,7 +641,7 @@ TEST(lower_zbh1_splits_backward_as_the_executor)
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("cpu-local", &c, &err) == SC_OK);
     REQUIRE(c.eff.gemm.sms == 0);
-    sc_compute_cfg cc = {SC_FP32, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0};
+    sc_compute_cfg cc = {SC_FP32, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
     int seen[3] = {0};
     for (int i = 0; i < m->n_leaves; i++) {
         const sc_module *x = m->leaves[i];

@@ -203,7 +203,7 @@ static void random_cfg(sc_partitioner_cfg *cfg, const sc_model *m, sc_cluster *c
     /* memory: somewhere between hopeless and ample */
     double total = 0;
     sc_mem_cfg mc = {m->dtype, cfg->tp,      cfg->dp,        cfg->zero,
-                     cfg->mbs, 2,            cfg->recompute, 0, SC_ATTN_UNFUSED};
+                     cfg->mbs, 2,            cfg->recompute, 0, SC_ATTN_UNFUSED, 0};
     sc_mem mm;
     sc_error err;
     sc_cost_memory(c, m->leaves, m->n_leaves, &mc, &mm, &err);
@@ -315,7 +315,7 @@ TEST(partitioner_fast_memory_matches_eval)
             for (int j = i + 1; j <= L; j++) {
                 int k = rint_(0, cfg.n_stages - 1);
                 sc_mem_cfg mc = {m->dtype, cfg.tp, cfg.dp, cfg.zero, cfg.mbs, x.kc[k % x.pp],
-                                 cfg.recompute, 0, SC_ATTN_UNFUSED};
+                                 cfg.recompute, 0, SC_ATTN_UNFUSED, 0};
                 sc_mem mm;
                 REQUIRE(sc_cost_memory(&c, m->leaves + i, j - i, &mc, &mm, &err) == SC_OK);
                 double copies = 0;
@@ -611,7 +611,7 @@ TEST(partitioner_replicate_charges_copies)
     sc_part_eval e;
     REQUIRE(sc_partition_eval(&cfg, &p, &e, &err) == SC_OK);
     /* the last stage (b3..head) is charged the embedding's states */
-    sc_mem_cfg mc = {SC_BF16, 1, 1, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED};
+    sc_mem_cfg mc = {SC_BF16, 1, 1, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0};
     sc_mem mm;
     REQUIRE(sc_cost_memory(&c, m->leaves + 4, m->n_leaves - 4, &mc, &mm, &err) == SC_OK);
     double w, g, o;
@@ -831,7 +831,7 @@ TEST(partitioner_times_tp_overlap_chunks)
     int layers = 0, heads = 0, same = 0;
     for (int l = 0; l < m->n_leaves; l++) {
         const sc_module *leaf = m->leaves[l];
-        sc_compute_cfg cc = {m->dtype, 8, 1, 1, SC_ATTN_FLASH, 0, 0, 1};
+        sc_compute_cfg cc = {m->dtype, 8, 1, 1, SC_ATTN_FLASH, 0, 0, 1, 0};
         double f = 0, b = 0;
         REQUIRE(sc_cost_module_time_cfg(&c, leaf, &cc, &f, &b, &err) == SC_OK);
         CHECK_NEAR(x[1].t[l], f + b, 1e-15);

@@ -111,8 +111,8 @@ TEST(slices_costs_grow_with_position)
     const sc_module *attn = sc_model_find(m, "blocks.0.attn"), *mlp = sc_model_find(m,
                                                                                   "blocks.0.mlp");
     REQUIRE(attn && mlp);
-    sc_compute_cfg first = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0.25, 0.25, 0};
-    sc_compute_cfg last = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0.25, 1.0, 0};
+    sc_compute_cfg first = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0.25, 0.25, 0, 0};
+    sc_compute_cfg last = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0.25, 1.0, 0, 0};
     double f1, b1, f4, b4;
     sc_cost_kernels_time(&c, attn, &first, &f1, &b1, NULL);
     sc_cost_kernels_time(&c, attn, &last, &f4, &b4, NULL);
@@ -130,7 +130,7 @@ TEST(slices_costs_grow_with_position)
     big.gpu.hbm_bytes_per_s = 1e30;
     big.eff.gemm.kernel_s = 0;
     double tw = sc_cost_kernel_time(&big, fk, &(sc_compute_cfg){SC_BF16, 1, 0, 1, SC_ATTN_FLASH,
-                                                                 0, 0, 0}, 0);
+                                                                 0, 0, 0, 0}, 0);
     double tl = sc_cost_kernel_time(&big, fk, &last, 0);
     double s = 2048, q = 512;
     CHECK_NEAR(tl / tw, (q * s - q * q / 2) / (s * s / 2), 1e-9);

@@ -114,7 +114,9 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
     sc_module_add_kernel(m, x, ks);
     sc_module_add_kernel(m, x, sm);
     sc_module_add_kernel(m, x, kc);
-    sc_module_add_kernel(m, x, sc_kernel_flash("flash", a, s, s, hd, 1, SC_KTP_BATCH));
+    sc_kernel fa = sc_kernel_flash("flash", a, s, s, hd, 1, SC_KTP_BATCH);
+    fa.kv_heads = g;
+    sc_module_add_kernel(m, x, fa);
     sc_module_add_kernel(m, x, sc_kernel_gemm("out_proj", 1, s, h, h, SC_KTP_K, 0, SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));
     return x;

@@ -123,7 +123,7 @@ static sc_status one_from_json(const cJSON *o, const char *file, const char *pat
 {
     static const char *const keys[] = {"name", "op",      "batch",  "m",   "n",
                                        "k",    "bytes",   "bwd_bytes", "samples", "tp",
-                                       "attn", "causal",  "kv",     "per", "flops", NULL};
+                                       "attn", "causal",  "kv",     "per", "flops", "kv_heads", NULL};
     if (!cJSON_IsObject(o))
         return sc_err(err, SC_EPARSE, "%s: %s: must be an object", file, path);
     memset(k, 0, sizeof *k);
@@ -149,7 +149,8 @@ static sc_status one_from_json(const cJSON *o, const char *file, const char *pat
             st = sc_json_num(o, file, path, "bwd_bytes", 0, 0, MAX_KBYTES, &k->bwd_bytes, err);
         if (!st)
             st = sc_json_num(o, file, path, "flops", 0, 0, MAX_KFLOPS, &k->flops, err);
-        const char *const not_mem[] = {"batch", "m", "n", "k", "samples", "causal", "kv"};
+        const char *const not_mem[] = {"batch", "m", "n", "k", "samples", "causal", "kv",
+                                       "kv_heads"};
         static const char *const per_names[] = {"tokens", "scores"};
         int per = 0;
         if (!st)
@@ -175,8 +176,15 @@ static sc_status one_from_json(const cJSON *o, const char *file, const char *pat
                         path);
         if (!st && op == SC_KOP_FLASH)
             st = sc_json_bool(o, file, path, "causal", 0, &causal, err);
+        if (!st && op == SC_KOP_FLASH)
+            st = dim(o, file, path, "kv_heads", 0, k->batch, &k->kv_heads, err);
+        if (!st && op == SC_KOP_FLASH && fmod(k->batch, k->kv_heads) != 0)
+            st = sc_err(err, SC_EINVAL, "%s: %s.kv_heads: %g does not divide batch %g", file,
+                        path, k->kv_heads, k->batch);
         if (!st && op == SC_KOP_GEMM && cJSON_GetObjectItemCaseSensitive(o, "causal"))
             wrong = "causal";
+        if (!st && op == SC_KOP_GEMM && cJSON_GetObjectItemCaseSensitive(o, "kv_heads"))
+            wrong = "kv_heads";
         static const char *const kv_names[] = {"none", "n", "k"};
         int kv = 0;
         if (!st && op == SC_KOP_GEMM)
@@ -278,6 +286,8 @@ void sc_kernels_to_json(cJSON *obj, const sc_kernel *k, int n, int *oom)
                 sc_jadd_str(o, "samples", "batch", oom);
             if (x->op == SC_KOP_FLASH && x->causal)
                 sc_jadd_bool(o, "causal", 1, oom);
+            if (x->op == SC_KOP_FLASH && x->kv_heads > 0 && x->kv_heads != x->batch)
+                sc_jadd_num(o, "kv_heads", x->kv_heads, oom);
             if (x->op == SC_KOP_GEMM && x->kv)
                 sc_jadd_str(o, "kv", x->kv == 'n' ? "n" : "k", oom);
         }

@@ -50,6 +50,9 @@
  *            (TeraPipe) scale it by the context a slice sees; default none
  *   per      (mem) "tokens" (default) or "scores": the bytes scale with the
  *            tokens, or with query x key pairs (softmax, attention dropout)
+ *   kv_heads (flash) the key and value heads, dividing batch (grouped-query
+ *            attention: fewer than the query heads); default batch. What a
+ *            context-parallel group passes around is sized by it.
  *
  * The loader checks that, for each attention implementation the list has,
  * the counted FLOPs of its kernels equal the leaf's flops_fwd within 0.5%.
@@ -89,6 +92,7 @@ typedef struct sc_kernel {
     double batch, m, n, k;
     double bytes, bwd_bytes;
     double flops;          /* mem: counted forward FLOPs (a stencil), 0 = none */
+    double kv_heads;       /* flash: key/value heads (grouped-query attention), 0 = batch */
 } sc_kernel;
 
 const char *sc_kop_name(sc_kop op);
@@ -96,6 +100,11 @@ const char *sc_ktp_name(sc_ktp tp);
 const char *sc_attn_name(sc_attn a); /* "unfused", "flash", "any" */
 int sc_attn_parse(const char *s);    /* SC_ATTN_UNFUSED or SC_ATTN_FLASH; -1 otherwise */
 
+/* A flash kernel's key/value heads (kv_heads, or batch when unset). */
+static inline double sc_kernel_kv_heads(const sc_kernel *k)
+{
+    return k->kv_heads > 0 ? k->kv_heads : k->batch;
+}
 /* Counted forward FLOPs of one kernel for one sample at tp 1. */
 double sc_kernel_flops(const sc_kernel *k);
 /* Whether k runs under attention implementation a. */

@@ -32,6 +32,7 @@ static const char *const palette[SC_OP_KIND_N] = {
     "#79706e", /* optimizer        grey */
     "#ff9d9a", /* tp_reducescatter light red */
     "#a8323e", /* tp_allgather     dark red */
+    "#8cd17d", /* cp_exchange      light green */
 };
 
 const char *sc_plot_kind_color(int kind)

@@ -11,7 +11,7 @@
 static const char *kind_names[SC_OP_KIND_N] = {
     "F", "B", "W", "recompute", "send_f", "recv_f", "send_b", "recv_b",
     "tp_allreduce", "dp_allreduce", "dp_reducescatter", "dp_allgather", "optimizer",
-    "tp_reducescatter", "tp_allgather"};
+    "tp_reducescatter", "tp_allgather", "cp_exchange"};
 
 const char *sc_op_kind_name(sc_op_kind k)
 {

@@ -64,6 +64,7 @@ typedef enum sc_op_kind {
     SC_OP_OPTIMIZER,
     SC_OP_TP_REDUCESCATTER, /* sequence parallelism: the tp allreduce's first half */
     SC_OP_TP_ALLGATHER,     /* and its second (Korthikanti et al. 2022 sec. 4.2.2) */
+    SC_OP_CP_EXCHANGE,      /* context parallelism: keys and values around the cp group */
     SC_OP_KIND_N
 } sc_op_kind;
 

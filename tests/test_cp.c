@@ -1,0 +1,363 @@
+/* test_cp.c - context parallelism (sim --cp): the balanced attention work, the
+ * per-rank memory, the placement, the key/value ring in the lowering and the
+ * simulator, one cp group standing for all, the plan file and the refusals. */
+#include "check.h"
+#include "cluster.h"
+#include "cost.h"
+#include "gen.h"
+#include "lower.h"
+#include "plan.h"
+#include "step.h"
+#include "timeline.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const sc_kernel *flash_of(const sc_module *x)
+{
+    for (int i = 0; x && i < x->n_kernels; i++)
+        if (x->kernels[i].op == SC_KOP_FLASH)
+            return &x->kernels[i];
+    return NULL;
+}
+
+/* A cp rank's causal flash kernel runs 1/cp of the whole sequence's pairs
+ * (balanced chunks: half its M x N rectangle, not a slice's M·N - M²/2); at the
+ * preset's rates its shorter key ranges run slower than that share. */
+TEST(cp_flash_runs_its_share_of_the_pairs)
+{
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, NULL) == SC_OK);
+    sc_model *m;
+    REQUIRE(sc_model_open("llama3-8b", &m, NULL) == SC_OK);
+    const sc_kernel *fk = flash_of(sc_model_find(m, "blocks.0.attn"));
+    REQUIRE(fk && fk->causal);
+    CHECK_NEAR(sc_kernel_kv_heads(fk), 8, 0); /* GQA: the generator's kv heads */
+    sc_compute_cfg whole = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0};
+    double last = 1;
+    for (int cp = 2; cp <= 8; cp *= 2) {
+        sc_compute_cfg part = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 1.0 / cp, 1, 0, cp};
+        sc_cluster flat = c; /* compute-bound, no fixed cost, no fall with key range */
+        flat.gpu.hbm_bytes_per_s = 1e30;
+        flat.eff.gemm.kernel_s = 0;
+        flat.eff.gemm.flash_s0 = flat.eff.gemm.flash_s0_bwd = 0;
+        for (int bwd = 0; bwd < 2; bwd++)
+            CHECK_NEAR(sc_cost_kernel_time(&flat, fk, &part, bwd),
+                       sc_cost_kernel_time(&flat, fk, &whole, bwd) / cp, 1e-12);
+        /* at the preset's rates: N / cp keys a kernel (the rate's fall with the
+         * key range, N / (N + s0)), cp - 1 more launches: above the share, the
+         * more so the more ranks */
+        double t = sc_cost_kernel_time(&c, fk, &part, 0), w = sc_cost_kernel_time(&c, fk, &whole, 0);
+        double s0 = c.eff.gemm.flash_s0, N = 8192;
+        CHECK(t * cp / w > last);
+        CHECK(t * cp / w >= (N + cp * s0) / (N + s0) * (1 - 1e-9)); /* (N/cp+s0)/(N/cp)·N/(N+s0) */
+        last = t * cp / w;
+    }
+    sc_model_free(m);
+}
+
+static sc_status run(const char *model, int nodes, sc_step_cfg *cfg, sc_step_result **r,
+                     sc_error *err)
+{
+    sc_model *m;
+    sc_cluster c;
+    sc_status st = sc_model_open(model, &m, err);
+    if (st)
+        return st;
+    st = sc_cluster_preset_get("dgx-h100", &c, err);
+    if (!st)
+        st = sc_cluster_set_nodes(&c, nodes, err);
+    if (!st)
+        st = sc_step_simulate(m, &c, cfg, r, err);
+    sc_model_free(m);
+    return st;
+}
+
+/* Against the same tokens on dp·cp ranks without cp: the same samples, a
+ * cp-th of the activations per rank, the same ZeRO shards (over dp·cp), the
+ * same weights; and the step is a sum of its breakdown. */
+TEST(cp_halves_the_activations_on_the_same_ranks)
+{
+    sc_step_cfg a = {.dp = 8, .tp = 1, .pp = 1, .v = 1, .m = 16, .mbs = 1, .zero = 1,
+                     .schedule = "1f1b", .attn = SC_ATTN_FLASH};
+    sc_step_cfg b = a;
+    b.dp = 4;
+    b.cp = 2;
+    b.m = 32;
+    sc_step_result *ra, *rb;
+    sc_error err;
+    REQUIRE(run("llama3-8b", 1, &a, &ra, &err) == SC_OK);
+    REQUIRE(run("llama3-8b", 1, &b, &rb, &err) == SC_OK);
+    CHECK_EQ_INT(rb->n_ranks, 8);
+    CHECK_NEAR(rb->global_batch, ra->global_batch, 0);
+    CHECK_NEAR(rb->model_flops, ra->model_flops, 1e-12);
+    CHECK_NEAR(rb->mem[0].activations, ra->mem[0].activations / 2, 1e-12);
+    CHECK_NEAR(rb->mem[0].optimizer, ra->mem[0].optimizer, 1e-12);
+    CHECK_NEAR(rb->mem[0].weights, ra->mem[0].weights, 1e-12);
+    CHECK(!ra->fits && rb->fits); /* 8192 tokens a microbatch: 81 GiB without cp */
+    /* the same attention work in all; the kernels' shorter key ranges and the ring
+     * cost a little: within 5% */
+    CHECK(rb->step_time_s > ra->step_time_s);
+    CHECK(rb->step_time_s < ra->step_time_s * 1.05);
+    const sc_step_breakdown *k = &rb->breakdown;
+    CHECK_NEAR(k->compute + k->recompute + k->optimizer + k->tp + k->cp + k->pp + k->dp +
+                   k->bubble,
+               rb->step_time_s, 1e-9);
+    sc_step_result_free(ra);
+    sc_step_result_free(rb);
+}
+
+/* A rank's cp index sits next to its tp index whatever the placement; d runs
+ * over dp·cp (sc_step_dpc) and sc_step_coords inverts sc_step_rank. */
+TEST(cp_rank_placement)
+{
+    const char *pls[] = {"tp,pp,dp", "tp,dp,pp", "dp,tp,pp", "pp,dp,tp"};
+    for (size_t k = 0; k < SC_ARRAY_LEN(pls); k++) {
+        sc_step_cfg cfg = {.dp = 3, .cp = 2, .tp = 2, .pp = 2, .placement = pls[k]};
+        CHECK_EQ_INT(sc_step_dpc(&cfg), 6);
+        int seen[24] = {0};
+        for (int d = 0; d < 6; d++)
+            for (int p = 0; p < 2; p++)
+                for (int t = 0; t < 2; t++) {
+                    int r = sc_step_rank(&cfg, d, p, t), d2, p2, t2;
+                    REQUIRE(r >= 0 && r < 24);
+                    seen[r]++;
+                    sc_step_coords(&cfg, r, &d2, &p2, &t2);
+                    CHECK(d2 == d && p2 == p && t2 == t);
+                    /* the cp peer (d ^ 1 within the pair) sits tp ranks away */
+                    if (d % 2 == 0)
+                        CHECK_EQ_INT(sc_step_rank(&cfg, d + 1, p, t) - r,
+                                     k == 0 || k == 1 ? 2 : k == 2 ? 6 : 2 * 2 * 3 * 2 / 2);
+                }
+        for (int r = 0; r < 24; r++)
+            CHECK_EQ_INT(seen[r], 1);
+    }
+    sc_step_cfg tpo = {.dp = 2, .cp = 2, .tp = 4, .pp = 2}; /* tp,pp,dp */
+    CHECK_EQ_INT(sc_step_rank(&tpo, 1, 0, 0), 4);  /* cp next to tp */
+    CHECK_EQ_INT(sc_step_rank(&tpo, 0, 1, 0), 8);  /* then pp */
+    CHECK_EQ_INT(sc_step_rank(&tpo, 2, 0, 0), 16); /* then dp */
+}
+
+/* The lowering's ring: after each F, B and recompute of a stage with
+ * attention, cp·(the stage's keys and values) forward and in recompute, twice
+ * that backward; the stream waits for it, and what follows the compute
+ * (the tp collectives, the send) follows it. */
+TEST(cp_lowered_ring_sizes)
+{
+    sc_model *m;
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_model_open("llama3-8b", &m, &err) == SC_OK);
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, &err) == SC_OK);
+    REQUIRE(sc_cluster_set_nodes(&c, 2, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 1, .cp = 4, .tp = 2, .pp = 2, .v = 1, .m = 4, .mbs = 2, .zero = 1,
+                       .schedule = "1f1b", .attn = SC_ATTN_FLASH, .sp = 1,
+                       .recompute = SC_RECOMPUTE_SELECTIVE};
+    sc_lowered *lw;
+    REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
+    /* 16 layers a stage; each rank's keys and values: 2 · (8 kv heads / tp 2) ·
+     * (8192 / 4 tokens) · 2 samples · 128 · 2 bytes */
+    double kv = 16 * 2 * 4.0 * 2048 * 2 * 128 * 2;
+    CHECK_NEAR(lw->info[0].cp_bytes, kv, 1e-12);
+    CHECK_NEAR(lw->info[1].cp_bytes, kv, 1e-12);
+    int n[3] = {0};
+    for (int p = 0; p < 2; p++) {
+        const sc_lowered_pos *L = &lw->pos[p];
+        for (int i = 0; i < L->n; i++) {
+            const sc_action *a = &L->acts[i];
+            if (a->kind != SC_ACT_CP)
+                continue;
+            /* the compute it is beside: the last before it (after the bucket
+             * reductions of a grad-final backward's pieces) */
+            int j = i - 1;
+            while (j >= 0 && L->acts[j].kind != SC_ACT_COMPUTE)
+                j--;
+            REQUIRE(j >= 0);
+            const sc_action *prev = &L->acts[j];
+            CHECK(a->waits && a->op == SC_OP_CP_EXCHANGE && a->after < j);
+            CHECK(a->mb == prev->mb && a->stage == prev->stage);
+            int k = prev->op == SC_OP_F ? 0 : prev->op == SC_OP_B ? 1 : 2;
+            n[k]++;
+            CHECK_NEAR(a->bytes, (k == 1 ? 2 : 1) * 4 * kv, 1e-12);
+            /* the tp collectives after the op come after the ring */
+            if (i + 1 < L->n && L->acts[i + 1].kind == SC_ACT_TP && L->acts[i + 1].waits)
+                CHECK_EQ_INT(L->acts[i + 1].after, i);
+        }
+    }
+    CHECK_EQ_INT(n[0], 8); /* 4 microbatches x 2 positions */
+    CHECK_EQ_INT(n[1], 8);
+    CHECK_EQ_INT(n[2], 8); /* selective recompute re-runs the core attention */
+    sc_lower_free(lw);
+    sc_model_free(m);
+}
+
+/* The ring is simulated: its flows on the comm stream (cp_exchange), on slow
+ * links exposed (cp_comm_s), hidden on NVLink; one cp group stands for every
+ * data-parallel index (one_replica) within 1%. */
+TEST(cp_ring_simulated_and_one_replica)
+{
+    sc_model *m;
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_model_open("llama3-8b", &m, &err) == SC_OK);
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, &err) == SC_OK);
+    REQUIRE(sc_cluster_set_nodes(&c, 2, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 4, .cp = 2, .tp = 2, .pp = 1, .v = 1, .m = 4, .mbs = 1, .zero = 1,
+                       .schedule = "1f1b", .attn = SC_ATTN_FLASH, .sp = 1, .want_timeline = 1};
+    sc_step_result *full, *one;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &full, &err) == SC_OK);
+    CHECK(full->breakdown.cp < 1e-3 * full->step_time_s); /* NVLink: hidden */
+    int ops = 0;
+    double bytes = 0;
+    for (int i = 0; i < full->timeline->ranks[0].n_ops; i++) {
+        const sc_tl_op *o = &full->timeline->ranks[0].ops[i];
+        if (o->kind == SC_OP_CP_EXCHANGE && o->stream == SC_STREAM_COMM) {
+            ops++;
+            bytes += o->bytes;
+        }
+    }
+    CHECK_EQ_INT(ops, 8); /* a ring per F and B of 4 microbatches */
+    CHECK(bytes > 0);
+    cfg.want_timeline = 0;
+    cfg.one_replica = 1;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &one, &err) == SC_OK);
+    CHECK_NEAR(one->step_time_s, full->step_time_s, 0.01);
+    CHECK(one->n_tasks < full->n_tasks);
+    sc_step_result_free(one);
+    /* a slow intra-node link and no tp: the ring outlasts the compute beside it,
+     * and the wait is the cp group's (the gradients' allreduce over the cp pair,
+     * dp·cp = 2, is slow too: the dp share) */
+    sc_step_cfg solo = {.dp = 1, .cp = 2, .tp = 1, .pp = 1, .v = 1, .m = 2, .mbs = 1,
+                        .schedule = "1f1b", .attn = SC_ATTN_FLASH};
+    sc_cluster slow = c;
+    slow.intra.bytes_per_s = 2e8;
+    sc_step_result *fr, *sr;
+    REQUIRE(sc_step_simulate(m, &c, &solo, &fr, &err) == SC_OK);
+    REQUIRE(sc_step_simulate(m, &slow, &solo, &sr, &err) == SC_OK);
+    CHECK(fr->breakdown.cp < 1e-3 * fr->step_time_s);
+    CHECK(sr->breakdown.cp > 0.15 * sr->step_time_s);
+    CHECK(sr->breakdown.dp > 0.15 * sr->step_time_s);
+    const sc_step_breakdown *k = &sr->breakdown;
+    CHECK_NEAR(k->compute + k->recompute + k->optimizer + k->tp + k->cp + k->pp + k->dp +
+                   k->bubble,
+               sr->step_time_s, 1e-9);
+    sc_step_result_free(fr);
+    sc_step_result_free(sr);
+    sc_step_result_free(full);
+    sc_model_free(m);
+}
+
+/* What cp cannot run is refused, naming --cp and the cause. */
+TEST(cp_refusals)
+{
+    sc_model *m, *t5, *odd;
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_model_open("llama3-8b", &m, &err) == SC_OK);
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 1, .cp = 2, .tp = 1, .pp = 1, .v = 1, .m = 1, .mbs = 1,
+                       .schedule = "1f1b", .attn = SC_ATTN_UNFUSED};
+    CHECK(sc_step_check(m, &c, &cfg, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "--cp");
+    CHECK_STR_HAS(err.msg, "--attn flash");
+    cfg.attn = SC_ATTN_FLASH;
+    CHECK(sc_step_check(m, &c, &cfg, &err) == SC_OK);
+    cfg.slices = 2;
+    CHECK(sc_step_check(m, &c, &cfg, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "--slices");
+    cfg.slices = 0;
+    cfg.cp = 16; /* 16 ranks: more than one node has */
+    CHECK(sc_step_check(m, &c, &cfg, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "dp·cp·tp·pp");
+    cfg.cp = 3; /* 2·3 does not divide 8192 */
+    REQUIRE(sc_cluster_set_nodes(&c, 2, &err) == SC_OK);
+    CHECK(sc_step_check(m, &c, &cfg, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "2·cp = 6");
+    cfg.cp = 2;
+    REQUIRE(sc_model_open("t5-3b", &t5, &err) == SC_OK);
+    CHECK(sc_step_check(t5, &c, &cfg, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "cross-attention");
+    sc_model_free(t5);
+    const char *names[] = {"seq"};
+    const double vals[] = {1030}; /* 1030 % 4 != 0 */
+    REQUIRE(sc_gen_run(sc_gen_find("llama"), "odd", SC_BF16, 1, names, vals, &odd, &err) ==
+            SC_OK);
+    CHECK(sc_step_check(odd, &c, &cfg, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "1030 tokens");
+    sc_model_free(odd);
+    sc_model_free(m);
+}
+
+/* A plan with cp: written with the key and each rank's cp index, replayed to the
+ * same step; a tampered one is refused naming the file and the key. */
+TEST(cp_plan_roundtrip_and_errors)
+{
+    sc_model *m;
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_model_open("llama3-8b", &m, &err) == SC_OK);
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, &err) == SC_OK);
+    sc_partition part = {0};
+    REQUIRE(sc_partition_uniform(m, 1, &part, &err) == SC_OK);
+    sc_step_cfg cfg = {.dp = 2, .cp = 2, .tp = 2, .pp = 1, .v = 1, .m = 2, .mbs = 1, .zero = 1,
+                       .schedule = "1f1b", .attn = SC_ATTN_FLASH, .partition = &part};
+    sc_step_result *r;
+    REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+    sc_plan *p;
+    REQUIRE(sc_plan_make(m, "llama3-8b", &c, "dgx-h100", &cfg, "explicit", r, &p, &err) == SC_OK);
+    char file[512];
+    snprintf(file, sizeof file, "%s/cp_plan.json", sc_test_tmpdir());
+    REQUIRE(sc_plan_save(p, m, file, &err) == SC_OK);
+    sc_plan *q;
+    REQUIRE(sc_plan_load(file, &q, &err) == SC_OK);
+    CHECK_EQ_INT(q->cp, 2);
+    CHECK_NEAR(q->breakdown.cp, r->breakdown.cp, 1e-12);
+    sc_step_cfg qc;
+    sc_plan_step_cfg(q, &qc);
+    CHECK_EQ_INT(qc.cp, 2);
+    sc_model *qm;
+    sc_cluster qcl;
+    REQUIRE(sc_plan_open(q, file, &qm, &qcl, &err) == SC_OK);
+    sc_step_result *r2;
+    REQUIRE(sc_step_simulate(qm, &qcl, &qc, &r2, &err) == SC_OK);
+    CHECK_NEAR(r2->step_time_s, r->step_time_s, 1e-12);
+    sc_step_result_free(r2);
+    sc_model_free(qm);
+    sc_plan_free(q);
+    /* the text: "cp": 2 at the top, ranks[1] is cp 1 (next to tp: rank 2) */
+    cJSON *j = sc_plan_to_json(p, m);
+    REQUIRE(j);
+    const cJSON *rk = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ranks"), 2);
+    CHECK_EQ_INT(cJSON_GetObjectItem(j, "cp")->valueint, 2);
+    CHECK_EQ_INT(cJSON_GetObjectItem(rk, "cp")->valueint, 1);
+    CHECK_EQ_INT(cJSON_GetObjectItem(rk, "dp")->valueint, 0);
+    /* tampered: rank 2's cp index; the attention unfused */
+    cJSON_SetIntValue(cJSON_GetObjectItem(rk, "cp"), 0);
+    char *txt = cJSON_Print(j);
+    REQUIRE(txt);
+    FILE *f = fopen(file, "w");
+    REQUIRE(f);
+    fputs(txt, f);
+    fclose(f);
+    cJSON_free(txt);
+    CHECK(sc_plan_load(file, &q, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "ranks[2].cp");
+    cJSON_SetIntValue(cJSON_GetObjectItem(rk, "cp"), 1);
+    cJSON_ReplaceItemInObject(j, "attention", cJSON_CreateString("unfused"));
+    txt = cJSON_Print(j);
+    f = fopen(file, "w");
+    REQUIRE(f && txt);
+    fputs(txt, f);
+    fclose(f);
+    cJSON_free(txt);
+    REQUIRE(sc_plan_load(file, &q, &err) == SC_OK);
+    CHECK(sc_plan_open(q, file, &qm, &qcl, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "cp_plan.json: cp: --cp");
+    sc_plan_free(q);
+    cJSON_Delete(j);
+    sc_plan_free(p);
+    sc_step_result_free(r);
+    sc_partition_free(&part);
+    sc_model_free(m);
+}
