@@ -361,3 +361,27 @@ TEST(cp_plan_roundtrip_and_errors)
     sc_partition_free(&part);
     sc_model_free(m);
 }
+
+/* Where a cp plan goes: Megatron-LM's script gets --context-parallel-size and
+ * the world size with cp; DeepSpeed's export and the executor refuse it. */
+TEST(cp_plan_export_and_exec)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    static char out[1 << 16];
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && %s sim --model llama3-8b --cluster dgx-h100 --nodes 2 --dp 4 "
+                       "--cp 2 --tp 2 --microbatches 2 --zero 1 --attn flash --sp -o cp.json",
+                       d, bin) == 0);
+    REQUIRE(sc_test_sh(out, sizeof out, "cd %s && %s export cp.json --to megatron -o meg", d,
+                       bin) == 0);
+    REQUIRE(sc_test_sh(out, sizeof out, "cat %s/meg/megatron_torchrun.sh", d) == 0);
+    CHECK_STR_HAS(out, "--context-parallel-size 2");
+    CHECK_STR_HAS(out, "--tensor-model-parallel-size 2");
+    CHECK_STR_HAS(out, "(16 GPUs), dp 4 cp 2 tp 2");
+    CHECK_STR_HAS(out, "--overlap-grad-reduce");
+    CHECK(sc_test_sh(out, sizeof out, "cd %s && %s export cp.json --to deepspeed -o ds", d,
+                     bin) == 2);
+    CHECK_STR_HAS(out, "context parallelism (the plan's cp 2)");
+    CHECK(sc_test_sh(out, sizeof out, "cd %s && %s exec cp.json --backend cpu", d, bin) != 0);
+    CHECK_STR_HAS(out, "cp.json: cp: the plan has context parallelism (cp 2)");
+}

@@ -221,6 +221,17 @@ TEST(validate_load_refuses_bad_fields)
     REFUSED(TINY, "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": \"none\", \"mbs\": 1, "
             "\"global_batch\": 8, \"ep\": 2}", CLUSTER_OK, MEASURED_OK, "",
             "rows[0].layout.ep: unknown field");
+    /* context parallelism: its range, its ranks, and what it needs (flash) */
+    REFUSED(TINY, "{\"dp\": 2, \"cp\": 0, \"tp\": 2, \"pp\": 1, \"recompute\": \"none\", "
+            "\"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].layout.cp");
+    REFUSED(TINY, "{\"dp\": 2, \"cp\": 4, \"tp\": 2, \"pp\": 1, \"recompute\": \"none\", "
+            "\"attention\": \"flash\", \"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK,
+            MEASURED_OK, "", "rows[0].cluster.nodes: dp·cp·tp·pp = 16 ranks");
+    REFUSED(TINY, "{\"dp\": 2, \"cp\": 2, \"tp\": 2, \"pp\": 1, \"recompute\": \"none\", "
+            "\"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].layout: --cp: context parallelism passes keys and values between fused "
+            "attention kernels");
     REFUSED(TINY, "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": \"none\", \"mbs\": 1, "
             "\"global_batch\": 8, \"framework\": \"jax\"}", CLUSTER_OK, MEASURED_OK, "",
             "rows[0].layout.framework: \"jax\" is not megatron, deepspeed or torch");
