@@ -162,8 +162,11 @@ int sc_step_rank(const sc_step_cfg *cfg, int d, int p, int t)
 {
     /* context parallelism: the cp index joins t in the placement's tp place */
     int cp = cfg->cp > 1 ? cfg->cp : 1;
-    int order[3], coord[3] = {d % cp * cfg->tp + t, p, d / cp},
-                  dim[3] = {cfg->tp * cp, cfg->pp, cfg->dp};
+    int order[3], coord[3] = {t, p, d}, dim[3] = {cfg->tp * cp, cfg->pp, cfg->dp};
+    if (cp > 1) { /* no division on the search's path (cp 1) */
+        coord[0] = d % cp * cfg->tp + t;
+        coord[2] = d / cp;
+    }
     if (placement_order(cfg->placement, order))
         return -1;
     int r = 0;
@@ -1725,20 +1728,32 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     double tpa = cfg->tp > 1 ? 2 + (cfg->recompute == SC_RECOMPUTE_FULL) : 0;
     double sends = pp * v > 1 ? 2 : 0, recvs = sends;
     double gathers = z3 ? 2 : 0, z3red = z3 ? 1 : 0;
-    double per_mb = comp + tpa + sends + recvs + gathers + z3red;
+    /* context parallelism: a ring after F, B and a recompute (cpa a microbatch),
+     * a stream task per replica, and per cp group and tp rank 2 markers, a
+     * latency task and cp flows */
+    double cp = cfg->cp > 1 ? cfg->cp : 0;
+    double cpa = cp ? 2 + (cfg->recompute != SC_RECOMPUTE_NONE) : 0;
+    double per_mb = comp + tpa + sends + recvs + gathers + z3red + cpa;
     double dpflows = nrep == dp ? dp : 2;
     double actions = pp * v * (mb * per_mb + 2 * K) + (3 + z3) * pp;
     double coll = pp * v * (mb * (gathers + z3red) + K); /* dp collectives */
-    double flows = nrep * pp * v * mb * (tpa * tp + sends * tp) + coll * tp * dpflows +
-                   nrep * pp * tp * 2; /* ties */
+    double flows = nrep * pp * v * mb * (tpa * tp + sends * tp + cpa * tp) +
+                   coll * tp * dpflows + nrep * pp * tp * 2; /* ties */
     int z12 = (cfg->zero == 1 || cfg->zero == 2) && dp > 1;
     double ties = m->n_groups > 0 && pp * v > 1 ? m->n_groups * nrep * tp * (3 + pp) : 0;
-    double tasks = nrep * pp * v * (mb * (comp + recvs + tpa * (4 + tp) + sends * (tp + 2)) + K) +
+    double tasks = nrep * pp * v *
+                       (mb * (comp + recvs + tpa * (4 + tp) + sends * (tp + 2) +
+                              cpa * (1 + (cp ? tp * (3 + cp) / cp : 0))) +
+                        K) +
                    coll * tp * (3 + dpflows) + nrep * pp * (1 + z12) +
                    (z12 ? pp * tp * (3 + dpflows) : 0) + ties;
     double tl = 0;
-    if (cfg->want_timeline)
-        tl = (actions / pp) * nrep * pp * tp;
+    if (cfg->want_timeline) {
+        /* each simulated rank shows its ops; a dp collective simulated for
+         * one replica standing for all (one_replica) shows on its ranks only */
+        double dpacts = coll + (z12 ? pp : 0);
+        tl = (actions - dpacts) * nrep * tp + dpacts * tp * (nrep == dp ? nrep : 1);
+    }
     out->actions = actions;
     out->tasks = tasks;
     out->flows = flows;

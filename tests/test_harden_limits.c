@@ -22,11 +22,12 @@ TEST(limits_step_size_counts)
     static const struct {
         int dp, tp, pp, v, m;
         const char *sched;
-        int zero, rc, one, tl;
+        int zero, rc, one, tl, cp;
     } cases[] = {
-        {8, 8, 2, 1, 8, "1f1b", 0, 0, 0, 1},        {8, 8, 2, 1, 16, "1f1b", 0, 0, 1, 0},
-        {4, 2, 8, 2, 16, "interleaved", 3, 2, 0, 1}, {2, 8, 8, 1, 32, "zb-h1", 1, 1, 0, 1},
-        {16, 1, 4, 1, 8, "gpipe", 2, 1, 1, 1},      {1, 1, 1, 1, 4, "1f1b", 0, 0, 0, 1},
+        {8, 8, 2, 1, 8, "1f1b", 0, 0, 0, 1, 0},        {8, 8, 2, 1, 16, "1f1b", 0, 0, 1, 0, 0},
+        {4, 2, 8, 2, 16, "interleaved", 3, 2, 0, 1, 0}, {2, 8, 8, 1, 32, "zb-h1", 1, 1, 0, 1, 0},
+        {16, 1, 4, 1, 8, "gpipe", 2, 1, 1, 1, 0},      {1, 1, 1, 1, 4, "1f1b", 0, 0, 0, 1, 0},
+        {4, 2, 2, 1, 8, "1f1b", 1, 0, 0, 1, 2},        {2, 2, 1, 1, 4, "1f1b", 0, 1, 1, 1, 4},
     };
     sc_model *m;
     sc_cluster c;
@@ -45,6 +46,8 @@ TEST(limits_step_size_counts)
         cfg.recompute = (sc_recompute)cases[i].rc;
         cfg.one_replica = cases[i].one;
         cfg.want_timeline = cases[i].tl;
+        cfg.cp = cases[i].cp;
+        cfg.attn = cfg.cp ? SC_ATTN_FLASH : SC_ATTN_UNFUSED;
         sc_step_size z;
         sc_step_size_estimate(m, &c, &cfg, &z);
         sc_error err = {0};
