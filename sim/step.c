@@ -959,22 +959,15 @@ static void build_stream(builder *b, int d, int p, int i, int j, const int *ends
                 G->task[k] = stream_task(b, g, h, BUSY_HOST, a->op, a->stage, a->chunk, a->mb);
             break;
         }
-        case SC_ACT_RECV: {
-            int t = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
-            tinfo *ti = info_at(b, t);
-            if (!ti)
-                return;
-            ti->wait = WAIT_PP;
-            G->task[k] = t;
-            break;
-        }
+        case SC_ACT_RECV:
         case SC_ACT_CP: {
-            /* the stream waits for its cp group's ring (build_cp adds it) */
+            /* the stream waits for the message (build_messages), or for its cp
+             * group's ring (build_cp) */
             int t = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
             tinfo *ti = info_at(b, t);
             if (!ti)
                 return;
-            ti->wait = WAIT_CP;
+            ti->wait = a->kind == SC_ACT_RECV ? WAIT_PP : WAIT_CP;
             G->task[k] = t;
             break;
         }

@@ -6,6 +6,7 @@
 #include "cost.h"
 #include "gen.h"
 #include "lower.h"
+#include "pair_check.h"
 #include "plan.h"
 #include "step.h"
 #include "timeline.h"
@@ -57,6 +58,15 @@ TEST(cp_flash_runs_its_share_of_the_pairs)
     sc_model_free(m);
 }
 
+/* The breakdown adds up to the step (step.h). */
+static void check_sum(const sc_step_result *r)
+{
+    const sc_step_breakdown *k = &r->breakdown;
+    CHECK_NEAR(k->compute + k->recompute + k->optimizer + k->tp + k->cp + k->pp + k->dp +
+                   k->bubble,
+               r->step_time_s, 1e-9);
+}
+
 static sc_status run(const char *model, int nodes, sc_step_cfg *cfg, sc_step_result **r,
                      sc_error *err)
 {
@@ -100,38 +110,27 @@ TEST(cp_halves_the_activations_on_the_same_ranks)
      * cost a little: within 5% */
     CHECK(rb->step_time_s > ra->step_time_s);
     CHECK(rb->step_time_s < ra->step_time_s * 1.05);
-    const sc_step_breakdown *k = &rb->breakdown;
-    CHECK_NEAR(k->compute + k->recompute + k->optimizer + k->tp + k->cp + k->pp + k->dp +
-                   k->bubble,
-               rb->step_time_s, 1e-9);
+    check_sum(rb);
     sc_step_result_free(ra);
     sc_step_result_free(rb);
 }
 
-/* A rank's cp index sits next to its tp index whatever the placement; d runs
- * over dp·cp (sc_step_dpc) and sc_step_coords inverts sc_step_rank. */
+/* A rank's cp index sits next to its tp index whatever the placement (the
+ * round trip of every rank with cp: step_placement_roundtrip). */
 TEST(cp_rank_placement)
 {
     const char *pls[] = {"tp,pp,dp", "tp,dp,pp", "dp,tp,pp", "pp,dp,tp"};
+    /* the cp peer: tp ranks on within the tp·cp block, times the places inside it
+     * (dp 3 in dp,tp,pp; pp 2 and dp 3 in pp,dp,tp) */
+    const int apart[] = {2, 2, 2 * 3, 2 * 2 * 3};
     for (size_t k = 0; k < SC_ARRAY_LEN(pls); k++) {
         sc_step_cfg cfg = {.dp = 3, .cp = 2, .tp = 2, .pp = 2, .placement = pls[k]};
         CHECK_EQ_INT(sc_step_dpc(&cfg), 6);
-        int seen[24] = {0};
-        for (int d = 0; d < 6; d++)
+        for (int d = 0; d < 6; d += 2)
             for (int p = 0; p < 2; p++)
-                for (int t = 0; t < 2; t++) {
-                    int r = sc_step_rank(&cfg, d, p, t), d2, p2, t2;
-                    REQUIRE(r >= 0 && r < 24);
-                    seen[r]++;
-                    sc_step_coords(&cfg, r, &d2, &p2, &t2);
-                    CHECK(d2 == d && p2 == p && t2 == t);
-                    /* the cp peer (d ^ 1 within the pair) sits tp ranks away */
-                    if (d % 2 == 0)
-                        CHECK_EQ_INT(sc_step_rank(&cfg, d + 1, p, t) - r,
-                                     k == 0 || k == 1 ? 2 : k == 2 ? 6 : 2 * 2 * 3 * 2 / 2);
-                }
-        for (int r = 0; r < 24; r++)
-            CHECK_EQ_INT(seen[r], 1);
+                for (int t = 0; t < 2; t++)
+                    CHECK_EQ_INT(sc_step_rank(&cfg, d + 1, p, t) - sc_step_rank(&cfg, d, p, t),
+                                 apart[k]);
     }
     sc_step_cfg tpo = {.dp = 2, .cp = 2, .tp = 4, .pp = 2}; /* tp,pp,dp */
     CHECK_EQ_INT(sc_step_rank(&tpo, 1, 0, 0), 4);  /* cp next to tp */
@@ -148,9 +147,8 @@ TEST(cp_lowered_ring_sizes)
     sc_model *m;
     sc_cluster c;
     sc_error err;
-    REQUIRE(sc_model_open("llama3-8b", &m, &err) == SC_OK);
-    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, &err) == SC_OK);
-    REQUIRE(sc_cluster_set_nodes(&c, 2, &err) == SC_OK);
+    sc_test_open_pair("llama3-8b", "dgx-h100", 2, &m, &c);
+    REQUIRE(m);
     sc_step_cfg cfg = {.dp = 1, .cp = 4, .tp = 2, .pp = 2, .v = 1, .m = 4, .mbs = 2, .zero = 1,
                        .schedule = "1f1b", .attn = SC_ATTN_FLASH, .sp = 1,
                        .recompute = SC_RECOMPUTE_SELECTIVE};
@@ -200,9 +198,8 @@ TEST(cp_ring_simulated_and_one_replica)
     sc_model *m;
     sc_cluster c;
     sc_error err;
-    REQUIRE(sc_model_open("llama3-8b", &m, &err) == SC_OK);
-    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, &err) == SC_OK);
-    REQUIRE(sc_cluster_set_nodes(&c, 2, &err) == SC_OK);
+    sc_test_open_pair("llama3-8b", "dgx-h100", 2, &m, &c);
+    REQUIRE(m);
     sc_step_cfg cfg = {.dp = 4, .cp = 2, .tp = 2, .pp = 1, .v = 1, .m = 4, .mbs = 1, .zero = 1,
                        .schedule = "1f1b", .attn = SC_ATTN_FLASH, .sp = 1, .want_timeline = 1};
     sc_step_result *full, *one;
@@ -238,10 +235,7 @@ TEST(cp_ring_simulated_and_one_replica)
     CHECK(fr->breakdown.cp < 1e-3 * fr->step_time_s);
     CHECK(sr->breakdown.cp > 0.15 * sr->step_time_s);
     CHECK(sr->breakdown.dp > 0.15 * sr->step_time_s);
-    const sc_step_breakdown *k = &sr->breakdown;
-    CHECK_NEAR(k->compute + k->recompute + k->optimizer + k->tp + k->cp + k->pp + k->dp +
-                   k->bubble,
-               sr->step_time_s, 1e-9);
+    check_sum(sr);
     sc_step_result_free(fr);
     sc_step_result_free(sr);
     sc_step_result_free(full);

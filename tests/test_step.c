@@ -506,11 +506,14 @@ TEST(step_placement_roundtrip)
 {
     const char *orders[] = {"tp,pp,dp", "tp,dp,pp", "pp,tp,dp", "pp,dp,tp", "dp,tp,pp",
                             "dp,pp,tp"};
-    for (int o = 0; o < 6; o++) {
-        sc_step_cfg cfg = {.dp = 3, .tp = 2, .pp = 4, .placement = orders[o]};
+    for (int o = 0; o < 12; o++) {
+        /* with context parallelism (cp 2) too: d runs over dp·cp */
+        int cp = o < 6 ? 0 : 2;
+        sc_step_cfg cfg = {.dp = 3, .cp = cp, .tp = 2, .pp = cp ? 2 : 4,
+                           .placement = orders[o % 6]};
         int seen[24] = {0};
-        for (int d = 0; d < 3; d++)
-            for (int p = 0; p < 4; p++)
+        for (int d = 0; d < 3 * (cp ? 2 : 1); d++)
+            for (int p = 0; p < cfg.pp; p++)
                 for (int t = 0; t < 2; t++) {
                     int r = sc_step_rank(&cfg, d, p, t), d2, p2, t2;
                     REQUIRE(r >= 0 && r < 24);
