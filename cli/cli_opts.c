@@ -248,6 +248,12 @@ const cli_opt cli_search_opts[] = {
      CLI_MAX_PP, LAYOUT, "pp", NULL, 0},
     {"v", 0, "V", "model chunks per rank (interleaved: 2 or more)", cli_opt_int, OFF(o.fix_v),
      1, CLI_MAX_V, LAYOUT, "v", NULL, 0},
+    {"cp", 0, "C", "context parallelism: each sample's sequence split over C\n"
+     "ranks that pass keys and values around beside the fused\n"
+     "attention (Megatron-Core --context-parallel-size; needs\n"
+     "--attn flash and 2·C dividing the sequence; ranks\n"
+     "dp·cp·tp·pp; plan: fixed, not searched; default 1)", cli_opt_int, OFF(o.fix_cp), 1,
+     4096, CLI_PLAN | CLI_SIM, "cp", NULL, 0},
     {"microbatches", 0, "M", "microbatches per step per pipeline", cli_opt_int, OFF(o.fix_m), 1,
      CLI_MAX_M, CLI_PLAN | CLI_SIM, "m", NULL, 0},
     {"mbs", 0, "S", "samples per microbatch", cli_opt_int, OFF(o.fix_mbs), 1, CLI_MAX_MBS,

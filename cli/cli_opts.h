@@ -95,7 +95,7 @@ int cli_opt_double(const char *cmd, const char *label, const cli_opt *o, const c
 int cli_opt_fix(const char *cmd, const char *label, const cli_opt *o, const char *arg,
                 void *dst);
 
-/* The keys --fix takes, in table order: "dp, tp, pp, v, m, mbs, schedule,
+/* The keys --fix takes, in table order: "dp, tp, pp, v, cp, m, mbs, schedule,
  * zero, recompute". */
 const char *cli_fix_keys(void);
 

@@ -70,7 +70,7 @@ static void progress(void *ud, const sc_search_progress *p)
 
 static double exposed(const sc_step_result *r)
 {
-    return r->breakdown.tp + r->breakdown.pp + r->breakdown.dp;
+    return r->breakdown.tp + r->breakdown.cp + r->breakdown.pp + r->breakdown.dp;
 }
 
 static double peak(const sc_step_result *r)
@@ -187,6 +187,8 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddStringToObject(j, "partitioner", sc_search_partitioner(s));
         cJSON_AddStringToObject(j, "framework", o.framework ? o.framework->name : "any");
         cJSON_AddStringToObject(j, "cuts", o.cut_in_layers ? "leaves" : "layers");
+        if (o.fix_cp > 1)
+            cJSON_AddNumberToObject(j, "cp", o.fix_cp);
         cJSON_AddNumberToObject(j, "enumerated", (double)en);
         cJSON_AddNumberToObject(j, "fitting", (double)fit);
         cJSON_AddNumberToObject(j, "simulated", nsim);
@@ -215,8 +217,11 @@ int cmd_plan(int argc, char **argv)
         printf("plan: %s on %d x %s (%ld GPUs), global batch %ld, optimize %s, partitioner %s\n",
                m->name, c.nodes, c.name, sc_cluster_total_gpus(&c), batch,
                o.optimize_memory ? "memory" : "speed", sc_search_partitioner(s));
-        printf("framework %s, stages cut %s\n", o.framework ? o.framework->name : "any",
+        printf("framework %s, stages cut %s", o.framework ? o.framework->name : "any",
                o.cut_in_layers ? "at any leaf" : "between layers");
+        if (o.fix_cp > 1) /* not a column: every plan has it */
+            printf(", context parallelism %d (every plan: dp·cp·tp·pp ranks)", o.fix_cp);
+        printf("\n");
         printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n", en,
                fit, te, nsim, tsim);
         if (shown < nsim)
@@ -260,17 +265,19 @@ int cmd_plan(int argc, char **argv)
                         {"pp comm (exposed)", x->pp, y->pp},
                         {"dp comm (exposed)", x->dp, y->dp},
                         {"bubble", x->bubble, y->bubble},
+                        {"cp comm (exposed)", x->cp, y->cp},
                         {"step", w->sim->step_time_s, r2->sim->step_time_s},
                         {"peak memory (GiB)", peak(w->sim) / 1e3 / 1073741824.0,
                          peak(r2->sim) / 1e3 / 1073741824.0}};
             for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++)
-                printf("  %-22s %10.1f %10.1f %+10.1f\n", rows[i].n, 1e3 * rows[i].a,
-                       1e3 * rows[i].b, 1e3 * (rows[i].b - rows[i].a));
+                if (i != 7 || o.fix_cp > 1) /* the cp row with context parallelism only */
+                    printf("  %-22s %10.1f %10.1f %+10.1f\n", rows[i].n, 1e3 * rows[i].a,
+                           1e3 * rows[i].b, 1e3 * (rows[i].b - rows[i].a));
             /* the components that make the difference, largest first */
-            int idx[7];
-            for (int i = 0; i < 7; i++)
+            int idx[8];
+            for (int i = 0; i < 8; i++)
                 idx[i] = i;
-            for (int i = 1; i < 7; i++)
+            for (int i = 1; i < 8; i++)
                 for (int k = i; k > 0 && rows[idx[k]].b - rows[idx[k]].a >
                                             rows[idx[k - 1]].b - rows[idx[k - 1]].a; k--) {
                     int tmp = idx[k];
@@ -303,7 +310,7 @@ int cmd_plan(int argc, char **argv)
             } else {
                 printf("  #1 is %.1f ms faster:", 1e3 * (r2->sim->step_time_s - w->sim->step_time_s));
                 int said = 0;
-                for (int i = 0; i < 7 && said < 2; i++) {
+                for (int i = 0; i < 8 && said < 2; i++) {
                     double d = rows[idx[i]].b - rows[idx[i]].a;
                     if (d <= 1e-6)
                         break;
@@ -311,9 +318,9 @@ int cmd_plan(int argc, char **argv)
                            rows[idx[i]].n);
                     said++;
                 }
-                double d = rows[idx[6]].a - rows[idx[6]].b;
+                double d = rows[idx[7]].a - rows[idx[7]].b;
                 if (d > 1e-6)
-                    printf("; #1 spends %.1f ms more on %s", 1e3 * d, rows[idx[6]].n);
+                    printf("; #1 spends %.1f ms more on %s", 1e3 * d, rows[idx[7]].n);
                 printf("\n");
             }
         }

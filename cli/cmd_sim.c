@@ -26,18 +26,12 @@ typedef struct {
     const char *slices;
     double bucket, jitter;
     long seed, runs;
-    int one_replica, allow_oom, cp;
+    int one_replica, allow_oom;
 } sim_args;
 
 #define S(f) offsetof(sim_args, f)
 
 static const cli_opt sim_opts[] = {
-    {"cp", 0, "C", "context parallelism: each sample's sequence split over C\n"
-     "ranks that pass keys and values around beside the fused\n"
-     "attention (Megatron-Core --context-parallel-size; needs\n"
-     "--attn flash and 2·C dividing the sequence; ranks\n"
-     "dp·cp·tp·pp, cp next to tp in the placement) (default 1)", cli_opt_int, S(cp), 1, 4096,
-     0, NULL, NULL, 0},
     {"partition", 0, "SPEC", "'uniform' (equal layers per stage, the default) or the\n"
      "leaf positions where stages 2..pp·v begin (see\n'stagecraft model show')", cli_opt_str,
      S(part), 0, 0, 0, NULL, NULL, 0},
@@ -216,7 +210,7 @@ int cmd_sim(int argc, char **argv)
     int config_given = model || cluster || f->fix_dp || f->fix_tp || f->fix_pp || f->fix_v ||
                        f->fix_m || f->fix_mbs || f->fix_schedule || f->fix_zero >= 0 ||
                        f->fix_recompute >= 0 || f->fix_sp >= 0 || f->attn || a.slices || part_spec || a.placement ||
-                       bucket > 0 || a.cp;
+                       bucket > 0 || f->fix_cp;
     sc_step_cfg cfg = {0};
     cfg.schedule = f->fix_schedule ? f->fix_schedule : "1f1b";
     cfg.placement = a.placement;
@@ -229,7 +223,7 @@ int cmd_sim(int argc, char **argv)
     if (!plan_in && !m)
         return cli_usage("sim", "--microbatches is required");
     cfg.dp = (int)dp;
-    cfg.cp = a.cp > 1 ? a.cp : 0;
+    cfg.cp = f->fix_cp > 1 ? f->fix_cp : 0;
     cfg.tp = (int)tp;
     cfg.pp = (int)pp;
     cfg.v = (int)v;

@@ -110,13 +110,14 @@ struct sc_dp_terms {
 };
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
-                               int sp, int tp_overlap, sc_attn attn, int mbs,
+                               int sp, int tp_overlap, sc_attn attn, int mbs, int cp,
                                const sc_partition *part,
                                sc_stage_table *out,
                                sc_error *err)
 {
+    cp = cp > 1 ? cp : 1;
     sc_stage_table t = {.S = pp * v, .pp = pp, .v = v, .tp = tp, .mbs = mbs, .sp = sp,
-                        .attn = attn};
+                        .attn = attn, .cp = cp};
     size_t S = (size_t)t.S, P = (size_t)pp;
     t.part.n_stages = part->n_stages;
     t.part.first = sc_malloc(sizeof(int) * (S + 1));
@@ -155,7 +156,11 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                          .recompute = SC_RECOMPUTE_SELECTIVE,
                          .sp = sp,
                          .attn = attn,
-                         .tp_overlap = tp_overlap};
+                         .tp_overlap = tp_overlap,
+                         /* a cp rank's share of the tokens, against every key */
+                         .q_frac = cp > 1 ? 1.0 / cp : 0,
+                         .kv_frac = cp > 1 ? 1 : 0,
+                         .cp = cp > 1 ? cp : 0};
     sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */
@@ -191,7 +196,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         }
         if (!st && s + 1 < t.S && info[s].send_bytes > 0) {
             int r = s % pp, r2 = (s + 1) % pp;
-            int inter = node_of_position(r, tp, gpn) != node_of_position(r2, tp, gpn);
+            int inter = node_of_position(r, tp * cp, gpn) != node_of_position(r2, tp * cp, gpn);
             st = sc_cost_p2p(c, info[s].send_bytes, inter, inter ? (tp < gpn ? tp : gpn) : 1,
                              &t.send_s[s], err);
             /* the sender's host time per message (CPU devices): s's F sends
@@ -216,7 +221,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         }
         for (int mode = 0; mode < 3 && !st; mode++) {
             sc_mem a1, a2;
-            sc_mem_cfg mc = {m->dtype, tp, 1, 0, mbs, 1, (sc_recompute)mode, sp, attn, 0};
+            sc_mem_cfg mc = {m->dtype, tp, 1, 0, mbs, 1, (sc_recompute)mode, sp, attn, cp};
             st = sc_cost_memory(c, mods, n, &mc, &a1, err);
             mc.inflight = 2;
             if (!st)
@@ -287,6 +292,22 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     return SC_OK;
 }
 
+/* Members of a data-parallel communicator (a position's tp rank) on one node, under
+ * the default placement: dp of them (dp·cp with context parallelism, whose cp peers
+ * sit next to tp: rank ((d·pp + p)·cp + c)·tp + t). */
+static int dp_per_node(int tp, int pp, int cp, int dp, int gpn)
+{
+    if (cp <= 1) {
+        int stride = tp * pp, n = stride >= gpn ? 1 : gpn / stride;
+        return n > dp ? dp : n;
+    }
+    int n = 0;
+    for (long d = 0; d * cp < dp && d * pp * cp * tp < gpn; d++)
+        for (long c = 0; c < cp && (d * pp * cp + c) * tp < gpn; c++)
+            n++;
+    return n > 0 ? n : 1;
+}
+
 /* The table's data-parallel terms for (c, dp, bucket size, dt), computed once for each
  * new key: a search estimates every microbatch count, schedule, ZeRO stage and recompute
  * of a table at one dp, and these collectives were half of each estimate's time. */
@@ -297,9 +318,7 @@ static const struct sc_dp_terms *dp_terms(const sc_stage_table *t, const sc_clus
     if (d->valid && d->c == c && d->dp == dp && d->bucket == bucket && d->dt == dt)
         return d;
     int pp = t->pp, v = t->v, tp = t->tp, gpn = c->gpus_per_node;
-    int stride = tp * pp, per_node = stride >= gpn ? 1 : gpn / stride;
-    if (per_node > dp)
-        per_node = dp;
+    int per_node = dp_per_node(tp, pp, t->cp, dp, gpn);
     double wb, gb, ob;
     sc_cost_state_bytes(dt, &wb, &gb, &ob);
     for (int r = 0; r < pp; r++) {
@@ -348,7 +367,8 @@ static const struct sc_dp_terms *dp_terms(const sc_stage_table *t, const sc_clus
      * next to each other), else a position a node */
     d->tie = t->shared_npos > 1 ? coll_time(c, SC_COLL_ALLREDUCE, t->shared_grad,
                                             t->shared_grad, t->ramp_shared, t->shared_npos,
-                                            tp * pp <= gpn ? t->shared_npos : 1, 1, NULL)
+                                            tp * t->cp * pp <= gpn ? t->shared_npos : 1, 1,
+                                            NULL)
                                 : 0;
     d->valid = 1, d->dp = dp, d->c = c, d->bucket = bucket, d->dt = dt;
     return d;
@@ -411,7 +431,8 @@ static inline double tp_overlapped(double T, const double *ov, double kappa, dou
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
                       sc_dtype dt, sc_estimate *out)
 {
-    int pp = t->pp, v = t->v, m = cfg->m, dp = cfg->dp, tp = t->tp;
+    /* dp: the data-parallel group, with its cp peers (sc_step_dpc) */
+    int pp = t->pp, v = t->v, m = cfg->m, dp = sc_step_dpc(cfg), tp = t->tp;
     int gpn = c->gpus_per_node, mode = (int)cfg->recompute;
     sched_kind sched = sched_of(cfg->schedule);
     double wb, gb, ob;
@@ -467,9 +488,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     double p2p = pp > 1 ? 2.0 * (pp - 1) * maxsend : 0;
     pipe += p2p;
     /* data parallelism, ZeRO, the optimizer: the slowest position's tail */
-    int stride = tp * pp, per_node = stride >= gpn ? 1 : gpn / stride;
-    if (per_node > dp)
-        per_node = dp;
+    int per_node = dp_per_node(tp, pp, t->cp, dp, gpn);
     double tail = 0, dpx_max = 0, opt_max = 0, mem_max = 0, zero3 = 0;
     const struct sc_dp_terms *D = dp_terms(t, c, dp, cfg->bucket_bytes, dt);
     /* compute beside a data-parallel collective progresses at 1 / (1 + kappa)
@@ -615,7 +634,7 @@ sc_status sc_estimate_step(const sc_model *m, const sc_cluster *c, const sc_step
     sc_stage_table t;
     if (!st)
         st = sc_stage_table_build(m, c, cfg->pp, cfg->v, cfg->tp, cfg->sp, cfg->tp_comm_overlap,
-                                  cfg->attn, cfg->mbs, pp, &t, err);
+                                  cfg->attn, cfg->mbs, cfg->cp, pp, &t, err);
     sc_partition_free(&part);
     if (st)
         return st;

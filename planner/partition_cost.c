@@ -370,13 +370,16 @@ static sc_status memory_init(sc_pctx *x, sc_error *err)
         return sc_err(err, SC_ENOMEM, "partition: out of memory");
     const sc_module *cur = NULL;
     int nl = -1;
+    double cpd = cfg->cp > 1 ? cfg->cp : 1; /* a cp rank holds 1/cp of the tokens */
     for (int l = 0; l < L; l++) {
         const sc_module *a = m->leaves[l];
         double sh = a->tp_shardable ? tp : 1;
         x->P[l + 1] = x->P[l] + a->params / sh;
-        x->A[l + 1] = x->A[l] + sc_cost_saved_bytes(a, tp, cfg->sp, cfg->attn == SC_ATTN_FLASH);
-        x->Asel[l + 1] = x->Asel[l] + sc_cost_saved_bytes(a, tp, cfg->sp, 1);
-        x->in_bytes[l] = l > 0 ? m->leaves[l - 1]->act_out_bytes / (cfg->sp ? tp : 1) : 0;
+        x->A[l + 1] =
+            x->A[l] + sc_cost_saved_bytes(a, tp, cfg->sp, cfg->attn == SC_ATTN_FLASH) / cpd;
+        x->Asel[l + 1] = x->Asel[l] + sc_cost_saved_bytes(a, tp, cfg->sp, 1) / cpd;
+        x->in_bytes[l] =
+            l > 0 ? m->leaves[l - 1]->act_out_bytes / (cfg->sp ? tp : 1) / cpd : 0;
         const sc_module *ly = layer_of(a);
         x->ckpt[l + 1] = x->ckpt[l] + (ly != cur ? x->in_bytes[l] : 0);
         if (ly != cur) {
@@ -493,7 +496,9 @@ sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
     }
     for (int l = 0; l < L && !st; l++) {
         double f = 0, b = 0;
-        sc_compute_cfg cc = {m->dtype, x->tp, cfg->sp, x->mbs, cfg->attn, 0, 0, cfg->tp_overlap, 0};
+        int cp = cfg->cp > 1 ? cfg->cp : 0;
+        sc_compute_cfg cc = {m->dtype,         x->tp,     cfg->sp, x->mbs, cfg->attn,
+                             cp ? 1.0 / cp : 0, cp ? 1 : 0, cfg->tp_overlap, cp};
         st = sc_cost_module_time_cfg(cfg->cluster, m->leaves[l], &cc, &f, &b, err);
         x->t[l] = f + b;
         x->C[l + 1] = x->C[l] + x->t[l];
@@ -670,7 +675,7 @@ sc_status sc_partition_eval(const sc_partitioner_cfg *cfg, const sc_partition *p
         int i = p->first[s], j = p->first[s + 1];
         e.time_s[s] = sc_pctx_time(&x, s, i, j);
         sc_mem_cfg mc = {cfg->model->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs,
-                         x.kc[s % x.pp], cfg->recompute, cfg->sp, cfg->attn, 0};
+                         x.kc[s % x.pp], cfg->recompute, cfg->sp, cfg->attn, cfg->cp};
         sc_mem mem;
         st = sc_cost_memory(cfg->cluster, cfg->model->leaves + i, j - i, &mc, &mem, err);
         if (st)

@@ -110,6 +110,10 @@ typedef struct sc_partitioner_cfg {
      * them, so stages balance on what they run */
     int tp_overlap;
     sc_attn attn;             /* attention implementation (time and memory) */
+    /* context parallelism (sc_step_cfg cp; 0 or 1: none): each leaf timed on its
+     * 1/cp of the tokens against every key (sc_compute_cfg cp), activations /cp;
+     * dp is then the data-parallel group with cp, dp·cp */
+    int cp;
     /* optimal only: CLOCK_MONOTONIC seconds after which it returns the best
      * split found so far (0 = none; partition_optimal.c) */
     double deadline_s;

@@ -84,6 +84,7 @@ sc_status sc_planner_partition(const char *name, const sc_part_request *rq, sc_p
     cfg.sp = rq->sp;
     cfg.tp_overlap = rq->tp_overlap;
     cfg.attn = rq->attn;
+    cfg.cp = rq->cp;
     cfg.mbs = rq->mbs;
     cfg.dp = rq->dp;
     cfg.zero = 3;

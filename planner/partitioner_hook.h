@@ -51,6 +51,7 @@ typedef struct sc_part_request {
     sc_attn attn;           /* attention implementation */
     int layer_cuts;         /* stages begin only between layers (partitioner.h) */
     int tp_overlap;         /* TE's tp overlap: the tp GEMMs timed in chunks (partitioner.h) */
+    int cp;                 /* context parallelism (partitioner.h; 0 or 1: none) */
 } sc_part_request;
 
 /* Partitions one shape with the partitioner called name (see

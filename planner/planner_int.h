@@ -9,6 +9,9 @@
  * (S = pp·v) or per pipeline position (pp), as marked. */
 typedef struct sc_stage_table {
     int S, pp, v, tp, mbs, sp;
+    int cp;                     /* context parallelism (1: none): a position's ranks of
+                                   one replica are tp·cp wide, the data-parallel
+                                   group dp·cp; the cp rings are taken as hidden */
     sc_attn attn;
     sc_partition part;          /* owned */
     double *f, *b, *rc_sel;     /* per stage: forward, backward, selective recompute (s) */
@@ -56,8 +59,9 @@ enum {
     SC_RAMP_N
 };
 
+/* cp: context parallelism (sc_step_cfg cp; 0 or 1: none), fixed for a table. */
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
-                               int sp, int tp_overlap, sc_attn attn, int mbs,
+                               int sp, int tp_overlap, sc_attn attn, int mbs, int cp,
                                const sc_partition *part,
                                sc_stage_table *out,
                                sc_error *err);

@@ -151,11 +151,12 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
         s->captables = nc;
     }
     sc_partition part = {0};
+    /* dp: the data-parallel group with its cp peers, G / (tp·pp) */
     sc_part_request rq = {s->m, s->c, pp, v, tp, mbs,
                           (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
                           s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, sp,
                           deadline, 1, s->o.max_mem_bytes / 2, s->o.attn,
-                          !s->o.cut_in_layers, s->o.tp_comm_overlap};
+                          !s->o.cut_in_layers, s->o.tp_comm_overlap, s->o.fix_cp};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st) {
         int timed_out = deadline > 0 && now() > deadline;
@@ -173,7 +174,7 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
         return -1;
     }
     st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, s->o.tp_comm_overlap, s->o.attn, mbs,
-                              &part, &s->tables[s->ntables], err);
+                              s->o.fix_cp, &part, &s->tables[s->ntables], err);
     sc_partition_free(&part);
     if (st)
         return -1;
@@ -497,6 +498,7 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
 {
     long G = sc_cluster_total_gpus(c), B = o->global_batch;
     int gpn = c->gpus_per_node, layers = sc_partition_layers(m);
+    int cp = o->fix_cp > 1 ? o->fix_cp : 1;
     const sc_framework *fw = o->framework ? o->framework : sc_framework_any();
     for (int tp = 1; tp <= gpn; tp++) {
         if (gpn % tp || (o->fix_tp && tp != o->fix_tp) || !sc_cost_tp_divides_heads(m, tp))
@@ -516,9 +518,9 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
         }
         why->tp_ok = 1;
         for (int pp = 1; pp <= layers; pp++) {
-            if (G % ((long)tp * pp) || (o->fix_pp && pp != o->fix_pp))
+            if (G % ((long)tp * pp * cp) || (o->fix_pp && pp != o->fix_pp))
                 continue;
-            long dp = G / ((long)tp * pp);
+            long dp = G / ((long)tp * pp * cp);
             if ((o->fix_dp && dp != o->fix_dp) || B % dp)
                 continue;
             why->dp_ok = 1;
@@ -634,8 +636,8 @@ static sc_status none_matched(const sc_model *m, const sc_cluster *c, const sc_s
     if (!why->dp_ok)
         return sc_err(err, SC_EINVAL,
                       "plan: no configuration of %s on %ld GPUs with global batch %ld matches "
-                      "(dp = GPUs / (tp·pp) must divide the batch%s)",
-                      m->name, G, B,
+                      "(dp = GPUs / (tp·pp%s) must divide the batch%s)",
+                      m->name, G, B, o->fix_cp > 1 ? "·cp" : "",
                       o->fix_dp || o->fix_pp || o->fix_tp ? ", with the degrees fixed" : "");
     if (!why->mbs_ok) {
         if (o->fix_m)
@@ -682,6 +684,18 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         return sc_err(err, SC_EINVAL, "plan: --tp-comm-overlap 1 overlaps sequence "
                                       "parallelism's collectives: it needs tp >= 2 with sp "
                                       "(%s)", o->fix_tp == 1 ? "tp is 1" : "sp is off");
+    if (o->fix_cp > 1) {
+        /* context parallelism: what sim --cp needs of the model and attention */
+        sc_step_cfg cc = {.dp = 1, .cp = o->fix_cp, .tp = 1, .pp = 1, .attn = o->attn};
+        sc_status cst = sc_step_check_cp(m, &cc, err);
+        if (cst) {
+            sc_err_prefix(err, "plan");
+            return cst;
+        }
+        if (o->framework && strcmp(o->framework->name, "megatron"))
+            return sc_err(err, SC_EINVAL, "plan: --cp: context parallelism runs with Megatron-LM "
+                          "(--framework megatron or any), not %s", o->framework->name);
+    }
     const sc_framework *fw = o->framework ? o->framework : sc_framework_any();
     if (o->cut_in_layers && !fw->cuts_in_layers)
         return sc_err(err, SC_EINVAL,
@@ -804,7 +818,8 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                         (!attention || o->attn == SC_ATTN_FLASH))
                         continue;
                     sc_candidate cd = {0};
-                    cd.cfg = (sc_step_cfg){.dp = (int)dp, .tp = tp, .pp = pp, .v = v, .m = (int)mm,
+                    cd.cfg = (sc_step_cfg){.dp = (int)dp, .cp = o->fix_cp > 1 ? o->fix_cp : 0,
+                                           .tp = tp, .pp = pp, .v = v, .m = (int)mm,
                                            .mbs = mbs, .zero = z, .recompute = (sc_recompute)rc,
                                            .sp = sp, .attn = s->o.attn,
                                            .no_overlap_grad_reduce = o->no_overlap_grad_reduce};
@@ -837,7 +852,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                               (int)(sc_cluster_total_gpus(c) / ((long)k.tp * k.pp)),
                               s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, k.sp,
                               0, 0, s->o.max_mem_bytes / 2, s->o.attn,
-                              !s->o.cut_in_layers, s->o.tp_comm_overlap};
+                              !s->o.cut_in_layers, s->o.tp_comm_overlap, s->o.fix_cp};
         sc_error e2 = {0};
         if (sc_planner_partition(s->partitioner, &rq, &np_, &e2) == SC_ENOFIT)
             memcpy(s->nofit_msg, e2.msg, sizeof s->nofit_msg);
@@ -887,7 +902,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     }
     int K = pool < s->o.simulate ? (int)pool : s->o.simulate;
     double t1 = now();
-    int sliceable = o->slices && !sc_model_not_causal(m, NULL);
+    int sliceable = o->slices && o->fix_cp <= 1 && !sc_model_not_causal(m, NULL); /* cp: no slices */
     pg.phase = 1;
     pg.total = K;
     /* which to simulate: the first K by estimate, less those above the

@@ -4,7 +4,8 @@
  *
  * Enumeration (for G = nodes · gpus_per_node GPUs and global batch B):
  *   tp divides gpus_per_node (tp inside a node) and every attention module's
- *   heads; pp <= layers; dp = G / (tp·pp) exactly; dp divides B; mbs divides
+ *   heads; pp <= layers; dp = G / (tp·pp·cp) exactly, cp the fixed context
+ *   parallelism (fix_cp, 1 unless given); dp divides B; mbs divides
  *   B/dp (mbs <= max_mbs), m = B/(dp·mbs); schedules gpipe, 1f1b, zb-h1, and
  *   interleaved with v in 2..8 where m is a multiple of pp and pp·v <= layers
  *   (pp = 1 runs 1f1b only: every schedule is the same there); ZeRO 0..3;
@@ -78,6 +79,9 @@ typedef struct sc_search_opts {
     int fix_dp, fix_tp, fix_pp, fix_v, fix_m, fix_mbs;
     int fix_zero, fix_recompute;
     int fix_sp;               /* -1 free (searched where tp > 1), 0 off, 1 on */
+    /* context parallelism of every candidate (sc_step_cfg cp): 0 or 1 none; not
+     * searched. Ranks dp·cp·tp·pp; needs flash attention (attn) */
+    int fix_cp;
     sc_attn attn;             /* attention implementation of every candidate (unfused = 0) */
     int no_overlap_grad_reduce; /* 1: every candidate with overlap_grad_reduce off (the
                                    dp reduction after the backward); 0: on (default) */

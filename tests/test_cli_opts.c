@@ -95,7 +95,7 @@ TEST(cli_opts_fix_is_the_option)
         {"schedule=bogus", "--fix schedule: 'bogus' is not one of gpipe, 1f1b, interleaved, zb-h1"},
         {"recompute=some", "--fix recompute: 'some' is not one of none, selective, full"},
         {"bogus=1",
-         "--fix: unknown key 'bogus' (dp, tp, pp, v, m, mbs, schedule, zero, recompute, sp, attn)"},
+         "--fix: unknown key 'bogus' (dp, tp, pp, v, cp, m, mbs, schedule, zero, recompute, sp, attn)"},
         {"pp", "--fix: 'pp' is not KEY=VALUE"},
     };
     for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {

@@ -7,7 +7,9 @@
 #include "gen.h"
 #include "lower.h"
 #include "pair_check.h"
+#include "framework.h"
 #include "plan.h"
+#include "search.h"
 #include "step.h"
 #include "timeline.h"
 
@@ -378,4 +380,60 @@ TEST(cp_plan_export_and_exec)
     CHECK_STR_HAS(out, "context parallelism (the plan's cp 2)");
     CHECK(sc_test_sh(out, sizeof out, "cd %s && %s exec cp.json --backend cpu", d, bin) != 0);
     CHECK_STR_HAS(out, "cp.json: cp: the plan has context parallelism (cp 2)");
+}
+
+/* plan --cp C: every candidate has cp C (dp = GPUs / (tp·pp·C)); the estimate
+ * agrees with the simulation of what it ranks (time within 3%, memory exactly:
+ * both hold a C-th of the activations); a layout that fits only with cp is found;
+ * what cp cannot run is refused before the search. */
+TEST(cp_plan_search)
+{
+    sc_model *m;
+    sc_cluster c;
+    sc_error err;
+    sc_test_open_pair("llama3-8b", "dgx-h100", 1, &m, &c);
+    REQUIRE(m);
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 128;
+    o.attn = SC_ATTN_FLASH;
+    o.fix_cp = 2;
+    o.simulate = 16;
+    sc_search *s;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    int n = 0;
+    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++) {
+        CHECK_EQ_INT(cd->cfg.cp, 2);
+        CHECK_EQ_INT(cd->cfg.dp * 2 * cd->cfg.tp * cd->cfg.pp, 8);
+        CHECK_NEAR(cd->sim->global_batch, 128, 0);
+        CHECK_NEAR(cd->est.step_s, cd->sim->step_time_s, 0.03);
+        double peak = 0;
+        for (int p = 0; p < cd->sim->pp; p++)
+            peak = fmax(peak, cd->sim->mem[p].total);
+        CHECK_NEAR(cd->est.peak_mem, peak, 1e-9);
+    }
+    CHECK(n >= 8);
+    sc_search_free(s);
+    /* one layout, no recompute, one sample a microbatch: 81 GiB without cp */
+    o.fix_tp = o.fix_pp = o.fix_mbs = 1;
+    o.fix_recompute = SC_RECOMPUTE_NONE;
+    o.fix_zero = 1;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    REQUIRE(sc_search_ranked(s, 0));
+    CHECK_EQ_INT(sc_search_ranked(s, 0)->cfg.dp, 4);
+    sc_search_free(s);
+    o.fix_cp = 0;
+    CHECK(sc_search_run(m, &c, &o, &s, &err) != SC_OK);
+    CHECK_STR_HAS(err.msg, "fits");
+    /* refused: unfused attention, a framework without cp */
+    o.fix_cp = 2;
+    o.attn = SC_ATTN_UNFUSED;
+    CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "plan: --cp:");
+    o.attn = SC_ATTN_FLASH;
+    o.framework = sc_framework_find("deepspeed");
+    REQUIRE(o.framework);
+    CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "runs with Megatron-LM");
+    sc_model_free(m);
 }
