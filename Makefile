@@ -87,7 +87,7 @@ FLAGS_NOW := $(CC) $(CPPFLAGS) $(foreach d,$(LAYERED),$(INC_$(d))) $(CFLAGS) $(L
 $(shell mkdir -p $(BUILD); echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 
 .PHONY: all test test-long demo deps fuzz bench golden-update clean config check-layers
-all: $(LIB) $(CLI)
+all: $(LIB) $(CLI) $(BENCH_BIN)
 
 config:
 	@echo "CC=$(CC) USE_MPI=$(USE_MPI) USE_CUDA=$(USE_CUDA) BUILD=$(BUILD)"
@@ -119,7 +119,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 deps:
 	@scripts/deps.sh
 
-test: deps $(CLI) $(TESTRUN)
+test: deps $(CLI) $(TESTRUN) $(BENCH_BIN)
 	@SC_BIN=$(CLI) SC_SAN=$(SAN) $(TESTRUN) $(T)
 
 # Every test plus the long ones (SC_LONG=1): the emulated cluster of
