@@ -1919,7 +1919,7 @@ double sc_step_interval(const sc_step_result *r, const sc_cluster *c, sc_dtype d
         return 0;
     const sc_step_breakdown *k = &r->breakdown;
     double busy = (k->compute + k->recompute + k->optimizer) / r->step_time_s;
-    double comm = (k->tp + k->pp + k->dp) / r->step_time_s;
+    double comm = (k->tp + k->cp + k->pp + k->dp) / r->step_time_s;
     double sdc = f->compute[dt].n > 0 ? f->compute[dt].rel_sd : 0, sdl = 0;
     for (int l = 0; l < SC_LINK_N; l++)
         if (f->link[l].n > 0 && f->link[l].rel_sd > sdl)
