@@ -23,7 +23,7 @@ static void help(void)
         "                      [--kernels] [--zero-operands] [-o measured.json]\n"
         "       stagecraft exec plan.json --backend cuda [--threads] ...   (one node)\n"
         "Runs the plan's training step on real devices, one MPI rank per device (R must\n"
-        "equal the plan's dp·tp·pp; rank -> (dp, pp, tp) by the plan's placement), in the\n"
+        "equal the plan's dp·cp·tp·pp; rank -> (dp, pp, tp) by the plan's placement), in the\n"
         "per-rank op order of the schedule generator: real GEMMs of the modules' shapes,\n"
         "tensor-parallel allreduces, pipeline sends and receives and data-parallel\n"
         "gradient reductions of the modelled sizes, and the optimizer. Rank 0 writes the\n"
@@ -35,7 +35,7 @@ static void help(void)
         "                     MPI (a build without MPI refuses it)\n"
         "  --backend cuda     cuBLAS on tensor cores in the plan's dtype (fp8 runs as bf16),\n"
         "                     NCCL; one GPU per rank (the node-local rank picks it)\n"
-        "  --threads          cuda only: no mpirun; this process starts dp·tp·pp threads,\n"
+        "  --threads          cuda only: no mpirun; this process starts dp·cp·tp·pp threads,\n"
         "                     thread r on GPU r of this node (fails if fewer are visible),\n"
         "                     host collectives in-process, NCCL between the threads. The\n"
         "                     only mode of --backend cuda in a build without MPI%s\n"
@@ -178,14 +178,14 @@ static int exec_threads(const char *plan, const sc_exec_opts *o, const char *out
         fprintf(stderr, "stagecraft exec: %s\n", err.msg);
         return cli_exit_code(st);
     }
-    int dp = p->dp, tp = p->tp, pp = p->pp, n = dp * tp * pp;
+    int dp = p->dp * (p->cp > 1 ? p->cp : 1), tp = p->tp, pp = p->pp, n = dp * tp * pp;
     sc_plan_free(p);
     /* no device at all (no driver, or none visible): the threads start and
      * the backend's init says why, in the CUDA runtime's words */
     int ndev = sc_build_info_get().cuda_devices;
     if (ndev > 0 && n > ndev) {
         fprintf(stderr,
-                "stagecraft exec: %s: the plan needs dp·tp·pp = %d·%d·%d = %d GPUs (one "
+                "stagecraft exec: %s: the plan needs dp·cp·tp·pp = %d·%d·%d = %d GPUs (one "
                 "thread each), but %d CUDA %s visible\n",
                 sc_basename(plan), dp, tp, pp, n, ndev, ndev == 1 ? "device is" : "devices are");
         return 2;

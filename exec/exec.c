@@ -88,10 +88,12 @@ struct sc_exec {
     stage_work *sw;       /* v entries: chunk c */
     /* communicators */
     sc_comm *tpc, *dpc, **shc, **chan; /* chan[dir * S + s] */
+    sc_comm *cpc;         /* context parallelism: this rank's cp group (NULL without) */
+    unsigned char *cp_issued; /* per action of the list: its cp ring already issued */
     int n_shared;         /* communicators in shc: one per tie of the lowered step */
     /* buffers */
     sc_dbuf *A, *B, *G, *O; /* GEMM inputs (activation, weight, gradient) and outputs */
-    sc_dbuf *M0, *M1, *opt, *tpb, *zb, *shb, *agb;
+    sc_dbuf *M0, *M1, *opt, *tpb, *zb, *shb, *agb, *cpb;
     sc_dbuf **sendb;      /* [dir][chunk][mb] */
     sc_dbuf **recvb;      /* [dir][chunk] */
     sc_dbuf **gradb;      /* [chunk][bucket] */
@@ -190,7 +192,7 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
                         int *n, int *cap)
 {
     sc_compute_cfg cc = {x->model->dtype, x->cfg.tp, x->cfg.sp, x->cfg.mbs, x->cfg.attn, qf, kf,
-                         x->cfg.tp_comm_overlap, 0};
+                         x->cfg.tp_comm_overlap, x->cfg.cp > 1 ? x->cfg.cp : 0};
     int rc = 0;
     for (int i = 0; i < mod->n_kernels && !rc; i++) {
         const sc_kernel *k = &mod->kernels[i];
@@ -298,9 +300,12 @@ static sc_status build_work(sc_exec *x, sc_error *err)
     if (!x->sw)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
     for (int j = 0, before = 0; j < k; j++) {
-        /* slice j: its tokens, and the keys of itself and the slices before it */
+        /* slice j: its tokens, and the keys of itself and the slices before it; a cp
+         * rank: its 1/cp of the tokens against every key (sc_step_stage_cfg) */
         int len = k > 1 ? x->lw->slice_len[j] : m->seq_len;
         double qf = (double)len / m->seq_len, kf = (double)(before + len) / m->seq_len;
+        if (x->cfg.cp > 1)
+            qf = 1.0 / x->cfg.cp, kf = 1;
         before += len;
         for (int c = 0; c < v; c++) {
             stage_work *w = &x->sw[j * v + c];
@@ -538,10 +543,30 @@ static sc_status collective(sc_exec *x, sc_comm *c, int coll, sc_dbuf *b, int bu
 }
 
 /* Buffer ids for hazard tracking. */
-enum { BUF_TP = 1, BUF_Z3 = 2, BUF_SH = 3, BUF_AG = 4, BUF_GRAD = 1000, BUF_SEND = 100000,
-       BUF_RECV = 50000 };
+enum { BUF_TP = 1, BUF_Z3 = 2, BUF_SH = 3, BUF_AG = 4, BUF_CP = 5, BUF_GRAD = 1000,
+       BUF_SEND = 100000, BUF_RECV = 50000 };
 
-static int dp_peer(sc_exec *x) { return rank_of(x, (x->d + 1) % x->cfg.dp, x->p, x->t); }
+/* The next rank of this rank's data-parallel group (with its cp peers: d runs
+ * over dp·cp, sc_step_dpc), and of its cp group. */
+static int dp_peer(sc_exec *x)
+{
+    return rank_of(x, (x->d + 1) % sc_step_dpc(&x->cfg), x->p, x->t);
+}
+static int cp_peer(sc_exec *x)
+{
+    int cp = x->cfg.cp;
+    return rank_of(x, x->d / cp * cp + (x->d % cp + 1) % cp, x->p, x->t);
+}
+
+/* Context parallelism: the cp ring of action j (SC_ACT_CP), an all-gather of its
+ * bytes on the cp group, issued beside the compute it follows in the list
+ * (run_step issues it before that compute's first piece; its action then waits
+ * for it), as the simulator runs it. */
+static sc_status cp_issue(sc_exec *x, const sc_action *a, int wait_now, sc_error *err)
+{
+    return collective(x, x->cpc, COLL_AG, x->cpb, BUF_CP, a->bytes, a->op, a->stage, a->chunk,
+                      a->mb, cp_peer(x), wait_now, err);
+}
 
 /* ---- the step ------------------------------------------------------------ */
 
@@ -739,6 +764,9 @@ static sc_status run_action(sc_exec *x, const sc_action *a, sc_error *err)
     case SC_ACT_PARAMS:
         return collective(x, x->dpc, COLL_AG, x->agb, BUF_AG, a->bytes, a->op, a->stage, -1, -1,
                           dp_peer(x), a->waits, err);
+    case SC_ACT_CP: /* issued beside its compute (run_step): wait for it now */
+        return x->cp_issued && x->cp_issued[x->cur_act] ? free_buf(x, BUF_CP, err)
+                                                         : cp_issue(x, a, 1, err);
     default:
         return sc_err(err, SC_EINVAL, "exec: rank %d: unknown action kind %d", x->rank,
                       a->kind);
@@ -806,6 +834,8 @@ static sc_status run_step(sc_exec *x, double *t_start, sc_error *err)
     const sc_lowered_pos *L = &x->lw->pos[x->p];
     sc_status st = step_begin(x, t_start, err);
     int faulted = 0;
+    if (x->cp_issued)
+        memset(x->cp_issued, 0, (size_t)L->n);
     for (int i = 0; i < L->n && !st; i++) {
         const sc_action *a = &L->acts[i];
         if (!faulted && a->sched_op >= 0 &&
@@ -813,6 +843,18 @@ static sc_status run_step(sc_exec *x, double *t_start, sc_error *err)
             faulted = 1;
             maybe_fault(x);
         }
+        /* a cp ring of this op that starts with this compute (its `after` is
+         * the stream action before it): issued now, waited for at its action */
+        for (int j = i + 1; x->cp_issued && a->kind == SC_ACT_COMPUTE && j < L->n &&
+                            L->acts[j].sched_op == a->sched_op && !st;
+             j++)
+            if (L->acts[j].kind == SC_ACT_CP && !x->cp_issued[j] && L->acts[j].after < i) {
+                x->cur_act = j;
+                st = cp_issue(x, &L->acts[j], 0, err);
+                x->cp_issued[j] = 1;
+            }
+        if (st)
+            break;
         x->cur_act = i;
         st = run_action(x, a, err);
         x->cur_act = -1;
@@ -874,7 +916,7 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
     }
     /* each communication buffer holds the largest whole buffer of the
      * actions that use it */
-    double tpb = 4, zb = 4, shb = 4, agb = 4, opt = 4;
+    double tpb = 4, zb = 4, shb = 4, agb = 4, opt = 4, cpb = 4;
     double *grad = sc_calloc((size_t)(v * MAX_BUCKETS), sizeof(double));
     x->gradb = sc_calloc((size_t)(v * MAX_BUCKETS), sizeof(sc_dbuf *));
     x->sendb = sc_calloc((size_t)(2 * v * m), sizeof(sc_dbuf *));
@@ -890,6 +932,7 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
         case SC_ACT_GATHER: zb = maxd(zb, a->bytes); break;
         case SC_ACT_TIED: shb = maxd(shb, a->bytes); break;
         case SC_ACT_PARAMS: agb = maxd(agb, a->bytes); break;
+        case SC_ACT_CP: cpb = maxd(cpb, a->bytes); break;
         case SC_ACT_REDUCE: {
             double *g = &grad[a->chunk * MAX_BUCKETS + a->piece];
             *g = maxd(*g, a->bytes);
@@ -920,10 +963,16 @@ static sc_status make_buffers(sc_exec *x, sc_error *err)
     x->opt = balloc(x, opt, &st, err);
     x->agb = balloc(x, agb, &st, err);
     x->shb = balloc(x, shb, &st, err);
+    if (cfg->cp > 1) {
+        x->cpb = balloc(x, cpb, &st, err);
+        x->cp_issued = sc_calloc((size_t)(L->n ? L->n : 1), 1);
+        if (!st && !x->cp_issued)
+            st = sc_err(err, SC_ENOMEM, "exec: out of memory");
+    }
     /* a reduce-scatter's count rounds down per member: room for the rest */
     for (int b = 0; b < v * MAX_BUCKETS && !st; b++)
         if (grad[b] > 0)
-            x->gradb[b] = balloc(x, grad[b] + 64 * cfg->dp, &st, err);
+            x->gradb[b] = balloc(x, grad[b] + 64 * sc_step_dpc(cfg), &st, err);
     sc_free(grad);
     for (int dir = 0; dir < 2; dir++)
         for (int c = 0; c < v; c++) {
@@ -947,8 +996,11 @@ static sc_status make_comms(sc_exec *x, sc_error *err)
     const sc_step_cfg *cfg = &x->cfg;
     int pp = cfg->pp, tp = cfg->tp;
     sc_status st = be->comm_split(x->bk, x->d * pp + x->p, x->t, &x->tpc, err);
-    if (!st)
+    if (!st) /* the data-parallel group with its cp peers (d over dp·cp) */
         st = be->comm_split(x->bk, x->p * tp + x->t, x->d, &x->dpc, err);
+    if (!st && cfg->cp > 1) /* the cp group: the same data-parallel index, position, tp rank */
+        st = be->comm_split(x->bk, (x->d / cfg->cp * pp + x->p) * tp + x->t, x->d % cfg->cp,
+                            &x->cpc, err);
     if (st)
         return st;
     x->chan = sc_calloc((size_t)(2 * x->S), sizeof(sc_comm *));
@@ -997,12 +1049,6 @@ static sc_status load_plan(sc_exec *x, const char *plan_file, sc_error *err)
         sc_plan_step_cfg(x->plan, &x->cfg);
         x->S = x->cfg.pp * x->cfg.v;
     }
-    if (!st && x->cfg.cp > 1)
-        st = sc_err(err, SC_ENOTSUP,
-                    "%s: cp: the plan has context parallelism (cp %d), which the simulator "
-                    "models and the executor does not run yet (no backend passes keys and "
-                    "values between fused attention kernels)",
-                    sc_basename(plan_file), x->cfg.cp);
     return st;
 }
 
@@ -1059,13 +1105,13 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
     if (st)
         return st;
     const sc_step_cfg *cfg = &x->cfg;
-    int need = cfg->dp * cfg->tp * cfg->pp;
+    int need = sc_step_dpc(cfg) * cfg->tp * cfg->pp;
     if (need != x->size)
         return sc_err(err, SC_EINVAL,
-                      "%s: the plan needs dp·tp·pp = %d·%d·%d = %d ranks, but %d were started "
-                      "(run: mpirun -np %d stagecraft exec %s ...)",
-                      sc_basename(plan_file), cfg->dp, cfg->tp, cfg->pp, need, x->size, need,
-                      plan_file);
+                      "%s: the plan needs dp·cp·tp·pp = %d·%d·%d·%d = %d ranks, but %d were "
+                      "started (run: mpirun -np %d stagecraft exec %s ...)",
+                      sc_basename(plan_file), cfg->dp, cfg->cp > 1 ? cfg->cp : 1, cfg->tp,
+                      cfg->pp, need, x->size, need, plan_file);
     st = lower_plan(x, plan_file, err);
     if (st)
         return st;
@@ -1714,7 +1760,7 @@ void sc_exec_close(sc_exec *x)
         for (int i = 0; i < x->npend; i++)
             be->req_wait(x->bk, x->pend[i].req, be->now(x->bk) + x->o.timeout_s, NULL, NULL, NULL);
         sc_dbuf *bufs[] = {x->A,   x->B,   x->G,  x->O,   x->M0, x->M1,
-                           x->opt, x->tpb, x->zb, x->shb, x->agb};
+                           x->opt, x->tpb, x->zb, x->shb, x->agb, x->cpb};
         for (size_t i = 0; i < SC_ARRAY_LEN(bufs); i++)
             be->free(x->bk, bufs[i]);
         int v = x->cfg.v, m = x->lw ? x->lw->sched->m : x->cfg.m;
@@ -1732,6 +1778,8 @@ void sc_exec_close(sc_exec *x)
             be->comm_free(x->bk, x->shc[i]);
         be->comm_free(x->bk, x->tpc);
         be->comm_free(x->bk, x->dpc);
+        if (x->cpc)
+            be->comm_free(x->bk, x->cpc);
         be->finalize(x->bk);
     }
     sc_free(x->sendb);
@@ -1747,6 +1795,7 @@ void sc_exec_close(sc_exec *x)
         sc_free(x->sw[c].it);
     sc_free(x->sw);
     sc_free(x->optdep);
+    sc_free(x->cp_issued);
     sc_lower_free(x->lw);
     sc_model_free(x->model);
     sc_plan_free(x->plan);

@@ -993,8 +993,10 @@ static sc_status read_timeline(reader *x, const cJSON *j, const char *file, sc_e
         st = sc_err(err, SC_ENOTSUP, "%s: its plan has token slices, which the executor does "
                     "not run: nothing to calibrate from", file);
     if (!st && cfg.cp > 1)
-        st = sc_err(err, SC_ENOTSUP, "%s: its plan has context parallelism (cp), which the "
-                    "executor does not run: nothing to calibrate from", file);
+        st = sc_err(err, SC_ENOTSUP, "%s: its plan has context parallelism (cp %d): every "
+                    "forward and backward ran beside a key/value ring, so neither their time "
+                    "alone nor the slowdown beside a collective can be read from it; calibrate "
+                    "from plans without it (`compare` still checks this one)", file, cfg.cp);
     if (!st && cfg.tp_comm_overlap)
         st = sc_err(err, SC_ENOTSUP, "%s: its plan has tp_comm_overlap: every forward and "
                     "backward ran beside a tp collective, so neither their time alone nor the "

@@ -108,9 +108,10 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
         strcmp(dg, meas->plan_digest))
         st = sc_err(err, SC_EINVAL, "%s: plan.digest: it measured %s, not %s (or that plan has "
                     "changed since)", measured_file, meas->plan_file, plan_file);
-    if (!st && meas->n_ranks != p->dp * p->tp * p->pp)
-        st = sc_err(err, SC_EINVAL, "%s: ranks: %d ranks, the plan has dp·tp·pp = %d",
-                    measured_file, meas->n_ranks, p->dp * p->tp * p->pp);
+    int nr = p->dp * (p->cp > 1 ? p->cp : 1) * p->tp * p->pp;
+    if (!st && meas->n_ranks != nr)
+        st = sc_err(err, SC_EINVAL, "%s: ranks: %d ranks, the plan has dp·cp·tp·pp = %d",
+                    measured_file, meas->n_ranks, nr);
     /* the plan's fused attention priced as the measurement ran it (the
      * executor: two batched GEMMs each) */
     if (!st && sc_timeline_flash_gemms(meas))

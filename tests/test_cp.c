@@ -359,7 +359,7 @@ TEST(cp_plan_roundtrip_and_errors)
 }
 
 /* Where a cp plan goes: Megatron-LM's script gets --context-parallel-size and
- * the world size with cp; DeepSpeed's export and the executor refuse it. */
+ * the world size with cp; DeepSpeed's export refuses it; exec wants its ranks. */
 TEST(cp_plan_export_and_exec)
 {
     const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
@@ -378,8 +378,9 @@ TEST(cp_plan_export_and_exec)
     CHECK(sc_test_sh(out, sizeof out, "cd %s && %s export cp.json --to deepspeed -o ds", d,
                      bin) == 2);
     CHECK_STR_HAS(out, "context parallelism (the plan's cp 2)");
+    /* exec counts the cp ranks: 16 of them (tests/test_exec.c runs such plans) */
     CHECK(sc_test_sh(out, sizeof out, "cd %s && %s exec cp.json --backend cpu", d, bin) != 0);
-    CHECK_STR_HAS(out, "cp.json: cp: the plan has context parallelism (cp 2)");
+    CHECK_STR_HAS(out, "needs dp·cp·tp·pp = 4·2·2·1 = 16 ranks");
 }
 
 /* plan --cp C: every candidate has cp C (dp = GPUs / (tp·pp·C)); the estimate

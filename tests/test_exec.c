@@ -233,7 +233,7 @@ TEST(exec_rank_count_mismatch)
                sc_test_bin(), d, d, d) == 0);
     CHECK(SC("%s -np 3 %s exec %s/plan.json --backend cpu -o %s/m.json", MPIRUN, sc_test_bin(),
              d, d) != 0);
-    CHECK_STR_HAS(out, "needs dp·tp·pp = 1·1·2 = 2 ranks, but 3 were started");
+    CHECK_STR_HAS(out, "needs dp·cp·tp·pp = 1·1·1·2 = 2 ranks, but 3 were started");
     CHECK(!sc_test_exists(strcat(strcpy(out, d), "/m.json")));
 }
 
@@ -309,6 +309,22 @@ TEST(exec_token_slices)
     REQUIRE(setup(d, "") == 0);
     run_cfg(d, "--dp 1 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule gpipe --slices 4", 2);
     run_cfg(d, "--dp 1 --tp 2 --pp 2 --microbatches 1 --mbs 1 --schedule 1f1b --slices auto", 4);
+}
+
+/* Context parallelism: each rank runs its 1/cp of the tokens (attention over
+ * every key), the key/value ring is an all-gather on the cp group issued
+ * beside the compute it follows, the gradients are reduced over dp·cp; the
+ * measured timeline is the lowered list op for op, as the simulator's. */
+TEST(exec_context_parallel)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "") == 0);
+    run_cfg(d, "--dp 1 --cp 2 --tp 2 --microbatches 2 --mbs 1 --attn flash --sp", 4);
+    run_cfg(d, "--dp 2 --cp 2 --pp 2 --microbatches 4 --mbs 1 --attn flash --zero 1 "
+               "--recompute full", 8);
+    CHECK(SC("grep -c cp_exchange %s/measured.json", d) == 0);
 }
 
 /* On a cluster with the kernel-level model (efficiency.gemm) the executor
