@@ -178,7 +178,7 @@ static int exec_threads(const char *plan, const sc_exec_opts *o, const char *out
         fprintf(stderr, "stagecraft exec: %s\n", err.msg);
         return cli_exit_code(st);
     }
-    int dp = p->dp * (p->cp > 1 ? p->cp : 1), tp = p->tp, pp = p->pp, n = dp * tp * pp;
+    int dp = p->dp * p->cp, tp = p->tp, pp = p->pp, n = dp * tp * pp;
     sc_plan_free(p);
     /* no device at all (no driver, or none visible): the threads start and
      * the backend's init says why, in the CUDA runtime's words */

@@ -138,15 +138,24 @@ typedef struct sc_compute_cfg {
     /* context parallelism (Megatron-Core's --context-parallel-size with
      * Transformer Engine's fused attention): the sequence is cut into 2·cp
      * chunks and rank r of the cp group holds chunks r and 2·cp - 1 - r, so
-     * under a causal mask every rank has the same work. The caller sets
-     * q_frac = 1/cp (each rank's share of the tokens) and kv_frac = 1 (its
-     * queries see every key, passed around the group). A fused attention
+     * under a causal mask every rank has the same work. Each rank runs 1/cp
+     * of the tokens (sc_cost_q_share: q_frac / cp) against every key (its
+     * queries see them all, passed around the group). A fused attention
      * kernel then runs 1/cp of the whole sequence's query-key pairs (half of
      * its M x N rectangle when causal, not a slice's M·N - M²/2), as cp
      * kernels a pass, one per key chunk received, each over N/cp keys (the
      * efficiency's fall with short key ranges is taken there). 0 or 1: none. */
     int cp;
 } sc_compute_cfg;
+
+/* One rank's share of a microbatch's tokens: a slice's q_frac (0: whole),
+ * divided among the cp ranks of context parallelism (cp 0 or 1: none). The
+ * one rule every token-sized figure scales by (kernel shapes and bytes, a
+ * leaf timed whole, the tp and pipeline messages). */
+static inline double sc_cost_q_share(double q_frac, int cp)
+{
+    return (q_frac > 0 ? q_frac : 1) / (cp > 1 ? cp : 1);
+}
 
 /* Kernel level (cost_kernel.c): whether mod is timed kernel by kernel (it
  * lists kernels and the cluster has efficiency.gemm); the time of one
@@ -541,9 +550,9 @@ typedef struct sc_stage_cfg {
     /* tp communication overlap asked for (sc_compute_cfg tp_overlap, which
      * applies it only under sp with tp >= 2); 0 = none */
     int tp_overlap;
-    /* context parallelism (sc_compute_cfg cp; the caller sets q_frac = 1/cp,
-     * kv_frac = 1, and dp to the data-parallel group with cp, dp·cp, over
-     * which the gradients are reduced); 0 or 1 = none. Each stage's cp_bytes
+    /* context parallelism (sc_compute_cfg cp: each rank's 1/cp of the tokens,
+     * sc_cost_q_share; the caller sets dp to the data-parallel group with cp,
+     * dp·cp, over which the gradients are reduced); 0 or 1 = none. Each stage's cp_bytes
      * are the keys and values one rank passes on per microbatch. */
     int cp;
 } sc_stage_cfg;

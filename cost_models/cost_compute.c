@@ -100,15 +100,17 @@ sc_status sc_cost_module_time_cfg(const sc_cluster *c, const sc_module *mod,
         b = mod->measured_bwd_s * mbs / shard;
     } else if (sc_cost_uses_kernels(c, mod)) {
         sc_cost_kernels_time(c, mod, cc, &f, &b, NULL);
-    } else if (cc->q_frac > 0 && cc->q_frac != 1) {
-        /* a token slice of a leaf timed whole: its share of the tokens */
+    } else if (sc_cost_q_share(cc->q_frac, cc->cp) != 1) {
+        /* a token slice (or a cp rank's share) of a leaf timed whole: its
+         * share of the tokens */
         sc_compute_cfg whole = *cc;
         whole.q_frac = whole.kv_frac = 0;
+        whole.cp = 0;
         sc_status st = sc_cost_module_time_cfg(c, mod, &whole, &f, &b, err);
         if (st)
             return st;
-        f *= cc->q_frac;
-        b *= cc->q_frac;
+        f *= sc_cost_q_share(cc->q_frac, cc->cp);
+        b *= sc_cost_q_share(cc->q_frac, cc->cp);
     } else {
         double bf_bytes, bb_bytes;
         sc_cost_leaf_bytes(mod, dt, tp, sp, mbs, &bf_bytes, &bb_bytes);

@@ -56,8 +56,9 @@ void sc_cost_kernel_shape(const sc_kernel *k, const sc_compute_cfg *cc, double *
         break;
     default: break;
     }
-    /* a token slice: queries (m of every token-sized kernel) and keys */
-    double qf = cc->q_frac > 0 ? cc->q_frac : 1, kf = cc->kv_frac > 0 ? cc->kv_frac : 1;
+    /* a token slice or a cp rank's share: queries (m of every token-sized
+     * kernel) and keys */
+    double qf = sc_cost_q_share(cc->q_frac, cc->cp), kf = cc->kv_frac > 0 ? cc->kv_frac : 1;
     if (qf != 1 || kf != 1) {
         m = ceil(m * qf);
         if (k->op == SC_KOP_FLASH || k->kv == 'n')
@@ -158,7 +159,7 @@ static double mem_scale(const sc_kernel *k, const sc_compute_cfg *cc)
 {
     double t = cc->tp > 1 ? cc->tp : 1;
     double share = k->tp == SC_KTP_SHARD || (k->tp == SC_KTP_SEQ && cc->sp) ? t : 1;
-    double qf = cc->q_frac > 0 ? cc->q_frac : 1, kf = cc->kv_frac > 0 ? cc->kv_frac : 1;
+    double qf = sc_cost_q_share(cc->q_frac, cc->cp), kf = cc->kv_frac > 0 ? cc->kv_frac : 1;
     double sl = k->scores ? qf * kf : qf;
     return sl * cc->mbs / share;
 }

@@ -191,7 +191,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                 info[s].send_bytes += y->act_out_bytes;
         }
     }
-    double qf = cfg->q_frac > 0 ? cfg->q_frac : 1;
+    double qf = sc_cost_q_share(cfg->q_frac, cfg->cp);
     for (int s = 0; s + 1 < S; s++)
         info[s].send_bytes = info[s].send_bytes * mbs * qf / tp;
     for (int s = 0; s < S && qf != 1; s++)

@@ -192,7 +192,7 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
                         int *n, int *cap)
 {
     sc_compute_cfg cc = {x->model->dtype, x->cfg.tp, x->cfg.sp, x->cfg.mbs, x->cfg.attn, qf, kf,
-                         x->cfg.tp_comm_overlap, x->cfg.cp > 1 ? x->cfg.cp : 0};
+                         x->cfg.tp_comm_overlap, x->cfg.cp};
     int rc = 0;
     for (int i = 0; i < mod->n_kernels && !rc; i++) {
         const sc_kernel *k = &mod->kernels[i];
@@ -300,12 +300,10 @@ static sc_status build_work(sc_exec *x, sc_error *err)
     if (!x->sw)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
     for (int j = 0, before = 0; j < k; j++) {
-        /* slice j: its tokens, and the keys of itself and the slices before it; a cp
-         * rank: its 1/cp of the tokens against every key (sc_step_stage_cfg) */
+        /* slice j: its tokens, and the keys of itself and the slices before it
+         * (a cp rank's share of them: the cost model's, kernel_items) */
         int len = k > 1 ? x->lw->slice_len[j] : m->seq_len;
         double qf = (double)len / m->seq_len, kf = (double)(before + len) / m->seq_len;
-        if (x->cfg.cp > 1)
-            qf = 1.0 / x->cfg.cp, kf = 1;
         before += len;
         for (int c = 0; c < v; c++) {
             stage_work *w = &x->sw[j * v + c];

@@ -108,7 +108,7 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
         strcmp(dg, meas->plan_digest))
         st = sc_err(err, SC_EINVAL, "%s: plan.digest: it measured %s, not %s (or that plan has "
                     "changed since)", measured_file, meas->plan_file, plan_file);
-    int nr = st ? 0 : p->dp * (p->cp > 1 ? p->cp : 1) * p->tp * p->pp; /* p: loaded */
+    int nr = st ? 0 : p->dp * p->cp * p->tp * p->pp; /* p: loaded */
     if (!st && meas->n_ranks != nr)
         st = sc_err(err, SC_EINVAL, "%s: ranks: %d ranks, the plan has dp·cp·tp·pp = %d",
                     measured_file, meas->n_ranks, nr);

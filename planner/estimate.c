@@ -157,10 +157,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                          .sp = sp,
                          .attn = attn,
                          .tp_overlap = tp_overlap,
-                         /* a cp rank's share of the tokens, against every key */
-                         .q_frac = cp > 1 ? 1.0 / cp : 0,
-                         .kv_frac = cp > 1 ? 1 : 0,
-                         .cp = cp > 1 ? cp : 0};
+                         .cp = cp}; /* a cp rank's share of the tokens */
     sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */

@@ -441,7 +441,7 @@ sc_status sc_export_make(const sc_plan *p, const sc_model *m, const char *plan_f
     if (parse_placement(p->placement, x.order))
         return sc_err(err, SC_EINVAL, "%s: placement '%s' is not an order of tp, pp, dp",
                       plan_file, p->placement);
-    x.world = p->dp * (p->cp > 1 ? p->cp : 1) * p->tp * p->pp;
+    x.world = p->dp * p->cp * p->tp * p->pp;
     x.per_node = x.world < p->gpus_per_node ? x.world : p->gpus_per_node;
     x.nodes = (x.world + p->gpus_per_node - 1) / p->gpus_per_node;
 

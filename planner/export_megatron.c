@@ -231,7 +231,7 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
                                       "gradients are reduce-scattered as the plan models, but "
                                       "each rank keeps the whole gradient buffer, so gradient "
                                       "memory is that of ZeRO-1");
-        if (p->dp * (p->cp > 1 ? p->cp : 1) > 1) {
+        if (p->dp * p->cp > 1) {
             /* the plan's overlap_grad_reduce: Megatron-LM reduces after the
              * backward unless told to overlap */
             if (p->overlap_grad_reduce)
@@ -249,7 +249,7 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     switch (x->model->dtype) {
     case SC_BF16:
         arg_flag(a, G_PRECISION, "--bf16");
-        if (p->dp * (p->cp > 1 ? p->cp : 1) > 1) {
+        if (p->dp * p->cp > 1) {
             arg_flag(a, G_PRECISION, "--grad-reduce-in-bf16");
             st = st ? st : ex_note(e, "gradients are reduced in bf16 as the plan models "
                                       "(--grad-reduce-in-bf16); without it Megatron-LM reduces "

@@ -496,9 +496,8 @@ sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
     }
     for (int l = 0; l < L && !st; l++) {
         double f = 0, b = 0;
-        int cp = cfg->cp > 1 ? cfg->cp : 0;
-        sc_compute_cfg cc = {m->dtype,         x->tp,     cfg->sp, x->mbs, cfg->attn,
-                             cp ? 1.0 / cp : 0, cp ? 1 : 0, cfg->tp_overlap, cp};
+        sc_compute_cfg cc = {m->dtype, x->tp, cfg->sp, x->mbs, cfg->attn, 0, 0, cfg->tp_overlap,
+                             cfg->cp};
         st = sc_cost_module_time_cfg(cfg->cluster, m->leaves[l], &cc, &f, &b, err);
         x->t[l] = f + b;
         x->C[l + 1] = x->C[l] + x->t[l];

@@ -150,14 +150,16 @@ static void tp_beside(lctx *x, int p, int s, int chunk, int mb, int si)
 /* Context parallelism: the cp group's key/value ring beside the compute
  * that began after stream action `before` (lower.h), mult times the
  * stage's cp_bytes per cp rank (1 forward and recompute, 2 backward).
- * Returns its index (what follows the compute waits for), -1 for none. */
-static int cp_beside(lctx *x, int p, int before, int s, int chunk, int mb, int si, double mult)
+ * Returns what follows the compute waits for: the ring, or `last` (the
+ * compute's last action) when there is none. */
+static int cp_beside(lctx *x, int p, int before, int last, int s, int chunk, int mb, int si,
+                     double mult)
 {
     const sc_lowered *lw = x->lw;
     int cp = lw->cfg.cp;
     double kv = info_of(lw, s, mb)->cp_bytes;
     if (cp <= 1 || !(kv > 0))
-        return -1;
+        return last;
     sc_action a = act(SC_ACT_CP, SC_OP_CP_EXCHANGE, s, chunk, mb, si);
     a.coll = SC_COLL_ALLGATHER;
     a.waits = 1;
@@ -247,8 +249,7 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         a.seconds = in->recompute_s;
         int before = stream_before(x, p, lw->pos[p].n);
         first = last = push(x, p, a);
-        int cpi = cp_beside(x, p, before, s, o->chunk, o->mb, si, 1);
-        last = cpi >= 0 ? cpi : last;
+        last = cp_beside(x, p, before, last, s, o->chunk, o->mb, si, 1);
         if (cfg->recompute == SC_RECOMPUTE_FULL)
             last = tp_after(x, p, last, s, o->chunk, o->mb, si);
     }
@@ -291,8 +292,7 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         }
     }
     if (o->kind != SC_OP_W) {
-        int cpi = cp_beside(x, p, before, s, o->chunk, o->mb, si, o->kind == SC_OP_F ? 1 : 2);
-        last = cpi >= 0 ? cpi : last;
+        last = cp_beside(x, p, before, last, s, o->chunk, o->mb, si, o->kind == SC_OP_F ? 1 : 2);
         last = tp_after(x, p, last, s, o->chunk, o->mb, si);
     }
     *prev_start = stream_before(x, p, first);

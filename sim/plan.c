@@ -221,7 +221,7 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     cJSON *ranks = sc_jadd_arr(j, "ranks", &oom);
     sc_step_cfg cfg;
     sc_plan_step_cfg(p, &cfg);
-    int cp = p->cp > 1 ? p->cp : 1;
+    int cp = p->cp; /* >= 1 in a plan (plan.h) */
     int n = p->dp * cp * p->tp * p->pp;
     int gpn = p->gpus_per_node;
     for (int r = 0; r < n && !oom; r++) {
@@ -310,7 +310,7 @@ static sc_status check_ranks(const cJSON *j, const char *file, const sc_plan *p,
     sc_status st = sc_json_arr(j, file, "", "ranks", 1, &ranks, err);
     if (st)
         return st;
-    int cp = p->cp > 1 ? p->cp : 1;
+    int cp = p->cp; /* >= 1 in a plan (plan.h) */
     long n = (long)p->dp * cp * p->tp * p->pp;
     if (cJSON_GetArraySize(ranks) != n)
         return sc_err(err, SC_EINVAL, "%s: ranks: %d entries, dp·%stp·pp = %ld", file,

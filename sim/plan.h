@@ -67,7 +67,7 @@ typedef struct sc_plan {
     char cluster_name[128], cluster_source[1024], cluster_digest[17];
     int nodes, gpus_per_node;
     int dp, tp, pp, v, m, mbs, zero;
-    int cp;               /* context parallelism (1: none; the key "cp", written when > 1) */
+    int cp;               /* context parallelism, >= 1 (1: none; the key "cp", written when > 1) */
     sc_recompute recompute;
     double bucket_bytes;  /* > 0 */
     int sp;               /* sequence parallelism */

@@ -993,19 +993,13 @@ static void build_cp(builder *b, int p, int i, int j)
         double S = a->bytes;
         for (int dd = 0; dd < groups && !b->st; dd++)
             for (int t = 0; t < b->tp && !b->st; t++) {
+                /* the members ascend with c: the cp index sits in the tp place
+                 * of the placement (sc_step_rank), whatever its order */
                 for (int c = 0; c < cp; c++) {
                     const sgroup *G = &b->grp[(dd * cp + c) * b->pp + p];
                     b->members[c] = rank_of(b, dd * cp + c, p, t);
                     b->deps[c] = a->after >= 0 ? G->task[a->after] : -1;
                 }
-                for (int x = 1; x < cp; x++) /* ascending ranks, deps kept aligned */
-                    for (int z = x; z > 0 && b->members[z - 1] > b->members[z]; z--) {
-                        int m0 = b->members[z], d0 = b->deps[z];
-                        b->members[z] = b->members[z - 1];
-                        b->deps[z] = b->deps[z - 1];
-                        b->members[z - 1] = m0;
-                        b->deps[z - 1] = d0;
-                    }
                 int s0, e = add_ring(b, b->members, cp, (cp - 1.0) / cp * S, cp - 1.0, b->deps,
                                      cp, NULL, a->op, a->stage, a->chunk, a->mb, S, S / cp, 0,
                                      &s0);
@@ -1519,7 +1513,6 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
 
 sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg)
 {
-    int cp = cfg->cp > 1 ? cfg->cp : 0;
     return (sc_stage_cfg){.dtype = m->dtype,
                           .tp = cfg->tp,
                           .mbs = cfg->mbs,
@@ -1527,12 +1520,10 @@ sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg)
                           .bucket_bytes = cfg->bucket_bytes,
                           .sp = cfg->sp,
                           .attn = cfg->attn,
-                          .q_frac = cp ? 1.0 / cp : 0, /* a cp rank's share of the tokens */
-                          .kv_frac = cp ? 1 : 0,       /* against every key */
                           .zero = cfg->zero,
                           .dp = sc_step_dpc(cfg),
                           .tp_overlap = cfg->tp_comm_overlap,
-                          .cp = cp};
+                          .cp = cfg->cp};
 }
 
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,

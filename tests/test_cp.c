@@ -40,7 +40,7 @@ TEST(cp_flash_runs_its_share_of_the_pairs)
     sc_compute_cfg whole = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0};
     double last = 1;
     for (int cp = 2; cp <= 8; cp *= 2) {
-        sc_compute_cfg part = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 1.0 / cp, 1, 0, cp};
+        sc_compute_cfg part = {SC_BF16, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, cp}; /* 1/cp: its own */
         sc_cluster flat = c; /* compute-bound, no fixed cost, no fall with key range */
         flat.gpu.hbm_bytes_per_s = 1e30;
         flat.eff.gemm.kernel_s = 0;
