@@ -47,16 +47,18 @@ double sc_cost_cut_bytes(const sc_model *m, int b)
  * microbatch under cc (its tokens, its share of the kv heads). */
 static double kv_bytes(const sc_module *x, const sc_compute_cfg *cc)
 {
-    double bytes = 0, t = cc->tp > 1 ? cc->tp : 1;
+    double bytes = 0;
     for (int i = 0; i < x->n_kernels; i++) {
         const sc_kernel *k = &x->kernels[i];
         if (k->op != SC_KOP_FLASH || !sc_kernel_runs(k, cc->attn))
             continue;
-        double B, M, N, K, g = sc_kernel_kv_heads(k);
-        sc_cost_kernel_shape(k, cc, &B, &M, &N, &K);
-        if (k->tp == SC_KTP_BATCH)
-            g = ceil(g / t);
-        bytes += 2 * g * M * cc->mbs * K * sc_dtype_bytes(cc->dtype);
+        /* the kernel's shape with its kv heads for heads: the rank's share of
+         * them (tp) times the microbatch, its tokens, the head size */
+        sc_kernel kv = *k;
+        kv.batch = sc_kernel_kv_heads(k);
+        double B, M, N, K;
+        sc_cost_kernel_shape(&kv, cc, &B, &M, &N, &K);
+        bytes += 2 * B * M * K * sc_dtype_bytes(cc->dtype);
     }
     return bytes;
 }
