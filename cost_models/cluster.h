@@ -311,19 +311,20 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
 
 /* Fused attention kernels whose rates are published per GPU: "fa1"
  * (FlashAttention, 2022), "fa2" (FlashAttention-2, Ampere's instructions
- * also on Hopper), "fa3" (FlashAttention-3, Hopper only) and "triton"
+ * also on Hopper), "fa3" (FlashAttention-3, Hopper only), "triton"
  * (FlashAttention in Triton as of 2022-23, the Triton before its MLIR
- * rewrite), each with its fall at short sequences where measured
+ * rewrite) and "cudnn" (cuDNN's fused attention, Transformer Engine's
+ * NVTE_FUSED_ATTN=1; Hopper only), each with its fall at short sequences where measured
  * (presets.c, flash_rates; scripts/fit_flash.py). A preset's own flash
  * rates are its GPU's newest kernel (FA2 on A100, FA3 on H100 and H200).
  * sc_cluster_flash_kernel sets c's to those of kernel on c's GPU and
  * appends the source to the provenance; refused (c unchanged) for a name
  * not in the list, a cluster without efficiency.gemm, or a GPU with no
- * published rate for that kernel (FA3 on an A100). */
+ * published rate for that kernel (FA3 or cuDNN on an A100). */
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err);
-const char *sc_cluster_flash_kernels(void);   /* "fa1, fa2, fa3, triton" */
+const char *sc_cluster_flash_kernels(void);   /* "fa1, fa2, fa3, triton, cudnn" */
 const char *sc_cluster_flash_kernel_name(int i); /* the i-th name, NULL past the last */
-/* How a table of runs shows kernel ("flash1", "flash2", "flash3", "triton"); NULL for
+/* How a table of runs shows kernel ("flash1", "flash2", "flash3", "triton", "cudnn"); NULL for
  * a name not in the list. */
 const char *sc_cluster_flash_kernel_label(const char *kernel);
 int sc_cluster_flash_kernel_known(const char *kernel);

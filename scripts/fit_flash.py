@@ -24,10 +24,9 @@ of s keys runs at R * s / (s + s0), R its rate on long sequences. For each
 series: s0 on a grid of 2 tokens, R in closed form, both minimising the
 squared relative error.
 
-FlashAttention-3 (Hopper only) has forward rates by sequence (FWD below),
-printed last: its fall (s0 ~600 causal) is fitted here but not yet in the
-H100/H200 presets, whose FA3 rates stay flat (docs/accuracy.md, "Fused
-attention by sequence length", says why).
+FlashAttention-3 and cuDNN's fused attention (Hopper only) have forward
+rates by sequence (FWD below) and backward rates without the mask (BWD),
+printed last with the H100/H200 presets' values drawn from them.
 
 Measured on your GPU: `--measured FILE` fits a stagecraft.flash_bench/1 file
 (scripts/bench_flash.py: PyTorch's fused attention backends on the same
@@ -74,11 +73,26 @@ DATA = {
 # assets/flash3_fp16_fwd.png of Dao-AILab/flash-attention at 7ef24848
 # (2024-07-11), head size 128. One label (FA3 without the mask at 1k) is
 # partly hidden by the legend; its visible digits agree with the bar's height.
+# The same figure's cuDNN bars (cuDNN's fused attention, mid-2024), and
+# both kernels at head size 64 with the causal mask (panel b).
 FWD = {
     ("H100", "full", 128): {"fa2": [309, 350, 362, 368, 370, 370],
-                            "fa3": [467, 565, 625, 638, 646, 648]},
+                            "fa3": [467, 565, 625, 638, 646, 648],
+                            "cudnn": [497, 574, 617, 609, 600, 595]},
     ("H100", "causal", 128): {"fa2": [191, 260, 298, 319, 333, 335],
-                              "fa3": [292, 423, 521, 579, 602, 616]},
+                              "fa3": [292, 423, 521, 579, 602, 616],
+                              "cudnn": [315, 410, 484, 518, 529, 539]},
+    ("H100", "causal", 64): {"fa3": [197, 265, 371, 420, 460, 473],
+                             "cudnn": [225, 288, 334, 363, 379, 388]},
+}
+
+# Backward only, head size 128: Shah et al. 2024, Fig. 6 (not among the
+# repository's assets; its bar labels as transcribed). The presets take only
+# the ratio of cuDNN's fit to FA3's from it (cost_models/presets.c).
+BWD = {
+    ("H100", "full", 128): {"fa2": [214, 260, 291, 310, 318, 322],
+                            "cudnn": [305, 408, 465, 499, 518, 516],
+                            "fa3": [316, 424, 501, 542, 559, 561]},
 }
 
 
@@ -197,10 +211,28 @@ def main():
             fits[(gpu, mask, head, kernel, "fwd")] = (r, s0)
             print("%-5s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%"
                   % (gpu, mask, head, kernel, r, s0, 100 * rms, 100 * mx))
-    rc, s0c = fits[("H100", "causal", 128, "fa3", "fwd")]
-    rf, s0f = fits[("H100", "full", 128, "fa3", "fwd")]
-    print("H100  fa3     R %.1f  s0 %d  s0_full %d  full %.3f (forward)"
-          % (rc, s0c, s0f, rf / rc))
+    print()
+    print("backward only (FlashAttention-3's Fig. 6):")
+    for (gpu, mask, head), series in BWD.items():
+        for kernel, y in series.items():
+            r, s0, rms, mx = fit(y)
+            fits[(gpu, mask, head, kernel, "bwd")] = (r, s0)
+            print("%-5s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%"
+                  % (gpu, mask, head, kernel, r, s0, 100 * rms, 100 * mx))
+    print()
+    print("as presets.c takes them, forward (head size 128; hd64 at s = 2048, causal;")
+    print("FA3's hd64 is not taken yet, presets.c says why):")
+    for kernel in ("fa3", "cudnn"):
+        rc, s0c = fits[("H100", "causal", 128, kernel, "fwd")]
+        rf, s0f = fits[("H100", "full", 128, kernel, "fwd")]
+        r64, s064 = fits[("H100", "causal", 64, kernel, "fwd")]
+        hd64 = (r64 * 2048 / (2048 + s064)) / (rc * 2048 / (2048 + s0c))
+        print("H100  %-7s R %.1f  s0 %d  s0_full %d  full %.3f  hd64 %.3f (forward)"
+              % (kernel, rc, s0c, s0f, rf / rc, hd64))
+    rb_c, _ = fits[("H100", "full", 128, "cudnn", "bwd")]
+    rb_f, _ = fits[("H100", "full", 128, "fa3", "bwd")]
+    print("H100  cudnn   backward = FA3's x %.4f (R %.1f / %.1f, Fig. 6)"
+          % (rb_c / rb_f, rb_c, rb_f))
 
 
 if __name__ == "__main__":

@@ -2286,7 +2286,10 @@ TEST(calibrate_flash_scripts)
     }
     REQUIRE(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/fit_flash.py") == 0);
     CHECK_STR_HAS(out, "A100  fa2     R 193.5  s0 484  s0_full 184  full 1.059  hd64 0.900");
-    CHECK_STR_HAS(out, "H100  fa3     R 654.8  s0 604  s0_full 210  full 1.022 (forward)");
+    CHECK_STR_HAS(out, "H100  fa3     R 654.8  s0 604  s0_full 210  full 1.022  hd64 0.709 (forward)");
+    /* cuDNN's: the constants of presets.c (CUDNN_HOPPER) */
+    CHECK_STR_HAS(out, "H100  cudnn   R 561.0  s0 388  s0_full 110  full 1.104  hd64 0.708 (forward)");
+    CHECK_STR_HAS(out, "H100  cudnn   backward = FA3's x 0.9160 (R 541.5 / 591.2, Fig. 6)");
     REQUIRE(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/fit_flash.py --measured "
                        "docs/gpu_check/h200-2026-12-04g/flash_bench.json") == 0);
     CHECK_STR_HAS(out, "measured on NVIDIA H200");

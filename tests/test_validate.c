@@ -290,26 +290,30 @@ TEST(validate_load_refuses_bad_fields)
 }
 
 /* layout.attention_kernel: the run's fused attention kernel (fa2, fa3,
- * triton) at its published rates on the row's GPU; refused when it is not a kernel, without flash
- * attention, or where the GPU has none (FA3 on an A100). */
+ * triton, cudnn) at its published rates on the row's GPU; refused when it is not a kernel, without flash
+ * attention, or where the GPU has none (FA3 or cuDNN on an A100). */
 TEST(validate_attention_kernel)
 {
 #define FLASH_LAYOUT(k) "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", " \
                         "\"attention\": \"flash\"" k ", \"mbs\": 2, \"global_batch\": 32}"
 #define H100 "{\"preset\": \"dgx-h100\", \"nodes\": 1}"
     REFUSED(TINY, FLASH_LAYOUT(", \"attention_kernel\": \"fa9\""), H100, MEASURED_OK, "",
-            "rows[0].layout.attention_kernel: \"fa9\" is not fa1, fa2, fa3, triton");
+            "rows[0].layout.attention_kernel: \"fa9\" is not fa1, fa2, fa3, triton, cudnn");
     REFUSED(TINY, "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
             "\"attention_kernel\": \"fa2\", \"mbs\": 2, \"global_batch\": 32}", H100,
             MEASURED_OK, "", "rows[0].layout.attention_kernel: needs \"attention\": \"flash\"");
     REFUSED(TINY, FLASH_LAYOUT(", \"attention_kernel\": \"fa3\""), CLUSTER_OK, MEASURED_OK, "",
             "rows[0].layout.attention_kernel: no published fa3 rate for A100");
+    REFUSED(TINY, FLASH_LAYOUT(", \"attention_kernel\": \"cudnn\""), CLUSTER_OK, MEASURED_OK,
+            "", "rows[0].layout.attention_kernel: no published cudnn rate for A100");
     /* on H100, fa2 runs the step slower than the preset's fa3, by the
-     * attention's share only; fa3 is the preset itself */
-    double t[4];
-    const char *ks[4] = {"", ", \"attention_kernel\": \"fa3\"", ", \"attention_kernel\": \"fa2\"",
-                         ", \"attention_kernel\": \"triton\""};
-    for (int i = 0; i < 4; i++) {
+     * attention's share only; fa3 is the preset itself; cuDNN's published
+     * rates lie between FA3's and FA2's */
+    double t[5];
+    const char *ks[5] = {"", ", \"attention_kernel\": \"fa3\"", ", \"attention_kernel\": \"fa2\"",
+                         ", \"attention_kernel\": \"triton\"",
+                         ", \"attention_kernel\": \"cudnn\""};
+    for (int i = 0; i < 5; i++) {
         char layout[512], text[4096];
         snprintf(layout, sizeof layout, FLASH_LAYOUT("%s"), ks[i]);
         /* long enough sequences for attention to be compute-bound */
@@ -330,6 +334,7 @@ TEST(validate_attention_kernel)
     CHECK(t[2] < t[0] * 1.5);
     CHECK(t[3] > t[2] * 1.001); /* the Triton kernel is slower again than FA2 */
     CHECK(t[3] < t[2] * 1.5);
+    CHECK(t[4] > t[0] * 1.0001 && t[4] < t[2]);
 #undef FLASH_LAYOUT
 #undef H100
 }
