@@ -77,6 +77,14 @@ void cli_label_json(struct cJSON *o, const struct sc_cluster *c, double step_s);
 /* Prints "stagecraft CMD: MESSAGE" and "try 'stagecraft CMD --help'"; returns
  * CLI_EXIT_USAGE (2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Before a getopt_long loop: every "--name" in argv[1..] (up to "--") must be
+ * one of opts' whole names (getopt_long takes an unambiguous prefix, so that
+ * a command without --tp would read "--tp 1" as --tp-comm-overlap 1). Skips
+ * the values of options that take one (shorts as getopt's string). Returns
+ * 0, or prints a usage error for cmd and returns 2. */
+struct option;
+int cli_exact_longopts(const char *cmd, int argc, char **argv, const char *shorts,
+                       const struct option *opts);
 /* Parses numbers for option opt; on error prints a usage error and returns 2. */
 int cli_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
 int cli_double(const char *cmd, const char *opt, const char *s, double lo, double hi,

@@ -252,8 +252,10 @@ const cli_opt cli_search_opts[] = {
      "ranks that pass keys and values around beside the fused\n"
      "attention (Megatron-Core --context-parallel-size; needs\n"
      "--attn flash and 2·C dividing the sequence; ranks\n"
-     "dp·cp·tp·pp; plan: fixed, not searched; default 1)", cli_opt_int, OFF(o.fix_cp), 1,
-     4096, CLI_PLAN | CLI_SIM, "cp", NULL, 0},
+     "dp·cp·tp·pp; sim, tune: default 1; plan, whatif: with\n"
+     "--attn flash searched over 1, 2, 4 .. GPUs a node\n"
+     "unless given)", cli_opt_int, OFF(o.fix_cp), 1,
+     4096, ALL, "cp", NULL, 0},
     {"microbatches", 0, "M", "microbatches per step per pipeline", cli_opt_int, OFF(o.fix_m), 1,
      CLI_MAX_M, CLI_PLAN | CLI_SIM, "m", NULL, 0},
     {"mbs", 0, "S", "samples per microbatch", cli_opt_int, OFF(o.fix_mbs), 1, CLI_MAX_MBS,
@@ -444,6 +446,35 @@ void cli_help(const cli_cmd *cmd, const void *dst)
     }
 }
 
+int cli_exact_longopts(const char *cmd, int argc, char **argv, const char *shorts,
+                       const struct option *opts)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        if (a[0] == '-' && a[1] && a[1] != '-') { /* -x VALUE: skip the value */
+            const char *sp = strchr(shorts, a[1]);
+            if (sp && sp[1] == ':' && !a[2])
+                i++;
+            continue;
+        }
+        if (strncmp(a, "--", 2))
+            continue;
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct option *k = NULL;
+        for (const struct option *o = opts; o->name && !k; o++)
+            if (strlen(o->name) == len && !strncmp(o->name, name, len))
+                k = o;
+        if (!k)
+            return cli_usage(cmd, "unknown option '%.*s'", (int)len + 2, a);
+        if (k->has_arg == required_argument && !eq)
+            i++;
+    }
+    return 0;
+}
+
 int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *dst)
 {
     const cli_opt *list[MAX_OPTS];
@@ -464,6 +495,8 @@ int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *dst)
     shorts[ns] = '\0';
     lo[n] = (struct option){"help", no_argument, NULL, 'h'};
     lo[n + 1] = (struct option){NULL, 0, NULL, 0};
+    if (cli_exact_longopts(cmd->name, argc, argv, shorts, lo))
+        return 2;
     optind = 0;
     opterr = 0;
     int ch;

@@ -132,6 +132,8 @@ int cmd_bench(int argc, char **argv)
     long iters = 20, warmup = 3, max_iters = 0;
     double timeout = 120, tolerance = 0.02, hot_ms = -1;
     int json = 0, ch, quiet = launcher_rank() != 0;
+    if (cli_exact_longopts("bench", argc, argv, "ho:", opts))
+        return 2;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {

@@ -236,6 +236,8 @@ int cmd_calibrate(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     const char *cluster = NULL, *out = NULL, *date = NULL;
     int json = 0, force = 0, factors = 0, kernels = 0, ch;
+    if (cli_exact_longopts("calibrate", argc, argv, "ho:", opts))
+        return 2;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -354,6 +356,8 @@ int cmd_compare(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     const char *cluster = NULL;
     int json = 0, ch;
+    if (cli_exact_longopts("compare", argc, argv, "h", opts))
+        return 2;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

@@ -156,6 +156,8 @@ static int cluster_show(int argc, char **argv)
     long nodes = 0;
     int json = 0, ch;
     const char *out = NULL, *flash = NULL;
+    if (cli_exact_longopts("cluster show", argc, argv, "ho:", opts))
+        return 2;
     optind = 0; /* GNU: reinitialise; options and NAME may come in any order */
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {

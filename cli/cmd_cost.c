@@ -214,6 +214,8 @@ int cmd_cost(int argc, char **argv)
     const char *model = NULL, *cluster = NULL, *algo = NULL;
     long nodes = 0, tp = 1, mbs = 1, depth = 1000;
     int dtype = -1, json = 0, sp = 0, ch, attn = SC_ATTN_UNFUSED, kernels = 0;
+    if (cli_exact_longopts("cost", argc, argv, "h", opts))
+        return 2;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

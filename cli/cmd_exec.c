@@ -241,6 +241,8 @@ int cmd_exec(int argc, char **argv)
     long steps = 10, warmup = 2, max_steps = 0, probe = -1;
     double timeout = 60, tolerance = 0.02;
     int verify = 1, threads = 0, kernels = 0, zeros = 0, c;
+    if (cli_exact_longopts("exec", argc, argv, "o:h", opts))
+        return 2;
     optind = 1;
     opterr = 0; /* one message, ours (getopt's own came first, unprefixed) */
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {

@@ -44,6 +44,8 @@ int cmd_export(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     const char *to = NULL, *dir = NULL;
     int json = 0, ch;
+    if (cli_exact_longopts("export", argc, argv, "ho:", opts))
+        return 2;
     optind = 0; /* GNU: reinitialise; options and PLAN may come in any order */
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {

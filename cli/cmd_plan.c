@@ -231,9 +231,17 @@ int cmd_plan(int argc, char **argv)
                    "far\n",
                    limit, sdone, stotal);
         printf("\n");
-        printf("%3s %4s %3s %3s %2s %4s %4s %-11s %4s %-9s %2s %10s %7s %10s %10s %8s %9s\n",
-               "#", "dp", "tp", "pp", "v", "m", "mbs", "schedule", "zero", "recompute", "sp",
-               "step ms", "bubble", "comm ms", "peak mem", "TFLOP/s", "$/step");
+        /* a cp column where a plan shown has context parallelism (searched
+         * with flash attention, or fixed) */
+        int cpcol = 0;
+        for (int i = 0; i < shown; i++)
+            cpcol |= sc_search_ranked(s, i)->cfg.cp > 1;
+        printf("%3s %4s ", "#", "dp");
+        if (cpcol)
+            printf("%2s ", "cp");
+        printf("%3s %3s %2s %4s %4s %-11s %4s %-9s %2s %10s %7s %10s %10s %8s %9s\n", "tp",
+               "pp", "v", "m", "mbs", "schedule", "zero", "recompute", "sp", "step ms",
+               "bubble", "comm ms", "peak mem", "TFLOP/s", "$/step");
         for (int i = 0; i < shown; i++) {
             const sc_candidate *k = sc_search_ranked(s, i);
             const sc_step_cfg *g = &k->cfg;
@@ -242,9 +250,12 @@ int cmd_plan(int argc, char **argv)
                 snprintf(sch, sizeof sch, "%s/%dsl", g->schedule, g->slices);
             else
                 snprintf(sch, sizeof sch, "%s", g->schedule);
-            printf("%3d %4d %3d %3d %2d %4d %4d %-11s %4d %-9s %2s %10.1f %6.1f%% %10.1f %10s "
+            printf("%3d %4d ", i + 1, g->dp);
+            if (cpcol)
+                printf("%2d ", g->cp > 1 ? g->cp : 1);
+            printf("%3d %3d %2d %4d %4d %-11s %4d %-9s %2s %10.1f %6.1f%% %10.1f %10s "
                    "%8.1f %9.4f\n",
-                   i + 1, g->dp, g->tp, g->pp, g->v, g->m, g->mbs, sch, g->zero,
+                   g->tp, g->pp, g->v, g->m, g->mbs, sch, g->zero,
                    sc_recompute_name(g->recompute), g->sp ? "sp" : "-",
                    1e3 * k->sim->step_time_s,
                    100 * k->sim->bubble_fraction, 1e3 * exposed(k->sim),
@@ -270,7 +281,7 @@ int cmd_plan(int argc, char **argv)
                         {"peak memory (GiB)", peak(w->sim) / 1e3 / 1073741824.0,
                          peak(r2->sim) / 1e3 / 1073741824.0}};
             for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++)
-                if (strncmp(rows[i].n, "cp ", 3) || o.fix_cp > 1) /* with cp only */
+                if (strncmp(rows[i].n, "cp ", 3) || w->cfg.cp > 1 || r2->cfg.cp > 1) /* with cp only */
                     printf("  %-22s %10.1f %10.1f %+10.1f\n", rows[i].n, 1e3 * rows[i].a,
                            1e3 * rows[i].b, 1e3 * (rows[i].b - rows[i].a));
             /* the components that make the difference, largest first */
@@ -297,7 +308,7 @@ int cmd_plan(int argc, char **argv)
                            cli_bytes(peak(w->sim), b[0]), cli_bytes(peak(r2->sim), b[1]));
                 else if (sc_search_dims(&w->cfg) != sc_search_dims(&r2->cfg))
                     printf("the same peak memory, and #1 is the simpler layout (%d of dp, tp, "
-                           "pp, v above 1 against %d)\n",
+                           "pp, v, cp above 1 against %d)\n",
                            sc_search_dims(&w->cfg), sc_search_dims(&r2->cfg));
                 else if (tie == SC_TIE_LAYOUT)
                     printf("the same peak memory, and #1 is the simpler layout (ZeRO %d against "

@@ -97,6 +97,8 @@ static int plot_file(const char *cmd, int argc, char **argv)
     const char *out = NULL;
     long v;
     int ch;
+    if (cli_exact_longopts("plot", argc, argv, "ho:", opts))
+        return 2;
     optind = 0; /* GNU: reinitialise; options and TIMELINE may come in any order */
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {

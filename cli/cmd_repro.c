@@ -166,6 +166,8 @@ int cmd_repro(int argc, char **argv)
     const char *dir = "out/seed38";
     long v;
     int json = 0, ch;
+    if (cli_exact_longopts("repro", argc, argv, "ho:", opts))
+        return 2;
     optind = 0;
     opterr = 0;
     argc--;

@@ -42,6 +42,8 @@ int cmd_trace(int argc, char **argv)
     double max_mem = 0;
     sc_error err = {0};
     int ch;
+    if (cli_exact_longopts("trace", argc, argv, "ho:", opts))
+        return 2;
     optind = 0; /* GNU: reinitialise; options and TIMELINE may come in any order */
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {

@@ -85,9 +85,12 @@ int cmd_tune(int argc, char **argv)
         rc = cli_print_json(j);
     } else if (!rc) {
         char b[32];
-        printf("tune: %s on %d x %s, dp %d tp %d pp %d v %d, %s, zero %d, recompute %s, global "
-               "batch %ld\n\n",
-               m->name, c.nodes, c.name, t->dp, t->tp, t->pp, t->v, t->schedule, t->zero,
+        char cps[16] = "";
+        if (t->cp > 1)
+            snprintf(cps, sizeof cps, " cp %d", t->cp);
+        printf("tune: %s on %d x %s, dp %d%s tp %d pp %d v %d, %s, zero %d, recompute %s, "
+               "global batch %ld\n\n",
+               m->name, c.nodes, c.name, t->dp, cps, t->tp, t->pp, t->v, t->schedule, t->zero,
                sc_recompute_name(t->recompute), t->global_batch);
         printf("%6s %5s %12s %8s %11s %12s %14s\n", "m", "mbs", "step ms", "bubble",
                "efficiency", "peak mem", "tokens/s");

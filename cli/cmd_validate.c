@@ -174,6 +174,8 @@ int cmd_validate(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     const char *suite_arg = NULL, *dir = NULL, *override = NULL;
     int json = 0, check = 0, no_overhead = 0, fit = 0, ch;
+    if (cli_exact_longopts("validate", argc, argv, "h", opts))
+        return 2;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

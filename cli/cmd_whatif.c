@@ -170,13 +170,14 @@ static void print_table(const sc_whatif *w, const sc_model *m, double state_byte
     printf("  front\n");
     for (int i = 0; i < w->n_points; i++) {
         const sc_whatif_point *p = &w->points[i];
-        char cfg[64];
-        snprintf(cfg, sizeof cfg, "%d.%d.%d%s%.0d m%d mbs%d %s z%d%s%s", p->dp, p->tp, p->pp,
-                 p->v > 1 ? " v" : "", p->v > 1 ? p->v : 0, p->m, p->mbs, p->schedule, p->zero,
+        char cfg[96];
+        snprintf(cfg, sizeof cfg, "%d.%d.%d%s%.0d m%d mbs%d %s z%d%s%s%s%.0d", p->dp, p->tp,
+                 p->pp, p->v > 1 ? " v" : "", p->v > 1 ? p->v : 0, p->m, p->mbs, p->schedule,
+                 p->zero,
                  p->recompute == SC_RECOMPUTE_SELECTIVE ? " sel"
                  : p->recompute == SC_RECOMPUTE_FULL    ? " full"
                                                         : "",
-                 p->sp ? " sp" : "");
+                 p->sp ? " sp" : "", p->cp > 1 ? " cp" : "", p->cp > 1 ? p->cp : 0);
         printf("%-14s %5ld %5ld  %-30s %9.1f %10s %6.1f%% %8.2f %11s %8.3f",
                w->clusters[p->cluster].name, p->nodes, p->gpus, cfg, 1e3 * p->step_s,
                cli_si(p->tokens_per_s, b[0]), 100 * p->scaling_efficiency, p->days,
@@ -298,6 +299,7 @@ int cmd_whatif(int argc, char **argv)
     o.cut_in_layers = a.s.o.cut_in_layers;
     o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     o.fix_sp = a.s.o.fix_sp;
+    o.fix_cp = a.s.o.fix_cp;
     o.no_overlap_grad_reduce = a.s.o.no_overlap_grad_reduce;
     o.tp_comm_overlap = a.s.o.tp_comm_overlap;
     o.overlap_param_gather = a.s.o.overlap_param_gather;

@@ -17,7 +17,7 @@
 #define MAX_V 8
 
 typedef struct table_key {
-    int pp, v, tp, mbs, sp;
+    int pp, v, tp, mbs, sp, cp;
 } table_key;
 
 struct sc_search {
@@ -118,25 +118,26 @@ void sc_search_limits(const sc_search *s, int *time_limited, long *shapes_done,
         *over_mem = s->over_mem;
 }
 
-static int same_key(const table_key *k, int pp, int v, int tp, int sp, int mbs)
+static int same_key(const table_key *k, int pp, int v, int tp, int sp, int mbs, int cp)
 {
-    return k->pp == pp && k->v == v && k->tp == tp && k->mbs == mbs && k->sp == sp;
+    return k->pp == pp && k->v == v && k->tp == tp && k->mbs == mbs && k->sp == sp &&
+           k->cp == cp;
 }
 
-/* The table for (pp, v, tp, mbs, sp), partitioning on first use (the
+/* The table for (pp, v, tp, mbs, sp, cp), partitioning on first use (the
  * optimal partitioner stops at deadline, 0 = none). -1 on error; -2 for a
  * shape that failed before (does not fit, or invalid: each schedule of a
  * shape shares its partition, so a failure is remembered rather than
  * partitioned again, which took most of a search of a huge model where
  * little fits; a failure at the deadline or for memory is not kept). */
-static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, double deadline,
-                     sc_error *err)
+static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, int cp,
+                     double deadline, sc_error *err)
 {
     for (int i = 0; i < s->ntables; i++)
-        if (same_key(&s->keys[i], pp, v, tp, sp, mbs))
+        if (same_key(&s->keys[i], pp, v, tp, sp, mbs, cp))
             return i;
     for (int i = 0; i < s->nfailed; i++)
-        if (same_key(&s->failed[i], pp, v, tp, sp, mbs))
+        if (same_key(&s->failed[i], pp, v, tp, sp, mbs, cp))
             return -2;
     if (s->ntables == s->captables) {
         int nc = s->captables ? 2 * s->captables : 64;
@@ -156,7 +157,7 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
                           (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
                           s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, sp,
                           deadline, 1, s->o.max_mem_bytes / 2, s->o.attn,
-                          !s->o.cut_in_layers, s->o.tp_comm_overlap, s->o.fix_cp};
+                          !s->o.cut_in_layers, s->o.tp_comm_overlap, cp};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st) {
         int timed_out = deadline > 0 && now() > deadline;
@@ -169,16 +170,16 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, doubl
                 s->failed = nf;
                 s->capfailed = nc;
             }
-            s->failed[s->nfailed++] = (table_key){pp, v, tp, mbs, sp};
+            s->failed[s->nfailed++] = (table_key){pp, v, tp, mbs, sp, cp};
         }
         return -1;
     }
     st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, s->o.tp_comm_overlap, s->o.attn, mbs,
-                              s->o.fix_cp, &part, &s->tables[s->ntables], err);
+                              cp, &part, &s->tables[s->ntables], err);
     sc_partition_free(&part);
     if (st)
         return -1;
-    s->keys[s->ntables] = (table_key){pp, v, tp, mbs, sp};
+    s->keys[s->ntables] = (table_key){pp, v, tp, mbs, sp, cp};
     return s->ntables++;
 }
 
@@ -227,7 +228,8 @@ static void *sim_worker(void *arg)
         pthread_mutex_unlock(&p->mu);
         sc_candidate *cd = &p->s->cands[p->jobs[j]];
         sc_status st = sc_step_simulate(p->m, p->c, &cd->cfg, &cd->sim, &p->errs[j]);
-        if (!st && p->o->slices && p->sliceable && cd->cfg.m < cd->cfg.pp && cd->cfg.v == 1 &&
+        if (!st && p->o->slices && p->sliceable && cd->cfg.cp <= 1 && cd->cfg.m < cd->cfg.pp &&
+            cd->cfg.v == 1 &&
             (!strcmp(cd->schedule, "gpipe") || !strcmp(cd->schedule, "1f1b")))
             st = try_slices(p->m, p->c, cd, &p->errs[j]);
         pthread_mutex_lock(&p->mu);
@@ -383,7 +385,7 @@ static int by_sim_memory(const void *a, const void *b)
 
 int sc_search_dims(const sc_step_cfg *g)
 {
-    return (g->dp > 1) + (g->tp > 1) + (g->pp > 1) + (g->v > 1);
+    return (g->dp > 1) + (g->tp > 1) + (g->pp > 1) + (g->v > 1) + (g->cp > 1);
 }
 
 static int same_cfg(const sc_candidate *x, const sc_candidate *y)
@@ -391,7 +393,8 @@ static int same_cfg(const sc_candidate *x, const sc_candidate *y)
     const sc_step_cfg *a = &x->cfg, *b = &y->cfg;
     return a->dp == b->dp && a->tp == b->tp && a->pp == b->pp && a->v == b->v && a->m == b->m &&
            a->mbs == b->mbs && a->zero == b->zero && a->recompute == b->recompute &&
-           a->sp == b->sp && !strcmp(x->schedule, y->schedule) && x->part_key == y->part_key;
+           a->sp == b->sp && a->cp == b->cp && !strcmp(x->schedule, y->schedule) &&
+           x->part_key == y->part_key;
 }
 
 /* Within a tie: lower peak memory, then fewer dimensions above 1, then the
@@ -445,7 +448,7 @@ static const char *const schedules[] = {"gpipe", "1f1b", "zb-h1", "interleaved"}
 /* One shape of the enumeration with its degrees: everything but the
  * ZeRO stage and recompute, which share its table. */
 typedef struct shape_item {
-    int tp, pp, mbs, v, si;
+    int tp, pp, mbs, v, si, cp;
     long dp, mm;
 } shape_item;
 
@@ -492,13 +495,38 @@ static int fw_runs(const sc_framework *fw, const sc_fw_layout *l, why_none *why)
     return 0;
 }
 
+/* The context-parallel degrees the search tries (search.h): the fixed one;
+ * else 1 and, with flash attention and a framework that runs it
+ * (Megatron-Core: any or megatron), each power of two up to the GPUs of a
+ * node that the model takes (sc_step_check_cp: 2·cp divides the sequence,
+ * every attention leaf a fused self-attention kernel). Returns the count. */
+static int cp_degrees(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
+                      int out[SC_SEARCH_MAX_CPS])
+{
+    if (o->fix_cp >= 1) {
+        out[0] = o->fix_cp;
+        return 1;
+    }
+    int n = 0;
+    out[n++] = 1;
+    if (o->attn != SC_ATTN_FLASH || (o->framework && strcmp(o->framework->name, "megatron")))
+        return n;
+    for (int cp = 2; cp <= c->gpus_per_node && n < SC_SEARCH_MAX_CPS; cp *= 2) {
+        sc_step_cfg cc = {.dp = 1, .cp = cp, .tp = 1, .pp = 1, .attn = o->attn};
+        sc_error e = {0};
+        if (sc_step_check_cp(m, &cc, &e) == SC_OK)
+            out[n++] = cp;
+    }
+    return n;
+}
+
 /* Every shape the search will partition, in the search's order; O(items). */
 static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
                            int max_mbs, item_list *out, why_none *why, sc_error *err)
 {
     long G = sc_cluster_total_gpus(c), B = o->global_batch;
     int gpn = c->gpus_per_node, layers = sc_partition_layers(m);
-    int cp = o->fix_cp > 1 ? o->fix_cp : 1;
+    int cps[SC_SEARCH_MAX_CPS], ncp = cp_degrees(m, c, o, cps);
     const sc_framework *fw = o->framework ? o->framework : sc_framework_any();
     for (int tp = 1; tp <= gpn; tp++) {
         if (gpn % tp || (o->fix_tp && tp != o->fix_tp) || !sc_cost_tp_divides_heads(m, tp))
@@ -517,67 +545,71 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
             }
         }
         why->tp_ok = 1;
-        for (int pp = 1; pp <= layers; pp++) {
-            if (G % ((long)tp * pp * cp) || (o->fix_pp && pp != o->fix_pp))
-                continue;
-            long dp = G / ((long)tp * pp * cp);
-            if ((o->fix_dp && dp != o->fix_dp) || B % dp)
-                continue;
-            why->dp_ok = 1;
-            if (dp > why->dp_max)
-                why->dp_max = dp;
-            long b = B / dp;
-            for (int mbs = 1; mbs <= max_mbs && mbs <= b; mbs++) {
-                if (b % mbs || (o->fix_mbs && mbs != o->fix_mbs))
+        for (int ci = 0; ci < ncp; ci++) {
+            int cp = cps[ci];
+            for (int pp = 1; pp <= layers; pp++) {
+                if (G % ((long)tp * pp * cp) || (o->fix_pp && pp != o->fix_pp))
                     continue;
-                long mm = b / mbs;
-                if ((o->fix_m && mm != o->fix_m) || mm > 65536)
+                long dp = G / ((long)tp * pp * cp);
+                if ((o->fix_dp && dp != o->fix_dp) || B % dp)
                     continue;
-                why->mbs_ok = 1;
-                for (int si = 0; si < 4; si++) {
-                    const char *sched = schedules[si];
-                    if (o->fix_schedule && strcmp(o->fix_schedule, sched))
+                why->dp_ok = 1;
+                if (dp > why->dp_max)
+                    why->dp_max = dp;
+                long b = B / dp;
+                for (int mbs = 1; mbs <= max_mbs && mbs <= b; mbs++) {
+                    if (b % mbs || (o->fix_mbs && mbs != o->fix_mbs))
                         continue;
-                    if (pp == 1 && strcmp(sched, "1f1b")) {
-                        if (!why->sched_ok)
-                            snprintf(why->sched_msg, sizeof why->sched_msg,
-                                     "pp 1 runs 1f1b only (every schedule is the same with one "
-                                     "stage)");
+                    long mm = b / mbs;
+                    if ((o->fix_m && mm != o->fix_m) || mm > 65536)
                         continue;
-                    }
-                    int vmin = 1, vmax = 1;
-                    if (!strcmp(sched, "interleaved")) {
-                        vmin = 2;
-                        /* searched: 2..MAX_V; a fixed v (1..64, as the simulator
-                         * takes) is tried as asked */
-                        vmax = o->fix_v > MAX_V ? o->fix_v : MAX_V;
-                    }
-                    for (int v = vmin; v <= vmax; v++) {
-                        if (o->fix_v && v != o->fix_v)
+                    why->mbs_ok = 1;
+                    for (int si = 0; si < 4; si++) {
+                        const char *sched = schedules[si];
+                        if (o->fix_schedule && strcmp(o->fix_schedule, sched))
                             continue;
-                        if (pp * v > layers) {
+                        if (pp == 1 && strcmp(sched, "1f1b")) {
                             if (!why->sched_ok)
                                 snprintf(why->sched_msg, sizeof why->sched_msg,
-                                         "pp·v = %d·%d is more than the %d layers", pp, v, layers);
-                            break;
-                        }
-                        const sc_sched_impl *impl = sc_sched_find(sched);
-                        char buf[256];
-                        if (impl->validate((int)pp, (int)mm, v, buf, sizeof buf)) {
-                            if (!why->sched_ok)
-                                snprintf(why->sched_msg, sizeof why->sched_msg, "%s", buf);
+                                         "pp 1 runs 1f1b only (every schedule is the same with one "
+                                         "stage)");
                             continue;
                         }
-                        why->sched_ok = 1;
-                        sc_fw_layout l = {.tp = tp, .pp = pp, .v = v, .m = (int)mm,
-                                          .schedule = sched};
-                        if (!fw_runs(fw, &l, why))
-                            continue;
-                        if (push_item(out, (shape_item){tp, pp, mbs, v, si, dp, mm}))
-                            return sc_err(err, SC_ENOMEM, "plan: out of memory");
+                        int vmin = 1, vmax = 1;
+                        if (!strcmp(sched, "interleaved")) {
+                            vmin = 2;
+                            /* searched: 2..MAX_V; a fixed v (1..64, as the simulator
+                             * takes) is tried as asked */
+                            vmax = o->fix_v > MAX_V ? o->fix_v : MAX_V;
+                        }
+                        for (int v = vmin; v <= vmax; v++) {
+                            if (o->fix_v && v != o->fix_v)
+                                continue;
+                            if (pp * v > layers) {
+                                if (!why->sched_ok)
+                                    snprintf(why->sched_msg, sizeof why->sched_msg,
+                                             "pp·v = %d·%d is more than the %d layers", pp, v,
+                                             layers);
+                                break;
+                            }
+                            const sc_sched_impl *impl = sc_sched_find(sched);
+                            char buf[256];
+                            if (impl->validate((int)pp, (int)mm, v, buf, sizeof buf)) {
+                                if (!why->sched_ok)
+                                    snprintf(why->sched_msg, sizeof why->sched_msg, "%s", buf);
+                                continue;
+                            }
+                            why->sched_ok = 1;
+                            sc_fw_layout l = {.tp = tp, .pp = pp, .v = v, .m = (int)mm,
+                                              .schedule = sched};
+                            if (!fw_runs(fw, &l, why))
+                                continue;
+                            if (push_item(out, (shape_item){tp, pp, mbs, v, si, cp, dp, mm}))
+                                return sc_err(err, SC_ENOMEM, "plan: out of memory");
+                        }
                     }
                 }
-            }
+        }
         }
     }
     return SC_OK;
@@ -586,6 +618,8 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
 static int by_key(const void *a, const void *b)
 {
     const table_key *x = a, *y = b;
+    if (x->cp != y->cp)
+        return x->cp - y->cp;
     if (x->pp != y->pp)
         return x->pp - y->pp;
     if (x->v != y->v)
@@ -606,7 +640,7 @@ static sc_status count_shapes(const item_list *l, long *n, double *weight, sc_er
     if (!k)
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     for (long i = 0; i < l->n; i++)
-        k[i] = (table_key){l->a[i].pp, l->a[i].v, l->a[i].tp, l->a[i].mbs, 0};
+        k[i] = (table_key){l->a[i].pp, l->a[i].v, l->a[i].tp, l->a[i].mbs, 0, l->a[i].cp};
     qsort(k, (size_t)l->n, sizeof *k, by_key);
     for (long i = 0; i < l->n; i++)
         if (i == 0 || by_key(&k[i], &k[i - 1])) {
@@ -747,7 +781,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     sc_search_progress pg = {0, 0, s->shapes_total, 0, 0};
     for (long it = 0; it < items.n && !st; it++) {
         const shape_item *x = &items.a[it];
-        int tp = x->tp, pp = x->pp, mbs = x->mbs, v = x->v;
+        int tp = x->tp, pp = x->pp, mbs = x->mbs, v = x->v, cp = x->cp;
         long dp = x->dp, mm = x->mm;
         const char *sched = schedules[x->si];
         int known = s->ntables;
@@ -769,7 +803,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             if (o->fix_sp >= 0 && sp != o->fix_sp)
                 continue;
             sc_error terr = {0};
-            int ti = table_for(s, pp, v, tp, sp, mbs, dl, &terr);
+            int ti = table_for(s, pp, v, tp, sp, mbs, cp, dl, &terr);
             if (sp == sp0 && (s->ntables > known || ti == -1)) { /* a new shape, partitioned or not */
                 s->shapes_done++;
                 wdone += (double)pp * v + 8;
@@ -795,7 +829,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                     s->nofit_shapes++;
                     s->nofit_status = terr.status;
                     memcpy(s->nofit_msg, terr.msg, sizeof s->nofit_msg);
-                    s->nofit_key = (table_key){pp, v, tp, mbs, sp};
+                    s->nofit_key = (table_key){pp, v, tp, mbs, sp, cp};
                 }
                 continue; /* no partition for this shape */
             }
@@ -818,7 +852,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                         (!attention || o->attn == SC_ATTN_FLASH))
                         continue;
                     sc_candidate cd = {0};
-                    cd.cfg = (sc_step_cfg){.dp = (int)dp, .cp = o->fix_cp > 1 ? o->fix_cp : 0,
+                    cd.cfg = (sc_step_cfg){.dp = (int)dp, .cp = cp > 1 ? cp : 0,
                                            .tp = tp, .pp = pp, .v = v, .m = (int)mm,
                                            .mbs = mbs, .zero = z, .recompute = (sc_recompute)rc,
                                            .sp = sp, .attn = s->o.attn,
@@ -852,7 +886,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                               (int)(sc_cluster_total_gpus(c) / ((long)k.tp * k.pp)),
                               s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, k.sp,
                               0, 0, s->o.max_mem_bytes / 2, s->o.attn,
-                              !s->o.cut_in_layers, s->o.tp_comm_overlap, s->o.fix_cp};
+                              !s->o.cut_in_layers, s->o.tp_comm_overlap, k.cp};
         sc_error e2 = {0};
         if (sc_planner_partition(s->partitioner, &rq, &np_, &e2) == SC_ENOFIT)
             memcpy(s->nofit_msg, e2.msg, sizeof s->nofit_msg);
@@ -902,7 +936,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     }
     int K = pool < s->o.simulate ? (int)pool : s->o.simulate;
     double t1 = now();
-    int sliceable = o->slices && o->fix_cp <= 1 && !sc_model_not_causal(m, NULL); /* cp: no slices */
+    int sliceable = o->slices && !sc_model_not_causal(m, NULL); /* not with cp: sim_worker */
     pg.phase = 1;
     pg.total = K;
     /* which to simulate: the first K by estimate, less those above the

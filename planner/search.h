@@ -4,13 +4,15 @@
  *
  * Enumeration (for G = nodes · gpus_per_node GPUs and global batch B):
  *   tp divides gpus_per_node (tp inside a node) and every attention module's
- *   heads; pp <= layers; dp = G / (tp·pp·cp) exactly, cp the fixed context
- *   parallelism (fix_cp, 1 unless given); dp divides B; mbs divides
+ *   heads; cp (context parallelism) 1 and, with flash attention under a
+ *   framework that runs it (any, megatron), each power of two up to
+ *   gpus_per_node that the model takes (sc_step_check_cp), or fix_cp;
+ *   pp <= layers; dp = G / (tp·pp·cp) exactly; dp divides B; mbs divides
  *   B/dp (mbs <= max_mbs), m = B/(dp·mbs); schedules gpipe, 1f1b, zb-h1, and
  *   interleaved with v in 2..8 where m is a multiple of pp and pp·v <= layers
  *   (pp = 1 runs 1f1b only: every schedule is the same there); ZeRO 0..3;
  *   recompute none, selective, full. --fix narrows any of them.
- * Partition: one per (pp, v, tp, mbs), shared by the candidates that differ
+ * Partition: one per (pp, v, tp, mbs, sp, cp), shared by the candidates that differ
  * only in schedule, ZeRO stage or recompute (see sc_search_opts.partitioner);
  * each candidate's memory is then checked on it, schedule-aware.
  * Estimate (estimate.c): per stage compute, tp allreduce and p2p time from the
@@ -34,7 +36,7 @@
  * the simulated plans within 5% of the fastest, then by step time. Speed
  * ties: the plans within SC_SEARCH_TIE (1%) of the step time of the fastest
  * not yet ranked are one tie, ordered by lower peak memory, then by the
- * simpler layout (fewer of dp, tp, pp, v above 1; then the lower ZeRO
+ * simpler layout (fewer of dp, tp, pp, v, cp above 1; then the lower ZeRO
  * stage), then by step time (sc_search_tie says which decided).
  *
  * Ownership: sc_search_run returns a search the caller frees with
@@ -57,6 +59,7 @@ struct sc_framework;
  * the same winner for the README's cases (tests/test_framework.c). */
 #define SC_SEARCH_SIMULATE 64
 /* Step times within this fraction of each other are a tie (see Ranking). */
+#define SC_SEARCH_MAX_CPS 8 /* cp degrees searched at most: 1, 2, 4, ... */
 #define SC_SEARCH_TIE 0.01
 
 typedef struct sc_search_opts {
@@ -79,8 +82,9 @@ typedef struct sc_search_opts {
     int fix_dp, fix_tp, fix_pp, fix_v, fix_m, fix_mbs;
     int fix_zero, fix_recompute;
     int fix_sp;               /* -1 free (searched where tp > 1), 0 off, 1 on */
-    /* context parallelism of every candidate (sc_step_cfg cp): 0 or 1 none; not
-     * searched. Ranks dp·cp·tp·pp; needs flash attention (attn) */
+    /* context parallelism (sc_step_cfg cp): 0 searched (as above), >= 1 every
+     * candidate's (1: none). Ranks dp·cp·tp·pp; cp > 1 needs flash attention
+     * (attn) and no token slices (a cp candidate is never sliced) */
     int fix_cp;
     sc_attn attn;             /* attention implementation of every candidate (unfused = 0) */
     int no_overlap_grad_reduce; /* 1: every candidate with overlap_grad_reduce off (the

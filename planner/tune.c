@@ -38,6 +38,8 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
         o.fix_recompute = SC_RECOMPUTE_NONE;
     if (o.fix_sp < 0)
         o.fix_sp = 0;
+    if (o.fix_cp < 1)
+        o.fix_cp = 1;
     o.simulate = 1 << 20; /* simulate every fitting point */
     o.optimize_memory = 0;
     sc_search *s;
@@ -67,6 +69,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     t->zero = o.fix_zero;
     t->recompute = (sc_recompute)o.fix_recompute;
     t->sp = o.fix_sp;
+    t->cp = o.fix_cp;
     /* the search's rule for which layouts take the overlaps */
     sc_step_cfg lay = {.sp = t->sp, .zero = t->zero,
                        .no_overlap_grad_reduce = o.no_overlap_grad_reduce};
@@ -138,6 +141,8 @@ cJSON *sc_tune_to_json(const sc_tune *t)
     sc_jadd_num(j, "zero", t->zero, &oom);
     sc_jadd_str(j, "recompute", sc_recompute_name(t->recompute), &oom);
     sc_jadd_bool(j, "sp", t->sp, &oom);
+    if (t->cp > 1)
+        sc_jadd_num(j, "cp", t->cp, &oom);
     if (t->tp_comm_overlap)
         sc_jadd_bool(j, "tp_comm_overlap", 1, &oom);
     if (t->overlap_param_gather)
@@ -181,7 +186,8 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
 {
     static const char *const top[] = {"format", "model", "cluster", "nodes", "global_batch",
                                       "dp", "tp", "pp", "v", "schedule", "zero", "recompute",
-                                      "sp", "tp_comm_overlap", "overlap_param_gather", "points", "best", "skipped", NULL};
+                                      "sp", "cp", "tp_comm_overlap", "overlap_param_gather",
+                                      "points", "best", "skipped", NULL};
     static const char *const pk[] = {"m", "mbs", "step_time_s", "bubble_fraction", "efficiency",
                                      "peak_mem_bytes", "tokens_per_s", "slices", NULL};
     *out = NULL;
@@ -234,6 +240,12 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
     }
     if (!st) /* optional: files from before it have none */
         st = sc_json_bool(j, file, "", "sp", 0, &t->sp, err);
+    t->cp = 1;
+    if (!st && cJSON_GetObjectItemCaseSensitive(j, "cp")) { /* optional: 1 when absent */
+        long cpv = 1;
+        st = sc_json_int(j, file, "", "cp", 1, 1, 4096, &cpv, err);
+        t->cp = (int)cpv;
+    }
     if (!st)
         st = sc_json_bool(j, file, "", "tp_comm_overlap", 0, &t->tp_comm_overlap, err);
     if (!st)

@@ -5,7 +5,8 @@
  * `tune` share one code path.
  *
  * File (stagecraft.tune/1): { format, model, cluster, nodes, global_batch,
- *   dp, tp, pp, v, schedule, zero, recompute,
+ *   dp, tp, pp, v, schedule, zero, recompute, [cp (context parallelism,
+ *   when above 1)],
  *   points: [ { m, mbs, step_time_s, bubble_fraction, efficiency,
  *               peak_mem_bytes, tokens_per_s } ]  (ascending m),
  *   best: index into points }
@@ -35,6 +36,7 @@ typedef struct sc_tune {
     int nodes, dp, tp, pp, v, zero;
     sc_recompute recompute;
     int sp;                  /* sequence parallelism */
+    int cp;                  /* context parallelism (1: none) */
     int tp_comm_overlap;     /* its tp collectives beside the GEMMs (with sp) */
     int overlap_param_gather; /* its parameter all-gather beside the next forward */
     long global_batch;
@@ -50,7 +52,8 @@ typedef struct sc_tune {
 } sc_tune;
 
 /* opts must fix dp, tp and pp; schedule defaults to 1f1b, v to 1, ZeRO to
- * 0, recompute to none and sequence parallelism off; m and mbs are swept
+ * 0, recompute to none, sequence parallelism off and context parallelism 1
+ * (fix_cp 0 is read as 1: the layout is fixed); m and mbs are swept
  * (mbs <= opts->max_mbs). */
 sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_opts *opts,
                       sc_tune **out, sc_error *err);

@@ -208,6 +208,7 @@ static void fill_point(sc_whatif_point *p, const sc_candidate *k, const sc_clust
     p->mbs = g->mbs;
     p->zero = g->zero;
     p->sp = g->sp;
+    p->cp = g->cp > 1 ? g->cp : 1;
     p->tp_comm_overlap = g->tp_comm_overlap;
     p->overlap_param_gather = g->overlap_param_gather;
     p->recompute = g->recompute;
@@ -296,6 +297,7 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     so.max_mem_bytes = o->max_mem_bytes;
     so.attn = o->attn;
     so.fix_sp = o->fix_sp;
+    so.fix_cp = o->fix_cp;
     so.no_overlap_grad_reduce = o->no_overlap_grad_reduce;
     so.tp_comm_overlap = o->tp_comm_overlap;
     so.overlap_param_gather = o->overlap_param_gather;
@@ -451,6 +453,7 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
             sc_jadd_num(g, "zero", p->zero, &oom);
             sc_jadd_str(g, "recompute", sc_recompute_name(p->recompute), &oom);
             sc_jadd_bool(g, "sp", p->sp, &oom);
+            sc_jadd_num(g, "cp", p->cp, &oom);
             if (p->tp_comm_overlap)
                 sc_jadd_bool(g, "tp_comm_overlap", 1, &oom);
             if (p->overlap_param_gather)
@@ -527,7 +530,7 @@ sc_status sc_whatif_csv(const sc_whatif *w, sc_buf *b, sc_error *err)
                      "tokens_per_s,scaling_efficiency,days,cost_on_demand_usd,"
                      "usd_per_mtok_on_demand,spot_interruptions_per_hour,checkpoint_s,"
                      "interval_s,waste_fraction,spot_days,cost_spot_usd,usd_per_mtok_spot,"
-                     "pareto\n");
+                     "pareto,cp\n");
     for (int i = 0; i < w->n_points; i++) {
         const sc_whatif_point *p = &w->points[i];
         csv_str(b, w->clusters[p->cluster].name);
@@ -555,7 +558,7 @@ sc_status sc_whatif_csv(const sc_whatif *w, sc_buf *b, sc_error *err)
                          : p->pareto_on_demand                 ? "on_demand"
                          : p->pareto_spot                      ? "spot"
                                                                : "";
-        sc_buf_printf(b, ",%s\n", pf);
+        sc_buf_printf(b, ",%s,%d\n", pf, p->cp);
     }
     return b->oom ? sc_err(err, SC_ENOMEM, "whatif: out of memory") : SC_OK;
 }

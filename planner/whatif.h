@@ -137,6 +137,8 @@ typedef struct sc_whatif_opts {
     double max_mem_bytes;          /* sc_search_opts.max_mem_bytes of each search; 0 = none */
     sc_attn attn;                  /* attention implementation of every search */
     int fix_sp;                    /* sc_search_opts.fix_sp: -1 searched (default), 0, 1 */
+    int fix_cp;                    /* sc_search_opts.fix_cp: 0 searched (default; with flash
+                                      attention), >= 1 fixed */
     int no_overlap_grad_reduce;    /* sc_search_opts.no_overlap_grad_reduce (default 0) */
     int tp_comm_overlap;           /* sc_search_opts.tp_comm_overlap (default 0) */
     int overlap_param_gather;      /* sc_search_opts.overlap_param_gather (default 0) */
@@ -154,6 +156,7 @@ typedef struct sc_whatif_point {
     long nodes, gpus;
     int dp, tp, pp, v, m, mbs, zero;
     int sp;                        /* sequence parallelism */
+    int cp;                        /* context parallelism (1: none) */
     int tp_comm_overlap;           /* its tp collectives beside the GEMMs */
     int overlap_param_gather;      /* its parameter all-gather beside the next forward */
     char schedule[16];
@@ -196,7 +199,7 @@ void sc_whatif_free(sc_whatif *w);
 
 /* {format, model, clusters: [names], global_batch, tokens, spot (bool),
  *  restart_s, points: [{cluster, nodes, gpus, config {dp, tp, pp, v, m, mbs,
- *  schedule, zero, recompute, sp}, step_time_s, tokens_per_s, scaling_efficiency,
+ *  schedule, zero, recompute, sp, cp}, step_time_s, tokens_per_s, scaling_efficiency,
  *  days, cost_on_demand_usd, usd_per_mtok_on_demand, cost_spot_usd | null,
  *  usd_per_mtok_spot | null, spot: {interruptions_per_hour, checkpoint_s,
  *  interval_s | null, waste_fraction, feasible, days | null} | null,
@@ -209,7 +212,7 @@ cJSON *sc_whatif_to_json(const sc_whatif *w);
  * cluster,nodes,gpus,dp,tp,pp,v,m,mbs,schedule,zero,recompute,step_time_s,
  * tokens_per_s,scaling_efficiency,days,cost_on_demand_usd,
  * usd_per_mtok_on_demand,spot_interruptions_per_hour,checkpoint_s,interval_s,
- * waste_fraction,spot_days,cost_spot_usd,usd_per_mtok_spot,pareto
+ * waste_fraction,spot_days,cost_spot_usd,usd_per_mtok_spot,pareto,cp
  * (spot fields empty when not studied or not offered, and "inf" days/cost
  * when infeasible; pareto is "", "on_demand", "spot" or "both"). */
 sc_status sc_whatif_csv(const sc_whatif *w, sc_buf *out, sc_error *err);

@@ -156,14 +156,14 @@ TEST(cli_opts_one_help_line)
     REQUIRE(SC("%s whatif --help", bin) == 0);
     CHECK_STR_HAS(out, "[1, 100000]; default 64");
     CHECK(SC("%s whatif --top 2", bin) == 2);
-    CHECK_STR_HAS(out, "unknown option or missing value '--top'");
+    CHECK_STR_HAS(out, "unknown option '--top'");
     /* the options a command does not take are unknown to it */
     CHECK(SC("%s whatif --v 2", bin) == 2);
-    CHECK_STR_HAS(out, "unknown option or missing value '--v'");
+    CHECK_STR_HAS(out, "unknown option '--v'");
     CHECK(SC("%s sim --top 2", bin) == 2);
-    CHECK_STR_HAS(out, "unknown option or missing value '--top'");
+    CHECK_STR_HAS(out, "unknown option '--top'");
     CHECK(SC("%s tune --microbatches 2", bin) == 2);
-    CHECK_STR_HAS(out, "unknown option or missing value '--microbatches'");
+    CHECK_STR_HAS(out, "unknown option '--microbatches'");
     CHECK(SC("%s plan --model gpt-1.3b extra", bin) == 2);
     CHECK_STR_HAS(out, "unexpected argument 'extra'");
 }
@@ -195,4 +195,39 @@ TEST(cli_opts_plan_options_equal_fix)
     }
     cJSON_Delete(a);
     cJSON_Delete(b);
+}
+
+/* A long option by its whole name only: getopt_long alone takes an
+ * unambiguous prefix, so whatif (which has no --tp) read "--tp 1" as
+ * --tp-comm-overlap 1 and ran with it. Every command that parses long
+ * options refuses a prefix with its name (exit 2); whole names, "--name=V"
+ * and values that start with "-" after an option that takes one still
+ * parse. */
+TEST(cli_opts_no_prefix_abbreviations)
+{
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return;
+    char buf[256];
+    CHECK(SC("%s whatif --model gpt-1.3b --cluster dgx-a100-80g --nodes 1 --global-batch 8 "
+             "--tokens 1e9 --tp 1 2>&1", bin) == 2);
+    CHECK_STR_HAS(message(buf, sizeof buf), "unknown option '--tp'");
+    CHECK(SC("%s plan --model gpt-1.3b --cluster dgx-a100-80g --global-batch 8 --glob 8 2>&1",
+             bin) == 2);
+    CHECK_STR_HAS(out, "unknown option '--glob'");
+    static const char *const cmds[] = {
+        "validate --chec", "cost --model gpt-1.3b --cluster dgx-a100-80g --kern",
+        "cluster show dgx-h100 --fla fa2", "export x.json --t megatron", "calibrate --clu c",
+        "compare a b --js", "exec x.json --ste 2", "bench gemm --siz 64", "trace x --outp y",
+        "repro seed38 --mod gpt-1.3b", "plot timeline t.json --outp x"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        CHECK(SC("%s %s 2>&1", bin, cmds[i]) == 2);
+        if (!strstr(out, "unknown option '--"))
+            sc_test_fail(__FILE__, __LINE__, "%s: %s", cmds[i], out);
+    }
+    /* whole names and =VALUE parse; a value may start with '-' */
+    CHECK(SC("%s plan --model gpt-1.3b --cluster dgx-a100-80g --global-batch=8 --top 1 "
+             "--json >/dev/null 2>&1", bin) == 0);
+    CHECK(SC("%s cost --model gpt-1.3b --cluster dgx-a100-80g --depth -1 2>&1", bin) == 2);
+    CHECK(!strstr(out, "unknown option"));
 }

@@ -12,6 +12,7 @@
 #include "search.h"
 #include "step.h"
 #include "timeline.h"
+#include "tune.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -423,9 +424,17 @@ TEST(cp_plan_search)
     REQUIRE(sc_search_ranked(s, 0));
     CHECK_EQ_INT(sc_search_ranked(s, 0)->cfg.dp, 4);
     sc_search_free(s);
-    o.fix_cp = 0;
+    o.fix_cp = 1; /* cp fixed at none: nothing fits */
     CHECK(sc_search_run(m, &c, &o, &s, &err) != SC_OK);
     CHECK_STR_HAS(err.msg, "fits");
+    /* free (searched with flash attention): the search finds cp 2 itself,
+     * the same plan as fixed */
+    o.fix_cp = 0;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    REQUIRE(sc_search_ranked(s, 0));
+    CHECK_EQ_INT(sc_search_ranked(s, 0)->cfg.cp, 2);
+    CHECK_EQ_INT(sc_search_ranked(s, 0)->cfg.dp, 4);
+    sc_search_free(s);
     /* refused: unfused attention, a framework without cp */
     o.fix_cp = 2;
     o.attn = SC_ATTN_UNFUSED;
@@ -437,4 +446,121 @@ TEST(cp_plan_search)
     CHECK(sc_search_run(m, &c, &o, &s, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "runs with Megatron-LM");
     sc_model_free(m);
+}
+
+/* Without --cp the search tries it where it can run: with flash attention
+ * and a framework that runs it, cp 1, 2, 4, 8 (GPUs a node); not with
+ * unfused attention or under DeepSpeed. Every plan's dp·cp·tp·pp is the
+ * cluster's GPUs. */
+TEST(cp_searched_where_it_runs)
+{
+    sc_model *m;
+    sc_cluster c;
+    sc_error err;
+    sc_test_open_pair("llama3-8b", "dgx-h100", 1, &m, &c);
+    REQUIRE(m);
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 64;
+    o.attn = SC_ATTN_FLASH;
+    o.fix_tp = o.fix_pp = 1;
+    o.fix_zero = 1;
+    o.fix_recompute = SC_RECOMPUTE_NONE;
+    o.simulate = 1000;
+    sc_search *s;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    int seen[9] = {0}, n = 0;
+    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++) {
+        int cp = cd->cfg.cp > 1 ? cd->cfg.cp : 1;
+        REQUIRE(cp <= 8);
+        seen[cp]++;
+        CHECK_EQ_INT(cd->cfg.dp * cp, 8);
+        CHECK_EQ_INT(cd->cfg.slices > 1, 0);
+    }
+    /* one sample of 8,192 tokens without cp needs 81 GiB: none at cp 1 */
+    CHECK(seen[2] > 0 && seen[4] > 0 && seen[8] > 0);
+    CHECK_EQ_INT(seen[1] + seen[3] + seen[5] + seen[6] + seen[7], 0);
+    sc_search_free(s);
+    /* the layouts free: plans with and without cp, ranked together */
+    sc_search_opts_default(&o);
+    o.global_batch = 64;
+    o.attn = SC_ATTN_FLASH;
+    o.simulate = 1000;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    int with = 0, without = 0;
+    n = 0;
+    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++) {
+        int cp = cd->cfg.cp > 1 ? cd->cfg.cp : 1;
+        with += cp > 1;
+        without += cp == 1;
+        CHECK_EQ_INT(cd->cfg.dp * cp * cd->cfg.tp * cd->cfg.pp, 8);
+    }
+    CHECK(with > 0 && without > 0);
+    sc_search_free(s);
+    /* unfused attention, or DeepSpeed: cp not tried */
+    o.attn = SC_ATTN_UNFUSED;
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    n = 0;
+    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++)
+        CHECK(cd->cfg.cp <= 1);
+    CHECK(n > 0);
+    sc_search_free(s);
+    o.attn = SC_ATTN_FLASH;
+    o.framework = sc_framework_find("deepspeed");
+    REQUIRE(o.framework);
+    REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
+    n = 0;
+    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++)
+        CHECK(cd->cfg.cp <= 1);
+    CHECK(n > 0);
+    sc_search_free(s);
+    sc_model_free(m);
+}
+
+/* The commands: plan's table gets a cp column where a plan shown has cp;
+ * tune takes --cp (1 unless given) and keeps it in its file; whatif's
+ * points carry it (JSON config.cp, the CSV's last column). */
+TEST(cp_in_plan_tune_whatif_commands)
+{
+    static char out[1 << 17];
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return;
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s plan --model llama3-8b --cluster dgx-h100 --global-batch 64 "
+                       "--attn flash --tp 1 --pp 1 --zero 1 --recompute none",
+                       bin) == 0);
+    CHECK_STR_HAS(out, "  #   dp cp  tp  pp  v");
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s plan --model llama3-8b --cluster dgx-h100 --global-batch 64 "
+                       "--attn flash --tp 1 --pp 1 --zero 1 --recompute none --cp 1",
+                       bin) != 0);
+    CHECK_STR_HAS(out, "fits");
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s plan --model gpt-1.3b --cluster dgx-h100 --global-batch 64", bin) == 0);
+    CHECK_STR_HAS(out, "  #   dp  tp  pp  v");
+    /* tune: a fixed layout, cp in it */
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s tune --model llama3-8b --cluster dgx-h100 --global-batch 64 --attn flash "
+                       "--dp 4 --cp 2 --tp 1 --pp 1 --zero 1 -o %s/tune_cp.json",
+                       bin, d) == 0);
+    CHECK_STR_HAS(out, "dp 4 cp 2 tp 1 pp 1");
+    sc_tune *t = NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s/tune_cp.json", d);
+    REQUIRE(sc_tune_load(path, &t, NULL) == SC_OK);
+    CHECK_EQ_INT(t->cp, 2);
+    CHECK(t->n >= 1);
+    sc_tune_free(t);
+    /* whatif: the winner's cp */
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s whatif --model llama3-8b --cluster dgx-h100 --nodes 1 "
+                       "--global-batch 64 --tokens 1e9 --attn flash --cp 4 -o %s/wi",
+                       bin, d) == 0);
+    CHECK_STR_HAS(out, " cp4 ");
+    REQUIRE(sc_test_sh(out, sizeof out, "cat %s/wi/whatif.csv", d) == 0);
+    CHECK_STR_HAS(out, ",pareto,cp\n");
+    CHECK_STR_HAS(out, ",4\n");
+    REQUIRE(sc_test_sh(out, sizeof out, "cat %s/wi/whatif.json", d) == 0);
+    CHECK_STR_HAS(out, "\"cp\":");
 }

@@ -620,6 +620,12 @@ TEST(docs_formats_tune)
                sc_test_bin(), d) == 0);
     snprintf(path, sizeof path, "%s/tune_sliced.json", d);
     walk_file(path, NULL, &keys, NULL);
+    /* a layout with context parallelism: "cp" */
+    REQUIRE(SH("%s tune --model llama3-8b --cluster dgx-h100 --global-batch 16 --attn flash "
+               "--dp 4 --cp 2 --tp 1 --pp 1 --zero 1 -o %s/tune_cp.json",
+               sc_test_bin(), d) == 0);
+    snprintf(path, sizeof path, "%s/tune_cp.json", d);
+    walk_file(path, NULL, &keys, NULL);
     check_kind("tune", &keys, NULL);
     set_free(&keys);
 }
