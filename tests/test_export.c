@@ -593,9 +593,9 @@ TEST(export_torch_runs)
  * python that imports it: tests/export/torchrun stands in for torchrun and
  * runs Megatron's parse_args and validate_args (tests/export/megatron_args.py)
  * over what the script passes to pretrain_gpt.py, with the script's own
- * environment. Three plans: tp 2 x pp 2 x dp 4 with full recompute;
+ * environment. Four plans: tp 2 x pp 2 x dp 4 with full recompute;
  * interleaved with sequence parallelism and the distributed optimizer;
- * Llama 3 8B under Megatron-FSDP with tp 4. */
+ * Llama 3 8B under Megatron-FSDP with tp 4, and with context parallelism 2. */
 TEST(export_megatron_accepted)
 {
     const char *mg = getenv("SC_MEGATRON"), *py = torch_python();
@@ -620,6 +620,9 @@ TEST(export_megatron_accepted)
          "megatron accepted: world 32 tp 4 pp 4 dp 2 vp 2 gbs 16 mbs 1"},
         {"llama3-8b", "dgx-h100", "--nodes 2 --dp 4 --tp 4 --microbatches 4 --zero 3",
          "megatron accepted: world 16 tp 4 pp 1 dp 4 vp None gbs 16 mbs 1"},
+        /* context parallelism: Megatron's dp is world / (tp·pp·cp), as the plan's */
+        {"llama3-8b", "dgx-h100", "--nodes 2 --dp 4 --cp 2 --tp 2 --microbatches 4 --zero 1 "
+         "--attn flash", "megatron accepted: world 16 tp 2 pp 1 dp 4 vp None gbs 16 mbs 1"},
     };
     for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
         REQUIRE(SC("%s sim --model %s --cluster %s %s -o %s/m%zu.json >/dev/null && "
