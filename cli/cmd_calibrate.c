@@ -345,7 +345,9 @@ static void compare_help(void)
            "Simulates the plan (on C, e.g. a calibrated cluster, with the plan's node count;\n"
            "default: the plan's own cluster) and sets the prediction beside the measurement:\n"
            "the step time, each op kind's mean duration, each rank's busy time, the errors in\n"
-           "percent and their MAPE.\n");
+           "percent and their MAPE. With --cluster the plan's own cluster is neither opened\n"
+           "nor checked against its digest, so a run whose preset has changed since replays\n"
+           "on a cluster named on purpose; C needs the plan's GPUs per node.\n");
 }
 
 int cmd_compare(int argc, char **argv)

@@ -81,12 +81,7 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
     sc_comparison *cmp = NULL;
     sc_status st = sc_plan_load(plan_file, &p, err);
     if (!st)
-        st = sc_plan_open(p, plan_file, &m, &c, err);
-    if (!st && cluster) {
-        st = sc_cluster_open(cluster, &c, err);
-        if (!st)
-            st = sc_cluster_set_nodes(&c, p->nodes, err);
-    }
+        st = sc_plan_open_on(p, plan_file, cluster, &m, &c, err);
     if (!st)
         st = sc_timeline_load(measured_file, &meas, err);
     if (!st && strcmp(meas->source, "exec"))

@@ -733,6 +733,12 @@ static sc_status check_against_model(const sc_plan *p, const char *file, const s
 sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_cluster *cluster,
                        sc_error *err)
 {
+    return sc_plan_open_on(p, file, NULL, model, cluster, err);
+}
+
+sc_status sc_plan_open_on(const sc_plan *p, const char *file, const char *on, sc_model **model,
+                          sc_cluster *cluster, sc_error *err)
+{
     char mbuf[2048], cbuf[2048];
     const char *msrc = beside(p->model_source, file, mbuf, sizeof mbuf);
     const char *csrc = beside(p->cluster_source, file, cbuf, sizeof cbuf);
@@ -741,7 +747,7 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
      * a writer, /dev/stdin reads the terminal, /dev/zero reads to the size
      * limit (built-in names are not files) */
     const char *srcs[2] = {msrc, csrc}, *keys[2] = {"model", "cluster"};
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < (on ? 1 : 2); k++) {
         struct stat sb;
         if (stat(srcs[k], &sb) == 0 && !S_ISREG(sb.st_mode))
             return sc_err(err, SC_EINVAL, "%s: %s.source: %s is not a regular file", file,
@@ -766,15 +772,17 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
                       "says %s)",
                       file, p->model_source, dg, p->model_digest);
     }
-    st = sc_cluster_open(csrc, &c, err);
+    st = sc_cluster_open(on ? on : csrc, &c, err);
     if (st) {
         sc_model_free(m);
-        sc_err_prefix(err, "%s: cluster.source", file);
+        if (!on)
+            sc_err_prefix(err, "%s: cluster.source", file);
         return st;
     }
     /* cpu-local is read off the machine it runs on: its digest travels with
-     * the machine, so it is not compared */
-    if (strcmp(p->cluster_source, "cpu-local") != 0 && sc_cluster_digest(&c, dg) == SC_OK &&
+     * the machine, so it is not compared; nor is the plan's own cluster
+     * when another is named */
+    if (!on && strcmp(p->cluster_source, "cpu-local") != 0 && sc_cluster_digest(&c, dg) == SC_OK &&
         strcmp(dg, p->cluster_digest)) {
         sc_model_free(m);
         return sc_err(err, SC_EINVAL,
@@ -790,9 +798,10 @@ sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model, sc_
         if (st)
             sc_err_prefix(err, "%s", file);
     }
-    if (!st && strcmp(p->cluster_source, "cpu-local") != 0 && c.gpus_per_node != p->gpus_per_node)
+    if (!st && (on || strcmp(p->cluster_source, "cpu-local") != 0) &&
+        c.gpus_per_node != p->gpus_per_node)
         st = sc_err(err, SC_EINVAL, "%s: cluster.gpus_per_node: %d, but %s has %d", file,
-                    p->gpus_per_node, p->cluster_source, c.gpus_per_node);
+                    p->gpus_per_node, on ? on : p->cluster_source, c.gpus_per_node);
     if (!st)
         st = check_against_model(p, file, m, err);
     if (!st && p->slices > 1) {

@@ -107,6 +107,14 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err);
  * count, checks both digests and the partition's leaf names. */
 sc_status sc_plan_open(const sc_plan *p, const char *file, sc_model **model,
                        sc_cluster *cluster, sc_error *err);
+/* The same on another cluster (a preset or file, e.g. a calibrated one;
+ * NULL: the plan's own, as sc_plan_open): the plan's own cluster is not
+ * opened or checked, so a plan whose preset has changed since it ran can
+ * still be replayed on a cluster named on purpose; `on` must have the
+ * plan's GPUs per node, and gets the plan's node count and framework
+ * overhead. */
+sc_status sc_plan_open_on(const sc_plan *p, const char *file, const char *on,
+                          sc_model **model, sc_cluster *cluster, sc_error *err);
 /* The step configuration of the plan (partition points into p). */
 void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg);
 void sc_plan_free(sc_plan *p);

@@ -1356,6 +1356,49 @@ TEST(compare_refuses_zero_step)
     CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json", d, bin), 0);
 }
 
+/* A plan whose own cluster changed after it ran: compare refuses it (the
+ * digest), and replays it on a cluster named with --cluster, which must have
+ * the plan's GPUs per node; the plan's own cluster is then not opened. */
+TEST(compare_on_another_cluster)
+{
+    const char *d = sc_test_tmpdir();
+    REQUIRE(make_measurement(d) == 0);
+    char out[1 << 14], p[600];
+    const char *bin = sc_test_bin();
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && cp cpu.json cpu_as_run.json && "
+                            "%s compare p.json meas.json --json > before.json", d, bin), 0);
+    /* the plan's cluster file changes (a slower GEMM) */
+    sc_cluster c = cpu_cluster();
+    c.gpus_per_node = 2;
+    c.eff.eff_max[SC_FP32] *= 0.8;
+    sc_error err;
+    snprintf(p, sizeof p, "%s/cpu.json", d);
+    REQUIRE(sc_cluster_save(&c, p, &err) == SC_OK);
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json 2>&1", d, bin),
+                 2);
+    CHECK_STR_HAS(out, "p.json: cluster.digest: cpu.json has changed since the plan was made");
+    /* on the cluster as it ran: the same prediction as before */
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json --cluster "
+                            "cpu_as_run.json --json > after.json", d, bin), 0);
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && cmp before.json after.json && echo same",
+                            d), 0);
+    CHECK_STR_HAS(out, "same");
+    /* on the changed one: no refusal */
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json --cluster "
+                            "cpu.json 2>&1", d, bin), 0);
+    /* the plan's own cluster gone: still runs on the named one */
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && mv cpu.json gone.json && %s compare "
+                            "p.json meas.json --cluster cpu_as_run.json >/dev/null 2>&1", d, bin),
+                 0);
+    /* another node size: refused, naming both */
+    c.gpus_per_node = 4;
+    snprintf(p, sizeof p, "%s/cpu4.json", d);
+    REQUIRE(sc_cluster_save(&c, p, &err) == SC_OK);
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json --cluster "
+                            "cpu4.json 2>&1", d, bin), 2);
+    CHECK_STR_HAS(out, "p.json: cluster.gpus_per_node: 2, but cpu4.json has 4");
+}
+
 /* Marks a bench file as measured cold (bench --cold). */
 static void mark_cold(const char *path, double cold_bytes)
 {
