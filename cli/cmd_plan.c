@@ -189,6 +189,10 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddStringToObject(j, "cuts", o.cut_in_layers ? "leaves" : "layers");
         if (o.fix_cp > 1)
             cJSON_AddNumberToObject(j, "cp", o.fix_cp);
+        int cps[SC_SEARCH_MAX_CPS], ncps = sc_search_cps(s, cps);
+        cJSON *cpa = cJSON_AddArrayToObject(j, "cp_searched");
+        for (int i = 0; cpa && i < ncps; i++)
+            cJSON_AddItemToArray(cpa, cJSON_CreateNumber(cps[i]));
         cJSON_AddNumberToObject(j, "enumerated", (double)en);
         cJSON_AddNumberToObject(j, "fitting", (double)fit);
         cJSON_AddNumberToObject(j, "simulated", nsim);
@@ -219,8 +223,15 @@ int cmd_plan(int argc, char **argv)
                o.optimize_memory ? "memory" : "speed", sc_search_partitioner(s));
         printf("framework %s, stages cut %s", o.framework ? o.framework->name : "any",
                o.cut_in_layers ? "at any leaf" : "between layers");
-        if (o.fix_cp > 1) /* not a column: every plan has it */
+        int cps[SC_SEARCH_MAX_CPS], ncps = sc_search_cps(s, cps);
+        if (o.fix_cp > 1) { /* not a column: every plan has it */
             printf(", context parallelism %d (every plan: dp·cp·tp·pp ranks)", o.fix_cp);
+        } else if (ncps > 1) {
+            printf(", context parallelism searched:");
+            for (int i = 0; i < ncps; i++)
+                printf("%s %d", i ? "," : "", cps[i]);
+            printf(" (--cp 1: none)");
+        }
         printf("\n");
         printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n", en,
                fit, te, nsim, tsim);

@@ -25,6 +25,7 @@ struct sc_search {
     const sc_cluster *c;
     sc_search_opts o;
     char partitioner[16];
+    int cps[SC_SEARCH_MAX_CPS], ncps; /* the cp degrees tried */
     sc_stage_table *tables;
     table_key *keys;
     int ntables, captables;
@@ -104,6 +105,12 @@ void sc_search_times(const sc_search *s, double *estimate_s, double *simulate_s)
 }
 
 const char *sc_search_partitioner(const sc_search *s) { return s->partitioner; }
+
+int sc_search_cps(const sc_search *s, int out[SC_SEARCH_MAX_CPS])
+{
+    memcpy(out, s->cps, sizeof(int) * (size_t)s->ncps);
+    return s->ncps;
+}
 
 void sc_search_limits(const sc_search *s, int *time_limited, long *shapes_done,
                       long *shapes_total, int *over_mem)
@@ -770,6 +777,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     if (s->o.memory_weight < 0)
         s->o.memory_weight = o->optimize_memory ? 0.8 : 0.2;
     snprintf(s->partitioner, sizeof s->partitioner, "%s", part->name);
+    s->ncps = cp_degrees(m, c, o, s->cps);
 
     double t0 = now(), deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
     item_list items = {0};

@@ -170,6 +170,9 @@ int sc_search_dims(const sc_step_cfg *cfg);
 void sc_search_times(const sc_search *s, double *estimate_s, double *simulate_s);
 /* The partition method used. */
 const char *sc_search_partitioner(const sc_search *s);
+/* The context-parallel degrees the search tried (1 alone: cp not searched,
+ * or fixed at 1); out gets up to SC_SEARCH_MAX_CPS of them. Returns the count. */
+int sc_search_cps(const sc_search *s, int out[SC_SEARCH_MAX_CPS]);
 
 /* The analytical estimate of one configuration (cfg->partition NULL =
  * uniform); the same model the search uses, without its caches. */

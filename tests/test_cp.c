@@ -531,6 +531,12 @@ TEST(cp_in_plan_tune_whatif_commands)
                        "--attn flash --tp 1 --pp 1 --zero 1 --recompute none",
                        bin) == 0);
     CHECK_STR_HAS(out, "  #   dp cp  tp  pp  v");
+    CHECK_STR_HAS(out, "context parallelism searched: 1, 2, 4, 8 (--cp 1: none)");
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s plan --model llama3-8b --cluster dgx-h100 --global-batch 64 "
+                       "--attn flash --top 1 --json",
+                       bin) == 0);
+    CHECK_STR_HAS(out, "\"cp_searched\":\t[1, 2, 4, 8]");
     REQUIRE(sc_test_sh(out, sizeof out,
                        "%s plan --model llama3-8b --cluster dgx-h100 --global-batch 64 "
                        "--attn flash --tp 1 --pp 1 --zero 1 --recompute none --cp 1",
