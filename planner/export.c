@@ -65,11 +65,9 @@ static sc_status judge(const sc_export_ctx *x, sc_error *err)
 {
     const sc_plan *p = x->plan;
     sc_fw_layout l = {.tp = p->tp, .pp = p->pp, .v = p->v, .m = p->m, .zero = p->zero,
-                      .sp = p->sp, .schedule = p->schedule, .placement = p->placement};
+                      .sp = p->sp, .cp = p->cp, .schedule = p->schedule,
+                      .placement = p->placement};
     char why[768];
-    if (p->cp > 1 && strcmp(x->target->name, "megatron"))
-        return ex_unwritten(x, err, "context parallelism (the plan's cp %d): only --to megatron "
-                            "writes it (--context-parallel-size)", p->cp);
     switch (sc_framework_judge(x->fw, x->model, &l, why, sizeof why)) {
     case SC_FW_CANNOT:
         return ex_refuse(x, err, "%s", why);

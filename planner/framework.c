@@ -16,13 +16,17 @@ static const sc_framework megatron = {
     .name = "megatron", .title = "Megatron-LM", .cuts_in_layers = 0,
     .schedules = "1f1b,interleaved", .runs_as = "1F1B",
     .virtual_stages = 1, .v_needs_m_multiple = 1,
-    .max_zero = 3, .max_zero_pp = 2, .tp = 1, .tp_needs_data = 1, .sp = 1, .tp_innermost = 1,
-    .needs_gpt = 1,
+    .max_zero = 3, .max_zero_pp = 2, .tp = 1, .tp_needs_data = 1, .sp = 1, .cp = 1,
+    .tp_innermost = 1, .needs_gpt = 1,
     .zero_pp_why = "this export maps ZeRO-3 to Megatron-FSDP, which the checked source does "
                    "not pair with pipeline parallelism",
     .tp_why = "",
     .sp_why = "",
 };
+
+/* Context parallelism is Megatron-Core's (--context-parallel-size): the other
+ * exports do not write it. */
+#define CP_MEGATRON_ONLY "only --to megatron writes it (--context-parallel-size)"
 
 /* DeepSpeed (export_deepspeed.c's commit): the pipeline engine runs its own
  * 1F1B-style TrainSchedule, one contiguous stage per rank, ZeRO 0 and 1
@@ -39,6 +43,7 @@ static const sc_framework deepspeed = {
     .tp_why = "",
     .sp_why = "DeepSpeed does not split norms and dropouts along the sequence (Megatron-LM's "
               "--sequence-parallel; its Ulysses sequence parallelism is another scheme)",
+    .cp_why = CP_MEGATRON_ONLY,
 };
 
 /* torch.distributed.pipelining (export_torch.c's commit): GPipe, 1F1B,
@@ -56,6 +61,7 @@ static const sc_framework torch_ = {
     .tp_why = "for torch.distributed.pipelining (it would need a DTensor plan); export with "
               "--to megatron",
     .sp_why = "",
+    .cp_why = CP_MEGATRON_ONLY,
     .zero_by_export = 1, .tp_by_export = 1,
 };
 
@@ -64,7 +70,8 @@ static const sc_framework any = {
     .name = "any", .title = "any framework", .cuts_in_layers = 1,
     .schedules = "gpipe,1f1b,interleaved,zb-h1", .runs_as = NULL,
     .virtual_stages = 1, .v_needs_m_multiple = 0,
-    .max_zero = 3, .max_zero_pp = 3, .tp = 1, .tp_needs_data = 0, .sp = 1, .tp_innermost = 0,
+    .max_zero = 3, .max_zero_pp = 3, .tp = 1, .tp_needs_data = 0, .sp = 1, .cp = 1,
+    .tp_innermost = 0,
 };
 
 static const sc_framework *const rows[] = {&megatron, &deepspeed, &torch_, &any};
@@ -107,6 +114,10 @@ int sc_framework_runs_schedule(const sc_framework *fw, const char *schedule)
 sc_fw_verdict sc_framework_judge(const sc_framework *fw, const sc_model *m,
                                  const sc_fw_layout *l, char *why, size_t n)
 {
+    if (l->cp > 1 && !fw->cp) {
+        SAY("context parallelism (the plan's cp %d): %s", l->cp, fw->cp_why);
+        return SC_FW_UNWRITTEN;
+    }
     if (m && fw->needs_gpt) {
         char buf[512];
         int gpt = sc_export_is_gpt(m, buf, sizeof buf);

@@ -16,6 +16,8 @@
  *             has tensor-parallel data (sc_model_tp_replicated finds none
  *             without);
  *   sp        whether it runs sequence parallelism;
+ *   cp        whether its export writes context parallelism (the search
+ *             tries cp only where it does: search.h);
  *   placement whether tp must be the innermost axis of the rank order;
  *   model     whether it needs a GPT-style decoder (sc_export_is_gpt:
  *             Megatron-LM's GPT model, the one its export launches).
@@ -52,6 +54,7 @@ typedef struct sc_framework {
     int tp;                   /* runs tp > 1 */
     int tp_needs_data;        /* only where the model has tp data */
     int sp;                   /* runs sequence parallelism */
+    int cp;                   /* its export writes context parallelism (cp > 1) */
     int tp_innermost;         /* the rank order must put tp innermost */
     int needs_gpt;            /* the model must be GPT-style (sc_export_is_gpt) */
     /* the reasons, one phrase each, after the feature ("...: WHY") */
@@ -60,6 +63,7 @@ typedef struct sc_framework {
     const char *zero_pp_why;  /* ZeRO above max_zero_pp with a pipeline */
     const char *tp_why;       /* tp > 1 refused */
     const char *sp_why;       /* sequence parallelism refused */
+    const char *cp_why;       /* context parallelism not written */
     int zero_by_export;       /* the ZeRO rules are the export's, not the framework's */
     int tp_by_export;         /* so is the tp rule */
 } sc_framework;
@@ -77,7 +81,7 @@ const sc_framework *sc_framework_any(void);
 /* A layout to judge. placement NULL = the default "tp,pp,dp"; m 0 = not
  * known yet (the m rule is then not judged). */
 typedef struct sc_fw_layout {
-    int tp, pp, v, m, zero, sp;
+    int tp, pp, v, m, zero, sp, cp; /* cp 0 or 1: none */
     const char *schedule;
     const char *placement;
 } sc_fw_layout;
