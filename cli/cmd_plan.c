@@ -263,7 +263,7 @@ int cmd_plan(int argc, char **argv)
                 snprintf(sch, sizeof sch, "%s", g->schedule);
             printf("%3d %4d ", i + 1, g->dp);
             if (cpcol)
-                printf("%2d ", g->cp > 1 ? g->cp : 1);
+                printf("%2d ", sc_step_cp(g));
             printf("%3d %3d %2d %4d %4d %-11s %4d %-9s %2s %10.1f %6.1f%% %10.1f %10s "
                    "%8.1f %9.4f\n",
                    g->tp, g->pp, g->v, g->m, g->mbs, sch, g->zero,

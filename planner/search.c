@@ -504,7 +504,7 @@ static int fw_runs(const sc_framework *fw, const sc_fw_layout *l, why_none *why)
 
 /* The context-parallel degrees the search tries (search.h): the fixed one;
  * else 1 and, with flash attention and a framework that runs it
- * (Megatron-Core: any or megatron), each power of two up to the GPUs of a
+ * (framework.h's cp: any or megatron), each power of two up to the GPUs of a
  * node that the model takes (sc_step_check_cp: 2·cp divides the sequence,
  * every attention leaf a fused self-attention kernel). Returns the count. */
 static int cp_degrees(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
@@ -516,7 +516,8 @@ static int cp_degrees(const sc_model *m, const sc_cluster *c, const sc_search_op
     }
     int n = 0;
     out[n++] = 1;
-    if (o->attn != SC_ATTN_FLASH || (o->framework && strcmp(o->framework->name, "megatron")))
+    const sc_framework *fw = o->framework ? o->framework : sc_framework_any();
+    if (o->attn != SC_ATTN_FLASH || !fw->cp)
         return n;
     for (int cp = 2; cp <= c->gpus_per_node && n < SC_SEARCH_MAX_CPS; cp *= 2) {
         sc_step_cfg cc = {.dp = 1, .cp = cp, .tp = 1, .pp = 1, .attn = o->attn};
@@ -527,13 +528,14 @@ static int cp_degrees(const sc_model *m, const sc_cluster *c, const sc_search_op
     return n;
 }
 
-/* Every shape the search will partition, in the search's order; O(items). */
+/* Every shape the search will partition, in the search's order, for each of
+ * the ncp cp degrees in cps (cp_degrees); O(items). */
 static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
-                           int max_mbs, item_list *out, why_none *why, sc_error *err)
+                           const int *cps, int ncp, int max_mbs, item_list *out, why_none *why,
+                           sc_error *err)
 {
     long G = sc_cluster_total_gpus(c), B = o->global_batch;
     int gpn = c->gpus_per_node, layers = sc_partition_layers(m);
-    int cps[SC_SEARCH_MAX_CPS], ncp = cp_degrees(m, c, o, cps);
     const sc_framework *fw = o->framework ? o->framework : sc_framework_any();
     for (int tp = 1; tp <= gpn; tp++) {
         if (gpn % tp || (o->fix_tp && tp != o->fix_tp) || !sc_cost_tp_divides_heads(m, tp))
@@ -616,7 +618,7 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
                         }
                     }
                 }
-        }
+            }
         }
     }
     return SC_OK;
@@ -733,7 +735,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             sc_err_prefix(err, "plan");
             return cst;
         }
-        if (o->framework && strcmp(o->framework->name, "megatron"))
+        if (o->framework && !o->framework->cp)
             return sc_err(err, SC_EINVAL, "plan: --cp: context parallelism runs with Megatron-LM "
                           "(--framework megatron or any), not %s", o->framework->name);
     }
@@ -783,7 +785,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     item_list items = {0};
     why_none why = {0};
     double wtotal = 0, wdone = 0;
-    sc_status st = enumerate(m, c, o, s->o.max_mbs, &items, &why, err);
+    sc_status st = enumerate(m, c, o, s->cps, s->ncps, s->o.max_mbs, &items, &why, err);
     if (!st)
         st = count_shapes(&items, &s->shapes_total, &wtotal, err);
     sc_search_progress pg = {0, 0, s->shapes_total, 0, 0};

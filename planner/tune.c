@@ -240,12 +240,10 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
     }
     if (!st) /* optional: files from before it have none */
         st = sc_json_bool(j, file, "", "sp", 0, &t->sp, err);
-    t->cp = 1;
-    if (!st && cJSON_GetObjectItemCaseSensitive(j, "cp")) { /* optional: 1 when absent */
-        long cpv = 1;
-        st = sc_json_int(j, file, "", "cp", 1, 1, 4096, &cpv, err);
-        t->cp = (int)cpv;
-    }
+    long cpv = 1; /* optional: 1 when absent */
+    if (!st)
+        st = sc_json_int(j, file, "", "cp", 0, 1, 4096, &cpv, err);
+    t->cp = (int)cpv;
     if (!st)
         st = sc_json_bool(j, file, "", "tp_comm_overlap", 0, &t->tp_comm_overlap, err);
     if (!st)

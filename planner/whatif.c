@@ -208,7 +208,7 @@ static void fill_point(sc_whatif_point *p, const sc_candidate *k, const sc_clust
     p->mbs = g->mbs;
     p->zero = g->zero;
     p->sp = g->sp;
-    p->cp = g->cp > 1 ? g->cp : 1;
+    p->cp = sc_step_cp(g);
     p->tp_comm_overlap = g->tp_comm_overlap;
     p->overlap_param_gather = g->overlap_param_gather;
     p->recompute = g->recompute;

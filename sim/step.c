@@ -161,7 +161,7 @@ static int placement_dp_outermost(const char *pl)
 int sc_step_rank(const sc_step_cfg *cfg, int d, int p, int t)
 {
     /* context parallelism: the cp index joins t in the placement's tp place */
-    int cp = cfg->cp > 1 ? cfg->cp : 1;
+    int cp = sc_step_cp(cfg);
     int order[3], coord[3] = {t, p, d}, dim[3] = {cfg->tp * cp, cfg->pp, cfg->dp};
     if (cp > 1) { /* no division on the search's path (cp 1) */
         coord[0] = d % cp * cfg->tp + t;
@@ -177,7 +177,7 @@ int sc_step_rank(const sc_step_cfg *cfg, int d, int p, int t)
 
 void sc_step_coords(const sc_step_cfg *cfg, int rank, int *d, int *p, int *t)
 {
-    int cp = cfg->cp > 1 ? cfg->cp : 1;
+    int cp = sc_step_cp(cfg);
     int order[3], dim[3] = {cfg->tp * cp, cfg->pp, cfg->dp}, coord[3] = {0, 0, 0};
     if (placement_order(cfg->placement, order) == 0)
         for (int i = 0; i < 3; i++) {
@@ -210,7 +210,7 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
                       cfg->schedule ? cfg->schedule : "");
     if (cfg->cp < 0 || cfg->cp > 4096)
         return sc_err(err, SC_EINVAL, "sim: context parallelism cp=%d (1 to 4096)", cfg->cp);
-    int cp = cfg->cp > 1 ? cfg->cp : 1;
+    int cp = sc_step_cp(cfg);
     long ranks = (long)cfg->dp * cp * cfg->tp * cfg->pp;
     long gpus = sc_cluster_total_gpus(c);
     if (ranks > gpus)

@@ -210,13 +210,16 @@ typedef struct sc_step_size {
 void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_size *out);
 
+/* cfg's context-parallel degree, 1 for none (cp 0 and 1 both mean none). */
+static inline int sc_step_cp(const sc_step_cfg *cfg) { return cfg->cp > 1 ? cfg->cp : 1; }
+
 /* The data-parallel group with context parallelism: dp·cp ranks hold the
  * same parameters and reduce their gradients together (dp when cp <= 1). A
  * rank's d coordinate (sc_step_rank, sc_step_coords) runs over it: d =
  * (data-parallel index)·cp + (cp index). */
 static inline int sc_step_dpc(const sc_step_cfg *cfg)
 {
-    return cfg->dp * (cfg->cp > 1 ? cfg->cp : 1);
+    return cfg->dp * sc_step_cp(cfg);
 }
 
 /* Checks cfg against the model and cluster (degrees, schedule, zero,
