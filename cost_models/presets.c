@@ -603,15 +603,19 @@ static const flash_rate *set_flash(sc_cluster *c, const char *kernel)
     return f;
 }
 
-/* The kernels' names, and how a table of runs shows them: one list, which
- * makes both the table and the names listed in messages. */
+/* The kernels' names, how a table of runs shows them, and what a GPU
+ * without their rates is told (where the kernel has rates only on some): one
+ * list, which makes the table, the names listed in messages and the
+ * refusals. */
 #define FLASH_KERNELS(X)                                                                   \
-    X("fa1", "flash1") X("fa2", "flash2") X("fa3", "flash3") X("triton", "triton")         \
-        X("cudnn", "cudnn")
-#define FLASH_ENTRY(name, label) {name, label},
-#define FLASH_LISTED(name, label) ", " name
+    X("fa1", "flash1", "") X("fa2", "flash2", "")                                          \
+    X("fa3", "flash3", " (FlashAttention-3 runs on Hopper GPUs only)")                     \
+    X("triton", "triton", "")                                                              \
+    X("cudnn", "cudnn", " (cuDNN's fused attention is published for Hopper only)")
+#define FLASH_ENTRY(name, label, where) {name, label, where},
+#define FLASH_LISTED(name, label, where) ", " name
 static const struct {
-    const char *name, *label;
+    const char *name, *label, *where;
 } flash_names[] = {FLASH_KERNELS(FLASH_ENTRY)};
 
 const char *sc_cluster_flash_kernel_name(int i)
@@ -619,12 +623,18 @@ const char *sc_cluster_flash_kernel_name(int i)
     return i >= 0 && i < (int)SC_ARRAY_LEN(flash_names) ? flash_names[i].name : NULL;
 }
 
-const char *sc_cluster_flash_kernel_label(const char *kernel)
+static int flash_index(const char *kernel)
 {
     for (size_t i = 0; kernel && i < SC_ARRAY_LEN(flash_names); i++)
         if (!strcmp(kernel, flash_names[i].name))
-            return flash_names[i].label;
-    return NULL;
+            return (int)i;
+    return -1;
+}
+
+const char *sc_cluster_flash_kernel_label(const char *kernel)
+{
+    int i = flash_index(kernel);
+    return i < 0 ? NULL : flash_names[i].label;
 }
 
 int sc_cluster_flash_kernel_known(const char *kernel)
@@ -656,8 +666,5 @@ sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *e
         return SC_OK;
     }
     return sc_err(err, SC_EINVAL, "no published %s rate for %s%s", kernel, c->gpu.name,
-                  !strcmp(kernel, "fa3")     ? " (FlashAttention-3 runs on Hopper GPUs only)"
-                  : !strcmp(kernel, "cudnn") ? " (cuDNN's fused attention is published for "
-                                               "Hopper only)"
-                                             : "");
+                  flash_names[flash_index(kernel)].where);
 }
