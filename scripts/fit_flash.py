@@ -112,6 +112,31 @@ def fit(y, seqs=SEQ):
     return r, s0, math.sqrt(sse / len(seqs)), mx
 
 
+def hd64_of(r64, s064, rc, s0c):
+    """The head-64 rate over the head-128 one, both fits at s = 2048."""
+    return (r64 * 2048 / (2048 + s064)) / (rc * 2048 / (2048 + s0c))
+
+
+def fit_table(table, fits, tag=()):
+    """Fits and prints every series of table, keeping (R, s0) in fits under
+    (gpu, mask, head, kernel) + tag."""
+    for (gpu, mask, head), series in table.items():
+        for kernel, y in series.items():
+            r, s0, rms, mx = fit(y)
+            fits[(gpu, mask, head, kernel) + tag] = (r, s0)
+            print("%-5s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%"
+                  % (gpu, mask, head, kernel, r, s0, 100 * rms, 100 * mx))
+
+
+def preset_of(fits, gpu, kernel, tag=()):
+    """'R .. s0 .. s0_full .. full .. hd64 ..' as presets.c takes a kernel."""
+    rc, s0c = fits[(gpu, "causal", 128, kernel) + tag]
+    rf, s0f = fits[(gpu, "full", 128, kernel) + tag]
+    r64, s064 = fits[(gpu, "causal", 64, kernel) + tag]
+    return ("R %.1f  s0 %d  s0_full %d  full %.3f  hd64 %.3f"
+            % (rc, s0c, s0f, rf / rc, hd64_of(r64, s064, rc, s0c)))
+
+
 def measured(path):
     """Fits a stagecraft.flash_bench/1 file: per backend, mask and head size."""
     try:
@@ -167,7 +192,7 @@ def measured(path):
                 backend, what, rc, s0c, s0f, rf / rc)
             if (backend, "causal", 64, what) in fits:
                 r64, s064 = fits[(backend, "causal", 64, what)]
-                line += "  hd64 %.3f" % ((r64 * 2048 / (2048 + s064)) / (rc * 2048 / (2048 + s0c)))
+                line += "  hd64 %.3f" % hd64_of(r64, s064, rc, s0c)
             print(line)
     return fits
 
@@ -184,12 +209,7 @@ def main():
         sys.exit("fit_flash.py: usage: fit_flash.py [--measured FILE]")
     fits = {}
     print("gpu   mask    head kernel      R TFLOP/s     s0   rms    max")
-    for (gpu, mask, head), series in DATA.items():
-        for kernel, y in series.items():
-            r, s0, rms, mx = fit(y)
-            fits[(gpu, mask, head, kernel)] = (r, s0)
-            print("%-5s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%"
-                  % (gpu, mask, head, kernel, r, s0, 100 * rms, 100 * mx))
+    fit_table(DATA, fits)
     print()
     print("presets (head size 128): R causal, s0 causal, s0 full, full/causal R;")
     print("hd64: head size 64 over 128, both fits at s = 2048, causal")
@@ -197,38 +217,18 @@ def main():
         for kernel in ("fa1", "triton", "fa2"):
             if (gpu, "causal", 128, kernel) not in fits:
                 continue
-            rc, s0c = fits[(gpu, "causal", 128, kernel)]
-            rf, s0f = fits[(gpu, "full", 128, kernel)]
-            r64, s064 = fits[(gpu, "causal", 64, kernel)]
-            hd64 = (r64 * 2048 / (2048 + s064)) / (rc * 2048 / (2048 + s0c))
-            print("%-5s %-7s R %.1f  s0 %d  s0_full %d  full %.3f  hd64 %.3f"
-                  % (gpu, kernel, rc, s0c, s0f, rf / rc, hd64))
+            print("%-5s %-7s %s" % (gpu, kernel, preset_of(fits, gpu, kernel)))
     print()
     print("forward only (FlashAttention-3's figure):")
-    for (gpu, mask, head), series in FWD.items():
-        for kernel, y in series.items():
-            r, s0, rms, mx = fit(y)
-            fits[(gpu, mask, head, kernel, "fwd")] = (r, s0)
-            print("%-5s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%"
-                  % (gpu, mask, head, kernel, r, s0, 100 * rms, 100 * mx))
+    fit_table(FWD, fits, ("fwd",))
     print()
     print("backward only (FlashAttention-3's Fig. 6):")
-    for (gpu, mask, head), series in BWD.items():
-        for kernel, y in series.items():
-            r, s0, rms, mx = fit(y)
-            fits[(gpu, mask, head, kernel, "bwd")] = (r, s0)
-            print("%-5s %-7s %4d %-7s %8.1f %9d %5.1f%% %5.1f%%"
-                  % (gpu, mask, head, kernel, r, s0, 100 * rms, 100 * mx))
+    fit_table(BWD, fits, ("bwd",))
     print()
     print("as presets.c takes them, forward (head size 128; hd64 at s = 2048, causal;")
     print("FA3's hd64 is not taken yet, presets.c says why):")
     for kernel in ("fa3", "cudnn"):
-        rc, s0c = fits[("H100", "causal", 128, kernel, "fwd")]
-        rf, s0f = fits[("H100", "full", 128, kernel, "fwd")]
-        r64, s064 = fits[("H100", "causal", 64, kernel, "fwd")]
-        hd64 = (r64 * 2048 / (2048 + s064)) / (rc * 2048 / (2048 + s0c))
-        print("H100  %-7s R %.1f  s0 %d  s0_full %d  full %.3f  hd64 %.3f (forward)"
-              % (kernel, rc, s0c, s0f, rf / rc, hd64))
+        print("H100  %-7s %s (forward)" % (kernel, preset_of(fits, "H100", kernel, ("fwd",))))
     rb_c, _ = fits[("H100", "full", 128, "cudnn", "bwd")]
     rb_f, _ = fits[("H100", "full", 128, "fa3", "bwd")]
     print("H100  cudnn   backward = FA3's x %.4f (R %.1f / %.1f, Fig. 6)"

@@ -384,6 +384,34 @@ TEST(cp_plan_export_and_exec)
     CHECK_STR_HAS(out, "needs dp·cp·tp·pp = 4·2·2·1 = 16 ranks");
 }
 
+/* Search options with flash attention: batch samples, simulate candidates
+ * simulated. */
+static void flash_opts(sc_search_opts *o, long batch, int simulate)
+{
+    sc_search_opts_default(o);
+    o->global_batch = batch;
+    o->attn = SC_ATTN_FLASH;
+    o->simulate = simulate;
+}
+
+/* Tallies s's ranked plans by cp into seen[1..8] (each plan's dp·cp·tp·pp
+ * the cluster's gpus, none token-sliced); returns how many there are. */
+static int tally_cp(const sc_search *s, long gpus, int seen[9])
+{
+    memset(seen, 0, sizeof(int) * 9);
+    int n = 0;
+    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++) {
+        int cp = sc_step_cp(&cd->cfg);
+        CHECK(cp <= 8);
+        if (cp > 8)
+            continue;
+        seen[cp]++;
+        CHECK_EQ_INT(cd->cfg.dp * cp * cd->cfg.tp * cd->cfg.pp, gpus);
+        CHECK_EQ_INT(cd->cfg.slices > 1, 0);
+    }
+    return n;
+}
+
 /* plan --cp C: every candidate has cp C (dp = GPUs / (tp·pp·C)); the estimate
  * agrees with the simulation of what it ranks (time within 3%, memory exactly:
  * both hold a C-th of the activations); a layout that fits only with cp is found;
@@ -396,11 +424,8 @@ TEST(cp_plan_search)
     sc_test_open_pair("llama3-8b", "dgx-h100", 1, &m, &c);
     REQUIRE(m);
     sc_search_opts o;
-    sc_search_opts_default(&o);
-    o.global_batch = 128;
-    o.attn = SC_ATTN_FLASH;
+    flash_opts(&o, 128, 16);
     o.fix_cp = 2;
-    o.simulate = 16;
     sc_search *s;
     REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
     int n = 0;
@@ -460,59 +485,40 @@ TEST(cp_searched_where_it_runs)
     sc_test_open_pair("llama3-8b", "dgx-h100", 1, &m, &c);
     REQUIRE(m);
     sc_search_opts o;
-    sc_search_opts_default(&o);
-    o.global_batch = 64;
-    o.attn = SC_ATTN_FLASH;
+    flash_opts(&o, 64, 1000);
     o.fix_tp = o.fix_pp = 1;
     o.fix_zero = 1;
     o.fix_recompute = SC_RECOMPUTE_NONE;
-    o.simulate = 1000;
     sc_search *s;
+    int seen[9], cps[SC_SEARCH_MAX_CPS];
     REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
-    int seen[9] = {0}, n = 0;
-    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++) {
-        int cp = cd->cfg.cp > 1 ? cd->cfg.cp : 1;
-        REQUIRE(cp <= 8);
-        seen[cp]++;
-        CHECK_EQ_INT(cd->cfg.dp * cp, 8);
-        CHECK_EQ_INT(cd->cfg.slices > 1, 0);
-    }
+    tally_cp(s, 8, seen);
+    CHECK_EQ_INT(sc_search_cps(s, cps), 4);
+    CHECK(cps[0] == 1 && cps[1] == 2 && cps[2] == 4 && cps[3] == 8);
     /* one sample of 8,192 tokens without cp needs 81 GiB: none at cp 1 */
     CHECK(seen[2] > 0 && seen[4] > 0 && seen[8] > 0);
     CHECK_EQ_INT(seen[1] + seen[3] + seen[5] + seen[6] + seen[7], 0);
     sc_search_free(s);
     /* the layouts free: plans with and without cp, ranked together */
-    sc_search_opts_default(&o);
-    o.global_batch = 64;
-    o.attn = SC_ATTN_FLASH;
-    o.simulate = 1000;
+    flash_opts(&o, 64, 1000);
     REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
-    int with = 0, without = 0;
-    n = 0;
-    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++) {
-        int cp = cd->cfg.cp > 1 ? cd->cfg.cp : 1;
-        with += cp > 1;
-        without += cp == 1;
-        CHECK_EQ_INT(cd->cfg.dp * cp * cd->cfg.tp * cd->cfg.pp, 8);
-    }
-    CHECK(with > 0 && without > 0);
+    int n = tally_cp(s, 8, seen);
+    CHECK(seen[1] > 0 && seen[1] < n);
     sc_search_free(s);
     /* unfused attention, or DeepSpeed: cp not tried */
     o.attn = SC_ATTN_UNFUSED;
     REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
-    n = 0;
-    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++)
-        CHECK(cd->cfg.cp <= 1);
-    CHECK(n > 0);
+    n = tally_cp(s, 8, seen);
+    CHECK(n > 0 && seen[1] == n);
+    CHECK_EQ_INT(sc_search_cps(s, cps), 1);
     sc_search_free(s);
     o.attn = SC_ATTN_FLASH;
     o.framework = sc_framework_find("deepspeed");
     REQUIRE(o.framework);
     REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
-    n = 0;
-    for (const sc_candidate *cd; (cd = sc_search_ranked(s, n)); n++)
-        CHECK(cd->cfg.cp <= 1);
-    CHECK(n > 0);
+    n = tally_cp(s, 8, seen);
+    CHECK(n > 0 && seen[1] == n);
+    CHECK_EQ_INT(sc_search_cps(s, cps), 1);
     sc_search_free(s);
     sc_model_free(m);
 }
