@@ -18,6 +18,9 @@ static void gen_help(const sc_gen *g, FILE *f)
     for (int i = 0; i < g->n_params; i++) {
         if (g->params[i].is_flag)
             fprintf(f, "  --%-14s %s (switch)\n", g->params[i].name, g->params[i].help);
+        else if (g->params[i].choices)
+            fprintf(f, "  --%-14s %s (%s)\n", g->params[i].name, g->params[i].help,
+                    g->params[i].choices[(int)g->params[i].dflt]);
         else
             fprintf(f, "  --%-14s %s (%g)\n", g->params[i].name, g->params[i].help,
                     g->params[i].dflt);
@@ -95,7 +98,13 @@ static int model_gen(int argc, char **argv)
                 return cli_usage("model gen", "--%s needs a value", kbuf);
             if (!val)
                 val = argv[i];
-            if (cli_double("model gen", a, val, -1e300, 1e300, &v))
+            if (g->params[p].choices) {
+                if ((v = sc_gen_choice_index(&g->params[p], val)) < 0) {
+                    char list[256];
+                    return cli_usage("model gen", "--%s: unknown '%s' (%s)", kbuf, val,
+                                     sc_gen_choice_names(&g->params[p], list, sizeof list));
+                }
+            } else if (cli_double("model gen", a, val, -1e300, 1e300, &v))
                 return 2;
         } else if (val) {
             return cli_usage("model gen", "--%s is a switch and takes no value", kbuf);

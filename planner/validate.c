@@ -173,8 +173,17 @@ static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o
         if (n == MAX_GEN_PARAMS)
             return sc_err(err, SC_EINVAL, "%s: %s: more than %d parameters", f, path,
                           MAX_GEN_PARAMS);
+        const sc_gen_param *gp = NULL;
+        for (int j = 0; j < g->n_params; j++)
+            if (!strcmp(g->params[j].name, x->string))
+                gp = &g->params[j];
         double v;
-        if (cJSON_IsBool(x))
+        if (gp && gp->choices) {
+            char list[256];
+            if (!cJSON_IsString(x) || (v = sc_gen_choice_index(gp, x->valuestring)) < 0)
+                return sc_err(err, SC_EINVAL, "%s: %s.%.64s: must be %s", f, path, x->string,
+                              sc_gen_choice_names(gp, list, sizeof list));
+        } else if (cJSON_IsBool(x))
             v = cJSON_IsTrue(x) ? 1 : 0;
         else if (cJSON_IsNumber(x) && isfinite(x->valuedouble))
             v = x->valuedouble;
@@ -187,7 +196,9 @@ static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o
         for (size_t k = 0; k < SC_ARRAY_LEN(abbr); k++)
             if (!strcmp(abbr[k].key, x->string))
                 a = abbr[k].abbr;
-        if (cJSON_IsBool(x)) {
+        if (gp && gp->choices) {
+            desc_add(r->model_desc, sizeof r->model_desc, " %s", x->valuestring);
+        } else if (cJSON_IsBool(x)) {
             if (v)
                 desc_add(r->model_desc, sizeof r->model_desc, " %s", x->string);
         } else if (a)

@@ -696,6 +696,42 @@ static const char *beside(const char *source, const char *file, char *buf, size_
     return buf;
 }
 
+/* A built-in model changes when its generator learns something (a kernel's
+ * bytes): a plan made with it, and the runs measured against that plan, then
+ * replay against a copy of the model as it was, saved as NAME.json beside
+ * the plan, or in models/ beside the plan or one folder up. Only a copy
+ * whose digest is the plan's is taken; NULL when there is none. */
+static sc_model *snapshot(const sc_plan *p, const char *file)
+{
+    const char *src = p->model_source;
+    int n, builtin = 0;
+    const sc_builtin *b = sc_builtins(&n);
+    for (int i = 0; i < n && !builtin; i++)
+        builtin = !strcmp(b[i].name, src);
+    if (!builtin)
+        return NULL; /* a file: the plan names it, nothing else stands in */
+    const char *slash = strrchr(file, '/');
+    int dl = slash ? (int)(slash - file) : 1;
+    const char *dir = slash ? file : ".";
+    static const char *const where[] = {"%.*s/%s.json", "%.*s/models/%s.json",
+                                        "%.*s/../models/%s.json"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(where); i++) {
+        char path[2048], dg[17];
+        int len = snprintf(path, sizeof path, where[i], dl, dir, src);
+        struct stat sb;
+        if (len < 0 || (size_t)len >= sizeof path || stat(path, &sb) != 0 ||
+            !S_ISREG(sb.st_mode))
+            continue;
+        sc_model *m = NULL;
+        sc_error e2 = {0};
+        if (sc_model_open(path, &m, &e2) == SC_OK && sc_model_digest(m, dg) == SC_OK &&
+            !strcmp(dg, p->model_digest))
+            return m;
+        sc_model_free(m);
+    }
+    return NULL;
+}
+
 /* The partition against the model's leaves (bounds, and the names each
  * stage gives for its first and last leaf) and tp against its heads. */
 static sc_status check_against_model(const sc_plan *p, const char *file, const sc_model *m,
@@ -766,11 +802,15 @@ sc_status sc_plan_open_on(const sc_plan *p, const char *file, const char *on, sc
         return sc_err(err, SC_ENOMEM, "%s: out of memory", file);
     }
     if (strcmp(dg, p->model_digest)) {
+        sc_model *snap = snapshot(p, file);
         sc_model_free(m);
-        return sc_err(err, SC_EINVAL,
-                      "%s: model.digest: %s has changed since the plan was made (digest %s, plan "
-                      "says %s)",
-                      file, p->model_source, dg, p->model_digest);
+        if (!snap)
+            return sc_err(err, SC_EINVAL,
+                          "%s: model.digest: %s has changed since the plan was made (digest %s, "
+                          "plan says %s; a copy of the model as it was, %s.json beside the plan "
+                          "or in a models/ folder beside it or above it, replays it)",
+                          file, p->model_source, dg, p->model_digest, p->model_source);
+        m = snap;
     }
     st = sc_cluster_open(on ? on : csrc, &c, err);
     if (st) {

@@ -493,3 +493,94 @@ TEST(gen_alloc_failures)
         CHECK(ok);
     }
 }
+
+/* The loss as each framework runs it (cross_entropy): the head's
+ * cross_entropy kernel moves, per logit, d + 36 bytes forward and 8 + 4 + d
+ * backward for Megatron-LM's op-at-a-time loss on .float() logits (32 and 8
+ * in fp32, where .float() is no copy), d + 20 and 4 + d fused by
+ * Megatron-Core, and 2d both ways for apex's one kernel, which saves the
+ * logits (d a logit) where the others save an fp32 softmax (4). */
+TEST(gen_cross_entropy_as_run)
+{
+    static const struct {
+        const char *ce;
+        sc_dtype dt;
+        double fwd, bwd, saved;
+    } want[] = {
+        {"megatron", SC_BF16, 38, 14, 4},       {"megatron", SC_FP32, 32, 8, 4},
+        {"megatron-fused", SC_BF16, 22, 6, 4},  {"megatron-fused", SC_FP32, 20, 8, 4},
+        {"xentropy", SC_BF16, 4, 4, 2},         {"xentropy", SC_FP32, 8, 8, 4},
+    };
+    const sc_gen *gens[2] = {&sc_gen_gpt, &sc_gen_llama};
+    const double s = 64, V = 1000, h = 64;
+    for (int g = 0; g < 2; g++)
+        for (size_t i = 0; i < SC_ARRAY_LEN(want); i++) {
+            int idx = -1;
+            for (int p = 0; p < gens[g]->n_params; p++)
+                if (!strcmp(gens[g]->params[p].name, "cross_entropy"))
+                    idx = sc_gen_choice_index(&gens[g]->params[p], want[i].ce);
+            REQUIRE(idx >= 0);
+            const char *n[] = {"layers", "hidden", "heads", "kv_heads", "ffn", "seq", "vocab",
+                               "cross_entropy"};
+            double v[] = {1, h, 4, 4, 128, s, V, idx};
+            int skip = g == 0; /* gpt has no kv_heads */
+            const char *n1[8];
+            double v1[8];
+            int k = 0;
+            for (int j = 0; j < 8; j++)
+                if (!(skip && j == 3))
+                    n1[k] = n[j], v1[k++] = v[j];
+            sc_model *m = NULL;
+            sc_error err = {0};
+            REQUIRE(sc_gen_run(gens[g], NULL, want[i].dt, k, n1, v1, &m, &err) == SC_OK);
+            const sc_module *head = find(m, "head");
+            const sc_kernel *ce = NULL;
+            for (int j = 0; j < head->n_kernels; j++)
+                if (!strcmp(head->kernels[j].name, "cross_entropy"))
+                    ce = &head->kernels[j];
+            REQUIRE(ce);
+            double d = sc_dtype_bytes(want[i].dt);
+            CHECK_NEAR(ce->bytes, want[i].fwd * s * V, 1e-12);
+            CHECK_NEAR(ce->bwd_bytes, want[i].bwd * s * V, 1e-12);
+            CHECK_NEAR(head->act_saved_bytes, d * s * h + want[i].saved * s * V, 1e-12);
+            sc_model_free(m);
+        }
+    /* the default is Megatron-LM's, and so are the built-ins */
+    sc_model *m = builtin("gpt-1.3b");
+    const sc_module *head = find(m, "head");
+    for (int j = 0; j < head->n_kernels; j++)
+        if (!strcmp(head->kernels[j].name, "cross_entropy"))
+            CHECK_NEAR(head->kernels[j].bytes, 38.0 * 2048 * 50257, 1e-12);
+    sc_model_free(m);
+    /* a value that names no implementation */
+    CHECK_STR_HAS(bad(&sc_gen_gpt, "cross_entropy", 3),
+                  "gpt: 'cross_entropy' must be megatron, megatron-fused or xentropy (got 3)");
+    CHECK_STR_HAS(bad(&sc_gen_llama, "cross_entropy", -1), "llama: 'cross_entropy' must be");
+    CHECK_STR_HAS(bad(&sc_gen_gpt, "cross_entropy", 0.5), "(got 0.5)");
+}
+
+/* On the command line and in a validation row a choice is given by name. */
+TEST(gen_cross_entropy_by_name)
+{
+    char out[4096];
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(sc_test_sh(out, sizeof out, "%s model gen gpt --layers 1 --hidden 64 --heads 4 "
+                       "--seq 64 --vocab 1000 --cross_entropy xentropy -o %s/x.json 2>&1 && "
+                       "%s model gen gpt --layers 1 --hidden 64 --heads 4 --seq 64 --vocab 1000 "
+                       "-o %s/m.json 2>&1",
+                       bin, d, bin, d) == 0);
+    sc_model *x = NULL, *m = NULL;
+    char px[600], pm[600];
+    snprintf(px, sizeof px, "%s/x.json", d);
+    snprintf(pm, sizeof pm, "%s/m.json", d);
+    REQUIRE(sc_model_open(px, &x, NULL) == SC_OK && sc_model_open(pm, &m, NULL) == SC_OK);
+    CHECK(find(x, "head")->act_saved_bytes < find(m, "head")->act_saved_bytes);
+    sc_model_free(x);
+    sc_model_free(m);
+    CHECK(sc_test_sh(out, sizeof out, "%s model gen gpt --cross_entropy apex -o %s/y.json 2>&1",
+                     bin, d) == 2);
+    CHECK_STR_HAS(out, "--cross_entropy: unknown 'apex' (megatron, megatron-fused or xentropy)");
+    CHECK(sc_test_sh(out, sizeof out, "%s model gen gpt --help", bin) == 0);
+    CHECK_STR_HAS(out, "--cross_entropy");
+    CHECK_STR_HAS(out, "(megatron)");
+}

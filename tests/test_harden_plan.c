@@ -149,3 +149,68 @@ TEST(plan_methods_cover_partitioners)
         CHECK(found);
     }
 }
+
+/* A plan made with a built-in model replays after the built-in has changed
+ * against a copy of the model as it was: NAME.json beside the plan, in
+ * models/ beside it or in models/ one folder up; only a copy whose digest
+ * is the plan's stands in, and without one the refusal says where a copy
+ * would go. (Here the "model as it was" is gpt-1.3b with apex's loss, and
+ * the plan's digest is set to it, as if the built-in had changed since.) */
+TEST(plan_replays_against_a_model_snapshot)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    char path[600], snap[600], dg[17];
+    sc_error err = {0};
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && mkdir -p runs/a && %s model gen gpt --layers 24 --hidden 2048 "
+                       "--heads 16 --seq 2048 --vocab 50257 --tied --cross_entropy xentropy "
+                       "--name gpt-1.3b -o old.json 2>&1 && %s sim --model gpt-1.3b --cluster "
+                       "p4d.24xlarge --microbatches 2 -o runs/a/p.json >/dev/null",
+                       d, bin, bin) == 0);
+    snprintf(snap, sizeof snap, "%s/old.json", d);
+    sc_model *old = NULL;
+    REQUIRE(sc_model_open(snap, &old, &err) == SC_OK);
+    REQUIRE(sc_model_digest(old, dg) == SC_OK);
+    sc_model_free(old);
+    snprintf(path, sizeof path, "%s/runs/a/p.json", d);
+    /* the plan as if made when gpt-1.3b was old.json */
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s/runs/a && sed -i '0,/\"digest\":\t\"[0-9a-f]*\"/"
+                       "s//\"digest\":\t\"%s\"/' p.json", /* the model's, the first */
+                       d, dg) == 0);
+    CHECK(load_open(path, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "p.json: model.digest: gpt-1.3b has changed since the plan was made");
+    CHECK_STR_HAS(err.msg, "gpt-1.3b.json beside the plan or in a models/ folder");
+    static const char *const where[] = {"runs/a/gpt-1.3b.json", "runs/a/models/gpt-1.3b.json",
+                                        "runs/models/gpt-1.3b.json"};
+    double t[3];
+    for (int i = 0; i < 3; i++) {
+        REQUIRE(sc_test_sh(out, sizeof out,
+                           "cd %s && rm -rf runs/a/gpt-1.3b.json runs/a/models runs/models && "
+                           "mkdir -p runs/a/models runs/models && cp old.json %s",
+                           d, where[i]) == 0);
+        sc_err_clear(&err);
+        CHECK(load_open(path, &err) == SC_OK);
+        REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, path) == 0);
+        cJSON *j = cJSON_Parse(out);
+        REQUIRE(j);
+        t[i] = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
+        cJSON_Delete(j);
+    }
+    CHECK(t[0] == t[1] && t[1] == t[2]);
+    /* the built-in (Megatron-LM's loss) is slower than the copy (apex's) */
+    REQUIRE(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p4d.24xlarge "
+                       "--microbatches 2 --json", bin) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK(cJSON_GetObjectItem(j, "step_time_s")->valuedouble > t[0]);
+    cJSON_Delete(j);
+    /* a copy of another model is not taken */
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && rm -rf runs/a/models runs/models && %s model gen gpt --layers 2 "
+                       "--name gpt-1.3b -o runs/a/gpt-1.3b.json 2>/dev/null",
+                       d, bin) == 0);
+    sc_err_clear(&err);
+    CHECK(load_open(path, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "model.digest: gpt-1.3b has changed");
+}

@@ -441,7 +441,9 @@ TEST(lower_sequence_parallel)
     REQUIRE(sc_step_simulate(m, &c, &cfg, &r0, &err) == SC_OK);
     cfg.sp = 1;
     REQUIRE(sc_step_simulate(m, &c, &cfg, &r1, &err) == SC_OK);
-    CHECK_NEAR(r1->breakdown.tp, r0->breakdown.tp, 1e-9); /* same ring volume and steps */
+    /* same ring volume and steps; what is exposed can differ by the part of a
+     * wait the next stage's pipeline receive also covers (counted there) */
+    CHECK_NEAR(r1->breakdown.tp, r0->breakdown.tp, 1e-3);
     CHECK(r1->breakdown.compute < r0->breakdown.compute);
     CHECK(r1->mem[0].activations < r0->mem[0].activations);
     sc_step_result_free(r0);

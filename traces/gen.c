@@ -138,6 +138,42 @@ sc_status sc_gen_flag(const char *gen, const char *param, double v, sc_error *er
     return SC_OK;
 }
 
+const char *const sc_gen_ce_names[] = {"megatron", "megatron-fused", "xentropy", NULL};
+
+int sc_gen_choice_index(const sc_gen_param *p, const char *name)
+{
+    for (int i = 0; p && p->choices && name && p->choices[i]; i++)
+        if (!strcmp(p->choices[i], name))
+            return i;
+    return -1;
+}
+
+const char *sc_gen_choice_names(const sc_gen_param *p, char *buf, size_t n)
+{
+    int k = 0;
+    while (p->choices[k])
+        k++;
+    buf[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        size_t at = strlen(buf);
+        snprintf(buf + at, n - at, "%s%s", i ? (i == k - 1 ? " or " : ", ") : "",
+                 p->choices[i]);
+    }
+    return buf;
+}
+
+sc_status sc_gen_choice(const char *gen, const sc_gen_param *p, double v, sc_error *err)
+{
+    int k = 0;
+    while (p->choices[k])
+        k++;
+    if (isfinite(v) && v == floor(v) && v >= 0 && v < k)
+        return SC_OK;
+    char names[256];
+    return sc_err(err, SC_EINVAL, "%s: '%s' must be %s (got %g)", gen, p->name,
+                  sc_gen_choice_names(p, names, sizeof names), v);
+}
+
 /* ---- building ------------------------------------------------------------- */
 
 sc_status sc_gen_begin(sc_gen_ctx *c, const char *gen, const char *name, sc_dtype dtype,
@@ -377,15 +413,39 @@ sc_module *sc_gen_lm_head(sc_gen_ctx *c, sc_module *parent, const char *name, do
                           double V, double s, int own, const char *shared)
 {
     double d = c->d;
+    /* The loss's passes over the logits, in bytes per logit (d the logits'
+     * bytes; an fp32 model's .float() is no copy):
+     *  - megatron: Megatron-LM's vocab_parallel_cross_entropy on
+     *    logits.float() (megatron/core/tensor_parallel/cross_entropy.py), one
+     *    op at a time: the cast (d + 4), the max (4), the in-place subtraction
+     *    and exp (8 + 8), the sum (4), the in-place division into the softmax
+     *    it saves (8): d + 36 forward; backward the in-place multiply by the
+     *    loss's gradient (8) and the cast back to the logits' type (4 + d).
+     *  - megatron-fused: the same steps under jit fusion
+     *    (megatron/core/fusions/fused_cross_entropy.py, NeMo's
+     *    cross_entropy_loss_fusion): cast with max (d + 4), subtract-exp-sum
+     *    (8), divide (8): d + 20; backward one pass, read fp32, write d.
+     *  - xentropy: apex's softmax cross-entropy kernel (flash-attention's
+     *    losses, LLM Foundry's fused_crossentropy): two reads of the logits
+     *    forward (the max, then the sum of exponentials), backward one read
+     *    and the gradient's write; it saves the logits, not a softmax. */
+    double cast = d == 4 ? 0 : d + 4, fwd_b, bwd_b, saved_b;
+    if (c->ce == SC_CE_XENTROPY) {
+        fwd_b = 2 * d, bwd_b = 2 * d, saved_b = d;
+    } else if (c->ce == SC_CE_MEGATRON_FUSED) {
+        fwd_b = (d == 4 ? 4 : d + 4) + 16, bwd_b = 4 + d, saved_b = 4;
+    } else {
+        fwd_b = cast + 32, bwd_b = 8 + cast, saved_b = 4;
+    }
     sc_module *x = sc_gen_add(c, parent, "head", "%s", name);
-    sc_gen_set(x, own ? V * h : 0, 2 * s * h * V, d * s * V, d * s * h + 4 * s * V);
+    sc_gen_set(x, own ? V * h : 0, 2 * s * h * V, d * s * V, d * s * h + saved_b * s * V);
     sc_module_set_tp(x, 12 * s, 1); /* parallel cross-entropy: 3 fp32 per token */
     sc_module_set_saved_parts(x, d * s * h, -1); /* its input; the logits are vocab-sharded */
     if (shared)
         sc_module_set_shared(c->m, x, shared);
     sc_gen_dims(c, x, "hidden", h, "vocab", V, "seq", s, NULL);
     sc_module_add_kernel(c->m, x, sc_kernel_gemm("logits", 1, s, V, h, SC_KTP_N, 0, SC_ATTN_ANY));
-    sc_module_add_kernel(c->m, x, sc_kernel_mem("cross_entropy", (d + 8) * s * V, (4 + d) * s * V,
+    sc_module_add_kernel(c->m, x, sc_kernel_mem("cross_entropy", fwd_b * s * V, bwd_b * s * V,
                                                 SC_KTP_SHARD, SC_ATTN_ANY));
     return x;
 }

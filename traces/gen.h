@@ -16,6 +16,9 @@ typedef struct sc_gen_param {
     double dflt;        /* default value */
     int is_flag;        /* boolean switch: present = 1, no value follows */
     const char *help;
+    /* A choice among names (NULL-terminated), given by name on the command
+     * line and in files; its value is the index of the name. NULL: a number. */
+    const char *const *choices;
 } sc_gen_param;
 
 typedef struct sc_gen {
@@ -29,6 +32,11 @@ typedef struct sc_gen {
 } sc_gen;
 
 extern const sc_gen sc_gen_gpt, sc_gen_llama, sc_gen_t5, sc_gen_vit, sc_gen_fid, sc_gen_mm;
+
+/* The index of name among a choice parameter's names, or -1. */
+int sc_gen_choice_index(const sc_gen_param *p, const char *name);
+/* A choice parameter's names for a message: "a, b or c". */
+const char *sc_gen_choice_names(const sc_gen_param *p, char *buf, size_t n);
 
 /* All generators, in a fixed order. */
 const sc_gen *const *sc_gens(int *n);

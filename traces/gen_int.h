@@ -15,10 +15,27 @@
 
 #include "gen.h"
 
+/* The cross-entropy a framework runs over the logits (the generators'
+ * cross_entropy parameter; bytes per logit in gen.c, sc_gen_lm_head):
+ * Megatron-LM's vocab-parallel loss, one op at a time (its default), the
+ * same fused by Megatron-Core's --cross-entropy-loss-fusion, or one kernel
+ * that reads the logits and writes their gradient (apex's xentropy, which
+ * flash-attention and LLM Foundry use). */
+typedef enum sc_gen_ce { SC_CE_MEGATRON = 0, SC_CE_MEGATRON_FUSED, SC_CE_XENTROPY } sc_gen_ce;
+extern const char *const sc_gen_ce_names[]; /* "megatron", "megatron-fused", "xentropy", NULL */
+/* The parameter entry every generator with an LM head lists. */
+#define SC_GEN_CE_PARAM                                                                  \
+    {"cross_entropy", SC_CE_MEGATRON, 0,                                                 \
+     "the loss over the logits as the framework runs it: megatron (Megatron-LM's "      \
+     "default), megatron-fused (--cross-entropy-loss-fusion) or xentropy (one kernel: " \
+     "apex, flash-attention, LLM Foundry)",                                              \
+     sc_gen_ce_names}
+
 typedef struct sc_gen_ctx {
     sc_model *m;
     const char *gen; /* generator kind for messages: "gpt" */
     double d;        /* bytes per activation element (the model's dtype) */
+    sc_gen_ce ce;    /* the LM head's cross-entropy (SC_CE_MEGATRON unless set) */
     int oom;
 } sc_gen_ctx;
 
@@ -40,6 +57,8 @@ sc_status sc_gen_int(const char *gen, const char *param, double v, double lo, do
                      sc_error *err);
 /* Same for a boolean switch (0 or 1). */
 sc_status sc_gen_flag(const char *gen, const char *param, double v, sc_error *err);
+/* Same for a choice parameter p (an index of its names). */
+sc_status sc_gen_choice(const char *gen, const sc_gen_param *p, double v, sc_error *err);
 
 /* Starts a model (ctx->m) with a root container named root_name. */
 sc_status sc_gen_begin(sc_gen_ctx *c, const char *gen, const char *name, sc_dtype dtype,

@@ -69,7 +69,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum { P_LAYERS, P_HIDDEN, P_HEADS, P_KV_HEADS, P_FFN, P_SEQ, P_VOCAB, P_TIED, P_RELU2, P_N };
+enum { P_LAYERS, P_HIDDEN, P_HEADS, P_KV_HEADS, P_FFN, P_SEQ, P_VOCAB, P_TIED, P_RELU2, P_CE, P_N };
 
 /* Defaults: Llama 3 8B (Dubey et al. 2024, Table 3). */
 static const sc_gen_param params[P_N] = {
@@ -82,6 +82,7 @@ static const sc_gen_param params[P_N] = {
     [P_VOCAB] = {"vocab", 128256, 0, "vocabulary size V"},
     [P_TIED] = {"tied", 0, 1, "tie the LM head to the token embedding"},
     [P_RELU2] = {"relu2", 0, 1, "a squared-ReLU MLP (up h x f, down f x h; Nemotron-4) instead of SwiGLU"},
+    [P_CE] = SC_GEN_CE_PARAM,
 };
 
 /* Grouped-query self-attention over s tokens; see the top of this file. */
@@ -162,6 +163,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
     if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
     if (!st) st = sc_gen_flag(g, "relu2", v[P_RELU2], err);
+    if (!st) st = sc_gen_choice(g, &params[P_CE], v[P_CE], err);
     if (st)
         return st;
     double l = v[P_LAYERS], h = v[P_HIDDEN], a = v[P_HEADS], kvh = v[P_KV_HEADS];
@@ -183,6 +185,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     sc_module *root;
     if ((st = sc_gen_begin(&c, g, name, dtype, (int)s, "llama", &root, err)))
         return st;
+    c.ce = (sc_gen_ce)v[P_CE];
     sc_module *e = sc_gen_tok_embed(&c, root, "embed", h, V, 0, s, 1, tied ? "tok" : NULL);
     if (e) {
         e->act_saved_bytes = e->act_saved_rep = 0; /* no embedding dropout, no mask to keep */
