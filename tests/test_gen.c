@@ -552,6 +552,24 @@ TEST(gen_cross_entropy_as_run)
         if (!strcmp(head->kernels[j].name, "cross_entropy"))
             CHECK_NEAR(head->kernels[j].bytes, 38.0 * 2048 * 50257, 1e-12);
     sc_model_free(m);
+    /* every generator with an LM head takes it */
+    const sc_gen *lm[] = {&sc_gen_gpt, &sc_gen_llama, &sc_gen_t5, &sc_gen_fid, &sc_gen_mm};
+    for (size_t g = 0; g < SC_ARRAY_LEN(lm); g++) {
+        const char *n[] = {"cross_entropy"};
+        double b[2] = {0, 0};
+        for (int x = 0; x < 2; x++) {
+            double v[] = {x ? 2 : 0}; /* megatron, xentropy */
+            sc_model *mm = run(lm[g], 1, n, v);
+            REQUIRE(mm);
+            for (int i = 0; i < mm->n_modules; i++)
+                for (int j = 0; j < mm->modules[i]->n_kernels; j++)
+                    if (!strcmp(mm->modules[i]->kernels[j].name, "cross_entropy"))
+                        b[x] += mm->modules[i]->kernels[j].bytes;
+            sc_model_free(mm);
+        }
+        CHECK(b[0] > 0);
+        CHECK_NEAR(b[1] / b[0], 4.0 / 38, 1e-12);
+    }
     /* a value that names no implementation */
     CHECK_STR_HAS(bad(&sc_gen_gpt, "cross_entropy", 3),
                   "gpt: 'cross_entropy' must be megatron, megatron-fused or xentropy (got 3)");

@@ -58,7 +58,7 @@
 
 enum {
     P_K, P_ENC, P_DEC, P_HIDDEN, P_HEADS, P_FFN, P_KV, P_PLEN, P_ALEN, P_VOCAB,
-    P_RLAYERS, P_RHIDDEN, P_RHEADS, P_RFFN, P_QLEN, P_RVOCAB, P_N
+    P_RLAYERS, P_RHIDDEN, P_RHEADS, P_RFFN, P_QLEN, P_RVOCAB, P_CE, P_N
 };
 
 static const sc_gen_param params[P_N] = {
@@ -78,6 +78,7 @@ static const sc_gen_param params[P_N] = {
     [P_RFFN] = {"ret_ffn", 0, 0, "retriever MLP inner size (0: 4*ret_hidden)"},
     [P_QLEN] = {"query_len", 32, 0, "question tokens seen by the retriever"},
     [P_RVOCAB] = {"ret_vocab", 30522, 0, "retriever vocabulary (BERT's)"},
+    [P_CE] = SC_GEN_CE_PARAM,
 };
 
 #define REL_BUCKETS 32     /* T5's relative position buckets */
@@ -110,6 +111,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "passage_len", v[P_PLEN], 1, 1e6, err);
     if (!st) st = sc_gen_int(g, "answer_len", v[P_ALEN], 1, 1e6, err);
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
+    if (!st) st = sc_gen_choice(g, &params[P_CE], v[P_CE], err);
     if (!st) st = sc_gen_int(g, "ret_layers", v[P_RLAYERS], 1, 4096, err);
     if (!st) st = sc_gen_int(g, "ret_hidden", v[P_RHIDDEN], 1, 1e6, err);
     if (!st) st = sc_gen_int(g, "ret_heads", v[P_RHEADS], 1, 1e5, err);
@@ -146,6 +148,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     sc_module *root;
     if ((st = sc_gen_begin(&c, g, name, dtype, (int)L, "fid", &root, err)))
         return st;
+    c.ce = (sc_gen_ce)v[P_CE];
     double d = c.d;
     char nm[64];
 

@@ -39,7 +39,7 @@
 
 enum {
     P_VLAYERS, P_VHIDDEN, P_VHEADS, P_VFFN, P_IMAGE, P_PATCH, P_LAYERS, P_HIDDEN, P_HEADS,
-    P_FFN, P_SEQ, P_VOCAB, P_IMG_TOKENS, P_TIED, P_N
+    P_FFN, P_SEQ, P_VOCAB, P_IMG_TOKENS, P_TIED, P_CE, P_N
 };
 
 static const sc_gen_param params[P_N] = {
@@ -57,6 +57,7 @@ static const sc_gen_param params[P_N] = {
     [P_VOCAB] = {"vocab", 50257, 0, "vocabulary size"},
     [P_IMG_TOKENS] = {"img_tokens", 0, 0, "image tokens fed to the decoder (0: one per patch)"},
     [P_TIED] = {"tied", 0, 1, "tie the LM head to the token embedding"},
+    [P_CE] = SC_GEN_CE_PARAM,
 };
 
 #define CHANNELS 3
@@ -78,6 +79,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "ffn", v[P_FFN], 0, 1e7, err);
     if (!st) st = sc_gen_int(g, "seq", v[P_SEQ], 1, 1e7, err);
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
+    if (!st) st = sc_gen_choice(g, &params[P_CE], v[P_CE], err);
     if (!st) st = sc_gen_int(g, "img_tokens", v[P_IMG_TOKENS], 0, 1e7, err);
     if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
     if (st)
@@ -112,6 +114,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     sc_module *root;
     if ((st = sc_gen_begin(&c, g, name, dtype, (int)S, "mm", &root, err)))
         return st;
+    c.ce = (sc_gen_ce)v[P_CE];
     double d = c.d;
     sc_module *vis = sc_gen_add(&c, root, "encoder", "vision");
     if (vis)

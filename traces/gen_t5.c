@@ -26,7 +26,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum { P_ENC, P_DEC, P_HIDDEN, P_HEADS, P_FFN, P_SEQ, P_DEC_SEQ, P_VOCAB, P_KV, P_N };
+enum { P_ENC, P_DEC, P_HIDDEN, P_HEADS, P_FFN, P_SEQ, P_DEC_SEQ, P_VOCAB, P_KV, P_CE, P_N };
 
 static const sc_gen_param params[P_N] = {
     [P_ENC] = {"enc_layers", 12, 0, "encoder layers"},
@@ -38,6 +38,7 @@ static const sc_gen_param params[P_N] = {
     [P_DEC_SEQ] = {"dec_seq", 128, 0, "decoder (target) length"},
     [P_VOCAB] = {"vocab", 32128, 0, "vocabulary size"},
     [P_KV] = {"kv", 0, 0, "d_kv, per-head size (0: hidden/heads)"},
+    [P_CE] = SC_GEN_CE_PARAM,
 };
 
 #define REL_BUCKETS 32 /* Raffel et al. 2020 sec. 2.1 */
@@ -55,6 +56,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "seq", v[P_SEQ], 1, 1e7, err);
     if (!st) st = sc_gen_int(g, "dec_seq", v[P_DEC_SEQ], 1, 1e7, err);
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
+    if (!st) st = sc_gen_choice(g, &params[P_CE], v[P_CE], err);
     if (!st) st = sc_gen_int(g, "kv", v[P_KV], 0, 1e5, err);
     if (st)
         return st;
@@ -72,6 +74,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     sc_module *root;
     if ((st = sc_gen_begin(&c, g, name, dtype, (int)s, "t5", &root, err)))
         return st;
+    c.ce = (sc_gen_ce)v[P_CE];
     char nm[64];
     sc_module *enc = sc_gen_add(&c, root, "encoder", "encoder");
     if (enc)
