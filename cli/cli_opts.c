@@ -50,7 +50,8 @@ static int opt_sp(const char *cmd, const char *label, const cli_opt *o, const ch
     return cli_opt_int(cmd, label, o, arg, dst);
 }
 
-/* --overlap-grad-reduce 0|1 into the search's no_overlap_grad_reduce (1 - the value). */
+/* --overlap-grad-reduce 0|1 into the search's no_overlap_grad_reduce (1 - the value);
+ * --overlap-p2p-comm likewise. */
 static int opt_overlap(const char *cmd, const char *label, const cli_opt *o, const char *arg,
                        void *dst)
 {
@@ -272,6 +273,13 @@ const cli_opt cli_search_opts[] = {
      "backward (1, default; Megatron-LM --overlap-grad-reduce)\n"
      "or after it (0); with sim --plan, 0 replays the plan\n"
      "without overlap", opt_overlap, OFF(o.no_overlap_grad_reduce), 0, 1, ALL, NULL, NULL, 0},
+    {"overlap-p2p-comm", 0, "0|1", "pipeline sends beside the compute (1, default;\n"
+     "Megatron-LM's interleaved schedule) or blocking their\n"
+     "sender until they arrive (0: Megatron-LM's other schedules,\n"
+     "its interleaved one before October 2023 or with\n"
+     "--no-overlap-p2p-communication, DeepSpeed's pipeline\n"
+     "engine); with sim --plan, 0 replays the plan so", opt_overlap, OFF(o.no_overlap_p2p_comm), 0, 1, ALL, NULL,
+     NULL, 0},
     {"tp-comm-overlap", 0, "0|1", "sequence parallelism's tp collectives split into\n"
      "chunks that move beside the GEMMs (1; Megatron-LM\n"
      "--tp-comm-overlap, Transformer Engine; plan: where sp) or\n"

@@ -234,6 +234,7 @@ int cmd_sim(int argc, char **argv)
     cfg.sp = f->fix_sp == 1;
     cfg.attn = f->attn;
     cfg.no_overlap_grad_reduce = f->no_overlap_grad_reduce;
+    cfg.no_overlap_p2p_comm = f->no_overlap_p2p_comm;
     cfg.tp_comm_overlap = f->tp_comm_overlap;
     cfg.overlap_param_gather = f->overlap_param_gather;
     cfg.bucket_bytes = bucket * 1024 * 1024;
@@ -275,6 +276,7 @@ int cmd_sim(int argc, char **argv)
         pc.one_replica = cfg.one_replica;
         pc.max_mem_bytes = cfg.max_mem_bytes;
         pc.no_overlap_grad_reduce |= cfg.no_overlap_grad_reduce;
+        pc.no_overlap_p2p_comm |= cfg.no_overlap_p2p_comm;
         pc.tp_comm_overlap |= cfg.tp_comm_overlap;
         pc.overlap_param_gather |= cfg.overlap_param_gather;
         cfg = pc;

@@ -301,6 +301,7 @@ int cmd_whatif(int argc, char **argv)
     o.fix_sp = a.s.o.fix_sp;
     o.fix_cp = a.s.o.fix_cp;
     o.no_overlap_grad_reduce = a.s.o.no_overlap_grad_reduce;
+    o.no_overlap_p2p_comm = a.s.o.no_overlap_p2p_comm;
     o.tp_comm_overlap = a.s.o.tp_comm_overlap;
     o.overlap_param_gather = a.s.o.overlap_param_gather;
     o.restart_s = 60 * restart_min;

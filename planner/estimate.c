@@ -466,6 +466,14 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             }
             if (t->send_s[s] > maxsend)
                 maxsend = t->send_s[s];
+            if (cfg->no_overlap_p2p_comm) {
+                /* blocking sends: the forward waits for its output to reach
+                 * s + 1, the backward for its gradient to reach s - 1 */
+                if (s + 1 < t->S)
+                    F += t->send_s[s];
+                if (s > 0)
+                    B += t->send_s[s - 1];
+            }
         }
         double T = F + B;
         sumT += T;

@@ -84,6 +84,17 @@ static sc_status pipeline_args(const sc_export_ctx *x, sc_export *e, margs *a)
     arg_num(a, G_PARALLEL, "--pipeline-model-parallel-size", p->pp);
     if (S == 1)
         return SC_OK;
+    /* pipeline messages: Megatron-LM overlaps them with the interleaved
+     * schedule's chunks unless told not to, and blocks on them otherwise */
+    sc_status st = SC_OK;
+    if (p->pp > 1 && p->v > 1 && !p->overlap_p2p_comm)
+        arg_flag(a, G_PARALLEL, "--no-overlap-p2p-communication");
+    else if (p->pp > 1 && p->v == 1 && p->overlap_p2p_comm)
+        st = ex_note(e, "Megatron-LM's non-interleaved schedule waits for each pipeline message; "
+                        "the plan has them beside the compute (overlap_p2p_comm), so its step is "
+                        "optimistic by their time (plan with --overlap-p2p-comm 0 to predict it)");
+    if (st)
+        return st;
     if (even && !zero) {
         if (p->v > 1)
             arg_num(a, G_PARALLEL, "--num-layers-per-virtual-pipeline-stage", cnt0);
@@ -110,9 +121,10 @@ static sc_status pipeline_args(const sc_export_ctx *x, sc_export *e, margs *a)
             sc_buf_free(&l);
             return SC_ENOMEM;
         }
+        const char *layout = l.s ? l.s : ""; /* S > 1 stages: never empty */
         sc_buf_printf(&a->group[G_PARALLEL], "    --pipeline-model-parallel-layout \"%s\"\n",
-                      l.s);
-        sc_jadd_str(a->json, "--pipeline-model-parallel-layout", l.s, &a->oom);
+                      layout);
+        sc_jadd_str(a->json, "--pipeline-model-parallel-layout", layout, &a->oom);
         sc_buf_free(&l);
         for (int s = 0; s < S; s++)
             if (ex_stage_blocks(x, s) == 0 && s > 0 && s < S - 1)

@@ -866,7 +866,8 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                                            .tp = tp, .pp = pp, .v = v, .m = (int)mm,
                                            .mbs = mbs, .zero = z, .recompute = (sc_recompute)rc,
                                            .sp = sp, .attn = s->o.attn,
-                                           .no_overlap_grad_reduce = o->no_overlap_grad_reduce};
+                                           .no_overlap_grad_reduce = o->no_overlap_grad_reduce,
+                                           .no_overlap_p2p_comm = o->no_overlap_p2p_comm};
                     sc_step_overlaps_where_apply(&cd.cfg, o->tp_comm_overlap,
                                                  o->overlap_param_gather);
                     snprintf(cd.schedule, sizeof cd.schedule, "%s", sched);

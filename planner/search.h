@@ -89,6 +89,9 @@ typedef struct sc_search_opts {
     sc_attn attn;             /* attention implementation of every candidate (unfused = 0) */
     int no_overlap_grad_reduce; /* 1: every candidate with overlap_grad_reduce off (the
                                    dp reduction after the backward); 0: on (default) */
+    int no_overlap_p2p_comm;  /* 1: every candidate's pipeline sends block their sender
+                                 (sc_step_cfg no_overlap_p2p_comm); 0: beside the compute
+                                 (default) */
     int tp_comm_overlap;      /* 1: every candidate with sp overlaps its tp collectives
                                  with its GEMMs (Megatron-LM --tp-comm-overlap); 0: none
                                  (default) */

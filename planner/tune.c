@@ -76,6 +76,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     sc_step_overlaps_where_apply(&lay, o.tp_comm_overlap, o.overlap_param_gather);
     t->tp_comm_overlap = lay.tp_comm_overlap;
     t->overlap_param_gather = lay.overlap_param_gather;
+    t->overlap_p2p_comm = !o.no_overlap_p2p_comm;
     t->global_batch = o.global_batch;
     int best_m = n ? sc_search_ranked(s, 0)->cfg.m : 0;
     for (int i = 0; i < n; i++) {
@@ -147,6 +148,8 @@ cJSON *sc_tune_to_json(const sc_tune *t)
         sc_jadd_bool(j, "tp_comm_overlap", 1, &oom);
     if (t->overlap_param_gather)
         sc_jadd_bool(j, "overlap_param_gather", 1, &oom);
+    if (!t->overlap_p2p_comm)
+        sc_jadd_bool(j, "overlap_p2p_comm", 0, &oom);
     cJSON *a = sc_jadd_arr(j, "points", &oom);
     for (int i = 0; i < t->n && !oom; i++) {
         const sc_tune_point *p = &t->pts[i];
@@ -186,7 +189,7 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
 {
     static const char *const top[] = {"format", "model", "cluster", "nodes", "global_batch",
                                       "dp", "tp", "pp", "v", "schedule", "zero", "recompute",
-                                      "sp", "cp", "tp_comm_overlap", "overlap_param_gather",
+                                      "sp", "cp", "tp_comm_overlap", "overlap_param_gather", "overlap_p2p_comm",
                                       "points", "best", "skipped", NULL};
     static const char *const pk[] = {"m", "mbs", "step_time_s", "bubble_fraction", "efficiency",
                                      "peak_mem_bytes", "tokens_per_s", "slices", NULL};
@@ -249,6 +252,9 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
     if (!st)
         st = sc_json_bool(j, file, "", "overlap_param_gather", 0, &t->overlap_param_gather,
                           err);
+    t->overlap_p2p_comm = 1; /* optional: absent = true */
+    if (!st)
+        st = sc_json_bool(j, file, "", "overlap_p2p_comm", 0, &t->overlap_p2p_comm, err);
     if (!st)
         st = sc_json_arr(j, file, "", "points", 1, &pts, err);
     if (!st) {

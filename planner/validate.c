@@ -217,7 +217,7 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
     static const char *const keys[] = {"dp", "cp", "tp", "pp", "v", "schedule", "zero", "recompute",
                                        "sp", "attention", "attention_kernel", "framework",
                                        "mbs", "global_batch", "tp_comm_overlap",
-                                       "overlap_param_gather", NULL};
+                                       "overlap_param_gather", "overlap_p2p_comm", NULL};
     const char *f = s->file;
     char path[48];
     snprintf(path, sizeof path, "%s.layout", r->path);
@@ -251,6 +251,9 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
         st = sc_json_bool(o, f, path, "tp_comm_overlap", 0, &r->tp_comm_overlap, err);
     if (!st)
         st = sc_json_bool(o, f, path, "overlap_param_gather", 0, &r->overlap_param_gather, err);
+    r->overlap_p2p_comm = 1;
+    if (!st)
+        st = sc_json_bool(o, f, path, "overlap_p2p_comm", 0, &r->overlap_p2p_comm, err);
     const char *at = NULL;
     if (!st)
         st = text(o, f, path, "attention", 0, 16, &at, err);
@@ -459,6 +462,7 @@ static void row_cfg(const sc_val_row *r, sc_step_cfg *cfg)
     cfg->sp = r->sp;
     cfg->tp_comm_overlap = r->tp_comm_overlap;
     cfg->overlap_param_gather = r->overlap_param_gather;
+    cfg->no_overlap_p2p_comm = !r->overlap_p2p_comm;
     cfg->attn = r->attn;
     cfg->one_replica = 1;
 }

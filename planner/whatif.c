@@ -211,6 +211,7 @@ static void fill_point(sc_whatif_point *p, const sc_candidate *k, const sc_clust
     p->cp = sc_step_cp(g);
     p->tp_comm_overlap = g->tp_comm_overlap;
     p->overlap_param_gather = g->overlap_param_gather;
+    p->overlap_p2p_comm = !g->no_overlap_p2p_comm;
     p->recompute = g->recompute;
     snprintf(p->schedule, sizeof p->schedule, "%s", g->schedule ? g->schedule : k->schedule);
     p->step_s = k->sim->step_time_s;
@@ -299,6 +300,7 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     so.fix_sp = o->fix_sp;
     so.fix_cp = o->fix_cp;
     so.no_overlap_grad_reduce = o->no_overlap_grad_reduce;
+    so.no_overlap_p2p_comm = o->no_overlap_p2p_comm;
     so.tp_comm_overlap = o->tp_comm_overlap;
     so.overlap_param_gather = o->overlap_param_gather;
 
@@ -458,6 +460,8 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
                 sc_jadd_bool(g, "tp_comm_overlap", 1, &oom);
             if (p->overlap_param_gather)
                 sc_jadd_bool(g, "overlap_param_gather", 1, &oom);
+            if (!p->overlap_p2p_comm)
+                sc_jadd_bool(g, "overlap_p2p_comm", 0, &oom);
         }
         sc_jadd_num(o, "step_time_s", p->step_s, &oom);
         sc_jadd_num(o, "tokens_per_s", p->tokens_per_s, &oom);

@@ -95,6 +95,7 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
         p->slice_len[j] = cfg->slice_len ? cfg->slice_len[j]
                                          : m->seq_len / p->slices + (j < m->seq_len % p->slices);
     p->overlap_grad_reduce = !cfg->no_overlap_grad_reduce;
+    p->overlap_p2p_comm = !cfg->no_overlap_p2p_comm;
     p->tp_comm_overlap = cfg->tp_comm_overlap != 0;
     p->overlap_param_gather = cfg->overlap_param_gather != 0;
     snprintf(p->schedule, sizeof p->schedule, "%s", cfg->schedule);
@@ -149,6 +150,7 @@ void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg)
     cfg->slices = p->slices;
     cfg->slice_len = p->slices > 1 ? p->slice_len : NULL;
     cfg->no_overlap_grad_reduce = !p->overlap_grad_reduce;
+    cfg->no_overlap_p2p_comm = !p->overlap_p2p_comm;
     cfg->tp_comm_overlap = p->tp_comm_overlap;
     cfg->overlap_param_gather = p->overlap_param_gather;
     cfg->schedule = p->schedule;
@@ -197,6 +199,8 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     }
     if (!p->overlap_grad_reduce)
         sc_jadd_bool(j, "overlap_grad_reduce", 0, &oom);
+    if (!p->overlap_p2p_comm)
+        sc_jadd_bool(j, "overlap_p2p_comm", 0, &oom);
     if (p->tp_comm_overlap)
         sc_jadd_bool(j, "tp_comm_overlap", 1, &oom);
     if (p->overlap_param_gather)
@@ -387,7 +391,7 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     static const char *const top[] = {"format", "model", "cluster", "dp", "cp", "tp", "pp", "v",
                                       "microbatches", "mbs", "global_batch", "schedule", "zero",
                                       "recompute", "placement", "bucket_bytes", "sp", "attention",
-                                      "slices", "overlap_grad_reduce", "tp_comm_overlap", "overlap_param_gather", "framework", "partition", "ranks",
+                                      "slices", "overlap_grad_reduce", "overlap_p2p_comm", "tp_comm_overlap", "overlap_param_gather", "framework", "partition", "ranks",
                                       "prediction", NULL};
     static const char *const mk[] = {"name", "source", "digest", NULL};
     static const char *const ck[] = {"name", "source", "digest", "nodes", "gpus_per_node", NULL};
@@ -482,6 +486,9 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     p->overlap_grad_reduce = 1; /* optional: absent in plans before the setting */
     if (!st)
         st = sc_json_bool(j, file, "", "overlap_grad_reduce", 0, &p->overlap_grad_reduce, err);
+    p->overlap_p2p_comm = 1; /* optional: absent in plans before the setting */
+    if (!st)
+        st = sc_json_bool(j, file, "", "overlap_p2p_comm", 0, &p->overlap_p2p_comm, err);
     if (!st && p->sp && p->tp < 2)
         st = sc_err(err, SC_EINVAL, "%s: sp: sequence parallelism needs tp >= 2 (tp is %d)", file,
                     p->tp);

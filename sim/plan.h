@@ -12,6 +12,10 @@
  *     "overlap_grad_reduce", true: dp bucket reductions start during the backward
  *                       (Megatron-LM --overlap-grad-reduce, PyTorch DDP); false: after
  *                       it (optional; absent = true, written only when false)
+ *     "overlap_p2p_comm", true: pipeline sends beside the compute (Megatron-Core
+ *                       --overlap-p2p-communication); false: each blocks its
+ *                       sender until it arrives (optional; absent = true,
+ *                       written only when false)
  *     "sp",             sequence parallelism (optional; false)
  *     "tp_comm_overlap", true: the sp collectives move beside the GEMMs
  *                       (Megatron-LM --tp-comm-overlap; needs sp); optional,
@@ -75,6 +79,7 @@ typedef struct sc_plan {
     int slices;           /* token slices (0: none) */
     int slice_len[64];    /* their lengths (SC_SLICES_MAX) */
     int overlap_grad_reduce; /* dp reductions overlap the backward (default 1) */
+    int overlap_p2p_comm;    /* pipeline sends beside the compute (default 1) */
     int tp_comm_overlap;  /* sp collectives beside the GEMMs (default 0) */
     int overlap_param_gather; /* ZeRO 1/2 gather beside the next forward (default 0) */
     char framework[16];   /* whose overhead the prediction includes (overhead.h); "" = none */

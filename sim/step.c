@@ -957,6 +957,15 @@ static void build_stream(builder *b, int d, int p, int i, int j, const int *ends
             double h = b->c->eff.p2p_host_s_per_byte[lk] * a->bytes;
             if (h > 0)
                 G->task[k] = stream_task(b, g, h, BUSY_HOST, a->op, a->stage, a->chunk, a->mb);
+            if (b->cfg->no_overlap_p2p_comm) {
+                /* a blocking send: the stream waits for it (build_messages) */
+                int t = stream_task(b, g, 0, BUSY_NONE, a->op, a->stage, a->chunk, a->mb);
+                tinfo *ti = info_at(b, t);
+                if (!ti)
+                    return;
+                ti->wait = WAIT_PP;
+                G->task[k] = t;
+            }
             break;
         }
         case SC_ACT_RECV:
@@ -1102,6 +1111,15 @@ static void build_messages(builder *b)
                         return;
                     if (first_flow < 0)
                         first_flow = f;
+                }
+                if (b->cfg->no_overlap_p2p_comm) {
+                    int sw = b->grp[d * b->pp + p].task[i];
+                    tinfo *si = info_at(b, sw);
+                    if (!si || end < 0)
+                        return;
+                    si->wait_s = first_flow;
+                    si->wait_e = end;
+                    sc_sim_add_dep(b->sim, end, sw);
                 }
                 tinfo *ri = info_at(b, recv);
                 if (!ri || end < 0)
@@ -1837,6 +1855,8 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
         sc_jadd_bool(c, "tp_comm_overlap", 1, &oom);
     if (cfg->overlap_param_gather)
         sc_jadd_bool(c, "overlap_param_gather", 1, &oom);
+    if (cfg->no_overlap_p2p_comm)
+        sc_jadd_bool(c, "overlap_p2p_comm", 0, &oom);
     sc_jadd_str(c, "attention", sc_attn_name(cfg->attn), &oom);
     if (cfg->slices > 1) {
         cJSON *a = sc_jadd_arr(c, "slices", &oom);

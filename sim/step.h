@@ -39,7 +39,8 @@
  *   - pipeline: each SEND of the schedule moves mbs·act_out of the stage's
  *     last leaf, split over the tp ranks (Megatron's scatter/gather
  *     optimisation, Narayanan et al. 2021 §4.1), rank t to rank t of the next
- *     stage; the matching RECV waits for it. Sends never block the sender.
+ *     stage; the matching RECV waits for it. Sends do not block the sender,
+ *     unless cfg->no_overlap_p2p_comm: then its stream waits for each.
  *   - data parallelism: each chunk's gradients are reduced in buckets of
  *     cfg->bucket_bytes (default 25 MiB, PyTorch DDP's; at most 32 buckets a
  *     chunk, larger buckets beyond) that overlap the last backward of that
@@ -128,6 +129,14 @@ typedef struct sc_step_cfg {
      * it (lower.h). 0 = overlap (the default, and the behaviour before the
      * setting existed). */
     int no_overlap_grad_reduce;
+    /* Pipeline messages that block their sender (Megatron-LM's non-interleaved
+     * schedules, its interleaved one with --no-overlap-p2p-communication or
+     * before October 2023, and in 2022 with a device synchronisation after
+     * each; DeepSpeed's pipeline engine): the sender's compute stream waits for
+     * each SEND to arrive before its next op. 0 = sends beside the compute
+     * (Megatron-LM's interleaved schedule today; the default, and the
+     * behaviour before the setting existed). */
+    int no_overlap_p2p_comm;
     /* Megatron-LM's --tp-comm-overlap (Transformer Engine's userbuffers; needs
      * sp): each op's tensor-parallel collectives are split into tp chunks
      * that move beside the op's GEMMs, all but one: the compute stream waits

@@ -443,11 +443,11 @@ TEST(docs_formats_cluster)
 TEST(docs_formats_plan_and_timeline)
 {
     const char *d = sc_test_tmpdir();
-    /* a plan and a simulated timeline from the command (overlap_grad_reduce off and
-     * tp_comm_overlap on, so that the plan writes both keys) */
+    /* a plan and a simulated timeline from the command (overlap_grad_reduce and
+     * overlap_p2p_comm off and tp_comm_overlap on, so that the plan writes the keys) */
     REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --tp 4 --pp 2 "
                "--microbatches 4 --mbs 1 --schedule 1f1b --zero 1 --overlap-grad-reduce 0 "
-               "--sp --tp-comm-overlap 1 -o %s/plan.json "
+               "--overlap-p2p-comm 0 --sp --tp-comm-overlap 1 -o %s/plan.json "
                "--timeline %s/sim.json",
                sc_test_bin(), d, d) == 0);
     char path[600];
@@ -608,7 +608,7 @@ TEST(docs_formats_tune)
     /* at global batch 512 the two largest microbatches do not fit: "skipped" */
     REQUIRE(SH("%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 16 --global-batch 512 "
                "--dp 8 --tp 8 --pp 2 --sp --tp-comm-overlap 1 --zero 1 --overlap-param-gather 1 "
-               "-o %s/tune.json",
+               "--overlap-p2p-comm 0 -o %s/tune.json",
                sc_test_bin(), d) == 0);
     char path[600];
     snprintf(path, sizeof path, "%s/tune.json", d);

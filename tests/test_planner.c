@@ -37,7 +37,7 @@ TEST(planner_estimate_tracks_sim)
         const char *cluster;
         int sp;
         double nic_scale; /* the cluster's NIC rate times this (0: as it is) */
-        int ov;           /* 1: tp_comm_overlap, 2: overlap_param_gather */
+        int ov;           /* 1: tp_comm_overlap, 2: overlap_param_gather, 4: blocking p2p */
     } cs[] = {{"gpt-1.3b", 16, 8, 8, 2, 1, 8, 1, 0, 0, "1f1b", "p4d.24xlarge", 0, 0, 0},
               {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 0, 0, 0},
               {"gpt-1.3b", 16, 32, 2, 2, 1, 8, 2, 2, 0, "zb-h1", "p4d.24xlarge", 0, 0, 0},
@@ -69,7 +69,11 @@ TEST(planner_estimate_tracks_sim)
               /* the parameter gather beside the next forward (lower_overlap_param_gather) */
               {"gpt-1.3b", 2, 16, 1, 1, 1, 1, 2, 1, 0, "1f1b", "p4d.24xlarge", 0, 0, 2},
               {"gpt-13b", 16, 8, 4, 4, 1, 16, 1, 1, 0, "1f1b", "p4d.24xlarge", 1, 0, 3},
-              {"gpt-13b", 16, 16, 8, 1, 1, 8, 1, 2, 0, "1f1b", "dgx-a100-80g", 1, 0, 2}};
+              {"gpt-13b", 16, 16, 8, 1, 1, 8, 1, 2, 0, "1f1b", "dgx-a100-80g", 1, 0, 2},
+              /* pipeline sends that block their sender (step_blocking_p2p) */
+              {"gpt-13b", 16, 4, 8, 4, 1, 32, 1, 1, 2, "1f1b", "p4d.24xlarge", 0, 0, 4},
+              {"gpt-1.3b", 16, 16, 4, 2, 2, 8, 1, 1, 1, "interleaved", "p4d.24xlarge", 0, 0, 4},
+              {"gpt-13b", 16, 8, 4, 4, 1, 16, 1, 0, 2, "1f1b", "p4d.24xlarge", 0, 0.125, 4}};
     for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
         sc_model *m;
         sc_cluster c;
@@ -81,7 +85,8 @@ TEST(planner_estimate_tracks_sim)
                            .m = cs[i].m, .mbs = cs[i].mbs, .zero = cs[i].zero,
                            .recompute = (sc_recompute)cs[i].rc, .schedule = cs[i].sched,
                            .sp = cs[i].sp, .tp_comm_overlap = cs[i].ov & 1,
-                           .overlap_param_gather = (cs[i].ov & 2) != 0, .one_replica = 1};
+                           .overlap_param_gather = (cs[i].ov & 2) != 0,
+                           .no_overlap_p2p_comm = (cs[i].ov & 4) != 0, .one_replica = 1};
         sc_estimate e;
         sc_step_result *r;
         sc_error err;
@@ -755,4 +760,104 @@ TEST(planner_estimate_table_reused)
     sc_stage_table_free(&shared);
     sc_partition_free(&part);
     sc_model_free(m);
+}
+
+/* Pipeline sends that block their sender (sc_step_cfg no_overlap_p2p_comm:
+ * Megatron-LM's non-interleaved schedules, its interleaved one before 2023,
+ * DeepSpeed's pipeline engine): the same compute, more exposed pipeline
+ * time and a longer step, by about what the estimate adds (each op that
+ * sends waits for its message); nothing changes without a pipeline. */
+TEST(step_blocking_p2p)
+{
+    static const struct {
+        const char *model, *cluster, *sched;
+        int nodes, dp, tp, pp, v, m;
+    } cs[] = {{"gpt-13b", "p4d.24xlarge", "1f1b", 16, 4, 8, 4, 1, 16},
+              {"gpt-1.3b", "p4d.24xlarge", "interleaved", 4, 4, 4, 2, 2, 8},
+              {"gpt-1.3b", "dgx-a100-80g", "gpipe", 1, 1, 2, 4, 1, 8},
+              {"gpt-1.3b", "dgx-a100-80g", "1f1b", 1, 8, 1, 1, 1, 4}};
+    for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
+        sc_model *m;
+        sc_cluster c;
+        sc_test_open_pair(cs[i].model, cs[i].cluster, cs[i].nodes, &m, &c);
+        REQUIRE(m);
+        sc_step_cfg cfg = {.dp = cs[i].dp, .tp = cs[i].tp, .pp = cs[i].pp, .v = cs[i].v,
+                           .m = cs[i].m, .mbs = 1, .schedule = cs[i].sched, .one_replica = 1};
+        sc_step_result *ov, *bl;
+        sc_estimate e0, e1;
+        sc_error err = {0};
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &ov, &err) == SC_OK);
+        REQUIRE(sc_estimate_step(m, &c, &cfg, &e0, &err) == SC_OK);
+        cfg.no_overlap_p2p_comm = 1;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &bl, &err) == SC_OK);
+        REQUIRE(sc_estimate_step(m, &c, &cfg, &e1, &err) == SC_OK);
+        CHECK_NEAR(bl->breakdown.compute, ov->breakdown.compute, 1e-9);
+        double ds = bl->step_time_s - ov->step_time_s, de = e1.step_s - e0.step_s;
+        if (cs[i].pp == 1) {
+            CHECK(ds == 0 && de == 0);
+        } else {
+            CHECK(ds > 0 && de > 0);
+            CHECK(bl->breakdown.pp > ov->breakdown.pp);
+            /* the estimate adds every op's send, an upper bound; the simulator
+             * less, where a receive already waited for the message (GPipe's
+             * forwards most: a third of it here), never less than a quarter */
+            if (!(ds <= de * (1 + 1e-9) && ds >= 0.25 * de))
+                sc_test_fail(__FILE__, __LINE__, "case %zu: the simulator adds %.4f s, the "
+                             "estimate %.4f s, to a step of %.4f s", i, ds, de,
+                             ov->step_time_s);
+        }
+        sc_step_result_free(ov);
+        sc_step_result_free(bl);
+        sc_model_free(m);
+    }
+}
+
+/* --overlap-p2p-comm 0 through the commands: sim's JSON and plan say so
+ * (overlap_p2p_comm false, absent when true), sim --plan replays it, and a
+ * default plan replays with blocking sends when asked; a validation row
+ * takes the key (a boolean); the Megatron-LM export passes it on for the
+ * interleaved schedule and notes what its other schedules do. */
+TEST(plan_overlap_p2p_comm_through_commands)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    const char *lay = "--model gpt-1.3b --cluster p4d.24xlarge --nodes 4 --dp 4 --tp 4 --pp 2 "
+                      "--microbatches 8";
+    double t[4];
+    const char *runs[4][2] = {{"--overlap-p2p-comm 0 -o %s/bl.json", ""},
+                              {"-o %s/ov.json", ""},
+                              {NULL, "%s/bl.json"},
+                              {NULL, "%s/ov.json --overlap-p2p-comm 0"}};
+    for (int i = 0; i < 4; i++) {
+        char cmd[1024], extra[700];
+        if (runs[i][0]) {
+            snprintf(extra, sizeof extra, runs[i][0], d);
+            snprintf(cmd, sizeof cmd, "%s sim %s %s --json", bin, lay, extra);
+        } else {
+            snprintf(extra, sizeof extra, runs[i][1], d);
+            snprintf(cmd, sizeof cmd, "%s sim --plan %s --json", bin, extra);
+        }
+        REQUIRE(sc_test_sh(out, sizeof out, "%s", cmd) == 0);
+        cJSON *j = cJSON_Parse(out);
+        REQUIRE(j);
+        t[i] = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
+        const cJSON *k = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "config"), "overlap_p2p_comm");
+        CHECK_EQ_INT(k != NULL && cJSON_IsFalse(k), i != 1);
+        cJSON_Delete(j);
+    }
+    CHECK(t[0] > t[1]);
+    CHECK(t[2] == t[0] && t[3] == t[0]);
+    REQUIRE(sc_test_sh(out, sizeof out, "grep -c overlap_p2p_comm %s/bl.json; "
+                       "grep -c overlap_p2p_comm %s/ov.json", d, d) != 0);
+    CHECK_STR_HAS(out, "1\n0\n");
+    /* the export */
+    REQUIRE(sc_test_sh(out, sizeof out, "%s sim %s --v 2 --schedule interleaved "
+                       "--overlap-p2p-comm 0 -o %s/il.json >/dev/null && %s export %s/il.json "
+                       "--to megatron", bin, "--model gpt-1.3b --cluster p4d.24xlarge --nodes 4 "
+                       "--dp 4 --tp 4 --pp 2 --microbatches 8", d, bin, d) == 0);
+    CHECK_STR_HAS(out, "--no-overlap-p2p-communication");
+    REQUIRE(sc_test_sh(out, sizeof out, "%s export %s/ov.json --to megatron", bin, d) == 0);
+    CHECK_STR_HAS(out, "non-interleaved schedule waits for each pipeline message");
+    CHECK(!strstr(out, "--no-overlap-p2p-communication"));
+    REQUIRE(sc_test_sh(out, sizeof out, "%s export %s/bl.json --to megatron", bin, d) == 0);
+    CHECK(!strstr(out, "non-interleaved schedule waits"));
 }

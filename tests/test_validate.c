@@ -118,8 +118,15 @@ TEST(validate_load_accepts_a_good_row)
     CHECK_NEAR(s->rows[0].measured_s, 0.01, 1e-15);
     CHECK(!strcmp(s->rows[0].source->citation, "A. Author: A paper (2024)"));
     CHECK_STR_HAS(s->rows[0].model_desc, "gpt l4 h256 a4 s128 V1024 tied");
+    CHECK_EQ_INT(s->rows[0].overlap_p2p_comm, 1); /* absent: beside the compute */
     sc_val_free(s);
     sc_val_free(NULL);
+    one_row(text, sizeof text, TINY, "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": "
+            "\"none\", \"mbs\": 1, \"global_batch\": 8, \"overlap_p2p_comm\": false}",
+            CLUSTER_OK, MEASURED_OK, "");
+    REQUIRE(sc_val_load(put("good_p2p.json", text), &s, &err) == SC_OK);
+    CHECK_EQ_INT(s->rows[0].overlap_p2p_comm, 0);
+    sc_val_free(s);
     /* a choice by name: in the model, and in the row's description */
     one_row(text, sizeof text,
             "{\"generator\": \"gpt\", \"cross_entropy\": \"xentropy\", \"layers\": 4, "
@@ -229,6 +236,10 @@ TEST(validate_load_refuses_bad_fields)
             CLUSTER_OK, MEASURED_OK, "", "rows[0].model");
     REFUSED("{\"generator\": \"gpt\", \"depth\": 2}", LAYOUT_OK, CLUSTER_OK, MEASURED_OK, "",
             "rows[0].model");
+    /* pipeline sends beside the compute or blocking: a boolean */
+    REFUSED(TINY, "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": \"none\", \"mbs\": 1, "
+            "\"global_batch\": 8, \"overlap_p2p_comm\": 0}", CLUSTER_OK, MEASURED_OK, "",
+            "rows[0].layout.overlap_p2p_comm");
     /* the loss a row's framework ran is given by name */
     REFUSED("{\"generator\": \"gpt\", \"cross_entropy\": \"apex\"}", LAYOUT_OK, CLUSTER_OK,
             MEASURED_OK, "", "rows[0].model.cross_entropy: must be megatron, megatron-fused or "
@@ -711,17 +722,12 @@ TEST(validate_targets_hold)
     if (!(st.mape <= SC_VAL_TARGET_MAPE))
         sc_test_fail(__FILE__, __LINE__, "MAPE %.2f%% over %d rows, above the %.0f%% target",
                      100 * st.mape, shipped.n, 100 * SC_VAL_TARGET_MAPE);
-    /* The mean signed error target is missed since the three Llama 3.1 rows
-     * (cuDNN's attention at FA3's rates: -7.4%, -4.7%, -0.8%) joined: -2.1%
-     * against +-2%. Held where it is (a regression past 2.5% fails), and the
-     * test says when it is back within the target, so this guard goes. */
-    if (!(fabs(st.mean_signed) <= 0.025))
-        sc_test_fail(__FILE__, __LINE__, "mean signed error %+.2f%%, beyond the 2.5%% guard "
-                     "(the target is +-%.0f%%)", 100 * st.mean_signed, 100 * SC_VAL_TARGET_BIAS);
-    if (fabs(st.mean_signed) <= SC_VAL_TARGET_BIAS)
-        sc_test_fail(__FILE__, __LINE__, "mean signed error %+.2f%%, within the +-%.0f%% target "
-                     "now: check the target itself again here", 100 * st.mean_signed,
-                     100 * SC_VAL_TARGET_BIAS);
+    /* The mean signed error: missed (-2.0% to -2.1%) from the day the three
+     * Llama 3.1 rows joined until each row's loss and pipeline messages were
+     * timed as its framework ran them (docs/accuracy.md); held to the target */
+    if (!(fabs(st.mean_signed) <= SC_VAL_TARGET_BIAS))
+        sc_test_fail(__FILE__, __LINE__, "mean signed error %+.2f%%, beyond the +-%.0f%% target",
+                     100 * st.mean_signed, 100 * SC_VAL_TARGET_BIAS);
     for (int i = 0; i < shipped.n; i++) {
         size_t k = 0;
         while (k < SC_ARRAY_LEN(beyond) && strcmp(beyond[k], shipped.id[i]))
