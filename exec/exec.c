@@ -1047,6 +1047,16 @@ static sc_status load_plan(sc_exec *x, const char *plan_file, sc_error *err)
         sc_plan_step_cfg(x->plan, &x->cfg);
         x->S = x->cfg.pp * x->cfg.v;
     }
+    /* A blocking send completes only once its peer has posted the receive:
+     * two neighbours each blocked in a send to the other (1F1B's steady
+     * state) would wait forever; Megatron-LM pairs each send with the next
+     * receive in one call, which the lowered step does not. */
+    if (!st && x->cfg.no_overlap_p2p_comm && x->cfg.pp > 1)
+        st = sc_err(err, SC_ENOTSUP,
+                    "%s: overlap_p2p_comm: false: the executor sends pipeline messages beside "
+                    "the compute only; run the plan without it (sim --plan replays it either "
+                    "way)",
+                    plan_file);
     return st;
 }
 

@@ -139,6 +139,27 @@ TEST(plan_bad_corpus_exec_refuses)
     }
 }
 
+/* A plan whose pipeline sends block (overlap_p2p_comm false) is one the
+ * executor does not run: refused, naming the file and the key, nothing
+ * written (sim --plan replays it: plan_overlap_p2p_comm_through_commands). */
+TEST(plan_blocking_p2p_exec_refuses)
+{
+    if (sc_test_sh(out, sizeof out, "%s version", sc_test_bin()) != 0 || strstr(out, "MPI:  no")) {
+        sc_test_skip("built without MPI: exec reads no plan");
+        return;
+    }
+    exec_dir = sc_test_tmpdir();
+    char path[600];
+    snprintf(path, sizeof path, "%s/bl.json", exec_dir);
+    REQUIRE(sc_test_sh(out, sizeof out, "cd %s && %s model gen gpt --layers 2 --hidden 256 "
+                       "--heads 4 --seq 128 --vocab 1024 --dtype fp32 -o tiny.json 2>&1 && "
+                       "%s sim --model tiny.json --cluster cpu-local --pp 2 --microbatches 2 "
+                       "--overlap-p2p-comm 0 -o %s 2>&1",
+                       exec_dir, sc_test_bin(), sc_test_bin(), path) == 0);
+    exec_refuses(path, "overlap_p2p_comm: false: the executor sends pipeline messages beside "
+                       "the compute only");
+}
+
 /* Every partitioner the planner may name is a method a plan may carry. */
 TEST(plan_methods_cover_partitioners)
 {
