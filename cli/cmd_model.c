@@ -84,32 +84,29 @@ static int model_gen(int argc, char **argv)
             }
             continue;
         }
-        int p = -1;
-        for (int k = 0; k < g->n_params; k++)
-            if (!strcmp(g->params[k].name, kbuf))
-                p = k;
-        if (p < 0)
+        const sc_gen_param *p = sc_gen_param_find(g, kbuf);
+        if (!p)
             return cli_usage("model gen", "%s has no parameter '--%s'", g->kind, kbuf);
         if (nover >= (int)SC_ARRAY_LEN(vals))
             return cli_usage("model gen", "too many parameters");
         double v = 1;
-        if (!g->params[p].is_flag) {
+        if (!p->is_flag) {
             if (!val && ++i >= argc)
                 return cli_usage("model gen", "--%s needs a value", kbuf);
             if (!val)
                 val = argv[i];
-            if (g->params[p].choices) {
-                if ((v = sc_gen_choice_index(&g->params[p], val)) < 0) {
+            if (p->choices) {
+                if ((v = sc_gen_choice_index(p, val)) < 0) {
                     char list[256];
                     return cli_usage("model gen", "--%s: unknown '%s' (%s)", kbuf, val,
-                                     sc_gen_choice_names(&g->params[p], list, sizeof list));
+                                     sc_gen_choice_names(p, list, sizeof list));
                 }
             } else if (cli_double("model gen", a, val, -1e300, 1e300, &v))
                 return 2;
         } else if (val) {
             return cli_usage("model gen", "--%s is a switch and takes no value", kbuf);
         }
-        names[nover] = g->params[p].name;
+        names[nover] = p->name;
         vals[nover++] = v;
     }
     if (!out)

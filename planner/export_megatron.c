@@ -86,15 +86,13 @@ static sc_status pipeline_args(const sc_export_ctx *x, sc_export *e, margs *a)
         return SC_OK;
     /* pipeline messages: Megatron-LM overlaps them with the interleaved
      * schedule's chunks unless told not to, and blocks on them otherwise */
-    sc_status st = SC_OK;
     if (p->pp > 1 && p->v > 1 && !p->overlap_p2p_comm)
         arg_flag(a, G_PARALLEL, "--no-overlap-p2p-communication");
-    else if (p->pp > 1 && p->v == 1 && p->overlap_p2p_comm)
-        st = ex_note(e, "Megatron-LM's non-interleaved schedule waits for each pipeline message; "
-                        "the plan has them beside the compute (overlap_p2p_comm), so its step is "
-                        "optimistic by their time (plan with --overlap-p2p-comm 0 to predict it)");
-    if (st)
-        return st;
+    if (p->pp > 1 && p->v == 1 && p->overlap_p2p_comm &&
+        ex_note(e, "Megatron-LM's non-interleaved schedule waits for each pipeline message; the "
+                   "plan has them beside the compute (overlap_p2p_comm), so its step is "
+                   "optimistic by their time (plan with --overlap-p2p-comm 0 to predict it)"))
+        return SC_ENOMEM;
     if (even && !zero) {
         if (p->v > 1)
             arg_num(a, G_PARALLEL, "--num-layers-per-virtual-pipeline-stage", cnt0);

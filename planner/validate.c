@@ -47,16 +47,6 @@ static double first_dim(const sc_model *m, const char *name)
     return 0;
 }
 
-static int is_builtin(const char *name)
-{
-    int n;
-    const sc_builtin *b = sc_builtins(&n);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(b[i].name, name))
-            return 1;
-    return 0;
-}
-
 static void desc_add(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void desc_add(char *buf, size_t cap, const char *fmt, ...)
@@ -129,7 +119,7 @@ static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o
             st = text(o, f, path, "builtin", 1, SC_NAME_MAX, &r->builtin, err);
         if (st)
             return st;
-        if (!is_builtin(r->builtin))
+        if (!sc_model_is_builtin(r->builtin))
             return sc_err(err, SC_ENOTFOUND,
                           "%s: %s.builtin: \"%s\" is not a built-in model (stagecraft model "
                           "list)", f, path, r->builtin);
@@ -173,10 +163,7 @@ static sc_status load_model(const sc_val_suite *s, sc_val_row *r, const cJSON *o
         if (n == MAX_GEN_PARAMS)
             return sc_err(err, SC_EINVAL, "%s: %s: more than %d parameters", f, path,
                           MAX_GEN_PARAMS);
-        const sc_gen_param *gp = NULL;
-        for (int j = 0; j < g->n_params; j++)
-            if (!strcmp(g->params[j].name, x->string))
-                gp = &g->params[j];
+        const sc_gen_param *gp = sc_gen_param_find(g, x->string);
         double v;
         if (gp && gp->choices) {
             char list[256];

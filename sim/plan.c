@@ -711,11 +711,7 @@ static const char *beside(const char *source, const char *file, char *buf, size_
 static sc_model *snapshot(const sc_plan *p, const char *file)
 {
     const char *src = p->model_source;
-    int n, builtin = 0;
-    const sc_builtin *b = sc_builtins(&n);
-    for (int i = 0; i < n && !builtin; i++)
-        builtin = !strcmp(b[i].name, src);
-    if (!builtin)
+    if (!sc_model_is_builtin(src))
         return NULL; /* a file: the plan names it, nothing else stands in */
     const char *slash = strrchr(file, '/');
     int dl = slash ? (int)(slash - file) : 1;

@@ -494,6 +494,15 @@ TEST(gen_alloc_failures)
     }
 }
 
+/* A module's cross_entropy kernel, or NULL. */
+static const sc_kernel *cross_entropy_of(const sc_module *x)
+{
+    for (int j = 0; j < x->n_kernels; j++)
+        if (!strcmp(x->kernels[j].name, "cross_entropy"))
+            return &x->kernels[j];
+    return NULL;
+}
+
 /* The loss as each framework runs it (cross_entropy): the head's
  * cross_entropy kernel moves, per logit, d + 36 bytes forward and 8 + 4 + d
  * backward for Megatron-LM's op-at-a-time loss on .float() logits (32 and 8
@@ -534,10 +543,7 @@ TEST(gen_cross_entropy_as_run)
             sc_error err = {0};
             REQUIRE(sc_gen_run(gens[g], NULL, want[i].dt, k, n1, v1, &m, &err) == SC_OK);
             const sc_module *head = find(m, "head");
-            const sc_kernel *ce = NULL;
-            for (int j = 0; j < head->n_kernels; j++)
-                if (!strcmp(head->kernels[j].name, "cross_entropy"))
-                    ce = &head->kernels[j];
+            const sc_kernel *ce = cross_entropy_of(head);
             REQUIRE(ce);
             double d = sc_dtype_bytes(want[i].dt);
             CHECK_NEAR(ce->bytes, want[i].fwd * s * V, 1e-12);
@@ -547,10 +553,9 @@ TEST(gen_cross_entropy_as_run)
         }
     /* the default is Megatron-LM's, and so are the built-ins */
     sc_model *m = builtin("gpt-1.3b");
-    const sc_module *head = find(m, "head");
-    for (int j = 0; j < head->n_kernels; j++)
-        if (!strcmp(head->kernels[j].name, "cross_entropy"))
-            CHECK_NEAR(head->kernels[j].bytes, 38.0 * 2048 * 50257, 1e-12);
+    const sc_kernel *ce = cross_entropy_of(find(m, "head"));
+    REQUIRE(ce);
+    CHECK_NEAR(ce->bytes, 38.0 * 2048 * 50257, 1e-12);
     sc_model_free(m);
     /* every generator with an LM head takes it */
     const sc_gen *lm[] = {&sc_gen_gpt, &sc_gen_llama, &sc_gen_t5, &sc_gen_fid, &sc_gen_mm};
@@ -561,10 +566,10 @@ TEST(gen_cross_entropy_as_run)
             double v[] = {x ? 2 : 0}; /* megatron, xentropy */
             sc_model *mm = run(lm[g], 1, n, v);
             REQUIRE(mm);
-            for (int i = 0; i < mm->n_modules; i++)
-                for (int j = 0; j < mm->modules[i]->n_kernels; j++)
-                    if (!strcmp(mm->modules[i]->kernels[j].name, "cross_entropy"))
-                        b[x] += mm->modules[i]->kernels[j].bytes;
+            for (int i = 0; i < mm->n_modules; i++) {
+                const sc_kernel *k = cross_entropy_of(mm->modules[i]);
+                b[x] += k ? k->bytes : 0;
+            }
             sc_model_free(mm);
         }
         CHECK(b[0] > 0);

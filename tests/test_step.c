@@ -102,6 +102,30 @@ TEST(step_closed_form_gpipe_1f1b)
     }
 }
 
+/* Pipeline sends that block their sender (no_overlap_p2p_comm), on GPipe
+ * over two stages with messages of tau each way: beside the compute the step
+ * is (m + 1)(tf + tb) + 2 tau (one forward and one backward hop); blocking,
+ * stage 0's every forward and stage 1's every backward also wait for their
+ * message, (m + 1)(tf + tb) + 2m tau. tau is read off the first. */
+TEST(step_closed_form_blocking_p2p)
+{
+    int M[] = {1, 4, 9};
+    for (size_t i = 0; i < SC_ARRAY_LEN(M); i++) {
+        int mm = M[i];
+        sc_model *m = blocks(2, 0, 0);
+        sc_cluster c;
+        REQUIRE(one_gpu_nodes(2, &c) == SC_OK);
+        double tf = stage_time(&c, m, 0, 1, 1), tb = stage_time(&c, m, 0, 1, 0);
+        sc_step_cfg cfg = {.dp = 1, .tp = 1, .pp = 2, .v = 1, .m = mm, .mbs = 1,
+                           .schedule = "gpipe"};
+        double ov = sim_step(m, &c, &cfg), tau = (ov - (mm + 1) * (tf + tb)) / 2;
+        CHECK(tau > 0);
+        cfg.no_overlap_p2p_comm = 1;
+        CHECK_NEAR(sim_step(m, &c, &cfg), (mm + 1) * (tf + tb) + 2 * mm * tau, 1e-9);
+        sc_model_free(m);
+    }
+}
+
 TEST(step_closed_form_interleaved)
 {
     int P[] = {2, 4, 4}, M[] = {4, 4, 8}, V[] = {2, 2, 3};

@@ -117,12 +117,20 @@ const sc_builtin *sc_builtins(int *n)
     return builtins;
 }
 
+static const sc_builtin *builtin_of(const char *name)
+{
+    for (size_t i = 0; name && i < SC_ARRAY_LEN(builtins); i++)
+        if (strcmp(builtins[i].name, name) == 0)
+            return &builtins[i];
+    return NULL;
+}
+
+int sc_model_is_builtin(const char *name) { return builtin_of(name) != NULL; }
+
 sc_status sc_model_open(const char *name_or_file, sc_model **out, sc_error *err)
 {
     if (!name_or_file || !out)
         return sc_err(err, SC_EINVAL, "model: no name or file given");
-    for (size_t i = 0; i < SC_ARRAY_LEN(builtins); i++)
-        if (strcmp(builtins[i].name, name_or_file) == 0)
-            return builtins[i].make(out, err);
-    return sc_model_load(name_or_file, out, err);
+    const sc_builtin *b = builtin_of(name_or_file);
+    return b ? b->make(out, err) : sc_model_load(name_or_file, out, err);
 }

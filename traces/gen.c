@@ -88,6 +88,49 @@ const sc_gen *sc_gen_find(const char *kind)
     return NULL;
 }
 
+/* ---- choice parameters ---------------------------------------------------- */
+
+const char *const sc_gen_ce_names[] = {"megatron", "megatron-fused", "xentropy", NULL};
+
+static int n_choices(const sc_gen_param *p)
+{
+    int k = 0;
+    while (p->choices[k])
+        k++;
+    return k;
+}
+
+int sc_gen_choice_index(const sc_gen_param *p, const char *name)
+{
+    for (int i = 0; p && p->choices && name && p->choices[i]; i++)
+        if (!strcmp(p->choices[i], name))
+            return i;
+    return -1;
+}
+
+const char *sc_gen_choice_names(const sc_gen_param *p, char *buf, size_t n)
+{
+    int k = n_choices(p);
+    buf[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        size_t at = strlen(buf);
+        snprintf(buf + at, n - at, "%s%s", i ? (i == k - 1 ? " or " : ", ") : "",
+                 p->choices[i]);
+    }
+    return buf;
+}
+
+/* v is an index of p's names (sc_gen_run, for every choice parameter). */
+static sc_status choice_check(const char *gen, const sc_gen_param *p, double v, sc_error *err)
+{
+    int k = n_choices(p);
+    if (isfinite(v) && v == floor(v) && v >= 0 && v < k)
+        return SC_OK;
+    char names[256];
+    return sc_err(err, SC_EINVAL, "%s: '%s' must be %s (got %g)", gen, p->name,
+                  sc_gen_choice_names(p, names, sizeof names), v);
+}
+
 #define MAX_GEN_PARAMS 64
 
 sc_status sc_gen_run(const sc_gen *g, const char *name, sc_dtype dtype, int n_over,
@@ -104,16 +147,26 @@ sc_status sc_gen_run(const sc_gen *g, const char *name, sc_dtype dtype, int n_ov
     for (int i = 0; i < g->n_params; i++)
         v[i] = g->params[i].dflt;
     for (int k = 0; k < n_over; k++) {
-        int found = -1;
-        for (int i = 0; i < g->n_params && found < 0; i++)
-            if (names[k] && strcmp(names[k], g->params[i].name) == 0)
-                found = i;
-        if (found < 0)
+        const sc_gen_param *p = sc_gen_param_find(g, names[k]);
+        if (!p)
             return sc_err(err, SC_EINVAL, "%s: unknown parameter '%.64s'", g->kind,
                           names[k] ? names[k] : "(null)");
-        v[found] = vals[k]; /* a later override of the same name wins */
+        v[p - g->params] = vals[k]; /* a later override of the same name wins */
     }
+    /* a choice's range is in the table: checked here for every generator */
+    sc_status st;
+    for (int i = 0; i < g->n_params; i++)
+        if (g->params[i].choices && (st = choice_check(g->kind, &g->params[i], v[i], err)))
+            return st;
     return g->make(v, name ? name : g->kind, dtype, out, err);
+}
+
+const sc_gen_param *sc_gen_param_find(const sc_gen *g, const char *name)
+{
+    for (int i = 0; g && name && i < g->n_params; i++)
+        if (strcmp(name, g->params[i].name) == 0)
+            return &g->params[i];
+    return NULL;
 }
 
 /* ---- validation helpers --------------------------------------------------- */
@@ -136,42 +189,6 @@ sc_status sc_gen_flag(const char *gen, const char *param, double v, sc_error *er
     if (v != 0 && v != 1)
         return sc_err(err, SC_EINVAL, "%s: '%s' is a switch: 0 or 1 (got %g)", gen, param, v);
     return SC_OK;
-}
-
-const char *const sc_gen_ce_names[] = {"megatron", "megatron-fused", "xentropy", NULL};
-
-int sc_gen_choice_index(const sc_gen_param *p, const char *name)
-{
-    for (int i = 0; p && p->choices && name && p->choices[i]; i++)
-        if (!strcmp(p->choices[i], name))
-            return i;
-    return -1;
-}
-
-const char *sc_gen_choice_names(const sc_gen_param *p, char *buf, size_t n)
-{
-    int k = 0;
-    while (p->choices[k])
-        k++;
-    buf[0] = '\0';
-    for (int i = 0; i < k; i++) {
-        size_t at = strlen(buf);
-        snprintf(buf + at, n - at, "%s%s", i ? (i == k - 1 ? " or " : ", ") : "",
-                 p->choices[i]);
-    }
-    return buf;
-}
-
-sc_status sc_gen_choice(const char *gen, const sc_gen_param *p, double v, sc_error *err)
-{
-    int k = 0;
-    while (p->choices[k])
-        k++;
-    if (isfinite(v) && v == floor(v) && v >= 0 && v < k)
-        return SC_OK;
-    char names[256];
-    return sc_err(err, SC_EINVAL, "%s: '%s' must be %s (got %g)", gen, p->name,
-                  sc_gen_choice_names(p, names, sizeof names), v);
 }
 
 /* ---- building ------------------------------------------------------------- */
@@ -433,7 +450,7 @@ sc_module *sc_gen_lm_head(sc_gen_ctx *c, sc_module *parent, const char *name, do
     if (c->ce == SC_CE_XENTROPY) {
         fwd_b = 2 * d, bwd_b = 2 * d, saved_b = d;
     } else if (c->ce == SC_CE_MEGATRON_FUSED) {
-        fwd_b = (d == 4 ? 4 : d + 4) + 16, bwd_b = 4 + d, saved_b = 4;
+        fwd_b = (cast ? cast : 4) + 16, bwd_b = 4 + d, saved_b = 4; /* max read in the cast */
     } else {
         fwd_b = cast + 32, bwd_b = 8 + cast, saved_b = 4;
     }

@@ -33,6 +33,8 @@ typedef struct sc_gen {
 
 extern const sc_gen sc_gen_gpt, sc_gen_llama, sc_gen_t5, sc_gen_vit, sc_gen_fid, sc_gen_mm;
 
+/* g's parameter of that name, or NULL. */
+const sc_gen_param *sc_gen_param_find(const sc_gen *g, const char *name);
 /* The index of name among a choice parameter's names, or -1. */
 int sc_gen_choice_index(const sc_gen_param *p, const char *name);
 /* A choice parameter's names for a message: "a, b or c". */
@@ -41,8 +43,9 @@ const char *sc_gen_choice_names(const sc_gen_param *p, char *buf, size_t n);
 /* All generators, in a fixed order. */
 const sc_gen *const *sc_gens(int *n);
 const sc_gen *sc_gen_find(const char *kind);
-/* Runs a generator with named overrides (names[i] = vals[i]); unknown names
- * are an error naming the generator and the parameter. */
+/* Runs a generator with named overrides (names[i] = vals[i]); unknown names,
+ * and a choice parameter's value that is not an index of its names, are an
+ * error naming the generator and the parameter. */
 sc_status sc_gen_run(const sc_gen *g, const char *name, sc_dtype dtype, int n_over,
                      const char *const *names, const double *vals, sc_model **out,
                      sc_error *err);

@@ -111,7 +111,6 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "passage_len", v[P_PLEN], 1, 1e6, err);
     if (!st) st = sc_gen_int(g, "answer_len", v[P_ALEN], 1, 1e6, err);
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
-    if (!st) st = sc_gen_choice(g, &params[P_CE], v[P_CE], err);
     if (!st) st = sc_gen_int(g, "ret_layers", v[P_RLAYERS], 1, 4096, err);
     if (!st) st = sc_gen_int(g, "ret_hidden", v[P_RHIDDEN], 1, 1e6, err);
     if (!st) st = sc_gen_int(g, "ret_heads", v[P_RHEADS], 1, 1e5, err);

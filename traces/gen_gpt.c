@@ -51,7 +51,6 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
     if (!st) st = sc_gen_int(g, "ffn", v[P_FFN], 0, 1e7, err);
     if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
-    if (!st) st = sc_gen_choice(g, &params[P_CE], v[P_CE], err);
     if (st)
         return st;
     double l = v[P_LAYERS], h = v[P_HIDDEN], a = v[P_HEADS], s = v[P_SEQ], V = v[P_VOCAB];

@@ -57,8 +57,6 @@ sc_status sc_gen_int(const char *gen, const char *param, double v, double lo, do
                      sc_error *err);
 /* Same for a boolean switch (0 or 1). */
 sc_status sc_gen_flag(const char *gen, const char *param, double v, sc_error *err);
-/* Same for a choice parameter p (an index of its names). */
-sc_status sc_gen_choice(const char *gen, const sc_gen_param *p, double v, sc_error *err);
 
 /* Starts a model (ctx->m) with a root container named root_name. */
 sc_status sc_gen_begin(sc_gen_ctx *c, const char *gen, const char *name, sc_dtype dtype,

@@ -163,7 +163,6 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
     if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
     if (!st) st = sc_gen_flag(g, "relu2", v[P_RELU2], err);
-    if (!st) st = sc_gen_choice(g, &params[P_CE], v[P_CE], err);
     if (st)
         return st;
     double l = v[P_LAYERS], h = v[P_HIDDEN], a = v[P_HEADS], kvh = v[P_KV_HEADS];

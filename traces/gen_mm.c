@@ -79,7 +79,6 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "ffn", v[P_FFN], 0, 1e7, err);
     if (!st) st = sc_gen_int(g, "seq", v[P_SEQ], 1, 1e7, err);
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
-    if (!st) st = sc_gen_choice(g, &params[P_CE], v[P_CE], err);
     if (!st) st = sc_gen_int(g, "img_tokens", v[P_IMG_TOKENS], 0, 1e7, err);
     if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
     if (st)

@@ -56,7 +56,6 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "seq", v[P_SEQ], 1, 1e7, err);
     if (!st) st = sc_gen_int(g, "dec_seq", v[P_DEC_SEQ], 1, 1e7, err);
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
-    if (!st) st = sc_gen_choice(g, &params[P_CE], v[P_CE], err);
     if (!st) st = sc_gen_int(g, "kv", v[P_KV], 0, 1e5, err);
     if (st)
         return st;

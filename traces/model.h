@@ -177,6 +177,8 @@ typedef struct sc_builtin {
     sc_status (*make)(sc_model **out, sc_error *err);
 } sc_builtin;
 const sc_builtin *sc_builtins(int *n);
+/* Whether name is a built-in model's name (not a file). */
+int sc_model_is_builtin(const char *name);
 /* A built-in name, else a file path. */
 sc_status sc_model_open(const char *name_or_file, sc_model **out, sc_error *err);
 
