@@ -273,12 +273,14 @@ const cli_opt cli_search_opts[] = {
      "backward (1, default; Megatron-LM --overlap-grad-reduce)\n"
      "or after it (0); with sim --plan, 0 replays the plan\n"
      "without overlap", opt_overlap, OFF(o.no_overlap_grad_reduce), 0, 1, ALL, NULL, NULL, 0},
-    {"overlap-p2p-comm", 0, "0|1", "pipeline sends beside the compute (1, default;\n"
-     "Megatron-LM's interleaved schedule) or blocking their\n"
-     "sender until they arrive (0: Megatron-LM's other schedules,\n"
-     "its interleaved one before October 2023 or with\n"
-     "--no-overlap-p2p-communication, DeepSpeed's pipeline\n"
-     "engine); with sim --plan, 0 replays the plan so", opt_overlap, OFF(o.no_overlap_p2p_comm), 0, 1, ALL, NULL,
+    {"overlap-p2p-comm", 0, "0|1", "pipeline sends beside the compute (1; Megatron-LM's\n"
+     "interleaved schedule, torch.distributed.pipelining) or\n"
+     "blocking their sender until they arrive (0: Megatron-LM's\n"
+     "other schedules, its interleaved one before October 2023\n"
+     "or with --no-overlap-p2p-communication, DeepSpeed's\n"
+     "pipeline engine); default: as --framework runs them\n"
+     "(0: megatron with v 1, deepspeed), else 1; with\n"
+     "sim --plan, 0 replays the plan so", opt_overlap, OFF(o.no_overlap_p2p_comm), 0, 1, ALL, NULL,
      NULL, 0},
     {"tp-comm-overlap", 0, "0|1", "sequence parallelism's tp collectives split into\n"
      "chunks that move beside the GEMMs (1; Megatron-LM\n"

@@ -104,11 +104,12 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     if (cfg->cp > 1)
         snprintf(cps, sizeof cps, "  cp %d", cfg->cp);
     printf("dp %d%s  tp %d  pp %d  v %d  microbatches %d  mbs %d  schedule %s  zero %d  "
-           "recompute %s%s%s  placement %s\n",
+           "recompute %s%s%s  placement %s%s\n",
            cfg->dp, cps, cfg->tp, cfg->pp, cfg->v, cfg->m, cfg->mbs, cfg->schedule, cfg->zero,
            sc_recompute_name(cfg->recompute), cfg->sp ? "  sp" : "",
            cfg->attn == SC_ATTN_FLASH ? "  flash" : "",
-           cfg->placement ? cfg->placement : "tp,pp,dp");
+           cfg->placement ? cfg->placement : "tp,pp,dp",
+           cfg->no_overlap_p2p_comm && cfg->pp > 1 ? "  blocking sends" : "");
     if (cfg->slices > 1) {
         printf("token slices   %d per microbatch (TeraPipe):", cfg->slices);
         for (int j = 0; j < cfg->slices; j++)
@@ -234,7 +235,7 @@ int cmd_sim(int argc, char **argv)
     cfg.sp = f->fix_sp == 1;
     cfg.attn = f->attn;
     cfg.no_overlap_grad_reduce = f->no_overlap_grad_reduce;
-    cfg.no_overlap_p2p_comm = f->no_overlap_p2p_comm;
+    cfg.no_overlap_p2p_comm = sc_search_p2p_blocks(f, cfg.pp, cfg.v); /* as given, or the framework's */
     cfg.tp_comm_overlap = f->tp_comm_overlap;
     cfg.overlap_param_gather = f->overlap_param_gather;
     cfg.bucket_bytes = bucket * 1024 * 1024;
@@ -276,7 +277,7 @@ int cmd_sim(int argc, char **argv)
         pc.one_replica = cfg.one_replica;
         pc.max_mem_bytes = cfg.max_mem_bytes;
         pc.no_overlap_grad_reduce |= cfg.no_overlap_grad_reduce;
-        pc.no_overlap_p2p_comm |= cfg.no_overlap_p2p_comm;
+        pc.no_overlap_p2p_comm |= f->no_overlap_p2p_comm == 1; /* only as given */
         pc.tp_comm_overlap |= cfg.tp_comm_overlap;
         pc.overlap_param_gather |= cfg.overlap_param_gather;
         cfg = pc;

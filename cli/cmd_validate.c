@@ -440,6 +440,12 @@ int cmd_validate(int argc, char **argv)
                 sc_jadd_num(o, "measured_s", res[k].measured_s, &oom);
                 sc_jadd_num(o, "error", res[k].error, &oom);
                 sc_jadd_bool(o, "fits", res[k].fits, &oom);
+                sc_step_breakdown_json(o, &res[k].breakdown, w->cp, &oom);
+                if (res[k].busiest_link[0]) {
+                    cJSON *bl = sc_jadd_obj(o, "busiest_link", &oom);
+                    sc_jadd_str(bl, "name", res[k].busiest_link, &oom);
+                    sc_jadd_num(bl, "busy_fraction", res[k].busiest_busy, &oom);
+                }
                 if (w->framework)
                     sc_jadd_str(o, "framework", w->framework, &oom);
                 else

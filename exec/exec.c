@@ -1054,8 +1054,8 @@ static sc_status load_plan(sc_exec *x, const char *plan_file, sc_error *err)
     if (!st && x->cfg.no_overlap_p2p_comm && x->cfg.pp > 1)
         st = sc_err(err, SC_ENOTSUP,
                     "%s: overlap_p2p_comm: false: the executor sends pipeline messages beside "
-                    "the compute only; run the plan without it (sim --plan replays it either "
-                    "way)",
+                    "the compute only; plan it with --overlap-p2p-comm 1 (plan --framework "
+                    "megatron or deepspeed blocks by default; sim --plan replays it either way)",
                     plan_file);
     return st;
 }

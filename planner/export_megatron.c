@@ -91,7 +91,8 @@ static sc_status pipeline_args(const sc_export_ctx *x, sc_export *e, margs *a)
     if (p->pp > 1 && p->v == 1 && p->overlap_p2p_comm &&
         ex_note(e, "Megatron-LM's non-interleaved schedule waits for each pipeline message; the "
                    "plan has them beside the compute (overlap_p2p_comm), so its step is "
-                   "optimistic by their time (plan with --overlap-p2p-comm 0 to predict it)"))
+                   "optimistic by their time (plan with --framework megatron, or --overlap-p2p-comm 0, "
+                   "to predict it)"))
         return SC_ENOMEM;
     if (even && !zero) {
         if (p->v > 1)

@@ -11,13 +11,18 @@
  * (pipeline_parallel/schedules.py), no GPipe and no zero-bubble schedule;
  * interleaving needs m a multiple of pp; ZeRO 1 and 2 as the distributed
  * optimizer, ZeRO 3 as Megatron-FSDP, not paired with a pipeline; tp and
- * sequence parallelism in its own layers; tp innermost in the rank order. */
+ * sequence parallelism in its own layers; tp innermost in the rank order.
+ * Pipeline sends block without virtual stages: arguments.py turns
+ * overlap_p2p_comm off for the non-interleaved schedules, and each p2p call
+ * then waits for its requests (p2p_communication.py, wait_on_reqs). */
 static const sc_framework megatron = {
     .name = "megatron", .title = "Megatron-LM", .cuts_in_layers = 0,
     .schedules = "1f1b,interleaved", .runs_as = "1F1B",
     .virtual_stages = 1, .v_needs_m_multiple = 1,
     .max_zero = 3, .max_zero_pp = 2, .tp = 1, .tp_needs_data = 1, .sp = 1, .cp = 1,
     .tp_innermost = 1, .needs_gpt = 1,
+    .p2p_blocks = SC_FW_P2P_BLOCKS_V1,
+    .p2p_why = "without virtual stages, where Megatron-LM turns --overlap-p2p-communication off",
     .zero_pp_why = "this export maps ZeRO-3 to Megatron-FSDP, which the checked source does "
                    "not pair with pipeline parallelism",
     .tp_why = "",
@@ -32,7 +37,8 @@ static const sc_framework megatron = {
  * 1F1B-style TrainSchedule, one contiguous stage per rank, ZeRO 0 and 1
  * only (pipe/engine.py); ZeRO 3 without a pipeline; tensor parallelism only
  * in layers that are tensor-parallel themselves (Megatron-DeepSpeed's);
- * no Megatron-style sequence parallelism of norms and dropouts. */
+ * no Megatron-style sequence parallelism of norms and dropouts. Its
+ * pipeline engine sends synchronously (pipe/p2p.py send, async_op False). */
 static const sc_framework deepspeed = {
     .name = "deepspeed", .title = "DeepSpeed", .cuts_in_layers = 0,
     .schedules = "1f1b", .runs_as = "its 1F1B-style TrainSchedule",
@@ -44,13 +50,17 @@ static const sc_framework deepspeed = {
     .sp_why = "DeepSpeed does not split norms and dropouts along the sequence (Megatron-LM's "
               "--sequence-parallel; its Ulysses sequence parallelism is another scheme)",
     .cp_why = CP_MEGATRON_ONLY,
+    .p2p_blocks = SC_FW_P2P_BLOCKS,
+    .p2p_why = "in every schedule: DeepSpeed's pipeline engine sends synchronously",
 };
 
 /* torch.distributed.pipelining (export_torch.c's commit): GPipe, 1F1B,
  * interleaved 1F1B and a zero-bubble schedule; pipeline() splits the traced
  * graph at any module name, passing every live tensor; the export writes
  * DDP (ZeRO 1: ZeroRedundancyOptimizer), and FSDP for ZeRO 2 and 3 without
- * a pipeline, but no FSDP around stages and no DTensor tensor parallelism. */
+ * a pipeline, but no FSDP around stages and no DTensor tensor parallelism.
+ * Its schedules post sends with batch_isend_irecv and wait on them only
+ * before the next: beside the compute. */
 static const sc_framework torch_ = {
     .name = "torch", .title = "torch.distributed.pipelining", .cuts_in_layers = 1,
     .schedules = "gpipe,1f1b,interleaved,zb-h1", .runs_as = NULL,
@@ -93,6 +103,13 @@ const sc_framework *sc_framework_find(const char *name)
 const char *sc_framework_names(void) { return "megatron, deepspeed, torch, any"; }
 
 const sc_framework *sc_framework_any(void) { return &any; }
+
+int sc_framework_p2p_blocks(const sc_framework *fw, int pp, int v)
+{
+    if (!fw || pp < 2)
+        return 0;
+    return fw->p2p_blocks == SC_FW_P2P_BLOCKS || (fw->p2p_blocks == SC_FW_P2P_BLOCKS_V1 && v < 2);
+}
 
 int sc_framework_runs_schedule(const sc_framework *fw, const char *schedule)
 {

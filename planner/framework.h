@@ -20,7 +20,9 @@
  *             tries cp only where it does: search.h);
  *   placement whether tp must be the innermost axis of the rank order;
  *   model     whether it needs a GPT-style decoder (sc_export_is_gpt:
- *             Megatron-LM's GPT model, the one its export launches).
+ *             Megatron-LM's GPT model, the one its export launches);
+ *   p2p       whether its pipeline sends block their sender (sc_step_cfg
+ *             no_overlap_p2p_comm): never, without virtual stages, or always.
  * A rule is the framework's (it cannot run that: "cannot run this plan") or
  * the export's (the framework could, stagecraft's export does not write
  * it: "does not write"); sc_fw_verdict says which.
@@ -66,7 +68,16 @@ typedef struct sc_framework {
     const char *cp_why;       /* context parallelism not written */
     int zero_by_export;       /* the ZeRO rules are the export's, not the framework's */
     int tp_by_export;         /* so is the tp rule */
+    int p2p_blocks;           /* its pipeline sends block their sender: SC_FW_P2P_* */
+    const char *p2p_why;      /* where and why they block ("without virtual stages,
+                                 where ..."), or NULL */
 } sc_framework;
+
+enum {
+    SC_FW_P2P_BESIDE = 0,     /* beside the compute, every schedule */
+    SC_FW_P2P_BLOCKS_V1,      /* blocking without virtual stages (v = 1) */
+    SC_FW_P2P_BLOCKS          /* blocking, every schedule */
+};
 
 /* The rows, in a fixed order (megatron, deepspeed, torch, any); *n gets
  * their count. */
@@ -103,6 +114,11 @@ typedef enum sc_fw_verdict {
  * O(1) (O(leaves) when the tp rule needs the model). */
 sc_fw_verdict sc_framework_judge(const sc_framework *fw, const sc_model *m,
                                  const sc_fw_layout *l, char *why, size_t n);
+
+/* Whether fw's pipeline sends block their sender in a layout of pp stages
+ * and v model chunks a rank (the step's no_overlap_p2p_comm): 0 without a
+ * pipeline, and for fw NULL (any). */
+int sc_framework_p2p_blocks(const sc_framework *fw, int pp, int v);
 
 /* Whether fw runs schedule as planned (its `schedules` list). */
 int sc_framework_runs_schedule(const sc_framework *fw, const char *schedule);

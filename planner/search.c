@@ -62,6 +62,14 @@ void sc_search_opts_default(sc_search_opts *o)
     o->fix_zero = -1;
     o->fix_recompute = -1;
     o->fix_sp = -1;
+    o->no_overlap_p2p_comm = -1;
+}
+
+int sc_search_p2p_blocks(const sc_search_opts *o, int pp, int v)
+{
+    if (o->no_overlap_p2p_comm >= 0)
+        return o->no_overlap_p2p_comm;
+    return sc_framework_p2p_blocks(o->framework, pp, v);
 }
 
 void sc_search_free(sc_search *s)
@@ -867,7 +875,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                                            .mbs = mbs, .zero = z, .recompute = (sc_recompute)rc,
                                            .sp = sp, .attn = s->o.attn,
                                            .no_overlap_grad_reduce = o->no_overlap_grad_reduce,
-                                           .no_overlap_p2p_comm = o->no_overlap_p2p_comm};
+                                           .no_overlap_p2p_comm = sc_search_p2p_blocks(o, pp, v)};
                     sc_step_overlaps_where_apply(&cd.cfg, o->tp_comm_overlap,
                                                  o->overlap_param_gather);
                     snprintf(cd.schedule, sizeof cd.schedule, "%s", sched);

@@ -90,8 +90,9 @@ typedef struct sc_search_opts {
     int no_overlap_grad_reduce; /* 1: every candidate with overlap_grad_reduce off (the
                                    dp reduction after the backward); 0: on (default) */
     int no_overlap_p2p_comm;  /* 1: every candidate's pipeline sends block their sender
-                                 (sc_step_cfg no_overlap_p2p_comm); 0: beside the compute
-                                 (default) */
+                                 (sc_step_cfg no_overlap_p2p_comm); 0: beside the compute;
+                                 -1 (sc_search_opts_default): as the framework runs them
+                                 (sc_search_p2p_blocks) */
     int tp_comm_overlap;      /* 1: every candidate with sp overlaps its tp collectives
                                  with its GEMMs (Megatron-LM --tp-comm-overlap); 0: none
                                  (default) */
@@ -147,6 +148,11 @@ typedef struct sc_search sc_search;
 
 /* Defaults for opts (every field free, K = SC_SEARCH_SIMULATE). */
 void sc_search_opts_default(sc_search_opts *o);
+/* Whether o's candidates of pp stages and v chunks a rank block on their
+ * pipeline sends: o->no_overlap_p2p_comm where given (0 or 1), else as
+ * o->framework runs them (sc_framework_p2p_blocks; NULL: beside the
+ * compute). */
+int sc_search_p2p_blocks(const sc_search_opts *o, int pp, int v);
 sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
                         sc_search **out, sc_error *err);
 void sc_search_free(sc_search *s);

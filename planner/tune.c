@@ -76,7 +76,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     sc_step_overlaps_where_apply(&lay, o.tp_comm_overlap, o.overlap_param_gather);
     t->tp_comm_overlap = lay.tp_comm_overlap;
     t->overlap_param_gather = lay.overlap_param_gather;
-    t->overlap_p2p_comm = !o.no_overlap_p2p_comm;
+    t->overlap_p2p_comm = !sc_search_p2p_blocks(&o, t->pp, t->v);
     t->global_batch = o.global_batch;
     int best_m = n ? sc_search_ranked(s, 0)->cfg.m : 0;
     for (int i = 0; i < n; i++) {

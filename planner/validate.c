@@ -695,6 +695,12 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
     out->nodes = cl.nodes;
     out->fits = res->fits;
     out->overhead = oh;
+    out->breakdown = res->breakdown;
+    for (int k = 0; k < res->n_links; k++)
+        if (res->links[k].busy_fraction > out->busiest_busy) {
+            out->busiest_busy = res->links[k].busy_fraction;
+            snprintf(out->busiest_link, sizeof out->busiest_link, "%s", res->links[k].name);
+        }
     snprintf(out->cluster, sizeof out->cluster, "%s", cl.name);
     sc_step_result_free(res);
     return SC_OK;

@@ -57,6 +57,7 @@
 #include "cost.h"
 #include "model.h"
 #include "sc.h"
+#include "step.h"
 
 #define SC_VAL_FORMAT "stagecraft.validation/1"
 
@@ -122,6 +123,9 @@ typedef struct sc_val_result {
     int gpus, nodes, fits;          /* fits: every stage within GPU memory (predicted) */
     char cluster[128];              /* the cluster simulated (the preset, or the override) */
     double overhead;                /* the framework overhead applied (0: none) */
+    sc_step_breakdown breakdown;    /* the simulated step's, seconds a rank (step.h) */
+    char busiest_link[48];          /* the link busy longest in the step ("" if none) */
+    double busiest_busy;            /* its busy fraction of the step */
 } sc_val_result;
 
 /* How to run a row; NULL = the defaults (all 0). */

@@ -176,6 +176,7 @@ void sc_whatif_opts_default(sc_whatif_opts *o)
     o->restart_s = 600;
     o->simulate = SC_SEARCH_SIMULATE;
     o->fix_sp = -1;
+    o->no_overlap_p2p_comm = -1;
 }
 
 void sc_whatif_free(sc_whatif *w)

@@ -140,7 +140,7 @@ typedef struct sc_whatif_opts {
     int fix_cp;                    /* sc_search_opts.fix_cp: 0 searched (default; with flash
                                       attention), >= 1 fixed */
     int no_overlap_grad_reduce;    /* sc_search_opts.no_overlap_grad_reduce (default 0) */
-    int no_overlap_p2p_comm;       /* sc_search_opts.no_overlap_p2p_comm (default 0) */
+    int no_overlap_p2p_comm;       /* sc_search_opts.no_overlap_p2p_comm (default -1) */
     int tp_comm_overlap;           /* sc_search_opts.tp_comm_overlap (default 0) */
     int overlap_param_gather;      /* sc_search_opts.overlap_param_gather (default 0) */
     /* called after each (cluster, nodes) with done of total finished; point is

@@ -247,16 +247,7 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
         cJSON *pr = sc_jadd_obj(j, "prediction", &oom);
         sc_jadd_num(pr, "step_time_s", p->step_time_s, &oom);
         sc_jadd_num(pr, "bubble_fraction", p->bubble_fraction, &oom);
-        cJSON *bd = sc_jadd_obj(pr, "breakdown", &oom);
-        sc_jadd_num(bd, "compute_s", p->breakdown.compute, &oom);
-        sc_jadd_num(bd, "recompute_s", p->breakdown.recompute, &oom);
-        sc_jadd_num(bd, "optimizer_s", p->breakdown.optimizer, &oom);
-        sc_jadd_num(bd, "tp_comm_s", p->breakdown.tp, &oom);
-        sc_jadd_num(bd, "pp_comm_s", p->breakdown.pp, &oom);
-        sc_jadd_num(bd, "dp_comm_s", p->breakdown.dp, &oom);
-        sc_jadd_num(bd, "bubble_s", p->breakdown.bubble, &oom);
-        if (p->cp > 1)
-            sc_jadd_num(bd, "cp_comm_s", p->breakdown.cp, &oom);
+        sc_step_breakdown_json(pr, &p->breakdown, p->cp, &oom);
         cJSON *pm = sc_jadd_arr(pr, "peak_mem_bytes", &oom);
         for (int i = 0; i < p->pp && pm; i++)
             sc_jpush_num(pm, p->peak_mem[i], &oom);

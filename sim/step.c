@@ -1831,6 +1831,20 @@ sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step
     return SC_OK;
 }
 
+void sc_step_breakdown_json(cJSON *parent, const sc_step_breakdown *b, int cp, int *oom)
+{
+    cJSON *bd = sc_jadd_obj(parent, "breakdown", oom);
+    sc_jadd_num(bd, "compute_s", b->compute, oom);
+    sc_jadd_num(bd, "recompute_s", b->recompute, oom);
+    sc_jadd_num(bd, "optimizer_s", b->optimizer, oom);
+    sc_jadd_num(bd, "tp_comm_s", b->tp, oom);
+    if (cp > 1)
+        sc_jadd_num(bd, "cp_comm_s", b->cp, oom);
+    sc_jadd_num(bd, "pp_comm_s", b->pp, oom);
+    sc_jadd_num(bd, "dp_comm_s", b->dp, oom);
+    sc_jadd_num(bd, "bubble_s", b->bubble, oom);
+}
+
 cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
 {
     sc_json_init();
@@ -1865,16 +1879,7 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
     }
     sc_jadd_str(c, "placement", cfg->placement ? cfg->placement : "tp,pp,dp", &oom);
     sc_jadd_num(j, "step_time_s", r->step_time_s, &oom);
-    cJSON *bd = sc_jadd_obj(j, "breakdown", &oom);
-    sc_jadd_num(bd, "compute_s", r->breakdown.compute, &oom);
-    sc_jadd_num(bd, "recompute_s", r->breakdown.recompute, &oom);
-    sc_jadd_num(bd, "optimizer_s", r->breakdown.optimizer, &oom);
-    sc_jadd_num(bd, "tp_comm_s", r->breakdown.tp, &oom);
-    if (cfg->cp > 1)
-        sc_jadd_num(bd, "cp_comm_s", r->breakdown.cp, &oom);
-    sc_jadd_num(bd, "pp_comm_s", r->breakdown.pp, &oom);
-    sc_jadd_num(bd, "dp_comm_s", r->breakdown.dp, &oom);
-    sc_jadd_num(bd, "bubble_s", r->breakdown.bubble, &oom);
+    sc_step_breakdown_json(j, &r->breakdown, cfg->cp, &oom);
     sc_jadd_num(j, "bubble_fraction", r->bubble_fraction, &oom);
     sc_jadd_num(j, "global_batch", r->global_batch, &oom);
     sc_jadd_num(j, "samples_per_s", r->samples_per_s, &oom);

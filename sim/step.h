@@ -262,6 +262,11 @@ void sc_step_result_free(sc_step_result *r);
 /* The result as JSON (keys: step_time_s, bubble_fraction, tflops_per_gpu,
  * mfu, peak_mem_bytes (per stage), cost_per_step_usd, breakdown, ...). */
 cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg);
+/* Adds b to parent as "breakdown" (seconds: compute_s, recompute_s,
+ * optimizer_s, tp_comm_s, pp_comm_s, dp_comm_s, bubble_s, and cp_comm_s when
+ * cp > 1); *oom set on failure. The one writer of that object (sim --json,
+ * plans' prediction, validate --json). */
+void sc_step_breakdown_json(cJSON *parent, const sc_step_breakdown *b, int cp, int *oom);
 
 /* The stage configuration sc_cost_stage costs cfg's stages with: the
  * model's dtype and cfg's tp, mbs, recompute, bucket, sp, attention and

@@ -635,3 +635,90 @@ TEST(framework_torch_fsdp_copies)
     sc_partition_free(&part);
     sc_model_free(m);
 }
+
+/* Pipeline sends as each framework runs them (framework.h, p2p): Megatron-LM
+ * blocks without virtual stages, DeepSpeed always, torch and any never;
+ * never without a pipeline. The search's default (-1) follows the row, a
+ * given --overlap-p2p-comm wins; sim, plan and tune say so in their output
+ * and plans; a blocking step is never faster than the same step beside. */
+TEST(framework_p2p_as_each_runs_it)
+{
+    const sc_framework *mg = sc_framework_find("megatron"), *ds = sc_framework_find("deepspeed"),
+                       *to = sc_framework_find("torch");
+    REQUIRE(mg && ds && to);
+    CHECK(sc_framework_p2p_blocks(mg, 4, 1));
+    CHECK(!sc_framework_p2p_blocks(mg, 4, 2));
+    CHECK(!sc_framework_p2p_blocks(mg, 1, 1));
+    CHECK(sc_framework_p2p_blocks(ds, 4, 1));
+    CHECK(sc_framework_p2p_blocks(ds, 4, 3));
+    CHECK(!sc_framework_p2p_blocks(to, 4, 1));
+    CHECK(!sc_framework_p2p_blocks(sc_framework_any(), 4, 1));
+    CHECK(!sc_framework_p2p_blocks(NULL, 4, 1));
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    CHECK_EQ_INT(o.no_overlap_p2p_comm, -1);
+    o.framework = mg;
+    CHECK(sc_search_p2p_blocks(&o, 4, 1));
+    o.no_overlap_p2p_comm = 0;
+    CHECK(!sc_search_p2p_blocks(&o, 4, 1));
+    o.framework = NULL;
+    o.no_overlap_p2p_comm = 1;
+    CHECK(sc_search_p2p_blocks(&o, 4, 2));
+
+    const char *bin = sc_test_bin(), *d = sc_test_tmpdir();
+    const char *lay = "--model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --pp 8 "
+                      "--microbatches 16 --mbs 1";
+    double t[3];
+    const char *fw[3] = {"--framework megatron", "--framework megatron --overlap-p2p-comm 1",
+                         "--overlap-p2p-comm 0"};
+    for (int i = 0; i < 3; i++) {
+        REQUIRE(SC("%s sim %s %s --json", bin, lay, fw[i]) == 0);
+        cJSON *j = cJSON_Parse(out);
+        REQUIRE(j);
+        const cJSON *c = cJSON_GetObjectItem(j, "config");
+        /* the key is written only when the sends block */
+        CHECK(cJSON_IsFalse(cJSON_GetObjectItem(c, "overlap_p2p_comm")) == (i != 1));
+        t[i] = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "step_time_s"));
+        cJSON_Delete(j);
+    }
+    CHECK(t[0] > t[1]);
+    /* the megatron default is the step with --overlap-p2p-comm 0, less its overhead */
+    CHECK(SC("%s sim %s --framework megatron --overlap-p2p-comm 0 --json", bin, lay) == 0);
+    CHECK_STR_HAS(out, "\"overlap_p2p_comm\":\tfalse");
+    REQUIRE(SC("%s sim %s --framework megatron", bin, lay) == 0);
+    CHECK_STR_HAS(out, "blocking sends");
+    /* interleaved under megatron: beside the compute */
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --dp 2 --pp 8 --v 2 "
+               "--schedule interleaved --microbatches 16 --mbs 1 --framework megatron --json",
+               bin) == 0);
+    CHECK(!strstr(out, "\"overlap_p2p_comm\""));
+    /* plan: the header says why, the plan file records it, export takes it */
+    REQUIRE(SC("%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+               "--framework megatron --pp 4 --v 1 --schedule 1f1b -o %s/p2p.json",
+               bin, d) == 0);
+    CHECK_STR_HAS(out, "pipeline sends block their sender without virtual stages, where "
+                       "Megatron-LM turns --overlap-p2p-communication off");
+    REQUIRE(SC("cat %s/p2p.json", d) == 0);
+    CHECK_STR_HAS(out, "\"overlap_p2p_comm\":\tfalse");
+    REQUIRE(SC("%s export %s/p2p.json --to megatron -o %s/p2p >/dev/null 2>&1 && cat "
+               "%s/p2p/megatron_torchrun.sh",
+               bin, d, d, d) == 0);
+    CHECK(!strstr(out, "(overlap_p2p_comm)"));
+    REQUIRE(SC("%s plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+               "--framework megatron --pp 4 --v 1 --schedule 1f1b --overlap-p2p-comm 1 -o "
+               "%s/p2p1.json",
+               bin, d) == 0);
+    CHECK(!strstr(out, "pipeline sends block"));
+    REQUIRE(SC("cat %s/p2p1.json", d) == 0);
+    CHECK(!strstr(out, "\"overlap_p2p_comm\""));
+    /* the export notes that plan's optimism (the note the default avoids) */
+    REQUIRE(SC("%s export %s/p2p1.json --to megatron -o %s/p2p1 >/dev/null 2>&1 && cat "
+               "%s/p2p1/megatron_torchrun.sh",
+               bin, d, d, d) == 0);
+    CHECK_STR_HAS(out, "(overlap_p2p_comm)");
+    /* tune on a DeepSpeed layout records the blocking sends */
+    REQUIRE(SC("%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+               "--dp 4 --tp 1 --pp 4 --schedule 1f1b --framework deepspeed --json",
+               bin) == 0);
+    CHECK_STR_HAS(out, "\"overlap_p2p_comm\":\tfalse");
+}

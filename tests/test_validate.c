@@ -494,6 +494,16 @@ TEST(validate_error_arithmetic)
         const cJSON *er = cJSON_GetObjectItemCaseSensitive(r, "error");
         if (cJSON_IsNumber(er) && i < 3)
             CHECK_NEAR(er->valuedouble, want_err[i], 1e-9);
+        /* where the predicted step went: its parts add up to it (sim's
+         * breakdown, an average rank), the compute among them */
+        const cJSON *bd = cJSON_GetObjectItemCaseSensitive(r, "breakdown");
+        REQUIRE(cJSON_IsObject(bd));
+        double sum = 0;
+        for (const cJSON *x = bd->child; x; x = x->next)
+            sum += cJSON_GetNumberValue(x);
+        double step = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r, "predicted_s"));
+        CHECK(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bd, "compute_s")) > 0);
+        CHECK_NEAR(sum, step, 1e-6);
     }
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "targets");
     CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(t, "met")));
