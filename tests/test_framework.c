@@ -721,4 +721,8 @@ TEST(framework_p2p_as_each_runs_it)
                "--dp 4 --tp 1 --pp 4 --schedule 1f1b --framework deepspeed --json",
                bin) == 0);
     CHECK_STR_HAS(out, "\"overlap_p2p_comm\":\tfalse");
+    REQUIRE(SC("%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+               "--dp 4 --tp 1 --pp 4 --schedule 1f1b --framework deepspeed",
+               bin) == 0);
+    CHECK_STR_HAS(out, "global batch 64, blocking sends");
 }
