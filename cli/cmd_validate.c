@@ -25,7 +25,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: stagecraft validate [--suite NAME|FILE[,...]] [--dir DIR]\n"
             "                           [--cluster-override PRESET|FILE] [--no-overhead]\n"
-            "                           [--fit-overhead] [--json] [--check]\n\n"
+            "                           [--fit-overhead] [--breakdown] [--json] [--check]\n\n"
             "Runs every row of the validation suites (published end-to-end training runs,\n"
             "each citing its source) through the simulator and prints the predicted and the\n"
             "measured iteration time and the signed error (predicted - measured) / measured,\n"
@@ -44,7 +44,11 @@ static void usage(FILE *f)
             "  --fit-overhead      refit the framework overheads on the fit half of the\n"
             "                      rows (each framework's even rows) and print them beside\n"
             "                      the table's (cost_models/overhead.c), then exit\n"
-            "  --json              print the results as JSON (errors as fractions)\n"
+            "  --breakdown         after the table, where each row's predicted step goes\n"
+            "                      (shares of compute, recompute, optimizer, exposed\n"
+            "                      communication, bubble) and its busiest link's busy share\n"
+            "  --json              print the results as JSON (errors as fractions; each row\n"
+            "                      with its breakdown and busiest link)\n"
             "  --check             exit 1 when the targets are missed: MAPE <= 5%%, every\n"
             "                      row within 10%%, mean signed error within +-2%%\n"
             "  -h, --help          this text\n\n"
@@ -161,6 +165,28 @@ static int fit_overheads(sc_val_suite *const *suites, int n, int json)
     return cli_print_json(j);
 }
 
+/* --breakdown: per row, the shares of its predicted step (sim's breakdown, an
+ * average rank) and its busiest link's busy share, beside its error. */
+static void print_breakdown(sc_val_suite *const *suites, int n, const sc_val_result *res)
+{
+    printf("\nwhere each predicted step goes (shares of it, an average rank; comm is the "
+           "exposed tp + pp + dp + cp)\n");
+    printf("%-46s %8s %8s %9s %9s %7s %7s %8s  %s\n", "suite/row", "error", "compute",
+           "recompute", "optimizer", "comm", "bubble", "busiest", "link");
+    for (int i = 0, k = 0; i < n; i++)
+        for (int r = 0; r < suites[i]->n; r++, k++) {
+            const sc_step_breakdown *b = &res[k].breakdown;
+            double t = res[k].predicted_s > 0 ? res[k].predicted_s : 1;
+            char name[160];
+            snprintf(name, sizeof name, "%s/%s", suites[i]->name, suites[i]->rows[r].id);
+            printf("%-46.46s %+7.1f%% %7.1f%% %8.1f%% %8.1f%% %6.1f%% %6.1f%% %7.1f%%  %s\n",
+                   name, 100 * res[k].error, 100 * b->compute / t, 100 * b->recompute / t,
+                   100 * b->optimizer / t, 100 * (b->tp + b->pp + b->dp + b->cp) / t,
+                   100 * b->bubble / t, 100 * res[k].busiest_busy,
+                   res[k].busiest_link[0] ? res[k].busiest_link : "-");
+        }
+}
+
 int cmd_validate(int argc, char **argv)
 {
     static const struct option opts[] = {{"suite", required_argument, NULL, 's'},
@@ -170,10 +196,11 @@ int cmd_validate(int argc, char **argv)
                                          {"check", no_argument, NULL, 'k'},
                                          {"no-overhead", no_argument, NULL, 'n'},
                                          {"fit-overhead", no_argument, NULL, 'f'},
+                                         {"breakdown", no_argument, NULL, 'b'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *suite_arg = NULL, *dir = NULL, *override = NULL;
-    int json = 0, check = 0, no_overhead = 0, fit = 0, ch;
+    int json = 0, check = 0, no_overhead = 0, fit = 0, breakdown = 0, ch;
     if (cli_exact_longopts("validate", argc, argv, "h", opts))
         return 2;
     optind = 0;
@@ -200,6 +227,9 @@ int cmd_validate(int argc, char **argv)
             break;
         case 'f':
             fit = 1;
+            break;
+        case 'b':
+            breakdown = 1;
             break;
         case 'h':
             usage(stdout);
@@ -550,6 +580,8 @@ int cmd_validate(int argc, char **argv)
                        100 * res[k].error, w->approximate ? " ~" : "  ",
                        is_fit_row(w, no_overhead) ? " fit" : "");
             }
+        if (breakdown)
+            print_breakdown(suites, npaths, res);
         printf("\n%-32s %5s %8s %13s %13s %11s\n", "", "rows", "MAPE", "mean signed",
                "max |error|", "run time");
         for (int i = 0, k = 0; i < npaths; k += suites[i]->n, i++) {

@@ -517,6 +517,19 @@ TEST(validate_error_arithmetic)
     CHECK_STR_HAS(out, "suite arith");
     CHECK_STR_HAS(out, "all rows");
     CHECK_STR_HAS(out, "NOT met");
+    /* --breakdown: each row's shares of its predicted step add up to it */
+    REQUIRE(SC("%s validate --suite %s --breakdown", sc_test_bin(), file) == 0);
+    const char *bdh = strstr(out, "where each predicted step goes");
+    REQUIRE(bdh);
+    const char *line = strstr(bdh, "\narith/r0");
+    REQUIRE(line);
+    double row_err, sh[5], busy;
+    char nm[64];
+    REQUIRE(sscanf(line + 1, "%63s %lf%% %lf%% %lf%% %lf%% %lf%% %lf%% %lf%%", nm, &row_err,
+                   &sh[0], &sh[1], &sh[2], &sh[3], &sh[4], &busy) == 8);
+    CHECK_NEAR(row_err, 10.0, 1e-9);
+    CHECK(sh[0] > 0);
+    CHECK(fabs(sh[0] + sh[1] + sh[2] + sh[3] + sh[4] - 100) < 0.3); /* five rounded shares */
     /* --check: the targets are missed, exit 1 */
     CHECK(SC("%s validate --suite %s --check", sc_test_bin(), file) == 1);
     CHECK_STR_HAS(out, "targets are missed");
