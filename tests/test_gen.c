@@ -607,3 +607,48 @@ TEST(gen_cross_entropy_by_name)
     CHECK_STR_HAS(out, "--cross_entropy");
     CHECK_STR_HAS(out, "(megatron)");
 }
+
+/* gpt --no_dropout (MPT trains with every dropout at p = 0, and PyTorch's
+ * dropout then returns its input): no dropout kernel, the residual adds
+ * without masks (residual_add: 3d forward, 2d backward per element), no
+ * masks saved: per layer s*h*(34 + 5as/h) - 2sh (the two output masks) -
+ * 3a*s^2 (the probabilities' mask and dropout output) in bf16, none in the
+ * embedding; parameters and FLOPs unchanged. */
+TEST(gen_gpt_no_dropout)
+{
+    const double l = 2, h = 64, a = 4, s = 128, V = 1000, d = 2;
+    const char *n[] = {"layers", "hidden", "heads", "seq", "vocab", "no_dropout"};
+    double v0[] = {l, h, a, s, V, 0}, v1[] = {l, h, a, s, V, 1};
+    sc_model *with = run(&sc_gen_gpt, 6, n, v0), *without = run(&sc_gen_gpt, 6, n, v1);
+    REQUIRE(with && without);
+    sc_totals tw = sc_model_totals(with), to = sc_model_totals(without);
+    CHECK_NEAR(to.params, tw.params, 0);
+    CHECK_NEAR(to.flops_fwd, tw.flops_fwd, 0);
+    CHECK_NEAR(sc_module_totals(find(with, "blocks.1")).act_saved_bytes,
+               s * h * (34 + 5 * a * s / h), 1e-15);
+    CHECK_NEAR(sc_module_totals(find(without, "blocks.1")).act_saved_bytes,
+               s * h * (32 + 2 * a * s / h), 1e-15);
+    CHECK_NEAR(find(with, "embed")->act_saved_bytes, s * h, 0);
+    CHECK_NEAR(find(without, "embed")->act_saved_bytes, 0, 0);
+    int dropouts[2] = {0, 0}, adds = 0;
+    sc_model *ms[2] = {with, without};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < ms[k]->n_modules; i++) {
+            const sc_module *x = ms[k]->modules[i];
+            for (int j = 0; j < x->n_kernels; j++) {
+                const sc_kernel *kn = &x->kernels[j];
+                dropouts[k] += strstr(kn->name, "dropout") != NULL;
+                if (k == 1 && !strcmp(kn->name, "residual_add")) {
+                    adds++;
+                    CHECK_NEAR(kn->bytes, 3 * d * s * h, 0);
+                    CHECK_NEAR(kn->bwd_bytes, 2 * d * s * h, 0);
+                }
+            }
+        }
+    CHECK_EQ_INT(dropouts[0], 1 + 3 * (int)l); /* embedding; attention (unfused), two adds */
+    CHECK_EQ_INT(dropouts[1], 0);
+    CHECK_EQ_INT(adds, 2 * (int)l);
+    sc_model_free(with);
+    sc_model_free(without);
+    CHECK_STR_HAS(bad(&sc_gen_gpt, "no_dropout", 2), "gpt: 'no_dropout'");
+}

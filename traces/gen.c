@@ -305,15 +305,19 @@ sc_module *sc_gen_attn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
     /* Q and out-projection over sq tokens, K and V over skv; scores and AV. */
     double flops = 2 * sq * h * in + 2 * 2 * skv * h * in + 2 * sq * in * h
                    + 2 * 2 * sq * skv * in;
-    /* Korthikanti et al. 2022 sec. 4.1, see the top of this file. */
-    double saved = d * sq * h + d * sq * in + 2 * d * skv * in + (2 * d + 1) * a * sq * skv
-                   + d * sq * in + sq * h;
+    /* Korthikanti et al. 2022 sec. 4.1, see the top of this file; without
+     * dropout the probabilities' mask and dropout output and the output's
+     * mask are gone (the AV product reads the softmax output itself) */
+    int drop = !c->no_dropout;
+    double per_score = drop ? 2 * d + 1 : d, out_mask = drop ? sq * h : 0;
+    double saved = d * sq * h + d * sq * in + 2 * d * skv * in + per_score * a * sq * skv
+                   + d * sq * in + out_mask;
     sc_module *x = sc_gen_add(c, parent, cross ? "cross_attention" : "attention", "%s", name);
     sc_gen_set(x, params, k * flops, k * d * sq * h, k * saved);
     sc_module_set_tp(x, k * d * sq * h, 1); /* Megatron-LM: all-reduce after out proj */
     /* whole on every tp rank: the input and the output dropout mask;
      * selective recompute drops the scores' softmax, mask and dropout */
-    sc_module_set_saved_parts(x, k * (d * sq * h + sq * h), k * (2 * d + 1) * a * sq * skv);
+    sc_module_set_saved_parts(x, k * (d * sq * h + out_mask), k * per_score * a * sq * skv);
     sc_gen_dims(c, x, "hidden", h, "heads", a, "kv", tf->kv, "seq", sq, NULL);
     if (cross)
         sc_gen_dims(c, x, "kv_seq", skv, NULL);
@@ -344,13 +348,14 @@ sc_module *sc_gen_attn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
     sm.scores = dr.scores = !cross;
     sc_module_add_kernel(m, x, ks);
     sc_module_add_kernel(m, x, sm);
-    sc_module_add_kernel(m, x, dr);
+    if (drop)
+        sc_module_add_kernel(m, x, dr);
     sc_module_add_kernel(m, x, kc);
     sc_module_add_kernel(m, x, sc_kernel_flash("flash", k * a, sq, skv, tf->kv,
                                                !cross && tf->causal, SC_KTP_BATCH));
     sc_module_add_kernel(m, x, sc_kernel_gemm("out_proj", 1, k * sq, h, in, SC_KTP_K, 0,
                                               SC_ATTN_ANY));
-    sc_module_add_kernel(m, x, sc_gen_k_residual(d, k * sq, h, 1));
+    sc_module_add_kernel(m, x, sc_gen_k_residual(d, k * sq, h, drop));
     return x;
 }
 
@@ -358,11 +363,13 @@ sc_module *sc_gen_mlp(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, dou
                       const char *name)
 {
     double h = tf->h, f = tf->ffn, d = c->d, k = tf->copies;
+    int drop = !c->no_dropout;
+    double mask = drop ? s * h : 0; /* the output's dropout mask */
     sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
     sc_gen_set(x, 2 * h * f + (tf->bias ? f + h : 0), k * 4 * s * h * f, k * d * s * h,
-               k * (d * s * h + 2 * d * s * f + s * h));
+               k * (d * s * h + 2 * d * s * f + mask));
     sc_module_set_tp(x, k * d * s * h, 1); /* Megatron-LM: all-reduce after fc2 */
-    sc_module_set_saved_parts(x, k * (d * s * h + s * h), -1); /* input, dropout mask */
+    sc_module_set_saved_parts(x, k * (d * s * h + mask), -1); /* input, dropout mask */
     sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
     if (k != 1)
         sc_gen_dims(c, x, "passages", k, NULL);
@@ -371,7 +378,7 @@ sc_module *sc_gen_mlp(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, dou
     sc_module_add_kernel(m, x, sc_kernel_mem("bias_gelu", k * 2 * d * s * f, k * 3 * d * s * f,
                                              SC_KTP_SHARD, SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_kernel_gemm("fc2", 1, k * s, h, f, SC_KTP_K, 0, SC_ATTN_ANY));
-    sc_module_add_kernel(m, x, sc_gen_k_residual(d, k * s, h, 1));
+    sc_module_add_kernel(m, x, sc_gen_k_residual(d, k * s, h, drop));
     return x;
 }
 
@@ -410,19 +417,23 @@ sc_module *sc_gen_tok_embed(sc_gen_ctx *c, sc_module *parent, const char *name, 
                             double V, double positions, double s, int own, const char *shared)
 {
     double d = c->d;
+    int drop = !c->no_dropout;
     sc_module *x = sc_gen_add(c, parent, "embedding", "%s", name);
     /* Lookups are not GEMMs: 0 FLOPs. Saved: the embedding dropout mask. */
-    sc_gen_set(x, own ? (V + positions) * h : positions * h, 0, d * s * h, s * h);
+    sc_gen_set(x, own ? (V + positions) * h : positions * h, 0, d * s * h, drop ? s * h : 0);
     sc_module_set_tp(x, d * s * h, 1); /* vocab-parallel: all-reduce the output */
-    sc_module_set_saved_parts(x, s * h, -1); /* its dropout mask, after the allreduce */
+    if (drop)
+        sc_module_set_saved_parts(x, s * h, -1); /* its dropout mask, after the allreduce */
     if (shared)
         sc_module_set_shared(c->m, x, shared);
     sc_gen_dims(c, x, "hidden", h, "vocab", V, "seq", s, NULL);
     double pos = positions > 0 ? 2 * d * s * h : 0;
     sc_module_add_kernel(c->m, x, sc_kernel_mem("gather", 2 * d * s * h + pos,
                                                 3 * d * s * h + pos, SC_KTP_NONE, SC_ATTN_ANY));
-    sc_module_add_kernel(c->m, x, sc_kernel_mem("embed_dropout", (2 * d + 1) * s * h,
-                                                (2 * d + 1) * s * h, SC_KTP_SEQ, SC_ATTN_ANY));
+    if (drop)
+        sc_module_add_kernel(c->m, x, sc_kernel_mem("embed_dropout", (2 * d + 1) * s * h,
+                                                    (2 * d + 1) * s * h, SC_KTP_SEQ,
+                                                    SC_ATTN_ANY));
     return x;
 }
 

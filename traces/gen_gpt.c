@@ -26,7 +26,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum { P_LAYERS, P_HIDDEN, P_HEADS, P_SEQ, P_VOCAB, P_FFN, P_TIED, P_CE, P_N };
+enum { P_LAYERS, P_HIDDEN, P_HEADS, P_SEQ, P_VOCAB, P_FFN, P_TIED, P_CE, P_NODROP, P_N };
 
 static const sc_gen_param params[P_N] = {
     [P_LAYERS] = {"layers", 24, 0, "transformer layers l"},
@@ -37,6 +37,8 @@ static const sc_gen_param params[P_N] = {
     [P_FFN] = {"ffn", 0, 0, "MLP inner size (0: 4*hidden)"},
     [P_TIED] = {"tied", 0, 1, "tie the LM head to the token embedding"},
     [P_CE] = SC_GEN_CE_PARAM,
+    [P_NODROP] = {"no_dropout", 0, 1,
+                  "train without dropout (p = 0, as MPT does: no dropout kernels or masks)"},
 };
 
 static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_model **out,
@@ -51,6 +53,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
     if (!st) st = sc_gen_int(g, "ffn", v[P_FFN], 0, 1e7, err);
     if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
+    if (!st) st = sc_gen_flag(g, "no_dropout", v[P_NODROP], err);
     if (st)
         return st;
     double l = v[P_LAYERS], h = v[P_HIDDEN], a = v[P_HEADS], s = v[P_SEQ], V = v[P_VOCAB];
@@ -65,6 +68,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if ((st = sc_gen_begin(&c, g, name, dtype, (int)s, "gpt", &root, err)))
         return st;
     c.ce = (sc_gen_ce)v[P_CE];
+    c.no_dropout = v[P_NODROP] != 0;
     sc_gen_tok_embed(&c, root, "embed", h, V, s, s, 1, tied ? "wte" : NULL);
     for (int i = 0; i < (int)l; i++) {
         char nm[64];

@@ -36,6 +36,11 @@ typedef struct sc_gen_ctx {
     const char *gen; /* generator kind for messages: "gpt" */
     double d;        /* bytes per activation element (the model's dtype) */
     sc_gen_ce ce;    /* the LM head's cross-entropy (SC_CE_MEGATRON unless set) */
+    /* 1: the model trains without dropout (p = 0: PyTorch's dropout returns
+     * its input, no kernel, no mask): no dropout kernels and no masks in
+     * sc_gen_attn, sc_gen_mlp and sc_gen_tok_embed; 0 (default): Megatron-LM's
+     * and GPT-2's dropouts, as Korthikanti et al. 2022 count them */
+    int no_dropout;
     int oom;
 } sc_gen_ctx;
 
