@@ -74,6 +74,12 @@ void cli_warn_cluster(const struct sc_cluster *c, const char *what);
 void cli_print_label(const struct sc_cluster *c, double step_s, const char *what, int ms);
 struct cJSON;
 void cli_label_json(struct cJSON *o, const struct sc_cluster *c, double step_s);
+/* plan's and whatif's line under their header when the framework fw makes
+ * the pipeline sends block (no_overlap_p2p_comm -1: not given; framework.h
+ * p2p_why): "pipeline sends block their sender WHY (--overlap-p2p-comm 1:
+ * beside the compute)"; nothing otherwise. */
+struct sc_framework;
+void cli_print_p2p_rule(const struct sc_framework *fw, int no_overlap_p2p_comm);
 /* Prints "stagecraft CMD: MESSAGE" and "try 'stagecraft CMD --help'"; returns
  * CLI_EXIT_USAGE (2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

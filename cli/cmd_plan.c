@@ -235,10 +235,7 @@ int cmd_plan(int argc, char **argv)
         if (o.no_overlap_p2p_comm == 1)
             printf(", pipeline sends block their sender (--overlap-p2p-comm 0)");
         printf("\n");
-        if (o.no_overlap_p2p_comm < 0 && o.framework && o.framework->p2p_why)
-            printf("pipeline sends block their sender %s (--overlap-p2p-comm 1: beside the "
-                   "compute)\n",
-                   o.framework->p2p_why);
+        cli_print_p2p_rule(o.framework, o.no_overlap_p2p_comm);
         printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n", en,
                fit, te, nsim, tsim);
         if (shown < nsim)

@@ -158,6 +158,7 @@ static void print_table(const sc_whatif *w, const sc_model *m, double state_byte
     if (o->framework || o->cut_in_layers)
         printf("plans for %s, stages cut %s\n", o->framework ? o->framework->title : "any framework",
                o->cut_in_layers ? "at any leaf" : "between layers");
+    cli_print_p2p_rule(o->framework, o->no_overlap_p2p_comm);
     if (w->spot)
         printf("spot: restart %.3g min per interruption; rates, prices and checkpoint "
                "bandwidth per cluster below the table\n",

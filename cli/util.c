@@ -3,6 +3,7 @@
 #include "overhead.h"
 #include "json.h"
 #include "cluster.h"
+#include "framework.h"
 #include "label.h"
 #include "model.h"
 
@@ -54,6 +55,14 @@ void cli_warn_cluster(const sc_cluster *c, const char *what)
             "stagecraft: warning: %s (%s) was calibrated with --force past %d failed quality "
             "gate%s (first: %s): its predictions may be far off\n",
             what, c->name, f->n_failed, f->n_failed == 1 ? "" : "s", f->failed[0]);
+}
+
+void cli_print_p2p_rule(const sc_framework *fw, int no_overlap_p2p_comm)
+{
+    if (no_overlap_p2p_comm < 0 && fw && fw->p2p_why)
+        printf("pipeline sends block their sender %s (--overlap-p2p-comm 1: beside the "
+               "compute)\n",
+               fw->p2p_why);
 }
 
 void cli_print_label(const sc_cluster *c, double step_s, const char *what, int ms)

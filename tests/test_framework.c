@@ -716,6 +716,12 @@ TEST(framework_p2p_as_each_runs_it)
                "%s/p2p1/megatron_torchrun.sh",
                bin, d, d, d) == 0);
     CHECK_STR_HAS(out, "(overlap_p2p_comm)");
+    /* whatif says the rule under its header, as plan does */
+    REQUIRE(SC("%s whatif --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
+               "--tokens 1e9 --framework deepspeed -o %s/wi-p2p",
+               bin, d) == 0);
+    CHECK_STR_HAS(out, "pipeline sends block their sender in every schedule: DeepSpeed's "
+                       "pipeline engine sends synchronously");
     /* tune on a DeepSpeed layout records the blocking sends */
     REQUIRE(SC("%s tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 --global-batch 64 "
                "--dp 4 --tp 1 --pp 4 --schedule 1f1b --framework deepspeed --json",
