@@ -281,8 +281,12 @@ static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_comp
                    gemm_time(c, dt, B, K, N, M, bf);
         }
         return gemm_pass(c, dt, B, M, N, K, bwd);
-    case SC_KOP_MEM:
-        return roof(c, mem_compute(c, k, cc, bwd), sc_cost_kernel_bytes(k, cc, bwd));
+    case SC_KOP_MEM: {
+        double bytes = sc_cost_kernel_bytes(k, cc, bwd), fl = mem_compute(c, k, cc, bwd);
+        if (!(bytes > 0) && !(fl > 0)) /* a pass without work: no kernel (forward-only) */
+            return 0;
+        return roof(c, fl, bytes);
+    }
     case SC_KOP_FLASH: {
         const sc_cluster_gemm *g = &c->eff.gemm;
         if (g->flash_gemms) /* as the executor runs it: S = Q K^T, then S V, whole */

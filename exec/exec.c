@@ -396,9 +396,9 @@ static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, in
         int work = item_work(q, what);
         /* the kernel's bytes are what it reads and writes; the out-of-place
          * pass reads src and dst and writes dst: a third of them each */
-        if (work & DO_PASS)
-            st = be->memop(x->bk, x->M1, x->M0, (what == RUN_F ? q->bytes : q->bwd_bytes) / 3,
-                           err);
+        size_t pass_b = (what == RUN_F ? q->bytes : q->bwd_bytes) / 3;
+        if ((work & DO_PASS) && pass_b >= 4) /* a forward-only kernel has no backward pass */
+            st = be->memop(x->bk, x->M1, x->M0, pass_b, err);
         /* the inputs stay as filled (SC_EXEC_OPERANDS); every product writes O;
          * a split GEMM runs as chunks of its rows, one after another */
         int fr, dr, fc = chunks_of(m, q->fsplit, &fr), dc = chunks_of(m, q->dsplit, &dr);

@@ -3,6 +3,8 @@
  * dataflow edges, JSON round trips, bad overrides and allocation failures. */
 #include "check.h"
 #include "gen.h"
+#include "cluster.h"
+#include "cost.h"
 #include "json.h"
 
 #include <stdlib.h>
@@ -651,4 +653,47 @@ TEST(gen_gpt_no_dropout)
     sc_model_free(with);
     sc_model_free(without);
     CHECK_STR_HAS(bad(&sc_gen_gpt, "no_dropout", 2), "gpt: 'no_dropout'");
+}
+
+/* gpt --train_metrics N: the training loop's metrics over the logits (Composer
+ * updates LanguageCrossEntropy and LanguagePerplexity every microbatch, each
+ * PyTorch's unfused cross-entropy, fp32 under autocast): a forward-only kernel
+ * on the head of N * (d + 4 + 16) bytes a logit (d + 4 the cast; none in fp32),
+ * nothing saved, no backward; costed as such (no backward time). */
+TEST(gen_gpt_train_metrics)
+{
+    const double s = 64, V = 1000, h = 64;
+    const char *n[] = {"layers", "hidden", "heads", "seq", "vocab", "train_metrics"};
+    double v0[] = {1, h, 4, s, V, 0}, v2[] = {1, h, 4, s, V, 2};
+    sc_model *m0 = run(&sc_gen_gpt, 6, n, v0), *m2 = run(&sc_gen_gpt, 6, n, v2);
+    REQUIRE(m0 && m2);
+    const sc_module *h0 = find(m0, "head"), *h2 = find(m2, "head");
+    const sc_kernel *tm = NULL;
+    for (int j = 0; j < h2->n_kernels; j++)
+        if (!strcmp(h2->kernels[j].name, "train_metrics"))
+            tm = &h2->kernels[j];
+    REQUIRE(tm);
+    CHECK_EQ_INT(h2->n_kernels, h0->n_kernels + 1);
+    CHECK_NEAR(tm->bytes, 2 * (2 + 4 + 16) * s * V, 0);
+    CHECK_NEAR(tm->bwd_bytes, 0, 0);
+    CHECK_NEAR(h2->act_saved_bytes, h0->act_saved_bytes, 0);
+    /* fp32 logits need no cast */
+    sc_model *m32 = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_gen_run(&sc_gen_gpt, NULL, SC_FP32, 6, n, v2, &m32, &err) == SC_OK);
+    const sc_module *h32 = find(m32, "head");
+    CHECK_NEAR(h32->kernels[h32->n_kernels - 1].bytes, 2 * 16 * s * V, 0);
+    /* the head's backward costs what it did: the kernel has no backward pass */
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("dgx-a100-80g", &c, &err) == SC_OK);
+    sc_compute_cfg cc = {.dtype = SC_BF16, .tp = 1, .mbs = 1};
+    double f0, b0, f2, b2;
+    sc_cost_kernels_time(&c, h0, &cc, &f0, &b0, NULL);
+    sc_cost_kernels_time(&c, h2, &cc, &f2, &b2, NULL);
+    CHECK(f2 > f0);
+    CHECK_NEAR(b2, b0, 1e-12);
+    sc_model_free(m0);
+    sc_model_free(m2);
+    sc_model_free(m32);
+    CHECK_STR_HAS(bad(&sc_gen_gpt, "train_metrics", 17), "gpt: 'train_metrics'");
 }

@@ -475,5 +475,15 @@ sc_module *sc_gen_lm_head(sc_gen_ctx *c, sc_module *parent, const char *name, do
     sc_module_add_kernel(c->m, x, sc_kernel_gemm("logits", 1, s, V, h, SC_KTP_N, 0, SC_ATTN_ANY));
     sc_module_add_kernel(c->m, x, sc_kernel_mem("cross_entropy", fwd_b * s * V, bwd_b * s * V,
                                                 SC_KTP_SHARD, SC_ATTN_ANY));
+    /* The training loop's metrics over the same logits, each PyTorch's
+     * unfused cross-entropy under autocast (Composer's LanguageCrossEntropy
+     * and LanguagePerplexity, updated every microbatch): the cast to fp32
+     * (d + 4; none in fp32), then log_softmax's passes (the max and the sum
+     * of exponentials read the row, the output reads and writes it: 16);
+     * forward only, under no_grad, so nothing is saved and no backward runs */
+    if (c->train_metrics > 0)
+        sc_module_add_kernel(c->m, x, sc_kernel_mem("train_metrics",
+                                                    c->train_metrics * (cast + 16) * s * V, 0,
+                                                    SC_KTP_SHARD, SC_ATTN_ANY));
     return x;
 }

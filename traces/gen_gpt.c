@@ -26,7 +26,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum { P_LAYERS, P_HIDDEN, P_HEADS, P_SEQ, P_VOCAB, P_FFN, P_TIED, P_CE, P_NODROP, P_N };
+enum { P_LAYERS, P_HIDDEN, P_HEADS, P_SEQ, P_VOCAB, P_FFN, P_TIED, P_CE, P_NODROP, P_METRICS, P_N };
 
 static const sc_gen_param params[P_N] = {
     [P_LAYERS] = {"layers", 24, 0, "transformer layers l"},
@@ -39,6 +39,9 @@ static const sc_gen_param params[P_N] = {
     [P_CE] = SC_GEN_CE_PARAM,
     [P_NODROP] = {"no_dropout", 0, 1,
                   "train without dropout (p = 0, as MPT does: no dropout kernels or masks)"},
+    [P_METRICS] = {"train_metrics", 0, 0,
+                   "cross-entropy passes over the logits for training metrics each microbatch, "
+                   "forward only (Composer's two: LanguageCrossEntropy, LanguagePerplexity)"},
 };
 
 static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_model **out,
@@ -54,6 +57,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "ffn", v[P_FFN], 0, 1e7, err);
     if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
     if (!st) st = sc_gen_flag(g, "no_dropout", v[P_NODROP], err);
+    if (!st) st = sc_gen_int(g, "train_metrics", v[P_METRICS], 0, 16, err);
     if (st)
         return st;
     double l = v[P_LAYERS], h = v[P_HIDDEN], a = v[P_HEADS], s = v[P_SEQ], V = v[P_VOCAB];
@@ -69,6 +73,7 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
         return st;
     c.ce = (sc_gen_ce)v[P_CE];
     c.no_dropout = v[P_NODROP] != 0;
+    c.train_metrics = (int)v[P_METRICS];
     sc_gen_tok_embed(&c, root, "embed", h, V, s, s, 1, tied ? "wte" : NULL);
     for (int i = 0; i < (int)l; i++) {
         char nm[64];

@@ -41,6 +41,10 @@ typedef struct sc_gen_ctx {
      * sc_gen_attn, sc_gen_mlp and sc_gen_tok_embed; 0 (default): Megatron-LM's
      * and GPT-2's dropouts, as Korthikanti et al. 2022 count them */
     int no_dropout;
+    /* unfused cross-entropy passes over the logits that the training loop
+     * runs each microbatch for its metrics, forward only, outside autograd
+     * (sc_gen_lm_head's train_metrics kernel); 0 (default): none */
+    int train_metrics;
     int oom;
 } sc_gen_ctx;
 
