@@ -236,15 +236,6 @@ static int count_attention(const sc_module *mod, const sc_module **first)
     return n;
 }
 
-/* Whether a kernel of mod is called name. */
-static int has_kernel(const sc_module *mod, const char *name)
-{
-    for (int i = 0; mod && i < mod->n_kernels; i++)
-        if (!strcmp(mod->kernels[i].name, name))
-            return 1;
-    return 0;
-}
-
 /* What kind of transformer layer b is, from its modules' parameters and
  * kernels (traces/gen_llama.c and gen.c write them): kv_heads below heads
  * is grouped-query attention; an MLP of 3·h·f parameters is gated (SwiGLU),
@@ -261,13 +252,13 @@ static void ex_gpt_variant(const sc_module *b, ex_gpt *g)
     if (g->kv_groups < 1 || g->kv_groups > g->heads)
         g->kv_groups = g->heads;
     double mp = mlp ? sc_module_totals(mlp).params : 0;
-    g->mlp = fabs(mp - 3 * h * f) < 0.5 ? EX_MLP_SWIGLU
-             : has_kernel(mlp, "relu2")  ? EX_MLP_RELU2
-                                         : EX_MLP_GELU;
+    g->mlp = fabs(mp - 3 * h * f) < 0.5          ? EX_MLP_SWIGLU
+             : sc_module_kernel(mlp, "relu2") ? EX_MLP_RELU2
+                                              : EX_MLP_GELU;
     g->rmsnorm = norm && sc_module_totals(norm).params == h;
     double qkvo = 2 * h * h + 2 * h * (double)g->kv_groups * g->kv;
     g->no_bias = att && sc_module_totals(att).params == qkvo;
-    g->rope = has_kernel(att, "rotary");
+    g->rope = sc_module_kernel(att, "rotary") != NULL;
 }
 
 #define WHY(...) (snprintf(g->why, sizeof g->why, __VA_ARGS__), g->ok = 0)

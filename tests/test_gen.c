@@ -497,13 +497,6 @@ TEST(gen_alloc_failures)
 }
 
 /* A module's cross_entropy kernel, or NULL. */
-static const sc_kernel *cross_entropy_of(const sc_module *x)
-{
-    for (int j = 0; j < x->n_kernels; j++)
-        if (!strcmp(x->kernels[j].name, "cross_entropy"))
-            return &x->kernels[j];
-    return NULL;
-}
 
 /* The loss as each framework runs it (cross_entropy): the head's
  * cross_entropy kernel moves, per logit, d + 36 bytes forward and 8 + 4 + d
@@ -545,7 +538,7 @@ TEST(gen_cross_entropy_as_run)
             sc_error err = {0};
             REQUIRE(sc_gen_run(gens[g], NULL, want[i].dt, k, n1, v1, &m, &err) == SC_OK);
             const sc_module *head = find(m, "head");
-            const sc_kernel *ce = cross_entropy_of(head);
+            const sc_kernel *ce = sc_module_kernel(head, "cross_entropy");
             REQUIRE(ce);
             double d = sc_dtype_bytes(want[i].dt);
             CHECK_NEAR(ce->bytes, want[i].fwd * s * V, 1e-12);
@@ -555,7 +548,7 @@ TEST(gen_cross_entropy_as_run)
         }
     /* the default is Megatron-LM's, and so are the built-ins */
     sc_model *m = builtin("gpt-1.3b");
-    const sc_kernel *ce = cross_entropy_of(find(m, "head"));
+    const sc_kernel *ce = sc_module_kernel(find(m, "head"), "cross_entropy");
     REQUIRE(ce);
     CHECK_NEAR(ce->bytes, 38.0 * 2048 * 50257, 1e-12);
     sc_model_free(m);
@@ -569,7 +562,7 @@ TEST(gen_cross_entropy_as_run)
             sc_model *mm = run(lm[g], 1, n, v);
             REQUIRE(mm);
             for (int i = 0; i < mm->n_modules; i++) {
-                const sc_kernel *k = cross_entropy_of(mm->modules[i]);
+                const sc_kernel *k = sc_module_kernel(mm->modules[i], "cross_entropy");
                 b[x] += k ? k->bytes : 0;
             }
             sc_model_free(mm);
@@ -668,11 +661,9 @@ TEST(gen_gpt_train_metrics)
     sc_model *m0 = run(&sc_gen_gpt, 6, n, v0), *m2 = run(&sc_gen_gpt, 6, n, v2);
     REQUIRE(m0 && m2);
     const sc_module *h0 = find(m0, "head"), *h2 = find(m2, "head");
-    const sc_kernel *tm = NULL;
-    for (int j = 0; j < h2->n_kernels; j++)
-        if (!strcmp(h2->kernels[j].name, "train_metrics"))
-            tm = &h2->kernels[j];
+    const sc_kernel *tm = sc_module_kernel(h2, "train_metrics");
     REQUIRE(tm);
+    CHECK(!sc_module_kernel(h0, "train_metrics"));
     CHECK_EQ_INT(h2->n_kernels, h0->n_kernels + 1);
     CHECK_NEAR(tm->bytes, 2 * (2 + 4 + 16) * s * V, 0);
     CHECK_NEAR(tm->bwd_bytes, 0, 0);
@@ -682,7 +673,9 @@ TEST(gen_gpt_train_metrics)
     sc_error err = {0};
     REQUIRE(sc_gen_run(&sc_gen_gpt, NULL, SC_FP32, 6, n, v2, &m32, &err) == SC_OK);
     const sc_module *h32 = find(m32, "head");
-    CHECK_NEAR(h32->kernels[h32->n_kernels - 1].bytes, 2 * 16 * s * V, 0);
+    const sc_kernel *tm32 = sc_module_kernel(h32, "train_metrics");
+    REQUIRE(tm32);
+    CHECK_NEAR(tm32->bytes, 2 * 16 * s * V, 0);
     /* the head's backward costs what it did: the kernel has no backward pass */
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("dgx-a100-80g", &c, &err) == SC_OK);

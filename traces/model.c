@@ -181,6 +181,14 @@ void sc_module_add_kernel(sc_model *m, sc_module *mod, sc_kernel k)
     nk[mod->n_kernels++] = k;
 }
 
+const sc_kernel *sc_module_kernel(const sc_module *mod, const char *name)
+{
+    for (int i = 0; mod && i < mod->n_kernels; i++)
+        if (!strcmp(mod->kernels[i].name, name))
+            return &mod->kernels[i];
+    return NULL;
+}
+
 double sc_module_dim(const sc_module *mod, const char *name, double dflt)
 {
     for (int i = 0; i < mod->n_dims; i++)

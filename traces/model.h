@@ -127,6 +127,8 @@ void sc_module_set_dim(sc_model *m, sc_module *mod, const char *name, double v);
 void sc_module_add_kernel(sc_model *m, sc_module *mod, sc_kernel k);
 /* Returns the dimension's value, or dflt when the module lacks it. */
 double sc_module_dim(const sc_module *mod, const char *name, double dflt);
+/* mod's kernel called name (the first), or NULL; mod NULL gives NULL. O(kernels). */
+const sc_kernel *sc_module_kernel(const sc_module *mod, const char *name);
 /* Derives indices and tables and validates the whole model (unique names,
  * known and acyclic inputs, ranges, depth). file names the origin in
  * messages ("<gpt>" for a generator). */
