@@ -113,6 +113,36 @@ static void stats_line(const char *label, const sc_val_stats *st, double run_s)
     printf("\n");
 }
 
+/* Marks the rows the overhead table was fitted on (cost_models/overhead.c:
+ * `validate --fit-overhead` over every suite of the shipped folder, each
+ * framework's even rows), numbered over those suites, not over the ones
+ * loaded, which may be a subset (--suite) or others (--dir): numbering them
+ * would mark rows the table never saw. A row is matched by its suite's name
+ * and its id; where the shipped suites cannot all be read, none is marked. */
+static void mark_table_rows(sc_val_suite *const *s, int n, int all_shipped)
+{
+    if (all_shipped) {
+        sc_val_mark_halves(s, n);
+        return;
+    }
+    char buf[PATH_MAX + 32];
+    char **paths = NULL;
+    int np = 0, nref = 0, ok = 0;
+    sc_error err = {0};
+    sc_val_suite *ref[MAX_SUITES] = {0};
+    if (!sc_val_list(default_dir(buf, sizeof buf), &paths, &np, &err) && np <= MAX_SUITES) {
+        ok = 1;
+        for (int i = 0; i < np && ok; i++, nref++)
+            ok = !sc_val_load(paths[i], &ref[i], &err);
+    }
+    if (ok)
+        sc_val_mark_halves(ref, nref);
+    sc_val_copy_halves(s, n, ref, ok ? nref : 0);
+    for (int i = 0; i < nref; i++)
+        sc_val_free(ref[i]);
+    sc_val_paths_free(paths, np);
+}
+
 /* Whether row w is one its framework's overhead was fitted on (the entry
  * has fit rows and w is in the fit half); none with --no-overhead. */
 static int is_fit_row(const sc_val_row *w, int no_overhead)
@@ -241,7 +271,7 @@ int cmd_validate(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage("validate", "unexpected argument '%s'", argv[optind]);
-    char dirbuf[PATH_MAX + 32];
+    char dirbuf[PATH_MAX + 32], dirbuf2[PATH_MAX + 32];
     if (!dir)
         dir = default_dir(dirbuf, sizeof dirbuf);
 
@@ -308,8 +338,10 @@ int cmd_validate(int argc, char **argv)
             }
         total += suites[i]->n;
     }
-    if (!rc)
-        sc_val_mark_halves(suites, npaths);
+    if (!rc && fit)
+        sc_val_mark_halves(suites, npaths); /* the fit is over what was loaded */
+    else if (!rc)
+        mark_table_rows(suites, npaths, !suite_arg && !strcmp(dir, default_dir(dirbuf2, sizeof dirbuf2)));
     if (!rc && fit) {
         rc = fit_overheads(suites, npaths, json);
         for (int i = 0; i < npaths; i++)

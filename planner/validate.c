@@ -778,6 +778,25 @@ void sc_val_mark_halves(sc_val_suite *const *s, int n)
     }
 }
 
+void sc_val_copy_halves(sc_val_suite *const *s, int n, sc_val_suite *const *ref, int nref)
+{
+    for (int i = 0; i < n; i++) {
+        const sc_val_suite *same = NULL;
+        for (int j = 0; j < nref && !same; j++)
+            if (ref[j] && !strcmp(ref[j]->name, s[i]->name))
+                same = ref[j];
+        for (int r = 0; r < s[i]->n; r++) {
+            sc_val_row *row = &s[i]->rows[r];
+            row->fit_half = 0;
+            for (int k = 0; same && k < same->n; k++)
+                if (!strcmp(same->rows[k].id, row->id)) {
+                    row->fit_half = same->rows[k].fit_half;
+                    break;
+                }
+        }
+    }
+}
+
 /* Mean signed error of fw's fit-half rows with overhead x. */
 static sc_status fit_half_bias(sc_val_suite *const *s, int n, const char *fw, double x,
                                double *bias, int *rows, sc_error *err)

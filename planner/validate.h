@@ -168,6 +168,12 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
  * neither half's fit (fit_half 0). */
 void sc_val_mark_halves(sc_val_suite *const *s, int n);
 
+/* Gives each row of s[0..n) the fit_half of the row with the same suite name
+ * and row id in ref[0..nref) (marked by sc_val_mark_halves), 0 where ref has
+ * none: which rows a table fitted on ref was fitted on, whatever subset of
+ * suites s is (numbering s itself would mark other rows). */
+void sc_val_copy_halves(sc_val_suite *const *s, int n, sc_val_suite *const *ref, int nref);
+
 /* Fits framework fw's overhead on its fit-half rows of s[0..n) (marked by
  * sc_val_mark_halves): the fraction in [0, 3] at which their mean signed
  * error is 0 (bisection to 1e-5; 0 when the kernels alone are already

@@ -992,9 +992,47 @@ TEST(validate_overhead_fit)
             CHECK(b.predicted_s > a.predicted_s);
             CHECK(b.predicted_s <= a.predicted_s * (1 + o->compute) * (1 + 1e-9));
         }
+    /* a subset of the suites (--suite) marks the rows the table was fitted on,
+     * numbered over every shipped suite: tridao's torch rows follow MPT's 17,
+     * so numbering the subset alone would mark the other ones */
+    const sc_val_suite *td = NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s[i]->name, "tridao_flashattn2022"))
+            td = s[i];
+    REQUIRE(td && td->n >= 2);
+    int alone_differs = 0;
+    for (int r = 0; r < td->n; r++)
+        alone_differs |= td->rows[r].fit_half != (r % 2 == 0);
+    CHECK(alone_differs);
+    REQUIRE(SC("%s validate --suite tridao_flashattn2022 --json 2>/dev/null", sc_test_bin()) == 0);
+    cJSON *tj = cJSON_Parse(out);
+    REQUIRE(tj);
+    const cJSON *trows = cJSON_GetObjectItemCaseSensitive(tj, "rows");
+    CHECK_EQ_INT(cJSON_GetArraySize(trows), td->n);
+    for (int r = 0; r < td->n && r < cJSON_GetArraySize(trows); r++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(trows, r),
+                                                          "overhead_fit_row");
+        CHECK(cJSON_IsBool(f) && cJSON_IsTrue(f) == (td->rows[r].fit_half != 0));
+    }
+    cJSON_Delete(tj);
     for (int i = 0; i < n; i++)
         sc_val_free(s[i]);
     sc_val_paths_free(paths, n);
+    /* rows of a suite the table never saw are none of its fit rows */
+    char text[4096];
+    one_row(text, sizeof text, TINY,
+            "{\"framework\": \"torch\", \"dp\": 1, \"tp\": 1, \"pp\": 1, "
+            "\"recompute\": \"none\", \"mbs\": 1, \"global_batch\": 2}",
+            CLUSTER_OK, MEASURED_OK, "");
+    const char *own = put("own_suite.json", text);
+    REQUIRE(SC("%s validate --suite %s --json 2>/dev/null", sc_test_bin(), own) == 0);
+    tj = cJSON_Parse(out);
+    REQUIRE(tj);
+    const cJSON *orow = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(tj, "rows"), 0);
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(orow, "overhead_fit_row")));
+    CHECK(cJSON_GetObjectItemCaseSensitive(
+              cJSON_GetObjectItemCaseSensitive(tj, "overhead_fit_rows"), "rows")->valueint == 0);
+    cJSON_Delete(tj);
 
     /* the report names the fit rows and gives the held-out rows apart */
     REQUIRE(SC("%s validate --suite mpt_llmfoundry --json 2>/dev/null", sc_test_bin()) == 0);
