@@ -359,6 +359,9 @@ typedef struct sc_mem_cfg {
     int sp;              /* sequence parallelism (with tp > 1) */
     sc_attn attn;        /* flash keeps no attention scores, as selective recompute */
     int cp;              /* context parallelism: activations / cp (0 or 1: none) */
+    int has_layers;      /* the model's (sc_model has_layers): full recompute then keeps
+                            the activations of the leaves outside layers, which it does
+                            not re-run (sc_stage_info recompute_full_s) */
 } sc_mem_cfg;
 
 /* Activation bytes per sample that module m stashes for its backward on one
@@ -492,7 +495,12 @@ sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *e
  *   bwd_w_s: its weight-gradient part (sc_cost_module_wgrad_time of its
  *     leaves): zb-h1's W runs it, B the rest (input gradients, attention's
  *     score products and every memory pass), as the executor splits them;
- *   recompute_s: re-run before each backward: full re-runs the forward;
+ *   recompute_s: re-run before each backward: full re-runs the forward of
+ *     the stage's leaves inside a layer (recompute_full_s; every leaf when the
+ *     model has no layers, sc_partition_layer_of): the embedding, final norm,
+ *     LM head and loss are not checkpointed (Megatron-LM's
+ *     --recompute-granularity full wraps the transformer layers, FSDP's
+ *     activation checkpointing the blocks, DeepSpeed's the layers);
  *     selective re-runs the attention scores and values, 4·s·s_kv·inner FLOPs
  *     per sample per attention module (Korthikanti et al. 2022), under
  *     flash attention the fused kernel's forward (Megatron-Core's
@@ -514,6 +522,7 @@ sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *e
 typedef struct sc_stage_info {
     double fwd_s, bwd_s, bwd_w_s;
     double recompute_s;
+    double recompute_full_s; /* what full recompute re-runs, whatever cfg's recompute */
     double tp_bytes;
     int tp_count;
     double send_bytes;

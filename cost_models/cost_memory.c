@@ -124,6 +124,7 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
                       (int)cfg->recompute);
     double tp = cfg->tp, dp = cfg->dp, k = cfg->inflight, mbs = cfg->mbs;
     double params = 0, saved = 0, selective = 0, max_layer = 0, layer_sum = 0, ckpt = 0;
+    double kept = 0; /* full recompute: what the leaves outside layers save, not re-run */
     sc_units units = {0};
     const sc_module *cur_layer = NULL;
     for (int i = 0; i < n; i++) {
@@ -135,6 +136,10 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
         sc_units_add(&units, m, m->params / sh);
         saved += one;
         selective += sc_cost_saved_bytes(m, cfg->tp, cfg->sp, 1);
+        if (cfg->has_layers && !sc_partition_layer_of(m)) {
+            kept += one; /* the embedding, final norm, LM head, loss: never recomputed */
+            continue;
+        }
         const sc_module *ly = layer_of(m);
         if (ly != cur_layer) {
             /* full recompute keeps each layer's input (the activation
@@ -177,7 +182,7 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
         r.activations = k * mbs * selective;
         break;
     case SC_RECOMPUTE_FULL:
-        r.activations = k * mbs * ckpt + (k > 0 ? mbs * max_layer : 0);
+        r.activations = k * mbs * (ckpt + kept) + (k > 0 ? mbs * max_layer : 0);
         break;
     }
     if (cfg->cp > 1) /* each rank of a cp group holds 1/cp of every token-sized tensor */

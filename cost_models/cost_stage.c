@@ -89,12 +89,17 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         if (st)
             return st;
     }
+    /* full recompute re-runs the layers' forward, not the leaves outside
+     * them (embedding, final norm, LM head, loss), as Megatron-LM's, FSDP's
+     * and DeepSpeed's checkpointing wrap the layers; a model without layers
+     * (sc_partition_layer_of: no "block") re-runs every leaf */
+    int blocks = m->has_layers;
     for (int s = 0; s < S; s++) {
         sc_stage_info *in = &info[s];
         *in = (sc_stage_info){0};
         int f0 = part->first[s], n = part->first[s + 1] - f0;
         sc_module *const *mods = m->leaves + f0;
-        double params = 0, rc = 0;
+        double params = 0, rc = 0, full = 0;
         sc_units units = {0};
         for (int i = 0; i < n; i++) {
             const sc_module *x = mods[i];
@@ -129,6 +134,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                 w = sc_cost_module_wgrad_time(c, x, &cc, m->seq_len, b);
             }
             in->fwd_s += f;
+            if (!blocks || sc_partition_layer_of(x))
+                full += f;
             in->bwd_s += b;
             in->bwd_w_s += w;
             double sh = x->has_tp && x->tp_shardable ? tp : 1;
@@ -156,7 +163,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         in->param_bytes = params * wb;
         in->unit_bytes =
             units.cur ? fmin(params, units.root + units.layer_max) * wb : in->param_bytes;
-        in->recompute_s = cfg->recompute == SC_RECOMPUTE_FULL        ? in->fwd_s
+        in->recompute_full_s = full;
+        in->recompute_s = cfg->recompute == SC_RECOMPUTE_FULL        ? full
                           : cfg->recompute == SC_RECOMPUTE_SELECTIVE ? rc
                                                                      : 0;
         in->buckets = sc_cost_bucket_count(in->grad_bytes, cfg->bucket_bytes);
@@ -167,6 +175,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
             in->bwd_s *= f;
             in->bwd_w_s *= f;
             in->recompute_s *= f;
+            in->recompute_full_s *= f;
         }
         /* PyTorch FSDP's own work on the gradients (sc_cost_fsdp_copies) */
         if (!strcmp(c->framework, "torch")) {

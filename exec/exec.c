@@ -41,6 +41,8 @@ typedef struct item {
     size_t bytes;     /* IT_MEM: the forward's bytes */
     size_t bwd_bytes; /* IT_MEM: the backward's (the cost model's figures) */
     const char *name; /* the model's kernel name, or the leaf's kind (the model owns it) */
+    int in_layer;     /* its leaf lies in a layer (or the model has none): full
+                         recompute re-runs it (sc_stage_info recompute_full_s) */
 } item;
 
 typedef struct stage_work {
@@ -170,13 +172,13 @@ static int push_item(item **it, int *n, int *cap, item v)
 /* A GEMM item of (m, n, k) x batch, each clamped to [1, 1e9]. */
 static item gemm_item(int type, double m, double n, double k, double batch)
 {
-    return (item){type, clampi(m), clampi(n), clampi(k), clampi(batch), 1, 1, 0, 0, NULL};
+    return (item){type, clampi(m), clampi(n), clampi(k), clampi(batch), 1, 1, 0, 0, NULL, 1};
 }
 
 /* A memory pass of fwd bytes forward and bwd backward (at least 4). */
 static item mem_item(double fwd, double bwd)
 {
-    return (item){IT_MEM, 0, 0, 0, 0, 1, 1, (size_t)fwd, (size_t)fmax(bwd, 4), NULL};
+    return (item){IT_MEM, 0, 0, 0, 0, 1, 1, (size_t)fwd, (size_t)fmax(bwd, 4), NULL, 1};
 }
 
 /* The forward work of a leaf that is timed kernel by kernel (sc_cost_uses_kernels:
@@ -299,6 +301,7 @@ static sc_status build_work(sc_exec *x, sc_error *err)
     x->sw = sc_calloc((size_t)v * (size_t)k, sizeof(stage_work));
     if (!x->sw)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
+    int blocks = m->has_layers; /* full recompute: cost_stage.c's rule */
     for (int j = 0, before = 0; j < k; j++) {
         /* slice j: its tokens, and the keys of itself and the slices before it
          * (a cp rank's share of them: the cost model's, kernel_items) */
@@ -320,9 +323,12 @@ static sc_status build_work(sc_exec *x, sc_error *err)
                                            &w->n, &cap);
                 if (bad)
                     return sc_err(err, SC_ENOMEM, "exec: out of memory");
-                for (int i = first; i < w->n; i++) /* a leaf without a list: its kind */
+                int in_layer = !blocks || sc_partition_layer_of(leaf) != NULL;
+                for (int i = first; i < w->n; i++) { /* a leaf without a list: its kind */
                     if (!w->it[i].name)
                         w->it[i].name = leaf->kind;
+                    w->it[i].in_layer = in_layer;
+                }
             }
             /* in 16-bit types every GEMM dimension is padded to a multiple of 8,
              * as frameworks pad the vocabulary (Megatron-LM to 128): cuBLAS runs
@@ -344,16 +350,21 @@ static sc_status build_work(sc_exec *x, sc_error *err)
 
 /* ---- running work ---------------------------------------------------------- */
 
-enum { RUN_F = 0, RUN_B, RUN_W, RUN_BW, RUN_SEL };
+enum { RUN_F = 0, RUN_B, RUN_W, RUN_BW, RUN_SEL, RUN_RC };
 
 /* What item q runs in pass what: its memory pass (not in W, nor in a
  * selective recompute), its forward GEMM (F; a core GEMM's in a selective
- * recompute), and backward its data gradient (B, BW) and its second
+ * recompute; in a full one, RC, the forward of the items inside layers), and backward its data gradient (B, BW) and its second
  * gradient (a core GEMM's other input in B and BW, a weight GEMM's weights
  * in W and BW). The one rule for running a piece and for timing it alone. */
 enum { DO_PASS = 1, DO_FWD = 2, DO_DGRAD = 4, DO_WGRAD = 8 };
 static int item_work(const item *q, int what)
 {
+    if (what == RUN_RC) { /* full recompute: the forward of the layers' items */
+        if (!q->in_layer)
+            return 0;
+        what = RUN_F;
+    }
     if (q->type == IT_MEM)
         return what == RUN_W || what == RUN_SEL ? 0 : DO_PASS;
     if (what == RUN_F || (what == RUN_SEL && q->type == IT_CORE))
@@ -396,7 +407,7 @@ static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, in
         int work = item_work(q, what);
         /* the kernel's bytes are what it reads and writes; the out-of-place
          * pass reads src and dst and writes dst: a third of them each */
-        size_t pass_b = (what == RUN_F ? q->bytes : q->bwd_bytes) / 3;
+        size_t pass_b = (what == RUN_F || what == RUN_RC ? q->bytes : q->bwd_bytes) / 3;
         if ((work & DO_PASS) && pass_b >= 4) /* a forward-only kernel has no backward pass */
             st = be->memop(x->bk, x->M1, x->M0, pass_b, err);
         /* the inputs stay as filled (SC_EXEC_OPERANDS); every product writes O;
@@ -675,7 +686,7 @@ static sc_status do_compute(sc_exec *x, const sc_action *a, sc_error *err)
     int what = a->op == SC_OP_F   ? RUN_F
                : a->op == SC_OP_B ? (x->split ? RUN_B : RUN_BW)
                : a->op == SC_OP_W ? RUN_W
-               : x->cfg.recompute == SC_RECOMPUTE_FULL ? RUN_F
+               : x->cfg.recompute == SC_RECOMPUTE_FULL ? RUN_RC
                                                         : RUN_SEL;
     sc_status st = SC_OK;
     if (a->piece == 0) {

@@ -13,7 +13,7 @@ void sc_stage_table_free(sc_stage_table *t)
     if (!t)
         return;
     sc_partition_free(&t->part);
-    double *a[] = {t->f,      t->b,    t->w,         t->rc_sel, t->tp_s, t->tp_ov, t->send_s,
+    double *a[] = {t->f,      t->b,    t->w,         t->rc_sel, t->rc_full, t->tp_s, t->tp_ov, t->send_s,
                    t->grad,   t->params, t->unit, t->gathered, t->act1, t->act_slope,
                    t->ramp};
     for (size_t i = 0; i < SC_ARRAY_LEN(a); i++)
@@ -126,6 +126,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.w = sc_calloc(S, sizeof(double));
     t.fsdp = sc_calloc(S, sizeof *t.fsdp);
     t.rc_sel = sc_calloc(S, sizeof(double));
+    t.rc_full = sc_calloc(S, sizeof(double));
     t.tp_s = sc_calloc(S, sizeof(double));
     t.tp_ov = sc_calloc(2 * (size_t)S, sizeof(double));
     t.send_s = sc_calloc(S, sizeof(double));
@@ -137,7 +138,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     t.act_slope = sc_calloc(P * 3, sizeof(double));
     t.ramp = sc_calloc(P * SC_RAMP_N * 2, sizeof(double));
     t.dpt = sc_calloc(1, sizeof *t.dpt + P * SC_DPT_N * sizeof(double));
-    if (!t.part.first || !t.f || !t.b || !t.w || !t.fsdp || !t.rc_sel || !t.tp_s || !t.tp_ov || !t.send_s || !t.grad ||
+    if (!t.part.first || !t.f || !t.b || !t.w || !t.fsdp || !t.rc_sel || !t.rc_full || !t.tp_s || !t.tp_ov || !t.send_s || !t.grad ||
         !t.params || !t.unit || !t.gathered || !t.act1 || !t.act_slope || !t.ramp || !t.dpt) {
         sc_stage_table_free(&t);
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
@@ -168,6 +169,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         t.fsdp[s] = info[s].fsdp;
         host_prev = 0;
         t.rc_sel[s] = info[s].recompute_s;
+        t.rc_full[s] = info[s].recompute_full_s;
         t.grad[s] = info[s].grad_bytes;
         if (s < pp)
             t.unit[s] = info[s].unit_bytes; /* chunk 0's: the position's first op */
@@ -218,7 +220,8 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         }
         for (int mode = 0; mode < 3 && !st; mode++) {
             sc_mem a1, a2;
-            sc_mem_cfg mc = {m->dtype, tp, 1, 0, mbs, 1, (sc_recompute)mode, sp, attn, cp};
+            sc_mem_cfg mc = {m->dtype, tp,   1,  0,  mbs, 1, (sc_recompute)mode,
+                             sp,       attn, cp, m->has_layers};
             st = sc_cost_memory(c, mods, n, &mc, &a1, err);
             mc.inflight = 2;
             if (!st)
@@ -440,23 +443,24 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         double F = 0, B = 0, W = 0;
         for (int ch = 0; ch < v; ch++) {
             int s = ch * pp + r;
-            double rc = mode == SC_RECOMPUTE_FULL ? t->f[s] + t->tp_s[s]
+            double rc = mode == SC_RECOMPUTE_FULL ? t->rc_full[s] + t->tp_s[s]
                         : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
                                                          : 0;
             /* the framework's gradient work under ZeRO 2 and 3 (sc_stage_info fsdp) */
             double fs = sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
             if (ov && t->tp_s[s] > 0) {
                 /* each op's tp collectives beside it, all but the last chunk */
-                double kappa = c->eff.overlap_slowdown, lf, xf, lb, xb;
+                double kappa = c->eff.overlap_slowdown, lf, xf, lb, xb, lr = 0, xr = 0;
                 const double *tov = &t->tp_ov[2 * s];
                 double fo = tp_overlapped(t->f[s], tov, kappa, &lf, &xf);
                 double bo = tp_overlapped(t->b[s] + fs, tov, kappa, &lb, &xb);
                 int full = mode == SC_RECOMPUTE_FULL;
                 F += fo;
-                B += bo + (full ? fo : rc);
+                double ro = full ? tp_overlapped(t->rc_full[s], tov, kappa, &lr, &xr) : rc;
+                B += bo + ro;
                 W += t->w[s] + fs;
                 compute += (t->f[s] + t->b[s] + fs + lf + lb) / pp;
-                tps += (xf + xb + (full ? xf : 0)) / pp;
+                tps += (xf + xb + xr) / pp;
             } else {
                 F += t->f[s] + t->tp_s[s];
                 B += t->b[s] + t->tp_s[s] + rc + fs;

@@ -159,6 +159,9 @@ void sc_pctx_free(sc_pctx *x)
     sc_free(x->Asel);
     sc_free(x->in_bytes);
     sc_free(x->ckpt);
+    sc_free(x->AL);
+    sc_free(x->K);
+    sc_free(x->out);
     sc_free(x->layer);
     sc_free(x->layer_lo);
     sc_free(x->layer_hi);
@@ -361,27 +364,38 @@ static sc_status memory_init(sc_pctx *x, sc_error *err)
     x->Asel = sc_calloc((size_t)L + 1, sizeof *x->Asel);
     x->in_bytes = sc_calloc((size_t)L, sizeof *x->in_bytes);
     x->ckpt = sc_calloc((size_t)L + 1, sizeof *x->ckpt);
+    x->AL = sc_calloc((size_t)L + 1, sizeof *x->AL);
+    x->K = sc_calloc((size_t)L + 1, sizeof *x->K);
+    x->out = sc_calloc((size_t)L + 1, 1);
     x->layer = sc_malloc(sizeof *x->layer * (size_t)L);
     x->layer_lo = sc_malloc(sizeof *x->layer_lo * (size_t)L);
     x->layer_hi = sc_malloc(sizeof *x->layer_hi * (size_t)L);
     x->kc = sc_malloc(sizeof *x->kc * (size_t)x->pp);
-    if (!x->P || !x->A || !x->Asel || !x->in_bytes || !x->ckpt || !x->layer || !x->layer_lo ||
+    if (!x->P || !x->A || !x->Asel || !x->in_bytes || !x->ckpt || !x->AL || !x->K || !x->out ||
+        !x->layer || !x->layer_lo ||
         !x->layer_hi || !x->kc)
         return sc_err(err, SC_ENOMEM, "partition: out of memory");
-    const sc_module *cur = NULL;
+    const sc_module *cur = NULL, *ccur = NULL;
     int nl = -1;
     double cpd = cfg->cp > 1 ? cfg->cp : 1; /* a cp rank holds 1/cp of the tokens */
     for (int l = 0; l < L; l++) {
         const sc_module *a = m->leaves[l];
         double sh = a->tp_shardable ? tp : 1;
         x->P[l + 1] = x->P[l] + a->params / sh;
-        x->A[l + 1] =
-            x->A[l] + sc_cost_saved_bytes(a, tp, cfg->sp, cfg->attn == SC_ATTN_FLASH) / cpd;
+        double one = sc_cost_saved_bytes(a, tp, cfg->sp, cfg->attn == SC_ATTN_FLASH) / cpd;
+        x->A[l + 1] = x->A[l] + one;
+        /* sc_cost_memory's full recompute: a leaf outside layers keeps what it
+         * saves and neither checkpoints an input nor counts in a layer */
+        x->out[l] = m->has_layers && !sc_partition_layer_of(a);
+        x->AL[l + 1] = x->AL[l] + (x->out[l] ? 0 : one);
+        x->K[l + 1] = x->K[l] + (x->out[l] ? one : 0);
         x->Asel[l + 1] = x->Asel[l] + sc_cost_saved_bytes(a, tp, cfg->sp, 1) / cpd;
         x->in_bytes[l] =
             l > 0 ? m->leaves[l - 1]->act_out_bytes / (cfg->sp ? tp : 1) / cpd : 0;
         const sc_module *ly = layer_of(a);
-        x->ckpt[l + 1] = x->ckpt[l] + (ly != cur ? x->in_bytes[l] : 0);
+        x->ckpt[l + 1] = x->ckpt[l] + (!x->out[l] && ly != ccur ? x->in_bytes[l] : 0);
+        if (!x->out[l])
+            ccur = ly;
         if (ly != cur) {
             cur = ly;
             nl++;
@@ -397,7 +411,7 @@ static sc_status memory_init(sc_pctx *x, sc_error *err)
     if (!sums)
         return sc_err(err, SC_ENOMEM, "partition: out of memory");
     for (int a = 0; a < n; a++)
-        sums[a] = x->A[x->layer_hi[a]] - x->A[x->layer_lo[a]];
+        sums[a] = x->AL[x->layer_hi[a]] - x->AL[x->layer_lo[a]];
     x->sparse = sparse_build(sums, n, &x->levels);
     sc_free(sums);
     if (!x->sparse)
@@ -554,8 +568,8 @@ static double max_layer(const sc_pctx *x, int i, int j)
 {
     int li = x->layer[i], lj = x->layer[j - 1];
     if (li == lj)
-        return x->A[j] - x->A[i];
-    double a = x->A[x->layer_hi[li]] - x->A[i], b = x->A[j] - x->A[x->layer_lo[lj]];
+        return x->AL[j] - x->AL[i];
+    double a = x->AL[x->layer_hi[li]] - x->AL[i], b = x->AL[j] - x->AL[x->layer_lo[lj]];
     double r = a > b ? a : b;
     int lo = li + 1, hi = lj - 1; /* full layers between, inclusive */
     if (lo <= hi) {
@@ -585,7 +599,9 @@ double sc_pctx_memx(const sc_pctx *x, int k, int i, int j)
     case SC_RECOMPUTE_FULL:
         /* every layer's input stays (the stage's own input too, when it
          * starts inside a layer), one layer at a time is recomputed */
-        act = kc * mbs * (x->in_bytes[i] + x->ckpt[j] - x->ckpt[i + 1]) +
+        act = kc * mbs *
+                  ((x->out[i] ? 0 : x->in_bytes[i]) + x->ckpt[j] - x->ckpt[i + 1] +
+                   x->K[j] - x->K[i]) +
               (kc > 0 ? mbs * max_layer(x, i, j) : 0);
         break;
     }
@@ -674,7 +690,8 @@ sc_status sc_partition_eval(const sc_partitioner_cfg *cfg, const sc_partition *p
         int i = p->first[s], j = p->first[s + 1];
         e.time_s[s] = sc_pctx_time(&x, s, i, j);
         sc_mem_cfg mc = {cfg->model->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs,
-                         x.kc[s % x.pp], cfg->recompute, cfg->sp, cfg->attn, cfg->cp};
+                         x.kc[s % x.pp], cfg->recompute, cfg->sp, cfg->attn, cfg->cp,
+                         cfg->model->has_layers};
         sc_mem mem;
         st = sc_cost_memory(cfg->cluster, cfg->model->leaves + i, j - i, &mc, &mem, err);
         if (st)

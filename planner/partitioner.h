@@ -227,6 +227,11 @@ typedef struct sc_pctx {
     double *Asel;           /* L+1 selective */
     double *in_bytes;       /* L: act_out of the leaf before (full; / T' under sp) */
     double *ckpt;           /* L+1: in_bytes of the leaves that start a layer (full) */
+    double *AL;             /* L+1: A of the leaves inside layers (full: what one layer
+                               recomputes; all leaves when the model has no layers) */
+    double *K;              /* L+1: A of the leaves outside layers, which full recompute
+                               keeps (sc_mem_cfg has_layers) */
+    unsigned char *out;     /* L: the leaf lies outside layers in a model with layers */
     int *layer;             /* L: layer id (root's child holding the leaf) */
     int *layer_lo, *layer_hi; /* per layer: leaf range [lo, hi) */
     int n_layers;

@@ -15,6 +15,8 @@ typedef struct sc_stage_table {
     sc_attn attn;
     sc_partition part;          /* owned */
     double *f, *b, *rc_sel;     /* per stage: forward, backward, selective recompute (s) */
+    double *rc_full;            /* per stage: what full recompute re-runs (s, the layers'
+                                   forward: sc_stage_info recompute_full_s) */
     double *w;                  /* per stage: the backward's weight gradients (s, bwd_w_s) */
     sc_fsdp_cost *fsdp;         /* per stage: the framework's gradient work per backward
                                    under ZeRO 2 and 3 (sc_stage_info fsdp); 0 but under

@@ -1422,7 +1422,7 @@ static sc_status results(builder *b, sc_step_result *r)
             inflight = (int)ceil((double)peak[p] * mx / b->m->seq_len);
         }
         sc_mem_cfg mc = {b->dt,  b->tp,          b->dp,   cfg->zero, cfg->mbs,
-                         inflight, cfg->recompute, cfg->sp, cfg->attn, cfg->cp};
+                         inflight, cfg->recompute, cfg->sp, cfg->attn, cfg->cp, b->m->has_layers};
         st = sc_cost_memory(b->c, mods, n, &mc, &r->mem[p], b->err);
         /* copies of shared groups owned elsewhere (a tied head's embedding) */
         for (int g = 0; g < b->m->n_groups && !st; g++) {

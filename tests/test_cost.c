@@ -534,7 +534,7 @@ TEST(cost_memory_zero_stages)
     c.eff.workspace_bytes = 0;
     sc_model *m = one_module(1e9, 0, 0, 0, 0);
     REQUIRE(m);
-    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0};
+    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, 0};
     sc_mem r;
     /* ZeRO 3 also holds what it gathers (sc_cost_zero3_gathered): without
      * layers the module is one unit, its weights and gradient whole */
@@ -586,7 +586,7 @@ TEST(cost_memory_zero3_gathers_units)
     REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
     REQUIRE(m->n_leaves == 8);
     double P = 5e8 + 3 * 3e8 + 1e4, R = 5e8 + 1e4, U = 3e8;
-    sc_mem_cfg cfg = {SC_BF16, 1, 4, 3, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0};
+    sc_mem_cfg cfg = {SC_BF16, 1, 4, 3, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, 0};
     sc_mem r;
     /* the whole model: weights P/4 + (R + 2U), grads P/4 + max(R, U), in bf16 */
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, &err) == SC_OK);
@@ -647,7 +647,7 @@ TEST(cost_memory_tp_and_recompute)
     }
     sc_error err = {0};
     REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
-    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0};
+    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, 0};
     sc_mem r;
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
     CHECK_NEAR(r.params, 2 * (100 / 2.0 + 200 / 2.0 + 10), 1e-12);
@@ -883,7 +883,7 @@ TEST(cost_activation_korthikanti_gpt175b_t8)
     /* full recompute keeps each layer's input: 2·s·h per layer, /t with sp */
     sc_cluster c = preset("dgx-a100-80g");
     int lo = blk->children[0]->leaf_index, n = 8; /* blocks 0 and 1: two layers */
-    sc_mem_cfg mc = {m->dtype, 8, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0};
+    sc_mem_cfg mc = {m->dtype, 8, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0, m->has_layers};
     sc_mem r0, r1;
     REQUIRE(sc_cost_memory(&c, m->leaves + lo, n, &mc, &r0, &err) == SC_OK);
     mc.inflight = 2;
@@ -894,6 +894,74 @@ TEST(cost_activation_korthikanti_gpt175b_t8)
     mc.inflight = 1;
     REQUIRE(sc_cost_memory(&c, m->leaves + lo, n, &mc, &r0, &err) == SC_OK);
     CHECK_NEAR(r1.activations - r0.activations, 2 * 2 * sh / t, 1e-12);
+    sc_model_free(m);
+}
+
+/* Full recompute re-runs the layers, not the leaves outside them: Megatron-LM's
+ * --recompute-granularity full, FSDP's activation checkpointing and
+ * DeepSpeed's wrap the transformer layers, so the embedding, final norm, LM
+ * head and loss run once, and what they save stays for every microbatch in
+ * flight. A model without layers (no "block") re-runs every leaf, as before. */
+TEST(cost_full_recompute_reruns_the_layers)
+{
+    sc_model *m;
+    sc_error err;
+    REQUIRE(sc_model_open("gpt-1.3b", &m, &err) == SC_OK);
+    CHECK(m->has_layers);
+    sc_cluster c = preset("dgx-a100-80g");
+    sc_partition p;
+    REQUIRE(sc_partition_uniform(m, 1, &p, &err) == SC_OK);
+    sc_stage_cfg sc = {.dtype = m->dtype, .tp = 1, .mbs = 1, .recompute = SC_RECOMPUTE_FULL};
+    sc_stage_info in, none;
+    REQUIRE(sc_cost_stage(&c, m, &p, &sc, &in, &err) == SC_OK);
+    sc.recompute = SC_RECOMPUTE_NONE;
+    REQUIRE(sc_cost_stage(&c, m, &p, &sc, &none, &err) == SC_OK);
+    /* the layers' forward: the whole forward less the leaves outside layers */
+    double outside = 0, kept = 0;
+    sc_compute_cfg cc = {m->dtype, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
+    for (int i = 0; i < m->n_leaves; i++) {
+        const sc_module *x = m->leaves[i];
+        if (sc_partition_layer_of(x))
+            continue;
+        double f, b, r;
+        if (sc_cost_uses_kernels(&c, x))
+            sc_cost_kernels_time(&c, x, &cc, &f, &b, &r);
+        else
+            REQUIRE(sc_cost_module_time_cfg(&c, x, &cc, &f, &b, &err) == SC_OK);
+        outside += f;
+        kept += sc_cost_saved_bytes(x, 1, 0, 0);
+    }
+    CHECK(outside > 0.01 * in.fwd_s); /* the head is a few percent of a 1.3B forward */
+    CHECK_NEAR(in.recompute_s, in.fwd_s - outside, 1e-9 * in.fwd_s);
+    CHECK(in.recompute_full_s == in.recompute_s && none.recompute_full_s == in.recompute_s);
+    CHECK(none.recompute_s == 0);
+    /* memory: what the leaves outside layers save is kept per microbatch in flight */
+    sc_mem_cfg mc = {m->dtype, 1, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0,
+                     m->has_layers};
+    sc_mem a1, a2, o1, o2;
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &mc, &a1, &err) == SC_OK);
+    mc.inflight = 2;
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &mc, &a2, &err) == SC_OK);
+    mc.has_layers = 0; /* the old rule: everything re-run, nothing kept */
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &mc, &o2, &err) == SC_OK);
+    mc.inflight = 1;
+    REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &mc, &o1, &err) == SC_OK);
+    CHECK(kept > 0);
+    CHECK_NEAR((a2.activations - a1.activations) - (o2.activations - o1.activations), kept,
+               1e-6 * kept);
+    sc_partition_free(&p);
+    sc_model_free(m);
+
+    /* without layers: every leaf is re-run */
+    m = one_module(1e6, 1e12, 1e6, 1e6, 0);
+    REQUIRE(m);
+    CHECK(!m->has_layers);
+    REQUIRE(sc_partition_uniform(m, 1, &p, &err) == SC_OK);
+    sc.recompute = SC_RECOMPUTE_FULL;
+    sc.dtype = m->dtype;
+    REQUIRE(sc_cost_stage(&c, m, &p, &sc, &in, &err) == SC_OK);
+    CHECK(in.fwd_s > 0 && in.recompute_s == in.fwd_s);
+    sc_partition_free(&p);
     sc_model_free(m);
 }
 

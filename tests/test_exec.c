@@ -286,6 +286,52 @@ TEST(exec_tp_dp_zero_recompute)
                "--overlap-param-gather 1", 4);
 }
 
+/* Full recompute re-runs the layers' forward, not the LM head and loss
+ * (sc_stage_info recompute_full_s): on the last stage of a model whose head
+ * is most of its work (vocabulary 32768, hidden 64), the executor's
+ * recompute takes a fraction of its forward, as the simulator's does; before,
+ * both re-ran the whole forward. */
+TEST(exec_full_recompute_reruns_the_layers)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "") == 0); /* cpu8.json; tiny.json replaced: */
+    REQUIRE(SC("%s model gen gpt --layers 4 --hidden 64 --heads 2 --seq 64 --vocab 32768 "
+               "--dtype fp32 -o %s/tiny.json",
+               sc_test_bin(), d) == 0);
+    run_cfg(d, "--dp 1 --tp 1 --pp 2 --microbatches 4 --mbs 1 --schedule 1f1b --recompute full",
+            2);
+    for (int which = 0; which < 2; which++) {
+        char f[512];
+        snprintf(f, sizeof f, "%s/%s.json", d, which ? "measured" : "sim");
+        sc_timeline *t = NULL;
+        sc_error err;
+        REQUIRE(sc_timeline_load(f, &t, &err) == SC_OK);
+        double fwd = 0, rc = 0;
+        int nf = 0, nr = 0;
+        for (int r = 0; r < t->n_ranks; r++) {
+            if (t->ranks[r].pp != 1)
+                continue;
+            for (int i = 0; i < t->ranks[r].n_ops; i++) {
+                const sc_tl_op *o = &t->ranks[r].ops[i];
+                if (o->kind == SC_OP_F) {
+                    fwd += o->end - o->start;
+                    nf++;
+                } else if (o->kind == SC_OP_RECOMPUTE) {
+                    rc += o->end - o->start;
+                    nr++;
+                }
+            }
+        }
+        CHECK(nf > 0 && nr == nf);
+        if (fwd > 0 && !(rc < 0.5 * fwd))
+            sc_test_fail(__FILE__, __LINE__, "%s: the last stage's recompute took %g s, its "
+                         "forward %g s: the head was re-run", f, rc, fwd);
+        sc_timeline_free(t);
+    }
+}
+
 TEST(exec_mixed_layouts)
 {
     if (!have_mpi())

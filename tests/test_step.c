@@ -381,7 +381,8 @@ TEST(step_memory_per_schedule)
         REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
         for (int st = 0; st < p; st++) {
             int inflight = s == 0 ? mm : (p - st < mm ? p - st : mm);
-            sc_mem_cfg mc = {SC_BF16, 1, 2, 1, 2, inflight, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0};
+            sc_mem_cfg mc = {SC_BF16, 1, 2, 1, 2, inflight, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0,
+                             m->has_layers};
             sc_mem want;
             REQUIRE(sc_cost_memory(&c, m->leaves + 2 * st, 2, &mc, &want, &err) == SC_OK);
             CHECK_NEAR(r->mem[st].total, want.total, 1e-12);

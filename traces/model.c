@@ -7,6 +7,7 @@
  */
 #include "model.h"
 #include "json.h"
+#include "partition.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -615,6 +616,9 @@ sc_status sc_model_finish(sc_model *m, const char *file, sc_error *err)
     m->n_modules = w.n;
     m->leaves = leaves;
     m->n_leaves = w.leaves;
+    m->has_layers = 0;
+    for (int i = 0; i < m->n_leaves && !m->has_layers; i++)
+        m->has_layers = sc_partition_layer_of(m->leaves[i]) != NULL;
     return build_groups(m, file, err);
 }
 

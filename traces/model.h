@@ -99,6 +99,8 @@ typedef struct sc_model {
     sc_module **leaves;    /* execution order (depth-first order of the leaves) */
     int n_groups;
     sc_model_group *groups; /* in the order of their first leaf */
+    int has_layers;        /* some leaf lies in a layer (sc_partition_layer_of: a "block");
+                              full recompute re-runs only such leaves when there are any */
     int build_oom;         /* private: an allocation failed while building */
 } sc_model;
 
