@@ -240,11 +240,11 @@ else
 fi
 # 5. more layouts, closer to how such models train (flash attention, larger
 #    microbatches, a wider model): each predicted (preset) against measured,
-#    per kernel kind. layout NAME MODEL MBS MICROBATCHES ATTN
+#    per kernel kind. layout NAME MODEL MBS MICROBATCHES ATTN [SIM OPTION...]
 layout() {
     local n=$1
     $S sim --model "$2" --cluster h200-sxm-1 --mbs "$3" --microbatches "$4" --attn "$5" \
-        -o "$out/plan_$n.json" > "$out/sim_$n.txt" 2>&1 || { note "sim ($n) failed"; return; }
+        "${@:6}" -o "$out/plan_$n.json" > "$out/sim_$n.txt" 2>&1 || { note "sim ($n) failed"; return; }
     timeout 120 "${run[@]}" $S exec "$out/plan_$n.json" --backend cuda --steps 5 --warmup 2 \
         --timeout 60 --kernels -o "$out/measured_$n.json" > "$out/exec_$n.txt" 2>&1
     local rc=$?
@@ -261,6 +261,9 @@ layout() {
 layout flash gpt-1.3b 4 4 flash
 layout flash_mbs8 gpt-1.3b 8 2 flash
 layout g27_flash gpt-2.7b 2 4 flash
+# full recompute re-runs the layers' forward, not the LM head and loss (the
+# recompute ops, predicted against measured, in compare's table)
+layout flash_full gpt-1.3b 4 4 flash --recompute full
 
 # 5b. calibration from measured steps, checked on steps it did not see: the
 #     sweep and two measured layouts (gpt-1.3b mbs 1 unfused, mbs 4 flash) fit
