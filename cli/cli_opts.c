@@ -293,6 +293,14 @@ const cli_opt cli_search_opts[] = {
      "after the optimizer (0, default); with sim --plan, 1\n"
      "replays the plan with it", cli_opt_int, OFF(o.overlap_param_gather), 0, 1, ALL, NULL,
      NULL, 0},
+    {"defer-embedding-wgrad-compute", 0, NULL, "the output layer's weight gradients run in the\n"
+     "pipeline flush, after the last position's last backward\n"
+     "(Megatron-Core --defer-embedding-wgrad-compute; needs\n"
+     "pp >= 2); with sim --plan, replays the plan with it",
+     cli_opt_flag, OFF(o.defer_embedding_wgrad), 0, 0, CLI_SIM, NULL, NULL, 0},
+    {"wgrad-deferral-limit", 0, "N", "with --defer-embedding-wgrad-compute: only the first N\n"
+     "microbatches' (default 0: all; Megatron-Core's)",
+     cli_opt_int, OFF(o.wgrad_deferral_limit), 0, 1000000, CLI_SIM, NULL, NULL, 0},
     {"attn", 0, "A", "attention kernels (where the model lists kernels):\n"
      "unfused keeps the scores (Megatron-LM's default), flash\n"
      "fuses them and keeps none (default unfused)", opt_word, OFF(o.attn), 0, 0, ALL,

@@ -110,6 +110,15 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
            cfg->attn == SC_ATTN_FLASH ? "  flash" : "",
            cfg->placement ? cfg->placement : "tp,pp,dp",
            cfg->no_overlap_p2p_comm && cfg->pp > 1 ? "  blocking sends" : "");
+    if (cfg->defer_embedding_wgrad) {
+        if (cfg->wgrad_deferral_limit > 0 && cfg->wgrad_deferral_limit < cfg->m)
+            printf("the output layer's weight gradients of the first %d microbatches run in the "
+                   "pipeline flush (--defer-embedding-wgrad-compute)\n",
+                   cfg->wgrad_deferral_limit);
+        else
+            printf("the output layer's weight gradients run in the pipeline flush "
+                   "(--defer-embedding-wgrad-compute)\n");
+    }
     if (cfg->slices > 1) {
         printf("token slices   %d per microbatch (TeraPipe):", cfg->slices);
         for (int j = 0; j < cfg->slices; j++)
@@ -238,6 +247,11 @@ int cmd_sim(int argc, char **argv)
     cfg.no_overlap_p2p_comm = sc_search_p2p_blocks(f, cfg.pp, cfg.v); /* as given, or the framework's */
     cfg.tp_comm_overlap = f->tp_comm_overlap;
     cfg.overlap_param_gather = f->overlap_param_gather;
+    if (f->wgrad_deferral_limit > 0 && !f->defer_embedding_wgrad)
+        return cli_usage("sim", "--wgrad-deferral-limit limits --defer-embedding-wgrad-compute, "
+                                "which is not given");
+    cfg.defer_embedding_wgrad = f->defer_embedding_wgrad;
+    cfg.wgrad_deferral_limit = f->wgrad_deferral_limit;
     cfg.bucket_bytes = bucket * 1024 * 1024;
     cfg.jitter = jitter;
     cfg.seed = (unsigned long)seed;
@@ -280,6 +294,10 @@ int cmd_sim(int argc, char **argv)
         pc.no_overlap_p2p_comm |= f->no_overlap_p2p_comm == 1; /* only as given */
         pc.tp_comm_overlap |= cfg.tp_comm_overlap;
         pc.overlap_param_gather |= cfg.overlap_param_gather;
+        if (cfg.defer_embedding_wgrad) {
+            pc.defer_embedding_wgrad = 1;
+            pc.wgrad_deferral_limit = cfg.wgrad_deferral_limit;
+        }
         cfg = pc;
         model = plan->model_source;
         cluster = plan->cluster_source;

@@ -523,6 +523,9 @@ typedef struct sc_stage_info {
     double fwd_s, bwd_s, bwd_w_s;
     double recompute_s;
     double recompute_full_s; /* what full recompute re-runs, whatever cfg's recompute */
+    double head_wgrad_s;     /* the weight-gradient GEMMs of the output layer (a leaf of
+                                kind "head") in bwd_s and bwd_w_s: what Megatron-Core's
+                                --defer-embedding-wgrad-compute moves (sc_step_cfg) */
     double tp_bytes;
     int tp_count;
     double send_bytes;

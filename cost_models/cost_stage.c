@@ -133,6 +133,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                     return st;
                 w = sc_cost_module_wgrad_time(c, x, &cc, m->seq_len, b);
             }
+            if (x->kind && !strcmp(x->kind, "head"))
+                in->head_wgrad_s += w;
             in->fwd_s += f;
             if (!blocks || sc_partition_layer_of(x))
                 full += f;
@@ -176,6 +178,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
             in->bwd_w_s *= f;
             in->recompute_s *= f;
             in->recompute_full_s *= f;
+            in->head_wgrad_s *= f;
         }
         /* PyTorch FSDP's own work on the gradients (sc_cost_fsdp_copies) */
         if (!strcmp(c->framework, "torch")) {

@@ -1068,6 +1068,14 @@ static sc_status load_plan(sc_exec *x, const char *plan_file, sc_error *err)
                     "the compute only; plan it with --overlap-p2p-comm 1 (plan --framework "
                     "megatron or deepspeed blocks by default; sim --plan replays it either way)",
                     plan_file);
+    /* the deferred output-layer wgrads run as one op for no microbatch, which
+     * the executor's per-microbatch work items do not split off */
+    if (!st && x->cfg.defer_embedding_wgrad)
+        st = sc_err(err, SC_ENOTSUP,
+                    "%s: defer_embedding_wgrad_compute: the executor runs each microbatch's "
+                    "output-layer weight gradients in its backward; simulate the plan without "
+                    "--defer-embedding-wgrad-compute to run it (sim --plan replays it with)",
+                    plan_file);
     return st;
 }
 

@@ -125,6 +125,11 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e)
                         "does not split layers itself: the layers must be tensor-parallel "
                         "(as Megatron-DeepSpeed's are)",
                      p->tp);
+    if (!st && p->defer_embedding_wgrad)
+        st = ex_note(e, "the plan defers the output layer's weight gradients to the pipeline "
+                        "flush (Megatron-Core's --defer-embedding-wgrad-compute); DeepSpeed's "
+                        "engine computes them in each backward, so its last stage is slower "
+                        "than the plan's");
     if (!st && p->recompute == SC_RECOMPUTE_SELECTIVE)
         st = ex_note(e, "selective recompute: DeepSpeed checkpoints whole layers or none; this "
                         "export checkpoints none, so the attention scores are kept unless the "

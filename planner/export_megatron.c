@@ -249,6 +249,16 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
                 arg_flag(a, G_MEMORY, "--overlap-grad-reduce");
             if (p->overlap_param_gather)
                 arg_flag(a, G_MEMORY, "--overlap-param-gather");
+        }
+        /* the plan's deferred output-layer weight gradients (ModelParallelConfig's
+         * defer_embedding_wgrad_compute, wgrad_deferral_limit: arguments of the
+         * same names) */
+        if (p->defer_embedding_wgrad) {
+            arg_flag(a, G_PARALLEL, "--defer-embedding-wgrad-compute");
+            if (p->wgrad_deferral_limit > 0)
+                arg_num(a, G_PARALLEL, "--wgrad-deferral-limit", p->wgrad_deferral_limit);
+        }
+        if (p->dp * p->cp > 1) {
             arg_num(a, G_MEMORY, "--ddp-bucket-size", bucket);
             st = st ? st : ex_note(e, "data-parallel buckets hold %.0f parameters (the plan's "
                                       "%.0f-byte buckets; --ddp-bucket-size counts parameters, "

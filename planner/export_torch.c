@@ -469,6 +469,11 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
     if (p->pp > 1 && !strcmp(p->schedule, "zb-h1"))
         st = ex_note(e, "ZB-H1 runs as ScheduleInterleavedZeroBubble with one stage per rank "
                         "(torch's ZB1P schedule); the file stops if the installed torch lacks it");
+    if (!st && p->defer_embedding_wgrad)
+        st = ex_note(e, "the plan defers the output layer's weight gradients to the pipeline "
+                        "flush (Megatron-Core's --defer-embedding-wgrad-compute); "
+                        "torch.distributed.pipelining computes them in each backward, so the "
+                        "last stage is slower than the plan's");
     if (!st && p->zero >= 2)
         st = ex_note(e, "ZeRO-%d runs as FSDP2 (fully_shard, %s), a unit per layer and the rest "
                         "in the root unit; parameters, gradients and AdamW states stay in fp32, "

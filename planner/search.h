@@ -99,6 +99,10 @@ typedef struct sc_search_opts {
     int overlap_param_gather; /* 1: every candidate with ZeRO 1 or 2 gathers its
                                  parameters beside the next forward (Megatron-LM
                                  --overlap-param-gather); 0: none (default) */
+    int defer_embedding_wgrad; /* sim only: Megatron-Core's --defer-embedding-wgrad-compute
+                                  (sc_step_cfg), of the first wgrad_deferral_limit
+                                  microbatches (0: all); 0: off (default) */
+    int wgrad_deferral_limit;
     const char *fix_schedule;
     /* Once this many seconds have passed and some configuration fits, stop
      * partitioning new shapes (and simulating candidates past the first

@@ -204,7 +204,9 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
     static const char *const keys[] = {"dp", "cp", "tp", "pp", "v", "schedule", "zero", "recompute",
                                        "sp", "attention", "attention_kernel", "framework",
                                        "mbs", "global_batch", "tp_comm_overlap",
-                                       "overlap_param_gather", "overlap_p2p_comm", NULL};
+                                       "overlap_param_gather", "overlap_p2p_comm",
+                                       "defer_embedding_wgrad_compute", "wgrad_deferral_limit",
+                                       NULL};
     const char *f = s->file;
     char path[48];
     snprintf(path, sizeof path, "%s.layout", r->path);
@@ -241,6 +243,14 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
     r->overlap_p2p_comm = 1;
     if (!st)
         st = sc_json_bool(o, f, path, "overlap_p2p_comm", 0, &r->overlap_p2p_comm, err);
+    r->defer_embedding_wgrad = 0;
+    if (!st)
+        st = sc_json_bool(o, f, path, "defer_embedding_wgrad_compute", 0,
+                          &r->defer_embedding_wgrad, err);
+    long lim = 0;
+    if (!st)
+        st = sc_json_int(o, f, path, "wgrad_deferral_limit", 0, 0, 1000000, &lim, err);
+    r->wgrad_deferral_limit = (int)lim;
     const char *at = NULL;
     if (!st)
         st = text(o, f, path, "attention", 0, 16, &at, err);
@@ -312,6 +322,10 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                       gb, pp);
     if (r->sp && tp < 2)
         return sc_err(err, SC_EINVAL, "%s: %s.sp: sequence parallelism needs tp >= 2", f, path);
+    if (r->defer_embedding_wgrad && pp < 2)
+        return sc_err(err, SC_EINVAL,
+                      "%s: %s.defer_embedding_wgrad_compute: the output layer's weight gradients "
+                      "wait for the pipeline flush: it needs pp >= 2", f, path);
     const char *okey, *owhy = sc_step_overlap_why(r->sp, (int)zero, 1, r->tp_comm_overlap,
                                                   r->overlap_param_gather, &okey);
     if (owhy)
@@ -450,6 +464,8 @@ static void row_cfg(const sc_val_row *r, sc_step_cfg *cfg)
     cfg->tp_comm_overlap = r->tp_comm_overlap;
     cfg->overlap_param_gather = r->overlap_param_gather;
     cfg->no_overlap_p2p_comm = !r->overlap_p2p_comm;
+    cfg->defer_embedding_wgrad = r->defer_embedding_wgrad;
+    cfg->wgrad_deferral_limit = r->wgrad_deferral_limit;
     cfg->attn = r->attn;
     cfg->one_replica = 1;
 }

@@ -28,6 +28,10 @@ typedef struct lctx {
      * lowered so far, and its parameters' bytes (all chunks) */
     int opg, nops;
     double pos_params;
+    /* defer_embedding_wgrad: the output layer's weight gradients the position's
+     * backwards left for the pipeline flush (seconds), and their stage and chunk */
+    double drain_s;
+    int drain_stage, drain_chunk;
 } lctx;
 
 /* The parameter bytes per rank of position p, all its chunks. */
@@ -255,7 +259,22 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     }
     int reduce = o->kind == (split ? SC_OP_W : SC_OP_B) && (grad_final || cfg->zero == 3) &&
                  dp > 1;
-    if (reduce && grad_final && cfg->no_overlap_grad_reduce) {
+    /* Megatron-Core's --defer-embedding-wgrad-compute: on the last position the
+     * output layer's weight gradients of the first wgrad_deferral_limit
+     * microbatches (all with 0) wait for the pipeline flush; the chunk's
+     * gradients are reduced after them */
+    int defer = cfg->defer_embedding_wgrad && p == cfg->pp - 1 && in->head_wgrad_s > 0 &&
+                o->kind == (split ? SC_OP_W : SC_OP_B);
+    double deferred_s = defer && (cfg->wgrad_deferral_limit == 0 ||
+                                  o->mb < cfg->wgrad_deferral_limit)
+                            ? in->head_wgrad_s
+                            : 0;
+    if (defer) {
+        x->drain_s += deferred_s;
+        x->drain_stage = s;
+        x->drain_chunk = o->chunk;
+    }
+    if (reduce && grad_final && (cfg->no_overlap_grad_reduce || defer)) {
         /* overlap_grad_reduce off: the op runs whole; its buckets are pushed after the
          * position's last backward (lower_deferred_reduces) */
         x->deferred[o->chunk] = s;
@@ -271,6 +290,7 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
                  : o->kind == SC_OP_W ? in->bwd_w_s
                  : split              ? in->bwd_s - in->bwd_w_s
                                       : in->bwd_s;
+    dur -= deferred_s;
     for (int k = 0; k < K && !x->st; k++) {
         sc_action a = act(SC_ACT_COMPUTE, o->kind, s, o->chunk, o->mb, si);
         a.seconds = dur / K;
@@ -354,6 +374,8 @@ static void lower_position(lctx *x, int p, int *grad_done)
              sc_step_dpc(&lw->cfg) > 1;
     x->nops = 0;
     x->pos_params = pos_param_bytes(lw, p);
+    x->drain_s = 0;
+    x->drain_stage = x->drain_chunk = -1;
     for (int c = 0; c < v; c++)
         x->deferred[c] = -1;
     last_grad_ops(ops, n, v, split, last);
@@ -391,6 +413,16 @@ static void lower_position(lctx *x, int p, int *grad_done)
         default:
             break;
         }
+    }
+    if (!x->st && x->drain_s > 0) {
+        /* the deferred output-layer weight gradients, after the position's last
+         * op (a W of the head's chunk for no one microbatch, mb -1; an op of its
+         * own after the schedule's n, sched_op n) */
+        sc_action a = act(SC_ACT_COMPUTE, SC_OP_W, x->drain_stage, x->drain_chunk, -1, n);
+        a.seconds = x->drain_s;
+        int d = push(x, p, a);
+        if (d >= 0 && grad_done[x->drain_chunk] >= 0)
+            grad_done[x->drain_chunk] = d;
     }
     if (!x->st)
         lower_deferred_reduces(x, p, grad_done);
@@ -599,7 +631,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         sc_lower_free(lw);
         return st;
     }
-    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, 0, 0, 0};
+    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, 0, 0, 0, 0, -1, -1};
     for (int s = 0; s < lw->S; s++)
         grad_done[s] = -1;
     for (int p = 0; p < cfg->pp && !x.st; p++)

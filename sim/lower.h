@@ -75,7 +75,10 @@
 #include <stdio.h>
 
 typedef enum sc_act_kind {
-    SC_ACT_COMPUTE = 0, /* op F, B, W, RECOMPUTE or OPTIMIZER; piece of pieces */
+    SC_ACT_COMPUTE = 0, /* op F, B, W, RECOMPUTE or OPTIMIZER; piece of pieces (a W
+                           with mb -1: the output layer's weight gradients deferred to
+                           the flush, sc_step_cfg defer_embedding_wgrad; its own
+                           sched_op, the position's schedule op count) */
     SC_ACT_TP,          /* tp collective (coll) of `bytes` after action `after` */
     SC_ACT_GATHER,      /* ZeRO-3 allgather of `bytes` (whole); prefetch from `after` */
     SC_ACT_REDUCE,      /* dp gradient bucket of `bytes` after action `after` */

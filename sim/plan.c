@@ -98,6 +98,8 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
     p->overlap_p2p_comm = !cfg->no_overlap_p2p_comm;
     p->tp_comm_overlap = cfg->tp_comm_overlap != 0;
     p->overlap_param_gather = cfg->overlap_param_gather != 0;
+    p->defer_embedding_wgrad = cfg->defer_embedding_wgrad != 0;
+    p->wgrad_deferral_limit = p->defer_embedding_wgrad ? cfg->wgrad_deferral_limit : 0;
     snprintf(p->schedule, sizeof p->schedule, "%s", cfg->schedule);
     snprintf(p->placement, sizeof p->placement, "%s", cfg->placement ? cfg->placement : "tp,pp,dp");
     snprintf(p->method, sizeof p->method, "%s", method ? method : "explicit");
@@ -153,6 +155,8 @@ void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg)
     cfg->no_overlap_p2p_comm = !p->overlap_p2p_comm;
     cfg->tp_comm_overlap = p->tp_comm_overlap;
     cfg->overlap_param_gather = p->overlap_param_gather;
+    cfg->defer_embedding_wgrad = p->defer_embedding_wgrad;
+    cfg->wgrad_deferral_limit = p->wgrad_deferral_limit;
     cfg->schedule = p->schedule;
     cfg->placement = p->placement;
     cfg->partition = &p->partition;
@@ -205,6 +209,10 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
         sc_jadd_bool(j, "tp_comm_overlap", 1, &oom);
     if (p->overlap_param_gather)
         sc_jadd_bool(j, "overlap_param_gather", 1, &oom);
+    if (p->defer_embedding_wgrad) {
+        sc_jadd_bool(j, "defer_embedding_wgrad_compute", 1, &oom);
+        sc_jadd_num(j, "wgrad_deferral_limit", p->wgrad_deferral_limit, &oom);
+    }
     if (p->framework[0])
         sc_jadd_str(j, "framework", p->framework, &oom);
     cJSON *part = sc_jadd_obj(j, "partition", &oom);
@@ -382,7 +390,7 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     static const char *const top[] = {"format", "model", "cluster", "dp", "cp", "tp", "pp", "v",
                                       "microbatches", "mbs", "global_batch", "schedule", "zero",
                                       "recompute", "placement", "bucket_bytes", "sp", "attention",
-                                      "slices", "overlap_grad_reduce", "overlap_p2p_comm", "tp_comm_overlap", "overlap_param_gather", "framework", "partition", "ranks",
+                                      "slices", "overlap_grad_reduce", "overlap_p2p_comm", "tp_comm_overlap", "overlap_param_gather", "defer_embedding_wgrad_compute", "wgrad_deferral_limit", "framework", "partition", "ranks",
                                       "prediction", NULL};
     static const char *const mk[] = {"name", "source", "digest", NULL};
     static const char *const ck[] = {"name", "source", "digest", "nodes", "gpus_per_node", NULL};
@@ -489,6 +497,19 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     p->overlap_param_gather = 0; /* optional: absent in plans before the setting */
     if (!st)
         st = sc_json_bool(j, file, "", "overlap_param_gather", 0, &p->overlap_param_gather, err);
+    p->defer_embedding_wgrad = 0; /* optional: absent in plans before the setting */
+    if (!st)
+        st = sc_json_bool(j, file, "", "defer_embedding_wgrad_compute", 0,
+                          &p->defer_embedding_wgrad, err);
+    long lim = 0;
+    if (!st)
+        st = sc_json_int(j, file, "", "wgrad_deferral_limit", 0, 0, 1000000, &lim, err);
+    p->wgrad_deferral_limit = (int)lim;
+    if (!st && p->defer_embedding_wgrad && p->pp < 2)
+        st = sc_err(err, SC_EINVAL,
+                    "%s: defer_embedding_wgrad_compute: the output layer's weight gradients "
+                    "wait for the pipeline flush: it needs pp >= 2 (pp is %d)",
+                    file, p->pp);
     const char *okey, *owhy = st ? NULL
                                  : sc_step_overlap_why(p->sp, p->zero, p->overlap_grad_reduce,
                                                        p->tp_comm_overlap,

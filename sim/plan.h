@@ -25,6 +25,12 @@
  *                       --overlap-param-gather; needs ZeRO 1 or 2 and
  *                       overlap_grad_reduce); optional, absent = false,
  *                       written only when true
+ *     "defer_embedding_wgrad_compute", true: the output layer's weight
+ *                       gradients of the first "wgrad_deferral_limit"
+ *                       microbatches (0: all; integer >= 0, absent = 0) run
+ *                       in the pipeline flush (Megatron-Core
+ *                       --defer-embedding-wgrad-compute; needs pp >= 2);
+ *                       optional, absent = false, both written only when true
  *     "attention",      "unfused" or "flash" (optional; "unfused"): which
  *                       kernels an attention leaf runs (kernel.h)
  *     "slices",         token slices of each microbatch (TeraPipe): their
@@ -82,6 +88,8 @@ typedef struct sc_plan {
     int overlap_p2p_comm;    /* pipeline sends beside the compute (default 1) */
     int tp_comm_overlap;  /* sp collectives beside the GEMMs (default 0) */
     int overlap_param_gather; /* ZeRO 1/2 gather beside the next forward (default 0) */
+    int defer_embedding_wgrad; /* the output layer's wgrads in the pipeline flush (0) */
+    int wgrad_deferral_limit;  /* of the first N microbatches (0: all) */
     char framework[16];   /* whose overhead the prediction includes (overhead.h); "" = none */
     char schedule[32], placement[16], method[16];
     sc_partition partition;

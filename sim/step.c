@@ -241,6 +241,16 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
         return sc_err(err, SC_EINVAL, "sim: %s: %s", key, why);
     if (!(cfg->jitter >= 0 && cfg->jitter < 1))
         return sc_err(err, SC_EINVAL, "sim: jitter %g must be in [0, 1)", cfg->jitter);
+    if (cfg->wgrad_deferral_limit < 0)
+        return sc_err(err, SC_EINVAL, "sim: wgrad_deferral_limit %d must be 0 (every microbatch) "
+                      "or more", cfg->wgrad_deferral_limit);
+    if (cfg->defer_embedding_wgrad && cfg->pp < 2)
+        return sc_err(err, SC_EINVAL, "sim: defer_embedding_wgrad_compute defers the output "
+                      "layer's weight gradients to the pipeline flush: it needs pp >= 2 (pp=%d), "
+                      "as Megatron-Core's", cfg->pp);
+    if (cfg->defer_embedding_wgrad && cfg->slices > 1)
+        return sc_err(err, SC_EINVAL, "sim: defer_embedding_wgrad_compute and token slices "
+                      "(--slices): not both");
     return sc_step_check_slices(m, cfg, err);
 }
 

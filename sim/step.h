@@ -150,6 +150,15 @@ typedef struct sc_step_cfg {
      * position's first compute op, the rest beside that op and before the
      * second (lower.h). 0 = after the optimizer (the default, Megatron-LM's). */
     int overlap_param_gather;
+    /* Megatron-Core's --defer-embedding-wgrad-compute, with
+     * --wgrad-deferral-limit L (wgrad_deferral_limit; 0: every microbatch):
+     * on the last pipeline position the output layer's weight-gradient GEMMs
+     * (sc_stage_info head_wgrad_s) of the first L microbatches leave their
+     * backward and run together after the position's last backward, in the
+     * pipeline flush, before that chunk's gradients are reduced (lower.h).
+     * Needs pp >= 2 and no token slices. 0 = off (the default, Megatron-LM's). */
+    int defer_embedding_wgrad;
+    int wgrad_deferral_limit;
     double jitter;                   /* relative sigma of compute-time noise; 0 = none */
     unsigned long seed;
     int want_timeline;

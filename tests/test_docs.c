@@ -460,6 +460,12 @@ TEST(docs_formats_plan_and_timeline)
                sc_test_bin(), d) == 0);
     snprintf(path, sizeof path, "%s/plan_opg.json", d);
     walk_file(path, NULL, &keys, NULL);
+    /* the output layer's weight gradients deferred to the flush */
+    REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --pp 2 --microbatches 4 "
+               "--defer-embedding-wgrad-compute --wgrad-deferral-limit 2 -o %s/plan_defer.json",
+               sc_test_bin(), d) == 0);
+    snprintf(path, sizeof path, "%s/plan_defer.json", d);
+    walk_file(path, NULL, &keys, NULL);
     /* token slices, a framework's overhead */
     REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --pp 2 --microbatches 1 "
                "--schedule gpipe --slices 2 --framework deepspeed -o %s/plan_sliced.json",

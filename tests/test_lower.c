@@ -262,6 +262,105 @@ TEST(lower_rules_no_overlap_grad_reduce)
     CHECK(sc_check_timeline_vs_lowered("[no overlap]", plan, tl) > 0);
 }
 
+/* Megatron-Core's --defer-embedding-wgrad-compute: on the last position the
+ * output layer's weight gradients of the first wgrad_deferral_limit
+ * microbatches (all with 0) leave their backward and run as one W (mb -1)
+ * after the position's last backward, before the chunk's buckets; the step is
+ * shorter (the head's stage was the pipeline's slowest); the plan records it,
+ * sim --plan replays it, the export passes it, exec refuses it, pp 1 is refused. */
+TEST(lower_defer_embedding_wgrad)
+{
+    sc_model *m = tiny(0);
+    REQUIRE(m);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    for (int lim = 0; lim <= 3; lim += 3) {
+        sc_step_cfg cfg = {.dp = 2, .tp = 1, .pp = 2, .v = 1, .m = 8, .mbs = 1,
+                           .schedule = "1f1b", .defer_embedding_wgrad = 1,
+                           .wgrad_deferral_limit = lim};
+        sc_lowered *lw;
+        REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
+        const sc_stage_info *in = &lw->info[1];
+        CHECK(in->head_wgrad_s > 0 && in->head_wgrad_s < in->bwd_w_s);
+        CHECK(lw->info[0].head_wgrad_s == 0);
+        int ndef = lim ? lim : 8, drain = -1, first_r = -1;
+        const sc_lowered_pos *L = &lw->pos[1];
+        for (int i = 0; i < L->n; i++) {
+            const sc_action *a = &L->acts[i];
+            if (a->kind == SC_ACT_COMPUTE && a->op == SC_OP_B && a->pieces <= 1)
+                CHECK_NEAR(a->seconds, in->bwd_s - (a->mb < ndef ? in->head_wgrad_s : 0),
+                           1e-12 * in->bwd_s);
+            if (a->kind == SC_ACT_COMPUTE && a->op == SC_OP_W) {
+                CHECK(drain < 0 && a->mb == -1 && a->stage == 1);
+                CHECK_NEAR(a->seconds, ndef * in->head_wgrad_s, 1e-12);
+                drain = i;
+            }
+            if (a->kind == SC_ACT_REDUCE && first_r < 0)
+                first_r = i;
+        }
+        CHECK(drain >= 0 && first_r > drain && L->acts[first_r].after == drain);
+        CHECK_EQ_INT(count(&lw->pos[0], SC_ACT_COMPUTE, SC_OP_W), 0);
+        sc_lower_free(lw);
+        /* faster than the same step with the head's wgrads in each backward */
+        sc_step_result *a = NULL, *b = NULL;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &a, &err) == SC_OK);
+        cfg.defer_embedding_wgrad = 0;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &b, &err) == SC_OK);
+        CHECK(a->step_time_s < b->step_time_s);
+        sc_step_result_free(a);
+        sc_step_result_free(b);
+    }
+    sc_step_cfg one = {.dp = 2, .tp = 1, .pp = 1, .v = 1, .m = 8, .mbs = 1, .schedule = "1f1b",
+                       .defer_embedding_wgrad = 1};
+    sc_step_result *r = NULL;
+    CHECK(sc_step_simulate(m, &c, &one, &r, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "pp >= 2");
+    sc_step_result_free(r);
+    sc_model_free(m);
+    /* the plan records it; sim --plan replays it; the list drives the simulator */
+    static char out[1 << 16];
+    const char *d = sc_test_tmpdir();
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s sim --model %s/tiny.json --cluster p4d.24xlarge --dp 2 --pp 2 "
+                       "--microbatches 8 --defer-embedding-wgrad-compute --wgrad-deferral-limit 3 "
+                       "-o %s/defer.plan.json --timeline %s/defer.sim.json --json",
+                       sc_test_bin(), d, d, d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    double t1 = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
+    cJSON_Delete(j);
+    char plan[512], tl[512];
+    snprintf(plan, sizeof plan, "%s/defer.plan.json", d);
+    snprintf(tl, sizeof tl, "%s/defer.sim.json", d);
+    CHECK(sc_check_timeline_vs_lowered("[defer]", plan, tl) > 0);
+    sc_plan *pl = NULL;
+    REQUIRE(sc_plan_load(plan, &pl, &err) == SC_OK);
+    CHECK(pl->defer_embedding_wgrad == 1 && pl->wgrad_deferral_limit == 3);
+    sc_plan_free(pl);
+    REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", sc_test_bin(), plan) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK(cJSON_GetObjectItem(j, "step_time_s")->valuedouble == t1);
+    cJSON_Delete(j);
+    REQUIRE(sc_test_sh(out, sizeof out, "%s export %s --to megatron", sc_test_bin(), plan) == 0);
+    CHECK_STR_HAS(out, "--defer-embedding-wgrad-compute");
+    CHECK_STR_HAS(out, "--wgrad-deferral-limit 3");
+    CHECK(sc_test_sh(out, sizeof out, "%s exec %s --backend cpu", sc_test_bin(), plan) != 0);
+    CHECK_STR_HAS(out, "defer_embedding_wgrad_compute");
+    /* the limit alone, and pp 1, are refused */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s sim --model %s/tiny.json --cluster p4d.24xlarge --pp 2 "
+                     "--microbatches 8 --wgrad-deferral-limit 3",
+                     sc_test_bin(), d) == 2);
+    CHECK_STR_HAS(out, "--defer-embedding-wgrad-compute");
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s sim --model %s/tiny.json --cluster p4d.24xlarge --microbatches 8 "
+                     "--defer-embedding-wgrad-compute",
+                     sc_test_bin(), d) != 0);
+    CHECK_STR_HAS(out, "pp >= 2");
+}
+
 TEST(lower_rules_zero3_recompute_zbh1)
 {
     sc_model *m = tiny(0);

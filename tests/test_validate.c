@@ -176,6 +176,14 @@ TEST(validate_load_refuses_infeasible_layouts)
     REFUSED(TINY, "{\"dp\": 2, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
             "\"overlap_param_gather\": true, \"mbs\": 1, \"global_batch\": 4}", CLUSTER_OK,
             MEASURED_OK, "", "rows[0].layout.overlap_param_gather");
+    /* the output layer's deferred weight gradients need a pipeline */
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
+            "\"defer_embedding_wgrad_compute\": true, \"mbs\": 1, \"global_batch\": 4}",
+            CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.defer_embedding_wgrad_compute");
+    REFUSED(TINY, "{\"dp\": 1, \"tp\": 1, \"pp\": 2, \"recompute\": \"none\", "
+            "\"defer_embedding_wgrad_compute\": true, \"wgrad_deferral_limit\": -1, "
+            "\"mbs\": 1, \"global_batch\": 4}",
+            CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.wgrad_deferral_limit");
     /* more ranks than GPUs */
     REFUSED(TINY, "{\"dp\": 8, \"tp\": 2, \"pp\": 1, \"recompute\": \"none\", \"mbs\": 1, "
             "\"global_batch\": 8}", CLUSTER_OK, MEASURED_OK, "", "rows[0].cluster.nodes");
