@@ -206,7 +206,7 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                                        "mbs", "global_batch", "tp_comm_overlap",
                                        "overlap_param_gather", "overlap_p2p_comm",
                                        "defer_embedding_wgrad_compute", "wgrad_deferral_limit",
-                                       NULL};
+                                       "overlap_grad_reduce", NULL};
     const char *f = s->file;
     char path[48];
     snprintf(path, sizeof path, "%s.layout", r->path);
@@ -243,6 +243,9 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
     r->overlap_p2p_comm = 1;
     if (!st)
         st = sc_json_bool(o, f, path, "overlap_p2p_comm", 0, &r->overlap_p2p_comm, err);
+    r->overlap_grad_reduce = 1;
+    if (!st)
+        st = sc_json_bool(o, f, path, "overlap_grad_reduce", 0, &r->overlap_grad_reduce, err);
     r->defer_embedding_wgrad = 0;
     if (!st)
         st = sc_json_bool(o, f, path, "defer_embedding_wgrad_compute", 0,
@@ -326,7 +329,8 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
         return sc_err(err, SC_EINVAL,
                       "%s: %s.defer_embedding_wgrad_compute: the output layer's weight gradients "
                       "wait for the pipeline flush: it needs pp >= 2", f, path);
-    const char *okey, *owhy = sc_step_overlap_why(r->sp, (int)zero, 1, r->tp_comm_overlap,
+    const char *okey, *owhy = sc_step_overlap_why(r->sp, (int)zero, r->overlap_grad_reduce,
+                                                  r->tp_comm_overlap,
                                                   r->overlap_param_gather, &okey);
     if (owhy)
         return sc_err(err, SC_EINVAL, "%s: %s.%s: %s", f, path, okey, owhy);
@@ -465,6 +469,7 @@ static void row_cfg(const sc_val_row *r, sc_step_cfg *cfg)
     cfg->overlap_param_gather = r->overlap_param_gather;
     cfg->no_overlap_p2p_comm = !r->overlap_p2p_comm;
     cfg->defer_embedding_wgrad = r->defer_embedding_wgrad;
+    cfg->no_overlap_grad_reduce = !r->overlap_grad_reduce;
     cfg->wgrad_deferral_limit = r->wgrad_deferral_limit;
     cfg->attn = r->attn;
     cfg->one_replica = 1;

@@ -93,6 +93,7 @@ typedef struct sc_val_row {
     int tp_comm_overlap, overlap_param_gather; /* the run's overlaps (optional keys) */
     int overlap_p2p_comm; /* its pipeline sends beside the compute (optional; default 1) */
     int defer_embedding_wgrad, wgrad_deferral_limit; /* Megatron-Core's (optional; 0, 0) */
+    int overlap_grad_reduce; /* its dp reduction beside the backward (optional; default 1) */
     sc_attn attn;
     const char *attn_kernel;        /* layout.attention_kernel ("fa1", "fa2", "fa3", "triton"), or NULL: the
                                        preset's own rates (sc_cluster_flash_kernel) */

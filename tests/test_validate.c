@@ -228,6 +228,33 @@ TEST(validate_row_overlaps)
     }
     CHECK(t[1] != t[0]); /* the key reaches the simulator (faster or slower: cost_kernel.c) */
     CHECK(t[2] < t[1]);
+    /* overlap_grad_reduce false (DeepSpeed's pipeline engine): the buckets wait for
+     * the last backward, so a step without a pipeline is longer; overlap_param_gather
+     * needs it, and is refused without it */
+    double g[2] = {0};
+    for (int i = 0; i < 2; i++) {
+        char text[4096];
+        one_row(text, sizeof text,
+                "{\"generator\": \"gpt\", \"layers\": 4, \"hidden\": 4096, \"heads\": 32, "
+                "\"seq\": 2048, \"vocab\": 1024, \"tied\": true}",
+                i ? "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
+                    "\"overlap_grad_reduce\": false, \"mbs\": 1, \"global_batch\": 8}"
+                  : "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
+                    "\"mbs\": 1, \"global_batch\": 8}",
+                CLUSTER_OK, MEASURED_OK, "");
+        sc_val_suite *s = NULL;
+        sc_error err = {0};
+        sc_val_result r;
+        REQUIRE(sc_val_load(put("gr.json", text), &s, &err) == SC_OK);
+        CHECK_EQ_INT(s->rows[0].overlap_grad_reduce, !i);
+        REQUIRE(sc_val_run_row(s, 0, NULL, &r, &err) == SC_OK);
+        g[i] = r.predicted_s;
+        sc_val_free(s);
+    }
+    CHECK(g[1] > g[0]);
+    REFUSED(TINY, "{\"dp\": 2, \"tp\": 1, \"pp\": 1, \"zero\": 1, \"recompute\": \"none\", "
+            "\"overlap_grad_reduce\": false, \"overlap_param_gather\": true, \"mbs\": 1, "
+            "\"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.overlap_param_gather");
 }
 
 TEST(validate_load_refuses_bad_fields)
