@@ -198,6 +198,30 @@ TEST(validate_load_refuses_infeasible_layouts)
 /* A row's layout may say which Megatron-LM overlaps the run used
  * (tp_comm_overlap, overlap_param_gather); each reaches the simulated step
  * and makes it shorter on a row where it has something to overlap. */
+/* One row of a 4-layer gpt large enough that its collectives are bandwidth's,
+ * not latency's, with this layout: loaded (its flags checked by the caller
+ * through *row) and run; its predicted step. */
+static double overlap_row(const char *layout, sc_val_row *row)
+{
+    char text[4096];
+    one_row(text, sizeof text,
+            "{\"generator\": \"gpt\", \"layers\": 4, \"hidden\": 4096, \"heads\": 32, "
+            "\"seq\": 2048, \"vocab\": 1024, \"tied\": true}",
+            layout, CLUSTER_OK, MEASURED_OK, "");
+    sc_val_suite *s = NULL;
+    sc_error err = {0};
+    sc_val_result r = {0};
+    if (sc_val_load(put("ov.json", text), &s, &err) != SC_OK ||
+        sc_val_run_row(s, 0, NULL, &r, &err) != SC_OK) {
+        sc_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        sc_val_free(s);
+        return 0;
+    }
+    *row = s->rows[0];
+    sc_val_free(s);
+    return r.predicted_s;
+}
+
 TEST(validate_row_overlaps)
 {
     const char *layouts[3] = {
@@ -209,49 +233,26 @@ TEST(validate_row_overlaps)
         "\"sp\": true, \"tp_comm_overlap\": true, \"overlap_param_gather\": true, "
         "\"mbs\": 1, \"global_batch\": 8}"};
     double t[3] = {0};
+    sc_val_row row;
     for (int i = 0; i < 3; i++) {
-        char text[4096];
-        /* large enough that the collectives are bandwidth's, not latency's */
-        one_row(text, sizeof text,
-                "{\"generator\": \"gpt\", \"layers\": 4, \"hidden\": 4096, \"heads\": 32, "
-                "\"seq\": 2048, \"vocab\": 1024, \"tied\": true}",
-                layouts[i], CLUSTER_OK, MEASURED_OK, "");
-        sc_val_suite *s = NULL;
-        sc_error err = {0};
-        sc_val_result r;
-        REQUIRE(sc_val_load(put("ov.json", text), &s, &err) == SC_OK);
-        CHECK_EQ_INT(s->rows[0].tp_comm_overlap, i >= 1);
-        CHECK_EQ_INT(s->rows[0].overlap_param_gather, i >= 2);
-        REQUIRE(sc_val_run_row(s, 0, NULL, &r, &err) == SC_OK);
-        t[i] = r.predicted_s;
-        sc_val_free(s);
+        t[i] = overlap_row(layouts[i], &row);
+        CHECK_EQ_INT(row.tp_comm_overlap, i >= 1);
+        CHECK_EQ_INT(row.overlap_param_gather, i >= 2);
     }
     CHECK(t[1] != t[0]); /* the key reaches the simulator (faster or slower: cost_kernel.c) */
     CHECK(t[2] < t[1]);
     /* overlap_grad_reduce false (DeepSpeed's pipeline engine): the buckets wait for
      * the last backward, so a step without a pipeline is longer; overlap_param_gather
      * needs it, and is refused without it */
-    double g[2] = {0};
-    for (int i = 0; i < 2; i++) {
-        char text[4096];
-        one_row(text, sizeof text,
-                "{\"generator\": \"gpt\", \"layers\": 4, \"hidden\": 4096, \"heads\": 32, "
-                "\"seq\": 2048, \"vocab\": 1024, \"tied\": true}",
-                i ? "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
-                    "\"overlap_grad_reduce\": false, \"mbs\": 1, \"global_batch\": 8}"
-                  : "{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
-                    "\"mbs\": 1, \"global_batch\": 8}",
-                CLUSTER_OK, MEASURED_OK, "");
-        sc_val_suite *s = NULL;
-        sc_error err = {0};
-        sc_val_result r;
-        REQUIRE(sc_val_load(put("gr.json", text), &s, &err) == SC_OK);
-        CHECK_EQ_INT(s->rows[0].overlap_grad_reduce, !i);
-        REQUIRE(sc_val_run_row(s, 0, NULL, &r, &err) == SC_OK);
-        g[i] = r.predicted_s;
-        sc_val_free(s);
-    }
-    CHECK(g[1] > g[0]);
+    double g0 = overlap_row("{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
+                            "\"mbs\": 1, \"global_batch\": 8}",
+                            &row);
+    CHECK_EQ_INT(row.overlap_grad_reduce, 1);
+    double g1 = overlap_row("{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
+                            "\"overlap_grad_reduce\": false, \"mbs\": 1, \"global_batch\": 8}",
+                            &row);
+    CHECK_EQ_INT(row.overlap_grad_reduce, 0);
+    CHECK(g1 > g0);
     REFUSED(TINY, "{\"dp\": 2, \"tp\": 1, \"pp\": 1, \"zero\": 1, \"recompute\": \"none\", "
             "\"overlap_grad_reduce\": false, \"overlap_param_gather\": true, \"mbs\": 1, "
             "\"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.overlap_param_gather");
