@@ -271,9 +271,10 @@ int cmd_validate(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage("validate", "unexpected argument '%s'", argv[optind]);
-    char dirbuf[PATH_MAX + 32], dirbuf2[PATH_MAX + 32];
+    char dirbuf[PATH_MAX + 32];
+    const char *shipped = NULL; /* the default folder, when no --dir chose another */
     if (!dir)
-        dir = default_dir(dirbuf, sizeof dirbuf);
+        dir = shipped = default_dir(dirbuf, sizeof dirbuf);
 
     /* the suite files */
     sc_error err = {0};
@@ -341,7 +342,7 @@ int cmd_validate(int argc, char **argv)
     if (!rc && fit)
         sc_val_mark_halves(suites, npaths); /* the fit is over what was loaded */
     else if (!rc)
-        mark_table_rows(suites, npaths, !suite_arg && !strcmp(dir, default_dir(dirbuf2, sizeof dirbuf2)));
+        mark_table_rows(suites, npaths, !suite_arg && dir == shipped);
     if (!rc && fit) {
         rc = fit_overheads(suites, npaths, json);
         for (int i = 0; i < npaths; i++)

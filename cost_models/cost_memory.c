@@ -136,7 +136,7 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
         sc_units_add(&units, m, m->params / sh);
         saved += one;
         selective += sc_cost_saved_bytes(m, cfg->tp, cfg->sp, 1);
-        if (cfg->has_layers && !sc_partition_layer_of(m)) {
+        if (!sc_partition_recomputed(cfg->has_layers, m)) {
             kept += one; /* the embedding, final norm, LM head, loss: never recomputed */
             continue;
         }

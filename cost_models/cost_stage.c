@@ -89,11 +89,6 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         if (st)
             return st;
     }
-    /* full recompute re-runs the layers' forward, not the leaves outside
-     * them (embedding, final norm, LM head, loss), as Megatron-LM's, FSDP's
-     * and DeepSpeed's checkpointing wrap the layers; a model without layers
-     * (sc_partition_layer_of: no "block") re-runs every leaf */
-    int blocks = m->has_layers;
     for (int s = 0; s < S; s++) {
         sc_stage_info *in = &info[s];
         *in = (sc_stage_info){0};
@@ -136,7 +131,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
             if (x->kind && !strcmp(x->kind, "head"))
                 in->head_wgrad_s += w;
             in->fwd_s += f;
-            if (!blocks || sc_partition_layer_of(x))
+            if (sc_partition_recomputed(m->has_layers, x)) /* full recompute's */
                 full += f;
             in->bwd_s += b;
             in->bwd_w_s += w;

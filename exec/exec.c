@@ -301,7 +301,6 @@ static sc_status build_work(sc_exec *x, sc_error *err)
     x->sw = sc_calloc((size_t)v * (size_t)k, sizeof(stage_work));
     if (!x->sw)
         return sc_err(err, SC_ENOMEM, "exec: out of memory");
-    int blocks = m->has_layers; /* full recompute: cost_stage.c's rule */
     for (int j = 0, before = 0; j < k; j++) {
         /* slice j: its tokens, and the keys of itself and the slices before it
          * (a cp rank's share of them: the cost model's, kernel_items) */
@@ -323,7 +322,7 @@ static sc_status build_work(sc_exec *x, sc_error *err)
                                            &w->n, &cap);
                 if (bad)
                     return sc_err(err, SC_ENOMEM, "exec: out of memory");
-                int in_layer = !blocks || sc_partition_layer_of(leaf) != NULL;
+                int in_layer = sc_partition_recomputed(m->has_layers, leaf);
                 for (int i = first; i < w->n; i++) { /* a leaf without a list: its kind */
                     if (!w->it[i].name)
                         w->it[i].name = leaf->kind;

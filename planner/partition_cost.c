@@ -386,7 +386,7 @@ static sc_status memory_init(sc_pctx *x, sc_error *err)
         x->A[l + 1] = x->A[l] + one;
         /* sc_cost_memory's full recompute: a leaf outside layers keeps what it
          * saves and neither checkpoints an input nor counts in a layer */
-        x->out[l] = m->has_layers && !sc_partition_layer_of(a);
+        x->out[l] = !sc_partition_recomputed(m->has_layers, a);
         x->AL[l + 1] = x->AL[l] + (x->out[l] ? 0 : one);
         x->K[l + 1] = x->K[l] + (x->out[l] ? one : 0);
         x->Asel[l + 1] = x->Asel[l] + sc_cost_saved_bytes(a, tp, cfg->sp, 1) / cpd;

@@ -29,9 +29,9 @@ typedef struct lctx {
     int opg, nops;
     double pos_params;
     /* defer_embedding_wgrad: the output layer's weight gradients the position's
-     * backwards left for the pipeline flush (seconds), and their stage and chunk */
+     * backwards left for the pipeline flush (seconds), and their chunk */
     double drain_s;
-    int drain_stage, drain_chunk;
+    int drain_chunk;
 } lctx;
 
 /* The parameter bytes per rank of position p, all its chunks. */
@@ -271,7 +271,6 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
                             : 0;
     if (defer) {
         x->drain_s += deferred_s;
-        x->drain_stage = s;
         x->drain_chunk = o->chunk;
     }
     if (reduce && grad_final && (cfg->no_overlap_grad_reduce || defer)) {
@@ -375,7 +374,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
     x->nops = 0;
     x->pos_params = pos_param_bytes(lw, p);
     x->drain_s = 0;
-    x->drain_stage = x->drain_chunk = -1;
+    x->drain_chunk = -1;
     for (int c = 0; c < v; c++)
         x->deferred[c] = -1;
     last_grad_ops(ops, n, v, split, last);
@@ -418,7 +417,7 @@ static void lower_position(lctx *x, int p, int *grad_done)
         /* the deferred output-layer weight gradients, after the position's last
          * op (a W of the head's chunk for no one microbatch, mb -1; an op of its
          * own after the schedule's n, sched_op n) */
-        sc_action a = act(SC_ACT_COMPUTE, SC_OP_W, x->drain_stage, x->drain_chunk, -1, n);
+        sc_action a = act(SC_ACT_COMPUTE, SC_OP_W, x->drain_chunk * pp + p, x->drain_chunk, -1, n);
         a.seconds = x->drain_s;
         int d = push(x, p, a);
         if (d >= 0 && grad_done[x->drain_chunk] >= 0)
@@ -631,7 +630,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         sc_lower_free(lw);
         return st;
     }
-    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, 0, 0, 0, 0, -1, -1};
+    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, 0, 0, 0, 0, -1};
     for (int s = 0; s < lw->S; s++)
         grad_done[s] = -1;
     for (int p = 0; p < cfg->pp && !x.st; p++)

@@ -46,6 +46,11 @@ const sc_module *sc_partition_layer_of(const sc_module *leaf)
     return b;
 }
 
+int sc_partition_recomputed(int has_layers, const sc_module *leaf)
+{
+    return !has_layers || sc_partition_layer_of(leaf) != NULL;
+}
+
 int sc_partition_between_layers(const sc_model *m, int b)
 {
     if (b <= 0 || b >= m->n_leaves)

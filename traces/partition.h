@@ -42,6 +42,12 @@ int sc_partition_layers(const sc_model *m);
  * layer that the partitioners, the send bytes (sc_cost_cut_bytes) and the
  * exports use. O(depth). */
 const sc_module *sc_partition_layer_of(const sc_module *leaf);
+/* Whether full recompute re-runs leaf: it lies in a layer, or its model has
+ * none (has_layers: sc_model's); the embedding, final norm, LM head and loss
+ * run once, as Megatron-LM's, FSDP's and DeepSpeed's checkpointing wrap the
+ * layers. The one rule of the cost model (sc_stage_info recompute_full_s), the
+ * memory model, the partitioner and the executor. O(depth). */
+int sc_partition_recomputed(int has_layers, const sc_module *leaf);
 /* Whether a stage may begin at leaf b (0 < b < leaves) and still cut only
  * between layers: leaves b-1 and b do not lie in the same layer. */
 int sc_partition_between_layers(const sc_model *m, int b);
