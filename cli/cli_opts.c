@@ -293,6 +293,12 @@ const cli_opt cli_search_opts[] = {
      "after the optimizer (0, default); with sim --plan, 1\n"
      "replays the plan with it", cli_opt_int, OFF(o.overlap_param_gather), 0, 1, ALL, NULL,
      NULL, 0},
+    {"grad-reduce-in-fp32", 0, "0|1", "data-parallel gradients reduced in fp32 where the\n"
+     "model trains in 16 bits (1: Megatron-LM's default in\n"
+     "bf16, FSDP reduce_dtype fp32, DDP under autocast) or in\n"
+     "the training dtype (0, default: --grad-reduce-in-bf16);\n"
+     "with sim --plan, 1 replays the plan so", cli_opt_int, OFF(o.grad_reduce_in_fp32), 0, 1,
+     ALL, NULL, NULL, 0},
     {"defer-embedding-wgrad-compute", 0, NULL, "the output layer's weight gradients run in the\n"
      "pipeline flush, after the last position's last backward\n"
      "(Megatron-Core --defer-embedding-wgrad-compute; needs\n"

@@ -119,6 +119,8 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
             printf("the output layer's weight gradients run in the pipeline flush "
                    "(--defer-embedding-wgrad-compute)\n");
     }
+    if (cfg->grad_reduce_in_fp32 && sc_cost_grad_reduce_bytes(m->dtype, 0) < 4)
+        printf("gradients reduced in fp32 (--grad-reduce-in-fp32)\n");
     if (cfg->slices > 1) {
         printf("token slices   %d per microbatch (TeraPipe):", cfg->slices);
         for (int j = 0; j < cfg->slices; j++)
@@ -247,6 +249,7 @@ int cmd_sim(int argc, char **argv)
     cfg.no_overlap_p2p_comm = sc_search_p2p_blocks(f, cfg.pp, cfg.v); /* as given, or the framework's */
     cfg.tp_comm_overlap = f->tp_comm_overlap;
     cfg.overlap_param_gather = f->overlap_param_gather;
+    cfg.grad_reduce_in_fp32 = f->grad_reduce_in_fp32;
     if (f->wgrad_deferral_limit > 0 && !f->defer_embedding_wgrad)
         return cli_usage("sim", "--wgrad-deferral-limit limits --defer-embedding-wgrad-compute, "
                                 "which is not given");
@@ -294,6 +297,7 @@ int cmd_sim(int argc, char **argv)
         pc.no_overlap_p2p_comm |= f->no_overlap_p2p_comm == 1; /* only as given */
         pc.tp_comm_overlap |= cfg.tp_comm_overlap;
         pc.overlap_param_gather |= cfg.overlap_param_gather;
+        pc.grad_reduce_in_fp32 |= cfg.grad_reduce_in_fp32;
         if (cfg.defer_embedding_wgrad) {
             pc.defer_embedding_wgrad = 1;
             pc.wgrad_deferral_limit = cfg.wgrad_deferral_limit;

@@ -503,6 +503,8 @@ int cmd_validate(int argc, char **argv)
                 sc_jadd_num(o, "measured_s", res[k].measured_s, &oom);
                 sc_jadd_num(o, "error", res[k].error, &oom);
                 sc_jadd_bool(o, "fits", res[k].fits, &oom);
+                sc_jadd_num(o, "peak_mem_bytes", res[k].peak_mem_bytes, &oom);
+                sc_jadd_num(o, "gpu_mem_bytes", res[k].gpu_mem_bytes, &oom);
                 sc_step_breakdown_json(o, &res[k].breakdown, w->cp, &oom);
                 if (res[k].busiest_link[0]) {
                     cJSON *bl = sc_jadd_obj(o, "busiest_link", &oom);

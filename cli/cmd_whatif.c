@@ -305,6 +305,7 @@ int cmd_whatif(int argc, char **argv)
     o.no_overlap_p2p_comm = a.s.o.no_overlap_p2p_comm;
     o.tp_comm_overlap = a.s.o.tp_comm_overlap;
     o.overlap_param_gather = a.s.o.overlap_param_gather;
+    o.grad_reduce_in_fp32 = a.s.o.grad_reduce_in_fp32;
     o.restart_s = 60 * restart_min;
     if (gbps > 0)
         o.storage_bytes_per_s = gbps * 1e9 / 8;

@@ -414,17 +414,20 @@ int sc_cost_optimizer_kernels(const sc_cluster *c, sc_dtype dt, double params,
  * (FULL_SHARD or SHARD_GRAD_OP, ZeRO 3 or 2; PyTorch 2.0's
  * torch/distributed/fsdp/_runtime_utils.py and flat_param.py), memory-bound
  * at the calibrated HBM rate, for `params` parameters per rank in `units`
- * FSDP units (wrapped modules: a layer each, plus the root):
+ * FSDP units (wrapped modules: a layer each, plus the root), the gradients
+ * reduced in r bytes (g, the training dtype's; 4 with reduce_fp32 in 16-bit
+ * training: MixedPrecision reduce_dtype fp32, Composer's DEFAULT):
  *   all_s, over every parameter of the stage: the flat parameter's views
  *     are autograd views of it, so the backward of their split concatenates
- *     the weight gradients into one flat gradient (read and write, 2·g B),
- *     and the default reduce-scatter hook divides it in place by the
- *     gradient pre-divide factor before reducing (read and write, 2·g B),
- *     two kernels per unit;
+ *     the weight gradients into one flat gradient (read and write, 2·g B);
+ *     where r > g, the cast of that gradient to the reduce dtype before the
+ *     reduce-scatter (read g, write r); and the default reduce-scatter hook
+ *     divides it in place by the gradient pre-divide factor before reducing
+ *     (read and write, 2·r B); two kernels per unit;
  *   shard_s, over the rank's shard at dp 1 (divide by dp): in 16-bit
- *     training the cast of the reduced shard back to fp32 (read g, write
- *     4), and the accumulation into the saved fp32 gradient shard (read 8,
- *     write 4);
+ *     training where r < 4 the cast of the reduced shard back to fp32 (read
+ *     r, write 4), and the accumulation into the saved fp32 gradient shard
+ *     (read 8, write 4);
  *   gather_s, the same per gather of the shard (ZeRO 3 gathers twice a
  *     microbatch, ZeRO 2 once): in 16-bit training the cast of the fp32
  *     shard to 16 bits before it (read 4, write w); 0 in fp32.
@@ -435,7 +438,8 @@ int sc_cost_optimizer_kernels(const sc_cluster *c, sc_dtype dt, double params,
 typedef struct sc_fsdp_cost {
     double all_s, shard_s, gather_s;
 } sc_fsdp_cost;
-sc_fsdp_cost sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params, int units);
+sc_fsdp_cost sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params, int units,
+                                 int reduce_fp32);
 /* The part of x one backward pays at ZeRO stage zero and dp ranks:
  * all_s + (shard_s + gathers · gather_s) / dp, with two gathers under ZeRO 3
  * and one under 2; 0 below ZeRO 2 or at dp 1. */
@@ -448,6 +452,10 @@ static inline double sc_cost_fsdp_time(const sc_fsdp_cost *x, int zero, int dp)
 
 /* Bytes per parameter for weights, grads, optimizer states in dtype dt. */
 void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o);
+/* Bytes per parameter that the data-parallel reduction of dt's gradients
+ * moves: their width, or 4 when reduced in fp32 (sc_stage_cfg
+ * grad_reduce_fp32, sc_step_cfg grad_reduce_in_fp32). */
+double sc_cost_grad_reduce_bytes(sc_dtype dt, int fp32);
 /* What ZeRO 3 holds gathered beside its shards, per rank of a stage whose
  * parameters (per tp rank, as sc_mem.params) are `params`, of which `root`
  * lie outside any layer (sc_partition_layer_of) and the largest layer holds
@@ -513,7 +521,8 @@ sc_status sc_cost_model_check(const sc_model *m, const char *source, sc_error *e
  *     stream when the cut lies inside a layer) plus every `inputs` edge
  *     crossing the boundary (relayed stage by stage), split over the tp
  *     ranks (Narayanan et al. 2021 §4.1); 0 on the last stage;
- *   grad_bytes, param_bytes: per rank (tp-sharded modules /tp);
+ *   grad_bytes, param_bytes: per rank (tp-sharded modules /tp); grad_bytes
+ *     as reduced (4 bytes a parameter under cfg grad_reduce_fp32);
  *   unit_bytes: the part of param_bytes that ZeRO 3 gathers before the
  *     stage's first compute of a step can begin: its parameters outside any
  *     layer (sc_partition_layer_of; FSDP's root unit) plus its largest
@@ -567,6 +576,10 @@ typedef struct sc_stage_cfg {
      * dp·cp, over which the gradients are reduced); 0 or 1 = none. Each stage's cp_bytes
      * are the keys and values one rank passes on per microbatch. */
     int cp;
+    /* the data-parallel gradient reduction in fp32 (sc_step_cfg
+     * grad_reduce_in_fp32): grad_bytes at 4 bytes a parameter, and FSDP's
+     * casts (sc_cost_fsdp_copies); 0 = in the training dtype's gradient width */
+    int grad_reduce_fp32;
 } sc_stage_cfg;
 
 /* Fills info[0 .. part->n_stages). Errors of sc_cost_modules_time. O(leaves

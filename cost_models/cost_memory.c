@@ -31,6 +31,13 @@ void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o)
     *o = wide ? 8 : 12;
 }
 
+double sc_cost_grad_reduce_bytes(sc_dtype dt, int fp32)
+{
+    double w, g, o;
+    sc_cost_state_bytes(dt, &w, &g, &o);
+    return fp32 ? 4 : g;
+}
+
 /* x's position among its parent's children: a binary search on the
  * pre-order index (siblings' indices ascend), O(log children); a linear scan
  * when the indices are not set (a model not finished). A flat model of
@@ -199,7 +206,8 @@ static double hbm_s(const sc_cluster *c, double bytes)
     return bytes / (c->gpu.hbm_bytes_per_s * c->eff.memory_bw);
 }
 
-sc_fsdp_cost sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params, int units)
+sc_fsdp_cost sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params, int units,
+                                 int reduce_fp32)
 {
     sc_fsdp_cost x = {0};
     double w, g, o;
@@ -208,8 +216,10 @@ sc_fsdp_cost sc_cost_fsdp_copies(const sc_cluster *c, sc_dtype dt, double params
         return x;
     double kern = c->eff.gemm.sms > 0 ? c->eff.gemm.kernel_s : c->eff.op_overhead_s;
     int mixed = w < 4;
-    x.all_s = 2 * (units > 0 ? units : 1) * kern + hbm_s(c, params * 4 * g);
-    x.shard_s = hbm_s(c, params * ((mixed ? g + 4 : 0) + 12));
+    double r = sc_cost_grad_reduce_bytes(dt, reduce_fp32);
+    x.all_s = 2 * (units > 0 ? units : 1) * kern +
+              hbm_s(c, params * (2 * g + (r > g ? g + r : 0) + 2 * r));
+    x.shard_s = hbm_s(c, params * ((mixed && r < 4 ? r + 4 : 0) + 12));
     x.gather_s = mixed ? hbm_s(c, params * (4 + w)) : 0;
     return x;
 }

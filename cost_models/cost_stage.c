@@ -156,7 +156,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
                 rc += selective_s(c, m, x, dt, mbs, sh);
             }
         }
-        in->grad_bytes = params * gb;
+        in->grad_bytes = params * sc_cost_grad_reduce_bytes(dt, cfg->grad_reduce_fp32);
         in->param_bytes = params * wb;
         in->unit_bytes =
             units.cur ? fmin(params, units.root + units.layer_max) * wb : in->param_bytes;
@@ -178,7 +178,8 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
         /* PyTorch FSDP's own work on the gradients (sc_cost_fsdp_copies) */
         if (!strcmp(c->framework, "torch")) {
             /* its units: the stage's layers, and the root's leaves as one */
-            in->fsdp = sc_cost_fsdp_copies(c, dt, params, units.layers + units.has_root);
+            in->fsdp = sc_cost_fsdp_copies(c, dt, params, units.layers + units.has_root,
+                                           cfg->grad_reduce_fp32);
             double x = sc_cost_fsdp_time(&in->fsdp, cfg->zero, cfg->dp);
             in->bwd_s += x;
             in->bwd_w_s += x;

@@ -111,13 +111,14 @@ struct sc_dp_terms {
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
                                int sp, int tp_overlap, sc_attn attn, int mbs, int cp,
-                               const sc_partition *part,
+                               int grad_fp32, const sc_partition *part,
                                sc_stage_table *out,
                                sc_error *err)
 {
     cp = cp > 1 ? cp : 1;
     sc_stage_table t = {.S = pp * v, .pp = pp, .v = v, .tp = tp, .mbs = mbs, .sp = sp,
-                        .attn = attn, .cp = cp};
+                        .attn = attn, .cp = cp,
+                        .grad_w = sc_cost_grad_reduce_bytes(m->dtype, grad_fp32)};
     size_t S = (size_t)t.S, P = (size_t)pp;
     t.part.n_stages = part->n_stages;
     t.part.first = sc_malloc(sizeof(int) * (S + 1));
@@ -158,7 +159,8 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                          .sp = sp,
                          .attn = attn,
                          .tp_overlap = tp_overlap,
-                         .cp = cp}; /* a cp rank's share of the tokens */
+                         .cp = cp, /* a cp rank's share of the tokens */
+                         .grad_reduce_fp32 = grad_fp32};
     sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */
@@ -260,10 +262,8 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                 npos++;
                 t.params[r] += all - here[r];
             }
-        double wb, gb, ob;
-        sc_cost_state_bytes(m->dtype, &wb, &gb, &ob);
-        if (npos > 1 && all * gb > t.shared_grad) {
-            t.shared_grad = all * gb;
+        if (npos > 1 && all * t.grad_w > t.shared_grad) {
+            t.shared_grad = all * t.grad_w;
             t.shared_npos = npos;
         }
         sc_free(here);
@@ -350,7 +350,7 @@ static const struct sc_dp_terms *dp_terms(const sc_stage_table *t, const sc_clus
                                    x + 2 * SC_RAMP_PARAMS, dp, per_node, 1, NULL);
         /* ZeRO 3 gathers the stage's own parameters: a tied copy held for another
          * position is not gathered (its gradient is allreduced) */
-        double Pv = grads / gb * wb / v, U = t->unit[r];
+        double Pv = grads / t->grad_w * wb / v, U = t->unit[r];
         y[SC_DPT_Z3_AG] = coll_time(c, SC_COLL_ALLGATHER, Pv, Pv, x + 2 * SC_RAMP_GRADS_V, dp,
                                     per_node, 1, NULL);
         y[SC_DPT_Z3_AG1] = U > 0 && U < Pv ? coll_time(c, SC_COLL_ALLGATHER, U, U,
@@ -643,7 +643,8 @@ sc_status sc_estimate_step(const sc_model *m, const sc_cluster *c, const sc_step
     sc_stage_table t;
     if (!st)
         st = sc_stage_table_build(m, c, cfg->pp, cfg->v, cfg->tp, cfg->sp, cfg->tp_comm_overlap,
-                                  cfg->attn, cfg->mbs, cfg->cp, pp, &t, err);
+                                  cfg->attn, cfg->mbs, cfg->cp, cfg->grad_reduce_in_fp32, pp, &t,
+                                  err);
     sc_partition_free(&part);
     if (st)
         return st;

@@ -270,7 +270,7 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     switch (x->model->dtype) {
     case SC_BF16:
         arg_flag(a, G_PRECISION, "--bf16");
-        if (p->dp * p->cp > 1) {
+        if (p->dp * p->cp > 1 && !p->grad_reduce_in_fp32) {
             arg_flag(a, G_PRECISION, "--grad-reduce-in-bf16");
             st = st ? st : ex_note(e, "gradients are reduced in bf16 as the plan models "
                                       "(--grad-reduce-in-bf16); without it Megatron-LM reduces "
@@ -279,6 +279,9 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
         break;
     case SC_FP16:
         arg_flag(a, G_PRECISION, "--fp16");
+        /* fp16 accumulates and reduces in fp16 unless told otherwise */
+        if (p->grad_reduce_in_fp32)
+            arg_flag(a, G_PRECISION, "--accumulate-allreduce-grads-in-fp32");
         break;
     case SC_FP8:
         arg_flag(a, G_PRECISION, "--bf16");

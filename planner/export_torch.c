@@ -109,15 +109,16 @@ static const char *const body[] = {
     "    \"\"\"FSDP2 over the data-parallel group (ZeRO 3: parameters resharded after",
     "    the forward, ZeRO 2: kept whole until the backward): a unit per module",
     "    named in FSDP_UNITS (the plan's layers), the rest in the root's;",
-    "    parameters, gradients and AdamW states in fp32, sharded; the compute,",
-    "    the gathers and the reduce-scatters in dtype.\"\"\"",
+    "    parameters, gradients and AdamW states in fp32, sharded; the compute",
+    "    and the gathers in dtype, the reduce-scatters in REDUCE_DTYPE.\"\"\"",
     "    try:  # torch >= 2.6",
     "        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard",
     "    except ImportError:  # torch 2.4-2.5",
     "        from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard",
     "    from torch.distributed.device_mesh import DeviceMesh",
     "    mixed = (MixedPrecisionPolicy() if dtype == torch.float32",
-    "             else MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=dtype))",
+    "             else MixedPrecisionPolicy(param_dtype=dtype,",
+    "                                       reduce_dtype=getattr(torch, REDUCE_DTYPE)))",
     "    kw = dict(mesh=DeviceMesh.from_group(group, device.type), mp_policy=mixed,",
     "              reshard_after_forward=ZERO == 3)",
     "    for name in FSDP_UNITS:",
@@ -477,14 +478,17 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
     if (!st && p->zero >= 2)
         st = ex_note(e, "ZeRO-%d runs as FSDP2 (fully_shard, %s), a unit per layer and the rest "
                         "in the root unit; parameters, gradients and AdamW states stay in fp32, "
-                        "sharded, and MixedPrecisionPolicy computes, gathers and reduce-scatters in "
-                        "%s. FSDP2 also copies each gather into the parameters and the gradients "
+                        "sharded, and MixedPrecisionPolicy computes and gathers in %s and "
+                        "reduce-scatters in %s. FSDP2 also copies each gather into the parameters and the gradients "
                         "into its reduce-scatter buffer; the plan's FSDP work on the gradients "
                         "(--framework torch) is FSDP1's",
                      p->zero,
                      p->zero == 3 ? "parameters resharded after the forward"
                                   : "parameters kept whole from the forward to the backward",
-                     sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype));
+                     sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype),
+                     p->grad_reduce_in_fp32
+                         ? "fp32"
+                         : sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype));
     if (!st && p->zero == 2 && p->m > 1)
         st = ex_note(e, "FSDP2 reduce-scatters every microbatch's gradients (the plan reduces once "
                         "per step, after the last microbatch): %d times the plan's data-parallel "
@@ -493,6 +497,11 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
         st = ex_note(e, "the model is cast to %s: weights, gradients and AdamW states in %s "
                         "with no fp32 master copy, less memory than the plan's mixed precision",
                      sc_dtype_name(x->model->dtype), sc_dtype_name(x->model->dtype));
+    if (!st && p->zero < 2 && p->dp > 1 && p->grad_reduce_in_fp32 &&
+        (x->model->dtype == SC_BF16 || x->model->dtype == SC_FP16 || x->model->dtype == SC_FP8))
+        st = ex_note(e, "DDP reduces the cast model's gradients in %s; the plan reduces them in "
+                        "fp32 (grad_reduce_in_fp32), twice the bytes",
+                     sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype));
     if (!st && x->model->dtype == SC_FP8)
         st = ex_note(e, "fp8: the file runs in bf16 (no fp8 GEMMs)");
     if (!st && p->zero == 1 && p->dp > 1)
@@ -640,8 +649,10 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
     } else {
         sc_buf_printf(&b, "STAGE_UNITS = None\nGPT = None\n");
     }
-    sc_buf_printf(&b, "ZERO = %d\nRECOMPUTE = \"%s\"\nDTYPE = \"%s\"\nBUCKET_MIB = %.17g\n",
+    sc_buf_printf(&b, "ZERO = %d\nRECOMPUTE = \"%s\"\nDTYPE = \"%s\"\nREDUCE_DTYPE = \"%s\"\n"
+                      "BUCKET_MIB = %.17g\n",
                   p->zero, sc_recompute_name(p->recompute), py_dtype(m->dtype),
+                  p->grad_reduce_in_fp32 ? "float32" : py_dtype(m->dtype),
                   p->bucket_bytes / (1 << 20));
     sc_buf_printf(&b, "# ZeRO 2-3: the FSDP units, one per layer (the root unit holds the rest)\n"
                       "FSDP_UNITS = [");

@@ -25,7 +25,8 @@ typedef struct sc_stage_table {
     double *tp_ov;              /* per stage, under tp comm overlap: [2s] the chunks
                                    beside the op, [2s + 1] the last chunk (s) */
     double *send_s;             /* per stage: p2p time to the next stage (s), 0 on the last */
-    double *grad;               /* per stage: gradient bytes per rank */
+    double *grad;               /* per stage: gradient bytes per rank, as reduced */
+    double grad_w;              /* their bytes per parameter (sc_cost_grad_reduce_bytes) */
     double *params;             /* per position: parameters per rank, shared copies included */
     double *unit;               /* per position: ZeRO 3's first gather, bytes (its first
                                    stage's sc_stage_info unit_bytes) */
@@ -61,10 +62,12 @@ enum {
     SC_RAMP_N
 };
 
-/* cp: context parallelism (sc_step_cfg cp; 0 or 1: none), fixed for a table. */
+/* cp: context parallelism (sc_step_cfg cp; 0 or 1: none), fixed for a table;
+ * grad_fp32: the gradients reduced in fp32 (sc_step_cfg grad_reduce_in_fp32),
+ * one setting for every table of a search. */
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
                                int sp, int tp_overlap, sc_attn attn, int mbs, int cp,
-                               const sc_partition *part,
+                               int grad_fp32, const sc_partition *part,
                                sc_stage_table *out,
                                sc_error *err);
 void sc_stage_table_free(sc_stage_table *t);

@@ -190,7 +190,7 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, int c
         return -1;
     }
     st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, s->o.tp_comm_overlap, s->o.attn, mbs,
-                              cp, &part, &s->tables[s->ntables], err);
+                              cp, s->o.grad_reduce_in_fp32, &part, &s->tables[s->ntables], err);
     sc_partition_free(&part);
     if (st)
         return -1;
@@ -875,6 +875,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                                            .mbs = mbs, .zero = z, .recompute = (sc_recompute)rc,
                                            .sp = sp, .attn = s->o.attn,
                                            .no_overlap_grad_reduce = o->no_overlap_grad_reduce,
+                                           .grad_reduce_in_fp32 = o->grad_reduce_in_fp32,
                                            .no_overlap_p2p_comm = sc_search_p2p_blocks(o, pp, v)};
                     sc_step_overlaps_where_apply(&cd.cfg, o->tp_comm_overlap,
                                                  o->overlap_param_gather);

@@ -77,6 +77,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     t->tp_comm_overlap = lay.tp_comm_overlap;
     t->overlap_param_gather = lay.overlap_param_gather;
     t->overlap_p2p_comm = !sc_search_p2p_blocks(&o, t->pp, t->v);
+    t->grad_reduce_in_fp32 = o.grad_reduce_in_fp32 != 0;
     t->global_batch = o.global_batch;
     int best_m = n ? sc_search_ranked(s, 0)->cfg.m : 0;
     for (int i = 0; i < n; i++) {
@@ -150,6 +151,8 @@ cJSON *sc_tune_to_json(const sc_tune *t)
         sc_jadd_bool(j, "overlap_param_gather", 1, &oom);
     if (!t->overlap_p2p_comm)
         sc_jadd_bool(j, "overlap_p2p_comm", 0, &oom);
+    if (t->grad_reduce_in_fp32)
+        sc_jadd_bool(j, "grad_reduce_in_fp32", 1, &oom);
     cJSON *a = sc_jadd_arr(j, "points", &oom);
     for (int i = 0; i < t->n && !oom; i++) {
         const sc_tune_point *p = &t->pts[i];
@@ -190,7 +193,7 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
     static const char *const top[] = {"format", "model", "cluster", "nodes", "global_batch",
                                       "dp", "tp", "pp", "v", "schedule", "zero", "recompute",
                                       "sp", "cp", "tp_comm_overlap", "overlap_param_gather", "overlap_p2p_comm",
-                                      "points", "best", "skipped", NULL};
+                                      "grad_reduce_in_fp32", "points", "best", "skipped", NULL};
     static const char *const pk[] = {"m", "mbs", "step_time_s", "bubble_fraction", "efficiency",
                                      "peak_mem_bytes", "tokens_per_s", "slices", NULL};
     *out = NULL;
@@ -255,6 +258,8 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
     t->overlap_p2p_comm = 1; /* optional: absent = true */
     if (!st)
         st = sc_json_bool(j, file, "", "overlap_p2p_comm", 0, &t->overlap_p2p_comm, err);
+    if (!st)
+        st = sc_json_bool(j, file, "", "grad_reduce_in_fp32", 0, &t->grad_reduce_in_fp32, err);
     if (!st)
         st = sc_json_arr(j, file, "", "points", 1, &pts, err);
     if (!st) {

@@ -206,7 +206,7 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                                        "mbs", "global_batch", "tp_comm_overlap",
                                        "overlap_param_gather", "overlap_p2p_comm",
                                        "defer_embedding_wgrad_compute", "wgrad_deferral_limit",
-                                       "overlap_grad_reduce", NULL};
+                                       "overlap_grad_reduce", "grad_reduce_in_fp32", NULL};
     const char *f = s->file;
     char path[48];
     snprintf(path, sizeof path, "%s.layout", r->path);
@@ -246,6 +246,9 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
     r->overlap_grad_reduce = 1;
     if (!st)
         st = sc_json_bool(o, f, path, "overlap_grad_reduce", 0, &r->overlap_grad_reduce, err);
+    r->grad_reduce_in_fp32 = 0;
+    if (!st)
+        st = sc_json_bool(o, f, path, "grad_reduce_in_fp32", 0, &r->grad_reduce_in_fp32, err);
     r->defer_embedding_wgrad = 0;
     if (!st)
         st = sc_json_bool(o, f, path, "defer_embedding_wgrad_compute", 0,
@@ -470,6 +473,7 @@ static void row_cfg(const sc_val_row *r, sc_step_cfg *cfg)
     cfg->no_overlap_p2p_comm = !r->overlap_p2p_comm;
     cfg->defer_embedding_wgrad = r->defer_embedding_wgrad;
     cfg->no_overlap_grad_reduce = !r->overlap_grad_reduce;
+    cfg->grad_reduce_in_fp32 = r->grad_reduce_in_fp32;
     cfg->wgrad_deferral_limit = r->wgrad_deferral_limit;
     cfg->attn = r->attn;
     cfg->one_replica = 1;
@@ -715,6 +719,10 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
     out->gpus = (int)ranks;
     out->nodes = cl.nodes;
     out->fits = res->fits;
+    out->gpu_mem_bytes = cl.gpu.memory_bytes;
+    for (int p = 0; p < cfg.pp; p++)
+        if (res->mem[p].total > out->peak_mem_bytes)
+            out->peak_mem_bytes = res->mem[p].total;
     out->overhead = oh;
     out->breakdown = res->breakdown;
     for (int k = 0; k < res->n_links; k++)

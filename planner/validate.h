@@ -94,6 +94,7 @@ typedef struct sc_val_row {
     int overlap_p2p_comm; /* its pipeline sends beside the compute (optional; default 1) */
     int defer_embedding_wgrad, wgrad_deferral_limit; /* Megatron-Core's (optional; 0, 0) */
     int overlap_grad_reduce; /* its dp reduction beside the backward (optional; default 1) */
+    int grad_reduce_in_fp32; /* its gradients reduced in fp32 (optional; default 0) */
     sc_attn attn;
     const char *attn_kernel;        /* layout.attention_kernel ("fa1", "fa2", "fa3", "triton"), or NULL: the
                                        preset's own rates (sc_cluster_flash_kernel) */
@@ -128,6 +129,8 @@ typedef struct sc_val_result {
     sc_step_breakdown breakdown;    /* the simulated step's, seconds a rank (step.h) */
     char busiest_link[48];          /* the link busy longest in the step ("" if none) */
     double busiest_busy;            /* its busy fraction of the step */
+    double peak_mem_bytes;          /* the largest predicted peak memory of a rank */
+    double gpu_mem_bytes;           /* the simulated cluster's GPU memory */
 } sc_val_result;
 
 /* How to run a row; NULL = the defaults (all 0). */

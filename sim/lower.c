@@ -468,8 +468,7 @@ static void lower_ties(lctx *x, const int *grad_done)
     sc_lowered *lw = x->lw;
     const sc_model *m = x->m;
     int pp = lw->cfg.pp, v = lw->cfg.v, tp = lw->cfg.tp;
-    double wb, gb, ob;
-    sc_cost_state_bytes(m->dtype, &wb, &gb, &ob);
+    double gb = sc_cost_grad_reduce_bytes(m->dtype, lw->cfg.grad_reduce_in_fp32);
     lw->ties = sc_calloc((size_t)(m->n_groups ? m->n_groups : 1), sizeof *lw->ties);
     int *chunk = sc_malloc(sizeof(int) * (size_t)pp);
     if (!lw->ties || !chunk) {

@@ -31,6 +31,10 @@
  *                       in the pipeline flush (Megatron-Core
  *                       --defer-embedding-wgrad-compute; needs pp >= 2);
  *                       optional, absent = false, both written only when true
+ *     "grad_reduce_in_fp32", true: the data-parallel gradients are reduced in
+ *                       fp32 where the model trains in 16 bits (Megatron-Core's
+ *                       grad_reduce_in_fp32, FSDP reduce_dtype fp32); optional,
+ *                       absent = false (the training dtype), written only when true
  *     "attention",      "unfused" or "flash" (optional; "unfused"): which
  *                       kernels an attention leaf runs (kernel.h)
  *     "slices",         token slices of each microbatch (TeraPipe): their
@@ -90,6 +94,7 @@ typedef struct sc_plan {
     int overlap_param_gather; /* ZeRO 1/2 gather beside the next forward (default 0) */
     int defer_embedding_wgrad; /* the output layer's wgrads in the pipeline flush (0) */
     int wgrad_deferral_limit;  /* of the first N microbatches (0: all) */
+    int grad_reduce_in_fp32;   /* the dp gradient reduction in fp32 (default 0) */
     char framework[16];   /* whose overhead the prediction includes (overhead.h); "" = none */
     char schedule[32], placement[16], method[16];
     sc_partition partition;

@@ -1551,7 +1551,8 @@ sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg)
                           .zero = cfg->zero,
                           .dp = sc_step_dpc(cfg),
                           .tp_overlap = cfg->tp_comm_overlap,
-                          .cp = cfg->cp};
+                          .cp = cfg->cp,
+                          .grad_reduce_fp32 = cfg->grad_reduce_in_fp32};
 }
 
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,

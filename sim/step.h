@@ -159,6 +159,16 @@ typedef struct sc_step_cfg {
      * Needs pp >= 2 and no token slices. 0 = off (the default, Megatron-LM's). */
     int defer_embedding_wgrad;
     int wgrad_deferral_limit;
+    /* the data-parallel gradient reduction in fp32 where the model trains in
+     * a 16-bit dtype: every bucket allreduce or reduce-scatter and each tied
+     * group's allreduce moves 4 bytes a parameter, and PyTorch FSDP casts the
+     * gradients up before and not back after (sc_cost_fsdp_copies). Megatron-
+     * Core's grad_reduce_in_fp32 (Megatron-LM's default in bf16, which
+     * --grad-reduce-in-bf16 turns off), PyTorch FSDP's MixedPrecision with
+     * reduce_dtype fp32 (Composer's DEFAULT), DDP under autocast (fp32
+     * parameters). 0 = in the training dtype's gradient width (the default,
+     * and the behaviour before the setting existed). */
+    int grad_reduce_in_fp32;
     double jitter;                   /* relative sigma of compute-time noise; 0 = none */
     unsigned long seed;
     int want_timeline;

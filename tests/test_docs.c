@@ -454,9 +454,11 @@ TEST(docs_formats_plan_and_timeline)
     strset keys = {0};
     snprintf(path, sizeof path, "%s/plan.json", d);
     walk_file(path, NULL, &keys, NULL);
-    /* the optional keys: the parameter gather beside the forward */
+    /* the optional keys: the parameter gather beside the forward, the gradients
+     * reduced in fp32 */
     REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --microbatches 1 "
-               "--zero 1 --overlap-param-gather 1 -o %s/plan_opg.json",
+               "--zero 1 --overlap-param-gather 1 --grad-reduce-in-fp32 1 "
+               "-o %s/plan_opg.json",
                sc_test_bin(), d) == 0);
     snprintf(path, sizeof path, "%s/plan_opg.json", d);
     walk_file(path, NULL, &keys, NULL);

@@ -500,7 +500,7 @@ TEST(framework_overhead_applies)
     REQUIRE(sc_cluster_preset_get("dgx-a100-80g", &c, &err) == SC_OK);
     sc_partition part = {0};
     REQUIRE(sc_partition_uniform(m, 2, &part, &err) == SC_OK);
-    sc_stage_cfg cfg = {m->dtype, 2, 2, SC_RECOMPUTE_FULL, 0, 0, SC_ATTN_UNFUSED, 0, 0, 0, 0, 0, 0};
+    sc_stage_cfg cfg = {m->dtype, 2, 2, SC_RECOMPUTE_FULL, 0, 0, SC_ATTN_UNFUSED, 0, 0, 0, 0, 0, 0, 0};
     sc_stage_info a[2], b[2];
     REQUIRE(sc_cost_stage(&c, m, &part, &cfg, a, &err) == SC_OK);
     REQUIRE(sc_overhead_set(&c, "deepspeed", 0.25, &err) == SC_OK);
@@ -560,15 +560,24 @@ TEST(framework_torch_fsdp_copies)
     /* bf16: the concatenation and the pre-divide read and write 2 B each;
      * the shard: the cast back (2 + 4) and the accumulation (8 + 4), and per
      * gather the cast to bf16 (4 + 2) */
-    sc_fsdp_cost x16 = sc_cost_fsdp_copies(&c, SC_BF16, P, 10);
+    sc_fsdp_cost x16 = sc_cost_fsdp_copies(&c, SC_BF16, P, 10, 0);
     CHECK_NEAR(x16.all_s, 20 * k + 8 * P / bw, 1e-12 * x16.all_s);
     CHECK_NEAR(x16.shard_s, 18 * P / bw, 1e-12 * x16.shard_s);
     CHECK_NEAR(x16.gather_s, 6 * P / bw, 1e-12 * x16.gather_s);
-    sc_fsdp_cost x32 = sc_cost_fsdp_copies(&c, SC_FP32, P, 10); /* no casts */
+    sc_fsdp_cost x32 = sc_cost_fsdp_copies(&c, SC_FP32, P, 10, 0); /* no casts */
     CHECK_NEAR(x32.all_s, 20 * k + 16 * P / bw, 1e-12 * x32.all_s);
     CHECK_NEAR(x32.shard_s, 12 * P / bw, 1e-12 * x32.shard_s);
     CHECK(x32.gather_s == 0);
-    sc_fsdp_cost x0 = sc_cost_fsdp_copies(&c, SC_BF16, 0, 10);
+    /* bf16 reduced in fp32 (Composer's DEFAULT): the concatenation (2 + 2),
+     * the cast to fp32 before the reduce-scatter (2 + 4), the pre-divide in
+     * fp32 (4 + 4); the shard needs no cast back, only the accumulation */
+    sc_fsdp_cost xr = sc_cost_fsdp_copies(&c, SC_BF16, P, 10, 1);
+    CHECK_NEAR(xr.all_s, 20 * k + 18 * P / bw, 1e-12 * xr.all_s);
+    CHECK_NEAR(xr.shard_s, 12 * P / bw, 1e-12 * xr.shard_s);
+    CHECK_NEAR(xr.gather_s, x16.gather_s, 1e-12 * x16.gather_s);
+    sc_fsdp_cost x32r = sc_cost_fsdp_copies(&c, SC_FP32, P, 10, 1); /* fp32 already */
+    CHECK(x32r.all_s == x32.all_s && x32r.shard_s == x32.shard_s);
+    sc_fsdp_cost x0 = sc_cost_fsdp_copies(&c, SC_BF16, 0, 10, 0);
     CHECK(x0.all_s == 0 && x0.shard_s == 0 && x0.gather_s == 0);
     sc_fsdp_cost fi = {.all_s = 1, .shard_s = 8, .gather_s = 4};
     CHECK_NEAR(sc_cost_fsdp_time(&fi, 3, 4), 1 + (8 + 2 * 4) / 4.0, 1e-15);
@@ -586,7 +595,7 @@ TEST(framework_torch_fsdp_copies)
     CHECK(a.fsdp.all_s > 0 && a.fsdp.shard_s > 0);
     /* gpt-1.3b's layers are its units, and the root's leaves one more */
     double params = a.param_bytes / 2;
-    sc_fsdp_cost want = sc_cost_fsdp_copies(&c, m->dtype, params, 24 + 1);
+    sc_fsdp_cost want = sc_cost_fsdp_copies(&c, m->dtype, params, 24 + 1, 0);
     CHECK_NEAR(a.fsdp.all_s, want.all_s, 1e-12 * want.all_s);
     CHECK_NEAR(a.fsdp.shard_s, want.shard_s, 1e-12 * want.shard_s);
     CHECK_NEAR(a.fsdp.gather_s, want.gather_s, 1e-12 * want.gather_s);

@@ -11,9 +11,12 @@
 #include "timeline.h"
 #include "cost.h"
 #include "search.h"
+#include "overhead.h"
 #include <math.h>
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- the timeline against the lowered list ------------------------------------ */
 
@@ -359,6 +362,140 @@ TEST(lower_defer_embedding_wgrad)
                      "--defer-embedding-wgrad-compute",
                      sc_test_bin(), d) != 0);
     CHECK_STR_HAS(out, "pp >= 2");
+}
+
+/* The data-parallel gradients reduced in fp32 (grad_reduce_in_fp32) in a bf16
+ * model: every bucket reduction and the tied group's allreduce move twice the
+ * bytes, ZeRO 3's gathers and the pipeline messages do not change, FSDP's
+ * copies follow sc_cost_fsdp_copies, the simulator's and the estimate's steps
+ * grow; the plan records it (only when set), sim --plan replays it, the
+ * exports follow it, and the flag takes 0 or 1 only. */
+static double bytes_of(const sc_lowered *lw, int kind)
+{
+    double b = 0;
+    for (int p = 0; p < lw->cfg.pp; p++)
+        for (int i = 0; i < lw->pos[p].n; i++)
+            if (lw->pos[p].acts[i].kind == kind)
+                b += lw->pos[p].acts[i].bytes;
+    return b;
+}
+
+TEST(lower_grad_reduce_in_fp32)
+{
+    static char out[1 << 16];
+    const char *d = sc_test_tmpdir();
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s model gen gpt --layers 8 --hidden 128 --heads 4 --seq 64 --vocab 512 "
+                       "--dtype bf16 --tied -o %s/tiny16.json",
+                       sc_test_bin(), d) == 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/tiny16.json", d);
+    sc_model *m = NULL;
+    sc_error err;
+    REQUIRE(sc_model_load(path, &m, &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    for (int zero = 0; zero <= 3; zero += 3) {
+        sc_step_cfg cfg = {.dp = 2, .tp = 1, .pp = 2, .v = 1, .m = 4, .mbs = 1,
+                           .schedule = "1f1b", .zero = zero};
+        sc_lowered *a, *b;
+        REQUIRE(sc_lower(m, &c, &cfg, &a, &err) == SC_OK);
+        cfg.grad_reduce_in_fp32 = 1;
+        REQUIRE(sc_lower(m, &c, &cfg, &b, &err) == SC_OK);
+        for (int s = 0; s < 2; s++) {
+            CHECK_NEAR(b->info[s].grad_bytes, 2 * a->info[s].grad_bytes, 1e-9);
+            CHECK(b->info[s].param_bytes == a->info[s].param_bytes);
+            CHECK(b->info[s].send_bytes == a->info[s].send_bytes);
+        }
+        double ra = bytes_of(a, SC_ACT_REDUCE), rb = bytes_of(b, SC_ACT_REDUCE);
+        CHECK(ra > 0);
+        CHECK_NEAR(rb, 2 * ra, 1e-9 * rb);
+        CHECK(bytes_of(b, SC_ACT_GATHER) == bytes_of(a, SC_ACT_GATHER));
+        CHECK(bytes_of(b, SC_ACT_SEND) == bytes_of(a, SC_ACT_SEND));
+        REQUIRE(a->n_ties == 1 && b->n_ties == 1); /* the tied embedding spans both */
+        CHECK_NEAR(b->ties[0].bytes, 2 * a->ties[0].bytes, 1e-9);
+        sc_lower_free(a);
+        sc_lower_free(b);
+        /* more bytes: neither the simulated nor the estimated step is shorter */
+        sc_step_result *x = NULL, *y = NULL;
+        sc_estimate ex, ey;
+        cfg.grad_reduce_in_fp32 = 0;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &x, &err) == SC_OK);
+        REQUIRE(sc_estimate_step(m, &c, &cfg, &ex, &err) == SC_OK);
+        cfg.grad_reduce_in_fp32 = 1;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &y, &err) == SC_OK);
+        REQUIRE(sc_estimate_step(m, &c, &cfg, &ey, &err) == SC_OK);
+        CHECK(y->step_time_s >= x->step_time_s && y->breakdown.dp >= x->breakdown.dp);
+        CHECK(ey.dp_s > ex.dp_s && ey.step_s >= ex.step_s);
+        sc_step_result_free(x);
+        sc_step_result_free(y);
+    }
+    /* FSDP's copies under the torch framework: the stage's all_s and shard_s
+     * are sc_cost_fsdp_copies' with the flag */
+    {
+        sc_cluster t = c;
+        REQUIRE(sc_overhead_apply(&t, "torch", "--framework", &err) == SC_OK);
+        sc_partition part = {0};
+        REQUIRE(sc_partition_uniform(m, 1, &part, &err) == SC_OK);
+        sc_stage_cfg sc = {.dtype = m->dtype, .tp = 1, .mbs = 1, .zero = 3, .dp = 2,
+                           .grad_reduce_fp32 = 1};
+        sc_stage_info in;
+        REQUIRE(sc_cost_stage(&t, m, &part, &sc, &in, &err) == SC_OK);
+        sc_fsdp_cost want = sc_cost_fsdp_copies(&t, m->dtype, in.param_bytes / 2, 8 + 1, 1);
+        CHECK_NEAR(in.fsdp.all_s, want.all_s, 1e-12 * want.all_s);
+        CHECK_NEAR(in.fsdp.shard_s, want.shard_s, 1e-12 * want.shard_s);
+        sc_partition_free(&part);
+    }
+    sc_model_free(m);
+    /* the plan records it; sim --plan replays it; the exports follow it */
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s sim --model %s/tiny16.json --cluster p4d.24xlarge --dp 2 --pp 2 "
+                       "--microbatches 4 --grad-reduce-in-fp32 1 -o %s/r32.plan.json "
+                       "--timeline %s/r32.sim.json --json",
+                       sc_test_bin(), d, d, d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    double t1 = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
+    cJSON_Delete(j);
+    char plan[512], tl[512];
+    snprintf(plan, sizeof plan, "%s/r32.plan.json", d);
+    snprintf(tl, sizeof tl, "%s/r32.sim.json", d);
+    CHECK(sc_check_timeline_vs_lowered("[fp32 reduce]", plan, tl) > 0);
+    sc_plan *pl = NULL;
+    REQUIRE(sc_plan_load(plan, &pl, &err) == SC_OK);
+    CHECK(pl->grad_reduce_in_fp32 == 1);
+    sc_plan_free(pl);
+    REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", sc_test_bin(), plan) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK(cJSON_GetObjectItem(j, "step_time_s")->valuedouble == t1);
+    cJSON_Delete(j);
+    REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s", sc_test_bin(), plan) == 0);
+    CHECK_STR_HAS(out, "gradients reduced in fp32");
+    REQUIRE(sc_test_sh(out, sizeof out, "%s export %s --to megatron", sc_test_bin(), plan) == 0);
+    CHECK(!strstr(out, "--grad-reduce-in-bf16"));
+    REQUIRE(sc_test_sh(out, sizeof out, "%s export %s --to deepspeed", sc_test_bin(), plan) == 0);
+    CHECK_STR_HAS(out, "\"communication_data_type\":\t\"fp32\"");
+    /* without the flag: no key in the plan, bf16 reductions in the export */
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s sim --model %s/tiny16.json --cluster p4d.24xlarge --dp 2 --pp 2 "
+                       "--microbatches 4 -o %s/r16.plan.json --json",
+                       sc_test_bin(), d, d) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK(cJSON_GetObjectItem(j, "step_time_s")->valuedouble < t1);
+    cJSON_Delete(j);
+    snprintf(plan, sizeof plan, "%s/r16.plan.json", d);
+    REQUIRE(sc_test_sh(out, sizeof out, "cat %s", plan) == 0);
+    /* (the test's folder is named after it: the key is looked for quoted) */
+    CHECK(strstr(out, "\"format\"") && !strstr(out, "\"grad_reduce_in_fp32\""));
+    REQUIRE(sc_test_sh(out, sizeof out, "%s export %s --to megatron", sc_test_bin(), plan) == 0);
+    CHECK_STR_HAS(out, "--grad-reduce-in-bf16");
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s sim --model %s/tiny16.json --cluster p4d.24xlarge --dp 2 "
+                     "--grad-reduce-in-fp32 2",
+                     sc_test_bin(), d) == 2);
+    CHECK_STR_HAS(out, "--grad-reduce-in-fp32");
 }
 
 TEST(lower_rules_zero3_recompute_zbh1)

@@ -252,7 +252,16 @@ TEST(validate_row_overlaps)
                             "\"overlap_grad_reduce\": false, \"mbs\": 1, \"global_batch\": 8}",
                             &row);
     CHECK_EQ_INT(row.overlap_grad_reduce, 0);
+    CHECK_EQ_INT(row.grad_reduce_in_fp32, 0);
     CHECK(g1 > g0);
+    /* grad_reduce_in_fp32 (Composer's FSDP DEFAULT, DDP under autocast): the
+     * buckets carry twice the bytes, so the exposed reduction is longer */
+    double g2 = overlap_row("{\"dp\": 8, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", "
+                            "\"overlap_grad_reduce\": false, \"grad_reduce_in_fp32\": true, "
+                            "\"mbs\": 1, \"global_batch\": 8}",
+                            &row);
+    CHECK_EQ_INT(row.grad_reduce_in_fp32, 1);
+    CHECK(g2 > g1);
     REFUSED(TINY, "{\"dp\": 2, \"tp\": 1, \"pp\": 1, \"zero\": 1, \"recompute\": \"none\", "
             "\"overlap_grad_reduce\": false, \"overlap_param_gather\": true, \"mbs\": 1, "
             "\"global_batch\": 4}", CLUSTER_OK, MEASURED_OK, "", "rows[0].layout.overlap_param_gather");
@@ -276,6 +285,10 @@ TEST(validate_load_refuses_bad_fields)
     REFUSED(TINY, "{\"dp\": 2, \"tp\": 2, \"pp\": 2, \"recompute\": \"none\", \"mbs\": 1, "
             "\"global_batch\": 8, \"overlap_p2p_comm\": 0}", CLUSTER_OK, MEASURED_OK, "",
             "rows[0].layout.overlap_p2p_comm");
+    /* the gradient reduction's width: a boolean */
+    REFUSED(TINY, "{\"dp\": 2, \"tp\": 1, \"pp\": 1, \"recompute\": \"none\", \"mbs\": 1, "
+            "\"global_batch\": 4, \"grad_reduce_in_fp32\": \"fp32\"}", CLUSTER_OK, MEASURED_OK,
+            "", "rows[0].layout.grad_reduce_in_fp32");
     /* the loss a row's framework ran is given by name */
     REFUSED("{\"generator\": \"gpt\", \"cross_entropy\": \"apex\"}", LAYOUT_OK, CLUSTER_OK,
             MEASURED_OK, "", "rows[0].model.cross_entropy: must be megatron, megatron-fused or "
@@ -769,9 +782,11 @@ TEST(validate_label_table_is_current)
  * cross-entropy as the framework runs it"). */
 TEST(validate_targets_hold)
 {
+    /* MPT-13B on 8 A100-40GB, 4 samples, 16 accumulation steps: the same
+     * model's runs on 16 to 128 of those GPUs come out within 1.6%
+     * (docs/accuracy.md, "Gradients reduced in fp32") */
     static const char *const beyond[] = {
-        "mpt_llmfoundry/h100-13b-64gpu",   /* MPT-13B, 2 samples, no accumulation */
-        "mpt_llmfoundry/a100-40-13b-8gpu", /* MPT-13B, 4 samples, 16 accumulation steps */
+        "mpt_llmfoundry/a100-40-13b-8gpu",
     };
     int seen[SC_ARRAY_LEN(beyond)] = {0};
     run_shipped();
@@ -786,8 +801,12 @@ TEST(validate_targets_hold)
      * timed as its framework ran them (-1.9%), missed again (-2.09%) since the
      * MPT rows charge Composer's per-microbatch training metrics, which moved
      * the torch overhead fitted on them from +5.8% to +4.5% (docs/accuracy.md,
-     * "Composer's training metrics"). Until it is back within the target it is
-     * held within this guard, so that it cannot drift further unnoticed. */
+     * "Composer's training metrics"), -2.18% after three changes each following
+     * its framework's source, -2.31% since the rows reduce their gradients in
+     * the dtype their runs used (fp32 for Composer's DEFAULT, Lightning's
+     * autocast and DeepSpeed's BF16 optimizer), which moved the torch overhead
+     * fitted on them from +4.7% to +3.3%. Until it is back within the target
+     * it is held within this guard, so that it cannot drift further unnoticed. */
     const double bias_guard = 0.025;
     if (!(fabs(st.mean_signed) <= bias_guard))
         sc_test_fail(__FILE__, __LINE__, "mean signed error %+.2f%%, beyond the +-%.1f%% guard "
