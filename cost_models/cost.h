@@ -362,6 +362,8 @@ typedef struct sc_mem_cfg {
     int has_layers;      /* the model's (sc_model has_layers): full recompute then keeps
                             the activations of the leaves outside layers, which it does
                             not re-run (sc_stage_info recompute_full_s) */
+    int grad_fp32;       /* the gradients reduced in fp32: held at 4 bytes where
+                            unsharded (sc_cost_states); 0 = at the dtype's width */
 } sc_mem_cfg;
 
 /* Activation bytes per sample that module m stashes for its backward on one
@@ -452,6 +454,18 @@ static inline double sc_cost_fsdp_time(const sc_fsdp_cost *x, int zero, int dp)
 
 /* Bytes per parameter for weights, grads, optimizer states in dtype dt. */
 void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o);
+/* The state one rank holds for `params` parameters in dtype dt under ZeRO
+ * stage zero over dp ranks, in bytes (sc_cost_state_bytes' w, g, o a
+ * parameter): the optimizer states sharded from ZeRO 1, the gradients from
+ * 2, the weights from 3. With grad_fp32 (sc_mem_cfg grad_fp32: the
+ * gradients reduced in fp32) unsharded 16-bit gradients are held at 4 bytes,
+ * as Megatron-LM keeps its main_grad buffer in the reduce dtype
+ * (grad_reduce_in_fp32); sharded ones keep g, as PyTorch FSDP keeps an fp32
+ * gradient shard whatever it reduces in, which w + g + o already counts
+ * (2 + 2 + 12 = its 4 + 4 + 8). step.c, the planner's estimate and its
+ * partitioner all take their states from here. */
+void sc_cost_states(sc_dtype dt, int grad_fp32, int zero, int dp, double params, double *W,
+                    double *G, double *O);
 /* Bytes per parameter that the data-parallel reduction of dt's gradients
  * moves: their width, or 4 when reduced in fp32 (sc_stage_cfg
  * grad_reduce_fp32, sc_step_cfg grad_reduce_in_fp32). */

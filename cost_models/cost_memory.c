@@ -31,6 +31,18 @@ void sc_cost_state_bytes(sc_dtype dt, double *w, double *g, double *o)
     *o = wide ? 8 : 12;
 }
 
+void sc_cost_states(sc_dtype dt, int grad_fp32, int zero, int dp, double params, double *W,
+                    double *G, double *O)
+{
+    double w, g, o;
+    sc_cost_state_bytes(dt, &w, &g, &o);
+    if (dp < 1)
+        dp = 1;
+    *W = params * w / (zero >= 3 ? dp : 1);
+    *G = zero >= 2 ? params * g / dp : params * sc_cost_grad_reduce_bytes(dt, grad_fp32);
+    *O = params * o / (zero >= 1 ? dp : 1);
+}
+
 double sc_cost_grad_reduce_bytes(sc_dtype dt, int fp32)
 {
     double w, g, o;
@@ -160,20 +172,11 @@ sc_status sc_cost_memory(const sc_cluster *c, sc_module *const *mods, int n,
         if (layer_sum > max_layer)
             max_layer = layer_sum;
     }
-    double w, g, o;
-    sc_cost_state_bytes(cfg->dtype, &w, &g, &o);
     sc_mem r;
     memset(&r, 0, sizeof r);
     r.params = params;
-    r.weights = params * w;
-    r.grads = params * g;
-    r.optimizer = params * o;
-    if (cfg->zero >= 1)
-        r.optimizer /= dp;
-    if (cfg->zero >= 2)
-        r.grads /= dp;
-    if (cfg->zero >= 3)
-        r.weights /= dp;
+    sc_cost_states(cfg->dtype, cfg->grad_fp32, cfg->zero, dp, params, &r.weights, &r.grads,
+                   &r.optimizer);
     double gw, gg;
     r.gathered = sc_cost_zero3_gathered(cfg->dtype, params, units.root, units.layer_max, &gw,
                                         &gg);

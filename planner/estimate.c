@@ -223,7 +223,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
         for (int mode = 0; mode < 3 && !st; mode++) {
             sc_mem a1, a2;
             sc_mem_cfg mc = {m->dtype, tp,   1,  0,  mbs, 1, (sc_recompute)mode,
-                             sp,       attn, cp, m->has_layers};
+                             sp,       attn, cp, m->has_layers, 0};
             st = sc_cost_memory(c, mods, n, &mc, &a1, err);
             mc.inflight = 2;
             if (!st)
@@ -435,8 +435,6 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     int pp = t->pp, v = t->v, m = cfg->m, dp = sc_step_dpc(cfg), tp = t->tp;
     int gpn = c->gpus_per_node, mode = (int)cfg->recompute;
     sched_kind sched = sched_of(cfg->schedule);
-    double wb, gb, ob;
-    sc_cost_state_bytes(dt, &wb, &gb, &ob);
     double maxT = 0, sumT = 0, maxF = 0, maxBi = 0, maxsend = 0, compute = 0, tps = 0;
     int ov = cfg->tp_comm_overlap && tp > 1; /* tp communication overlap */
     for (int r = 0; r < pp; r++) {
@@ -602,13 +600,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         opt_max = max2(opt_max, opt);
         opg_fill += t->f[r] + t->tp_s[r];
         /* memory: states under ZeRO, activations with the schedule's in-flight count */
-        double W = P * wb, G = P * gb, O = P * ob;
-        if (cfg->zero >= 1)
-            O /= dp;
-        if (cfg->zero >= 2)
-            G /= dp;
-        if (cfg->zero >= 3)
-            W /= dp;
+        double W, G, O;
+        sc_cost_states(dt, cfg->grad_reduce_in_fp32, cfg->zero, dp, P, &W, &G, &O);
         /* ZeRO 3's gathered units beside the shards (sc_cost_memory) */
         double gath = cfg->zero >= 3 && dp > 1 ? t->gathered[r] : 0;
         int peak = inflight(sched, pp, m, v, r);

@@ -125,19 +125,13 @@ static const sc_module *find_sorted(sc_module **sorted, int n, const char *name)
     return NULL;
 }
 
-/* State bytes of `params` parameters under the ZeRO stage (step.c's
- * add_state, sc_cost_memory's division). */
+/* State bytes of `params` parameters under the ZeRO stage (sc_cost_states;
+ * the partitioner plans under ZeRO 3, where the reduce dtype does not change
+ * them). */
 static double state_bytes(const sc_partitioner_cfg *cfg, double params)
 {
-    double w, g, o;
-    sc_cost_state_bytes(cfg->model->dtype, &w, &g, &o);
-    double W = params * w, G = params * g, O = params * o;
-    if (cfg->zero >= 1)
-        O /= cfg->dp;
-    if (cfg->zero >= 2)
-        G /= cfg->dp;
-    if (cfg->zero >= 3)
-        W /= cfg->dp;
+    double W, G, O;
+    sc_cost_states(cfg->model->dtype, 0, cfg->zero, cfg->dp, params, &W, &G, &O);
     return W + G + O;
 }
 
@@ -691,7 +685,7 @@ sc_status sc_partition_eval(const sc_partitioner_cfg *cfg, const sc_partition *p
         e.time_s[s] = sc_pctx_time(&x, s, i, j);
         sc_mem_cfg mc = {cfg->model->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs,
                          x.kc[s % x.pp], cfg->recompute, cfg->sp, cfg->attn, cfg->cp,
-                         cfg->model->has_layers};
+                         cfg->model->has_layers, 0};
         sc_mem mem;
         st = sc_cost_memory(cfg->cluster, cfg->model->leaves + i, j - i, &mc, &mem, err);
         if (st)

@@ -70,7 +70,7 @@ static sc_status leaf_costs(tree *t, sc_error *err)
     kbar /= x->pp;
     sc_mem_cfg mc = {cfg->model->dtype, cfg->tp, cfg->dp, cfg->zero, cfg->mbs,
                      (int)floor(kbar + 0.5), cfg->recompute, cfg->sp, cfg->attn, cfg->cp,
-                     cfg->model->has_layers};
+                     cfg->model->has_layers, 0};
     double Tt = 0, Mt = 0;
     sc_status st = SC_OK;
     for (int l = 0; l < L && !st; l++) {

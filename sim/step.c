@@ -1279,16 +1279,8 @@ static double overlap(double a0, double a1, double b0, double b1)
 
 static void add_state(builder *b, sc_mem *mem, double params)
 {
-    double w, g, o;
-    sc_cost_state_bytes(b->dt, &w, &g, &o);
-    int dp = b->dp, z = b->cfg->zero;
-    double W = params * w, G = params * g, O = params * o;
-    if (z >= 1)
-        O /= dp;
-    if (z >= 2)
-        G /= dp;
-    if (z >= 3)
-        W /= dp;
+    double W, G, O;
+    sc_cost_states(b->dt, b->cfg->grad_reduce_in_fp32, b->cfg->zero, b->dp, params, &W, &G, &O);
     mem->params += params;
     mem->weights += W;
     mem->grads += G;
@@ -1432,7 +1424,8 @@ static sc_status results(builder *b, sc_step_result *r)
             inflight = (int)ceil((double)peak[p] * mx / b->m->seq_len);
         }
         sc_mem_cfg mc = {b->dt,  b->tp,          b->dp,   cfg->zero, cfg->mbs,
-                         inflight, cfg->recompute, cfg->sp, cfg->attn, cfg->cp, b->m->has_layers};
+                         inflight, cfg->recompute, cfg->sp, cfg->attn, cfg->cp, b->m->has_layers,
+                         cfg->grad_reduce_in_fp32};
         st = sc_cost_memory(b->c, mods, n, &mc, &r->mem[p], b->err);
         /* copies of shared groups owned elsewhere (a tied head's embedding) */
         for (int g = 0; g < b->m->n_groups && !st; g++) {

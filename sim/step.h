@@ -161,8 +161,9 @@ typedef struct sc_step_cfg {
     int wgrad_deferral_limit;
     /* the data-parallel gradient reduction in fp32 where the model trains in
      * a 16-bit dtype: every bucket allreduce or reduce-scatter and each tied
-     * group's allreduce moves 4 bytes a parameter, and PyTorch FSDP casts the
-     * gradients up before and not back after (sc_cost_fsdp_copies). Megatron-
+     * group's allreduce moves 4 bytes a parameter, PyTorch FSDP casts the
+     * gradients up before and not back after (sc_cost_fsdp_copies), and
+     * unsharded gradients are held at 4 bytes (sc_cost_states). Megatron-
      * Core's grad_reduce_in_fp32 (Megatron-LM's default in bf16, which
      * --grad-reduce-in-bf16 turns off), PyTorch FSDP's MixedPrecision with
      * reduce_dtype fp32 (Composer's DEFAULT), DDP under autocast (fp32

@@ -534,7 +534,7 @@ TEST(cost_memory_zero_stages)
     c.eff.workspace_bytes = 0;
     sc_model *m = one_module(1e9, 0, 0, 0, 0);
     REQUIRE(m);
-    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, 0};
+    sc_mem_cfg cfg = {SC_BF16, 1, 8, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, 0, 0};
     sc_mem r;
     /* ZeRO 3 also holds what it gathers (sc_cost_zero3_gathered): without
      * layers the module is one unit, its weights and gradient whole */
@@ -545,9 +545,28 @@ TEST(cost_memory_zero_stages)
         CHECK_NEAR(r.total, want[z], 1e-12);
         CHECK_NEAR(r.weights + r.grads + r.optimizer, want[z], 1e-12);
     }
-    /* fp32: 4 + 4 + 8 */
+    /* gradients reduced in fp32: held at 4 bytes while unsharded (Megatron-LM's
+     * main_grad buffer), at the shard's 2 + 2 + 12 split from ZeRO 2 (FSDP's fp32
+     * shard is already in it) */
+    cfg.grad_fp32 = 1;
+    double want32[4] = {18e9, 6e9 + 12e9 / 8, want[2], want[3]};
+    for (int z = 0; z <= 3; z++) {
+        cfg.zero = z;
+        REQUIRE(sc_cost_memory(&c, m->modules, m->n_modules, &cfg, &r, NULL) == SC_OK);
+        CHECK_NEAR(r.total, want32[z], 1e-12);
+        CHECK_NEAR(r.grads, z < 2 ? 4e9 : want[z] - r.weights - r.optimizer, 1e-12);
+        double W, G, O; /* the one rule, as step.c and the estimate take it */
+        sc_cost_states(SC_BF16, 1, z, 8, 1e9, &W, &G, &O);
+        CHECK_NEAR(W + G + O + (z == 3 ? r.gathered : 0), r.total, 1e-12);
+    }
+    cfg.grad_fp32 = 0;
+    /* fp32: 4 + 4 + 8 (and reducing in fp32 changes nothing) */
     cfg.dtype = SC_FP32;
     cfg.zero = 0;
+    cfg.grad_fp32 = 1;
+    REQUIRE(sc_cost_memory(&c, m->modules, m->n_modules, &cfg, &r, NULL) == SC_OK);
+    CHECK_NEAR(r.total, 16e9 + c.eff.workspace_bytes, 1e-12);
+    cfg.grad_fp32 = 0;
     REQUIRE(sc_cost_memory(&c, m->modules, m->n_modules, &cfg, &r, NULL) == SC_OK);
     CHECK_NEAR(r.weights, 4e9, 1e-12);
     CHECK_NEAR(r.optimizer, 8e9, 1e-12);
@@ -586,7 +605,7 @@ TEST(cost_memory_zero3_gathers_units)
     REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
     REQUIRE(m->n_leaves == 8);
     double P = 5e8 + 3 * 3e8 + 1e4, R = 5e8 + 1e4, U = 3e8;
-    sc_mem_cfg cfg = {SC_BF16, 1, 4, 3, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, 0};
+    sc_mem_cfg cfg = {SC_BF16, 1, 4, 3, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, 0, 0};
     sc_mem r;
     /* the whole model: weights P/4 + (R + 2U), grads P/4 + max(R, U), in bf16 */
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, &err) == SC_OK);
@@ -647,7 +666,7 @@ TEST(cost_memory_tp_and_recompute)
     }
     sc_error err = {0};
     REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
-    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, 0};
+    sc_mem_cfg cfg = {SC_BF16, 2, 1, 0, 4, 3, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, 0, 0};
     sc_mem r;
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &cfg, &r, NULL) == SC_OK);
     CHECK_NEAR(r.params, 2 * (100 / 2.0 + 200 / 2.0 + 10), 1e-12);
@@ -883,7 +902,8 @@ TEST(cost_activation_korthikanti_gpt175b_t8)
     /* full recompute keeps each layer's input: 2·s·h per layer, /t with sp */
     sc_cluster c = preset("dgx-a100-80g");
     int lo = blk->children[0]->leaf_index, n = 8; /* blocks 0 and 1: two layers */
-    sc_mem_cfg mc = {m->dtype, 8, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0, m->has_layers};
+    sc_mem_cfg mc = {m->dtype, 8, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0,
+                     m->has_layers, 0};
     sc_mem r0, r1;
     REQUIRE(sc_cost_memory(&c, m->leaves + lo, n, &mc, &r0, &err) == SC_OK);
     mc.inflight = 2;
@@ -937,7 +957,7 @@ TEST(cost_full_recompute_reruns_the_layers)
     CHECK(none.recompute_s == 0);
     /* memory: what the leaves outside layers save is kept per microbatch in flight */
     sc_mem_cfg mc = {m->dtype, 1, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0,
-                     m->has_layers};
+                     m->has_layers, 0};
     sc_mem a1, a2, o1, o2;
     REQUIRE(sc_cost_memory(&c, m->leaves, m->n_leaves, &mc, &a1, &err) == SC_OK);
     mc.inflight = 2;

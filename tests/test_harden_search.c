@@ -168,7 +168,8 @@ TEST(search_flat_model_memory_is_linear)
     REQUIRE(sc_model_finish(m, "flat", &err) == SC_OK);
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
-    sc_mem_cfg mc = {SC_BF16, 1, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0, m->has_layers};
+    sc_mem_cfg mc = {SC_BF16, 1, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0,
+                     m->has_layers, 0};
     sc_mem r;
     /* (quadratic before the binary search: minutes at this size; the suite's
      * run time shows a regression, no timed assertion here) */

@@ -265,6 +265,39 @@ TEST(lower_rules_no_overlap_grad_reduce)
     CHECK(sc_check_timeline_vs_lowered("[no overlap]", plan, tl) > 0);
 }
 
+/* `sim --model MODEL --cluster p4d.24xlarge FLAGS -o NAME.plan.json --timeline
+ * NAME.sim.json --json` in the test's folder: checks the timeline against the
+ * lowered list and that `sim --plan` replays the same step; the plan's path
+ * goes to plan. Returns the step time (0 after a failed check). */
+static double sim_replays(const char *label, const char *model, const char *flags,
+                          const char *name, char *plan, size_t cap)
+{
+    static char out[1 << 16];
+    const char *d = sc_test_tmpdir();
+    char tl[512];
+    snprintf(plan, cap, "%s/%s.plan.json", d, name);
+    snprintf(tl, sizeof tl, "%s/%s.sim.json", d, name);
+    if (sc_test_sh(out, sizeof out,
+                   "%s sim --model %s/%s --cluster p4d.24xlarge %s -o %s --timeline %s --json",
+                   sc_test_bin(), d, model, flags, plan, tl) != 0) {
+        sc_test_fail(__FILE__, __LINE__, "%s: sim failed: %s", label, out);
+        return 0;
+    }
+    cJSON *j = cJSON_Parse(out);
+    double t = j && cJSON_GetObjectItem(j, "step_time_s")
+                   ? cJSON_GetObjectItem(j, "step_time_s")->valuedouble
+                   : 0;
+    cJSON_Delete(j);
+    CHECK(t > 0);
+    CHECK(sc_check_timeline_vs_lowered(label, plan, tl) > 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", sc_test_bin(), plan) == 0);
+    j = cJSON_Parse(out);
+    CHECK(j && cJSON_GetObjectItem(j, "step_time_s") &&
+          cJSON_GetObjectItem(j, "step_time_s")->valuedouble == t);
+    cJSON_Delete(j);
+    return t;
+}
+
 /* Megatron-Core's --defer-embedding-wgrad-compute: on the last position the
  * output layer's weight gradients of the first wgrad_deferral_limit
  * microbatches (all with 0) leave their backward and run as one W (mb -1)
@@ -324,28 +357,15 @@ TEST(lower_defer_embedding_wgrad)
     /* the plan records it; sim --plan replays it; the list drives the simulator */
     static char out[1 << 16];
     const char *d = sc_test_tmpdir();
-    REQUIRE(sc_test_sh(out, sizeof out,
-                       "%s sim --model %s/tiny.json --cluster p4d.24xlarge --dp 2 --pp 2 "
-                       "--microbatches 8 --defer-embedding-wgrad-compute --wgrad-deferral-limit 3 "
-                       "-o %s/defer.plan.json --timeline %s/defer.sim.json --json",
-                       sc_test_bin(), d, d, d) == 0);
-    cJSON *j = cJSON_Parse(out);
-    REQUIRE(j);
-    double t1 = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
-    cJSON_Delete(j);
-    char plan[512], tl[512];
-    snprintf(plan, sizeof plan, "%s/defer.plan.json", d);
-    snprintf(tl, sizeof tl, "%s/defer.sim.json", d);
-    CHECK(sc_check_timeline_vs_lowered("[defer]", plan, tl) > 0);
+    char plan[512];
+    sim_replays("[defer]", "tiny.json",
+                "--dp 2 --pp 2 --microbatches 8 --defer-embedding-wgrad-compute "
+                "--wgrad-deferral-limit 3",
+                "defer", plan, sizeof plan);
     sc_plan *pl = NULL;
     REQUIRE(sc_plan_load(plan, &pl, &err) == SC_OK);
     CHECK(pl->defer_embedding_wgrad == 1 && pl->wgrad_deferral_limit == 3);
     sc_plan_free(pl);
-    REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", sc_test_bin(), plan) == 0);
-    j = cJSON_Parse(out);
-    REQUIRE(j);
-    CHECK(cJSON_GetObjectItem(j, "step_time_s")->valuedouble == t1);
-    cJSON_Delete(j);
     REQUIRE(sc_test_sh(out, sizeof out, "%s export %s --to megatron", sc_test_bin(), plan) == 0);
     CHECK_STR_HAS(out, "--defer-embedding-wgrad-compute");
     CHECK_STR_HAS(out, "--wgrad-deferral-limit 3");
@@ -427,6 +447,18 @@ TEST(lower_grad_reduce_in_fp32)
         REQUIRE(sc_estimate_step(m, &c, &cfg, &ey, &err) == SC_OK);
         CHECK(y->step_time_s >= x->step_time_s && y->breakdown.dp >= x->breakdown.dp);
         CHECK(ey.dp_s > ex.dp_s && ey.step_s >= ex.step_s);
+        /* memory: unsharded gradients held at 4 bytes (ZeRO 0), sharded ones as
+         * they were (ZeRO 3); the estimate's peak follows the simulator's */
+        for (int p = 0; p < 2; p++) {
+            if (zero == 0)
+                CHECK_NEAR(y->mem[p].grads, 2 * x->mem[p].grads, 1e-6);
+            else
+                CHECK(y->mem[p].grads == x->mem[p].grads);
+        }
+        if (zero == 0)
+            CHECK(ey.peak_mem > ex.peak_mem);
+        else
+            CHECK(ey.peak_mem == ex.peak_mem);
         sc_step_result_free(x);
         sc_step_result_free(y);
     }
@@ -448,28 +480,14 @@ TEST(lower_grad_reduce_in_fp32)
     }
     sc_model_free(m);
     /* the plan records it; sim --plan replays it; the exports follow it */
-    REQUIRE(sc_test_sh(out, sizeof out,
-                       "%s sim --model %s/tiny16.json --cluster p4d.24xlarge --dp 2 --pp 2 "
-                       "--microbatches 4 --grad-reduce-in-fp32 1 -o %s/r32.plan.json "
-                       "--timeline %s/r32.sim.json --json",
-                       sc_test_bin(), d, d, d) == 0);
-    cJSON *j = cJSON_Parse(out);
-    REQUIRE(j);
-    double t1 = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
-    cJSON_Delete(j);
-    char plan[512], tl[512];
-    snprintf(plan, sizeof plan, "%s/r32.plan.json", d);
-    snprintf(tl, sizeof tl, "%s/r32.sim.json", d);
-    CHECK(sc_check_timeline_vs_lowered("[fp32 reduce]", plan, tl) > 0);
+    char plan[512];
+    double t1 = sim_replays("[fp32 reduce]", "tiny16.json",
+                            "--dp 2 --pp 2 --microbatches 4 --grad-reduce-in-fp32 1", "r32", plan,
+                            sizeof plan);
     sc_plan *pl = NULL;
     REQUIRE(sc_plan_load(plan, &pl, &err) == SC_OK);
     CHECK(pl->grad_reduce_in_fp32 == 1);
     sc_plan_free(pl);
-    REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", sc_test_bin(), plan) == 0);
-    j = cJSON_Parse(out);
-    REQUIRE(j);
-    CHECK(cJSON_GetObjectItem(j, "step_time_s")->valuedouble == t1);
-    cJSON_Delete(j);
     REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s", sc_test_bin(), plan) == 0);
     CHECK_STR_HAS(out, "gradients reduced in fp32");
     REQUIRE(sc_test_sh(out, sizeof out, "%s export %s --to megatron", sc_test_bin(), plan) == 0);
@@ -477,15 +495,8 @@ TEST(lower_grad_reduce_in_fp32)
     REQUIRE(sc_test_sh(out, sizeof out, "%s export %s --to deepspeed", sc_test_bin(), plan) == 0);
     CHECK_STR_HAS(out, "\"communication_data_type\":\t\"fp32\"");
     /* without the flag: no key in the plan, bf16 reductions in the export */
-    REQUIRE(sc_test_sh(out, sizeof out,
-                       "%s sim --model %s/tiny16.json --cluster p4d.24xlarge --dp 2 --pp 2 "
-                       "--microbatches 4 -o %s/r16.plan.json --json",
-                       sc_test_bin(), d, d) == 0);
-    j = cJSON_Parse(out);
-    REQUIRE(j);
-    CHECK(cJSON_GetObjectItem(j, "step_time_s")->valuedouble < t1);
-    cJSON_Delete(j);
-    snprintf(plan, sizeof plan, "%s/r16.plan.json", d);
+    CHECK(sim_replays("[bf16 reduce]", "tiny16.json", "--dp 2 --pp 2 --microbatches 4", "r16",
+                      plan, sizeof plan) < t1);
     REQUIRE(sc_test_sh(out, sizeof out, "cat %s", plan) == 0);
     /* (the test's folder is named after it: the key is looked for quoted) */
     CHECK(strstr(out, "\"format\"") && !strstr(out, "\"grad_reduce_in_fp32\""));

@@ -203,7 +203,8 @@ static void random_cfg(sc_partitioner_cfg *cfg, const sc_model *m, sc_cluster *c
     /* memory: somewhere between hopeless and ample */
     double total = 0;
     sc_mem_cfg mc = {m->dtype, cfg->tp,      cfg->dp,        cfg->zero,
-                     cfg->mbs, 2,            cfg->recompute, 0, SC_ATTN_UNFUSED, 0, m->has_layers};
+                     cfg->mbs, 2,            cfg->recompute, 0, SC_ATTN_UNFUSED, 0,
+                     m->has_layers, 0};
     sc_mem mm;
     sc_error err;
     sc_cost_memory(c, m->leaves, m->n_leaves, &mc, &mm, &err);
@@ -315,7 +316,7 @@ TEST(partitioner_fast_memory_matches_eval)
             for (int j = i + 1; j <= L; j++) {
                 int k = rint_(0, cfg.n_stages - 1);
                 sc_mem_cfg mc = {m->dtype, cfg.tp, cfg.dp, cfg.zero, cfg.mbs, x.kc[k % x.pp],
-                                 cfg.recompute, 0, SC_ATTN_UNFUSED, 0, m->has_layers};
+                                 cfg.recompute, 0, SC_ATTN_UNFUSED, 0, m->has_layers, 0};
                 sc_mem mm;
                 REQUIRE(sc_cost_memory(&c, m->leaves + i, j - i, &mc, &mm, &err) == SC_OK);
                 double copies = 0;
@@ -611,7 +612,8 @@ TEST(partitioner_replicate_charges_copies)
     sc_part_eval e;
     REQUIRE(sc_partition_eval(&cfg, &p, &e, &err) == SC_OK);
     /* the last stage (b3..head) is charged the embedding's states */
-    sc_mem_cfg mc = {SC_BF16, 1, 1, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0, m->has_layers};
+    sc_mem_cfg mc = {SC_BF16, 1, 1, 0, 1, 1, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0,
+                     m->has_layers, 0};
     sc_mem mm;
     REQUIRE(sc_cost_memory(&c, m->leaves + 4, m->n_leaves - 4, &mc, &mm, &err) == SC_OK);
     double w, g, o;

@@ -382,7 +382,7 @@ TEST(step_memory_per_schedule)
         for (int st = 0; st < p; st++) {
             int inflight = s == 0 ? mm : (p - st < mm ? p - st : mm);
             sc_mem_cfg mc = {SC_BF16, 1, 2, 1, 2, inflight, SC_RECOMPUTE_NONE, 0, SC_ATTN_UNFUSED, 0,
-                             m->has_layers};
+                             m->has_layers, 0};
             sc_mem want;
             REQUIRE(sc_cost_memory(&c, m->leaves + 2 * st, 2, &mc, &want, &err) == SC_OK);
             CHECK_NEAR(r->mem[st].total, want.total, 1e-12);
