@@ -435,6 +435,9 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     int pp = t->pp, v = t->v, m = cfg->m, dp = sc_step_dpc(cfg), tp = t->tp;
     int gpn = c->gpus_per_node, mode = (int)cfg->recompute;
     sched_kind sched = sched_of(cfg->schedule);
+    /* the states a parameter costs a rank (sc_cost_states is linear in params) */
+    double w1, g1, o1;
+    sc_cost_states(dt, cfg->grad_reduce_in_fp32, cfg->zero, dp, 1, &w1, &g1, &o1);
     double maxT = 0, sumT = 0, maxF = 0, maxBi = 0, maxsend = 0, compute = 0, tps = 0;
     int ov = cfg->tp_comm_overlap && tp > 1; /* tp communication overlap */
     for (int r = 0; r < pp; r++) {
@@ -600,8 +603,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         opt_max = max2(opt_max, opt);
         opg_fill += t->f[r] + t->tp_s[r];
         /* memory: states under ZeRO, activations with the schedule's in-flight count */
-        double W, G, O;
-        sc_cost_states(dt, cfg->grad_reduce_in_fp32, cfg->zero, dp, P, &W, &G, &O);
+        double W = P * w1, G = P * g1, O = P * o1;
         /* ZeRO 3's gathered units beside the shards (sc_cost_memory) */
         double gath = cfg->zero >= 3 && dp > 1 ? t->gathered[r] : 0;
         int peak = inflight(sched, pp, m, v, r);
