@@ -479,7 +479,8 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
         st = ex_note(e, "ZeRO-%d runs as FSDP2 (fully_shard, %s), a unit per layer and the rest "
                         "in the root unit; parameters, gradients and AdamW states stay in fp32, "
                         "sharded, and MixedPrecisionPolicy computes and gathers in %s and "
-                        "reduce-scatters in %s. FSDP2 also copies each gather into the parameters and the gradients "
+                        "reduce-scatters in %s. FSDP2 also copies each gather into the "
+                        "parameters and the gradients "
                         "into its reduce-scatter buffer; the plan's FSDP work on the gradients "
                         "(--framework torch) is FSDP1's",
                      p->zero,

@@ -344,6 +344,58 @@ TEST(exec_mixed_layouts)
     run_cfg(d, "--dp 2 --tp 2 --pp 2 --microbatches 2 --mbs 2 --schedule 1f1b --zero 3", 8);
 }
 
+/* Bytes of rank r's data-parallel gradient reductions and tied-group
+ * allreduces in a timeline file (0 when it does not load). */
+static double reduce_bytes(const char *file, int r)
+{
+    sc_timeline *t = NULL;
+    sc_error err;
+    if (sc_timeline_load(file, &t, &err) || r >= t->n_ranks) {
+        sc_test_fail(__FILE__, __LINE__, "%s: %s", file, err.msg);
+        sc_timeline_free(t);
+        return 0;
+    }
+    double b = 0;
+    for (int i = 0; i < t->ranks[r].n_ops; i++) {
+        const sc_tl_op *o = &t->ranks[r].ops[i];
+        if (o->kind == SC_OP_DP_ALLREDUCE || o->kind == SC_OP_DP_REDUCESCATTER)
+            b += o->bytes; /* a tied group's allreduce is a DP_ALLREDUCE too */
+    }
+    sc_timeline_free(t);
+    return b;
+}
+
+/* A bf16 plan that reduces its gradients in fp32 (grad_reduce_in_fp32):
+ * the executor runs it, moving the plan's bytes (twice the bf16 reduction's)
+ * in its buckets and its tied group's allreduce. */
+TEST(exec_grad_reduce_in_fp32)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "--tied --dtype bf16") == 0);
+    /* the CPU preset has no bf16 rate: give it the fp32 one and its curve (the
+     * CPU backend computes in fp32 whatever the plan's dtype) */
+    REQUIRE(SC("/usr/bin/python3 -c \"import json; p='%s/cpu8.json'; c=json.load(open(p)); "
+               "f=c['gpu']['peak_flops']; f['bf16']=f['fp32']; e=c['efficiency']['compute']; "
+               "e['bf16']=e['fp32']; json.dump(c, open(p, 'w'))\"",
+               d) == 0);
+    double b[2];
+    for (int k = 0; k < 2; k++) {
+        run_cfg(d, k ? "--dp 2 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b --zero 1 "
+                       "--grad-reduce-in-fp32 1"
+                     : "--dp 2 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b --zero 1",
+                4);
+        char sim[512], ex[512];
+        snprintf(sim, sizeof sim, "%s/sim.json", d);
+        snprintf(ex, sizeof ex, "%s/measured.json", d);
+        b[k] = reduce_bytes(ex, 0);
+        CHECK(b[k] > 0);
+        CHECK_NEAR(b[k], reduce_bytes(sim, 0), 1e-6 * b[k] + 64);
+    }
+    CHECK_NEAR(b[1], 2 * b[0], 1e-6 * b[1] + 64);
+}
+
 /* Token slices (TeraPipe): the executor runs each slice with its own
  * shapes (slice-length GEMMs, attention over the keys so far), and its
  * measured timeline is the lowered list op for op, as the simulator's. */

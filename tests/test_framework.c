@@ -500,7 +500,8 @@ TEST(framework_overhead_applies)
     REQUIRE(sc_cluster_preset_get("dgx-a100-80g", &c, &err) == SC_OK);
     sc_partition part = {0};
     REQUIRE(sc_partition_uniform(m, 2, &part, &err) == SC_OK);
-    sc_stage_cfg cfg = {m->dtype, 2, 2, SC_RECOMPUTE_FULL, 0, 0, SC_ATTN_UNFUSED, 0, 0, 0, 0, 0, 0, 0};
+    sc_stage_cfg cfg = {m->dtype, 2, 2, SC_RECOMPUTE_FULL, 0, 0, SC_ATTN_UNFUSED,
+                        0, 0, 0, 0, 0, 0, 0};
     sc_stage_info a[2], b[2];
     REQUIRE(sc_cost_stage(&c, m, &part, &cfg, a, &err) == SC_OK);
     REQUIRE(sc_overhead_set(&c, "deepspeed", 0.25, &err) == SC_OK);

@@ -734,8 +734,8 @@ TEST(planner_estimate_table_reused)
                                .schedule = scheds[(i + z) % 4], .bucket_bytes = keys[i].bucket};
             const sc_cluster *ck = &c[keys[i].c];
             sc_stage_table fresh;
-            REQUIRE(sc_stage_table_build(m, &c[0], 2, 2, 2, 0, 0, SC_ATTN_UNFUSED, 1, 0, 0, &part, &fresh,
-                                         &err) == SC_OK);
+            REQUIRE(sc_stage_table_build(m, &c[0], 2, 2, 2, 0, 0, SC_ATTN_UNFUSED, 1, 0, 0, &part,
+                                         &fresh, &err) == SC_OK);
             sc_estimate a, e;
             sc_estimate_fast(&shared, ck, &cfg, keys[i].dt, &a);
             sc_estimate_fast(&fresh, ck, &cfg, keys[i].dt, &e);
