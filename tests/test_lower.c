@@ -132,21 +132,26 @@ out:
 
 /* ---- the rules ------------------------------------------------------------------ */
 
-static sc_model *tiny(int tied)
+/* A small gpt in the test's folder, in dtype (fp32: tiny.json, else
+ * tiny16.json), loaded. */
+static sc_model *tiny_in(int tied, const char *dtype)
 {
     static char out[1 << 14];
     const char *d = sc_test_tmpdir();
+    const char *name = strcmp(dtype, "fp32") ? "tiny16.json" : "tiny.json";
     if (sc_test_sh(out, sizeof out,
                    "%s model gen gpt --layers 8 --hidden 128 --heads 4 --seq 64 --vocab 512 "
-                   "--dtype fp32 %s -o %s/tiny.json",
-                   sc_test_bin(), tied ? "--tied" : "", d) != 0)
+                   "--dtype %s %s -o %s/%s",
+                   sc_test_bin(), dtype, tied ? "--tied" : "", d, name) != 0)
         return NULL;
     char path[512];
-    snprintf(path, sizeof path, "%s/tiny.json", d);
+    snprintf(path, sizeof path, "%s/%s", d, name);
     sc_model *m = NULL;
     sc_error err;
     return sc_model_load(path, &m, &err) ? NULL : m;
 }
+
+static sc_model *tiny(int tied) { return tiny_in(tied, "fp32"); }
 
 static int count(const sc_lowered_pos *L, int kind, int op)
 {
@@ -404,15 +409,9 @@ TEST(lower_grad_reduce_in_fp32)
 {
     static char out[1 << 16];
     const char *d = sc_test_tmpdir();
-    REQUIRE(sc_test_sh(out, sizeof out,
-                       "%s model gen gpt --layers 8 --hidden 128 --heads 4 --seq 64 --vocab 512 "
-                       "--dtype bf16 --tied -o %s/tiny16.json",
-                       sc_test_bin(), d) == 0);
-    char path[512];
-    snprintf(path, sizeof path, "%s/tiny16.json", d);
-    sc_model *m = NULL;
+    sc_model *m = tiny_in(1, "bf16");
+    REQUIRE(m);
     sc_error err;
-    REQUIRE(sc_model_load(path, &m, &err) == SC_OK);
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
     for (int zero = 0; zero <= 3; zero += 3) {
