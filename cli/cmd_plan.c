@@ -73,14 +73,6 @@ static double exposed(const sc_step_result *r)
     return r->breakdown.tp + r->breakdown.cp + r->breakdown.pp + r->breakdown.dp;
 }
 
-static double peak(const sc_step_result *r)
-{
-    double p = 0;
-    for (int i = 0; i < r->pp; i++)
-        p = fmax(p, r->mem[i].total);
-    return p;
-}
-
 static cJSON *cand_json(const sc_candidate *c)
 {
     cJSON *o = sc_step_result_json(c->sim, &c->cfg);
@@ -97,7 +89,7 @@ static cJSON *cand_json(const sc_candidate *c)
     cJSON_AddNumberToObject(e, "optimizer_s", c->est.optimizer_s);
     cJSON_AddNumberToObject(e, "peak_mem_bytes", c->est.peak_mem);
     cJSON_AddNumberToObject(o, "exposed_comm_s", exposed(c->sim));
-    cJSON_AddNumberToObject(o, "peak_mem_max_bytes", peak(c->sim));
+    cJSON_AddNumberToObject(o, "peak_mem_max_bytes", sc_step_peak_mem(c->sim));
     if (c->unsliced_s > 0)
         cJSON_AddNumberToObject(o, "unsliced_step_time_s", c->unsliced_s);
     return o;
@@ -273,7 +265,7 @@ int cmd_plan(int argc, char **argv)
                    sc_recompute_name(g->recompute), g->sp ? "sp" : "-",
                    1e3 * k->sim->step_time_s,
                    100 * k->sim->bubble_fraction, 1e3 * exposed(k->sim),
-                   cli_bytes(peak(k->sim), b[0]), k->sim->tflops_per_gpu,
+                   cli_bytes(sc_step_peak_mem(k->sim), b[0]), k->sim->tflops_per_gpu,
                    k->sim->cost_per_step_usd);
         }
         if (r2) {
@@ -292,8 +284,8 @@ int cmd_plan(int argc, char **argv)
                         {"bubble", x->bubble, y->bubble},
                         {"cp comm (exposed)", x->cp, y->cp},
                         {"step", w->sim->step_time_s, r2->sim->step_time_s},
-                        {"peak memory (GiB)", peak(w->sim) / 1e3 / 1073741824.0,
-                         peak(r2->sim) / 1e3 / 1073741824.0}};
+                        {"peak memory (GiB)", sc_step_peak_mem(w->sim) / 1e3 / 1073741824.0,
+                         sc_step_peak_mem(r2->sim) / 1e3 / 1073741824.0}};
             for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++)
                 if (strncmp(rows[i].n, "cp ", 3) || w->cfg.cp > 1 || r2->cfg.cp > 1) /* with cp only */
                     printf("  %-22s %10.1f %10.1f %+10.1f\n", rows[i].n, 1e3 * rows[i].a,
@@ -312,14 +304,16 @@ int cmd_plan(int argc, char **argv)
             sc_search_tie_kind tie = sc_search_tie(s, 0);
             if (o.optimize_memory) {
                 printf("  #1 needs %s per GPU against %s, within 5%% of the fastest step\n",
-                       cli_bytes(peak(w->sim), b[0]), cli_bytes(peak(r2->sim), b[1]));
+                       cli_bytes(sc_step_peak_mem(w->sim), b[0]),
+                       cli_bytes(sc_step_peak_mem(r2->sim), b[1]));
             } else if (tie != SC_TIE_NONE) {
                 printf("  a tie: the steps are within %.0f%% of each other (%.1f and %.1f ms), ",
                        100 * SC_SEARCH_TIE, 1e3 * w->sim->step_time_s,
                        1e3 * r2->sim->step_time_s);
                 if (tie == SC_TIE_MEMORY)
                     printf("and #1 needs less peak memory (%s per GPU against %s)\n",
-                           cli_bytes(peak(w->sim), b[0]), cli_bytes(peak(r2->sim), b[1]));
+                           cli_bytes(sc_step_peak_mem(w->sim), b[0]),
+                       cli_bytes(sc_step_peak_mem(r2->sim), b[1]));
                 else if (sc_search_dims(&w->cfg) != sc_search_dims(&r2->cfg))
                     printf("the same peak memory, and #1 is the simpler layout (%d of dp, tp, "
                            "pp, v, cp above 1 against %d)\n",

@@ -461,9 +461,7 @@ int cmd_sim(int argc, char **argv)
         if (oom) {
             fflush(stdout);
             char b1[32], b2[32];
-            double need = 0;
-            for (int p = 0; p < r->pp; p++)
-                need = fmax(need, r->mem[p].total);
+            double need = sc_step_peak_mem(r);
             if (rc == -1) {
                 sc_err(&err, SC_ENOFIT,
                        "sim: a stage needs %s, more than the GPU's %s: it does not fit "

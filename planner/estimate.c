@@ -118,7 +118,7 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
     cp = cp > 1 ? cp : 1;
     sc_stage_table t = {.S = pp * v, .pp = pp, .v = v, .tp = tp, .mbs = mbs, .sp = sp,
                         .attn = attn, .cp = cp,
-                        .grad_w = sc_cost_grad_reduce_bytes(m->dtype, grad_fp32)};
+                        .grad_fp32 = grad_fp32};
     size_t S = (size_t)t.S, P = (size_t)pp;
     t.part.n_stages = part->n_stages;
     t.part.first = sc_malloc(sizeof(int) * (S + 1));
@@ -262,8 +262,9 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                 npos++;
                 t.params[r] += all - here[r];
             }
-        if (npos > 1 && all * t.grad_w > t.shared_grad) {
-            t.shared_grad = all * t.grad_w;
+        double gw = sc_cost_grad_reduce_bytes(m->dtype, grad_fp32);
+        if (npos > 1 && all * gw > t.shared_grad) {
+            t.shared_grad = all * gw;
             t.shared_npos = npos;
         }
         sc_free(here);
@@ -321,6 +322,7 @@ static const struct sc_dp_terms *dp_terms(const sc_stage_table *t, const sc_clus
     int per_node = dp_per_node(tp, pp, t->cp, dp, gpn);
     double wb, gb, ob;
     sc_cost_state_bytes(dt, &wb, &gb, &ob);
+    double gw = sc_cost_grad_reduce_bytes(dt, t->grad_fp32); /* t->grad's bytes a parameter */
     for (int r = 0; r < pp; r++) {
         double *y = d->x + (size_t)r * SC_DPT_N, grads = 0;
         for (int ch = 0; ch < v; ch++)
@@ -350,7 +352,7 @@ static const struct sc_dp_terms *dp_terms(const sc_stage_table *t, const sc_clus
                                    x + 2 * SC_RAMP_PARAMS, dp, per_node, 1, NULL);
         /* ZeRO 3 gathers the stage's own parameters: a tied copy held for another
          * position is not gathered (its gradient is allreduced) */
-        double Pv = grads / t->grad_w * wb / v, U = t->unit[r];
+        double Pv = grads / gw * wb / v, U = t->unit[r];
         y[SC_DPT_Z3_AG] = coll_time(c, SC_COLL_ALLGATHER, Pv, Pv, x + 2 * SC_RAMP_GRADS_V, dp,
                                     per_node, 1, NULL);
         y[SC_DPT_Z3_AG1] = U > 0 && U < Pv ? coll_time(c, SC_COLL_ALLGATHER, U, U,
@@ -437,7 +439,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     sched_kind sched = sched_of(cfg->schedule);
     /* the states a parameter costs a rank (sc_cost_states is linear in params) */
     double w1, g1, o1;
-    sc_cost_states(dt, cfg->grad_reduce_in_fp32, cfg->zero, dp, 1, &w1, &g1, &o1);
+    sc_cost_states(dt, t->grad_fp32, cfg->zero, dp, 1, &w1, &g1, &o1);
     double maxT = 0, sumT = 0, maxF = 0, maxBi = 0, maxsend = 0, compute = 0, tps = 0;
     int ov = cfg->tp_comm_overlap && tp > 1; /* tp communication overlap */
     for (int r = 0; r < pp; r++) {

@@ -467,6 +467,10 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
 {
     const sc_plan *p = x->plan;
     sc_status st = SC_OK;
+    /* the dtype the file runs in (fp8 as bf16), and whether the plan's gradients
+     * are narrower than fp32 (sc_cost_grad_reduce_bytes) */
+    const char *run = sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype);
+    int narrow = sc_cost_grad_reduce_bytes(x->model->dtype, 0) < 4;
     if (p->pp > 1 && !strcmp(p->schedule, "zb-h1"))
         st = ex_note(e, "ZB-H1 runs as ScheduleInterleavedZeroBubble with one stage per rank "
                         "(torch's ZB1P schedule); the file stops if the installed torch lacks it");
@@ -486,10 +490,7 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                      p->zero,
                      p->zero == 3 ? "parameters resharded after the forward"
                                   : "parameters kept whole from the forward to the backward",
-                     sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype),
-                     p->grad_reduce_in_fp32
-                         ? "fp32"
-                         : sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype));
+                     run, p->grad_reduce_in_fp32 ? "fp32" : run);
     if (!st && p->zero == 2 && p->m > 1)
         st = ex_note(e, "FSDP2 reduce-scatters every microbatch's gradients (the plan reduces once "
                         "per step, after the last microbatch): %d times the plan's data-parallel "
@@ -498,11 +499,9 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
         st = ex_note(e, "the model is cast to %s: weights, gradients and AdamW states in %s "
                         "with no fp32 master copy, less memory than the plan's mixed precision",
                      sc_dtype_name(x->model->dtype), sc_dtype_name(x->model->dtype));
-    if (!st && p->zero < 2 && p->dp > 1 && p->grad_reduce_in_fp32 &&
-        (x->model->dtype == SC_BF16 || x->model->dtype == SC_FP16 || x->model->dtype == SC_FP8))
+    if (!st && p->zero < 2 && p->dp > 1 && p->grad_reduce_in_fp32 && narrow)
         st = ex_note(e, "DDP reduces the cast model's gradients in %s; the plan reduces them in "
-                        "fp32 (grad_reduce_in_fp32), twice the bytes",
-                     sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype));
+                        "fp32 (grad_reduce_in_fp32), twice the bytes", run);
     if (!st && x->model->dtype == SC_FP8)
         st = ex_note(e, "fp8: the file runs in bf16 (no fp8 GEMMs)");
     if (!st && p->zero == 1 && p->dp > 1)

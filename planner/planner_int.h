@@ -26,7 +26,8 @@ typedef struct sc_stage_table {
                                    beside the op, [2s + 1] the last chunk (s) */
     double *send_s;             /* per stage: p2p time to the next stage (s), 0 on the last */
     double *grad;               /* per stage: gradient bytes per rank, as reduced */
-    double grad_w;              /* their bytes per parameter (sc_cost_grad_reduce_bytes) */
+    int grad_fp32;              /* they are reduced in fp32 (sc_step_cfg grad_reduce_in_fp32):
+                                   the estimate's states follow it too */
     double *params;             /* per position: parameters per rank, shared copies included */
     double *unit;               /* per position: ZeRO 3's first gather, bytes (its first
                                    stage's sc_stage_info unit_bytes) */

@@ -363,14 +363,6 @@ static int by_memory(const void *a, const void *b)
     return by_estimate(a, b);
 }
 
-static double peak_of(const sc_step_result *r)
-{
-    double p = 0;
-    for (int i = 0; i < r->pp; i++)
-        p = fmax(p, r->mem[i].total);
-    return p;
-}
-
 static int by_sim_step(const void *a, const void *b)
 {
     const sc_candidate *x = &sort_ctx->cands[*(const int *)a];
@@ -391,7 +383,7 @@ static int by_sim_memory(const void *a, const void *b)
     if (xin != yin)
         return xin ? -1 : 1;
     if (xin) {
-        double px = peak_of(x->sim), py = peak_of(y->sim);
+        double px = sc_step_peak_mem(x->sim), py = sc_step_peak_mem(y->sim);
         if (px != py)
             return px < py ? -1 : 1;
     }
@@ -418,7 +410,7 @@ static int by_tie(const void *a, const void *b)
 {
     const sc_candidate *x = &sort_ctx->cands[*(const int *)a];
     const sc_candidate *y = &sort_ctx->cands[*(const int *)b];
-    double px = peak_of(x->sim), py = peak_of(y->sim);
+    double px = sc_step_peak_mem(x->sim), py = sc_step_peak_mem(y->sim);
     if (px != py)
         return px < py ? -1 : 1;
     int dx = sc_search_dims(&x->cfg), dy = sc_search_dims(&y->cfg);
@@ -451,7 +443,7 @@ sc_search_tie_kind sc_search_tie(const sc_search *s, int i)
     if (i < 0 || i + 1 >= s->nranked || s->group[i] != s->group[i + 1] || s->group[i] < 0)
         return SC_TIE_NONE;
     const sc_candidate *x = &s->cands[s->ranked[i]], *y = &s->cands[s->ranked[i + 1]];
-    if (peak_of(x->sim) != peak_of(y->sim))
+    if (sc_step_peak_mem(x->sim) != sc_step_peak_mem(y->sim))
         return SC_TIE_MEMORY;
     if (sc_search_dims(&x->cfg) != sc_search_dims(&y->cfg) || x->cfg.zero != y->cfg.zero)
         return SC_TIE_LAYOUT;

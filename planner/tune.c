@@ -83,9 +83,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     for (int i = 0; i < n; i++) {
         const sc_candidate *k = sc_search_ranked(s, i);
         const sc_step_result *r = k->sim;
-        double peak = 0;
-        for (int p = 0; p < r->pp; p++)
-            peak = r->mem[p].total > peak ? r->mem[p].total : peak;
+        double peak = sc_step_peak_mem(r);
         t->pts[t->n++] = (sc_tune_point){k->cfg.m, k->cfg.mbs, r->step_time_s, r->bubble_fraction,
                                          r->step_time_s > 0 ? r->breakdown.compute / r->step_time_s
                                                             : 0,

@@ -328,10 +328,9 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                       gb, pp);
     if (r->sp && tp < 2)
         return sc_err(err, SC_EINVAL, "%s: %s.sp: sequence parallelism needs tp >= 2", f, path);
-    if (r->defer_embedding_wgrad && pp < 2)
-        return sc_err(err, SC_EINVAL,
-                      "%s: %s.defer_embedding_wgrad_compute: the output layer's weight gradients "
-                      "wait for the pipeline flush: it needs pp >= 2", f, path);
+    const char *dwhy = sc_step_defer_why(r->defer_embedding_wgrad, (int)pp);
+    if (dwhy)
+        return sc_err(err, SC_EINVAL, "%s: %s.defer_embedding_wgrad_compute: %s", f, path, dwhy);
     const char *okey, *owhy = sc_step_overlap_why(r->sp, (int)zero, r->overlap_grad_reduce,
                                                   r->tp_comm_overlap,
                                                   r->overlap_param_gather, &okey);
@@ -720,9 +719,7 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
     out->nodes = cl.nodes;
     out->fits = res->fits;
     out->gpu_mem_bytes = cl.gpu.memory_bytes;
-    for (int p = 0; p < cfg.pp; p++)
-        if (res->mem[p].total > out->peak_mem_bytes)
-            out->peak_mem_bytes = res->mem[p].total;
+    out->peak_mem_bytes = sc_step_peak_mem(res);
     out->overhead = oh;
     out->breakdown = res->breakdown;
     for (int k = 0; k < res->n_links; k++)

@@ -512,11 +512,10 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     p->grad_reduce_in_fp32 = 0; /* optional: absent in plans before the setting */
     if (!st)
         st = sc_json_bool(j, file, "", "grad_reduce_in_fp32", 0, &p->grad_reduce_in_fp32, err);
-    if (!st && p->defer_embedding_wgrad && p->pp < 2)
-        st = sc_err(err, SC_EINVAL,
-                    "%s: defer_embedding_wgrad_compute: the output layer's weight gradients "
-                    "wait for the pipeline flush: it needs pp >= 2 (pp is %d)",
-                    file, p->pp);
+    const char *dwhy = st ? NULL : sc_step_defer_why(p->defer_embedding_wgrad, p->pp);
+    if (dwhy)
+        st = sc_err(err, SC_EINVAL, "%s: defer_embedding_wgrad_compute: %s (pp is %d)", file,
+                    dwhy, p->pp);
     const char *okey, *owhy = st ? NULL
                                  : sc_step_overlap_why(p->sp, p->zero, p->overlap_grad_reduce,
                                                        p->tp_comm_overlap,

@@ -244,10 +244,9 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
     if (cfg->wgrad_deferral_limit < 0)
         return sc_err(err, SC_EINVAL, "sim: wgrad_deferral_limit %d must be 0 (every microbatch) "
                       "or more", cfg->wgrad_deferral_limit);
-    if (cfg->defer_embedding_wgrad && cfg->pp < 2)
-        return sc_err(err, SC_EINVAL, "sim: defer_embedding_wgrad_compute defers the output "
-                      "layer's weight gradients to the pipeline flush: it needs pp >= 2 (pp=%d), "
-                      "as Megatron-Core's", cfg->pp);
+    if ((why = sc_step_defer_why(cfg->defer_embedding_wgrad, cfg->pp)))
+        return sc_err(err, SC_EINVAL, "sim: defer_embedding_wgrad_compute: %s (pp=%d)", why,
+                      cfg->pp);
     if (cfg->defer_embedding_wgrad && cfg->slices > 1)
         return sc_err(err, SC_EINVAL, "sim: defer_embedding_wgrad_compute and token slices "
                       "(--slices): not both");
@@ -308,6 +307,14 @@ const char *sc_step_overlap_why(int sp, int zero, int ogr, int tpo, int opg, con
     if (opg && !ogr)
         return "the parameter all-gather beside the next forward needs the gradient reduction "
                "overlapped too (Megatron-LM asserts --overlap-grad-reduce with it)";
+    return NULL;
+}
+
+const char *sc_step_defer_why(int defer, int pp)
+{
+    if (defer && pp < 2)
+        return "the output layer's weight gradients wait for the pipeline flush "
+               "(Megatron-Core's --defer-embedding-wgrad-compute): it needs pp >= 2";
     return NULL;
 }
 
@@ -1566,6 +1573,14 @@ sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_s
     st = sc_cost_stage(c, m, part, &sc, info, err);
     sc_partition_free(&own);
     return st;
+}
+
+double sc_step_peak_mem(const sc_step_result *r)
+{
+    double p = 0;
+    for (int i = 0; i < r->pp; i++)
+        p = fmax(p, r->mem[i].total);
+    return p;
 }
 
 void sc_step_result_free(sc_step_result *r)

@@ -273,12 +273,19 @@ sc_status sc_step_check_cp(const sc_model *m, const sc_step_cfg *cfg, sc_error *
  * reduction overlapped or not (ogr), with the key at fault in *key; NULL
  * when they can. */
 const char *sc_step_overlap_why(int sp, int zero, int ogr, int tpo, int opg, const char **key);
+/* Why defer_embedding_wgrad_compute (defer) cannot apply to a layout of pp
+ * positions, or NULL: the one rule of sc_step_check, the plan loader and the
+ * validation suite's, each naming the key its own way. */
+const char *sc_step_defer_why(int defer, int pp);
 /* Gives cfg the overlaps a search asked for (tpo, opg) where they apply to
  * its layout (sp; ZeRO 1 or 2 with the reduction overlapped), none elsewhere. */
 void sc_step_overlaps_where_apply(sc_step_cfg *cfg, int tpo, int opg);
 sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_result **out, sc_error *err);
 void sc_step_result_free(sc_step_result *r);
+/* The largest predicted peak memory of a pipeline position (r->mem[].total),
+ * bytes: what a rank of the step needs. */
+double sc_step_peak_mem(const sc_step_result *r);
 /* The result as JSON (keys: step_time_s, bubble_fraction, tflops_per_gpu,
  * mfu, peak_mem_bytes (per stage), cost_per_step_usd, breakdown, ...). */
 cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg);
