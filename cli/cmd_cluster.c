@@ -136,6 +136,12 @@ static void show_text(const sc_cluster *c)
             printf("                  flash attention at head size 64 %.3g x that at 128, "
                    "linear in between\n",
                    g->flash_hd64);
+        if (g->n_flash_heads > 0) {
+            printf("                  flash attention built for head sizes");
+            for (int i = 0; i < g->n_flash_heads; i++)
+                printf("%s%d", i ? ", " : " ", g->flash_heads[i]);
+            printf(" (others run padded to the next)\n");
+        }
     }
     if (c->eff.overlap_slowdown > 0)
         printf("    overlap       compute beside a data-parallel collective runs at 1/%.3g of "

@@ -286,12 +286,61 @@ static sc_status range(const char *file, const char *path, double v, double lo, 
 #define MAX_FLASH_S0 1e6
 #define MAX_FLASH_FULL 4
 
+/* efficiency.gemm.flash_head_sizes: 1 to SC_FLASH_HEADS_MAX integers in
+ * [1, SC_FLASH_HEAD_MAX], strictly increasing */
+static sc_status check_flash_heads(const sc_cluster_gemm *g, const char *file, sc_error *err)
+{
+    const char *p = "efficiency.gemm.flash_head_sizes";
+    if (g->n_flash_heads < 0 || g->n_flash_heads > SC_FLASH_HEADS_MAX)
+        return sc_err(err, SC_EINVAL, "%s: %s: %d head sizes is out of range [1, %d]", file, p,
+                      g->n_flash_heads, SC_FLASH_HEADS_MAX);
+    for (int i = 0; i < g->n_flash_heads; i++) {
+        int h = g->flash_heads[i];
+        if (h < 1 || h > SC_FLASH_HEAD_MAX)
+            return sc_err(err, SC_EINVAL, "%s: %s[%d]: %d is out of range [1, %d]", file, p, i,
+                          h, SC_FLASH_HEAD_MAX);
+        if (i > 0 && h <= g->flash_heads[i - 1])
+            return sc_err(err, SC_EINVAL,
+                          "%s: %s[%d]: %d does not exceed the size before it (%d): the list "
+                          "must increase", file, p, i, h, g->flash_heads[i - 1]);
+    }
+    return SC_OK;
+}
+
+static sc_status read_flash_heads(const cJSON *o, const char *file, sc_cluster_gemm *x,
+                                  sc_error *err)
+{
+    const char *p = "efficiency.gemm";
+    const cJSON *a;
+    x->n_flash_heads = 0;
+    sc_status st = sc_json_arr(o, file, p, "flash_head_sizes", 0, &a, err);
+    if (st || !a)
+        return st;
+    int n = cJSON_GetArraySize(a);
+    if (n < 1 || n > SC_FLASH_HEADS_MAX)
+        return sc_err(err, SC_EINVAL, "%s: %s.flash_head_sizes: %d head sizes is out of range "
+                      "[1, %d]", file, p, n, SC_FLASH_HEADS_MAX);
+    int i = 0;
+    for (const cJSON *q = a->child; q; q = q->next, i++) {
+        double v = cJSON_IsNumber(q) ? q->valuedouble : -1;
+        if (!cJSON_IsNumber(q) || v != floor(v) || v < 1 || v > SC_FLASH_HEAD_MAX)
+            return sc_err(err, SC_EINVAL, "%s: %s.flash_head_sizes[%d]: must be an integer in "
+                          "[1, %d]", file, p, i, SC_FLASH_HEAD_MAX);
+        x->flash_heads[i] = (int)v;
+    }
+    x->n_flash_heads = n;
+    if ((st = check_flash_heads(x, file, err)))
+        x->n_flash_heads = 0;
+    return st;
+}
+
 static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g, sc_error *err)
 {
     static const char *const keys[] = {"sms",      "eff_max",   "tile_m",    "tile_n", "k_half",
                                        "kernel_s", "flash_fwd", "flash_bwd", "sustained",
                                        "flash_s0", "flash_s0_full", "flash_full", "flash_hd64",
-                                       "flash_s0_bwd", "flash_s0_full_bwd", NULL};
+                                       "flash_s0_bwd", "flash_s0_full_bwd",
+                                       "flash_head_sizes", NULL};
     const cJSON *o;
     const char *p = "efficiency.gemm";
     long sms = 0;
@@ -325,7 +374,8 @@ static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g,
         (st = sc_json_num(o, file, p, "flash_full", 0, MIN_FRACTION, MAX_FLASH_FULL,
                           &x.flash_full, err)) ||
         (st = sc_json_num(o, file, p, "flash_hd64", 0, MIN_FRACTION, MAX_FLASH_FULL,
-                          &x.flash_hd64, err)))
+                          &x.flash_hd64, err)) ||
+        (st = read_flash_heads(o, file, &x, err)))
         return st;
     x.sms = (int)sms;
     *g = x;
@@ -359,7 +409,8 @@ static sc_status check_gemm(const sc_cluster_gemm *g, const char *file, sc_error
         (g->flash_full != 0 && (st = range(file, "efficiency.gemm.flash_full", g->flash_full,
                                            MIN_FRACTION, MAX_FLASH_FULL, err))) ||
         (g->flash_hd64 != 0 && (st = range(file, "efficiency.gemm.flash_hd64", g->flash_hd64,
-                                           MIN_FRACTION, MAX_FLASH_FULL, err))))
+                                           MIN_FRACTION, MAX_FLASH_FULL, err))) ||
+        (st = check_flash_heads(g, file, err)))
         return st;
     return SC_OK;
 }
@@ -391,6 +442,11 @@ static void add_gemm(cJSON *e, const sc_cluster_gemm *g, int *oom)
         sc_jadd_num(o, "flash_full", g->flash_full, oom);
     if (g->flash_hd64 > 0 && g->flash_hd64 != 1)
         sc_jadd_num(o, "flash_hd64", g->flash_hd64, oom);
+    if (g->n_flash_heads > 0) {
+        cJSON *a = sc_jadd_arr(o, "flash_head_sizes", oom);
+        for (int i = 0; i < g->n_flash_heads && a; i++)
+            sc_jpush_num(a, g->flash_heads[i], oom);
+    }
 }
 
 static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
@@ -402,7 +458,10 @@ static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
            a->flash_s0 == b->flash_s0 && a->flash_s0_full == b->flash_s0_full &&
            a->flash_s0_bwd == b->flash_s0_bwd && a->flash_s0_full_bwd == b->flash_s0_full_bwd &&
            (a->flash_full > 0 ? a->flash_full : 1) == (b->flash_full > 0 ? b->flash_full : 1) &&
-           (a->flash_hd64 > 0 ? a->flash_hd64 : 1) == (b->flash_hd64 > 0 ? b->flash_hd64 : 1);
+           (a->flash_hd64 > 0 ? a->flash_hd64 : 1) == (b->flash_hd64 > 0 ? b->flash_hd64 : 1) &&
+           a->n_flash_heads == b->n_flash_heads &&
+           !memcmp(a->flash_heads, b->flash_heads,
+                   sizeof a->flash_heads[0] * (size_t)(a->n_flash_heads > 0 ? a->n_flash_heads : 0));
 }
 
 /* ---- the collectives' size ramp (optional keys of efficiency.intra / .inter) ---- */

@@ -56,7 +56,8 @@
  *                          sc_cluster_gemm): { sms, eff_max, tile_m, tile_n, k_half,
  *                          kernel_s, flash_fwd, flash_bwd, sustained,
  *                          flash_s0, flash_s0_full, flash_full, flash_hd64,
- *                          flash_s0_bwd, flash_s0_full_bwd
+ *                          flash_s0_bwd, flash_s0_full_bwd,
+ *                          flash_head_sizes
  *                          (optional) },
  *                    fits (optional, written by calibrate): { date,
  *                      inputs: [ { file, digest } ],
@@ -154,6 +155,9 @@ typedef struct sc_cluster_fits {
  * run has pinned it at its power limit, relative to the short bursts that
  * GEMM benchmarks time (1 = none; optional). With sms 0 (absent) leaves are
  * costed whole. */
+#define SC_FLASH_HEADS_MAX 16
+#define SC_FLASH_HEAD_MAX 1024 /* the largest head size a list may name */
+
 typedef struct sc_cluster_gemm {
     int sms;                 /* streaming multiprocessors; 0 = no kernel model */
     double eff_max;          /* (0, 1] */
@@ -171,6 +175,15 @@ typedef struct sc_cluster_gemm {
      * read as 1). Optional in files. */
     double flash_s0, flash_s0_full, flash_full, flash_hd64;
     double flash_s0_bwd, flash_s0_full_bwd;
+    /* The head sizes the fused attention kernel is built for, increasing
+     * (n_flash_heads of them; 0: it runs every head size as it is). A head
+     * size runs as the smallest of them at least as large, the extra columns
+     * zeros: its executed FLOPs and its rate are that size's (FlashAttention
+     * v1 builds 32, 64 and 128; LLM Foundry's Triton kernel pads to a power
+     * of two). Above the largest it runs as it is. Optional in files
+     * (flash_head_sizes). */
+    int flash_heads[SC_FLASH_HEADS_MAX];
+    int n_flash_heads;
     double sustained;        /* (0, 1]; 0 read as 1 */
     /* Not in any file: set by compare and calibrate for a step the executor
      * measured (sc_timeline_flash_gemms), which ran each fused attention

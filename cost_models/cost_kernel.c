@@ -18,7 +18,9 @@
  *          shape = N / (N + flash_s0) (without the mask flash_full times
  *          N / (N + flash_s0_full)): short sequences run slower; times
  *          flash_hd64 at head size K <= 64, linear to 1 at 128; executed
- *          = 4 batch M N K (half when causal), 2.5 x that backward; bytes
+ *          = 4 batch M N K (half when causal), 2.5 x that backward, K
+ *          the size the kernel runs the head as (flash_head_sizes: the
+ *          smallest built size at least K, padded with zeros); bytes
  *          d * batch * (2 M K + 2 N K) forward (Q, K, V in, O out), twice
  *          that backward (and their gradients). Priced for a step the
  *          executor measured (efficiency.gemm.flash_gemms): the two batched
@@ -201,6 +203,17 @@ static double flash_shape(const sc_cluster_gemm *g, double N, double K, int caus
     return full * head * (s0 > 0 ? N / (N + s0) : 1);
 }
 
+/* The head size a fused attention kernel runs a head of size K as: the
+ * smallest of the sizes it is built for (flash_head_sizes) at least K, its
+ * extra columns zeros; K itself without a list or above its largest. */
+static double flash_head(const sc_cluster_gemm *g, double K)
+{
+    for (int i = 0; i < g->n_flash_heads; i++)
+        if (g->flash_heads[i] >= K)
+            return g->flash_heads[i];
+    return K;
+}
+
 /* Transformer Engine's userbuffer tp communication overlap runs a layer's
  * tensor-parallel GEMMs in chunks of their token rows (M), each chunk beside
  * the exchange of the next; TE's defaults (initialize_ub in
@@ -300,7 +313,10 @@ static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_comp
                        : cp > 1   ? M * N / 2
                        : N >= M   ? M * N - M * M / 2
                                   : M * N / 2;
-        double f = 4 * B * pairs * K;
+        /* a padded head runs the built size's FLOPs at its rate; Q, K, V
+         * and O move at the head's own size */
+        double Kr = flash_head(g, K);
+        double f = 4 * B * pairs * Kr;
         double io = d * B * (2 * M * K + 2 * N * K);
         double peak = c->gpu.peak_flops[dt] * sustained(c);
         /* under cp: one kernel per key chunk passed around the group, each
@@ -308,10 +324,10 @@ static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_comp
         double Nk = N / cp, more = (cp - 1) * g->kernel_s;
         if (!bwd)
             return more +
-                   roof(c, f / (peak * flash_shape(g, Nk, K, k->causal, 0) * g->flash_fwd), io);
+                   roof(c, f / (peak * flash_shape(g, Nk, Kr, k->causal, 0) * g->flash_fwd), io);
         return more + roof(c,
                            bf * 2.5 * f /
-                               (peak * flash_shape(g, Nk, K, k->causal, 1) * g->flash_bwd),
+                               (peak * flash_shape(g, Nk, Kr, k->causal, 1) * g->flash_bwd),
                            2 * io);
     }
     default: return 0;

@@ -490,7 +490,25 @@ struct flash_rate {
     double full;        /* the rate without the mask over the causal one */
     double hd64;        /* the rate at head size 64 over that at 128 (at 2k, causal) */
     const char *source;
+    const int *heads;   /* the head sizes it is built for (NULL: it runs any as it is) */
 };
+
+/* The head sizes a kernel is built for, where it pads the others
+ * (efficiency.gemm.flash_head_sizes). FlashAttention v1 (csrc/flash_attn/
+ * fmha_api.cpp at 4a6eaa9f, the commit of the flash-attention trainer's
+ * table) launches its d <= 32, <= 64 or <= 128 kernel, whose tile loads
+ * the head columns beyond d as zeros (gmem_tile.h's col_predicate) and
+ * multiplies them: head size 96 runs the 128 kernel's FLOPs at its rate.
+ * LLM Foundry's FlashAttention in Triton (llmfoundry/models/layers/
+ * flash_attn_triton.py at 061f2c7) takes BLOCK_HEADDIM = max(next power of
+ * two of d, 16), masked loads with other=0.0. Both refuse d > 128.
+ * FlashAttention-2 builds 32, 64, 96, ..., 256 (multiples of 32) and is
+ * left without a list: the default A100, H100 and H200 presets run it, and
+ * a list there changes their digests and with them every recorded H200 run
+ * (docs/gpu_check/); its sizes between are the rate's interpolation. FA3
+ * and cuDNN: none published here. Ends with 0. */
+static const int FA1_HEADS[] = {32, 64, 128, 0};
+static const int TRITON_HEADS[] = {16, 32, 64, 128, 0};
 
 /* Measured by sequence length (scripts/fit_flash.py): Dao 2023
  * (FlashAttention-2, Fig. 4; the bars of assets/flash2_{a100,h100}_fwd_bwd_
@@ -566,22 +584,25 @@ struct flash_rate {
 
 #define FA_FIG "Dao 2023, Fig. 4, by sequence"
 static const flash_rate flash_rates[] = {
-    {"A100", "fa2", FA2_A100, "FA2 (" FA_FIG ")"},
-    {"A100", "fa1", FA1_A100, "FA1 (" FA_FIG ")"},
-    {"A100", "triton", TRITON_A100, "FlashAttention in Triton (" FA_FIG ")"},
-    {"H100", "fa2", FA2_HOPPER, "FA2 on H100 (Shah et al. 2024, Figs. 5-6; " FA_FIG ")"},
-    {"H100", "fa1", FA1_HOPPER, "FA1 on H100 (" FA_FIG ")"},
-    {"H100", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024, Fig. 5, by sequence)"},
+    {"A100", "fa2", FA2_A100, "FA2 (" FA_FIG ")", NULL},
+    {"A100", "fa1", FA1_A100, "FA1 (" FA_FIG ")", FA1_HEADS},
+    {"A100", "triton", TRITON_A100, "FlashAttention in Triton (" FA_FIG ")", TRITON_HEADS},
+    {"H100", "fa2", FA2_HOPPER, "FA2 on H100 (Shah et al. 2024, Figs. 5-6; " FA_FIG ")", NULL},
+    {"H100", "fa1", FA1_HOPPER, "FA1 on H100 (" FA_FIG ")", FA1_HEADS},
+    {"H100", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024, Fig. 5, by sequence)", NULL},
     {"H100", "triton", TRITON_HOPPER,
-     "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")"},
-    {"H100", "cudnn", CUDNN_HOPPER, "cuDNN fused attention (Shah et al. 2024, Figs. 5-6)"},
-    {"H200", "fa2", FA2_HOPPER, "FA2 on H100, assumed (Shah et al. 2024; " FA_FIG ")"},
-    {"H200", "fa1", FA1_HOPPER, "FA1 on H100, assumed (" FA_FIG ")"},
-    {"H200", "fa3", FA3_HOPPER, "FA3 on H100, assumed (Shah et al. 2024, Fig. 5, by sequence)"},
+     "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")",
+     TRITON_HEADS},
+    {"H100", "cudnn", CUDNN_HOPPER, "cuDNN fused attention (Shah et al. 2024, Figs. 5-6)", NULL},
+    {"H200", "fa2", FA2_HOPPER, "FA2 on H100, assumed (Shah et al. 2024; " FA_FIG ")", NULL},
+    {"H200", "fa1", FA1_HOPPER, "FA1 on H100, assumed (" FA_FIG ")", FA1_HEADS},
+    {"H200", "fa3", FA3_HOPPER, "FA3 on H100, assumed (Shah et al. 2024, Fig. 5, by sequence)",
+     NULL},
     {"H200", "triton", TRITON_HOPPER,
-     "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")"},
+     "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")",
+     TRITON_HEADS},
     {"H200", "cudnn", CUDNN_HOPPER,
-     "cuDNN fused attention on H100, assumed (Shah et al. 2024, Figs. 5-6)"},
+     "cuDNN fused attention on H100, assumed (Shah et al. 2024, Figs. 5-6)", NULL},
 };
 
 /* Sets c's fused attention to kernel's rates on c's GPU; the table's entry,
@@ -600,6 +621,9 @@ static const flash_rate *set_flash(sc_cluster *c, const char *kernel)
     c->eff.gemm.flash_s0_full = f->s0_full;
     c->eff.gemm.flash_full = f->full;
     c->eff.gemm.flash_hd64 = f->hd64;
+    c->eff.gemm.n_flash_heads = 0;
+    for (const int *h = f->heads; h && *h && c->eff.gemm.n_flash_heads < SC_FLASH_HEADS_MAX; h++)
+        c->eff.gemm.flash_heads[c->eff.gemm.n_flash_heads++] = *h;
     return f;
 }
 

@@ -485,6 +485,9 @@ TEST(cluster_flash_kernel_rates)
     CHECK(c.eff.gemm.flash_fwd == p.eff.gemm.flash_fwd && c.eff.gemm.flash_bwd == p.eff.gemm.flash_bwd);
     REQUIRE(sc_cluster_flash_kernel(&c, "triton", &err) == SC_OK);
     CHECK(sc_test_cluster_round_trip(&c, "a100triton.json", &back));
+    /* with the head sizes it is built for (powers of two from 16) */
+    CHECK(back.eff.gemm.n_flash_heads == 4 && back.eff.gemm.flash_heads[0] == 16 &&
+          back.eff.gemm.flash_heads[3] == 128);
     sc_cluster_label_of(&back, &l);
     CHECK(l.kind == SC_LABEL_VALIDATED); /* the suite's MPT rows run this kernel */
     c = p;
@@ -521,6 +524,9 @@ TEST(cluster_flash_kernel_rates)
     CHECK_STR_HAS(out, "at s / (s + 532) of that (causal), 1.03 x s / (s + 190) without the mask");
     CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-a100-80g --flash triton", bin) == 0);
     CHECK_STR_HAS(out, "flash attention 0.408 forward, 0.225 backward");
+    CHECK_STR_HAS(out, "flash attention built for head sizes 16, 32, 64, 128 (others run padded");
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-a100-80g --flash fa2", bin) == 0);
+    CHECK(!strstr(out, "built for head sizes"));
     CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-a100-80g --flash fa3", bin) == 2);
     CHECK_STR_HAS(out, "no published fa3 rate for A100-SXM4-80GB");
     CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-h100 --flash cudnn", bin) == 0);

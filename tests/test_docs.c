@@ -400,6 +400,16 @@ TEST(docs_formats_cluster)
         REQUIRE(sc_cluster_save(&h, path, &err) == SC_OK);
         walk_file(path, NULL, &keys, NULL);
     }
+    /* what `cluster show --flash fa1|triton -o` writes: the head sizes the
+     * kernel is built for */
+    {
+        sc_cluster a;
+        REQUIRE(sc_cluster_preset_get("dgx-a100-80g", &a, &err) == SC_OK);
+        REQUIRE(sc_cluster_flash_kernel(&a, "fa1", &err) == SC_OK);
+        snprintf(path, sizeof path, "%s/a100-fa1.json", sc_test_tmpdir());
+        REQUIRE(sc_cluster_save(&a, path, &err) == SC_OK);
+        walk_file(path, NULL, &keys, NULL);
+    }
     /* what calibration adds: the message share, host time and size factors of
      * each link class, a backward factor, and every fit's statistics (the kernel-level
      * GEMM model's and the overlap slowdown's among them) */

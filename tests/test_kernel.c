@@ -249,6 +249,49 @@ TEST(kernel_flash_attention)
                1e-15);
     CHECK_NEAR(sc_cost_kernel_time(&c, &h256, &cc, 0),
                ks + f * 2 / 2 / (peak * g->flash_fwd * shape_c), 1e-15);
+    /* a kernel built for some head sizes only (flash_head_sizes) runs a
+     * head as the next built size, its extra columns zeros: FlashAttention
+     * v1's 96 runs its 128 kernel, FLOPs and rate; Q, K, V and O move at
+     * 96 (the roof's bytes); 64 and 128 run as they are; above the
+     * largest, as it is; the preset's FA2 (no list) interpolates */
+    CHECK(g->n_flash_heads == 0);
+    sc_kernel h128 = sc_kernel_flash("flash", 96, 2048, 2048, 128, 1, SC_KTP_BATCH);
+    sc_kernel h40 = sc_kernel_flash("flash", 96, 2048, 2048, 40, 1, SC_KTP_BATCH);
+    sc_error ferr = {0};
+    sc_cluster fa1 = c;
+    REQUIRE(sc_cluster_flash_kernel(&fa1, "fa1", &ferr) == SC_OK);
+    REQUIRE(fa1.eff.gemm.n_flash_heads == 3 && fa1.eff.gemm.flash_heads[2] == 128);
+    for (int bwd = 0; bwd < 2; bwd++) {
+        CHECK_NEAR(sc_cost_kernel_time(&fa1, &h96, &cc, bwd),
+                   sc_cost_kernel_time(&fa1, &h128, &cc, bwd), 1e-15);
+        CHECK_NEAR(sc_cost_kernel_time(&fa1, &h40, &cc, bwd),
+                   sc_cost_kernel_time(&fa1, &h64, &cc, bwd), 1e-15);
+        sc_cluster open = fa1; /* the same rates without the list */
+        open.eff.gemm.n_flash_heads = 0;
+        CHECK(sc_cost_kernel_time(&fa1, &h96, &cc, bwd) >
+              1.3 * sc_cost_kernel_time(&open, &h96, &cc, bwd));
+        CHECK_NEAR(sc_cost_kernel_time(&fa1, &h64, &cc, bwd),
+                   sc_cost_kernel_time(&open, &h64, &cc, bwd), 0);
+        CHECK_NEAR(sc_cost_kernel_time(&fa1, &h256, &cc, bwd),
+                   sc_cost_kernel_time(&open, &h256, &cc, bwd), 0);
+    }
+    /* 96 costs the 128 kernel's time outright (f counts head size 128) */
+    CHECK_NEAR(sc_cost_kernel_time(&fa1, &h96, &cc, 0),
+               ks + f / 2 /
+                        (peak * fa1.eff.gemm.flash_fwd * 2048 / (2048 + fa1.eff.gemm.flash_s0)),
+               1e-15);
+    /* LLM Foundry's Triton kernel: the next power of two, at least 16 */
+    sc_cluster tri = c;
+    REQUIRE(sc_cluster_flash_kernel(&tri, "triton", &ferr) == SC_OK);
+    sc_kernel h80 = sc_kernel_flash("flash", 96, 2048, 2048, 80, 1, SC_KTP_BATCH);
+    sc_kernel h8 = sc_kernel_flash("flash", 96, 2048, 2048, 8, 1, SC_KTP_BATCH);
+    sc_kernel h16 = sc_kernel_flash("flash", 96, 2048, 2048, 16, 1, SC_KTP_BATCH);
+    CHECK_NEAR(sc_cost_kernel_time(&tri, &h80, &cc, 1), sc_cost_kernel_time(&tri, &h128, &cc, 1),
+               1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&tri, &h8, &cc, 0), sc_cost_kernel_time(&tri, &h16, &cc, 0),
+               1e-15);
+    /* the preset's FA2 has no list: 96 between 64 and 128 */
+    CHECK(sc_cost_kernel_time(&c, &h96, &cc, 0) < sc_cost_kernel_time(&c, &h128, &cc, 0));
     /* a short sequence runs slower per FLOP: 4 x 512-token sequences take
      * longer than one of 1024 with the same pair count */
     sc_kernel s512 = sc_kernel_flash("flash", 96 * 4, 512, 512, 128, 1, SC_KTP_BATCH);

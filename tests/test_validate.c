@@ -779,14 +779,20 @@ TEST(validate_label_table_is_current)
  * Nemotron-4 15B on 2048 H100 (-10.9%) when that row joined the suite
  * (docs/accuracy.md, "Nemotron-4 15B and 340B"), which left (-9.8%) when
  * the loss was timed as each framework runs it (docs/accuracy.md, "The
- * cross-entropy as the framework runs it"). */
+ * cross-entropy as the framework runs it"). MPT-13B on 64 H100 left it
+ * (-8.7%) when the MPT rows with Composer's DEFAULT reduced in fp32 and came
+ * back (-14.7%) when the dates showed that those runs predate Composer's
+ * fp32 DEFAULT (docs/accuracy.md, "Composer's DEFAULT before 0.16.4"). */
 TEST(validate_targets_hold)
 {
     /* MPT-13B on 8 A100-40GB, 4 samples, 16 accumulation steps: the same
-     * model's runs on 16 to 128 of those GPUs come out within 1.6%
-     * (docs/accuracy.md, "Gradients reduced in fp32") */
+     * model's runs on 16 to 128 of those GPUs come out within 1.6%; MPT-13B
+     * on 64 H100, 2 samples without recompute: the same model at 2 samples
+     * on 8 to 64 of those GPUs comes out 15.8-17.1% fast as well
+     * (docs/accuracy.md, "The rows beyond 10%: MPT-13B") */
     static const char *const beyond[] = {
         "mpt_llmfoundry/a100-40-13b-8gpu",
+        "mpt_llmfoundry/h100-13b-64gpu",
     };
     int seen[SC_ARRAY_LEN(beyond)] = {0};
     run_shipped();
@@ -798,20 +804,17 @@ TEST(validate_targets_hold)
                      100 * st.mape, shipped.n, 100 * SC_VAL_TARGET_MAPE);
     /* The mean signed error: missed (-2.0% to -2.1%) from the day the three
      * Llama 3.1 rows joined until each row's loss and pipeline messages were
-     * timed as its framework ran them (-1.9%), missed again (-2.09%) since the
-     * MPT rows charge Composer's per-microbatch training metrics, which moved
-     * the torch overhead fitted on them from +5.8% to +4.5% (docs/accuracy.md,
-     * "Composer's training metrics"), -2.18% after three changes each following
-     * its framework's source, -2.31% since the rows reduce their gradients in
-     * the dtype their runs used (fp32 for Composer's DEFAULT, Lightning's
-     * autocast and DeepSpeed's BF16 optimizer), which moved the torch overhead
-     * fitted on them from +4.7% to +3.3%. Until it is back within the target
-     * it is held within this guard, so that it cannot drift further unnoticed. */
-    const double bias_guard = 0.025;
+     * timed as its framework ran them (-1.9%), missed again (-2.09% to
+     * -2.31%) from Composer's training metrics until FlashAttention v1 ran
+     * GPT3-760M's head size 96 padded to 128, as its kernel does, and the
+     * MPT rows reduced in the dtype their Composer did (-1.96%;
+     * docs/accuracy.md, "Head sizes a fused kernel pads"). Held within the
+     * target itself since. */
+    const double bias_guard = SC_VAL_TARGET_BIAS;
     if (!(fabs(st.mean_signed) <= bias_guard))
-        sc_test_fail(__FILE__, __LINE__, "mean signed error %+.2f%%, beyond the +-%.1f%% guard "
-                     "(the target is +-%.0f%%)",
-                     100 * st.mean_signed, 100 * bias_guard, 100 * SC_VAL_TARGET_BIAS);
+        sc_test_fail(__FILE__, __LINE__, "mean signed error %+.2f%%, beyond the +-%.0f%% "
+                     "target",
+                     100 * st.mean_signed, 100 * bias_guard);
     for (int i = 0; i < shipped.n; i++) {
         size_t k = 0;
         while (k < SC_ARRAY_LEN(beyond) && strcmp(beyond[k], shipped.id[i]))
