@@ -449,6 +449,16 @@ static void add_gemm(cJSON *e, const sc_cluster_gemm *g, int *oom)
     }
 }
 
+static int heads_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
+{
+    if (a->n_flash_heads != b->n_flash_heads)
+        return 0;
+    for (int i = 0; i < a->n_flash_heads && i < SC_FLASH_HEADS_MAX; i++)
+        if (a->flash_heads[i] != b->flash_heads[i])
+            return 0;
+    return 1;
+}
+
 static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
 {
     return a->sms == b->sms && a->eff_max == b->eff_max && a->tile_m == b->tile_m && a->tile_n == b->tile_n &&
@@ -459,9 +469,7 @@ static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
            a->flash_s0_bwd == b->flash_s0_bwd && a->flash_s0_full_bwd == b->flash_s0_full_bwd &&
            (a->flash_full > 0 ? a->flash_full : 1) == (b->flash_full > 0 ? b->flash_full : 1) &&
            (a->flash_hd64 > 0 ? a->flash_hd64 : 1) == (b->flash_hd64 > 0 ? b->flash_hd64 : 1) &&
-           a->n_flash_heads == b->n_flash_heads &&
-           !memcmp(a->flash_heads, b->flash_heads,
-                   sizeof a->flash_heads[0] * (size_t)(a->n_flash_heads > 0 ? a->n_flash_heads : 0));
+           heads_equal(a, b);
 }
 
 /* ---- the collectives' size ramp (optional keys of efficiency.intra / .inter) ---- */
