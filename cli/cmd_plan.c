@@ -313,7 +313,7 @@ int cmd_plan(int argc, char **argv)
                 if (tie == SC_TIE_MEMORY)
                     printf("and #1 needs less peak memory (%s per GPU against %s)\n",
                            cli_bytes(sc_step_peak_mem(w->sim), b[0]),
-                       cli_bytes(sc_step_peak_mem(r2->sim), b[1]));
+                           cli_bytes(sc_step_peak_mem(r2->sim), b[1]));
                 else if (sc_search_dims(&w->cfg) != sc_search_dims(&r2->cfg))
                     printf("the same peak memory, and #1 is the simpler layout (%d of dp, tp, "
                            "pp, v, cp above 1 against %d)\n",

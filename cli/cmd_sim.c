@@ -119,7 +119,7 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
             printf("the output layer's weight gradients run in the pipeline flush "
                    "(--defer-embedding-wgrad-compute)\n");
     }
-    if (cfg->grad_reduce_in_fp32 && sc_cost_grad_reduce_bytes(m->dtype, 0) < 4)
+    if (sc_cost_grad_reduce_widens(m->dtype, cfg->grad_reduce_in_fp32))
         printf("gradients reduced in fp32 (--grad-reduce-in-fp32)\n");
     if (cfg->slices > 1) {
         printf("token slices   %d per microbatch (TeraPipe):", cfg->slices);

@@ -470,6 +470,12 @@ void sc_cost_states(sc_dtype dt, int grad_fp32, int zero, int dp, double params,
  * moves: their width, or 4 when reduced in fp32 (sc_stage_cfg
  * grad_reduce_fp32, sc_step_cfg grad_reduce_in_fp32). */
 double sc_cost_grad_reduce_bytes(sc_dtype dt, int fp32);
+/* Whether fp32 moves more than dt's own gradients (a 16-bit dtype reducing in
+ * fp32): what the summaries and exports say, and where they change a flag. */
+static inline int sc_cost_grad_reduce_widens(sc_dtype dt, int fp32)
+{
+    return sc_cost_grad_reduce_bytes(dt, fp32) > sc_cost_grad_reduce_bytes(dt, 0);
+}
 /* What ZeRO 3 holds gathered beside its shards, per rank of a stage whose
  * parameters (per tp rank, as sc_mem.params) are `params`, of which `root`
  * lie outside any layer (sc_partition_layer_of) and the largest layer holds

@@ -67,7 +67,7 @@ static cJSON *ds_config(const sc_export_ctx *x, sc_export *e, sc_status *st)
         sc_jadd_num(f, "loss_scale", 0, &oom);
     }
     /* the plan's fp32 gradient reduction (grad_reduce_in_fp32) */
-    if (p->grad_reduce_in_fp32 && sc_cost_grad_reduce_bytes(dt, 0) < 4)
+    if (sc_cost_grad_reduce_widens(dt, p->grad_reduce_in_fp32))
         sc_jadd_str(c, "communication_data_type", "fp32", &oom);
     /* the Adam states the plan's memory counts; without an optimizer in the
      * config (or passed to initialize) DeepSpeed's engine refuses backward */

@@ -467,10 +467,8 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
 {
     const sc_plan *p = x->plan;
     sc_status st = SC_OK;
-    /* the dtype the file runs in (fp8 as bf16), and whether the plan's gradients
-     * are narrower than fp32 (sc_cost_grad_reduce_bytes) */
+    /* the dtype the file runs in (fp8 as bf16) */
     const char *run = sc_dtype_name(x->model->dtype == SC_FP8 ? SC_BF16 : x->model->dtype);
-    int narrow = sc_cost_grad_reduce_bytes(x->model->dtype, 0) < 4;
     if (p->pp > 1 && !strcmp(p->schedule, "zb-h1"))
         st = ex_note(e, "ZB-H1 runs as ScheduleInterleavedZeroBubble with one stage per rank "
                         "(torch's ZB1P schedule); the file stops if the installed torch lacks it");
@@ -499,7 +497,8 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
         st = ex_note(e, "the model is cast to %s: weights, gradients and AdamW states in %s "
                         "with no fp32 master copy, less memory than the plan's mixed precision",
                      sc_dtype_name(x->model->dtype), sc_dtype_name(x->model->dtype));
-    if (!st && p->zero < 2 && p->dp > 1 && p->grad_reduce_in_fp32 && narrow)
+    if (!st && p->zero < 2 && p->dp > 1 &&
+        sc_cost_grad_reduce_widens(x->model->dtype, p->grad_reduce_in_fp32))
         st = ex_note(e, "DDP reduces the cast model's gradients in %s; the plan reduces them in "
                         "fp32 (grad_reduce_in_fp32), twice the bytes", run);
     if (!st && x->model->dtype == SC_FP8)

@@ -125,9 +125,10 @@ static const sc_module *find_sorted(sc_module **sorted, int n, const char *name)
     return NULL;
 }
 
-/* State bytes of `params` parameters under the ZeRO stage (sc_cost_states;
- * the partitioner plans under ZeRO 3, where the reduce dtype does not change
- * them). */
+/* State bytes of `params` parameters under the ZeRO stage (sc_cost_states).
+ * The reduce dtype is not passed: the planner's partitioner hook plans under
+ * ZeRO 3 (partitioner_hook.c), whose sharded gradients keep their width
+ * whatever the reduction moves. */
 static double state_bytes(const sc_partitioner_cfg *cfg, double params)
 {
     double W, G, O;

@@ -382,11 +382,10 @@ TEST(exec_grad_reduce_in_fp32)
                d) == 0);
     double b[2];
     for (int k = 0; k < 2; k++) {
-        run_cfg(d, k ? "--dp 2 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b --zero 1 "
-                       "--grad-reduce-in-fp32 1"
-                     : "--dp 2 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b --zero 1",
-                4);
-        char sim[512], ex[512];
+        char cfg[128], sim[512], ex[512];
+        snprintf(cfg, sizeof cfg, "--dp 2 --tp 1 --pp 2 --microbatches 2 --mbs 1 --schedule 1f1b "
+                 "--zero 1 --grad-reduce-in-fp32 %d", k);
+        run_cfg(d, cfg, 4);
         snprintf(sim, sizeof sim, "%s/sim.json", d);
         snprintf(ex, sizeof ex, "%s/measured.json", d);
         b[k] = reduce_bytes(ex, 0);
