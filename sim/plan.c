@@ -721,6 +721,30 @@ static const char *beside(const char *source, const char *file, char *buf, size_
     return buf;
 }
 
+/* Where a copy of built-in NAME, saved when the plan `file` was made, may
+ * lie: candidate i (0 .. SNAPSHOT_PLACES - 1) of NAME.json beside the plan,
+ * in SUB/ beside it, or in SUB/ one folder up, each also as
+ * NAME.DIGEST.json (DIGEST the plan's), so that one folder holds several
+ * versions. 0 when candidate i is a regular file (its path in path[n]),
+ * else -1. */
+#define SNAPSHOT_PLACES 6
+static int snapshot_path(const char *file, const char *name, const char *digest,
+                         const char *sub, int i, char *path, size_t n)
+{
+    const char *slash = strrchr(file, '/');
+    int dl = slash ? (int)(slash - file) : 1;
+    const char *dir = slash ? file : ".";
+    const char *dot = i % 2 ? "." : "", *dg = i % 2 ? digest : "";
+    int len = i / 2 == 0   ? snprintf(path, n, "%.*s/%s%s%s.json", dl, dir, name, dot, dg)
+              : i / 2 == 1 ? snprintf(path, n, "%.*s/%s/%s%s%s.json", dl, dir, sub, name, dot, dg)
+                           : snprintf(path, n, "%.*s/../%s/%s%s%s.json", dl, dir, sub, name, dot,
+                                      dg);
+    struct stat sb;
+    if (len < 0 || (size_t)len >= n || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return -1;
+    return 0;
+}
+
 /* A built-in model changes when its generator learns something (a kernel's
  * bytes): a plan made with it, and the runs measured against that plan, then
  * replay against a copy of the model as it was, saved as NAME.json beside
@@ -731,17 +755,9 @@ static sc_model *snapshot(const sc_plan *p, const char *file)
     const char *src = p->model_source;
     if (!sc_model_is_builtin(src))
         return NULL; /* a file: the plan names it, nothing else stands in */
-    const char *slash = strrchr(file, '/');
-    int dl = slash ? (int)(slash - file) : 1;
-    const char *dir = slash ? file : ".";
-    static const char *const where[] = {"%.*s/%s.json", "%.*s/models/%s.json",
-                                        "%.*s/../models/%s.json"};
-    for (size_t i = 0; i < SC_ARRAY_LEN(where); i++) {
+    for (int i = 0; i < SNAPSHOT_PLACES; i++) {
         char path[2048], dg[17];
-        int len = snprintf(path, sizeof path, where[i], dl, dir, src);
-        struct stat sb;
-        if (len < 0 || (size_t)len >= sizeof path || stat(path, &sb) != 0 ||
-            !S_ISREG(sb.st_mode))
+        if (snapshot_path(file, src, p->model_digest, "models", i, path, sizeof path))
             continue;
         sc_model *m = NULL;
         sc_error e2 = {0};
@@ -751,6 +767,31 @@ static sc_model *snapshot(const sc_plan *p, const char *file)
         sc_model_free(m);
     }
     return NULL;
+}
+
+/* A cluster preset changes when its fits learn something (a kernel's rate, a
+ * collective's share of a link): a plan made on it then replays against a
+ * copy of the preset as it was (`cluster show NAME -o NAME.json` when the
+ * plan was made), found as snapshot() finds a model's, in clusters/. 0 and
+ * the copy in *out when one's digest is the plan's, else -1. */
+static int cluster_snapshot(const sc_plan *p, const char *file, sc_cluster *out)
+{
+    int n, preset = 0;
+    const sc_cluster_preset *ps = sc_cluster_presets(&n);
+    for (int i = 0; i < n && !preset; i++)
+        preset = !strcmp(ps[i].name, p->cluster_source);
+    if (!preset)
+        return -1; /* a file: the plan names it, nothing else stands in */
+    for (int i = 0; i < SNAPSHOT_PLACES; i++) {
+        char path[2048], dg[17];
+        sc_error e2 = {0};
+        if (snapshot_path(file, p->cluster_source, p->cluster_digest, "clusters", i, path,
+                              sizeof path) == 0 &&
+            sc_cluster_load(path, out, &e2) == SC_OK && sc_cluster_digest(out, dg) == SC_OK &&
+            !strcmp(dg, p->cluster_digest))
+            return 0;
+    }
+    return -1;
 }
 
 /* The partition against the model's leaves (bounds, and the names each
@@ -828,9 +869,11 @@ sc_status sc_plan_open_on(const sc_plan *p, const char *file, const char *on, sc
         if (!snap)
             return sc_err(err, SC_EINVAL,
                           "%s: model.digest: %s has changed since the plan was made (digest %s, "
-                          "plan says %s; a copy of the model as it was, %s.json beside the plan "
-                          "or in a models/ folder beside it or above it, replays it)",
-                          file, p->model_source, dg, p->model_digest, p->model_source);
+                          "plan says %s; a copy of the model as it was, %s.json or %s.%s.json "
+                          "beside the plan or in a models/ folder beside it or above it, "
+                          "replays it)",
+                          file, p->model_source, dg, p->model_digest, p->model_source,
+                          p->model_source, p->model_digest);
         m = snap;
     }
     st = sc_cluster_open(on ? on : csrc, &c, err);
@@ -844,12 +887,15 @@ sc_status sc_plan_open_on(const sc_plan *p, const char *file, const char *on, sc
      * the machine, so it is not compared; nor is the plan's own cluster
      * when another is named */
     if (!on && strcmp(p->cluster_source, "cpu-local") != 0 && sc_cluster_digest(&c, dg) == SC_OK &&
-        strcmp(dg, p->cluster_digest)) {
+        strcmp(dg, p->cluster_digest) && cluster_snapshot(p, file, &c) != 0) {
         sc_model_free(m);
         return sc_err(err, SC_EINVAL,
                       "%s: cluster.digest: %s has changed since the plan was made (digest %s, "
-                      "plan says %s)",
-                      file, p->cluster_source, dg, p->cluster_digest);
+                      "plan says %s; a copy of the cluster as it was, %s.json or %s.%s.json "
+                      "beside the plan or in a clusters/ folder beside it or above it, "
+                      "replays it)",
+                      file, p->cluster_source, dg, p->cluster_digest, p->cluster_source,
+                      p->cluster_source, p->cluster_digest);
     }
     st = sc_cluster_set_nodes(&c, p->nodes, err);
     if (st)

@@ -201,7 +201,10 @@ TEST(plan_replays_against_a_model_snapshot)
                        d, dg) == 0);
     CHECK(load_open(path, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "p.json: model.digest: gpt-1.3b has changed since the plan was made");
-    CHECK_STR_HAS(err.msg, "gpt-1.3b.json beside the plan or in a models/ folder");
+    char want[128];
+    snprintf(want, sizeof want, "gpt-1.3b.json or gpt-1.3b.%s.json beside the plan or in a "
+             "models/ folder", dg);
+    CHECK_STR_HAS(err.msg, want);
     static const char *const where[] = {"runs/a/gpt-1.3b.json", "runs/a/models/gpt-1.3b.json",
                                         "runs/models/gpt-1.3b.json"};
     double t[3];
@@ -234,4 +237,74 @@ TEST(plan_replays_against_a_model_snapshot)
     sc_err_clear(&err);
     CHECK(load_open(path, &err) == SC_EINVAL);
     CHECK_STR_HAS(err.msg, "model.digest: gpt-1.3b has changed");
+}
+
+/* A plan made on a cluster preset replays after the preset has changed
+ * against a copy of the preset as it was (cluster show NAME -o): NAME.json
+ * or NAME.DIGEST.json beside the plan, in clusters/ beside it or in
+ * clusters/ one folder up; only a copy whose digest is the plan's stands
+ * in. (Here the "preset as it was" is p4d.24xlarge with slower NVLink
+ * collectives, and the plan's cluster digest is set to it.) */
+TEST(plan_replays_against_a_cluster_snapshot)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    char path[600], snap[600], dg[17];
+    sc_error err = {0};
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && mkdir -p runs/a && %s cluster show p4d.24xlarge -o now.json "
+                       ">/dev/null && sed 's/\"bw_eff\":\t0.9034/\"bw_eff\":\t0.6/' now.json "
+                       "> old.json && ! cmp -s now.json old.json && %s sim --model gpt-1.3b "
+                       "--cluster p4d.24xlarge --tp 8 --microbatches 2 -o runs/a/p.json "
+                       ">/dev/null", d, bin, bin) == 0);
+    snprintf(snap, sizeof snap, "%s/old.json", d);
+    sc_cluster old;
+    REQUIRE(sc_cluster_load(snap, &old, &err) == SC_OK);
+    REQUIRE(sc_cluster_digest(&old, dg) == SC_OK);
+    snprintf(path, sizeof path, "%s/runs/a/p.json", d);
+    /* the plan as if made when p4d.24xlarge was old.json: the cluster's
+     * digest, the second in the file */
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s/runs/a && sed -i '/\"source\":\t\"p4d.24xlarge\",/{n;"
+                       "s/\"digest\":\t\"[0-9a-f]*\"/\"digest\":\t\"%s\"/}' p.json && "
+                       "grep -c %s p.json", d, dg, dg) == 0);
+    CHECK(load_open(path, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "p.json: cluster.digest: p4d.24xlarge has changed since the plan was "
+                  "made");
+    char want[128];
+    snprintf(want, sizeof want, "p4d.24xlarge.json or p4d.24xlarge.%s.json beside the plan", dg);
+    CHECK_STR_HAS(err.msg, want);
+    char where[6][80];
+    static const char *const dirs[] = {"runs/a", "runs/a/clusters", "runs/clusters"};
+    for (int i = 0; i < 6; i++)
+        snprintf(where[i], sizeof where[i], "%s/p4d.24xlarge%s%s.json", dirs[i / 2],
+                 i % 2 ? "." : "", i % 2 ? dg : "");
+    double t[6];
+    for (int i = 0; i < 6; i++) {
+        REQUIRE(sc_test_sh(out, sizeof out,
+                           "cd %s && rm -rf runs/a/p4d* runs/a/clusters runs/clusters && "
+                           "mkdir -p runs/a/clusters runs/clusters && cp old.json %s",
+                           d, where[i]) == 0);
+        sc_err_clear(&err);
+        CHECK(load_open(path, &err) == SC_OK);
+        REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, path) == 0);
+        cJSON *j = cJSON_Parse(out);
+        REQUIRE(j);
+        t[i] = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
+        cJSON_Delete(j);
+        CHECK(t[i] == t[0]);
+    }
+    /* the copy's tp collectives are slower than the preset's */
+    REQUIRE(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p4d.24xlarge --tp 8 "
+                       "--microbatches 2 --json", bin) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK(cJSON_GetObjectItem(j, "step_time_s")->valuedouble < t[0]);
+    cJSON_Delete(j);
+    /* a copy of another digest, or of a cluster file (not a preset), is not taken */
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "cd %s && rm -rf runs/a/clusters runs/clusters && cp now.json "
+                       "runs/a/p4d.24xlarge.json", d) == 0);
+    sc_err_clear(&err);
+    CHECK(load_open(path, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "cluster.digest: p4d.24xlarge has changed");
 }
