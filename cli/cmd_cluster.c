@@ -98,8 +98,12 @@ static void show_text(const sc_cluster *c)
     for (int l = 0; l < SC_LINK_N; l++) {
         printf("    %s link    alpha %s us, bw_eff %.3g", l == SC_LINK_INTRA ? "intra" : "inter",
                cli_us(c->eff.alpha_s[l], a), c->eff.bw_eff[l]);
+        if (c->eff.p2p_bw_eff[l] > 0 || c->eff.ag_rs_bw_eff[l] > 0)
+            printf(" (%s)", c->eff.ag_rs_bw_eff[l] > 0 ? "allreduce" : "collectives");
+        if (c->eff.ag_rs_bw_eff[l] > 0)
+            printf(", ag_rs_bw_eff %.3g (reduce-scatter, all-gather)", c->eff.ag_rs_bw_eff[l]);
         if (c->eff.p2p_bw_eff[l] > 0)
-            printf(" (collectives), p2p_bw_eff %.3g (point-to-point)", c->eff.p2p_bw_eff[l]);
+            printf(", p2p_bw_eff %.3g (point-to-point)", c->eff.p2p_bw_eff[l]);
         if (c->eff.s_half_bytes[l] > 0)
             printf(", size ramp s_half %.3g B exp %.3g", c->eff.s_half_bytes[l],
                    c->eff.ramp_exp[l]);

@@ -939,27 +939,40 @@ static void coll_terms(const ctx *c, const sc_calib_link *q, double *steps, doub
     *off = sc_ring_latency(op, q->n, k, ai, 0);
 }
 
+/* Whether a point of collective op passes a fit's filter `want`: an op, -1
+ * (FIT_ALL) for every one, FIT_AG_RS for the reduce-scatters and all-gathers. */
+#define FIT_ALL (-1)
+#define FIT_AG_RS (-2)
+static int op_passes(int want, int op)
+{
+    return want == FIT_ALL || want == op ||
+           (want == FIT_AG_RS && (op == SC_CALIB_REDUCESCATTER || op == SC_CALIB_ALLGATHER));
+}
+
 /* Point q's time on the warm line of class l that out holds (its alpha_s, and
- * bw_eff or, for p2p, the p2p share of the link): off + steps·alpha + vol/beta. */
+ * bw_eff or, for p2p, the p2p share of the link, for reduce-scatters and
+ * all-gathers theirs): off + steps·alpha + vol/beta. */
 static double warm_line_time(const ctx *c, const sc_calib_link *q, const sc_cluster *out, int l)
 {
     double nominal = l == SC_LINK_INTRA ? out->intra.bytes_per_s
                                         : out->inter.nics_per_node * out->inter.nic_bytes_per_s;
     double beta = nominal * (q->op == SC_CALIB_P2P ? sc_cluster_p2p_eff(out, (sc_link)l)
-                                                   : out->eff.bw_eff[l]);
+                             : op_passes(FIT_AG_RS, q->op) ? sc_cluster_ag_rs_eff(out, (sc_link)l)
+                                                           : out->eff.bw_eff[l]);
     double s, v, o;
     coll_terms(c, q, &s, &v, &o);
     return o + s * out->eff.alpha_s[l] + v / beta;
 }
 
 /* Weighted least squares of t = steps·alpha + vol/beta over the points
- * that pass filter (link, op or -1 for all). 0 on success. */
+ * that pass filter (link, and op_passes(op): an op, FIT_ALL or FIT_AG_RS).
+ * 0 on success. */
 static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
 {
     int n = 0;
     const sc_calib_points *pts = c->pts;
     for (int i = 0; i < pts->n_link; i++)
-        n += pts->link[i].link == link && (op < 0 || (int)pts->link[i].op == op);
+        n += pts->link[i].link == link && op_passes(op, (int)pts->link[i].op);
     if (n < 3)
         return -1;
     wls L;
@@ -971,7 +984,7 @@ static int fit_alpha_beta(const ctx *c, int link, int op, sc_calib_fit *f)
         int k = 0;
         for (int i = 0; i < pts->n_link; i++) {
             const sc_calib_link *q = &pts->link[i];
-            if (q->link != link || (op >= 0 && (int)q->op != op))
+            if (q->link != link || !op_passes(op, (int)q->op))
                 continue;
             double s, v, o;
             coll_terms(c, q, &s, &v, &o);
@@ -1246,7 +1259,7 @@ static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_cal
     }
     for (int i = 0; i < pts->n_link; i++) {
         const sc_calib_link *p = &pts->link[i];
-        if (p->link != l || (op >= 0 && (int)p->op != op))
+        if (p->link != l || !op_passes(op, (int)p->op))
             continue;
         fi[n] = p->file;
         key[n] = p->op;
@@ -1264,6 +1277,17 @@ static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_cal
     sc_free(fi);
     sc_free(key);
     sc_free(q);
+}
+
+/* A share of the link fitted beside the class's (point-to-point; reduce-scatters
+ * and all-gathers): fit g's beta against nominal and its statistics where `on`,
+ * else absent (0: the class's bw_eff applies). */
+static void side_share(int on, const sc_calib_fit *g, double nominal, double *share,
+                       sc_fit_stats *st)
+{
+    *share = on ? fmin(1, fmax(1e-4, g->b / nominal)) : 0;
+    *st = on ? (sc_fit_stats){g->n, g->r2, g->mape, g->rel_sd, {g->se_a, g->se_b / nominal}}
+             : (sc_fit_stats){0};
 }
 
 static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_error *err)
@@ -1316,9 +1340,14 @@ static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, s
         f.mape_before = m0;
         /* Point-to-point messages get their own share of the link when
          * both an allreduce fit and a p2p fit exist (a collective algorithm
-         * may reach a different share than one message does) */
+         * may reach a different share than one message does), and so do the
+         * reduce-scatters and all-gathers, fitted together (on H100 and H200
+         * the allreduce runs in the switch and they do not) */
         int p2p = from_allreduce && ok[SC_CALIB_P2P];
         const sc_calib_fit fp = g[SC_CALIB_P2P];
+        sc_calib_fit fg = {0};
+        int agrs = from_allreduce && (ok[SC_CALIB_REDUCESCATTER] || ok[SC_CALIB_ALLGATHER]) &&
+                   !fit_alpha_beta(c, l, FIT_AG_RS, &fg);
         out->eff.alpha_s[l] = f.a;
         /* the fit is the plain alpha-beta model: a size ramp the input had for this
          * class (a preset's, fitted to public nccl-tests curves) gives way to it */
@@ -1327,7 +1356,7 @@ static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, s
         /* and so do size factors it had (fit_links writes the new ones) */
         out->eff.coll_curve[l].n = 0;
         out->eff.p2p_curve[l].n = 0;
-        double top = fmax(f.b, p2p ? fp.b : 0);
+        double top = fmax(fmax(f.b, p2p ? fp.b : 0), agrs ? fg.b : 0);
         if (top > nominal) {
             if (l == SC_LINK_INTRA)
                 out->intra.bytes_per_s = top;
@@ -1355,20 +1384,19 @@ static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, s
             snprintf(gw, sizeof gw, "%s links (p2p)", lname[l]);
             link_gates(c, rep, l, SC_CALIB_P2P, &fp, nominal, gw, WARM_SIZES);
         }
+        if (rep && agrs) {
+            snprintf(gw, sizeof gw, "%s links (reduce-scatter, all-gather)", lname[l]);
+            link_gates(c, rep, l, FIT_AG_RS, &fg, nominal, gw, WARM_SIZES);
+        }
         out->eff.bw_eff[l] = fmin(1, fmax(1e-4, f.b / nominal));
         out->eff.fits.link[l] = (sc_fit_stats){f.n, f.r2, f.mape, f.rel_sd,
                                                {f.se_a, f.se_b / nominal}};
-        out->eff.p2p_bw_eff[l] = 0;
-        out->eff.fits.link_p2p[l] = (sc_fit_stats){0};
-        if (p2p) {
-            out->eff.p2p_bw_eff[l] = fmin(1, fmax(1e-4, fp.b / nominal));
-            out->eff.fits.link_p2p[l] = (sc_fit_stats){fp.n, fp.r2, fp.mape, fp.rel_sd,
-                                                       {fp.se_a, fp.se_b / nominal}};
-        }
+        side_share(p2p, &fp, nominal, &out->eff.p2p_bw_eff[l], &out->eff.fits.link_p2p[l]);
+        side_share(agrs, &fg, nominal, &out->eff.ag_rs_bw_eff[l], &out->eff.fits.link_ag_rs[l]);
         if (rep && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
             sc_calib_fit shown = f;
             snprintf(shown.what, sizeof shown.what, "%s (used%s)", lname[l],
-                     p2p ? ", coll." : "");
+                     agrs ? ", allreduce" : p2p ? ", coll." : "");
             rep->fits[rep->n_fits++] = shown;
             if (nops > 1 && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
                 pooled.mape_before = -1;
@@ -1384,6 +1412,12 @@ static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, s
                 shown.mape_before = -1;
                 rep->fits[rep->n_fits++] = shown;
             }
+        }
+        if (rep && agrs && rep->n_fits < (int)SC_ARRAY_LEN(rep->fits)) {
+            sc_calib_fit shown = fg;
+            snprintf(shown.what, sizeof shown.what, "%s rs + ag (used)", lname[l]);
+            shown.mape_before = -1;
+            rep->fits[rep->n_fits++] = shown;
         }
     }
     return SC_OK;

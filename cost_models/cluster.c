@@ -28,13 +28,15 @@ static const char *const link_keys[SC_LINK_N] = {"intra", "inter"};
 
 /* The per-link fit statistics, k = 0 collectives ("intra", "inter"), 1
  * point-to-point ("intra_p2p", ...), 2 the sender's host time ("..._host"),
- * 3 the cold collectives ("..._cold"). */
-#define LINK_FITS 4
-static const char *const link_fit_sfx[LINK_FITS] = {"", "_p2p", "_host", "_cold"};
+ * 3 the cold collectives ("..._cold"), 4 the reduce-scatters and all-gathers
+ * ("..._ag_rs"). */
+#define LINK_FITS 5
+static const char *const link_fit_sfx[LINK_FITS] = {"", "_p2p", "_host", "_cold", "_ag_rs"};
 static sc_fit_stats *link_fit(sc_cluster_fits *f, int k, int l)
 {
     return k == 0 ? &f->link[l] : k == 1 ? &f->link_p2p[l] : k == 2 ? &f->host[l]
-                                                                    : &f->link_cold[l];
+                                  : k == 3 ? &f->link_cold[l]
+                                           : &f->link_ag_rs[l];
 }
 static const sc_fit_stats *link_fit_c(const sc_cluster_fits *f, int k, int l)
 {
@@ -152,7 +154,8 @@ static sc_status read_fits(const cJSON *o, const char *file, sc_cluster_fits *f,
     static const char *const keys[] = {"date",      "inputs",    "compute",    "op_overhead",
                                        "intra",     "inter",     "intra_p2p",  "inter_p2p",
                                        "intra_host", "inter_host", "intra_cold", "inter_cold",
-                                       "gates_failed", "gemm", "overlap", NULL};
+                                       "intra_ag_rs", "inter_ag_rs", "gates_failed", "gemm",
+                                       "overlap", NULL};
     static const char *const ikeys[] = {"file", "digest", NULL};
     const char *date;
     const cJSON *inputs, *comp, *x;
@@ -626,7 +629,7 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
                                        "overlap_slowdown", NULL};
     static const char *const ckeys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const dkeys[] = {"eff_max", "f_half", NULL};
-    static const char *const lkeys[] = {"alpha_s", "bw_eff", "p2p_bw_eff",
+    static const char *const lkeys[] = {"alpha_s", "bw_eff", "p2p_bw_eff", "ag_rs_bw_eff",
                                         "p2p_host_s_per_byte", "s_half_bytes", "ramp_exp",
                                         "cold_alpha_s", "cold_bw_eff", "size_factors",
                                         "p2p_size_factors", NULL};
@@ -688,11 +691,14 @@ static sc_status read_eff(const cJSON *root, const char *file, sc_cluster *c, sc
             (st = sc_json_num(x, file, path, "bw_eff", 1, MIN_FRACTION, 1, &f->bw_eff[l], err)))
             return st;
         f->p2p_bw_eff[l] = 0;
+        f->ag_rs_bw_eff[l] = 0;
         f->p2p_host_s_per_byte[l] = 0;
         f->cold_alpha_s[l] = 0;
         f->cold_bw_eff[l] = 0;
         if ((st = sc_json_num(x, file, path, "p2p_bw_eff", 0, MIN_FRACTION, 1, &f->p2p_bw_eff[l],
                               err)) ||
+            (st = sc_json_num(x, file, path, "ag_rs_bw_eff", 0, MIN_FRACTION, 1,
+                              &f->ag_rs_bw_eff[l], err)) ||
             (st = sc_json_num(x, file, path, "cold_alpha_s", 0, 0, MAX_SECONDS,
                               &f->cold_alpha_s[l], err)) ||
             (st = sc_json_num(x, file, path, "cold_bw_eff", 0, MIN_FRACTION, 1, &f->cold_bw_eff[l],
@@ -882,6 +888,10 @@ sc_status sc_cluster_validate(const sc_cluster *c, const char *file, sc_error *e
         if (c->eff.p2p_bw_eff[l] != 0 &&
             (st = range(file, path, c->eff.p2p_bw_eff[l], MIN_FRACTION, 1, err)))
             return st;
+        snprintf(path, sizeof path, "efficiency.%s.ag_rs_bw_eff", link_keys[l]);
+        if (c->eff.ag_rs_bw_eff[l] != 0 &&
+            (st = range(file, path, c->eff.ag_rs_bw_eff[l], MIN_FRACTION, 1, err)))
+            return st;
         snprintf(path, sizeof path, "efficiency.%s.p2p_host_s_per_byte", link_keys[l]);
         if ((st = range(file, path, c->eff.p2p_host_s_per_byte[l], 0, MAX_HOST_S_PER_BYTE, err)))
             return st;
@@ -986,6 +996,8 @@ cJSON *sc_cluster_to_json(const sc_cluster *c)
         sc_jadd_num(x, "bw_eff", c->eff.bw_eff[l], &oom);
         if (c->eff.p2p_bw_eff[l] > 0)
             sc_jadd_num(x, "p2p_bw_eff", c->eff.p2p_bw_eff[l], &oom);
+        if (c->eff.ag_rs_bw_eff[l] > 0)
+            sc_jadd_num(x, "ag_rs_bw_eff", c->eff.ag_rs_bw_eff[l], &oom);
         if (c->eff.p2p_host_s_per_byte[l] > 0)
             sc_jadd_num(x, "p2p_host_s_per_byte", c->eff.p2p_host_s_per_byte[l], &oom);
         if (c->eff.cold_bw_eff[l] > 0) {
@@ -1085,6 +1097,7 @@ int sc_cluster_equal(const sc_cluster *a, const sc_cluster *b)
     for (int l = 0; eq && l < SC_LINK_N; l++)
         eq = deq(a->eff.alpha_s[l], b->eff.alpha_s[l]) && deq(a->eff.bw_eff[l], b->eff.bw_eff[l]) &&
              deq(a->eff.p2p_bw_eff[l], b->eff.p2p_bw_eff[l]) &&
+             deq(a->eff.ag_rs_bw_eff[l], b->eff.ag_rs_bw_eff[l]) &&
              deq(a->eff.p2p_host_s_per_byte[l], b->eff.p2p_host_s_per_byte[l]) &&
              deq(a->eff.cold_alpha_s[l], b->eff.cold_alpha_s[l]) &&
              deq(a->eff.cold_bw_eff[l], b->eff.cold_bw_eff[l]);

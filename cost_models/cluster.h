@@ -37,9 +37,11 @@
  *                               others optional),
  *                    memory_bw (fraction of HBM bandwidth reached),
  *                    intra: { alpha_s, bw_eff, p2p_bw_eff, p2p_host_s_per_byte,
- *                             s_half_bytes, ramp_exp, cold_alpha_s, cold_bw_eff },
+ *                             ag_rs_bw_eff, s_half_bytes, ramp_exp, cold_alpha_s,
+ *                             cold_bw_eff },
  *                    inter: { the same keys }
- *                           (the p2p_ keys optional; s_half_bytes, ramp_exp optional:
+ *                           (the p2p_ keys and ag_rs_bw_eff optional; s_half_bytes,
+ *                            ramp_exp optional:
  *                            the collectives' size ramp, see sc_cluster_eff; the
  *                            cold_ keys optional, a pair: collectives on buffers the
  *                            step's compute has evicted from the caches, see
@@ -85,7 +87,11 @@
  * point-to-point messages (pipeline activations and gradients) when the file
  * has it: a collective algorithm can reach a different share of a link than
  * one message does (measured on the emulated cluster: allreduce 47%, p2p
- * 94% of a 1 Gbit/s link). A send also holds the sender's compute stream
+ * 94% of a 1 Gbit/s link). Likewise bytes_per_s * ag_rs_bw_eff for
+ * reduce-scatters and all-gathers when the file has it: on H100 and H200,
+ * NCCL's allreduce runs in the NVSwitch (NVLink SHARP) and passes the
+ * link's rate, while the other collectives run as rings at about 82% of it
+ * (nccl-tests#212). A send also holds the sender's compute stream
  * for p2p_host_s_per_byte per byte (0 on GPUs; on the emulated cluster the
  * kernel's TCP path runs on the sending core: about 7 ns per byte).
  */
@@ -131,6 +137,7 @@ typedef struct sc_cluster_fits {
     sc_fit_stats overhead;
     sc_fit_stats link[SC_LINK_N];
     sc_fit_stats link_p2p[SC_LINK_N];     /* "intra_p2p", "inter_p2p" (optional) */
+    sc_fit_stats link_ag_rs[SC_LINK_N];   /* "intra_ag_rs", "inter_ag_rs" (optional) */
     sc_fit_stats host[SC_LINK_N];         /* "intra_host", "inter_host" (optional) */
     sc_fit_stats link_cold[SC_LINK_N];    /* "intra_cold", "inter_cold" (optional) */
     sc_fit_stats gemm;                    /* "gemm" (optional): the efficiency.gemm fit */
@@ -227,6 +234,8 @@ typedef struct sc_cluster_eff {
     double bw_eff[SC_LINK_N];    /* (0, 1]: collectives' share of the link */
     double p2p_bw_eff[SC_LINK_N]; /* (0, 1]: point-to-point messages' share; 0 = absent
                                      from the file, bw_eff applies (sc_cluster_p2p_eff) */
+    double ag_rs_bw_eff[SC_LINK_N]; /* (0, 1]: reduce-scatters' and all-gathers' share; 0 =
+                                       absent, bw_eff applies (sc_cluster_ag_rs_eff) */
     double p2p_host_s_per_byte[SC_LINK_N]; /* sender's compute-stream time per byte of a
                                               point-to-point message (0: none, as on GPUs;
                                               CPU devices spend it in the TCP stack) */
@@ -359,6 +368,13 @@ double sc_cluster_coll_factor(const sc_cluster *c, int nodes, double msg);
 static inline double sc_cluster_p2p_eff(const sc_cluster *c, sc_link l)
 {
     return c->eff.p2p_bw_eff[l] > 0 ? c->eff.p2p_bw_eff[l] : c->eff.bw_eff[l];
+}
+
+/* Reduce-scatters' and all-gathers' share of link class l: ag_rs_bw_eff when
+ * set, else bw_eff. */
+static inline double sc_cluster_ag_rs_eff(const sc_cluster *c, sc_link l)
+{
+    return c->eff.ag_rs_bw_eff[l] > 0 ? c->eff.ag_rs_bw_eff[l] : c->eff.bw_eff[l];
 }
 
 /* The alpha and link share of a collective on cold buffers over link class l:

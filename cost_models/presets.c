@@ -109,7 +109,12 @@
  *        per 400 Gb/s NDR NIC (bw_eff 0.94 of 50 GB/s).
  *   [N5] NVIDIA/nccl-tests issue #212, S. Jeaugey's answer (2024-05-06): NVLink 4
  *        reaches about 370 of its 450 GB/s per direction through NCCL (protocol
- *        overhead ~20%): the H100 and H200 point-to-point share p2p_bw_eff 0.82.
+ *        overhead ~20%), the busbw of every collective but the allreduce (which
+ *        NVLink SHARP runs in the switch) and of the allreduce's ring: the H100
+ *        and H200 point-to-point share p2p_bw_eff 0.82, and the reduce-scatters'
+ *        and all-gathers' share ag_rs_bw_eff 0.82 (370/450), at the allreduce's
+ *        size ramp (no public size sweep of those on NVLink 4 found; an
+ *        assumption). The A100's allreduce is itself a ring: no separate share.
  * Intra (n = 8): A100 [N1] alpha 2.97 us, bw_eff 0.9034, s_half 7.10 MB, exp 0.25;
  *   H100 [N2] alpha 2 us (held), bw_eff 1 (held: NVLS in-switch reduction reaches
  *   a busbw of 479 GB/s, above the 450 GB/s link, which a share of the link cannot
@@ -282,19 +287,22 @@ static void set_eff(sc_cluster *c, double tc_eff, double fp32_eff, double alpha_
 typedef struct comm_fit {
     const char *gpu; /* substring of the GPU name */
     double alpha_intra, bw_intra, s_half_intra, exp_intra, p2p_intra;
+    double ag_rs_intra; /* 0: bw_intra applies to reduce-scatters and all-gathers too */
     const char *source;
 } comm_fit;
 
 static const comm_fit comm_fits[] = {
-    {"A100", 2.97e-6, 0.9034, 7.099e6, 0.25, 0.8,
+    {"A100", 2.97e-6, 0.9034, 7.099e6, 0.25, 0.8, 0,
      "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
      "ND_A100_v4 NCCL table (1K-8G; 231.58 GB/s at 8G)"},
-    {"H100", 2e-6, 1.0, 4.934e6, 0.715, 0.82,
+    {"H100", 2e-6, 1.0, 4.934e6, 0.715, 0.82, 0.82,
      "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
-     "ND_H100_v5 NCCL table (1K-8G; 478.87 GB/s at 8G), p2p nccl-tests#212"},
-    {"H200", 2.11e-6, 1.0, 9.078e5, 0.487, 0.82,
+     "ND_H100_v5 NCCL table (1K-8G; 478.87 GB/s at 8G), p2p, reduce-scatter and all-gather "
+     "nccl-tests#212"},
+    {"H200", 2.11e-6, 1.0, 9.078e5, 0.487, 0.82, 0.82,
      "; collectives fitted to nccl-tests allreduce busbw: intra Azure AI-benchmarking-guide "
-     "ND_H200_v5 NCCL table (1K-8G; 479.98 GB/s at 8G), p2p nccl-tests#212"},
+     "ND_H200_v5 NCCL table (1K-8G; 479.98 GB/s at 8G), p2p, reduce-scatter and all-gather "
+     "nccl-tests#212"},
 };
 /* Inter-node collectives: InfiniBand ([N4], [N6]; the ring over 3 nodes, alpha held)
  * and EFA ([N7], [N8]; the model's "auto" over 2 nodes, where NCCL's tree runs) */
@@ -334,6 +342,7 @@ static void set_comm_fit(sc_cluster *c)
         c->eff.s_half_bytes[SC_LINK_INTRA] = f->s_half_intra;
         c->eff.ramp_exp[SC_LINK_INTRA] = f->exp_intra;
         c->eff.p2p_bw_eff[SC_LINK_INTRA] = f->p2p_intra;
+        c->eff.ag_rs_bw_eff[SC_LINK_INTRA] = f->ag_rs_intra;
         size_t n = strlen(c->eff.provenance);
         snprintf(c->eff.provenance + n, sizeof c->eff.provenance - n, "%s", f->source);
         for (size_t k = 0; k < SC_ARRAY_LEN(inter_fits); k++) {

@@ -58,6 +58,11 @@ static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double ms
         sc_cluster_cold(c, SC_LINK_INTRA, &ai, &wi);
         sc_cluster_cold(c, SC_LINK_INTER, &ae, &we);
     }
+    if (op == SC_COLL_REDUCE_SCATTER || op == SC_COLL_ALLGATHER) {
+        /* at their own share of each link (sc_cluster_ag_rs_eff), as the simulator's */
+        wi *= sc_cluster_ag_rs_eff(c, SC_LINK_INTRA) / c->eff.bw_eff[SC_LINK_INTRA];
+        we *= sc_cluster_ag_rs_eff(c, SC_LINK_INTER) / c->eff.bw_eff[SC_LINK_INTER];
+    }
     double bi = c->intra.bytes_per_s * wi * r[0], beta = bi, a, t;
     int k = per_node >= n ? 1 : (n + per_node - 1) / per_node; /* nodes */
     double be = k == 1 ? 0
@@ -180,19 +185,24 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
             double r[2];
             double msg = info[s].tp_bytes / info[s].tp_count, lat;
             ramps_of(c, msg, r);
-            double one = coll_time(c, SC_COLL_ALLREDUCE, info[s].tp_bytes, msg, r, tp, per_node,
-                                   0, &lat);
-            /* the latency once per allreduce of the pass */
-            t.tp_s[s] = one + (info[s].tp_count - 1) * lat;
+            /* allreduces; under sequence parallelism each a reduce-scatter and an
+             * all-gather of the same bytes, at their own share of the link
+             * (sc_cluster_ag_rs_eff), as the simulator runs them */
+            sc_coll op = sp ? SC_COLL_REDUCE_SCATTER : SC_COLL_ALLREDUCE;
+            double halves = sp ? 2 : 1;
+            double one = coll_time(c, op, info[s].tp_bytes, msg, r, tp, per_node, 0, &lat);
+            /* the latency once per collective of the pass */
+            t.tp_s[s] = halves * (one + (info[s].tp_count - 1) * lat);
             /* under tp comm overlap: (tp - 1) / tp of the bytes beside the op,
              * the last chunk after it; each at its own message size, each
              * paying every collective's latency */
             for (int k = 0; k < 2; k++) {
                 double share = k ? 1.0 / tp : (tp - 1.0) / tp;
                 ramps_of(c, msg * share, r);
-                t.tp_ov[2 * s + k] = coll_time(c, SC_COLL_ALLREDUCE, info[s].tp_bytes * share,
-                                               msg * share, r, tp, per_node, 0, &lat) +
-                                     (info[s].tp_count - 1) * lat;
+                t.tp_ov[2 * s + k] =
+                    halves * (coll_time(c, op, info[s].tp_bytes * share, msg * share, r, tp,
+                                        per_node, 0, &lat) +
+                              (info[s].tp_count - 1) * lat);
             }
         }
         if (!st && s + 1 < t.S && info[s].send_bytes > 0) {

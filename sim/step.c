@@ -505,6 +505,18 @@ static double cold_share(builder *b, sc_link l, int cold)
     return bw / b->c->eff.bw_eff[l];
 }
 
+/* Collective coll's share of link class l relative to the one the links run
+ * at (bw_eff): reduce-scatters and all-gathers reach ag_rs_bw_eff where the
+ * cluster has it (sc_cluster_ag_rs_eff: on H100 and H200 the allreduce runs
+ * in the switch, the others as rings), so their flows move vol / share
+ * bytes' worth of link time; 1 for the rest. */
+static double coll_share(builder *b, sc_link l, sc_coll coll)
+{
+    if (coll != SC_COLL_REDUCE_SCATTER && coll != SC_COLL_ALLGATHER)
+        return 1;
+    return sc_cluster_ag_rs_eff(b->c, l) / b->c->eff.bw_eff[l];
+}
+
 /* A delay task of `delay` seconds after marker start; start itself when there is
  * none. Returns what the collective's flows start after. */
 static int delay_after(builder *b, int start, double delay)
@@ -581,12 +593,13 @@ static int coll_markers(builder *b, const int *deps, int ndeps, int *chain, int 
  * size of one collective of the lot (nccl-tests' S): the links run at the
  * plateau (bw_eff), so a hop below it, reaching only r(msg) of its class's
  * plateau (the size ramp, cost.h), moves vol / r(msg) bytes' worth of link
- * time; the ring ends with its slowest hop. cold: a data-parallel collective,
- * at the cold alpha and share (sc_cluster_cold, cold_share). Returns the
+ * time, at collective coll's share (coll_share); the ring ends with its
+ * slowest hop. cold: a data-parallel collective, at the cold alpha and share
+ * (sc_cluster_cold, cold_share). Returns the
  * end marker (and the start marker in *start_out); -1 on failure. */
 static int add_ring(builder *b, const int *members, int n, double vol, double lat_steps,
                     const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
-                    double report_bytes, double msg, int cold, int *start_out)
+                    double report_bytes, double msg, sc_coll coll, int cold, int *start_out)
 {
     int start, end;
     if (coll_markers(b, deps, ndeps, chain, &start, &end) < 0)
@@ -609,7 +622,8 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             path(b, members[i], members[(i + 1) % n], l, &a);
             /* each hop at its class's ramp (cost.h, sc_flat_beta) */
             sc_link lk = link_class(b, members[i], members[(i + 1) % n]);
-            double r = sc_cost_coll_ramp(b->c, lk, msg) * cold_share(b, lk, cold);
+            double r = sc_cost_coll_ramp(b->c, lk, msg) * cold_share(b, lk, cold) *
+                       coll_share(b, lk, coll);
             int f = flow_factor(b, flow_task(b, l, vol / (r * g), from, end, members[i], op,
                                              stage, chunk, mb, report_bytes), g);
             if (f < 0)
@@ -739,7 +753,8 @@ static int add_allreduce(builder *b, const int *members, int n, double S, double
         return add_tree(b, members, n, k, pmax, S, count, deps, ndeps, chain, op, stage, chunk,
                         mb, report_bytes, msg, cold, start_out);
     return add_ring(b, members, n, 2.0 * (n - 1) / n * S, 2.0 * (n - 1) * count, deps, ndeps,
-                    chain, op, stage, chunk, mb, report_bytes, msg, cold, start_out);
+                    chain, op, stage, chunk, mb, report_bytes, msg, SC_COLL_ALLREDUCE, cold,
+                    start_out);
 }
 
 static int rank_of(builder *b, int d, int p, int t) { return sc_step_rank(b->cfg, d, p, t); }
@@ -820,7 +835,7 @@ static int dp_coll_flows(builder *b, int p, int t, sc_coll coll, double S, const
         int e = ar ? add_allreduce(b, members, dp, S, 1, deps, dp, chain, op, stage, chunk, mb,
                                    S, S, 1, start_out)
                    : add_ring(b, members, dp, vol, lat_steps, deps, dp, chain, op, stage, chunk,
-                              mb, S, S, 1, start_out);
+                              mb, S, S, coll, 1, start_out);
         sc_free(members);
         return e;
     }
@@ -850,7 +865,8 @@ static int dp_coll_flows(builder *b, int p, int t, sc_coll coll, double S, const
             /* one comm op per collective in the timeline; each path at its class's
              * size ramp (add_ring) */
             sc_link lk = q == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
-            double ramp = sc_cost_coll_ramp(b->c, lk, S) * cold_share(b, lk, 1);
+            double ramp = sc_cost_coll_ramp(b->c, lk, S) * cold_share(b, lk, 1) *
+                          coll_share(b, lk, coll);
             if (flow_task(b, paths[q], vols[q] / ramp, from, end, first ? r : -1, op, stage,
                           chunk, mb, S) < 0)
                 return -1;
@@ -880,7 +896,7 @@ static int tp_after(builder *b, int g, int after, const sc_action *a)
                                   a->op, a->stage, a->chunk, a->mb, S, msg, 0, &s0)
                   : add_ring(b, b->members, b->tp, (b->tp - 1.0) / b->tp * S,
                              (b->tp - 1.0) * count, &after, 1, &b->grp[g].tp_chain, a->op,
-                             a->stage, a->chunk, a->mb, S, msg, 0, &s0);
+                             a->stage, a->chunk, a->mb, S, msg, a->coll, 0, &s0);
     if (!a->waits) {
         /* moved beside the compute (tp communication overlap, lower.h): no
          * stream task waits for it; the stream's compute runs slower while
@@ -1026,9 +1042,10 @@ static void build_cp(builder *b, int p, int i, int j)
                     b->members[c] = rank_of(b, dd * cp + c, p, t);
                     b->deps[c] = a->after >= 0 ? G->task[a->after] : -1;
                 }
+                /* (at the collectives' share, as an allreduce's ring) */
                 int s0, e = add_ring(b, b->members, cp, (cp - 1.0) / cp * S, cp - 1.0, b->deps,
-                                     cp, NULL, a->op, a->stage, a->chunk, a->mb, S, S / cp, 0,
-                                     &s0);
+                                     cp, NULL, a->op, a->stage, a->chunk, a->mb, S, S / cp,
+                                     SC_COLL_ALLREDUCE, 0, &s0);
                 if (e < 0)
                     return;
                 for (int c = 0; c < cp; c++) {

@@ -130,7 +130,7 @@ TEST(calibrate_recovers_known_parameters)
     write_gemm_bench(g, &truth, "cpu-core (test)", 0.0);
     write_comm_bench(ar, "allreduce", 4, "intra", 3e-6, 2.5e9, 7);
     write_comm_bench(p2, "p2p", 2, "intra", 3e-6, 5e9, 7); /* a message: twice the share */
-    write_comm_bench(ag, "allgather", 4, "intra", 3e-6, 2.5e9, 7);
+    write_comm_bench(ag, "allgather", 4, "intra", 3e-6, 2e9, 7); /* a ring below the allreduce */
     const char *files[] = {g, ar, p2, ag};
     sc_cluster out;
     sc_calib_report rep;
@@ -147,6 +147,10 @@ TEST(calibrate_recovers_known_parameters)
     CHECK_NEAR(out.eff.p2p_bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 5e9, 1e-6);
     CHECK_EQ_INT(out.eff.fits.link_p2p[SC_LINK_INTRA].n, 7);
     CHECK(out.eff.p2p_bw_eff[SC_LINK_INTER] == 0); /* nothing measured there */
+    /* and so do the reduce-scatters and all-gathers (here the all-gathers) */
+    CHECK_NEAR(out.eff.ag_rs_bw_eff[SC_LINK_INTRA] * out.intra.bytes_per_s, 2e9, 1e-6);
+    CHECK_EQ_INT(out.eff.fits.link_ag_rs[SC_LINK_INTRA].n, 7);
+    CHECK(out.eff.ag_rs_bw_eff[SC_LINK_INTER] == 0);
     CHECK(out.eff.s_half_bytes[SC_LINK_INTRA] == 0 && out.eff.ramp_exp[SC_LINK_INTRA] == 1);
     CHECK(out.eff.s_half_bytes[SC_LINK_INTER] == 1e6 && out.eff.ramp_exp[SC_LINK_INTER] == 0.5);
     CHECK(out.eff.fits.present);
@@ -160,8 +164,9 @@ TEST(calibrate_recovers_known_parameters)
     int per_op = 0;
     for (int i = 0; i < rep.n_fits; i++)
         per_op += !strcmp(rep.fits[i].what, "intra allreduce") ||
-                  !strcmp(rep.fits[i].what, "intra p2p (used)");
-    CHECK_EQ_INT(per_op, 2);
+                  !strcmp(rep.fits[i].what, "intra p2p (used)") ||
+                  !strcmp(rep.fits[i].what, "intra rs + ag (used)");
+    CHECK_EQ_INT(per_op, 3);
     /* the calibrated cluster round-trips through its file, fits and all */
     sc_cluster back;
     CHECK(sc_test_cluster_round_trip(&out, "cal.json", &back));

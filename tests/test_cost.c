@@ -18,6 +18,7 @@ static sc_cluster preset(const char *name)
         c.eff.s_half_bytes[l] = 0;
         c.eff.ramp_exp[l] = 1;
         c.eff.p2p_bw_eff[l] = 0;
+        c.eff.ag_rs_bw_eff[l] = 0;
     }
     c.eff.alpha_s[SC_LINK_INTRA] = 1e-6;
     c.eff.bw_eff[SC_LINK_INTRA] = 0.8;
@@ -421,6 +422,35 @@ TEST(cost_busbw_factor)
         CHECK_NEAR(S / t * sc_cost_busbw_factor(SC_COLL_ALLREDUCE, n), 450e9 * 0.8, 1e-12);
         REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLGATHER, S, n, n, &t, NULL) == SC_OK);
         CHECK_NEAR(S / t * sc_cost_busbw_factor(SC_COLL_ALLGATHER, n), 450e9 * 0.8, 1e-12);
+    }
+}
+
+/* On H100 and H200 the allreduce runs in the NVSwitch (NVLink SHARP) and the
+ * reduce-scatters and all-gathers as rings at about 370 of NVLink 4's 450
+ * GB/s (nccl-tests#212): the fitted presets' large all-gathers and
+ * reduce-scatters reach 0.82 of their allreduces' busbw (same size ramp).
+ * The A100's allreduce is itself a ring: the same busbw. */
+TEST(cost_ag_rs_share)
+{
+    static const char *const names[] = {"dgx-h100", "p5.48xlarge", "dgx-a100-80g"};
+    static const double want[] = {0.82, 0.82, 1};
+    sc_cluster h200 = fitted("h200-sxm-1");
+    CHECK_NEAR(sc_cluster_ag_rs_eff(&h200, SC_LINK_INTRA), 0.82, 1e-12);
+    for (int i = 0; i < 3; i++) {
+        sc_cluster c = fitted(names[i]);
+        double S = 8e9, ta, tg, tr;
+        REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLREDUCE, S, 8, 8, &ta, NULL) == SC_OK);
+        REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_ALLGATHER, S, 8, 8, &tg, NULL) == SC_OK);
+        REQUIRE(sc_cost_coll(&c, "ring", SC_COLL_REDUCE_SCATTER, S, 8, 8, &tr, NULL) == SC_OK);
+        double ba = S / ta * sc_cost_busbw_factor(SC_COLL_ALLREDUCE, 8);
+        double bg = S / tg * sc_cost_busbw_factor(SC_COLL_ALLGATHER, 8);
+        double br = S / tr * sc_cost_busbw_factor(SC_COLL_REDUCE_SCATTER, 8);
+        CHECK_NEAR(bg / ba, want[i], 2e-3);
+        CHECK_NEAR(br / ba, want[i], 2e-3);
+        CHECK_NEAR(sc_cluster_ag_rs_eff(&c, SC_LINK_INTRA),
+                   want[i] * c.eff.bw_eff[SC_LINK_INTRA], 1e-12);
+        /* across nodes (InfiniBand or EFA, bound by the NICs) nothing changes */
+        CHECK(sc_cluster_ag_rs_eff(&c, SC_LINK_INTER) == c.eff.bw_eff[SC_LINK_INTER]);
     }
 }
 

@@ -434,7 +434,8 @@ TEST(docs_formats_cluster)
         f->compute[d] = stats3();
     f->overhead = stats3();
     for (int l = 0; l < SC_LINK_N; l++)
-        f->link[l] = f->link_p2p[l] = f->host[l] = f->link_cold[l] = stats3();
+        f->link[l] = f->link_p2p[l] = f->host[l] = f->link_cold[l] = f->link_ag_rs[l] =
+            stats3();
     f->gemm = f->overlap = stats3();
     f->n_failed = 1; /* written past a failed gate with --force */
     snprintf(f->failed[0], sizeof f->failed[0],

@@ -105,6 +105,43 @@ TEST(planner_estimate_tracks_sim)
     }
 }
 
+/* The reduce-scatters and all-gathers run at their own share of NVLink
+ * (efficiency.intra.ag_rs_bw_eff: 0.82 on H100, where the allreduce runs at
+ * the link's rate in the switch) in the simulator and the estimate alike:
+ * sequence parallelism's tp collectives take longer with it than at the
+ * allreduce's share, and the same layout's allreduces without sp do not move. */
+TEST(planner_ag_rs_share_in_sim_and_estimate)
+{
+    double t[2][2][2]; /* [sp][ag_rs kept][sim, estimate] */
+    for (int sp = 0; sp < 2; sp++)
+        for (int keep = 0; keep < 2; keep++) {
+            sc_model *m;
+            sc_cluster c;
+            sc_test_open_pair("gpt-13b", "dgx-h100", 1, &m, &c);
+            REQUIRE(m);
+            CHECK_NEAR(c.eff.ag_rs_bw_eff[SC_LINK_INTRA], 0.82, 1e-12);
+            if (!keep)
+                c.eff.ag_rs_bw_eff[SC_LINK_INTRA] = 0;
+            sc_step_cfg cfg = {.dp = 1, .tp = 8, .pp = 1, .v = 1, .m = 4, .mbs = 1,
+                               .recompute = SC_RECOMPUTE_NONE, .schedule = "1f1b", .sp = sp,
+                               .one_replica = 1};
+            sc_estimate e;
+            sc_step_result *r;
+            sc_error err;
+            REQUIRE(sc_estimate_step(m, &c, &cfg, &e, &err) == SC_OK);
+            REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
+            t[sp][keep][0] = r->step_time_s;
+            t[sp][keep][1] = e.step_s;
+            sc_step_result_free(r);
+            sc_model_free(m);
+        }
+    for (int k = 0; k < 2; k++) {
+        if (!(t[1][1][k] > t[1][0][k] * 1.005))
+            sc_test_fail(__FILE__, __LINE__, "%d: %.6f vs %.6f", k, t[1][1][k], t[1][0][k]);
+        CHECK(t[0][1][k] == t[0][0][k]);        /* allreduces: unchanged */
+    }
+}
+
 /* The estimate of cfg against the simulator on model over nodes of cluster:
  * fails (naming what) when they differ by more than tol; *dp_share (if
  * non-NULL) gets the simulated step's data-parallel share. */
