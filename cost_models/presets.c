@@ -511,13 +511,19 @@ struct flash_rate {
  * LLM Foundry's FlashAttention in Triton (llmfoundry/models/layers/
  * flash_attn_triton.py at 061f2c7) takes BLOCK_HEADDIM = max(next power of
  * two of d, 16), masked loads with other=0.0. Both refuse d > 128.
- * FlashAttention-2 builds 32, 64, 96, ..., 256 (multiples of 32) and is
- * left without a list: the default A100, H100 and H200 presets run it, and
- * a list there changes their digests and with them every recorded H200 run
- * (docs/gpu_check/); its sizes between are the rate's interpolation. FA3
- * and cuDNN: none published here. Ends with 0. */
+ * FlashAttention-2 (csrc/flash_attn/src/static_switch.h, HEADDIM_SWITCH, the
+ * same from v2.0 to v2.5.8) launches the kernel of the next multiple of 32
+ * up to 256. FA3 (hopper/flash_api.cpp, round_up_headdim, since the
+ * refactor of 2025-01-07; its first release, 7f67966c, took 64, 128 and 256
+ * only and refused the rest) pads to 64, 96, 128, 192 or 256. Until
+ * 2026-12-05 FA2 and FA3 had no list because one changed the default
+ * presets' digests, which every recorded H200 run carried; a plan now
+ * replays against a saved copy of its preset (docs/gpu_check/clusters/).
+ * cuDNN: none published here. Ends with 0. */
 static const int FA1_HEADS[] = {32, 64, 128, 0};
 static const int TRITON_HEADS[] = {16, 32, 64, 128, 0};
+static const int FA2_HEADS[] = {32, 64, 96, 128, 160, 192, 224, 256, 0};
+static const int FA3_HEADS[] = {64, 96, 128, 192, 256, 0};
 
 /* Measured by sequence length (scripts/fit_flash.py): Dao 2023
  * (FlashAttention-2, Fig. 4; the bars of assets/flash2_{a100,h100}_fwd_bwd_
@@ -571,12 +577,10 @@ static const int TRITON_HEADS[] = {16, 32, 64, 128, 0};
  * 604, unmasked 1.022 times that with s0 210 (FP16 bars, BF16 taken the
  * same). The backward keeps the 0.45 : 0.60 of the forward the flat preset
  * had (Shah et al.: 1.5-1.75x FA2's backward) and the forward's fall. Head
- * size 64: 1 here, though the same figure (panel b, causal) gives 0.709 of
- * the head-128 rate at s = 2048 (scripts/fit_flash.py): changing the H100 and
- * H200 presets changes their digests, and every recorded H200 run
- * (docs/gpu_check/) would stop replaying against its plan; left for the next
- * GPU run, which records new plans (docs/accuracy.md, "cuDNN's fused
- * attention").
+ * size 64: the same figure's panel b (causal, 197 to 473 TFLOP/s from 512 to
+ * 16k) gives 0.709 of the head-128 rate at s = 2048 (scripts/fit_flash.py);
+ * until 2026-12-05 the presets took 1 here, for the recorded runs' digests
+ * (above).
  *
  * cuDNN's fused attention (Transformer Engine's NVTE_FUSED_ATTN=1 backend),
  * the same figure's cuDNN bars: causal R 561.0, s0 388, unmasked 1.104
@@ -588,25 +592,27 @@ static const int TRITON_HEADS[] = {16, 32, 64, 128, 0};
  * later releases. */
 #define FA3_FWD (654.8 / 989.4)
 #define FA3_BWD (FA3_FWD * 0.45 / 0.60)
-#define FA3_HOPPER FA3_FWD, FA3_BWD, 604, 210, 1.022, 1
+#define FA3_HOPPER FA3_FWD, FA3_BWD, 604, 210, 1.022, 0.709
 #define CUDNN_HOPPER 561.0 / 989.4, FA3_BWD * 541.5 / 591.2, 388, 110, 619.3 / 561.0, 0.708
 
 #define FA_FIG "Dao 2023, Fig. 4, by sequence"
 static const flash_rate flash_rates[] = {
-    {"A100", "fa2", FA2_A100, "FA2 (" FA_FIG ")", NULL},
+    {"A100", "fa2", FA2_A100, "FA2 (" FA_FIG ")", FA2_HEADS},
     {"A100", "fa1", FA1_A100, "FA1 (" FA_FIG ")", FA1_HEADS},
     {"A100", "triton", TRITON_A100, "FlashAttention in Triton (" FA_FIG ")", TRITON_HEADS},
-    {"H100", "fa2", FA2_HOPPER, "FA2 on H100 (Shah et al. 2024, Figs. 5-6; " FA_FIG ")", NULL},
+    {"H100", "fa2", FA2_HOPPER, "FA2 on H100 (Shah et al. 2024, Figs. 5-6; " FA_FIG ")",
+     FA2_HEADS},
     {"H100", "fa1", FA1_HOPPER, "FA1 on H100 (" FA_FIG ")", FA1_HEADS},
-    {"H100", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024, Fig. 5, by sequence)", NULL},
+    {"H100", "fa3", FA3_HOPPER, "FA3 (Shah et al. 2024, Fig. 5, by sequence)", FA3_HEADS},
     {"H100", "triton", TRITON_HOPPER,
      "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")",
      TRITON_HEADS},
     {"H100", "cudnn", CUDNN_HOPPER, "cuDNN fused attention (Shah et al. 2024, Figs. 5-6)", NULL},
-    {"H200", "fa2", FA2_HOPPER, "FA2 on H100, assumed (Shah et al. 2024; " FA_FIG ")", NULL},
+    {"H200", "fa2", FA2_HOPPER, "FA2 on H100, assumed (Shah et al. 2024; " FA_FIG ")",
+     FA2_HEADS},
     {"H200", "fa1", FA1_HOPPER, "FA1 on H100, assumed (" FA_FIG ")", FA1_HEADS},
     {"H200", "fa3", FA3_HOPPER, "FA3 on H100, assumed (Shah et al. 2024, Fig. 5, by sequence)",
-     NULL},
+     FA3_HEADS},
     {"H200", "triton", TRITON_HOPPER,
      "FlashAttention in Triton: A100's Triton/FA2 times FA2 on H100, assumed (" FA_FIG ")",
      TRITON_HEADS},

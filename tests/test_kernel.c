@@ -253,8 +253,10 @@ TEST(kernel_flash_attention)
      * head as the next built size, its extra columns zeros: FlashAttention
      * v1's 96 runs its 128 kernel, FLOPs and rate; Q, K, V and O move at
      * 96 (the roof's bytes); 64 and 128 run as they are; above the
-     * largest, as it is; the preset's FA2 (no list) interpolates */
-    CHECK(g->n_flash_heads == 0);
+     * largest, as it is; the preset's FA2 builds every multiple of 32 up
+     * to 256 (HEADDIM_SWITCH) */
+    REQUIRE(g->n_flash_heads == 8);
+    CHECK(g->flash_heads[0] == 32 && g->flash_heads[2] == 96 && g->flash_heads[7] == 256);
     sc_kernel h128 = sc_kernel_flash("flash", 96, 2048, 2048, 128, 1, SC_KTP_BATCH);
     sc_kernel h40 = sc_kernel_flash("flash", 96, 2048, 2048, 40, 1, SC_KTP_BATCH);
     sc_error ferr = {0};
@@ -290,8 +292,21 @@ TEST(kernel_flash_attention)
                1e-15);
     CHECK_NEAR(sc_cost_kernel_time(&tri, &h8, &cc, 0), sc_cost_kernel_time(&tri, &h16, &cc, 0),
                1e-15);
-    /* the preset's FA2 has no list: 96 between 64 and 128 */
+    /* the preset's FA2: 96 is built (between 64 and 128), 80 runs as 96 */
     CHECK(sc_cost_kernel_time(&c, &h96, &cc, 0) < sc_cost_kernel_time(&c, &h128, &cc, 0));
+    CHECK_NEAR(sc_cost_kernel_time(&c, &h80, &cc, 1), sc_cost_kernel_time(&c, &h96, &cc, 1),
+               1e-15);
+    /* FA3 (the Hopper presets'): 64, 96, 128, 192, 256; head size 64 at 0.709
+     * of 128's rate (Shah et al. 2024, Fig. 5b) */
+    sc_cluster h100;
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &h100, &ferr) == SC_OK);
+    CHECK_NEAR(h100.eff.gemm.flash_hd64, 0.709, 1e-12);
+    REQUIRE(h100.eff.gemm.n_flash_heads == 5);
+    CHECK(h100.eff.gemm.flash_heads[0] == 64 && h100.eff.gemm.flash_heads[4] == 256);
+    CHECK_NEAR(sc_cost_kernel_time(&h100, &h40, &cc, 0), sc_cost_kernel_time(&h100, &h64, &cc, 0),
+               1e-15);
+    CHECK_NEAR(sc_cost_kernel_time(&h100, &h80, &cc, 0), sc_cost_kernel_time(&h100, &h96, &cc, 0),
+               1e-15);
     /* a short sequence runs slower per FLOP: 4 x 512-token sequences take
      * longer than one of 1024 with the same pair count */
     sc_kernel s512 = sc_kernel_flash("flash", 96 * 4, 512, 512, 128, 1, SC_KTP_BATCH);
