@@ -1039,13 +1039,20 @@ sc_status sc_cluster_save(const sc_cluster *c, const char *file, sc_error *err)
 
 /* ---- misc ----------------------------------------------------------------- */
 
-sc_status sc_cluster_open(const char *name_or_file, sc_cluster *out, sc_error *err)
+int sc_cluster_is_preset(const char *name)
 {
     int n;
     const sc_cluster_preset *p = sc_cluster_presets(&n);
     for (int i = 0; i < n; i++)
-        if (strcmp(p[i].name, name_or_file) == 0)
-            return sc_cluster_preset_get(name_or_file, out, err);
+        if (strcmp(p[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+sc_status sc_cluster_open(const char *name_or_file, sc_cluster *out, sc_error *err)
+{
+    if (sc_cluster_is_preset(name_or_file))
+        return sc_cluster_preset_get(name_or_file, out, err);
     return sc_cluster_load(name_or_file, out, err);
 }
 

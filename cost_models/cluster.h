@@ -316,6 +316,8 @@ const sc_cluster_preset *sc_cluster_presets(int *n);
  * SC_ENOTFOUND if there is none. cpu-local reads this machine's core count
  * and memory (sysconf) at each call. */
 sc_status sc_cluster_preset_get(const char *name, sc_cluster *out, sc_error *err);
+/* 1 if name is a preset's name. */
+int sc_cluster_is_preset(const char *name);
 /* A preset name, else a file path. */
 sc_status sc_cluster_open(const char *name_or_file, sc_cluster *out, sc_error *err);
 

@@ -274,6 +274,19 @@ typedef enum sc_coll {
 const char *sc_coll_name(sc_coll op);  /* "allreduce", ... */
 int sc_coll_parse(const char *s);      /* -1 if unknown */
 
+/* Collective op's share of link class l relative to the class's bw_eff (what
+ * the links run at): reduce-scatters and all-gathers reach ag_rs_bw_eff where
+ * the cluster has it (sc_cluster_ag_rs_eff: on H100 and H200 the allreduce
+ * runs in the switch, the others as rings); 1 for the rest. cost, the
+ * estimate and the simulator divide a collective's bandwidth or multiply its
+ * link time by it alike. */
+static inline double sc_cost_coll_share(const sc_cluster *c, sc_link l, sc_coll op)
+{
+    if (op != SC_COLL_REDUCE_SCATTER && op != SC_COLL_ALLGATHER)
+        return 1;
+    return sc_cluster_ag_rs_eff(c, l) / c->eff.bw_eff[l];
+}
+
 /* The link parameters a collective sees; filled by sc_cost_links. */
 typedef struct sc_comm_links {
     int n, per_node, nodes;  /* ranks, ranks per node, nodes spanned = ceil(n/per_node) */

@@ -98,13 +98,10 @@ sc_status sc_cost_coll(const sc_cluster *c, const char *algo, sc_coll op, double
     sc_status st = sc_cost_links(c, n, per_node, &l, err);
     if (st)
         return st;
-    if (op == SC_COLL_REDUCE_SCATTER || op == SC_COLL_ALLGATHER) {
-        /* at their own share of each link (sc_cluster_ag_rs_eff) */
-        l.beta_intra *= sc_cluster_ag_rs_eff(c, SC_LINK_INTRA) / c->eff.bw_eff[SC_LINK_INTRA];
-        double x = sc_cluster_ag_rs_eff(c, SC_LINK_INTER) / c->eff.bw_eff[SC_LINK_INTER];
-        l.beta_nic *= x;
-        l.beta_inter *= x;
-    }
+    /* each op at its own share of each link (sc_cost_coll_share) */
+    l.beta_intra *= sc_cost_coll_share(c, SC_LINK_INTRA, op);
+    l.beta_nic *= sc_cost_coll_share(c, SC_LINK_INTER, op);
+    l.beta_inter *= sc_cost_coll_share(c, SC_LINK_INTER, op);
     /* a measured size factor of the group's class divides the whole time (sc_size_curve) */
     *time_s = a->time(&l, op, bytes) / sc_cluster_coll_factor(c, l.nodes, bytes);
     return SC_OK;

@@ -58,11 +58,9 @@ static double coll_time(const sc_cluster *c, sc_coll op, double bytes, double ms
         sc_cluster_cold(c, SC_LINK_INTRA, &ai, &wi);
         sc_cluster_cold(c, SC_LINK_INTER, &ae, &we);
     }
-    if (op == SC_COLL_REDUCE_SCATTER || op == SC_COLL_ALLGATHER) {
-        /* at their own share of each link (sc_cluster_ag_rs_eff), as the simulator's */
-        wi *= sc_cluster_ag_rs_eff(c, SC_LINK_INTRA) / c->eff.bw_eff[SC_LINK_INTRA];
-        we *= sc_cluster_ag_rs_eff(c, SC_LINK_INTER) / c->eff.bw_eff[SC_LINK_INTER];
-    }
+    /* each op at its own share of each link, as the simulator's */
+    wi *= sc_cost_coll_share(c, SC_LINK_INTRA, op);
+    we *= sc_cost_coll_share(c, SC_LINK_INTER, op);
     double bi = c->intra.bytes_per_s * wi * r[0], beta = bi, a, t;
     int k = per_node >= n ? 1 : (n + per_node - 1) / per_node; /* nodes */
     double be = k == 1 ? 0

@@ -776,11 +776,7 @@ static sc_model *snapshot(const sc_plan *p, const char *file)
  * the copy in *out when one's digest is the plan's, else -1. */
 static int cluster_snapshot(const sc_plan *p, const char *file, sc_cluster *out)
 {
-    int n, preset = 0;
-    const sc_cluster_preset *ps = sc_cluster_presets(&n);
-    for (int i = 0; i < n && !preset; i++)
-        preset = !strcmp(ps[i].name, p->cluster_source);
-    if (!preset)
+    if (!sc_cluster_is_preset(p->cluster_source))
         return -1; /* a file: the plan names it, nothing else stands in */
     for (int i = 0; i < SNAPSHOT_PLACES; i++) {
         char path[2048], dg[17];

@@ -505,18 +505,6 @@ static double cold_share(builder *b, sc_link l, int cold)
     return bw / b->c->eff.bw_eff[l];
 }
 
-/* Collective coll's share of link class l relative to the one the links run
- * at (bw_eff): reduce-scatters and all-gathers reach ag_rs_bw_eff where the
- * cluster has it (sc_cluster_ag_rs_eff: on H100 and H200 the allreduce runs
- * in the switch, the others as rings), so their flows move vol / share
- * bytes' worth of link time; 1 for the rest. */
-static double coll_share(builder *b, sc_link l, sc_coll coll)
-{
-    if (coll != SC_COLL_REDUCE_SCATTER && coll != SC_COLL_ALLGATHER)
-        return 1;
-    return sc_cluster_ag_rs_eff(b->c, l) / b->c->eff.bw_eff[l];
-}
-
 /* A delay task of `delay` seconds after marker start; start itself when there is
  * none. Returns what the collective's flows start after. */
 static int delay_after(builder *b, int start, double delay)
@@ -593,7 +581,7 @@ static int coll_markers(builder *b, const int *deps, int ndeps, int *chain, int 
  * size of one collective of the lot (nccl-tests' S): the links run at the
  * plateau (bw_eff), so a hop below it, reaching only r(msg) of its class's
  * plateau (the size ramp, cost.h), moves vol / r(msg) bytes' worth of link
- * time, at collective coll's share (coll_share); the ring ends with its
+ * time, at collective coll's share (sc_cost_coll_share); the ring ends with its
  * slowest hop. cold: a data-parallel collective, at the cold alpha and share
  * (sc_cluster_cold, cold_share). Returns the
  * end marker (and the start marker in *start_out); -1 on failure. */
@@ -623,7 +611,7 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             /* each hop at its class's ramp (cost.h, sc_flat_beta) */
             sc_link lk = link_class(b, members[i], members[(i + 1) % n]);
             double r = sc_cost_coll_ramp(b->c, lk, msg) * cold_share(b, lk, cold) *
-                       coll_share(b, lk, coll);
+                       sc_cost_coll_share(b->c, lk, coll);
             int f = flow_factor(b, flow_task(b, l, vol / (r * g), from, end, members[i], op,
                                              stage, chunk, mb, report_bytes), g);
             if (f < 0)
@@ -866,7 +854,7 @@ static int dp_coll_flows(builder *b, int p, int t, sc_coll coll, double S, const
              * size ramp (add_ring) */
             sc_link lk = q == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
             double ramp = sc_cost_coll_ramp(b->c, lk, S) * cold_share(b, lk, 1) *
-                          coll_share(b, lk, coll);
+                          sc_cost_coll_share(b->c, lk, coll);
             if (flow_task(b, paths[q], vols[q] / ramp, from, end, first ? r : -1, op, stage,
                           chunk, mb, S) < 0)
                 return -1;

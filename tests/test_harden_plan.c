@@ -171,6 +171,30 @@ TEST(plan_methods_cover_partitioners)
     }
 }
 
+/* In d: removes `clear`, makes the folders `dirs`, puts old.json at `where`,
+ * then checks that the plan `path` opens and returns its replayed step time
+ * (`sim --plan --json`); -1 where a step failed. */
+static double replay_with_copy(const char *d, const char *clear, const char *dirs,
+                               const char *where, const char *path)
+{
+    sc_error err = {0};
+    if (sc_test_sh(out, sizeof out, "cd %s && rm -rf %s && mkdir -p %s && cp old.json %s", d,
+                   clear, dirs, where) != 0) {
+        sc_test_fail(__FILE__, __LINE__, "placing old.json at %s: %s", where, out);
+        return -1;
+    }
+    CHECK(load_open(path, &err) == SC_OK);
+    if (sc_test_sh(out, sizeof out, "%s sim --plan %s --json", sc_test_bin(), path) != 0) {
+        sc_test_fail(__FILE__, __LINE__, "sim --plan %s with old.json at %s: %s", path, where,
+                     out);
+        return -1;
+    }
+    cJSON *j = cJSON_Parse(out);
+    double t = j ? cJSON_GetNumberValue(cJSON_GetObjectItem(j, "step_time_s")) : -1;
+    cJSON_Delete(j);
+    return t;
+}
+
 /* A plan made with a built-in model replays after the built-in has changed
  * against a copy of the model as it was: NAME.json beside the plan, in
  * models/ beside it or in models/ one folder up; only a copy whose digest
@@ -208,20 +232,10 @@ TEST(plan_replays_against_a_model_snapshot)
     static const char *const where[] = {"runs/a/gpt-1.3b.json", "runs/a/models/gpt-1.3b.json",
                                         "runs/models/gpt-1.3b.json"};
     double t[3];
-    for (int i = 0; i < 3; i++) {
-        REQUIRE(sc_test_sh(out, sizeof out,
-                           "cd %s && rm -rf runs/a/gpt-1.3b.json runs/a/models runs/models && "
-                           "mkdir -p runs/a/models runs/models && cp old.json %s",
-                           d, where[i]) == 0);
-        sc_err_clear(&err);
-        CHECK(load_open(path, &err) == SC_OK);
-        REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, path) == 0);
-        cJSON *j = cJSON_Parse(out);
-        REQUIRE(j);
-        t[i] = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
-        cJSON_Delete(j);
-    }
-    CHECK(t[0] == t[1] && t[1] == t[2]);
+    for (int i = 0; i < 3; i++)
+        t[i] = replay_with_copy(d, "runs/a/gpt-1.3b.json runs/a/models runs/models",
+                                "runs/a/models runs/models", where[i], path);
+    CHECK(t[0] > 0 && t[0] == t[1] && t[1] == t[2]);
     /* the built-in (Megatron-LM's loss) is slower than the copy (apex's) */
     REQUIRE(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p4d.24xlarge "
                        "--microbatches 2 --json", bin) == 0);
@@ -280,18 +294,9 @@ TEST(plan_replays_against_a_cluster_snapshot)
                  i % 2 ? "." : "", i % 2 ? dg : "");
     double t[6];
     for (int i = 0; i < 6; i++) {
-        REQUIRE(sc_test_sh(out, sizeof out,
-                           "cd %s && rm -rf runs/a/p4d* runs/a/clusters runs/clusters && "
-                           "mkdir -p runs/a/clusters runs/clusters && cp old.json %s",
-                           d, where[i]) == 0);
-        sc_err_clear(&err);
-        CHECK(load_open(path, &err) == SC_OK);
-        REQUIRE(sc_test_sh(out, sizeof out, "%s sim --plan %s --json", bin, path) == 0);
-        cJSON *j = cJSON_Parse(out);
-        REQUIRE(j);
-        t[i] = cJSON_GetObjectItem(j, "step_time_s")->valuedouble;
-        cJSON_Delete(j);
-        CHECK(t[i] == t[0]);
+        t[i] = replay_with_copy(d, "runs/a/p4d* runs/a/clusters runs/clusters",
+                                "runs/a/clusters runs/clusters", where[i], path);
+        CHECK(t[i] > 0 && t[i] == t[0]);
     }
     /* the copy's tp collectives are slower than the preset's */
     REQUIRE(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p4d.24xlarge --tp 8 "
