@@ -8,7 +8,9 @@ packages.
 Data: "Attention forward + backward speed" on A100 80GB SXM4 and on H100 80GB
 SXM5, TFLOP/s at sequence lengths 512 .. 16k (batch x sequence = 16k tokens,
 hidden 2048, head size 64 and 128, with and without the causal mask), for
-FlashAttention (v1), FlashAttention in Triton (A100 only) and
+FlashAttention (v1), FlashAttention in Triton (A100 only; the Triton
+package's own triton.ops.flash_attention, which the presets take as a
+stand-in for LLM Foundry's flash_attn_triton.py) and
 FlashAttention-2: Dao 2023 (FlashAttention-2, arXiv:2307.08691, Fig. 4), the
 same bars as assets/flash2_a100_fwd_bwd_benchmark.png and
 assets/flash2_h100_fwd_bwd_benchmark.png of Dao-AILab/flash-attention at

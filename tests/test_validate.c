@@ -1114,3 +1114,107 @@ TEST(validate_overhead_fit)
     REQUIRE(SC("%s validate --suite korthikanti2022 --no-overhead", sc_test_bin()) == 0);
     CHECK_STR_HAS(out, "no framework overhead");
 }
+
+/* scripts/mpt_table.py (docs/accuracy.md, "The MPT tables beyond the suite"):
+ * on a stand-in llm-foundry clone it writes the bf16 rows of every table as a
+ * suite (the FP8 table and a batch that is no multiple of GPUs x microbatch
+ * left out, the A100 40GB header's missing TFLOP column tolerated), and rows
+ * that are the shipped suite's runs predict exactly what the shipped rows do;
+ * a row it cannot read is refused naming the section. */
+#define MPT_HEAD                                                                          \
+    "| Model | SeqLen (T) | # GPUs | GPU | MFU | HFU | %sMicroBatchSize | GradAccum | "       \
+    "GlobalBatchSize | Throughput (S/s) | Throughput (T/s) | Throughput (T/s/GPU) | "         \
+    "GlobalBatchSize (T) | Precision | MP Mode | Sharding Strategy | Activation "            \
+    "Checkpointing | Activation CPUOffload | NumParams |\n|---|---|---|---|---|---|---|---|---" \
+    "|---|---|---|---|---|---|---|---|---|---|%s\n"
+
+static double predicted_of(const cJSON *rows, const char *id)
+{
+    const cJSON *r;
+    cJSON_ArrayForEach(r, rows)
+    {
+        const cJSON *i = cJSON_GetObjectItemCaseSensitive(r, "id");
+        if (cJSON_IsString(i) && !strcmp(i->valuestring, id))
+            return cJSON_GetObjectItemCaseSensitive(r, "predicted_s")->valuedouble;
+    }
+    return -1;
+}
+
+TEST(validate_mpt_table_script)
+{
+    if (SC("command -v git") != 0) {
+        sc_test_skip("no git here: the script reads the tables from a git clone");
+        return;
+    }
+    char readme[8192], h1[2048], h2[2048];
+    snprintf(h1, sizeof h1, MPT_HEAD, "Model TFLOP | ", "---|");
+    snprintf(h2, sizeof h2, MPT_HEAD, "", "");
+    snprintf(readme, sizeof readme,
+             "# MPT Training Benchmarks\n\n## H100 80GB BF16\n%s"
+             "|  1b | 2048 | 8 | h100_80gb | 41 | 41 | 4E+14 | 14 | 1 | 112 | 177 | 363645 | "
+             "45455 | 229376 | amp_bf16 | DEFAULT | FULL_SHARD | False | False | 1 |\n"
+             "\n## H100 80GB FP8\n%s"
+             "|  1b | 2048 | 8 | h100_80gb | 50 | 50 | 5E+14 | 14 | 1 | 112 | 200 | 409600 | "
+             "51200 | 229376 | amp_fp8 | DEFAULT | FULL_SHARD | False | False | 1 |\n"
+             "\n## A100 40GB with 1600 Gbps node-node interconnect (RoCE)\n%s"
+             "|  1b | 2048 | 8 | a100_40gb | 50 | 50 | 1.5E+14 | 8 | 8 | 512 | 75 | 154171 | "
+             "19271 | 1048576 | bf16 | PURE | FULL_SHARD | False | False | 1 |\n"
+             "|  1b | 2048 | 8 | a100_40gb | 50 | 50 | 1.5E+14 | 7 | 8 | 500 | 75 | 154171 | "
+             "19271 | 1024000 | bf16 | PURE | FULL_SHARD | False | False | 1 |\n",
+             h1, h1, h2);
+    const char *rm = put("mpt_readme.md", readme);
+    const char *ym = put("mpt_1b.yaml", "model:\n  name: mpt_causal_lm\n  d_model: 2048\n"
+                                        "  n_heads: 16\n  n_layers: 24\n  expansion_ratio: 4\n"
+                                        "  vocab_size: 50368\n");
+    const char *tmp = sc_test_tmpdir();
+    REQUIRE(SC("d=%s/lf && rm -rf $d && mkdir -p $d/scripts/train/benchmarking "
+               "$d/scripts/train/yamls/pretrain && cp %s $d/scripts/train/benchmarking/README.md "
+               "&& cp %s $d/scripts/train/yamls/pretrain/mpt-1b.yaml && git -C $d init -q && "
+               "git -C $d add -A && git -C $d -c user.name=t -c user.email=t@t commit -qm t 2>&1",
+               tmp, rm, ym) == 0);
+    REQUIRE(SC("/usr/bin/python3 scripts/mpt_table.py --llmfoundry %s/lf --commit HEAD "
+               "-o %s/mpt_all.json --run %s 2>&1",
+               tmp, tmp, sc_test_bin()) == 0);
+    CHECK_STR_HAS(out, "2 rows to");
+    CHECK_STR_HAS(out, "1 bf16 rows left out");
+    CHECK_STR_HAS(out, "a100-40     2048     1");
+    CHECK_STR_HAS(out, "h100        2048     1");
+
+    char path[700];
+    snprintf(path, sizeof path, "%s/mpt_all.json", tmp);
+    REQUIRE(SC("%s validate --suite %s --json 2>/dev/null", sc_test_bin(), path) == 0);
+    cJSON *mine = cJSON_Parse(out);
+    REQUIRE(mine);
+    REQUIRE(SC("%s validate --suite mpt_llmfoundry --json 2>/dev/null", sc_test_bin()) == 0);
+    cJSON *ship = cJSON_Parse(out);
+    REQUIRE(ship);
+    const cJSON *mr = cJSON_GetObjectItemCaseSensitive(mine, "rows");
+    const cJSON *sr = cJSON_GetObjectItemCaseSensitive(ship, "rows");
+    CHECK_EQ_INT(cJSON_GetArraySize(mr), 2);
+    const char *pairs[][2] = {{"h100-1b-s2048-8gpu-mbs14", "h100-1b-8gpu"},
+                              {"a100-40-1b-s2048-8gpu-mbs8", "a100-40-1b-8gpu"}};
+    for (int i = 0; i < 2; i++) {
+        double a = predicted_of(mr, pairs[i][0]), b = predicted_of(sr, pairs[i][1]);
+        CHECK(a > 0 && b > 0 && fabs(a - b) <= 1e-9 * b);
+    }
+    const cJSON *h = cJSON_GetArrayItem(mr, 0);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "approximate")));
+    cJSON_Delete(mine);
+    cJSON_Delete(ship);
+
+    /* a cell that is not a number: refused, naming the section */
+    char bad[8192];
+    snprintf(bad, sizeof bad, "## A100 80GB\n%s|  1b | 2048 | eight | a100_80gb | 50 | 50 | "
+                              "1 | 8 | 8 | 512 | 75 | 1 | 1 | 1 | bf16 | PURE | FULL_SHARD | "
+                              "False | False | 1 |\n", h1);
+    rm = put("mpt_readme_bad.md", bad);
+    REQUIRE(SC("d=%s/lf && cp %s $d/scripts/train/benchmarking/README.md && "
+               "git -C $d -c user.name=t -c user.email=t@t commit -qam bad 2>&1",
+               tmp, rm) == 0);
+    CHECK(SC("/usr/bin/python3 scripts/mpt_table.py --llmfoundry %s/lf --commit HEAD "
+             "-o %s/mpt_bad.json 2>&1",
+             tmp, tmp) != 0);
+    CHECK_STR_HAS(out, "section 'A100 80GB'");
+    CHECK_STR_HAS(out, "eight");
+    CHECK(SC("test -e %s/mpt_bad.json", tmp) != 0);
+}

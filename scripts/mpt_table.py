@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""mpt_table.py - every row of LLM Foundry's MPT throughput tables as a suite.
+
+The shipped suite validation/mpt_llmfoundry.json takes 17 rows of MosaicML's
+published tables (scripts/train/benchmarking/README.md of mosaicml/
+llm-foundry): each model at sequence 2048 on each GPU. The tables hold about
+120 more (sequences 512 to 65536, 8 to 512 GPUs). This script turns all of
+them into a suite file, outside the repository, so that the model can be
+checked where the shipped suite does not reach (docs/accuracy.md, "The MPT
+tables beyond the suite"). Its rows are not validation rows: nothing is
+fitted to them and the targets do not count them.
+
+  git clone https://github.com/mosaicml/llm-foundry /tmp/llm-foundry
+  scripts/mpt_table.py --llmfoundry /tmp/llm-foundry -o /tmp/mpt_all.json \\
+      --run bin/stagecraft
+
+Reads the README and scripts/train/yamls/pretrain/mpt-*.yaml at --commit
+(default 061f2c7, the suite's citation) with git; pure Python otherwise.
+Rows are built as the shipped suite's (docs/formats.md, validation): the gpt
+generator with LLM Foundry's vocabulary, tied embedding, no dropout and two
+training metrics; FSDP FULL_SHARD (dp = GPUs, zero 3); full recompute where
+the table's Activation Checkpointing column says True; LLM Foundry's Triton
+attention. The FP8 table is left out (no row of the suite runs FP8), and so
+are rows whose global batch is not a multiple of GPUs x microbatch (the
+benchmark then runs a short last microbatch, which a layout cannot say).
+H100 rows are marked approximate (the table does not give that network).
+
+With --run STAGECRAFT the suite is run (validate --json) and the errors are
+summarised by GPU and sequence length: rows, MAPE, mean signed error, and
+the range.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+PRESETS = {"h100_80gb": "dgx-h100", "a100_80gb": "dgx-a100-80g", "a100_40gb": "p4d.24xlarge"}
+SHORT = {"h100_80gb": "h100", "a100_80gb": "a100-80", "a100_40gb": "a100-40"}
+
+
+def git_show(repo, commit, path):
+    r = subprocess.run(["git", "-C", repo, "show", f"{commit}:{path}"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"mpt_table.py: {repo}: cannot read {path} at {commit}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def shape(repo, commit, name):
+    text = git_show(repo, commit, f"scripts/train/yamls/pretrain/mpt-{name}.yaml")
+    out = {}
+    for key in ("d_model", "n_heads", "n_layers", "vocab_size", "expansion_ratio"):
+        m = re.search(rf"^\s*{key}:\s*(\d+)", text, re.M)
+        if not m:
+            sys.exit(f"mpt_table.py: mpt-{name}.yaml at {commit}: no {key}")
+        out[key] = int(m.group(1))
+    if out["expansion_ratio"] != 4:
+        sys.exit(f"mpt_table.py: mpt-{name}.yaml: expansion_ratio {out['expansion_ratio']}, "
+                 "the gpt generator's MLP is 4 x hidden")
+    return out
+
+
+def rows_of(repo, commit):
+    readme = git_show(repo, commit, "scripts/train/benchmarking/README.md")
+    section, header, rows, shapes, skipped = "", None, [], {}, 0
+    for line in readme.splitlines():
+        if line.startswith("## "):
+            section, header = line[3:].strip(), None
+            continue
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == "Model":
+            header = cells
+            continue
+        if header is None or "FP8" in section or set("".join(cells)) <= set("-: "):
+            continue
+        cols = header
+        if len(cells) == len(header) + 1 and "HFU" in header:
+            # at 061f2c7 the A100 40GB table's header lacks the TFLOP column its
+            # rows carry after HFU
+            i = header.index("HFU") + 1
+            cols = header[:i] + ["TFLOP"] + header[i:]
+        if len(cells) != len(cols):
+            sys.exit(f"mpt_table.py: README at {commit}, section '{section}': "
+                     f"{len(cells)} cells where the header has {len(cols)}")
+        r = dict(zip(cols, cells))
+        try:
+            name, seq, gpus = r["Model"], int(r["SeqLen (T)"]), int(r["# GPUs"])
+            gpu, mbs, accum = r["GPU"], int(r["MicroBatchSize"]), int(r["GradAccum"])
+            batch, tps = int(r["GlobalBatchSize"]), int(r["Throughput (T/s)"])
+            ckpt = r["Activation Checkpointing"] == "True"
+        except (KeyError, ValueError) as e:
+            sys.exit(f"mpt_table.py: README at {commit}, section '{section}': "
+                     f"cannot read row {line.strip()[:60]}...: {e}")
+        if gpu not in PRESETS or batch % (gpus * mbs) or tps <= 0:
+            skipped += 1
+            continue
+        if name not in shapes:
+            shapes[name] = shape(repo, commit, name)
+        s = shapes[name]
+        rid = f"{SHORT[gpu]}-{name}-s{seq}-{gpus}gpu-mbs{mbs}"
+        if any(x["id"] == rid for x in rows):
+            skipped += 1
+            continue
+        row = {
+            "id": rid,
+            "source": "llmfoundry-bench",
+            "where": f"table '{section}', row {name} / SeqLen {seq} / {gpus} GPUs: "
+                     f"MicroBatchSize {mbs}, GradAccum {accum}, GlobalBatchSize {batch}, "
+                     f"Activation Checkpointing {ckpt}, Throughput {tps} T/s",
+            "hardware": f"{gpus} x {gpu}",
+            "software": "LLM Foundry (Composer), PyTorch FSDP FULL_SHARD, Triton attention",
+            "model": {"generator": "gpt", "cross_entropy": "xentropy",
+                      "layers": s["n_layers"], "hidden": s["d_model"], "heads": s["n_heads"],
+                      "seq": seq, "vocab": s["vocab_size"], "tied": True,
+                      "no_dropout": True, "train_metrics": 2},
+            "layout": {"framework": "torch", "dp": gpus, "tp": 1, "pp": 1, "v": 1,
+                       "schedule": "1f1b", "zero": 3,
+                       "recompute": "full" if ckpt else "none", "sp": False,
+                       "attention": "flash", "attention_kernel": "triton",
+                       "mbs": mbs, "global_batch": batch},
+            "cluster": {"preset": PRESETS[gpu], "nodes": max(1, gpus // 8)},
+            "measured": {"tokens_per_s": tps,
+                         "formula": "iteration time = global batch x sequence / "
+                                    "Throughput (T/s), the table's own columns"},
+        }
+        if gpu == "h100_80gb":
+            row["approximate"] = True
+            row["assumptions"] = "the table does not state the H100 cluster's network"
+        rows.append(row)
+    return rows, skipped
+
+
+def summarise(result):
+    groups = {}
+    for r in result["rows"]:
+        gpu = r["id"].split("-s")[0].rsplit("-", 1)[0]
+        seq = int(re.search(r"-s(\d+)-", r["id"]).group(1))
+        groups.setdefault((gpu, seq), []).append(r["error"])
+    print(f"{'gpu':9} {'seq':>6} {'rows':>5} {'MAPE':>7} {'mean':>7} {'min':>7} {'max':>7}")
+    for (gpu, seq), errs in sorted(groups.items()):
+        n = len(errs)
+        print(f"{gpu:9} {seq:6d} {n:5d} {100 * sum(map(abs, errs)) / n:6.1f}% "
+              f"{100 * sum(errs) / n:+6.1f}% {100 * min(errs):+6.1f}% {100 * max(errs):+6.1f}%")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llmfoundry", required=True, metavar="DIR",
+                    help="a git clone of mosaicml/llm-foundry")
+    ap.add_argument("--commit", default="061f2c7ce64e655100286584a7629e2a09f827ba",
+                    help="the commit whose tables to read (default: the suite's citation)")
+    ap.add_argument("-o", "--output", required=True, metavar="FILE",
+                    help="where to write the suite (stagecraft.validation/1)")
+    ap.add_argument("--run", metavar="STAGECRAFT",
+                    help="run the suite with this stagecraft binary and summarise")
+    a = ap.parse_args()
+    rows, skipped = rows_of(a.llmfoundry, a.commit)
+    suite = {
+        "format": "stagecraft.validation/1",
+        "name": "mpt_llmfoundry_all",
+        "description": "Every bf16 row of LLM Foundry's MPT throughput tables, built by "
+                       "scripts/mpt_table.py: a check beyond the shipped suite, not a "
+                       "validation suite.",
+        "sources": [{"id": "llmfoundry-bench",
+                     "citation": "MosaicML: MPT Training Benchmarks, "
+                                 "scripts/train/benchmarking/README.md in "
+                                 "github.com/mosaicml/llm-foundry (2023)",
+                     "year": 2023,
+                     "url": "https://github.com/mosaicml/llm-foundry/blob/"
+                            f"{a.commit}/scripts/train/benchmarking/README.md",
+                     "commit": a.commit}],
+        "rows": rows,
+    }
+    tmp = a.output + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(suite, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, a.output)
+    print(f"mpt_table.py: {len(rows)} rows to {a.output}; {skipped} bf16 rows left out "
+          "(global batch not a multiple of GPUs x microbatch, another GPU, or a repeat)",
+          file=sys.stderr)
+    if a.run:
+        r = subprocess.run([a.run, "validate", "--suite", a.output, "--json"],
+                           capture_output=True, text=True)
+        if r.returncode not in (0, 1):
+            sys.exit(f"mpt_table.py: {a.run} validate failed (exit {r.returncode}): "
+                     f"{r.stderr.strip()}")
+        summarise(json.loads(r.stdout))
+
+
+if __name__ == "__main__":
+    main()
