@@ -575,13 +575,29 @@ static int coll_markers(builder *b, const int *deps, int ndeps, int *chain, int 
     return 0;
 }
 
+/* A ring of point-to-point sends (context parallelism's key/value ring:
+ * Transformer Engine passes the chunks with send and receive, not a
+ * collective), for add_ring's coll: each hop at the class's p2p share
+ * (p2p_bw_eff over bw_eff, sc_cluster_p2p_eff). */
+#define RING_P2P SC_COLL_N
+
+/* The share of link class lk that ring hops of coll reach, relative to
+ * bw_eff (the links' rate). */
+static double hop_share(const builder *b, sc_link lk, sc_coll coll)
+{
+    if (coll == RING_P2P)
+        return sc_cluster_p2p_eff(b->c, lk) / b->c->eff.bw_eff[lk];
+    return sc_cost_coll_share(b->c, lk, coll);
+}
+
 /* A ring collective among ranks members[0..n) (ascending). Each member sends
  * vol bytes to the next; lat_steps alpha of latency in all. Starts after
  * deps and after the communicator's previous collective (*chain). msg is the
  * size of one collective of the lot (nccl-tests' S): the links run at the
  * plateau (bw_eff), so a hop below it, reaching only r(msg) of its class's
  * plateau (the size ramp, cost.h), moves vol / r(msg) bytes' worth of link
- * time, at collective coll's share (sc_cost_coll_share); the ring ends with its
+ * time, at collective coll's share (sc_cost_coll_share; RING_P2P: the sends'
+ * share); the ring ends with its
  * slowest hop. cold: a data-parallel collective, at the cold alpha and share
  * (sc_cluster_cold, cold_share). Returns the
  * end marker (and the start marker in *start_out); -1 on failure. */
@@ -611,7 +627,7 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
             /* each hop at its class's ramp (cost.h, sc_flat_beta) */
             sc_link lk = link_class(b, members[i], members[(i + 1) % n]);
             double r = sc_cost_coll_ramp(b->c, lk, msg) * cold_share(b, lk, cold) *
-                       sc_cost_coll_share(b->c, lk, coll);
+                       hop_share(b, lk, coll);
             int f = flow_factor(b, flow_task(b, l, vol / (r * g), from, end, members[i], op,
                                              stage, chunk, mb, report_bytes), g);
             if (f < 0)
@@ -1030,10 +1046,11 @@ static void build_cp(builder *b, int p, int i, int j)
                     b->members[c] = rank_of(b, dd * cp + c, p, t);
                     b->deps[c] = a->after >= 0 ? G->task[a->after] : -1;
                 }
-                /* (at the collectives' share, as an allreduce's ring) */
+                /* sends and receives (Transformer Engine's
+                 * flash_attn_p2p_communicate), at the sends' share of each link */
                 int s0, e = add_ring(b, b->members, cp, (cp - 1.0) / cp * S, cp - 1.0, b->deps,
                                      cp, NULL, a->op, a->stage, a->chunk, a->mb, S, S / cp,
-                                     SC_COLL_ALLREDUCE, 0, &s0);
+                                     RING_P2P, 0, &s0);
                 if (e < 0)
                     return;
                 for (int c = 0; c < cp; c++) {

@@ -194,8 +194,9 @@ TEST(cp_lowered_ring_sizes)
 }
 
 /* The ring is simulated: its flows on the comm stream (cp_exchange), on slow
- * links exposed (cp_comm_s), hidden on NVLink; one cp group stands for every
- * data-parallel index (one_replica) within 1%. */
+ * links exposed (cp_comm_s), hidden on NVLink, at the sends' share of a link
+ * (p2p_bw_eff); one cp group stands for every data-parallel index
+ * (one_replica) within 1%. */
 TEST(cp_ring_simulated_and_one_replica)
 {
     sc_model *m;
@@ -239,6 +240,31 @@ TEST(cp_ring_simulated_and_one_replica)
     CHECK(sr->breakdown.cp > 0.15 * sr->step_time_s);
     CHECK(sr->breakdown.dp > 0.15 * sr->step_time_s);
     check_sum(sr);
+    /* the ring is sends and receives: at half the sends' share of the link
+     * (p2p_bw_eff) its transfers take twice as long, whatever the collectives'
+     * share; on a slow link the transfer is nearly all of a ring op */
+    sc_cluster p2p_half = slow;
+    p2p_half.eff.p2p_bw_eff[SC_LINK_INTRA] = 0.5 * sc_cluster_p2p_eff(&slow, SC_LINK_INTRA);
+    solo.want_timeline = 1;
+    sc_step_result *a, *h;
+    REQUIRE(sc_step_simulate(m, &slow, &solo, &a, &err) == SC_OK);
+    REQUIRE(sc_step_simulate(m, &p2p_half, &solo, &h, &err) == SC_OK);
+    double ta = 0, th = 0;
+    for (int i = 0; i < a->timeline->ranks[0].n_ops; i++) {
+        const sc_tl_op *o = &a->timeline->ranks[0].ops[i];
+        if (o->kind == SC_OP_CP_EXCHANGE && o->stream == SC_STREAM_COMM)
+            ta += o->end - o->start;
+    }
+    for (int i = 0; i < h->timeline->ranks[0].n_ops; i++) {
+        const sc_tl_op *o = &h->timeline->ranks[0].ops[i];
+        if (o->kind == SC_OP_CP_EXCHANGE && o->stream == SC_STREAM_COMM)
+            th += o->end - o->start;
+    }
+    CHECK(ta > 0);
+    CHECK_NEAR(th / ta, 2, 0.02);
+    CHECK(h->breakdown.cp > a->breakdown.cp);
+    sc_step_result_free(a);
+    sc_step_result_free(h);
     sc_step_result_free(fr);
     sc_step_result_free(sr);
     sc_step_result_free(full);
