@@ -565,9 +565,13 @@ static const int FA3_HEADS[] = {64, 96, 128, 192, 256, 0};
  * spilling" (its docstring). No benchmark of that one was found, so the
  * Fig. 4 kernel stands in for it. The MPT tables' runs beyond the suite
  * (scripts/mpt_table.py; docs/accuracy.md, "The MPT tables beyond the
- * suite") say the stand-in is slow: at 16k-64k tokens, where attention is
- * most of a step, they are predicted 10-43% too slow. Not fitted to them
- * (end-to-end runs; docs/accuracy.md's rule). */
+ * suite") say the kernel ran faster than the stand-in: at 16k-64k tokens,
+ * where attention is most of a step, they are predicted 10-43% too slow.
+ * What was published of the kernel does not say so (its docstring: forward +
+ * backward slightly slower than FlashAttention's; LLM Foundry's TUTORIAL.md:
+ * slightly faster than flash-attn 1.0.9; both about FA1's rate below, which
+ * is about the stand-in's). Not fitted to the runs (end-to-end; the rule of
+ * docs/accuracy.md). */
 
 /* H100 (989.4). FA2 on Hopper runs Ampere's instructions (mma.sync, no
  * wgmma or TMA). Its level is Shah et al. 2024 (FlashAttention-3), Figs. 5
