@@ -6,6 +6,7 @@
 #include "json.h"
 #include "validate.h"
 #include "overhead.h"
+#include "validate_by.h"
 
 #include <getopt.h>
 #include <libgen.h>
@@ -25,7 +26,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: stagecraft validate [--suite NAME|FILE[,...]] [--dir DIR]\n"
             "                           [--cluster-override PRESET|FILE] [--no-overhead]\n"
-            "                           [--fit-overhead] [--breakdown] [--json] [--check]\n\n"
+            "                           [--fit-overhead] [--breakdown] [--by KEY[,KEY...]]\n"
+            "                           [--json] [--check]\n\n"
             "Runs every row of the validation suites (published end-to-end training runs,\n"
             "each citing its source) through the simulator and prints the predicted and the\n"
             "measured iteration time and the signed error (predicted - measured) / measured,\n"
@@ -47,6 +49,11 @@ static void usage(FILE *f)
             "  --breakdown         after the table, where each row's predicted step goes\n"
             "                      (shares of compute, recompute, optimizer, exposed\n"
             "                      communication, bubble) and its busiest link's busy share\n"
+            "  --by KEY[,KEY...]   after the table, the errors grouped by what the rows\n"
+            "                      are, a line per distinct value (or combination): rows,\n"
+            "                      MAPE, mean signed, lowest and highest error. Keys:\n"
+            "                      suite, cluster, model, seq, gpus, dp, tp, pp, cp, mbs,\n"
+            "                      recompute, sp, attention, framework (at most 4)\n"
             "  --json              print the results as JSON (errors as fractions; each row\n"
             "                      with its breakdown and busiest link)\n"
             "  --check             exit 1 when the targets are missed: MAPE <= 5%%, every\n"
@@ -227,10 +234,12 @@ int cmd_validate(int argc, char **argv)
                                          {"no-overhead", no_argument, NULL, 'n'},
                                          {"fit-overhead", no_argument, NULL, 'f'},
                                          {"breakdown", no_argument, NULL, 'b'},
+                                         {"by", required_argument, NULL, 'y'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *suite_arg = NULL, *dir = NULL, *override = NULL;
     int json = 0, check = 0, no_overhead = 0, fit = 0, breakdown = 0, ch;
+    vby by = {0};
     if (cli_exact_longopts("validate", argc, argv, "h", opts))
         return 2;
     optind = 0;
@@ -261,6 +270,12 @@ int cmd_validate(int argc, char **argv)
         case 'b':
             breakdown = 1;
             break;
+        case 'y': {
+            char msg[256];
+            if (vby_parse(optarg, &by, msg, sizeof msg))
+                return cli_usage("validate", "%s", msg);
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;
@@ -536,6 +551,8 @@ int cmd_validate(int argc, char **argv)
             sc_val_stats_of(sub, n, &st);
             stats_json(po, clusters[c], &st, -1, &oom);
         }
+        if (by.n && !oom)
+            vby_json(j, &by, suites, npaths, res, errs, &oom);
         stats_json(j, "exact_rows", &exact, -1, &oom);
         stats_json(j, "overhead_fit_rows", &fitst, -1, &oom);
         stats_json(j, "held_out_rows", &held, -1, &oom);
@@ -617,6 +634,10 @@ int cmd_validate(int argc, char **argv)
             }
         if (breakdown)
             print_breakdown(suites, npaths, res);
+        if (by.n && vby_print(&by, suites, npaths, res, errs)) {
+            fprintf(stderr, "stagecraft: out of memory\n");
+            rc = 1;
+        }
         printf("\n%-32s %5s %8s %13s %13s %11s\n", "", "rows", "MAPE", "mean signed",
                "max |error|", "run time");
         for (int i = 0, k = 0; i < npaths; k += suites[i]->n, i++) {

@@ -579,6 +579,61 @@ TEST(validate_error_arithmetic)
     CHECK_NEAR(row_err, 10.0, 1e-9);
     CHECK(sh[0] > 0);
     CHECK(fabs(sh[0] + sh[1] + sh[2] + sh[3] + sh[4] - 100) < 0.3); /* five rounded shares */
+    /* --by: the errors grouped by what the rows are (rows 0 and 1 on 8 GPUs,
+     * +10% and -5%; row 2 on 4, +2%), groups in the keys' order */
+    REQUIRE(SC("%s validate --suite %s --by gpus --json 2>/dev/null", sc_test_bin(), file) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(j, "by");
+    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(by, "groups");
+    REQUIRE(cJSON_IsArray(groups) && cJSON_GetArraySize(groups) == 2);
+    const cJSON *g4 = cJSON_GetArrayItem(groups, 0), *g8 = cJSON_GetArrayItem(groups, 1);
+#define GNUM(g, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(g, k))
+    CHECK_NEAR(GNUM(g4, "gpus"), 4, 0);
+    CHECK_NEAR(GNUM(g4, "rows"), 1, 0);
+    CHECK_NEAR(GNUM(g4, "mape"), 0.02, 1e-9);
+    CHECK_NEAR(GNUM(g8, "gpus"), 8, 0);
+    CHECK_NEAR(GNUM(g8, "rows"), 2, 0);
+    CHECK_NEAR(GNUM(g8, "mape"), 0.075, 1e-9);
+    CHECK_NEAR(GNUM(g8, "mean_signed_error"), 0.025, 1e-9);
+    CHECK_NEAR(GNUM(g8, "max_abs_error"), 0.10, 1e-9);
+    CHECK_NEAR(GNUM(g8, "min_error"), -0.05, 1e-9);
+    CHECK_NEAR(GNUM(g8, "max_error"), 0.10, 1e-9);
+    cJSON_Delete(j);
+    /* two keys: (mbs 1, none), (mbs 2, full), (mbs 2, selective) */
+    REQUIRE(SC("%s validate --suite %s --by mbs,recompute --json 2>/dev/null", sc_test_bin(),
+               file) == 0);
+    j = cJSON_Parse(out);
+    REQUIRE(j);
+    groups = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "by"),
+                                              "groups");
+    REQUIRE(cJSON_IsArray(groups) && cJSON_GetArraySize(groups) == 3);
+    const char *rc_want[] = {"none", "full", "selective"};
+    const double mbs_want[] = {1, 2, 2}, err_want[] = {0.10, 0.02, -0.05};
+    for (int q = 0; q < 3; q++) {
+        const cJSON *g = cJSON_GetArrayItem(groups, q);
+        const cJSON *rc = cJSON_GetObjectItemCaseSensitive(g, "recompute");
+        CHECK(cJSON_IsString(rc) && !strcmp(rc->valuestring, rc_want[q]));
+        CHECK_NEAR(GNUM(g, "mbs"), mbs_want[q], 0);
+        CHECK_NEAR(GNUM(g, "mean_signed_error"), err_want[q], 1e-9);
+    }
+#undef GNUM
+    cJSON_Delete(j);
+    REQUIRE(SC("%s validate --suite %s --by gpus", sc_test_bin(), file) == 0);
+    const char *byh = strstr(out, "errors by gpus (--by):");
+    REQUIRE(byh);
+    CHECK_STR_HAS(byh, "\ngpus  rows     MAPE  mean signed        min        max\n");
+    CHECK_STR_HAS(byh, "\n4        1     2.0%        +2.0%      +2.0%      +2.0%\n");
+    CHECK_STR_HAS(byh, "\n8        2     7.5%        +2.5%      -5.0%     +10.0%\n");
+    /* keys it does not know, or twice, or too many: usage errors */
+    CHECK(SC("%s validate --suite %s --by nope", sc_test_bin(), file) == 2);
+    CHECK_STR_HAS(out, "--by: no key 'nope' (suite, cluster");
+    CHECK(SC("%s validate --suite %s --by seq,seq", sc_test_bin(), file) == 2);
+    CHECK_STR_HAS(out, "'seq' given twice");
+    CHECK(SC("%s validate --suite %s --by seq,gpus,dp,tp,pp", sc_test_bin(), file) == 2);
+    CHECK_STR_HAS(out, "at most 4 keys");
+    CHECK(SC("%s validate --suite %s --by seq,", sc_test_bin(), file) == 2);
+    CHECK_STR_HAS(out, "no key ''");
     /* --check: the targets are missed, exit 1 */
     CHECK(SC("%s validate --suite %s --check", sc_test_bin(), file) == 1);
     CHECK_STR_HAS(out, "targets are missed");
@@ -1153,6 +1208,10 @@ TEST(validate_mpt_table_script)
              "# MPT Training Benchmarks\n\n## H100 80GB BF16\n%s"
              "|  1b | 2048 | 8 | h100_80gb | 41 | 41 | 4E+14 | 14 | 1 | 112 | 177 | 363645 | "
              "45455 | 229376 | amp_bf16 | DEFAULT | FULL_SHARD | False | False | 1 |\n"
+             "|  1b | 16384 | 8 | h100_80gb | 30 | 30 | 3E+14 | 1 | 1 | 8 | 1 | 100000 | "
+             "12500 | 131072 | amp_bf16 | DEFAULT | FULL_SHARD | False | False | 1 |\n"
+             "|  1b | 512 | 8 | h100_80gb | 40 | 40 | 4E+14 | 56 | 4 | 1792 | 700 | 360000 | "
+             "45000 | 917504 | amp_bf16 | DEFAULT | FULL_SHARD | False | False | 1 |\n"
              "\n## H100 80GB FP8\n%s"
              "|  1b | 2048 | 8 | h100_80gb | 50 | 50 | 5E+14 | 14 | 1 | 112 | 200 | 409600 | "
              "51200 | 229376 | amp_fp8 | DEFAULT | FULL_SHARD | False | False | 1 |\n"
@@ -1175,10 +1234,15 @@ TEST(validate_mpt_table_script)
     REQUIRE(SC("/usr/bin/python3 scripts/mpt_table.py --llmfoundry %s/lf --commit HEAD "
                "-o %s/mpt_all.json --run %s 2>&1",
                tmp, tmp, sc_test_bin()) == 0);
-    CHECK_STR_HAS(out, "2 rows to");
+    CHECK_STR_HAS(out, "4 rows to");
     CHECK_STR_HAS(out, "1 bf16 rows left out");
-    CHECK_STR_HAS(out, "a100-40     2048     1");
-    CHECK_STR_HAS(out, "h100        2048     1");
+    /* grouped by cluster and sequence (validate --by), sequences as numbers */
+    const char *g = strstr(out, "errors by cluster, seq");
+    REQUIRE(g);
+    const char *s512 = strstr(g, "\ndgx-h100      512 "), *s2k = strstr(g, "\ndgx-h100      2048 "),
+               *s16k = strstr(g, "\ndgx-h100      16384 ");
+    CHECK(s512 && s2k && s16k && s512 < s2k && s2k < s16k);
+    CHECK_STR_HAS(g, "\np4d.24xlarge  2048      1 ");
 
     char path[700];
     snprintf(path, sizeof path, "%s/mpt_all.json", tmp);
@@ -1190,7 +1254,7 @@ TEST(validate_mpt_table_script)
     REQUIRE(ship);
     const cJSON *mr = cJSON_GetObjectItemCaseSensitive(mine, "rows");
     const cJSON *sr = cJSON_GetObjectItemCaseSensitive(ship, "rows");
-    CHECK_EQ_INT(cJSON_GetArraySize(mr), 2);
+    CHECK_EQ_INT(cJSON_GetArraySize(mr), 4);
     const char *pairs[][2] = {{"h100-1b-s2048-8gpu-mbs14", "h100-1b-8gpu"},
                               {"a100-40-1b-s2048-8gpu-mbs8", "a100-40-1b-8gpu"}};
     for (int i = 0; i < 2; i++) {
