@@ -135,7 +135,7 @@ static int cmp_vals(const vrow *a, const vrow *b, const vby *by)
     for (int i = 0; i < by->n; i++) {
         int c = key_table[by->keys[i]].numeric ? (a->v[i].num > b->v[i].num) -
                                                       (a->v[i].num < b->v[i].num)
-                                                : strcmp(a->v[i].str, b->v[i].str);
+                                                : strverscmp(a->v[i].str, b->v[i].str);
         if (c)
             return c;
     }

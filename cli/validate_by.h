@@ -9,7 +9,7 @@
  *
  * Keys: suite, cluster, model, seq, gpus, dp, tp, pp, cp, mbs, recompute, sp,
  * attention, framework. Groups are sorted by their values, numbers as
- * numbers. */
+ * numbers and the digits inside names too (strverscmp: "l48" before "l105"). */
 #ifndef SC_VALIDATE_BY_H
 #define SC_VALIDATE_BY_H
 

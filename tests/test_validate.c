@@ -1166,8 +1166,12 @@ TEST(validate_overhead_fit)
     CHECK_STR_HAS(out, "rows the overheads were fit on");
     CHECK_STR_HAS(out, "rows held out from that fit");
     CHECK_STR_HAS(out, " fit\n");
-    REQUIRE(SC("%s validate --suite korthikanti2022 --no-overhead", sc_test_bin()) == 0);
+    REQUIRE(SC("%s validate --suite korthikanti2022 --no-overhead --by model", sc_test_bin()) ==
+            0);
     CHECK_STR_HAS(out, "no framework overhead");
+    /* --by sorts the digits inside names as numbers: 48 layers before 105 */
+    const char *l48 = strstr(out, "\ngpt l48 "), *l105 = strstr(out, "\ngpt l105 ");
+    CHECK(l48 && l105 && l48 < l105);
 }
 
 /* scripts/mpt_table.py (docs/accuracy.md, "The MPT tables beyond the suite"):
