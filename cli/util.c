@@ -65,26 +65,43 @@ void cli_print_p2p_rule(const sc_framework *fw, int no_overlap_p2p_comm)
                fw->p2p_why);
 }
 
-void cli_print_label(const sc_cluster *c, double step_s, const char *what, int ms)
+/* The run a label compares with its preset's rows; NULL without a model. */
+static const sc_label_run *label_run(const sc_model *m, long gpus, sc_label_run *r)
 {
-    sc_cluster_label l;
-    char d[320], b[2][32];
-    double lo, hi;
-    sc_cluster_label_of(c, &l);
-    printf("cluster: %s\n", sc_label_describe(&l, c, d, sizeof d));
-    if (!sc_label_interval(&l, step_s, &lo, &hi))
-        return;
-    if (ms)
-        printf("  error bar from the validation residuals: %s is likely %.1f to %.1f ms\n",
-               what, 1e3 * lo, 1e3 * hi);
-    else
-        printf("  error bar from the validation residuals: %s is likely %s to %s us\n", what,
-               cli_us(lo, b[0]), cli_us(hi, b[1]));
+    if (!m)
+        return NULL;
+    r->seq = m->seq_len;
+    r->gpus = gpus;
+    r->params = sc_model_totals(m).params;
+    return r;
 }
 
-void cli_label_json(cJSON *o, const sc_cluster *c, double step_s)
+void cli_print_label(const sc_cluster *c, double step_s, const char *what, int ms,
+                     const sc_model *m, long gpus)
 {
-    cJSON *x = o ? sc_cluster_label_json(c, step_s) : NULL;
+    sc_cluster_label l;
+    char d[320], b[2][32], out[256];
+    double lo, hi;
+    sc_label_run run;
+    sc_cluster_label_of(c, &l);
+    printf("cluster: %s\n", sc_label_describe(&l, c, d, sizeof d));
+    if (sc_label_interval(&l, step_s, &lo, &hi)) {
+        if (ms)
+            printf("  error bar from the validation residuals: %s is likely %.1f to %.1f ms\n",
+                   what, 1e3 * lo, 1e3 * hi);
+        else
+            printf("  error bar from the validation residuals: %s is likely %s to %s us\n",
+                   what, cli_us(lo, b[0]), cli_us(hi, b[1]));
+    }
+    if (sc_label_outside(&l, label_run(m, gpus, &run), out, sizeof out))
+        printf("  beyond the validation rows on %s: %s; their error says little about this "
+               "run\n", c->name, out);
+}
+
+void cli_label_json(cJSON *o, const sc_cluster *c, double step_s, const sc_model *m, long gpus)
+{
+    sc_label_run run;
+    cJSON *x = o ? sc_cluster_label_json_run(c, step_s, label_run(m, gpus, &run)) : NULL;
     if (x)
         cJSON_AddItemToObject(o, "cluster_label", x);
 }

@@ -6,14 +6,17 @@
 #include <string.h>
 
 /* Per preset: stagecraft validate's rows on it (all suites of validation/), with
- * the cost models of this commit. Recomputed by tests/test_validate.c
- * (validate_label_table_is_current); regenerate from `stagecraft validate
- * --json` (rows[].cluster, rows[].error) when a cost model moves the suite. */
+ * the cost models of this commit, and what they span. Recomputed by
+ * tests/test_validate.c (validate_label_table_is_current, which prints the
+ * figures it finds when one is stale); regenerate from `stagecraft validate
+ * --json` (rows[].cluster, rows[].error) when a cost model moves the suite,
+ * and the spans when a row joins. */
 static const sc_preset_validation table[] = {
-    {"dgx-a100-80g", 23, 0.0350, -0.0154, 0.0379},
-    {"dgx-h100", 12, 0.0443, -0.0259, 0.0561},
-    {"p4d.24xlarge", 4, 0.0355, -0.0328, 0.0675},
-    {"p4de.24xlarge", 1, 0.0518, 0.0518, 0.0},
+    /* preset, rows, MAPE, mean signed, sd; sequences, GPUs, parameters spanned */
+    {"dgx-a100-80g", 23, 0.0350, -0.0154, 0.0379, 2048, 2048, 8, 3360, 1.252e8, 1.008e12},
+    {"dgx-h100", 12, 0.0443, -0.0259, 0.0561, 2048, 8192, 8, 2304, 1.316e9, 4.076e11},
+    {"p4d.24xlarge", 4, 0.0355, -0.0328, 0.0675, 2048, 2048, 8, 8, 1.316e9, 1.285e10},
+    {"p4de.24xlarge", 1, 0.0518, 0.0518, 0.0, 2048, 2048, 384, 384, 1.763e11, 1.763e11},
 };
 
 const sc_preset_validation *sc_preset_validations(int *n)
@@ -119,7 +122,67 @@ const char *sc_label_describe(const sc_cluster_label *l, const sc_cluster *c, ch
     return buf;
 }
 
+/* "1.3B", "125M", "20.5k" */
+static const char *params_str(double p, char *buf, size_t size)
+{
+    if (p >= 1e12)
+        snprintf(buf, size, "%.3gT", p / 1e12);
+    else if (p >= 1e9)
+        snprintf(buf, size, "%.3gB", p / 1e9);
+    else if (p >= 1e6)
+        snprintf(buf, size, "%.3gM", p / 1e6);
+    else
+        snprintf(buf, size, "%.3gk", p / 1e3);
+    return buf;
+}
+
+/* Which of seq, gpus, params run lies beyond (bit 0, 1, 2). */
+static int outside_bits(const sc_preset_validation *v, const sc_label_run *run)
+{
+    int b = 0;
+    if (run->seq > 0 && v->seq_hi > 0 && (run->seq < v->seq_lo || run->seq > v->seq_hi))
+        b |= 1;
+    if (run->gpus > 0 && v->gpus_hi > 0 && (run->gpus < v->gpus_lo || run->gpus > v->gpus_hi))
+        b |= 2;
+    /* parameters within 1% of an end count as inside (the suite's models are
+     * counted by the same generators, a user's may round) */
+    if (run->params > 0 && v->params_hi > 0 &&
+        (run->params < 0.99 * v->params_lo || run->params > 1.01 * v->params_hi))
+        b |= 4;
+    return b;
+}
+
+int sc_label_outside(const sc_cluster_label *l, const sc_label_run *run, char *buf,
+                     size_t size)
+{
+    if (size)
+        buf[0] = '\0';
+    if (!run || l->kind != SC_LABEL_VALIDATED || !l->val)
+        return 0;
+    const sc_preset_validation *v = l->val;
+    int bits = outside_bits(v, run), n = 0;
+    size_t k = 0;
+    char a[3][24];
+    if (bits & 1 && k < size)
+        k += (size_t)snprintf(buf + k, size - k, "sequence %d (rows %d to %d)", run->seq,
+                              v->seq_lo, v->seq_hi), n++;
+    if (bits & 2 && k < size)
+        k += (size_t)snprintf(buf + k, size - k, "%s%ld GPUs (rows %ld to %ld)", n ? "; " : "",
+                              run->gpus, v->gpus_lo, v->gpus_hi), n++;
+    if (bits & 4 && k < size)
+        k += (size_t)snprintf(buf + k, size - k, "%s%s parameters (rows %s to %s)",
+                              n ? "; " : "", params_str(run->params, a[0], sizeof a[0]),
+                              params_str(v->params_lo, a[1], sizeof a[1]),
+                              params_str(v->params_hi, a[2], sizeof a[2])), n++;
+    return n;
+}
+
 cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s)
+{
+    return sc_cluster_label_json_run(c, step_s, NULL);
+}
+
+cJSON *sc_cluster_label_json_run(const sc_cluster *c, double step_s, const sc_label_run *run)
 {
     sc_cluster_label l;
     char d[320];
@@ -138,6 +201,22 @@ cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s)
             sc_jadd_num(v, "mape", l.val->mape, &oom);
             sc_jadd_num(v, "mean_signed_error", l.val->mean_signed, &oom);
             sc_jadd_num(v, "sd_signed_error", l.val->sd_signed, &oom);
+            const double span[3][2] = {{l.val->seq_lo, l.val->seq_hi},
+                                       {(double)l.val->gpus_lo, (double)l.val->gpus_hi},
+                                       {l.val->params_lo, l.val->params_hi}};
+            static const char *const keys[3] = {"seq", "gpus", "params"};
+            for (int i = 0; i < 3; i++) {
+                cJSON *r = sc_jadd_arr(v, keys[i], &oom);
+                sc_jpush_num(r, span[i][0], &oom);
+                sc_jpush_num(r, span[i][1], &oom);
+            }
+            if (run) {
+                int bits = outside_bits(l.val, run);
+                cJSON *o = sc_jadd_arr(x, "outside_validation", &oom);
+                for (int i = 0; i < 3; i++)
+                    if (bits >> i & 1)
+                        sc_jpush_str(o, keys[i], &oom);
+            }
         }
     }
     if (c->framework[0]) {

@@ -42,12 +42,28 @@ typedef enum sc_label_kind {
     SC_LABEL_UNCALIBRATED
 } sc_label_kind;
 
-/* One preset's figures on the validation suite (fractions). */
+/* One preset's figures on the validation suite (fractions), and what its rows
+ * span: their sequence lengths, GPU counts and model parameters, smallest and
+ * largest. A run beyond those is one the figures say nothing about (the MPT
+ * tables' long sequences, docs/accuracy.md, run 16-43% off where the suite's
+ * sequences run 4% off). */
 typedef struct sc_preset_validation {
     const char *preset;
     int rows;
     double mape, mean_signed, sd_signed;
+    int seq_lo, seq_hi;
+    long gpus_lo, gpus_hi;
+    double params_lo, params_hi;
 } sc_preset_validation;
+
+/* What a prediction ran, to compare with its preset's rows: the model's
+ * sequence length, the GPUs of the step and the model's parameters (0:
+ * unknown, not compared). */
+typedef struct sc_label_run {
+    int seq;
+    long gpus;
+    double params;
+} sc_label_run;
 
 typedef struct sc_cluster_label {
     sc_label_kind kind;
@@ -68,10 +84,21 @@ int sc_label_interval(const sc_cluster_label *l, double predicted, double *lo, d
  * fits it to measurements)", into buf. Returns buf. */
 const char *sc_label_describe(const sc_cluster_label *l, const sc_cluster *c, char *buf,
                               size_t size);
-/* {kind, description, validation?: {rows, mape, mean_signed_error, sd_signed_error},
- * step_time_range_s?: [lo, hi]} for a prediction of step_s seconds on c (no range
- * when step_s <= 0 or there is no bar). The caller owns it (cJSON_Delete); NULL
- * when out of memory. */
+/* Where run lies beyond the rows of a validated preset l: "sequence 32768
+ * (rows 2048 to 8192)", "16384 GPUs (rows 8 to 2304)", "20.0M parameters (rows
+ * 1.3B to 530B)", joined with "; ", into buf ("" when none, or l is not a
+ * validated preset, or run is NULL). Returns how many dimensions. */
+int sc_label_outside(const sc_cluster_label *l, const sc_label_run *run, char *buf,
+                     size_t size);
+/* {kind, description, validation?: {rows, mape, mean_signed_error, sd_signed_error,
+ * seq: [lo, hi], gpus: [lo, hi], params: [lo, hi]}, step_time_range_s?: [lo, hi],
+ * outside_validation?: [KEY...]} for a prediction of step_s seconds on c (no range
+ * when step_s <= 0 or there is no bar; outside_validation, for a validated preset and
+ * a run, lists the keys among seq, gpus, params where it lies beyond the rows, [] when
+ * none). run may be NULL. The caller owns it (cJSON_Delete); NULL when out of
+ * memory. */
+cJSON *sc_cluster_label_json_run(const sc_cluster *c, double step_s, const sc_label_run *run);
+/* The same without a run. */
 cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s);
 
 #endif

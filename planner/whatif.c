@@ -282,6 +282,8 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     memcpy(w->clusters, clusters, sizeof(sc_cluster) * (size_t)n_clusters);
     w->n_clusters = n_clusters;
     snprintf(w->model, sizeof w->model, "%s", m->name ? m->name : "");
+    w->seq = m->seq_len;
+    w->params = sc_model_totals(m).params;
     w->global_batch = o->global_batch;
     w->tokens = o->tokens;
     w->restart_s = o->restart_s < 0 ? 600 : o->restart_s;
@@ -423,15 +425,17 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
         if (!o)
             break;
         double step = 0;
-        long nodes = 0;
+        long nodes = 0, gpus = 0;
         for (int i = 0; i < w->n_points && !nodes; i++)
             if (w->points[i].cluster == c) {
                 step = w->points[i].step_s;
                 nodes = w->points[i].nodes;
+                gpus = w->points[i].gpus;
             }
         sc_jadd_str(o, "cluster", w->clusters[c].name, &oom);
         sc_jadd_num(o, "nodes", (double)nodes, &oom);
-        cJSON *x = sc_cluster_label_json(&w->clusters[c], step);
+        sc_label_run run = {w->seq, gpus, w->params};
+        cJSON *x = sc_cluster_label_json_run(&w->clusters[c], step, &run);
         if (!x)
             oom = 1;
         else

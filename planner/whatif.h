@@ -182,6 +182,8 @@ typedef struct sc_whatif_skip {
 
 typedef struct sc_whatif {
     char model[SC_NAME_MAX + 1];
+    int seq;                       /* the model's sequence length */
+    double params;                 /* and its parameters (for the cluster labels) */
     int n_clusters;
     sc_cluster *clusters;          /* as given (node counts as given) */
     long global_batch;

@@ -593,6 +593,81 @@ TEST(cluster_label_classification)
     CHECK_NEAR(lo, t / (1 + l.val->mean_signed + 2 * l.val->mape), 1e-12);
 }
 
+/* A run beyond what a validated preset's rows span (their sequences, GPU
+ * counts, parameters) is told so, dimension by dimension; within them, or on
+ * a preset without rows, nothing is said. */
+TEST(cluster_label_beyond_the_rows)
+{
+    sc_cluster c;
+    sc_cluster_label l;
+    char buf[256], want[128];
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, NULL) == SC_OK);
+    sc_cluster_label_of(&c, &l);
+    REQUIRE(l.kind == SC_LABEL_VALIDATED);
+    const sc_preset_validation *v = l.val;
+    REQUIRE(v->seq_lo > 0 && v->seq_lo <= v->seq_hi && v->gpus_lo > 0 &&
+            v->gpus_lo <= v->gpus_hi && v->params_lo > 0 && v->params_lo <= v->params_hi);
+    sc_label_run in = {v->seq_hi, v->gpus_lo, v->params_lo};
+    CHECK(sc_label_outside(&l, &in, buf, sizeof buf) == 0 && !buf[0]);
+    sc_label_run longer = {2 * v->seq_hi, v->gpus_hi, v->params_hi};
+    CHECK(sc_label_outside(&l, &longer, buf, sizeof buf) == 1);
+    snprintf(want, sizeof want, "sequence %d (rows %d to %d)", 2 * v->seq_hi, v->seq_lo,
+             v->seq_hi);
+    CHECK(!strcmp(buf, want));
+    sc_label_run all = {v->seq_lo / 2, 2 * v->gpus_hi, v->params_lo / 10};
+    CHECK(sc_label_outside(&l, &all, buf, sizeof buf) == 3);
+    snprintf(want, sizeof want, "; %ld GPUs (rows %ld to %ld); ", 2 * v->gpus_hi, v->gpus_lo,
+             v->gpus_hi);
+    CHECK_STR_HAS(buf, want);
+    CHECK_STR_HAS(buf, " parameters (rows ");
+    /* unknown dimensions (0) are not compared; nothing without a run */
+    sc_label_run none = {0, 0, 0};
+    CHECK(sc_label_outside(&l, &none, buf, sizeof buf) == 0);
+    CHECK(sc_label_outside(&l, NULL, buf, sizeof buf) == 0 && !buf[0]);
+    /* a preset without rows: nothing to be beyond */
+    REQUIRE(sc_cluster_preset_get("p5.48xlarge", &c, NULL) == SC_OK);
+    sc_cluster_label_of(&c, &l);
+    CHECK(sc_label_outside(&l, &all, buf, sizeof buf) == 0 && !buf[0]);
+
+    /* in the commands: a GPT at four times the longest sequence of dgx-h100's rows */
+    const char *bin = sc_test_bin();
+    if (!sc_test_exists(bin))
+        return;
+    static char out[1 << 18];
+    const char *d = sc_test_tmpdir();
+    REQUIRE(sc_test_sh(out, sizeof out, "%s model gen gpt --layers 2 --hidden 1024 --heads 8 "
+                       "--seq %d -o %s/long.json", bin, 4 * v->seq_hi, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model %s/long.json --cluster dgx-h100 --dp 8 "
+                     "--microbatches 1 --attn flash", bin, d) == 0);
+    snprintf(want, sizeof want, "beyond the validation rows on dgx-h100: sequence %d (rows %d "
+             "to %d)", 4 * v->seq_hi, v->seq_lo, v->seq_hi);
+    CHECK_STR_HAS(out, want);
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model %s/long.json --cluster dgx-h100 --dp 8 "
+                     "--microbatches 1 --attn flash --json", bin, d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(j, "cluster_label");
+    const cJSON *ov = cJSON_GetObjectItemCaseSensitive(cl, "outside_validation");
+    CHECK(cJSON_IsArray(ov) && cJSON_GetArraySize(ov) >= 1 &&
+          !strcmp(cJSON_GetArrayItem(ov, 0)->valuestring, "seq"));
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cl, "validation"), "seq");
+    CHECK(cJSON_IsArray(seq) && cJSON_GetArraySize(seq) == 2 &&
+          cJSON_GetArrayItem(seq, 1)->valuedouble == v->seq_hi);
+    cJSON_Delete(j);
+    CHECK(sc_test_sh(out, sizeof out, "%s tune --model %s/long.json --cluster dgx-h100 --dp 8 "
+                     "--tp 1 --pp 1 --global-batch 8 --attn flash", bin, d) == 0);
+    CHECK_STR_HAS(out, "beyond the validation rows on dgx-h100: sequence");
+    CHECK(sc_test_sh(out, sizeof out, "%s whatif --model %s/long.json --cluster dgx-h100 "
+                     "--nodes 1 --global-batch 8 --tokens 1e9 --attn flash -o %s/wl",
+                     bin, d, d) == 0);
+    CHECK_STR_HAS(out, "beyond the validation rows on dgx-h100: sequence");
+    /* within the rows: nothing said */
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster dgx-h100 --nodes 2 "
+                     "--dp 16 --microbatches 1 --mbs 2 --zero 1", bin) == 0);
+    CHECK(!strstr(out, "beyond the validation rows"));
+}
+
 /* sim, plan, tune and whatif say which kind of cluster they used, human and
  * --json, through the one classification. */
 TEST(cluster_label_in_commands)

@@ -736,6 +736,9 @@ static struct {
     int n, done;
     char id[SHIPPED_MAX][96], preset[SHIPPED_MAX][32];
     double error[SHIPPED_MAX];
+    int seq[SHIPPED_MAX];
+    long gpus[SHIPPED_MAX];
+    double params[SHIPPED_MAX];
 } shipped;
 
 static void run_shipped(void)
@@ -766,6 +769,9 @@ static void run_shipped(void)
                      s->rows[r].id);
             snprintf(shipped.preset[shipped.n], sizeof shipped.preset[0], "%s",
                      s->rows[r].preset);
+            shipped.seq[shipped.n] = s->rows[r].model->seq_len;
+            shipped.gpus[shipped.n] = res.gpus;
+            shipped.params[shipped.n] = sc_model_totals(s->rows[r].model).params;
             shipped.error[shipped.n++] = res.error;
         }
         sc_val_free(s);
@@ -783,6 +789,14 @@ TEST(validate_label_table_is_current)
     REQUIRE(nt > 0 && nt <= 16);
     double *errs[16] = {0};
     int cnt[16] = {0}, total = 0, unlisted = 0;
+    /* what each preset's rows span: sequence, GPUs, parameters */
+    int seq_lo[16], seq_hi[16];
+    long gpus_lo[16], gpus_hi[16];
+    double par_lo[16], par_hi[16];
+    for (int k = 0; k < 16; k++) {
+        seq_lo[k] = 1 << 30, seq_hi[k] = 0, gpus_lo[k] = 1L << 40, gpus_hi[k] = 0;
+        par_lo[k] = INFINITY, par_hi[k] = 0;
+    }
     for (int k = 0; k < nt; k++)
         REQUIRE((errs[k] = calloc(SHIPPED_MAX, sizeof(double))) != NULL);
     run_shipped();
@@ -797,6 +811,12 @@ TEST(validate_label_table_is_current)
                          "in cost_models/label.c", shipped.id[i], shipped.preset[i]);
         } else {
             errs[k][cnt[k]++] = shipped.error[i];
+            seq_lo[k] = shipped.seq[i] < seq_lo[k] ? shipped.seq[i] : seq_lo[k];
+            seq_hi[k] = shipped.seq[i] > seq_hi[k] ? shipped.seq[i] : seq_hi[k];
+            gpus_lo[k] = shipped.gpus[i] < gpus_lo[k] ? shipped.gpus[i] : gpus_lo[k];
+            gpus_hi[k] = shipped.gpus[i] > gpus_hi[k] ? shipped.gpus[i] : gpus_hi[k];
+            par_lo[k] = fmin(par_lo[k], shipped.params[i]);
+            par_hi[k] = fmax(par_hi[k], shipped.params[i]);
         }
     }
     CHECK(total >= 28);
@@ -814,6 +834,18 @@ TEST(validate_label_table_is_current)
                          "signed %.4f, sd %.4f; the suite gives %d, %.4f, %.4f, %.4f",
                          t[k].preset, t[k].rows, t[k].mape, t[k].mean_signed, t[k].sd_signed,
                          cnt[k], st.mape, st.mean_signed, sd);
+        /* the spans exactly (parameters to 4 significant digits, as stored) */
+        if (cnt[k] && (seq_lo[k] != t[k].seq_lo || seq_hi[k] != t[k].seq_hi ||
+                       gpus_lo[k] != t[k].gpus_lo || gpus_hi[k] != t[k].gpus_hi ||
+                       fabs(par_lo[k] / t[k].params_lo - 1) > 0.005 ||
+                       fabs(par_hi[k] / t[k].params_hi - 1) > 0.005))
+            sc_test_fail(__FILE__, __LINE__,
+                         "cost_models/label.c: %s's span is stale: stored sequences %d-%d, "
+                         "GPUs %ld-%ld, parameters %.4g-%.4g; the suite gives %d, %d, %ld, %ld, "
+                         "%.4g, %.4g",
+                         t[k].preset, t[k].seq_lo, t[k].seq_hi, t[k].gpus_lo, t[k].gpus_hi,
+                         t[k].params_lo, t[k].params_hi, seq_lo[k], seq_hi[k], gpus_lo[k],
+                         gpus_hi[k], par_lo[k], par_hi[k]);
         free(errs[k]);
     }
     CHECK_EQ_INT(unlisted, 0);
