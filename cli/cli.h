@@ -68,18 +68,19 @@ void cli_warn_cluster(const struct sc_cluster *c, const char *what);
  * for a validated preset with a step of step_s > 0, the validation suite's error
  * bar of that step (what names it: "the measured step") in ms where ms is set
  * (the unit of plan's, tune's and whatif's tables), else in us, on stdout, then,
- * where the run (model m's sequence and parameters on gpus GPUs; m NULL: none)
- * lies beyond the preset's rows, a line saying where (sc_label_outside);
+ * where the run (model m's sequence and parameters on gpus GPUs, its attention
+ * fused (flash set: c's kernel) or not; m NULL: none) lies beyond the preset's
+ * rows, a line saying where (sc_label_outside);
  * cli_label_json adds
  * "cluster_label": {kind, description, validation?: {rows, mape,
  * mean_signed_error, sd_signed_error, seq, gpus, params}, step_time_range_s?: [lo, hi],
  * outside_validation?: [...]} to o. */
 struct sc_model;
 void cli_print_label(const struct sc_cluster *c, double step_s, const char *what, int ms,
-                     const struct sc_model *m, long gpus);
+                     const struct sc_model *m, long gpus, int flash);
 struct cJSON;
 void cli_label_json(struct cJSON *o, const struct sc_cluster *c, double step_s,
-                    const struct sc_model *m, long gpus);
+                    const struct sc_model *m, long gpus, int flash);
 /* plan's and whatif's line under their header when the framework fw makes
  * the pipeline sends block (no_overlap_p2p_comm -1: not given; framework.h
  * p2p_why): "pipeline sends block their sender WHY (--overlap-p2p-comm 1:

@@ -195,7 +195,8 @@ int cmd_plan(int argc, char **argv)
         cJSON_AddNumberToObject(j, "shapes_total", (double)stotal);
         cJSON_AddNumberToObject(j, "over_max_mem", over);
         cli_label_json(j, &c, nsim > 0 ? sc_search_ranked(s, 0)->sim->step_time_s : 0, m,
-                       nsim > 0 ? sc_search_ranked(s, 0)->sim->n_ranks : 0);
+                       nsim > 0 ? sc_search_ranked(s, 0)->sim->n_ranks : 0,
+                       o.attn == SC_ATTN_FLASH);
         cJSON *arr = cJSON_AddArrayToObject(j, "ranked");
         static const char *const tie_names[] = {NULL, "memory", "layout", "step"};
         for (int i = 0; i < shown; i++) {
@@ -355,7 +356,7 @@ int cmd_plan(int argc, char **argv)
         if (nsim > 0) {
             printf("\n");
             cli_print_label(&c, sc_search_ranked(s, 0)->sim->step_time_s, "#1's measured step", 1,
-                            m, sc_search_ranked(s, 0)->sim->n_ranks);
+                            m, sc_search_ranked(s, 0)->sim->n_ranks, o.attn == SC_ATTN_FLASH);
         }
         if (out)
             printf("\nwinner written to %s\n", out);

@@ -134,7 +134,8 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     if (half > 0)
         printf("               ± %11s us   (95%% interval from the calibration fits)\n",
                cli_us(half, b[0]));
-    cli_print_label(c, r->step_time_s, "the measured step", 0, m, r->n_ranks);
+    cli_print_label(c, r->step_time_s, "the measured step", 0, m, r->n_ranks,
+                    cfg->attn == SC_ATTN_FLASH);
     const sc_step_breakdown *k = &r->breakdown;
     double s = r->step_time_s > 0 ? r->step_time_s : 1;
     struct {
@@ -427,7 +428,8 @@ int cmd_sim(int argc, char **argv)
                 double half = sc_step_interval(r, &cl, mod->dtype);
                 if (half > 0)
                     cJSON_AddNumberToObject(j, "step_time_interval_s", half);
-                cli_label_json(j, &cl, r->step_time_s, mod, r->n_ranks);
+                cli_label_json(j, &cl, r->step_time_s, mod, r->n_ranks,
+                               cfg.attn == SC_ATTN_FLASH);
                 if (runs > 1 || jitter > 0) {
                     cJSON *o = cJSON_AddObjectToObject(j, "runs");
                     cJSON_AddNumberToObject(o, "n", (double)runs);

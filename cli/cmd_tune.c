@@ -87,7 +87,8 @@ int cmd_tune(int argc, char **argv)
     double best_s = t->n > 0 ? t->pts[t->best].step_s : 0;
     if (!rc && json) {
         cJSON *j = sc_tune_to_json(t);
-        cli_label_json(j, &c, best_s, m, tune_gpus(t)); /* printed, not part of the tune file */
+        /* printed, not part of the tune file */
+        cli_label_json(j, &c, best_s, m, tune_gpus(t), o.attn == SC_ATTN_FLASH);
         rc = cli_print_json(j);
     } else if (!rc) {
         char b[32];
@@ -115,7 +116,8 @@ int cmd_tune(int argc, char **argv)
             printf("%6d %5d   %s\n", t->skipped[i].m, t->skipped[i].mbs, t->skipped[i].reason);
         printf("\nbest: m = %d microbatches of %d samples, %.1f ms per step\n",
                t->pts[t->best].m, t->pts[t->best].mbs, 1e3 * t->pts[t->best].step_s);
-        cli_print_label(&c, best_s, "the best's measured step", 1, m, tune_gpus(t));
+        cli_print_label(&c, best_s, "the best's measured step", 1, m, tune_gpus(t),
+                        o.attn == SC_ATTN_FLASH);
         if (out)
             printf("curve written to %s (draw it with 'stagecraft plot tune %s -o tune.png')\n",
                    out, out);

@@ -135,7 +135,7 @@ static double first_step(const sc_whatif *w, int c, long *nodes)
 
 /* Which kind of cluster each prediction used (cli_print_label), with the error
  * bar of the first point's step of each validated preset. */
-static void print_labels(const sc_whatif *w, const sc_model *m)
+static void print_labels(const sc_whatif *w, const sc_model *m, int flash)
 {
     printf("\n");
     for (int c = 0; c < w->n_clusters; c++) {
@@ -148,7 +148,7 @@ static void print_labels(const sc_whatif *w, const sc_model *m)
         for (int i = 0; i < w->n_points && !gpus; i++)
             if (w->points[i].cluster == c)
                 gpus = w->points[i].gpus;
-        cli_print_label(&w->clusters[c], step, what, 1, m, gpus);
+        cli_print_label(&w->clusters[c], step, what, 1, m, gpus, flash);
     }
 }
 
@@ -341,7 +341,7 @@ int cmd_whatif(int argc, char **argv)
         double bw, bg, bo;
         sc_cost_state_bytes(m->dtype, &bw, &bg, &bo);
         print_table(w, m, (bw + bo) * sc_model_totals(m).params, &o);
-        print_labels(w, m);
+        print_labels(w, m, o.attn == SC_ATTN_FLASH);
         printf("\nfront: the (days, $) options no other beats on both, over every cluster and "
                "count%s\n",
                w->spot ? ", on demand and spot" : "");

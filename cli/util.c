@@ -66,18 +66,20 @@ void cli_print_p2p_rule(const sc_framework *fw, int no_overlap_p2p_comm)
 }
 
 /* The run a label compares with its preset's rows; NULL without a model. */
-static const sc_label_run *label_run(const sc_model *m, long gpus, sc_label_run *r)
+static const sc_label_run *label_run(const sc_cluster *c, const sc_model *m, long gpus,
+                                     int flash, sc_label_run *r)
 {
     if (!m)
         return NULL;
     r->seq = m->seq_len;
     r->gpus = gpus;
     r->params = sc_model_totals(m).params;
+    r->attention = flash ? sc_cluster_flash_kernel_of(c) : "unfused";
     return r;
 }
 
 void cli_print_label(const sc_cluster *c, double step_s, const char *what, int ms,
-                     const sc_model *m, long gpus)
+                     const sc_model *m, long gpus, int flash)
 {
     sc_cluster_label l;
     char d[320], b[2][32], out[256];
@@ -93,15 +95,17 @@ void cli_print_label(const sc_cluster *c, double step_s, const char *what, int m
             printf("  error bar from the validation residuals: %s is likely %s to %s us\n",
                    what, cli_us(lo, b[0]), cli_us(hi, b[1]));
     }
-    if (sc_label_outside(&l, label_run(m, gpus, &run), out, sizeof out))
+    if (sc_label_outside(&l, label_run(c, m, gpus, flash, &run), out, sizeof out))
         printf("  beyond the validation rows on %s: %s; their error says little about this "
                "run\n", c->name, out);
 }
 
-void cli_label_json(cJSON *o, const sc_cluster *c, double step_s, const sc_model *m, long gpus)
+void cli_label_json(cJSON *o, const sc_cluster *c, double step_s, const sc_model *m, long gpus,
+                    int flash)
 {
     sc_label_run run;
-    cJSON *x = o ? sc_cluster_label_json_run(c, step_s, label_run(m, gpus, &run)) : NULL;
+    cJSON *x = o ? sc_cluster_label_json_run(c, step_s, label_run(c, m, gpus, flash, &run))
+                 : NULL;
     if (x)
         cJSON_AddItemToObject(o, "cluster_label", x);
 }

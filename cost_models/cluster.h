@@ -352,6 +352,10 @@ const char *sc_cluster_flash_kernel_name(int i); /* the i-th name, NULL past the
  * a name not in the list. */
 const char *sc_cluster_flash_kernel_label(const char *kernel);
 int sc_cluster_flash_kernel_known(const char *kernel);
+/* The kernel whose published rates c's fused attention carries (a preset's
+ * own, or one set by sc_cluster_flash_kernel), compared field by field; NULL
+ * for rates of no listed kernel (calibrated, edited, hand-written). */
+const char *sc_cluster_flash_kernel_of(const sc_cluster *c);
 
 /* Sets the node count (1..SC_CLUSTER_MAX_NODES); more than one node needs
  * an inter-node network. c is unchanged on error. */

@@ -13,10 +13,14 @@
  * and the spans when a row joins. */
 static const sc_preset_validation table[] = {
     /* preset, rows, MAPE, mean signed, sd; sequences, GPUs, parameters spanned */
-    {"dgx-a100-80g", 23, 0.0350, -0.0154, 0.0379, 2048, 2048, 8, 3360, 1.252e8, 1.008e12},
-    {"dgx-h100", 12, 0.0443, -0.0259, 0.0561, 2048, 8192, 8, 2304, 1.316e9, 4.076e11},
-    {"p4d.24xlarge", 4, 0.0355, -0.0328, 0.0675, 2048, 2048, 8, 8, 1.316e9, 1.285e10},
-    {"p4de.24xlarge", 1, 0.0518, 0.0518, 0.0, 2048, 2048, 384, 384, 1.763e11, 1.763e11},
+    {"dgx-a100-80g", 23, 0.0350, -0.0154, 0.0379, 2048, 2048, 8, 3360, 1.252e8, 1.008e12,
+     "fa1,triton,unfused"},
+    {"dgx-h100", 12, 0.0443, -0.0259, 0.0561, 2048, 8192, 8, 2304, 1.316e9, 4.076e11,
+     "cudnn,fa2,triton"},
+    {"p4d.24xlarge", 4, 0.0355, -0.0328, 0.0675, 2048, 2048, 8, 8, 1.316e9, 1.285e10,
+     "triton"},
+    {"p4de.24xlarge", 1, 0.0518, 0.0518, 0.0, 2048, 2048, 384, 384, 1.763e11, 1.763e11,
+     "unfused"},
 };
 
 const sc_preset_validation *sc_preset_validations(int *n)
@@ -136,7 +140,21 @@ static const char *params_str(double p, char *buf, size_t size)
     return buf;
 }
 
-/* Which of seq, gpus, params run lies beyond (bit 0, 1, 2). */
+/* name is one of the comma-separated list's. */
+static int listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && !strncmp(p, name, n))
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Which of seq, gpus, params, attention run lies beyond (bit 0, 1, 2, 3). */
 static int outside_bits(const sc_preset_validation *v, const sc_label_run *run)
 {
     int b = 0;
@@ -149,6 +167,8 @@ static int outside_bits(const sc_preset_validation *v, const sc_label_run *run)
     if (run->params > 0 && v->params_hi > 0 &&
         (run->params < 0.99 * v->params_lo || run->params > 1.01 * v->params_hi))
         b |= 4;
+    if (run->attention && v->attention && !listed(v->attention, run->attention))
+        b |= 8;
     return b;
 }
 
@@ -174,6 +194,15 @@ int sc_label_outside(const sc_cluster_label *l, const sc_label_run *run, char *b
                               n ? "; " : "", params_str(run->params, a[0], sizeof a[0]),
                               params_str(v->params_lo, a[1], sizeof a[1]),
                               params_str(v->params_hi, a[2], sizeof a[2])), n++;
+    if (bits & 8 && k < size) {
+        k += (size_t)snprintf(buf + k, size - k, "%sattention %s (rows ran ", n ? "; " : "",
+                              run->attention);
+        for (const char *p = v->attention; *p && k < size; p++)
+            k += (size_t)snprintf(buf + k, size - k, *p == ',' ? ", " : "%c", *p);
+        if (k < size)
+            k += (size_t)snprintf(buf + k, size - k, ")");
+        n++;
+    }
     return n;
 }
 
@@ -204,16 +233,24 @@ cJSON *sc_cluster_label_json_run(const sc_cluster *c, double step_s, const sc_la
             const double span[3][2] = {{l.val->seq_lo, l.val->seq_hi},
                                        {(double)l.val->gpus_lo, (double)l.val->gpus_hi},
                                        {l.val->params_lo, l.val->params_hi}};
-            static const char *const keys[3] = {"seq", "gpus", "params"};
+            static const char *const keys[4] = {"seq", "gpus", "params", "attention"};
             for (int i = 0; i < 3; i++) {
                 cJSON *r = sc_jadd_arr(v, keys[i], &oom);
                 sc_jpush_num(r, span[i][0], &oom);
                 sc_jpush_num(r, span[i][1], &oom);
             }
+            cJSON *att = sc_jadd_arr(v, "attention", &oom);
+            for (const char *p = l.val->attention; p && *p;) {
+                const char *e = strchr(p, ',');
+                char name[32];
+                snprintf(name, sizeof name, "%.*s", (int)(e ? e - p : (long)strlen(p)), p);
+                sc_jpush_str(att, name, &oom);
+                p = e ? e + 1 : NULL;
+            }
             if (run) {
                 int bits = outside_bits(l.val, run);
                 cJSON *o = sc_jadd_arr(x, "outside_validation", &oom);
-                for (int i = 0; i < 3; i++)
+                for (int i = 0; i < 4; i++)
                     if (bits >> i & 1)
                         sc_jpush_str(o, keys[i], &oom);
             }

@@ -54,6 +54,8 @@ typedef struct sc_preset_validation {
     int seq_lo, seq_hi;
     long gpus_lo, gpus_hi;
     double params_lo, params_hi;
+    const char *attention;   /* the attention its rows ran: "unfused" and the fused
+                                kernels' names (sc_cluster_flash_kernel), comma-separated */
 } sc_preset_validation;
 
 /* What a prediction ran, to compare with its preset's rows: the model's
@@ -63,6 +65,7 @@ typedef struct sc_label_run {
     int seq;
     long gpus;
     double params;
+    const char *attention;   /* "unfused" or the fused kernel's name; NULL: unknown */
 } sc_label_run;
 
 typedef struct sc_cluster_label {
@@ -86,16 +89,18 @@ const char *sc_label_describe(const sc_cluster_label *l, const sc_cluster *c, ch
                               size_t size);
 /* Where run lies beyond the rows of a validated preset l: "sequence 32768
  * (rows 2048 to 8192)", "16384 GPUs (rows 8 to 2304)", "20.0M parameters (rows
- * 1.3B to 530B)", joined with "; ", into buf ("" when none, or l is not a
- * validated preset, or run is NULL). Returns how many dimensions. */
+ * 1.3B to 530B)", "attention fa3 (rows ran fa2, triton, cudnn)", joined with
+ * "; ", into buf ("" when none, or l is not a validated preset, or run is
+ * NULL). Returns how many dimensions. */
 int sc_label_outside(const sc_cluster_label *l, const sc_label_run *run, char *buf,
                      size_t size);
 /* {kind, description, validation?: {rows, mape, mean_signed_error, sd_signed_error,
- * seq: [lo, hi], gpus: [lo, hi], params: [lo, hi]}, step_time_range_s?: [lo, hi],
- * outside_validation?: [KEY...]} for a prediction of step_s seconds on c (no range
- * when step_s <= 0 or there is no bar; outside_validation, for a validated preset and
- * a run, lists the keys among seq, gpus, params where it lies beyond the rows, [] when
- * none). run may be NULL. The caller owns it (cJSON_Delete); NULL when out of
+ * seq: [lo, hi], gpus: [lo, hi], params: [lo, hi], attention: [names]},
+ * step_time_range_s?: [lo, hi], outside_validation?: [KEY...]} for a prediction of
+ * step_s seconds on c (no range when step_s <= 0 or there is no bar;
+ * outside_validation, for a validated preset and a run, lists the keys among seq,
+ * gpus, params, attention where it lies beyond the rows, [] when none). run may be
+ * NULL. The caller owns it (cJSON_Delete); NULL when out of
  * memory. */
 cJSON *sc_cluster_label_json_run(const sc_cluster *c, double step_s, const sc_label_run *run);
 /* The same without a run. */

@@ -642,6 +642,33 @@ static const flash_rate flash_rates[] = {
      "cuDNN fused attention on H100, assumed (Shah et al. 2024, Figs. 5-6)", NULL},
 };
 
+/* c and k carry the same fused-attention rates. */
+static int same_flash(const sc_cluster *c, const sc_cluster *k)
+{
+    const sc_cluster_gemm *a = &c->eff.gemm, *b = &k->eff.gemm;
+    if (a->flash_fwd != b->flash_fwd || a->flash_bwd != b->flash_bwd ||
+        a->flash_s0 != b->flash_s0 || a->flash_s0_full != b->flash_s0_full ||
+        a->flash_full != b->flash_full || a->flash_hd64 != b->flash_hd64 ||
+        a->flash_s0_bwd != b->flash_s0_bwd || a->flash_s0_full_bwd != b->flash_s0_full_bwd ||
+        a->n_flash_heads != b->n_flash_heads)
+        return 0;
+    for (int i = 0; i < a->n_flash_heads; i++)
+        if (a->flash_heads[i] != b->flash_heads[i])
+            return 0;
+    return 1;
+}
+
+const char *sc_cluster_flash_kernel_of(const sc_cluster *c)
+{
+    const char *k;
+    for (int i = 0; (k = sc_cluster_flash_kernel_name(i)); i++) {
+        sc_cluster x = *c;
+        if (sc_cluster_flash_kernel(&x, k, NULL) == SC_OK && same_flash(c, &x))
+            return k;
+    }
+    return NULL;
+}
+
 /* Sets c's fused attention to kernel's rates on c's GPU; the table's entry,
  * or NULL (c unchanged) where none is published. */
 static const flash_rate *set_flash(sc_cluster *c, const char *kernel)

@@ -284,6 +284,7 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     snprintf(w->model, sizeof w->model, "%s", m->name ? m->name : "");
     w->seq = m->seq_len;
     w->params = sc_model_totals(m).params;
+    w->flash = o->attn == SC_ATTN_FLASH;
     w->global_batch = o->global_batch;
     w->tokens = o->tokens;
     w->restart_s = o->restart_s < 0 ? 600 : o->restart_s;
@@ -434,7 +435,8 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
             }
         sc_jadd_str(o, "cluster", w->clusters[c].name, &oom);
         sc_jadd_num(o, "nodes", (double)nodes, &oom);
-        sc_label_run run = {w->seq, gpus, w->params};
+        sc_label_run run = {w->seq, gpus, w->params,
+                            w->flash ? sc_cluster_flash_kernel_of(&w->clusters[c]) : "unfused"};
         cJSON *x = sc_cluster_label_json_run(&w->clusters[c], step, &run);
         if (!x)
             oom = 1;

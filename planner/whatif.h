@@ -184,6 +184,7 @@ typedef struct sc_whatif {
     char model[SC_NAME_MAX + 1];
     int seq;                       /* the model's sequence length */
     double params;                 /* and its parameters (for the cluster labels) */
+    int flash;                     /* its attention fused (opts' attn) */
     int n_clusters;
     sc_cluster *clusters;          /* as given (node counts as given) */
     long global_batch;

@@ -607,21 +607,32 @@ TEST(cluster_label_beyond_the_rows)
     const sc_preset_validation *v = l.val;
     REQUIRE(v->seq_lo > 0 && v->seq_lo <= v->seq_hi && v->gpus_lo > 0 &&
             v->gpus_lo <= v->gpus_hi && v->params_lo > 0 && v->params_lo <= v->params_hi);
-    sc_label_run in = {v->seq_hi, v->gpus_lo, v->params_lo};
+    sc_label_run in = {v->seq_hi, v->gpus_lo, v->params_lo, "cudnn"};
     CHECK(sc_label_outside(&l, &in, buf, sizeof buf) == 0 && !buf[0]);
-    sc_label_run longer = {2 * v->seq_hi, v->gpus_hi, v->params_hi};
+    sc_label_run longer = {2 * v->seq_hi, v->gpus_hi, v->params_hi, NULL};
     CHECK(sc_label_outside(&l, &longer, buf, sizeof buf) == 1);
     snprintf(want, sizeof want, "sequence %d (rows %d to %d)", 2 * v->seq_hi, v->seq_lo,
              v->seq_hi);
     CHECK(!strcmp(buf, want));
-    sc_label_run all = {v->seq_lo / 2, 2 * v->gpus_hi, v->params_lo / 10};
-    CHECK(sc_label_outside(&l, &all, buf, sizeof buf) == 3);
+    sc_label_run all = {v->seq_lo / 2, 2 * v->gpus_hi, v->params_lo / 10, "fa3"};
+    CHECK(sc_label_outside(&l, &all, buf, sizeof buf) == 4);
     snprintf(want, sizeof want, "; %ld GPUs (rows %ld to %ld); ", 2 * v->gpus_hi, v->gpus_lo,
              v->gpus_hi);
     CHECK_STR_HAS(buf, want);
     CHECK_STR_HAS(buf, " parameters (rows ");
+    /* the attention its rows ran: dgx-h100's are cuDNN's, FA2's and Triton's, not
+     * FA3's (its own) */
+    CHECK_STR_HAS(buf, "; attention fa3 (rows ran cudnn, fa2, triton)");
+    /* the preset's own rates are FA3's; another kernel's are that kernel's */
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, NULL) == SC_OK);
+    CHECK(sc_cluster_flash_kernel_of(&c) && !strcmp(sc_cluster_flash_kernel_of(&c), "fa3"));
+    REQUIRE(sc_cluster_flash_kernel(&c, "cudnn", NULL) == SC_OK);
+    CHECK(sc_cluster_flash_kernel_of(&c) && !strcmp(sc_cluster_flash_kernel_of(&c), "cudnn"));
+    c.eff.gemm.flash_fwd *= 0.9; /* edited: no published kernel's */
+    CHECK(sc_cluster_flash_kernel_of(&c) == NULL);
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, NULL) == SC_OK);
     /* unknown dimensions (0) are not compared; nothing without a run */
-    sc_label_run none = {0, 0, 0};
+    sc_label_run none = {0, 0, 0, NULL};
     CHECK(sc_label_outside(&l, &none, buf, sizeof buf) == 0);
     CHECK(sc_label_outside(&l, NULL, buf, sizeof buf) == 0 && !buf[0]);
     /* a preset without rows: nothing to be beyond */
@@ -662,9 +673,18 @@ TEST(cluster_label_beyond_the_rows)
                      "--nodes 1 --global-batch 8 --tokens 1e9 --attn flash -o %s/wl",
                      bin, d, d) == 0);
     CHECK_STR_HAS(out, "beyond the validation rows on dgx-h100: sequence");
-    /* within the rows: nothing said */
+    /* unfused attention on dgx-h100, whose rows all fused it */
     CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster dgx-h100 --nodes 2 "
                      "--dp 16 --microbatches 1 --mbs 2 --zero 1", bin) == 0);
+    CHECK_STR_HAS(out, "beyond the validation rows on dgx-h100: attention unfused (rows ran "
+                       "cudnn, fa2, triton)");
+    /* within the rows (cuDNN's kernel, as the Llama rows ran): nothing said */
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster show dgx-h100 --flash cudnn -o %s/h100c.json",
+                     bin, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster %s/h100c.json "
+                     "--nodes 2 --dp 16 --microbatches 1 --mbs 2 --zero 1 --attn flash", bin,
+                     d) == 0);
+    CHECK_STR_HAS(out, "cluster: validated preset dgx-h100");
     CHECK(!strstr(out, "beyond the validation rows"));
 }
 

@@ -739,6 +739,7 @@ static struct {
     int seq[SHIPPED_MAX];
     long gpus[SHIPPED_MAX];
     double params[SHIPPED_MAX];
+    char attention[SHIPPED_MAX][16]; /* "unfused" or the fused kernel the row ran */
 } shipped;
 
 static void run_shipped(void)
@@ -772,6 +773,18 @@ static void run_shipped(void)
             shipped.seq[shipped.n] = s->rows[r].model->seq_len;
             shipped.gpus[shipped.n] = res.gpus;
             shipped.params[shipped.n] = sc_model_totals(s->rows[r].model).params;
+            {
+                const sc_val_row *w = &s->rows[r];
+                const char *k = "unfused";
+                sc_cluster pc;
+                if (w->attn == SC_ATTN_FLASH)
+                    k = w->attn_kernel ? w->attn_kernel
+                        : sc_cluster_preset_get(w->preset, &pc, NULL) == SC_OK
+                            ? sc_cluster_flash_kernel_of(&pc)
+                            : NULL;
+                snprintf(shipped.attention[shipped.n], sizeof shipped.attention[0], "%s",
+                         k ? k : "?");
+            }
             shipped.error[shipped.n++] = res.error;
         }
         sc_val_free(s);
@@ -793,6 +806,8 @@ TEST(validate_label_table_is_current)
     int seq_lo[16], seq_hi[16];
     long gpus_lo[16], gpus_hi[16];
     double par_lo[16], par_hi[16];
+    char att[16][8][16]; /* the distinct attentions, sorted */
+    int natt[16] = {0};
     for (int k = 0; k < 16; k++) {
         seq_lo[k] = 1 << 30, seq_hi[k] = 0, gpus_lo[k] = 1L << 40, gpus_hi[k] = 0;
         par_lo[k] = INFINITY, par_hi[k] = 0;
@@ -817,6 +832,14 @@ TEST(validate_label_table_is_current)
             gpus_hi[k] = shipped.gpus[i] > gpus_hi[k] ? shipped.gpus[i] : gpus_hi[k];
             par_lo[k] = fmin(par_lo[k], shipped.params[i]);
             par_hi[k] = fmax(par_hi[k], shipped.params[i]);
+            int a = 0;
+            while (a < natt[k] && strcmp(att[k][a], shipped.attention[i]) < 0)
+                a++;
+            if ((a == natt[k] || strcmp(att[k][a], shipped.attention[i])) && natt[k] < 8) {
+                memmove(att[k][a + 1], att[k][a], (size_t)(natt[k] - a) * sizeof att[k][0]);
+                snprintf(att[k][a], sizeof att[k][a], "%s", shipped.attention[i]);
+                natt[k]++;
+            }
         }
     }
     CHECK(total >= 28);
@@ -846,6 +869,15 @@ TEST(validate_label_table_is_current)
                          t[k].preset, t[k].seq_lo, t[k].seq_hi, t[k].gpus_lo, t[k].gpus_hi,
                          t[k].params_lo, t[k].params_hi, seq_lo[k], seq_hi[k], gpus_lo[k],
                          gpus_hi[k], par_lo[k], par_hi[k]);
+        char list[160] = "";
+        for (int a = 0; a < natt[k]; a++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", a ? "," : "",
+                     att[k][a]);
+        if (cnt[k] && strcmp(list, t[k].attention ? t[k].attention : ""))
+            sc_test_fail(__FILE__, __LINE__,
+                         "cost_models/label.c: %s's attention is stale: stored \"%s\", the "
+                         "suite's rows ran \"%s\"",
+                         t[k].preset, t[k].attention ? t[k].attention : "", list);
         free(errs[k]);
     }
     CHECK_EQ_INT(unlisted, 0);
