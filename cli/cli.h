@@ -73,8 +73,9 @@ void cli_warn_cluster(const struct sc_cluster *c, const char *what);
  * rows, a line saying where (sc_label_outside);
  * cli_label_json adds
  * "cluster_label": {kind, description, validation?: {rows, mape,
- * mean_signed_error, sd_signed_error, seq, gpus, params}, step_time_range_s?: [lo, hi],
- * outside_validation?: [...]} to o. */
+ * mean_signed_error, sd_signed_error, seq, gpus, params, attention},
+ * step_time_range_s?: [lo, hi], outside_validation?: [...]} to o
+ * (sc_cluster_label_json). */
 struct sc_model;
 void cli_print_label(const struct sc_cluster *c, double step_s, const char *what, int ms,
                      const struct sc_model *m, long gpus, int flash);

@@ -121,34 +121,18 @@ static const char *money(double v, char *b)
     return b;
 }
 
-/* The step of cluster c's first point (its smallest node count), 0 when none. */
-static double first_step(const sc_whatif *w, int c, long *nodes)
-{
-    for (int i = 0; i < w->n_points; i++)
-        if (w->points[i].cluster == c) {
-            *nodes = w->points[i].nodes;
-            return w->points[i].step_s;
-        }
-    *nodes = 0;
-    return 0;
-}
-
 /* Which kind of cluster each prediction used (cli_print_label), with the error
  * bar of the first point's step of each validated preset. */
 static void print_labels(const sc_whatif *w, const sc_model *m, int flash)
 {
     printf("\n");
     for (int c = 0; c < w->n_clusters; c++) {
-        long nodes;
-        double step = first_step(w, c, &nodes);
+        const sc_whatif_point *p = sc_whatif_first_point(w, c);
+        long nodes = p ? p->nodes : 0;
         char what[192];
         snprintf(what, sizeof what, "the measured step at %ld node%s", nodes,
                  nodes == 1 ? "" : "s");
-        long gpus = 0;
-        for (int i = 0; i < w->n_points && !gpus; i++)
-            if (w->points[i].cluster == c)
-                gpus = w->points[i].gpus;
-        cli_print_label(&w->clusters[c], step, what, 1, m, gpus, flash);
+        cli_print_label(&w->clusters[c], p ? p->step_s : 0, what, 1, m, p ? p->gpus : 0, flash);
     }
 }
 

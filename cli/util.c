@@ -104,7 +104,7 @@ void cli_label_json(cJSON *o, const sc_cluster *c, double step_s, const sc_model
                     int flash)
 {
     sc_label_run run;
-    cJSON *x = o ? sc_cluster_label_json_run(c, step_s, label_run(c, m, gpus, flash, &run))
+    cJSON *x = o ? sc_cluster_label_json(c, step_s, label_run(c, m, gpus, flash, &run))
                  : NULL;
     if (x)
         cJSON_AddItemToObject(o, "cluster_label", x);

@@ -28,8 +28,12 @@ static const struct {
 
 const char *vby_key_names(void)
 {
-    return "suite, cluster, model, seq, gpus, dp, tp, pp, cp, mbs, recompute, sp, attention, "
-           "framework";
+    static char names[160];
+    if (!names[0])
+        for (int i = 0; i < K_N; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                     key_table[i].name);
+    return names;
 }
 
 int vby_parse(const char *arg, vby *by, char *msg, size_t cap)

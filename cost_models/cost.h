@@ -287,6 +287,14 @@ static inline double sc_cost_coll_share(const sc_cluster *c, sc_link l, sc_coll 
     return sc_cluster_ag_rs_eff(c, l) / c->eff.bw_eff[l];
 }
 
+/* The share of link class l that point-to-point messages reach, relative to
+ * the class's bw_eff (p2p_bw_eff where the cluster has it, else 1): pipeline
+ * messages and context parallelism's key/value ring. */
+static inline double sc_cost_p2p_share(const sc_cluster *c, sc_link l)
+{
+    return sc_cluster_p2p_eff(c, l) / c->eff.bw_eff[l];
+}
+
 /* The link parameters a collective sees; filled by sc_cost_links. */
 typedef struct sc_comm_links {
     int n, per_node, nodes;  /* ranks, ranks per node, nodes spanned = ceil(n/per_node) */

@@ -14,13 +14,13 @@
 static const sc_preset_validation table[] = {
     /* preset, rows, MAPE, mean signed, sd; sequences, GPUs, parameters spanned */
     {"dgx-a100-80g", 23, 0.0350, -0.0154, 0.0379, 2048, 2048, 8, 3360, 1.252e8, 1.008e12,
-     "fa1,triton,unfused"},
+     {"fa1", "triton", "unfused"}},
     {"dgx-h100", 12, 0.0443, -0.0259, 0.0561, 2048, 8192, 8, 2304, 1.316e9, 4.076e11,
-     "cudnn,fa2,triton"},
+     {"cudnn", "fa2", "triton"}},
     {"p4d.24xlarge", 4, 0.0355, -0.0328, 0.0675, 2048, 2048, 8, 8, 1.316e9, 1.285e10,
-     "triton"},
+     {"triton"}},
     {"p4de.24xlarge", 1, 0.0518, 0.0518, 0.0, 2048, 2048, 384, 384, 1.763e11, 1.763e11,
-     "unfused"},
+     {"unfused"}},
 };
 
 const sc_preset_validation *sc_preset_validations(int *n)
@@ -140,17 +140,12 @@ static const char *params_str(double p, char *buf, size_t size)
     return buf;
 }
 
-/* name is one of the comma-separated list's. */
-static int listed(const char *list, const char *name)
+/* name is one of v's attentions. */
+static int listed(const sc_preset_validation *v, const char *name)
 {
-    size_t n = strlen(name);
-    for (const char *p = list; p && *p;) {
-        const char *e = strchr(p, ',');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l == n && !strncmp(p, name, n))
+    for (int i = 0; i < SC_LABEL_ATTN_MAX && v->attention[i]; i++)
+        if (!strcmp(v->attention[i], name))
             return 1;
-        p = e ? e + 1 : NULL;
-    }
     return 0;
 }
 
@@ -167,7 +162,7 @@ static int outside_bits(const sc_preset_validation *v, const sc_label_run *run)
     if (run->params > 0 && v->params_hi > 0 &&
         (run->params < 0.99 * v->params_lo || run->params > 1.01 * v->params_hi))
         b |= 4;
-    if (run->attention && v->attention && !listed(v->attention, run->attention))
+    if (run->attention && v->attention[0] && !listed(v, run->attention))
         b |= 8;
     return b;
 }
@@ -197,8 +192,8 @@ int sc_label_outside(const sc_cluster_label *l, const sc_label_run *run, char *b
     if (bits & 8 && k < size) {
         k += (size_t)snprintf(buf + k, size - k, "%sattention %s (rows ran ", n ? "; " : "",
                               run->attention);
-        for (const char *p = v->attention; *p && k < size; p++)
-            k += (size_t)snprintf(buf + k, size - k, *p == ',' ? ", " : "%c", *p);
+        for (int i = 0; i < SC_LABEL_ATTN_MAX && v->attention[i] && k < size; i++)
+            k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? ", " : "", v->attention[i]);
         if (k < size)
             k += (size_t)snprintf(buf + k, size - k, ")");
         n++;
@@ -206,12 +201,7 @@ int sc_label_outside(const sc_cluster_label *l, const sc_label_run *run, char *b
     return n;
 }
 
-cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s)
-{
-    return sc_cluster_label_json_run(c, step_s, NULL);
-}
-
-cJSON *sc_cluster_label_json_run(const sc_cluster *c, double step_s, const sc_label_run *run)
+cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s, const sc_label_run *run)
 {
     sc_cluster_label l;
     char d[320];
@@ -240,13 +230,8 @@ cJSON *sc_cluster_label_json_run(const sc_cluster *c, double step_s, const sc_la
                 sc_jpush_num(r, span[i][1], &oom);
             }
             cJSON *att = sc_jadd_arr(v, "attention", &oom);
-            for (const char *p = l.val->attention; p && *p;) {
-                const char *e = strchr(p, ',');
-                char name[32];
-                snprintf(name, sizeof name, "%.*s", (int)(e ? e - p : (long)strlen(p)), p);
-                sc_jpush_str(att, name, &oom);
-                p = e ? e + 1 : NULL;
-            }
+            for (int i = 0; i < SC_LABEL_ATTN_MAX && l.val->attention[i]; i++)
+                sc_jpush_str(att, l.val->attention[i], &oom);
             if (run) {
                 int bits = outside_bits(l.val, run);
                 cJSON *o = sc_jadd_arr(x, "outside_validation", &oom);

@@ -42,6 +42,8 @@ typedef enum sc_label_kind {
     SC_LABEL_UNCALIBRATED
 } sc_label_kind;
 
+#define SC_LABEL_ATTN_MAX 6 /* "unfused" and the five fused kernels */
+
 /* One preset's figures on the validation suite (fractions), and what its rows
  * span: their sequence lengths, GPU counts and model parameters, smallest and
  * largest. A run beyond those is one the figures say nothing about (the MPT
@@ -54,8 +56,9 @@ typedef struct sc_preset_validation {
     int seq_lo, seq_hi;
     long gpus_lo, gpus_hi;
     double params_lo, params_hi;
-    const char *attention;   /* the attention its rows ran: "unfused" and the fused
-                                kernels' names (sc_cluster_flash_kernel), comma-separated */
+    /* the attention its rows ran, in name order: "unfused" and the fused kernels'
+     * names (sc_cluster_flash_kernel); NULL after the last */
+    const char *attention[SC_LABEL_ATTN_MAX];
 } sc_preset_validation;
 
 /* What a prediction ran, to compare with its preset's rows: the model's
@@ -100,10 +103,8 @@ int sc_label_outside(const sc_cluster_label *l, const sc_label_run *run, char *b
  * step_s seconds on c (no range when step_s <= 0 or there is no bar;
  * outside_validation, for a validated preset and a run, lists the keys among seq,
  * gpus, params, attention where it lies beyond the rows, [] when none). run may be
- * NULL. The caller owns it (cJSON_Delete); NULL when out of
+ * NULL (then no outside_validation). The caller owns it (cJSON_Delete); NULL when out of
  * memory. */
-cJSON *sc_cluster_label_json_run(const sc_cluster *c, double step_s, const sc_label_run *run);
-/* The same without a run. */
-cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s);
+cJSON *sc_cluster_label_json(const sc_cluster *c, double step_s, const sc_label_run *run);
 
 #endif

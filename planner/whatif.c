@@ -179,6 +179,14 @@ void sc_whatif_opts_default(sc_whatif_opts *o)
     o->no_overlap_p2p_comm = -1;
 }
 
+const sc_whatif_point *sc_whatif_first_point(const sc_whatif *w, int c)
+{
+    for (int i = 0; i < w->n_points; i++)
+        if (w->points[i].cluster == c)
+            return &w->points[i];
+    return NULL;
+}
+
 void sc_whatif_free(sc_whatif *w)
 {
     if (!w)
@@ -425,19 +433,12 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
         cJSON *o = sc_jpush_obj(labels, &oom);
         if (!o)
             break;
-        double step = 0;
-        long nodes = 0, gpus = 0;
-        for (int i = 0; i < w->n_points && !nodes; i++)
-            if (w->points[i].cluster == c) {
-                step = w->points[i].step_s;
-                nodes = w->points[i].nodes;
-                gpus = w->points[i].gpus;
-            }
+        const sc_whatif_point *p = sc_whatif_first_point(w, c);
         sc_jadd_str(o, "cluster", w->clusters[c].name, &oom);
-        sc_jadd_num(o, "nodes", (double)nodes, &oom);
-        sc_label_run run = {w->seq, gpus, w->params,
+        sc_jadd_num(o, "nodes", p ? (double)p->nodes : 0, &oom);
+        sc_label_run run = {w->seq, p ? p->gpus : 0, w->params,
                             w->flash ? sc_cluster_flash_kernel_of(&w->clusters[c]) : "unfused"};
-        cJSON *x = sc_cluster_label_json_run(&w->clusters[c], step, &run);
+        cJSON *x = sc_cluster_label_json(&w->clusters[c], p ? p->step_s : 0, &run);
         if (!x)
             oom = 1;
         else

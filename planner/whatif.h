@@ -203,6 +203,9 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
                         const long *nodes, int n_nodes, const sc_whatif_opts *o,
                         sc_whatif **out, sc_error *err);
 void sc_whatif_free(sc_whatif *w);
+/* Cluster c's first point (its smallest node count: points run cluster by
+ * cluster, ascending), NULL when none; the one its label's error bar is of. */
+const sc_whatif_point *sc_whatif_first_point(const sc_whatif *w, int c);
 
 /* {format, model, clusters: [names], global_batch, tokens, spot (bool),
  *  restart_s, points: [{cluster, nodes, gpus, config {dp, tp, pp, v, m, mbs,

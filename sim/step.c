@@ -578,16 +578,14 @@ static int coll_markers(builder *b, const int *deps, int ndeps, int *chain, int 
 /* A ring of point-to-point sends (context parallelism's key/value ring:
  * Transformer Engine passes the chunks with send and receive, not a
  * collective), for add_ring's coll: each hop at the class's p2p share
- * (p2p_bw_eff over bw_eff, sc_cluster_p2p_eff). */
+ * (sc_cost_p2p_share). */
 #define RING_P2P SC_COLL_N
 
 /* The share of link class lk that ring hops of coll reach, relative to
  * bw_eff (the links' rate). */
 static double hop_share(const builder *b, sc_link lk, sc_coll coll)
 {
-    if (coll == RING_P2P)
-        return sc_cluster_p2p_eff(b->c, lk) / b->c->eff.bw_eff[lk];
-    return sc_cost_coll_share(b->c, lk, coll);
+    return coll == RING_P2P ? sc_cost_p2p_share(b->c, lk) : sc_cost_coll_share(b->c, lk, coll);
 }
 
 /* A ring collective among ranks members[0..n) (ascending). Each member sends
@@ -1143,7 +1141,7 @@ static void build_messages(builder *b)
                     sc_link lk = link_class(b, from, to);
                     /* a measured size factor (sc_size_curve) divides its whole time */
                     double g = sc_size_curve_at(&b->c->eff.p2p_curve[lk], a->bytes);
-                    double wire = a->bytes * b->c->eff.bw_eff[lk] / sc_cluster_p2p_eff(b->c, lk) / g;
+                    double wire = a->bytes / sc_cost_p2p_share(b->c, lk) / g;
                     int f = flow_factor(b, flow_task(b, l, wire, prod, end, from, a->op, a->stage,
                                                      a->chunk, a->mb, a->bytes), g);
                     if (f < 0)

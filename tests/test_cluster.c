@@ -642,8 +642,7 @@ TEST(cluster_label_beyond_the_rows)
 
     /* in the commands: a GPT at four times the longest sequence of dgx-h100's rows */
     const char *bin = sc_test_bin();
-    if (!sc_test_exists(bin))
-        return;
+    REQUIRE(sc_test_exists(bin));
     static char out[1 << 18];
     const char *d = sc_test_tmpdir();
     REQUIRE(sc_test_sh(out, sizeof out, "%s model gen gpt --layers 2 --hidden 1024 --heads 8 "

@@ -869,15 +869,18 @@ TEST(validate_label_table_is_current)
                          t[k].preset, t[k].seq_lo, t[k].seq_hi, t[k].gpus_lo, t[k].gpus_hi,
                          t[k].params_lo, t[k].params_hi, seq_lo[k], seq_hi[k], gpus_lo[k],
                          gpus_hi[k], par_lo[k], par_hi[k]);
-        char list[160] = "";
+        char list[160] = "", stored[160] = "";
         for (int a = 0; a < natt[k]; a++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", a ? "," : "",
                      att[k][a]);
-        if (cnt[k] && strcmp(list, t[k].attention ? t[k].attention : ""))
+        for (int a = 0; a < SC_LABEL_ATTN_MAX && t[k].attention[a]; a++)
+            snprintf(stored + strlen(stored), sizeof stored - strlen(stored), "%s%s",
+                     a ? "," : "", t[k].attention[a]);
+        if (cnt[k] && strcmp(list, stored))
             sc_test_fail(__FILE__, __LINE__,
                          "cost_models/label.c: %s's attention is stale: stored \"%s\", the "
                          "suite's rows ran \"%s\"",
-                         t[k].preset, t[k].attention ? t[k].attention : "", list);
+                         t[k].preset, stored, list);
         free(errs[k]);
     }
     CHECK_EQ_INT(unlisted, 0);
