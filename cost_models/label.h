@@ -47,8 +47,8 @@ typedef enum sc_label_kind {
 /* One preset's figures on the validation suite (fractions), and what its rows
  * span: their sequence lengths, GPU counts and model parameters, smallest and
  * largest. A run beyond those is one the figures say nothing about (the MPT
- * tables' long sequences, docs/accuracy.md, run 16-43% off where the suite's
- * sequences run 4% off). */
+ * tables' long sequences, docs/accuracy.md, run 12-44% off where the suite's
+ * sequences run about 5% off). */
 typedef struct sc_preset_validation {
     const char *preset;
     int rows;

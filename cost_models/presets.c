@@ -566,7 +566,7 @@ static const int FA3_HEADS[] = {64, 96, 128, 192, 256, 0};
  * Fig. 4 kernel stands in for it. The MPT tables' runs beyond the suite
  * (scripts/mpt_table.py; docs/accuracy.md, "The MPT tables beyond the
  * suite") say the kernel ran faster than the stand-in: at 16k-64k tokens,
- * where attention is most of a step, they are predicted 10-43% too slow.
+ * where attention is most of a step, they are predicted 12-44% too slow.
  * What was published of the kernel does not say so (its docstring: forward +
  * backward slightly slower than FlashAttention's; LLM Foundry's TUTORIAL.md:
  * slightly faster than flash-attn 1.0.9; both about FA1's rate below, which

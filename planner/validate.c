@@ -431,11 +431,17 @@ static sc_status load_measured(const sc_val_suite *s, sc_val_row *r, const cJSON
         double l = sc_partition_layers(r->model), h = first_dim(r->model, "hidden");
         double V = first_dim(r->model, "vocab"), F;
         int full = !strcmp(r->flops, "megatron-full-recompute");
-        if (!strcmp(r->flops, "6nd")) {
+        int nd = !strcmp(r->flops, "6nd"), nd_attn = !strcmp(r->flops, "6nd-attn");
+        if (nd || nd_attn) {
             if (!(r->params > 0))
-                return sc_err(err, SC_EPARSE, "%s: %s.params: missing (6nd counts 6·params "
-                              "FLOPs per token)", f, path);
-            F = 6 * r->params * B * seq;
+                return sc_err(err, SC_EPARSE, "%s: %s.params: missing (%s counts 6·params "
+                              "FLOPs per token)", f, path, r->flops);
+            if (nd_attn && !(l > 0 && h > 0))
+                return sc_err(err, SC_EINVAL, "%s: %s.flops: the model has no layers or "
+                              "hidden size for 6nd-attn's attention term", f, path);
+            /* Dao 2023, section 4.2: 6·s·N + 12·l·h·s² a sequence, the
+             * attention term not halved for the causal mask */
+            F = 6 * r->params * B * seq + (nd_attn ? 12 * l * h * B * seq * seq : 0);
         } else if (full || !strcmp(r->flops, "megatron")) {
             if (!(h > 0 && V > 0))
                 return sc_err(err, SC_EINVAL, "%s: %s.flops: the model has no hidden size or "
@@ -444,10 +450,11 @@ static sc_status load_measured(const sc_val_suite *s, sc_val_row *r, const cJSON
                 (1 + seq / (6 * h) + V / (16 * l * h));
         } else {
             return sc_err(err, SC_EINVAL, "%s: %s.flops: \"%s\" is not megatron, "
-                          "megatron-full-recompute or 6nd", f, path, r->flops);
+                          "megatron-full-recompute, 6nd or 6nd-attn", f, path, r->flops);
         }
-        if (r->params > 0 && strcmp(r->flops, "6nd"))
-            return sc_err(err, SC_EINVAL, "%s: %s.params: only 6nd takes params", f, path);
+        if (r->params > 0 && !nd && !nd_attn)
+            return sc_err(err, SC_EINVAL, "%s: %s.params: only 6nd and 6nd-attn take params",
+                          f, path);
         r->measured_s = F / (r->value * 1e12 * (double)r->dp * r->cp * r->tp * r->pp);
     }
     return SC_OK;

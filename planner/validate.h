@@ -37,6 +37,9 @@
  *                                (Narayanan et al. 2021, eq. 3; the
  *                                recomputed forward counted)
  *       6nd                      6·N·B·s with N = `params`
+ *       6nd-attn                 6·N·B·s + 12·l·h·B·s² (Dao 2023, section
+ *                                4.2: the attention's FLOPs, not halved for
+ *                                the causal mask)
  *   with B the global batch, s the sequence length, l the layers, h the
  *   hidden size and V the vocabulary of the row's model.
  *
@@ -108,7 +111,7 @@ typedef struct sc_val_row {
     sc_val_kind kind;
     double value;                   /* the published figure in its own unit */
     const char *formula, *flops;    /* NULL when absent */
-    double params;                  /* for flops "6nd" */
+    double params;                  /* for flops "6nd" and "6nd-attn" */
     double measured_s;              /* the iteration time it stands for */
 } sc_val_row;
 

@@ -140,6 +140,43 @@ TEST(validate_load_accepts_a_good_row)
     sc_val_free(s);
 }
 
+/* Each FLOP convention of measured.tflops_per_gpu becomes the iteration time
+ * its formula gives (validate.h), on TINY (l 4, h 256, s 128, V 1024) at
+ * global batch 8 over 8 GPUs. */
+TEST(validate_flops_conventions)
+{
+    const double B = 8, s = 128, l = 4, h = 256, V = 1024, N = 3.0e6, tf = 0.002, g = 8;
+    const struct {
+        const char *flops;
+        int with_params;
+        double F;
+    } c[] = {
+        {"6nd", 1, 6 * N * B * s},
+        {"6nd-attn", 1, 6 * N * B * s + 12 * l * h * B * s * s},
+        {"megatron", 0, 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))},
+        {"megatron-full-recompute", 0,
+         96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char me[256], text[4096];
+        if (c[i].with_params)
+            snprintf(me, sizeof me, "{\"tflops_per_gpu\": %g, \"flops\": \"%s\", "
+                     "\"params\": %g, \"formula\": \"x\"}", tf, c[i].flops, N);
+        else
+            snprintf(me, sizeof me, "{\"tflops_per_gpu\": %g, \"flops\": \"%s\", "
+                     "\"formula\": \"x\"}", tf, c[i].flops);
+        one_row(text, sizeof text, TINY, LAYOUT_OK, CLUSTER_OK, me, "");
+        sc_val_suite *v = NULL;
+        sc_error err = {0};
+        if (sc_val_load(put("flops.json", text), &v, &err) != SC_OK) {
+            sc_test_fail(__FILE__, __LINE__, "%s: %s", c[i].flops, err.msg);
+            continue;
+        }
+        CHECK_NEAR(v->rows[0].measured_s, c[i].F / (tf * 1e12 * g), 1e-12);
+        sc_val_free(v);
+    }
+}
+
 TEST(validate_load_refuses_infeasible_layouts)
 {
     /* tp 3 does not divide 4 heads (one node of 8 has the ranks) */
@@ -325,6 +362,12 @@ TEST(validate_load_refuses_bad_fields)
     REFUSED(TINY, LAYOUT_OK, CLUSTER_OK,
             "{\"tflops_per_gpu\": 100, \"flops\": \"6nd\", \"formula\": \"6ND\"}", "",
             "rows[0].measured.params: missing");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK,
+            "{\"tflops_per_gpu\": 100, \"flops\": \"6nd-attn\", \"formula\": \"x\"}", "",
+            "rows[0].measured.params: missing");
+    REFUSED(TINY, LAYOUT_OK, CLUSTER_OK,
+            "{\"tflops_per_gpu\": 100, \"flops\": \"megatron\", \"params\": 5, "
+            "\"formula\": \"x\"}", "", "rows[0].measured.params: only 6nd and 6nd-attn");
     REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, MEASURED_OK, ", \"source\": \"t\"", "duplicate field");
     REFUSED(TINY, LAYOUT_OK, CLUSTER_OK, MEASURED_OK, ", \"assumptions\": \"mbs 1\"",
             "rows[0].approximate");
