@@ -1396,3 +1396,39 @@ TEST(validate_mpt_table_script)
     CHECK_STR_HAS(out, "eight");
     CHECK(SC("test -e %s/mpt_bad.json", tmp) != 0);
 }
+
+/* scripts/layer_table.py: one layer of Korthikanti et al.'s 22B model (their
+ * Table 4), forward and backward as the simulator runs them, each within the
+ * suite's 10%; sequence parallelism shortens the forward, and the backward
+ * grows from no recompute to selective to full, as measured. */
+TEST(validate_layer_table_script)
+{
+    REQUIRE(SC("/usr/bin/python3 scripts/layer_table.py --run %s --json --check 2>&1",
+               sc_test_bin()) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
+    REQUIRE(cJSON_GetArraySize(rows) == 5);
+    double fwd[5], bwd[5];
+    for (int i = 0; i < 5; i++) {
+        const cJSON *r = cJSON_GetArrayItem(rows, i);
+        fwd[i] = cJSON_GetObjectItemCaseSensitive(r, "forward_ms")->valuedouble;
+        bwd[i] = cJSON_GetObjectItemCaseSensitive(r, "backward_ms")->valuedouble;
+        double ef = cJSON_GetObjectItemCaseSensitive(r, "forward_error")->valuedouble;
+        double eb = cJSON_GetObjectItemCaseSensitive(r, "backward_error")->valuedouble;
+        CHECK(fabs(ef) <= 0.10);
+        CHECK(fabs(eb) <= 0.10);
+        /* the error is of the simulated time against the published one */
+        double mf = cJSON_GetObjectItemCaseSensitive(r, "measured_forward_ms")->valuedouble;
+        CHECK_NEAR(ef, fwd[i] / mf - 1, 1e-9);
+        CHECK(fwd[i] > 1 && bwd[i] > 1);
+    }
+    /* rows: none, sp, full, selective, selective + sp */
+    CHECK(fwd[1] < fwd[0] && fwd[4] < fwd[3]);
+    CHECK_NEAR(fwd[0], fwd[2], 1e-6); /* recompute leaves the forward alone */
+    CHECK(bwd[0] < bwd[3] && bwd[3] < bwd[2]);
+    cJSON_Delete(j);
+    /* a binary that is not there is named */
+    CHECK(SC("/usr/bin/python3 scripts/layer_table.py --run /nonexistent/sc 2>&1") != 0);
+    CHECK_STR_HAS(out, "/nonexistent/sc: not an executable");
+}
