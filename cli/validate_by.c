@@ -115,8 +115,19 @@ static kval value_of(int key, const sc_val_suite *s, const sc_val_row *w, const 
         v.num = w->sp != 0;
         break;
     case K_ATTENTION: {
-        const char *kl = sc_cluster_flash_kernel_label(w->attn_kernel);
-        v.str = w->attn != SC_ATTN_FLASH ? "unfused" : kl ? kl : "flash";
+        /* the kernel's name as a suite and `--flash` write it (fa1, fa2,
+         * triton, cudnn), the one the cluster carries when the row names
+         * none, as the label's spans name them */
+        sc_cluster c;
+        if (w->attn != SC_ATTN_FLASH)
+            v.str = "unfused";
+        else if (w->attn_kernel)
+            v.str = w->attn_kernel;
+        else if (sc_cluster_preset_get(r->cluster, &c, NULL) == SC_OK &&
+                 sc_cluster_flash_kernel_of(&c))
+            v.str = sc_cluster_flash_kernel_of(&c);
+        else
+            v.str = "flash";
         break;
     }
     case K_FRAMEWORK:

@@ -1282,6 +1282,17 @@ TEST(validate_overhead_fit)
     /* --by sorts the digits inside names as numbers: 48 layers before 105 */
     const char *l48 = strstr(out, "\ngpt l48 "), *l105 = strstr(out, "\ngpt l105 ");
     CHECK(l48 && l105 && l48 < l105);
+    /* --by attention names the kernels as the suites and --flash do: the
+     * flash-attention trainer's FA1 rows (5 + 2) and FA2 rows (4), the
+     * Megatron-LM rows unfused */
+    REQUIRE(SC("%s validate --suite tridao_flashattn2022,tridao_flashattn2_2023,"
+               "korthikanti2022 --by attention", sc_test_bin()) == 0);
+    const char *by = strstr(out, "errors by attention (--by):");
+    REQUIRE(by);
+    CHECK_STR_HAS(by, "\nfa1           7 ");
+    CHECK_STR_HAS(by, "\nfa2           4 ");
+    CHECK_STR_HAS(by, "\nunfused       8 ");
+    CHECK(!strstr(by, "flash1"));
 }
 
 /* scripts/mpt_table.py (docs/accuracy.md, "The MPT tables beyond the suite"):
