@@ -135,6 +135,7 @@ bench: $(BENCH_BIN)
 # figures it prints today.
 .PHONY: validate
 validate: $(CLI)
+	@python3 scripts/layer_table.py --run $(CLI) --check
 	@$(CLI) validate --check
 
 # Fails on any #include or linked symbol that goes against the layers.
