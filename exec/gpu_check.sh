@@ -390,6 +390,20 @@ if [ $torch_gpu = yes ]; then
         python3 scripts/fit_flash.py --measured "$out/flash_bench.json" > "$out/flash_fit.txt" 2>&1
         note "fused attention (PyTorch, forward + backward, causal, head 128): $(awk '$2 == "fwd+bwd" && $3 == "R" {printf "%s%s R %s s0 %s hd64 %s", sep, $1, $4, $6, $12; sep="; "}' "$out/flash_fit.txt"); published FA2 on H100 R 333.4 s0 532 hd64 0.873 (flash_fit.txt)"
         note "fused attention forward alone: $(awk '$2 == "fwd" && $3 == "R" {printf "%s%s R %s s0 %s", sep, $1, $4, $6; sep="; "}' "$out/flash_fit.txt"); published cuDNN (Shah et al. 2024, mid-2024; the --flash cudnn rates) R 561.0 s0 388 on H100"
+        # what attention dropout costs FA2 (the flash-attention trainer's
+        # runs trained with 0.1 in the kernel; docs/accuracy.md,
+        # "FlashAttention-2's end-to-end table"): the same points with 0.1
+        timeout 120 python3 scripts/bench_flash.py --backends flash --heads 128 \
+            --seqs 2048,8192 --dropout 0.1 -o "$out/flash_bench_dropout.json" \
+            > "$out/flash_bench_dropout.txt" 2>&1 &&
+            note "FA2 rate with attention dropout 0.1 over its rate without (forward + backward, head 128; below 1: slower): $(python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+key = lambda r: (r["backend"], r["mask"], r["head_dim"], r["seq"])
+base = {key(r): r["fwd_bwd_tflops"] for r in a["results"]}
+print("; ".join("%s s %d %.3f" % (r["mask"], r["seq"], r["fwd_bwd_tflops"] / base[key(r)])
+                for r in b["results"] if key(r) in base))' "$out/flash_bench.json" "$out/flash_bench_dropout.json")" ||
+            note "fused attention with dropout: failed: $(tail -1 "$out/flash_bench_dropout.txt")"
     else
         note "fused attention bench failed with status $rc: $(tail -1 "$out/flash_bench.txt")"
     fi

@@ -262,7 +262,7 @@ static sc_status read_flash_bench(reader *x, const cJSON *j, const char *file, s
 {
     static const char *const top[] = {"format", "device", "sms",   "torch", "cuda",
                                       "cudnn",  "dtype",  "tokens", "dim",  "iters",
-                                      "flops",  "results", "skipped", NULL};
+                                      "flops",  "results", "skipped", "dropout", NULL};
     static const char *const keys[] = {"backend", "mask",   "head_dim",  "seq",
                                        "batch",   "heads",  "fwd_s",     "fwd_min_s",
                                        "fwd_bwd_s", "fwd_bwd_min_s", "fwd_tflops",
@@ -276,8 +276,18 @@ static sc_status read_flash_bench(reader *x, const cJSON *j, const char *file, s
         st = sc_json_str(j, file, "", "device", 0, 256, &dev, err);
     if (!st)
         st = sc_json_arr(j, file, "", "results", 1, &res, err);
+    double dropout = 0;
+    if (!st)
+        st = sc_json_num(j, file, "", "dropout", 0, 0, 1, &dropout, err);
     if (st)
         return st;
+    /* a cluster's fused attention rates are the kernel's without dropout, as
+     * the presets' (Dao 2023, Fig. 4); rates measured with it (bench_flash.py
+     * --dropout) are for comparing, not for fitting */
+    if (dropout > 0)
+        return sc_err(err, SC_EINVAL, "%s: dropout: %g: the fused attention rates calibrate "
+                      "fits are without dropout, as the presets'; measure them with "
+                      "bench_flash.py --dropout 0", file, dropout);
     sc_dtype dt = strcmp(dts, "bf16") == 0 ? SC_BF16 : strcmp(dts, "fp16") == 0 ? SC_FP16
                                                                                 : (sc_dtype)-1;
     if ((int)dt < 0)

@@ -15,12 +15,19 @@ warm-up, on random operands, the calls queued back to back behind 5 ms of
 GEMMs (the GPU busy throughout, its clock at the power limit as in
 training).
 
+--dropout P times the kernels with attention dropout P (default 0, as the
+benchmark the presets are fitted to): the runs of the flash-attention
+trainer trained with 0.1 inside the kernel, and what that costs a fused
+kernel near its compute bound is not published for FA2 (docs/accuracy.md,
+"FlashAttention-2's end-to-end table").
+
 Writes a stagecraft.flash_bench/1 JSON file (-o); `scripts/fit_flash.py
 --measured FILE` fits it as it fits the published bars. Exits 3 (nothing
 written) where PyTorch or a CUDA GPU is missing, 2 on a bad argument.
 
 usage: python3 scripts/bench_flash.py [-o FILE] [--seqs 512,...] [--heads 64,128]
                                       [--backends flash,cudnn,fa3] [--iters N]
+                                      [--dropout P]
 """
 import argparse
 import json
@@ -55,7 +62,11 @@ def main():
     ap.add_argument("--backends", default="flash,cudnn,fa3",
                     help="of flash, cudnn, efficient, fa3")
     ap.add_argument("--iters", type=int, default=15, help="timed calls per point")
+    ap.add_argument("--dropout", type=float, default=0.0,
+                    help="attention dropout probability in [0, 1) (default 0)")
     a = ap.parse_args()
+    if not 0.0 <= a.dropout < 1.0:
+        die("--dropout: %g is not in [0, 1)" % a.dropout)
     seqs, heads = parse_list(a.seqs, "seqs"), parse_list(a.heads, "heads")
     if a.iters < 3:
         die("--iters: at least 3")
@@ -82,10 +93,12 @@ def main():
             "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
             "dtype": "bf16", "tokens": a.tokens, "dim": a.dim, "iters": a.iters,
+            "dropout": a.dropout,
             "flops": "forward 4 b h s^2 d (causal: half), backward 2.5 x forward",
             "results": [], "skipped": []}
-    print("bench_flash.py: %s (%d SMs), torch %s, CUDA %s, cuDNN %s" % (
-        props.name, props.multi_processor_count, torch.__version__, torch.version.cuda, info["cudnn"]))
+    print("bench_flash.py: %s (%d SMs), torch %s, CUDA %s, cuDNN %s, dropout %g" % (
+        props.name, props.multi_processor_count, torch.__version__, torch.version.cuda,
+        info["cudnn"], a.dropout))
 
     heat_a = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
 
@@ -130,10 +143,12 @@ def main():
 
                     def fwd():
                         with torch.no_grad():
-                            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                            F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                           dropout_p=a.dropout)
 
                     def fwd_bwd():
-                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                           dropout_p=a.dropout)
                         o.backward(g)
 
                     try:

@@ -165,9 +165,12 @@ def measured(path):
         # time less the forward's
         point += (2.5 / (3.5 / point[1] - 1 / point[2]),)
         series.setdefault(key, []).append(point)
-    print("measured on %s (torch %s, cuDNN %s), %s tokens, hidden %s:"
+    dropout = b.get("dropout", 0) or 0
+    print("measured on %s (torch %s, cuDNN %s), %s tokens, hidden %s%s:"
           % (b.get("device", "?"), b.get("torch", "?"), b.get("cudnn", "?"),
-             b.get("tokens", "?"), b.get("dim", "?")))
+             b.get("tokens", "?"), b.get("dim", "?"),
+             ", attention dropout %g (the presets' rates are without)" % dropout
+             if dropout else ""))
     print("backend   mask    head pass       R TFLOP/s     s0   rms    max  points")
     fits = {}
     for key in sorted(series):

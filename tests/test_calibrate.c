@@ -2318,6 +2318,35 @@ TEST(calibrate_flash_bad_inputs)
         CHECK_STR_HAS(out, cases[i].want);
         CHECK(!sc_test_exists(o));
     }
+    /* rates measured with attention dropout (bench_flash.py --dropout) are
+     * for comparing, not for fitting; dropout 0 is the ordinary bench */
+    for (int k = 0; k < 2; k++) {
+        snprintf(f, sizeof f, "%s/dropout%d.json", d, k);
+        snprintf(o, sizeof o, "%s/dropout%d.out.json", d, k);
+        FILE *fp = fopen(f, "w");
+        REQUIRE(fp);
+        fprintf(fp,
+                "{\"format\": \"stagecraft.flash_bench/1\", \"device\": \"NVIDIA H200\", "
+                "\"dtype\": \"bf16\", \"dropout\": %s, \"results\": [", k ? "0" : "0.1");
+        for (int s = 512; s <= 16384; s *= 2)
+            fprintf(fp, "%s{\"backend\": \"flash\", \"mask\": \"causal\", \"head_dim\": 128, "
+                    "\"seq\": %d, \"batch\": %d, \"heads\": 16, \"fwd_tflops\": %g, "
+                    "\"fwd_bwd_tflops\": %g}", s > 512 ? ", " : "", s, 16384 / s,
+                    300.0 * s / (s + 500), 250.0 * s / (s + 500));
+        fprintf(fp, "]}\n");
+        fclose(fp);
+        int rc = sc_test_sh(out, sizeof out, "%s calibrate --cluster h200-sxm-1 %s -o %s 2>&1",
+                            bin, f, o);
+        if (k == 0) {
+            CHECK_EQ_INT(rc, 2);
+            CHECK_STR_HAS(out, "dropout: 0.1: the fused attention rates calibrate fits are "
+                               "without dropout");
+            CHECK(!sc_test_exists(o));
+        } else {
+            CHECK_EQ_INT(rc, 0);
+            CHECK(sc_test_exists(o));
+        }
+    }
 }
 
 /* The scripts behind the fused attention rates (Debian's python3, no
@@ -2348,6 +2377,9 @@ TEST(calibrate_flash_scripts)
     CHECK(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/bench_flash.py --seqs 3000 "
                      "2>&1") == 2);
     CHECK_STR_HAS(out, "--seqs: 3000 does not divide --tokens 16384");
+    CHECK(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/bench_flash.py --dropout 1 "
+                     "2>&1") == 2);
+    CHECK_STR_HAS(out, "--dropout: 1 is not in [0, 1)");
     CHECK(sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/bench_optimizer.py --iters 1 "
                      "2>&1") == 2);
     int rc = sc_test_sh(out, sizeof out, "/usr/bin/python3 scripts/bench_flash.py 2>&1");
