@@ -74,7 +74,7 @@ static const sc_label_run *label_run(const sc_cluster *c, const sc_model *m, lon
     r->seq = m->seq_len;
     r->gpus = gpus;
     r->params = sc_model_totals(m).params;
-    r->attention = flash ? sc_cluster_flash_kernel_of(c) : "unfused";
+    r->attention = sc_label_attention(c, flash);
     return r;
 }
 

@@ -114,22 +114,9 @@ static kval value_of(int key, const sc_val_suite *s, const sc_val_row *w, const 
     case K_SP:
         v.num = w->sp != 0;
         break;
-    case K_ATTENTION: {
-        /* the kernel's name as a suite and `--flash` write it (fa1, fa2,
-         * triton, cudnn), the one the cluster carries when the row names
-         * none, as the label's spans name them */
-        sc_cluster c;
-        if (w->attn != SC_ATTN_FLASH)
-            v.str = "unfused";
-        else if (w->attn_kernel)
-            v.str = w->attn_kernel;
-        else if (sc_cluster_preset_get(r->cluster, &c, NULL) == SC_OK &&
-                 sc_cluster_flash_kernel_of(&c))
-            v.str = sc_cluster_flash_kernel_of(&c);
-        else
-            v.str = "flash";
+    case K_ATTENTION: /* as a suite and `--flash` name it, on the cluster it ran */
+        v.str = sc_val_row_attention(w, r->cluster);
         break;
-    }
     case K_FRAMEWORK:
         v.str = w->framework ? w->framework : "megatron";
         break;

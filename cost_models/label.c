@@ -140,6 +140,11 @@ static const char *params_str(double p, char *buf, size_t size)
     return buf;
 }
 
+const char *sc_label_attention(const sc_cluster *c, int flash)
+{
+    return flash ? sc_cluster_flash_kernel_of(c) : "unfused";
+}
+
 /* name is one of v's attentions. */
 static int listed(const sc_preset_validation *v, const char *name)
 {

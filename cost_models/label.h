@@ -71,6 +71,11 @@ typedef struct sc_label_run {
     const char *attention;   /* "unfused" or the fused kernel's name; NULL: unknown */
 } sc_label_run;
 
+/* sc_label_run.attention of a run on c: "unfused", or with fused attention
+ * (flash set) the kernel whose published rates c carries
+ * (sc_cluster_flash_kernel_of; NULL for rates of no listed kernel). */
+const char *sc_label_attention(const sc_cluster *c, int flash);
+
 typedef struct sc_cluster_label {
     sc_label_kind kind;
     const char *name;                 /* "calibrated", "validated preset", "uncalibrated" */

@@ -4,6 +4,7 @@
 
 #include "gen.h"
 #include "json.h"
+#include "label.h"
 #include "partition.h"
 #include "step.h"
 
@@ -737,6 +738,19 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
     snprintf(out->cluster, sizeof out->cluster, "%s", cl.name);
     sc_step_result_free(res);
     return SC_OK;
+}
+
+const char *sc_val_row_attention(const sc_val_row *w, const char *preset)
+{
+    sc_cluster c;
+    const char *k = NULL;
+    if (w->attn != SC_ATTN_FLASH)
+        return "unfused";
+    if (w->attn_kernel)
+        return w->attn_kernel;
+    if (preset && sc_cluster_preset_get(preset, &c, NULL) == SC_OK)
+        k = sc_label_attention(&c, 1);
+    return k ? k : "flash";
 }
 
 void sc_val_stats_of(const double *errors, int n, sc_val_stats *out)

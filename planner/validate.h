@@ -189,6 +189,12 @@ void sc_val_copy_halves(sc_val_suite *const *s, int n, sc_val_suite *const *ref,
 sc_status sc_val_fit_overhead(sc_val_suite *const *s, int n, const char *fw, double *frac,
                               int *rows, sc_error *err);
 
+/* The attention row w ran, by the names a suite's attention_kernel and the
+ * label's spans use: "unfused", the kernel the row names, or, where it names
+ * none, the one whose rates preset carries (the row's own, or an override);
+ * "flash" when the preset is not one or carries no listed kernel's rates. */
+const char *sc_val_row_attention(const sc_val_row *w, const char *preset);
+
 /* Statistics of n errors (fractions); all 0 when n is 0. */
 void sc_val_stats_of(const double *errors, int n, sc_val_stats *out);
 /* Spearman's rank correlation of a[0..n) and b[0..n) (ties share their

@@ -437,7 +437,7 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
         sc_jadd_str(o, "cluster", w->clusters[c].name, &oom);
         sc_jadd_num(o, "nodes", p ? (double)p->nodes : 0, &oom);
         sc_label_run run = {w->seq, p ? p->gpus : 0, w->params,
-                            w->flash ? sc_cluster_flash_kernel_of(&w->clusters[c]) : "unfused"};
+                            sc_label_attention(&w->clusters[c], w->flash)};
         cJSON *x = sc_cluster_label_json(&w->clusters[c], p ? p->step_s : 0, &run);
         if (!x)
             oom = 1;

@@ -816,18 +816,8 @@ static void run_shipped(void)
             shipped.seq[shipped.n] = s->rows[r].model->seq_len;
             shipped.gpus[shipped.n] = res.gpus;
             shipped.params[shipped.n] = sc_model_totals(s->rows[r].model).params;
-            {
-                const sc_val_row *w = &s->rows[r];
-                const char *k = "unfused";
-                sc_cluster pc;
-                if (w->attn == SC_ATTN_FLASH)
-                    k = w->attn_kernel ? w->attn_kernel
-                        : sc_cluster_preset_get(w->preset, &pc, NULL) == SC_OK
-                            ? sc_cluster_flash_kernel_of(&pc)
-                            : NULL;
-                snprintf(shipped.attention[shipped.n], sizeof shipped.attention[0], "%s",
-                         k ? k : "?");
-            }
+            snprintf(shipped.attention[shipped.n], sizeof shipped.attention[0], "%s",
+                     sc_val_row_attention(&s->rows[r], s->rows[r].preset));
             shipped.error[shipped.n++] = res.error;
         }
         sc_val_free(s);
