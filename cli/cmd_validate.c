@@ -33,7 +33,10 @@ static void usage(FILE *f)
             "measured iteration time and the signed error (predicted - measured) / measured,\n"
             "then the MAPE, the mean signed error and the largest |error| per suite, per\n"
             "cluster preset and overall. Rows marked approximate (a layout detail assumed,\n"
-            "a cluster that is only close to the preset) carry a '~'.\n\n"
+            "a cluster that is only close to the preset) carry a '~'. Every published run\n"
+            "fitted in its GPUs: a row whose predicted peak memory does not carries '>mem'\n"
+            "(the memory model, or the layout the row assumes, is wrong there), and a line\n"
+            "after the table says how many, or the largest share of a GPU.\n\n"
             "  --suite NAME|FILE   only these suites: a name (DIR/NAME.json) or a file;\n"
             "                      several, comma-separated (default: every *.json in DIR)\n"
             "  --dir DIR           where the suites are (default: validation/ in the\n"
@@ -481,6 +484,25 @@ int cmd_validate(int argc, char **argv)
     if (!rc && !isnan(rho_min) && rho_min < SC_VAL_TARGET_SPEARMAN)
         met = 0;
 
+    /* memory: every published run ran, so a row the memory model says does not
+     * fit points at the model or at the layout the row assumes */
+    int no_fit = 0, mem_k = -1;
+    double mem_max = 0;
+    for (int k = 0; !rc && k < total; k++) {
+        no_fit += !res[k].fits;
+        double f = res[k].gpu_mem_bytes > 0 ? res[k].peak_mem_bytes / res[k].gpu_mem_bytes : 0;
+        if (mem_k < 0 || f > mem_max) {
+            mem_max = f;
+            mem_k = k;
+        }
+    }
+    char mem_row[160] = "";
+    for (int i = 0, k = 0; !rc && mem_k >= 0 && i < npaths; i++)
+        for (int r = 0; r < suites[i]->n; r++, k++)
+            if (k == mem_k)
+                snprintf(mem_row, sizeof mem_row, "%s/%s", suites[i]->name,
+                         suites[i]->rows[r].id);
+
     if (!rc && json) {
         int oom = 0;
         cJSON *j = cJSON_CreateObject();
@@ -579,6 +601,10 @@ int cmd_validate(int argc, char **argv)
             cJSON_AddNullToObject(j, "spearman_min");
         else
             sc_jadd_num(j, "spearman_min", rho_min, &oom);
+        cJSON *mo = sc_jadd_obj(j, "memory", &oom);
+        sc_jadd_num(mo, "rows_not_fitting", no_fit, &oom);
+        sc_jadd_num(mo, "largest_fraction", mem_max, &oom);
+        sc_jadd_str(mo, "largest_row", mem_row, &oom);
         sc_jadd_num(j, "rows_total", total, &oom);
         sc_jadd_num(j, "mape", all.mape, &oom);
         sc_jadd_num(j, "mean_signed_error", all.mean_signed, &oom);
@@ -627,10 +653,10 @@ int cmd_validate(int argc, char **argv)
                 snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s%s", w->dp, w->tp, w->pp,
                          w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "", cps,
                          *fl ? " " : "", fl);
-                printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s\n", name,
+                printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
                        100 * res[k].error, w->approximate ? " ~" : "  ",
-                       is_fit_row(w, no_overhead) ? " fit" : "");
+                       is_fit_row(w, no_overhead) ? " fit" : "", res[k].fits ? "" : " >mem");
             }
         if (breakdown)
             print_breakdown(suites, npaths, res);
@@ -681,6 +707,15 @@ int cmd_validate(int argc, char **argv)
             else
                 printf("  %-60.60s %2d rows  %+.2f\n", label, n, rho);
         }
+        if (no_fit)
+            printf("\nmemory: %d of %d rows do not fit their GPUs as modelled, though each ran "
+                   "(marked '>mem'): the memory model, or the layout the row assumes, is "
+                   "wrong there (largest: %s, %.0f%% of a GPU)\n",
+                   no_fit, total, mem_row, 100 * mem_max);
+        else if (mem_k >= 0)
+            printf("\nmemory: every row fits its GPUs as modelled, as each run did (largest: "
+                   "%s, %.1f%% of a GPU)\n",
+                   mem_row, 100 * mem_max);
         printf("\ntargets: MAPE <= %.0f%%, every row within %.0f%%, mean signed error within "
                "+-%.0f%%, Spearman >= %.1f per model: %s\n",
                100 * SC_VAL_TARGET_MAPE, 100 * SC_VAL_TARGET_MAX_ABS, 100 * SC_VAL_TARGET_BIAS,
