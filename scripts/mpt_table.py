@@ -19,12 +19,24 @@ Reads the README and scripts/train/yamls/pretrain/mpt-*.yaml at --commit
 (default 061f2c7, the suite's citation) with git; pure Python otherwise.
 Rows are built as the shipped suite's (docs/formats.md, validation): the gpt
 generator with LLM Foundry's vocabulary, tied embedding, no dropout and two
-training metrics; FSDP FULL_SHARD (dp = GPUs, zero 3); full recompute where
-the table's Activation Checkpointing column says True; LLM Foundry's Triton
-attention. The FP8 table is left out (no row of the suite runs FP8), and so
-are rows whose global batch is not a multiple of GPUs x microbatch (the
-benchmark then runs a short last microbatch, which a layout cannot say).
-H100 rows are marked approximate (the table does not give that network).
+training metrics; dp = GPUs, ZeRO 3 where the table's Sharding Strategy says
+FULL_SHARD and 2 where it says SHARD_GRAD_OP (another strategy is left out);
+full recompute where its Activation Checkpointing column says True. Each
+table's runs are taken to have run the software of the commit that added the
+table (the suite's citation, 061f2c7, for the tables it has; else the commit
+that added the table, git log -S of its header): the gradients reduced in fp32 where the MP
+Mode says DEFAULT and that commit's setup.py requires Composer 0.16.4 or
+later (DEFAULT reduced in the parameters' bf16 before it, docs/accuracy.md),
+in bf16 otherwise; the attention the run's attn_impl names, from that
+commit's scripts/train/benchmarking/sweep.py where it has one (January 2024's
+"Large Scale" table), else LLM Foundry's Triton kernel (the benchmark
+script's default): 'flash' is FlashAttention-2 where the benchmark script
+installs flash-attn 2 (the 'gpu-flash2' extra), else FlashAttention v1;
+'torch' is unfused. The FP8 table
+is left out (no row of the suite runs FP8), and so are rows whose global batch
+is not a multiple of GPUs x microbatch (the benchmark then runs a short last
+microbatch, which a layout cannot say). H100 rows are marked approximate (the
+table does not give that network).
 
 With --run STAGECRAFT the suite is run and its errors printed grouped by
 cluster and sequence length (`stagecraft validate --by cluster,seq`): rows,
@@ -37,6 +49,7 @@ import re
 import subprocess
 import sys
 
+CITED = "061f2c7ce64e655100286584a7629e2a09f827ba"  # the shipped suite's citation
 PRESETS = {"h100_80gb": "dgx-h100", "a100_80gb": "dgx-a100-80g", "a100_40gb": "p4d.24xlarge"}
 SHORT = {"h100_80gb": "h100", "a100_80gb": "a100-80", "a100_40gb": "a100-40"}
 
@@ -63,8 +76,70 @@ def shape(repo, commit, name):
     return out
 
 
+def git_show_opt(repo, commit, path):
+    r = subprocess.run(["git", "-C", repo, "show", f"{commit}:{path}"],
+                       capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def reduce_fp32_default(repo, commit):
+    """Whether Composer's DEFAULT mixed precision reduced in fp32 at commit:
+    from 0.16.4 on; the setup.py's lowest allowed mosaicml release decides."""
+    text = git_show_opt(repo, commit, "setup.py") or ""
+    m = re.search(r"mosaicml(?:\[[^\]]*\])?>=([0-9]+)\.([0-9]+)\.([0-9]+)", text)
+    return bool(m) and tuple(int(x) for x in m.groups()) >= (0, 16, 4)
+
+
+def sweep_attention(repo, commit):
+    """{model: attn_impl} of sweep.py's model_args_list, where the commit has one."""
+    text = git_show_opt(repo, commit, "scripts/train/benchmarking/sweep.py") or ""
+    out = {}
+    for block in re.findall(r"\[([^\[\]]*--model_yamls[^\[\]]*)\]", text):
+        m = re.search(r"--model_yamls\s+([0-9a-z.]+)\.yaml", block)
+        a = re.search(r"--attn_impl\s+(\w+)", block)
+        if m and a:
+            out[m.group(1)] = a.group(1)
+    return out
+
+
+def kernel_of(attn_impl, flash2):
+    """(attention, attention_kernel) of LLM Foundry's attn_impl."""
+    if attn_impl == "triton":
+        return "flash", "triton"
+    if attn_impl == "flash":
+        return "flash", "fa2" if flash2 else "fa1"
+    if attn_impl == "torch":
+        return "unfused", None
+    sys.exit(f"mpt_table.py: attn_impl '{attn_impl}' is not triton, flash or torch")
+
+
+def section_commit(repo, commit, section):
+    """The commit whose software a table's runs ran: the suite's citation
+    (CITED) where its README has the table, else the oldest commit before
+    commit to change the count of its header (the one that added it). Not
+    simply the latter: the 2023 tables reached the main branch in a squash
+    merge (b2a43a147) whose setup.py is newer than what their runs used."""
+    cited = git_show_opt(repo, CITED, "scripts/train/benchmarking/README.md") or ""
+    if f"## {section}" in cited.splitlines():
+        return CITED
+    r = subprocess.run(["git", "-C", repo, "log", "--format=%H", "-S", f"## {section}", commit,
+                        "--", "scripts/train/benchmarking/README.md"],
+                       capture_output=True, text=True)
+    found = r.stdout.split() if r.returncode == 0 else []
+    return found[-1] if found else commit
+
+
+def software_of(repo, commit):
+    """What a section's runs ran, read at the commit that added it."""
+    return {"fp32_default": reduce_fp32_default(repo, commit),
+            "sweep_attn": sweep_attention(repo, commit),
+            "flash2": "gpu-flash2" in (git_show_opt(
+                repo, commit, "scripts/train/benchmarking/submit_benchmarks.py") or "")}
+
+
 def rows_of(repo, commit):
     readme = git_show(repo, commit, "scripts/train/benchmarking/README.md")
+    soft = {}
     section, header, rows, shapes, skipped = "", None, [], {}, 0
     for line in readme.splitlines():
         if line.startswith("## "):
@@ -93,12 +168,20 @@ def rows_of(repo, commit):
             gpu, mbs, accum = r["GPU"], int(r["MicroBatchSize"]), int(r["GradAccum"])
             batch, tps = int(r["GlobalBatchSize"]), int(r["Throughput (T/s)"])
             ckpt = r["Activation Checkpointing"] == "True"
+            strategy, mp = r["Sharding Strategy"], r["MP Mode"]
         except (KeyError, ValueError) as e:
             sys.exit(f"mpt_table.py: README at {commit}, section '{section}': "
                      f"cannot read row {line.strip()[:60]}...: {e}")
-        if gpu not in PRESETS or batch % (gpus * mbs) or tps <= 0:
+        zero = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2}.get(strategy)
+        if gpu not in PRESETS or batch % (gpus * mbs) or tps <= 0 or zero is None:
             skipped += 1
             continue
+        if section not in soft:
+            soft[section] = software_of(repo, section_commit(repo, commit, section))
+        sw = soft[section]
+        attn_impl = sw["sweep_attn"].get(name, "triton")
+        attention, kernel = kernel_of(attn_impl, sw["flash2"])
+        reduce_fp32 = mp == "DEFAULT" and sw["fp32_default"]
         if name not in shapes:
             shapes[name] = shape(repo, commit, name)
         s = shapes[name]
@@ -113,21 +196,25 @@ def rows_of(repo, commit):
                      f"MicroBatchSize {mbs}, GradAccum {accum}, GlobalBatchSize {batch}, "
                      f"Activation Checkpointing {ckpt}, Throughput {tps} T/s",
             "hardware": f"{gpus} x {gpu}",
-            "software": "LLM Foundry (Composer), PyTorch FSDP FULL_SHARD, Triton attention",
+            "software": f"LLM Foundry (Composer), PyTorch FSDP {strategy}, mixed precision "
+                        f"{mp}, attn_impl {attn_impl}",
             "model": {"generator": "gpt", "cross_entropy": "xentropy",
                       "layers": s["n_layers"], "hidden": s["d_model"], "heads": s["n_heads"],
                       "seq": seq, "vocab": s["vocab_size"], "tied": True,
                       "no_dropout": True, "train_metrics": 2},
             "layout": {"framework": "torch", "dp": gpus, "tp": 1, "pp": 1, "v": 1,
-                       "schedule": "1f1b", "zero": 3,
+                       "schedule": "1f1b", "zero": zero,
                        "recompute": "full" if ckpt else "none", "sp": False,
-                       "attention": "flash", "attention_kernel": "triton",
-                       "mbs": mbs, "global_batch": batch},
+                       "attention": attention, "mbs": mbs, "global_batch": batch},
             "cluster": {"preset": PRESETS[gpu], "nodes": max(1, gpus // 8)},
             "measured": {"tokens_per_s": tps,
                          "formula": "iteration time = global batch x sequence / "
                                     "Throughput (T/s), the table's own columns"},
         }
+        if kernel:
+            row["layout"]["attention_kernel"] = kernel
+        if reduce_fp32:
+            row["layout"]["grad_reduce_in_fp32"] = True
         if gpu == "h100_80gb":
             row["approximate"] = True
             row["assumptions"] = "the table does not state the H100 cluster's network"
@@ -140,7 +227,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llmfoundry", required=True, metavar="DIR",
                     help="a git clone of mosaicml/llm-foundry")
-    ap.add_argument("--commit", default="061f2c7ce64e655100286584a7629e2a09f827ba",
+    ap.add_argument("--commit", default=CITED,
                     help="the commit whose tables to read (default: the suite's citation)")
     ap.add_argument("-o", "--output", required=True, metavar="FILE",
                     help="where to write the suite (stagecraft.validation/1)")
@@ -170,7 +257,8 @@ def main():
         f.write("\n")
     os.replace(tmp, a.output)
     print(f"mpt_table.py: {len(rows)} rows to {a.output}; {skipped} bf16 rows left out "
-          "(global batch not a multiple of GPUs x microbatch, another GPU, or a repeat)",
+          "(global batch not a multiple of GPUs x microbatch, another GPU or sharding "
+          "strategy, or a repeat)",
           file=sys.stderr)
     if a.run:
         r = subprocess.run([a.run, "validate", "--suite", a.output, "--by", "cluster,seq"],

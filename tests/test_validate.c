@@ -1453,6 +1453,64 @@ TEST(validate_mpt_table_script)
     cJSON_Delete(mine);
     cJSON_Delete(ship);
 
+    /* a later commit adds a table of other runs, as January 2024's did: its
+     * rows take that commit's software (sweep.py's attn_impl per model, flash
+     * as FlashAttention-2 where the benchmark installs flash-attn 2, the
+     * gradients in fp32 under DEFAULT from Composer 0.16.4) and its sharding
+     * strategy; the first table's rows keep what they ran */
+    char more[16384];
+    snprintf(more, sizeof more,
+             "%s\n## H100 80GB BF16 (Large Scale, >= 128 GPUs)\n%s"
+             "|  1b | 2048 | 128 | h100_80gb | 40 | 40 | 401 | 12 | 1 | 1536 | 2757 | "
+             "5647854 | 44123 | 3145728 | amp_bf16 | DEFAULT | SHARD_GRAD_OP | False | False "
+             "| 1 |\n"
+             "|  1b | 2048 | 256 | h100_80gb | 40 | 40 | 401 | 12 | 1 | 3072 | 2757 | "
+             "5647854 | 44123 | 6291456 | amp_bf16 | DEFAULT | NO_SHARD | False | False | 1 |\n",
+             readme, h1);
+    rm = put("mpt_readme_more.md", more);
+    const char *sw = put("mpt_sweep.py", "model_args_list = [\n    [\n        '--model_yamls "
+                                         "1b.yaml',\n        '--attn_impl flash',\n    ],\n]\n");
+    const char *sub = put("mpt_submit.py", "pip_install = '.[gpu-flash2]'\n");
+    const char *setup = put("mpt_setup.py",
+                            "install_requires = ['mosaicml[wandb]>=0.17.2,<0.18']\n");
+    REQUIRE(SC("d=%s/lf && cp %s $d/scripts/train/benchmarking/README.md && "
+               "cp %s $d/scripts/train/benchmarking/sweep.py && "
+               "cp %s $d/scripts/train/benchmarking/submit_benchmarks.py && cp %s $d/setup.py && "
+               "git -C $d add -A && git -C $d -c user.name=t -c user.email=t@t commit -qm more "
+               "2>&1", tmp, rm, sw, sub, setup) == 0);
+    REQUIRE(SC("/usr/bin/python3 scripts/mpt_table.py --llmfoundry %s/lf --commit HEAD "
+               "-o %s/mpt_more.json 2>&1", tmp, tmp) == 0);
+    CHECK_STR_HAS(out, "5 rows to");
+    CHECK_STR_HAS(out, "2 bf16 rows left out");
+    snprintf(path, sizeof path, "%s/mpt_more.json", tmp);
+    cJSON *more_j = NULL;
+    sc_error jerr = {0};
+    REQUIRE(sc_json_load(path, &more_j, &jerr) == SC_OK && more_j);
+    const cJSON *row;
+    int large = 0, old_rows = 0;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(more_j, "rows"))
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(row, "id");
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(row, "layout");
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(l, "attention_kernel");
+        const cJSON *z = cJSON_GetObjectItemCaseSensitive(l, "zero");
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(l, "grad_reduce_in_fp32");
+        if (cJSON_IsString(id) && strstr(id->valuestring, "-128gpu-")) {
+            large++;
+            CHECK(cJSON_IsString(k) && !strcmp(k->valuestring, "fa2"));
+            CHECK(cJSON_IsNumber(z) && z->valueint == 2);
+            CHECK(cJSON_IsTrue(f));
+        } else {
+            old_rows++;
+            CHECK(cJSON_IsString(k) && !strcmp(k->valuestring, "triton"));
+            CHECK(cJSON_IsNumber(z) && z->valueint == 3);
+            CHECK(!f);
+        }
+    }
+    CHECK_EQ_INT(large, 1);
+    CHECK_EQ_INT(old_rows, 4);
+    cJSON_Delete(more_j);
+
     /* a cell that is not a number: refused, naming the section */
     char bad[8192];
     snprintf(bad, sizeof bad, "## A100 80GB\n%s|  1b | 2048 | eight | a100_80gb | 50 | 50 | "
