@@ -1510,6 +1510,28 @@ TEST(validate_mpt_table_script)
     CHECK_EQ_INT(large, 1);
     CHECK_EQ_INT(old_rows, 4);
     cJSON_Delete(more_j);
+    /* --triton-as: the Triton runs at another kernel's rates, said so; the
+     * others as they ran */
+    REQUIRE(SC("/usr/bin/python3 scripts/mpt_table.py --llmfoundry %s/lf --commit HEAD "
+               "--triton-as fa1 -o %s/mpt_fa1.json 2>&1", tmp, tmp) == 0);
+    snprintf(path, sizeof path, "%s/mpt_fa1.json", tmp);
+    REQUIRE(sc_json_load(path, &more_j, &jerr) == SC_OK && more_j);
+    int fa1 = 0, fa2 = 0, said = 0;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(more_j, "rows"))
+    {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(row, "layout"), "attention_kernel");
+        const cJSON *as = cJSON_GetObjectItemCaseSensitive(row, "assumptions");
+        fa1 += cJSON_IsString(k) && !strcmp(k->valuestring, "fa1");
+        fa2 += cJSON_IsString(k) && !strcmp(k->valuestring, "fa2");
+        said += cJSON_IsString(as) && strstr(as->valuestring, "--triton-as") != NULL;
+    }
+    CHECK_EQ_INT(fa1, 4);
+    CHECK_EQ_INT(fa2, 1);
+    CHECK_EQ_INT(said, 4);
+    cJSON_Delete(more_j);
+    CHECK(SC("/usr/bin/python3 scripts/mpt_table.py --llmfoundry %s/lf --commit HEAD "
+             "--triton-as fa9 -o %s/mpt_fa9.json 2>&1", tmp, tmp) != 0);
 
     /* a cell that is not a number: refused, naming the section */
     char bad[8192];
