@@ -707,15 +707,20 @@ int cmd_validate(int argc, char **argv)
             else
                 printf("  %-60.60s %2d rows  %+.2f\n", label, n, rho);
         }
-        if (no_fit)
+        if (no_fit && override)
+            printf("\nmemory: %d of %d rows would not fit %s's GPUs as modelled (marked "
+                   "'>mem'; largest: %s, %.0f%% of a GPU)\n",
+                   no_fit, total, override, mem_row, 100 * mem_max);
+        else if (no_fit)
             printf("\nmemory: %d of %d rows do not fit their GPUs as modelled, though each ran "
                    "(marked '>mem'): the memory model, or the layout the row assumes, is "
                    "wrong there (largest: %s, %.0f%% of a GPU)\n",
                    no_fit, total, mem_row, 100 * mem_max);
         else if (mem_k >= 0)
-            printf("\nmemory: every row fits its GPUs as modelled, as each run did (largest: "
-                   "%s, %.1f%% of a GPU)\n",
-                   mem_row, 100 * mem_max);
+            printf("\nmemory: every row fits %s as modelled%s (largest: %s, %.1f%% of a "
+                   "GPU)\n",
+                   override ? "the override's GPUs" : "its GPUs",
+                   override ? "" : ", as each run did", mem_row, 100 * mem_max);
         printf("\ntargets: MAPE <= %.0f%%, every row within %.0f%%, mean signed error within "
                "+-%.0f%%, Spearman >= %.1f per model: %s\n",
                100 * SC_VAL_TARGET_MAPE, 100 * SC_VAL_TARGET_MAX_ABS, 100 * SC_VAL_TARGET_BIAS,

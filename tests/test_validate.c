@@ -1062,6 +1062,12 @@ TEST(validate_memory_marks)
     CHECK(!strstr(out, ">mem"));
     CHECK_STR_HAS(out, "memory: every row fits its GPUs as modelled");
     CHECK_STR_HAS(out, "(largest: t/r0,");
+    /* on another cluster the rows did not run: no claim that they did */
+    CHECK(SC("%s validate --suite %s --cluster-override p4d.24xlarge", sc_test_bin(),
+             gpt27_8k("fit.json", 2)) == 0);
+    CHECK_STR_HAS(out, " >mem");
+    CHECK_STR_HAS(out, "memory: 1 of 1 rows would not fit p4d.24xlarge's GPUs as modelled");
+    CHECK(!strstr(out, "each ran"));
 }
 
 /* The fuzz corpus of the file loaders replays through the suite loader:
