@@ -44,7 +44,8 @@ ran at is the largest unknown in these rows; its output says so).
 
 With --run STAGECRAFT the suite is run and its errors printed grouped by
 cluster and sequence length (`stagecraft validate --by cluster,seq`): rows,
-MAPE, mean signed error, the lowest and the highest.
+MAPE, mean signed error, the lowest and the highest; then validate's memory
+line (how many runs the memory model says do not fit, or the fullest).
 """
 import argparse
 import json
@@ -286,6 +287,9 @@ def main():
                      f"{r.stderr.strip()}")
         text = r.stdout
         print(text[text.index("errors by"):text.index("\n\n", text.index("errors by"))])
+        mem = [line for line in text.splitlines() if line.startswith("memory: ")]
+        if mem:
+            print(mem[0])
 
 
 if __name__ == "__main__":

@@ -1436,6 +1436,8 @@ TEST(validate_mpt_table_script)
                *s16k = strstr(g, "\ndgx-h100      16384 ");
     CHECK(s512 && s2k && s16k && s512 < s2k && s2k < s16k);
     CHECK_STR_HAS(g, "\np4d.24xlarge  2048      1 ");
+    /* and validate's memory line after the groups */
+    CHECK_STR_HAS(g, "\nmemory: every row fits its GPUs as modelled");
 
     char path[700];
     snprintf(path, sizeof path, "%s/mpt_all.json", tmp);
