@@ -486,22 +486,22 @@ int cmd_validate(int argc, char **argv)
 
     /* memory: every published run ran, so a row the memory model says does not
      * fit points at the model or at the layout the row assumes */
-    int no_fit = 0, mem_k = -1;
-    double mem_max = 0;
-    for (int k = 0; !rc && k < total; k++) {
-        no_fit += !res[k].fits;
-        double f = res[k].gpu_mem_bytes > 0 ? res[k].peak_mem_bytes / res[k].gpu_mem_bytes : 0;
-        if (mem_k < 0 || f > mem_max) {
-            mem_max = f;
-            mem_k = k;
-        }
-    }
+    int no_fit = 0;
+    double mem_max = -1;
     char mem_row[160] = "";
-    for (int i = 0, k = 0; !rc && mem_k >= 0 && i < npaths; i++)
-        for (int r = 0; r < suites[i]->n; r++, k++)
-            if (k == mem_k)
+    for (int i = 0, k = 0; !rc && i < npaths; i++)
+        for (int r = 0; r < suites[i]->n; r++, k++) {
+            double f = res[k].gpu_mem_bytes > 0 ? res[k].peak_mem_bytes / res[k].gpu_mem_bytes
+                                                : 0;
+            no_fit += !res[k].fits;
+            if (f > mem_max) {
+                mem_max = f;
                 snprintf(mem_row, sizeof mem_row, "%s/%s", suites[i]->name,
                          suites[i]->rows[r].id);
+            }
+        }
+    if (mem_max < 0)
+        mem_max = 0;
 
     if (!rc && json) {
         int oom = 0;
@@ -716,7 +716,7 @@ int cmd_validate(int argc, char **argv)
                    "(marked '>mem'): the memory model, or the layout the row assumes, is "
                    "wrong there (largest: %s, %.0f%% of a GPU)\n",
                    no_fit, total, mem_row, 100 * mem_max);
-        else if (mem_k >= 0)
+        else if (total > 0)
             printf("\nmemory: every row fits %s as modelled%s (largest: %s, %.1f%% of a "
                    "GPU)\n",
                    override ? "the override's GPUs" : "its GPUs",

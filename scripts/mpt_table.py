@@ -59,12 +59,18 @@ PRESETS = {"h100_80gb": "dgx-h100", "a100_80gb": "dgx-a100-80g", "a100_40gb": "p
 SHORT = {"h100_80gb": "h100", "a100_80gb": "a100-80", "a100_40gb": "a100-40"}
 
 
-def git_show(repo, commit, path):
+def git_show_opt(repo, commit, path):
+    """path's text at commit, or None where git cannot show it (and its message)."""
     r = subprocess.run(["git", "-C", repo, "show", f"{commit}:{path}"],
                        capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"mpt_table.py: {repo}: cannot read {path} at {commit}: {r.stderr.strip()}")
-    return r.stdout
+    return (r.stdout, None) if r.returncode == 0 else (None, r.stderr.strip())
+
+
+def git_show(repo, commit, path):
+    text, why = git_show_opt(repo, commit, path)
+    if text is None:
+        sys.exit(f"mpt_table.py: {repo}: cannot read {path} at {commit}: {why}")
+    return text
 
 
 def shape(repo, commit, name):
@@ -81,23 +87,17 @@ def shape(repo, commit, name):
     return out
 
 
-def git_show_opt(repo, commit, path):
-    r = subprocess.run(["git", "-C", repo, "show", f"{commit}:{path}"],
-                       capture_output=True, text=True)
-    return r.stdout if r.returncode == 0 else None
-
-
 def reduce_fp32_default(repo, commit):
     """Whether Composer's DEFAULT mixed precision reduced in fp32 at commit:
     from 0.16.4 on; the setup.py's lowest allowed mosaicml release decides."""
-    text = git_show_opt(repo, commit, "setup.py") or ""
+    text = git_show_opt(repo, commit, "setup.py")[0] or ""
     m = re.search(r"mosaicml(?:\[[^\]]*\])?>=([0-9]+)\.([0-9]+)\.([0-9]+)", text)
     return bool(m) and tuple(int(x) for x in m.groups()) >= (0, 16, 4)
 
 
 def sweep_attention(repo, commit):
     """{model: attn_impl} of sweep.py's model_args_list, where the commit has one."""
-    text = git_show_opt(repo, commit, "scripts/train/benchmarking/sweep.py") or ""
+    text = git_show_opt(repo, commit, "scripts/train/benchmarking/sweep.py")[0] or ""
     out = {}
     for block in re.findall(r"\[([^\[\]]*--model_yamls[^\[\]]*)\]", text):
         m = re.search(r"--model_yamls\s+([0-9a-z.]+)\.yaml", block)
@@ -118,14 +118,14 @@ def kernel_of(attn_impl, flash2):
     sys.exit(f"mpt_table.py: attn_impl '{attn_impl}' is not triton, flash or torch")
 
 
-def section_commit(repo, commit, section):
+def section_commit(repo, commit, section, cited_headers):
     """The commit whose software a table's runs ran: the suite's citation
-    (CITED) where its README has the table, else the oldest commit before
-    commit to change the count of its header (the one that added it). Not
-    simply the latter: the 2023 tables reached the main branch in a squash
-    merge (b2a43a147) whose setup.py is newer than what their runs used."""
-    cited = git_show_opt(repo, CITED, "scripts/train/benchmarking/README.md") or ""
-    if f"## {section}" in cited.splitlines():
+    (CITED) where its README has the table (cited_headers: its '## ' lines),
+    else the oldest commit before commit to change the count of its header
+    (the one that added it). Not simply the latter: the 2023 tables reached
+    the main branch in a squash merge (b2a43a147) whose setup.py is newer
+    than what their runs used."""
+    if f"## {section}" in cited_headers:
         return CITED
     r = subprocess.run(["git", "-C", repo, "log", "--format=%H", "-S", f"## {section}", commit,
                         "--", "scripts/train/benchmarking/README.md"],
@@ -139,11 +139,13 @@ def software_of(repo, commit):
     return {"fp32_default": reduce_fp32_default(repo, commit),
             "sweep_attn": sweep_attention(repo, commit),
             "flash2": "gpu-flash2" in (git_show_opt(
-                repo, commit, "scripts/train/benchmarking/submit_benchmarks.py") or "")}
+                repo, commit, "scripts/train/benchmarking/submit_benchmarks.py")[0] or "")}
 
 
 def rows_of(repo, commit):
     readme = git_show(repo, commit, "scripts/train/benchmarking/README.md")
+    cited = git_show_opt(repo, CITED, "scripts/train/benchmarking/README.md")[0] or ""
+    cited_headers = {line for line in cited.splitlines() if line.startswith("## ")}
     soft = {}
     section, header, rows, shapes, skipped = "", None, [], {}, 0
     for line in readme.splitlines():
@@ -182,7 +184,8 @@ def rows_of(repo, commit):
             skipped += 1
             continue
         if section not in soft:
-            soft[section] = software_of(repo, section_commit(repo, commit, section))
+            soft[section] = software_of(repo, section_commit(repo, commit, section,
+                                                             cited_headers))
         sw = soft[section]
         attn_impl = sw["sweep_attn"].get(name, "triton")
         attention, kernel = kernel_of(attn_impl, sw["flash2"])

@@ -783,7 +783,6 @@ static struct {
     long gpus[SHIPPED_MAX];
     double params[SHIPPED_MAX];
     char attention[SHIPPED_MAX][16]; /* "unfused" or the fused kernel the row ran */
-    int fits[SHIPPED_MAX];           /* its predicted peak memory within its GPUs */
     double mem_share[SHIPPED_MAX];   /* that peak over a GPU's memory */
 } shipped;
 
@@ -820,7 +819,6 @@ static void run_shipped(void)
             shipped.params[shipped.n] = sc_model_totals(s->rows[r].model).params;
             snprintf(shipped.attention[shipped.n], sizeof shipped.attention[0], "%s",
                      sc_val_row_attention(&s->rows[r], s->rows[r].preset));
-            shipped.fits[shipped.n] = res.fits;
             shipped.mem_share[shipped.n] = res.peak_mem_bytes / res.gpu_mem_bytes;
             shipped.error[shipped.n++] = res.error;
         }
@@ -1010,12 +1008,10 @@ TEST(validate_shipped_rows_fit)
     REQUIRE(shipped.n >= 28);
     double most = 0;
     for (int i = 0; i < shipped.n; i++) {
-        if (!shipped.fits[i])
-            sc_test_fail(__FILE__, __LINE__, "%s: predicted peak %.0f%% of a GPU, but the run "
-                         "ran", shipped.id[i], 100 * shipped.mem_share[i]);
-        else if (!(shipped.mem_share[i] <= 0.90))
+        if (!(shipped.mem_share[i] <= 0.90))
             sc_test_fail(__FILE__, __LINE__, "%s: predicted peak %.1f%% of a GPU, above the "
-                         "90%% this test allows", shipped.id[i], 100 * shipped.mem_share[i]);
+                         "90%% this test allows (the run fitted)", shipped.id[i],
+                         100 * shipped.mem_share[i]);
         most = shipped.mem_share[i] > most ? shipped.mem_share[i] : most;
     }
     /* some row is near full: the share is computed, not zero */
