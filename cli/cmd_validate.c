@@ -637,7 +637,7 @@ int cmd_validate(int argc, char **argv)
             printf("rows of DeepSpeed and PyTorch runs include their framework's overhead "
                    "(cost_models/overhead.c),\nfitted on the rows marked 'fit' "
                    "(--fit-overhead refits it)\n\n");
-        printf("%-46s %6s %-28s %-14s %11s %11s %8s\n", "suite/row", "GPUs",
+        printf("%-46s %6s %-28s %-19s %11s %11s %8s\n", "suite/row", "GPUs",
                "dp.tp.pp v mbs recompute", "cluster", "predicted s", "measured s", "error");
         for (int i = 0, k = 0; i < npaths; i++)
             for (int r = 0; r < suites[i]->n; r++, k++) {
@@ -653,7 +653,7 @@ int cmd_validate(int argc, char **argv)
                 snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s%s", w->dp, w->tp, w->pp,
                          w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "", cps,
                          *fl ? " " : "", fl);
-                printf("%-46.46s %6d %-28.28s %-14.14s %11.3f %11.3f %+7.1f%%%s%s%s\n", name,
+                printf("%-46.46s %6d %-28.28s %-19.19s %11.3f %11.3f %+7.1f%%%s%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
                        100 * res[k].error, w->approximate ? " ~" : "  ",
                        is_fit_row(w, no_overhead) ? " fit" : "", res[k].fits ? "" : " >mem");

@@ -347,26 +347,55 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
     return SC_OK;
 }
 
+/* The row's network (cluster.network) in place of its preset's: the NICs a
+ * node and each one's rate; the preset's fitted collective efficiencies are
+ * kept. The cluster is renamed PRESET@NxGG so that the reports keep such rows
+ * apart from the preset's own. */
+static void row_network(const sc_val_row *r, sc_cluster *cl)
+{
+    if (!r->net_nics)
+        return;
+    cl->inter.nics_per_node = r->net_nics;
+    cl->inter.nic_bytes_per_s = r->net_nic_gbps * 1e9 / 8;
+    char name[sizeof cl->name];
+    snprintf(name, sizeof name, "%s@%dx%gG", r->preset, r->net_nics, r->net_nic_gbps);
+    memcpy(cl->name, name, sizeof name);
+}
+
 static sc_status load_cluster(const sc_val_suite *s, sc_val_row *r, const cJSON *o,
                               sc_cluster *cl, sc_error *err)
 {
-    static const char *const keys[] = {"preset", "nodes", NULL};
+    static const char *const keys[] = {"preset", "nodes", "network", NULL};
+    static const char *const net_keys[] = {"nics_per_node", "nic_gbps", NULL};
     const char *f = s->file;
-    char path[48];
+    char path[48], npath[64];
     snprintf(path, sizeof path, "%s.cluster", r->path);
+    snprintf(npath, sizeof npath, "%s.network", path);
     if (!cJSON_IsObject(o))
         return sc_err(err, SC_EPARSE, "%s: %s: must be an object", f, path);
-    long nodes = 0;
+    long nodes = 0, nics = 0;
+    const cJSON *net = NULL;
     sc_status st = sc_json_keys(o, f, path, keys, err);
     if (!st)
         st = text(o, f, path, "preset", 1, 64, &r->preset, err);
     if (!st)
         st = sc_json_int(o, f, path, "nodes", 1, 1, SC_CLUSTER_MAX_NODES, &nodes, err);
+    if (!st)
+        st = sc_json_obj(o, f, path, "network", 0, &net, err);
+    if (!st && net && !(st = sc_json_keys(net, f, npath, net_keys, err)) &&
+        !(st = sc_json_int(net, f, npath, "nics_per_node", 1, 1, 64, &nics, err)))
+        st = sc_json_num(net, f, npath, "nic_gbps", 1, 1, 1e5, &r->net_nic_gbps, err);
     if (st)
         return st;
+    r->net_nics = (int)nics;
+    if (net && !r->approximate)
+        return sc_err(err, SC_EINVAL, "%s: %s: a row on another network than its preset's must "
+                      "be marked approximate (the preset's fitted collective efficiencies are "
+                      "kept)", f, npath);
     if (sc_cluster_preset_get(r->preset, cl, NULL) != SC_OK)
         return sc_err(err, SC_ENOTFOUND, "%s: %s.preset: \"%s\" is not a preset (stagecraft "
                       "cluster list)", f, path, r->preset);
+    row_network(r, cl);
     if (sc_cluster_set_nodes(cl, nodes, err)) {
         sc_err_prefix(err, "%s: %s.nodes", f, path);
         return err ? err->status : SC_EINVAL;
@@ -690,8 +719,10 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
         st = sc_cluster_set_nodes(&cl, nodes, err);
     } else {
         st = sc_cluster_preset_get(r->preset, &cl, err);
-        if (!st)
+        if (!st) {
+            row_network(r, &cl);
             st = sc_cluster_set_nodes(&cl, r->nodes, err);
+        }
     }
     if (st) {
         sc_err_prefix(err, "%s: %s.cluster", s->file, r->path);

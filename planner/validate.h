@@ -13,7 +13,7 @@
  *               layout:  { dp, tp, pp, v?, schedule?, zero?, recompute, sp?,
  *                          attention? ("unfused" default, or "flash": the
  *                          attention kernels the run used), mbs, global_batch },
- *               cluster: { preset, nodes },
+ *               cluster: { preset, nodes, network? { nics_per_node, nic_gbps } },
  *               measured: { iteration_s } | { tokens_per_s, formula }
  *                       | { tflops_per_gpu, flops, params?, formula } } ] }
  *
@@ -108,6 +108,8 @@ typedef struct sc_val_row {
     sc_recompute recompute;
     const char *preset;
     int nodes;
+    int net_nics;                   /* cluster.network: NICs a node and each one's rate, */
+    double net_nic_gbps;            /* replacing the preset's (0: the preset's network) */
     sc_val_kind kind;
     double value;                   /* the published figure in its own unit */
     const char *formula, *flops;    /* NULL when absent */
