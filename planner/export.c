@@ -241,8 +241,16 @@ static int count_attention(const sc_module *mod, const sc_module **first)
  * is grouped-query attention; an MLP of 3·h·f parameters is gated (SwiGLU),
  * one listing a "relu2" kernel is squared-ReLU, else GeLU; a norm of h
  * parameters is RMSNorm (LayerNorm has 2h); attention of exactly
- * 2h² + 2h·groups·kv parameters has no biases; a "rotary" kernel means
- * rotary positions. */
+ * 2h² + 2h·groups·kv parameters has no biases; a "rotary" kernel (or, op
+ * by op, `model gen llama --eager`'s "rotary_*") means rotary positions. */
+static int has_rotary(const sc_module *att)
+{
+    for (int i = 0; att && i < att->n_kernels; i++)
+        if (!strncmp(att->kernels[i].name, "rotary", 6))
+            return 1;
+    return 0;
+}
+
 static void ex_gpt_variant(const sc_module *b, ex_gpt *g)
 {
     const sc_module *att = NULL, *mlp = find_kind(b, "mlp"), *norm = find_kind(b, "norm");
@@ -258,7 +266,7 @@ static void ex_gpt_variant(const sc_module *b, ex_gpt *g)
     g->rmsnorm = norm && sc_module_totals(norm).params == h;
     double qkvo = 2 * h * h + 2 * h * (double)g->kv_groups * g->kv;
     g->no_bias = att && sc_module_totals(att).params == qkvo;
-    g->rope = sc_module_kernel(att, "rotary") != NULL;
+    g->rope = has_rotary(att);
 }
 
 #define WHY(...) (snprintf(g->why, sizeof g->why, __VA_ARGS__), g->ok = 0)

@@ -221,6 +221,19 @@ TEST(export_megatron_llama_flags)
     CHECK_ARG(out, "--squared-relu");
     CHECK_ARG(out, "--num-query-groups 4");
     CHECK(!strstr(out, "--swiglu"));
+    /* the same Llama timed op by op (--eager: rotary_* kernels, q, k, v and
+     * gate, up apart) is still Llama to export */
+    REQUIRE(SC("%s model gen llama --layers 4 --hidden 1024 --heads 16 --kv_heads 4 --ffn 4096 "
+               "--seq 1024 --vocab 32000 --eager -o %s/e.json >/dev/null",
+               sc_test_bin(), d) == 0);
+    snprintf(model, sizeof model, "%s/e.json", d);
+    REQUIRE(make_plan("e.json.plan", model, "--nodes 1 --dp 4 --tp 2 --microbatches 2") == 0);
+    REQUIRE(SC("%s export %s/e.json.plan --to megatron", sc_test_bin(), d) == 0);
+    static const char *const eager_want[] = {"--swiglu", "--normalization RMSNorm",
+                                             "--position-embedding-type rope",
+                                             "--num-query-groups 4", "--disable-bias-linear"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(eager_want); i++)
+        CHECK_ARG(out, eager_want[i]);
     /* GPT: none of them */
     REQUIRE(make_plan("g2.json", "gpt-1.3b", "--nodes 1 --dp 4 --tp 2 --microbatches 2") == 0);
     REQUIRE(SC("%s export %s/g2.json --to megatron", sc_test_bin(), d) == 0);

@@ -264,6 +264,117 @@ TEST(gen_llama_relu2)
     sc_model_free(m);
 }
 
+/* The sum of a module's memory kernels' bytes (forward, or backward) whose
+ * names start with prefix ("" for all), and how many there are. */
+static double mem_bytes(const sc_module *x, const char *prefix, int bwd, int *count)
+{
+    double b = 0;
+    int n = 0;
+    for (int i = 0; i < x->n_kernels; i++) {
+        const sc_kernel *k = &x->kernels[i];
+        if (k->op != SC_KOP_MEM || strncmp(k->name, prefix, strlen(prefix)))
+            continue;
+        b += bwd ? k->bwd_bytes : k->bytes;
+        n++;
+    }
+    if (count)
+        *count = n;
+    return b;
+}
+
+static const sc_kernel *kernel(const sc_module *x, const char *name)
+{
+    for (int i = 0; i < x->n_kernels; i++)
+        if (!strcmp(x->kernels[i].name, name))
+            return &x->kernels[i];
+    sc_test_fail(__FILE__, __LINE__, "%s: no kernel %s", x->name, name);
+    return NULL;
+}
+
+/* --eager on SMALL (l 2, h 16, a 4, g 2: kv width 8, f 24, s 8) in bf16:
+ * the same parameters and FLOPs; the kernels per element as gen_llama.c
+ * counts them from ibm-fms's code: RMSNorm 36 bytes forward and 92
+ * backward over s*h = 128 elements, six kernels, keeping 6 bytes an element
+ * (x in fp32 and the normalized x) where the fused norm keeps 2; the
+ * rotation 36 and 40 over Q and K, s*(h + kvd) = 192; q, k and v separate
+ * GEMMs; K and V copied to the 4 heads, 2*2*8*(8 + 16) = 768 each way; the
+ * output made contiguous, 2*2*8*16 = 512; gate and up separate, SiLU 2*2
+ * and the product 3*2 bytes an element of s*f = 192 forward, 3*2 and 6*2
+ * backward; the input's summed data gradients 2*3*2*128 and 3*2*128. */
+TEST(gen_llama_eager)
+{
+    static const char *const names[] = {"layers", "hidden", "heads", "kv_heads", "ffn",
+                                        "seq",    "vocab",  "eager"};
+    const double v[] = {2, 16, 4, 2, 24, 8, 10, 1};
+    sc_model *e = gen(8, names, v, SC_BF16), *f = gen(7, names, v, SC_BF16);
+    REQUIRE(e && f);
+    CHECK_NEAR(sc_model_totals(e).params, sc_model_totals(f).params, 0);
+    CHECK_NEAR(sc_model_totals(e).flops_fwd, sc_model_totals(f).flops_fwd, 0);
+    int n = 0;
+    const sc_module *ln = find(e, "blocks.0.ln1");
+    CHECK_NEAR(mem_bytes(ln, "norm_", 0, &n), 36 * 128, 0);
+    CHECK_EQ_INT(n, 6);
+    CHECK_NEAR(mem_bytes(ln, "norm_", 1, NULL), 92 * 128, 0);
+    CHECK_NEAR(ln->act_saved_bytes, 6 * 128, 0);
+    CHECK_NEAR(find(f, "blocks.0.ln1")->act_saved_bytes, 2 * 128, 0);
+    CHECK_NEAR(mem_bytes(find(e, "ln_f"), "norm_", 1, NULL), 92 * 128, 0);
+    const sc_module *at = find(e, "blocks.0.attn");
+    CHECK_NEAR(mem_bytes(at, "rotary_", 0, &n), 36 * 192, 0);
+    CHECK_EQ_INT(n, 4);
+    CHECK_NEAR(mem_bytes(at, "rotary_", 1, NULL), 40 * 192, 0);
+    CHECK_NEAR(kernel(at, "q")->n, 16, 0);
+    CHECK_NEAR(kernel(at, "k")->n, 8, 0);
+    CHECK_NEAR(kernel(at, "v")->n, 8, 0);
+    CHECK_NEAR(kernel(at, "kv_expand")->bytes, 768, 0);
+    CHECK_NEAR(kernel(at, "kv_expand")->bwd_bytes, 768, 0);
+    CHECK_NEAR(kernel(at, "attn_contiguous")->bytes, 512, 0);
+    CHECK_NEAR(kernel(at, "qkv_grad_sum")->bytes, 0, 0);
+    CHECK_NEAR(kernel(at, "qkv_grad_sum")->bwd_bytes, 2 * 3 * 2 * 128, 0);
+    const sc_module *ml = find(e, "blocks.0.mlp");
+    CHECK_NEAR(kernel(ml, "gate")->n, 24, 0);
+    CHECK_NEAR(kernel(ml, "up")->n, 24, 0);
+    CHECK_NEAR(kernel(ml, "silu")->bytes, 2 * 2 * 192, 0);
+    CHECK_NEAR(kernel(ml, "silu")->bwd_bytes, 3 * 2 * 192, 0);
+    CHECK_NEAR(kernel(ml, "gate_product")->bytes, 3 * 2 * 192, 0);
+    CHECK_NEAR(kernel(ml, "gate_product")->bwd_bytes, 6 * 2 * 192, 0);
+    CHECK_NEAR(kernel(ml, "gate_up_grad_sum")->bwd_bytes, 3 * 2 * 128, 0);
+    CHECK_NEAR(ml->act_saved_bytes, find(f, "blocks.0.mlp")->act_saved_bytes, 0);
+    /* the fused kernels stay without the switch */
+    kernel(find(f, "blocks.0.attn"), "qkv");
+    kernel(find(f, "blocks.0.mlp"), "swiglu");
+    CHECK_EQ_INT(find(f, "blocks.0.ln1")->n_kernels, 1);
+    sc_model_free(f);
+    /* every head its own K and V: nothing to copy */
+    const double mha[] = {2, 16, 4, 4, 24, 8, 10, 1};
+    sc_model *m = gen(8, names, mha, SC_BF16);
+    REQUIRE(m);
+    at = find(m, "blocks.0.attn");
+    for (int i = 0; i < at->n_kernels; i++)
+        CHECK(strcmp(at->kernels[i].name, "kv_expand"));
+    sc_model_free(m);
+    sc_model_free(e);
+    /* the eager layer is slower on the same GPU, its GEMMs the same FLOPs */
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s model gen llama --layers 2 --hidden 4096 --heads 32 --kv_heads 8 --ffn "
+               "14336 --seq 4096 --vocab 32000 -o %s/f.json >/dev/null && %s model gen llama "
+               "--layers 2 --hidden 4096 --heads 32 --kv_heads 8 --ffn 14336 --seq 4096 "
+               "--vocab 32000 --eager -o %s/e.json >/dev/null", sc_test_bin(), d,
+               sc_test_bin(), d) == 0);
+    double t[2];
+    for (int i = 0; i < 2; i++) {
+        REQUIRE(SC("%s sim --model %s/%c.json --cluster dgx-h100 --attn flash --microbatches 1 --json",
+                   sc_test_bin(),
+                   d, i ? 'e' : 'f') == 0);
+        cJSON *j = cJSON_Parse(out);
+        REQUIRE(j);
+        const cJSON *st = cJSON_GetObjectItem(j, "step_time_s");
+        REQUIRE(cJSON_IsNumber(st));
+        t[i] = st->valuedouble;
+        cJSON_Delete(j);
+    }
+    CHECK(t[1] > 1.05 * t[0]);
+}
+
 static const char *bad(const char *name, double v)
 {
     static sc_error err;
@@ -289,6 +400,16 @@ TEST(gen_llama_bad_parameters)
     CHECK_STR_HAS(bad("vocab", 0), "llama: 'vocab'");
     CHECK_STR_HAS(bad("tied", 2), "llama: 'tied' is a switch");
     CHECK(!strcmp(bad("kv-heads", 8), "llama: unknown parameter 'kv-heads'"));
+    CHECK_STR_HAS(bad("eager", 2), "llama: 'eager' is a switch");
+    {
+        static const char *const nm[] = {"relu2", "eager"};
+        const double one[] = {1, 1};
+        sc_error err = {0};
+        sc_model *m = NULL;
+        CHECK(sc_gen_run(&sc_gen_llama, NULL, SC_BF16, 2, nm, one, &m, &err) == SC_EINVAL);
+        CHECK(m == NULL);
+        CHECK_STR_HAS(err.msg, "llama: --eager lists the kernels of eager PyTorch's SwiGLU Llama");
+    }
 
     /* the command: exit 2, one line naming the flag, nothing written */
     const char *d = sc_test_tmpdir();

@@ -63,13 +63,35 @@
  *  - Dims: attention hidden, heads, kv (= head size hd, as everywhere),
  *    kv_heads, seq; mlp hidden, ffn, seq; embedding and head hidden, vocab,
  *    seq; the executor sizes its fused QKV GEMM h + 2*kvd wide from them.
+ *  - --eager: the kernels of eager PyTorch Llama code, which runs a layer op
+ *    by op where Megatron-LM and Transformer Engine fuse: read in ibm-fms at
+ *    6440fee (2024-03-14, the LLaMA IBM's fms-fsdp trained in its March 2024
+ *    table): fms/modules/layernorm.py (LayerNormParameterized with use_mean
+ *    false and use_high_precision_pow: x.float(), pow(2).mean(-1), times the
+ *    rsqrt, type_as(x), times the weight; Hugging Face's LlamaRMSNorm runs
+ *    the same ops), positions.py (RotaryEmbedding.adjusted_qk: Q and K to
+ *    fp32 as pairs, a broadcast product with the 2 x 2 rotations, summed over
+ *    the pair, back to the dtype; Hugging Face rotates in the training
+ *    dtype, fewer bytes, not listed apart), attention.py (query, key and
+ *    value separate Linear layers; K and V expanded to the query heads and
+ *    flattened, a copy, where kv heads < heads; the output transposed and
+ *    made contiguous) and feedforward.py (GatedLinearUnit: a(wg(x)) *
+ *    w1(x), two Linear layers, SiLU and the product apart). Each op is a
+ *    memory kernel with its forward bytes read plus written per element
+ *    and, for its backward, those of autograd's formulas for it (norm_eager
+ *    and gqa list them); the RMSNorm keeps x in fp32 and the normalized x
+ *    for its backward, (4 + d) bytes an element. Parameters, FLOPs and the
+ *    other modules' saved activations are the same either way.
  */
 #include "gen_int.h"
 
 #include <math.h>
 #include <stdio.h>
 
-enum { P_LAYERS, P_HIDDEN, P_HEADS, P_KV_HEADS, P_FFN, P_SEQ, P_VOCAB, P_TIED, P_RELU2, P_CE, P_N };
+enum {
+    P_LAYERS, P_HIDDEN, P_HEADS, P_KV_HEADS, P_FFN, P_SEQ, P_VOCAB, P_TIED, P_RELU2, P_CE,
+    P_EAGER, P_N
+};
 
 /* Defaults: Llama 3 8B (Dubey et al. 2024, Table 3). */
 static const sc_gen_param params[P_N] = {
@@ -83,11 +105,58 @@ static const sc_gen_param params[P_N] = {
     [P_TIED] = {"tied", 0, 1, "tie the LM head to the token embedding"},
     [P_RELU2] = {"relu2", 0, 1, "a squared-ReLU MLP (up h x f, down f x h; Nemotron-4) instead of SwiGLU"},
     [P_CE] = SC_GEN_CE_PARAM,
+    [P_EAGER] = {"eager", 0, 1,
+                 "the layers op by op, as eager PyTorch Llama code runs them (ibm-fms's LLaMA "
+                 "of 2024; Hugging Face's alike): q, k, v and gate, up as separate GEMMs, "
+                 "RMSNorm and the rotary embedding in fp32 a kernel an op, K and V copied to "
+                 "every query head, the attention output made contiguous"},
 };
+
+/* sc_gen_norm with norm_eager's type */
+static void sc_gen_norm_fn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
+                           const char *name)
+{
+    sc_gen_norm(c, parent, tf, s, name);
+}
+
+/* --eager (see the top of this file): a kernel an op, each one's bytes read
+ * plus written per element, forward and backward (fp32 4 bytes, d the
+ * training dtype's). */
+static void eager_kernels(sc_model *m, sc_module *x, const char *const *names,
+                          const double (*per)[2], int n, double elems, sc_ktp tp)
+{
+    for (int i = 0; i < n; i++)
+        sc_module_add_kernel(m, x, sc_kernel_mem(names[i], per[i][0] * elems,
+                                                 per[i][1] * elems, tp, SC_ATTN_ANY));
+}
+
+/* RMSNorm as ibm-fms's LayerNormParameterized (use_mean false,
+ * use_high_precision_pow) and Hugging Face's LlamaRMSNorm run it: x.float(),
+ * pow(2), mean(-1), x * rsqrt(mean + eps), back to the training dtype, times
+ * the weight (the per-token rsqrt and add left out: s elements, not s*h).
+ * Backward, by autograd's formulas: the casts each way; pow's 2*x*g as
+ * pow(x, 1), times 2, times g; mean's gradient spread to every element;
+ * the scaling's two gradients (g*r, and sum(g*x) per token) and the sum of
+ * x's two gradient paths; the weight's g*w and sum(g*x) over tokens. It
+ * keeps x in fp32 and the normalized x for the backward. */
+static void norm_eager(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
+                       const char *name)
+{
+    double d = c->d, n = s * tf->h;
+    sc_module *x = sc_gen_add(c, parent, "norm", "%s", name);
+    sc_gen_set(x, tf->norm_p * tf->h, 0, d * n, (4 + d) * n);
+    sc_module_set_tp(x, 0, 0);
+    sc_gen_dims(c, x, "hidden", tf->h, "seq", s, NULL);
+    static const char *const names[] = {"norm_to_fp32", "norm_square", "norm_mean",
+                                        "norm_scale",   "norm_to_dtype", "norm_weight"};
+    const double per[][2] = {{d + 4, 4 + d}, {8, 8 + 8 + 12},  {4, 4},
+                             {8, 8 + 16 + 12}, {4 + d, d + 4}, {2 * d, 2 * d + 3 * d + d}};
+    eager_kernels(c->m, x, names, per, 6, n, SC_KTP_SEQ);
+}
 
 /* Grouped-query self-attention over s tokens; see the top of this file. */
 static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, double g, double s,
-                      const char *name)
+                      int eager, const char *name)
 {
     double hd = h / a, kvd = g * hd, d = c->d;
     double own = 2 * h * h + 2 * h * kvd;
@@ -101,10 +170,36 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
     /* kernels as gen.c's attention, with K and V at the kv heads' width, a
      * rotary kernel over Q and K (read and write both), no dropout */
     sc_model *m = c->m;
-    sc_module_add_kernel(m, x, sc_kernel_gemm("qkv", 1, s, h + 2 * kvd, h, SC_KTP_N, 0,
-                                              SC_ATTN_ANY));
-    sc_module_add_kernel(m, x, sc_kernel_mem("rotary", 2 * d * s * (h + kvd),
-                                             2 * d * s * (h + kvd), SC_KTP_SHARD, SC_ATTN_ANY));
+    if (!eager) {
+        sc_module_add_kernel(m, x, sc_kernel_gemm("qkv", 1, s, h + 2 * kvd, h, SC_KTP_N, 0,
+                                                  SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_mem("rotary", 2 * d * s * (h + kvd),
+                                                 2 * d * s * (h + kvd), SC_KTP_SHARD,
+                                                 SC_ATTN_ANY));
+    } else {
+        /* --eager: q, k and v each a GEMM, their input's three data
+         * gradients summed (two adds, backward); the rotation as ibm-fms's
+         * RotaryEmbedding.adjusted_qk runs it over Q and K: float(), a
+         * broadcast product with the 2 x 2 rotations into a tensor twice
+         * as large in fp32, its sum over the pair, back to the training
+         * dtype (backward: the cast, the product's gradient, its sum over
+         * the broadcast, the cast); then K and V expanded to every query
+         * head and made contiguous for the fused kernel (a copy, summed
+         * back in the backward) where the heads are grouped */
+        sc_module_add_kernel(m, x, sc_kernel_gemm("q", 1, s, h, h, SC_KTP_N, 0, SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_gemm("k", 1, s, kvd, h, SC_KTP_N, 0, SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_gemm("v", 1, s, kvd, h, SC_KTP_N, 0, SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_mem("qkv_grad_sum", 0, 2 * 3 * d * s * h,
+                                                 SC_KTP_SEQ, SC_ATTN_ANY));
+        static const char *const names[] = {"rotary_to_fp32", "rotary_product", "rotary_sum",
+                                            "rotary_to_dtype"};
+        const double per[][2] = {{d + 4, 4 + d}, {4 + 8, 8 + 8}, {8 + 4, 8 + 4}, {4 + d, d + 4}};
+        eager_kernels(m, x, names, per, 4, s * (h + kvd), SC_KTP_SHARD);
+        if (g < a)
+            sc_module_add_kernel(m, x, sc_kernel_mem("kv_expand", 2 * d * s * (kvd + h),
+                                                     2 * d * s * (h + kvd), SC_KTP_SHARD,
+                                                     SC_ATTN_ANY));
+    }
     sc_kernel ks = sc_kernel_gemm("scores", a, s, s, hd, SC_KTP_BATCH, 1, SC_ATTN_UNFUSED);
     sc_kernel kc = sc_kernel_gemm("context", a, s, hd, s, SC_KTP_BATCH, 1, SC_ATTN_UNFUSED);
     sc_kernel sm = sc_kernel_mem("softmax", 2 * d * a * s * s, 3 * d * a * s * s, SC_KTP_SHARD,
@@ -118,6 +213,9 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
     sc_kernel fa = sc_kernel_flash("flash", a, s, s, hd, 1, SC_KTP_BATCH);
     fa.kv_heads = g;
     sc_module_add_kernel(m, x, fa);
+    if (eager) /* the output (b, heads, s, hd) transposed back and made contiguous */
+        sc_module_add_kernel(m, x, sc_kernel_mem("attn_contiguous", 2 * d * s * h,
+                                                 2 * d * s * h, SC_KTP_SHARD, SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_kernel_gemm("out_proj", 1, s, h, h, SC_KTP_K, 0, SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));
     return x;
@@ -126,7 +224,7 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
 /* The MLP over s tokens: SwiGLU (gated: gate and up h x f, down f x h) or,
  * with --relu2, a squared ReLU between up h x f and down f x h. */
 static sc_module *mlp(sc_gen_ctx *c, sc_module *parent, double h, double f, double s, int gated,
-                      const char *name)
+                      int eager, const char *name)
 {
     double d = c->d, mats = gated ? 3 : 2; /* h x f matrices */
     sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
@@ -139,11 +237,27 @@ static sc_module *mlp(sc_gen_ctx *c, sc_module *parent, double h, double f, doub
      * two). relu2: the square reads the up output and writes one as wide
      * (backward: reads it and the gradient, writes the gradient). */
     sc_model *m = c->m;
-    sc_module_add_kernel(m, x, sc_kernel_gemm(gated ? "gate_up" : "up", 1, s, (mats - 1) * f, h,
-                                              SC_KTP_N, 0, SC_ATTN_ANY));
-    sc_module_add_kernel(m, x, sc_kernel_mem(gated ? "swiglu" : "relu2", mats * d * s * f,
-                                             (2 * mats - 1) * d * s * f, SC_KTP_SHARD,
-                                             SC_ATTN_ANY));
+    if (eager && gated) {
+        /* --eager: gate and up each a GEMM (their input's data gradients
+         * summed in the backward), silu(gate) and the product each a kernel
+         * (ibm-fms's GatedLinearUnit: a(wg(x)) * w1(x)); backward: SiLU's
+         * gradient reads its input and the gradient, the product's two
+         * gradients read the gradient and the other factor each */
+        sc_module_add_kernel(m, x, sc_kernel_gemm("gate", 1, s, f, h, SC_KTP_N, 0, SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_gemm("up", 1, s, f, h, SC_KTP_N, 0, SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_mem("gate_up_grad_sum", 0, 3 * d * s * h,
+                                                 SC_KTP_SEQ, SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_mem("silu", 2 * d * s * f, 3 * d * s * f,
+                                                 SC_KTP_SHARD, SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_mem("gate_product", 3 * d * s * f, 6 * d * s * f,
+                                                 SC_KTP_SHARD, SC_ATTN_ANY));
+    } else {
+        sc_module_add_kernel(m, x, sc_kernel_gemm(gated ? "gate_up" : "up", 1, s,
+                                                  (mats - 1) * f, h, SC_KTP_N, 0, SC_ATTN_ANY));
+        sc_module_add_kernel(m, x, sc_kernel_mem(gated ? "swiglu" : "relu2", mats * d * s * f,
+                                                 (2 * mats - 1) * d * s * f, SC_KTP_SHARD,
+                                                 SC_ATTN_ANY));
+    }
     sc_module_add_kernel(m, x, sc_kernel_gemm("down", 1, s, h, f, SC_KTP_K, 0, SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));
     return x;
@@ -163,8 +277,13 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
     if (!st) st = sc_gen_int(g, "vocab", v[P_VOCAB], 1, 1e8, err);
     if (!st) st = sc_gen_flag(g, "tied", v[P_TIED], err);
     if (!st) st = sc_gen_flag(g, "relu2", v[P_RELU2], err);
+    if (!st) st = sc_gen_flag(g, "eager", v[P_EAGER], err);
     if (st)
         return st;
+    int eager = v[P_EAGER] != 0;
+    if (eager && v[P_RELU2] != 0)
+        return sc_err(err, SC_EINVAL, "llama: --eager lists the kernels of eager PyTorch's "
+                      "SwiGLU Llama; it has no squared-ReLU MLP (--relu2)");
     double l = v[P_LAYERS], h = v[P_HIDDEN], a = v[P_HEADS], kvh = v[P_KV_HEADS];
     double f = v[P_FFN], s = v[P_SEQ], V = v[P_VOCAB];
     int tied = v[P_TIED] != 0;
@@ -197,15 +316,15 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
         if (b)
             b->act_out_bytes = c.d * s * h;
         snprintf(part, sizeof part, "%s.ln1", nm);
-        sc_gen_norm(&c, b, &tf, s, part);
+        (eager ? norm_eager : sc_gen_norm_fn)(&c, b, &tf, s, part);
         snprintf(part, sizeof part, "%s.attn", nm);
-        gqa(&c, b, h, a, kvh, s, part);
+        gqa(&c, b, h, a, kvh, s, eager, part);
         snprintf(part, sizeof part, "%s.ln2", nm);
-        sc_gen_norm(&c, b, &tf, s, part);
+        (eager ? norm_eager : sc_gen_norm_fn)(&c, b, &tf, s, part);
         snprintf(part, sizeof part, "%s.mlp", nm);
-        mlp(&c, b, h, f, s, v[P_RELU2] == 0, part);
+        mlp(&c, b, h, f, s, v[P_RELU2] == 0, eager, part);
     }
-    sc_gen_norm(&c, root, &tf, s, "ln_f");
+    (eager ? norm_eager : sc_gen_norm_fn)(&c, root, &tf, s, "ln_f");
     sc_gen_lm_head(&c, root, "head", h, V, s, !tied, tied ? "tok" : NULL);
     return sc_gen_done(&c, out, err);
 }
