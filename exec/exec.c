@@ -203,19 +203,19 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
         int first = *n;
         if (k->op == SC_KOP_MEM) {
             double b = sc_cost_kernel_bytes(k, &cc, 0), bb = sc_cost_kernel_bytes(k, &cc, 1);
-            if (b >= 4)
+            if (b >= 4 || bb >= 4) /* a backward-only kernel (a sum of gradients) too */
                 rc |= push_item(it, n, cap, mem_item(b, bb));
-            continue;
-        }
-        double B, M, N, K;
-        sc_cost_kernel_shape(k, &cc, &B, &M, &N, &K);
-        if (k->op == SC_KOP_FLASH) {
-            rc |= push_item(it, n, cap, gemm_item(IT_CORE, M, N, K, B));
-            rc |= push_item(it, n, cap, gemm_item(IT_CORE, M, K, N, B));
         } else {
-            item g = gemm_item(k->grow_batch ? IT_CORE : IT_WGEMM, M, N, K, B);
-            sc_cost_kernel_splits(mod, k, &cc, &g.fsplit, &g.dsplit);
-            rc |= push_item(it, n, cap, g);
+            double B, M, N, K;
+            sc_cost_kernel_shape(k, &cc, &B, &M, &N, &K);
+            if (k->op == SC_KOP_FLASH) {
+                rc |= push_item(it, n, cap, gemm_item(IT_CORE, M, N, K, B));
+                rc |= push_item(it, n, cap, gemm_item(IT_CORE, M, K, N, B));
+            } else {
+                item g = gemm_item(k->grow_batch ? IT_CORE : IT_WGEMM, M, N, K, B);
+                sc_cost_kernel_splits(mod, k, &cc, &g.fsplit, &g.dsplit);
+                rc |= push_item(it, n, cap, g);
+            }
         }
         for (int j = first; !rc && j < *n; j++)
             (*it)[j].name = k->name;

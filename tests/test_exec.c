@@ -526,6 +526,44 @@ TEST(exec_kernel_profile)
     sc_timeline_free(t);
 }
 
+/* A backward-only kernel (`model gen llama --eager`'s sums of the q, k, v
+ * data gradients) runs in the backward and not the forward, and the eager
+ * kernels are timed under their own names. */
+TEST(exec_kernel_profile_eager_llama)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "") == 0);
+    REQUIRE(kernel_cluster(d) == 0);
+    REQUIRE(SC("%s model gen llama --layers 2 --hidden 64 --heads 4 --kv_heads 2 --ffn 128 "
+               "--seq 32 --vocab 256 --dtype fp32 --eager -o %s/eager.json && %s sim --model "
+               "%s/eager.json --cluster %s/cpu8.json --dp 2 --microbatches 1 --attn flash -o "
+               "%s/eplan.json",
+               sc_test_bin(), d, sc_test_bin(), d, d, d) == 0);
+    char ef[512];
+    snprintf(ef, sizeof ef, "%s/emeasured.json", d);
+    REQUIRE(SC("%s -np 2 %s exec %s/eplan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
+               "--tolerance 0 --kernels -o %s",
+               MPIRUN, sc_test_bin(), d, ef) == 0);
+    sc_timeline *t = NULL;
+    sc_error err;
+    REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
+    int sum_bwd = 0, sum_fwd_bytes = 0, rotary = 0;
+    for (int i = 0; i < t->n_kernels; i++) {
+        const sc_tl_kernel *k = &t->kernels[i];
+        if (!strcmp(k->name, "qkv_grad_sum")) {
+            sum_bwd += strcmp(k->pass, "F") && k->bytes > 0;
+            sum_fwd_bytes += !strcmp(k->pass, "F") && k->bytes > 0;
+        }
+        rotary += !strncmp(k->name, "rotary_", 7);
+    }
+    CHECK(sum_bwd > 0);
+    CHECK_EQ_INT(sum_fwd_bytes, 0);
+    CHECK(rotary >= 4);
+    sc_timeline_free(t);
+}
+
 /* Under TE's tp overlap (tp_comm_overlap with sp) the executor runs a
  * layer's tp GEMMs in the chunks the cost model prices
  * (sc_cost_kernel_splits): the forward of a column-parallel GEMM (qkv, fc1)
