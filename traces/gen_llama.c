@@ -112,8 +112,8 @@ static const sc_gen_param params[P_N] = {
                  "every query head, the attention output made contiguous"},
 };
 
-/* sc_gen_norm with norm_eager's type */
-static void sc_gen_norm_fn(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
+/* gen.c's norm (one fused kernel), with norm_eager's type */
+static void norm_fused(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
                            const char *name)
 {
     sc_gen_norm(c, parent, tf, s, name);
@@ -316,15 +316,15 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
         if (b)
             b->act_out_bytes = c.d * s * h;
         snprintf(part, sizeof part, "%s.ln1", nm);
-        (eager ? norm_eager : sc_gen_norm_fn)(&c, b, &tf, s, part);
+        (eager ? norm_eager : norm_fused)(&c, b, &tf, s, part);
         snprintf(part, sizeof part, "%s.attn", nm);
         gqa(&c, b, h, a, kvh, s, eager, part);
         snprintf(part, sizeof part, "%s.ln2", nm);
-        (eager ? norm_eager : sc_gen_norm_fn)(&c, b, &tf, s, part);
+        (eager ? norm_eager : norm_fused)(&c, b, &tf, s, part);
         snprintf(part, sizeof part, "%s.mlp", nm);
         mlp(&c, b, h, f, s, v[P_RELU2] == 0, eager, part);
     }
-    (eager ? norm_eager : sc_gen_norm_fn)(&c, root, &tf, s, "ln_f");
+    (eager ? norm_eager : norm_fused)(&c, root, &tf, s, "ln_f");
     sc_gen_lm_head(&c, root, "head", h, V, s, !tied, tied ? "tok" : NULL);
     return sc_gen_done(&c, out, err);
 }
