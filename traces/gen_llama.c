@@ -114,7 +114,7 @@ static const sc_gen_param params[P_N] = {
 
 /* gen.c's norm (one fused kernel), with norm_eager's type */
 static void norm_fused(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
-                           const char *name)
+                       const char *name)
 {
     sc_gen_norm(c, parent, tf, s, name);
 }
