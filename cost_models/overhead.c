@@ -18,9 +18,10 @@ static const sc_overhead table[] = {
     {"deepspeed", SC_OVERHEAD_DEEPSPEED, 2,
      "rows 0 and 2 of the deepspeed rows: bloom-176b-384gpu, mtnlg2022/530b-350-nodes"},
     {"torch", SC_OVERHEAD_TORCH, 16,
-     "the even rows of the torch rows: 9 of mpt_llmfoundry's 17 (LLM Foundry on PyTorch "
-     "FSDP), 2 of tridao_flashattn2022's 5 and 3 of tridao_flashattn2_2023's 6 (the "
-     "flash-attention repository's training code, PyTorch DDP)"},
+     "the even rows of the torch rows: 2 of fms_fsdp2024's 4 (IBM's fms-fsdp, PyTorch "
+     "FSDP), 9 of mpt_llmfoundry's 17 (LLM Foundry on PyTorch FSDP), 2 of "
+     "tridao_flashattn2022's 5 and 3 of tridao_flashattn2_2023's 6 (the flash-attention "
+     "repository's training code, PyTorch DDP)"},
 };
 
 const sc_overhead *sc_overheads(int *n)

@@ -357,9 +357,7 @@ static void row_network(const sc_val_row *r, sc_cluster *cl)
         return;
     cl->inter.nics_per_node = r->net_nics;
     cl->inter.nic_bytes_per_s = r->net_nic_gbps * 1e9 / 8;
-    char name[sizeof cl->name];
-    snprintf(name, sizeof name, "%s@%dx%gG", r->preset, r->net_nics, r->net_nic_gbps);
-    memcpy(cl->name, name, sizeof name);
+    snprintf(cl->name, sizeof cl->name, "%s@%dx%gG", r->preset, r->net_nics, r->net_nic_gbps);
 }
 
 static sc_status load_cluster(const sc_val_suite *s, sc_val_row *r, const cJSON *o,

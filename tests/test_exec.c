@@ -446,16 +446,17 @@ TEST(exec_kernel_lists)
  * carries them (names from the model's kernel lists, the flash kernel as
  * the two batched GEMMs the executor runs, forward and backward passes),
  * and compare prints them beside their predictions, in text and JSON. */
-/* The tiny model's plan of `layout` (sim options) on the kernel-level CPU
- * cluster, run by 2 ranks with exec --kernels: d/plan.json, its measured
- * timeline in ef (d/measured.json), loaded; NULL (the test failed) when a
- * step did not run. */
-static sc_timeline *profile_kernels(const char *d, const char *layout, char *ef, size_t n)
+/* The plan of model d/`model` (the tiny one setup writes, or one written
+ * before) and `layout` (sim options) on the kernel-level CPU cluster, run by
+ * 2 ranks with exec --kernels: d/plan.json, its measured timeline in ef
+ * (d/measured.json), loaded; NULL (the test failed) when a step did not run. */
+static sc_timeline *profile_kernels(const char *d, const char *model, const char *layout,
+                                    char *ef, size_t n)
 {
     snprintf(ef, n, "%s/measured.json", d);
     if (setup(d, "") || kernel_cluster(d) ||
-        SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json %s -o %s/plan.json",
-           sc_test_bin(), d, d, layout, d)) {
+        SC("%s sim --model %s/%s --cluster %s/cpu8.json %s -o %s/plan.json",
+           sc_test_bin(), d, model, d, layout, d)) {
         sc_test_fail(__FILE__, __LINE__, "setting up %s failed: %.600s", layout, out);
         return NULL;
     }
@@ -481,7 +482,8 @@ TEST(exec_kernel_profile)
         return;
     const char *d = sc_test_tmpdir();
     char ef[512];
-    sc_timeline *t = profile_kernels(d, "--pp 2 --microbatches 2 --attn flash", ef, sizeof ef);
+    sc_timeline *t = profile_kernels(d, "tiny.json", "--pp 2 --microbatches 2 --attn flash", ef,
+                                     sizeof ef);
     REQUIRE(t);
     CHECK(t->n_kernels > 0);
     CHECK_EQ_INT(t->kernels_rank, 0);
@@ -534,21 +536,13 @@ TEST(exec_kernel_profile_eager_llama)
     if (!have_mpi())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(setup(d, "") == 0);
-    REQUIRE(kernel_cluster(d) == 0);
     REQUIRE(SC("%s model gen llama --layers 2 --hidden 64 --heads 4 --kv_heads 2 --ffn 128 "
-               "--seq 32 --vocab 256 --dtype fp32 --eager -o %s/eager.json && %s sim --model "
-               "%s/eager.json --cluster %s/cpu8.json --dp 2 --microbatches 1 --attn flash -o "
-               "%s/eplan.json",
-               sc_test_bin(), d, sc_test_bin(), d, d, d) == 0);
+               "--seq 32 --vocab 256 --dtype fp32 --eager -o %s/eager.json",
+               sc_test_bin(), d) == 0);
     char ef[512];
-    snprintf(ef, sizeof ef, "%s/emeasured.json", d);
-    REQUIRE(SC("%s -np 2 %s exec %s/eplan.json --backend cpu --steps 2 --warmup 1 --timeout 20 "
-               "--tolerance 0 --kernels -o %s",
-               MPIRUN, sc_test_bin(), d, ef) == 0);
-    sc_timeline *t = NULL;
-    sc_error err;
-    REQUIRE(sc_timeline_load(ef, &t, &err) == SC_OK);
+    sc_timeline *t =
+        profile_kernels(d, "eager.json", "--dp 2 --microbatches 1 --attn flash", ef, sizeof ef);
+    REQUIRE(t);
     int sum_bwd = 0, sum_fwd_bytes = 0, rotary = 0;
     for (int i = 0; i < t->n_kernels; i++) {
         const sc_tl_kernel *k = &t->kernels[i];
@@ -577,7 +571,8 @@ TEST(exec_kernel_profile_tp_overlap_chunks)
     const char *d = sc_test_tmpdir();
     char ef[512], cf[512];
     sc_timeline *t =
-        profile_kernels(d, "--tp 2 --sp --tp-comm-overlap 1 --microbatches 2", ef, sizeof ef);
+        profile_kernels(d, "tiny.json", "--tp 2 --sp --tp-comm-overlap 1 --microbatches 2", ef,
+                        sizeof ef);
     REQUIRE(t);
     snprintf(cf, sizeof cf, "%s/cpu8.json", d);
     sc_error err;

@@ -112,13 +112,6 @@ static const sc_gen_param params[P_N] = {
                  "every query head, the attention output made contiguous"},
 };
 
-/* gen.c's norm (one fused kernel), with norm_eager's type */
-static void norm_fused(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s,
-                       const char *name)
-{
-    sc_gen_norm(c, parent, tf, s, name);
-}
-
 /* --eager (see the top of this file): a kernel an op, each one's bytes read
  * plus written per element, forward and backward (fp32 4 bytes, d the
  * training dtype's). */
@@ -152,6 +145,16 @@ static void norm_eager(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
     const double per[][2] = {{d + 4, 4 + d}, {8, 8 + 8 + 12},  {4, 4},
                              {8, 8 + 16 + 12}, {4 + d, d + 4}, {2 * d, 2 * d + 3 * d + d}};
     eager_kernels(c->m, x, names, per, 6, n, SC_KTP_SEQ);
+}
+
+/* An RMSNorm: gen.c's one fused kernel, or with --eager norm_eager's. */
+static void norm(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, double s, int eager,
+                 const char *name)
+{
+    if (eager)
+        norm_eager(c, parent, tf, s, name);
+    else
+        sc_gen_norm(c, parent, tf, s, name);
 }
 
 /* Grouped-query self-attention over s tokens; see the top of this file. */
@@ -316,15 +319,15 @@ static sc_status make(const double *v, const char *name, sc_dtype dtype, sc_mode
         if (b)
             b->act_out_bytes = c.d * s * h;
         snprintf(part, sizeof part, "%s.ln1", nm);
-        (eager ? norm_eager : norm_fused)(&c, b, &tf, s, part);
+        norm(&c, b, &tf, s, eager, part);
         snprintf(part, sizeof part, "%s.attn", nm);
         gqa(&c, b, h, a, kvh, s, eager, part);
         snprintf(part, sizeof part, "%s.ln2", nm);
-        (eager ? norm_eager : norm_fused)(&c, b, &tf, s, part);
+        norm(&c, b, &tf, s, eager, part);
         snprintf(part, sizeof part, "%s.mlp", nm);
         mlp(&c, b, h, f, s, v[P_RELU2] == 0, eager, part);
     }
-    (eager ? norm_eager : norm_fused)(&c, root, &tf, s, "ln_f");
+    norm(&c, root, &tf, s, eager, "ln_f");
     sc_gen_lm_head(&c, root, "head", h, V, s, !tied, tied ? "tok" : NULL);
     return sc_gen_done(&c, out, err);
 }
