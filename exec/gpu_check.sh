@@ -5,7 +5,8 @@
 # one-GPU plan of gpt-1.3b and run it with the cuda backend, then (the
 # calibration check) calibrate h200-sxm-1 from the GEMM sweep alone and
 # compare the plan's prediction with the measured step, with the preset and
-# with the calibrated cluster; three more layouts against the preset; then
+# with the calibrated cluster; six more layouts against the preset (gpt,
+# and a Llama with its kernels fused and as eager PyTorch runs them); then
 # calibrate from the sweep and two measured layouts and predict the two
 # held out; last, two layouts once more on random and on zero operands
 # under nvidia-smi (the SM clock and power each held); and PyTorch's fused
@@ -264,6 +265,19 @@ layout g27_flash gpt-2.7b 2 4 flash
 # full recompute re-runs the layers' forward, not the LM head and loss (the
 # recompute ops, predicted against measured, in compare's table)
 layout flash_full gpt-1.3b 4 4 flash --recompute full
+# a Llama of about 1B (grouped-query attention, SwiGLU, RMSNorm, rotary), its
+# kernels as Megatron-LM fuses them and as eager PyTorch runs them (model gen
+# llama --eager: RMSNorm and the rotation in fp32 a kernel an op, q, k, v and
+# gate, up as separate GEMMs with backward-only gradient sums, K and V copied
+# to every query head): the eager lists have never run on a GPU
+llama_args="--layers 16 --hidden 2048 --heads 16 --kv_heads 4 --ffn 5632 --seq 2048 --vocab 32000"
+if $S model gen llama $llama_args -o "$out/llama_fused.json" > /dev/null &&
+    $S model gen llama $llama_args --eager -o "$out/llama_eager.json" > /dev/null; then
+    layout llama_fused "$out/llama_fused.json" 2 4 flash
+    layout llama_eager "$out/llama_eager.json" 2 4 flash
+else
+    note "model gen llama failed: no Llama layouts"
+fi
 
 # 5b. calibration from measured steps, checked on steps it did not see: the
 #     sweep and two measured layouts (gpt-1.3b mbs 1 unfused, mbs 4 flash) fit
