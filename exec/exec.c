@@ -364,8 +364,13 @@ static int item_work(const item *q, int what)
             return 0;
         what = RUN_F;
     }
-    if (q->type == IT_MEM)
-        return what == RUN_W || what == RUN_SEL ? 0 : DO_PASS;
+    if (q->type == IT_MEM) { /* a pass of a third of its bytes, where there are any: a
+                                forward-only kernel has no backward pass, a backward-only
+                                one (a sum of gradients) no forward */
+        if (what == RUN_W || what == RUN_SEL)
+            return 0;
+        return (what == RUN_F ? q->bytes : q->bwd_bytes) / 3 >= 4 ? DO_PASS : 0;
+    }
     if (what == RUN_F || (what == RUN_SEL && q->type == IT_CORE))
         return DO_FWD;
     if (what == RUN_SEL)
@@ -407,7 +412,7 @@ static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, in
         /* the kernel's bytes are what it reads and writes; the out-of-place
          * pass reads src and dst and writes dst: a third of them each */
         size_t pass_b = (what == RUN_F || what == RUN_RC ? q->bytes : q->bwd_bytes) / 3;
-        if ((work & DO_PASS) && pass_b >= 4) /* a forward-only kernel has no backward pass */
+        if (work & DO_PASS)
             st = be->memop(x->bk, x->M1, x->M0, pass_b, err);
         /* the inputs stay as filled (SC_EXEC_OPERANDS); every product writes O;
          * a split GEMM runs as chunks of its rows, one after another */

@@ -330,6 +330,11 @@ TEST(gen_llama_eager)
     CHECK_NEAR(kernel(at, "kv_expand")->bytes, 768, 0);
     CHECK_NEAR(kernel(at, "kv_expand")->bwd_bytes, 768, 0);
     CHECK_NEAR(kernel(at, "attn_contiguous")->bytes, 512, 0);
+    /* a copy after the unfused products; the fused kernels' output is token-major */
+    CHECK(sc_kernel_runs(kernel(at, "attn_contiguous"), SC_ATTN_UNFUSED));
+    CHECK(!sc_kernel_runs(kernel(at, "attn_contiguous"), SC_ATTN_FLASH));
+    /* the fused kernel keeps K and V as copied to all 4 heads: 2 x 2 x 8 x (16 - 8) more */
+    CHECK_NEAR(at->act_saved_bytes - find(f, "blocks.0.attn")->act_saved_bytes, 256, 0);
     CHECK_NEAR(kernel(at, "qkv_grad_sum")->bytes, 0, 0);
     CHECK_NEAR(kernel(at, "qkv_grad_sum")->bwd_bytes, 2 * 3 * 2 * 128, 0);
     const sc_module *ml = find(e, "blocks.0.mlp");
@@ -340,7 +345,8 @@ TEST(gen_llama_eager)
     CHECK_NEAR(kernel(ml, "gate_product")->bytes, 3 * 2 * 192, 0);
     CHECK_NEAR(kernel(ml, "gate_product")->bwd_bytes, 6 * 2 * 192, 0);
     CHECK_NEAR(kernel(ml, "gate_up_grad_sum")->bwd_bytes, 3 * 2 * 128, 0);
-    CHECK_NEAR(ml->act_saved_bytes, find(f, "blocks.0.mlp")->act_saved_bytes, 0);
+    /* silu(gate) kept too, the product's other factor: 2 x 8 x 24 more */
+    CHECK_NEAR(ml->act_saved_bytes - find(f, "blocks.0.mlp")->act_saved_bytes, 384, 0);
     /* the fused kernels stay without the switch */
     kernel(find(f, "blocks.0.attn"), "qkv");
     kernel(find(f, "blocks.0.mlp"), "swiglu");
@@ -352,7 +358,23 @@ TEST(gen_llama_eager)
     REQUIRE(m);
     at = find(m, "blocks.0.attn");
     CHECK(sc_module_kernel(at, "kv_expand") == NULL);
+    sc_model *mf = gen(7, names, mha, SC_BF16);
+    REQUIRE(mf);
+    CHECK_NEAR(at->act_saved_bytes, find(mf, "blocks.0.attn")->act_saved_bytes, 0);
+    sc_model_free(mf);
     sc_model_free(m);
+    /* in fp32 the casts to fp32 and back are no kernels: 4 of the norm's 6 and 2
+     * of the rotation's 4, the same bytes less the casts' */
+    sc_model *e32 = gen(8, names, v, SC_FP32);
+    REQUIRE(e32);
+    ln = find(e32, "blocks.0.ln1");
+    CHECK_NEAR(mem_bytes(ln, "norm_", 0, &n), (8 + 4 + 8 + 2 * 4) * 128, 0);
+    CHECK_EQ_INT(n, 4);
+    CHECK(sc_module_kernel(ln, "norm_to_fp32") == NULL);
+    CHECK(sc_module_kernel(ln, "norm_to_dtype") == NULL);
+    CHECK_NEAR(mem_bytes(find(e32, "blocks.0.attn"), "rotary_", 0, &n), (12 + 12) * 192, 0);
+    CHECK_EQ_INT(n, 2);
+    sc_model_free(e32);
     sc_model_free(e);
     /* the eager layer is slower on the same GPU, its GEMMs the same FLOPs */
     const char *d = sc_test_tmpdir();

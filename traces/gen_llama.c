@@ -75,13 +75,16 @@
  *    dtype, fewer bytes, not listed apart), attention.py (query, key and
  *    value separate Linear layers; K and V expanded to the query heads and
  *    flattened, a copy, where kv heads < heads; the output transposed and
- *    made contiguous) and feedforward.py (GatedLinearUnit: a(wg(x)) *
- *    w1(x), two Linear layers, SiLU and the product apart). Each op is a
- *    memory kernel with its forward bytes read plus written per element
- *    and, for its backward, those of autograd's formulas for it (norm_eager
- *    and gqa list them); the RMSNorm keeps x in fp32 and the normalized x
- *    for its backward, (4 + d) bytes an element. Parameters, FLOPs and the
- *    other modules' saved activations are the same either way.
+ *    made contiguous, a copy after the unfused products only) and
+ *    feedforward.py (GatedLinearUnit: a(wg(x)) * w1(x), two Linear layers,
+ *    SiLU and the product apart). Each op is a memory kernel with its
+ *    forward bytes read plus written per element and, for its backward,
+ *    those of autograd's formulas for it (norm_eager and gqa list them);
+ *    the casts to fp32 and back are no kernels in an fp32 model. Saved for
+ *    the backward: the RMSNorm keeps x in fp32 and the normalized x, (4 +
+ *    d) bytes an element; the fused attention keeps K and V as copied to
+ *    every head (h wide, not kv_heads · hd); the MLP keeps silu(gate) too,
+ *    one more s·f. Parameters and FLOPs are the same either way.
  */
 #include "gen_int.h"
 
@@ -114,13 +117,22 @@ static const sc_gen_param params[P_N] = {
 
 /* --eager (see the top of this file): a kernel an op, each one's bytes read
  * plus written per element, forward and backward (fp32 4 bytes, d the
- * training dtype's). */
-static void eager_kernels(sc_model *m, sc_module *x, const char *const *names,
-                          const double (*per)[2], int n, double elems, sc_ktp tp)
+ * training dtype's). A cast to fp32 and back is no kernel where the
+ * training dtype is fp32 (4 bytes): Tensor.float() and type_as return the
+ * tensor itself. */
+typedef struct eager_op {
+    const char *name;
+    double fwd, bwd; /* bytes an element */
+    int cast;        /* a cast between the training dtype and fp32 */
+} eager_op;
+
+static void eager_kernels(sc_model *m, sc_module *x, const eager_op *ops, int n, double d,
+                          double elems, sc_ktp tp)
 {
     for (int i = 0; i < n; i++)
-        sc_module_add_kernel(m, x, sc_kernel_mem(names[i], per[i][0] * elems,
-                                                 per[i][1] * elems, tp, SC_ATTN_ANY));
+        if (!ops[i].cast || d != 4)
+            sc_module_add_kernel(m, x, sc_kernel_mem(ops[i].name, ops[i].fwd * elems,
+                                                     ops[i].bwd * elems, tp, SC_ATTN_ANY));
 }
 
 /* RMSNorm as ibm-fms's LayerNormParameterized (use_mean false,
@@ -140,11 +152,13 @@ static void norm_eager(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
     sc_gen_set(x, tf->norm_p * tf->h, 0, d * n, (4 + d) * n);
     sc_module_set_tp(x, 0, 0);
     sc_gen_dims(c, x, "hidden", tf->h, "seq", s, NULL);
-    static const char *const names[] = {"norm_to_fp32", "norm_square", "norm_mean",
-                                        "norm_scale",   "norm_to_dtype", "norm_weight"};
-    const double per[][2] = {{d + 4, 4 + d}, {8, 8 + 8 + 12},  {4, 4},
-                             {8, 8 + 16 + 12}, {4 + d, d + 4}, {2 * d, 2 * d + 3 * d + d}};
-    eager_kernels(c->m, x, names, per, 6, n, SC_KTP_SEQ);
+    const eager_op ops[] = {{"norm_to_fp32", d + 4, 4 + d, 1},
+                            {"norm_square", 8, 8 + 8 + 12, 0},
+                            {"norm_mean", 4, 4, 0},
+                            {"norm_scale", 8, 8 + 16 + 12, 0},
+                            {"norm_to_dtype", 4 + d, d + 4, 1},
+                            {"norm_weight", 2 * d, 2 * d + 3 * d + d, 0}};
+    eager_kernels(c->m, x, ops, 6, d, n, SC_KTP_SEQ);
 }
 
 /* An RMSNorm: gen.c's one fused kernel, or with --eager norm_eager's. */
@@ -165,6 +179,8 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
     double own = 2 * h * h + 2 * h * kvd;
     double flops = 2 * s * h * h + 2 * 2 * s * h * kvd + 2 * s * h * h + 4 * s * s * h;
     double saved = d * s * h + d * s * h + 2 * d * s * kvd + d * a * s * s + d * s * h;
+    if (eager && g < a) /* the fused kernel saves K and V as it got them: copied to every head */
+        saved += 2 * d * s * (h - kvd);
     sc_module *x = sc_gen_add(c, parent, "attention", "%s", name);
     sc_gen_set(x, own, flops, d * s * h, saved);
     sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after out proj */
@@ -194,10 +210,11 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
         sc_module_add_kernel(m, x, sc_kernel_gemm("v", 1, s, kvd, h, SC_KTP_N, 0, SC_ATTN_ANY));
         sc_module_add_kernel(m, x, sc_kernel_mem("qkv_grad_sum", 0, 2 * 3 * d * s * h,
                                                  SC_KTP_SEQ, SC_ATTN_ANY));
-        static const char *const names[] = {"rotary_to_fp32", "rotary_product", "rotary_sum",
-                                            "rotary_to_dtype"};
-        const double per[][2] = {{d + 4, 4 + d}, {4 + 8, 8 + 8}, {8 + 4, 8 + 4}, {4 + d, d + 4}};
-        eager_kernels(m, x, names, per, 4, s * (h + kvd), SC_KTP_SHARD);
+        const eager_op ops[] = {{"rotary_to_fp32", d + 4, 4 + d, 1},
+                                {"rotary_product", 4 + 8, 8 + 8, 0},
+                                {"rotary_sum", 8 + 4, 8 + 4, 0},
+                                {"rotary_to_dtype", 4 + d, d + 4, 1}};
+        eager_kernels(m, x, ops, 4, d, s * (h + kvd), SC_KTP_SHARD);
         if (g < a)
             sc_module_add_kernel(m, x, sc_kernel_mem("kv_expand", 2 * d * s * (kvd + h),
                                                      2 * d * s * (h + kvd), SC_KTP_SHARD,
@@ -216,9 +233,14 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
     sc_kernel fa = sc_kernel_flash("flash", a, s, s, hd, 1, SC_KTP_BATCH);
     fa.kv_heads = g;
     sc_module_add_kernel(m, x, fa);
-    if (eager) /* the output (b, heads, s, hd) transposed back and made contiguous */
+    /* the output (b, heads, s, hd) transposed back and made contiguous: a
+     * copy after the unfused products only; PyTorch's fused kernels
+     * (scaled_dot_product_attention's flash and memory-efficient paths) write
+     * it token-major already and return a transposed view of it, which
+     * .contiguous() leaves as it is */
+    if (eager)
         sc_module_add_kernel(m, x, sc_kernel_mem("attn_contiguous", 2 * d * s * h,
-                                                 2 * d * s * h, SC_KTP_SHARD, SC_ATTN_ANY));
+                                                 2 * d * s * h, SC_KTP_SHARD, SC_ATTN_UNFUSED));
     sc_module_add_kernel(m, x, sc_kernel_gemm("out_proj", 1, s, h, h, SC_KTP_K, 0, SC_ATTN_ANY));
     sc_module_add_kernel(m, x, sc_gen_k_residual(d, s, h, 0));
     return x;
@@ -231,7 +253,10 @@ static sc_module *mlp(sc_gen_ctx *c, sc_module *parent, double h, double f, doub
 {
     double d = c->d, mats = gated ? 3 : 2; /* h x f matrices */
     sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
-    sc_gen_set(x, mats * h * f, 2 * mats * s * h * f, d * s * h, d * s * h + mats * d * s * f);
+    /* saved: the input and the h x f outputs (fused: gate and up, and the
+     * product); eager also keeps silu(gate), the product's other factor */
+    double saved = d * s * h + (mats + (eager && gated)) * d * s * f;
+    sc_gen_set(x, mats * h * f, 2 * mats * s * h * f, d * s * h, saved);
     sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after down proj */
     sc_module_set_saved_parts(x, d * s * h, -1); /* its input */
     sc_gen_dims(c, x, "hidden", h, "ffn", f, "seq", s, NULL);
