@@ -611,9 +611,9 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
     if (!st) {
         sc_stage_cfg sc = sc_step_stage_cfg(m, cfg);
         st = sc_cost_stage(c, m, &lw->part, &sc, lw->info, err);
-        /* a framework's per-microbatch gradient work (fsdp) is not split
-         * over token slices: the slices' figures leave it out */
-        sc.zero = sc.dp = 0;
+        /* a framework's gradient work (fsdp) goes with each backward that
+         * reduce-scatters: a slice's B does so whole under ZeRO 3 (lower.h),
+         * so each slice's figures carry all of it, not a token share */
         /* each slice: its tokens, and the keys of itself and the slices before */
         for (int j = 0, before = 0; !st && j < lw->k && lw->k > 1; j++) {
             sc.q_frac = (double)lw->slice_len[j] / m->seq_len;

@@ -15,12 +15,11 @@ static sc_status slice_cost(const sc_model *m, const sc_cluster *c, const sc_ste
                             const sc_partition *part, sc_stage_info *info, int y, int x, int n,
                             double *t, sc_error *err)
 {
-    /* a framework's per-microbatch gradient work (fsdp) is the same for
-     * every slicing: not in a slice's figures */
+    /* a framework's gradient work (fsdp) is each slice's whole, as the
+     * lowering charges it (every slice's backward reduce-scatters) */
     sc_stage_cfg sc = sc_step_stage_cfg(m, cfg);
     sc.q_frac = (double)(x - y) / n;
     sc.kv_frac = (double)x / n;
-    sc.zero = sc.dp = 0;
     sc_status st = sc_cost_stage(c, m, part, &sc, info, err);
     if (st)
         return st;
