@@ -175,10 +175,11 @@ static item gemm_item(int type, double m, double n, double k, double batch)
     return (item){type, clampi(m), clampi(n), clampi(k), clampi(batch), 1, 1, 0, 0, NULL, 1};
 }
 
-/* A memory pass of fwd bytes forward and bwd backward (at least 4). */
+/* A memory pass of fwd bytes forward and bwd backward (mem_pass_bytes: none
+ * where a side has too few). */
 static item mem_item(double fwd, double bwd)
 {
-    return (item){IT_MEM, 0, 0, 0, 0, 1, 1, (size_t)fwd, (size_t)fmax(bwd, 4), NULL, 1};
+    return (item){IT_MEM, 0, 0, 0, 0, 1, 1, (size_t)fwd, (size_t)bwd, NULL, 1};
 }
 
 /* The forward work of a leaf that is timed kernel by kernel (sc_cost_uses_kernels:
@@ -357,6 +358,20 @@ enum { RUN_F = 0, RUN_B, RUN_W, RUN_BW, RUN_SEL, RUN_RC };
  * gradient (a core GEMM's other input in B and BW, a weight GEMM's weights
  * in W and BW). The one rule for running a piece and for timing it alone. */
 enum { DO_PASS = 1, DO_FWD = 2, DO_DGRAD = 4, DO_WGRAD = 8 };
+
+/* What memory item q's pass what copies: the kernel's bytes are what it
+ * reads and writes, and the out-of-place pass reads src and dst and writes
+ * dst, a third of them each. 0 where it runs nothing: in W and a selective
+ * recompute, and on a side of under 12 bytes (a forward-only kernel has no
+ * backward pass, a backward-only one, a sum of gradients, no forward). */
+static size_t mem_pass_bytes(const item *q, int what)
+{
+    if (what == RUN_W || what == RUN_SEL)
+        return 0;
+    size_t b = (what == RUN_F || what == RUN_RC ? q->bytes : q->bwd_bytes) / 3;
+    return b >= 4 ? b : 0;
+}
+
 static int item_work(const item *q, int what)
 {
     if (what == RUN_RC) { /* full recompute: the forward of the layers' items */
@@ -364,13 +379,8 @@ static int item_work(const item *q, int what)
             return 0;
         what = RUN_F;
     }
-    if (q->type == IT_MEM) { /* a pass of a third of its bytes, where there are any: a
-                                forward-only kernel has no backward pass, a backward-only
-                                one (a sum of gradients) no forward */
-        if (what == RUN_W || what == RUN_SEL)
-            return 0;
-        return (what == RUN_F ? q->bytes : q->bwd_bytes) / 3 >= 4 ? DO_PASS : 0;
-    }
+    if (q->type == IT_MEM)
+        return mem_pass_bytes(q, what) ? DO_PASS : 0;
     if (what == RUN_F || (what == RUN_SEL && q->type == IT_CORE))
         return DO_FWD;
     if (what == RUN_SEL)
@@ -409,11 +419,8 @@ static sc_status run_items(sc_exec *x, const stage_work *w, int what, int i0, in
         if (i > i0 && !be->async && x->npend && (st = poll_all(x, err)))
             break;
         int work = item_work(q, what);
-        /* the kernel's bytes are what it reads and writes; the out-of-place
-         * pass reads src and dst and writes dst: a third of them each */
-        size_t pass_b = (what == RUN_F || what == RUN_RC ? q->bytes : q->bwd_bytes) / 3;
         if (work & DO_PASS)
-            st = be->memop(x->bk, x->M1, x->M0, pass_b, err);
+            st = be->memop(x->bk, x->M1, x->M0, mem_pass_bytes(q, what), err);
         /* the inputs stay as filled (SC_EXEC_OPERANDS); every product writes O;
          * a split GEMM runs as chunks of its rows, one after another */
         int fr, dr, fc = chunks_of(m, q->fsplit, &fr), dc = chunks_of(m, q->dsplit, &dr);

@@ -112,7 +112,8 @@ static const sc_gen_param params[P_N] = {
                  "the layers op by op, as eager PyTorch Llama code runs them (ibm-fms's LLaMA "
                  "of 2024; Hugging Face's alike): q, k, v and gate, up as separate GEMMs, "
                  "RMSNorm and the rotary embedding in fp32 a kernel an op, K and V copied to "
-                 "every query head, the attention output made contiguous"},
+                 "every query head, the attention output made contiguous after unfused "
+                 "attention"},
 };
 
 /* --eager (see the top of this file): a kernel an op, each one's bytes read
@@ -126,10 +127,10 @@ typedef struct eager_op {
     int cast;        /* a cast between the training dtype and fp32 */
 } eager_op;
 
-static void eager_kernels(sc_model *m, sc_module *x, const eager_op *ops, int n, double d,
+static void eager_kernels(sc_model *m, sc_module *x, const eager_op *ops, size_t n, double d,
                           double elems, sc_ktp tp)
 {
-    for (int i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         if (!ops[i].cast || d != 4)
             sc_module_add_kernel(m, x, sc_kernel_mem(ops[i].name, ops[i].fwd * elems,
                                                      ops[i].bwd * elems, tp, SC_ATTN_ANY));
@@ -158,7 +159,7 @@ static void norm_eager(sc_gen_ctx *c, sc_module *parent, const sc_gen_tf *tf, do
                             {"norm_scale", 8, 8 + 16 + 12, 0},
                             {"norm_to_dtype", 4 + d, d + 4, 1},
                             {"norm_weight", 2 * d, 2 * d + 3 * d + d, 0}};
-    eager_kernels(c->m, x, ops, 6, d, n, SC_KTP_SEQ);
+    eager_kernels(c->m, x, ops, SC_ARRAY_LEN(ops), d, n, SC_KTP_SEQ);
 }
 
 /* An RMSNorm: gen.c's one fused kernel, or with --eager norm_eager's. */
@@ -214,7 +215,7 @@ static sc_module *gqa(sc_gen_ctx *c, sc_module *parent, double h, double a, doub
                                 {"rotary_product", 4 + 8, 8 + 8, 0},
                                 {"rotary_sum", 8 + 4, 8 + 4, 0},
                                 {"rotary_to_dtype", 4 + d, d + 4, 1}};
-        eager_kernels(m, x, ops, 4, d, s * (h + kvd), SC_KTP_SHARD);
+        eager_kernels(m, x, ops, SC_ARRAY_LEN(ops), d, s * (h + kvd), SC_KTP_SHARD);
         if (g < a)
             sc_module_add_kernel(m, x, sc_kernel_mem("kv_expand", 2 * d * s * (kvd + h),
                                                      2 * d * s * (h + kvd), SC_KTP_SHARD,
@@ -254,8 +255,9 @@ static sc_module *mlp(sc_gen_ctx *c, sc_module *parent, double h, double f, doub
     double d = c->d, mats = gated ? 3 : 2; /* h x f matrices */
     sc_module *x = sc_gen_add(c, parent, "mlp", "%s", name);
     /* saved: the input and the h x f outputs (fused: gate and up, and the
-     * product); eager also keeps silu(gate), the product's other factor */
-    double saved = d * s * h + (mats + (eager && gated)) * d * s * f;
+     * product); eager (always gated: make refuses --eager with --relu2) also
+     * keeps silu(gate), the product's other factor */
+    double saved = d * s * h + (mats + eager) * d * s * f;
     sc_gen_set(x, mats * h * f, 2 * mats * s * h * f, d * s * h, saved);
     sc_module_set_tp(x, d * s * h, 1); /* Megatron-LM: all-reduce after down proj */
     sc_module_set_saved_parts(x, d * s * h, -1); /* its input */
@@ -265,7 +267,7 @@ static sc_module *mlp(sc_gen_ctx *c, sc_module *parent, double h, double f, doub
      * two). relu2: the square reads the up output and writes one as wide
      * (backward: reads it and the gradient, writes the gradient). */
     sc_model *m = c->m;
-    if (eager && gated) {
+    if (eager) {
         /* --eager: gate and up each a GEMM (their input's data gradients
          * summed in the backward), silu(gate) and the product each a kernel
          * (ibm-fms's GatedLinearUnit: a(wg(x)) * w1(x)); backward: SiLU's
