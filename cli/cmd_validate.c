@@ -155,6 +155,13 @@ static void mark_table_rows(sc_val_suite *const *s, int n, int all_shipped)
 
 /* Whether row w is one its framework's overhead was fitted on (the entry
  * has fit rows and w is in the fit half); none with --no-overhead. */
+/* The planner's estimate against the simulated step, (estimate - predicted) /
+ * predicted; -1 (off by all of it) where the estimate failed. */
+static double est_rel(const sc_val_result *r)
+{
+    return r->estimate_s > 0 && r->predicted_s > 0 ? r->estimate_s / r->predicted_s - 1 : -1;
+}
+
 static int is_fit_row(const sc_val_row *w, int no_overhead)
 {
     const sc_overhead *o = no_overhead ? NULL : sc_overhead_find(w->framework);
@@ -503,6 +510,21 @@ int cmd_validate(int argc, char **argv)
     if (mem_max < 0)
         mem_max = 0;
 
+    /* the planner's analytical estimate against the simulator, row by row: how far
+     * the search's ranking of these layouts is from what it then simulates */
+    double est_mean = 0, est_max = 0;
+    char est_row[160] = "";
+    for (int i = 0, k = 0; !rc && i < npaths; i++)
+        for (int r = 0; r < suites[i]->n; r++, k++) {
+            double d = fabs(est_rel(&res[k]));
+            est_mean += d / total;
+            if (d > est_max || !est_row[0]) {
+                est_max = d;
+                snprintf(est_row, sizeof est_row, "%s/%s", suites[i]->name,
+                         suites[i]->rows[r].id);
+            }
+        }
+
     if (!rc && json) {
         int oom = 0;
         cJSON *j = cJSON_CreateObject();
@@ -539,6 +561,8 @@ int cmd_validate(int argc, char **argv)
                 sc_jadd_num(o, "predicted_s", res[k].predicted_s, &oom);
                 sc_jadd_num(o, "measured_s", res[k].measured_s, &oom);
                 sc_jadd_num(o, "error", res[k].error, &oom);
+                sc_jadd_num(o, "estimate_s", res[k].estimate_s, &oom);
+                sc_jadd_num(o, "estimate_vs_predicted", est_rel(&res[k]), &oom);
                 sc_jadd_bool(o, "fits", res[k].fits, &oom);
                 sc_jadd_num(o, "peak_mem_bytes", res[k].peak_mem_bytes, &oom);
                 sc_jadd_num(o, "gpu_mem_bytes", res[k].gpu_mem_bytes, &oom);
@@ -601,6 +625,10 @@ int cmd_validate(int argc, char **argv)
             cJSON_AddNullToObject(j, "spearman_min");
         else
             sc_jadd_num(j, "spearman_min", rho_min, &oom);
+        cJSON *eo = sc_jadd_obj(j, "estimate", &oom);
+        sc_jadd_num(eo, "mean_abs", est_mean, &oom);
+        sc_jadd_num(eo, "max_abs", est_max, &oom);
+        sc_jadd_str(eo, "max_row", est_row, &oom);
         cJSON *mo = sc_jadd_obj(j, "memory", &oom);
         sc_jadd_num(mo, "rows_not_fitting", no_fit, &oom);
         sc_jadd_num(mo, "largest_fraction", mem_max, &oom);
@@ -721,6 +749,10 @@ int cmd_validate(int argc, char **argv)
                    "GPU)\n",
                    override ? "the override's GPUs" : "its GPUs",
                    override ? "" : ", as each run did", mem_row, 100 * mem_max);
+        if (total > 0)
+            printf("\nplanner: its analytical estimate is within %.1f%% of the simulator on "
+                   "every row (mean %.1f%%; largest: %s)\n",
+                   100 * est_max, 100 * est_mean, est_row);
         printf("\ntargets: MAPE <= %.0f%%, every row within %.0f%%, mean signed error within "
                "+-%.0f%%, Spearman >= %.1f per model: %s\n",
                100 * SC_VAL_TARGET_MAPE, 100 * SC_VAL_TARGET_MAX_ABS, 100 * SC_VAL_TARGET_BIAS,

@@ -367,8 +367,9 @@ static const struct sc_dp_terms *dp_terms(const sc_stage_table *t, const sc_clus
                                                         x + 2 * SC_RAMP_UNIT, dp, per_node, 1,
                                                         NULL)
                                            : y[SC_DPT_Z3_AG];
-        y[SC_DPT_Z3_RS] = coll_time(c, SC_COLL_REDUCE_SCATTER, grads / v, grads / v,
-                                    x + 2 * SC_RAMP_GRADS_V, dp, per_node, 1, NULL);
+        /* a chunk's reduce-scatter a microbatch: its buckets, each with its
+         * latency, as every backward reduces them under ZeRO 3 (lower.h) */
+        y[SC_DPT_Z3_RS] = y[SC_DPT_RS] / v;
         y[SC_DPT_OPT] = sc_cost_optimizer_time(c, dt, P);
         y[SC_DPT_OPT_SHARD] = sc_cost_optimizer_time(c, dt, P / dp);
     }
@@ -438,6 +439,15 @@ static inline double tp_overlapped(double T, const double *ov, double kappa, dou
     return op + *exposed;
 }
 
+/* Stage s's recompute before its backward under recompute mode (with full
+ * recompute its tp collectives again). */
+static inline double recompute_s(const sc_stage_table *t, int mode, int s)
+{
+    return mode == SC_RECOMPUTE_FULL ? t->rc_full[s] + t->tp_s[s]
+           : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
+                                            : 0;
+}
+
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
                       sc_dtype dt, sc_estimate *out)
 {
@@ -454,9 +464,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         double F = 0, B = 0, W = 0;
         for (int ch = 0; ch < v; ch++) {
             int s = ch * pp + r;
-            double rc = mode == SC_RECOMPUTE_FULL ? t->rc_full[s] + t->tp_s[s]
-                        : mode == SC_RECOMPUTE_SELECTIVE ? t->rc_sel[s]
-                                                         : 0;
+            double rc = recompute_s(t, mode, s);
             /* the framework's gradient work under ZeRO 2 and 3 (sc_stage_info fsdp) */
             double fs = sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
             if (ov && t->tp_s[s] > 0) {
@@ -525,7 +533,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     if (pn > pp)
         pn = pp;
     double blk_cur = 0, blk_work = 0, blk_hide = 0, blk_solo = 0, blk_opt = 0, blk_dpx = 0;
-    double z_total = 0, z_ag1 = 0, z_lost = 0; /* ZeRO 3's, per block */
+    double z_total = 0, z_ag1 = 0, z_win = 0; /* ZeRO 3's, per block */
     /* overlap_param_gather: what the step's gathers hold back the pipeline by,
      * and the forwards before position r's first (chunk 0) */
     double opg_front = 0, opg_fill = 0;
@@ -569,25 +577,53 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                                  ag1 + max2(0, rest - f0 - lost) + lost - opg_fill);
             }
             if (cfg->zero == 3) {
-                /* a gather before every F and B and a reduce-scatter after
+                /* a gather before every F and B and a reduce-scatter during
                  * every B share the NICs; what exceeds the position's
                  * compute is exposed, and the step's first unit always is
                  * (lower.h) */
                 double ag = y[SC_DPT_Z3_AG], ag1 = y[SC_DPT_Z3_AG1], rs = y[SC_DPT_Z3_RS];
                 /* the gathers move during the whole pipeline so far: every
                  * op of the position's stream (forwards, backwards,
-                 * recomputes, tp collectives; m T_r <= pipe) and its bubbles */
-                double total = m * v * (2 * ag + rs);
-                /* the compute beside them progresses at 1 / (1 + kappa): for
-                 * total of gathers it loses total kappa / (1 + kappa), kappa
-                 * pipe at most (all of it slowed) */
-                double lost = min2(kappa * pipe, total * kappa / (1 + kappa));
+                 * recomputes, tp collectives; m T_r <= pipe) and its bubbles;
+                 * so do the reduce-scatters but the last microbatch's, which
+                 * are the grad-final reduction the tail counts (tr, dpx) */
+                double total = m * v * 2 * ag + (m - 1) * v * rs;
+                /* each op's gather moves beside the op before it (a B's beside
+                 * its F, the next F's beside the B; the step's last B, chunk
+                 * 0's, has none), which runs at 1 / (1 + kappa) meanwhile: a
+                 * gather C longer than its window's op T stretched, T (1 +
+                 * kappa), exposes what it exceeds the op by, C - T, slowed op
+                 * included; the reduce-scatters may spill into the next window
+                 * and count in total alone */
+                double ex = 0, covered = 0;
+                for (int ch = 0; ch < v; ch++) {
+                    int s = ch * pp + r;
+                    double Tf = t->f[s] + t->tp_s[s];
+                    double Tb = t->b[s] + t->tp_s[s] + recompute_s(t, mode, s) +
+                                sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
+                    /* the step's first op's window also holds the rest of its
+                     * own gather (after its first unit) */
+                    double C0 = ch == 0 ? 2 * ag - ag1 : ag;
+                    if (C0 > Tf * (1 + kappa)) {
+                        ex += C0 - Tf, covered += C0;
+                    }
+                    if (ag > Tf * (1 + kappa)) {
+                        ex += (m - 1) * (ag - Tf), covered += (m - 1) * ag;
+                    }
+                    int nb = ch == 0 ? m - 1 : m;
+                    if (ag > Tb * (1 + kappa)) {
+                        ex += nb * (ag - Tb), covered += nb * ag;
+                    }
+                }
+                /* the rest of the collectives slows the compute beside them by
+                 * kappa / (1 + kappa) of their time, kappa pipe at most */
+                double lost = min2(kappa * pipe, max2(0, total - covered) * kappa / (1 + kappa));
+                z_win = max2(z_win, ex + lost);
                 /* the positions of a node share its NICs: what one leaves
                  * idle the others take, so the node's work is their mean at
                  * the shares coll_time gives them all at once */
                 z_total += total;
                 z_ag1 = max2(z_ag1, ag1);
-                z_lost = max2(z_lost, lost);
             }
         }
         dpx += D->tie;
@@ -601,8 +637,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         blk_dpx = max2(blk_dpx, dpx);
         if (++blk_n == pn || r == pp - 1) {
             if (cfg->zero == 3 && dp > 1)
-                zero3 = max2(zero3, z_ag1 + max2(z_total / blk_n - pipe, z_lost));
-            z_total = z_ag1 = z_lost = 0;
+                zero3 = max2(zero3, z_ag1 + max2(z_total / blk_n - pipe, z_win));
+            z_total = z_ag1 = z_win = 0;
             double nic = blk_work / blk_n - blk_hide + blk_opt;
             double t_blk = blk_n > 1 ? min2(blk_cur, max2(nic, blk_solo)) : blk_cur;
             tail = max2(tail, t_blk);

@@ -6,6 +6,7 @@
 #include "json.h"
 #include "label.h"
 #include "partition.h"
+#include "search.h"
 #include "step.h"
 
 #include <dirent.h>
@@ -750,6 +751,11 @@ sc_status sc_val_run_row(const sc_val_suite *s, int i, const sc_val_opts *o,
         return st;
     }
     out->predicted_s = res->step_time_s;
+    /* the planner's analytical estimate of the same layout on the same cluster
+     * (estimate.c), beside the simulator it stands in for during a search */
+    sc_estimate est;
+    sc_error eerr;
+    out->estimate_s = sc_estimate_step(r->model, &cl, &cfg, &est, &eerr) == SC_OK ? est.step_s : 0;
     out->measured_s = r->measured_s;
     out->error = (res->step_time_s - r->measured_s) / r->measured_s;
     out->gpus = (int)ranks;

@@ -136,6 +136,8 @@ typedef struct sc_val_result {
     double busiest_busy;            /* its busy fraction of the step */
     double peak_mem_bytes;          /* the largest predicted peak memory of a rank */
     double gpu_mem_bytes;           /* the simulated cluster's GPU memory */
+    double estimate_s;              /* the planner's analytical estimate of the layout
+                                       (sc_estimate_step; 0 if it failed) */
 } sc_val_result;
 
 /* How to run a row; NULL = the defaults (all 0). */

@@ -280,7 +280,11 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         x->deferred_si[o->chunk] = si;
         reduce = 0;
     }
-    int K = reduce && grad_final ? in->buckets : 1;
+    /* the op that reduces is cut into its buckets, each reduced after its piece:
+     * the grad-final op (DDP's and Megatron-LM's overlap) and, under ZeRO 3, every
+     * backward (FSDP and DeepSpeed reduce-scatter each microbatch's gradients
+     * during its backward, unit by unit) */
+    int K = reduce ? in->buckets : 1;
     /* a split backward: B the input gradients, W the weight gradients (bwd_w_s) */
     if (o->kind != SC_OP_W)
         tp_beside(x, p, s, o->chunk, o->mb, si);

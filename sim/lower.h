@@ -41,8 +41,11 @@
  *     them (the last W under zb-h1, else the last B): that op is cut into K
  *     = sc_stage_info.buckets pieces and bucket k is reduced (allreduce
  *     under ZeRO 0, else reduce-scatter) after piece k (PyTorch DDP's
- *     overlap). Under ZeRO 3 every other B (W) reduce-scatters its
- *     gradients whole after it. Reductions of one communicator run in
+ *     overlap). Under ZeRO 3 every other B (W) is cut and reduce-scattered
+ *     the same way: FSDP and DeepSpeed reduce-scatter each microbatch's
+ *     gradients during its backward, unit by unit, not after it (whole, they
+ *     would move into the next forward's window beside its gathers).
+ *     Reductions of one communicator run in
  *     order; the stream never waits for them until the optimizer.
  *     With cfg.no_overlap_grad_reduce (the plan's overlap_grad_reduce false,
  *     Megatron-LM without --overlap-grad-reduce) the grad-final op runs whole

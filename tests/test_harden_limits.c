@@ -28,6 +28,8 @@ TEST(limits_step_size_counts)
         {4, 2, 8, 2, 16, "interleaved", 3, 2, 0, 1, 0}, {2, 8, 8, 1, 32, "zb-h1", 1, 1, 0, 1, 0},
         {16, 1, 4, 1, 8, "gpipe", 2, 1, 1, 1, 0},      {1, 1, 1, 1, 4, "1f1b", 0, 0, 0, 1, 0},
         {4, 2, 2, 1, 8, "1f1b", 1, 0, 0, 1, 2},        {2, 2, 1, 1, 4, "1f1b", 0, 1, 1, 1, 4},
+        /* FSDP-like ZeRO 3: every backward cut into its buckets */
+        {16, 1, 1, 1, 8, "1f1b", 3, 1, 0, 1, 0},       {16, 1, 1, 1, 8, "1f1b", 3, 0, 1, 0, 0},
     };
     sc_model *m;
     sc_cluster c;

@@ -565,6 +565,60 @@ TEST(lower_rules_zero3_recompute_zbh1)
     sc_model_free(m);
 }
 
+/* ZeRO 3 reduce-scatters every microbatch's gradients during its backward,
+ * bucket by bucket, as FSDP and DeepSpeed do unit by unit: every B is cut into
+ * the stage's buckets, each followed by its reduce-scatter (the microbatch's,
+ * or the grad-final one's, mb -1, for the last). The lowering once cut the last
+ * B alone and reduce-scattered the others whole after them, in the next
+ * forward's window beside its gathers. Without ZeRO 3 the other backwards stay
+ * whole and unreduced. */
+TEST(lower_zero3_reduces_during_every_backward)
+{
+    sc_model *m = tiny(0);
+    REQUIRE(m);
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    for (int zero = 2; zero <= 3; zero++) {
+        sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 3, .mbs = 1,
+                           .schedule = "1f1b", .zero = zero, .bucket_bytes = 1 << 20};
+        sc_lowered *lw;
+        REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
+        const sc_lowered_pos *L = &lw->pos[0];
+        const sc_stage_info *in = &lw->info[0];
+        int K = in->buckets;
+        CHECK(K >= 4); /* 1 MiB buckets of the tiny model's fp32 gradients */
+        int pieces[3] = {0}, reduces[3] = {0};
+        for (int i = 0; i < L->n; i++) {
+            const sc_action *a = &L->acts[i];
+            if (a->kind == SC_ACT_COMPUTE && a->op == SC_OP_B) {
+                REQUIRE(a->mb >= 0 && a->mb < 3);
+                pieces[a->mb]++;
+                int cut = zero == 3 || a->mb == 2;
+                CHECK_EQ_INT(a->pieces, cut ? K : 1);
+                /* the piece's reduce-scatter right after it */
+                if (cut) {
+                    REQUIRE(i + 1 < L->n);
+                    const sc_action *r = &L->acts[i + 1];
+                    CHECK(r->kind == SC_ACT_REDUCE && r->coll == SC_COLL_REDUCE_SCATTER &&
+                          r->after == i && r->piece == a->piece && r->pieces == K);
+                    CHECK_EQ_INT(r->mb, a->mb == 2 ? -1 : a->mb);
+                    CHECK_NEAR(r->bytes, in->grad_bytes / K, 1e-9 * in->grad_bytes);
+                    reduces[a->mb]++;
+                }
+            }
+        }
+        for (int k = 0; k < 3; k++) {
+            int cut = zero == 3 || k == 2;
+            CHECK_EQ_INT(pieces[k], cut ? K : 1);
+            CHECK_EQ_INT(reduces[k], cut ? K : 0);
+        }
+        CHECK_EQ_INT(count(L, SC_ACT_REDUCE, -1), zero == 3 ? 3 * K : K);
+        sc_lower_free(lw);
+    }
+    sc_model_free(m);
+}
+
 /* The simulator's timeline is the lowered list, for every schedule, ZeRO
  * stage and recompute mode, with tp, dp and a tied group. */
 TEST(lower_drives_sim)
