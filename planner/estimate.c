@@ -97,7 +97,7 @@ enum {
     SC_DPT_AG12,     /* ZeRO 1-2: the gather of the updated parameters (s) */
     SC_DPT_Z3_AG,    /* ZeRO 3: one chunk's gather (s) */
     SC_DPT_Z3_AG1,   /* ZeRO 3: the step's first unit's gather (s) */
-    SC_DPT_Z3_RS,    /* ZeRO 3: one chunk's reduce-scatter (s) */
+    SC_DPT_Z3_RS,    /* ZeRO 2, 3: one chunk's reduce-scatter a microbatch (s) */
     SC_DPT_OPT,      /* the optimizer over every parameter of the position (s) */
     SC_DPT_OPT_SHARD, /* over its 1/dp shard (ZeRO >= 1) (s) */
     SC_DPT_N
@@ -533,7 +533,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     if (pn > pp)
         pn = pp;
     double blk_cur = 0, blk_work = 0, blk_hide = 0, blk_solo = 0, blk_opt = 0, blk_dpx = 0;
-    double z_total = 0, z_ag1 = 0, z_win = 0; /* ZeRO 3's, per block */
+    double z_total = 0, z_ag1 = 0, z_win = 0; /* ZeRO 2 and 3's, per block */
     /* overlap_param_gather: what the step's gathers hold back the pipeline by,
      * and the forwards before position r's first (chunk 0) */
     double opg_front = 0, opg_fill = 0;
@@ -575,6 +575,14 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 double lost = min2(rest, f0 * (1 + kappa)) * kappa / (1 + kappa);
                 opg_front = max2(opg_front,
                                  ag1 + max2(0, rest - f0 - lost) + lost - opg_fill);
+            }
+            if (cfg->zero == 2) {
+                /* every microbatch's reduce-scatter during its backward (lower.h),
+                 * the last one's the tail above: the rest move beside the
+                 * pipeline and slow the compute they overlap */
+                double total = (m - 1) * v * y[SC_DPT_Z3_RS];
+                z_win = max2(z_win, min2(kappa * pipe, total * kappa / (1 + kappa)));
+                z_total += total;
             }
             if (cfg->zero == 3) {
                 /* a gather before every F and B and a reduce-scatter during
@@ -636,7 +644,7 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
         blk_opt = max2(blk_opt, opt);
         blk_dpx = max2(blk_dpx, dpx);
         if (++blk_n == pn || r == pp - 1) {
-            if (cfg->zero == 3 && dp > 1)
+            if (cfg->zero >= 2 && dp > 1)
                 zero3 = max2(zero3, z_ag1 + max2(z_total / blk_n - pipe, z_win));
             z_total = z_ag1 = z_win = 0;
             double nic = blk_work / blk_n - blk_hide + blk_opt;

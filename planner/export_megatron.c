@@ -238,10 +238,11 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
         if (p->zero >= 1)
             arg_flag(a, G_MEMORY, "--use-distributed-optimizer");
         if (p->zero == 2)
-            st = st ? st : ex_note(e, "ZeRO-2 runs as Megatron's distributed optimizer: "
-                                      "gradients are reduce-scattered as the plan models, but "
-                                      "each rank keeps the whole gradient buffer, so gradient "
-                                      "memory is that of ZeRO-1");
+            st = st ? st : ex_note(e, "ZeRO-2 runs as Megatron's distributed optimizer: each "
+                                      "rank keeps the whole gradient buffer, so gradient memory "
+                                      "is that of ZeRO-1, and it reduce-scatters once per step "
+                                      "where the plan, for its sharded gradients, "
+                                      "reduce-scatters every microbatch's");
         if (p->dp * p->cp > 1) {
             /* the plan's overlap_grad_reduce: Megatron-LM reduces after the
              * backward unless told to overlap */

@@ -30,7 +30,7 @@
  * the plan (FSDP_UNITS, by module name), then the root; ZeRO 3 reshards the
  * parameters after the forward, ZeRO 2 keeps them until the backward; fp32
  * parameters with bf16 compute and reductions; every microbatch
- * reduce-scattered, as the simulator runs torch under ZeRO 3. FSDP1
+ * reduce-scattered, as the simulator runs ZeRO 2 and 3. FSDP1
  * (FullyShardedDataParallel) is not used: it refuses CPU devices, and FSDP2
  * is what current PyTorch recommends.
  *
@@ -489,10 +489,6 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                      p->zero == 3 ? "parameters resharded after the forward"
                                   : "parameters kept whole from the forward to the backward",
                      run, p->grad_reduce_in_fp32 ? "fp32" : run);
-    if (!st && p->zero == 2 && p->m > 1)
-        st = ex_note(e, "FSDP2 reduce-scatters every microbatch's gradients (the plan reduces once "
-                        "per step, after the last microbatch): %d times the plan's data-parallel "
-                        "traffic, for the plan's sharded gradient memory", p->m);
     if (!st && p->zero < 2 && (x->model->dtype == SC_BF16 || x->model->dtype == SC_FP16))
         st = ex_note(e, "the model is cast to %s: weights, gradients and AdamW states in %s "
                         "with no fp32 master copy, less memory than the plan's mixed precision",

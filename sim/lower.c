@@ -257,7 +257,9 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         if (cfg->recompute == SC_RECOMPUTE_FULL)
             last = tp_after(x, p, last, s, o->chunk, o->mb, si);
     }
-    int reduce = o->kind == (split ? SC_OP_W : SC_OP_B) && (grad_final || cfg->zero == 3) &&
+    /* under ZeRO 2 and 3 every backward reduces: each rank keeps only its shard of
+     * the gradients, so they cannot wait for the last microbatch */
+    int reduce = o->kind == (split ? SC_OP_W : SC_OP_B) && (grad_final || cfg->zero >= 2) &&
                  dp > 1;
     /* Megatron-Core's --defer-embedding-wgrad-compute: on the last position the
      * output layer's weight gradients of the first wgrad_deferral_limit
@@ -281,9 +283,9 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         reduce = 0;
     }
     /* the op that reduces is cut into its buckets, each reduced after its piece:
-     * the grad-final op (DDP's and Megatron-LM's overlap) and, under ZeRO 3, every
-     * backward (FSDP and DeepSpeed reduce-scatter each microbatch's gradients
-     * during its backward, unit by unit) */
+     * the grad-final op (DDP's and Megatron-LM's overlap) and, under ZeRO 2 and 3,
+     * every backward (FSDP and DeepSpeed reduce-scatter each microbatch's
+     * gradients during its backward, bucket by bucket or unit by unit) */
     int K = reduce ? in->buckets : 1;
     /* a split backward: B the input gradients, W the weight gradients (bwd_w_s) */
     if (o->kind != SC_OP_W)

@@ -41,17 +41,19 @@
  *     them (the last W under zb-h1, else the last B): that op is cut into K
  *     = sc_stage_info.buckets pieces and bucket k is reduced (allreduce
  *     under ZeRO 0, else reduce-scatter) after piece k (PyTorch DDP's
- *     overlap). Under ZeRO 3 every other B (W) is cut and reduce-scattered
- *     the same way: FSDP and DeepSpeed reduce-scatter each microbatch's
- *     gradients during its backward, unit by unit, not after it (whole, they
- *     would move into the next forward's window beside its gathers).
+ *     overlap). Under ZeRO 2 and 3 every other B (W) is cut and
+ *     reduce-scattered the same way: each rank keeps only its shard of the
+ *     gradients, so FSDP and DeepSpeed reduce-scatter each microbatch's
+ *     gradients during its backward (DeepSpeed #2252: "gradient reduction is
+ *     required after every backward because of gradient partitioning"), not
+ *     once per step and not whole after it (in the next forward's window).
  *     Reductions of one communicator run in
  *     order; the stream never waits for them until the optimizer.
  *     With cfg.no_overlap_grad_reduce (the plan's overlap_grad_reduce false,
  *     Megatron-LM without --overlap-grad-reduce) the grad-final op runs whole
  *     and every chunk's K buckets follow the position's list, after its last
- *     grad-final action: the reduction is exposed. ZeRO 3's per-microbatch
- *     reduce-scatters are unchanged.
+ *     grad-final action: the reduction is exposed. ZeRO 2's and 3's
+ *     per-microbatch reduce-scatters are unchanged.
  * Then, once per step:
  *   - TIED: a tied group (sc_model.groups) whose members sit on several
  *     positions allreduces its gradients among them after each position's

@@ -1768,10 +1768,11 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     double comp = 2 + split + (cfg->recompute != SC_RECOMPUTE_NONE);
     double tpa = cfg->tp > 1 ? 2 + (cfg->recompute == SC_RECOMPUTE_FULL) : 0;
     double sends = pp * v > 1 ? 2 : 0, recvs = sends;
-    /* ZeRO 3: two gathers a microbatch, and every backward cut into K pieces,
-     * each reduce-scattered (the grad-final buckets among them) */
-    double gathers = z3 ? 2 : 0, z3red = z3 ? K : 0;
-    comp += z3 ? K - 1 : 0;
+    /* ZeRO 3: two gathers a microbatch; ZeRO 2 and 3: every backward cut into K
+     * pieces, each reduce-scattered (the grad-final buckets among them) */
+    int zrs = cfg->zero >= 2 && dp > 1;
+    double gathers = z3 ? 2 : 0, z3red = zrs ? K : 0;
+    comp += zrs ? K - 1 : 0;
     /* context parallelism: a ring after F, B and a recompute (cpa a microbatch),
      * a stream task per replica, and per cp group and tp rank 2 markers, a
      * latency task and cp flows */
@@ -1779,7 +1780,7 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     double cpa = cp ? 2 + (cfg->recompute != SC_RECOMPUTE_NONE) : 0;
     double per_mb = comp + tpa + sends + recvs + gathers + z3red + cpa;
     double dpflows = nrep == dp ? dp : 2;
-    double kf = z3 ? 0 : K; /* the grad-final op's buckets beyond per_mb */
+    double kf = zrs ? 0 : K; /* the grad-final op's buckets beyond per_mb */
     double actions = pp * v * (mb * per_mb + 2 * kf) + (3 + z3) * pp;
     /* dp collectives (ZeRO 3's first gather is two: its first unit, then the rest) */
     double coll = pp * v * (mb * (gathers + z3red) + kf) + z3 * pp;

@@ -565,21 +565,23 @@ TEST(lower_rules_zero3_recompute_zbh1)
     sc_model_free(m);
 }
 
-/* ZeRO 3 reduce-scatters every microbatch's gradients during its backward,
- * bucket by bucket, as FSDP and DeepSpeed do unit by unit: every B is cut into
- * the stage's buckets, each followed by its reduce-scatter (the microbatch's,
- * or the grad-final one's, mb -1, for the last). The lowering once cut the last
- * B alone and reduce-scattered the others whole after them, in the next
- * forward's window beside its gathers. Without ZeRO 3 the other backwards stay
- * whole and unreduced. */
-TEST(lower_zero3_reduces_during_every_backward)
+/* ZeRO 2 and 3 reduce-scatter every microbatch's gradients during its
+ * backward, bucket by bucket, as FSDP and DeepSpeed do (each rank keeps only
+ * its shard of the gradients): every B is cut into the stage's buckets, each
+ * followed by its reduce-scatter (the microbatch's, or the grad-final one's,
+ * mb -1, for the last). The lowering once cut the last B alone; under ZeRO 3 it
+ * reduce-scattered the others whole after them, in the next forward's window
+ * beside its gathers, and under ZeRO 2 not at all. Under ZeRO 1 (the gradients
+ * whole on every rank, Megatron-LM's distributed optimizer) the other
+ * backwards stay whole and unreduced. */
+TEST(lower_sharded_gradients_reduce_during_every_backward)
 {
     sc_model *m = tiny(0);
     REQUIRE(m);
     sc_cluster c;
     sc_error err;
     REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
-    for (int zero = 2; zero <= 3; zero++) {
+    for (int zero = 1; zero <= 3; zero++) {
         sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 3, .mbs = 1,
                            .schedule = "1f1b", .zero = zero, .bucket_bytes = 1 << 20};
         sc_lowered *lw;
@@ -594,7 +596,7 @@ TEST(lower_zero3_reduces_during_every_backward)
             if (a->kind == SC_ACT_COMPUTE && a->op == SC_OP_B) {
                 REQUIRE(a->mb >= 0 && a->mb < 3);
                 pieces[a->mb]++;
-                int cut = zero == 3 || a->mb == 2;
+                int cut = zero >= 2 || a->mb == 2;
                 CHECK_EQ_INT(a->pieces, cut ? K : 1);
                 /* the piece's reduce-scatter right after it */
                 if (cut) {
@@ -609,11 +611,11 @@ TEST(lower_zero3_reduces_during_every_backward)
             }
         }
         for (int k = 0; k < 3; k++) {
-            int cut = zero == 3 || k == 2;
+            int cut = zero >= 2 || k == 2;
             CHECK_EQ_INT(pieces[k], cut ? K : 1);
             CHECK_EQ_INT(reduces[k], cut ? K : 0);
         }
-        CHECK_EQ_INT(count(L, SC_ACT_REDUCE, -1), zero == 3 ? 3 * K : K);
+        CHECK_EQ_INT(count(L, SC_ACT_REDUCE, -1), zero >= 2 ? 3 * K : K);
         sc_lower_free(lw);
     }
     sc_model_free(m);
