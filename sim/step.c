@@ -1754,7 +1754,10 @@ static const char *human_bytes(double b, char *buf)
 void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_size *out)
 {
-    double dp = sc_step_dpc(cfg), tp = cfg->tp, pp = cfg->pp, v = cfg->v, mb = cfg->m;
+    /* mb: the ops a chunk runs per kind, one per microbatch, or per token slice
+     * with slices (each slice is lowered as a microbatch of its own) */
+    double dp = sc_step_dpc(cfg), tp = cfg->tp, pp = cfg->pp, v = cfg->v;
+    double mb = (double)cfg->m * (cfg->slices > 1 ? cfg->slices : 1);
     double nrep = cfg->one_replica && placement_dp_outermost(cfg->placement)
                       ? (cfg->cp > 1 ? cfg->cp : 1)
                       : dp;

@@ -48,9 +48,10 @@
  *     when piece k ends; with cfg->no_overlap_grad_reduce every bucket waits
  *     for the position's last backward (lower.h). ZeRO 0: ring allreduce; ZeRO 1, 2: reduce-scatter,
  *     the optimizer on 1/dp of the states, then an allgather of the updated
- *     parameters; ZeRO 3: an allgather of the stage's parameters before
- *     every forward and backward (prefetched: it may start once the previous
- *     op has started) and a reduce-scatter after every backward.
+ *     parameters; ZeRO 2 and 3 (sharded gradients): every backward, not the
+ *     last alone, cut into its buckets, each reduce-scattered; ZeRO 3: an
+ *     allgather of the stage's parameters before every forward and backward
+ *     (prefetched: it may start once the previous op has started).
  *     Collectives on one communicator run one after another.
  *   - a shared group (tied embedding and LM head) whose members sit on
  *     different stages: each of those stages holds the parameters and their

@@ -22,14 +22,18 @@ TEST(limits_step_size_counts)
     static const struct {
         int dp, tp, pp, v, m;
         const char *sched;
-        int zero, rc, one, tl, cp;
+        int zero, rc, one, tl, cp, slices;
     } cases[] = {
-        {8, 8, 2, 1, 8, "1f1b", 0, 0, 0, 1, 0},        {8, 8, 2, 1, 16, "1f1b", 0, 0, 1, 0, 0},
-        {4, 2, 8, 2, 16, "interleaved", 3, 2, 0, 1, 0}, {2, 8, 8, 1, 32, "zb-h1", 1, 1, 0, 1, 0},
-        {16, 1, 4, 1, 8, "gpipe", 2, 1, 1, 1, 0},      {1, 1, 1, 1, 4, "1f1b", 0, 0, 0, 1, 0},
-        {4, 2, 2, 1, 8, "1f1b", 1, 0, 0, 1, 2},        {2, 2, 1, 1, 4, "1f1b", 0, 1, 1, 1, 4},
+        {8, 8, 2, 1, 8, "1f1b", 0, 0, 0, 1, 0, 0},        {8, 8, 2, 1, 16, "1f1b", 0, 0, 1, 0, 0, 0},
+        {4, 2, 8, 2, 16, "interleaved", 3, 2, 0, 1, 0, 0}, {2, 8, 8, 1, 32, "zb-h1", 1, 1, 0, 1, 0, 0},
+        {16, 1, 4, 1, 8, "gpipe", 2, 1, 1, 1, 0, 0},      {1, 1, 1, 1, 4, "1f1b", 0, 0, 0, 1, 0, 0},
+        {4, 2, 2, 1, 8, "1f1b", 1, 0, 0, 1, 2, 0},        {2, 2, 1, 1, 4, "1f1b", 0, 1, 1, 1, 4, 0},
         /* FSDP-like ZeRO 3: every backward cut into its buckets */
-        {16, 1, 1, 1, 8, "1f1b", 3, 1, 0, 1, 0},       {16, 1, 1, 1, 8, "1f1b", 3, 0, 1, 0, 0},
+        {16, 1, 1, 1, 8, "1f1b", 3, 1, 0, 1, 0, 0},       {16, 1, 1, 1, 8, "1f1b", 3, 0, 1, 0, 0, 0},
+        /* token slices (TeraPipe): every slice an op of its own, under ZeRO 2 each
+         * backward slice cut into its buckets (the estimate once counted the
+         * microbatches alone: 1,110 actions for 8,582) */
+        {16, 1, 2, 1, 8, "1f1b", 2, 0, 0, 1, 0, 8},    {16, 1, 2, 1, 8, "1f1b", 1, 0, 1, 0, 0, 4},
     };
     sc_model *m;
     sc_cluster c;
@@ -48,6 +52,7 @@ TEST(limits_step_size_counts)
         cfg.recompute = (sc_recompute)cases[i].rc;
         cfg.one_replica = cases[i].one;
         cfg.want_timeline = cases[i].tl;
+        cfg.slices = cases[i].slices;
         cfg.cp = cases[i].cp;
         cfg.attn = cfg.cp ? SC_ATTN_FLASH : SC_ATTN_UNFUSED;
         sc_step_size z;

@@ -516,7 +516,7 @@ TEST(lower_rules_zero3_recompute_zbh1)
     sc_error err;
     REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
     sc_step_cfg cfg = {.dp = 2, .tp = 1, .pp = 2, .v = 1, .m = 4, .mbs = 1, .schedule = "zb-h1",
-                       .zero = 3, .recompute = SC_RECOMPUTE_FULL};
+                       .zero = 3, .recompute = SC_RECOMPUTE_FULL, .bucket_bytes = 1 << 20};
     sc_lowered *lw;
     REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
     for (int p = 0; p < 2; p++) {
@@ -541,11 +541,15 @@ TEST(lower_rules_zero3_recompute_zbh1)
             else if (a->kind == SC_ACT_GATHER)
                 CHECK(a->waits && a->bytes == in->param_bytes);
             gathers += a->kind == SC_ACT_GATHER;
-            /* reduce-scatters follow W (the weight gradients), never B */
+            /* reduce-scatters follow W (the weight gradients), never B: every
+             * microbatch's W cut into the buckets, each piece reduce-scattered */
             if (a->kind == SC_ACT_REDUCE)
-                CHECK(a->coll == SC_COLL_REDUCE_SCATTER && L->acts[a->after].op == SC_OP_W);
+                CHECK(a->coll == SC_COLL_REDUCE_SCATTER && L->acts[a->after].op == SC_OP_W &&
+                      L->acts[a->after].piece == a->piece &&
+                      L->acts[a->after].pieces == lw->info[p].buckets);
         }
-        CHECK_EQ_INT(count(L, SC_ACT_REDUCE, -1), 3 + lw->info[p].buckets);
+        CHECK(lw->info[p].buckets > 1); /* 1 MiB buckets of a stage's fp32 gradients */
+        CHECK_EQ_INT(count(L, SC_ACT_REDUCE, -1), 4 * lw->info[p].buckets);
         /* the first unit: what lies outside the layers and one layer (the stage's
          * four are alike) */
         const sc_module *blk = sc_model_find(m, p ? "blocks.4" : "blocks.0");
