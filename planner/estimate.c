@@ -3,6 +3,7 @@
  * a table built once per partition. */
 #include "planner_int.h"
 #include "cost.h"
+#include "lower.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -522,6 +523,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
     /* compute beside a data-parallel collective progresses at 1 / (1 + kappa)
      * (the cluster's overlap_slowdown; the simulator's spans, step.c contend) */
     double kappa = c->eff.overlap_slowdown, slow_max = 0;
+    /* PyTorch FSDP's ZeRO 2 gathers before every forward (sc_lower_fsdp_zero2) */
+    int fz2 = sc_lower_fsdp_zero2(cfg, c);
     /* Positions that share a node (pn of them, consecutive, when a node holds more than
      * one position's tp ranks) share its NICs, but do not reduce in lockstep: the later
      * stages finish their backwards first. The tail above takes every ring of the node
@@ -562,9 +565,9 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             hide = tr - dpx;
             /* the backward beside them loses hide kappa / (1 + kappa) */
             slow_max = max2(slow_max, hide * kappa / (1 + kappa));
-            if ((cfg->zero == 1 || cfg->zero == 2) && !cfg->overlap_param_gather)
+            if ((cfg->zero == 1 || cfg->zero == 2) && !cfg->overlap_param_gather && !fz2)
                 dpx += y[SC_DPT_AG12];
-            if ((cfg->zero == 1 || cfg->zero == 2) && cfg->overlap_param_gather) {
+            if ((cfg->zero == 1 || cfg->zero == 2) && cfg->overlap_param_gather && !fz2) {
                 /* the gather at the step's start (lower.h): its first unit
                  * before the position's first forward, the rest beside it (which
                  * loses kappa / (1 + kappa) of what it overlaps) and before the
@@ -580,8 +583,32 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 /* every microbatch's reduce-scatter during its backward (lower.h),
                  * the last one's the tail above: the rest move beside the
                  * pipeline and slow the compute they overlap */
-                double total = (m - 1) * v * y[SC_DPT_Z3_RS];
-                z_win = max2(z_win, min2(kappa * pipe, total * kappa / (1 + kappa)));
+                double total = (m - 1) * v * y[SC_DPT_Z3_RS], ex = 0, covered = 0;
+                if (fz2) {
+                    /* PyTorch FSDP's: a gather before every forward, beside the
+                     * op before it (the previous microbatch's B; the step's
+                     * first forward's window holds the rest of its own, after its
+                     * first unit), as ZeRO 3's windows below */
+                    double ag = y[SC_DPT_Z3_AG], ag1 = y[SC_DPT_Z3_AG1];
+                    total += m * v * ag;
+                    for (int ch = 0; ch < v; ch++) {
+                        int s = ch * pp + r;
+                        double Tf = t->f[s] + t->tp_s[s];
+                        double Tb = t->b[s] + t->tp_s[s] + recompute_s(t, mode, s) +
+                                    sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
+                        double C0 = ch == 0 ? ag - ag1 : 0;
+                        if (C0 > Tf * (1 + kappa)) {
+                            ex += C0 - Tf, covered += C0;
+                        }
+                        int nb = ch == 0 ? m - 1 : m;
+                        if (ag > Tb * (1 + kappa)) {
+                            ex += nb * (ag - Tb), covered += nb * ag;
+                        }
+                    }
+                    z_ag1 = max2(z_ag1, ag1);
+                }
+                double lost = min2(kappa * pipe, max2(0, total - covered) * kappa / (1 + kappa));
+                z_win = max2(z_win, ex + lost);
                 z_total += total;
             }
             if (cfg->zero == 3) {

@@ -24,6 +24,10 @@ typedef struct lctx {
      * schedule index */
     int *deferred, *deferred_si;
     int gathered; /* the position being lowered has had its first ZeRO-3 gather */
+    /* PyTorch FSDP's ZeRO 2 (SHARD_GRAD_OP; cluster framework torch, dp > 1):
+     * the parameters are gathered before every forward, as ZeRO 3's, and
+     * freed after the backward; no gather after the optimizer */
+    int fsdp_z2;
     /* overlap_param_gather (ZeRO 1, 2, dp > 1): compute ops of the position
      * lowered so far, and its parameters' bytes (all chunks) */
     int opg, nops;
@@ -212,7 +216,8 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
     int split = lw->sched->impl->split_backward;
     int s = o->chunk * cfg->pp + p, dp = sc_step_dpc(cfg);
     const sc_stage_info *in = info_of(lw, s, o->mb);
-    if (cfg->zero == 3 && dp > 1 && (o->kind == SC_OP_F || o->kind == SC_OP_B)) {
+    if ((cfg->zero == 3 && dp > 1 && (o->kind == SC_OP_F || o->kind == SC_OP_B)) ||
+        (x->fsdp_z2 && o->kind == SC_OP_F)) {
         /* the step's first: its first unit, then the rest while the op runs */
         double P = in->param_bytes, U = in->unit_bytes;
         int two = !x->gathered && U > 0 && U < P;
@@ -375,8 +380,9 @@ static void lower_position(lctx *x, int p, int *grad_done)
     }
     x->deferred_si = x->deferred + v;
     x->gathered = 0;
+    x->fsdp_z2 = sc_lower_fsdp_zero2(&lw->cfg, x->c);
     x->opg = lw->cfg.overlap_param_gather && (lw->cfg.zero == 1 || lw->cfg.zero == 2) &&
-             sc_step_dpc(&lw->cfg) > 1;
+             sc_step_dpc(&lw->cfg) > 1 && !x->fsdp_z2;
     x->nops = 0;
     x->pos_params = pos_param_bytes(lw, p);
     x->drain_s = 0;
@@ -544,7 +550,8 @@ static void lower_optimizer(lctx *x, int p)
     a.dep0 = dep0;
     a.ndeps = L->ndeps - dep0;
     int opt = push(x, p, a);
-    if ((cfg->zero == 1 || cfg->zero == 2) && sc_step_dpc(cfg) > 1 && !x->opg) {
+    if ((cfg->zero == 1 || cfg->zero == 2) && sc_step_dpc(cfg) > 1 && !x->opg &&
+        !x->fsdp_z2) {
         sc_action g = act(SC_ACT_PARAMS, SC_OP_DP_ALLGATHER, p, -1, -1, -1);
         g.coll = SC_COLL_ALLGATHER;
         g.waits = 1;
@@ -552,6 +559,11 @@ static void lower_optimizer(lctx *x, int p)
         g.bytes = params * wb; /* the whole gathered buffer per rank */
         push(x, p, g);
     }
+}
+
+int sc_lower_fsdp_zero2(const sc_step_cfg *cfg, const sc_cluster *c)
+{
+    return cfg->zero == 2 && sc_step_dpc(cfg) > 1 && c && !strcmp(c->framework, "torch");
 }
 
 void sc_lower_free(sc_lowered *lw)
@@ -635,7 +647,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         sc_lower_free(lw);
         return st;
     }
-    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, 0, 0, 0, 0, -1};
+    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, 0, 0, 0, 0, 0, -1};
     for (int s = 0; s < lw->S; s++)
         grad_done[s] = -1;
     for (int p = 0; p < cfg->pp && !x.st; p++)

@@ -61,7 +61,9 @@
  *     allreduce);
  *   - COMPUTE(OPTIMIZER): after every REDUCE and TIED of the position;
  *   - PARAMS (ZeRO 1, 2, dp > 1): allgather of the updated parameters; the
- *     stream waits for it.
+ *     stream waits for it. Not under PyTorch FSDP's ZeRO 2 (the cluster's
+ *     framework torch, sc_lower_fsdp_zero2), which instead gathers before
+ *     every F as ZeRO 3 does (GATHER above), and not before B.
  *
  * Ownership: sc_lower returns a lowered step freed with sc_lower_free (NULL
  * ok); its arrays are read-only to callers. Cost: O(pp·m·v·(K + ops)) time
@@ -152,6 +154,12 @@ typedef struct sc_lowered {
 sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                    sc_lowered **out, sc_error *err);
 void sc_lower_free(sc_lowered *lw);
+/* Whether cfg on c runs PyTorch FSDP's ZeRO 2 (SHARD_GRAD_OP): zero 2, dp > 1
+ * (with its cp peers) and c's framework torch. Its parameters are gathered
+ * before every forward and freed after the backward, with no gather after the
+ * optimizer (DeepSpeed's ZeRO 2 keeps them whole and gathers the updated
+ * ones after it, as the rules above do). */
+int sc_lower_fsdp_zero2(const sc_step_cfg *cfg, const sc_cluster *c);
 /* The bytes of one of TP action a's collectives: the stage's tp_count of
  * them share a->bytes evenly (a count of 0: one collective). */
 double sc_lowered_tp_msg(const sc_lowered *lw, const sc_action *a);

@@ -1774,7 +1774,10 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     /* ZeRO 3: two gathers a microbatch; ZeRO 2 and 3: every backward cut into K
      * pieces, each reduce-scattered (the grad-final buckets among them) */
     int zrs = cfg->zero >= 2 && dp > 1;
-    double gathers = z3 ? 2 : 0, z3red = zrs ? K : 0;
+    /* PyTorch FSDP's ZeRO 2: one gather a microbatch (before F), none after the
+     * optimizer; zg: the step's first gather is two actions */
+    int fz2 = sc_lower_fsdp_zero2(cfg, c), zg = z3 || fz2;
+    double gathers = z3 ? 2 : fz2 ? 1 : 0, z3red = zrs ? K : 0;
     comp += zrs ? K - 1 : 0;
     /* context parallelism: a ring after F, B and a recompute (cpa a microbatch),
      * a stream task per replica, and per cp group and tp rank 2 markers, a
@@ -1784,12 +1787,12 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     double per_mb = comp + tpa + sends + recvs + gathers + z3red + cpa;
     double dpflows = nrep == dp ? dp : 2;
     double kf = zrs ? 0 : K; /* the grad-final op's buckets beyond per_mb */
-    double actions = pp * v * (mb * per_mb + 2 * kf) + (3 + z3) * pp;
+    double actions = pp * v * (mb * per_mb + 2 * kf) + (3 + zg) * pp;
     /* dp collectives (ZeRO 3's first gather is two: its first unit, then the rest) */
-    double coll = pp * v * (mb * (gathers + z3red) + kf) + z3 * pp;
+    double coll = pp * v * (mb * (gathers + z3red) + kf) + zg * pp;
     double flows = nrep * pp * v * mb * (tpa * tp + sends * tp + cpa * tp) +
                    coll * tp * dpflows + nrep * pp * tp * 2; /* ties */
-    int z12 = (cfg->zero == 1 || cfg->zero == 2) && dp > 1;
+    int z12 = (cfg->zero == 1 || cfg->zero == 2) && dp > 1 && !fz2;
     double ties = m->n_groups > 0 && pp * v > 1 ? m->n_groups * nrep * tp * (3 + pp) : 0;
     double tasks = nrep * pp * v *
                        (mb * (comp + recvs + tpa * (4 + tp) + sends * (tp + 2) +

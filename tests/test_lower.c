@@ -625,6 +625,61 @@ TEST(lower_sharded_gradients_reduce_during_every_backward)
     sc_model_free(m);
 }
 
+/* PyTorch FSDP's ZeRO 2 (SHARD_GRAD_OP, the cluster's framework torch) gathers
+ * the parameters before every forward (the step's first in two: its first
+ * unit, then the rest) and frees them after the backward: no gather before a
+ * backward and none after the optimizer. DeepSpeed's ZeRO 2 (and no framework)
+ * keeps them whole and gathers the updated ones after the optimizer. The
+ * lowering once ran DeepSpeed's order for torch too, whose FSDP work on the
+ * gradients it charged one gather a microbatch (sc_cost_fsdp_time). */
+TEST(lower_fsdp_zero2_gathers_before_every_forward)
+{
+    sc_model *m = tiny(0);
+    REQUIRE(m);
+    sc_error err;
+    const char *fws[] = {"torch", "deepspeed", NULL};
+    for (int f = 0; f < 3; f++) {
+        sc_cluster c;
+        REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+        if (fws[f])
+            REQUIRE(sc_overhead_set(&c, fws[f], 0, &err) == SC_OK);
+        sc_step_cfg cfg = {.dp = 4, .tp = 1, .pp = 1, .v = 1, .m = 3, .mbs = 1,
+                           .schedule = "1f1b", .zero = 2};
+        int torch = f == 0;
+        CHECK_EQ_INT(sc_lower_fsdp_zero2(&cfg, &c), torch);
+        sc_lowered *lw;
+        REQUIRE(sc_lower(m, &c, &cfg, &lw, &err) == SC_OK);
+        const sc_lowered_pos *L = &lw->pos[0];
+        const sc_stage_info *in = &lw->info[0];
+        /* three forwards, the first's gather in two */
+        CHECK_EQ_INT(count(L, SC_ACT_GATHER, -1), torch ? 4 : 0);
+        CHECK_EQ_INT(count(L, SC_ACT_PARAMS, -1), torch ? 0 : 1);
+        int gathers = 0;
+        for (int i = 0; i < L->n; i++) {
+            const sc_action *a = &L->acts[i];
+            if (a->kind != SC_ACT_GATHER)
+                continue;
+            /* the op a gather serves is the next compute: a forward */
+            int j = i + 1;
+            while (j < L->n && L->acts[j].kind != SC_ACT_COMPUTE)
+                j++;
+            REQUIRE(j < L->n);
+            CHECK(L->acts[j].op == SC_OP_F);
+            CHECK_NEAR(a->bytes,
+                       gathers == 0   ? in->unit_bytes
+                       : gathers == 1 ? in->param_bytes - in->unit_bytes
+                                      : in->param_bytes,
+                       1e-9 * in->param_bytes);
+            gathers++;
+        }
+        sc_lower_free(lw);
+        /* dp 1: nothing to gather */
+        cfg.dp = 1;
+        CHECK_EQ_INT(sc_lower_fsdp_zero2(&cfg, &c), 0);
+    }
+    sc_model_free(m);
+}
+
 /* The simulator's timeline is the lowered list, for every schedule, ZeRO
  * stage and recompute mode, with tp, dp and a tied group. */
 TEST(lower_drives_sim)
