@@ -35,6 +35,20 @@ static struct {
     double sum, abs, lo, hi;
 } by[4][4];
 
+/* A simulated candidate: its estimate, its simulated step, its rank. */
+typedef struct {
+    double est, sim;
+    int rank;
+} pair;
+
+static int by_estimate(const void *a, const void *b)
+{
+    const pair *x = a, *y = b;
+    if (x->est != y->est)
+        return x->est < y->est ? -1 : 1;
+    return x->rank - y->rank;
+}
+
 static int sched_index(const char *s)
 {
     static const char *const names[] = {"gpipe", "1f1b", "interleaved", "zb-h1"};
@@ -73,22 +87,21 @@ int main(void)
         const sc_candidate *wc = NULL, *k;
         while ((k = sc_search_ranked(s, n)) && k->sim)
             n++;
-        /* the simulated candidates by estimate: regret of simulating only the first K */
-        double *est = malloc(sizeof(double) * (size_t)(n ? n : 1));
-        double *sim = malloc(sizeof(double) * (size_t)(n ? n : 1));
-        if (!est || !sim)
+        /* the simulated candidates in the order of their estimates (ties by rank):
+         * regret of simulating only the first K */
+        pair *by_est = malloc(sizeof(pair) * (size_t)(n ? n : 1));
+        if (!by_est)
             return 1;
         for (int j = 0; j < n; j++) {
             k = sc_search_ranked(s, j);
-            est[j] = k->est.step_s;
-            sim[j] = k->sim->step_time_s;
-            double e = est[j] / sim[j] - 1;
+            by_est[j] = (pair){k->est.step_s, k->sim->step_time_s, j};
+            double e = by_est[j].est / by_est[j].sim - 1;
             mean += fabs(e) / n;
             if (fabs(e) > fabs(worst) || !wc) {
                 worst = e;
                 wc = k;
             }
-            best = fmin(best, sim[j]);
+            best = fmin(best, by_est[j].sim);
             int a = sched_index(k->cfg.schedule), z = k->cfg.zero & 3;
             if (!by[a][z].n)
                 by[a][z].lo = by[a][z].hi = e;
@@ -98,19 +111,14 @@ int main(void)
             by[a][z].lo = fmin(by[a][z].lo, e);
             by[a][z].hi = fmax(by[a][z].hi, e);
         }
-        double reg[3];
+        qsort(by_est, (size_t)n, sizeof(pair), by_estimate);
+        double reg[3], b = INFINITY;
         static const int K[3] = {1, 4, 16};
-        for (int q = 0; q < 3; q++) {
-            /* the K smallest estimates' best simulated step */
-            double b = INFINITY;
-            for (int j = 0; j < n; j++) {
-                int better = 0;
-                for (int l = 0; l < n; l++)
-                    better += est[l] < est[j] || (est[l] == est[j] && l < j);
-                if (better < K[q])
-                    b = fmin(b, sim[j]);
-            }
-            reg[q] = b / best - 1;
+        for (int j = 0, q = 0; q < 3; j++) {
+            if (j < n)
+                b = fmin(b, by_est[j].sim); /* the best simulated of the j+1 first */
+            if (j + 1 == K[q] || j >= n)
+                reg[q++] = b / best - 1;
         }
         char lay[64] = "";
         if (wc)
@@ -120,8 +128,7 @@ int main(void)
                cases[i].model, cases[i].cluster, cases[i].nodes, cases[i].batch, n, 100 * mean,
                100 * worst, lay, 100 * reg[0], 100 * reg[1], 100 * reg[2]);
         fflush(stdout);
-        free(est);
-        free(sim);
+        free(by_est);
         sc_search_free(s);
         sc_model_free(m);
     }

@@ -449,6 +449,18 @@ static inline double recompute_s(const sc_stage_table *t, int mode, int s)
                                             : 0;
 }
 
+/* n windows of an op of T seconds, each with a gather of C beside it that the
+ * next op waits for: the op runs at 1 / (1 + kappa) meanwhile, so a gather
+ * longer than T (1 + kappa) exposes C - T (the slowed op included) and is
+ * *covered; a shorter one nothing. */
+static inline void window(double C, double T, int n, double kappa, double *ex, double *covered)
+{
+    if (n > 0 && C > T * (1 + kappa)) {
+        *ex += n * (C - T);
+        *covered += n * C;
+    }
+}
+
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
                       sc_dtype dt, sc_estimate *out)
 {
@@ -579,50 +591,19 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 opg_front = max2(opg_front,
                                  ag1 + max2(0, rest - f0 - lost) + lost - opg_fill);
             }
-            if (cfg->zero == 2) {
-                /* every microbatch's reduce-scatter during its backward (lower.h),
-                 * the last one's the tail above: the rest move beside the
-                 * pipeline and slow the compute they overlap */
-                double total = (m - 1) * v * y[SC_DPT_Z3_RS], ex = 0, covered = 0;
-                if (fz2) {
-                    /* PyTorch FSDP's: a gather before every forward, beside the
-                     * op before it (the previous microbatch's B; the step's
-                     * first forward's window holds the rest of its own, after its
-                     * first unit), as ZeRO 3's windows below */
-                    double ag = y[SC_DPT_Z3_AG], ag1 = y[SC_DPT_Z3_AG1];
-                    total += m * v * ag;
-                    for (int ch = 0; ch < v; ch++) {
-                        int s = ch * pp + r;
-                        double Tf = t->f[s] + t->tp_s[s];
-                        double Tb = t->b[s] + t->tp_s[s] + recompute_s(t, mode, s) +
-                                    sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
-                        double C0 = ch == 0 ? ag - ag1 : 0;
-                        if (C0 > Tf * (1 + kappa)) {
-                            ex += C0 - Tf, covered += C0;
-                        }
-                        int nb = ch == 0 ? m - 1 : m;
-                        if (ag > Tb * (1 + kappa)) {
-                            ex += nb * (ag - Tb), covered += nb * ag;
-                        }
-                    }
-                    z_ag1 = max2(z_ag1, ag1);
-                }
-                double lost = min2(kappa * pipe, max2(0, total - covered) * kappa / (1 + kappa));
-                z_win = max2(z_win, ex + lost);
-                z_total += total;
-            }
-            if (cfg->zero == 3) {
-                /* a gather before every F and B and a reduce-scatter during
-                 * every B share the NICs; what exceeds the position's
-                 * compute is exposed, and the step's first unit always is
-                 * (lower.h) */
-                double ag = y[SC_DPT_Z3_AG], ag1 = y[SC_DPT_Z3_AG1], rs = y[SC_DPT_Z3_RS];
-                /* the gathers move during the whole pipeline so far: every
-                 * op of the position's stream (forwards, backwards,
-                 * recomputes, tp collectives; m T_r <= pipe) and its bubbles;
-                 * so do the reduce-scatters but the last microbatch's, which
-                 * are the grad-final reduction the tail counts (tr, dpx) */
-                double total = m * v * 2 * ag + (m - 1) * v * rs;
+            if (cfg->zero >= 2) {
+                /* ZeRO 2 and 3 reduce-scatter every microbatch's gradients during
+                 * its backward (lower.h), the last one's the grad-final tail
+                 * above (tr, dpx); ZeRO 3, and PyTorch FSDP's ZeRO 2, gather
+                 * the parameters before every F (ZeRO 3 before every B too),
+                 * the step's first unit always exposed. They share the NICs
+                 * and move during the whole pipeline so far: every op of the
+                 * position's stream (forwards, backwards, recomputes, tp
+                 * collectives; m T_r <= pipe) and its bubbles */
+                int gathers = cfg->zero == 3 || fz2, bgather = cfg->zero == 3;
+                double ag = gathers ? y[SC_DPT_Z3_AG] : 0;
+                double ag1 = gathers ? y[SC_DPT_Z3_AG1] : 0, rs = y[SC_DPT_Z3_RS];
+                double total = m * v * (1 + bgather) * ag + (m - 1) * v * rs;
                 /* each op's gather moves beside the op before it (a B's beside
                  * its F, the next F's beside the B; the step's last B, chunk
                  * 0's, has none), which runs at 1 / (1 + kappa) meanwhile: a
@@ -630,25 +611,18 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                  * kappa), exposes what it exceeds the op by, C - T, slowed op
                  * included; the reduce-scatters may spill into the next window
                  * and count in total alone */
-                double ex = 0, covered = 0;
+                double ex = 0, covered = 0, bg = bgather ? ag : 0;
                 for (int ch = 0; ch < v; ch++) {
                     int s = ch * pp + r;
                     double Tf = t->f[s] + t->tp_s[s];
                     double Tb = t->b[s] + t->tp_s[s] + recompute_s(t, mode, s) +
                                 sc_cost_fsdp_time(&t->fsdp[s], cfg->zero, dp);
-                    /* the step's first op's window also holds the rest of its
-                     * own gather (after its first unit) */
-                    double C0 = ch == 0 ? 2 * ag - ag1 : ag;
-                    if (C0 > Tf * (1 + kappa)) {
-                        ex += C0 - Tf, covered += C0;
-                    }
-                    if (ag > Tf * (1 + kappa)) {
-                        ex += (m - 1) * (ag - Tf), covered += (m - 1) * ag;
-                    }
-                    int nb = ch == 0 ? m - 1 : m;
-                    if (ag > Tb * (1 + kappa)) {
-                        ex += nb * (ag - Tb), covered += nb * ag;
-                    }
+                    /* F windows hold their B's gather; the step's first also
+                     * the rest of its own (after its first unit) */
+                    window(ch == 0 ? (1 + bgather) * ag - ag1 : bg, Tf, 1, kappa, &ex, &covered);
+                    window(bg, Tf, m - 1, kappa, &ex, &covered);
+                    /* B windows hold the next F's */
+                    window(ag, Tb, ch == 0 ? m - 1 : m, kappa, &ex, &covered);
                 }
                 /* the rest of the collectives slows the compute beside them by
                  * kappa / (1 + kappa) of their time, kappa pipe at most */

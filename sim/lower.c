@@ -380,7 +380,6 @@ static void lower_position(lctx *x, int p, int *grad_done)
     }
     x->deferred_si = x->deferred + v;
     x->gathered = 0;
-    x->fsdp_z2 = sc_lower_fsdp_zero2(&lw->cfg, x->c);
     x->opg = lw->cfg.overlap_param_gather && (lw->cfg.zero == 1 || lw->cfg.zero == 2) &&
              sc_step_dpc(&lw->cfg) > 1 && !x->fsdp_z2;
     x->nops = 0;
@@ -647,7 +646,7 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         sc_lower_free(lw);
         return st;
     }
-    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, 0, 0, 0, 0, 0, -1};
+    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, sc_lower_fsdp_zero2(&lw->cfg, c), 0, 0, 0, 0, -1};
     for (int s = 0; s < lw->S; s++)
         grad_done[s] = -1;
     for (int p = 0; p < cfg->pp && !x.st; p++)

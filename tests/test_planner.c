@@ -29,6 +29,11 @@ void sc_test_open_pair(const char *model, const char *cluster, int nodes, sc_mod
  * all at once and the NICs carrying their work back to back from the earliest
  * start; the simulator lies between when pipeline stages finish at different
  * times), and its memory is the simulator's to the byte. */
+/* How far the planner's estimate may stand from the simulator on any layout
+ * these tests try (planner_estimate_tracks_sim's bound); tighter bounds below
+ * say what a family holds. */
+#define ESTIMATE_TOL 0.15
+
 TEST(planner_estimate_tracks_sim)
 {
     struct {
@@ -94,7 +99,7 @@ TEST(planner_estimate_tracks_sim)
         REQUIRE(sc_estimate_step(m, &c, &cfg, &e, &err) == SC_OK);
         REQUIRE(sc_step_simulate(m, &c, &cfg, &r, &err) == SC_OK);
         double rel = fabs(e.step_s / r->step_time_s - 1);
-        if (rel > 0.15)
+        if (rel > ESTIMATE_TOL)
             sc_test_fail(__FILE__, __LINE__, "case %zu: estimate %.4f s vs simulated %.4f s", i,
                          e.step_s, r->step_time_s);
         double peak = 0;
@@ -146,30 +151,32 @@ TEST(planner_ag_rs_share_in_sim_and_estimate)
 /* The estimate of cfg against the simulator on model over nodes of cluster:
  * fails (naming what) when they differ by more than tol; *dp_share (if
  * non-NULL) gets the simulated step's data-parallel share. */
-static void estimate_within(const char *model, const char *cluster, int nodes,
-                            const sc_step_cfg *cfg, double tol, const char *what,
-                            double *dp_share)
+static double estimate_within(const char *model, const char *cluster, int nodes,
+                              const sc_step_cfg *cfg, double tol, const char *what,
+                              double *dp_share)
 {
     sc_model *m;
     sc_cluster c;
     sc_test_open_pair(model, cluster, nodes, &m, &c);
     if (!m)
-        return;
+        return NAN;
     sc_estimate e;
     sc_step_result *r;
     sc_error err;
     if (sc_estimate_step(m, &c, cfg, &e, &err) || sc_step_simulate(m, &c, cfg, &r, &err)) {
         sc_test_fail(__FILE__, __LINE__, "%s: %s", what, err.msg);
         sc_model_free(m);
-        return;
+        return NAN;
     }
-    if (fabs(e.step_s / r->step_time_s - 1) > tol)
+    double rel = e.step_s / r->step_time_s - 1;
+    if (!(fabs(rel) <= tol))
         sc_test_fail(__FILE__, __LINE__, "%s: estimate %.4f s vs simulated %.4f s", what,
                      e.step_s, r->step_time_s);
     if (dp_share)
         *dp_share = r->breakdown.dp / r->step_time_s;
     sc_step_result_free(r);
     sc_model_free(m);
+    return rel;
 }
 
 /* ZeRO 3 bound by its gathers (gpt-1.3b, tp 2, over 16 p4d nodes' EFA): the
@@ -277,18 +284,20 @@ TEST(planner_estimate_fsdp_zero2)
  * pipeline): each gather waits for the op before its own to start, which waits
  * on the pipeline, and the gaps that leaves on the links are in the simulator
  * only (the estimate takes the links as busy throughout); no plan search keeps
- * such a layout. */
+ * such a layout. So that case is held to the planner-wide bound and to the
+ * side those gaps put it on (below the simulator), not to a bound set at its
+ * own figure. */
 TEST(planner_estimate_zero3_interleaved)
 {
     struct {
         const char *model, *cluster;
         int nodes, dp, tp, pp, v, m;
-        double tol;
-    } cs[] = {{"gpt-1.3b", "p4d.24xlarge", 16, 16, 2, 2, 2, 8, 0.07},
-              {"gpt-1.3b", "p4d.24xlarge", 16, 8, 2, 4, 2, 16, 0.07},
-              {"gpt-1.3b", "p4d.24xlarge", 16, 8, 2, 4, 3, 16, 0.07},
-              {"gpt-13b", "dgx-a100-80g", 32, 32, 4, 2, 4, 16, 0.07},
-              {"gpt-175b", "dgx-a100-80g", 128, 16, 8, 8, 2, 16, 0.09}};
+        int comm_bound; /* the collectives outlast the pipeline */
+    } cs[] = {{"gpt-1.3b", "p4d.24xlarge", 16, 16, 2, 2, 2, 8, 0},
+              {"gpt-1.3b", "p4d.24xlarge", 16, 8, 2, 4, 2, 16, 0},
+              {"gpt-1.3b", "p4d.24xlarge", 16, 8, 2, 4, 3, 16, 0},
+              {"gpt-13b", "dgx-a100-80g", 32, 32, 4, 2, 4, 16, 0},
+              {"gpt-175b", "dgx-a100-80g", 128, 16, 8, 8, 2, 16, 1}};
     for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
         sc_step_cfg cfg = {.dp = cs[i].dp, .tp = cs[i].tp, .pp = cs[i].pp, .v = cs[i].v,
                            .m = cs[i].m, .mbs = 1, .zero = 3,
@@ -297,7 +306,10 @@ TEST(planner_estimate_zero3_interleaved)
         char what[96];
         snprintf(what, sizeof what, "%s dp %d pp %d v %d", cs[i].model, cs[i].dp, cs[i].pp,
                  cs[i].v);
-        estimate_within(cs[i].model, cs[i].cluster, cs[i].nodes, &cfg, cs[i].tol, what, NULL);
+        double rel = estimate_within(cs[i].model, cs[i].cluster, cs[i].nodes, &cfg,
+                                     cs[i].comm_bound ? ESTIMATE_TOL : 0.07, what, NULL);
+        if (cs[i].comm_bound)
+            CHECK(rel < 0);
     }
 }
 
@@ -788,7 +800,7 @@ TEST(planner_estimate_follows_size_factors)
         REQUIRE(sc_estimate_step(m, &c, &cfg, &e[k], &err) == SC_OK);
         REQUIRE(sc_step_simulate(m, &c, &cfg, &r[k], &err) == SC_OK);
         double rel = fabs(e[k].step_s / r[k]->step_time_s - 1);
-        if (rel > 0.15)
+        if (rel > ESTIMATE_TOL)
             sc_test_fail(__FILE__, __LINE__, "case %d: estimate %.4f s vs simulated %.4f s", k,
                          e[k].step_s, r[k]->step_time_s);
     }
