@@ -21,9 +21,12 @@
  *     stage i = chunk·pp + rank, as the plan numbers them);
  *   - placement tp,pp,dp is --use-tp-pp-dp-mapping (tp-cp-ep-pp-dp),
  *     tp,dp,pp Megatron's default order (tp-cp-ep-dp-pp); others refused;
- *   - ZeRO 1 is --use-distributed-optimizer; 2 the same (Megatron keeps the
- *     whole gradient buffer); 3 Megatron-FSDP (optim_grads_params) when
- *     pp = 1, refused with pipeline parallelism;
+ *   - ZeRO 1 is --use-distributed-optimizer; ZeRO 2 without a pipeline
+ *     Megatron-FSDP's optim_grads (gradients reduce-scattered every
+ *     microbatch and kept sharded, as the plan lowers ZeRO 2), with one the
+ *     distributed optimizer (Megatron keeps the whole gradient buffer and
+ *     reduces once: said in the notes); 3 Megatron-FSDP (optim_grads_params)
+ *     when pp = 1, refused with pipeline parallelism;
  *   - schedules: 1f1b and interleaved are Megatron's own; gpipe and zb-h1
  *     run as 1F1B, said in the notes.
  */
@@ -69,6 +72,13 @@ static void arg_flag(margs *a, int g, const char *flag)
 }
 
 /* The pipeline flags for the plan's partition (see the top of the file). */
+/* Megatron-FSDP runs ZeRO 3 (optim_grads_params) and ZeRO 2 without a
+ * pipeline (optim_grads); the distributed optimizer the rest. */
+static int megatron_fsdp(const sc_plan *p)
+{
+    return p->zero == 3 || (p->zero == 2 && p->pp == 1);
+}
+
 static sc_status pipeline_args(const sc_export_ctx *x, sc_export *e, margs *a)
 {
     const sc_plan *p = x->plan;
@@ -225,20 +235,46 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
         arg_num(a, G_MEMORY, "--recompute-num-layers", 1);
     }
     double eb = ex_elem_bytes(x), bucket = floor(p->bucket_bytes / eb);
-    if (p->zero == 3) {
+    if (megatron_fsdp(p)) {
         arg_flag(a, G_MEMORY, "--use-megatron-fsdp");
-        arg_str(a, G_MEMORY, "--data-parallel-sharding-strategy", "optim_grads_params");
+        arg_str(a, G_MEMORY, "--data-parallel-sharding-strategy",
+                p->zero == 3 ? "optim_grads_params" : "optim_grads");
         /* validate_args: "Megatron-FSDP requires the `fsdp_dtensor`
          * checkpointing format" (arguments.py at the checked commit) */
         arg_str(a, G_MEMORY, "--ckpt-format", "fsdp_dtensor");
-        st = st ? st : ex_note(e, "ZeRO-3 runs as Megatron-FSDP (--use-megatron-fsdp, sharding "
-                                  "optim_grads_params), which gathers parameters per module "
-                                  "rather than per stage as the plan models");
+        if (p->zero == 3)
+            st = st ? st
+                    : ex_note(e, "ZeRO-3 runs as Megatron-FSDP (--use-megatron-fsdp, sharding "
+                                 "optim_grads_params), which gathers parameters per module "
+                                 "rather than per stage as the plan models");
+        else
+            st = st ? st
+                    : ex_note(e, "ZeRO-2 runs as Megatron-FSDP (--use-megatron-fsdp, sharding "
+                                 "optim_grads): it reduce-scatters every microbatch's "
+                                 "gradients and keeps their shard, and gathers the updated "
+                                 "parameters after the optimizer, as the plan models");
+        /* MegatronFSDP.__init__ (megatron_fsdp.py at the checked commit)
+         * turns overlap_grad_reduce on whenever gradients are sharded, and
+         * overlap_param_gather under optim_grads_params; under optim_grads
+         * the gather after the optimizer follows --overlap-param-gather,
+         * which validate_args takes only beside --overlap-grad-reduce: the
+         * script says the overlap it gets */
+        if (p->dp * p->cp > 1) {
+            arg_flag(a, G_MEMORY, "--overlap-grad-reduce");
+            if (!p->overlap_grad_reduce)
+                st = st ? st
+                        : ex_note(e, "Megatron-FSDP always reduce-scatters beside the backward, "
+                                     "where the plan reduces after it (overlap_grad_reduce "
+                                     "false)");
+            if (p->zero == 2 && p->overlap_param_gather)
+                arg_flag(a, G_MEMORY, "--overlap-param-gather");
+        }
     } else {
         if (p->zero >= 1)
             arg_flag(a, G_MEMORY, "--use-distributed-optimizer");
-        if (p->zero == 2)
-            st = st ? st : ex_note(e, "ZeRO-2 runs as Megatron's distributed optimizer: each "
+        if (p->zero == 2) /* with a pipeline: Megatron-FSDP takes none */
+            st = st ? st : ex_note(e, "ZeRO-2 with a pipeline runs as Megatron's distributed "
+                                      "optimizer (Megatron-FSDP takes no pipeline): each "
                                       "rank keeps the whole gradient buffer, so gradient memory "
                                       "is that of ZeRO-1, and it reduce-scatters once per step "
                                       "where the plan, for its sharded gradients, "
@@ -271,7 +307,13 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     switch (x->model->dtype) {
     case SC_BF16:
         arg_flag(a, G_PRECISION, "--bf16");
-        if (p->dp * p->cp > 1 && !p->grad_reduce_in_fp32) {
+        if (p->dp * p->cp > 1 && megatron_fsdp(p)) {
+            /* Megatron-FSDP accumulates and reduces in the parameters'
+             * dtype unless told (param_and_grad_buffer.py's
+             * _resolve_group_grad_dtype at the checked commit) */
+            if (p->grad_reduce_in_fp32)
+                arg_str(a, G_PRECISION, "--megatron-fsdp-main-grads-dtype", "fp32");
+        } else if (p->dp * p->cp > 1 && !p->grad_reduce_in_fp32) {
             arg_flag(a, G_PRECISION, "--grad-reduce-in-bf16");
             st = st ? st : ex_note(e, "gradients are reduced in bf16 as the plan models "
                                       "(--grad-reduce-in-bf16); without it Megatron-LM reduces "
@@ -374,7 +416,7 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
          * Blackwell, tp without Megatron-FSDP asserts one CUDA connection
          * (kernels and tp collectives in issue order); Megatron-FSDP asserts
          * the opposite */
-        if (p->tp > 1 && p->zero != 3)
+        if (p->tp > 1 && !megatron_fsdp(p))
             sc_buf_printf(&b, "# tensor parallelism: Megatron-LM asks for one CUDA connection "
                               "before Blackwell\n"
                               "export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-1}"

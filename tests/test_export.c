@@ -292,7 +292,32 @@ TEST(export_megatron_variants)
     CHECK_ARG(out, "--ckpt-format fsdp_dtensor"); /* validate_args asks for it */
     CHECK(!strstr(out, "CUDA_DEVICE_MAX_CONNECTIONS=")); /* FSDP wants it unset */
     CHECK_ARG(out, "--data-parallel-sharding-strategy optim_grads_params");
+    CHECK_ARG(out, "--overlap-grad-reduce"); /* what Megatron-FSDP runs */
     CHECK_ARG(out, "--pipeline-model-parallel-size 1");
+    /* ZeRO 2 without a pipeline: Megatron-FSDP's optim_grads (sharded
+     * gradients reduce-scattered every microbatch, as the plan lowers them),
+     * in fp32 where the plan reduces in fp32; with tp, no single connection */
+    REQUIRE(make_plan("z2.json", "gpt-1.3b",
+                      "--nodes 1 --dp 4 --tp 2 --zero 2 --microbatches 2 "
+                      "--grad-reduce-in-fp32 1 --overlap-param-gather 1") == 0);
+    REQUIRE(SC("%s export %s/z2.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--use-megatron-fsdp");
+    CHECK_ARG(out, "--data-parallel-sharding-strategy optim_grads");
+    CHECK(!strstr(out, "optim_grads_params"));
+    CHECK_ARG(out, "--ckpt-format fsdp_dtensor");
+    CHECK_ARG(out, "--megatron-fsdp-main-grads-dtype fp32");
+    CHECK_ARG(out, "--overlap-param-gather");
+    CHECK(!strstr(out, "--use-distributed-optimizer"));
+    CHECK(!strstr(out, "--grad-reduce-in-bf16"));
+    CHECK(!strstr(out, "CUDA_DEVICE_MAX_CONNECTIONS="));
+    CHECK_STR_HAS(out, "ZeRO-2 runs as Megatron-FSDP");
+    /* with a pipeline: the distributed optimizer, and the notes say what differs */
+    REQUIRE(make_plan("z2p.json", "gpt-1.3b",
+                      "--nodes 1 --dp 2 --pp 4 --zero 2 --microbatches 8") == 0);
+    REQUIRE(SC("%s export %s/z2p.json --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--use-distributed-optimizer");
+    CHECK(!strstr(out, "--use-megatron-fsdp"));
+    CHECK_STR_HAS(out, "Megatron-FSDP takes no pipeline");
 }
 
 /* One line on stderr naming the plan and the feature, exit 2, nothing
@@ -604,9 +629,10 @@ TEST(export_torch_runs)
  * python that imports it: tests/export/torchrun stands in for torchrun and
  * runs Megatron's parse_args and validate_args (tests/export/megatron_args.py)
  * over what the script passes to pretrain_gpt.py, with the script's own
- * environment. Four plans: tp 2 x pp 2 x dp 4 with full recompute;
+ * environment. Five plans: tp 2 x pp 2 x dp 4 with full recompute;
  * interleaved with sequence parallelism and the distributed optimizer;
- * Llama 3 8B under Megatron-FSDP with tp 4, and with context parallelism 2. */
+ * Llama 3 8B under Megatron-FSDP with tp 4, with context parallelism 2, and
+ * at ZeRO 2 (Megatron-FSDP's optim_grads) with tp 2. */
 TEST(export_megatron_accepted)
 {
     const char *mg = getenv("SC_MEGATRON"), *py = torch_python();
@@ -634,6 +660,10 @@ TEST(export_megatron_accepted)
         /* context parallelism: Megatron's dp is world / (tp·pp·cp), as the plan's */
         {"llama3-8b", "dgx-h100", "--nodes 2 --dp 4 --cp 2 --tp 2 --microbatches 4 --zero 1 "
          "--attn flash", "megatron accepted: world 16 tp 2 pp 1 dp 4 vp None gbs 16 mbs 1"},
+        /* ZeRO 2 without a pipeline: Megatron-FSDP's optim_grads, reducing in fp32 */
+        {"llama3-8b", "dgx-h100", "--nodes 2 --dp 8 --tp 2 --microbatches 4 --zero 2 --attn flash "
+         "--grad-reduce-in-fp32 1 --overlap-param-gather 1",
+         "megatron accepted: world 16 tp 2 pp 1 dp 8 vp None gbs 32 mbs 1"},
     };
     for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
         REQUIRE(SC("%s sim --model %s --cluster %s %s -o %s/m%zu.json >/dev/null && "
