@@ -136,6 +136,20 @@ static void print_labels(const sc_whatif *w, const sc_model *m, int flash)
     }
 }
 
+/* A point's layout in one word-list, "dp.tp.pp [v V] mM mbsB schedule zZ
+ * [sel|full] [sp] [cp C]"; returns its length. */
+static int point_config(const sc_whatif_point *p, char *cfg, size_t n)
+{
+    int len = snprintf(cfg, n, "%d.%d.%d%s%.0d m%d mbs%d %s z%d%s%s%s%.0d", p->dp, p->tp, p->pp,
+                       p->v > 1 ? " v" : "", p->v > 1 ? p->v : 0, p->m, p->mbs, p->schedule,
+                       p->zero,
+                       p->recompute == SC_RECOMPUTE_SELECTIVE ? " sel"
+                       : p->recompute == SC_RECOMPUTE_FULL    ? " full"
+                                                              : "",
+                       p->sp ? " sp" : "", p->cp > 1 ? " cp" : "", p->cp > 1 ? p->cp : 0);
+    return len < 0 ? 0 : len >= (int)n ? (int)n - 1 : len;
+}
+
 static void print_table(const sc_whatif *w, const sc_model *m, double state_bytes,
                         const sc_whatif_opts *o)
 {
@@ -151,24 +165,25 @@ static void print_table(const sc_whatif *w, const sc_model *m, double state_byte
         printf("spot: restart %.3g min per interruption; rates, prices and checkpoint "
                "bandwidth per cluster below the table\n",
                w->restart_s / 60);
-    printf("\n%-14s %5s %5s  %-30s %9s %10s %7s %8s %11s %8s",
-           "cluster", "nodes", "GPUs", "config (dp.tp.pp v m mbs ...)", "step ms", "tokens/s",
-           "scaling", "days", "on-demand $", "$/Mtok");
+    /* the config column as wide as its widest entry */
+    const char *cfg_head = "config (dp.tp.pp v m mbs ...)";
+    int cfg_w = (int)strlen(cfg_head);
+    for (int i = 0; i < w->n_points; i++) {
+        char cfg[96];
+        int n = point_config(&w->points[i], cfg, sizeof cfg);
+        cfg_w = n > cfg_w ? n : cfg_w;
+    }
+    printf("\n%-14s %5s %5s  %-*s %9s %10s %7s %8s %11s %8s", "cluster", "nodes", "GPUs", cfg_w,
+           cfg_head, "step ms", "tokens/s", "scaling", "days", "on-demand $", "$/Mtok");
     if (w->spot)
         printf(" %7s %9s %9s %9s %6s", "ckpt s", "every min", "spot days", "spot $", "waste");
     printf("  front\n");
     for (int i = 0; i < w->n_points; i++) {
         const sc_whatif_point *p = &w->points[i];
         char cfg[96];
-        snprintf(cfg, sizeof cfg, "%d.%d.%d%s%.0d m%d mbs%d %s z%d%s%s%s%.0d", p->dp, p->tp,
-                 p->pp, p->v > 1 ? " v" : "", p->v > 1 ? p->v : 0, p->m, p->mbs, p->schedule,
-                 p->zero,
-                 p->recompute == SC_RECOMPUTE_SELECTIVE ? " sel"
-                 : p->recompute == SC_RECOMPUTE_FULL    ? " full"
-                                                        : "",
-                 p->sp ? " sp" : "", p->cp > 1 ? " cp" : "", p->cp > 1 ? p->cp : 0);
-        printf("%-14s %5ld %5ld  %-30s %9.1f %10s %6.1f%% %8.2f %11s %8.3f",
-               w->clusters[p->cluster].name, p->nodes, p->gpus, cfg, 1e3 * p->step_s,
+        point_config(p, cfg, sizeof cfg);
+        printf("%-14s %5ld %5ld  %-*s %9.1f %10s %6.1f%% %8.2f %11s %8.3f",
+               w->clusters[p->cluster].name, p->nodes, p->gpus, cfg_w, cfg, 1e3 * p->step_s,
                cli_si(p->tokens_per_s, b[0]), 100 * p->scaling_efficiency, p->days,
                money(p->cost_on_demand, b[1]), p->usd_per_mtok_on_demand);
         if (w->spot && p->has_spot) {
