@@ -21,12 +21,12 @@
  *     stage i = chunk·pp + rank, as the plan numbers them);
  *   - placement tp,pp,dp is --use-tp-pp-dp-mapping (tp-cp-ep-pp-dp),
  *     tp,dp,pp Megatron's default order (tp-cp-ep-dp-pp); others refused;
- *   - ZeRO 1 is --use-distributed-optimizer; ZeRO 2 without a pipeline
- *     Megatron-FSDP's optim_grads (gradients reduce-scattered every
- *     microbatch and kept sharded, as the plan lowers ZeRO 2), with one the
- *     distributed optimizer (Megatron keeps the whole gradient buffer and
- *     reduces once: said in the notes); 3 Megatron-FSDP (optim_grads_params)
- *     when pp = 1, refused with pipeline parallelism;
+ *   - ZeRO 1 is --use-distributed-optimizer; ZeRO 2 Megatron-FSDP's
+ *     optim_grads (gradients reduce-scattered every microbatch and kept
+ *     sharded, as the plan lowers ZeRO 2), 3 Megatron-FSDP's
+ *     optim_grads_params, both when pp = 1 and refused with pipeline
+ *     parallelism (the distributed optimizer keeps the whole gradient
+ *     buffer and reduces once: it is ZeRO 1);
  *   - schedules: 1f1b and interleaved are Megatron's own; gpipe and zb-h1
  *     run as 1F1B, said in the notes.
  */
@@ -72,11 +72,11 @@ static void arg_flag(margs *a, int g, const char *flag)
 }
 
 /* The pipeline flags for the plan's partition (see the top of the file). */
-/* Megatron-FSDP runs ZeRO 3 (optim_grads_params) and ZeRO 2 without a
- * pipeline (optim_grads); the distributed optimizer the rest. */
+/* Megatron-FSDP runs ZeRO 3 (optim_grads_params) and 2 (optim_grads), with
+ * no pipeline (framework.c refuses one); the distributed optimizer ZeRO 1. */
 static int megatron_fsdp(const sc_plan *p)
 {
-    return p->zero == 3 || (p->zero == 2 && p->pp == 1);
+    return p->zero >= 2;
 }
 
 static sc_status pipeline_args(const sc_export_ctx *x, sc_export *e, margs *a)
@@ -272,13 +272,9 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     } else {
         if (p->zero >= 1)
             arg_flag(a, G_MEMORY, "--use-distributed-optimizer");
-        if (p->zero == 2) /* with a pipeline: Megatron-FSDP takes none */
-            st = st ? st : ex_note(e, "ZeRO-2 with a pipeline runs as Megatron's distributed "
-                                      "optimizer (Megatron-FSDP takes no pipeline): each "
-                                      "rank keeps the whole gradient buffer, so gradient memory "
-                                      "is that of ZeRO-1, and it reduce-scatters once per step "
-                                      "where the plan, for its sharded gradients, "
-                                      "reduce-scatters every microbatch's");
+        /* ZeRO 2 with a pipeline is refused before (framework.c: the
+         * distributed optimizer is ZeRO 1, Megatron-FSDP takes no pipeline) */
+        assert(p->zero <= 1);
         if (p->dp * p->cp > 1) {
             /* the plan's overlap_grad_reduce: Megatron-LM reduces after the
              * backward unless told to overlap */

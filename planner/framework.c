@@ -19,12 +19,13 @@ static const sc_framework megatron = {
     .name = "megatron", .title = "Megatron-LM", .cuts_in_layers = 0,
     .schedules = "1f1b,interleaved", .runs_as = "1F1B",
     .virtual_stages = 1, .v_needs_m_multiple = 1,
-    .max_zero = 3, .max_zero_pp = 2, .tp = 1, .tp_needs_data = 1, .sp = 1, .cp = 1,
+    .max_zero = 3, .max_zero_pp = 1, .tp = 1, .tp_needs_data = 1, .sp = 1, .cp = 1,
     .tp_innermost = 1, .needs_gpt = 1,
     .p2p_blocks = SC_FW_P2P_BLOCKS_V1,
     .p2p_why = "without virtual stages, where Megatron-LM turns --overlap-p2p-communication off",
-    .zero_pp_why = "this export maps ZeRO-3 to Megatron-FSDP, which the checked source does "
-                   "not pair with pipeline parallelism",
+    .zero_pp_why = "Megatron-LM shards gradients and parameters (ZeRO 2 and 3) only under "
+                   "Megatron-FSDP, which the checked source does not pair with pipeline "
+                   "parallelism; its distributed optimizer is ZeRO 1",
     .tp_why = "",
     .sp_why = "",
 };

@@ -127,6 +127,32 @@ TEST(framework_torch_restrictions)
     sc_model_free(m);
 }
 
+/* Megatron-LM: ZeRO 2 and 3 only without a pipeline (Megatron-FSDP; its
+ * distributed optimizer, the only ZeRO it pairs with a pipeline, is ZeRO 1),
+ * where the search for any framework returns ZeRO 2 with pipelines. */
+TEST(framework_megatron_sharded_gradients_without_pipeline)
+{
+    sc_cluster c;
+    sc_model *m = open_pair("gpt-1.3b", 1, &c);
+    REQUIRE(m);
+    sc_search *mg = search(m, &c, 32, "megatron", 0, 4000);
+    REQUIRE(mg);
+    int z2 = 0, z1pp = 0;
+    for (int i = 0; i < ranked_n(mg); i++) {
+        const sc_candidate *k = sc_search_ranked(mg, i);
+        z2 += k->cfg.zero >= 2 && k->cfg.pp == 1;
+        z1pp += k->cfg.zero == 1 && k->cfg.pp > 1;
+        if (k->cfg.zero >= 2 && k->cfg.pp > 1) {
+            sc_test_fail(__FILE__, __LINE__, "megatron returned pp %d zero %d", k->cfg.pp,
+                         k->cfg.zero);
+            break;
+        }
+    }
+    CHECK(z2 > 0 && z1pp > 0);
+    sc_search_free(mg);
+    sc_model_free(m);
+}
+
 /* Megatron-LM never cuts inside a layer, nor does the default search; with
  * --cuts leaves (framework any) the same shapes do cut inside layers. */
 TEST(framework_megatron_cuts_between_layers)
