@@ -2,7 +2,9 @@
  * bytes -> plan file -> sc_plan_load -> sc_plan_open (the model's and the
  * cluster's digests, nodes, gpus_per_node, the partition's bounds and leaf
  * names, tp against the heads) -> sc_step_check; a plan that passes all of
- * them and is small is simulated (one replica), as `sim --plan` would.
+ * them and is small is simulated (one replica), as `sim --plan` would, and
+ * every opened plan is exported to each target (`export --to`): files, or a
+ * refusal with a message naming the plan.
  *   make fuzz && (cd tests/fuzz/corpus && ../../../build/fuzz/fuzz_plan plan)
  * Run from the repository root or from tests/fuzz/corpus: the target copies
  * the model and cluster the seeds name (tests/corpus/plan/good/tiny.json and
@@ -19,6 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
+#include "export.h"
 #include "fuzz_input.h"
 #include "plan.h"
 #include "step.h"
@@ -121,6 +126,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (!err.msg[0]) {
             __builtin_trap();
         }
+    }
+    static const char *const targets[] = {"megatron", "deepspeed", "torch"};
+    for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
+        sc_export *e = NULL;
+        err.msg[0] = '\0';
+        st = sc_export_make(p, m, path, targets[i], &e, &err);
+        if (st == SC_OK) {
+            if (!e || e->n_files < 1)
+                __builtin_trap(); /* an export writes its files */
+            cJSON_Delete(sc_export_to_json(e, path)); /* export --json */
+        } else if (st != SC_ENOMEM && !strstr(err.msg, path)) {
+            __builtin_trap(); /* a refusal names the plan */
+        }
+        sc_export_free(e);
     }
     sc_model_free(m);
     sc_plan_free(p);
