@@ -484,7 +484,11 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                         "reduce-scatters in %s. FSDP2 also copies each gather into the "
                         "parameters and the gradients "
                         "into its reduce-scatter buffer; the plan's FSDP work on the gradients "
-                        "(--framework torch) is FSDP1's",
+                        "(--framework torch) is FSDP1's. FSDP2 keeps one reduce-scatter in "
+                        "flight: before a unit's, the compute stream waits for the one before "
+                        "it (set_reduce_scatter_max_input_buffers, 1 by default), where the "
+                        "plan lets the compute run ahead, so a backward whose reduce-scatters "
+                        "outlast its compute runs at their pace",
                      p->zero,
                      p->zero == 3 ? "parameters resharded after the forward"
                                   : "parameters kept whole from the forward to the backward",

@@ -521,6 +521,7 @@ TEST(export_torch_gpt)
             CHECK_STR_HAS(py, i == 4 ? "ZeRO-3 runs as FSDP2 (fully_shard, parameters resharded"
                                      : "ZeRO-2 runs as FSDP2 (fully_shard, parameters kept whole");
             CHECK(!strstr(py, "no fp32 master copy"));
+            CHECK_STR_HAS(py, "set_reduce_scatter_max_input_buffers"); /* its one in flight */
         }
         CHECK_STR_HAS(py, "N_MICROBATCHES = 8\n");
         CHECK_STR_HAS(py, "torchrun --nnodes 1 --nproc-per-node");
