@@ -105,7 +105,7 @@ intact() {
 "$bin" model gen gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 256 --dtype fp32 -o tiny.json >/dev/null
 "$bin" cluster show cpu-local --nodes 1 -o cpu1.json >/dev/null
 cp "$root"/tests/corpus/plan/good/{tiny,p4d,plan}.json . 2>/dev/null
-mkdir -p good && cp "$root"/tests/corpus/plan/good/{tiny,p4d}.json good/
+mkdir -p good && cp "$root"/tests/corpus/plan/good/{tiny,tiny_llama,p4d}.json good/
 "$bin" sim --model tiny.json --cluster p4d.json --pp 2 --microbatches 4 -o okplan.json >/dev/null
 "$bin" sim --plan okplan.json --timeline tl.json >/dev/null
 
