@@ -71,7 +71,6 @@ static void arg_flag(margs *a, int g, const char *flag)
     sc_jadd_bool(a->json, flag, 1, &a->oom);
 }
 
-/* The pipeline flags for the plan's partition (see the top of the file). */
 /* Megatron-FSDP runs ZeRO 3 (optim_grads_params) and 2 (optim_grads), with
  * no pipeline (framework.c refuses one); the distributed optimizer ZeRO 1. */
 static int megatron_fsdp(const sc_plan *p)
@@ -79,6 +78,7 @@ static int megatron_fsdp(const sc_plan *p)
     return p->zero >= 2;
 }
 
+/* The pipeline flags for the plan's partition (see the top of the file). */
 static sc_status pipeline_args(const sc_export_ctx *x, sc_export *e, margs *a)
 {
     const sc_plan *p = x->plan;
@@ -272,9 +272,6 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     } else {
         if (p->zero >= 1)
             arg_flag(a, G_MEMORY, "--use-distributed-optimizer");
-        /* ZeRO 2 with a pipeline is refused before (framework.c: the
-         * distributed optimizer is ZeRO 1, Megatron-FSDP takes no pipeline) */
-        assert(p->zero <= 1);
         if (p->dp * p->cp > 1) {
             /* the plan's overlap_grad_reduce: Megatron-LM reduces after the
              * backward unless told to overlap */
