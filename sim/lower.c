@@ -646,7 +646,8 @@ sc_status sc_lower(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cf
         sc_lower_free(lw);
         return st;
     }
-    lctx x = {lw, m, c, err, SC_OK, NULL, NULL, 0, sc_lower_fsdp_zero2(&lw->cfg, c), 0, 0, 0, 0, -1};
+    lctx x = {.lw = lw, .m = m, .c = c, .err = err, .st = SC_OK,
+              .fsdp_z2 = sc_lower_fsdp_zero2(&lw->cfg, c), .drain_chunk = -1};
     for (int s = 0; s < lw->S; s++)
         grad_done[s] = -1;
     for (int p = 0; p < cfg->pp && !x.st; p++)

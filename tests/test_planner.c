@@ -24,16 +24,16 @@ void sc_test_open_pair(const char *model, const char *cluster, int nodes, sc_mod
     }
 }
 
-/* The estimate is the search's filter: within 15% of the simulator on
- * typical layouts (the rings of a node's positions share its NICs between
- * all at once and the NICs carrying their work back to back from the earliest
- * start; the simulator lies between when pipeline stages finish at different
- * times), and its memory is the simulator's to the byte. */
 /* How far the planner's estimate may stand from the simulator on any layout
  * these tests try (planner_estimate_tracks_sim's bound); tighter bounds below
  * say what a family holds. */
 #define ESTIMATE_TOL 0.15
 
+/* The estimate is the search's filter: within 15% of the simulator on
+ * typical layouts (the rings of a node's positions share its NICs between
+ * all at once and the NICs carrying their work back to back from the earliest
+ * start; the simulator lies between when pipeline stages finish at different
+ * times), and its memory is the simulator's to the byte. */
 TEST(planner_estimate_tracks_sim)
 {
     struct {
