@@ -308,8 +308,10 @@ const cli_opt cli_search_opts[] = {
      "microbatches' (default 0: all; Megatron-Core's)",
      cli_opt_int, OFF(o.wgrad_deferral_limit), 0, 1000000, CLI_SIM, NULL, NULL, 0},
     {"attn", 0, "A", "attention kernels (where the model lists kernels):\n"
-     "unfused keeps the scores (Megatron-LM's default), flash\n"
-     "fuses them and keeps none (default unfused)", opt_word, OFF(o.attn), 0, 0, ALL,
+     "unfused keeps the scores (Megatron-LM's local\n"
+     "attention); flash fuses them and keeps none, as the\n"
+     "Transformer Engine kernels Megatron-Core picks by\n"
+     "default (default unfused)", opt_word, OFF(o.attn), 0, 0, ALL,
      "attn", attn_words, 0},
     {"max-mem", 0, "SIZE", "refuse to simulate a step whose estimated memory is\n"
      "above SIZE (512M, 8G; default half the physical memory)", cli_opt_bytes,

@@ -179,10 +179,11 @@ void ex_plan_line(const sc_export_ctx *x, sc_buf *b, const char *prefix)
         snprintf(cps, sizeof cps, " cp %d", p->cp);
     snprintf(text, sizeof text,
              "plan %s: %s on %d x %s (%d GPUs), dp %d%s tp %d pp %d v %d, %d microbatches of %d, "
-             "global batch %d, %s, ZeRO %d, recompute %s, placement %s, %s",
+             "global batch %d, %s, ZeRO %d, recompute %s, placement %s, %s%s%s",
              x->plan_file, p->model_name, x->nodes, p->cluster_name, x->world, p->dp, cps, p->tp,
              p->pp, p->v, p->m, p->mbs, p->dp * p->m * p->mbs, p->schedule, p->zero,
-             sc_recompute_name(p->recompute), p->placement, sc_dtype_name(x->model->dtype));
+             sc_recompute_name(p->recompute), p->placement, sc_dtype_name(x->model->dtype),
+             x->attention ? ", attention " : "", x->attention ? x->attention : "");
     ex_wrap(b, prefix, prefix, text);
 }
 
@@ -363,6 +364,15 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
     g->seq = m->seq_len;
     g->tied = emb->group >= 0 && emb->group == head->group;
     g->pos_embed = sc_module_totals(emb).params >= ((double)g->vocab + g->seq) * g->hidden;
+    /* or a table of its own (a traced GPT-2's transformer.wpe, whose rows the
+     * tracer calls its vocabulary): another embedding before the layers, with
+     * a row per position and fewer rows than the tokens' */
+    for (int u = 0; u < fb && !g->pos_embed; u++) {
+        const sc_module *pe = x->units[u].mod;
+        double rows = sc_module_totals(pe).params / g->hidden;
+        g->pos_embed = pe != emb && !strcmp(pe->kind, "embedding") && rows >= g->seq &&
+                       rows < g->vocab;
+    }
 }
 
 int sc_export_is_gpt(const sc_model *m, char *why, size_t n)
@@ -422,6 +432,33 @@ void sc_export_free(sc_export *e)
     sc_free(e);
 }
 
+/* Whether some leaf's kernels run under one attention implementation only:
+ * then the plan's `attention` changed its step time and memory. */
+static int attention_priced(const sc_model *m)
+{
+    for (int i = 0; i < m->n_leaves; i++)
+        for (int k = 0; k < m->leaves[i]->n_kernels; k++)
+            if (m->leaves[i]->kernels[k].attn != SC_ATTN_ANY)
+                return 1;
+    return 0;
+}
+
+/* ex_ctx.dropout: whether the model's kernels run dropout. */
+static int dropout_of(const sc_model *m)
+{
+    int listed = 0;
+    for (int i = 0; i < m->n_leaves; i++) {
+        const sc_module *l = m->leaves[i];
+        listed |= l->n_kernels > 0;
+        if (l->n_kernels && !strcmp(l->kind, "dropout"))
+            return 1;
+        for (int k = 0; k < l->n_kernels; k++)
+            if (strstr(l->kernels[k].name, "dropout"))
+                return 1;
+    }
+    return listed ? 0 : -1;
+}
+
 sc_status sc_export_make(const sc_plan *p, const sc_model *m, const char *plan_file,
                          const char *target, sc_export **out, sc_error *err)
 {
@@ -456,6 +493,9 @@ sc_status sc_export_make(const sc_plan *p, const sc_model *m, const char *plan_f
     }
     x.stage_unit[x.n_stages] = x.n_units;
     gpt_shape(&x, &x.gpt);
+    if (attention_priced(m))
+        x.attention = sc_attn_name(p->attn);
+    x.dropout = dropout_of(m);
 
     if (!(e = sc_calloc(1, sizeof *e)) || !(e->settings = cJSON_CreateObject())) {
         st = sc_err(err, SC_ENOMEM, "export: out of memory");

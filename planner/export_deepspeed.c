@@ -133,6 +133,14 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e)
                         "flush (Megatron-Core's --defer-embedding-wgrad-compute); DeepSpeed's "
                         "engine computes them in each backward, so its last stage is slower "
                         "than the plan's");
+    if (!st && x->attention)
+        st = ex_note(e, "the layers are yours: the plan priced their attention %s (%s)",
+                     x->attention,
+                     p->attn == SC_ATTN_FLASH
+                         ? "a fused kernel that keeps no scores, as "
+                           "F.scaled_dot_product_attention's flash kernel"
+                         : "its own matmul, mask and softmax kernels, the scores kept for the "
+                           "backward");
     if (!st && p->recompute == SC_RECOMPUTE_SELECTIVE)
         st = ex_note(e, "selective recompute: DeepSpeed checkpoints whole layers or none; this "
                         "export checkpoints none, so the attention scores are kept unless the "

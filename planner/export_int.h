@@ -56,6 +56,14 @@ struct sc_export_ctx {
     int world, nodes, per_node; /* ranks, nodes used, ranks per node */
     int order[3];             /* placement, innermost first: 0 tp, 1 pp, 2 dp */
     ex_gpt gpt;
+    /* the plan's attention ("unfused", "flash") where the model's kernels
+     * price the two differently (a kernel list with attention kernels);
+     * NULL where the prediction does not depend on it */
+    const char *attention;
+    /* 1: some leaf runs dropout (a kernel named so, or a dropout module's
+     * kernels); 0: the kernels run none (Llama, gpt --no_dropout); -1: the
+     * model lists no kernels, so nothing is known */
+    int dropout;
 };
 
 /* The refusal: "PLAN: FRAMEWORK cannot run this plan: WHAT". SC_ENOTSUP. */

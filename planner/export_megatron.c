@@ -196,6 +196,22 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     }
     if (!g->tied)
         arg_flag(a, G_MODEL, "--untie-embeddings-and-output-weights");
+    /* Megatron-LM drops out at 0.1 unless told: a model whose kernels run
+     * no dropout (Llama's; Megatron's Llama examples pass the same) */
+    if (x->dropout == 0) {
+        arg_num(a, G_MODEL, "--attention-dropout", 0);
+        arg_num(a, G_MODEL, "--hidden-dropout", 0);
+    }
+    /* Megatron-Core's default (--attention-backend auto) lets Transformer
+     * Engine pick a fused kernel, which keeps no scores: the run of a plan
+     * priced unfused would hold less memory and step faster than planned */
+    if (x->attention && p->attn == SC_ATTN_UNFUSED) {
+        arg_str(a, G_MODEL, "--attention-backend", "unfused");
+        st = st ? st : ex_note(e, "the plan priced attention unfused, its scores kept for the "
+                                  "backward: --attention-backend unfused runs Transformer "
+                                  "Engine's unfused attention as planned (plan with --attn "
+                                  "flash for the fused kernels Megatron-Core picks by default)");
+    }
 
     arg_num(a, G_PARALLEL, "--tensor-model-parallel-size", p->tp);
     if (p->cp > 1) {

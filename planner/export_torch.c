@@ -145,6 +145,15 @@ static const char *const body[] = {
     "        return x",
     "",
     "",
+    "def unfused_attention(q, k, v):",
+    "    \"\"\"The plan's unfused attention: QK^T, the causal mask, softmax and the",
+    "    product with V as kernels of their own; the backward keeps the scores.\"\"\"",
+    "    s = q.shape[-2]",
+    "    scores = torch.matmul(q, k.transpose(-2, -1)) * q.shape[-1] ** -0.5",
+    "    future = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)",
+    "    return torch.matmul(torch.softmax(scores.masked_fill(future, float(\"-inf\")), dim=-1), v)",
+    "",
+    "",
     "class Attention(nn.Module):",
     "    def __init__(self, g):",
     "        super().__init__()",
@@ -155,8 +164,14 @@ static const char *const body[] = {
     "    def forward(self, x):",
     "        b, s, _ = x.shape",
     "        q, k, v = self.qkv(x).view(b, s, 3, self.heads, self.kv).permute(2, 0, 3, 1, 4)",
-    "        # flash / memory-efficient kernels keep no attention scores for the backward",
-    "        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+    "        if ATTENTION == \"flash\":",
+    "            # flash / memory-efficient kernels keep no attention scores for the backward",
+    "            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+    "        elif RECOMPUTE == \"selective\" and self.training:",
+    "            # selective recompute: the scores are dropped and rebuilt in the backward",
+    "            y = checkpoint(unfused_attention, q, k, v, use_reentrant=False)",
+    "        else:",
+    "            y = unfused_attention(q, k, v)",
     "        return self.proj(y.transpose(1, 2).reshape(b, s, self.heads * self.kv))",
     "",
     "",
@@ -514,9 +529,23 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                             "gradients between the two after each step, after the pipeline "
                             "rather than overlapped with it");
         if (!st && p->recompute == SC_RECOMPUTE_SELECTIVE)
-            st = ex_note(e, "selective recompute: F.scaled_dot_product_attention's flash and "
-                            "memory-efficient kernels keep no attention scores, which is what "
-                            "selective recompute saves; nothing else is recomputed");
+            st = p->attn == SC_ATTN_FLASH
+                     ? ex_note(e, "selective recompute: F.scaled_dot_product_attention's flash "
+                                  "and memory-efficient kernels keep no attention scores, which "
+                                  "is what selective recompute saves; nothing else is "
+                                  "recomputed")
+                     : ex_note(e, "selective recompute: the unfused attention (scores, mask, "
+                                  "softmax, the product with V) is checkpointed and rebuilt in "
+                                  "the backward, as Megatron-LM's selective recompute; nothing "
+                                  "else is recomputed");
+        if (!st && x->dropout == 1)
+            st = ex_note(e, "the file's GPT has no dropout: the plan's dropout kernels and "
+                            "their masks do not run, so it holds less memory and steps faster "
+                            "than planned");
+        if (!st && x->attention && p->attn == SC_ATTN_UNFUSED)
+            st = ex_note(e, "attention runs unfused, as the plan priced it: its own matmul, mask "
+                            "and softmax kernels, the scores kept for the backward (plan with "
+                            "--attn flash for F.scaled_dot_product_attention's fused kernels)");
     } else {
         if (!st && x->gpt.ok && llama_style(&x->gpt))
             st = ex_note(e, "the model's layers are Llama-style (grouped-query attention, a gated "
@@ -532,6 +561,12 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                             "pipeline step, not overlapped with the backward");
         if (!st && p->recompute != SC_RECOMPUTE_NONE)
             st = ex_note(e, "with --factory, recompute is the model's own: the file adds none");
+        if (!st && x->attention)
+            st = ex_note(e, "with --factory, attention is the model's own: the plan priced it "
+                            "%s (%s)",
+                         x->attention,
+                         p->attn == SC_ATTN_FLASH ? "a fused kernel that keeps no scores"
+                                                  : "the scores kept for the backward");
     }
     return st;
 }
@@ -648,9 +683,10 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
     } else {
         sc_buf_printf(&b, "STAGE_UNITS = None\nGPT = None\n");
     }
-    sc_buf_printf(&b, "ZERO = %d\nRECOMPUTE = \"%s\"\nDTYPE = \"%s\"\nREDUCE_DTYPE = \"%s\"\n"
-                      "BUCKET_MIB = %.17g\n",
-                  p->zero, sc_recompute_name(p->recompute), py_dtype(m->dtype),
+    sc_buf_printf(&b, "ZERO = %d\nRECOMPUTE = \"%s\"\nATTENTION = \"%s\"\nDTYPE = \"%s\"\n"
+                      "REDUCE_DTYPE = \"%s\"\nBUCKET_MIB = %.17g\n",
+                  p->zero, sc_recompute_name(p->recompute), sc_attn_name(p->attn),
+                  py_dtype(m->dtype),
                   p->grad_reduce_in_fp32 ? "float32" : py_dtype(m->dtype),
                   p->bucket_bytes / (1 << 20));
     sc_buf_printf(&b, "# ZeRO 2-3: the FSDP units, one per layer (the root unit holds the rest)\n"

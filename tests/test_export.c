@@ -143,7 +143,7 @@ TEST(export_megatron_gpt_flags)
         "--use-tp-pp-dp-mapping", "--micro-batch-size 2", "--global-batch-size 64",
         "--recompute-granularity selective", "--use-distributed-optimizer",
         "--overlap-grad-reduce", "--ddp-bucket-size 13107200", "--bf16",
-        "--grad-reduce-in-bf16"};
+        "--grad-reduce-in-bf16", "--attention-backend unfused"};
     for (size_t i = 0; i < SC_ARRAY_LEN(want); i++)
         CHECK_ARG(s, want[i]);
     /* tied embeddings (Megatron's default), even layers: no uneven flags */
@@ -205,7 +205,9 @@ TEST(export_megatron_llama_flags)
         "--num-attention-heads 32", "--group-query-attention", "--num-query-groups 8",
         "--ffn-hidden-size 14336", "--swiglu", "--normalization RMSNorm",
         "--disable-bias-linear", "--position-embedding-type rope",
-        "--untie-embeddings-and-output-weights"};
+        "--untie-embeddings-and-output-weights",
+        /* Llama's kernels run no dropout; Megatron-LM's default is 0.1 */
+        "--attention-dropout 0", "--hidden-dropout 0"};
     for (size_t i = 0; i < SC_ARRAY_LEN(want); i++)
         CHECK_ARG(out, want[i]);
     CHECK(!strstr(out, "--squared-relu"));
@@ -239,7 +241,8 @@ TEST(export_megatron_llama_flags)
     REQUIRE(SC("%s export %s/g2.json --to megatron", sc_test_bin(), d) == 0);
     static const char *const gpt_none[] = {"--group-query-attention", "--swiglu",
                                            "--squared-relu", "--normalization",
-                                           "--disable-bias-linear", "--position-embedding-type"};
+                                           "--disable-bias-linear", "--position-embedding-type",
+                                           "--attention-dropout", "--hidden-dropout"};
     for (size_t i = 0; i < SC_ARRAY_LEN(gpt_none); i++)
         if (strstr(out, gpt_none[i]))
             sc_test_fail(__FILE__, __LINE__, "gpt-1.3b exported with %s", gpt_none[i]);
@@ -588,8 +591,10 @@ TEST(export_t5)
  * installed: SC_TORCH_PYTHON names its python (default /usr/bin/python3,
  * whose Debian torch 1.13 has neither torch.distributed.pipelining nor
  * FSDP2). On a 4-layer GPT over gloo, two ranks, two steps each: an
- * interleaved pipeline (pp 2, v 2) and ZeRO 3 as FSDP2 with full recompute
- * (dp 2); each prints its losses, near ln(vocab) = 4.85 for random tokens. */
+ * interleaved pipeline (pp 2, v 2), ZeRO 3 as FSDP2 with full recompute
+ * (dp 2), the unfused attention under selective recompute (dp 2), and a
+ * pipeline with flash attention (pp 2); each prints its losses, near
+ * ln(vocab) = 4.85 for random tokens. */
 TEST(export_torch_runs)
 {
     const char *py = torch_python();
@@ -604,6 +609,9 @@ TEST(export_torch_runs)
     static const char *const cases[] = {
         "--pp 2 --v 2 --schedule interleaved --microbatches 4",
         "--dp 2 --zero 3 --recompute full --microbatches 2",
+        /* the unfused attention checkpointed, then the fused kernel */
+        "--dp 2 --recompute selective --microbatches 2",
+        "--pp 2 --microbatches 2 --attn flash",
     };
     for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
         char name[16];
@@ -619,6 +627,80 @@ TEST(export_torch_runs)
             sc_test_fail(__FILE__, __LINE__, "%s: exit %d, loss %g: %.2000s", cases[i], rc, loss,
                          out);
     }
+}
+
+/* Each export runs attention as the plan priced it, where the model's
+ * kernels price it: Megatron-LM with --attention-backend unfused for an
+ * unfused plan and its default (Transformer Engine's fused kernels) for a
+ * flash one, the torch file by its ATTENTION constant, DeepSpeed (whose
+ * layers are the user's) in a note; the headers name it. A model without
+ * kernels is priced the same either way: nothing is written. */
+TEST(export_attention_as_planned)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(make_plan("u.json", "gpt-1.3b", "--nodes 1 --pp 2 --microbatches 4") == 0);
+    REQUIRE(make_plan("f.json", "gpt-1.3b", "--nodes 1 --pp 2 --microbatches 4 --attn flash") == 0);
+    REQUIRE(SC("%s export %s/u.json --to megatron | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK_STR_HAS(out, "placement tp,pp,dp, bf16, attention unfused ");
+    CHECK_STR_HAS(out, "runs Transformer Engine's unfused attention as planned");
+    REQUIRE(SC("%s export %s/u.json --to megatron", bin, d) == 0);
+    CHECK_ARG(out, "--attention-backend unfused");
+    REQUIRE(SC("%s export %s/f.json --to megatron | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK(!strstr(out, "--attention-backend"));
+    CHECK_STR_HAS(out, "placement tp,pp,dp, bf16, attention flash ");
+
+    REQUIRE(SC("%s export %s/u.json --to torch | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK_STR_HAS(out, " ATTENTION = \"unfused\" DTYPE");
+    CHECK_STR_HAS(out, "the file's GPT has no dropout"); /* gpt-1.3b's kernels have some */
+    CHECK_STR_HAS(out, "attention runs unfused, as the plan priced it");
+    REQUIRE(SC("%s export %s/f.json --to torch | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK_STR_HAS(out, " ATTENTION = \"flash\" DTYPE");
+    CHECK(!strstr(out, "attention runs unfused"));
+
+    REQUIRE(SC("%s export %s/u.json --to deepspeed | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK_STR_HAS(out, "the plan priced their attention unfused");
+    REQUIRE(SC("%s export %s/f.json --to deepspeed | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK_STR_HAS(out, "the plan priced their attention flash");
+
+    /* a model without kernel lists: its leaves' totals, whatever --attn says */
+    REQUIRE(SC("%s model gen gpt --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 512 "
+               "-o %s/k.json >/dev/null && cd %s && /usr/bin/python3 -c \"import json; "
+               "m = json.load(open('k.json')); "
+               "s = lambda x: [x.pop('kernels', None)] + [s(c) for c in x.get('children', [])]; "
+               "s(m['root']); json.dump(m, open('nk.json', 'w'))\" && ! grep -q kernels nk.json "
+               "&& %s sim --model nk.json --cluster dgx-a100-80g --nodes 1 --pp 2 "
+               "--microbatches 4 -o nk_plan.json >/dev/null", bin, d, d, bin) == 0);
+    REQUIRE(SC("%s export %s/nk_plan.json --to megatron | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK(!strstr(out, "--attention-backend"));
+    CHECK_STR_HAS(out, "placement tp,pp,dp, bf16 ");
+    CHECK(!strstr(out, ", attention "));
+}
+
+/* Dropout as the model's kernels run it: a GPT without dropout (gpt
+ * --no_dropout, as MPT trains) gets --attention-dropout 0 --hidden-dropout 0
+ * from the Megatron-LM export (whose default is 0.1) and no note from the
+ * torch one, whose GPT has none; with dropout, Megatron's default stands. */
+TEST(export_dropout_as_planned)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(SC("%s model gen gpt --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 512 "
+               "--no_dropout -o %s/nd.json >/dev/null && %s model gen gpt --layers 4 --hidden "
+               "256 --heads 4 --seq 128 --vocab 512 -o %s/wd.json >/dev/null",
+               bin, d, bin, d) == 0);
+    char model[600];
+    snprintf(model, sizeof model, "%s/nd.json", d);
+    REQUIRE(make_plan("nd.plan", model, "--nodes 1 --pp 2 --microbatches 4") == 0);
+    snprintf(model, sizeof model, "%s/wd.json", d);
+    REQUIRE(make_plan("wd.plan", model, "--nodes 1 --pp 2 --microbatches 4") == 0);
+    REQUIRE(SC("%s export %s/nd.plan --to megatron", bin, d) == 0);
+    CHECK_ARG(out, "--attention-dropout 0");
+    CHECK_ARG(out, "--hidden-dropout 0");
+    REQUIRE(SC("%s export %s/wd.plan --to megatron", bin, d) == 0);
+    CHECK(!strstr(out, "-dropout"));
+    REQUIRE(SC("%s export %s/nd.plan --to torch | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK(!strstr(out, "has no dropout"));
+    REQUIRE(SC("%s export %s/wd.plan --to torch | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK_STR_HAS(out, "the file's GPT has no dropout");
 }
 
 /* The Megatron-LM scripts pass arguments Megatron-LM itself accepts, where

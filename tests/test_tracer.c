@@ -660,6 +660,15 @@ TEST(tracer_gpt2_inline_attention)
     CHECK(!tp_shardable(rd) && tp_bytes(rd) == 0);
     cJSON_Delete(raw);
     check_tp2(path);
+    /* its learned positions are a table of their own (transformer.wpe): the
+     * Megatron-LM export keeps learned_absolute, Megatron's default (until
+     * 2026-12-06 it wrote --position-embedding-type none) */
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s sim --model %s --cluster p4d.24xlarge --nodes 1 --dp 8 --microbatches 1 -o %s/g2.plan.json "
+               ">/dev/null && %s export %s/g2.plan.json --to megatron",
+               sc_test_bin(), path, d, sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "--max-position-embeddings 1024");
+    CHECK(!strstr(out, "--position-embedding-type"));
 }
 
 TEST(tracer_gpt2_mha_attention)
