@@ -114,8 +114,9 @@ int cmd_tune(int argc, char **argv)
         }
         for (int i = 0; i < t->n_skipped; i++)
             printf("%6d %5d   %s\n", t->skipped[i].m, t->skipped[i].mbs, t->skipped[i].reason);
-        printf("\nbest: m = %d microbatches of %d samples, %.1f ms per step\n",
-               t->pts[t->best].m, t->pts[t->best].mbs, 1e3 * t->pts[t->best].step_s);
+        const sc_tune_point *bp = &t->pts[t->best];
+        printf("\nbest: m = %d microbatch%s of %d sample%s, %.1f ms per step\n", bp->m,
+               bp->m == 1 ? "" : "es", bp->mbs, bp->mbs == 1 ? "" : "s", 1e3 * bp->step_s);
         cli_print_label(&c, best_s, "the best's measured step", 1, m, tune_gpus(t),
                         o.attn == SC_ATTN_FLASH);
         if (out)

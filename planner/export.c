@@ -1,6 +1,7 @@
 /* export.c - the analysis every export target shares, the target table, and
  * the export's JSON and files; see export.h. */
 #include "export_int.h"
+#include "gen.h"
 #include "json.h"
 #include "outdir.h"
 
@@ -362,6 +363,7 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
     }
     g->vocab = (int)sc_module_dim(emb, "vocab", 0);
     g->seq = m->seq_len;
+    g->ce = sc_gen_head_cross_entropy(head, m->dtype);
     g->tied = emb->group >= 0 && emb->group == head->group;
     g->pos_embed = sc_module_totals(emb).params >= ((double)g->vocab + g->seq) * g->hidden;
     /* or a table of its own (a traced GPT-2's transformer.wpe, whose rows the

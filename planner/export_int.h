@@ -38,6 +38,9 @@ typedef struct ex_gpt {
     int kv_groups;
     enum { EX_MLP_GELU, EX_MLP_SWIGLU, EX_MLP_RELU2 } mlp;
     int rmsnorm, no_bias, rope;
+    /* the loss the head's kernels price (sc_gen_head_cross_entropy:
+     * "megatron", "megatron-fused", "xentropy"), or NULL when not known */
+    const char *ce;
 } ex_gpt;
 
 struct sc_export_ctx {

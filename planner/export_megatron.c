@@ -196,6 +196,16 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     }
     if (!g->tied)
         arg_flag(a, G_MODEL, "--untie-embeddings-and-output-weights");
+    /* the loss over the logits the plan priced (model gen --cross_entropy) */
+    if (g->ce && strcmp(g->ce, "megatron")) {
+        arg_flag(a, G_MODEL, "--cross-entropy-loss-fusion");
+        if (!strcmp(g->ce, "xentropy"))
+            st = st ? st : ex_note(e, "the plan priced apex's one-kernel cross-entropy "
+                                      "(xentropy); Megatron-LM has none, so the script takes its "
+                                      "fused loss (--cross-entropy-loss-fusion), which passes over "
+                                      "the logits more often: the last stage is slower than "
+                                      "planned");
+    }
     /* Megatron-LM drops out at 0.1 unless told: a model whose kernels run
      * no dropout (Llama's; Megatron's Llama examples pass the same) */
     if (x->dropout == 0) {

@@ -538,6 +538,10 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                                   "softmax, the product with V) is checkpointed and rebuilt in "
                                   "the backward, as Megatron-LM's selective recompute; nothing "
                                   "else is recomputed");
+        if (!st && x->gpt.ce && strcmp(x->gpt.ce, "megatron"))
+            st = ex_note(e, "the file's loss is PyTorch's F.cross_entropy over fp32 logits, "
+                            "which passes over them more often than the plan's %s loss",
+                         x->gpt.ce);
         if (!st && x->dropout == 1)
             st = ex_note(e, "the file's GPT has no dropout: the plan's dropout kernels and "
                             "their masks do not run, so it holds less memory and steps faster "

@@ -703,12 +703,38 @@ TEST(export_dropout_as_planned)
     CHECK_STR_HAS(out, "the file's GPT has no dropout");
 }
 
+/* The loss as the model prices it (model gen --cross_entropy): Megatron's
+ * fused loss for megatron-fused, the same with a note for apex's xentropy
+ * (Megatron-LM has none), nothing for the default; the torch file, whose
+ * loss is F.cross_entropy, notes the fused ones. */
+TEST(export_cross_entropy_as_planned)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    static const struct {
+        const char *ce;
+        int fused, note;
+    } cases[] = {{"megatron", 0, 0}, {"megatron-fused", 1, 0}, {"xentropy", 1, 1}};
+    for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
+        char model[600], plan[64];
+        snprintf(model, sizeof model, "%s/ce%zu.json", d, i);
+        snprintf(plan, sizeof plan, "ce%zu.plan", i);
+        REQUIRE(SC("%s model gen gpt --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 512 "
+                   "--cross_entropy %s -o %s >/dev/null", bin, cases[i].ce, model) == 0);
+        REQUIRE(make_plan(plan, model, "--nodes 1 --pp 2 --microbatches 4") == 0);
+        REQUIRE(SC("%s export %s/%s --to megatron | tr -s '\\n#' ' '", bin, d, plan) == 0);
+        CHECK(!!strstr(out, " --cross-entropy-loss-fusion ") == cases[i].fused);
+        CHECK(!!strstr(out, "apex's one-kernel cross-entropy") == cases[i].note);
+        REQUIRE(SC("%s export %s/%s --to torch | tr -s '\\n#' ' '", bin, d, plan) == 0);
+        CHECK(!!strstr(out, "the file's loss is PyTorch's F.cross_entropy") == cases[i].fused);
+    }
+}
+
 /* The Megatron-LM scripts pass arguments Megatron-LM itself accepts, where
  * SC_MEGATRON names a checkout (the checked commit's) and SC_TORCH_PYTHON a
  * python that imports it: tests/export/torchrun stands in for torchrun and
  * runs Megatron's parse_args and validate_args (tests/export/megatron_args.py)
  * over what the script passes to pretrain_gpt.py, with the script's own
- * environment. Five plans: tp 2 x pp 2 x dp 4 with full recompute;
+ * environment. Six plans: tp 2 x pp 2 x dp 4 with full recompute;
  * interleaved with sequence parallelism and the distributed optimizer;
  * Llama 3 8B under Megatron-FSDP with tp 4, with context parallelism 2, and
  * at ZeRO 2 (Megatron-FSDP's optim_grads) with tp 2. */
@@ -743,12 +769,23 @@ TEST(export_megatron_accepted)
         {"llama3-8b", "dgx-h100", "--nodes 2 --dp 8 --tp 2 --microbatches 4 --zero 2 --attn flash "
          "--grad-reduce-in-fp32 1 --overlap-param-gather 1",
          "megatron accepted: world 16 tp 2 pp 1 dp 8 vp None gbs 32 mbs 1"},
+        /* a small Llama with Megatron's fused loss (below): --cross-entropy-loss-fusion */
+        {NULL, "dgx-h100", "--nodes 1 --dp 4 --tp 2 --microbatches 2 --zero 1",
+         "megatron accepted: world 8 tp 2 pp 1 dp 4 vp None gbs 8 mbs 1"},
     };
+    char fused[600];
+    snprintf(fused, sizeof fused, "%s/fused.json", d);
+    REQUIRE(SC("%s model gen llama --layers 4 --hidden 1024 --heads 16 --kv_heads 4 --ffn 4096 "
+               "--seq 1024 --vocab 32000 --cross_entropy megatron-fused -o %s >/dev/null",
+               sc_test_bin(), fused) == 0);
     for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
         REQUIRE(SC("%s sim --model %s --cluster %s %s -o %s/m%zu.json >/dev/null && "
                    "%s export %s/m%zu.json --to megatron -o %s/m%zu >/dev/null", sc_test_bin(),
-                   cases[i].model, cases[i].cluster, cases[i].args, d, i, sc_test_bin(), d, i, d,
-                   i) == 0);
+                   cases[i].model ? cases[i].model : fused, cases[i].cluster, cases[i].args, d, i,
+                   sc_test_bin(), d, i, d, i) == 0);
+        if (!cases[i].model)
+            CHECK(SC("grep -q -- '--cross-entropy-loss-fusion' %s/m%zu/megatron_torchrun.sh", d,
+                     i) == 0);
         int rc = SC("env -u CUDA_DEVICE_MAX_CONNECTIONS PATH=%s:$PATH MEGATRON=%s "
                     "SC_TORCH_PYTHON=%s timeout 120 bash %s/m%zu/megatron_torchrun.sh 2>&1 | "
                     "grep -E 'accepted|Error'", stand_in, mg, py, d, i);

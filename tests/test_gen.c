@@ -544,6 +544,9 @@ TEST(gen_cross_entropy_as_run)
             CHECK_NEAR(ce->bytes, want[i].fwd * s * V, 1e-12);
             CHECK_NEAR(ce->bwd_bytes, want[i].bwd * s * V, 1e-12);
             CHECK_NEAR(head->act_saved_bytes, d * s * h + want[i].saved * s * V, 1e-12);
+            /* and read back from the bytes (what the exports ask) */
+            const char *back = sc_gen_head_cross_entropy(head, want[i].dt);
+            CHECK(back && !strcmp(back, want[i].ce));
             sc_model_free(m);
         }
     /* the default is Megatron-LM's, and so are the built-ins */

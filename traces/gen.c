@@ -437,34 +437,55 @@ sc_module *sc_gen_tok_embed(sc_gen_ctx *c, sc_module *parent, const char *name, 
     return x;
 }
 
+/* The loss's passes over the logits, in bytes per logit (d the logits'
+ * bytes; an fp32 model's .float() is no copy), forward, backward and saved:
+ *  - megatron: Megatron-LM's vocab_parallel_cross_entropy on
+ *    logits.float() (megatron/core/tensor_parallel/cross_entropy.py), one
+ *    op at a time: the cast (d + 4), the max (4), the in-place subtraction
+ *    and exp (8 + 8), the sum (4), the in-place division into the softmax
+ *    it saves (8): d + 36 forward; backward the in-place multiply by the
+ *    loss's gradient (8) and the cast back to the logits' type (4 + d).
+ *  - megatron-fused: the same steps under jit fusion
+ *    (megatron/core/fusions/fused_cross_entropy.py, NeMo's
+ *    cross_entropy_loss_fusion): cast with max (d + 4), subtract-exp-sum
+ *    (8), divide (8): d + 20; backward one pass, read fp32, write d.
+ *  - xentropy: apex's softmax cross-entropy kernel (flash-attention's
+ *    losses, LLM Foundry's fused_crossentropy): two reads of the logits
+ *    forward (the max, then the sum of exponentials), backward one read
+ *    and the gradient's write; it saves the logits, not a softmax. */
+static void ce_bytes(sc_gen_ce ce, double d, double *fwd_b, double *bwd_b, double *saved_b)
+{
+    double cast = d == 4 ? 0 : d + 4;
+    if (ce == SC_CE_XENTROPY) {
+        *fwd_b = 2 * d, *bwd_b = 2 * d, *saved_b = d;
+    } else if (ce == SC_CE_MEGATRON_FUSED) {
+        *fwd_b = (cast ? cast : 4) + 16, *bwd_b = 4 + d, *saved_b = 4; /* max read in the cast */
+    } else {
+        *fwd_b = cast + 32, *bwd_b = 8 + cast, *saved_b = 4;
+    }
+}
+
+const char *sc_gen_head_cross_entropy(const sc_module *head, sc_dtype dt)
+{
+    const sc_kernel *k = sc_module_kernel(head, "cross_entropy");
+    double s = sc_module_dim(head, "seq", 0), V = sc_module_dim(head, "vocab", 0);
+    if (!k || !(s > 0 && V > 0))
+        return NULL;
+    for (int ce = SC_CE_MEGATRON; ce <= SC_CE_XENTROPY; ce++) {
+        double f, b, saved;
+        ce_bytes((sc_gen_ce)ce, sc_dtype_bytes(dt), &f, &b, &saved);
+        if (fabs(k->bytes - f * s * V) <= 1e-9 * k->bytes &&
+            fabs(k->bwd_bytes - b * s * V) <= 1e-9 * k->bwd_bytes)
+            return sc_gen_ce_names[ce];
+    }
+    return NULL;
+}
+
 sc_module *sc_gen_lm_head(sc_gen_ctx *c, sc_module *parent, const char *name, double h,
                           double V, double s, int own, const char *shared)
 {
-    double d = c->d;
-    /* The loss's passes over the logits, in bytes per logit (d the logits'
-     * bytes; an fp32 model's .float() is no copy):
-     *  - megatron: Megatron-LM's vocab_parallel_cross_entropy on
-     *    logits.float() (megatron/core/tensor_parallel/cross_entropy.py), one
-     *    op at a time: the cast (d + 4), the max (4), the in-place subtraction
-     *    and exp (8 + 8), the sum (4), the in-place division into the softmax
-     *    it saves (8): d + 36 forward; backward the in-place multiply by the
-     *    loss's gradient (8) and the cast back to the logits' type (4 + d).
-     *  - megatron-fused: the same steps under jit fusion
-     *    (megatron/core/fusions/fused_cross_entropy.py, NeMo's
-     *    cross_entropy_loss_fusion): cast with max (d + 4), subtract-exp-sum
-     *    (8), divide (8): d + 20; backward one pass, read fp32, write d.
-     *  - xentropy: apex's softmax cross-entropy kernel (flash-attention's
-     *    losses, LLM Foundry's fused_crossentropy): two reads of the logits
-     *    forward (the max, then the sum of exponentials), backward one read
-     *    and the gradient's write; it saves the logits, not a softmax. */
-    double cast = d == 4 ? 0 : d + 4, fwd_b, bwd_b, saved_b;
-    if (c->ce == SC_CE_XENTROPY) {
-        fwd_b = 2 * d, bwd_b = 2 * d, saved_b = d;
-    } else if (c->ce == SC_CE_MEGATRON_FUSED) {
-        fwd_b = (cast ? cast : 4) + 16, bwd_b = 4 + d, saved_b = 4; /* max read in the cast */
-    } else {
-        fwd_b = cast + 32, bwd_b = 8 + cast, saved_b = 4;
-    }
+    double d = c->d, cast = d == 4 ? 0 : d + 4, fwd_b, bwd_b, saved_b;
+    ce_bytes(c->ce, d, &fwd_b, &bwd_b, &saved_b);
     sc_module *x = sc_gen_add(c, parent, "head", "%s", name);
     sc_gen_set(x, own ? V * h : 0, 2 * s * h * V, d * s * V, d * s * h + saved_b * s * V);
     sc_module_set_tp(x, 12 * s, 1); /* parallel cross-entropy: 3 fp32 per token */

@@ -50,4 +50,10 @@ sc_status sc_gen_run(const sc_gen *g, const char *name, sc_dtype dtype, int n_ov
                      const char *const *names, const double *vals, sc_model **out,
                      sc_error *err);
 
+/* The loss a generated LM head's "cross_entropy" kernel prices (model gen
+ * --cross_entropy): "megatron", "megatron-fused" or "xentropy", read back
+ * from its bytes per logit in a model of dtype dt; NULL for any other head
+ * (traced, hand-written, or none). */
+const char *sc_gen_head_cross_entropy(const sc_module *head, sc_dtype dt);
+
 #endif
