@@ -532,8 +532,10 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
             st = p->attn == SC_ATTN_FLASH
                      ? ex_note(e, "selective recompute: F.scaled_dot_product_attention's flash "
                                   "and memory-efficient kernels keep no attention scores, which "
-                                  "is what selective recompute saves; nothing else is "
-                                  "recomputed")
+                                  "is what selective recompute saves, so nothing is recomputed; "
+                                  "the plan, as Megatron-Core does, re-runs the fused kernel's "
+                                  "forward in the backward, so the file steps a little faster "
+                                  "than planned")
                      : ex_note(e, "selective recompute: the unfused attention (scores, mask, "
                                   "softmax, the product with V) is checkpointed and rebuilt in "
                                   "the backward, as Megatron-LM's selective recompute; nothing "

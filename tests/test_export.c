@@ -656,6 +656,11 @@ TEST(export_attention_as_planned)
     REQUIRE(SC("%s export %s/f.json --to torch | tr -s '\\n#' ' '", bin, d) == 0);
     CHECK_STR_HAS(out, " ATTENTION = \"flash\" DTYPE");
     CHECK(!strstr(out, "attention runs unfused"));
+    /* selective recompute with the fused kernel: the plan re-runs its forward */
+    REQUIRE(make_plan("fs.json", "gpt-1.3b",
+                      "--nodes 1 --pp 2 --microbatches 4 --attn flash --recompute selective") == 0);
+    REQUIRE(SC("%s export %s/fs.json --to torch | tr -s '\\n#' ' '", bin, d) == 0);
+    CHECK_STR_HAS(out, "re-runs the fused kernel's forward in the backward");
 
     REQUIRE(SC("%s export %s/u.json --to deepspeed | tr -s '\\n#' ' '", bin, d) == 0);
     CHECK_STR_HAS(out, "the plan priced their attention unfused");
