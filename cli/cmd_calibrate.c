@@ -14,8 +14,8 @@
 
 static void calibrate_help(void)
 {
-    printf("usage: stagecraft calibrate --cluster C FILE... -o calibrated.json [--date D] "
-           "[--force] [--size-factors] [--kernels] [--json]\n"
+    printf("usage: stagecraft calibrate --cluster C FILE... -o calibrated.json [--date D]\n"
+           "                           [--force] [--size-factors] [--kernels] [--json]\n"
            "Fits cluster C's efficiency parameters to measurements: FILEs are bench results\n"
            "(stagecraft bench -o) and measured timelines (stagecraft exec -o, whose plan must\n"
            "still open). Compute: eff_max, f_half, the per-op overhead and (with measured\n"
