@@ -117,6 +117,17 @@ static int opt_word(const char *cmd, const char *label, const cli_opt *o, const 
     return 0;
 }
 
+/* --attn: a word, remembered as given (cli_print_attn_hint); dst is the
+ * cli_search_args every shared option lands in. */
+static int opt_attn(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                    void *dst)
+{
+    int st = opt_word(cmd, label, o, arg, dst);
+    if (!st)
+        ((cli_search_args *)dst)->attn_given = 1;
+    return st;
+}
+
 /* sc_recompute_name's words, in sc_recompute order, built once (the CLI is
  * one thread). */
 static const char *recompute_words(void)
@@ -311,7 +322,7 @@ const cli_opt cli_search_opts[] = {
      "unfused keeps the scores (Megatron-LM's local\n"
      "attention); flash fuses them and keeps none, as the\n"
      "Transformer Engine kernels Megatron-Core picks by\n"
-     "default (default unfused)", opt_word, OFF(o.attn), 0, 0, ALL,
+     "default (default unfused)", opt_attn, OFF(o.attn), 0, 0, ALL,
      "attn", attn_words, 0},
     {"max-mem", 0, "SIZE", "refuse to simulate a step whose estimated memory is\n"
      "above SIZE (512M, 8G; default half the physical memory)", cli_opt_bytes,

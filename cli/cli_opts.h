@@ -49,6 +49,7 @@ typedef struct cli_search_args {
     long top;                 /* --top: plans listed (display only) */
     int json;
     double max_mem;           /* --max-mem in bytes; 0: the default (cli_mem.h) */
+    int attn_given;           /* --attn (or --fix attn=) was given */
     sc_search_opts o;         /* partitioner, max_mbs, optimize_memory, memory_weight,
                                  shared_strict and the fixed choices fix_* (0, NULL or
                                  -1: not given) */

@@ -357,6 +357,7 @@ int cmd_plan(int argc, char **argv)
             printf("\n");
             cli_print_label(&c, sc_search_ranked(s, 0)->sim->step_time_s, "#1's measured step", 1,
                             m, sc_search_ranked(s, 0)->sim->n_ranks, o.attn == SC_ATTN_FLASH);
+            cli_print_attn_hint(&c, m, o.attn == SC_ATTN_FLASH, a.s.attn_given);
         }
         if (out)
             printf("\nwinner written to %s\n", out);

@@ -119,6 +119,7 @@ int cmd_tune(int argc, char **argv)
                bp->m == 1 ? "" : "es", bp->mbs, bp->mbs == 1 ? "" : "s", 1e3 * bp->step_s);
         cli_print_label(&c, best_s, "the best's measured step", 1, m, tune_gpus(t),
                         o.attn == SC_ATTN_FLASH);
+        cli_print_attn_hint(&c, m, o.attn == SC_ATTN_FLASH, a.s.attn_given);
         if (out)
             printf("curve written to %s (draw it with 'stagecraft plot tune %s -o tune.png')\n",
                    out, out);

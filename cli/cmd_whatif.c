@@ -124,7 +124,7 @@ static const char *money(double v, char *b)
 
 /* Which kind of cluster each prediction used (cli_print_label), with the error
  * bar of the first point's step of each validated preset. */
-static void print_labels(const sc_whatif *w, const sc_model *m, int flash)
+static void print_labels(const sc_whatif *w, const sc_model *m, int flash, int attn_given)
 {
     printf("\n");
     for (int c = 0; c < w->n_clusters; c++) {
@@ -135,6 +135,11 @@ static void print_labels(const sc_whatif *w, const sc_model *m, int flash)
                  nodes == 1 ? "" : "s");
         cli_print_label(&w->clusters[c], p ? p->step_s : 0, what, 1, m, p ? p->gpus : 0, flash);
     }
+    for (int c = 0; c < w->n_clusters; c++) /* once, under the labels */
+        if (w->clusters[c].eff.gemm.flash_fwd > 0) {
+            cli_print_attn_hint(&w->clusters[c], m, flash, attn_given);
+            break;
+        }
 }
 
 /* A point's layout in one word-list, "dp.tp.pp [v V] mM mbsB schedule zZ
@@ -341,7 +346,7 @@ int cmd_whatif(int argc, char **argv)
         double bw, bg, bo;
         sc_cost_state_bytes(m->dtype, &bw, &bg, &bo);
         print_table(w, m, (bw + bo) * sc_model_totals(m).params, &o);
-        print_labels(w, m, o.attn == SC_ATTN_FLASH);
+        print_labels(w, m, o.attn == SC_ATTN_FLASH, a.s.attn_given);
         printf("\nfront: the (days, $) options no other beats on both, over every cluster and "
                "count%s\n",
                w->spot ? ", on demand and spot" : "");

@@ -687,6 +687,48 @@ TEST(cluster_label_beyond_the_rows)
     CHECK(!strstr(out, "beyond the validation rows"));
 }
 
+/* plan, tune and whatif say when they took the default unfused attention for
+ * a model that lists fused kernels on a cluster that prices them; not when
+ * --attn (or --fix attn=) was given, nor for a model without the kernels. */
+TEST(cluster_label_attention_default_said)
+{
+    const char *bin = sc_test_bin();
+    REQUIRE(sc_test_exists(bin));
+    static char out[1 << 18];
+    const char *d = sc_test_tmpdir(), *hint = "attention: unfused, the default";
+    const char *base = "--model gpt-1.3b --cluster p4d.24xlarge --nodes 1 --global-batch 64";
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --top 1", bin, base) == 0);
+    CHECK_STR_HAS(out, hint);
+    CHECK_STR_HAS(out, "--attn flash prices the fused kernels");
+    const char *given[] = {"--attn unfused", "--attn flash", "--fix attn=unfused"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(given); i++) {
+        CHECK(sc_test_sh(out, sizeof out, "%s plan %s --top 1 %s", bin, base, given[i]) == 0);
+        if (strstr(out, hint))
+            sc_test_fail(__FILE__, __LINE__, "plan %s still says %s", given[i], hint);
+    }
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --top 1 --json", bin, base) == 0);
+    CHECK(!strstr(out, hint));
+    CHECK(sc_test_sh(out, sizeof out, "%s tune %s --dp 8 --tp 1 --pp 1", bin, base) == 0);
+    CHECK_STR_HAS(out, hint);
+    /* whatif: once, over two clusters */
+    CHECK(sc_test_sh(out, sizeof out, "%s whatif --model gpt-1.3b --cluster "
+                     "p4d.24xlarge,p5.48xlarge --nodes 1 --global-batch 64 --tokens 1e9 "
+                     "-o %s/wh", bin, d) == 0);
+    const char *first = strstr(out, hint);
+    CHECK(first && !strstr(first + 1, hint));
+    /* a model whose leaves list no fused kernels (a traced-style file): nothing */
+    REQUIRE(sc_test_sh(out, sizeof out, "%s model gen gpt --layers 2 --hidden 256 --heads 4 "
+                       "--seq 128 --vocab 512 -o %s/k.json && cd %s && /usr/bin/python3 -c "
+                       "\"import json; m = json.load(open('k.json')); "
+                       "s = lambda x: [x.pop('kernels', None)] + [s(c) for c in "
+                       "x.get('children', [])]; s(m['root']); "
+                       "json.dump(m, open('nk.json', 'w'))\"", bin, d, d) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model %s/nk.json --cluster p4d.24xlarge "
+                     "--nodes 1 --global-batch 64 --top 1", bin, d) == 0);
+    CHECK_STR_HAS(out, "cluster: validated preset p4d.24xlarge");
+    CHECK(!strstr(out, hint));
+}
+
 /* sim, plan, tune and whatif say which kind of cluster they used, human and
  * --json, through the one classification. */
 TEST(cluster_label_in_commands)
