@@ -365,16 +365,18 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
     g->seq = m->seq_len;
     g->ce = sc_gen_head_cross_entropy(head, m->dtype);
     g->tied = emb->group >= 0 && emb->group == head->group;
-    g->pos_embed = sc_module_totals(emb).params >= ((double)g->vocab + g->seq) * g->hidden;
+    double rows = sc_module_totals(emb).params / g->hidden - g->vocab;
+    g->pos_embed = rows >= g->seq;
     /* or a table of its own (a traced GPT-2's transformer.wpe, whose rows the
      * tracer calls its vocabulary): another embedding before the layers, with
      * a row per position and fewer rows than the tokens' */
     for (int u = 0; u < fb && !g->pos_embed; u++) {
         const sc_module *pe = x->units[u].mod;
-        double rows = sc_module_totals(pe).params / g->hidden;
+        rows = sc_module_totals(pe).params / g->hidden;
         g->pos_embed = pe != emb && !strcmp(pe->kind, "embedding") && rows >= g->seq &&
                        rows < g->vocab;
     }
+    g->pos_rows = g->pos_embed ? (int)floor(rows) : 0;
 }
 
 int sc_export_is_gpt(const sc_model *m, char *why, size_t n)

@@ -31,6 +31,7 @@ typedef struct ex_gpt {
     int layers, hidden, heads, kv, ffn, vocab, seq;
     int tied;                 /* the head shares the embedding's weights */
     int pos_embed;            /* the embedding holds learned positions */
+    int pos_rows;             /* and that many of them (>= seq), when it does */
     /* the Llama-style variants the layers show (ex_gpt_variant, export.c):
      * grouped-query attention with kv_groups < heads key/value heads, the
      * MLP's activation, RMSNorm, no biases on the linear layers, rotary

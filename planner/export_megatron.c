@@ -181,7 +181,9 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     if (g->no_bias)
         arg_flag(a, G_MODEL, "--disable-bias-linear");
     arg_num(a, G_MODEL, "--seq-length", g->seq);
-    arg_num(a, G_MODEL, "--max-position-embeddings", g->seq);
+    /* a learned table as long as the model's (a GPT-2 traced at 512 tokens
+     * keeps its 1024 rows), so the parameters are the plan's */
+    arg_num(a, G_MODEL, "--max-position-embeddings", g->pos_rows > g->seq ? g->pos_rows : g->seq);
     if (g->rope && !g->pos_embed) {
         arg_str(a, G_MODEL, "--position-embedding-type", "rope");
         st = st ? st : ex_note(e, "rotary positions: their base and scaling are not part of the "

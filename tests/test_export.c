@@ -681,6 +681,31 @@ TEST(export_attention_as_planned)
     CHECK(!strstr(out, ", attention "));
 }
 
+/* Learned positions: the table's rows, when more than the sequence (a model
+ * traced at a shorter sequence than it was built for), become
+ * --max-position-embeddings, so Megatron-LM builds the plan's parameters. */
+TEST(export_megatron_position_rows)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(SC("%s model gen gpt --layers 2 --hidden 256 --heads 4 --seq 128 --vocab 512 "
+               "-o %s/pe.json >/dev/null && cd %s && /usr/bin/python3 -c \"import json; "
+               "m = json.load(open('pe.json')); e = m['root']['children'][0]; "
+               "assert e['name'] == 'embed' and e['params'] == (512 + 128) * 256; "
+               "e['params'] = (512 + 256) * 256; json.dump(m, open('pe2.json', 'w'))\"",
+               bin, d, d) == 0);
+    char model[600];
+    snprintf(model, sizeof model, "%s/pe.json", d);
+    REQUIRE(make_plan("pe.plan", model, "--nodes 1 --dp 2 --microbatches 1") == 0);
+    REQUIRE(SC("%s export %s/pe.plan --to megatron", bin, d) == 0);
+    CHECK_ARG(out, "--max-position-embeddings 128");
+    snprintf(model, sizeof model, "%s/pe2.json", d);
+    REQUIRE(make_plan("pe2.plan", model, "--nodes 1 --dp 2 --microbatches 1") == 0);
+    REQUIRE(SC("%s export %s/pe2.plan --to megatron", bin, d) == 0);
+    CHECK_ARG(out, "--seq-length 128");
+    CHECK_ARG(out, "--max-position-embeddings 256");
+    CHECK(!strstr(out, "--position-embedding-type"));
+}
+
 /* Dropout as the model's kernels run it: a GPT without dropout (gpt
  * --no_dropout, as MPT trains) gets --attention-dropout 0 --hidden-dropout 0
  * from the Megatron-LM export (whose default is 0.1) and no note from the
