@@ -80,10 +80,11 @@ struct sc_model;
 void cli_print_label(const struct sc_cluster *c, double step_s, const char *what, int ms,
                      const struct sc_model *m, long gpus, int flash);
 /* Under the label, when the prediction took the default unfused attention
- * (given 0) for a model m that lists fused attention kernels on a cluster c
- * with their rates: a line saying so and how to price the fused kernels
- * (--attn flash), which Megatron-Core and PyTorch run by default. */
-void cli_print_attn_hint(const struct sc_cluster *c, const struct sc_model *m, int flash,
+ * (given 0) for a model m whose kernels price attention
+ * (sc_model_prices_attention) on a cluster c with fused-attention rates: a
+ * line saying so and how to price the fused kernels (--attn flash), which
+ * Megatron-Core and PyTorch run by default. Returns 1 when it printed. */
+int cli_print_attn_hint(const struct sc_cluster *c, const struct sc_model *m, int flash,
                          int given);
 struct cJSON;
 void cli_label_json(struct cJSON *o, const struct sc_cluster *c, double step_s,

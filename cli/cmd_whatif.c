@@ -136,10 +136,8 @@ static void print_labels(const sc_whatif *w, const sc_model *m, int flash, int a
         cli_print_label(&w->clusters[c], p ? p->step_s : 0, what, 1, m, p ? p->gpus : 0, flash);
     }
     for (int c = 0; c < w->n_clusters; c++) /* once, under the labels */
-        if (w->clusters[c].eff.gemm.flash_fwd > 0) {
-            cli_print_attn_hint(&w->clusters[c], m, flash, attn_given);
+        if (cli_print_attn_hint(&w->clusters[c], m, flash, attn_given))
             break;
-        }
 }
 
 /* A point's layout in one word-list, "dp.tp.pp [v V] mM mbsB schedule zZ

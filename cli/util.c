@@ -100,18 +100,14 @@ void cli_print_label(const sc_cluster *c, double step_s, const char *what, int m
                "run\n", c->name, out);
 }
 
-void cli_print_attn_hint(const sc_cluster *c, const sc_model *m, int flash, int given)
+int cli_print_attn_hint(const sc_cluster *c, const sc_model *m, int flash, int given)
 {
-    if (flash || given || !m || !(c->eff.gemm.sms > 0 && c->eff.gemm.flash_fwd > 0))
-        return;
-    for (int i = 0; i < m->n_leaves; i++)
-        for (int k = 0; k < m->leaves[i]->n_kernels; k++)
-            if (m->leaves[i]->kernels[k].attn == SC_ATTN_FLASH) {
-                printf("  attention: unfused, the default (the scores kept, their own "
-                       "kernels); --attn flash prices the fused kernels Megatron-Core and "
-                       "PyTorch run by default\n");
-                return;
-            }
+    if (flash || given || !m || !(c->eff.gemm.sms > 0 && c->eff.gemm.flash_fwd > 0) ||
+        !sc_model_prices_attention(m))
+        return 0;
+    printf("  attention: unfused, the default (the scores kept, their own kernels); --attn "
+           "flash prices the fused kernels Megatron-Core and PyTorch run by default\n");
+    return 1;
 }
 
 void cli_label_json(cJSON *o, const sc_cluster *c, double step_s, const sc_model *m, long gpus,

@@ -436,17 +436,6 @@ void sc_export_free(sc_export *e)
     sc_free(e);
 }
 
-/* Whether some leaf's kernels run under one attention implementation only:
- * then the plan's `attention` changed its step time and memory. */
-static int attention_priced(const sc_model *m)
-{
-    for (int i = 0; i < m->n_leaves; i++)
-        for (int k = 0; k < m->leaves[i]->n_kernels; k++)
-            if (m->leaves[i]->kernels[k].attn != SC_ATTN_ANY)
-                return 1;
-    return 0;
-}
-
 /* ex_ctx.dropout: whether the model's kernels run dropout. */
 static int dropout_of(const sc_model *m)
 {
@@ -497,7 +486,7 @@ sc_status sc_export_make(const sc_plan *p, const sc_model *m, const char *plan_f
     }
     x.stage_unit[x.n_stages] = x.n_units;
     gpt_shape(&x, &x.gpt);
-    if (attention_priced(m))
+    if (sc_model_prices_attention(m))
         x.attention = sc_attn_name(p->attn);
     x.dropout = dropout_of(m);
 

@@ -55,6 +55,11 @@ int sc_test_exists(const char *path);
  * NULL, with the failure recorded, when either step fails. Free with
  * sc_model_free. */
 struct sc_model *sc_test_small_gpt(const char *name);
+/* Opens model (a built-in name or a file), drops every leaf's kernel list
+ * (the leaves' totals stay, as in a model file written without kernels) and
+ * saves it to the test's scratch directory as name: 1 when that worked; 0,
+ * with the failure recorded, otherwise. */
+int sc_test_model_without_kernels(const char *model, const char *name);
 /* Saves c to the test's scratch directory as name and loads it into *back:
  * 1 when both worked and *back equals c (sc_cluster_equal); 0, with the
  * failure recorded, otherwise. */

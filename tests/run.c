@@ -91,6 +91,23 @@ struct sc_model *sc_test_small_gpt(const char *name)
     return m;
 }
 
+int sc_test_model_without_kernels(const char *model, const char *name)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    sc_model *m = NULL;
+    sc_error err = {0};
+    sc_status st = sc_model_open(model, &m, &err);
+    for (int i = 0; !st && i < m->n_leaves; i++)
+        m->leaves[i]->n_kernels = 0;
+    if (!st)
+        st = sc_model_save(m, path, &err);
+    sc_model_free(m);
+    if (st)
+        sc_test_fail(__FILE__, __LINE__, "%s without kernels: %s", model, err.msg);
+    return !st;
+}
+
 int sc_test_cluster_round_trip(const sc_cluster *c, const char *name, sc_cluster *back)
 {
     char path[PATH_MAX];

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "export.h"
 #include "json.h"
+#include "model.h"
 #include "plan.h"
 
 #include <dirent.h>
@@ -668,13 +669,10 @@ TEST(export_attention_as_planned)
     CHECK_STR_HAS(out, "the plan priced their attention flash");
 
     /* a model without kernel lists: its leaves' totals, whatever --attn says */
-    REQUIRE(SC("%s model gen gpt --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 512 "
-               "-o %s/k.json >/dev/null && cd %s && /usr/bin/python3 -c \"import json; "
-               "m = json.load(open('k.json')); "
-               "s = lambda x: [x.pop('kernels', None)] + [s(c) for c in x.get('children', [])]; "
-               "s(m['root']); json.dump(m, open('nk.json', 'w'))\" && ! grep -q kernels nk.json "
-               "&& %s sim --model nk.json --cluster dgx-a100-80g --nodes 1 --pp 2 "
-               "--microbatches 4 -o nk_plan.json >/dev/null", bin, d, d, bin) == 0);
+    REQUIRE(sc_test_model_without_kernels("gpt-1.3b", "nk.json"));
+    REQUIRE(SC("cd %s && ! grep -q kernels nk.json && %s sim --model nk.json --cluster "
+               "dgx-a100-80g --nodes 1 --pp 2 --microbatches 4 -o nk_plan.json >/dev/null", d,
+               bin) == 0);
     REQUIRE(SC("%s export %s/nk_plan.json --to megatron | tr -s '\\n#' ' '", bin, d) == 0);
     CHECK(!strstr(out, "--attention-backend"));
     CHECK_STR_HAS(out, "placement tp,pp,dp, bf16 ");
@@ -687,22 +685,28 @@ TEST(export_attention_as_planned)
 TEST(export_megatron_position_rows)
 {
     const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
-    REQUIRE(SC("%s model gen gpt --layers 2 --hidden 256 --heads 4 --seq 128 --vocab 512 "
-               "-o %s/pe.json >/dev/null && cd %s && /usr/bin/python3 -c \"import json; "
-               "m = json.load(open('pe.json')); e = m['root']['children'][0]; "
-               "assert e['name'] == 'embed' and e['params'] == (512 + 128) * 256; "
-               "e['params'] = (512 + 256) * 256; json.dump(m, open('pe2.json', 'w'))\"",
-               bin, d, d) == 0);
+    /* sc_test_small_gpt: vocabulary 256, sequence 32, h 64; its embedding
+     * holds the tokens' and the positions' rows */
+    sc_model *m = sc_test_small_gpt("pe.json");
+    REQUIRE(m);
+    sc_module *e = sc_model_find(m, "embed");
+    REQUIRE(e && e->params == (256 + 32) * 64);
+    e->params = (256 + 64) * 64; /* 64 position rows for 32 tokens */
     char model[600];
+    snprintf(model, sizeof model, "%s/pe2.json", d);
+    sc_error err = {0};
+    sc_status st = sc_model_save(m, model, &err);
+    sc_model_free(m);
+    REQUIRE(st == SC_OK);
     snprintf(model, sizeof model, "%s/pe.json", d);
     REQUIRE(make_plan("pe.plan", model, "--nodes 1 --dp 2 --microbatches 1") == 0);
     REQUIRE(SC("%s export %s/pe.plan --to megatron", bin, d) == 0);
-    CHECK_ARG(out, "--max-position-embeddings 128");
+    CHECK_ARG(out, "--max-position-embeddings 32");
     snprintf(model, sizeof model, "%s/pe2.json", d);
     REQUIRE(make_plan("pe2.plan", model, "--nodes 1 --dp 2 --microbatches 1") == 0);
     REQUIRE(SC("%s export %s/pe2.plan --to megatron", bin, d) == 0);
-    CHECK_ARG(out, "--seq-length 128");
-    CHECK_ARG(out, "--max-position-embeddings 256");
+    CHECK_ARG(out, "--seq-length 32");
+    CHECK_ARG(out, "--max-position-embeddings 64");
     CHECK(!strstr(out, "--position-embedding-type"));
 }
 

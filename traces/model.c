@@ -220,6 +220,15 @@ const sc_module *sc_model_not_causal(const sc_model *m, const char **why)
     return NULL;
 }
 
+int sc_model_prices_attention(const sc_model *m)
+{
+    for (int i = 0; i < m->n_leaves; i++)
+        for (int k = 0; k < m->leaves[i]->n_kernels; k++)
+            if (m->leaves[i]->kernels[k].attn != SC_ATTN_ANY)
+                return 1;
+    return 0;
+}
+
 double sc_module_flops_bwd(const sc_module *mod)
 {
     return mod->flops_bwd >= 0 ? mod->flops_bwd : 2 * mod->flops_fwd;

@@ -173,6 +173,10 @@ int sc_model_tp_replicated(const sc_model *m, const char **names, int max);
  * encoder's, a cross-attention, or one without kernels), or NULL; *why (may
  * be NULL) gets a short reason. O(modules). */
 const sc_module *sc_model_not_causal(const sc_model *m, const char **why);
+/* Whether some leaf lists kernels that run under one attention
+ * implementation only (attn unfused or flash; a leaf lists both or neither):
+ * then a plan's attention changes the model's time and memory. O(kernels). */
+int sc_model_prices_attention(const sc_model *m);
 
 /* ---- built-in models by name (gpt-1.3b, ...) ------------------------------ */
 typedef struct sc_builtin {
