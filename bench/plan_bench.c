@@ -2,8 +2,10 @@
  *   make bench && build/bench/plan_bench
  * 1. A full search for gpt-175b on dgx-a100-80g with a global batch of 1536
  *    on 128 nodes (1024 GPUs), 256 nodes (2048 GPUs) and 8192 nodes (65,536
- *    GPUs, issue 13's largest case): wall time of the whole search
- *    (enumerate, partition, estimate, simulate the best 64, the default).
+ *    GPUs, issue 13's largest case), and on 128 nodes with --attn flash (the
+ *    fused kernels Megatron-Core runs by default, context parallelism
+ *    searched too): wall time of the whole search (enumerate, partition,
+ *    estimate, simulate the best 64, the default).
  * 2. Analytical estimates per second: sc_estimate_fast over every candidate
  *    shape of the 1024-GPU search, repeated. */
 #include <stdio.h>
@@ -26,10 +28,11 @@ int main(void)
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    int nodes[] = {128, 256, 8192};
-    printf("%-8s %6s %12s %8s %12s %12s %10s\n", "nodes", "GPUs", "configs", "fit",
+    int nodes[] = {128, 256, 8192, 128};
+    sc_attn attn[] = {SC_ATTN_UNFUSED, SC_ATTN_UNFUSED, SC_ATTN_UNFUSED, SC_ATTN_FLASH};
+    printf("%-8s %6s %-8s %12s %8s %12s %12s %10s\n", "nodes", "GPUs", "attn", "configs", "fit",
            "estimate s", "simulate s", "total s");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         sc_cluster c;
         if (sc_cluster_preset_get("dgx-a100-80g", &c, &err) ||
             sc_cluster_set_nodes(&c, nodes[i], &err)) {
@@ -39,6 +42,7 @@ int main(void)
         sc_search_opts o;
         sc_search_opts_default(&o);
         o.global_batch = 1536;
+        o.attn = attn[i];
         double t0 = now();
         sc_search *s;
         if (sc_search_run(m, &c, &o, &s, &err)) {
@@ -49,12 +53,13 @@ int main(void)
         long en, fit;
         sc_search_counts(s, &en, &fit, NULL);
         sc_search_times(s, &te, &ts);
-        printf("%-8d %6ld %12ld %8ld %12.3f %12.3f %10.3f\n", nodes[i],
-               sc_cluster_total_gpus(&c), en, fit, te, ts, total);
+        printf("%-8d %6ld %-8s %12ld %8ld %12.3f %12.3f %10.3f\n", nodes[i],
+               sc_cluster_total_gpus(&c), attn[i] == SC_ATTN_FLASH ? "flash" : "unfused", en,
+               fit, te, ts, total);
         const sc_candidate *w = sc_search_ranked(s, 0);
-        printf("         winner: dp %d tp %d pp %d v %d m %d mbs %d %s zero %d recompute %s: "
-               "%.2f s per step, %.0f TFLOP/s per GPU\n",
-               w->cfg.dp, w->cfg.tp, w->cfg.pp, w->cfg.v, w->cfg.m, w->cfg.mbs, w->cfg.schedule,
+        printf("         winner: dp %d cp %d tp %d pp %d v %d m %d mbs %d %s zero %d recompute "
+               "%s: %.2f s per step, %.0f TFLOP/s per GPU\n",
+               w->cfg.dp, w->cfg.cp > 1 ? w->cfg.cp : 1, w->cfg.tp, w->cfg.pp, w->cfg.v, w->cfg.m, w->cfg.mbs, w->cfg.schedule,
                w->cfg.zero, sc_recompute_name(w->cfg.recompute), w->sim->step_time_s,
                w->sim->tflops_per_gpu);
         sc_search_free(s);

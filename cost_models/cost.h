@@ -210,6 +210,30 @@ void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_co
  * GEMM kernel with weights, i.e. not grow_batch). */
 double sc_cost_kernels_wgrad_time(const sc_cluster *c, const sc_module *mod,
                                   const sc_compute_cfg *cc);
+/* Kernel-level leaves repeat layer after layer with the same kernel list:
+ * a memo keeps the times of the last SC_KMEMO lists seen under one cc
+ * (compared by content, and by kind: the tp overlap splits by kind), so a
+ * 96-layer model times each distinct list once. It is tied to the cluster
+ * and cc of its first use; an empty memo is {0}. */
+#define SC_KMEMO 32
+typedef struct sc_kmemo {
+    struct {
+        const sc_module *x;
+        double f, b, r, w;
+    } e[SC_KMEMO];
+    int n, next;
+} sc_kmemo;
+/* x's forward, backward and selective-recompute times (sc_cost_kernels_time)
+ * and its weight-gradient GEMMs' (sc_cost_kernels_wgrad_time) under cc, from
+ * the memo or timed into it. x is timed by its kernels (sc_cost_uses_kernels,
+ * no measured times of this GPU). Any output may be NULL. */
+void sc_kmemo_times(sc_kmemo *mm, const sc_cluster *c, const sc_compute_cfg *cc,
+                    const sc_module *x, double *f, double *b, double *r, double *w);
+/* sc_cost_module_time_cfg through the memo where mod is timed by its kernels
+ * (the same figures). */
+sc_status sc_cost_module_time_memo(const sc_cluster *c, const sc_module *mod,
+                                   const sc_compute_cfg *cc, sc_kmemo *mm, double *fwd_s,
+                                   double *bwd_s, sc_error *err);
 /* The errors sc_cost_module_time_cfg can return, judged once for a
  * configuration: a dtype that is not one or that the GPU has no peak for,
  * tp or mbs below 1 (the message names `what`). */

@@ -63,7 +63,46 @@ static double kv_bytes(const sc_module *x, const sc_compute_cfg *cc)
     return bytes;
 }
 
-#define SC_STAGE_MEMO 32
+void sc_kmemo_times(sc_kmemo *mm, const sc_cluster *c, const sc_compute_cfg *cc,
+                    const sc_module *x, double *f, double *b, double *r, double *w)
+{
+    int hit = -1;
+    for (int k = 0; k < mm->n && hit < 0; k++) {
+        const sc_module *y = mm->e[k].x;
+        if (y->n_kernels == x->n_kernels &&
+            !memcmp(y->kernels, x->kernels, sizeof *x->kernels * (size_t)x->n_kernels) &&
+            (y->kind == x->kind || (y->kind && x->kind && !strcmp(y->kind, x->kind))))
+            hit = k;
+    }
+    if (hit < 0) {
+        hit = mm->next;
+        mm->next = (mm->next + 1) % SC_KMEMO;
+        mm->n += mm->n < SC_KMEMO;
+        mm->e[hit].x = x;
+        sc_cost_kernels_time(c, x, cc, &mm->e[hit].f, &mm->e[hit].b, &mm->e[hit].r);
+        mm->e[hit].w = sc_cost_kernels_wgrad_time(c, x, cc);
+    }
+    if (f)
+        *f = mm->e[hit].f;
+    if (b)
+        *b = mm->e[hit].b;
+    if (r)
+        *r = mm->e[hit].r;
+    if (w)
+        *w = mm->e[hit].w;
+}
+
+sc_status sc_cost_module_time_memo(const sc_cluster *c, const sc_module *mod,
+                                   const sc_compute_cfg *cc, sc_kmemo *mm, double *fwd_s,
+                                   double *bwd_s, sc_error *err)
+{
+    if (!sc_cost_uses_kernels(c, mod) || sc_measured_here(c, mod))
+        return sc_cost_module_time_cfg(c, mod, cc, fwd_s, bwd_s, err);
+    sc_status st = sc_cost_cfg_check(c, cc, mod->name, err);
+    if (!st)
+        sc_kmemo_times(mm, c, cc, mod, fwd_s, bwd_s, NULL, NULL);
+    return st;
+}
 
 sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partition *part,
                         const sc_stage_cfg *cfg, sc_stage_info *info, sc_error *err)
@@ -72,15 +111,9 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
     sc_dtype dt = cfg->dtype;
     double wb, gb, ob;
     sc_cost_state_bytes(dt, &wb, &gb, &ob);
-    /* Kernel-level leaves repeat layer after layer with the same kernel
-     * list: their times are kept for the last few lists seen (compared by
-     * content), so a 96-layer model times each distinct list once per call.
-     * The sums run in leaf order as before, so the results are identical. */
-    struct {
-        const sc_module *x;
-        double f, b, r, w;
-    } memo[SC_STAGE_MEMO];
-    int nmemo = 0, next = 0;
+    /* kernel-level leaves timed once per distinct kernel list (sc_kmemo);
+     * the sums run in leaf order, so the results are those of timing each */
+    sc_kmemo memo = {0};
     sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac,
                          cfg->tp_overlap, cfg->cp};
     /* what sc_cost_module_time_cfg would refuse, which the memo skips */
@@ -101,27 +134,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
             double f, b, r = 0, w;
             int kern = sc_cost_uses_kernels(c, x) && !sc_measured_here(c, x);
             if (kern) {
-                int hit = -1;
-                for (int k = 0; k < nmemo && hit < 0; k++)
-                    if (memo[k].x->n_kernels == x->n_kernels &&
-                        !memcmp(memo[k].x->kernels, x->kernels,
-                                sizeof *x->kernels * (size_t)x->n_kernels) &&
-                        (memo[k].x->kind == x->kind ||
-                         (memo[k].x->kind && x->kind &&
-                          !strcmp(memo[k].x->kind, x->kind)))) /* tp_overlap: by kind */
-                        hit = k;
-                if (hit < 0) {
-                    hit = next;
-                    next = (next + 1) % SC_STAGE_MEMO;
-                    nmemo += nmemo < SC_STAGE_MEMO;
-                    memo[hit].x = x;
-                    sc_cost_kernels_time(c, x, &cc, &memo[hit].f, &memo[hit].b, &memo[hit].r);
-                    memo[hit].w = sc_cost_kernels_wgrad_time(c, x, &cc);
-                }
-                f = memo[hit].f;
-                b = memo[hit].b;
-                r = memo[hit].r;
-                w = memo[hit].w;
+                sc_kmemo_times(&memo, c, &cc, x, &f, &b, &r, &w);
             } else {
                 sc_status st = sc_cost_module_time_cfg(c, x, &cc, &f, &b, err);
                 if (st)

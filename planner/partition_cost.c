@@ -503,11 +503,12 @@ sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
         sc_pctx_free(x);
         return sc_err(err, SC_ENOMEM, "partition: out of memory");
     }
+    sc_compute_cfg cc = {m->dtype, x->tp, cfg->sp, x->mbs, cfg->attn, 0, 0, cfg->tp_overlap,
+                         cfg->cp};
+    sc_kmemo memo = {0}; /* each distinct layer timed once */
     for (int l = 0; l < L && !st; l++) {
         double f = 0, b = 0;
-        sc_compute_cfg cc = {m->dtype, x->tp, cfg->sp, x->mbs, cfg->attn, 0, 0, cfg->tp_overlap,
-                             cfg->cp};
-        st = sc_cost_module_time_cfg(cfg->cluster, m->leaves[l], &cc, &f, &b, err);
+        st = sc_cost_module_time_memo(cfg->cluster, m->leaves[l], &cc, &memo, &f, &b, err);
         x->t[l] = f + b;
         x->C[l + 1] = x->C[l] + x->t[l];
     }

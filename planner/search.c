@@ -43,6 +43,12 @@ struct sc_search {
     char nofit_msg[SC_ERRMSG_MAX];   /* the partitioner's message for the last */
     table_key *failed;               /* shapes no partition could serve, tried once */
     int nfailed, capfailed;
+    /* per failed shape partitioned ahead (prefill): its error, until the
+     * search first asks for it (then, as a shape tried once, -2) */
+    sc_error *failed_err;
+    unsigned char *failed_new;
+    unsigned char *asked;            /* per table: the search has asked for it */
+    int prefilled;                   /* the shapes were partitioned ahead */
 };
 
 static double now(void)
@@ -83,6 +89,9 @@ void sc_search_free(sc_search *s)
     sc_free(s->tables);
     sc_free(s->keys);
     sc_free(s->failed);
+    sc_free(s->failed_err);
+    sc_free(s->failed_new);
+    sc_free(s->asked);
     sc_free(s->cands);
     sc_free(s->ranked);
     sc_free(s->group);
@@ -139,63 +148,131 @@ static int same_key(const table_key *k, int pp, int v, int tp, int sp, int mbs, 
            k->cp == cp;
 }
 
+/* Partitions shape k and builds its table into *out (the request every
+ * shape gets; deadline as table_for's). Touches nothing of s but reads. */
+static sc_status build_table(const sc_search *s, const table_key *k, double deadline,
+                             sc_stage_table *out, sc_error *err)
+{
+    sc_partition part = {0};
+    /* dp: the data-parallel group with its cp peers, G / (tp·pp) */
+    sc_part_request rq = {s->m, s->c, k->pp, k->v, k->tp, k->mbs,
+                          (int)(sc_cluster_total_gpus(s->c) / ((long)k->tp * k->pp)),
+                          s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, k->sp,
+                          deadline, 1, s->o.max_mem_bytes / 2, s->o.attn,
+                          !s->o.cut_in_layers, s->o.tp_comm_overlap, k->cp};
+    sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
+    if (st)
+        return st;
+    st = sc_stage_table_build(s->m, s->c, k->pp, k->v, k->tp, k->sp, s->o.tp_comm_overlap,
+                              s->o.attn, k->mbs, k->cp, s->o.grad_reduce_in_fp32, &part, out,
+                              err);
+    sc_partition_free(&part);
+    return st;
+}
+
+/* Room for one more table (tables and keys). 0, or -1 out of memory. */
+static int table_room(sc_search *s)
+{
+    if (s->ntables < s->captables)
+        return 0;
+    int nc = s->captables ? 2 * s->captables : 64;
+    sc_stage_table *nt = sc_realloc(s->tables, sizeof *nt * (size_t)nc);
+    if (!nt)
+        return -1;
+    s->tables = nt;
+    table_key *nk = sc_realloc(s->keys, sizeof *nk * (size_t)nc);
+    if (!nk)
+        return -1;
+    s->keys = nk;
+    unsigned char *na = sc_realloc(s->asked, (size_t)nc);
+    if (!na)
+        return -1;
+    s->asked = na;
+    s->captables = nc;
+    return 0;
+}
+
+/* Remembers shape k as failed (with its error when partitioned ahead). 0,
+ * or -1 out of memory (then not remembered: tried again next time). */
+static int remember_failed(sc_search *s, const table_key *k, const sc_error *ahead)
+{
+    if (s->nfailed == s->capfailed) {
+        int nc = s->capfailed ? 2 * s->capfailed : 64;
+        table_key *nf = sc_realloc(s->failed, sizeof *nf * (size_t)nc);
+        if (!nf)
+            return -1;
+        s->failed = nf;
+        sc_error *ne = sc_realloc(s->failed_err, sizeof *ne * (size_t)nc);
+        if (!ne)
+            return -1;
+        s->failed_err = ne;
+        unsigned char *nn = sc_realloc(s->failed_new, (size_t)nc);
+        if (!nn)
+            return -1;
+        s->failed_new = nn;
+        s->capfailed = nc;
+    }
+    s->failed_new[s->nfailed] = ahead != NULL;
+    if (ahead)
+        s->failed_err[s->nfailed] = *ahead;
+    s->failed[s->nfailed++] = *k;
+    return 0;
+}
+
 /* The table for (pp, v, tp, mbs, sp, cp), partitioning on first use (the
  * optimal partitioner stops at deadline, 0 = none). -1 on error; -2 for a
  * shape that failed before (does not fit, or invalid: each schedule of a
  * shape shares its partition, so a failure is remembered rather than
  * partitioned again, which took most of a search of a huge model where
- * little fits; a failure at the deadline or for memory is not kept). */
+ * little fits; a failure at the deadline or for memory is not kept). A
+ * shape that failed when partitioned ahead (prefill) gives its error (-1)
+ * the first time it is asked for, as if partitioned then. *fresh: 1 when
+ * this is the first time the search asks for the shape. */
 static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, int cp,
-                     double deadline, sc_error *err)
+                     double deadline, int *fresh, sc_error *err)
 {
+    *fresh = 0;
     for (int i = 0; i < s->ntables; i++)
-        if (same_key(&s->keys[i], pp, v, tp, sp, mbs, cp))
+        if (same_key(&s->keys[i], pp, v, tp, sp, mbs, cp)) {
+            *fresh = !s->asked[i];
+            s->asked[i] = 1;
             return i;
+        }
     for (int i = 0; i < s->nfailed; i++)
-        if (same_key(&s->failed[i], pp, v, tp, sp, mbs, cp))
-            return -2;
-    if (s->ntables == s->captables) {
-        int nc = s->captables ? 2 * s->captables : 64;
-        sc_stage_table *nt = sc_realloc(s->tables, sizeof *nt * (size_t)nc);
-        if (!nt)
-            return sc_err(err, SC_ENOMEM, "plan: out of memory"), -1;
-        s->tables = nt;
-        table_key *nk = sc_realloc(s->keys, sizeof *nk * (size_t)nc);
-        if (!nk)
-            return sc_err(err, SC_ENOMEM, "plan: out of memory"), -1;
-        s->keys = nk;
-        s->captables = nc;
-    }
-    sc_partition part = {0};
-    /* dp: the data-parallel group with its cp peers, G / (tp·pp) */
-    sc_part_request rq = {s->m, s->c, pp, v, tp, mbs,
-                          (int)(sc_cluster_total_gpus(s->c) / ((long)tp * pp)),
-                          s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, sp,
-                          deadline, 1, s->o.max_mem_bytes / 2, s->o.attn,
-                          !s->o.cut_in_layers, s->o.tp_comm_overlap, cp};
-    sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
+        if (same_key(&s->failed[i], pp, v, tp, sp, mbs, cp)) {
+            if (!s->failed_new[i])
+                return -2;
+            s->failed_new[i] = 0;
+            *fresh = 1;
+            if (err)
+                *err = s->failed_err[i];
+            return -1;
+        }
+    *fresh = 1;
+    if (table_room(s))
+        return sc_err(err, SC_ENOMEM, "plan: out of memory"), -1;
+    table_key k = {pp, v, tp, mbs, sp, cp};
+    sc_status st = build_table(s, &k, deadline, &s->tables[s->ntables], err);
     if (st) {
         int timed_out = deadline > 0 && now() > deadline;
-        if ((st == SC_ENOFIT || st == SC_EINVAL) && !timed_out) {
-            if (s->nfailed == s->capfailed) {
-                int nc = s->capfailed ? 2 * s->capfailed : 64;
-                table_key *nf = sc_realloc(s->failed, sizeof *nf * (size_t)nc);
-                if (!nf)
-                    return -1; /* not remembered: tried again next time */
-                s->failed = nf;
-                s->capfailed = nc;
-            }
-            s->failed[s->nfailed++] = (table_key){pp, v, tp, mbs, sp, cp};
-        }
+        if ((st == SC_ENOFIT || st == SC_EINVAL) && !timed_out)
+            remember_failed(s, &k, NULL);
         return -1;
     }
-    st = sc_stage_table_build(s->m, s->c, pp, v, tp, sp, s->o.tp_comm_overlap, s->o.attn, mbs,
-                              cp, s->o.grad_reduce_in_fp32, &part, &s->tables[s->ntables], err);
-    sc_partition_free(&part);
-    if (st)
-        return -1;
-    s->keys[s->ntables] = (table_key){pp, v, tp, mbs, sp, cp};
+    s->keys[s->ntables] = k;
+    s->asked[s->ntables] = 1;
     return s->ntables++;
+}
+
+/* The threads the search's pools run on: one per online core, at most 4
+ * (SC_THREADS sets the count for tests and benchmarks). */
+static int pool_threads(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *env = getenv("SC_THREADS");
+    if (env && atoi(env) >= 1)
+        cores = atoi(env);
+    return cores < 1 ? 1 : cores > 4 ? 4 : (int)cores;
 }
 
 /* ---- simulating the chosen candidates on every core ----------------------- */
@@ -275,11 +352,7 @@ static sc_status run_pool(sim_pool *p, sc_error *err)
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
     for (int i = 0; i < p->njobs; i++)
         p->status[i] = SC_OK;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *env = getenv("SC_THREADS"); /* tests and benchmarks: a fixed count */
-    if (env && atoi(env) >= 1)
-        cores = atoi(env);
-    int n = cores < 1 ? 1 : cores > 4 ? 4 : (int)cores;
+    int n = pool_threads();
     if (n > p->njobs)
         n = p->njobs;
     pthread_mutex_init(&p->mu, NULL);
@@ -660,6 +733,180 @@ static sc_status count_shapes(const item_list *l, long *n, double *weight, sc_er
     return SC_OK;
 }
 
+/* A shape with the index of the item that first asks for it (prefill). */
+typedef struct key_at {
+    table_key k;
+    long at;
+} key_at;
+
+/* By shape (by_key, then sp), then by index. */
+static int by_key_at(const void *a, const void *b)
+{
+    const key_at *x = a, *y = b;
+    int c = by_key(&x->k, &y->k);
+    if (!c)
+        c = x->k.sp - y->k.sp;
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+static int by_at(const void *a, const void *b)
+{
+    const key_at *x = a, *y = b;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* ---- partitioning the shapes ahead, on every core --------------------------- */
+
+typedef struct prefill_pool {
+    const sc_search *s;
+    const table_key *keys;   /* in the order the search first asks for them */
+    const unsigned char *first_sp; /* the shape's first sp tried: counts the shape */
+    int n, next;
+    double deadline;
+    int any_ok;              /* a shape was partitioned: the deadline applies */
+    sc_stage_table *tab;
+    sc_status *st;
+    sc_error *errs;
+    unsigned char *ran;      /* 1 done, 2 cut short at the deadline */
+    /* progress: shapes, and the fraction by weight */
+    const sc_search_opts *o;
+    sc_search_progress *pg;
+    double t0, wdone, wtotal;
+    pthread_mutex_t mu;
+} prefill_pool;
+
+static void *prefill_worker(void *arg)
+{
+    prefill_pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        int j = p->next;
+        double t = now();
+        /* past the deadline with something partitioned: the search stops
+         * there, and asks for the rest itself if it goes on */
+        if (j >= p->n || (p->deadline > 0 && p->any_ok && t > p->deadline)) {
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        p->next++;
+        /* as table_for's caller: the deadline once something fits or it passed */
+        double dl = p->any_ok || (p->deadline > 0 && t > p->deadline) ? p->deadline : 0;
+        pthread_mutex_unlock(&p->mu);
+        sc_status st = build_table(p->s, &p->keys[j], dl, &p->tab[j], &p->errs[j]);
+        int cut = st && dl > 0 && now() > dl;
+        pthread_mutex_lock(&p->mu);
+        p->st[j] = st;
+        p->ran[j] = cut ? 2 : 1;
+        p->any_ok |= !st;
+        p->wdone += (double)p->keys[j].pp * p->keys[j].v + 8;
+        if (p->first_sp[j] && p->o->progress) {
+            p->pg->done++;
+            p->pg->fraction = p->wdone / (p->wtotal > 0 ? p->wtotal : 1);
+            p->pg->elapsed_s = now() - p->t0;
+            p->o->progress(p->o->progress_ud, p->pg);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+/* Partitions every shape items will ask for (each sp searched) on the
+ * pool's threads, in the order the search asks for them, and files the
+ * tables (and the failures, with their errors) in that order: table_for
+ * then finds them as if it had partitioned them one by one. Not on one
+ * core, where there is nothing to gain. */
+static sc_status prefill(sc_search *s, const item_list *items, double deadline, double t0,
+                         sc_search_progress *pg, sc_error *err)
+{
+    int threads = pool_threads();
+    if (threads < 2 || items->n < 2)
+        return SC_OK;
+    /* the keys in order of first use: (key, index) sorted, firsts kept */
+    long cap = items->n * 2, nk = 0;
+    key_at *all = sc_malloc(sizeof *all * (size_t)cap);
+    if (!all)
+        return sc_err(err, SC_ENOMEM, "plan: out of memory");
+    for (long i = 0; i < items->n; i++) {
+        const shape_item *x = &items->a[i];
+        for (int sp = 0; sp <= (x->tp > 1); sp++)
+            if (s->o.fix_sp < 0 || sp == s->o.fix_sp) {
+                all[nk] = (key_at){{x->pp, x->v, x->tp, x->mbs, sp, x->cp}, nk};
+                nk++;
+            }
+    }
+    qsort(all, (size_t)nk, sizeof *all, by_key_at);
+    long n = 0;
+    for (long i = 0; i < nk; i++)
+        if (i == 0 || memcmp(&all[i].k, &all[n - 1].k, sizeof all[i].k))
+            all[n++] = all[i];
+    qsort(all, (size_t)n, sizeof *all, by_at); /* back to the order of first use */
+    prefill_pool p = {.s = s, .n = (int)n, .deadline = deadline, .o = &s->o, .pg = pg,
+                      .t0 = t0};
+    table_key *keys = sc_malloc(sizeof *keys * (size_t)(n ? n : 1));
+    unsigned char *first = sc_calloc((size_t)(n ? n : 1), 1);
+    p.tab = sc_calloc((size_t)(n ? n : 1), sizeof *p.tab);
+    p.st = sc_calloc((size_t)(n ? n : 1), sizeof *p.st);
+    p.errs = sc_calloc((size_t)(n ? n : 1), sizeof *p.errs);
+    p.ran = sc_calloc((size_t)(n ? n : 1), 1);
+    sc_status st = SC_OK;
+    if (!keys || !first || !p.tab || !p.st || !p.errs || !p.ran)
+        st = sc_err(err, SC_ENOMEM, "plan: out of memory");
+    for (long i = 0; i < n && !st; i++) {
+        keys[i] = all[i].k;
+        /* the search counts a shape at its first sp (sp 1 when fixed on) */
+        first[i] = all[i].k.sp == (s->o.fix_sp > 0 ? 1 : 0);
+        p.wtotal += (double)keys[i].pp * keys[i].v + 8;
+    }
+    sc_free(all);
+    p.keys = keys;
+    p.first_sp = first;
+    if (!st) {
+        pthread_mutex_init(&p.mu, NULL);
+        pthread_t th[4];
+        int started = 0;
+        for (int i = 1; i < threads && i < p.n; i++)
+            if (pthread_create(&th[started], NULL, prefill_worker, &p) == 0)
+                started++;
+        prefill_worker(&p);
+        for (int i = 0; i < started; i++)
+            pthread_join(th[i], NULL);
+        pthread_mutex_destroy(&p.mu);
+    }
+    /* file them in order; a shape cut short at the deadline (or never
+     * started) is left for the search to ask for */
+    for (int j = 0; j < p.n && !st; j++) {
+        if (p.ran[j] != 1)
+            continue;
+        if (!p.st[j]) {
+            if (table_room(s)) {
+                st = sc_err(err, SC_ENOMEM, "plan: out of memory");
+                break;
+            }
+            s->tables[s->ntables] = p.tab[j];
+            s->keys[s->ntables] = keys[j];
+            s->asked[s->ntables++] = 0;
+            p.ran[j] = 0; /* owned by the search now */
+        } else if (p.st[j] == SC_ENOMEM) {
+            st = p.st[j];
+            if (err)
+                *err = p.errs[j];
+        } else if (p.st[j] == SC_ENOFIT || p.st[j] == SC_EINVAL) {
+            remember_failed(s, &keys[j], &p.errs[j]);
+        }
+    }
+    for (int j = 0; p.ran && p.st && j < p.n; j++) /* the tables not filed */
+        if (p.ran[j] == 1 && !p.st[j])
+            sc_stage_table_free(&p.tab[j]);
+    s->prefilled = 1;
+    sc_free(keys);
+    sc_free(first);
+    sc_free(p.tab);
+    sc_free(p.st);
+    sc_free(p.errs);
+    sc_free(p.ran);
+    return st;
+}
+
 /* The message for a search where nothing matched, naming the filter that
  * let nothing through. */
 static sc_status none_matched(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
@@ -789,12 +1036,13 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     if (!st)
         st = count_shapes(&items, &s->shapes_total, &wtotal, err);
     sc_search_progress pg = {0, 0, s->shapes_total, 0, 0};
+    if (!st)
+        st = prefill(s, &items, deadline, t0, &pg, err);
     for (long it = 0; it < items.n && !st; it++) {
         const shape_item *x = &items.a[it];
         int tp = x->tp, pp = x->pp, mbs = x->mbs, v = x->v, cp = x->cp;
         long dp = x->dp, mm = x->mm;
         const char *sched = schedules[x->si];
-        int known = s->ntables;
         /* the limit ends the search once something fits; until then there
          * is no plan to return, so past it each further shape gets the
          * partitioner's first valid split instead of its optimum (one
@@ -813,11 +1061,12 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             if (o->fix_sp >= 0 && sp != o->fix_sp)
                 continue;
             sc_error terr = {0};
-            int ti = table_for(s, pp, v, tp, sp, mbs, cp, dl, &terr);
-            if (sp == sp0 && (s->ntables > known || ti == -1)) { /* a new shape, partitioned or not */
+            int fresh;
+            int ti = table_for(s, pp, v, tp, sp, mbs, cp, dl, &fresh, &terr);
+            if (sp == sp0 && fresh) { /* a new shape, partitioned or not */
                 s->shapes_done++;
                 wdone += (double)pp * v + 8;
-                if (o->progress) {
+                if (o->progress && !s->prefilled) {
                     pg.done = s->shapes_done;
                     pg.fraction = wdone / (wtotal > 0 ? wtotal : 1);
                     pg.elapsed_s = now() - t0;

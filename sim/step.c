@@ -78,8 +78,8 @@ typedef struct builder {
     sc_sim *sim;
     const sc_lowered *lw;
     int dp, tp, pp, v, S, ranks, gpn, nodes;
-    int nrep;          /* data-parallel replicas simulated: dp (dp·cp), or 1 (cp: the cp
-                          group of data-parallel index 0; see one_replica) */
+    int nrep;          /* data-parallel replicas simulated: dp (dp·cp), or 1 (one_replica:
+                          replica 0 stands for every other, its cp peers included) */
     sc_dtype dt;
     /* links */
     int *port_out, *port_in, *nic_out, *nic_in;
@@ -88,6 +88,14 @@ typedef struct builder {
     dcomm *comm;       /* pp·tp, index p·tp + t */
     int *tie_start, *tie_end; /* per (tie, d, t): a TIED ring's start and end markers */
     int *members, *deps; /* scratch: max(dp, tp, pp) + 1 entries each */
+    /* One replica standing for all (nrep < dp): per (position p, tp rank t),
+     * index p·tp + t, the replicas whose rank sits on replica 0's node (its cp
+     * peers, where cp·tp ranks share a node): its sends and ties that leave
+     * the node carry theirs too (nic_mult while they are built); NULL when
+     * every replica is simulated */
+    int *img;
+    double nic_mult; /* flow_task's factor on flows through a NIC, 1 outside */
+    int nic0;        /* the first NIC link (ports come first, add_resources) */
     tinfo *info;
     tlinfo *tl;        /* NULL without cfg->want_timeline */
     int ninfo, ninit; /* capacity; entries set to their defaults (the tasks so far) */
@@ -477,6 +485,8 @@ static int path(builder *b, int from, int to, int links[2], double *alpha)
 static int flow_task(builder *b, const int links[2], double vol, int from, int to, int rank,
                      int op, int stage, int chunk, int mb, double report)
 {
+    if (b->nic_mult != 1 && links[0] >= b->nic0)
+        vol *= b->nic_mult;
     int f = sc_sim_add_flow(b->sim, vol, links, 2, -1, NULL);
     if (!info_at(b, f))
         return -1;
@@ -1021,11 +1031,62 @@ static void build_stream(builder *b, int d, int p, int i, int j, const int *ends
     }
 }
 
+/* The key/value ring of action a (tp rank t of position p) with replica 0
+ * standing for its whole cp group (one_replica): every member runs the same
+ * ops at the same times (the causal chunks are balanced), so the ring ends
+ * when replica 0's hops end. Each member sends (cp - 1)/cp·S to the next and
+ * receives as much from the one before, so replica 0's share of the ring is
+ * one flow through its own ports out and in (its send, and the image of the
+ * one it receives) when its node holds several members, and one through its
+ * node's NICs out and in (the ring leaves and enters each node once) when the
+ * group spans nodes: dp_coll's symmetry, at add_ring's latency and rates.
+ * Returns the end marker (the start in *start_out); -1 on failure. */
+static int cp_ring_one(builder *b, int p, int t, const sc_action *a, int dep, int *start_out)
+{
+    int cp = b->cfg->cp, *mem = b->members;
+    for (int c = 0; c < cp; c++) /* ascending with c (build_cp) */
+        mem[c] = rank_of(b, c, p, t);
+    int start, end;
+    if (coll_markers(b, &dep, 1, NULL, &start, &end) < 0)
+        return -1;
+    double S = a->bytes, vol = (cp - 1.0) / cp * S, msg = S / cp, awarm = 0;
+    int r = mem[0], X = node_of(b, r), rpn = 0, k, pmax;
+    for (int c = 0; c < cp; c++) {
+        int l[2];
+        double al;
+        path(b, mem[c], mem[(c + 1) % cp], l, &al);
+        awarm = fmax(awarm, al);
+        rpn += node_of(b, mem[c]) == X;
+    }
+    group_shape(b, mem, cp, &k, &pmax);
+    double g = coll_factor(b, k, msg, 0);
+    int from = ring_latency(b, start, cp - 1.0, cp, k, 0, awarm, g);
+    int paths[2][2] = {{b->nic_out[X], b->nic_in[X]}, {b->port_out[r], b->port_in[r]}};
+    for (int q = 0, first = 1; q < 2; q++) {
+        if ((q == 0 && rpn == cp) || (q == 1 && rpn == 1))
+            continue;
+        sc_link lk = q == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
+        double rate = sc_cost_coll_ramp(b->c, lk, msg) * hop_share(b, lk, RING_P2P);
+        int f = flow_factor(b, flow_task(b, paths[q], vol / (rate * g), from, end, first ? r : -1,
+                                         a->op, a->stage, a->chunk, a->mb, S),
+                            g);
+        if (f < 0)
+            return -1;
+        if (from != start)
+            set_from(b, f, from);
+        first = 0;
+    }
+    if (start_out)
+        *start_out = start;
+    return end;
+}
+
 /* The key/value rings of one schedule op [i, j) of position p (context
  * parallelism): per data-parallel index and tp rank, a ring over the cp
  * replicas d·cp .. d·cp + cp - 1, from each member's `after` task; each
  * member's stream waits for it (its SC_ACT_CP task) and runs slower while
- * it moves (overlap_slowdown: NCCL's send and receive kernels take SMs). */
+ * it moves (overlap_slowdown: NCCL's send and receive kernels take SMs).
+ * With replica 0 standing for all (nrep 1), cp_ring_one. */
 static void build_cp(builder *b, int p, int i, int j)
 {
     const sc_action *acts = b->lw->pos[p].acts;
@@ -1035,6 +1096,23 @@ static void build_cp(builder *b, int p, int i, int j)
         if (a->kind != SC_ACT_CP)
             continue;
         double S = a->bytes;
+        for (int t = 0; !groups && t < b->tp && !b->st; t++) {
+            const sgroup *G = &b->grp[p];
+            int s0, e = cp_ring_one(b, p, t, a, a->after >= 0 ? G->task[a->after] : -1, &s0);
+            if (e < 0) {
+                fail_nomem(b);
+                return;
+            }
+            int done = G->task[k];
+            sc_sim_add_dep(b->sim, e, done);
+            if (b->c->eff.overlap_slowdown > 0)
+                sc_sim_add_span(b->sim, s0, e, G->stream);
+            tinfo *ti = info_at(b, done);
+            if (ti && t == 0) {
+                ti->wait_s = s0;
+                ti->wait_e = e;
+            }
+        }
         for (int dd = 0; dd < groups && !b->st; dd++)
             for (int t = 0; t < b->tp && !b->st; t++) {
                 /* the members ascend with c: the cp index sits in the tp place
@@ -1142,8 +1220,10 @@ static void build_messages(builder *b)
                     /* a measured size factor (sc_size_curve) divides its whole time */
                     double g = sc_size_curve_at(&b->c->eff.p2p_curve[lk], a->bytes);
                     double wire = a->bytes / sc_cost_p2p_share(b->c, lk) / g;
+                    b->nic_mult = b->img ? b->img[p * b->tp + t] : 1;
                     int f = flow_factor(b, flow_task(b, l, wire, prod, end, from, a->op, a->stage,
                                                      a->chunk, a->mb, a->bytes), g);
+                    b->nic_mult = 1;
                     if (f < 0)
                         return;
                     if (first_flow < 0)
@@ -1198,8 +1278,10 @@ static void build_ties(builder *b)
                         b->deps[z - 1] = x2;
                     }
                 int s0, at = (k * b->nrep + d) * b->tp + t;
+                b->nic_mult = b->img ? b->img[T->pos[0] * b->tp + t] : 1;
                 b->tie_end[at] = add_allreduce(b, b->members, n, G, 1, b->deps, n, NULL,
                                                SC_OP_DP_ALLREDUCE, -1, -1, -1, G, G, 1, &s0);
+                b->nic_mult = 1;
                 b->tie_start[at] = s0;
             }
     }
@@ -1620,7 +1702,8 @@ static void builder_free(builder *b)
     for (int g = 0; b->grp && g < b->nrep * b->pp; g++)
         sc_free(b->grp[g].task);
     void *arrs[] = {b->port_out, b->port_in, b->nic_out, b->nic_in, b->link_bw, b->grp,
-                    b->comm, b->tie_start, b->tie_end, b->members, b->deps, b->info, b->tl};
+                    b->comm, b->tie_start, b->tie_end, b->members, b->deps, b->info, b->tl,
+                    b->img};
     for (size_t i = 0; i < SC_ARRAY_LEN(arrs); i++)
         sc_free(arrs[i]);
     if (b->rng)
@@ -1639,11 +1722,8 @@ static sc_status builder_init(builder *b, const sc_model *m, const sc_cluster *c
     b->S = cfg->pp * cfg->v;
     b->ranks = b->dp * b->tp * b->pp;
     /* one replica stands for all only when dp is the outermost placement;
-     * under context parallelism one cp group (its members pass keys and
-     * values among themselves: replicas 0 .. cp - 1, data-parallel index 0) */
-    b->nrep = cfg->one_replica && placement_dp_outermost(cfg->placement)
-                  ? (cfg->cp > 1 ? cfg->cp : 1)
-                  : b->dp;
+     * under context parallelism for its cp peers too (cp_ring_one) */
+    b->nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : b->dp;
     b->gpn = c->gpus_per_node;
     b->nodes = (b->ranks + b->gpn - 1) / b->gpn;
     b->dt = m->dtype;
@@ -1678,6 +1758,19 @@ static sc_status builder_init(builder *b, const sc_model *m, const sc_cluster *c
     }
     for (int i = 0; i < b->pp * b->tp; i++)
         b->comm[i] = (dcomm){-1, -1, -1};
+    b->nic_mult = 1;
+    if (b->nrep < b->dp) {
+        b->img = sc_malloc(sizeof(int) * (size_t)b->pp * (size_t)b->tp);
+        if (!b->img)
+            return sc_err(err, SC_ENOMEM, "sim: out of memory");
+        for (int p = 0; p < b->pp; p++)
+            for (int t = 0; t < b->tp; t++) {
+                int X = node_of(b, sc_step_rank(cfg, 0, p, t)), n = 0;
+                for (int d = 0; d < b->dp; d++)
+                    n += node_of(b, sc_step_rank(cfg, d, p, t)) == X;
+                b->img[p * b->tp + t] = n;
+            }
+    }
     if (cfg->jitter > 0) {
         b->rng = gsl_rng_alloc(gsl_rng_mt19937);
         if (!b->rng)
@@ -1723,6 +1816,7 @@ static void add_resources(builder *b)
         b->link_bw[b->port_out[r] >= 0 ? b->port_out[r] : 0] = bw_intra;
         b->link_bw[b->port_in[r] >= 0 ? b->port_in[r] : 0] = bw_intra;
     }
+    b->nic0 = sc_sim_link_count(b->sim);
     for (int n = 0; n < b->nodes; n++) {
         double bw = bw_inter > 0 ? bw_inter : bw_intra; /* one node without a network */
         snprintf(name, sizeof name, "node%d.nic.out", n);
@@ -1758,9 +1852,7 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
      * with slices (each slice is lowered as a microbatch of its own) */
     double dp = sc_step_dpc(cfg), tp = cfg->tp, pp = cfg->pp, v = cfg->v;
     double mb = (double)cfg->m * (cfg->slices > 1 ? cfg->slices : 1);
-    double nrep = cfg->one_replica && placement_dp_outermost(cfg->placement)
-                      ? (cfg->cp > 1 ? cfg->cp : 1)
-                      : dp;
+    double nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : dp;
     int split = cfg->schedule && !strcmp(cfg->schedule, "zb-h1");
     int z3 = cfg->zero == 3 && dp > 1, dpc = dp > 1;
     double w, g, o;
@@ -1781,8 +1873,10 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     comp += zrs ? K - 1 : 0;
     /* context parallelism: a ring after F, B and a recompute (cpa a microbatch),
      * a stream task per replica, and per cp group and tp rank 2 markers, a
-     * latency task and cp flows */
+     * latency task and cp flows (cpf a replica); with one replica standing
+     * for all, its own 2 flows at most (cp_ring_one) */
     double cp = cfg->cp > 1 ? cfg->cp : 0;
+    double cpf = nrep == dp ? 1 : 2, cpg = nrep == dp ? cp : 1;
     double cpa = cp ? 2 + (cfg->recompute != SC_RECOMPUTE_NONE) : 0;
     double per_mb = comp + tpa + sends + recvs + gathers + z3red + cpa;
     double dpflows = nrep == dp ? dp : 2;
@@ -1790,13 +1884,13 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     double actions = pp * v * (mb * per_mb + 2 * kf) + (3 + zg) * pp;
     /* dp collectives (ZeRO 3's first gather is two: its first unit, then the rest) */
     double coll = pp * v * (mb * (gathers + z3red) + kf) + zg * pp;
-    double flows = nrep * pp * v * mb * (tpa * tp + sends * tp + cpa * tp) +
+    double flows = nrep * pp * v * mb * (tpa * tp + sends * tp + cpa * tp * cpf) +
                    coll * tp * dpflows + nrep * pp * tp * 2; /* ties */
     int z12 = (cfg->zero == 1 || cfg->zero == 2) && dp > 1 && !fz2;
     double ties = m->n_groups > 0 && pp * v > 1 ? m->n_groups * nrep * tp * (3 + pp) : 0;
     double tasks = nrep * pp * v *
                        (mb * (comp + recvs + tpa * (4 + tp) + sends * (tp + 2) +
-                              cpa * (1 + (cp ? tp * (3 + cp) / cp : 0))) +
+                              cpa * (1 + (cp ? tp * (3 + cpf * cpg) / cpg : 0))) +
                         kf) +
                    coll * tp * (3 + dpflows) + nrep * pp * (1 + z12) +
                    (z12 ? pp * tp * (3 + dpflows) : 0) + ties;

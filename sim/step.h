@@ -174,11 +174,14 @@ typedef struct sc_step_cfg {
     double jitter;                   /* relative sigma of compute-time noise; 0 = none */
     unsigned long seed;
     int want_timeline;
-    /* Simulate data-parallel replica 0 alone, standing for all (every
-     * replica runs the same ops; its dp collectives' flows carry the NIC
-     * load the others would): dp times fewer tasks. Used only when dp is
-     * the outermost placement; the timeline then holds replica 0's ranks.
-     * tests/test_step.c checks it against the full simulation. */
+    /* Simulate data-parallel replica 0 alone, standing for all, its cp
+     * peers included (every replica runs the same ops; its dp collectives'
+     * flows carry the NIC load the others would, its cp ring is its own hop
+     * out and its neighbour's in, and its sends and ties that leave the
+     * node carry the share of the replicas on its node): dp·cp times fewer
+     * tasks. Used only when dp is the outermost placement; the timeline then
+     * holds replica 0's ranks. tests/test_step.c and tests/test_cp.c check
+     * it against the full simulation. */
     int one_replica;
     /* Refuse to simulate when sc_step_size_estimate's bytes exceed this
      * (SC_EINVAL naming the estimate and the limit); 0 = no limit. The
@@ -222,7 +225,7 @@ typedef struct sc_step_result {
  * allreduce after every compute when tp > 1, every stage sending and
  * receiving, SC_MAX_BUCKETS-capped buckets from the model's gradients):
  *   actions  ~ pp·v·(m·(ops per microbatch) + 2·buckets) + 3·pp
- *   tasks    ~ per replica simulated (dp, or 1 with one_replica) each
+ *   tasks    ~ per replica simulated (dp·cp, or 1 with one_replica) each
  *              compute and receive one task, each tp allreduce 4 + tp, each
  *              send tp + 2; each data-parallel collective tp·(3 + dp, or 2
  *              flows with one_replica)

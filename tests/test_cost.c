@@ -1060,3 +1060,64 @@ TEST(cost_cli_sp)
     sc_free(rb);
     sc_model_free(m);
 }
+
+/* The kernel memo (sc_kmemo) gives each leaf the figures timing it alone
+ * gives, bit for bit: one memo shared by four models of 40 or more distinct
+ * kernel lists in all (more than SC_KMEMO, so lists are evicted and timed
+ * again), under several configurations (tp with sp and the tp overlap,
+ * flash attention with cp, a larger microbatch); and a leaf with measured
+ * times of this GPU, or a model without kernels, goes to the leaf's own
+ * pricing through sc_cost_module_time_memo. */
+TEST(cost_kernel_memo_matches_each_leaf)
+{
+    const char *models[] = {"gpt-175b", "llama3-8b", "t5-3b", "mm-1.3b"};
+    sc_cluster c;
+    sc_error err;
+    REQUIRE(sc_cluster_preset_get("dgx-h100", &c, &err) == SC_OK);
+    sc_model *m[4];
+    for (int i = 0; i < 4; i++)
+        REQUIRE(sc_model_open(models[i], &m[i], &err) == SC_OK);
+    sc_compute_cfg ccs[] = {{SC_BF16, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0},
+                            {SC_BF16, 4, 1, 2, SC_ATTN_UNFUSED, 0, 0, 1, 0},
+                            {SC_BF16, 2, 1, 1, SC_ATTN_FLASH, 0, 0, 0, 2},
+                            {SC_BF16, 8, 0, 4, SC_ATTN_FLASH, 0, 0, 0, 0}};
+    for (size_t k = 0; k < SC_ARRAY_LEN(ccs); k++) {
+        sc_kmemo memo = {0};
+        int timed = 0;
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < m[i]->n_leaves; l++) {
+                const sc_module *x = m[i]->leaves[l];
+                double f0, b0, f1, b1;
+                REQUIRE(sc_cost_module_time_cfg(&c, x, &ccs[k], &f0, &b0, &err) == SC_OK);
+                REQUIRE(sc_cost_module_time_memo(&c, x, &ccs[k], &memo, &f1, &b1, &err) ==
+                        SC_OK);
+                CHECK(f0 == f1 && b0 == b1);
+                if (!sc_cost_uses_kernels(&c, x))
+                    continue;
+                double r0, w0 = sc_cost_kernels_wgrad_time(&c, x, &ccs[k]), r1, w1;
+                sc_cost_kernels_time(&c, x, &ccs[k], NULL, NULL, &r0);
+                sc_kmemo_times(&memo, &c, &ccs[k], x, NULL, NULL, &r1, &w1);
+                CHECK(r0 == r1 && w0 == w1);
+                timed++;
+            }
+        CHECK(timed > 400);
+    }
+    /* measured times of this GPU win over the kernels, memo or not */
+    sc_module *x = m[0]->leaves[3];
+    REQUIRE(sc_cost_uses_kernels(&c, x));
+    x->has_measured = 1;
+    x->measured_fwd_s = 1e-3;
+    x->measured_bwd_s = 2e-3;
+    x->measured_device = sc_strdup(c.gpu.name);
+    sc_kmemo memo = {0};
+    double f, b;
+    REQUIRE(sc_cost_module_time_memo(&c, x, &ccs[0], &memo, &f, &b, &err) == SC_OK);
+    CHECK(f == 1e-3 && b == 2e-3);
+    CHECK_EQ_INT(memo.n, 0);
+    /* and a configuration the cost model refuses is refused through it too */
+    sc_compute_cfg bad = ccs[0];
+    bad.tp = 0;
+    CHECK(sc_cost_module_time_memo(&c, m[0]->leaves[5], &bad, &memo, &f, &b, &err) == SC_EINVAL);
+    for (int i = 0; i < 4; i++)
+        sc_model_free(m[i]);
+}

@@ -271,6 +271,55 @@ TEST(cp_ring_simulated_and_one_replica)
     sc_model_free(m);
 }
 
+/* One replica stands for its cp peers too (one_replica simulates replica 0
+ * alone): its ring is its own hop out and the image of its neighbour's hop
+ * in, and its sends and ties that leave the node carry its peers' share of
+ * the NIC. Against every replica simulated, to 0.5%, on layouts where the cp
+ * group shares a node with its whole stage (the sends cross nodes), where
+ * the ring spans nodes, and where two stages share a node; with 1f1b and
+ * interleaved schedules, ZeRO 1 and 3. */
+TEST(cp_one_replica_stands_for_its_peers)
+{
+    struct {
+        const char *model;
+        int dp, cp, tp, pp, v, zero;
+        const char *sched;
+    } cs[] = {{"llama3-8b", 2, 2, 4, 2, 1, 1, "1f1b"}, /* a stage a node: sends on the NIC */
+              {"llama3-8b", 2, 2, 8, 1, 1, 1, "1f1b"}, /* the ring across two nodes */
+              {"llama3-8b", 1, 2, 8, 2, 2, 1, "interleaved"}, /* the ring and sends across */
+              {"llama3-8b", 2, 2, 2, 4, 1, 3, "1f1b"}, /* two stages a node, ZeRO 3 */
+              {"llama3-8b", 4, 4, 1, 2, 1, 1, "1f1b"},
+              {"gpt-1.3b", 2, 2, 4, 2, 1, 1, "1f1b"}}; /* tied: the ties cross nodes */
+    for (size_t k = 0; k < 2 * SC_ARRAY_LEN(cs); k++) {
+        size_t i = k % SC_ARRAY_LEN(cs);
+        sc_model *m;
+        sc_cluster c;
+        sc_error err;
+        sc_test_open_pair(cs[i].model, "dgx-h100", 4, &m, &c);
+        REQUIRE(m);
+        /* and on a network 50 times slower, where the sends' and ties' share
+         * of the NIC shows */
+        if (k >= SC_ARRAY_LEN(cs))
+            c.inter.nic_bytes_per_s /= 50;
+        sc_step_cfg cfg = {.dp = cs[i].dp, .cp = cs[i].cp, .tp = cs[i].tp, .pp = cs[i].pp,
+                           .v = cs[i].v, .m = 4, .mbs = 1, .zero = cs[i].zero,
+                           .schedule = cs[i].sched, .attn = SC_ATTN_FLASH, .sp = cs[i].tp > 1};
+        sc_step_result *full, *one;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &full, &err) == SC_OK);
+        cfg.one_replica = 1;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &one, &err) == SC_OK);
+        CHECK_NEAR(one->step_time_s / full->step_time_s, 1, 0.005);
+        /* the NIC's share: the exposed pipeline and cp time as simulated whole */
+        CHECK(fabs(one->breakdown.pp - full->breakdown.pp) < 0.005 * full->step_time_s);
+        CHECK(fabs(one->breakdown.cp - full->breakdown.cp) < 0.005 * full->step_time_s);
+        /* one replica of dp·cp simulated (the dp collectives' flows stay) */
+        CHECK(one->n_tasks < 0.7 * full->n_tasks);
+        sc_step_result_free(full);
+        sc_step_result_free(one);
+        sc_model_free(m);
+    }
+}
+
 /* What cp cannot run is refused, naming --cp and the cause. */
 TEST(cp_refusals)
 {

@@ -11,6 +11,8 @@
 #include "../cli/cli_limits.c"
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static char out[1 << 16];
@@ -84,6 +86,79 @@ TEST(search_time_limit_before_any_fit)
     CHECK(w->sim->step_time_s >= best * (1 - 1e-12));
     sc_search_free(s);
     sc_model_free(m);
+}
+
+/* One search, its threads given (SC_THREADS, as the benchmarks set it). */
+static sc_status search_on(const char *threads, const sc_model *m, const sc_cluster *c,
+                           const sc_search_opts *o, sc_search **s, sc_error *err)
+{
+    setenv("SC_THREADS", threads, 1);
+    sc_status st = sc_search_run(m, c, o, s, err);
+    unsetenv("SC_THREADS");
+    return st;
+}
+
+/* The shapes partitioned ahead on two threads give the search one thread
+ * gives: the same counts, the same shapes counted, the same candidates with
+ * the same partitions, estimates and simulated steps, in the same order,
+ * and the same refusal when nothing fits (the partitioner's message for the
+ * same shape). Cases: shapes that do not fit, context parallelism searched
+ * with flash attention, and a model no shape holds. */
+TEST(search_threads_agree)
+{
+    struct {
+        const char *model, *cluster;
+        int nodes, batch, flash;
+    } cs[] = {{"gpt-175b", "p4d.24xlarge", 16, 64, 0},
+              {"gpt-13b", "p4d.24xlarge", 4, 64, 0},
+              {"llama3-8b", "dgx-h100", 2, 32, 1},
+              {"gpt-175b", "p4d.24xlarge", 1, 8, 0}};
+    for (size_t i = 0; i < SC_ARRAY_LEN(cs); i++) {
+        sc_model *m;
+        sc_cluster c;
+        sc_test_open_pair(cs[i].model, cs[i].cluster, cs[i].nodes, &m, &c);
+        REQUIRE(m);
+        sc_search_opts o;
+        sc_search_opts_default(&o);
+        o.global_batch = cs[i].batch;
+        o.simulate = 6;
+        o.attn = cs[i].flash ? SC_ATTN_FLASH : SC_ATTN_UNFUSED;
+        sc_search *a = NULL, *b = NULL;
+        sc_error ea = {0}, eb = {0};
+        sc_status sa = search_on("1", m, &c, &o, &a, &ea);
+        sc_status sb = search_on("2", m, &c, &o, &b, &eb);
+        CHECK_EQ_INT(sa, sb);
+        CHECK(!strcmp(ea.msg, eb.msg));
+        if (i + 1 == SC_ARRAY_LEN(cs))
+            CHECK(sa == SC_ENOFIT && strstr(ea.msg, "does not fit"));
+        if (!sa && !sb) {
+            long en[2], fit[2], done[2], total[2];
+            int n[2];
+            sc_search_counts(a, &en[0], &fit[0], &n[0]);
+            sc_search_counts(b, &en[1], &fit[1], &n[1]);
+            sc_search_limits(a, NULL, &done[0], &total[0], NULL);
+            sc_search_limits(b, NULL, &done[1], &total[1], NULL);
+            CHECK(en[0] == en[1] && fit[0] == fit[1] && n[0] == n[1] && n[0] >= 1);
+            CHECK(done[0] == done[1] && total[0] == total[1] && done[0] == total[0]);
+            for (int k = 0; k < n[0] && k < n[1]; k++) {
+                const sc_candidate *x = sc_search_ranked(a, k), *y = sc_search_ranked(b, k);
+                const sc_step_cfg *p = &x->cfg, *q = &y->cfg;
+                CHECK(p->dp == q->dp && p->cp == q->cp && p->tp == q->tp && p->pp == q->pp &&
+                      p->v == q->v && p->m == q->m && p->mbs == q->mbs && p->zero == q->zero &&
+                      p->recompute == q->recompute && p->sp == q->sp);
+                CHECK(!strcmp(x->schedule, y->schedule));
+                CHECK(x->est.step_s == y->est.step_s);
+                CHECK(x->sim->step_time_s == y->sim->step_time_s);
+                REQUIRE(p->partition && q->partition);
+                CHECK_EQ_INT(p->partition->n_stages, q->partition->n_stages);
+                CHECK(!memcmp(p->partition->first, q->partition->first,
+                              sizeof(int) * (size_t)(p->partition->n_stages + 1)));
+            }
+        }
+        sc_search_free(a);
+        sc_search_free(b);
+        sc_model_free(m);
+    }
 }
 
 /* The heartbeat repeats the last report with the time elapsed while a shape

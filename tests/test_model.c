@@ -3,6 +3,7 @@
 #include "check.h"
 #include "json.h"
 #include "model.h"
+#include "partition.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -217,5 +218,50 @@ TEST(model_save_is_atomic)
     char out[256];
     CHECK(sc_test_sh(out, sizeof out, "ls %s | wc -l", sc_test_tmpdir()) == 0);
     CHECK(atoi(out) == 1); /* no temporary left behind */
+    sc_model_free(m);
+}
+
+/* The derived layer and attention flags (sc_model_finish) are what walking
+ * the tree and comparing kinds gives, for every module of every built-in
+ * model and for a block inside a block (its outermost block is its layer);
+ * before finish they are walked. */
+TEST(model_derived_layer_and_attention)
+{
+    const char *names[] = {"gpt-1.3b", "gpt-175b", "llama3-8b", "t5-3b", "vit-huge",
+                           "fid-3b", "mm-1.3b"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(names); i++) {
+        sc_model *m;
+        sc_error err;
+        REQUIRE(sc_model_open(names[i], &m, &err) == SC_OK);
+        int layers = 0, attn = 0;
+        for (int k = 0; k < m->n_modules; k++) {
+            const sc_module *x = m->modules[k], *b = NULL;
+            for (const sc_module *p = x; p; p = p->parent)
+                if (!strcmp(p->kind, "block"))
+                    b = p;
+            int a = !strcmp(x->kind, "attention") || !strcmp(x->kind, "cross_attention") ||
+                    !strcmp(x->kind, "attention_core");
+            CHECK(x->derived);
+            CHECK(sc_partition_layer_of(x) == b);
+            CHECK_EQ_INT(sc_module_is_attention(x), a);
+            layers += b != NULL;
+            attn += a;
+        }
+        CHECK(layers > 0 && attn > 0);
+        sc_model_free(m);
+    }
+    sc_model *m = sc_model_new("nested", SC_BF16, 4);
+    sc_module *r = sc_model_add(m, NULL, "nested", "model");
+    sc_module *o = sc_model_add(m, r, "outer", "block");
+    sc_module *in = sc_model_add(m, o, "inner", "block");
+    sc_module *a = sc_model_add(m, in, "attn", "attention");
+    a->flops_fwd = 1;
+    sc_module *e = sc_model_add(m, r, "head", "head");
+    e->flops_fwd = 1;
+    CHECK(!a->derived && sc_partition_layer_of(a) == o && sc_module_is_attention(a));
+    REQUIRE(sc_model_finish(m, "nested", NULL) == SC_OK);
+    CHECK(a->derived && sc_partition_layer_of(a) == o && sc_partition_layer_of(in) == o);
+    CHECK(sc_partition_layer_of(e) == NULL && !sc_module_is_attention(e));
+    CHECK(sc_module_is_attention(a));
     sc_model_free(m);
 }

@@ -357,10 +357,15 @@ int sc_model_tp_replicated(const sc_model *m, const char **names, int max)
     return n;
 }
 
+static int kind_is_attention(const char *kind)
+{
+    return kind && (!strcmp(kind, "attention") || !strcmp(kind, "cross_attention") ||
+                    !strcmp(kind, "attention_core"));
+}
+
 int sc_module_is_attention(const sc_module *x)
 {
-    return !strcmp(x->kind, "attention") || !strcmp(x->kind, "cross_attention") ||
-           !strcmp(x->kind, "attention_core");
+    return x->derived ? x->is_attn : kind_is_attention(x->kind);
 }
 
 void sc_model_free(sc_model *m)
@@ -516,6 +521,14 @@ sc_status sc_model_finish(sc_model *m, const char *file, sc_error *err)
         sc_free(w.mods);
         return sc_err(err, SC_EINVAL, "%s: root: more than %d modules", file,
                       SC_MODEL_MAX_MODULES);
+    }
+    for (int i = 0; i < w.n; i++) { /* pre-order: a parent before its children */
+        sc_module *x = w.mods[i];
+        x->derived = 0;
+        const sc_module *up = x->parent ? sc_partition_layer_of(x->parent) : NULL;
+        x->layer = up ? up : x->kind && !strcmp(x->kind, "block") ? x : NULL;
+        x->is_attn = (unsigned char)kind_is_attention(x->kind);
+        x->derived = 1;
     }
     sc_status st = SC_OK;
     sc_module **sorted = NULL, **leaves = NULL;

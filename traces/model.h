@@ -74,6 +74,13 @@ struct sc_module {
     int leaf_index;      /* position among the leaves in execution order, -1 if not a leaf */
     int depth;
     int group;           /* index into sc_model.groups when it has `shared`, else -1 */
+    /* also derived, for the searches' inner loops (sc_partition_layer_of and
+     * sc_module_is_attention read them once derived is set, and walk the
+     * tree and compare the kind before): the outermost "block" holding it
+     * (itself included; NULL outside layers), and whether its kind is an
+     * attention's */
+    const sc_module *layer;
+    unsigned char is_attn, derived;
 };
 
 /* A parameter-sharing group (a tied embedding and LM head): the modules

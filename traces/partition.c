@@ -17,7 +17,7 @@ static sc_status alloc(sc_partition *p, int n_stages, sc_error *err)
 
 static int is_block(const sc_module *x)
 {
-    return !strcmp(x->kind, "block");
+    return x->kind && !strcmp(x->kind, "block");
 }
 
 static int outermost_block(const sc_module *x)
@@ -39,6 +39,8 @@ static int first_leaf(const sc_module *x)
 
 const sc_module *sc_partition_layer_of(const sc_module *leaf)
 {
+    if (leaf->derived)
+        return leaf->layer;
     const sc_module *b = NULL;
     for (const sc_module *p = leaf; p; p = p->parent)
         if (is_block(p))
