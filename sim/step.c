@@ -88,13 +88,18 @@ typedef struct builder {
     dcomm *comm;       /* pp·tp, index p·tp + t */
     int *tie_start, *tie_end; /* per (tie, d, t): a TIED ring's start and end markers */
     int *members, *deps; /* scratch: max(dp, tp, pp) + 1 entries each */
-    /* One replica standing for all (nrep < dp): per (position p, tp rank t),
-     * index p·tp + t, the replicas whose rank sits on replica 0's node (its cp
-     * peers, where cp·tp ranks share a node): its sends and ties that leave
-     * the node carry theirs too (nic_mult while they are built); NULL when
-     * every replica is simulated */
+    /* One replica standing for all (nrep < dp): per (position p, tp rank t <
+     * ntp), index p·tp + t, the ranks replica 0's stands for on its node (its
+     * cp peers where cp·tp ranks share a node; with ntp 1 its group's tp
+     * ranks too): its sends and ties that leave the node carry theirs
+     * (nic_mult while they are built); NULL when every replica is simulated */
     int *img;
     double nic_mult; /* flow_task's factor on flows through a NIC, 1 outside */
+    /* The tp ranks whose communication is built: tp, or 1 when one replica
+     * stands for all and every tp group lies in one node (tp_stands_one):
+     * tp rank 0 then stands for its group too, its flows through a NIC
+     * carrying the group's tp (tmul) */
+    int ntp, tmul;
     int nic0;        /* the first NIC link (ports come first, add_resources) */
     tinfo *info;
     tlinfo *tl;        /* NULL without cfg->want_timeline */
@@ -653,6 +658,51 @@ static int add_ring(builder *b, const int *members, int n, double vol, double la
     return end;
 }
 
+/* add_ring's ring among n members of one node with member r standing for the
+ * others (ntp 1: a tp group, whose members run the same ops at the same
+ * times): each member sends vol to the next and receives as much from the
+ * one before, so r's share is one flow out of its port and into it (its hop,
+ * and the image of the hop into it), at add_ring's latency and rates. Two
+ * tasks: the start marker, and the flow, which pays the ring's whole latency
+ * itself (its link's alpha scaled to it) and is the end (the marker add_ring
+ * ends with, and the communicator's chain). */
+static int ring_one(builder *b, const int *members, int n, double vol, double lat_steps,
+                    const int *deps, int ndeps, int *chain, int op, int stage, int chunk, int mb,
+                    double report_bytes, double msg, sc_coll coll, int *start_out)
+{
+    int r = members[0];
+    double ai = b->c->eff.alpha_s[SC_LINK_INTRA], ae;
+    /* nothing to move, or no alpha to scale: add_ring as it is */
+    if (!(n > 1 && (vol > 0 || lat_steps > 0)) || !(ai > 0))
+        return add_ring(b, members, n, vol, lat_steps, deps, ndeps, chain, op, stage, chunk, mb,
+                        report_bytes, msg, coll, 0, start_out);
+    int start = sc_sim_add_marker(b->sim, NULL);
+    if (start < 0)
+        return fail_nomem(b), -1;
+    for (int i = 0; i < ndeps; i++)
+        if (deps[i] >= 0)
+            sc_sim_add_dep(b->sim, deps[i], start);
+    if (chain && *chain >= 0)
+        sc_sim_add_dep(b->sim, *chain, start);
+    double g = coll_factor(b, 1, msg, 0);
+    /* ring_latency's whole latency, or the link's alpha alone */
+    double lat = ai;
+    if (lat_steps > 1) {
+        alphas(b, 0, &ai, &ae);
+        lat = fmax(ai, lat_steps / (n - 1) * sc_ring_latency(SC_COLL_REDUCE_SCATTER, n, 1, ai, ae));
+    }
+    int l[2] = {b->port_out[r], b->port_in[r]};
+    double rate = sc_cost_coll_ramp(b->c, SC_LINK_INTRA, msg) * hop_share(b, SC_LINK_INTRA, coll);
+    int f = flow_task(b, l, vol / (rate * g), start, -1, r, op, stage, chunk, mb, report_bytes);
+    if (f < 0 || sc_sim_scale_flow_latency(b->sim, f, lat / ai / g) < 0)
+        return fail_nomem(b), -1;
+    if (chain)
+        *chain = f;
+    if (start_out)
+        *start_out = start;
+    return f;
+}
+
 /* The alphas of the two link classes, cold ones for a data-parallel collective
  * (sc_cluster_cold). */
 static void alphas(builder *b, int cold, double *ai, double *ae)
@@ -879,8 +929,11 @@ static int dp_coll_flows(builder *b, int p, int t, sc_coll coll, double S, const
             sc_link lk = q == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
             double ramp = sc_cost_coll_ramp(b->c, lk, S) * cold_share(b, lk, 1) *
                           sc_cost_coll_share(b->c, lk, coll);
-            if (flow_task(b, paths[q], vols[q] / ramp, from, end, first ? r : -1, op, stage,
-                          chunk, mb, S) < 0)
+            b->nic_mult = b->tmul; /* with ntp 1, its group's tp communicators' */
+            int f = flow_task(b, paths[q], vols[q] / ramp, from, end, first ? r : -1, op, stage,
+                              chunk, mb, S);
+            b->nic_mult = 1;
+            if (f < 0)
                 return -1;
             first = 0;
         }
@@ -903,7 +956,12 @@ static int tp_after(builder *b, int g, int after, const sc_action *a)
     double S = a->bytes;
     int count = b->lw->info[a->stage].tp_count;
     double msg = sc_lowered_tp_msg(b->lw, a);
-    int end = a->coll == SC_COLL_ALLREDUCE
+    int ar = a->coll == SC_COLL_ALLREDUCE, n = b->tp;
+    int end = b->ntp == 1
+                  ? ring_one(b, b->members, n, (ar ? 2.0 : 1.0) * (n - 1) / n * S,
+                             (ar ? 2.0 : 1.0) * (n - 1) * count, &after, 1, &b->grp[g].tp_chain,
+                             a->op, a->stage, a->chunk, a->mb, S, msg, a->coll, &s0)
+              : a->coll == SC_COLL_ALLREDUCE
                   ? add_allreduce(b, b->members, b->tp, S, count, &after, 1, &b->grp[g].tp_chain,
                                   a->op, a->stage, a->chunk, a->mb, S, msg, 0, &s0)
                   : add_ring(b, b->members, b->tp, (b->tp - 1.0) / b->tp * S,
@@ -948,7 +1006,7 @@ static void build_gathers(builder *b, int p, int i, int j, int *ends, int *start
         if (acts[a].kind != SC_ACT_GATHER)
             continue;
         double P = acts[a].bytes;
-        for (int t = 0; t < b->tp && !b->st; t++) {
+        for (int t = 0; t < b->ntp && !b->st; t++) {
             int s0;
             int e = dp_coll(b, p, t, SC_COLL_ALLGATHER, P, replica_tasks(b, p, acts[a].after),
                             &b->comm[p * b->tp + t].z3_chain, SC_OP_DP_ALLGATHER,
@@ -983,11 +1041,11 @@ static void build_stream(builder *b, int d, int p, int i, int j, const int *ends
             if (tx)
                 tx->is_piece = a->piece > 0;
             if (ng) {
-                for (int q = 0; q < b->tp; q++)
+                for (int q = 0; q < b->ntp; q++)
                     sc_sim_add_dep(b->sim, ends[q], t);
                 ti->wait = WAIT_DP;
                 ti->wait_s = gstart;
-                ti->wait_e = ends[b->tp - 1];
+                ti->wait_e = ends[b->ntp - 1];
                 ng = 0;
             }
             G->task[k] = t;
@@ -1067,9 +1125,11 @@ static int cp_ring_one(builder *b, int p, int t, const sc_action *a, int dep, in
             continue;
         sc_link lk = q == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
         double rate = sc_cost_coll_ramp(b->c, lk, msg) * hop_share(b, lk, RING_P2P);
+        b->nic_mult = b->tmul; /* with ntp 1, its group's tp rings' */
         int f = flow_factor(b, flow_task(b, paths[q], vol / (rate * g), from, end, first ? r : -1,
                                          a->op, a->stage, a->chunk, a->mb, S),
                             g);
+        b->nic_mult = 1;
         if (f < 0)
             return -1;
         if (from != start)
@@ -1096,7 +1156,7 @@ static void build_cp(builder *b, int p, int i, int j)
         if (a->kind != SC_ACT_CP)
             continue;
         double S = a->bytes;
-        for (int t = 0; !groups && t < b->tp && !b->st; t++) {
+        for (int t = 0; !groups && t < b->ntp && !b->st; t++) {
             const sgroup *G = &b->grp[p];
             int s0, e = cp_ring_one(b, p, t, a, a->after >= 0 ? G->task[a->after] : -1, &s0);
             if (e < 0) {
@@ -1150,7 +1210,7 @@ static void build_cp(builder *b, int p, int i, int j)
 static void build_reduces(builder *b, int p, int i, int j)
 {
     const sc_action *acts = b->lw->pos[p].acts;
-    for (int t = 0; t < b->tp && !b->st; t++) {
+    for (int t = 0; t < b->ntp && !b->st; t++) {
         dcomm *C = &b->comm[p * b->tp + t];
         for (int k = i; k < j && !b->st; k++) {
             const sc_action *a = &acts[k];
@@ -1209,7 +1269,7 @@ static void build_messages(builder *b)
                 int recv = b->grp[d * b->pp + a->peer].task[a->match];
                 int prod = b->grp[d * b->pp + p].task[a->after];
                 int end = sc_sim_add_marker(b->sim, NULL), first_flow = -1;
-                for (int t = 0; t < b->tp; t++) {
+                for (int t = 0; t < b->ntp; t++) {
                     int from = rank_of(b, d, p, t), to = rank_of(b, d, a->peer, t), l[2];
                     double al;
                     path(b, from, to, l, &al);
@@ -1261,7 +1321,7 @@ static void build_ties(builder *b)
         int n = T->npos;
         double G = T->bytes;
         for (int d = 0; d < b->nrep && !b->st; d++)
-            for (int t = 0; t < b->tp && !b->st; t++) {
+            for (int t = 0; t < b->ntp && !b->st; t++) {
                 /* positions ascend and so do their ranks along the placement
                  * order; sort anyway, keeping deps aligned */
                 for (int q = 0; q < n; q++) {
@@ -1301,7 +1361,7 @@ static void build_optimizer(builder *b, int p)
             params = &L->acts[i];
     }
     assert(opt);
-    int tp = b->tp;
+    int tp = b->tp, ntp = b->ntp;
     dcomm *C0 = &b->comm[p * tp];
     for (int d = 0; d < b->nrep && !b->st; d++) {
         int g = d * b->pp + p;
@@ -1316,7 +1376,7 @@ static void build_optimizer(builder *b, int p)
             reduces |= a->kind == SC_ACT_REDUCE;
             if (a->kind != SC_ACT_TIED)
                 continue;
-            for (int q = 0; q < tp; q++) {
+            for (int q = 0; q < ntp; q++) {
                 int at = (a->peer * b->nrep + d) * tp + q;
                 sc_sim_add_dep(b->sim, b->tie_end[at], t);
                 if (tie_e < 0) {
@@ -1325,7 +1385,7 @@ static void build_optimizer(builder *b, int p)
                 }
             }
         }
-        for (int q = 0; q < tp && reduces; q++)
+        for (int q = 0; q < ntp && reduces; q++)
             sc_sim_add_dep(b->sim, b->comm[p * tp + q].dp_chain, t);
         if (reduces || tie_e >= 0) {
             ti->wait = WAIT_DP;
@@ -1341,7 +1401,7 @@ static void build_optimizer(builder *b, int p)
         return;
     }
     double P = params->bytes;
-    for (int q = 0; q < tp; q++) {
+    for (int q = 0; q < ntp; q++) {
         for (int d = 0; d < b->nrep; d++)
             b->deps[d] = b->grp[d * b->pp + p].opt;
         int st0;
@@ -1355,11 +1415,11 @@ static void build_optimizer(builder *b, int p)
         tinfo *ti = info_at(b, t);
         if (!ti)
             break;
-        for (int k = 0; k < tp; k++)
+        for (int k = 0; k < ntp; k++)
             sc_sim_add_dep(b->sim, ends[k], t);
         ti->wait = WAIT_DP;
         ti->wait_s = s0;
-        ti->wait_e = ends[tp - 1];
+        ti->wait_e = ends[ntp - 1];
     }
     sc_free(ends);
 }
@@ -1629,7 +1689,16 @@ static sc_status make_timeline(builder *b, sc_step_result *r)
             op.stream = SC_STREAM_COMM;
             if (tx->from >= 0)
                 op.start = sc_sim_task_start(sim, tx->from);
-            sc_timeline_add(tl, tx->rank, &op);
+            if (b->ntp == b->tp) {
+                sc_timeline_add(tl, tx->rank, &op);
+                continue;
+            }
+            /* tp rank 0 stood for its group (ntp 1): the op is each member's */
+            int d, p, t;
+            sc_step_coords(b->cfg, tx->rank, &d, &p, &t);
+            tp_members(b, d, p, members);
+            for (int q = 0; q < b->tp; q++)
+                sc_timeline_add(tl, members[q], &op);
         }
     }
     sc_free(members);
@@ -1696,6 +1765,23 @@ void sc_step_result_free(sc_step_result *r)
     sc_free(r);
 }
 
+/* Whether tp rank 0 can stand for its tp group's communication when one
+ * replica stands for all: tp >= 2 and every group (replica 0's, and so each
+ * by the placement's symmetry) in one node, where its ring runs through
+ * its members' own ports. */
+static int tp_stands_one(const sc_step_cfg *cfg, int gpn)
+{
+    if (cfg->tp < 2 || gpn < 1)
+        return 0;
+    for (int p = 0; p < cfg->pp; p++) {
+        int X = sc_step_rank(cfg, 0, p, 0) / gpn;
+        for (int t = 1; t < cfg->tp; t++)
+            if (sc_step_rank(cfg, 0, p, t) / gpn != X)
+                return 0;
+    }
+    return 1;
+}
+
 static void builder_free(builder *b)
 {
     sc_sim_free(b->sim);
@@ -1759,15 +1845,18 @@ static sc_status builder_init(builder *b, const sc_model *m, const sc_cluster *c
     for (int i = 0; i < b->pp * b->tp; i++)
         b->comm[i] = (dcomm){-1, -1, -1};
     b->nic_mult = 1;
-    if (b->nrep < b->dp) {
+    b->ntp = cfg->one_replica && b->nrep == 1 && tp_stands_one(cfg, b->gpn) ? 1 : b->tp;
+    b->tmul = b->tp / b->ntp;
+    if (b->nrep < b->dp || b->ntp < b->tp) {
         b->img = sc_malloc(sizeof(int) * (size_t)b->pp * (size_t)b->tp);
         if (!b->img)
             return sc_err(err, SC_ENOMEM, "sim: out of memory");
         for (int p = 0; p < b->pp; p++)
-            for (int t = 0; t < b->tp; t++) {
+            for (int t = 0; t < b->ntp; t++) {
                 int X = node_of(b, sc_step_rank(cfg, 0, p, t)), n = 0;
                 for (int d = 0; d < b->dp; d++)
-                    n += node_of(b, sc_step_rank(cfg, d, p, t)) == X;
+                    for (int u = b->ntp == 1 ? 0 : t; u < (b->ntp == 1 ? b->tp : t + 1); u++)
+                        n += node_of(b, sc_step_rank(cfg, d, p, u)) == X;
                 b->img[p * b->tp + t] = n;
             }
     }
@@ -1853,6 +1942,9 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     double dp = sc_step_dpc(cfg), tp = cfg->tp, pp = cfg->pp, v = cfg->v;
     double mb = (double)cfg->m * (cfg->slices > 1 ? cfg->slices : 1);
     double nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : dp;
+    /* the tp ranks whose communication is built (builder_init: tp rank 0
+     * standing for its group, ntp 1, when one replica stands for all) */
+    double ntp = cfg->one_replica && nrep == 1 && tp_stands_one(cfg, c->gpus_per_node) ? 1 : tp;
     int split = cfg->schedule && !strcmp(cfg->schedule, "zb-h1");
     int z3 = cfg->zero == 3 && dp > 1, dpc = dp > 1;
     double w, g, o;
@@ -1884,16 +1976,19 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
     double actions = pp * v * (mb * per_mb + 2 * kf) + (3 + zg) * pp;
     /* dp collectives (ZeRO 3's first gather is two: its first unit, then the rest) */
     double coll = pp * v * (mb * (gathers + z3red) + kf) + zg * pp;
-    double flows = nrep * pp * v * mb * (tpa * tp + sends * tp + cpa * tp * cpf) +
-                   coll * tp * dpflows + nrep * pp * tp * 2; /* ties */
+    double flows = nrep * pp * v * mb * (tpa * ntp + sends * ntp + cpa * ntp * cpf) +
+                   coll * ntp * dpflows + nrep * pp * ntp * 2; /* ties */
     int z12 = (cfg->zero == 1 || cfg->zero == 2) && dp > 1 && !fz2;
-    double ties = m->n_groups > 0 && pp * v > 1 ? m->n_groups * nrep * tp * (3 + pp) : 0;
+    double ties = m->n_groups > 0 && pp * v > 1 ? m->n_groups * nrep * ntp * (3 + pp) : 0;
+    /* a tp collective: 2 markers, a latency task, tp flows and the stream's
+     * wait; with ntp 1 (ring_one) a marker, one flow and the wait */
+    double tpc = ntp == 1 ? 3 : 4 + tp;
     double tasks = nrep * pp * v *
-                       (mb * (comp + recvs + tpa * (4 + tp) + sends * (tp + 2) +
-                              cpa * (1 + (cp ? tp * (3 + cpf * cpg) / cpg : 0))) +
+                       (mb * (comp + recvs + tpa * tpc + sends * (ntp + 2) +
+                              cpa * (1 + (cp ? ntp * (3 + cpf * cpg) / cpg : 0))) +
                         kf) +
-                   coll * tp * (3 + dpflows) + nrep * pp * (1 + z12) +
-                   (z12 ? pp * tp * (3 + dpflows) : 0) + ties;
+                   coll * ntp * (3 + dpflows) + nrep * pp * (1 + z12) +
+                   (z12 ? pp * ntp * (3 + dpflows) : 0) + ties;
     double tl = 0;
     if (cfg->want_timeline) {
         /* each simulated rank shows its ops; a dp collective simulated for

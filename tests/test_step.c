@@ -5,7 +5,10 @@
 #include "json.h"
 #include "schedule.h"
 #include "step.h"
+#include "pair_check.h"
+#include "timeline.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* L identical leaf blocks (each a layer), no parameters unless params > 0,
@@ -618,6 +621,65 @@ TEST(step_one_replica_matches_full)
         CHECK_NEAR(one->step_time_s, full->step_time_s, 0.01);
         CHECK_NEAR(one->breakdown.dp, full->breakdown.dp, 0.01);
         CHECK(one->n_tasks < full->n_tasks);
+        sc_step_result_free(full);
+        sc_step_result_free(one);
+        sc_model_free(m);
+    }
+}
+
+/* With one replica standing for all, tp rank 0 stands for its tp group too
+ * (its ring one flow through its own ports, its sends, dp collectives and
+ * ties that leave the node at the group's share of the NIC): against every
+ * replica and tp rank simulated, to 0.5% on the step and on each exposed
+ * communication, on the preset's network and on one 50 times slower, with
+ * sequence parallelism, ZeRO 1 to 3 and interleaving; and each rank of
+ * replica 0 shows the same tensor-parallel and pipeline ops in the timeline
+ * (the group's ops copied to every member). */
+TEST(step_one_replica_tp_rank_stands_for_its_group)
+{
+    struct {
+        int dp, tp, pp, v, zero, sp;
+        const char *sched;
+    } cs[] = {{4, 4, 2, 1, 1, 0, "1f1b"},         /* a stage half a node */
+              {2, 8, 2, 1, 3, 1, "1f1b"},         /* a stage a node, ZeRO 3's gathers */
+              {4, 2, 4, 2, 2, 1, "interleaved"},  /* sends inside and across nodes */
+              {2, 4, 4, 1, 0, 0, "zb-h1"}};
+    for (size_t k = 0; k < 2 * SC_ARRAY_LEN(cs); k++) {
+        size_t i = k % SC_ARRAY_LEN(cs);
+        sc_model *m;
+        sc_cluster c;
+        sc_error err;
+        sc_test_open_pair("gpt-1.3b", "p4d.24xlarge", 4, &m, &c);
+        REQUIRE(m);
+        if (k >= SC_ARRAY_LEN(cs))
+            c.inter.nic_bytes_per_s /= 50;
+        sc_step_cfg cfg = {.dp = cs[i].dp, .tp = cs[i].tp, .pp = cs[i].pp, .v = cs[i].v,
+                           .m = 8, .mbs = 1, .zero = cs[i].zero, .sp = cs[i].sp,
+                           .schedule = cs[i].sched, .want_timeline = 1};
+        sc_step_result *full, *one;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &full, &err) == SC_OK);
+        cfg.one_replica = 1;
+        REQUIRE(sc_step_simulate(m, &c, &cfg, &one, &err) == SC_OK);
+        double T = full->step_time_s;
+        CHECK_NEAR(one->step_time_s / T, 1, 0.005);
+        CHECK(fabs(one->breakdown.tp - full->breakdown.tp) < 0.005 * T);
+        CHECK(fabs(one->breakdown.pp - full->breakdown.pp) < 0.005 * T);
+        CHECK(fabs(one->breakdown.dp - full->breakdown.dp) < 0.005 * T);
+        CHECK(one->n_tasks * cs[i].dp < full->n_tasks);
+        /* replica 0's ranks: its first tp·pp ranks (dp outermost) */
+        for (int r = 0; r < cs[i].tp * cs[i].pp; r++) {
+            int n[2] = {0, 0};
+            for (int w = 0; w < 2; w++) {
+                const sc_tl_rank *rk = &(w ? one : full)->timeline->ranks[r];
+                for (int q = 0; q < rk->n_ops; q++) {
+                    sc_op_kind o = rk->ops[q].kind;
+                    n[w] += o == SC_OP_TP_ALLREDUCE || o == SC_OP_TP_REDUCESCATTER ||
+                            o == SC_OP_TP_ALLGATHER || o == SC_OP_SEND_F || o == SC_OP_SEND_B;
+                }
+            }
+            CHECK(n[0] > 0);
+            CHECK_EQ_INT(n[1], n[0]);
+        }
         sc_step_result_free(full);
         sc_step_result_free(one);
         sc_model_free(m);
