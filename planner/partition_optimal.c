@@ -81,7 +81,31 @@ typedef struct opt {
     double *zero;        /* L+1 zeros */
     double deadline;     /* CLOCK_MONOTONIC seconds; 0 = none */
     int late;            /* the deadline passed during a test */
+    /* What the search splits: the leaves, or where some boundaries are
+     * forbidden (cuts between layers only) the runs between the allowed
+     * ones, run a covering leaves [pos[a], pos[a + 1]) (pos NULL: a leaf
+     * each; L counts what is split). C, comm and forbid over those indices
+     * (the pctx's own arrays when pos is NULL). */
+    int *pos;
+    const double *C, *comm[2];
+    const unsigned char *forbid;
+    double *cbuf;
+    unsigned char *fbuf;
 } opt;
+
+/* The leaf index of boundary i of what the search splits. */
+static inline int leaf_at(const opt *o, int i) { return o->pos ? o->pos[i] : i; }
+
+/* The pctx's memory and time of stage k over [i, j) of what is split. */
+static inline double memx(const opt *o, int k, int i, int j)
+{
+    return sc_pctx_memx(o->x, k, leaf_at(o, i), leaf_at(o, j));
+}
+
+static inline double stime(const opt *o, int k, int i, int j)
+{
+    return sc_pctx_time(o->x, k, leaf_at(o, i), leaf_at(o, j));
+}
 
 /* Starts level k's window of parents at end lo. */
 static void par_begin(opt *o, int k, int lo)
@@ -144,7 +168,7 @@ static int past(opt *o)
  * alone needs C[L] - C[j] <= (S-1-k)·T, loosened by 1e-9 relative. */
 static int first_end(const opt *o, int k, double T)
 {
-    const double *C = o->x->C;
+    const double *C = o->C;
     int L = o->L, rest = o->S - 1 - k;
     if (!(T < INFINITY))
         return 0;
@@ -185,7 +209,7 @@ static void compute_e(opt *o, int p, double B)
         for (int i = 0; i < L; i++) {
             if (j < i)
                 j = i;
-            while (j < L && sc_pctx_memx(x, k, i, j + 1) <= B)
+            while (j < L && memx(o, k, i, j + 1) <= B)
                 j++;
             e[i] = j;
         }
@@ -197,13 +221,13 @@ static void compute_e(opt *o, int p, double B)
     int mono = 1;
     for (int i = 0; i < L; i++) {
         int lo, hi, j0 = i > 0 && e[i - 1] > i ? e[i - 1] : i;
-        if (j0 == i || sc_pctx_memx(x, k, i, j0) <= B) {
+        if (j0 == i || memx(o, k, i, j0) <= B) {
             lo = j0; /* ok; gallop up */
             int step = 1;
             hi = L;
             while (lo < L) {
                 int nj = lo + step < L ? lo + step : L;
-                if (sc_pctx_memx(x, k, i, nj) <= B) {
+                if (memx(o, k, i, nj) <= B) {
                     lo = nj;
                     step *= 2;
                 } else {
@@ -217,7 +241,7 @@ static void compute_e(opt *o, int p, double B)
             lo = i;
             while (hi > i) {
                 int nj = hi - step + 1 > i ? hi - step + 1 : i + 1;
-                if (sc_pctx_memx(x, k, i, nj) <= B) {
+                if (memx(o, k, i, nj) <= B) {
                     lo = nj;
                     break;
                 }
@@ -227,7 +251,7 @@ static void compute_e(opt *o, int p, double B)
         }
         while (lo < hi) { /* memx(i, lo) ok (or lo == i), memx(i, hi + 1) fails */
             int mid = lo + (hi - lo + 1) / 2;
-            if (sc_pctx_memx(x, k, i, mid) <= B)
+            if (memx(o, k, i, mid) <= B)
                 lo = mid;
             else
                 hi = mid - 1;
@@ -308,8 +332,10 @@ static int feasible(opt *o, double T, double *tnext)
         }
         int p = o->prof_of_rank[k % o->pp];
         const int *e = o->E + (size_t)p * L;
-        const double *recv = k > 0 ? x->comm[x->inter[k - 1]] : o->zero;
-        const double *send = k < S - 1 ? x->comm[x->inter[k]] : o->zero;
+        const double *recv = k > 0 ? o->comm[x->inter[k - 1]] : o->zero;
+        const double *send = k < S - 1 ? o->comm[x->inter[k]] : o->zero;
+        const double *C = o->C;
+        const unsigned char *forbid = o->forbid;
         int jmin = k + 1, jmax = L - (S - 1 - k), jset = first_end(o, k, T);
         if (jmin < rlo + 1)
             jmin = rlo + 1;
@@ -320,7 +346,7 @@ static int feasible(opt *o, double T, double *tnext)
             for (int j = jmin; j <= jmax; j++) {
                 int i = j - 1;
                 if (i <= rhi && cur[i] && e[i] > i) {
-                    double v = x->C[i] - recv[i];
+                    double v = C[i] - recv[i];
                     o->val[i] = v;
                     while (t > h && o->val[dq[t - 1]] <= v)
                         t--;
@@ -333,14 +359,14 @@ static int feasible(opt *o, double T, double *tnext)
                         break; /* no live start and none to come */
                     continue;
                 }
-                if ((last && j < L) || (j < L && x->forbid[j]))
+                if ((last && j < L) || (j < L && forbid[j]))
                     continue;
                 if (j < jset) {
                     pruned = 1;
                     continue;
                 }
                 int b = dq[h];
-                double tau = (x->C[j] + send[j]) - o->val[b];
+                double tau = (C[j] + send[j]) - o->val[b];
                 if (tau <= T) {
                     nxt[j] = 1;
                     par_set(o, k, j, b);
@@ -357,7 +383,7 @@ static int feasible(opt *o, double T, double *tnext)
             for (int j = jmin; j <= jmax; j++) {
                 int i = j - 1;
                 if (i <= rhi && cur[i] && e[i] > i) {
-                    o->val[i] = x->C[i] - recv[i];
+                    o->val[i] = C[i] - recv[i];
                     heap_push(o, &n, i);
                 }
                 while (n > 0 && e[o->dq[0]] < j)
@@ -367,14 +393,14 @@ static int feasible(opt *o, double T, double *tnext)
                         break;
                     continue;
                 }
-                if ((last && j < L) || (j < L && x->forbid[j]))
+                if ((last && j < L) || (j < L && forbid[j]))
                     continue;
                 if (j < jset) {
                     pruned = 1;
                     continue;
                 }
                 int b = o->dq[0];
-                double tau = (x->C[j] + send[j]) - o->val[b];
+                double tau = (C[j] + send[j]) - o->val[b];
                 if (tau <= T) {
                     nxt[j] = 1;
                     par_set(o, k, j, b);
@@ -391,7 +417,7 @@ static int feasible(opt *o, double T, double *tnext)
             /* an end the rest bound pruned matters from T_u on at the
              * earliest; the largest pruned end has the smallest T_u */
             int rest = S - 1 - k;
-            double tu = (x->C[L] - x->C[jset - 1] - 1e-9 * x->C[L]) / (rest * (1 + 1e-9));
+            double tu = (C[L] - C[jset - 1] - 1e-9 * C[L]) / (rest * (1 + 1e-9));
             tu *= 1 - 1e-12;
             double above = nextafter(T, INFINITY);
             if (!(tu > above))
@@ -420,7 +446,6 @@ static int feasible(opt *o, double T, double *tnext)
  * reachable start allows. */
 static int feasible_mem(opt *o)
 {
-    sc_pctx *x = o->x;
     int L = o->L, S = o->S;
     unsigned char *cur = o->ra, *nxt = o->rb;
     memset(cur, 0, (size_t)L + 1);
@@ -441,7 +466,7 @@ static int feasible_mem(opt *o)
                 best = i;
             if (best >= 0 && e[best] < j && i >= rhi)
                 break; /* the furthest end is behind and no start is to come */
-            if (best < 0 || e[best] < j || (j < L && x->forbid[j]))
+            if (best < 0 || e[best] < j || (j < L && o->forbid[j]))
                 continue;
             nxt[j] = 1;
             par_set(o, k, j, best);
@@ -474,26 +499,26 @@ static int start_split(const opt *o, int *first)
     first[0] = 0;
     first[S] = L;
     for (int k = 1; k < S; k++) {
-        double target = x->C[L] * k / S;
+        double target = o->C[L] * k / S;
         int lo = first[k - 1] + 1, hi = L - (S - k);
         if (lo > hi)
             return 0;
         int a = lo, b = hi; /* the first j in [lo, hi] with C[j] >= target */
         while (a < b) {
             int mid = a + (b - a) / 2;
-            if (x->C[mid] >= target)
+            if (o->C[mid] >= target)
                 b = mid;
             else
                 a = mid + 1;
         }
-        while (a <= hi && x->forbid[a])
+        while (a <= hi && o->forbid[a])
             a++;
         if (a > hi)
             return 0;
         first[k] = a;
     }
     for (int k = 0; k < S; k++)
-        if (!(sc_pctx_memx(x, k, first[k], first[k + 1]) <= x->cap))
+        if (!(memx(o, k, first[k], first[k + 1]) <= x->cap))
             return 0;
     return 1;
 }
@@ -512,7 +537,7 @@ static double split_time(const opt *o, const int *first)
 {
     double b = -INFINITY;
     for (int k = 0; k < o->S; k++) {
-        double t = sc_pctx_time(o->x, k, first[k], first[k + 1]);
+        double t = stime(o, k, first[k], first[k + 1]);
         if (t > b)
             b = t;
     }
@@ -523,7 +548,7 @@ static double split_memx(const opt *o, const int *first)
 {
     double b = -INFINITY;
     for (int k = 0; k < o->S; k++) {
-        double t = sc_pctx_memx(o->x, k, first[k], first[k + 1]);
+        double t = memx(o, k, first[k], first[k + 1]);
         if (t > b)
             b = t;
     }
@@ -544,6 +569,48 @@ static void opt_free(opt *o)
     sc_free(o->dq);
     sc_free(o->val);
     sc_free(o->zero);
+    sc_free(o->pos);
+    sc_free(o->cbuf);
+    sc_free(o->fbuf);
+}
+
+/* Splits the runs between allowed boundaries when some are forbidden
+ * (cuts between layers only: a 96-layer GPT has 387 leaves and 97 runs),
+ * else the leaves: the same splits, as no stage can end inside a run. 0, or
+ * -1 out of memory. */
+static int compress(opt *o)
+{
+    const sc_pctx *x = o->x;
+    o->C = x->C;
+    o->comm[0] = x->comm[0];
+    o->comm[1] = x->comm[1];
+    o->forbid = x->forbid;
+    if (x->n_allowed >= x->L - 1)
+        return 0;
+    int n = x->n_allowed + 1;
+    o->pos = sc_malloc(sizeof *o->pos * ((size_t)n + 1));
+    o->cbuf = sc_malloc(sizeof *o->cbuf * 3 * ((size_t)n + 1));
+    o->fbuf = sc_calloc((size_t)n + 1, 1);
+    if (!o->pos || !o->cbuf || !o->fbuf)
+        return -1;
+    int a = 0;
+    o->pos[a++] = 0;
+    for (int b = 1; b < x->L; b++)
+        if (!x->forbid[b])
+            o->pos[a++] = b;
+    o->pos[a] = x->L;
+    double *C = o->cbuf, *c0 = C + n + 1, *c1 = c0 + n + 1;
+    for (int i = 0; i <= n; i++) {
+        C[i] = x->C[o->pos[i]];
+        c0[i] = x->comm[0][o->pos[i]];
+        c1[i] = x->comm[1][o->pos[i]];
+    }
+    o->C = C;
+    o->comm[0] = c0;
+    o->comm[1] = c1;
+    o->forbid = o->fbuf;
+    o->L = n;
+    return 0;
 }
 
 /* Out of memory, or past cfg->max_bytes. */
@@ -553,7 +620,7 @@ static sc_status oom_err(const opt *o, sc_error *err)
         return sc_err(err, SC_EINVAL,
                       "partition: %d stages over %d leaves need more than %.1f MiB of working "
                       "memory (the memory limit)",
-                      o->S, o->L, o->max_par * sizeof(int) / 1048576.0);
+                      o->S, o->x->L, o->max_par * sizeof(int) / 1048576.0);
     return sc_err(err, SC_ENOMEM, "partition: out of memory");
 }
 
@@ -565,7 +632,7 @@ static sc_status not_fit(opt *o, int *first, sc_error *err)
     double hi = 0;
     for (int p = 0; p < o->nprof; p++)
         for (int i = 0; i < L; i++) {
-            double m = sc_pctx_memx(x, o->prof_k[p], i, L);
+            double m = memx(o, o->prof_k[p], i, L);
             if (m > hi)
                 hi = m;
         }
@@ -611,6 +678,13 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
     o.L = L;
     o.S = S;
     o.pp = pp;
+    if (compress(&o)) {
+        st = sc_err(err, SC_ENOMEM, "partition: out of memory");
+        opt_free(&o);
+        sc_pctx_free(&x);
+        return st;
+    }
+    L = o.L;
     o.prof_of_rank = sc_malloc(sizeof *o.prof_of_rank * (size_t)pp);
     o.prof_k = sc_malloc(sizeof *o.prof_k * (size_t)pp);
     o.mono = sc_calloc((size_t)pp, 1);
@@ -658,11 +732,11 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
         reconstruct(&o, best);
     }
     double hi = split_time(&o, best);
-    /* a lower bound to start from: the mean and the largest leaf */
-    double guess = x.C[L] / S;
+    /* a lower bound to start from: the mean and the largest leaf (or run) */
+    double guess = o.C[L] / S;
     for (int l = 0; l < L; l++)
-        if (x.t[l] > guess)
-            guess = x.t[l];
+        if (o.C[l + 1] - o.C[l] > guess)
+            guess = o.C[l + 1] - o.C[l];
     double lo = 0; /* every T < lo is infeasible (times are >= 0) */
     int step = 0;
     while (lo < hi) {
@@ -712,7 +786,8 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
         st = sc_err(err, SC_ENOMEM, "partition: out of memory");
         goto done;
     }
-    memcpy(p.first, best, sizeof *best * ((size_t)S + 1));
+    for (int k = 0; k <= S; k++)
+        p.first[k] = leaf_at(&o, best[k]);
     p.n_stages = S;
     *out = p;
 done:
