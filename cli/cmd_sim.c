@@ -61,8 +61,10 @@ static const cli_opt sim_opts[] = {
      "their count and lengths (auto)", cli_opt_str, S(slices), 0, 0, 0, NULL, NULL, 0},
     {"plan", 0, "FILE", "replay a plan (its model, cluster and configuration)", cli_opt_str,
      S(plan_in), 0, 0, 0, NULL, NULL, 0},
-    {"one-replica", 0, NULL, "simulate data-parallel replica 0 alone, carrying the\n"
-     "others' network load (dp times faster; same result: see\nREADME)", cli_opt_flag,
+    {"one-replica", 0, NULL, "simulate data-parallel replica 0 alone, standing for\n"
+     "the others and its cp peers, and tp rank 0 for its tp\n"
+     "group, their network load carried (many times faster;\n"
+     "the same step within 0.5%: docs/commands.md)", cli_opt_flag,
      S(one_replica), 0, 0, 0, NULL, NULL, 0},
     {"allow-oom", 0, NULL, "report a configuration that does not fit in GPU memory\n"
      "and exit 0 (without it: the report, the warning on\nstderr, exit non-zero, nothing "

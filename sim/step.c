@@ -1141,6 +1141,22 @@ static int cp_ring_one(builder *b, int p, int t, const sc_action *a, int dep, in
     return end;
 }
 
+/* Group G's SC_ACT_CP task (action k) waits for the ring [s0, e] of tp rank t
+ * and its stream runs slower while the ring moves (overlap_slowdown); tp
+ * rank 0's ring is the wait the breakdown counts. */
+static void cp_wait(builder *b, const sgroup *G, int k, int s0, int e, int t)
+{
+    int done = G->task[k];
+    sc_sim_add_dep(b->sim, e, done);
+    if (b->c->eff.overlap_slowdown > 0)
+        sc_sim_add_span(b->sim, s0, e, G->stream);
+    tinfo *ti = info_at(b, done);
+    if (ti && t == 0) {
+        ti->wait_s = s0;
+        ti->wait_e = e;
+    }
+}
+
 /* The key/value rings of one schedule op [i, j) of position p (context
  * parallelism): per data-parallel index and tp rank, a ring over the cp
  * replicas d·cp .. d·cp + cp - 1, from each member's `after` task; each
@@ -1163,15 +1179,7 @@ static void build_cp(builder *b, int p, int i, int j)
                 fail_nomem(b);
                 return;
             }
-            int done = G->task[k];
-            sc_sim_add_dep(b->sim, e, done);
-            if (b->c->eff.overlap_slowdown > 0)
-                sc_sim_add_span(b->sim, s0, e, G->stream);
-            tinfo *ti = info_at(b, done);
-            if (ti && t == 0) {
-                ti->wait_s = s0;
-                ti->wait_e = e;
-            }
+            cp_wait(b, G, k, s0, e, t);
         }
         for (int dd = 0; dd < groups && !b->st; dd++)
             for (int t = 0; t < b->tp && !b->st; t++) {
@@ -1189,18 +1197,8 @@ static void build_cp(builder *b, int p, int i, int j)
                                      RING_P2P, 0, &s0);
                 if (e < 0)
                     return;
-                for (int c = 0; c < cp; c++) {
-                    const sgroup *G = &b->grp[(dd * cp + c) * b->pp + p];
-                    int done = G->task[k];
-                    sc_sim_add_dep(b->sim, e, done);
-                    if (b->c->eff.overlap_slowdown > 0)
-                        sc_sim_add_span(b->sim, s0, e, G->stream);
-                    tinfo *ti = info_at(b, done);
-                    if (ti && t == 0) {
-                        ti->wait_s = s0;
-                        ti->wait_e = e;
-                    }
-                }
+                for (int c = 0; c < cp; c++)
+                    cp_wait(b, &b->grp[(dd * cp + c) * b->pp + p], k, s0, e, t);
             }
     }
 }
