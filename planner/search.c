@@ -49,6 +49,7 @@ struct sc_search {
     unsigned char *failed_new;
     unsigned char *asked;            /* per table: the search has asked for it */
     int prefilled;                   /* the shapes were partitioned ahead */
+    int part_threads;                /* on how many threads (1: one by one, as asked) */
 };
 
 static double now(void)
@@ -128,6 +129,8 @@ int sc_search_cps(const sc_search *s, int out[SC_SEARCH_MAX_CPS])
     memcpy(out, s->cps, sizeof(int) * (size_t)s->ncps);
     return s->ncps;
 }
+
+int sc_search_part_threads(const sc_search *s) { return s->part_threads; }
 
 void sc_search_limits(const sc_search *s, int *time_limited, long *shapes_done,
                       long *shapes_total, int *over_mem)
@@ -819,6 +822,7 @@ static sc_status prefill(sc_search *s, const item_list *items, double deadline, 
                          sc_search_progress *pg, sc_error *err)
 {
     int threads = pool_threads();
+    s->part_threads = 1;
     if (threads < 2 || items->n < 2)
         return SC_OK;
     /* the keys in order of first use: (key, index) sorted, firsts kept */
@@ -860,6 +864,30 @@ static sc_status prefill(sc_search *s, const item_list *items, double deadline, 
     sc_free(all);
     p.keys = keys;
     p.first_sp = first;
+    /* each partition's working memory is held to half of max_mem_bytes
+     * (build_table's request); at once, only as many as that half holds
+     * together, each at its largest (the parents, S·(L + 1) ints, and the
+     * context's arrays, about 64 doubles a leaf), so that partitioning in
+     * parallel needs no more than one by one did; one alone: as asked */
+    if (s->o.max_mem_bytes > 0 && p.n > 0) {
+        double L1 = s->m->n_leaves + 1.0, need = 0, half = s->o.max_mem_bytes / 2;
+        for (int j = 0; j < p.n; j++)
+            need = fmax(need, (double)keys[j].pp * keys[j].v * L1 * sizeof(int) +
+                                  64 * L1 * sizeof(double));
+        double fit = floor(half / fmin(need, half));
+        if (fit < threads)
+            threads = (int)fit;
+    }
+    if (threads < 2) {
+        sc_free(keys);
+        sc_free(first);
+        sc_free(p.tab);
+        sc_free(p.st);
+        sc_free(p.errs);
+        sc_free(p.ran);
+        return st;
+    }
+    s->part_threads = threads < p.n ? threads : p.n;
     if (!st) {
         pthread_mutex_init(&p.mu, NULL);
         pthread_t th[4];

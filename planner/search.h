@@ -182,6 +182,12 @@ sc_search_tie_kind sc_search_tie(const sc_search *s, int i);
 /* Dimensions above 1 among dp, tp, pp and v: the layout's complexity the
  * ties compare. */
 int sc_search_dims(const sc_step_cfg *cfg);
+/* The threads the shapes were partitioned on: 1 when one by one as the search
+ * asked for them (one core, SC_THREADS=1, or shapes so large that their
+ * partitions' working memory, each held to half of opts.max_mem_bytes, would
+ * not fit in that half together), else 2 to 4 ahead of the search (the same
+ * results). */
+int sc_search_part_threads(const sc_search *s);
 /* Seconds spent in enumeration+partition+estimate and in simulation. */
 void sc_search_times(const sc_search *s, double *estimate_s, double *simulate_s);
 /* The partition method used. */

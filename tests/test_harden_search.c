@@ -128,6 +128,8 @@ TEST(search_threads_agree)
         sc_status sa = search_on("1", m, &c, &o, &a, &ea);
         sc_status sb = search_on("2", m, &c, &o, &b, &eb);
         CHECK_EQ_INT(sa, sb);
+        if (!sa)
+            CHECK(sc_search_part_threads(a) == 1 && sc_search_part_threads(b) == 2);
         CHECK(!strcmp(ea.msg, eb.msg));
         if (i + 1 == SC_ARRAY_LEN(cs))
             CHECK(sa == SC_ENOFIT && strstr(ea.msg, "does not fit"));
@@ -159,6 +161,56 @@ TEST(search_threads_agree)
         sc_search_free(b);
         sc_model_free(m);
     }
+}
+
+/* Partitions held to half of max_mem_bytes each run side by side only as
+ * many as that half holds: a flat model of 16,000 leaves (about 8 MiB of
+ * working memory a shape) under a 24 MiB limit is partitioned one shape at a
+ * time even with two threads, as the search asks for them, and finds what one
+ * thread finds; without a limit, two at once. */
+TEST(search_threads_held_by_max_mem)
+{
+    enum { N = 16000 };
+    sc_model *m = sc_model_new("flat", SC_BF16, 8);
+    REQUIRE(m);
+    sc_module *root = sc_model_add(m, NULL, "root", "model");
+    char name[32];
+    for (int i = 0; i < N && root; i++) {
+        snprintf(name, sizeof name, "l%d", i);
+        sc_module *x = sc_model_add(m, root, name, "mlp");
+        if (x) {
+            x->params = 1e5;
+            x->flops_fwd = 1e9;
+            x->act_out_bytes = 1e3;
+            x->act_saved_bytes = 1e3;
+        }
+    }
+    sc_error err = {0};
+    REQUIRE(sc_model_finish(m, "flat", &err) == SC_OK);
+    sc_cluster c;
+    REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
+    sc_search_opts o;
+    sc_search_opts_default(&o);
+    o.global_batch = 8;
+    o.max_mbs = 1;
+    o.simulate = 2;
+    o.fix_pp = 2;
+    o.max_mem_bytes = 24.0 * 1048576;
+    sc_search *a = NULL, *b = NULL, *u = NULL;
+    REQUIRE(search_on("1", m, &c, &o, &a, &err) == SC_OK);
+    REQUIRE(search_on("2", m, &c, &o, &b, &err) == SC_OK);
+    CHECK_EQ_INT(sc_search_part_threads(b), 1);
+    const sc_candidate *x = sc_search_ranked(a, 0), *y = sc_search_ranked(b, 0);
+    REQUIRE(x && y);
+    CHECK(x->sim->step_time_s == y->sim->step_time_s);
+    CHECK(!memcmp(x->cfg.partition->first, y->cfg.partition->first, sizeof(int) * 3));
+    o.max_mem_bytes = 0;
+    REQUIRE(search_on("2", m, &c, &o, &u, &err) == SC_OK);
+    CHECK_EQ_INT(sc_search_part_threads(u), 2);
+    sc_search_free(a);
+    sc_search_free(b);
+    sc_search_free(u);
+    sc_model_free(m);
 }
 
 /* The heartbeat repeats the last report with the time elapsed while a shape
