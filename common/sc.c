@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,25 @@ void *sc_realloc(void *p, size_t n)
     if (!q)
         alloc_failures++;
     return q;
+}
+
+int sc_grow_arrays(void ***arrs, const size_t *sz, int n, int need, int *cap)
+{
+    if (need <= *cap)
+        return 0;
+    long long nc = *cap ? *cap : 16;
+    while (nc < need)
+        nc *= 2;
+    if (nc > INT32_MAX)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        void *p = sc_realloc(*arrs[i], (size_t)nc * sz[i]);
+        if (!p)
+            return -1;
+        *arrs[i] = p;
+    }
+    *cap = (int)nc;
+    return 0;
 }
 
 void sc_free(void *p)

@@ -53,6 +53,11 @@ void sc_set_alloc(sc_alloc_fn fn, void *ud); /* NULL restores the default */
 void *sc_malloc(size_t n);
 void *sc_calloc(size_t n, size_t size);
 void *sc_realloc(void *p, size_t n);
+/* Grows each of the n parallel arrays *arrs[i] (element sizes sz[i]) to hold
+ * need elements, doubling from *cap (16 when 0); *cap is updated only when
+ * every one grew (the ones that did keep their new size). 0, or -1 out of
+ * memory or past INT32_MAX elements. */
+int sc_grow_arrays(void ***arrs, const size_t *sz, int n, int need, int *cap);
 void sc_free(void *p);
 char *sc_strdup(const char *s);
 /* Test helper: make the Nth allocation from now fail (0 disables). Counts

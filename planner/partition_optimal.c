@@ -81,20 +81,17 @@ typedef struct opt {
     double *zero;        /* L+1 zeros */
     double deadline;     /* CLOCK_MONOTONIC seconds; 0 = none */
     int late;            /* the deadline passed during a test */
-    /* What the search splits: the leaves, or where some boundaries are
-     * forbidden (cuts between layers only) the runs between the allowed
-     * ones, run a covering leaves [pos[a], pos[a + 1]) (pos NULL: a leaf
-     * each; L counts what is split). C, comm and forbid over those indices
-     * (the pctx's own arrays when pos is NULL). */
+    /* What the search splits (runs): the runs of leaves between the allowed
+     * boundaries (between layers only, say, or outside a strict group's
+     * span; a leaf each where every boundary is allowed), run a covering
+     * leaves [pos[a], pos[a + 1]); L counts the runs, and C and comm are
+     * over their boundaries. No boundary between runs is forbidden. */
     int *pos;
-    const double *C, *comm[2];
-    const unsigned char *forbid;
-    double *cbuf;
-    unsigned char *fbuf;
+    double *C, *comm[2]; /* C: one allocation holding all three */
 } opt;
 
 /* The leaf index of boundary i of what the search splits. */
-static inline int leaf_at(const opt *o, int i) { return o->pos ? o->pos[i] : i; }
+static inline int leaf_at(const opt *o, int i) { return o->pos[i]; }
 
 /* The pctx's memory and time of stage k over [i, j) of what is split. */
 static inline double memx(const opt *o, int k, int i, int j)
@@ -335,7 +332,6 @@ static int feasible(opt *o, double T, double *tnext)
         const double *recv = k > 0 ? o->comm[x->inter[k - 1]] : o->zero;
         const double *send = k < S - 1 ? o->comm[x->inter[k]] : o->zero;
         const double *C = o->C;
-        const unsigned char *forbid = o->forbid;
         int jmin = k + 1, jmax = L - (S - 1 - k), jset = first_end(o, k, T);
         if (jmin < rlo + 1)
             jmin = rlo + 1;
@@ -359,7 +355,7 @@ static int feasible(opt *o, double T, double *tnext)
                         break; /* no live start and none to come */
                     continue;
                 }
-                if ((last && j < L) || (j < L && forbid[j]))
+                if (last && j < L)
                     continue;
                 if (j < jset) {
                     pruned = 1;
@@ -393,7 +389,7 @@ static int feasible(opt *o, double T, double *tnext)
                         break;
                     continue;
                 }
-                if ((last && j < L) || (j < L && forbid[j]))
+                if (last && j < L)
                     continue;
                 if (j < jset) {
                     pruned = 1;
@@ -466,7 +462,7 @@ static int feasible_mem(opt *o)
                 best = i;
             if (best >= 0 && e[best] < j && i >= rhi)
                 break; /* the furthest end is behind and no start is to come */
-            if (best < 0 || e[best] < j || (j < L && o->forbid[j]))
+            if (best < 0 || e[best] < j)
                 continue;
             nxt[j] = 1;
             par_set(o, k, j, best);
@@ -490,7 +486,7 @@ static int feasible_mem(opt *o)
 }
 
 /* A first split: cut the compute prefix at k·C[L]/S (each stage at least
- * one leaf, a forbidden boundary moved to the next allowed one). 1 when it
+ * one run). 1 when it
  * exists and every stage fits. O(S log L + S·G). */
 static int start_split(const opt *o, int *first)
 {
@@ -511,10 +507,6 @@ static int start_split(const opt *o, int *first)
             else
                 a = mid + 1;
         }
-        while (a <= hi && o->forbid[a])
-            a++;
-        if (a > hi)
-            return 0;
         first[k] = a;
     }
     for (int k = 0; k < S; k++)
@@ -570,28 +562,19 @@ static void opt_free(opt *o)
     sc_free(o->val);
     sc_free(o->zero);
     sc_free(o->pos);
-    sc_free(o->cbuf);
-    sc_free(o->fbuf);
+    sc_free(o->C);
 }
 
-/* Splits the runs between allowed boundaries when some are forbidden
- * (cuts between layers only: a 96-layer GPT has 387 leaves and 97 runs),
- * else the leaves: the same splits, as no stage can end inside a run. 0, or
- * -1 out of memory. */
-static int compress(opt *o)
+/* The runs between allowed boundaries (opt.pos): a 96-layer GPT cut between
+ * layers only has 387 leaves and 97 runs. The same splits as over the leaves,
+ * as no stage can end inside a run. 0, or -1 out of memory. */
+static int runs(opt *o)
 {
     const sc_pctx *x = o->x;
-    o->C = x->C;
-    o->comm[0] = x->comm[0];
-    o->comm[1] = x->comm[1];
-    o->forbid = x->forbid;
-    if (x->n_allowed >= x->L - 1)
-        return 0;
     int n = x->n_allowed + 1;
     o->pos = sc_malloc(sizeof *o->pos * ((size_t)n + 1));
-    o->cbuf = sc_malloc(sizeof *o->cbuf * 3 * ((size_t)n + 1));
-    o->fbuf = sc_calloc((size_t)n + 1, 1);
-    if (!o->pos || !o->cbuf || !o->fbuf)
+    o->C = sc_malloc(sizeof *o->C * 3 * ((size_t)n + 1));
+    if (!o->pos || !o->C)
         return -1;
     int a = 0;
     o->pos[a++] = 0;
@@ -599,16 +582,13 @@ static int compress(opt *o)
         if (!x->forbid[b])
             o->pos[a++] = b;
     o->pos[a] = x->L;
-    double *C = o->cbuf, *c0 = C + n + 1, *c1 = c0 + n + 1;
+    o->comm[0] = o->C + n + 1;
+    o->comm[1] = o->comm[0] + n + 1;
     for (int i = 0; i <= n; i++) {
-        C[i] = x->C[o->pos[i]];
-        c0[i] = x->comm[0][o->pos[i]];
-        c1[i] = x->comm[1][o->pos[i]];
+        o->C[i] = x->C[o->pos[i]];
+        o->comm[0][i] = x->comm[0][o->pos[i]];
+        o->comm[1][i] = x->comm[1][o->pos[i]];
     }
-    o->C = C;
-    o->comm[0] = c0;
-    o->comm[1] = c1;
-    o->forbid = o->fbuf;
     o->L = n;
     return 0;
 }
@@ -638,7 +618,7 @@ static sc_status not_fit(opt *o, int *first, sc_error *err)
         }
     double lo = 0;
     compute_all_e(o, hi);
-    if (!feasible_mem(o)) /* only the strict policy can forbid every split */
+    if (!feasible_mem(o)) /* a guard: S runs or more always split within hi */
         return o->oom ? oom_err(o, err) : sc_pctx_strict_error(x, err);
     reconstruct(o, first);
     hi = split_memx(o, first);
@@ -675,10 +655,9 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
     }
     opt o = {0};
     o.x = &x;
-    o.L = L;
     o.S = S;
     o.pp = pp;
-    if (compress(&o)) {
+    if (runs(&o)) {
         st = sc_err(err, SC_ENOMEM, "partition: out of memory");
         opt_free(&o);
         sc_pctx_free(&x);

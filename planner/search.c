@@ -48,8 +48,7 @@ struct sc_search {
     sc_error *failed_err;
     unsigned char *failed_new;
     unsigned char *asked;            /* per table: the search has asked for it */
-    int prefilled;                   /* the shapes were partitioned ahead */
-    int part_threads;                /* on how many threads (1: one by one, as asked) */
+    int part_threads;                /* shapes partitioned ahead on (1: one by one, as asked) */
 };
 
 static double now(void)
@@ -145,6 +144,10 @@ void sc_search_limits(const sc_search *s, int *time_limited, long *shapes_done,
         *over_mem = s->over_mem;
 }
 
+/* A shape's weight in the search's progress: its stage count and 8 (bigger
+ * shapes take longer to partition). */
+static double shape_weight(const table_key *k) { return (double)k->pp * k->v + 8; }
+
 static int same_key(const table_key *k, int pp, int v, int tp, int sp, int mbs, int cp)
 {
     return k->pp == pp && k->v == v && k->tp == tp && k->mbs == mbs && k->sp == sp &&
@@ -173,48 +176,25 @@ static sc_status build_table(const sc_search *s, const table_key *k, double dead
     return st;
 }
 
-/* Room for one more table (tables and keys). 0, or -1 out of memory. */
+/* Room for one more table (tables, keys, asked). 0, or -1 out of memory. */
 static int table_room(sc_search *s)
 {
-    if (s->ntables < s->captables)
-        return 0;
-    int nc = s->captables ? 2 * s->captables : 64;
-    sc_stage_table *nt = sc_realloc(s->tables, sizeof *nt * (size_t)nc);
-    if (!nt)
-        return -1;
-    s->tables = nt;
-    table_key *nk = sc_realloc(s->keys, sizeof *nk * (size_t)nc);
-    if (!nk)
-        return -1;
-    s->keys = nk;
-    unsigned char *na = sc_realloc(s->asked, (size_t)nc);
-    if (!na)
-        return -1;
-    s->asked = na;
-    s->captables = nc;
-    return 0;
+    static const size_t sz[] = {sizeof *s->tables, sizeof *s->keys, sizeof *s->asked};
+    return sc_grow_arrays((void **[]){(void **)&s->tables, (void **)&s->keys,
+                                      (void **)&s->asked},
+                          sz, 3, s->ntables + 1, &s->captables);
 }
 
 /* Remembers shape k as failed (with its error when partitioned ahead). 0,
  * or -1 out of memory (then not remembered: tried again next time). */
 static int remember_failed(sc_search *s, const table_key *k, const sc_error *ahead)
 {
-    if (s->nfailed == s->capfailed) {
-        int nc = s->capfailed ? 2 * s->capfailed : 64;
-        table_key *nf = sc_realloc(s->failed, sizeof *nf * (size_t)nc);
-        if (!nf)
-            return -1;
-        s->failed = nf;
-        sc_error *ne = sc_realloc(s->failed_err, sizeof *ne * (size_t)nc);
-        if (!ne)
-            return -1;
-        s->failed_err = ne;
-        unsigned char *nn = sc_realloc(s->failed_new, (size_t)nc);
-        if (!nn)
-            return -1;
-        s->failed_new = nn;
-        s->capfailed = nc;
-    }
+    static const size_t sz[] = {sizeof *s->failed, sizeof *s->failed_err,
+                                sizeof *s->failed_new};
+    if (sc_grow_arrays((void **[]){(void **)&s->failed, (void **)&s->failed_err,
+                                   (void **)&s->failed_new},
+                       sz, 3, s->nfailed + 1, &s->capfailed))
+        return -1;
     s->failed_new[s->nfailed] = ahead != NULL;
     if (ahead)
         s->failed_err[s->nfailed] = *ahead;
@@ -730,7 +710,7 @@ static sc_status count_shapes(const item_list *l, long *n, double *weight, sc_er
     for (long i = 0; i < l->n; i++)
         if (i == 0 || by_key(&k[i], &k[i - 1])) {
             (*n)++;
-            *weight += (double)k[i].pp * k[i].v + 8;
+            *weight += shape_weight(&k[i]);
         }
     sc_free(k);
     return SC_OK;
@@ -762,9 +742,8 @@ static int by_at(const void *a, const void *b)
 
 typedef struct prefill_pool {
     const sc_search *s;
-    const table_key *keys;   /* in the order the search first asks for them */
-    const unsigned char *first_sp; /* the shape's first sp tried: counts the shape */
-    int n, next;
+    const key_at *keys;      /* in the order the search first asks for them */
+    int n, next, sp0;        /* sp0: the first sp tried, which counts a shape */
     double deadline;
     int any_ok;              /* a shape was partitioned: the deadline applies */
     sc_stage_table *tab;
@@ -795,14 +774,15 @@ static void *prefill_worker(void *arg)
         /* as table_for's caller: the deadline once something fits or it passed */
         double dl = p->any_ok || (p->deadline > 0 && t > p->deadline) ? p->deadline : 0;
         pthread_mutex_unlock(&p->mu);
-        sc_status st = build_table(p->s, &p->keys[j], dl, &p->tab[j], &p->errs[j]);
+        const table_key *k = &p->keys[j].k;
+        sc_status st = build_table(p->s, k, dl, &p->tab[j], &p->errs[j]);
         int cut = st && dl > 0 && now() > dl;
         pthread_mutex_lock(&p->mu);
         p->st[j] = st;
         p->ran[j] = cut ? 2 : 1;
         p->any_ok |= !st;
-        p->wdone += (double)p->keys[j].pp * p->keys[j].v + 8;
-        if (p->first_sp[j] && p->o->progress) {
+        p->wdone += shape_weight(k);
+        if (k->sp == p->sp0 && p->o->progress) {
             p->pg->done++;
             p->pg->fraction = p->wdone / (p->wtotal > 0 ? p->wtotal : 1);
             p->pg->elapsed_s = now() - p->t0;
@@ -813,93 +793,90 @@ static void *prefill_worker(void *arg)
     return NULL;
 }
 
-/* Partitions every shape items will ask for (each sp searched) on the
- * pool's threads, in the order the search asks for them, and files the
- * tables (and the failures, with their errors) in that order: table_for
- * then finds them as if it had partitioned them one by one. Not on one
- * core, where there is nothing to gain. */
-static sc_status prefill(sc_search *s, const item_list *items, double deadline, double t0,
-                         sc_search_progress *pg, sc_error *err)
+/* How many partitions prefill runs at once: the pool's threads, at most one a
+ * shape, and only as many as half of max_mem_bytes holds together. Each
+ * partition's working memory is held to that half (build_table's request);
+ * at its largest a shape's is its parents, S·(L + 1) ints, and the context's
+ * arrays, about 64 doubles a leaf; so partitioning side by side needs no
+ * more than one by one did. */
+static int prefill_threads(const sc_search *s, const key_at *keys, int n)
 {
     int threads = pool_threads();
-    s->part_threads = 1;
-    if (threads < 2 || items->n < 2)
-        return SC_OK;
-    /* the keys in order of first use: (key, index) sorted, firsts kept */
-    long cap = items->n * 2, nk = 0;
-    key_at *all = sc_malloc(sizeof *all * (size_t)cap);
-    if (!all)
-        return sc_err(err, SC_ENOMEM, "plan: out of memory");
-    for (long i = 0; i < items->n; i++) {
-        const shape_item *x = &items->a[i];
-        for (int sp = 0; sp <= (x->tp > 1); sp++)
-            if (s->o.fix_sp < 0 || sp == s->o.fix_sp) {
-                all[nk] = (key_at){{x->pp, x->v, x->tp, x->mbs, sp, x->cp}, nk};
-                nk++;
-            }
-    }
-    qsort(all, (size_t)nk, sizeof *all, by_key_at);
-    long n = 0;
-    for (long i = 0; i < nk; i++)
-        if (i == 0 || memcmp(&all[i].k, &all[n - 1].k, sizeof all[i].k))
-            all[n++] = all[i];
-    qsort(all, (size_t)n, sizeof *all, by_at); /* back to the order of first use */
-    prefill_pool p = {.s = s, .n = (int)n, .deadline = deadline, .o = &s->o, .pg = pg,
-                      .t0 = t0};
-    table_key *keys = sc_malloc(sizeof *keys * (size_t)(n ? n : 1));
-    unsigned char *first = sc_calloc((size_t)(n ? n : 1), 1);
-    p.tab = sc_calloc((size_t)(n ? n : 1), sizeof *p.tab);
-    p.st = sc_calloc((size_t)(n ? n : 1), sizeof *p.st);
-    p.errs = sc_calloc((size_t)(n ? n : 1), sizeof *p.errs);
-    p.ran = sc_calloc((size_t)(n ? n : 1), 1);
-    sc_status st = SC_OK;
-    if (!keys || !first || !p.tab || !p.st || !p.errs || !p.ran)
-        st = sc_err(err, SC_ENOMEM, "plan: out of memory");
-    for (long i = 0; i < n && !st; i++) {
-        keys[i] = all[i].k;
-        /* the search counts a shape at its first sp (sp 1 when fixed on) */
-        first[i] = all[i].k.sp == (s->o.fix_sp > 0 ? 1 : 0);
-        p.wtotal += (double)keys[i].pp * keys[i].v + 8;
-    }
-    sc_free(all);
-    p.keys = keys;
-    p.first_sp = first;
-    /* each partition's working memory is held to half of max_mem_bytes
-     * (build_table's request); at once, only as many as that half holds
-     * together, each at its largest (the parents, S·(L + 1) ints, and the
-     * context's arrays, about 64 doubles a leaf), so that partitioning in
-     * parallel needs no more than one by one did; one alone: as asked */
-    if (s->o.max_mem_bytes > 0 && p.n > 0) {
+    if (threads > n)
+        threads = n;
+    if (s->o.max_mem_bytes > 0 && n > 0) {
         double L1 = s->m->n_leaves + 1.0, need = 0, half = s->o.max_mem_bytes / 2;
-        for (int j = 0; j < p.n; j++)
-            need = fmax(need, (double)keys[j].pp * keys[j].v * L1 * sizeof(int) +
+        for (int j = 0; j < n; j++)
+            need = fmax(need, (double)keys[j].k.pp * keys[j].k.v * L1 * sizeof(int) +
                                   64 * L1 * sizeof(double));
         double fit = floor(half / fmin(need, half));
         if (fit < threads)
             threads = (int)fit;
     }
+    return threads;
+}
+
+/* Partitions every shape items will ask for (each sp searched) on the
+ * pool's threads, in the order the search asks for them, and files the
+ * tables (and the failures, with their errors) in that order: table_for
+ * then finds them as if it had partitioned them one by one. Not where
+ * fewer than two would run at once (prefill_threads): the search then
+ * partitions each as it asks for it, as before. */
+static sc_status prefill(sc_search *s, const item_list *items, double deadline, double t0,
+                         sc_search_progress *pg, sc_error *err)
+{
+    s->part_threads = 1;
+    if (pool_threads() < 2 || items->n < 2)
+        return SC_OK;
+    /* the keys in order of first use: (key, index) sorted, firsts kept */
+    long nk = 0;
+    key_at *keys = sc_malloc(sizeof *keys * (size_t)items->n * 2);
+    if (!keys)
+        return sc_err(err, SC_ENOMEM, "plan: out of memory");
+    for (long i = 0; i < items->n; i++) {
+        const shape_item *x = &items->a[i];
+        for (int sp = 0; sp <= (x->tp > 1); sp++)
+            if (s->o.fix_sp < 0 || sp == s->o.fix_sp) {
+                keys[nk] = (key_at){{x->pp, x->v, x->tp, x->mbs, sp, x->cp}, nk};
+                nk++;
+            }
+    }
+    qsort(keys, (size_t)nk, sizeof *keys, by_key_at);
+    long n = 0;
+    for (long i = 0; i < nk; i++)
+        if (i == 0 || memcmp(&keys[i].k, &keys[n - 1].k, sizeof keys[i].k))
+            keys[n++] = keys[i];
+    qsort(keys, (size_t)n, sizeof *keys, by_at); /* back to the order of first use */
+    int threads = prefill_threads(s, keys, (int)n);
     if (threads < 2) {
         sc_free(keys);
-        sc_free(first);
-        sc_free(p.tab);
-        sc_free(p.st);
-        sc_free(p.errs);
-        sc_free(p.ran);
-        return st;
+        return SC_OK;
     }
-    s->part_threads = threads < p.n ? threads : p.n;
-    if (!st) {
-        pthread_mutex_init(&p.mu, NULL);
-        pthread_t th[4];
-        int started = 0;
-        for (int i = 1; i < threads && i < p.n; i++)
-            if (pthread_create(&th[started], NULL, prefill_worker, &p) == 0)
-                started++;
-        prefill_worker(&p);
-        for (int i = 0; i < started; i++)
-            pthread_join(th[i], NULL);
-        pthread_mutex_destroy(&p.mu);
+    /* the search counts a shape at its first sp (sp 1 when fixed on) */
+    prefill_pool p = {.s = s, .keys = keys, .n = (int)n, .sp0 = s->o.fix_sp > 0,
+                      .deadline = deadline, .o = &s->o, .pg = pg, .t0 = t0};
+    for (int j = 0; j < p.n; j++)
+        p.wtotal += shape_weight(&keys[j].k);
+    p.tab = sc_calloc((size_t)n, sizeof *p.tab);
+    p.st = sc_calloc((size_t)n, sizeof *p.st);
+    p.errs = sc_calloc((size_t)n, sizeof *p.errs);
+    p.ran = sc_calloc((size_t)n, 1);
+    sc_status st = SC_OK;
+    if (!p.tab || !p.st || !p.errs || !p.ran) {
+        st = sc_err(err, SC_ENOMEM, "plan: out of memory");
+        goto out;
     }
+    s->part_threads = threads;
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_t th[4];
+    int started = 0;
+    for (int i = 1; i < threads; i++)
+        if (pthread_create(&th[started], NULL, prefill_worker, &p) == 0)
+            started++;
+    prefill_worker(&p);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&p.mu);
     /* file them in order; a shape cut short at the deadline (or never
      * started) is left for the search to ask for */
     for (int j = 0; j < p.n && !st; j++) {
@@ -911,7 +888,7 @@ static sc_status prefill(sc_search *s, const item_list *items, double deadline, 
                 break;
             }
             s->tables[s->ntables] = p.tab[j];
-            s->keys[s->ntables] = keys[j];
+            s->keys[s->ntables] = keys[j].k;
             s->asked[s->ntables++] = 0;
             p.ran[j] = 0; /* owned by the search now */
         } else if (p.st[j] == SC_ENOMEM) {
@@ -919,15 +896,14 @@ static sc_status prefill(sc_search *s, const item_list *items, double deadline, 
             if (err)
                 *err = p.errs[j];
         } else if (p.st[j] == SC_ENOFIT || p.st[j] == SC_EINVAL) {
-            remember_failed(s, &keys[j], &p.errs[j]);
+            remember_failed(s, &keys[j].k, &p.errs[j]);
         }
     }
-    for (int j = 0; p.ran && p.st && j < p.n; j++) /* the tables not filed */
+    for (int j = 0; j < p.n; j++) /* the tables not filed */
         if (p.ran[j] == 1 && !p.st[j])
             sc_stage_table_free(&p.tab[j]);
-    s->prefilled = 1;
+out:
     sc_free(keys);
-    sc_free(first);
     sc_free(p.tab);
     sc_free(p.st);
     sc_free(p.errs);
@@ -1093,8 +1069,8 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             int ti = table_for(s, pp, v, tp, sp, mbs, cp, dl, &fresh, &terr);
             if (sp == sp0 && fresh) { /* a new shape, partitioned or not */
                 s->shapes_done++;
-                wdone += (double)pp * v + 8;
-                if (o->progress && !s->prefilled) {
+                wdone += shape_weight(&(table_key){.pp = pp, .v = v});
+                if (o->progress && s->part_threads < 2) { /* prefill reported */
                     pg.done = s->shapes_done;
                     pg.fraction = wdone / (wtotal > 0 ? wtotal : 1);
                     pg.elapsed_s = now() - t0;

@@ -100,29 +100,6 @@ struct sc_sim {
     int ran; /* results valid */
 };
 
-/* ---- growth helpers ---------------------------------------------------- */
-
-/* Grows each of the n arrays (element sizes in sz) to hold need elements;
- * *cap is updated only when all succeeded. Returns 0 or -1. */
-static int grow(void ***arrs, const size_t *sz, int n, int need, int *cap)
-{
-    if (need <= *cap)
-        return 0;
-    long long nc = *cap ? *cap : 16;
-    while (nc < need)
-        nc *= 2;
-    if (nc > INT32_MAX)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        void *p = sc_realloc(*arrs[i], (size_t)nc * sz[i]);
-        if (!p)
-            return -1;
-        *arrs[i] = p;
-    }
-    *cap = (int)nc;
-    return 0;
-}
-
 static int fail(sc_sim *s, sc_status st, const char *what)
 {
     if (s->err.status == SC_OK)
@@ -131,7 +108,7 @@ static int fail(sc_sim *s, sc_status st, const char *what)
 }
 
 #define GROW(s, need, cap, ...)                                                    \
-    grow((void **[]){__VA_ARGS__}, sizes_##cap, (int)SC_ARRAY_LEN(sizes_##cap), need, &(s)->cap)
+    sc_grow_arrays((void **[]){__VA_ARGS__}, sizes_##cap, (int)SC_ARRAY_LEN(sizes_##cap), need, &(s)->cap)
 
 sc_status sc_sim_new(sc_sim **out, sc_error *err)
 {

@@ -98,8 +98,8 @@ typedef struct builder {
     /* The tp ranks whose communication is built: tp, or 1 when one replica
      * stands for all and every tp group lies in one node (tp_stands_one):
      * tp rank 0 then stands for its group too, its flows through a NIC
-     * carrying the group's tp (tmul) */
-    int ntp, tmul;
+     * carrying the group's tp / ntp */
+    int ntp;
     int nic0;        /* the first NIC link (ports come first, add_resources) */
     tinfo *info;
     tlinfo *tl;        /* NULL without cfg->want_timeline */
@@ -571,21 +571,23 @@ static int flow_factor(builder *b, int f, double g)
 static void group_shape(builder *b, const int *members, int n, int *k, int *pmax);
 
 /* A collective's start and end markers: start after deps[0..ndeps) and the
- * communicator's previous collective (*chain, which becomes end). 0, or -1 on
+ * communicator's previous collective (*chain, which becomes end). end NULL:
+ * the start alone, the caller setting *chain to its own end. 0, or -1 on
  * failure. */
 static int coll_markers(builder *b, const int *deps, int ndeps, int *chain, int *start,
                         int *end)
 {
     *start = sc_sim_add_marker(b->sim, NULL);
-    *end = sc_sim_add_marker(b->sim, NULL);
-    if (*start < 0 || *end < 0)
+    if (end)
+        *end = sc_sim_add_marker(b->sim, NULL);
+    if (*start < 0 || (end && *end < 0))
         return fail_nomem(b), -1;
     for (int i = 0; i < ndeps; i++)
         if (deps[i] >= 0)
             sc_sim_add_dep(b->sim, deps[i], *start);
     if (chain && *chain >= 0)
         sc_sim_add_dep(b->sim, *chain, *start);
-    if (chain)
+    if (chain && end)
         *chain = *end;
     return 0;
 }
@@ -676,14 +678,9 @@ static int ring_one(builder *b, const int *members, int n, double vol, double la
     if (!(n > 1 && (vol > 0 || lat_steps > 0)) || !(ai > 0))
         return add_ring(b, members, n, vol, lat_steps, deps, ndeps, chain, op, stage, chunk, mb,
                         report_bytes, msg, coll, 0, start_out);
-    int start = sc_sim_add_marker(b->sim, NULL);
-    if (start < 0)
-        return fail_nomem(b), -1;
-    for (int i = 0; i < ndeps; i++)
-        if (deps[i] >= 0)
-            sc_sim_add_dep(b->sim, deps[i], start);
-    if (chain && *chain >= 0)
-        sc_sim_add_dep(b->sim, *chain, start);
+    int start;
+    if (coll_markers(b, deps, ndeps, chain, &start, NULL) < 0)
+        return -1;
     double g = coll_factor(b, 1, msg, 0);
     /* ring_latency's whole latency, or the link's alpha alone */
     double lat = ai;
@@ -929,7 +926,7 @@ static int dp_coll_flows(builder *b, int p, int t, sc_coll coll, double S, const
             sc_link lk = q == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
             double ramp = sc_cost_coll_ramp(b->c, lk, S) * cold_share(b, lk, 1) *
                           sc_cost_coll_share(b->c, lk, coll);
-            b->nic_mult = b->tmul; /* with ntp 1, its group's tp communicators' */
+            b->nic_mult = b->tp / b->ntp; /* with ntp 1, its group's communicators' */
             int f = flow_task(b, paths[q], vols[q] / ramp, from, end, first ? r : -1, op, stage,
                               chunk, mb, S);
             b->nic_mult = 1;
@@ -956,17 +953,20 @@ static int tp_after(builder *b, int g, int after, const sc_action *a)
     double S = a->bytes;
     int count = b->lw->info[a->stage].tp_count;
     double msg = sc_lowered_tp_msg(b->lw, a);
+    /* as a ring: an allreduce moves twice a reduce-scatter's (or all-gather's)
+     * volume in twice its steps */
     int ar = a->coll == SC_COLL_ALLREDUCE, n = b->tp;
-    int end = b->ntp == 1
-                  ? ring_one(b, b->members, n, (ar ? 2.0 : 1.0) * (n - 1) / n * S,
-                             (ar ? 2.0 : 1.0) * (n - 1) * count, &after, 1, &b->grp[g].tp_chain,
-                             a->op, a->stage, a->chunk, a->mb, S, msg, a->coll, &s0)
-              : a->coll == SC_COLL_ALLREDUCE
-                  ? add_allreduce(b, b->members, b->tp, S, count, &after, 1, &b->grp[g].tp_chain,
-                                  a->op, a->stage, a->chunk, a->mb, S, msg, 0, &s0)
-                  : add_ring(b, b->members, b->tp, (b->tp - 1.0) / b->tp * S,
-                             (b->tp - 1.0) * count, &after, 1, &b->grp[g].tp_chain, a->op,
-                             a->stage, a->chunk, a->mb, S, msg, a->coll, 0, &s0);
+    double vol = (ar ? 2.0 : 1.0) * (n - 1) / n * S, steps = (ar ? 2.0 : 1.0) * (n - 1) * count;
+    int *chain = &b->grp[g].tp_chain, end;
+    if (b->ntp == 1)
+        end = ring_one(b, b->members, n, vol, steps, &after, 1, chain, a->op, a->stage,
+                       a->chunk, a->mb, S, msg, a->coll, &s0);
+    else if (ar)
+        end = add_allreduce(b, b->members, n, S, count, &after, 1, chain, a->op, a->stage,
+                            a->chunk, a->mb, S, msg, 0, &s0);
+    else
+        end = add_ring(b, b->members, n, vol, steps, &after, 1, chain, a->op, a->stage,
+                       a->chunk, a->mb, S, msg, a->coll, 0, &s0);
     if (!a->waits) {
         /* moved beside the compute (tp communication overlap, lower.h): no
          * stream task waits for it; the stream's compute runs slower while
@@ -1125,7 +1125,7 @@ static int cp_ring_one(builder *b, int p, int t, const sc_action *a, int dep, in
             continue;
         sc_link lk = q == 0 ? SC_LINK_INTER : SC_LINK_INTRA;
         double rate = sc_cost_coll_ramp(b->c, lk, msg) * hop_share(b, lk, RING_P2P);
-        b->nic_mult = b->tmul; /* with ntp 1, its group's tp rings' */
+        b->nic_mult = b->tp / b->ntp; /* with ntp 1, its group's tp rings' */
         int f = flow_factor(b, flow_task(b, paths[q], vol / (rate * g), from, end, first ? r : -1,
                                          a->op, a->stage, a->chunk, a->mb, S),
                             g);
@@ -1844,7 +1844,6 @@ static sc_status builder_init(builder *b, const sc_model *m, const sc_cluster *c
         b->comm[i] = (dcomm){-1, -1, -1};
     b->nic_mult = 1;
     b->ntp = cfg->one_replica && b->nrep == 1 && tp_stands_one(cfg, b->gpn) ? 1 : b->tp;
-    b->tmul = b->tp / b->ntp;
     if (b->nrep < b->dp || b->ntp < b->tp) {
         b->img = sc_malloc(sizeof(int) * (size_t)b->pp * (size_t)b->tp);
         if (!b->img)

@@ -88,6 +88,31 @@ TEST(search_time_limit_before_any_fit)
     sc_model_free(m);
 }
 
+/* A flat model: n "mlp" leaves, children of the root, each of params and
+ * flops_fwd, saving `saved` bytes (1 when 0) and giving out `saved` (leaf i:
+ * 1 + i % 2 when 0). NULL when building fails. */
+static sc_model *flat_model(int n, double params, double flops, double saved)
+{
+    sc_model *m = sc_model_new("flat", SC_BF16, 8);
+    sc_module *root = m ? sc_model_add(m, NULL, "root", "model") : NULL;
+    char name[32];
+    for (int i = 0; i < n && root; i++) {
+        snprintf(name, sizeof name, "l%d", i);
+        sc_module *x = sc_model_add(m, root, name, "mlp");
+        if (x) {
+            x->params = params;
+            x->flops_fwd = flops;
+            x->act_out_bytes = saved > 0 ? saved : i % 2 ? 2 : 1;
+            x->act_saved_bytes = saved > 0 ? saved : 1;
+        }
+    }
+    if (m && sc_model_finish(m, "flat", NULL) != SC_OK) {
+        sc_model_free(m);
+        m = NULL;
+    }
+    return m;
+}
+
 /* One search, its threads given (SC_THREADS, as the benchmarks set it). */
 static sc_status search_on(const char *threads, const sc_model *m, const sc_cluster *c,
                            const sc_search_opts *o, sc_search **s, sc_error *err)
@@ -170,23 +195,9 @@ TEST(search_threads_agree)
  * thread finds; without a limit, two at once. */
 TEST(search_threads_held_by_max_mem)
 {
-    enum { N = 16000 };
-    sc_model *m = sc_model_new("flat", SC_BF16, 8);
+    sc_model *m = flat_model(16000, 1e5, 1e9, 1e3);
     REQUIRE(m);
-    sc_module *root = sc_model_add(m, NULL, "root", "model");
-    char name[32];
-    for (int i = 0; i < N && root; i++) {
-        snprintf(name, sizeof name, "l%d", i);
-        sc_module *x = sc_model_add(m, root, name, "mlp");
-        if (x) {
-            x->params = 1e5;
-            x->flops_fwd = 1e9;
-            x->act_out_bytes = 1e3;
-            x->act_saved_bytes = 1e3;
-        }
-    }
     sc_error err = {0};
-    REQUIRE(sc_model_finish(m, "flat", &err) == SC_OK);
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
     sc_search_opts o;
@@ -277,22 +288,9 @@ TEST(search_plan_default_time_limit)
 TEST(search_flat_model_memory_is_linear)
 {
     enum { N = 199990 };
-    sc_model *m = sc_model_new("flat", SC_BF16, 8);
+    sc_model *m = flat_model(N, 1, 1, 0); /* outputs 1 for even leaves, 2 for odd */
     REQUIRE(m);
-    sc_module *root = sc_model_add(m, NULL, "root", "model");
-    char name[32];
-    for (int i = 0; i < N && root; i++) {
-        snprintf(name, sizeof name, "l%d", i);
-        sc_module *x = sc_model_add(m, root, name, "mlp");
-        if (x) {
-            x->params = 1;
-            x->flops_fwd = 1;
-            x->act_out_bytes = i % 2 ? 2 : 1;
-            x->act_saved_bytes = 1;
-        }
-    }
     sc_error err = {0};
-    REQUIRE(sc_model_finish(m, "flat", &err) == SC_OK);
     sc_cluster c;
     REQUIRE(sc_cluster_preset_get("p4d.24xlarge", &c, &err) == SC_OK);
     sc_mem_cfg mc = {SC_BF16, 1, 1, 0, 1, 1, SC_RECOMPUTE_FULL, 0, SC_ATTN_UNFUSED, 0,

@@ -522,11 +522,10 @@ sc_status sc_model_finish(sc_model *m, const char *file, sc_error *err)
         return sc_err(err, SC_EINVAL, "%s: root: more than %d modules", file,
                       SC_MODEL_MAX_MODULES);
     }
-    for (int i = 0; i < w.n; i++) { /* pre-order: a parent before its children */
+    for (int i = 0; i < w.n; i++) {
         sc_module *x = w.mods[i];
-        x->derived = 0;
-        const sc_module *up = x->parent ? sc_partition_layer_of(x->parent) : NULL;
-        x->layer = up ? up : x->kind && !strcmp(x->kind, "block") ? x : NULL;
+        x->derived = 0; /* sc_partition_layer_of walks the tree once, then keeps it */
+        x->layer = sc_partition_layer_of(x);
         x->is_attn = (unsigned char)kind_is_attention(x->kind);
         x->derived = 1;
     }
