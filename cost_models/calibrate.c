@@ -645,8 +645,11 @@ static sc_status fit_compute(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
         out->eff.bwd_factor = c->cur.eff.bwd_factor;
         out->eff.gemm.kernel_s = ks;
         out->eff.gemm.eff_max = ge;
-        if (act & (P_KS | P_GEFF)) /* the gemm model's statistics now its steps' */
+        /* the gemm model's standard errors now its steps', for what they fitted */
+        if (act & P_KS)
             out->eff.fits.gemm.se[1] = ks_se;
+        if (act & P_GEFF)
+            out->eff.fits.gemm.se[0] = ge_se;
         out->eff.fits.compute[c->dt] =
             (sc_fit_stats){c->ncp, all.r2, all.mape, all.rel_sd, {se_curve[0], se_curve[1]}};
         if (nops > 0)
@@ -2122,6 +2125,7 @@ static sc_status fit_kernels(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_e
     }
     out->eff.memory_bw = mem;
     out->eff.gemm.kernel_s = ks;
+    out->eff.fits.gemm.se[1] = se[0];
     c->kern_fitted = 1;
     if (rep) {
         rep->n_kern = n;

@@ -731,7 +731,7 @@ int sc_cluster_flash_kernel_known(const char *kernel)
 }
 
 /* "fa1, fa2, fa3, triton, cudnn": the names, each after ", ", less the first ", " */
-const char *sc_cluster_flash_kernels(void) { return FLASH_KERNELS(FLASH_LISTED) + 2; }
+const char *sc_cluster_flash_kernels(void) { return &FLASH_KERNELS(FLASH_LISTED)[2]; }
 
 sc_status sc_cluster_flash_kernel(sc_cluster *c, const char *kernel, sc_error *err)
 {

@@ -2084,7 +2084,22 @@ TEST(calibrate_kernels_flag_on_h200_files)
     CHECK(sus > 0.7 && sus < 1.1);
     CHECK(ks > 0 && ks < 1e-5);
     CHECK(mem > 0.5 && mem <= 1);
+    /* the cluster's GEMM statistics carry the standard errors of what was
+     * written: the time per kernel the kernels timed alone fitted (it once
+     * wrote 0 there), the eff_max the steps fitted (it once kept the sweep's) */
+    double kse = cJSON_GetObjectItem(k, "kernel_se")->valuedouble;
+    double sweep_se = -1;
+    for (const cJSON *f = cJSON_GetObjectItem(j, "fits")->child; f; f = f->next)
+        if (!strcmp(cJSON_GetObjectItem(f, "fit")->valuestring, "gemm model bf16"))
+            sweep_se = cJSON_GetObjectItem(f, "a_se")->valuedouble;
     cJSON_Delete(j);
+    char kf[600];
+    snprintf(kf, sizeof kf, "%s/k.json", d);
+    sc_error err = {0};
+    sc_cluster c;
+    REQUIRE(sc_cluster_load(kf, &c, &err) == SC_OK);
+    CHECK(kse > 0 && c.eff.fits.gemm.se[1] == kse);
+    CHECK(sweep_se > 0 && c.eff.fits.gemm.se[0] > 0 && c.eff.fits.gemm.se[0] != sweep_se);
     REQUIRE(sc_test_sh(out, sizeof out, "%s calibrate --force --cluster h200-sxm-1 "
                        "%s/bench_gemm.json %s/measured.json %s/measured_flash.json -o %s/k2.json "
                        "2>&1", bin, D, D, D, d) == 0);
