@@ -10,6 +10,7 @@
 #include "plan.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -477,7 +478,7 @@ TEST(export_deepspeed_runs)
         REQUIRE(tiny_export("deepspeed", cases[i], name) == 0);
         REQUIRE(SC("cp %s %s/%s/", fixture, d, name) == 0);
         int rc = two_ranks(py, name, "ds_train.py");
-        double loss;
+        double loss = NAN; /* printed when the run failed before reporting one */
         if (rc != 0 || !trained(&loss) || (i == 0 && !strstr(out, "rank 1: parts [0, 3, 7]")))
             sc_test_fail(__FILE__, __LINE__, "%s: exit %d, loss %g: %.2000s", cases[i], rc, loss,
                          out);
@@ -623,7 +624,7 @@ TEST(export_torch_runs)
                      "import torch.distributed.pipelining as p; assert hasattr(p, m.SCHEDULE)' 2>&1",
                      d, py) == 0);
         int rc = two_ranks(py, name, "torch_pipeline.py --steps 2");
-        double loss;
+        double loss = NAN; /* printed when the run failed before reporting one */
         if (rc != 0 || !trained(&loss))
             sc_test_fail(__FILE__, __LINE__, "%s: exit %d, loss %g: %.2000s", cases[i], rc, loss,
                          out);
