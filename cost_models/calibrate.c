@@ -33,6 +33,9 @@ typedef struct ctx {
     int *idx;              /* the points of the stage */
     int nidx;
     int fails;             /* evaluations that could not compute a prediction */
+    /* per link class and op, the sizes [lo, hi] of the plans' regime the warm
+     * links were fitted over (keep_plan_regimes; hi 0: all sizes); NULL: none */
+    double (*regime)[SC_CALIB_COMM_N][2];
 } ctx;
 
 static const char *const comm_ops[SC_CALIB_COMM_N] = {"allreduce", "reducescatter", "allgather",
@@ -1239,6 +1242,45 @@ static int keep_plan_regimes(const ctx *c, sc_calib_link *w, int n, sc_calib_rep
     return n;
 }
 
+/* A size as bench --sizes reads it: "256K", "1.5M", or bytes. */
+static void size_arg(double b, char *buf, size_t cap)
+{
+    if (b >= 1 << 20 && fmod(b, 1 << 10) == 0)
+        snprintf(buf, cap, "%.6gM", b / (1 << 20));
+    else if (b >= 1 << 10 && fmod(b, 1 << 10) == 0)
+        snprintf(buf, cap, "%.6gK", b / (1 << 10));
+    else
+        snprintf(buf, cap, "%.0f", b);
+}
+
+/* What to bench when too few sizes fit class l's line for op: where the
+ * line was fitted over the plans' regime alone, a sweep of at least five
+ * sizes across that regime (the sizes a sweep by 2 put there may be too
+ * few: on one 2-core guest Open MPI's shared memory stepped in time both
+ * below 256 KiB and above 1 MiB), else the general advice. */
+static void regime_sizes(const ctx *c, int l, int op, const char *general, char *buf,
+                         size_t cap)
+{
+    double lo = 0, hi = 0;
+    if (c->regime && op >= 0 && op < SC_CALIB_COMM_N) {
+        lo = c->regime[l][op][0];
+        hi = c->regime[l][op][1];
+    }
+    if (!(hi > lo && lo > 0)) {
+        snprintf(buf, cap, "%s", general);
+        return;
+    }
+    /* four steps of a factor rounded down, so that the fifth size stays in */
+    double f = floor(pow(hi / lo, 0.25) * 100) / 100;
+    char a[32], b[32];
+    size_arg(lo, a, sizeof a);
+    size_arg(hi, b, sizeof b);
+    snprintf(buf, cap,
+             "bench over at least 4 sizes of the plans' messages' regime, which spans %s-%s "
+             "here (--sizes %s:%s:%.2f)",
+             a, b, a, b, f > 1 ? f : 1.01);
+}
+
 /* The gates of a link fit over class l's points of op (-1: every op):
  * distinct sizes (of each op) for alpha and beta, R², MAPE (its fix names
  * the largest jump in time with size, link_jump), and the link share
@@ -1269,12 +1311,13 @@ static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_cal
         q[n] = p;
         key2[n++] = p->bytes;
     }
-    char files[160], fix[256];
+    char files[160], fix[256], sizes[320];
     file_list(pts, fi, n, files, sizeof files);
     if (!link_jump(q, n, fix, sizeof fix))
         snprintf(fix, sizeof fix, "%s", LINK_FIX);
+    regime_sizes(c, l, op, fix_sizes, sizes, sizeof sizes);
     fit_gates(rep, what, files, distinct(key, key2, n), 2, "sizes", f->r2, "", f->mape,
-              SC_CALIB_LINK_MAPE_CEILING, fix_sizes, fix);
+              SC_CALIB_LINK_MAPE_CEILING, sizes, fix);
     bound_gate(rep, what, files, "link share (beta / nominal)", f->b / nominal, 1e-4, INFINITY,
                "the link share ended at its floor: check the bench's sizes and link class");
     sc_free(fi);
@@ -1634,6 +1677,7 @@ static sc_status fit_links(ctx *c, sc_cluster *out, sc_calib_report *rep, sc_err
     sc_status st = SC_OK;
     double regime[SC_LINK_N][SC_CALIB_COMM_N][2];
     memset(regime, 0, sizeof regime);
+    cc.regime = regime;
     for (int cold = 0; cold < 2 && !st; cold++) {
         view.n_link = 0;
         for (int i = 0; i < all->n_link; i++)

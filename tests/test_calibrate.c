@@ -5,6 +5,7 @@
 #include "check.h"
 #include "compare.h"
 #include "cost.h"
+#include "bench.h"
 #include "bench_file.h"
 #include "json.h"
 #include "plan.h"
@@ -1538,6 +1539,11 @@ static double jump_above_12k_and_40k(double bytes)
     return (bytes > 12288 ? 5 : 1) * (bytes > 40960 ? 5 : 1);
 }
 
+static double jump_above_12k_and_80k(double bytes)
+{
+    return (bytes > 12288 ? 5 : 1) * (bytes > 81920 ? 5 : 1);
+}
+
 static double jump_above_16k(double bytes)
 {
     return bytes > 16384 ? 5 : 1;
@@ -1658,6 +1664,30 @@ TEST(calibrate_fits_the_plans_regime)
     CHECK_STR_HAS(err.msg, "the time grows");
     CHECK(!strstr(rep.notes, "fitted over"));
     CHECK(!strstr(rep.notes, "kept as measured"));
+    /* steps past 12 KiB and past 80 KiB leave the plan's regime three sizes (16,
+     * 32, 64 KiB): its line is fitted over them, and the points gate, which wants
+     * four, names a sweep across that regime (which a sweep by 2 cannot fill:
+     * on one 2-core guest Open MPI stepped below 256 KiB and above 1 MiB),
+     * one that bench reads as five sizes inside it */
+    write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
+    retime_bench(ar, jump_above_12k_and_80k);
+    CHECK(sc_calibrate(&base, files, 3, NULL, 0, &out, &rep, &err) == SC_EGATE);
+    CHECK_STR_HAS(rep.notes, "intra allreduce: fitted over 16 KiB-64 KiB (3 sizes)");
+    int points_gate = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        if (rep.gates[i].failed && !strcmp(rep.gates[i].gate, "points")) {
+            points_gate++;
+            CHECK_STR_HAS(rep.gates[i].figure, "3 distinct sizes for 2 parameters");
+            CHECK_STR_HAS(rep.gates[i].fix, "regime, which spans 16K-64K here "
+                                            "(--sizes 16K:64K:1.41)");
+        }
+    CHECK_EQ_INT(points_gate, 1);
+    sc_bench_point sweep[SC_BENCH_MAX_SIZES];
+    int nsweep = 0;
+    REQUIRE(sc_bench_parse_sizes(SC_BENCH_ALLREDUCE, "16K:64K:1.41", sweep, &nsweep, &err) ==
+            SC_OK);
+    CHECK_EQ_INT(nsweep, 5);
+    CHECK(sweep[0].bytes == 16384 && sweep[nsweep - 1].bytes <= 65536);
     /* the messages on both sides of the step from 16 to 32 KiB: no side to pick */
     write_comm_bench_sizes(ar, "allreduce", 2, "intra", 3e-6, 2.5e9, 12, 2);
     retime_bench(ar, jump_above_16k);
