@@ -1780,6 +1780,17 @@ static int tp_stands_one(const sc_step_cfg *cfg, int gpn)
     return 1;
 }
 
+/* The replicas and tp ranks whose work is built: with one_replica, one
+ * replica standing for all (its cp peers too, cp_ring_one) when dp is the
+ * outermost placement, else every one of dp·cp; and where that leaves one
+ * replica, tp rank 0 standing for its group where tp_stands_one, else every
+ * tp rank. */
+static void stand_ins(const sc_step_cfg *cfg, int gpn, int *nrep, int *ntp)
+{
+    *nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : sc_step_dpc(cfg);
+    *ntp = cfg->one_replica && *nrep == 1 && tp_stands_one(cfg, gpn) ? 1 : cfg->tp;
+}
+
 static void builder_free(builder *b)
 {
     sc_sim_free(b->sim);
@@ -1805,10 +1816,8 @@ static sc_status builder_init(builder *b, const sc_model *m, const sc_cluster *c
     b->v = cfg->v;
     b->S = cfg->pp * cfg->v;
     b->ranks = b->dp * b->tp * b->pp;
-    /* one replica stands for all only when dp is the outermost placement;
-     * under context parallelism for its cp peers too (cp_ring_one) */
-    b->nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : b->dp;
     b->gpn = c->gpus_per_node;
+    stand_ins(cfg, b->gpn, &b->nrep, &b->ntp);
     b->nodes = (b->ranks + b->gpn - 1) / b->gpn;
     b->dt = m->dtype;
     int groups = b->nrep * b->pp, maxn = b->dp;
@@ -1843,7 +1852,6 @@ static sc_status builder_init(builder *b, const sc_model *m, const sc_cluster *c
     for (int i = 0; i < b->pp * b->tp; i++)
         b->comm[i] = (dcomm){-1, -1, -1};
     b->nic_mult = 1;
-    b->ntp = cfg->one_replica && b->nrep == 1 && tp_stands_one(cfg, b->gpn) ? 1 : b->tp;
     if (b->nrep < b->dp || b->ntp < b->tp) {
         b->img = sc_malloc(sizeof(int) * (size_t)b->pp * (size_t)b->tp);
         if (!b->img)
@@ -1938,10 +1946,9 @@ void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step
      * with slices (each slice is lowered as a microbatch of its own) */
     double dp = sc_step_dpc(cfg), tp = cfg->tp, pp = cfg->pp, v = cfg->v;
     double mb = (double)cfg->m * (cfg->slices > 1 ? cfg->slices : 1);
-    double nrep = cfg->one_replica && placement_dp_outermost(cfg->placement) ? 1 : dp;
-    /* the tp ranks whose communication is built (builder_init: tp rank 0
-     * standing for its group, ntp 1, when one replica stands for all) */
-    double ntp = cfg->one_replica && nrep == 1 && tp_stands_one(cfg, c->gpus_per_node) ? 1 : tp;
+    int nrep_i, ntp_i;
+    stand_ins(cfg, c->gpus_per_node, &nrep_i, &ntp_i); /* what builder_init builds */
+    double nrep = nrep_i, ntp = ntp_i;
     int split = cfg->schedule && !strcmp(cfg->schedule, "zb-h1");
     int z3 = cfg->zero == 3 && dp > 1, dpc = dp > 1;
     double w, g, o;
