@@ -1253,21 +1253,20 @@ static void size_arg(double b, char *buf, size_t cap)
         snprintf(buf, cap, "%.0f", b);
 }
 
-/* What to bench when too few sizes fit class l's line for op: where the
- * line was fitted over the plans' regime alone, a sweep of at least five
- * sizes across that regime (the sizes a sweep by 2 put there may be too
- * few: on one 2-core guest Open MPI's shared memory stepped in time both
- * below 256 KiB and above 1 MiB), else the general advice. */
-static void regime_sizes(const ctx *c, int l, int op, const char *general, char *buf,
-                         size_t cap)
+/* What to bench when too few sizes fit class l's line for op: for a cold
+ * line, COLD_SIZES; for a warm one fitted over the plans' regime alone, a
+ * sweep of at least five sizes across that regime (the sizes a sweep by 2
+ * put there may be too few: on one 2-core guest Open MPI's shared memory
+ * stepped in time both below 256 KiB and above 1 MiB), else WARM_SIZES. */
+static void regime_sizes(const ctx *c, int l, int op, int cold, char *buf, size_t cap)
 {
     double lo = 0, hi = 0;
-    if (c->regime && op >= 0 && op < SC_CALIB_COMM_N) {
+    if (!cold && c->regime && op >= 0 && op < SC_CALIB_COMM_N) {
         lo = c->regime[l][op][0];
         hi = c->regime[l][op][1];
     }
     if (!(hi > lo && lo > 0)) {
-        snprintf(buf, cap, "%s", general);
+        snprintf(buf, cap, "%s", cold ? COLD_SIZES : WARM_SIZES);
         return;
     }
     /* four steps of a factor rounded down, so that the fifth size stays in */
@@ -1281,12 +1280,13 @@ static void regime_sizes(const ctx *c, int l, int op, const char *general, char 
              a, b, a, b, f > 1 ? f : 1.01);
 }
 
-/* The gates of a link fit over class l's points of op (-1: every op):
+/* The gates of a link fit over class l's points of op (-1: every op), warm
+ * or cold (the points gate's fix, regime_sizes):
  * distinct sizes (of each op) for alpha and beta, R², MAPE (its fix names
  * the largest jump in time with size, link_jump), and the link share
  * f->b / nominal at its floor. */
 static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_calib_fit *f,
-                       double nominal, const char *what, const char *fix_sizes)
+                       double nominal, const char *what, int cold)
 {
     const sc_calib_points *pts = c->pts;
     int n = 0;
@@ -1315,7 +1315,7 @@ static void link_gates(ctx *c, sc_calib_report *rep, int l, int op, const sc_cal
     file_list(pts, fi, n, files, sizeof files);
     if (!link_jump(q, n, fix, sizeof fix))
         snprintf(fix, sizeof fix, "%s", LINK_FIX);
-    regime_sizes(c, l, op, fix_sizes, sizes, sizeof sizes);
+    regime_sizes(c, l, op, cold, sizes, sizeof sizes);
     fit_gates(rep, what, files, distinct(key, key2, n), 2, "sizes", f->r2, "", f->mape,
               SC_CALIB_LINK_MAPE_CEILING, sizes, fix);
     bound_gate(rep, what, files, "link share (beta / nominal)", f->b / nominal, 1e-4, INFINITY,
@@ -1424,15 +1424,14 @@ static sc_status fit_warm_links(ctx *c, sc_cluster *out, sc_calib_report *rep, s
                  from_allreduce ? "allreduce"
                  : only >= 0 && only < SC_CALIB_COMM_N ? comm_ops[only] : "all pooled");
         if (rep)
-            link_gates(c, rep, l, from_allreduce ? SC_CALIB_ALLREDUCE : -1, &f, nominal, gw,
-                       WARM_SIZES);
+            link_gates(c, rep, l, from_allreduce ? SC_CALIB_ALLREDUCE : -1, &f, nominal, gw, 0);
         if (rep && p2p) {
             snprintf(gw, sizeof gw, "%s links (p2p)", lname[l]);
-            link_gates(c, rep, l, SC_CALIB_P2P, &fp, nominal, gw, WARM_SIZES);
+            link_gates(c, rep, l, SC_CALIB_P2P, &fp, nominal, gw, 0);
         }
         if (rep && agrs) {
             snprintf(gw, sizeof gw, "%s links (reduce-scatter, all-gather)", lname[l]);
-            link_gates(c, rep, l, FIT_AG_RS, &fg, nominal, gw, WARM_SIZES);
+            link_gates(c, rep, l, FIT_AG_RS, &fg, nominal, gw, 0);
         }
         out->eff.bw_eff[l] = fmin(1, fmax(1e-4, f.b / nominal));
         out->eff.fits.link[l] = (sc_fit_stats){f.n, f.r2, f.mape, f.rel_sd,
@@ -1513,7 +1512,7 @@ static void fit_cold_links(ctx *c, const int *refit, sc_cluster *out, sc_calib_r
         }
         f.mape_before = k ? m0 / k : 0;
         if (rep)
-            link_gates(c, rep, l, op, &f, nominal, gw, COLD_SIZES);
+            link_gates(c, rep, l, op, &f, nominal, gw, 1);
         out->eff.cold_alpha_s[l] = f.a;
         out->eff.cold_bw_eff[l] = fmin(1, fmax(1e-4, f.b / nominal));
         out->eff.fits.link_cold[l] = (sc_fit_stats){f.n, f.r2, f.mape, f.rel_sd,

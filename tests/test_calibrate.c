@@ -1682,6 +1682,24 @@ TEST(calibrate_fits_the_plans_regime)
                                             "(--sizes 16K:64K:1.41)");
         }
     CHECK_EQ_INT(points_gate, 1);
+    /* a cold bench of three sizes beside it: its own points gate names the cold
+     * sweep, not the warm regime (the regime is the warm line's alone) */
+    char cold[600];
+    snprintf(cold, sizeof cold, "%s/ar_cold.json", d);
+    write_comm_bench(cold, "allreduce", 2, "intra", 20e-6, 1.25e9, 3);
+    mark_cold(cold, 256.0 * 1048576);
+    const char *files_cold[] = {g, ar, m, cold};
+    CHECK(sc_calibrate(&base, files_cold, 4, NULL, 0, &out, &rep, &err) == SC_EGATE);
+    int warm_gate = 0, cold_gate = 0;
+    for (int i = 0; i < rep.n_gates; i++)
+        if (rep.gates[i].failed && !strcmp(rep.gates[i].gate, "points")) {
+            int is_cold = strstr(rep.gates[i].what, "cold") != NULL;
+            cold_gate += is_cold;
+            warm_gate += !is_cold;
+            CHECK_STR_HAS(rep.gates[i].fix, is_cold ? "bench --cold over at least 4 sizes"
+                                                    : "which spans 16K-64K here");
+        }
+    CHECK(warm_gate == 1 && cold_gate == 1);
     sc_bench_point sweep[SC_BENCH_MAX_SIZES];
     int nsweep = 0;
     REQUIRE(sc_bench_parse_sizes(SC_BENCH_ALLREDUCE, "16K:64K:1.41", sweep, &nsweep, &err) ==
