@@ -45,8 +45,8 @@
  * test at T* reconstructs, so it does not depend on the tests before.
  * Deadline: cfg->deadline_s (CLOCK_MONOTONIC seconds, 0 = none) ends the
  * bisection early with the best split found so far (a valid split, its
- * bottleneck an upper bound of T*); before the first split exists it is
- * SC_EINVAL "partition: time limit reached".
+ * bottleneck an upper bound of T*). The first split is found whatever the
+ * deadline: the test at T = infinity is not cut short.
  *
  * Does not fit: the smallest achievable largest stage memory comes from the
  * same reach recursion with memory alone (running maximum of e_k(i) over the
@@ -700,12 +700,17 @@ sc_status sc_partition_optimal(const sc_partitioner_cfg *cfg, sc_partition *out,
     compute_all_e(&o, x.cap);
     double tn;
     if (!start_split(&o, best)) {
-        if (!feasible(&o, INFINITY, &tn)) {
-            st = o.oom      ? oom_err(&o, err)
-                 : o.late   ? sc_err(err, SC_EINVAL, "partition: time limit reached")
+        /* the first valid split is owed whatever the time: the test at
+         * T = infinity runs to its end (a search past its time limit with
+         * nothing fitting yet asks for exactly that split) */
+        o.deadline = 0;
+        int ok = feasible(&o, INFINITY, &tn);
+        o.deadline = cfg->deadline_s;
+        if (!ok) {
+            st = o.oom ? oom_err(&o, err)
                  : cfg->nofit_quick && x.n_allowed >= S - 1
-                            ? sc_err(err, SC_ENOFIT, "does not fit")
-                            : not_fit(&o, first, err);
+                       ? sc_err(err, SC_ENOFIT, "does not fit")
+                       : not_fit(&o, first, err);
             goto done;
         }
         reconstruct(&o, best);

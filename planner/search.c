@@ -207,10 +207,12 @@ static int remember_failed(sc_search *s, const table_key *k, const sc_error *ahe
  * shape that failed before (does not fit, or invalid: each schedule of a
  * shape shares its partition, so a failure is remembered rather than
  * partitioned again, which took most of a search of a huge model where
- * little fits; a failure at the deadline or for memory is not kept). A
- * shape that failed when partitioned ahead (prefill) gives its error (-1)
- * the first time it is asked for, as if partitioned then. *fresh: 1 when
- * this is the first time the search asks for the shape. */
+ * little fits; a failure for memory is not kept, and the deadline fails
+ * none: the optimal partitioner finds its first split whatever the time).
+ * A shape that failed when partitioned ahead (prefill) gives its error (-1)
+ * the first time it is asked for, as if partitioned then. *fresh: 0 when
+ * asked before; 1 the first time the search asks for a shape partitioned
+ * ahead; 2 when partitioned here, now. */
 static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, int cp,
                      double deadline, int *fresh, sc_error *err)
 {
@@ -231,14 +233,13 @@ static int table_for(sc_search *s, int pp, int v, int tp, int sp, int mbs, int c
                 *err = s->failed_err[i];
             return -1;
         }
-    *fresh = 1;
+    *fresh = 2;
     if (table_room(s))
         return sc_err(err, SC_ENOMEM, "plan: out of memory"), -1;
     table_key k = {pp, v, tp, mbs, sp, cp};
     sc_status st = build_table(s, &k, deadline, &s->tables[s->ntables], err);
     if (st) {
-        int timed_out = deadline > 0 && now() > deadline;
-        if ((st == SC_ENOFIT || st == SC_EINVAL) && !timed_out)
+        if (st == SC_ENOFIT || st == SC_EINVAL)
             remember_failed(s, &k, NULL);
         return -1;
     }
@@ -695,7 +696,8 @@ static int by_key(const void *a, const void *b)
 }
 
 /* The distinct shapes of items and their total weight (stages). */
-static sc_status count_shapes(const item_list *l, long *n, double *weight, sc_error *err)
+static sc_status count_shapes(const item_list *l, int fix_sp, long *n, double *weight,
+                              sc_error *err)
 {
     *n = 0;
     *weight = 0;
@@ -704,10 +706,12 @@ static sc_status count_shapes(const item_list *l, long *n, double *weight, sc_er
     table_key *k = sc_malloc(sizeof *k * (size_t)l->n);
     if (!k)
         return sc_err(err, SC_ENOMEM, "plan: out of memory");
+    long nk = 0; /* sequence parallelism fixed on leaves tp 1 unsearched */
     for (long i = 0; i < l->n; i++)
-        k[i] = (table_key){l->a[i].pp, l->a[i].v, l->a[i].tp, l->a[i].mbs, 0, l->a[i].cp};
-    qsort(k, (size_t)l->n, sizeof *k, by_key);
-    for (long i = 0; i < l->n; i++)
+        if (fix_sp != 1 || l->a[i].tp > 1)
+            k[nk++] = (table_key){l->a[i].pp, l->a[i].v, l->a[i].tp, l->a[i].mbs, 0, l->a[i].cp};
+    qsort(k, (size_t)nk, sizeof *k, by_key);
+    for (long i = 0; i < nk; i++)
         if (i == 0 || by_key(&k[i], &k[i - 1])) {
             (*n)++;
             *weight += shape_weight(&k[i]);
@@ -749,7 +753,7 @@ typedef struct prefill_pool {
     sc_stage_table *tab;
     sc_status *st;
     sc_error *errs;
-    unsigned char *ran;      /* 1 done, 2 cut short at the deadline */
+    unsigned char *ran;      /* 1 done (0: never started) */
     /* progress: shapes, and the fraction by weight */
     const sc_search_opts *o;
     sc_search_progress *pg;
@@ -776,17 +780,17 @@ static void *prefill_worker(void *arg)
         pthread_mutex_unlock(&p->mu);
         const table_key *k = &p->keys[j].k;
         sc_status st = build_table(p->s, k, dl, &p->tab[j], &p->errs[j]);
-        int cut = st && dl > 0 && now() > dl;
         pthread_mutex_lock(&p->mu);
         p->st[j] = st;
-        p->ran[j] = cut ? 2 : 1;
+        p->ran[j] = 1;
         p->any_ok |= !st;
         p->wdone += shape_weight(k);
-        if (k->sp == p->sp0 && p->o->progress) {
+        if (k->sp == p->sp0 && st != SC_ENOMEM) { /* counted as the search does */
             p->pg->done++;
             p->pg->fraction = p->wdone / (p->wtotal > 0 ? p->wtotal : 1);
             p->pg->elapsed_s = now() - p->t0;
-            p->o->progress(p->o->progress_ud, p->pg);
+            if (p->o->progress)
+                p->o->progress(p->o->progress_ud, p->pg);
         }
         pthread_mutex_unlock(&p->mu);
     }
@@ -877,8 +881,8 @@ static sc_status prefill(sc_search *s, const item_list *items, double deadline, 
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     pthread_mutex_destroy(&p.mu);
-    /* file them in order; a shape cut short at the deadline (or never
-     * started) is left for the search to ask for */
+    /* file them in order; a shape never started is left for the search to
+     * ask for */
     for (int j = 0; j < p.n && !st; j++) {
         if (p.ran[j] != 1)
             continue;
@@ -1038,7 +1042,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     double wtotal = 0, wdone = 0;
     sc_status st = enumerate(m, c, o, s->cps, s->ncps, s->o.max_mbs, &items, &why, err);
     if (!st)
-        st = count_shapes(&items, &s->shapes_total, &wtotal, err);
+        st = count_shapes(&items, o->fix_sp, &s->shapes_total, &wtotal, err);
     sc_search_progress pg = {0, 0, s->shapes_total, 0, 0};
     if (!st)
         st = prefill(s, &items, deadline, t0, &pg, err);
@@ -1067,25 +1071,22 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             sc_error terr = {0};
             int fresh;
             int ti = table_for(s, pp, v, tp, sp, mbs, cp, dl, &fresh, &terr);
-            if (sp == sp0 && fresh) { /* a new shape, partitioned or not */
-                s->shapes_done++;
+            if (sp == sp0 && fresh) /* a new shape, partitioned or not */
                 wdone += shape_weight(&(table_key){.pp = pp, .v = v});
-                if (o->progress && s->part_threads < 2) { /* prefill reported */
-                    pg.done = s->shapes_done;
-                    pg.fraction = wdone / (wtotal > 0 ? wtotal : 1);
-                    pg.elapsed_s = now() - t0;
+            /* progress counts each shape once, where it was partitioned:
+             * ahead (prefill reported it) or here; prefill may have been cut
+             * short by the limit, and the search partition the rest itself */
+            if (sp == sp0 && fresh == 2 && terr.status != SC_ENOMEM) {
+                pg.done++;
+                double f = wdone / (wtotal > 0 ? wtotal : 1);
+                pg.fraction = f > pg.fraction ? f : pg.fraction;
+                pg.elapsed_s = now() - t0;
+                if (o->progress)
                     o->progress(o->progress_ud, &pg);
-                }
             }
             if (ti == -2)
                 continue; /* failed before: counted and recorded then */
             if (ti < 0) {
-                if (s->ncands > 0 && dl > 0 && now() > dl) {
-                    s->time_limited = 1;
-                    s->shapes_done -= sp == sp0; /* cut short, not partitioned */
-                    stop = 1;
-                    break;
-                }
                 if (terr.status == SC_ENOMEM)
                     st = sc_err(err, SC_ENOMEM, "%s", terr.msg);
                 if (terr.status == SC_ENOFIT || terr.status == SC_EINVAL) {
@@ -1093,6 +1094,11 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                     s->nofit_status = terr.status;
                     memcpy(s->nofit_msg, terr.msg, sizeof s->nofit_msg);
                     s->nofit_key = (table_key){pp, v, tp, mbs, sp, cp};
+                }
+                if (s->ncands > 0 && dl > 0 && now() > dl) {
+                    s->time_limited = 1;
+                    stop = 1;
+                    break;
                 }
                 continue; /* no partition for this shape */
             }
@@ -1138,6 +1144,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             break;
     }
     sc_free(items.a);
+    s->shapes_done = pg.done; /* partitioned, ahead or here */
     s->t_est = now() - t0;
     if (st) {
         sc_search_free(s);

@@ -147,6 +147,13 @@ static void record(void *ud, const sc_search_progress *p)
     last_total[ph] = p->total;
 }
 
+static void record_reset(void)
+{
+    calls[0] = calls[1] = last_done[0] = last_done[1] = 0;
+    last_total[0] = last_total[1] = 0;
+    monotone = 1;
+}
+
 /* Progress comes for every shape and every simulation, done counting up to
  * the total; a time limit ranks what was found, and says so. */
 TEST(limits_search_progress_and_time_limit)
@@ -160,6 +167,7 @@ TEST(limits_search_progress_and_time_limit)
     o.global_batch = 64;
     o.simulate = 4;
     o.progress = record;
+    record_reset();
     sc_search *s = NULL;
     sc_error err = {0};
     REQUIRE(sc_search_run(m, &c, &o, &s, &err) == SC_OK);
@@ -234,4 +242,103 @@ TEST(limits_partition_deadline)
     CHECK(sc_partition_optimal(&cfg, &late, &err) == SC_OK);
     sc_partition_free(&late);
     sc_model_free(m);
+    /* past the deadline before any split exists (the compute-balanced start
+     * does not fit in memory): the first valid split still comes, where one
+     * exists, and a shape that fits nowhere says so (before: "time limit
+     * reached" for both; the search past its limit with nothing fitting asks
+     * for exactly that split) */
+    sc_test_open_pair("gpt-175b", "dgx-a100-80g", 5, &m, &c);
+    REQUIRE(m);
+    int both = 0;
+    for (int pp = 2; pp <= 40; pp++) {
+        for (int tp = 1; tp <= 8; tp *= 2) {
+            if (40 % (pp * tp))
+                continue;
+            sc_partitioner_cfg_init(&cfg, m, &c, pp);
+            cfg.tp = tp;
+            cfg.dp = 40 / (pp * tp);
+            cfg.recompute = SC_RECOMPUTE_FULL;
+            cfg.deadline_s = 0;
+            sc_status sb = sc_partition_optimal(&cfg, &best, &err);
+            cfg.deadline_s = 1e-9;
+            sc_status sl = sc_partition_optimal(&cfg, &late, &err);
+            CHECK_EQ_INT(sl, sb);
+            if (!sb && !sl) {
+                both++;
+                REQUIRE(sc_partition_eval(&cfg, &late, &el, &err) == SC_OK);
+                CHECK(el.fits);
+                sc_part_eval_free(&el);
+            }
+            if (!sb)
+                sc_partition_free(&best);
+            if (!sl)
+                sc_partition_free(&late);
+        }
+    }
+    CHECK(both >= 3);
+    sc_model_free(m);
+}
+
+/* With two partitioning threads (and with one), a limit already past cuts
+ * the partitioning short where nothing fits yet (gpt-175b on 40 A100-80GB:
+ * the first shapes do not fit): the search then partitions the next shapes
+ * itself until one fits, each counted once and reported as it is done, and
+ * never more shapes than there are (before: 69 of 40, and the progress
+ * stalled at 17). With sequence parallelism fixed on, the shapes of tp 1,
+ * never searched, are not counted (a full search ended at 24 of 40). */
+TEST(limits_progress_after_prefill_cut_short)
+{
+    sc_model *m;
+    sc_cluster c;
+    sc_test_open_pair("gpt-175b", "dgx-a100-80g", 5, &m, &c);
+    REQUIRE(m);
+    static const struct {
+        const char *threads;
+        double limit;
+        int fix_sp;
+    } cases[] = {{"2", 1e-9, -1}, {"1", 1e-9, -1}, {"2", 0, 1}, {"2", 1e-9, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        sc_search_opts o;
+        sc_search_opts_default(&o);
+        o.global_batch = 64;
+        o.simulate = 2;
+        o.progress = record;
+        o.time_limit_s = cases[i].limit;
+        o.fix_sp = cases[i].fix_sp;
+        record_reset();
+        setenv("SC_THREADS", cases[i].threads, 1);
+        sc_search *s = NULL;
+        sc_error err = {0};
+        sc_status st = sc_search_run(m, &c, &o, &s, &err);
+        unsetenv("SC_THREADS");
+        CHECK_EQ_INT(st, SC_OK);
+        if (st)
+            continue;
+        int limited, over;
+        long done, total;
+        sc_search_limits(s, &limited, &done, &total, &over);
+        CHECK_EQ_INT(limited, cases[i].limit > 0);
+        CHECK(monotone);
+        CHECK(done >= 1 && done <= total);
+        if (!limited)
+            CHECK_EQ_INT((int)done, (int)total);
+        else
+            CHECK(done > 1); /* the first shapes do not fit */
+        CHECK_EQ_INT(calls[0], (int)done);
+        CHECK_EQ_INT(last_done[0], (int)done);
+        CHECK(sc_search_ranked(s, 0) != NULL && sc_search_ranked(s, 0)->sim->fits);
+        sc_search_free(s);
+    }
+    sc_model_free(m);
+    /* the command's count */
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s plan --model gpt-175b --cluster dgx-a100-80g --nodes 5 --global-batch 64 "
+                     "--time-limit 0.001",
+                     sc_test_bin()) == 0);
+    const char *at = strstr(out, "time limit of 0.001 s reached after ");
+    CHECK(at != NULL);
+    int n = 0, of = 0;
+    if (at)
+        CHECK(sscanf(at, "time limit of 0.001 s reached after %d of %d shapes", &n, &of) == 2);
+    CHECK(n >= 1 && n <= of);
 }
