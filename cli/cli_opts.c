@@ -241,7 +241,8 @@ const cli_opt cli_search_opts[] = {
      NULL, cuts_words, 0},
     {"partitioner", 0, "P", "pipeline split (default optimal)", opt_partitioner,
      OFF(o.partitioner), 0, 0, CLI_PLAN | CLI_TUNE, NULL, sc_planner_partitioners, 0},
-    {"max-mbs", 0, "S", "largest microbatch size to try", cli_opt_int,
+    {"max-mbs", 0, "S", "largest microbatch size to try (a fixed --mbs is\n"
+     "tried whatever its size)", cli_opt_int,
      OFF(o.max_mbs), 1, CLI_MAX_MBS, CLI_PLAN | CLI_TUNE, NULL, NULL, 1},
     {"memory-weight", 0, "W", "tree partitioner: memory's weight against time\n"
      "(default 0.2 for speed, 0.8 for memory)", cli_opt_double, OFF(o.memory_weight), 0, 1,

@@ -25,6 +25,19 @@ sc_status sc_err(sc_error *err, sc_status status, const char *fmt, ...)
     return status;
 }
 
+const char *sc_fmt_bytes(double bytes, char buf[32])
+{
+    if (bytes >= 1073741824.0)
+        snprintf(buf, 32, "%.1f GiB", bytes / 1073741824.0);
+    else if (bytes >= 1048576.0)
+        snprintf(buf, 32, "%.1f MiB", bytes / 1048576.0);
+    else if (bytes >= 1024.0)
+        snprintf(buf, 32, "%.1f KiB", bytes / 1024.0);
+    else
+        snprintf(buf, 32, "%.0f B", bytes);
+    return buf;
+}
+
 void sc_err_prefix(sc_error *err, const char *fmt, ...)
 {
     if (!err)

@@ -43,6 +43,9 @@ void sc_err_prefix(sc_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sc_err_clear(sc_error *err);
 const char *sc_status_name(sc_status s);
+/* bytes for a message: "%.1f GiB" from 1 GiB up, else MiB, KiB or B as the
+ * size asks (a 1 MiB limit reads "1.0 MiB", not "0.0 GiB"); returns buf. */
+const char *sc_fmt_bytes(double bytes, char buf[32]);
 
 /* ---- allocation hook ----------------------------------------------------
  * Every allocation of the library goes through sc_malloc/sc_calloc/

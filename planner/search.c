@@ -943,6 +943,12 @@ static sc_status none_matched(const sc_model *m, const sc_cluster *c, const sc_s
                           "plan: no layout gives %d microbatches with global batch %ld (m = "
                           "batch / (dp·mbs), mbs at most %d)",
                           o->fix_m, B, max_mbs);
+        if (o->fix_mbs)
+            return sc_err(err, SC_EINVAL,
+                          "plan: no layout takes microbatches of %d samples with global batch "
+                          "%ld (mbs must divide the global batch / dp, dp at most %ld%s)",
+                          o->fix_mbs, B, why->dp_max,
+                          o->fix_dp || o->fix_pp || o->fix_tp ? ", with the degrees fixed" : "");
         return sc_err(err, SC_EINVAL,
                       "plan: global batch %ld needs more than 65536 microbatches per pipeline "
                       "with every layout (dp at most %ld, mbs at most %d): use a smaller "
@@ -952,6 +958,10 @@ static sc_status none_matched(const sc_model *m, const sc_cluster *c, const sc_s
     if (!why->sched_ok)
         return sc_err(err, SC_EINVAL, "plan: no schedule accepts the layouts: %s",
                       why->sched_msg[0] ? why->sched_msg : "none matches the fixed choices");
+    if (o->fix_sp == 1 && (o->fix_tp == 1 || gpn == 1))
+        return sc_err(err, SC_EINVAL,
+                      "plan: sequence parallelism (--sp, --fix sp=1) needs tp >= 2, and tp "
+                      "is 1 here");
     return sc_err(err, SC_EINVAL, "plan: no configuration of %s matches", m->name);
 }
 
@@ -1031,6 +1041,8 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         s->o.simulate = SC_SEARCH_SIMULATE;
     if (s->o.max_mbs <= 0)
         s->o.max_mbs = 8;
+    if (s->o.fix_mbs > s->o.max_mbs) /* asked for: the bound is for the search's own */
+        s->o.max_mbs = s->o.fix_mbs;
     if (s->o.memory_weight < 0)
         s->o.memory_weight = o->optimize_memory ? 0.8 : 0.2;
     snprintf(s->partitioner, sizeof s->partitioner, "%s", part->name);
@@ -1166,6 +1178,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     }
     if (s->ncands == 0) {
         long enumerated = s->enumerated, nofit = s->nofit_shapes;
+        int max_mbs = s->o.max_mbs;
         sc_status nst = s->nofit_status;
         char msg[SC_ERRMSG_MAX];
         memcpy(msg, s->nofit_msg, sizeof msg);
@@ -1179,7 +1192,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                           "plan: --framework %s runs none of the layouts left: %s", fw->name,
                           why.fw_msg);
         if (enumerated == 0)
-            return none_matched(m, c, o, o->max_mbs > 0 ? o->max_mbs : 8, &why, err);
+            return none_matched(m, c, o, max_mbs, &why, err);
         return sc_err(err, SC_ENOFIT,
                       "plan: none of the configurations fits in %.1f GiB per GPU",
                       c->gpu.memory_bytes / (1024.0 * 1024 * 1024));
@@ -1226,15 +1239,15 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
             sc_step_size z;
             sc_step_size_estimate(m, c, &cd->cfg, &z);
             if (z.bytes > o->max_mem_bytes) {
+                char b1[32], b2[32];
                 if (!s->over_mem)
                     snprintf(s->over_msg, sizeof s->over_msg,
                              "plan: simulating the best candidate (dp %d tp %d pp %d v %d m %d "
-                             "mbs %d %s) needs about %.1f GiB, above the limit of %.1f GiB "
-                             "(--max-mem); its analytical estimate: step %.4g s, peak %.2f "
-                             "GiB per GPU",
+                             "mbs %d %s) needs about %s, above the limit of %s (--max-mem); "
+                             "its analytical estimate: step %.4g s, peak %.2f GiB per GPU",
                              cd->cfg.dp, cd->cfg.tp, cd->cfg.pp, cd->cfg.v, cd->cfg.m,
-                             cd->cfg.mbs, cd->schedule, z.bytes / 1073741824.0,
-                             o->max_mem_bytes / 1073741824.0, cd->est.step_s,
+                             cd->cfg.mbs, cd->schedule, sc_fmt_bytes(z.bytes, b1),
+                             sc_fmt_bytes(o->max_mem_bytes, b2), cd->est.step_s,
                              cd->est.peak_mem / 1073741824.0);
                 s->over_mem++;
                 continue;

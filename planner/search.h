@@ -75,7 +75,7 @@ typedef struct sc_search_opts {
     int cut_in_layers;        /* 1: stages may begin inside a layer (any, torch) */
     const char *partitioner;  /* "uniform", "tree" or "optimal"; NULL = "optimal" when built */
     double memory_weight;     /* tree partitioner; < 0 = 0.2 (speed) or 0.8 (memory) */
-    int max_mbs;              /* 0 = 8 */
+    int max_mbs;              /* 0 = 8; a larger fix_mbs raises it */
     int shared_strict;        /* tree/optimal: keep every shared group on one stage
                                  (default: replicate it across stages, as Megatron-LM) */
     /* fixed choices; 0 (or NULL, or -1 for zero/recompute) = free */

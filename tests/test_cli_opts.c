@@ -145,10 +145,10 @@ TEST(cli_opts_one_help_line)
     REQUIRE(SC("%s tune --help", bin) == 0);
     CHECK_STR_HAS(out, "--v V                 model chunks per rank (interleaved: 2 or more) "
                        "[1, 64]");
-    CHECK_STR_HAS(out, "--max-mbs S           largest microbatch size to try [1, 65536]; "
-                       "default 64");
+    CHECK_STR_HAS(out, "--max-mbs S           largest microbatch size to try (a fixed --mbs is");
+    CHECK_STR_HAS(out, "tried whatever its size) [1, 65536]; default 64");
     REQUIRE(SC("%s plan --help", bin) == 0);
-    CHECK_STR_HAS(out, "largest microbatch size to try [1, 65536]; default 8");
+    CHECK_STR_HAS(out, "tried whatever its size) [1, 65536]; default 8");
     CHECK_STR_HAS(out, "--top N               plans listed (the table and --json's ranked); what is");
     CHECK_STR_HAS(out, "[1, 1000]; default 16");
     CHECK_STR_HAS(out, "--simulate K          candidates the search simulates, the best estimates");

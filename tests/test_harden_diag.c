@@ -1,6 +1,7 @@
 /* test_harden_diag.c - diagnostics that name the actual cause: a global
  * batch that needs more than 65536 microbatches, an unknown or repeated
- * --fix key, a fixed choice no schedule takes, a size sweep whose factor
+ * --fix key, a fixed choice no schedule takes, a fixed mbs, sp with tp 1,
+ * a size sweep whose factor
  * never moves. (whatif on a cluster without prices: test_harden_outputs.c.) */
 #include "bench.h"
 #include "check.h"
@@ -30,6 +31,27 @@ TEST(diag_plan_names_the_cause)
     CHECK_STR_HAS(out, "no layout gives 7 microbatches with global batch 64");
     CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 63 --fix dp=2", bin, base) == 2);
     CHECK_STR_HAS(out, "must divide the batch");
+    /* a fixed mbs above the search's --max-mbs (8) is searched, not refused
+     * as "more than 65536 microbatches"; one that divides no replica's batch
+     * says so */
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix mbs=64", bin, base) ==
+          0);
+    CHECK_STR_HAS(out, " 64 gpipe");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix mbs=3", bin, base) == 2);
+    CHECK_STR_HAS(out, "no layout takes microbatches of 3 samples with global batch 64 (mbs "
+                       "must divide the global batch / dp, dp at most 16)");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix mbs=8,dp=16", bin,
+                     base) == 2);
+    CHECK_STR_HAS(out, "dp at most 16, with the degrees fixed)");
+    /* tune's bound is 64: a fixed 128 is judged, here too big for 40 GB */
+    CHECK(sc_test_sh(out, sizeof out, "%s tune %s --global-batch 256 --dp 2 --tp 8 --pp 1 --mbs 128",
+                     bin, base) == 5); /* exit 5: does not fit */
+    CHECK_STR_HAS(out, "does not fit: needs ");
+    CHECK(!strstr(out, "65536 microbatches"));
+    /* sequence parallelism with tp 1 names the conflict */
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --sp --fix tp=1", bin, base) ==
+          2);
+    CHECK_STR_HAS(out, "sequence parallelism (--sp, --fix sp=1) needs tp >= 2, and tp is 1 here");
     /* what still works */
     CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix dp=2,tp=8 --top 2", bin,
                      base) == 0);

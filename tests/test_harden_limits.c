@@ -131,6 +131,8 @@ TEST(limits_sim_max_mem_cli)
                      "--fix dp=2,tp=8,pp=1,mbs=1 --max-mem 1M",
                      bin) == 2);
     CHECK_STR_HAS(out, "(--max-mem); its analytical estimate: step ");
+    CHECK_STR_HAS(out, "above the limit of 1.0 MiB (--max-mem)"); /* was "0.0 GiB" */
+    CHECK(!strstr(out, "0.0 GiB"));
 }
 
 static int calls[2], last_done[2];
