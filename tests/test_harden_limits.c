@@ -344,3 +344,32 @@ TEST(limits_progress_after_prefill_cut_short)
         CHECK(sscanf(at, "time limit of 0.001 s reached after %d of %d shapes", &n, &of) == 2);
     CHECK(n >= 1 && n <= of);
 }
+
+/* scripts/huge_model.py (the 199,996-leaf search of scripts/hostile.sh
+ * --huge, a long check) writes a model the loader takes: from the day the
+ * generators wrote kernel lists its file was 121 MB, over the 64 MiB limit
+ * on a file, and nothing here noticed. 2,000 leaves load, and at their size
+ * per leaf the full model stays under the limit with room to spare. */
+TEST(limits_huge_model_script_fits_the_loader)
+{
+    if (!sc_test_exists("/usr/bin/python3")) {
+        sc_test_skip("no /usr/bin/python3");
+        return;
+    }
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(sc_test_sh(out, sizeof out,
+                       "%s model gen gpt --layers 1 --hidden 256 --heads 4 --seq 1024 --vocab 32000 "
+                       "-o %s/g1.json && /usr/bin/python3 scripts/huge_model.py %s/g1.json 2000 "
+                       "> %s/h2k.json",
+                       bin, d, d, d) == 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/h2k.json", d);
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f);
+    fseek(f, 0, SEEK_END);
+    double bytes = (double)ftell(f);
+    fclose(f);
+    CHECK(bytes / 2000 * 199996 < 0.8 * 64 * 1048576.0);
+    CHECK(sc_test_sh(out, sizeof out, "%s model show %s/h2k.json", bin, d) == 0);
+    CHECK_STR_HAS(out, "2001 modules (2000 leaves)");
+}
