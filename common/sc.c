@@ -1,6 +1,7 @@
 /* sc.c - errors, allocation hook, files. */
 #include "sc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +38,60 @@ const char *sc_fmt_bytes(double bytes, char buf[32])
     else
         snprintf(buf, 32, "%.0f B", bytes);
     return buf;
+}
+
+/* Edit distance of a and b, case ignored, given up past cap (returns
+ * cap + 1); both at most 63 characters. */
+static int edits(const char *a, const char *b, int cap)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 63 || lb > 63 || abs(la - lb) > cap)
+        return cap + 1;
+    int row[64];
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0], low = row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j];
+            int sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            int v = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+            row[j] = sub < v ? sub : v;
+            diag = up;
+            if (row[j] < low)
+                low = row[j];
+        }
+        if (low > cap)
+            return cap + 1;
+    }
+    return row[lb];
+}
+
+int sc_closest_name(const char *s, const char *const *names, int n)
+{
+    int best = -1, bd = 3, len = s ? (int)strlen(s) : 0;
+    /* a name s begins (the shortest): "dgx-a100" is dgx-a100-80g, not the
+     * one edit away dgx-h100 */
+    for (int i = 0; len >= 3 && i < n; i++)
+        if (!strncasecmp(names[i], s, (size_t)len) &&
+            (best < 0 || strlen(names[i]) < strlen(names[best])))
+            best = i;
+    if (best >= 0)
+        return best;
+    for (int i = 0; s && i < n; i++) {
+        int d = edits(s, names[i], 2);
+        if (d < bd && 2 * d < len) {
+            bd = d;
+            best = i;
+        }
+    }
+    return best;
+}
+
+int sc_reads_as_name(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    return n > 0 && !strchr(s, '/') && !(n >= 5 && !strcmp(s + n - 5, ".json"));
 }
 
 void sc_err_prefix(sc_error *err, const char *fmt, ...)

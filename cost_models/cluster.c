@@ -1053,7 +1053,22 @@ sc_status sc_cluster_open(const char *name_or_file, sc_cluster *out, sc_error *e
 {
     if (sc_cluster_is_preset(name_or_file))
         return sc_cluster_preset_get(name_or_file, out, err);
-    return sc_cluster_load(name_or_file, out, err);
+    sc_status st = sc_cluster_load(name_or_file, out, err);
+    if (st == SC_ENOTFOUND && sc_reads_as_name(name_or_file)) {
+        int n;
+        const sc_cluster_preset *p = sc_cluster_presets(&n);
+        const char *names[64];
+        n = n < 64 ? n : 64;
+        for (int i = 0; i < n; i++)
+            names[i] = p[i].name;
+        int k = sc_closest_name(name_or_file, names, n);
+        return sc_err(err, SC_ENOTFOUND,
+                      "%s: no cluster preset of that name and no such file (%s%s%s`stagecraft "
+                      "cluster list` lists the presets)",
+                      name_or_file, k >= 0 ? "did you mean " : "", k >= 0 ? names[k] : "",
+                      k >= 0 ? "? " : "");
+    }
+    return st;
 }
 
 sc_status sc_cluster_set_nodes(sc_cluster *c, long nodes, sc_error *err)

@@ -71,3 +71,39 @@ TEST(diag_bench_sizes_factor_one)
     CHECK(sc_test_sh(out, sizeof out, "%s bench gemm --sizes 1:64:1", sc_test_bin()) == 2);
     CHECK_STR_HAS(out, "FACTOR 1 never reaches MAX");
 }
+
+/* A model or cluster argument that is neither a built-in nor a file: one
+ * line saying both, with the name meant where one is near (it used to say
+ * only "foo: cannot open: No such file or directory"). Paths keep the
+ * system's message. */
+TEST(diag_unknown_model_or_cluster_names_the_builtins)
+{
+    const char *names[] = {"p4d.24xlarge", "p4de.24xlarge", "dgx-a100-80g", "dgx-h100"};
+    CHECK_EQ_INT(sc_closest_name("dgx-a100", names, 4), 2); /* a prefix beats 1 edit */
+    CHECK_EQ_INT(sc_closest_name("p4d", names, 4), 0);      /* the shortest it begins */
+    CHECK_EQ_INT(sc_closest_name("DGX-H10", names, 4), 3);  /* case ignored */
+    CHECK_EQ_INT(sc_closest_name("dgx-h1000", names, 4), 3);
+    CHECK_EQ_INT(sc_closest_name("h100", names, 4), -1);    /* 4 edits from dgx-h100 */
+    CHECK_EQ_INT(sc_closest_name("ab", names, 4), -1);
+    CHECK_EQ_INT(sc_closest_name("", names, 4), -1);
+    CHECK(sc_reads_as_name("gpt-13"));
+    CHECK(!sc_reads_as_name("m.json") && !sc_reads_as_name("./m") && !sc_reads_as_name(""));
+    const char *bin = sc_test_bin();
+    const char *rest = "--nodes 1 --dp 8 --tp 1 --pp 1 --microbatches 1";
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-13 --cluster p4d.24xlarge %s", bin,
+                     rest) == 2);
+    CHECK_STR_HAS(out, "stagecraft: gpt-13: no built-in model of that name and no such file "
+                       "(did you mean gpt-13b? `stagecraft model list` lists the built-ins)\n");
+    CHECK(strchr(out, '\n') == out + strlen(out) - 1);
+    CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-13b --cluster dgx-a100 --nodes 1 "
+                                      "--global-batch 8",
+                     bin) == 2);
+    CHECK_STR_HAS(out, "dgx-a100: no cluster preset of that name and no such file (did you "
+                       "mean dgx-a100-80g? `stagecraft cluster list` lists the presets)");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model zzzz --cluster p4d.24xlarge %s", bin,
+                     rest) == 2);
+    CHECK_STR_HAS(out, "zzzz: no built-in model of that name and no such file (`stagecraft");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-13b --cluster ./nope %s", bin, rest) ==
+          2);
+    CHECK_STR_HAS(out, "./nope: cannot open: No such file or directory");
+}

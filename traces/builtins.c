@@ -132,5 +132,19 @@ sc_status sc_model_open(const char *name_or_file, sc_model **out, sc_error *err)
     if (!name_or_file || !out)
         return sc_err(err, SC_EINVAL, "model: no name or file given");
     const sc_builtin *b = builtin_of(name_or_file);
-    return b ? b->make(out, err) : sc_model_load(name_or_file, out, err);
+    if (b)
+        return b->make(out, err);
+    sc_status st = sc_model_load(name_or_file, out, err);
+    if (st == SC_ENOTFOUND && sc_reads_as_name(name_or_file)) {
+        const char *names[SC_ARRAY_LEN(builtins)];
+        for (size_t i = 0; i < SC_ARRAY_LEN(builtins); i++)
+            names[i] = builtins[i].name;
+        int k = sc_closest_name(name_or_file, names, (int)SC_ARRAY_LEN(builtins));
+        return sc_err(err, SC_ENOTFOUND,
+                      "%s: no built-in model of that name and no such file (%s%s%s`stagecraft "
+                      "model list` lists the built-ins)",
+                      name_or_file, k >= 0 ? "did you mean " : "", k >= 0 ? names[k] : "",
+                      k >= 0 ? "? " : "");
+    }
+    return st;
 }
