@@ -94,6 +94,16 @@ int sc_reads_as_name(const char *s)
     return n > 0 && !strchr(s, '/') && !(n >= 5 && !strcmp(s + n - 5, ".json"));
 }
 
+sc_status sc_err_unknown_name(sc_error *err, const char *s, const char *what,
+                              const char *const *names, int n, const char *list)
+{
+    int k = sc_closest_name(s, names, n);
+    return sc_err(err, SC_ENOTFOUND,
+                  "%s: no %s of that name and no such file (%s%s%s`%s` lists them)", s, what,
+                  k >= 0 ? "did you mean " : "", k >= 0 ? names[k] : "", k >= 0 ? "? " : "",
+                  list);
+}
+
 void sc_err_prefix(sc_error *err, const char *fmt, ...)
 {
     if (!err)

@@ -55,6 +55,10 @@ int sc_closest_name(const char *s, const char *const *names, int n);
 /* Whether a name_or_file argument that could not be opened reads as a name
  * (no '/' and no ".json" ending) rather than as a path. */
 int sc_reads_as_name(const char *s);
+/* SC_ENOTFOUND for s, neither one of names[0..n) nor a file: "S: no WHAT of
+ * that name and no such file (did you mean NAME? `LIST` lists them)". */
+sc_status sc_err_unknown_name(sc_error *err, const char *s, const char *what,
+                              const char *const *names, int n, const char *list);
 
 /* ---- allocation hook ----------------------------------------------------
  * Every allocation of the library goes through sc_malloc/sc_calloc/

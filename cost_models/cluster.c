@@ -1061,12 +1061,8 @@ sc_status sc_cluster_open(const char *name_or_file, sc_cluster *out, sc_error *e
         n = n < 64 ? n : 64;
         for (int i = 0; i < n; i++)
             names[i] = p[i].name;
-        int k = sc_closest_name(name_or_file, names, n);
-        return sc_err(err, SC_ENOTFOUND,
-                      "%s: no cluster preset of that name and no such file (%s%s%s`stagecraft "
-                      "cluster list` lists the presets)",
-                      name_or_file, k >= 0 ? "did you mean " : "", k >= 0 ? names[k] : "",
-                      k >= 0 ? "? " : "");
+        return sc_err_unknown_name(err, name_or_file, "cluster preset", names, n,
+                                   "stagecraft cluster list");
     }
     return st;
 }

@@ -93,13 +93,13 @@ TEST(diag_unknown_model_or_cluster_names_the_builtins)
     CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-13 --cluster p4d.24xlarge %s", bin,
                      rest) == 2);
     CHECK_STR_HAS(out, "stagecraft: gpt-13: no built-in model of that name and no such file "
-                       "(did you mean gpt-13b? `stagecraft model list` lists the built-ins)\n");
+                       "(did you mean gpt-13b? `stagecraft model list` lists them)\n");
     CHECK(strchr(out, '\n') == out + strlen(out) - 1);
     CHECK(sc_test_sh(out, sizeof out, "%s plan --model gpt-13b --cluster dgx-a100 --nodes 1 "
                                       "--global-batch 8",
                      bin) == 2);
     CHECK_STR_HAS(out, "dgx-a100: no cluster preset of that name and no such file (did you "
-                       "mean dgx-a100-80g? `stagecraft cluster list` lists the presets)");
+                       "mean dgx-a100-80g? `stagecraft cluster list` lists them)");
     CHECK(sc_test_sh(out, sizeof out, "%s sim --model zzzz --cluster p4d.24xlarge %s", bin,
                      rest) == 2);
     CHECK_STR_HAS(out, "zzzz: no built-in model of that name and no such file (`stagecraft");

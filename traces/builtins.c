@@ -139,12 +139,8 @@ sc_status sc_model_open(const char *name_or_file, sc_model **out, sc_error *err)
         const char *names[SC_ARRAY_LEN(builtins)];
         for (size_t i = 0; i < SC_ARRAY_LEN(builtins); i++)
             names[i] = builtins[i].name;
-        int k = sc_closest_name(name_or_file, names, (int)SC_ARRAY_LEN(builtins));
-        return sc_err(err, SC_ENOTFOUND,
-                      "%s: no built-in model of that name and no such file (%s%s%s`stagecraft "
-                      "model list` lists the built-ins)",
-                      name_or_file, k >= 0 ? "did you mean " : "", k >= 0 ? names[k] : "",
-                      k >= 0 ? "? " : "");
+        return sc_err_unknown_name(err, name_or_file, "built-in model", names,
+                                   (int)SC_ARRAY_LEN(builtins), "stagecraft model list");
     }
     return st;
 }
