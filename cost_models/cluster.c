@@ -1039,6 +1039,19 @@ sc_status sc_cluster_save(const sc_cluster *c, const char *file, sc_error *err)
 
 /* ---- misc ----------------------------------------------------------------- */
 
+sc_status sc_err_no_peak(sc_error *err, const char *what, const sc_cluster *c, sc_dtype dt,
+                         const char *hint)
+{
+    char has[64] = "";
+    for (int d = 0; d < SC_DTYPE_N; d++)
+        if (c->gpu.peak_flops[d] > 0)
+            snprintf(has + strlen(has), sizeof has - strlen(has), "%s%s", has[0] ? ", " : "",
+                     sc_dtype_name((sc_dtype)d));
+    return sc_err(err, SC_ENOTSUP, "%s: the %s of %s has no %s peak (it has %s)%s%s", what,
+                  c->gpu.name, c->name, (unsigned)dt < SC_DTYPE_N ? sc_dtype_name(dt) : "?",
+                  has[0] ? has : "none", hint && hint[0] ? ": " : "", hint ? hint : "");
+}
+
 int sc_cluster_is_preset(const char *name)
 {
     int n;

@@ -76,8 +76,7 @@ sc_status sc_cost_cfg_check(const sc_cluster *c, const sc_compute_cfg *cc, const
     if ((unsigned)dt >= SC_DTYPE_N)
         return sc_err(err, SC_EINVAL, "%s: dtype %d is not a dtype", c->name, (int)dt);
     if (c->gpu.peak_flops[dt] <= 0)
-        return sc_err(err, SC_ENOTSUP, "%s: the %s has no %s peak (gpu.peak_flops.%s is 0)",
-                      c->name, c->gpu.name, sc_dtype_name(dt), sc_dtype_name(dt));
+        return sc_err_no_peak(err, what, c, dt, NULL);
     if (cc->tp < 1 || cc->mbs < 1)
         return sc_err(err, SC_EINVAL, "%s: tp (%d) and mbs (%d) must be >= 1", what, cc->tp,
                       cc->mbs);
