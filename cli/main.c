@@ -87,7 +87,12 @@ static int run(int argc, char **argv)
     for (size_t i = 0; i < SC_ARRAY_LEN(commands); i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "stagecraft: unknown command '%s'\n", argv[1]);
+    const char *names[SC_ARRAY_LEN(commands)];
+    for (size_t i = 0; i < SC_ARRAY_LEN(commands); i++)
+        names[i] = commands[i].name;
+    int k = sc_closest_name(argv[1], names, (int)SC_ARRAY_LEN(commands));
+    fprintf(stderr, "stagecraft: unknown command '%s'%s%s%s\n", argv[1],
+            k >= 0 ? " (did you mean " : "", k >= 0 ? names[k] : "", k >= 0 ? "?)" : "");
     usage(stderr);
     return 2;
 }

@@ -40,31 +40,44 @@ const char *sc_fmt_bytes(double bytes, char buf[32])
     return buf;
 }
 
-/* Edit distance of a and b, case ignored, given up past cap (returns
- * cap + 1); both at most 63 characters. */
+/* Edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of neighbours: "plna" is one from "plan"), case ignored, given up
+ * past cap (returns cap + 1); both at most 63 characters. */
 static int edits(const char *a, const char *b, int cap)
 {
     int la = (int)strlen(a), lb = (int)strlen(b);
     if (la > 63 || lb > 63 || abs(la - lb) > cap)
         return cap + 1;
-    int row[64];
+    int r0[64], r1[64], r2[64]; /* rows i-2, i-1, i */
+    int *pp = r0, *p = r1, *c = r2;
     for (int j = 0; j <= lb; j++)
-        row[j] = j;
+        p[j] = j;
     for (int i = 1; i <= la; i++) {
-        int diag = row[0], low = row[0] = i;
+        c[0] = i;
+        int low = i;
+        int ai = tolower((unsigned char)a[i - 1]);
         for (int j = 1; j <= lb; j++) {
-            int up = row[j];
-            int sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            int v = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
-            row[j] = sub < v ? sub : v;
-            diag = up;
-            if (row[j] < low)
-                low = row[j];
+            int bj = tolower((unsigned char)b[j - 1]);
+            int v = p[j - 1] + (ai != bj);
+            if (p[j] + 1 < v)
+                v = p[j] + 1;
+            if (c[j - 1] + 1 < v)
+                v = c[j - 1] + 1;
+            if (i > 1 && j > 1 && ai == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == bj && pp[j - 2] + 1 < v)
+                v = pp[j - 2] + 1;
+            c[j] = v;
+            if (v < low)
+                low = v;
         }
         if (low > cap)
             return cap + 1;
+        int *t = pp;
+        pp = p;
+        p = c;
+        c = t;
     }
-    return row[lb];
+    return p[lb];
 }
 
 int sc_closest_name(const char *s, const char *const *names, int n)

@@ -49,8 +49,9 @@ const char *sc_fmt_bytes(double bytes, char buf[32]);
 /* The index of the name in names[0..n) s most likely meant (a "did you
  * mean" for unknown names), case ignored: the shortest name that begins
  * with s (of 3 characters or more), else the closest by edit distance
- * (insertions, deletions, substitutions) when near enough to be a typo: at
- * most 2 edits, and fewer than half of s's length; -1 when none is. */
+ * (insertions, deletions, substitutions, swaps of neighbours) when near
+ * enough to be a typo: at most 2 edits, and fewer than half of s's length;
+ * -1 when none is. */
 int sc_closest_name(const char *s, const char *const *names, int n);
 /* Whether a name_or_file argument that could not be opened reads as a name
  * (no '/' and no ".json" ending) rather than as a path. */

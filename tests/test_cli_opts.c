@@ -214,7 +214,12 @@ TEST(cli_opts_no_prefix_abbreviations)
     CHECK_STR_HAS(message(buf, sizeof buf), "unknown option '--tp'");
     CHECK(SC("%s plan --model gpt-1.3b --cluster dgx-a100-80g --global-batch 8 --glob 8 2>&1",
              bin) == 2);
-    CHECK_STR_HAS(out, "unknown option '--glob'");
+    CHECK_STR_HAS(out, "unknown option '--glob' (did you mean --global-batch?)");
+    CHECK(SC("%s plan --model gpt-1.3b --cluster dgx-a100-80g --global-bach 8 2>&1", bin) == 2);
+    CHECK_STR_HAS(out, "unknown option '--global-bach' (did you mean --global-batch?)");
+    CHECK(SC("%s plan --model gpt-1.3b --cluster dgx-a100-80g --global-batch 8 --xyz 2>&1",
+             bin) == 2);
+    CHECK_STR_HAS(out, "unknown option '--xyz'\n");
     static const char *const cmds[] = {
         "validate --chec", "cost --model gpt-1.3b --cluster dgx-a100-80g --kern",
         "cluster show dgx-h100 --fla fa2", "export x.json --t megatron", "calibrate --clu c",

@@ -85,6 +85,11 @@ TEST(diag_unknown_model_or_cluster_names_the_builtins)
     CHECK_EQ_INT(sc_closest_name("dgx-h1000", names, 4), 3);
     CHECK_EQ_INT(sc_closest_name("h100", names, 4), -1);    /* 4 edits from dgx-h100 */
     CHECK_EQ_INT(sc_closest_name("ab", names, 4), -1);
+    CHECK_EQ_INT(sc_closest_name("dgx-1h00", names, 4), 3); /* a swap is one edit */
+    const char *cmds[] = {"sim", "plan", "compare"};
+    CHECK_EQ_INT(sc_closest_name("plna", cmds, 3), 1);
+    CHECK_EQ_INT(sc_closest_name("cmopaer", cmds, 3), 2);   /* two swaps */
+    CHECK_EQ_INT(sc_closest_name("xyz", cmds, 3), -1);
     CHECK_EQ_INT(sc_closest_name("", names, 4), -1);
     CHECK(sc_reads_as_name("gpt-13"));
     CHECK(!sc_reads_as_name("m.json") && !sc_reads_as_name("./m") && !sc_reads_as_name(""));
@@ -106,4 +111,6 @@ TEST(diag_unknown_model_or_cluster_names_the_builtins)
     CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-13b --cluster ./nope %s", bin, rest) ==
           2);
     CHECK_STR_HAS(out, "./nope: cannot open: No such file or directory");
+    CHECK(sc_test_sh(out, sizeof out, "%s plna", bin) == 2);
+    CHECK_STR_HAS(out, "stagecraft: unknown command 'plna' (did you mean plan?)\n");
 }
