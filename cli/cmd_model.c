@@ -27,19 +27,76 @@ static void gen_help(const sc_gen *g, FILE *f)
     }
 }
 
+/* model gen NAME --dtype D [--name N] -o FILE: a built-in written in another
+ * dtype (the search commands compute in the model's; a V100 has no bf16). */
+static int gen_builtin(int argc, char **argv)
+{
+    const char *out = NULL, *name = NULL;
+    int dtype = SC_BF16;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_help(a)) {
+            printf("usage: stagecraft model gen %s [--dtype fp32|tf32|fp16|bf16|fp8] "
+                   "[--name NAME] -o FILE\n"
+                   "Writes the built-in %s computed in another dtype (default bf16, as the\n"
+                   "built-in), named %s-DTYPE unless --name says otherwise. Its shapes are\n"
+                   "fixed: 'stagecraft model gen KIND --help' for a model of your own.\n",
+                   argv[1], argv[1], argv[1]);
+            return 0;
+        }
+        const char *key = !strncmp(a, "--", 2) ? a + 2 : NULL;
+        const char *eq = key ? strchr(key, '=') : NULL;
+        size_t kl = key ? (eq ? (size_t)(eq - key) : strlen(key)) : 0;
+        int is_o = !strcmp(a, "-o") || (key && kl == 6 && !strncmp(key, "output", 6));
+        int is_dt = key && kl == 5 && !strncmp(key, "dtype", 5);
+        int is_name = key && kl == 4 && !strncmp(key, "name", 4);
+        if (!is_o && !is_dt && !is_name)
+            return cli_usage("model gen", "%s is a built-in: it takes --dtype, --name and -o "
+                             "only, not '%s' ('stagecraft model gen KIND --help' for a model "
+                             "of your own)", argv[1], a);
+        const char *val = eq ? eq + 1 : NULL;
+        if (!val && ++i >= argc)
+            return cli_usage("model gen", "%s needs a value", is_o ? "-o" : a);
+        if (!val)
+            val = argv[i];
+        if (is_o)
+            out = val;
+        else if (is_name)
+            name = val;
+        else if ((dtype = sc_dtype_parse(val)) < 0)
+            return cli_usage("model gen", "--dtype: unknown '%s' (fp32, tf32, fp16, bf16, fp8)",
+                             val);
+    }
+    if (!out)
+        return cli_usage("model gen", "missing -o FILE (use -o - for standard output)");
+    sc_model *m;
+    sc_error err = {0};
+    if (sc_model_builtin_in(argv[1], (sc_dtype)dtype, name, &m, &err))
+        return cli_fail(&err);
+    sc_status st = sc_model_save(m, out, &err);
+    if (!st && strcmp(out, "-") != 0)
+        printf("wrote %s: %s in %s\n", out, m->name, sc_dtype_name(m->dtype));
+    sc_model_free(m);
+    return st ? cli_fail(&err) : 0;
+}
+
 static int model_gen(int argc, char **argv)
 {
     int n;
     const sc_gen *const *gens = sc_gens(&n);
     if (argc < 2 || is_help(argv[1])) {
         printf("usage: stagecraft model gen KIND [--PARAM VALUE ...] -o FILE\n"
-               "Generates a model description from hyperparameters.\n\nkinds:\n");
+               "       stagecraft model gen BUILTIN --dtype D -o FILE\n"
+               "Generates a model description from hyperparameters, or writes a built-in\n"
+               "(stagecraft model list) computed in another dtype.\n\nkinds:\n");
         for (int i = 0; i < n; i++)
             printf("  %-5s %s\n", gens[i]->kind, gens[i]->description);
         printf("\n'stagecraft model gen KIND --help' lists a kind's parameters.\n");
         return argc < 2 ? 2 : 0;
     }
     const sc_gen *g = sc_gen_find(argv[1]);
+    if (!g && sc_model_is_builtin(argv[1]))
+        return gen_builtin(argc, argv);
     if (!g)
         return cli_usage("model gen", "unknown kind '%s' (see 'stagecraft model gen --help')",
                          argv[1]);
@@ -266,7 +323,7 @@ static int model_list(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         sc_model *m;
         sc_error err = {0};
-        if (b[i].make(&m, &err)) {
+        if (b[i].make(SC_BF16, &m, &err)) {
             cJSON_Delete(arr);
             return cli_fail(&err);
         }

@@ -1040,13 +1040,29 @@ sc_status sc_cluster_save(const sc_cluster *c, const char *file, sc_error *err)
 /* ---- misc ----------------------------------------------------------------- */
 
 sc_status sc_err_no_peak(sc_error *err, const char *what, const sc_cluster *c, sc_dtype dt,
-                         const char *hint)
+                         const sc_model *m, const char *hint)
 {
-    char has[64] = "";
+    char has[64] = "", gen[256] = "";
+    int pick = -1;
     for (int d = 0; d < SC_DTYPE_N; d++)
-        if (c->gpu.peak_flops[d] > 0)
+        if (c->gpu.peak_flops[d] > 0) {
             snprintf(has + strlen(has), sizeof has - strlen(has), "%s%s", has[0] ? ", " : "",
                      sc_dtype_name((sc_dtype)d));
+            if (pick < 0 || ((unsigned)dt < SC_DTYPE_N &&
+                             sc_dtype_bytes((sc_dtype)d) == sc_dtype_bytes(dt) &&
+                             sc_dtype_bytes((sc_dtype)pick) != sc_dtype_bytes(dt)))
+                pick = d;
+        }
+    if (!hint && m && pick >= 0 && sc_model_is_builtin(m->name)) {
+        const char *p = sc_dtype_name((sc_dtype)pick);
+        snprintf(gen, sizeof gen,
+                 "write the model in one of those (stagecraft model gen %s --dtype %s -o "
+                 "%s-%s.json)",
+                 m->name, p, m->name, p);
+        hint = gen;
+    } else if (!hint && m) {
+        hint = "write the model in one of those (stagecraft model gen KIND ... --dtype D)";
+    }
     return sc_err(err, SC_ENOTSUP, "%s: the %s of %s has no %s peak (it has %s)%s%s", what,
                   c->gpu.name, c->name, (unsigned)dt < SC_DTYPE_N ? sc_dtype_name(dt) : "?",
                   has[0] ? has : "none", hint && hint[0] ? ": " : "", hint ? hint : "");

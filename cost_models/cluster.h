@@ -318,14 +318,13 @@ const sc_cluster_preset *sc_cluster_presets(int *n);
 sc_status sc_cluster_preset_get(const char *name, sc_cluster *out, sc_error *err);
 /* 1 if name is a preset's name. */
 int sc_cluster_is_preset(const char *name);
-/* SC_ENOTSUP for a model in dtype dt on c, whose GPU has no peak for it:
- * "WHAT: the GPU of CLUSTER has no DT peak (it has fp32, fp16): HINT", HINT
- * saying how to compute in one it has (a --dtype option, or a model written
- * with model gen's --dtype). */
+/* SC_ENOTSUP for computing in dtype dt on c, whose GPU has no peak for it:
+ * "WHAT: the GPU of CLUSTER has no DT peak (it has fp32, fp16): HINT". HINT
+ * as given, else (hint NULL) how to write model m in a dtype the GPU has:
+ * `model gen NAME --dtype D` for a built-in (D the one of dt's width where
+ * there is one), model gen's --dtype for a model of one's own. */
 sc_status sc_err_no_peak(sc_error *err, const char *what, const sc_cluster *c, sc_dtype dt,
-                         const char *hint);
-#define SC_NO_PEAK_HINT_MODEL \
-    "write the model in one of those (stagecraft model gen KIND ... --dtype D)"
+                         const sc_model *m, const char *hint);
 /* A preset name, else a file path. */
 sc_status sc_cluster_open(const char *name_or_file, sc_cluster *out, sc_error *err);
 

@@ -76,7 +76,7 @@ sc_status sc_cost_cfg_check(const sc_cluster *c, const sc_compute_cfg *cc, const
     if ((unsigned)dt >= SC_DTYPE_N)
         return sc_err(err, SC_EINVAL, "%s: dtype %d is not a dtype", c->name, (int)dt);
     if (c->gpu.peak_flops[dt] <= 0)
-        return sc_err_no_peak(err, what, c, dt, NULL);
+        return sc_err_no_peak(err, what, c, dt, NULL, NULL);
     if (cc->tp < 1 || cc->mbs < 1)
         return sc_err(err, SC_EINVAL, "%s: tp (%d) and mbs (%d) must be >= 1", what, cc->tp,
                       cc->mbs);

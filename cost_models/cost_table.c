@@ -20,7 +20,8 @@ sc_status sc_cost_table(const sc_cluster *c, const sc_model *m, const sc_cost_cf
     if ((unsigned)cfg->dtype >= SC_DTYPE_N)
         return sc_err(err, SC_EINVAL, "cost: dtype %d is not a dtype", (int)cfg->dtype);
     if (c->gpu.peak_flops[cfg->dtype] <= 0)
-        return sc_err_no_peak(err, "cost", c, cfg->dtype, "compute in one of those (--dtype D)");
+        return sc_err_no_peak(err, "cost", c, cfg->dtype, NULL,
+                              "compute in one of those (--dtype D)");
     sc_cost_row *r = sc_calloc((size_t)(m->n_modules > 0 ? m->n_modules : 1), sizeof *r);
     if (!r)
         return sc_err(err, SC_ENOMEM, "cost: out of memory for %d rows", m->n_modules);

@@ -972,7 +972,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     if (o->global_batch < 1)
         return sc_err(err, SC_EINVAL, "plan: --global-batch must be at least 1");
     if (c->gpu.peak_flops[m->dtype] <= 0)
-        return sc_err_no_peak(err, "plan", c, m->dtype, SC_NO_PEAK_HINT_MODEL);
+        return sc_err_no_peak(err, "plan", c, m->dtype, m, NULL);
     if (o->fix_tp && !sc_cost_tp_divides_heads(m, o->fix_tp)) {
         sc_status st = sc_cost_tp_check(m, o->fix_tp, err);
         sc_err_prefix(err, "plan");

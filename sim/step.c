@@ -238,7 +238,7 @@ sc_status sc_step_check(const sc_model *m, const sc_cluster *c, const sc_step_cf
         return sc_err(err, SC_EINVAL, "sim: the partition has %d stages, pp·v = %d",
                       cfg->partition->n_stages, cfg->pp * cfg->v);
     if (c->gpu.peak_flops[m->dtype] <= 0)
-        return sc_err_no_peak(err, "sim", c, m->dtype, SC_NO_PEAK_HINT_MODEL);
+        return sc_err_no_peak(err, "sim", c, m->dtype, m, NULL);
     if ((unsigned)cfg->attn >= SC_ATTN_N)
         return sc_err(err, SC_EINVAL, "sim: attention implementation %d is not unfused or flash",
                       (int)cfg->attn);

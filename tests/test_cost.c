@@ -897,13 +897,14 @@ TEST(cost_cli)
     CHECK(sc_test_sh(out, sizeof out,
                      "%s plan --model gpt-1.3b --cluster p3.16xlarge --global-batch 8", bin) == 2);
     CHECK_STR_HAS(out, "plan: the V100-SXM2-16GB of p3.16xlarge has no bf16 peak (it has fp32, "
-                       "fp16): write the model in one of those (stagecraft model gen KIND ... "
-                       "--dtype D)");
+                       "fp16): write the model in one of those (stagecraft model gen gpt-1.3b "
+                       "--dtype fp16 -o gpt-1.3b-fp16.json)");
     CHECK(sc_test_sh(out, sizeof out,
                      "%s sim --model gpt-1.3b --cluster cpu-local --dp 1 --tp 1 --pp 1 "
                      "--microbatches 1",
                      bin) == 2);
-    CHECK_STR_HAS(out, "sim: the cpu-core of cpu-local has no bf16 peak (it has fp32): ");
+    CHECK_STR_HAS(out, "sim: the cpu-core of cpu-local has no bf16 peak (it has fp32): write the "
+                       "model in one of those (stagecraft model gen gpt-1.3b --dtype fp32 -o ");
     CHECK(sc_test_sh(out, sizeof out, "%s cost --model gpt-1.3b --cluster p4d.24xlarge --tp 16",
                      bin) == 2);
     CHECK_STR_HAS(out, "--nodes");

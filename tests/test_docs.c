@@ -312,7 +312,7 @@ TEST(docs_formats_model)
     const sc_builtin *bi = sc_builtins(&n);
     for (int i = 0; i < n; i++) {
         sc_model *m = NULL;
-        if (bi[i].make(&m, &err) != SC_OK) {
+        if (bi[i].make(SC_BF16, &m, &err) != SC_OK) {
             sc_test_fail(__FILE__, __LINE__, "%s: %s", bi[i].name, err.msg);
             continue;
         }

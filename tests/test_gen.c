@@ -393,7 +393,7 @@ TEST(gen_builtins_build)
     for (int i = 0; i < n; i++) {
         sc_model *m = NULL;
         sc_error err = {0};
-        sc_status st = b[i].make(&m, &err);
+        sc_status st = b[i].make(SC_BF16, &m, &err);
         if (st) {
             sc_test_fail(__FILE__, __LINE__, "%s: %s", b[i].name, err.msg);
             continue;
@@ -692,4 +692,49 @@ TEST(gen_gpt_train_metrics)
     sc_model_free(m2);
     sc_model_free(m32);
     CHECK_STR_HAS(bad(&sc_gen_gpt, "train_metrics", 17), "gpt: 'train_metrics'");
+}
+
+/* A built-in in another dtype (model gen NAME --dtype D): the same shapes
+ * and FLOPs, activations at D's width, named NAME-D; so the V100 preset,
+ * which has no bf16, can run gpt-1.3b, and the message that refuses bf16
+ * there says so. */
+TEST(gen_builtin_in_another_dtype)
+{
+    sc_model *b = NULL, *h = NULL, *f = NULL;
+    sc_error err = {0};
+    REQUIRE(sc_model_open("gpt-1.3b", &b, &err) == SC_OK);
+    REQUIRE(sc_model_builtin_in("gpt-1.3b", SC_FP16, NULL, &h, &err) == SC_OK);
+    REQUIRE(sc_model_builtin_in("gpt-1.3b", SC_FP32, "g32", &f, &err) == SC_OK);
+    CHECK(!strcmp(h->name, "gpt-1.3b-fp16"));
+    CHECK(!strcmp(f->name, "g32"));
+    CHECK(h->dtype == SC_FP16 && f->dtype == SC_FP32);
+    sc_totals tb = sc_module_totals(b->root), th = sc_module_totals(h->root),
+              tf = sc_module_totals(f->root);
+    CHECK_NEAR(th.params, tb.params, 0);
+    CHECK_NEAR(tf.flops_fwd, tb.flops_fwd, 0);
+    CHECK_NEAR(th.act_saved_bytes, tb.act_saved_bytes, 0);
+    CHECK(tf.act_saved_bytes > 1.7 * tb.act_saved_bytes); /* 1.81x: masks stay 1 byte */
+    sc_model_free(b);
+    sc_model_free(h);
+    sc_model_free(f);
+    CHECK(sc_model_builtin_in("gpt-1.4b", SC_FP16, NULL, &h, &err) == SC_ENOTFOUND && !h);
+    /* the command */
+    const char *bin = sc_test_bin(), *d = sc_test_tmpdir();
+    char out[4096];
+    CHECK(sc_test_sh(out, sizeof out, "%s model gen gpt-1.3b --dtype fp16 -o %s/g16.json", bin,
+                     d) == 0);
+    CHECK_STR_HAS(out, "g16.json: gpt-1.3b-fp16 in fp16");
+    CHECK(sc_test_sh(out, sizeof out,
+                     "%s sim --model %s/g16.json --cluster p3.16xlarge --dp 8 --tp 1 --pp 1 "
+                     "--microbatches 2 --zero 3 --recompute full",
+                     bin, d) == 0);
+    CHECK_STR_HAS(out, "step time");
+    CHECK(sc_test_sh(out, sizeof out, "%s model gen gpt-1.3b --layers 3 -o %s/x.json", bin, d) ==
+          2);
+    CHECK_STR_HAS(out, "gpt-1.3b is a built-in: it takes --dtype, --name and -o only, not "
+                       "'--layers'");
+    CHECK(sc_test_sh(out, sizeof out, "%s model gen gpt-1.3b --dtype fp16", bin) == 2);
+    CHECK_STR_HAS(out, "missing -o FILE");
+    CHECK(sc_test_sh(out, sizeof out, "%s model gen gpt-1.3b --help", bin) == 0);
+    CHECK_STR_HAS(out, "usage: stagecraft model gen gpt-1.3b [--dtype");
 }

@@ -1,4 +1,5 @@
-/* builtins.c - built-in models by name, each one generator call in bf16.
+/* builtins.c - built-in models by name, each one generator call (in bf16, or
+ * the dtype asked for: sc_model_builtin_in).
  *
  * Sources of the shapes:
  *  - gpt-*: GPT-3, Brown et al. 2020, "Language Models are Few-Shot
@@ -32,54 +33,55 @@
  */
 #include "gen.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define RUN(gen, model_name, ...)                                                       \
     do {                                                                                \
         static const char *const n_[] = {__VA_ARGS__};                                  \
-        return sc_gen_run(&(gen), model_name, SC_BF16, (int)SC_ARRAY_LEN(n_), n_, v_,   \
+        return sc_gen_run(&(gen), model_name, dt, (int)SC_ARRAY_LEN(n_), n_, v_,   \
                           out, err);                                                    \
     } while (0)
 
-static sc_status gpt(const char *name, double l, double h, double a, sc_model **out,
-                     sc_error *err)
+static sc_status gpt(const char *name, double l, double h, double a, sc_dtype dt,
+                     sc_model **out, sc_error *err)
 {
     const double v_[] = {l, h, a, 2048, 50257, 1};
     RUN(sc_gen_gpt, name, "layers", "hidden", "heads", "seq", "vocab", "tied");
 }
 
-static sc_status gpt_1_3b(sc_model **out, sc_error *err) { return gpt("gpt-1.3b", 24, 2048, 16, out, err); }
-static sc_status gpt_2_7b(sc_model **out, sc_error *err) { return gpt("gpt-2.7b", 32, 2560, 32, out, err); }
-static sc_status gpt_6_7b(sc_model **out, sc_error *err) { return gpt("gpt-6.7b", 32, 4096, 32, out, err); }
-static sc_status gpt_13b(sc_model **out, sc_error *err) { return gpt("gpt-13b", 40, 5120, 40, out, err); }
-static sc_status gpt_175b(sc_model **out, sc_error *err) { return gpt("gpt-175b", 96, 12288, 96, out, err); }
+static sc_status gpt_1_3b(sc_dtype dt, sc_model **out, sc_error *err) { return gpt("gpt-1.3b", 24, 2048, 16, dt, out, err); }
+static sc_status gpt_2_7b(sc_dtype dt, sc_model **out, sc_error *err) { return gpt("gpt-2.7b", 32, 2560, 32, dt, out, err); }
+static sc_status gpt_6_7b(sc_dtype dt, sc_model **out, sc_error *err) { return gpt("gpt-6.7b", 32, 4096, 32, dt, out, err); }
+static sc_status gpt_13b(sc_dtype dt, sc_model **out, sc_error *err) { return gpt("gpt-13b", 40, 5120, 40, dt, out, err); }
+static sc_status gpt_175b(sc_dtype dt, sc_model **out, sc_error *err) { return gpt("gpt-175b", 96, 12288, 96, dt, out, err); }
 
-static sc_status llama3(const char *name, double l, double h, double f, double a,
+static sc_status llama3(const char *name, double l, double h, double f, double a, sc_dtype dt,
                         sc_model **out, sc_error *err)
 {
     const double v_[] = {l, h, f, a, 8, 8192, 128256};
     RUN(sc_gen_llama, name, "layers", "hidden", "ffn", "heads", "kv_heads", "seq", "vocab");
 }
 
-static sc_status llama3_8b(sc_model **out, sc_error *err) { return llama3("llama3-8b", 32, 4096, 14336, 32, out, err); }
-static sc_status llama3_70b(sc_model **out, sc_error *err) { return llama3("llama3-70b", 80, 8192, 28672, 64, out, err); }
-static sc_status llama3_405b(sc_model **out, sc_error *err) { return llama3("llama3-405b", 126, 16384, 53248, 128, out, err); }
+static sc_status llama3_8b(sc_dtype dt, sc_model **out, sc_error *err) { return llama3("llama3-8b", 32, 4096, 14336, 32, dt, out, err); }
+static sc_status llama3_70b(sc_dtype dt, sc_model **out, sc_error *err) { return llama3("llama3-70b", 80, 8192, 28672, 64, dt, out, err); }
+static sc_status llama3_405b(sc_dtype dt, sc_model **out, sc_error *err) { return llama3("llama3-405b", 126, 16384, 53248, 128, dt, out, err); }
 
-static sc_status t5_3b(sc_model **out, sc_error *err)
+static sc_status t5_3b(sc_dtype dt, sc_model **out, sc_error *err)
 {
     const double v_[] = {24, 24, 1024, 32, 16384, 128, 512, 128, 32128};
     RUN(sc_gen_t5, "t5-3b", "enc_layers", "dec_layers", "hidden", "heads", "ffn", "kv", "seq",
         "dec_seq", "vocab");
 }
 
-static sc_status vit_huge(sc_model **out, sc_error *err)
+static sc_status vit_huge(sc_dtype dt, sc_model **out, sc_error *err)
 {
     const double v_[] = {32, 1280, 16, 5120, 224, 14, 3, 1000};
     RUN(sc_gen_vit, "vit-huge", "layers", "hidden", "heads", "ffn", "image", "patch",
         "channels", "classes");
 }
 
-static sc_status fid_3b(sc_model **out, sc_error *err)
+static sc_status fid_3b(sc_dtype dt, sc_model **out, sc_error *err)
 {
     const double v_[] = {100, 24, 24, 1024, 32, 16384, 128, 250, 32, 32128,
                          12,  768, 12, 3072, 32, 30522};
@@ -88,7 +90,7 @@ static sc_status fid_3b(sc_model **out, sc_error *err)
         "ret_ffn", "query_len", "ret_vocab");
 }
 
-static sc_status mm_1_3b(sc_model **out, sc_error *err)
+static sc_status mm_1_3b(sc_dtype dt, sc_model **out, sc_error *err)
 {
     const double v_[] = {24, 1024, 16, 4096, 224, 14, 24, 2048, 16, 8192, 1792, 50257, 256, 1};
     RUN(sc_gen_mm, "mm-1.3b", "vis_layers", "vis_hidden", "vis_heads", "vis_ffn", "image",
@@ -127,13 +129,41 @@ static const sc_builtin *builtin_of(const char *name)
 
 int sc_model_is_builtin(const char *name) { return builtin_of(name) != NULL; }
 
+sc_status sc_model_builtin_in(const char *name, sc_dtype dt, const char *new_name,
+                              sc_model **out, sc_error *err)
+{
+    *out = NULL;
+    const sc_builtin *b = builtin_of(name);
+    if (!b)
+        return sc_err(err, SC_ENOTFOUND, "%s: no built-in model of that name", name);
+    if ((unsigned)dt >= SC_DTYPE_N)
+        return sc_err(err, SC_EINVAL, "%s: dtype %d is not a dtype", name, (int)dt);
+    sc_status st = b->make(dt, out, err);
+    if (st)
+        return st;
+    char def[128];
+    snprintf(def, sizeof def, "%s-%s", name, sc_dtype_name(dt));
+    const char *nn = new_name ? new_name : dt == SC_BF16 ? NULL : def;
+    if (nn) {
+        char *copy = sc_strdup(nn);
+        if (!copy) {
+            sc_model_free(*out);
+            *out = NULL;
+            return sc_err(err, SC_ENOMEM, "%s: out of memory", name);
+        }
+        sc_free((*out)->name);
+        (*out)->name = copy;
+    }
+    return SC_OK;
+}
+
 sc_status sc_model_open(const char *name_or_file, sc_model **out, sc_error *err)
 {
     if (!name_or_file || !out)
         return sc_err(err, SC_EINVAL, "model: no name or file given");
     const sc_builtin *b = builtin_of(name_or_file);
     if (b)
-        return b->make(out, err);
+        return b->make(SC_BF16, out, err);
     sc_status st = sc_model_load(name_or_file, out, err);
     if (st == SC_ENOTFOUND && sc_reads_as_name(name_or_file)) {
         const char *names[SC_ARRAY_LEN(builtins)];

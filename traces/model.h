@@ -189,11 +189,16 @@ int sc_model_prices_attention(const sc_model *m);
 typedef struct sc_builtin {
     const char *name;
     const char *description;
-    sc_status (*make)(sc_model **out, sc_error *err);
+    sc_status (*make)(sc_dtype dt, sc_model **out, sc_error *err); /* built-ins: SC_BF16 */
 } sc_builtin;
 const sc_builtin *sc_builtins(int *n);
 /* Whether name is a built-in model's name (not a file). */
 int sc_model_is_builtin(const char *name);
+/* The built-in called name computed in dt (its activations and weights in
+ * dt's width), named new_name (NULL: "NAME" in bf16, else "NAME-DT");
+ * SC_ENOTFOUND when name is no built-in. `model gen NAME --dtype DT`. */
+sc_status sc_model_builtin_in(const char *name, sc_dtype dt, const char *new_name,
+                              sc_model **out, sc_error *err);
 /* A built-in name, else a file path. */
 sc_status sc_model_open(const char *name_or_file, sc_model **out, sc_error *err);
 
