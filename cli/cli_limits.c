@@ -87,7 +87,12 @@ static void print_line(cli_progress *ps, double t, int hb)
     if (f > 0.005 && f < 1)
         snprintf(eta, sizeof eta, ", about %.0f s left to %s", in_phase * (1 - f) / f,
                  ps->snap.phase ? "simulate" : "partition");
-    if (hb && ps->snap.done < ps->snap.total)
+    long left = ps->snap.total - ps->snap.done;
+    long busy = ps->snap.workers < left ? ps->snap.workers : left;
+    if (hb && busy > 1) /* which ones, the threads finishing out of order, is not known */
+        snprintf(now, sizeof now, ", %ld %s under way", busy,
+                 ps->snap.phase ? "candidates" : "shapes");
+    else if (hb && left > 0)
         snprintf(now, sizeof now, ", %s %ld under way", ps->snap.phase ? "candidate" : "shape",
                  ps->snap.done + 1);
     fprintf(stderr, "%s: %s %ld/%ld %s, %.1f/s, %.0f s elapsed%s%s\n", ps->cmd,
@@ -110,6 +115,7 @@ int cli_search_progress_line(cli_progress *ps, const sc_search_progress *p)
     ps->snap.done = p->done;
     ps->snap.total = p->total;
     ps->snap.fraction = p->fraction;
+    ps->snap.workers = p->workers;
     int last = p->phase == 1 && p->done == p->total;
     int due = t >= CLI_PROGRESS_AFTER_S &&
               (last || !ps->lines || t - ps->last >= CLI_PROGRESS_EVERY_S);

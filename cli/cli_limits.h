@@ -38,7 +38,8 @@ int cli_opt_bytes(const char *cmd, const char *label, const cli_opt *o, const ch
  * simulation; one shape of a huge model can take longer than
  * CLI_PROGRESS_EVERY_S, so cli_progress_start runs a heartbeat thread that
  * repeats the last figures with the time elapsed ("..., 41 s elapsed, shape
- * 43 under way") whenever no line came for CLI_PROGRESS_EVERY_S, until
+ * 43 under way", or "2 shapes under way" while the search partitions on two
+ * threads) whenever no line came for CLI_PROGRESS_EVERY_S, until
  * cli_progress_stop. One heartbeat at a time (a process-wide lock). */
 #define CLI_PROGRESS_AFTER_S 2.0
 #define CLI_PROGRESS_EVERY_S 5.0
@@ -53,6 +54,7 @@ typedef struct cli_progress {
         int phase;
         long done, total;
         double fraction;
+        int workers;
     } snap;
 } cli_progress;
 struct sc_search_progress;

@@ -125,7 +125,7 @@ int cmd_plan(int argc, char **argv)
         return cli_fail(&err);
     }
     cli_warn_tp_replicated(m, o.fix_tp);
-    cli_progress ps = {"plan", cli_wall(), 0, 0, 0, 0, 0, {0, 0, 0, 0}};
+    cli_progress ps = {"plan", cli_wall(), 0, 0, 0, 0, 0, {0, 0, 0, 0, 0}};
     o.progress = progress;
     o.progress_ud = &ps;
     double limit = a.time_limit < 0 ? CLI_PLAN_TIME_LIMIT_S : a.time_limit;

@@ -339,6 +339,7 @@ static sc_status run_pool(sim_pool *p, sc_error *err)
     int n = pool_threads();
     if (n > p->njobs)
         n = p->njobs;
+    p->pg->workers = n;
     pthread_mutex_init(&p->mu, NULL);
     pthread_t th[4];
     int started = 0;
@@ -871,6 +872,7 @@ static sc_status prefill(sc_search *s, const item_list *items, double deadline, 
         goto out;
     }
     s->part_threads = threads;
+    pg->workers = threads;
     pthread_mutex_init(&p.mu, NULL);
     pthread_t th[4];
     int started = 0;
@@ -881,6 +883,7 @@ static sc_status prefill(sc_search *s, const item_list *items, double deadline, 
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     pthread_mutex_destroy(&p.mu);
+    pg->workers = 1; /* what is left, the search partitions itself */
     /* file them in order; a shape never started is left for the search to
      * ask for */
     for (int j = 0; j < p.n && !st; j++) {
@@ -1054,7 +1057,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     sc_status st = enumerate(m, c, o, s->cps, s->ncps, s->o.max_mbs, &items, &why, err);
     if (!st)
         st = count_shapes(&items, o->fix_sp, &s->shapes_total, &wtotal, err);
-    sc_search_progress pg = {0, 0, s->shapes_total, 0, 0};
+    sc_search_progress pg = {0, 0, s->shapes_total, 0, 0, 0};
     if (!st)
         st = prefill(s, &items, deadline, t0, &pg, err);
     for (long it = 0; it < items.n && !st; it++) {

@@ -133,6 +133,7 @@ typedef struct sc_search_progress {
     int phase;
     long done, total;
     double fraction, elapsed_s;
+    int workers; /* threads at work on the phase (0 or 1: one item at a time) */
 } sc_search_progress;
 
 typedef struct sc_estimate {

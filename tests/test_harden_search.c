@@ -225,40 +225,54 @@ TEST(search_threads_held_by_max_mem)
 }
 
 /* The heartbeat repeats the last report with the time elapsed while a shape
- * takes longer than CLI_PROGRESS_EVERY_S, then stops when asked. */
+ * takes longer than CLI_PROGRESS_EVERY_S, then stops when asked; with the
+ * shapes partitioned on several threads it counts those under way rather
+ * than naming the next one alone. */
 TEST(search_progress_heartbeat)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/err.txt", sc_test_tmpdir());
-    fflush(stderr);
-    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    REQUIRE(saved >= 0 && fd >= 0);
-    dup2(fd, 2);
-    close(fd);
-    /* as if the search began 20 s ago and reported 3 of 10 shapes 6 s ago */
-    cli_progress ps = {"plan", cli_wall() - 20, 0, 0, 0, 0, 0, {0, 0, 0, 0}};
-    sc_search_progress p = {0, 3, 10, 0.3, 14};
-    cli_search_progress_line(&ps, &p);
-    ps.last -= 6;
-    REQUIRE(cli_progress_start(&ps) == 0);
-    struct timespec t = {0, 600 * 1000 * 1000};
-    nanosleep(&t, NULL);
-    cli_progress_stop(&ps);
-    int lines = ps.lines;
-    nanosleep(&t, NULL); /* stopped: nothing more */
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    CHECK_EQ_INT(ps.lines, lines);
-    FILE *f = fopen(path, "r");
-    REQUIRE(f);
-    size_t n = fread(out, 1, sizeof out - 1, f);
-    out[n] = '\0';
-    fclose(f);
-    CHECK_STR_HAS(out, "plan: partitioned 3/10 shapes");
-    CHECK_STR_HAS(out, "s elapsed, about ");
-    CHECK_STR_HAS(out, ", shape 4 under way\n");
-    CHECK_EQ_INT(lines, 2);
+    static const struct {
+        int workers;
+        long done;
+        const char *says;
+    } cases[] = {{0, 3, ", shape 4 under way\n"},
+                 {2, 3, ", 2 shapes under way\n"},
+                 {4, 9, ", shape 10 under way\n"}}; /* 1 left */
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/err.txt", sc_test_tmpdir());
+        fflush(stderr);
+        int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        REQUIRE(saved >= 0 && fd >= 0);
+        dup2(fd, 2);
+        close(fd);
+        /* as if the search began 20 s ago and reported DONE of 10 shapes 6 s ago */
+        cli_progress ps = {"plan", cli_wall() - 20, 0, 0, 0, 0, 0, {0, 0, 0, 0, 0}};
+        sc_search_progress p = {0, cases[k].done, 10, cases[k].done / 10.0, 14,
+                                cases[k].workers};
+        cli_search_progress_line(&ps, &p);
+        ps.last -= 6;
+        REQUIRE(cli_progress_start(&ps) == 0);
+        struct timespec t = {0, 600 * 1000 * 1000};
+        nanosleep(&t, NULL);
+        cli_progress_stop(&ps);
+        int lines = ps.lines;
+        nanosleep(&t, NULL); /* stopped: nothing more */
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+        CHECK_EQ_INT(ps.lines, lines);
+        FILE *f = fopen(path, "r");
+        REQUIRE(f);
+        size_t n = fread(out, 1, sizeof out - 1, f);
+        out[n] = '\0';
+        fclose(f);
+        char want[64];
+        snprintf(want, sizeof want, "plan: partitioned %ld/10 shapes", cases[k].done);
+        CHECK_STR_HAS(out, want);
+        CHECK_STR_HAS(out, "s elapsed, about ");
+        CHECK_STR_HAS(out, cases[k].says);
+        CHECK_EQ_INT(lines, 2);
+    }
 }
 
 /* plan's default limit is documented in its help; 0 is no limit; a
