@@ -510,12 +510,11 @@ int cli_exact_longopts(const char *cmd, int argc, char **argv, const char *short
             int n = 0;
             for (const struct option *o = opts; o->name && n < 256; o++)
                 names[n++] = o->name;
-            char typed[64];
+            char typed[64], mean[96] = "";
             snprintf(typed, sizeof typed, "%.*s", (int)(len < 63 ? len : 63), name);
-            int c = len < 64 ? sc_closest_name(typed, names, n) : -1;
-            return cli_usage(cmd, "unknown option '%.*s'%s%s%s", (int)len + 2, a,
-                             c >= 0 ? " (did you mean --" : "", c >= 0 ? names[c] : "",
-                             c >= 0 ? "?)" : "");
+            if (len < 64)
+                sc_did_you_mean(typed, names, n, "--", mean, sizeof mean);
+            return cli_usage(cmd, "unknown option '%.*s'%s", (int)len + 2, a, mean);
         }
         if (k->has_arg == required_argument && !eq)
             i++;

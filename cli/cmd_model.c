@@ -27,57 +27,15 @@ static void gen_help(const sc_gen *g, FILE *f)
     }
 }
 
-/* model gen NAME --dtype D [--name N] -o FILE: a built-in written in another
- * dtype (the search commands compute in the model's; a V100 has no bf16). */
-static int gen_builtin(int argc, char **argv)
+/* model gen BUILTIN --help: a built-in takes --dtype, --name and -o alone. */
+static void builtin_help(const char *b)
 {
-    const char *out = NULL, *name = NULL;
-    int dtype = SC_BF16;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (is_help(a)) {
-            printf("usage: stagecraft model gen %s [--dtype fp32|tf32|fp16|bf16|fp8] "
-                   "[--name NAME] -o FILE\n"
-                   "Writes the built-in %s computed in another dtype (default bf16, as the\n"
-                   "built-in), named %s-DTYPE unless --name says otherwise. Its shapes are\n"
-                   "fixed: 'stagecraft model gen KIND --help' for a model of your own.\n",
-                   argv[1], argv[1], argv[1]);
-            return 0;
-        }
-        const char *key = !strncmp(a, "--", 2) ? a + 2 : NULL;
-        const char *eq = key ? strchr(key, '=') : NULL;
-        size_t kl = key ? (eq ? (size_t)(eq - key) : strlen(key)) : 0;
-        int is_o = !strcmp(a, "-o") || (key && kl == 6 && !strncmp(key, "output", 6));
-        int is_dt = key && kl == 5 && !strncmp(key, "dtype", 5);
-        int is_name = key && kl == 4 && !strncmp(key, "name", 4);
-        if (!is_o && !is_dt && !is_name)
-            return cli_usage("model gen", "%s is a built-in: it takes --dtype, --name and -o "
-                             "only, not '%s' ('stagecraft model gen KIND --help' for a model "
-                             "of your own)", argv[1], a);
-        const char *val = eq ? eq + 1 : NULL;
-        if (!val && ++i >= argc)
-            return cli_usage("model gen", "%s needs a value", is_o ? "-o" : a);
-        if (!val)
-            val = argv[i];
-        if (is_o)
-            out = val;
-        else if (is_name)
-            name = val;
-        else if ((dtype = sc_dtype_parse(val)) < 0)
-            return cli_usage("model gen", "--dtype: unknown '%s' (fp32, tf32, fp16, bf16, fp8)",
-                             val);
-    }
-    if (!out)
-        return cli_usage("model gen", "missing -o FILE (use -o - for standard output)");
-    sc_model *m;
-    sc_error err = {0};
-    if (sc_model_builtin_in(argv[1], (sc_dtype)dtype, name, &m, &err))
-        return cli_fail(&err);
-    sc_status st = sc_model_save(m, out, &err);
-    if (!st && strcmp(out, "-") != 0)
-        printf("wrote %s: %s in %s\n", out, m->name, sc_dtype_name(m->dtype));
-    sc_model_free(m);
-    return st ? cli_fail(&err) : 0;
+    printf("usage: stagecraft model gen %s [--dtype fp32|tf32|fp16|bf16|fp8] "
+           "[--name NAME] -o FILE\n"
+           "Writes the built-in %s computed in another dtype (default bf16, as the\n"
+           "built-in), named %s-DTYPE unless --name says otherwise. Its shapes are\n"
+           "fixed: 'stagecraft model gen KIND --help' for a model of your own.\n",
+           b, b, b);
 }
 
 static int model_gen(int argc, char **argv)
@@ -94,10 +52,9 @@ static int model_gen(int argc, char **argv)
         printf("\n'stagecraft model gen KIND --help' lists a kind's parameters.\n");
         return argc < 2 ? 2 : 0;
     }
+    /* a kind's generator, or (g NULL) a built-in in another dtype */
     const sc_gen *g = sc_gen_find(argv[1]);
-    if (!g && sc_model_is_builtin(argv[1]))
-        return gen_builtin(argc, argv);
-    if (!g)
+    if (!g && !sc_model_is_builtin(argv[1]))
         return cli_usage("model gen", "unknown kind '%s' (see 'stagecraft model gen --help')",
                          argv[1]);
     const char *out = NULL, *name = NULL;
@@ -108,7 +65,10 @@ static int model_gen(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (is_help(a)) {
-            gen_help(g, stdout);
+            if (g)
+                gen_help(g, stdout);
+            else
+                builtin_help(argv[1]);
             return 0;
         }
         if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
@@ -141,6 +101,10 @@ static int model_gen(int argc, char **argv)
             }
             continue;
         }
+        if (!g)
+            return cli_usage("model gen", "%s is a built-in: it takes --dtype, --name and -o "
+                             "only, not '%s' ('stagecraft model gen KIND --help' for a model "
+                             "of your own)", argv[1], a);
         const sc_gen_param *p = sc_gen_param_find(g, kbuf);
         if (!p)
             return cli_usage("model gen", "%s has no parameter '--%s'", g->kind, kbuf);
@@ -170,10 +134,13 @@ static int model_gen(int argc, char **argv)
         return cli_usage("model gen", "missing -o FILE (use -o - for standard output)");
     sc_model *m;
     sc_error err = {0};
-    if (sc_gen_run(g, name ? name : g->kind, (sc_dtype)dtype, nover, names, vals, &m, &err))
+    if (g ? sc_gen_run(g, name ? name : g->kind, (sc_dtype)dtype, nover, names, vals, &m, &err)
+          : sc_model_builtin_in(argv[1], (sc_dtype)dtype, name, &m, &err))
         return cli_fail(&err);
     sc_status st = sc_model_save(m, out, &err);
-    if (!st && strcmp(out, "-") != 0) {
+    if (!st && !g && strcmp(out, "-") != 0) {
+        printf("wrote %s: %s in %s\n", out, m->name, sc_dtype_name(m->dtype));
+    } else if (!st && strcmp(out, "-") != 0) {
         sc_totals t = sc_model_totals(m);
         char b1[32], b2[32];
         fprintf(stderr, "wrote %s: %s, %d modules, %s params, %s FLOPs/sample forward\n", out,

@@ -90,9 +90,9 @@ static int run(int argc, char **argv)
     const char *names[SC_ARRAY_LEN(commands)];
     for (size_t i = 0; i < SC_ARRAY_LEN(commands); i++)
         names[i] = commands[i].name;
-    int k = sc_closest_name(argv[1], names, (int)SC_ARRAY_LEN(commands));
-    fprintf(stderr, "stagecraft: unknown command '%s'%s%s%s\n", argv[1],
-            k >= 0 ? " (did you mean " : "", k >= 0 ? names[k] : "", k >= 0 ? "?)" : "");
+    char mean[96];
+    fprintf(stderr, "stagecraft: unknown command '%s'%s\n", argv[1],
+            sc_did_you_mean(argv[1], names, (int)SC_ARRAY_LEN(commands), "", mean, sizeof mean));
     usage(stderr);
     return 2;
 }

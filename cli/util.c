@@ -191,16 +191,7 @@ char *cli_si(double v, char *buf)
 
 char *cli_bytes(double v, char *buf)
 {
-    static const char *suf[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int i = 0;
-    while (fabs(v) >= 1024 && i < 5) {
-        v /= 1024;
-        i++;
-    }
-    if (i == 0)
-        snprintf(buf, 32, "%.0f B", v);
-    else
-        snprintf(buf, 32, "%.2f %s", v, suf[i]);
+    sc_fmt_bytes(v, 2, buf);
     return buf;
 }
 

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -27,16 +28,15 @@ sc_status sc_err(sc_error *err, sc_status status, const char *fmt, ...)
     return status;
 }
 
-const char *sc_fmt_bytes(double bytes, char buf[32])
+const char *sc_fmt_bytes(double bytes, int decimals, char buf[32])
 {
-    if (bytes >= 1073741824.0)
-        snprintf(buf, 32, "%.1f GiB", bytes / 1073741824.0);
-    else if (bytes >= 1048576.0)
-        snprintf(buf, 32, "%.1f MiB", bytes / 1048576.0);
-    else if (bytes >= 1024.0)
-        snprintf(buf, 32, "%.1f KiB", bytes / 1024.0);
-    else
-        snprintf(buf, 32, "%.0f B", bytes);
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int i = 0;
+    while (fabs(bytes) >= 1024 && i < 5) {
+        bytes /= 1024;
+        i++;
+    }
+    snprintf(buf, 32, "%.*f %s", i ? decimals : 0, bytes, unit[i]);
     return buf;
 }
 
@@ -99,6 +99,16 @@ int sc_closest_name(const char *s, const char *const *names, int n)
         }
     }
     return best;
+}
+
+const char *sc_did_you_mean(const char *s, const char *const *names, int n, const char *pre,
+                            char *buf, size_t cap)
+{
+    int k = sc_closest_name(s, names, n);
+    buf[0] = '\0';
+    if (k >= 0)
+        snprintf(buf, cap, " (did you mean %s%s?)", pre, names[k]);
+    return buf;
 }
 
 int sc_reads_as_name(const char *s)

@@ -43,9 +43,11 @@ void sc_err_prefix(sc_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sc_err_clear(sc_error *err);
 const char *sc_status_name(sc_status s);
-/* bytes for a message: "%.1f GiB" from 1 GiB up, else MiB, KiB or B as the
- * size asks (a 1 MiB limit reads "1.0 MiB", not "0.0 GiB"); returns buf. */
-const char *sc_fmt_bytes(double bytes, char buf[32]);
+/* bytes for a person: whole bytes below 1 KiB ("512 B"), else the largest
+ * of KiB, MiB, GiB, TiB, PiB it reaches with `decimals` places ("1.0 MiB"
+ * at 1, "2.45 GiB" at 2: a 1 MiB limit does not read "0.0 GiB"); returns
+ * buf. cli_bytes is this at 2 places. */
+const char *sc_fmt_bytes(double bytes, int decimals, char buf[32]);
 /* The index of the name in names[0..n) s most likely meant (a "did you
  * mean" for unknown names), case ignored: the shortest name that begins
  * with s (of 3 characters or more), else the closest by edit distance
@@ -53,6 +55,10 @@ const char *sc_fmt_bytes(double bytes, char buf[32]);
  * enough to be a typo: at most 2 edits, and fewer than half of s's length;
  * -1 when none is. */
 int sc_closest_name(const char *s, const char *const *names, int n);
+/* " (did you mean PRE NAME?)" into buf for the name sc_closest_name picks,
+ * "" when none; returns buf (cap at least 1). */
+const char *sc_did_you_mean(const char *s, const char *const *names, int n, const char *pre,
+                            char *buf, size_t cap);
 /* Whether a name_or_file argument that could not be opened reads as a name
  * (no '/' and no ".json" ending) rather than as a path. */
 int sc_reads_as_name(const char *s);

@@ -1043,16 +1043,20 @@ sc_status sc_err_no_peak(sc_error *err, const char *what, const sc_cluster *c, s
                          const sc_model *m, const char *hint)
 {
     char has[64] = "", gen[256] = "";
-    int pick = -1;
-    for (int d = 0; d < SC_DTYPE_N; d++)
-        if (c->gpu.peak_flops[d] > 0) {
-            snprintf(has + strlen(has), sizeof has - strlen(has), "%s%s", has[0] ? ", " : "",
-                     sc_dtype_name((sc_dtype)d));
-            if (pick < 0 || ((unsigned)dt < SC_DTYPE_N &&
-                             sc_dtype_bytes((sc_dtype)d) == sc_dtype_bytes(dt) &&
-                             sc_dtype_bytes((sc_dtype)pick) != sc_dtype_bytes(dt)))
-                pick = d;
-        }
+    int pick = -1, same = -1; /* the first the GPU has; the first of dt's width */
+    for (int d = 0; d < SC_DTYPE_N; d++) {
+        if (c->gpu.peak_flops[d] <= 0)
+            continue;
+        snprintf(has + strlen(has), sizeof has - strlen(has), "%s%s", has[0] ? ", " : "",
+                 sc_dtype_name((sc_dtype)d));
+        if (pick < 0)
+            pick = d;
+        if (same < 0 && (unsigned)dt < SC_DTYPE_N &&
+            sc_dtype_bytes((sc_dtype)d) == sc_dtype_bytes(dt))
+            same = d;
+    }
+    if (same >= 0)
+        pick = same;
     if (!hint && m && pick >= 0 && sc_model_is_builtin(m->name)) {
         const char *p = sc_dtype_name((sc_dtype)pick);
         snprintf(gen, sizeof gen,

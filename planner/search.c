@@ -918,6 +918,12 @@ out:
     return st;
 }
 
+int sc_search_max_mbs(const sc_search_opts *o)
+{
+    int b = o->max_mbs > 0 ? o->max_mbs : 8;
+    return o->fix_mbs > b ? o->fix_mbs : b;
+}
+
 /* The message for a search where nothing matched, naming the filter that
  * let nothing through. */
 static sc_status none_matched(const sc_model *m, const sc_cluster *c, const sc_search_opts *o,
@@ -1041,10 +1047,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
     s->o = *o;
     if (s->o.simulate <= 0)
         s->o.simulate = SC_SEARCH_SIMULATE;
-    if (s->o.max_mbs <= 0)
-        s->o.max_mbs = 8;
-    if (s->o.fix_mbs > s->o.max_mbs) /* asked for: the bound is for the search's own */
-        s->o.max_mbs = s->o.fix_mbs;
+    s->o.max_mbs = sc_search_max_mbs(o);
     if (s->o.memory_weight < 0)
         s->o.memory_weight = o->optimize_memory ? 0.8 : 0.2;
     snprintf(s->partitioner, sizeof s->partitioner, "%s", part->name);
@@ -1248,8 +1251,8 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                              "mbs %d %s) needs about %s, above the limit of %s (--max-mem); "
                              "its analytical estimate: step %.4g s, peak %.2f GiB per GPU",
                              cd->cfg.dp, cd->cfg.tp, cd->cfg.pp, cd->cfg.v, cd->cfg.m,
-                             cd->cfg.mbs, cd->schedule, sc_fmt_bytes(z.bytes, b1),
-                             sc_fmt_bytes(o->max_mem_bytes, b2), cd->est.step_s,
+                             cd->cfg.mbs, cd->schedule, sc_fmt_bytes(z.bytes, 1, b1),
+                             sc_fmt_bytes(o->max_mem_bytes, 1, b2), cd->est.step_s,
                              cd->est.peak_mem / 1073741824.0);
                 s->over_mem++;
                 continue;

@@ -75,7 +75,7 @@ typedef struct sc_search_opts {
     int cut_in_layers;        /* 1: stages may begin inside a layer (any, torch) */
     const char *partitioner;  /* "uniform", "tree" or "optimal"; NULL = "optimal" when built */
     double memory_weight;     /* tree partitioner; < 0 = 0.2 (speed) or 0.8 (memory) */
-    int max_mbs;              /* 0 = 8; a larger fix_mbs raises it */
+    int max_mbs;              /* 0 = 8; a larger fix_mbs raises it (sc_search_max_mbs) */
     int shared_strict;        /* tree/optimal: keep every shared group on one stage
                                  (default: replicate it across stages, as Megatron-LM) */
     /* fixed choices; 0 (or NULL, or -1 for zero/recompute) = free */
@@ -125,6 +125,10 @@ typedef struct sc_search_opts {
     void (*progress)(void *ud, const struct sc_search_progress *p);
     void *progress_ud;
 } sc_search_opts;
+
+/* The largest microbatch size the search tries: max_mbs (0: 8), or a
+ * fixed mbs above it, which is tried whatever its size. */
+int sc_search_max_mbs(const sc_search_opts *o);
 
 /* Where a search is. Phase 0 partitions and estimates shapes (pp, v, tp,
  * mbs), phase 1 simulates candidates; fraction is of the phase, a shape

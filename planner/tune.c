@@ -94,10 +94,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     qsort(t->pts, (size_t)t->n, sizeof *t->pts, by_m);
     /* the swept points that did not come back, and why */
     long b = o.global_batch % o.fix_dp ? 0 : o.global_batch / o.fix_dp;
-    long mbs_max = o.max_mbs > 0 ? o.max_mbs : 8;
-    if (o.fix_mbs > mbs_max) /* as the search: a fixed mbs is searched */
-        mbs_max = o.fix_mbs;
-    for (long mbs = 1; b && mbs <= b && mbs <= mbs_max; mbs++) {
+    for (long mbs = 1, hi = sc_search_max_mbs(&o); b && mbs <= b && mbs <= hi; mbs++) {
         if (b % mbs || (o.fix_mbs && mbs != o.fix_mbs) || t->n_skipped >= 64)
             continue;
         int mm = (int)(b / mbs), found = 0;

@@ -1928,7 +1928,6 @@ static void add_resources(builder *b)
     }
 }
 
-/* "12.3 GiB", "456.7 MiB" into buf (32 bytes). */
 void sc_step_size_estimate(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
                            sc_step_size *out)
 {
@@ -2023,8 +2022,8 @@ sc_status sc_step_simulate(const sc_model *m, const sc_cluster *c, const sc_step
                           "sim: simulating this step needs about %s (%.3g actions, %.3g "
                           "engine tasks%s), above the limit of %s (--max-mem); %sfewer "
                           "microbatches or the planner's analytical estimate fit such sizes",
-                          sc_fmt_bytes(z.bytes, b1), z.actions, z.tasks, tl,
-                          sc_fmt_bytes(cfg->max_mem_bytes, b2),
+                          sc_fmt_bytes(z.bytes, 1, b1), z.actions, z.tasks, tl,
+                          sc_fmt_bytes(cfg->max_mem_bytes, 1, b2),
                           cfg->one_replica ? "" : "--one-replica, ");
         }
     }
