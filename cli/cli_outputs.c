@@ -2,6 +2,7 @@
 #include "cli_outputs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,14 +20,30 @@ static void folder_of(const char *path, char *dir, size_t n)
         snprintf(dir, n, "%.*s", (int)(slash - path), path);
 }
 
-sc_status cli_output_check(const char *path, sc_error *err)
+/* The file path ends at when it is one to replace (a regular file or a new
+ * name, links followed) into dest; 0 when it is written through (a device,
+ * a FIFO, a descriptor), 1 when replaced, or the error. */
+static sc_status replaced_file(const char *path, char *dest, size_t n, int *replace,
+                               sc_error *err)
 {
-    if (!path || !strcmp(path, "-"))
-        return SC_OK;
-    if (!*path)
-        return sc_err(err, SC_EINVAL, "an output file name is empty");
+    char *target = NULL;
+    int kind;
+    sc_status st = sc_output_kind(path, &target, &kind, err);
+    if (st)
+        return st;
+    *replace = kind == SC_OUT_REPLACE;
+    int len = snprintf(dest, n, "%s", target);
+    sc_free(target);
+    if (len < 0 || (size_t)len >= n)
+        return sc_err(err, SC_EINVAL, "%s: name too long", path);
+    return SC_OK;
+}
+
+/* Checks the file path is replaced in (target, at the end of its links). */
+static sc_status folder_check(const char *path, const char *target, sc_error *err)
+{
     char dir[4096];
-    folder_of(path, dir, sizeof dir);
+    folder_of(target, dir, sizeof dir);
     struct stat sb;
     if (stat(dir, &sb) != 0)
         return sc_err(err, SC_EIO, "%s: cannot create: folder %s does not exist", path, dir);
@@ -35,9 +52,21 @@ sc_status cli_output_check(const char *path, sc_error *err)
     if (access(dir, W_OK | X_OK) != 0)
         return sc_err(err, SC_EIO, "%s: cannot create: folder %s is not writable: %s", path, dir,
                       strerror(errno));
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return sc_err(err, SC_EINVAL, "%s: is a folder", path); /* bad usage: exit 2 */
     return SC_OK;
+}
+
+sc_status cli_output_check(const char *path, sc_error *err)
+{
+    if (!path || !strcmp(path, "-"))
+        return SC_OK;
+    if (!*path)
+        return sc_err(err, SC_EINVAL, "an output file name is empty");
+    char target[4096];
+    int replace;
+    sc_status st = replaced_file(path, target, sizeof target, &replace, err);
+    if (st || !replace) /* a device, FIFO or descriptor is written through */
+        return st;
+    return folder_check(path, target, err);
 }
 
 sc_status cli_outputs_add(cli_outputs *s, const char *path, const char **write_to,
@@ -46,21 +75,32 @@ sc_status cli_outputs_add(cli_outputs *s, const char *path, const char **write_t
     *write_to = NULL;
     if (!path)
         return SC_OK;
-    sc_status st = cli_output_check(path, err);
-    if (st)
-        return st;
     if (!strcmp(path, "-")) {
         *write_to = path;
         return SC_OK;
     }
+    if (!*path)
+        return sc_err(err, SC_EINVAL, "an output file name is empty");
     if (s->n >= CLI_OUTPUTS_MAX)
         return sc_err(err, SC_EINVAL, "%s: more than %d outputs", path, CLI_OUTPUTS_MAX);
+    char *dest = s->o[s->n].dest;
+    int replace;
+    sc_status st = replaced_file(path, dest, sizeof s->o[s->n].dest, &replace, err);
+    if (st)
+        return st;
+    if (!replace) { /* written through as it comes, never staged or renamed over */
+        *write_to = path;
+        return SC_OK;
+    }
+    st = folder_check(path, dest, err);
+    if (st)
+        return st;
     for (int i = 0; i < s->n; i++)
-        if (!strcmp(s->o[i].final, path))
+        if (!strcmp(s->o[i].dest, dest))
             return sc_err(err, SC_EINVAL, "%s: named for two outputs", path);
     char dir[4096];
-    folder_of(path, dir, sizeof dir);
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    folder_of(dest, dir, sizeof dir);
+    const char *base = strrchr(dest, '/') ? strrchr(dest, '/') + 1 : dest;
     int len = snprintf(s->o[s->n].tmp, sizeof s->o[s->n].tmp, "%s/.stagecraft-%ld-%d.%s", dir,
                        (long)getpid(), s->n, base);
     if (len < 0 || (size_t)len >= sizeof s->o[s->n].tmp)
@@ -92,7 +132,7 @@ sc_status cli_outputs_commit(cli_outputs *s, sc_status st, sc_error *err)
         if (stat(s->o[i].tmp, &sb) != 0)
             st = sc_err(err, SC_EIO, "%s: was not written", s->o[i].final);
     for (int i = 0; i < s->n && !st; i++)
-        if (rename(s->o[i].tmp, s->o[i].final) != 0)
+        if (rename(s->o[i].tmp, s->o[i].dest) != 0)
             st = sc_err(err, SC_EIO, "%s: cannot write: %s", s->o[i].final, strerror(errno));
     for (int i = 0; i < s->n; i++)
         unlink(s->o[i].tmp); /* gone when renamed */
@@ -100,4 +140,66 @@ sc_status cli_outputs_commit(cli_outputs *s, sc_status st, sc_error *err)
         name_targets(s, err);
     s->n = 0;
     return st;
+}
+
+int cli_is_stdout(const char *path)
+{
+    if (!path || !*path)
+        return 0;
+    if (!strcmp(path, "-"))
+        return 1;
+    char *target = NULL;
+    int kind, fd = -1, end = 0;
+    sc_error err = {0};
+    if (sc_output_kind(path, &target, &kind, &err))
+        return 0;
+    if (kind == SC_OUT_FD &&
+        (sscanf(target, "/proc/self/fd/%d%n", &fd, &end) == 1 ||
+         sscanf(target, "/dev/fd/%d%n", &fd, &end) == 1) && target[end])
+        fd = -1;
+    sc_free(target);
+    return kind == SC_OUT_FD && fd == STDOUT_FILENO;
+}
+
+static char stdout_alias[32];
+
+const char *cli_stdout_alias(void)
+{
+    return stdout_alias;
+}
+
+const char *cli_out_name(const char *path)
+{
+    return path && *stdout_alias && !strcmp(path, stdout_alias) ? "standard output" : path;
+}
+
+sc_status cli_stdout_claim(const char *cmd, const char **const paths[], int n, int json,
+                           sc_error *err)
+{
+    const char **taken = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!paths[i] || !cli_is_stdout(*paths[i]))
+            continue;
+        if (taken)
+            return sc_err(err, SC_EINVAL,
+                          "%s: two outputs name standard output (%s and %s): give one of "
+                          "them a file",
+                          cmd, *taken, *paths[i]);
+        taken = paths[i];
+    }
+    if (!taken)
+        return SC_OK;
+    if (json)
+        return sc_err(err, SC_EINVAL,
+                      "%s: --json prints on standard output, where the output '%s' goes: "
+                      "give the output a file, or leave out --json",
+                      cmd, *taken);
+    fflush(stdout);
+    int keep = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (keep < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+        return sc_err(err, SC_EIO, "%s: cannot move the report to standard error: %s", cmd,
+                      strerror(errno));
+    snprintf(stdout_alias, sizeof stdout_alias, "/dev/fd/%d", keep);
+    *taken = stdout_alias;
+    return SC_OK;
 }

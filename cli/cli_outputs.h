@@ -17,8 +17,13 @@
  * checked to exist before the first rename.
  *
  * Ownership: a cli_outputs lives on the caller's stack; paths returned point
- * into it; commit releases everything. "-" (standard output) is passed
- * through as is and never staged.
+ * into it; commit releases everything. Only a file that is replaced is
+ * staged: a name that is a symbolic link is followed (the file it ends at is
+ * staged beside that file and renamed onto it; the link stays a link), and
+ * "-", a descriptor (/dev/stdout, /dev/fd/N), a character device or a FIFO
+ * (/dev/null) is passed through as is and written through when its turn
+ * comes, as sc_write_file_atomic does (never renamed over: a rename onto
+ * /dev/null would replace the device for everyone).
  */
 #ifndef SC_CLI_OUTPUTS_H
 #define SC_CLI_OUTPUTS_H
@@ -30,7 +35,8 @@
 typedef struct cli_outputs {
     int n;
     struct {
-        const char *final;
+        const char *final; /* as the user named it, for messages */
+        char dest[4096];   /* the file it ends at, links followed: the one replaced */
         char tmp[4200];
     } o[CLI_OUTPUTS_MAX];
 } cli_outputs;
@@ -52,5 +58,29 @@ sc_status cli_outputs_add(cli_outputs *s, const char *path, const char **write_t
  * failure, removes the temporaries. Messages in err that name a temporary
  * are rewritten to name its target. Returns st or the commit's error. */
 sc_status cli_outputs_commit(cli_outputs *s, sc_status st, sc_error *err);
+
+/* Whether path names this process's standard output: "-", or a name that
+ * ends, links followed, at /dev/fd/1 or /proc/self/fd/1 (/dev/stdout). */
+int cli_is_stdout(const char *path);
+
+/* A command whose outputs may go to standard output calls this once, after
+ * parsing and before printing anything, with pointers to its output paths
+ * (NULL entries and NULL paths skipped). When one names standard output,
+ * that output keeps the descriptor and the command's report goes to
+ * standard error instead, as curl -o - and tar -f - do: *paths[i] becomes
+ * "/dev/fd/K", K a copy of descriptor 1, and descriptor 1 then writes to
+ * standard error. Refused (SC_EINVAL, naming cmd): two outputs on standard
+ * output, or one beside --json (json non-zero), which would mix there.
+ * cli_fail names that copy "stdout" in its messages. */
+sc_status cli_stdout_claim(const char *cmd, const char **const paths[], int n, int json,
+                           sc_error *err);
+
+/* The name cli_stdout_claim gave standard output ("" when it was not
+ * called or found none): cli_fail rewrites it to "stdout". */
+const char *cli_stdout_alias(void);
+
+/* path for a message: "standard output" for the name cli_stdout_claim gave
+ * it, path otherwise. */
+const char *cli_out_name(const char *path);
 
 #endif

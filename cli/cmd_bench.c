@@ -2,6 +2,7 @@
  * and collectives on a backend, run under mpirun for the communication ops
  * (see exec/bench.h for what is measured and how). */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "bench.h"
 #include "exec.h"
 
@@ -230,6 +231,12 @@ int cmd_bench(int argc, char **argv)
     for (int i = 0; i < nplans; i++)
         if (sc_exec_plan_gemms(plans[i], pts, SC_BENCH_MAX_SIZES, &npts, &err))
             return launcher_rank() == 0 ? cli_fail(&err) : cli_exit_code(err.status);
+    /* rank 0 writes the results: known before anything is measured */
+    const char **const outs[] = {&out};
+    int on_stdout = launcher_rank() == 0 && cli_is_stdout(out);
+    if (launcher_rank() == 0 &&
+        (cli_output_check(out, &err) || cli_stdout_claim("bench", outs, 1, json, &err)))
+        return cli_fail(&err);
 
     sc_bench *b = NULL;
     if (sc_bench_open(backend, NULL, NULL, &b, &err)) {
@@ -262,19 +269,17 @@ int cmd_bench(int argc, char **argv)
             rc = cli_fail(&err);
         double worst;
         int bad = sc_bench_unstable(r, &worst);
-        if (out && !strcmp(out, "-")) {
-            /* the document went to standard output: nothing else there */
-        } else if (json) {
+        if (json) {
             cJSON *j = sc_bench_to_json(r);
             int prc = cli_print_json(j);
             rc = rc ? rc : prc;
         } else {
             sc_bench_print(r, stdout);
             if (out && !st)
-                printf("wrote %s\n", out);
+                printf("wrote %s\n", cli_out_name(out));
         }
         fflush(stdout);
-        if (bad && ((out && !strcmp(out, "-")) || json))
+        if (bad && (on_stdout || json))
             fprintf(stderr,
                     "stagecraft bench: too noisy: %d of %d sizes did not settle in %d "
                     "iterations (median still moving by up to %.1f%%, tolerance %.3g%%)\n",

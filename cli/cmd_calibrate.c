@@ -260,7 +260,8 @@ int cmd_calibrate(int argc, char **argv)
         return cli_usage("calibrate", "no input files (bench.json, measured.json)");
     sc_error err = {0};
     /* the output must be creatable before any fitting */
-    if (cli_output_check(out, &err))
+    const char **const on_stdout[] = {&out};
+    if (cli_output_check(out, &err) || cli_stdout_claim("calibrate", on_stdout, 1, json, &err))
         return cli_fail(&err);
     sc_cluster base, res;
     if (sc_cluster_open(cluster, &base, &err))
@@ -292,7 +293,7 @@ int cmd_calibrate(int argc, char **argv)
         printf("written past %d failed gate%s (--force): efficiency.fits.gates_failed records "
                "them, and sim, plan and whatif will warn\n",
                rep.n_failed, rep.n_failed == 1 ? "" : "s");
-    printf("wrote %s\n", out);
+    printf("wrote %s\n", cli_out_name(out));
     return 0;
 }
 

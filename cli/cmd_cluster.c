@@ -1,5 +1,6 @@
 /* cmd_cluster.c - `stagecraft cluster list|show`. */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "cluster.h"
 #include "json.h"
 
@@ -209,7 +210,7 @@ static int cluster_show(int argc, char **argv)
     if (out) {
         if (sc_cluster_save(&c, out, &err))
             return cli_fail(&err);
-        if (strcmp(out, "-") != 0)
+        if (!cli_is_stdout(out))
             fprintf(stderr, "wrote %s: %s, %ld GPUs\n", out, c.name, sc_cluster_total_gpus(&c));
         return 0;
     }

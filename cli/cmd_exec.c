@@ -139,7 +139,7 @@ static void print_summary(const char *plan, const char *out, const sc_exec_summa
     if (sum->kernels > 0)
         printf("kernels: %d of rank 0's, each timed alone (compare lists them)\n", sum->kernels);
     if (out)
-        printf("wrote %s\n", out);
+        printf("wrote %s\n", cli_out_name(out));
     fflush(stdout);
     if (sum->tolerance > 0 && sum->stable != 1)
         fprintf(stderr,
@@ -312,7 +312,9 @@ int cmd_exec(int argc, char **argv)
     /* the output must be creatable before any step runs (rank 0 writes it) */
     const char *wr = getenv("OMPI_COMM_WORLD_RANK");
     sc_error oerr = {0};
-    if ((!wr || !strcmp(wr, "0")) && cli_output_check(out, &oerr))
+    const char **const on_stdout[] = {&out};
+    if ((!wr || !strcmp(wr, "0")) &&
+        (cli_output_check(out, &oerr) || cli_stdout_claim("exec", on_stdout, 1, 0, &oerr)))
         return cli_fail(&oerr);
     if (max_steps == 0)
         max_steps = 5 * steps;

@@ -1,5 +1,6 @@
 /* cmd_model.c - `stagecraft model gen|show|list`. */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "gen.h"
 #include "json.h"
 #include "model.h"
@@ -138,9 +139,9 @@ static int model_gen(int argc, char **argv)
           : sc_model_builtin_in(argv[1], (sc_dtype)dtype, name, &m, &err))
         return cli_fail(&err);
     sc_status st = sc_model_save(m, out, &err);
-    if (!st && !g && strcmp(out, "-") != 0) {
-        printf("wrote %s: %s in %s\n", out, m->name, sc_dtype_name(m->dtype));
-    } else if (!st && strcmp(out, "-") != 0) {
+    if (!st && !g && !cli_is_stdout(out)) {
+        fprintf(stderr, "wrote %s: %s in %s\n", out, m->name, sc_dtype_name(m->dtype));
+    } else if (!st && !cli_is_stdout(out)) {
         sc_totals t = sc_model_totals(m);
         char b1[32], b2[32];
         fprintf(stderr, "wrote %s: %s, %d modules, %s params, %s FLOPs/sample forward\n", out,

@@ -113,7 +113,8 @@ int cmd_plan(int argc, char **argv)
     o.global_batch = batch;
     sc_error err = {0};
     /* a winner that could not be written is known before the search, as sim does */
-    if (cli_output_check(out, &err))
+    const char **const on_stdout[] = {&out};
+    if (cli_output_check(out, &err) || cli_stdout_claim("plan", on_stdout, 1, json, &err))
         return cli_fail(&err);
     sc_model *m;
     sc_cluster c;
@@ -360,7 +361,7 @@ int cmd_plan(int argc, char **argv)
             cli_print_attn_hint(&c, m, o.attn == SC_ATTN_FLASH, a.s.attn_given);
         }
         if (out)
-            printf("\nwinner written to %s\n", out);
+            printf("\nwinner written to %s\n", cli_out_name(out));
     }
     sc_search_free(s);
     sc_model_free(m);

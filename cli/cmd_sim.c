@@ -275,6 +275,9 @@ int cmd_sim(int argc, char **argv)
      * temporary name beside its target; all are renamed at the end or none */
     cli_outputs outs = {0};
     const char *tl_tmp = NULL, *lowered_tmp = NULL, *plan_tmp = NULL;
+    const char **const on_stdout[] = {&tl_file, &a.lowered, &plan_out};
+    if (cli_stdout_claim("sim", on_stdout, 3, json, &err))
+        return cli_fail(&err);
     if (cli_outputs_add(&outs, tl_file, &tl_tmp, &err) ||
         cli_outputs_add(&outs, a.lowered, &lowered_tmp, &err) ||
         cli_outputs_add(&outs, plan_out, &plan_tmp, &err))
@@ -456,11 +459,11 @@ int cmd_sim(int argc, char **argv)
                        cli_us(lo, b3), cli_us(hi, b4));
             }
             if (tl_file && !rc)
-                printf("\ntimeline written to %s\n", tl_file);
+                printf("\ntimeline written to %s\n", cli_out_name(tl_file));
             if (a.lowered && !rc)
-                printf("lowered step written to %s\n", a.lowered);
+                printf("lowered step written to %s\n", cli_out_name(a.lowered));
             if (plan_out && !rc)
-                printf("plan written to %s\n", plan_out);
+                printf("plan written to %s\n", cli_out_name(plan_out));
         }
         if (oom) {
             fflush(stdout);

@@ -107,7 +107,7 @@ int cmd_trace(int argc, char **argv)
     sc_status st = b.oom ? sc_err(&err, SC_ENOMEM, "%s: out of memory", out)
                          : sc_write_file_atomic(out, b.s, b.len, &err);
     sc_buf_free(&b);
-    if (!st && strcmp(out, "-") != 0) {
+    if (!st && !cli_is_stdout(out)) {
         long ops = 0;
         for (int i = 0; i < t->n_ranks; i++)
             ops += t->ranks[i].n_ops;

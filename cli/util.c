@@ -6,7 +6,9 @@
 #include "framework.h"
 #include "label.h"
 #include "model.h"
+#include "cli_outputs.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -42,7 +44,13 @@ int cli_exit_code(sc_status st)
 
 int cli_fail(const sc_error *err)
 {
-    fprintf(stderr, "stagecraft: %s\n", err->msg[0] ? err->msg : sc_status_name(err->status));
+    const char *alias = cli_stdout_alias();
+    const char *at = *alias ? strstr(err->msg, alias) : NULL;
+    if (at && !isdigit((unsigned char)at[strlen(alias)])) /* the copy of stdout, by name */
+        fprintf(stderr, "stagecraft: %.*sstdout%s\n", (int)(at - err->msg), err->msg,
+                at + strlen(alias));
+    else
+        fprintf(stderr, "stagecraft: %s\n", err->msg[0] ? err->msg : sc_status_name(err->status));
     return cli_exit_code(err->status);
 }
 

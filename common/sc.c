@@ -498,14 +498,13 @@ static void sync_parent(const char *file)
     }
 }
 
-enum { OUT_REPLACE, OUT_THROUGH, OUT_FD };
 
 /* Where the bytes for path go (see sc_write_file_atomic): follows symbolic
  * links one at a time (dangling ones too) to the file to replace, or finds
  * that the name is a device or FIFO to write through, or a descriptor of
  * this process (/dev/stdout, /dev/fd/N, /proc/self/fd/N). *target (the
  * caller frees it) is the file to replace or to open; *fd the descriptor
- * for OUT_FD. */
+ * for SC_OUT_FD. */
 static sc_status out_target(const char *path, char **target, int *kind, int *fd, sc_error *err)
 {
     *target = NULL;
@@ -517,7 +516,7 @@ static sc_status out_target(const char *path, char **target, int *kind, int *fd,
         if ((sscanf(cur, "/proc/self/fd/%d%n", &n, &end) == 1 ||
              sscanf(cur, "/dev/fd/%d%n", &n, &end) == 1) &&
             cur[end] == '\0' && n >= 0) {
-            *kind = OUT_FD;
+            *kind = SC_OUT_FD;
             *fd = n;
             *target = cur;
             return SC_OK;
@@ -530,17 +529,17 @@ static sc_status out_target(const char *path, char **target, int *kind, int *fd,
         }
         struct stat sb;
         if (lstat(cur, &sb) != 0) { /* a new file, or a parent that is missing: */
-            *kind = OUT_REPLACE;    /* creating the temporary file says which */
+            *kind = SC_OUT_REPLACE;    /* creating the temporary file says which */
             *target = cur;
             return SC_OK;
         }
         if (S_ISREG(sb.st_mode)) {
-            *kind = OUT_REPLACE;
+            *kind = SC_OUT_REPLACE;
             *target = cur;
             return SC_OK;
         }
         if (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)) {
-            *kind = OUT_THROUGH;
+            *kind = SC_OUT_THROUGH;
             *target = cur;
             return SC_OK;
         }
@@ -580,6 +579,16 @@ static sc_status out_target(const char *path, char **target, int *kind, int *fd,
         sc_free(cur);
         cur = next;
     }
+}
+
+sc_status sc_output_kind(const char *path, char **target, int *kind, sc_error *err)
+{
+    int fd;
+    if (strcmp(path, "-") != 0)
+        return out_target(path, target, kind, &fd, err);
+    *kind = SC_OUT_FD;
+    *target = sc_strdup(path);
+    return *target ? SC_OK : sc_err(err, SC_ENOMEM, "%s: out of memory", path);
 }
 
 /* Temporary file beside target, written, synced, given the mode a new file
@@ -623,16 +632,16 @@ static sc_status replace_file(const char *path, const char *target, const void *
 sc_status sc_write_file_atomic(const char *path, const void *data, size_t len, sc_error *err)
 {
     char *target = NULL;
-    int kind = OUT_FD, fd = STDOUT_FILENO;
+    int kind = SC_OUT_FD, fd = STDOUT_FILENO;
     if (strcmp(path, "-") != 0) {
         sc_status st = out_target(path, &target, &kind, &fd, err);
         if (st)
             return st;
     }
     sc_status st = SC_OK;
-    if (kind == OUT_REPLACE) {
+    if (kind == SC_OUT_REPLACE) {
         st = replace_file(path, target, data, len, err);
-    } else if (kind == OUT_FD) {
+    } else if (kind == SC_OUT_FD) {
         /* what stdio holds for that descriptor goes first */
         if (fd == STDOUT_FILENO)
             fflush(stdout);

@@ -122,6 +122,16 @@ sc_status sc_read_file(const char *path, size_t max_bytes, char **out,
 sc_status sc_write_file_atomic(const char *path, const void *data, size_t len,
                                sc_error *err);
 
+/* How sc_write_file_atomic would write path, for a caller that stages
+ * several outputs itself (cli/cli_outputs.h): SC_OUT_REPLACE (a regular
+ * file or a new name; *target is the name at the end of any symbolic links,
+ * the one to replace), SC_OUT_THROUGH (a character device or a FIFO) or
+ * SC_OUT_FD (a descriptor of this process, "-" included). *target, set for
+ * every kind, is the caller's to sc_free. Refuses what the write refuses,
+ * with the same errors. */
+enum { SC_OUT_REPLACE, SC_OUT_THROUGH, SC_OUT_FD };
+sc_status sc_output_kind(const char *path, char **target, int *kind, sc_error *err);
+
 /* Temporary files removed when the process is killed by SIGINT, SIGTERM or
  * SIGHUP: sc_tmp_register records path (a file, or with is_dir an empty
  * folder, removed after the files) and returns a slot for

@@ -7,7 +7,10 @@
 
 #include "../cli/cli_outputs.c"
 
+#include "json.h"
+
 #include <stdlib.h>
+#include <sys/stat.h>
 
 static char out[1 << 16];
 
@@ -183,4 +186,121 @@ TEST(outputs_whatif_no_price_and_no_empty_folder)
     CHECK(sc_test_exists(p));
     snprintf(p, sizeof p, "%s/w2/time_vs_cost.png", d);
     CHECK(!sc_test_exists(p));
+}
+
+/* A FIFO and a symbolic link named as sim's outputs: the FIFO is written
+ * through and the link followed, as every other writer does
+ * (sc_write_file_atomic). They were staged beside the name and renamed over
+ * it: the FIFO and the link became regular files, and as root `sim
+ * --timeline /dev/null` replaced the system's /dev/null with the timeline
+ * (the test makes its own FIFO: a regression must not harm the machine). */
+TEST(outputs_sim_fifo_and_link_not_renamed_over)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    const char *args = "--model gpt-1.3b --cluster p4d.24xlarge --dp 2 --microbatches 2";
+    REQUIRE(sc_test_sh(out, sizeof out, "cd %s && mkfifo ff && mkdir sub && ln -s sub/real.json "
+                       "link.json && ln -s ../low.txt sub/low.txt", d) == 0);
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out,
+                            "cd %s && (timeout 10 cat ff > got 2>/dev/null &) && "
+                            "%s sim %s --timeline ff -o link.json "
+                            "--lowered sub/low.txt",
+                            d, bin, args),
+                 0);
+    CHECK_STR_HAS(out, "timeline written to ff");
+    char p[700];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/ff", d);
+    CHECK(lstat(p, &sb) == 0 && S_ISFIFO(sb.st_mode));
+    snprintf(p, sizeof p, "%s/link.json", d);
+    CHECK(lstat(p, &sb) == 0 && S_ISLNK(sb.st_mode));
+    snprintf(p, sizeof p, "%s/sub/low.txt", d);
+    CHECK(lstat(p, &sb) == 0 && S_ISLNK(sb.st_mode));
+    /* the bytes reached the FIFO's reader and the links' files */
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && sleep 0.2; grep -c stagecraft.timeline/1 got "
+                            "&& %s sim --plan sub/real.json && test -s low.txt", d, bin), 0);
+    CHECK_EQ_INT(count_named(d, ".stagecraft-"), 0);
+    char sub[700];
+    snprintf(sub, sizeof sub, "%s/sub", d);
+    CHECK_EQ_INT(count_named(sub, ".stagecraft-"), 0);
+    /* a link and the file it ends at name one output: refused */
+    cli_outputs s = {0};
+    sc_error err = {0};
+    const char *ta, *tb;
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/link.json", d);
+    snprintf(b, sizeof b, "%s/sub/real.json", d);
+    REQUIRE(cli_outputs_add(&s, a, &ta, &err) == SC_OK);
+    CHECK(strstr(ta, "/sub/.stagecraft-") != NULL); /* staged beside the file, not the link */
+    CHECK(cli_outputs_add(&s, b, &tb, &err) == SC_EINVAL);
+    CHECK_STR_HAS(err.msg, "real.json: named for two outputs");
+    cli_outputs_commit(&s, SC_EINVAL, NULL);
+    /* a FIFO is passed through, never staged */
+    snprintf(a, sizeof a, "%s/ff", d);
+    REQUIRE(cli_outputs_add(&s, a, &ta, &err) == SC_OK);
+    CHECK(!strcmp(ta, a));
+    CHECK_EQ_INT(s.n, 0);
+}
+
+/* An output on standard output (-o -, /dev/fd/1, a link to fd 1) takes
+ * it alone: the command's report goes to standard error, so the file can be
+ * piped. It used to come after (or before) the file on stdout: `sim -o -`,
+ * `plan -o -`, `calibrate -o -` gave JSON no parser reads. --json beside
+ * such an output, or two of them, are refused; a full stdout is still exit
+ * 3 naming stdout. */
+TEST(outputs_stdout_output_takes_stdout_alone)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    const char *sim = "sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --microbatches 2";
+    const char *plan = "plan --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 --global-batch 16 "
+                       "--top 2";
+    const char *tune = "tune --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 --dp 2 --tp 1 "
+                       "--pp 4 --global-batch 64";
+    struct {
+        const char *cmd, *out, *report;
+    } cases[] = {
+        {sim, "-o -", "plan written to standard output"},
+        {sim, "-o /dev/fd/1", "step time"}, /* never /dev/stdout: a regression would */
+                                              /* replace the machine's own */
+        {sim, "--timeline -", "timeline written to standard output"},
+        {sim, "-o fd1", "plan written to standard output"},
+        {plan, "-o -", "winner written to standard output"},
+        {tune, "-o -", "curve written to standard output"},
+        {"bench gemm --sizes 32,48,64 --iters 2 --warmup 1", "-o -", "wrote standard output"},
+    };
+    REQUIRE(sc_test_sh(out, sizeof out, "cd %s && ln -s /proc/self/fd/1 fd1", d) == 0);
+    for (size_t i = 0; i < SC_ARRAY_LEN(cases); i++) {
+        CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s %s %s > o.json 2> e.txt && cat e.txt",
+                                d, bin, cases[i].cmd, cases[i].out),
+                     0);
+        CHECK_STR_HAS(out, cases[i].report);
+        char p[700], *text = NULL;
+        size_t len = 0;
+        sc_error err = {0};
+        cJSON *j = NULL;
+        snprintf(p, sizeof p, "%s/o.json", d);
+        REQUIRE(sc_read_file(p, 1 << 26, &text, &len, &err) == SC_OK);
+        if (sc_json_parse(p, text, len, &j, &err) != SC_OK)
+            sc_test_fail(__FILE__, __LINE__, "%s %s: stdout is not one JSON document: %s",
+                         cases[i].cmd, cases[i].out, err.msg);
+        cJSON_Delete(j);
+        sc_free(text);
+    }
+    /* the plan piped out replays */
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s %s -o - 2>/dev/null | %s sim --plan -", d,
+                            bin, sim, bin),
+                 0);
+    CHECK_STR_HAS(out, "step time");
+    /* refusals: exit 2, nothing run */
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s %s -o - --json", bin, sim), 2);
+    CHECK_STR_HAS(out, "sim: --json prints on standard output, where the output '-' goes");
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s %s -o - --timeline fd1", d, bin, sim), 2);
+    CHECK_STR_HAS(out, "sim: two outputs name standard output");
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s %s -o - --json", bin, plan), 2);
+    CHECK(!strstr(out, "searched"));
+    /* a full standard output: exit 3, named stdout (not the copy's /dev/fd/N) */
+    if (sc_test_exists("/dev/full")) {
+        CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s %s -o - > /dev/full", bin, sim), 3);
+        CHECK_STR_HAS(out, "stagecraft: stdout: write error: No space left on device");
+        CHECK(!strstr(out, "/dev/fd/"));
+    }
 }
