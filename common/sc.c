@@ -277,6 +277,13 @@ const char *sc_basename(const char *path)
     return s ? s + 1 : path;
 }
 
+static sc_status too_large(const char *path, size_t max_bytes, sc_error *err)
+{
+    char b[32];
+    return sc_err(err, SC_EINVAL, "%s: larger than the limit of %s on an input file", path,
+                  sc_fmt_bytes((double)max_bytes, 0, b));
+}
+
 sc_status sc_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
                        sc_error *err)
 {
@@ -285,6 +292,12 @@ sc_status sc_read_file(const char *path, size_t max_bytes, char **out, size_t *l
     if (!f) /* a name that is not there is the caller's mistake, not the system's */
         return sc_err(err, errno == ENOENT || errno == ENOTDIR ? SC_ENOTFOUND : SC_EIO,
                       "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb; /* fopen opens a folder for reading; its reads then fail */
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (f != stdin)
+            fclose(f);
+        return sc_err(err, SC_EINVAL, "%s: is a folder, not a file", path);
+    }
     size_t cap = 65536, n = 0;
     char *buf = sc_malloc(cap);
     if (!buf) {
@@ -298,8 +311,7 @@ sc_status sc_read_file(const char *path, size_t max_bytes, char **out, size_t *l
                 sc_free(buf);
                 if (f != stdin)
                     fclose(f);
-                return sc_err(err, SC_EINVAL, "%s: file is larger than the %zu-byte limit",
-                              path, max_bytes);
+                return too_large(path, max_bytes, err);
             }
             char *nb = sc_realloc(buf, cap * 2);
             if (!nb) {
@@ -316,17 +328,16 @@ sc_status sc_read_file(const char *path, size_t max_bytes, char **out, size_t *l
         if (got == 0)
             break;
     }
-    int bad = ferror(f);
+    int bad = ferror(f), e = errno;
     if (f != stdin)
         fclose(f);
     if (bad) {
         sc_free(buf);
-        return sc_err(err, SC_EIO, "%s: read error", path);
+        return sc_err(err, SC_EIO, "%s: read error: %s", path, strerror(e));
     }
     if (n > max_bytes) {
         sc_free(buf);
-        return sc_err(err, SC_EINVAL, "%s: file is larger than the %zu-byte limit", path,
-                      max_bytes);
+        return too_large(path, max_bytes, err);
     }
     buf[n] = '\0';
     *out = buf;

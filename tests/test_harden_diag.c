@@ -114,3 +114,20 @@ TEST(diag_unknown_model_or_cluster_names_the_builtins)
     CHECK(sc_test_sh(out, sizeof out, "%s plna", bin) == 2);
     CHECK_STR_HAS(out, "stagecraft: unknown command 'plna' (did you mean plan?)\n");
 }
+
+/* An input that is a folder said "read error" (exit 3, as if the disk had
+ * failed); one past the size limit gave the limit in bytes. Now: "is a
+ * folder, not a file" (bad usage, 2), and the limit in MiB. */
+TEST(diag_input_folder_and_oversized)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s model show %s", bin, d), 2);
+    CHECK_STR_HAS(out, ": is a folder, not a file\n");
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s sim --plan %s", bin, d), 2);
+    CHECK_STR_HAS(out, ": is a folder, not a file\n");
+    char big[700];
+    snprintf(big, sizeof big, "%s/big.json", d);
+    REQUIRE(sc_test_sh(out, sizeof out, "truncate -s 65M %s", big) == 0);
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s model show %s", bin, big), 2);
+    CHECK_STR_HAS(out, "big.json: larger than the limit of 64 MiB on an input file\n");
+}
