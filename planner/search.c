@@ -649,6 +649,12 @@ static sc_status enumerate(const sc_model *m, const sc_cluster *c, const sc_sear
                              * takes) is tried as asked */
                             vmax = o->fix_v > MAX_V ? o->fix_v : MAX_V;
                         }
+                        if (o->fix_v && (o->fix_v < vmin || o->fix_v > vmax) && !why->sched_ok)
+                            snprintf(why->sched_msg, sizeof why->sched_msg,
+                                     vmin > 1 ? "%s needs v >= 2 chunks per rank (v %d is 1f1b)"
+                                              : "%s runs one chunk per rank (v %d needs the "
+                                                "interleaved schedule)",
+                                     sched, o->fix_v);
                         for (int v = vmin; v <= vmax; v++) {
                             if (o->fix_v && v != o->fix_v)
                                 continue;
@@ -940,6 +946,13 @@ static sc_status none_matched(const sc_model *m, const sc_cluster *c, const sc_s
         return sc_err(err, SC_EINVAL, "plan: no tp degree fits %s on %d GPUs a node%s%s",
                       m->name, gpn, e2.msg[0] ? ": " : "", e2.msg);
     }
+    long fixed = (long)o->fix_dp * o->fix_tp * o->fix_pp * (o->fix_cp > 1 ? o->fix_cp : 1);
+    if (!why->dp_ok && fixed && fixed != G)
+        return sc_err(err, SC_EINVAL,
+                      "plan: dp·tp·pp%s = %ld, but a layout uses every GPU: %ld here (%d "
+                      "node%s of %d; --nodes sets the count)",
+                      o->fix_cp > 1 ? "·cp" : "", fixed, G, c->nodes, c->nodes == 1 ? "" : "s",
+                      gpn);
     if (!why->dp_ok)
         return sc_err(err, SC_EINVAL,
                       "plan: no configuration of %s on %ld GPUs with global batch %ld matches "

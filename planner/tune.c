@@ -45,6 +45,9 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     sc_search *s;
     sc_status st = sc_search_run(m, c, &o, &s, err);
     if (st) {
+        /* the search's own "plan: " is this command's name here */
+        if (err && !strncmp(err->msg, "plan: ", 6))
+            memmove(err->msg, err->msg + 6, strlen(err->msg + 6) + 1);
         sc_err_prefix(err, "tune");
         return st;
     }

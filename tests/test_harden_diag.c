@@ -1,6 +1,7 @@
 /* test_harden_diag.c - diagnostics that name the actual cause: a global
  * batch that needs more than 65536 microbatches, an unknown or repeated
  * --fix key, a fixed choice no schedule takes, a fixed mbs, sp with tp 1,
+ * degrees that do not use every GPU, a v the schedule does not run,
  * a size sweep whose factor
  * never moves. (whatif on a cluster without prices: test_harden_outputs.c.) */
 #include "bench.h"
@@ -52,9 +53,28 @@ TEST(diag_plan_names_the_cause)
     CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --sp --fix tp=1", bin, base) ==
           2);
     CHECK_STR_HAS(out, "sequence parallelism (--sp, --fix sp=1) needs tp >= 2, and tp is 1 here");
+    /* degrees whose product is not the GPU count said "dp = GPUs / (tp·pp)
+     * must divide the batch" of a dp that did divide it; a v the schedule
+     * cannot run said "none matches the fixed choices"; tune repeated
+     * "plan: " after its own name */
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix dp=2,tp=1,pp=1", bin,
+                     base) == 2);
+    CHECK_STR_HAS(out, "plan: dp·tp·pp = 2, but a layout uses every GPU: 16 here (2 nodes of 8; "
+                       "--nodes sets the count)");
+    CHECK(sc_test_sh(out, sizeof out, "%s tune %s --global-batch 64 --dp 4 --tp 1 --pp 4 --v 2",
+                     bin, base) == 2);
+    CHECK_STR_HAS(out, "stagecraft: tune: no schedule accepts the layouts: 1f1b runs one chunk "
+                       "per rank (v 2 needs the interleaved schedule)");
+    CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix pp=2,v=1,"
+                                      "schedule=interleaved",
+                     bin, base) == 2);
+    CHECK_STR_HAS(out, "interleaved needs v >= 2 chunks per rank (v 1 is 1f1b)");
     /* what still works */
     CHECK(sc_test_sh(out, sizeof out, "%s plan %s --global-batch 64 --fix dp=2,tp=8 --top 2", bin,
                      base) == 0);
+    CHECK(sc_test_sh(out, sizeof out, "%s tune %s --global-batch 64 --dp 4 --tp 1 --pp 4 --v 2 "
+                                      "--schedule interleaved",
+                     bin, base) == 0);
 }
 
 TEST(diag_bench_sizes_factor_one)
