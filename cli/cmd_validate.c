@@ -234,6 +234,29 @@ static void print_breakdown(sc_val_suite *const *suites, int n, const sc_val_res
         }
 }
 
+/* An unknown --suite: its path, and the suite in dir it most likely meant. */
+static int no_suite(const char *dir, const char *t, const char *path, int is_file)
+{
+    char **all = NULL, hint[160] = "";
+    int n = 0;
+    sc_error e = {0};
+    const char *names[64];
+    char stems[64][128];
+    if (!is_file && !sc_val_list(dir, &all, &n, &e)) {
+        int k = 0;
+        for (int i = 0; i < n && k < 64; i++) {
+            const char *b = strrchr(all[i], '/') ? strrchr(all[i], '/') + 1 : all[i];
+            size_t l = strlen(b);
+            snprintf(stems[k], sizeof stems[k], "%.*s", (int)(l > 5 ? l - 5 : l), b);
+            names[k] = stems[k];
+            k++;
+        }
+        sc_did_you_mean(t, names, k, "", hint, sizeof hint);
+        sc_val_paths_free(all, n);
+    }
+    return cli_usage("validate", "--suite: no suite '%s' (%s)%s", t, path, hint);
+}
+
 int cmd_validate(int argc, char **argv)
 {
     static const struct option opts[] = {{"suite", required_argument, NULL, 's'},
@@ -329,7 +352,7 @@ int cmd_validate(int argc, char **argv)
                 else
                     snprintf(paths[npaths], need, "%s/%s.json", dir, t);
                 if (access(paths[npaths], R_OK))
-                    rc = cli_usage("validate", "--suite: no suite '%s' (%s)", t, paths[npaths]);
+                    rc = no_suite(dir, t, paths[npaths], is_file);
                 npaths++;
             }
         }

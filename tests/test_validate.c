@@ -776,6 +776,11 @@ TEST(validate_command_refuses_infeasible_row)
     /* one line, nothing on stdout */
     CHECK(strchr(out, '\n') == strrchr(out, '\n'));
     CHECK(SC("%s validate --suite no-such-suite", sc_test_bin()) == 2);
+    CHECK(!strstr(out, "did you mean"));
+    /* a suite named without its year: the one meant */
+    CHECK(SC("%s validate --suite korthikanti", sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "--suite: no suite 'korthikanti' (");
+    CHECK_STR_HAS(out, "korthikanti.json) (did you mean korthikanti2022?)");
     CHECK(SC("%s validate extra", sc_test_bin()) == 2);
     CHECK(SC("%s validate --help", sc_test_bin()) == 0);
     CHECK_STR_HAS(out, "--cluster-override");
