@@ -55,9 +55,23 @@ static int model_gen(int argc, char **argv)
     }
     /* a kind's generator, or (g NULL) a built-in in another dtype */
     const sc_gen *g = sc_gen_find(argv[1]);
-    if (!g && !sc_model_is_builtin(argv[1]))
-        return cli_usage("model gen", "unknown kind '%s' (see 'stagecraft model gen --help')",
-                         argv[1]);
+    if (!g && !sc_model_is_builtin(argv[1])) {
+        /* the kind or built-in it most likely meant */
+        int nb;
+        const sc_builtin *b = sc_builtins(&nb);
+        const char *names[128];
+        int k = 0;
+        for (int i = 0; i < n && k < 128; i++)
+            names[k++] = gens[i]->kind;
+        for (int i = 0; i < nb && k < 128; i++)
+            names[k++] = b[i].name;
+        char hint[160];
+        sc_did_you_mean(argv[1], names, k, "", hint, sizeof hint);
+        return cli_usage("model gen",
+                         "unknown kind or built-in '%s'%s (see 'stagecraft model gen --help' "
+                         "and 'stagecraft model list')",
+                         argv[1], hint);
+    }
     const char *out = NULL, *name = NULL;
     int dtype = SC_BF16;
     const char *names[64];

@@ -745,4 +745,10 @@ TEST(gen_builtin_in_another_dtype)
     CHECK_STR_HAS(out, "missing -o FILE");
     CHECK(sc_test_sh(out, sizeof out, "%s model gen gpt-1.3b --help", bin) == 0);
     CHECK_STR_HAS(out, "usage: stagecraft model gen gpt-1.3b [--dtype");
+    /* a kind or built-in misspelt: the one meant, kinds and built-ins alike */
+    CHECK(sc_test_sh(out, sizeof out, "%s model gen llama3-8 --dtype fp16 -o %s/x.json", bin, d) ==
+          2);
+    CHECK_STR_HAS(out, "unknown kind or built-in 'llama3-8' (did you mean llama3-8b?)");
+    CHECK(sc_test_sh(out, sizeof out, "%s model gen gtp -o %s/x.json", bin, d) == 2);
+    CHECK_STR_HAS(out, "(did you mean gpt?)");
 }
