@@ -1,5 +1,6 @@
 /* cli_outputs.c - outputs written all or none, see cli_outputs.h. */
 #include "cli_outputs.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -140,6 +141,19 @@ sc_status cli_outputs_commit(cli_outputs *s, sc_status st, sc_error *err)
         name_targets(s, err);
     s->n = 0;
     return st;
+}
+
+int cli_outdir_bad(const char *cmd, const char *dir, const char *hint)
+{
+    if (!dir)
+        return 0;
+    if (!*dir)
+        return cli_usage(cmd, "-o: an empty folder name");
+    if (cli_is_stdout(dir))
+        return cli_usage(cmd, "-o %s: %s writes a folder of several files, which standard "
+                              "output cannot take: give a folder name%s%s",
+                         dir, cmd, hint ? " " : "", hint ? hint : "");
+    return 0;
 }
 
 int cli_is_stdout(const char *path)

@@ -83,4 +83,10 @@ const char *cli_stdout_alias(void);
  * it, path otherwise. */
 const char *cli_out_name(const char *path);
 
+/* For a command that writes a folder (-o DIR): the usage error, exit 2,
+ * for an empty name or one that names standard output ("-", /dev/stdout:
+ * a folder of several files cannot go there; hint, when not NULL, says what
+ * does); 0 when dir is fine or NULL. */
+int cli_outdir_bad(const char *cmd, const char *dir, const char *hint);
+
 #endif

@@ -1,6 +1,7 @@
 /* cmd_export.c - `stagecraft export PLAN --to TARGET [-o DIR] [--json]`: a
  * plan as the files a training framework needs to run it (sc_export_make). */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "cluster.h"
 #include "export.h"
 #include "json.h"
@@ -75,6 +76,9 @@ int cmd_export(int argc, char **argv)
         return cli_usage("export", "missing --to TARGET (%s)", sc_export_target_names());
     if (!sc_export_find(to))
         return cli_usage("export", "--to: '%s' is not one of %s", to, sc_export_target_names());
+    int bad = cli_outdir_bad("export", dir, "(without -o the main file goes to standard output)");
+    if (bad)
+        return bad;
 
     sc_error err = {0};
     sc_plan *p = NULL;

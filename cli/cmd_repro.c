@@ -1,6 +1,7 @@
 /* cmd_repro.c - `stagecraft repro seed38`: the founding document's 38% claim
  * (planner/seed38.h computes everything; this parses and prints). */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "seed38.h"
 
 #include <getopt.h>
@@ -193,8 +194,9 @@ int cmd_repro(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage("repro", "unexpected argument '%s'", argv[optind]);
-    if (!dir[0])
-        return cli_usage("repro", "-o: an empty directory name");
+    int bad = cli_outdir_bad("repro", dir, NULL);
+    if (bad)
+        return bad;
     sc_error err = {0};
     sc_seed38 *r = NULL;
     if (sc_seed38_run(&o, &r, &err))

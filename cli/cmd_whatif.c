@@ -1,6 +1,7 @@
 /* cmd_whatif.c - `stagecraft whatif`: node counts × clusters, days and dollars
  * on demand and on spot. */
 #include "cli.h"
+#include "cli_outputs.h"
 #include "framework.h"
 #include "overhead.h"
 #include "cli_opts.h"
@@ -262,8 +263,9 @@ int cmd_whatif(int argc, char **argv)
     if (!model || !clusters || !list || !batch || !tokens)
         return cli_usage("whatif",
                          "--model, --cluster, --nodes, --global-batch and --tokens are required");
-    if (!*dir)
-        return cli_usage("whatif", "-o: empty folder name");
+    int bad = cli_outdir_bad("whatif", dir, "(--json prints the results on standard output)");
+    if (bad)
+        return bad;
     sc_error err = {0};
     long nodes[SC_WHATIF_MAX_COUNTS];
     int n_nodes = 0;

@@ -304,3 +304,32 @@ TEST(outputs_stdout_output_takes_stdout_alone)
         CHECK(!strstr(out, "/dev/fd/"));
     }
 }
+
+/* A command that writes a folder took -o - as a folder named '-' in the
+ * working directory; now refused (exit 2) before any work, saying where a
+ * single document does go. */
+TEST(outputs_folder_commands_refuse_stdout)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(sc_test_sh(out, sizeof out, "cd %s && %s sim --model gpt-1.3b --cluster p4d.24xlarge "
+                       "--dp 2 --microbatches 2 -o p.json", d, bin) == 0);
+    const char *cmds[] = {
+        "whatif --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 --global-batch 64 --tokens 1e9",
+        "repro seed38",
+        "export p.json --to megatron",
+    };
+    for (size_t i = 0; i < SC_ARRAY_LEN(cmds); i++) {
+        CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s %s -o -", d, bin, cmds[i]), 2);
+        CHECK_STR_HAS(out, "writes a folder of several files, which standard output cannot "
+                           "take: give a folder name");
+        CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s %s -o ''", d, bin, cmds[i]), 2);
+        CHECK_STR_HAS(out, "-o: an empty folder name");
+    }
+    char p[700];
+    snprintf(p, sizeof p, "%s/-", d);
+    CHECK(!sc_test_exists(p));
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s export p.json --to megatron -o -", d,
+                            bin),
+                 2);
+    CHECK_STR_HAS(out, "(without -o the main file goes to standard output)");
+}
