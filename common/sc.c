@@ -288,6 +288,12 @@ sc_status sc_read_file(const char *path, size_t max_bytes, char **out, size_t *l
                        sc_error *err)
 {
     *out = NULL;
+    /* standard input can be read once: a second "-" would read nothing and
+     * be reported as an empty or truncated file */
+    static atomic_int stdin_taken;
+    if (!strcmp(path, "-") && atomic_exchange(&stdin_taken, 1))
+        return sc_err(err, SC_EINVAL, "-: standard input is read once, and another input of "
+                                      "this command took it: give this one a file");
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f) /* a name that is not there is the caller's mistake, not the system's */
         return sc_err(err, errno == ENOENT || errno == ENOTDIR ? SC_ENOTFOUND : SC_EIO,

@@ -93,7 +93,8 @@ long sc_alloc_failures(void);
 
 /* ---- files --------------------------------------------------------------- */
 /* Reads a whole file (at most max_bytes) into a NUL-terminated buffer the
- * caller frees with sc_free. "-" reads standard input. Errors: SC_ENOTFOUND
+ * caller frees with sc_free. "-" reads standard input, once a process: a second "-"
+ * is refused (SC_EINVAL) rather than read as an empty file. Errors: SC_ENOTFOUND
  * when path does not exist (ENOENT, ENOTDIR), SC_EIO when it cannot be
  * opened or read otherwise, SC_EINVAL past max_bytes, SC_ENOMEM. */
 sc_status sc_read_file(const char *path, size_t max_bytes, char **out,

@@ -151,3 +151,22 @@ TEST(diag_input_folder_and_oversized)
     CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s model show %s", bin, big), 2);
     CHECK_STR_HAS(out, "big.json: larger than the limit of 64 MiB on an input file\n");
 }
+
+/* Two inputs given as "-": the second read nothing and was reported as
+ * "-: invalid JSON: unexpected end of input"; now it says stdin was taken. */
+TEST(diag_stdin_read_once)
+{
+    const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
+    REQUIRE(sc_test_sh(out, sizeof out, "cd %s && %s model gen gpt --layers 2 --hidden 64 "
+                       "--heads 2 --seq 32 --vocab 256 --dtype fp32 -o m.json", d, bin) == 0);
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s sim --model - --cluster - --dp 2 "
+                            "--microbatches 2 < m.json", d, bin),
+                 2);
+    CHECK_STR_HAS(out, "stagecraft: -: standard input is read once, and another input of this "
+                       "command took it: give this one a file\n");
+    /* one input on stdin still works */
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s sim --model - --cluster cpu-local --dp 2 "
+                            "--microbatches 2 < m.json", d, bin),
+                 0);
+    CHECK_STR_HAS(out, "step time");
+}
