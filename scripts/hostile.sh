@@ -207,6 +207,38 @@ wait
 grep -q '"format"' fifo.out || fail outputs "1. -o fifo.json" "nothing came through the FIFO"
 run "1. -o -" 0 "" 30 -- "${gen[@]}" -o -
 grep -q '"format"' "$w/out" || fail outputs "1. -o -" "the model did not go to stdout"
+# the same for the commands that stage several outputs (sim's three, plot's
+# script): they were renamed over whatever the name was until 2026-12-07
+simo=(sim --model tiny.json --cluster p4d.json --pp 2 --microbatches 4)
+for opt in --timeline --lowered -o; do
+    if mknod "dev$opt" c 1 3 2>/dev/null; then
+        run "1. sim $opt a copy of /dev/null" 0 "" 30 -- "${simo[@]}" "$opt" "dev$opt"
+        [ -c "dev$opt" ] || fail outputs "1. sim $opt dev$opt" "no longer a character device"
+        rm -f "dev$opt"
+    fi
+    sentinel "target$opt"
+    ln -sf "target$opt" "link$opt"
+    run "1. sim $opt a symlink" 0 "" 30 -- "${simo[@]}" "$opt" "link$opt"
+    [ -L "link$opt" ] || fail outputs "1. sim $opt link$opt" "the symlink was replaced"
+    [ "$(cat "target$opt")" != "sentinel target$opt" ] ||
+        fail outputs "1. sim $opt link$opt" "its target was not written"
+    mkfifo "fifo$opt"
+    (cat "fifo$opt" >"fifo$opt.out") &
+    run "1. sim $opt a FIFO" 0 "" 30 -- "${simo[@]}" "$opt" "fifo$opt"
+    wait
+    [ -p "fifo$opt" ] || fail outputs "1. sim $opt fifo$opt" "the FIFO was replaced"
+    [ -s "fifo$opt.out" ] || fail outputs "1. sim $opt fifo$opt" "nothing came through the FIFO"
+    rm -f "target$opt" "link$opt" "fifo$opt" "fifo$opt.out"
+done
+# an output on stdout takes it alone: the document parses, the report is on stderr
+for c in "${simo[*]} -o -" "${simo[*]} --timeline -" \
+    "plan --model tiny.json --cluster p4d.json --global-batch 8 -o -"; do
+    read -r -a cargs <<<"$c"
+    run "1. $c" 0 "" 60 -- "${cargs[@]}"
+    head -c 1 "$w/out" | grep -q '{' && tail -c 3 "$w/out" | grep -q '}' ||
+        fail outputs "1. $c" "standard output is not the document alone"
+done
+run "1. sim -o - --json" 2 "--json prints on standard output" 30 -- "${simo[@]}" -o - --json
 # 3. memory bomb: refused before allocating, naming the estimate and the cap
 run "3. sim m 65536 on 128 nodes" 2 "--max-mem" 120 -- sim --model gpt-175b --cluster dgx-a100-80g \
     --nodes 128 --dp 8 --tp 8 --pp 16 --microbatches 65536 --mbs 1 --schedule 1f1b
