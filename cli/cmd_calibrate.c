@@ -376,8 +376,13 @@ int cmd_compare(int argc, char **argv)
         return cli_usage("compare", "give a plan and a measured timeline");
     sc_error err = {0};
     sc_comparison *cmp;
-    if (sc_compare(argv[optind], argv[optind + 1], cluster, &cmp, &err))
+    if (sc_compare(argv[optind], argv[optind + 1], cluster, &cmp, &err)) {
+        /* the two files the other way round: say which comes first */
+        if (strstr(err.msg, "format: \"stagecraft.timeline/1\" is not \"stagecraft.plan/1\""))
+            snprintf(err.msg + strlen(err.msg), sizeof err.msg - strlen(err.msg), "%s",
+                     " (the plan comes first: stagecraft compare PLAN MEASURED)");
         return cli_fail(&err);
+    }
     int rc = 0;
     if (json) {
         rc = cli_print_json(sc_comparison_json(cmp));

@@ -1360,6 +1360,11 @@ TEST(compare_refuses_zero_step)
         CHECK(strchr(out, '\n') == out + strlen(out) - 1); /* one line */
     }
     CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare p.json meas.json", d, bin), 0);
+    /* the two the other way round: the order named */
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s compare meas.json p.json", d, bin), 2);
+    CHECK_STR_HAS(out, "meas.json: format: \"stagecraft.timeline/1\" is not "
+                       "\"stagecraft.plan/1\" (the plan comes first: stagecraft compare PLAN "
+                       "MEASURED)");
 }
 
 /* A plan whose own cluster changed after it ran: compare refuses it (the
