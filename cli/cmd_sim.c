@@ -220,6 +220,10 @@ int cmd_sim(int argc, char **argv)
          mbs = f->fix_mbs ? f->fix_mbs : 1, zero = f->fix_zero >= 0 ? f->fix_zero : 0;
     double bucket = a.bucket, jitter = a.jitter;
     int json = a.s.json;
+    if (runs > 1 && !(jitter > 0))
+        return cli_usage("sim", "--runs %ld repeats the step with --jitter's noise: without "
+                                "--jitter every run is the same step",
+                         runs);
     int recomp = f->fix_recompute >= 0 ? f->fix_recompute : SC_RECOMPUTE_NONE;
     /* anything that describes the configuration, which --plan brings itself */
     int config_given = model || cluster || f->fix_dp || f->fix_tp || f->fix_pp || f->fix_v ||

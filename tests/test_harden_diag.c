@@ -170,3 +170,17 @@ TEST(diag_stdin_read_once)
                  0);
     CHECK_STR_HAS(out, "step time");
 }
+
+/* sim --runs K without --jitter simulated the same step K times and
+ * reported a spread of 0 as if measured; refused now, naming --jitter. */
+TEST(diag_sim_runs_need_jitter)
+{
+    const char *bin = sc_test_bin();
+    const char *base = "sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --microbatches 2";
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s %s --runs 5", bin, base), 2);
+    CHECK_STR_HAS(out, "--runs 5 repeats the step with --jitter's noise: without --jitter every "
+                       "run is the same step");
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s %s --runs 3 --jitter 0.05", bin, base), 0);
+    CHECK_STR_HAS(out, "jitter 0.05 over 3 runs (seeds 1..3)");
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s %s --runs 1", bin, base), 0);
+}
