@@ -34,17 +34,45 @@ static void usage(FILE *f)
 
 static int cluster_list(int argc, char **argv)
 {
-    if (argc > 1 && is_help(argv[1])) {
-        printf("usage: stagecraft cluster list\nLists the built-in cluster presets.\n");
-        return 0;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (is_help(argv[i])) {
+            printf("usage: stagecraft cluster list [--json]\nLists the built-in cluster "
+                   "presets (--json: each one's nodes, GPU, memory and prices too).\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else
+            return cli_usage("cluster list", "unexpected argument '%s'", argv[i]);
     }
-    if (argc > 1)
-        return cli_usage("cluster list", "unexpected argument '%s'", argv[1]);
     int n;
     const sc_cluster_preset *p = sc_cluster_presets(&n);
-    for (int i = 0; i < n; i++)
-        printf("%-14s %s\n", p[i].name, p[i].description);
-    return 0;
+    if (!json) {
+        for (int i = 0; i < n; i++)
+            printf("%-14s %s\n", p[i].name, p[i].description);
+        return 0;
+    }
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        sc_cluster c;
+        sc_error err = {0};
+        if (sc_cluster_preset_get(p[i].name, &c, &err)) {
+            cJSON_Delete(arr);
+            return cli_fail(&err);
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "name", p[i].name);
+        cJSON_AddStringToObject(o, "description", p[i].description);
+        cJSON_AddNumberToObject(o, "nodes", c.nodes);
+        cJSON_AddNumberToObject(o, "gpus_per_node", c.gpus_per_node);
+        cJSON_AddStringToObject(o, "gpu", c.gpu.name);
+        cJSON_AddNumberToObject(o, "gpu_memory_bytes", c.gpu.memory_bytes);
+        cJSON_AddNumberToObject(o, "on_demand_per_hour", c.price.on_demand_per_hour);
+        cJSON_AddNumberToObject(o, "spot_per_hour", c.price.spot_per_hour);
+    }
+    return cli_print_json(arr);
 }
 
 /* "1.56 TB/s" (decimal prefixes, as link and memory rates are quoted) */

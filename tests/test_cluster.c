@@ -334,6 +334,27 @@ TEST(cluster_cli)
     CHECK(sc_test_sh(out, sizeof out, "%s cluster show --help", bin) == 0);
     CHECK_STR_HAS(out, "usage: stagecraft cluster");
     CHECK(sc_test_sh(out, sizeof out, "%s cluster list --help", bin) == 0);
+    /* --json, as model list has: every preset, with the preset's own figures */
+    REQUIRE(sc_test_sh(out, sizeof out, "%s cluster list --json", bin) == 0);
+    cJSON *arr = cJSON_Parse(out);
+    int n;
+    const sc_cluster_preset *ps = sc_cluster_presets(&n);
+    REQUIRE(cJSON_IsArray(arr));
+    CHECK_EQ_INT(cJSON_GetArraySize(arr), n);
+    for (int i = 0; i < n && i < cJSON_GetArraySize(arr); i++) {
+        cJSON *o = cJSON_GetArrayItem(arr, i);
+        REQUIRE(sc_cluster_preset_get(ps[i].name, &p, &err) == SC_OK);
+        CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(o, "name")), ps[i].name));
+        CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(o, "gpu")), p.gpu.name));
+        CHECK_EQ_INT((int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, "gpus_per_node")),
+                     p.gpus_per_node);
+        CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(o, "gpu_memory_bytes")) ==
+              p.gpu.memory_bytes);
+        CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(o, "on_demand_per_hour")) ==
+              p.price.on_demand_per_hour);
+    }
+    cJSON_Delete(arr);
+    CHECK(sc_test_sh(out, sizeof out, "%s cluster list --jsn", bin) == 2);
 }
 
 /* sc_cluster_flash_kernel: a kernel generation's published rates on the
