@@ -210,9 +210,14 @@ sc_status cli_stdout_claim(const char *cmd, const char **const paths[], int n, i
                       cmd, *taken);
     fflush(stdout);
     int keep = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-    if (keep < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
-        return sc_err(err, SC_EIO, "%s: cannot move the report to standard error: %s", cmd,
-                      strerror(errno));
+    if (keep < 0) /* closed (>&-): the output cannot be written, as any write would say */
+        return sc_err(err, SC_EIO, "stdout: write error: %s", strerror(errno));
+    if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        sc_status st = sc_err(err, SC_EIO, "%s: cannot move the report to standard error: %s",
+                              cmd, strerror(errno));
+        close(keep);
+        return st;
+    }
     snprintf(stdout_alias, sizeof stdout_alias, "/dev/fd/%d", keep);
     *taken = stdout_alias;
     return SC_OK;

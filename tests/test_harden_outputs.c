@@ -306,6 +306,9 @@ TEST(outputs_stdout_output_takes_stdout_alone)
         CHECK_STR_HAS(out, "stagecraft: stdout: write error: No space left on device");
         CHECK(!strstr(out, "/dev/fd/"));
     }
+    /* a closed one: the same words as any write to it */
+    CHECK_EQ_INT(sc_test_sh(out, sizeof out, "%s %s -o - >&-", bin, sim), 3);
+    CHECK_STR_HAS(out, "stagecraft: stdout: write error: Bad file descriptor");
 }
 
 /* A command that writes a folder took -o - as a folder named '-' in the
