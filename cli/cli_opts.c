@@ -9,8 +9,11 @@
 #include "partitioner_hook.h"
 #include "schedule.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FIELD(o, dst, type) ((type *)((char *)(dst) + (o)->off))
@@ -82,6 +85,30 @@ int cli_opt_double(const char *cmd, const char *label, const cli_opt *o, const c
                    void *dst)
 {
     return cli_double(cmd, label, arg, o->lo, o->hi, FIELD(o, dst, double));
+}
+
+int cli_opt_count(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                  void *dst)
+{
+    /* a trailing k, M, B (or G) or T multiplies by 10^3, 10^6, 10^9, 10^12 */
+    static const char suf[] = "kKMBGT";
+    static const double mul[] = {1e3, 1e3, 1e6, 1e9, 1e9, 1e12};
+    size_t n = arg ? strlen(arg) : 0;
+    const char *at = n > 1 ? strchr(suf, arg[n - 1]) : NULL;
+    char num[64];
+    if (!at || n >= sizeof num)
+        return cli_double(cmd, label, arg, o->lo, o->hi, FIELD(o, dst, double));
+    snprintf(num, sizeof num, "%.*s", (int)(n - 1), arg);
+    char *end;
+    errno = 0;
+    double v = strtod(num, &end);
+    if (*end || errno || !isfinite(v))
+        return cli_usage(cmd, "%s: '%s' is not a number (like 3e11, 300B, 1.5T)", label, arg);
+    v *= mul[at - suf];
+    if (v < o->lo || v > o->hi)
+        return cli_usage(cmd, "%s: %s = %g is out of range [%g, %g]", label, arg, v, o->lo, o->hi);
+    *FIELD(o, dst, double) = v;
+    return 0;
 }
 
 static int not_one_of(const char *cmd, const char *label, const cli_opt *o, const char *arg)

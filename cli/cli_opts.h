@@ -91,6 +91,10 @@ int cli_opt_long(const char *cmd, const char *label, const cli_opt *o, const cha
                  void *dst);
 int cli_opt_double(const char *cmd, const char *label, const cli_opt *o, const char *arg,
                    void *dst);
+/* A double that may end in a decimal multiplier: k (10^3), M (10^6), B or G
+ * (10^9), T (10^12): "300B" tokens is 3e11. */
+int cli_opt_count(const char *cmd, const char *label, const cli_opt *o, const char *arg,
+                  void *dst);
 /* plan's --fix KEY=VALUE[,...]: each KEY through the shared entry whose
  * fix_key it is (dst: a cli_search_args, or a struct that starts with one). */
 int cli_opt_fix(const char *cmd, const char *label, const cli_opt *o, const char *arg,

@@ -35,7 +35,7 @@ static const cli_opt whatif_opts[] = {
     {"nodes", 0, "LIST", "counts separated by commas (1,2,4,8,16); A-B stands for\n"
      "the powers of two from A to B (1-64 = 1,2,4,8,16,32,64);\nboth mix",
      cli_opt_str, W(nodes), 0, 0, 0, NULL, NULL, 0},
-    {"tokens", 0, "T", "tokens to train (300e9, 3e11)", cli_opt_double, W(tokens), 1, 1e18, 0,
+    {"tokens", 0, "T", "tokens to train (3e11, 300B, 1.5T)", cli_opt_count, W(tokens), 1, 1e18, 0,
      NULL, NULL, 0},
     {"spot", 0, NULL, "also price spot capacity ('-' where a cluster has none)",
      cli_opt_flag, W(spot), 0, 0, 0, NULL, NULL, 0},

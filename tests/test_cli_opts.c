@@ -236,3 +236,25 @@ TEST(cli_opts_no_prefix_abbreviations)
     CHECK(SC("%s cost --model gpt-1.3b --cluster dgx-a100-80g --depth -1 2>&1", bin) == 2);
     CHECK(!strstr(out, "unknown option"));
 }
+
+/* whatif --tokens takes the multipliers people write token counts with:
+ * 300B is 3e11 and 1.5T 1.5e12, the same run as the number spelt out. */
+TEST(cli_opts_tokens_take_multipliers)
+{
+    const char *w = "whatif --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 --global-batch 64 "
+                    "--json --tokens";
+    static char a[sizeof out];
+    REQUIRE(SC("%s %s 3e11 2>/dev/null", sc_test_bin(), w) == 0);
+    snprintf(a, sizeof a, "%s", out);
+    REQUIRE(SC("%s %s 300B 2>/dev/null", sc_test_bin(), w) == 0);
+    CHECK(!strcmp(a, out)); /* byte for byte the same results */
+    CHECK_STR_HAS(out, "\"tokens\":\t300000000000");
+    REQUIRE(SC("%s %s 1.5T 2>/dev/null", sc_test_bin(), w) == 0);
+    CHECK_STR_HAS(out, "\"tokens\":\t1500000000000");
+    CHECK(SC("%s %s 300G 2>/dev/null", sc_test_bin(), w) == 0);
+    CHECK(SC("%s %s 2M 2>/dev/null", sc_test_bin(), w) == 0);
+    CHECK(SC("%s %s '300 B'", sc_test_bin(), w) == 2);
+    CHECK_STR_HAS(out, "--tokens: '300 B' is not a number (like 3e11, 300B, 1.5T)");
+    CHECK(SC("%s %s 2000000T", sc_test_bin(), w) == 2);
+    CHECK_STR_HAS(out, "--tokens: 2000000T = 2e+18 is out of range [1, 1e+18]");
+}
