@@ -246,8 +246,30 @@ TEST(htimeline_filters_in_the_commands)
     CHECK(sc_test_sh(out, sizeof out, "%s trace %s/all.json -o %s/c.json --ranks 9-2", bin, d,
                      d) == 2);
     CHECK_STR_HAS(out, "--ranks: '9-2'");
+    CHECK(sc_test_sh(out, sizeof out, "%s trace %s/all.json -o %s/c.json --ranks 0-1000000000",
+                     bin, d, d) == 2);
+    CHECK_STR_HAS(out, "--ranks: '0-1000000000': 1000000000 is above 100000000");
+    /* a selection that keeps nothing wrote an empty trace, exit 0; now refused,
+     * with what the timeline has, and nothing written */
+    snprintf(path, sizeof path, "%s/none.json", d);
+    CHECK(sc_test_sh(out, sizeof out, "%s trace %s/all.json -o %s --ranks 16-20", bin, d, path) ==
+          2);
+    CHECK_STR_HAS(out, "all.json: no rank selected (--ranks): it has ranks 0-15\n");
+    CHECK(sc_test_sh(out, sizeof out, "%s trace %s/all.json -o %s --ranks 0-3 --stages 1", bin, d,
+                     path) == 2);
+    CHECK_STR_HAS(out, "no op of the ranks selected lies in the stages selected (--stages): its "
+                       "stages are 0-1\n");
+    CHECK(sc_test_sh(out, sizeof out, "%s sim --model gpt-1.3b --cluster p4d.24xlarge --nodes 2 "
+                     "--dp 2 --tp 4 --pp 2 --microbatches 4 --timeline %s --stages 2", bin,
+                     path) == 2);
+    CHECK_STR_HAS(out, "sim: no op of the ranks selected lies in the stages selected (--stages): "
+                       "its stages are 0-1\n");
+    CHECK(!sc_test_exists(path));
     if (sc_test_sh(out, sizeof out, "command -v gnuplot") != 0)
         return;
+    CHECK(sc_test_sh(out, sizeof out, "%s plot timeline %s/all.json -o %s/e.svg --ranks 99", bin,
+                     d, d) == 2);
+    CHECK_STR_HAS(out, "no rank selected (--ranks)");
     CHECK(sc_test_sh(out, sizeof out, "%s plot timeline %s/all.json -o %s/g.svg --ranks 0,5-6",
                      bin, d, d) == 0);
     CHECK_STR_HAS(out, "3 of 3 ranks");

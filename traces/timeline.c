@@ -544,13 +544,20 @@ sc_status sc_tl_set_parse(const char *spec, const char *what, sc_tl_set *out, sc
     while (*p) {
         char *e;
         long a = strtol(p, &e, 10), b = a;
-        if (e == p || a < 0 || a > 100000000L)
+        if (e == p || a < 0)
             return sc_err(err, SC_EINVAL, "%s: '%s': expected N or A-B (N >= 0), comma-separated",
                           what, spec);
+        if (a > 100000000L)
+            return sc_err(err, SC_EINVAL, "%s: '%s': %ld is above 100000000", what, spec, a);
         if (*e == '-') {
             const char *q = e + 1;
             b = strtol(q, &e, 10);
-            if (e == q || b < a || b > 100000000L)
+            if (e == q || b < 0)
+                return sc_err(err, SC_EINVAL,
+                              "%s: '%s': expected N or A-B (N >= 0), comma-separated", what, spec);
+            if (b > 100000000L)
+                return sc_err(err, SC_EINVAL, "%s: '%s': %ld is above 100000000", what, spec, b);
+            if (b < a)
                 return sc_err(err, SC_EINVAL, "%s: '%s': a range A-B needs A <= B", what, spec);
         }
         if (*e && *e != ',')
@@ -581,6 +588,31 @@ static int keep_rank(const sc_tl_filter *f, int r) { return !f || sc_tl_set_has(
 static int keep_op(const sc_tl_filter *f, const sc_tl_op *op)
 {
     return !f || sc_tl_set_has(&f->stages, op->stage);
+}
+
+sc_status sc_tl_filter_kept(const sc_timeline *t, const sc_tl_filter *f, int max_stage,
+                            const char *file, sc_error *err)
+{
+    if (!f || (!f->ranks.n && !f->stages.n))
+        return SC_OK;
+    long kept = 0;
+    int any_rank = 0;
+    for (int i = 0; i < t->n_ranks; i++) {
+        any_rank |= keep_rank(f, t->ranks[i].rank);
+        if (keep_rank(f, t->ranks[i].rank))
+            kept += t->ranks[i].n_ops;
+    }
+    if (kept > 0)
+        return SC_OK;
+    if (!any_rank)
+        return sc_err(err, SC_EINVAL, "%s: no rank selected (--ranks): it has ranks 0-%d", file,
+                      t->n_ranks - 1);
+    if (max_stage < 0)
+        return sc_err(err, SC_EINVAL, "%s: the ranks selected hold no op", file);
+    return sc_err(err, SC_EINVAL,
+                  "%s: no op of the ranks selected lies in the stages selected (--stages): "
+                  "its stages are 0-%d",
+                  file, max_stage);
 }
 
 void sc_timeline_filter(sc_timeline *t, const sc_tl_filter *f)
@@ -862,6 +894,7 @@ typedef struct load_ctx {
     sc_timeline *t;
     const sc_tl_filter *f;
     long rank;           /* the rank whose ops are being read */
+    int max_stage;       /* the largest stage of any op read, kept or not */
 } load_ctx;
 
 static sc_status load_op(reader *r, void *ud, size_t es, size_t ee, long o)
@@ -876,6 +909,8 @@ static sc_status load_op(reader *r, void *ud, size_t es, size_t ee, long o)
     cJSON_Delete(j);
     if (st)
         return st;
+    if (op.stage > x->max_stage)
+        x->max_stage = op.stage;
     if (keep_rank(x->f, x->t->ranks[x->rank].rank) && keep_op(x->f, &op)) {
         sc_timeline_add(x->t, (int)x->rank, &op);
         if (x->t->oom)
@@ -944,12 +979,14 @@ sc_status sc_timeline_load_filtered(const char *file, const sc_tl_filter *f, int
     if (!st)
         st = top_from_json(top, file, hole ? n_ranks : -1, NULL, &t, err);
     cJSON_Delete(top);
+    load_ctx x = {t, f, 0, -1};
     if (!st && hole) {
-        load_ctx x = {t, f, 0};
         long n = each_element(&r, fr.vs, load_rank, &x, &st);
         if (n < 0 && !st)
             st = SC_EPARSE;
     }
+    if (!st && f)
+        st = sc_tl_filter_kept(t, f, x.max_stage, file, err);
     if (st && r.syntax) {
         /* the message the whole-file reader gives, where it can read the
          * file: its syntax error, or (the scan wanting an object where the
