@@ -916,8 +916,9 @@ void sc_bench_print(const sc_bench_result *r, FILE *f)
                     w->algbw / 1e9, w->busbw / 1e9, sp);
         }
         if (r->op != SC_BENCH_P2P)
-            fprintf(f, "busbw = algbw x %.4g (nccl-tests convention, %d ranks)\n",
-                    r->busbw_factor, r->ranks);
+            fprintf(f, "busbw = algbw x %.4g (nccl-tests convention, %d rank%s%s)\n",
+                    r->busbw_factor, r->ranks, r->ranks == 1 ? "" : "s",
+                    r->ranks == 1 ? ": no link crossed, the time is the copy's alone" : "");
     }
     double worst;
     int bad = sc_bench_unstable(r, &worst);
