@@ -95,8 +95,12 @@ void cli_label_json(struct cJSON *o, const struct sc_cluster *c, double step_s,
  * beside the compute)"; nothing otherwise. */
 struct sc_framework;
 void cli_print_p2p_rule(const struct sc_framework *fw, int no_overlap_p2p_comm);
-/* Prints "stagecraft CMD: MESSAGE" and "try 'stagecraft CMD --help'"; returns
- * CLI_EXIT_USAGE (2). */
+/* The rank the MPI launcher gave this process (OMPI_COMM_WORLD_RANK,
+ * PMI_RANK, PMIX_RANK), read before MPI starts; 0 outside a launcher. */
+int cli_launcher_rank(void);
+/* Prints "stagecraft CMD: MESSAGE" and "try 'stagecraft CMD --help'" (on
+ * rank 0 only under an MPI launcher: every rank parses the same arguments);
+ * returns CLI_EXIT_USAGE (2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Before a getopt_long loop: every "--name" in argv[1..] (up to "--") must be
  * one of opts' whole names (getopt_long takes an unambiguous prefix, so that

@@ -67,46 +67,7 @@ static void usage(FILE *f)
             "  scripts/netcluster.sh run --np 2 -- $PWD/bin/stagecraft bench p2p -o p2p.json\n");
 }
 
-/* Before MPI starts, the rank from the launcher's environment, so that a
- * usage error is printed once, not once per rank. */
-static int launcher_rank(void)
-{
-    const char *v[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
-    for (size_t i = 0; i < SC_ARRAY_LEN(v); i++)
-        if (getenv(v[i]))
-            return atoi(getenv(v[i]));
-    return 0;
-}
-
-/* cli_long / cli_double, silent on ranks other than 0 (same verdicts). */
-static int opt_long(int quiet, const char *opt, const char *s, long lo, long hi, long *out)
-{
-    if (!quiet)
-        return cli_long("bench", opt, s, lo, hi, out);
-    char *e;
-    errno = 0;
-    long v = strtol(s, &e, 10);
-    if (!*s || *e || errno || v < lo || v > hi)
-        return 2;
-    *out = v;
-    return 0;
-}
-
-static int opt_double(int quiet, const char *opt, const char *s, double lo, double hi,
-                      double *out)
-{
-    if (!quiet)
-        return cli_double("bench", opt, s, lo, hi, out);
-    char *e;
-    errno = 0;
-    double v = strtod(s, &e);
-    if (!*s || *e || errno || !(v >= lo && v <= hi))
-        return 2;
-    *out = v;
-    return 0;
-}
-
-#define USAGE(...) (launcher_rank() == 0 ? cli_usage("bench", __VA_ARGS__) : 2)
+#define USAGE(...) cli_usage("bench", __VA_ARGS__)
 
 int cmd_bench(int argc, char **argv)
 {
@@ -132,7 +93,7 @@ int cmd_bench(int argc, char **argv)
     int nplans = 0;
     long iters = 20, warmup = 3, max_iters = 0;
     double timeout = 120, tolerance = 0.02, hot_ms = -1;
-    int json = 0, ch, quiet = launcher_rank() != 0;
+    int json = 0, ch, quiet = cli_launcher_rank() != 0;
     if (cli_exact_longopts("bench", argc, argv, "ho:", opts))
         return 2;
     optind = 0;
@@ -148,28 +109,28 @@ int cmd_bench(int argc, char **argv)
             break;
         case O_DTYPE: dtype = optarg; break;
         case O_ITERS:
-            if (opt_long(quiet, "--iters", optarg, 1, 100000, &iters))
+            if (cli_long("bench", "--iters", optarg, 1, 100000, &iters))
                 return 2;
             break;
         case O_WARMUP:
-            if (opt_long(quiet, "--warmup", optarg, 0, 100000, &warmup))
+            if (cli_long("bench", "--warmup", optarg, 0, 100000, &warmup))
                 return 2;
             break;
         case O_TIMEOUT:
-            if (opt_double(quiet, "--timeout", optarg, 0.001, 86400, &timeout))
+            if (cli_double("bench", "--timeout", optarg, 0.001, 86400, &timeout))
                 return 2;
             break;
         case O_TOL:
-            if (opt_double(quiet, "--tolerance", optarg, 0, 1, &tolerance))
+            if (cli_double("bench", "--tolerance", optarg, 0, 1, &tolerance))
                 return 2;
             break;
         case O_MAXIT:
-            if (opt_long(quiet, "--max-iters", optarg, 1, 10000000, &max_iters))
+            if (cli_long("bench", "--max-iters", optarg, 1, 10000000, &max_iters))
                 return 2;
             break;
         case O_COLD: cold = optarg; break;
         case O_HOT:
-            if (opt_double(quiet, "--hot", optarg, 0, 10000, &hot_ms))
+            if (cli_double("bench", "--hot", optarg, 0, 10000, &hot_ms))
                 return 2;
             break;
         case O_JSON: json = 1; break;
@@ -230,11 +191,11 @@ int cmd_bench(int argc, char **argv)
         return USAGE("%s", err.msg);
     for (int i = 0; i < nplans; i++)
         if (sc_exec_plan_gemms(plans[i], pts, SC_BENCH_MAX_SIZES, &npts, &err))
-            return launcher_rank() == 0 ? cli_fail(&err) : cli_exit_code(err.status);
+            return cli_launcher_rank() == 0 ? cli_fail(&err) : cli_exit_code(err.status);
     /* rank 0 writes the results: known before anything is measured */
     const char **const outs[] = {&out};
-    int on_stdout = launcher_rank() == 0 && cli_is_stdout(out);
-    if (launcher_rank() == 0 &&
+    int on_stdout = cli_launcher_rank() == 0 && cli_is_stdout(out);
+    if (cli_launcher_rank() == 0 &&
         (cli_output_check(out, &err) || cli_stdout_claim("bench", outs, 1, json, &err)))
         return cli_fail(&err);
 

@@ -310,10 +310,9 @@ int cmd_exec(int argc, char **argv)
 #endif
 
     /* the output must be creatable before any step runs (rank 0 writes it) */
-    const char *wr = getenv("OMPI_COMM_WORLD_RANK");
     sc_error oerr = {0};
     const char **const on_stdout[] = {&out};
-    if ((!wr || !strcmp(wr, "0")) &&
+    if (cli_launcher_rank() == 0 &&
         (cli_output_check(out, &oerr) || cli_stdout_claim("exec", on_stdout, 1, 0, &oerr)))
         return cli_fail(&oerr);
     if (max_steps == 0)

@@ -128,8 +128,19 @@ void cli_label_json(cJSON *o, const sc_cluster *c, double step_s, const sc_model
         cJSON_AddItemToObject(o, "cluster_label", x);
 }
 
+int cli_launcher_rank(void)
+{
+    const char *v[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(v); i++)
+        if (getenv(v[i]))
+            return atoi(getenv(v[i]));
+    return 0;
+}
+
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
+    if (cli_launcher_rank() != 0) /* every rank parses the same argv: rank 0 says it */
+        return CLI_EXIT_USAGE;
     va_list ap;
     fprintf(stderr, "stagecraft %s: ", cmd);
     va_start(ap, fmt);

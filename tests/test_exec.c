@@ -209,6 +209,27 @@ TEST(exec_help_and_usage)
     CHECK_STR_HAS(out, "want cpu or cuda");
 }
 
+/* Under mpirun every rank parsed the same arguments and printed the same
+ * usage error, interleaved ("stagecraft exec: stagecraft exec: --steps..."):
+ * rank 0 alone says it now (cli_usage), for exec and bench alike. */
+TEST(exec_usage_error_said_once_under_mpirun)
+{
+    if (!have_mpi())
+        return;
+    static const char *cmds[] = {"exec p.json --backend cpu --steps 0",
+                                 "exec p.json --backend cpu --frobnicate",
+                                 "bench gemm --iters 0"};
+    static const char *said[] = {"--steps: 0 is out of range", "unknown option '--frobnicate'",
+                                 "--iters: 0 is out of range"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(cmds); i++) {
+        CHECK(SC("%s -np 2 %s %s", MPIRUN, sc_test_bin(), cmds[i]) != 0);
+        const char *first = strstr(out, said[i]);
+        CHECK(first != NULL);
+        CHECK(first && !strstr(first + 1, said[i])); /* once */
+        CHECK(!strstr(out, "exec: stagecraft") && !strstr(out, "bench: stagecraft"));
+    }
+}
+
 TEST(exec_bad_plan_names_file)
 {
     if (!have_mpi())
