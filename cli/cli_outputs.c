@@ -28,8 +28,8 @@ static sc_status replaced_file(const char *path, char *dest, size_t n, int *repl
                                sc_error *err)
 {
     char *target = NULL;
-    int kind;
-    sc_status st = sc_output_kind(path, &target, &kind, err);
+    int kind, fd;
+    sc_status st = sc_output_kind(path, &target, &kind, &fd, err);
     if (st)
         return st;
     *replace = kind == SC_OUT_REPLACE;
@@ -143,6 +143,13 @@ sc_status cli_outputs_commit(cli_outputs *s, sc_status st, sc_error *err)
     return st;
 }
 
+sc_status cli_output_take(const char *cmd, const char **path, int json, sc_error *err)
+{
+    const char **const one[] = {path};
+    sc_status st = cli_output_check(*path, err);
+    return st ? st : cli_stdout_claim(cmd, one, 1, json, err);
+}
+
 int cli_outdir_bad(const char *cmd, const char *dir, const char *hint)
 {
     if (!dir)
@@ -160,17 +167,11 @@ int cli_is_stdout(const char *path)
 {
     if (!path || !*path)
         return 0;
-    if (!strcmp(path, "-"))
-        return 1;
     char *target = NULL;
-    int kind, fd = -1, end = 0;
+    int kind, fd;
     sc_error err = {0};
-    if (sc_output_kind(path, &target, &kind, &err))
+    if (sc_output_kind(path, &target, &kind, &fd, &err))
         return 0;
-    if (kind == SC_OUT_FD &&
-        (sscanf(target, "/proc/self/fd/%d%n", &fd, &end) == 1 ||
-         sscanf(target, "/dev/fd/%d%n", &fd, &end) == 1) && target[end])
-        fd = -1;
     sc_free(target);
     return kind == SC_OUT_FD && fd == STDOUT_FILENO;
 }

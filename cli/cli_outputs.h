@@ -75,6 +75,10 @@ int cli_is_stdout(const char *path);
 sc_status cli_stdout_claim(const char *cmd, const char **const paths[], int n, int json,
                            sc_error *err);
 
+/* A command with one output, *path (NULL: none): cli_output_check, then
+ * cli_stdout_claim of it, before any work. */
+sc_status cli_output_take(const char *cmd, const char **path, int json, sc_error *err);
+
 /* The name cli_stdout_claim gave standard output ("" when it was not
  * called or found none): cli_fail rewrites it to "stdout". */
 const char *cli_stdout_alias(void);

@@ -191,12 +191,9 @@ int cmd_bench(int argc, char **argv)
         return USAGE("%s", err.msg);
     for (int i = 0; i < nplans; i++)
         if (sc_exec_plan_gemms(plans[i], pts, SC_BENCH_MAX_SIZES, &npts, &err))
-            return cli_launcher_rank() == 0 ? cli_fail(&err) : cli_exit_code(err.status);
+            return !quiet ? cli_fail(&err) : cli_exit_code(err.status);
     /* rank 0 writes the results: known before anything is measured */
-    const char **const outs[] = {&out};
-    int on_stdout = cli_launcher_rank() == 0 && cli_is_stdout(out);
-    if (cli_launcher_rank() == 0 &&
-        (cli_output_check(out, &err) || cli_stdout_claim("bench", outs, 1, json, &err)))
+    if (!quiet && cli_output_take("bench", &out, json, &err))
         return cli_fail(&err);
 
     sc_bench *b = NULL;
@@ -240,7 +237,7 @@ int cmd_bench(int argc, char **argv)
                 printf("wrote %s\n", cli_out_name(out));
         }
         fflush(stdout);
-        if (bad && (on_stdout || json))
+        if (bad && json) /* the table, on stdout or (-o -) stderr, says it otherwise */
             fprintf(stderr,
                     "stagecraft bench: too noisy: %d of %d sizes did not settle in %d "
                     "iterations (median still moving by up to %.1f%%, tolerance %.3g%%)\n",

@@ -260,8 +260,7 @@ int cmd_calibrate(int argc, char **argv)
         return cli_usage("calibrate", "no input files (bench.json, measured.json)");
     sc_error err = {0};
     /* the output must be creatable before any fitting */
-    const char **const on_stdout[] = {&out};
-    if (cli_output_check(out, &err) || cli_stdout_claim("calibrate", on_stdout, 1, json, &err))
+    if (cli_output_take("calibrate", &out, json, &err))
         return cli_fail(&err);
     sc_cluster base, res;
     if (sc_cluster_open(cluster, &base, &err))

@@ -311,9 +311,7 @@ int cmd_exec(int argc, char **argv)
 
     /* the output must be creatable before any step runs (rank 0 writes it) */
     sc_error oerr = {0};
-    const char **const on_stdout[] = {&out};
-    if (cli_launcher_rank() == 0 &&
-        (cli_output_check(out, &oerr) || cli_stdout_claim("exec", on_stdout, 1, 0, &oerr)))
+    if (cli_launcher_rank() == 0 && cli_output_take("exec", &out, 0, &oerr))
         return cli_fail(&oerr);
     if (max_steps == 0)
         max_steps = 5 * steps;

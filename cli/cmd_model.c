@@ -153,7 +153,7 @@ static int model_gen(int argc, char **argv)
           : sc_model_builtin_in(argv[1], (sc_dtype)dtype, name, &m, &err))
         return cli_fail(&err);
     sc_status st = sc_model_save(m, out, &err);
-    if (!st && !g && !cli_is_stdout(out)) {
+    if (!st && !cli_is_stdout(out) && !g) { /* on standard output the model goes alone */
         fprintf(stderr, "wrote %s: %s in %s\n", out, m->name, sc_dtype_name(m->dtype));
     } else if (!st && !cli_is_stdout(out)) {
         sc_totals t = sc_model_totals(m);

@@ -113,8 +113,7 @@ int cmd_plan(int argc, char **argv)
     o.global_batch = batch;
     sc_error err = {0};
     /* a winner that could not be written is known before the search, as sim does */
-    const char **const on_stdout[] = {&out};
-    if (cli_output_check(out, &err) || cli_stdout_claim("plan", on_stdout, 1, json, &err))
+    if (cli_output_take("plan", &out, json, &err))
         return cli_fail(&err);
     sc_model *m;
     sc_cluster c;

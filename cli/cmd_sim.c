@@ -403,15 +403,8 @@ int cmd_sim(int argc, char **argv)
         rc = -1; /* decided after the report */
     sc_status wst = SC_OK;
     if (!rc && tl_file) {
-        if (a.ranks || a.stages) {
-            int max_stage = -1;
-            for (int i = 0; i < r->timeline->n_ranks; i++)
-                for (int o = 0; o < r->timeline->ranks[i].n_ops; o++)
-                    if (r->timeline->ranks[i].ops[o].stage > max_stage)
-                        max_stage = r->timeline->ranks[i].ops[o].stage;
-            sc_timeline_filter(r->timeline, &flt);
-            wst = sc_tl_filter_kept(r->timeline, &flt, max_stage, "sim", &err);
-        }
+        if (a.ranks || a.stages)
+            wst = sc_timeline_filter(r->timeline, &flt, "sim", &err);
         if (!wst)
             wst = sc_timeline_save(r->timeline, tl_tmp, &err);
     }

@@ -64,9 +64,7 @@ int cmd_tune(int argc, char **argv)
     o.global_batch = batch;
     o.max_mem_bytes = cli_mem_cap(a.s.max_mem);
     sc_error err = {0};
-    const char **const on_stdout[] = {&out};
-    if (cli_output_check(out, &err) || /* known before the sweep, as sim does */
-        cli_stdout_claim("tune", on_stdout, 1, json, &err))
+    if (cli_output_take("tune", &out, json, &err)) /* known before the sweep, as sim does */
         return cli_fail(&err);
     sc_model *m;
     sc_cluster c;
@@ -122,11 +120,11 @@ int cmd_tune(int argc, char **argv)
         cli_print_label(&c, best_s, "the best's measured step", 1, m, tune_gpus(t),
                         o.attn == SC_ATTN_FLASH);
         cli_print_attn_hint(&c, m, o.attn == SC_ATTN_FLASH, a.s.attn_given);
-        if (out && !strcmp(cli_out_name(out), out))
+        if (out && cli_out_name(out) != out) /* standard output: nothing to draw from */
+            printf("curve written to standard output\n");
+        else if (out)
             printf("curve written to %s (draw it with 'stagecraft plot tune %s -o tune.png')\n",
                    out, out);
-        else if (out)
-            printf("curve written to standard output\n");
     }
     sc_tune_free(t);
     sc_model_free(m);

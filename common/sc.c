@@ -598,12 +598,13 @@ static sc_status out_target(const char *path, char **target, int *kind, int *fd,
     }
 }
 
-sc_status sc_output_kind(const char *path, char **target, int *kind, sc_error *err)
+sc_status sc_output_kind(const char *path, char **target, int *kind, int *fd, sc_error *err)
 {
-    int fd;
+    *fd = -1;
     if (strcmp(path, "-") != 0)
-        return out_target(path, target, kind, &fd, err);
+        return out_target(path, target, kind, fd, err);
     *kind = SC_OUT_FD;
+    *fd = STDOUT_FILENO;
     *target = sc_strdup(path);
     return *target ? SC_OK : sc_err(err, SC_ENOMEM, "%s: out of memory", path);
 }

@@ -127,11 +127,12 @@ sc_status sc_write_file_atomic(const char *path, const void *data, size_t len,
  * several outputs itself (cli/cli_outputs.h): SC_OUT_REPLACE (a regular
  * file or a new name; *target is the name at the end of any symbolic links,
  * the one to replace), SC_OUT_THROUGH (a character device or a FIFO) or
- * SC_OUT_FD (a descriptor of this process, "-" included). *target, set for
- * every kind, is the caller's to sc_free. Refuses what the write refuses,
- * with the same errors. */
+ * SC_OUT_FD (a descriptor of this process, *fd; "-" is 1, standard output;
+ * *fd is -1 for the other kinds). *target, set for every kind, is the
+ * caller's to sc_free. Refuses what the write refuses, with the same
+ * errors. */
 enum { SC_OUT_REPLACE, SC_OUT_THROUGH, SC_OUT_FD };
-sc_status sc_output_kind(const char *path, char **target, int *kind, sc_error *err);
+sc_status sc_output_kind(const char *path, char **target, int *kind, int *fd, sc_error *err);
 
 /* Temporary files removed when the process is killed by SIGINT, SIGTERM or
  * SIGHUP: sc_tmp_register records path (a file, or with is_dir an empty

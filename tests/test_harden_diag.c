@@ -6,6 +6,7 @@
  * never moves. (whatif on a cluster without prices: test_harden_outputs.c.) */
 #include "bench.h"
 #include "check.h"
+#include "model.h"
 
 static char out[1 << 16];
 
@@ -157,8 +158,9 @@ TEST(diag_input_folder_and_oversized)
 TEST(diag_stdin_read_once)
 {
     const char *d = sc_test_tmpdir(), *bin = sc_test_bin();
-    REQUIRE(sc_test_sh(out, sizeof out, "cd %s && %s model gen gpt --layers 2 --hidden 64 "
-                       "--heads 2 --seq 32 --vocab 256 --dtype fp32 -o m.json", d, bin) == 0);
+    sc_model *m = sc_test_small_gpt("m.json");
+    REQUIRE(m);
+    sc_model_free(m);
     CHECK_EQ_INT(sc_test_sh(out, sizeof out, "cd %s && %s sim --model - --cluster - --dp 2 "
                             "--microbatches 2 < m.json", d, bin),
                  2);

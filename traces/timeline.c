@@ -590,20 +590,23 @@ static int keep_op(const sc_tl_filter *f, const sc_tl_op *op)
     return !f || sc_tl_set_has(&f->stages, op->stage);
 }
 
-sc_status sc_tl_filter_kept(const sc_timeline *t, const sc_tl_filter *f, int max_stage,
-                            const char *file, sc_error *err)
+/* SC_EINVAL naming file when f selects ranks or stages and t (filtered, its
+ * ranks not yet compacted away) keeps no op: an empty trace, picture or
+ * timeline is never what was asked for. max_stage: the largest stage of the
+ * whole timeline, -1 when it has no op. */
+static sc_status kept_some(const sc_timeline *t, const sc_tl_filter *f, int max_stage,
+                           const char *file, sc_error *err)
 {
     if (!f || (!f->ranks.n && !f->stages.n))
         return SC_OK;
-    long kept = 0;
     int any_rank = 0;
     for (int i = 0; i < t->n_ranks; i++) {
-        any_rank |= keep_rank(f, t->ranks[i].rank);
-        if (keep_rank(f, t->ranks[i].rank))
-            kept += t->ranks[i].n_ops;
+        if (!keep_rank(f, t->ranks[i].rank))
+            continue;
+        if (t->ranks[i].n_ops > 0)
+            return SC_OK;
+        any_rank = 1;
     }
-    if (kept > 0)
-        return SC_OK;
     if (!any_rank)
         return sc_err(err, SC_EINVAL, "%s: no rank selected (--ranks): it has ranks 0-%d", file,
                       t->n_ranks - 1);
@@ -615,10 +618,16 @@ sc_status sc_tl_filter_kept(const sc_timeline *t, const sc_tl_filter *f, int max
                   file, max_stage);
 }
 
-void sc_timeline_filter(sc_timeline *t, const sc_tl_filter *f)
+sc_status sc_timeline_filter(sc_timeline *t, const sc_tl_filter *f, const char *what,
+                             sc_error *err)
 {
     if (!t || !f)
-        return;
+        return SC_OK;
+    int max_stage = -1;
+    for (int i = 0; i < t->n_ranks; i++)
+        for (int o = 0; o < t->ranks[i].n_ops; o++)
+            if (t->ranks[i].ops[o].stage > max_stage)
+                max_stage = t->ranks[i].ops[o].stage;
     for (int i = 0; i < t->n_ranks; i++) {
         sc_tl_rank *k = &t->ranks[i];
         if (!keep_rank(f, k->rank)) {
@@ -631,6 +640,7 @@ void sc_timeline_filter(sc_timeline *t, const sc_tl_filter *f)
                 k->ops[n++] = k->ops[o];
         k->n_ops = n;
     }
+    return kept_some(t, f, max_stage, what, err);
 }
 
 /* Keeps only the ranks f selects, in order (their .rank unchanged). */
@@ -986,7 +996,7 @@ sc_status sc_timeline_load_filtered(const char *file, const sc_tl_filter *f, int
             st = SC_EPARSE;
     }
     if (!st && f)
-        st = sc_tl_filter_kept(t, f, x.max_stage, file, err);
+        st = kept_some(t, f, x.max_stage, file, err);
     if (st && r.syntax) {
         /* the message the whole-file reader gives, where it can read the
          * file: its syntax error, or (the scan wanting an object where the

@@ -194,15 +194,13 @@ typedef struct sc_tl_filter {
     sc_tl_set ranks, stages;
 } sc_tl_filter;
 /* Drops the ops f does not keep; every rank stays (its ops emptied when not
- * kept), so the result is still a valid timeline to save. */
-void sc_timeline_filter(sc_timeline *t, const sc_tl_filter *f);
-/* SC_EINVAL naming file when f selects ranks or stages and nothing of t is
- * kept (an empty trace or picture is never what was asked for): no rank
- * selected ("it has ranks 0-N"), or none of their ops in the stages selected
- * ("its stages are 0-S", max_stage the largest stage in the whole timeline,
- * -1 when it has no op). Call it before the ranks are compacted away. */
-sc_status sc_tl_filter_kept(const sc_timeline *t, const sc_tl_filter *f, int max_stage,
-                            const char *file, sc_error *err);
+ * kept), so the result is still a valid timeline to save. SC_EINVAL, naming
+ * what, when f selects ranks or stages and keeps no op (an empty timeline is
+ * never what was asked for): "WHAT: no rank selected (--ranks): it has ranks
+ * 0-N", or "... lies in the stages selected (--stages): its stages are
+ * 0-S". sc_timeline_load_filtered refuses the same, naming its file. */
+sc_status sc_timeline_filter(sc_timeline *t, const sc_tl_filter *f, const char *what,
+                             sc_error *err);
 /* sc_timeline_load keeping only what f keeps (f NULL: everything; the ops
  * dropped are validated, not held). compact: the ranks f does not keep are
  * removed too (each kept rank's .rank unchanged): a timeline to draw or
