@@ -102,6 +102,12 @@ int cli_launcher_rank(void);
  * rank 0 only under an MPI launcher: every rank parses the same arguments);
  * returns CLI_EXIT_USAGE (2). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A usage error for the stray argument argv[k], 'unexpected argument ARG';
+ * where the command takes --model (and --plan) and argv gives neither, one
+ * that does not begin with '-' is shown as the option it most likely meant:
+ * "(a model is given as --model ARG)". Returns 2. */
+int cli_stray_arg(const char *cmd, int argc, char **argv, int k, int takes_model,
+                  int takes_plan);
 /* Before a getopt_long loop: every "--name" in argv[1..] (up to "--") must be
  * one of opts' whole names (getopt_long takes an unambiguous prefix, so that
  * a command without --tp would read "--tp 1" as --tp-comm-overlap 1). Skips

@@ -595,7 +595,28 @@ int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *dst)
         if (o->parse(cmd->name, label, o, optarg, dst))
             return 2;
     }
-    if (optind < argc)
-        return cli_usage(cmd->name, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc) {
+        int model = 0, plan = 0;
+        for (int i = 0; i < n; i++) {
+            model |= !strcmp(list[i]->name, "model");
+            plan |= !strcmp(list[i]->name, "plan");
+        }
+        return cli_stray_arg(cmd->name, argc, argv, optind, model, plan);
+    }
     return 0;
+}
+
+int cli_stray_arg(const char *cmd, int argc, char **argv, int k, int takes_model,
+                  int takes_plan)
+{
+    const char *arg = argv[k];
+    int given = 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        given |= !strncmp(argv[i], "--model", 7) || !strncmp(argv[i], "--plan", 6);
+    if (arg[0] == '-' || !takes_model || given)
+        return cli_usage(cmd, "unexpected argument '%s'", arg);
+    if (takes_plan)
+        return cli_usage(cmd, "unexpected argument '%s' (--model %s for a model, --plan %s for a "
+                         "plan)", arg, arg, arg);
+    return cli_usage(cmd, "unexpected argument '%s' (a model is given as --model %s)", arg, arg);
 }

@@ -273,7 +273,7 @@ int cmd_cost(int argc, char **argv)
         }
     }
     if (optind < argc)
-        return cli_usage("cost", "unexpected argument '%s'", argv[optind]);
+        return cli_stray_arg("cost", argc, argv, optind, 1, 0);
     if (!model || !cluster)
         return cli_usage("cost", "--model and --cluster are required");
     if (sp && tp < 2)

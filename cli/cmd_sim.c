@@ -164,15 +164,15 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
            100 * r->mfu);
     printf("cost           $%.4f per step, $%.3f per million tokens (%d node%s on demand)\n",
            r->cost_per_step_usd, r->cost_per_mtok_usd, r->nodes_used, r->nodes_used == 1 ? "" : "s");
-    printf("\n%-6s %-28s %-28s %11s %11s %11s %11s %11s\n", "stage", "first module",
-           "last module", "weights", "grads", "optimizer", "activations", "total");
+    printf("\n%-6s %-28s %-28s %11s %11s %11s %11s %11s %11s\n", "stage", "first module",
+           "last module", "weights", "grads", "optimizer", "activations", "workspace", "total");
     for (int p = 0; p < r->pp; p++) {
         const sc_mem *mm = &r->mem[p];
-        printf("%-6d %-28.28s %-28.28s %11s %11s %11s %11s %11s%s\n", p,
+        printf("%-6d %-28.28s %-28.28s %11s %11s %11s %11s %11s %11s%s\n", p,
                sc_partition_first_name(m, part, p), sc_partition_last_name(m, part, part->n_stages - r->pp + p),
                cli_bytes(mm->weights, b[0]), cli_bytes(mm->grads, b[1]),
                cli_bytes(mm->optimizer, b[2]), cli_bytes(mm->activations, b[3]),
-               cli_bytes(mm->total, b[4]), mm->total > c->gpu.memory_bytes ? "  DOES NOT FIT" : "");
+               cli_bytes(mm->workspace, b[5]), cli_bytes(mm->total, b[4]), mm->total > c->gpu.memory_bytes ? "  DOES NOT FIT" : "");
     }
     /* the busiest links: a partial selection sort of the top five */
     int top[5], nt = 0;

@@ -98,6 +98,16 @@ int sc_closest_name(const char *s, const char *const *names, int n)
             best = i;
         }
     }
+    if (best >= 0 || len < 3)
+        return best;
+    /* a word of the name: what a user calls it for short */
+    for (int i = 0; i < n; i++)
+        for (const char *p = strchr(names[i], '-'); p; p = strchr(p + 1, '-'))
+            if (!strncasecmp(p + 1, s, (size_t)len) && (p[len + 1] == '\0' || p[len + 1] == '-')) {
+                if (best < 0 || strlen(names[i]) < strlen(names[best]))
+                    best = i;
+                break;
+            }
     return best;
 }
 

@@ -53,7 +53,8 @@ const char *sc_fmt_bytes(double bytes, int decimals, char buf[32]);
  * with s (of 3 characters or more), else the closest by edit distance
  * (insertions, deletions, substitutions, swaps of neighbours) when near
  * enough to be a typo: at most 2 edits, and fewer than half of s's length;
- * -1 when none is. */
+ * else the shortest name s is a whole '-'-separated word of ("batch" is
+ * global-batch, "a100" dgx-a100-80g); -1 when none is. */
 int sc_closest_name(const char *s, const char *const *names, int n);
 /* " (did you mean PRE NAME?)" into buf for the name sc_closest_name picks,
  * "" when none; returns buf (cap at least 1). */

@@ -135,6 +135,46 @@ TEST(cli_sim_json_and_timeline)
     cJSON_Delete(j);
 }
 
+/* bytes from "169.78 MiB" as cli_bytes prints them */
+static double shown_bytes(double v, const char *unit)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(u); i++, v *= 1024)
+        if (!strcmp(unit, u[i]))
+            return v;
+    return -1;
+}
+
+/* sim's stage table adds up: weights + grads + optimizer + activations +
+ * workspace = total on every row (the workspace reserve was once left out,
+ * so the columns fell 2 GiB short of the total they sat beside) */
+TEST(cli_sim_stage_table_adds_up)
+{
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --tp 2 --pp 2 "
+               "--microbatches 4", sc_test_bin()) == 0);
+    const char *h = strstr(out, "\nstage ");
+    REQUIRE(h);
+    CHECK_STR_HAS(h, "activations   workspace       total");
+    int rows = 0;
+    for (const char *l = strchr(h + 1, '\n'); l && l[1] >= '0' && l[1] <= '9';
+         l = strchr(l + 1, '\n'), rows++) {
+        /* the sizes follow the two module names, 66 columns in */
+        REQUIRE(strlen(l + 1) > 66);
+        double v[6];
+        char u[6][8];
+        const char *q = l + 1 + 66;
+        REQUIRE(sscanf(q, "%lf %7s %lf %7s %lf %7s %lf %7s %lf %7s %lf %7s", &v[0], u[0], &v[1],
+                       u[1], &v[2], u[2], &v[3], u[3], &v[4], u[4], &v[5], u[5]) == 12);
+        double sum = 0;
+        for (int i = 0; i < 5; i++)
+            sum += shown_bytes(v[i], u[i]);
+        double total = shown_bytes(v[5], u[5]);
+        CHECK(shown_bytes(v[4], u[4]) > 0); /* the preset's reserve */
+        CHECK_NEAR(sum / total, 1, 0.005);  /* as rounded to two decimals */
+    }
+    CHECK_EQ_INT(rows, 2);
+}
+
 /* A tensor-parallel group spanning nodes: `cost` (one ring, alone on the
  * network) and the simulator (one microbatch, nothing else moving) agree on
  * the tp time. The ring crosses each node boundary once, so its hop across

@@ -104,7 +104,13 @@ TEST(diag_unknown_model_or_cluster_names_the_builtins)
     CHECK_EQ_INT(sc_closest_name("p4d", names, 4), 0);      /* the shortest it begins */
     CHECK_EQ_INT(sc_closest_name("DGX-H10", names, 4), 3);  /* case ignored */
     CHECK_EQ_INT(sc_closest_name("dgx-h1000", names, 4), 3);
-    CHECK_EQ_INT(sc_closest_name("h100", names, 4), -1);    /* 4 edits from dgx-h100 */
+    CHECK_EQ_INT(sc_closest_name("h100", names, 4), 3);     /* a word of dgx-h100 */
+    CHECK_EQ_INT(sc_closest_name("a100", names, 4), 2);
+    CHECK_EQ_INT(sc_closest_name("24xlarge", names, 4), -1); /* p4d.24xlarge: no '-' word */
+    CHECK_EQ_INT(sc_closest_name("a10", names, 4), -1);     /* a word whole, not its start */
+    const char *opts[] = {"max-mbs", "global-batch", "train-batch-size-total", "microbatches"};
+    CHECK_EQ_INT(sc_closest_name("batch", opts, 4), 1);     /* the shortest with the word */
+    CHECK_EQ_INT(sc_closest_name("mbs", opts, 4), 0);
     CHECK_EQ_INT(sc_closest_name("ab", names, 4), -1);
     CHECK_EQ_INT(sc_closest_name("dgx-1h00", names, 4), 3); /* a swap is one edit */
     const char *cmds[] = {"sim", "plan", "compare"};
