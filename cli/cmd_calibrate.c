@@ -342,6 +342,7 @@ static void kernel_table(const sc_comparison *cmp)
 static void compare_help(void)
 {
     printf("usage: stagecraft compare plan.json measured.json [--cluster C] [--json]\n"
+           "       (--plan plan.json, as sim and bench take it, then measured.json: the same)\n"
            "Simulates the plan (on C, e.g. a calibrated cluster, with the plan's node count;\n"
            "default: the plan's own cluster) and sets the prediction beside the measurement:\n"
            "the step time, each op kind's mean duration, each rank's busy time, the errors in\n"
@@ -354,9 +355,10 @@ int cmd_compare(int argc, char **argv)
 {
     static const struct option opts[] = {{"cluster", required_argument, NULL, 'c'},
                                          {"json", no_argument, NULL, 'j'},
+                                         {"plan", required_argument, NULL, 'p'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *cluster = NULL;
+    const char *cluster = NULL, *plan = NULL;
     int json = 0, ch;
     if (cli_exact_longopts("compare", argc, argv, "h", opts))
         return 2;
@@ -366,16 +368,21 @@ int cmd_compare(int argc, char **argv)
         switch (ch) {
         case 'c': cluster = optarg; break;
         case 'j': json = 1; break;
+        case 'p': plan = optarg; break;
         case 'h': compare_help(); return 0;
         default:
             return cli_usage("compare", "unknown option or missing value '%s'", argv[optind - 1]);
         }
     }
-    if (argc - optind != 2)
-        return cli_usage("compare", "give a plan and a measured timeline");
+    if (argc - optind != (plan ? 1 : 2))
+        return cli_usage("compare", plan ? "give the measured timeline after --plan's plan"
+                                         : "give a plan and a measured timeline");
+    if (!plan)
+        plan = argv[optind++];
+    const char *measured = argv[optind];
     sc_error err = {0};
     sc_comparison *cmp;
-    if (sc_compare(argv[optind], argv[optind + 1], cluster, &cmp, &err)) {
+    if (sc_compare(plan, measured, cluster, &cmp, &err)) {
         /* the two files the other way round: say which comes first */
         if (strstr(err.msg, "format: \"stagecraft.timeline/1\" is not \"stagecraft.plan/1\""))
             snprintf(err.msg + strlen(err.msg), sizeof err.msg - strlen(err.msg), "%s",
@@ -387,8 +394,8 @@ int cmd_compare(int argc, char **argv)
         rc = cli_print_json(sc_comparison_json(cmp));
     } else {
         char b[4][32];
-        printf("%s: predicted on %s beside %s measured on %s\n\n", argv[optind], cmp->cluster,
-               argv[optind + 1], cmp->device);
+        printf("%s: predicted on %s beside %s measured on %s\n\n", plan, cmp->cluster,
+               measured, cmp->device);
         /* a GPU on zeros may hold a clock training would not (exec.h) */
         if (strcmp(cmp->operands, "random") && strstr(cmp->device, "NVIDIA"))
             printf("note: the measured GEMMs multiplied %s: the GPU may have held a clock "

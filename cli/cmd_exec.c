@@ -30,6 +30,7 @@ static void help(void)
         "median step as a timeline (stagecraft.timeline/1, source \"exec\") with the\n"
         "simulator's op identities: compare it with 'stagecraft sim --plan plan.json\n"
         "--timeline FILE'.\n\n"
+        "  --plan FILE        the plan, as sim and bench take it (or as the first argument)\n"
         "  --backend cpu      OpenBLAS sgemm, one thread per rank, fp32 whatever the plan's\n"
         "                     dtype (communication moves the modelled byte counts); needs\n"
         "                     MPI (a build without MPI refuses it)\n"
@@ -236,8 +237,8 @@ int cmd_exec(int argc, char **argv)
         {"threads", no_argument, 0, 'T'},       {"tolerance", required_argument, 0, 'L'},
         {"max-steps", required_argument, 0, 'M'}, {"probe", required_argument, 0, 'P'},
         {"kernels", no_argument, 0, 'K'},       {"zero-operands", no_argument, 0, 'Z'},
-        {0, 0, 0, 0}};
-    const char *backend = NULL, *out = NULL;
+        {"plan", required_argument, 0, 'p'},    {0, 0, 0, 0}};
+    const char *backend = NULL, *out = NULL, *plan = NULL;
     long steps = 10, warmup = 2, max_steps = 0, probe = -1;
     double timeout = 60, tolerance = 0.02;
     int verify = 1, threads = 0, kernels = 0, zeros = 0, c;
@@ -289,6 +290,9 @@ int cmd_exec(int argc, char **argv)
         case 'o':
             out = optarg;
             break;
+        case 'p':
+            plan = optarg;
+            break;
         case 'h':
             help();
             return 0;
@@ -296,13 +300,16 @@ int cmd_exec(int argc, char **argv)
             return cli_usage("exec", "unknown option or missing value '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
+    if (plan && optind < argc)
+        return cli_usage("exec", "unexpected argument '%s' (--plan gave the plan)", argv[optind]);
+    if (!plan && optind != argc - 1)
         return cli_usage("exec", "want exactly one plan file");
+    if (!plan)
+        plan = argv[optind];
     if (!backend)
         return cli_usage("exec", "--backend cpu|cuda is required");
     if (strcmp(backend, "cpu") && strcmp(backend, "cuda"))
         return cli_usage("exec", "--backend '%s': want cpu or cuda", backend);
-    const char *plan = argv[optind];
     if (threads && strcmp(backend, "cuda"))
         return cli_usage("exec", "--threads is for --backend cuda (the cpu backend needs MPI)");
 #ifndef SC_HAVE_MPI

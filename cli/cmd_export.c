@@ -14,7 +14,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: stagecraft export PLAN --to TARGET [-o DIR] [--json]\n\n"
+    fprintf(f, "usage: stagecraft export PLAN --to TARGET [-o DIR] [--json]\n"
+               "       (--plan PLAN, as sim and bench take it, is the same)\n\n"
                "Turns a plan (stagecraft.plan/1, from `plan -o` or `sim -o`) into what a\n"
                "training framework needs to run it. Without -o the main file goes to standard\n"
                "output; with -o DIR every file of the target is written into DIR, all of them\n"
@@ -41,9 +42,10 @@ int cmd_export(int argc, char **argv)
     static const struct option opts[] = {{"to", required_argument, NULL, 't'},
                                          {"output", required_argument, NULL, 'o'},
                                          {"json", no_argument, NULL, 'j'},
+                                         {"plan", required_argument, NULL, 'p'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *to = NULL, *dir = NULL;
+    const char *to = NULL, *dir = NULL, *file = NULL;
     int json = 0, ch;
     if (cli_exact_longopts("export", argc, argv, "ho:", opts))
         return 2;
@@ -60,6 +62,9 @@ int cmd_export(int argc, char **argv)
         case 'j':
             json = 1;
             break;
+        case 'p':
+            file = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -67,9 +72,13 @@ int cmd_export(int argc, char **argv)
             return cli_usage("export", "unknown option or missing value '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc)
+    if (!file && optind >= argc)
         return cli_usage("export", "missing PLAN");
-    const char *file = argv[optind++];
+    if (!file)
+        file = argv[optind++];
+    else if (optind < argc)
+        return cli_usage("export", "unexpected argument '%s' (--plan gave the plan)",
+                         argv[optind]);
     if (optind < argc)
         return cli_usage("export", "unexpected argument '%s'", argv[optind]);
     if (!to)

@@ -258,6 +258,39 @@ TEST(exec_rank_count_mismatch)
     CHECK(!sc_test_exists(strcat(strcpy(out, d), "/m.json")));
 }
 
+/* sim and bench take --plan FILE; exec, compare and export took the plan only
+ * as an argument, and refused --plan as an unknown option. All five take it
+ * either way now. */
+TEST(exec_plan_given_as_option)
+{
+    if (!have_mpi())
+        return;
+    const char *d = sc_test_tmpdir();
+    REQUIRE(setup(d, "") == 0);
+    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --dp 1 --tp 1 --pp 2 "
+               "--microbatches 2 --mbs 1 --schedule 1f1b -o %s/plan.json",
+               sc_test_bin(), d, d, d) == 0);
+    CHECK(SC("%s -np 2 %s exec --plan %s/plan.json --backend cpu --steps 1 --warmup 0 "
+             "--tolerance 0 --probe 0 -o %s/m.json", MPIRUN, sc_test_bin(), d, d) == 0);
+    char p[600];
+    snprintf(p, sizeof p, "%s/m.json", d);
+    REQUIRE(sc_test_exists(p));
+    CHECK(SC("%s compare --plan %s/plan.json %s/m.json", sc_test_bin(), d, d) == 0);
+    CHECK_STR_HAS(out, "/plan.json: predicted on");
+    CHECK_STR_HAS(out, "/m.json measured on");
+    CHECK(SC("%s export --plan %s/plan.json --to torch -o %s/x", sc_test_bin(), d, d) == 0);
+    snprintf(p, sizeof p, "%s/x/torch_pipeline.py", d);
+    CHECK(sc_test_exists(p));
+    /* the plan twice, or nothing to compare with, is refused */
+    CHECK(SC("%s exec --plan %s/plan.json %s/plan.json --backend cpu", sc_test_bin(), d, d) ==
+          2);
+    CHECK_STR_HAS(out, "(--plan gave the plan)");
+    CHECK(SC("%s export --plan %s/plan.json other.json --to torch", sc_test_bin(), d) == 2);
+    CHECK_STR_HAS(out, "(--plan gave the plan)");
+    CHECK(SC("%s compare --plan %s/plan.json", sc_test_bin(), d) == 2);
+    CHECK_STR_HAS(out, "give the measured timeline after --plan's plan");
+}
+
 TEST(exec_schedules_pp2_pp4)
 {
     if (!have_mpi())
