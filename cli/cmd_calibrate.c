@@ -416,12 +416,20 @@ int cmd_compare(int argc, char **argv)
             printf(")");
         }
         printf("\n");
-        for (int i = 0; i < cmp->n_kinds; i++)
-            printf("%-14s %14s %14s %+8.1f%%   (%d ops)\n", cmp->kinds[i].name,
+        int waits = 0;
+        for (int i = 0; i < cmp->n_kinds; i++) {
+            printf("%-14s %14s %14s %+8.1f%%   (%d ops%s)\n", cmp->kinds[i].name,
                    cli_us(cmp->kinds[i].pred, b[0]), cli_us(cmp->kinds[i].meas, b[1]),
-                   100 * cmp->kinds[i].err, cmp->kinds[i].n);
-        printf("MAPE over op kinds %.1f%%\n\n%-14s %14s %14s %9s\n", 100 * cmp->kind_mape,
-               "rank busy", "predicted us", "measured us", "error");
+                   100 * cmp->kinds[i].err, cmp->kinds[i].n,
+                   cmp->kinds[i].compute ? "" : ", waits included");
+            waits += !cmp->kinds[i].compute;
+        }
+        printf("MAPE over op kinds %.1f%%", 100 * cmp->kind_mape);
+        if (waits && cmp->compute_mape >= 0)
+            printf("; over the compute kinds %.1f%% (sends and collectives are measured with "
+                   "their waits)", 100 * cmp->compute_mape);
+        printf("\n\n%-14s %14s %14s %9s\n", "rank busy", "predicted us", "measured us",
+               "error");
         for (int r = 0; r < cmp->n_ranks; r++)
             printf("rank %-9d %14s %14s %+8.1f%%\n", r, cli_us(cmp->rank_pred[r], b[0]),
                    cli_us(cmp->rank_meas[r], b[1]), 100 * cmp->rank_err[r]);

@@ -167,9 +167,18 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
             kc->pred = ps[k] / pn[k];
             kc->meas = ms[k] / mn[k];
             kc->err = kc->meas > 0 ? kc->pred / kc->meas - 1 : 0;
+            kc->compute = busy_kind(k);
             sum += fabs(kc->err);
         }
         cmp->kind_mape = cmp->n_kinds ? sum / cmp->n_kinds : 0;
+        double csum = 0;
+        int nc = 0;
+        for (int i = 0; i < cmp->n_kinds; i++)
+            if (cmp->kinds[i].compute) {
+                csum += fabs(cmp->kinds[i].err);
+                nc++;
+            }
+        cmp->compute_mape = nc ? csum / nc : -1;
         sum = 0;
         for (int k = 0; k < cmp->n_ranks; k++) {
             cmp->rank_err[k] = cmp->rank_meas[k] > 0 ? cmp->rank_pred[k] / cmp->rank_meas[k] - 1 : 0;
@@ -222,8 +231,11 @@ cJSON *sc_comparison_json(const sc_comparison *c)
         sc_jadd_num(o, "predicted_s", c->kinds[i].pred, &oom);
         sc_jadd_num(o, "measured_s", c->kinds[i].meas, &oom);
         sc_jadd_num(o, "error", c->kinds[i].err, &oom);
+        sc_jadd_bool(o, "compute", c->kinds[i].compute, &oom);
     }
     sc_jadd_num(j, "kind_mape", c->kind_mape, &oom);
+    if (c->compute_mape >= 0)
+        sc_jadd_num(j, "compute_kind_mape", c->compute_mape, &oom);
     cJSON *rk = sc_jadd_arr(j, "ranks", &oom);
     for (int i = 0; i < c->n_ranks && !oom; i++) {
         cJSON *o = sc_jpush_obj(rk, &oom);

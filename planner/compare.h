@@ -29,6 +29,9 @@
 typedef struct sc_kind_cmp {
     char name[24];
     int n;             /* measured ops of that kind */
+    int compute;       /* F, B, W, recompute or the optimizer: its measured time is
+                          its own; a send or collective's includes the wait for
+                          its peers */
     double pred, meas; /* mean durations (s) */
     double err;
 } sc_kind_cmp;
@@ -51,6 +54,7 @@ typedef struct sc_comparison {
     int n_kinds;
     sc_kind_cmp kinds[16];
     double kind_mape;
+    double compute_mape;   /* over the compute kinds alone (-1: none) */
     int n_ranks;
     double *rank_pred, *rank_meas, *rank_err;
     double rank_mape;

@@ -272,12 +272,36 @@ TEST(calibrate_compare_cli)
                        d, bin) == 0);
     CHECK_STR_HAS(out, "MAPE over op kinds");
     CHECK_STR_HAS(out, "95% interval");
+    /* the sends' measured times hold their waits: marked, and a MAPE over
+     * the compute kinds alone is beside the one over all */
+    CHECK_STR_HAS(out, "waits included)");
+    CHECK_STR_HAS(out, "; over the compute kinds ");
     REQUIRE(sc_test_sh(out, sizeof out,
                        "cd %s && %s compare p.json meas.json --cluster cal.json --json", d,
                        bin) == 0);
     cJSON *j = cJSON_Parse(out);
     REQUIRE(j);
     CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "step"), "measured_s")->valuedouble > 0);
+    /* compute_kind_mape is the mean |error| of the kinds marked compute */
+    const cJSON *kinds = cJSON_GetObjectItem(j, "kinds"), *kd;
+    double sum = 0;
+    int nc = 0, nw = 0;
+    cJSON_ArrayForEach(kd, kinds)
+    {
+        const char *kn = cJSON_GetStringValue(cJSON_GetObjectItem(kd, "kind"));
+        int comp = cJSON_IsTrue(cJSON_GetObjectItem(kd, "compute"));
+        REQUIRE(kn);
+        CHECK(comp == (!strcmp(kn, "F") || !strcmp(kn, "B") || !strcmp(kn, "W") ||
+                       !strcmp(kn, "recompute") || !strcmp(kn, "optimizer")));
+        if (comp) {
+            sum += fabs(cJSON_GetObjectItem(kd, "error")->valuedouble);
+            nc++;
+        } else {
+            nw++;
+        }
+    }
+    REQUIRE(nc > 0 && nw > 0);
+    CHECK_NEAR(cJSON_GetObjectItem(j, "compute_kind_mape")->valuedouble, sum / nc, 1e-12);
     cJSON_Delete(j);
     /* a measurement of another plan is refused */
     CHECK(sc_test_sh(out, sizeof out,
