@@ -461,6 +461,104 @@ TEST(tracer_tiny_gpt_tied)
     CHECK_NEAR(t1 - u1, 16.0 * 1000 * 64, 1e-9);
 }
 
+/* The kernel named name in a leaf's list, or NULL. */
+static const cJSON *kernel_named(const cJSON *leaf, const char *name)
+{
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItem(leaf, "kernels"))
+    {
+        if (!strcmp(str(k, "name"), name))
+            return k;
+    }
+    return NULL;
+}
+
+/* A model that returns its LM head's logits leaves the loss to the training
+ * loop; its cross-entropy over s x V logits (fp32 log-probabilities saved,
+ * 4 s V bytes: at s 512 and V 32000 62.5 MiB a sample, a fifth of a 184M
+ * model's activations) was charged nowhere. With --loss auto it is charged
+ * to the head as model gen charges it; a forward that computes its own loss
+ * keeps it where it ran. */
+TEST(tracer_loss_charged_to_head)
+{
+    if (!have_torch())
+        return;
+    const double s = 32, V = 1000, h = 64;
+    const char *d = sc_test_tmpdir();
+    cJSON *show = trace_and_check("tests/tracer/tiny_gpt.py:make", "--seq 32", "ce.json");
+    cJSON_Delete(show);
+    char path[600];
+    snprintf(path, sizeof path, "%s/ce.json", d);
+    cJSON *raw = load(path);
+    REQUIRE(raw);
+    const cJSON *head = node_named(raw, "head");
+    REQUIRE(head);
+    /* bf16: its input, then the fp32 log-probabilities */
+    CHECK_NEAR(num(head, "act_saved_bytes"), 2 * s * h + 4 * s * V, 1e-12);
+    const cJSON *ce = kernel_named(head, "cross_entropy");
+    REQUIRE(ce);
+    CHECK(!strcmp(str(ce, "op"), "mem") && !strcmp(str(ce, "tp"), "shard"));
+    CHECK_NEAR(num(ce, "bytes"), (2 + 4 + 16) * s * V, 1e-12);     /* cast, log_softmax */
+    CHECK_NEAR(num(ce, "bwd_bytes"), (16 + 2 + 4) * s * V, 1e-12); /* nll, lsm, cast back */
+    const cJSON *xl = cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "x-torch"), "loss");
+    CHECK(!strcmp(str(xl, "kind"), "cross_entropy") && !strcmp(str(xl, "module"), "head"));
+    cJSON_Delete(raw);
+    /* as model gen charges the same model's head (Megatron-LM's loss saves
+     * the same fp32 softmax) */
+    REQUIRE(SC("%s model gen gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 1000 --tied "
+               "-o %s/gen.json", sc_test_bin(), d) == 0);
+    snprintf(path, sizeof path, "%s/gen.json", d);
+    show = show_json(path);
+    REQUIRE(show);
+    const cJSON *gh = module_named(show, "head");
+    REQUIRE(gh);
+    CHECK_NEAR(num(gh, "act_saved_bytes_total"), 2 * s * h + 4 * s * V, 1e-12);
+    cJSON_Delete(show);
+
+    /* fp32: no cast either way */
+    REQUIRE(SC(TRACER " tests/tracer/tiny_gpt.py:make --seq 32 --dtype fp32 -o %s/ce32.json",
+               d) == 0);
+    snprintf(path, sizeof path, "%s/ce32.json", d);
+    raw = load(path);
+    REQUIRE(raw);
+    head = node_named(raw, "head");
+    REQUIRE(head && (ce = kernel_named(head, "cross_entropy")));
+    CHECK_NEAR(num(head, "act_saved_bytes"), 4 * s * h + 4 * s * V, 1e-12);
+    CHECK_NEAR(num(ce, "bytes"), 16 * s * V, 1e-12);
+    CHECK_NEAR(num(ce, "bwd_bytes"), 16 * s * V, 1e-12);
+    cJSON_Delete(raw);
+
+    /* --loss none: the head as its own code ran it */
+    REQUIRE(SC(TRACER " tests/tracer/tiny_gpt.py:make --seq 32 --loss none -o %s/none.json",
+               d) == 0);
+    CHECK(!strstr(out, "loss:"));
+    snprintf(path, sizeof path, "%s/none.json", d);
+    raw = load(path);
+    REQUIRE(raw);
+    head = node_named(raw, "head");
+    REQUIRE(head);
+    CHECK_NEAR(num(head, "act_saved_bytes"), 2 * s * h, 1e-12);
+    CHECK(!kernel_named(head, "cross_entropy"));
+    CHECK(!strcmp(str(cJSON_GetObjectItem(raw, "x-torch"), "loss"), "none"));
+    cJSON_Delete(raw);
+
+    /* a forward that computes its own loss: traced where it ran, not twice */
+    REQUIRE(SC(TRACER " tests/tracer/tiny_gpt.py:make:loss=1 --seq 32 -o %s/own.json", d) == 0);
+    CHECK(!strstr(out, "loss:"));
+    snprintf(path, sizeof path, "%s/own.json", d);
+    raw = load(path);
+    REQUIRE(raw);
+    head = node_named(raw, "head");
+    REQUIRE(head);
+    CHECK_NEAR(num(head, "act_saved_bytes"), 2 * s * h, 1e-12);
+    CHECK(!strcmp(str(cJSON_GetObjectItem(raw, "x-torch"), "loss"), "in the forward"));
+    cJSON_Delete(raw);
+    check_accepted(path);
+
+    CHECK(SC(TRACER " tests/tracer/tiny_gpt.py:make --loss mse -o %s/bad.json 2>&1", d) == 2);
+    CHECK_STR_HAS(out, "--loss: unknown 'mse' (auto, none)");
+}
+
 TEST(tracer_transformer_and_dataflow)
 {
     if (!have_torch())

@@ -3,7 +3,7 @@
 
 usage: torch_trace.py SPEC [--batch B] [--seq S] [--image N] [--dtype D]
                       [--measure [--repeat R] [--threads T] [--device-name NAME]]
-                      [--name NAME] -o FILE
+                      [--loss auto|none] [--name NAME] -o FILE
 
 SPEC is one of
   NAME[:k=v,...]          a torchvision classification model built with random
@@ -192,6 +192,23 @@ renamed into place, mode 0644):
             tensor-parallel kinds above.
   seq_len   --seq for sequence models; otherwise the longest attention
             sequence seen, else 1.
+  the loss  (--loss auto, the default) a model whose forward returns the LM
+            head's logits leaves the loss to the training loop, where its
+            cross-entropy over s * V logits costs as much memory as a layer
+            or more: when the LM head is recognised (kind "head") and the
+            forward ran no loss op (log_softmax, nll_loss, cross-entropy),
+            the head is charged PyTorch's F.cross_entropy under autocast, per
+            logit with d the --dtype bytes: forward the cast to fp32 (d + 4;
+            none in fp32) and log_softmax's three reads and one write (16),
+            backward nll_loss's fp32 gradient (4), log_softmax's backward
+            (12) and the cast back (4 + d): a kernel "cross_entropy" (tp
+            shard, as the vocab-parallel head) and 4 bytes saved (the fp32
+            log-probabilities), as traces/gen.c charges Megatron-LM's. The
+            head's and the model's x-torch.loss say so (the model's is "in
+            the forward" or "none" otherwise); --measure's times do not
+            include it.
+            --loss none leaves it out. A forward that computes its own loss
+            is traced as it runs, whatever --loss says.
 
 Errors: one line on stderr ("torch_trace.py: ..."), exit status 2 for a bad
 SPEC, bad options or a model that cannot be built or run; nothing is written.
@@ -265,6 +282,7 @@ def parse_args(argv):
     p.add_argument("--device-name", default=None)
     p.add_argument("--measure", action="store_true")
     p.add_argument("--name", default=None)
+    p.add_argument("--loss", default="auto")
     p.add_argument("-h", "--help", action="store_true")
     a = p.parse_args(argv)
     if a.help:
@@ -275,6 +293,8 @@ def parse_args(argv):
         raise TraceError("-o FILE is required")
     if a.dtype not in DTYPE_BYTES:
         raise TraceError("--dtype: unknown '%s' (fp32, tf32, fp16, bf16, fp8)" % a.dtype)
+    if a.loss not in ("auto", "none"):
+        raise TraceError("--loss: unknown '%s' (auto, none)" % a.loss)
     for k in ("batch", "seq", "image", "repeat", "threads"):
         v = getattr(a, k)
         if v is not None and (v < 1 or v > 1000000):
@@ -757,6 +777,11 @@ FLOP_OPS = {
 
 
 SOFTMAX_OPS = ("_softmax", "softmax", "_safe_softmax")
+# ops that only a loss runs: a forward that ran one computed its own loss
+LOSS_OPS = ("_log_softmax", "log_softmax", "nll_loss_forward", "nll_loss", "nll_loss2d_forward",
+            "nll_loss_nd", "cross_entropy_loss", "binary_cross_entropy_with_logits",
+            "binary_cross_entropy", "mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss",
+            "kl_div")
 
 
 # Ops that only relabel a storage (no kernel of their own).
@@ -835,6 +860,7 @@ class Tracer:
         self.kwargs = kwargs
         self.B = B
         self.db = dtype_bytes
+        self.ops_seen = set()  # aten op names the forward ran
         self.recs = {}
         self.order = []
         self.seq = 0
@@ -969,6 +995,7 @@ class Tracer:
 
         def on_kernel(name, args_, kwargs_, out_, n):
             """The kernel an op launched, on the module whose own code ran it."""
+            self.ops_seen.add(name)
             r = self.stack[-1] if self.stack else self.root
             if not r.kernels_ok:
                 return
@@ -1254,6 +1281,7 @@ class Node:
         self.tp_role = None
         self.scores = None      # act_scores_bytes
         self.krecs = []         # the Recs whose own kernels this node runs
+        self.extra_kernels = [] # model-format kernels beyond its own code's (the loss)
 
 
 def shorten(name, taken):
@@ -1842,6 +1870,8 @@ def node_json(n, device, B=1):
         x["tp"] = n.tp_role
     j["x-torch"] = x
     kern = kernels_json(n, B)
+    if kern and n.extra_kernels and len(kern) + len(n.extra_kernels) <= KERNELS_MAX:
+        kern = kern + n.extra_kernels
     if kern:
         j["kernels"] = kern
     if n.children:
@@ -1912,6 +1942,41 @@ def prepare(args, torch, meta):
     return name, model, a, kw, B, seq, n_inplace, built
 
 
+def ce_bytes(d):
+    """PyTorch's F.cross_entropy (log_softmax, then nll_loss) under autocast,
+    in bytes per logit of d bytes: forward, backward, saved (--help: the
+    loss)."""
+    cast = 0 if d == 4 else d + 4
+    return cast + 16, 16 + cast, 4
+
+
+def charge_loss(args, tr, allnodes):
+    """With --loss auto, a recognised LM head whose model ran no loss op is
+    charged the training loop's cross-entropy; returns what was charged
+    (x-torch.loss of the model), or None."""
+    if args.loss == "none" or tr.ops_seen & set(LOSS_OPS):
+        return None
+    heads = [n for n in allnodes if n.kind == "head" and not n.children]
+    if len(heads) != 1:
+        return None
+    head = heads[0]
+    s, V = head.dims.get("seq", 0), head.dims.get("vocab", 0)
+    if not (s > 0 and V > 0):
+        return None
+    fwd_b, bwd_b, saved_b = ce_bytes(tr.db)
+    head.saved += saved_b * s * V
+    k = {"name": "cross_entropy", "op": "mem", "bytes": fwd_b * s * V,
+         "bwd_bytes": bwd_b * s * V}
+    if head.tp and head.tp.get("shardable"):
+        k["tp"] = "shard"
+    head.extra_kernels.append(k)
+    what = {"module": head.name, "kind": "cross_entropy", "vocab": int(V), "seq": s,
+            "saved_bytes": saved_b * s * V, "fwd_bytes": k["bytes"], "bwd_bytes": k["bwd_bytes"],
+            "source": "the training loop's F.cross_entropy under autocast (--loss auto)"}
+    head.xtorch["loss"] = what
+    return what
+
+
 def trace(args, torch, mode):
     """One trace in mode "shape" (meta tensors, no backward, no times), "cpu"
     (one real forward, no times) or "measure". Returns (Tracer, name, seq,
@@ -1968,6 +2033,7 @@ def main(argv):
     device = (args.device_name or "cpu:" + cpu_name())[:128] if mode == "measure" else None
     root, allnodes = make_tree(tr, name, torch, notes)
     tp = annotate_tp(tr, allnodes)
+    loss = charge_loss(args, tr, allnodes)
     for w in notes:
         warn(w)
     traced = sum(n.params for n in allnodes)
@@ -1979,7 +2045,8 @@ def main(argv):
         seq = int(max(seqs)) if seqs else 1
     xt = {"spec": args.spec, "params": torch_params, "torch": torch.__version__, "batch": tr.B,
           "mode": mode, "built": built, "inplace_disabled": n_inplace,
-          "flops_by_op": dict(sorted(tr.flops_by_op.items())), "tp": tp, "warnings": notes}
+          "flops_by_op": dict(sorted(tr.flops_by_op.items())), "tp": tp, "warnings": notes,
+          "loss": loss or ("in the forward" if tr.ops_seen & set(LOSS_OPS) else "none")}
     if mode == "measure":
         xt.update(repeat=args.repeat, threads=torch.get_num_threads(), device=device)
     out = {"format": "stagecraft.model/1", "name": name[:NAME_MAX], "dtype": args.dtype,
@@ -1993,6 +2060,10 @@ def main(argv):
           "forward, %s in %.1f s, written to %s" % (
               PROG, name, traced, torch_params, len(allnodes), n_leaves,
               sum(n.flops for n in allnodes) / 1e9, how, xt["trace_s"], args.output))
+    if loss:
+        print("%s: loss: the training loop's cross-entropy over %s's %d logits per token "
+              "charged to it (%.4g MiB/sample saved in fp32; --loss none leaves it out)" % (
+                  PROG, loss["module"], loss["vocab"], loss["saved_bytes"] / 2**20))
     c = tp["recognised"]
     found = ", ".join("%d %s" % (c[k], k) for k in ("attention", "mlp", "embedding", "head") if c[k])
     if found or tp["replicated"]:

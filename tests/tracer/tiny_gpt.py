@@ -7,9 +7,11 @@ a final LayerNorm and an LM head whose weight IS the token embedding's
 
     torch_trace.py tests/tracer/tiny_gpt.py:make --seq 32 -o gpt.json
     torch_trace.py tests/tracer/tiny_gpt.py:make:layers=4,hidden=128 -o gpt.json
+    torch_trace.py tests/tracer/tiny_gpt.py:make:loss=1 -o gpt.json   # forward returns the loss
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 
 class Block(nn.Module):
@@ -40,15 +42,20 @@ class TinyGPT(nn.Module):
         self.head = nn.Linear(hidden, vocab, bias=False)
         self.head.weight = self.embed.weight  # tied
 
-    def forward(self, idx):
+    def forward(self, idx, targets=None):
         pos = torch.arange(idx.shape[1], device=idx.device)
         x = self.embed(idx) + self.pos(pos)
         for b in self.blocks:
             x = b(x)
-        return self.head(self.ln_f(x))
+        logits = self.head(self.ln_f(x))
+        if targets is None:
+            return logits
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
-def make(batch=1, seq=32, vocab=1000, hidden=64, heads=4, layers=2, **_):
+def make(batch=1, seq=32, vocab=1000, hidden=64, heads=4, layers=2, loss=0, **_):
     m = TinyGPT(vocab, hidden, heads, layers, seq)
     idx = torch.randint(0, vocab, (batch, seq))
+    if loss:
+        return m, (idx, torch.randint(0, vocab, (batch, seq)))
     return m, idx
