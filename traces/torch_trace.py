@@ -393,9 +393,13 @@ def build(args, torch):
             raise TraceError("'%s' is a torchvision model but not an image classifier; only "
                              "classification models are traced by name (wrap others in "
                              "FILE.py:FACTORY)" % name)
-        raise TraceError("unknown model '%s': not a torchvision classification model (e.g. "
+        import difflib
+        near = difflib.get_close_matches(name, sorted(classif | {"transformer",
+                                                                 "transformer_encoder"}), 1)
+        raise TraceError("unknown model '%s'%s: not a torchvision classification model (e.g. "
                          "resnet50, vit_b_16), transformer[:k=v,...], "
-                         "transformer_encoder[:k=v,...] or FILE.py:FACTORY" % name)
+                         "transformer_encoder[:k=v,...] or FILE.py:FACTORY" % (
+                             name, " (did you mean %s?)" % near[0] if near else ""))
     if "weights" in kw and kw["weights"] is not None:
         raise TraceError("%s: weights are never loaded (nothing is downloaded); drop 'weights'" % spec)
     kw["weights"] = None
@@ -432,7 +436,16 @@ def build_file(args, torch):
         raise TraceError("%s: cannot import: %s" % (path, one_line(e)), True)
     f = getattr(mod, fac, None)
     if not callable(f):
-        raise TraceError("%s: no function '%s'" % (path, fac))
+        import difflib
+        funcs = sorted(k for k, v in vars(mod).items()
+                       if callable(v) and not k.startswith("_") and
+                       getattr(v, "__module__", None) == mod.__name__)
+        near = difflib.get_close_matches(fac, funcs, 1)
+        plain = [k for k in funcs if inspect.isfunction(vars(mod)[k])] or funcs
+        raise TraceError("%s: no function '%s'%s" % (
+            path, fac, " (did you mean %s?)" % near[0] if near else
+            " (it defines %s%s)" % (", ".join(plain[:8]), ", ..." if len(plain) > 8 else "")
+            if plain else ""))
     try:
         sig = inspect.signature(f)
         anykw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
