@@ -217,18 +217,22 @@ TEST(cli_opts_no_prefix_abbreviations)
     CHECK_STR_HAS(out, "unknown option '--glob' (did you mean --global-batch?)");
     CHECK(SC("%s plan --model gpt-1.3b --cluster dgx-a100-80g --global-bach 8 2>&1", bin) == 2);
     CHECK_STR_HAS(out, "unknown option '--global-bach' (did you mean --global-batch?)");
-    CHECK(SC("%s plan --model gpt-1.3b --cluster dgx-a100-80g --batch 8 2>&1", bin) == 2);
-    CHECK_STR_HAS(out, "unknown option '--batch' (did you mean --global-batch?)");
-    /* a model given without --model: the option it needs is named */
-    CHECK(SC("%s plan m.json --cluster dgx-a100-80g --global-batch 8 2>&1", bin) == 2);
-    CHECK_STR_HAS(out, "unexpected argument 'm.json' (a model is given as --model m.json)\n");
-    CHECK(SC("%s cost gpt-1.3b --cluster dgx-a100-80g 2>&1", bin) == 2);
-    CHECK_STR_HAS(out, "unexpected argument 'gpt-1.3b' (a model is given as --model gpt-1.3b)");
-    CHECK(SC("%s sim p.json 2>&1", bin) == 2);
-    CHECK_STR_HAS(out, "unexpected argument 'p.json' (--model p.json for a model, --plan p.json "
-                       "for a plan)");
-    CHECK(SC("%s sim --model gpt-1.3b x 2>&1", bin) == 2); /* one is given: no guess */
-    CHECK_STR_HAS(out, "unexpected argument 'x'\n");
+    /* a word of an option's name; a model given without --model (the
+     * option it needs is named, unless one is given) */
+    static const char *const said[][2] = {
+        {"plan --model gpt-1.3b --cluster dgx-a100-80g --batch 8",
+         "unknown option '--batch' (did you mean --global-batch?)"},
+        {"plan m.json --cluster dgx-a100-80g --global-batch 8",
+         "unexpected argument 'm.json' (a model is given as --model m.json)\n"},
+        {"cost gpt-1.3b --cluster dgx-a100-80g",
+         "unexpected argument 'gpt-1.3b' (a model is given as --model gpt-1.3b)"},
+        {"sim p.json", "unexpected argument 'p.json' (--model p.json for a model, --plan p.json "
+                       "for a plan)"},
+        {"sim --model gpt-1.3b x", "unexpected argument 'x'\n"}};
+    for (size_t i = 0; i < SC_ARRAY_LEN(said); i++) {
+        CHECK(SC("%s %s 2>&1", bin, said[i][0]) == 2);
+        CHECK_STR_HAS(out, said[i][1]);
+    }
     CHECK(SC("%s plan --model gpt-1.3b --cluster dgx-a100-80g --global-batch 8 --xyz 2>&1",
              bin) == 2);
     CHECK_STR_HAS(out, "unknown option '--xyz'\n");

@@ -62,6 +62,17 @@ static int setup(const char *d, const char *extra)
               sc_test_bin(), d);
 }
 
+/* setup, then the 1F1B plan of tiny.json on 2 ranks (pp 2) with m
+ * microbatches of 1, written to d/plan.json */
+static int pp2_plan(const char *d, int m)
+{
+    if (setup(d, "") != 0)
+        return -1;
+    return SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --dp 1 --tp 1 --pp 2 "
+              "--microbatches %d --mbs 1 --schedule 1f1b -o %s/plan.json",
+              sc_test_bin(), d, d, m, d);
+}
+
 /* The CPU cluster with a kernel-level block (efficiency.gemm), so that leaves
  * which list kernels run them. */
 static int kernel_cluster(const char *d)
@@ -248,10 +259,7 @@ TEST(exec_rank_count_mismatch)
     if (!have_mpi())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(setup(d, "") == 0);
-    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --dp 1 --tp 1 --pp 2 "
-               "--microbatches 2 --mbs 1 --schedule 1f1b -o %s/plan.json",
-               sc_test_bin(), d, d, d) == 0);
+    REQUIRE(pp2_plan(d, 2) == 0);
     CHECK(SC("%s -np 3 %s exec %s/plan.json --backend cpu -o %s/m.json", MPIRUN, sc_test_bin(),
              d, d) != 0);
     CHECK_STR_HAS(out, "needs dp·cp·tp·pp = 1·1·1·2 = 2 ranks, but 3 were started");
@@ -266,10 +274,7 @@ TEST(exec_plan_given_as_option)
     if (!have_mpi())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(setup(d, "") == 0);
-    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --dp 1 --tp 1 --pp 2 "
-               "--microbatches 2 --mbs 1 --schedule 1f1b -o %s/plan.json",
-               sc_test_bin(), d, d, d) == 0);
+    REQUIRE(pp2_plan(d, 2) == 0);
     CHECK(SC("%s -np 2 %s exec --plan %s/plan.json --backend cpu --steps 1 --warmup 0 "
              "--tolerance 0 --probe 0 -o %s/m.json", MPIRUN, sc_test_bin(), d, d) == 0);
     char p[600];
@@ -695,10 +700,7 @@ TEST(exec_fault_hang_times_out)
     if (!have_mpi())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(setup(d, "") == 0);
-    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --dp 1 --tp 1 --pp 2 "
-               "--microbatches 4 --mbs 1 --schedule 1f1b -o %s/plan.json",
-               sc_test_bin(), d, d, d) == 0);
+    REQUIRE(pp2_plan(d, 4) == 0);
     int rc = SC("SC_EXEC_FAULT=1:2:hang timeout 60 %s -x SC_EXEC_FAULT -np 2 %s exec %s/plan.json "
                 "--backend cpu --steps 3 --warmup 1 --timeout 1.5 -o %s/m.json",
                 MPIRUN, sc_test_bin(), d, d);
@@ -732,10 +734,7 @@ TEST(exec_checksum_mismatch_fails_loudly)
     if (!have_mpi())
         return;
     const char *d = sc_test_tmpdir();
-    REQUIRE(setup(d, "") == 0);
-    REQUIRE(SC("%s sim --model %s/tiny.json --cluster %s/cpu8.json --dp 1 --tp 1 --pp 2 "
-               "--microbatches 2 --mbs 1 --schedule 1f1b -o %s/plan.json",
-               sc_test_bin(), d, d, d) == 0);
+    REQUIRE(pp2_plan(d, 2) == 0);
     int rc = SC("SC_EXEC_FAULT=0:0:corrupt timeout 60 %s -x SC_EXEC_FAULT -np 2 %s exec "
                 "%s/plan.json --backend cpu --steps 1 --warmup 1 --timeout 5 -o %s/m.json",
                 MPIRUN, sc_test_bin(), d, d);

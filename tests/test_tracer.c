@@ -473,6 +473,26 @@ static const cJSON *kernel_named(const cJSON *leaf, const char *name)
     return NULL;
 }
 
+/* Traces spec (tiny_gpt at sequence 32) into file and checks that its head
+ * is charged no loss: it saves its bf16 input alone, lists no
+ * cross_entropy, and the model's x-torch.loss is xloss. */
+static void head_without_loss(const char *spec, const char *file, const char *xloss)
+{
+    const double s = 32, h = 64;
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", sc_test_tmpdir(), file);
+    REQUIRE(SC(TRACER " %s --seq 32 -o %s", spec, path) == 0);
+    CHECK(!strstr(out, "loss:"));
+    cJSON *raw = load(path);
+    REQUIRE(raw);
+    const cJSON *head = node_named(raw, "head");
+    CHECK(head && num(head, "act_saved_bytes") == 2 * s * h);
+    CHECK(head && !kernel_named(head, "cross_entropy"));
+    CHECK(!strcmp(str(cJSON_GetObjectItem(raw, "x-torch"), "loss"), xloss));
+    cJSON_Delete(raw);
+    check_accepted(path);
+}
+
 /* A model that returns its LM head's logits leaves the loss to the training
  * loop; its cross-entropy over s x V logits (fp32 log-probabilities saved,
  * 4 s V bytes: at s 512 and V 32000 62.5 MiB a sample, a fifth of a 184M
@@ -528,32 +548,10 @@ TEST(tracer_loss_charged_to_head)
     CHECK_NEAR(num(ce, "bwd_bytes"), 16 * s * V, 1e-12);
     cJSON_Delete(raw);
 
-    /* --loss none: the head as its own code ran it */
-    REQUIRE(SC(TRACER " tests/tracer/tiny_gpt.py:make --seq 32 --loss none -o %s/none.json",
-               d) == 0);
-    CHECK(!strstr(out, "loss:"));
-    snprintf(path, sizeof path, "%s/none.json", d);
-    raw = load(path);
-    REQUIRE(raw);
-    head = node_named(raw, "head");
-    REQUIRE(head);
-    CHECK_NEAR(num(head, "act_saved_bytes"), 2 * s * h, 1e-12);
-    CHECK(!kernel_named(head, "cross_entropy"));
-    CHECK(!strcmp(str(cJSON_GetObjectItem(raw, "x-torch"), "loss"), "none"));
-    cJSON_Delete(raw);
-
-    /* a forward that computes its own loss: traced where it ran, not twice */
-    REQUIRE(SC(TRACER " tests/tracer/tiny_gpt.py:make:loss=1 --seq 32 -o %s/own.json", d) == 0);
-    CHECK(!strstr(out, "loss:"));
-    snprintf(path, sizeof path, "%s/own.json", d);
-    raw = load(path);
-    REQUIRE(raw);
-    head = node_named(raw, "head");
-    REQUIRE(head);
-    CHECK_NEAR(num(head, "act_saved_bytes"), 2 * s * h, 1e-12);
-    CHECK(!strcmp(str(cJSON_GetObjectItem(raw, "x-torch"), "loss"), "in the forward"));
-    cJSON_Delete(raw);
-    check_accepted(path);
+    /* --loss none: the head as its own code ran it; a forward that computes
+     * its own loss: traced where it ran, not twice */
+    head_without_loss("tests/tracer/tiny_gpt.py:make --loss none", "none.json", "none");
+    head_without_loss("tests/tracer/tiny_gpt.py:make:loss=1", "own.json", "in the forward");
 
     CHECK(SC(TRACER " tests/tracer/tiny_gpt.py:make --loss mse -o %s/bad.json 2>&1", d) == 2);
     CHECK_STR_HAS(out, "--loss: unknown 'mse' (auto, none)");
