@@ -567,6 +567,18 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                             "pipeline step, not overlapped with the backward");
         if (!st && p->recompute != SC_RECOMPUTE_NONE)
             st = ex_note(e, "with --factory, recompute is the model's own: the file adds none");
+        /* the generators, and the tracer with --loss auto, charge an LM
+         * head the loss's cross-entropy */
+        const sc_module *ce = NULL;
+        for (int i = 0; i < x->model->n_leaves && !ce; i++)
+            if (sc_module_kernel(x->model->leaves[i], "cross_entropy"))
+                ce = x->model->leaves[i];
+        if (!st)
+            st = ex_note(e, "with --factory, the loss is a stand-in, the mean of the last "
+                            "stage's output (placeholder_loss): put the model's own there; the "
+                            "plan priced %s%s%s",
+                         ce ? "a cross-entropy over " : "none", ce ? ce->name : "",
+                         ce ? "'s logits" : "");
         if (!st && x->attention)
             st = ex_note(e, "with --factory, attention is the model's own: the plan priced it "
                             "%s (%s)",

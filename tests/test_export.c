@@ -578,6 +578,9 @@ TEST(export_t5)
                        "\"decoder.blocks.12\"]\n");
     CHECK_STR_HAS(out, "STAGE_UNITS = None\nGPT = None\n");
     CHECK_STR_HAS(out, "--factory FILE.py:FUNC");
+    /* the factory path's loss is a stand-in: said, with what the plan priced */
+    CHECK_STR_HAS(out, "with --factory, the loss is a stand-in, the mean of the last");
+    CHECK_STR_HAS(out, "plan priced a\n#    cross-entropy over head's logits");
     REQUIRE(SC("%s export %s/t5.json --to torch -o %s/t", sc_test_bin(), d, d) == 0);
     CHECK(SC("/usr/bin/python3 -m py_compile %s/t/torch_pipeline.py 2>&1", d) == 0);
     REQUIRE(SC("%s export %s/t5.json --to torch --json", sc_test_bin(), d) == 0);
