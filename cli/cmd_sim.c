@@ -96,8 +96,10 @@ static const cli_cmd sim_cmd = {
     "unless --allow-oom.\n",
     NULL, sim_opts};
 
+/* uniform: the stages are the default's, the layers spread evenly, which
+ * the table follows with a note */
 static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
-                          const sc_step_result *r, const sc_partition *part)
+                          const sc_step_result *r, const sc_partition *part, int uniform)
 {
     char b[8][32];
     printf("%s on %d x %s (%d GPUs used of %ld), %s\n", m->name, c->nodes, c->name, r->n_ranks,
@@ -172,8 +174,12 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
                sc_partition_first_name(m, part, p), sc_partition_last_name(m, part, part->n_stages - r->pp + p),
                cli_bytes(mm->weights, b[0]), cli_bytes(mm->grads, b[1]),
                cli_bytes(mm->optimizer, b[2]), cli_bytes(mm->activations, b[3]),
-               cli_bytes(mm->workspace, b[5]), cli_bytes(mm->total, b[4]), mm->total > c->gpu.memory_bytes ? "  DOES NOT FIT" : "");
+               cli_bytes(mm->workspace, b[5]), cli_bytes(mm->total, b[4]),
+               mm->total > c->gpu.memory_bytes ? "  DOES NOT FIT" : "");
     }
+    if (uniform && part->n_stages > 1)
+        printf("stages: uniform, the layers spread evenly (--partition); plan and tune place "
+               "them by cost (plan --fix ... -o p.json; sim --plan p.json replays theirs)\n");
     /* the busiest links: a partial selection sort of the top five */
     int top[5], nt = 0;
     for (int i = 0; i < r->n_links; i++) {
@@ -455,7 +461,8 @@ int cmd_sim(int argc, char **argv)
             if (rc != -1)
                 rc = jrc;
         } else {
-            print_summary(mod, &cl, &cfg, r, shown);
+            print_summary(mod, &cl, &cfg, r, shown,
+                          !plan && (!part_spec || !strcmp(part_spec, "uniform")));
             if (runs > 1 || jitter > 0) {
                 char b1[32], b2[32], b3[32], b4[32];
                 printf("\njitter %.3g over %ld runs (seeds %ld..%ld): step mean %s us, sd %s us, "

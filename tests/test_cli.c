@@ -173,6 +173,16 @@ TEST(cli_sim_stage_table_adds_up)
         CHECK_NEAR(sum / total, 1, 0.005);  /* as rounded to two decimals */
     }
     CHECK_EQ_INT(rows, 2);
+    /* the default stages say they are not the planner's; a partition given,
+     * or a plan's, does not */
+    CHECK_STR_HAS(out, "\nstages: uniform, the layers spread evenly (--partition); plan and "
+                       "tune place them by cost");
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --tp 2 --pp 2 "
+               "--microbatches 4 --partition 40 -o %s/p.json", sc_test_bin(), d) == 0);
+    CHECK(!strstr(out, "stages: uniform"));
+    REQUIRE(SC("%s sim --plan %s/p.json", sc_test_bin(), d) == 0);
+    CHECK(!strstr(out, "stages: uniform"));
 }
 
 /* A tensor-parallel group spanning nodes: `cost` (one ring, alone on the
