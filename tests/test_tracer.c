@@ -942,6 +942,21 @@ TEST(tracer_meta_fallbacks)
 
 /* Written whole, renamed into place, mode 0644 whatever the umask and
  * whatever mode a file it replaces had. */
+/* The summary line counts in words that agree with the count: a one-leaf
+ * model is "1 module (1 leaf)", not "1 modules (1 leaves)". */
+TEST(tracer_summary_counts)
+{
+    if (!have_torch())
+        return;
+    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:one_linear --seq 4 -o %s/one.json",
+               sc_test_tmpdir()) == 0);
+    CHECK_STR_HAS(out, "parameters (torch: 72), 1 module (1 leaf), ");
+    CHECK_STR_HAS(out, "1 module with work stays replicated");
+    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:guessed --seq 4 -o %s/three.json",
+               sc_test_tmpdir()) == 0);
+    CHECK_STR_HAS(out, "4 modules (3 leaves), ");
+}
+
 TEST(tracer_file_mode_0644)
 {
     if (!have_torch())

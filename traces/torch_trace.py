@@ -2069,9 +2069,12 @@ def main(argv):
     n_leaves = sum(1 for n in allnodes if not n.children)
     how = {"shape": "shape-only (meta tensors)", "cpu": "one real CPU pass",
            "measure": "measured on the CPU"}[mode]
-    print("%s: %s: %d parameters (torch: %d), %d modules (%d leaves), %.4g GFLOP/sample "
+    def count(n, what):
+        return "%d %s%s" % (n, what, "" if n == 1 else "s")
+    print("%s: %s: %d parameters (torch: %d), %s (%s), %.4g GFLOP/sample "
           "forward, %s in %.1f s, written to %s" % (
-              PROG, name, traced, torch_params, len(allnodes), n_leaves,
+              PROG, name, traced, torch_params, count(len(allnodes), "module"),
+              "1 leaf" if n_leaves == 1 else "%d leaves" % n_leaves,
               sum(n.flops for n in allnodes) / 1e9, how, xt["trace_s"], args.output))
     if loss:
         print("%s: loss: the training loop's cross-entropy over %s's %d logits per token "

@@ -39,6 +39,11 @@ def not_a_module(**_):
     return 42
 
 
+def one_linear(**_):
+    """A model that is one leaf."""
+    return nn.Linear(8, 8)
+
+
 def guessed():
     """No example inputs: the tracer guesses (B, seq, 8) from the first Linear."""
     return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
