@@ -14,7 +14,7 @@ static int is_help(const char *s) { return !strcmp(s, "--help") || !strcmp(s, "-
 static void gen_help(const sc_gen *g, FILE *f)
 {
     fprintf(f, "usage: stagecraft model gen %s [--PARAM VALUE ...] [--name NAME] "
-               "[--dtype fp32|tf32|fp16|bf16|fp8] -o FILE\n%s\n\nparameters (default):\n",
+               "[--dtype fp32|tf32|fp16|bf16|fp8] -o FILE\n%s\n\nparameters (default; '-' and '_' in their names alike):\n",
             g->kind, g->description);
     for (int i = 0; i < g->n_params; i++) {
         if (g->params[i].is_flag)
@@ -121,8 +121,17 @@ static int model_gen(int argc, char **argv)
                              "only, not '%s' ('stagecraft model gen KIND --help' for a model "
                              "of your own)", argv[1], a);
         const sc_gen_param *p = sc_gen_param_find(g, kbuf);
-        if (!p)
-            return cli_usage("model gen", "%s has no parameter '--%s'", g->kind, kbuf);
+        if (!p) {
+            const char *known[66];
+            int nk = 0;
+            for (int k = 0; k < g->n_params && nk < 64; k++)
+                known[nk++] = g->params[k].name;
+            known[nk++] = "name";
+            known[nk++] = "dtype";
+            char mean[96];
+            return cli_usage("model gen", "%s has no parameter '--%s'%s", g->kind, kbuf,
+                             sc_did_you_mean(kbuf, known, nk, "--", mean, sizeof mean));
+        }
         if (nover >= (int)SC_ARRAY_LEN(vals))
             return cli_usage("model gen", "too many parameters");
         double v = 1;
@@ -232,8 +241,13 @@ static int model_show(int argc, char **argv)
             if (i + 1 >= argc || cli_long("model show", "--depth", argv[i + 1], 0, 1000, &maxdepth))
                 return i + 1 >= argc ? cli_usage("model show", "--depth needs a value") : 2;
             i++;
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return cli_usage("model show", "unknown option '%s'", argv[i]);
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            static const char *const opts[] = {"json", "depth", "help"};
+            char mean[96] = "";
+            if (argv[i][1] == '-')
+                sc_did_you_mean(argv[i] + 2, opts, 3, "--", mean, sizeof mean);
+            return cli_usage("model show", "unknown option '%s'%s", argv[i], mean);
+        }
         else if (what)
             return cli_usage("model show", "one model at a time");
         else

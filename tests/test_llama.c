@@ -422,7 +422,9 @@ TEST(gen_llama_bad_parameters)
     CHECK_STR_HAS(bad("seq", NAN), "llama: 'seq'");
     CHECK_STR_HAS(bad("vocab", 0), "llama: 'vocab'");
     CHECK_STR_HAS(bad("tied", 2), "llama: 'tied' is a switch");
-    CHECK(!strcmp(bad("kv-heads", 8), "llama: unknown parameter 'kv-heads'"));
+    CHECK(!strcmp(bad("kv_head", 8), "llama: unknown parameter 'kv_head'"));
+    /* '-' and '_' alike: kv-heads is kv_heads, so 3 is refused as not dividing */
+    CHECK_STR_HAS(bad("kv-heads", 3), "llama: 'kv_heads' (3) must divide 'heads' (32)");
     CHECK_STR_HAS(bad("eager", 2), "llama: 'eager' is a switch");
     {
         static const char *const nm[] = {"relu2", "eager"};
@@ -477,6 +479,16 @@ TEST(gen_llama_cli_gen_and_show)
           cJSON_GetObjectItem(tb, "flops_fwd")->valuedouble);
     cJSON_Delete(a);
     cJSON_Delete(b);
+    /* --kv-heads, as the issue and the rest of the command line spell
+     * options, is --kv_heads; a near miss names it */
+    REQUIRE(SC("%s model gen llama --layers 32 --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 "
+               "--seq 8192 --vocab 128256 --cross-entropy megatron -o %s/l2.json 2>&1",
+               sc_test_bin(), d) == 0);
+    REQUIRE(SC("cmp %s/l.json %s/l2.json", d, d) == 0);
+    CHECK(SC("%s model gen llama --kv-head 8 -o %s/l3.json", sc_test_bin(), d) == 2);
+    CHECK_STR_HAS(out, "llama has no parameter '--kv-head' (did you mean --kv_heads?)");
+    CHECK(SC("%s model show llama3-8b --dept 1", sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "unknown option '--dept' (did you mean --depth?)");
     CHECK(SC("%s model show llama3-8b --depth 1", sc_test_bin()) == 0);
     CHECK_STR_HAS(out, "total: 8.03G params");
     CHECK(SC("%s model list", sc_test_bin()) == 0);

@@ -161,10 +161,19 @@ sc_status sc_gen_run(const sc_gen *g, const char *name, sc_dtype dtype, int n_ov
     return g->make(v, name ? name : g->kind, dtype, out, err);
 }
 
+/* a and b equal, '-' and '_' alike */
+static int same_name(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (*a != *b && !((*a == '-' || *a == '_') && (*b == '-' || *b == '_')))
+            return 0;
+    return *a == *b;
+}
+
 const sc_gen_param *sc_gen_param_find(const sc_gen *g, const char *name)
 {
     for (int i = 0; g && name && i < g->n_params; i++)
-        if (strcmp(name, g->params[i].name) == 0)
+        if (same_name(name, g->params[i].name))
             return &g->params[i];
     return NULL;
 }

@@ -33,7 +33,8 @@ typedef struct sc_gen {
 
 extern const sc_gen sc_gen_gpt, sc_gen_llama, sc_gen_t5, sc_gen_vit, sc_gen_fid, sc_gen_mm;
 
-/* g's parameter of that name, or NULL. */
+/* g's parameter of that name ('-' and '_' alike: --kv-heads is kv_heads),
+ * or NULL. */
 const sc_gen_param *sc_gen_param_find(const sc_gen *g, const char *name);
 /* The index of name among a choice parameter's names, or -1. */
 int sc_gen_choice_index(const sc_gen_param *p, const char *name);
