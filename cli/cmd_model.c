@@ -14,7 +14,8 @@ static int is_help(const char *s) { return !strcmp(s, "--help") || !strcmp(s, "-
 static void gen_help(const sc_gen *g, FILE *f)
 {
     fprintf(f, "usage: stagecraft model gen %s [--PARAM VALUE ...] [--name NAME] "
-               "[--dtype fp32|tf32|fp16|bf16|fp8] -o FILE\n%s\n\nparameters (default; '-' and '_' in their names alike):\n",
+               "[--dtype fp32|tf32|fp16|bf16|fp8] -o FILE\n%s\n\n"
+               "parameters (default; '-' and '_' in their names alike):\n",
             g->kind, g->description);
     for (int i = 0; i < g->n_params; i++) {
         if (g->params[i].is_flag)
