@@ -369,6 +369,9 @@ int cmd_sim(int argc, char **argv)
         cfg.slices = (int)k;
     }
     const sc_partition *shown = cfg.partition;
+    /* how the stages were cut: the plan's way, or the --partition given */
+    const char *method = plan ? plan->method
+                         : (!part_spec || !strcmp(part_spec, "uniform")) ? "uniform" : "explicit";
     sc_step_result *r = NULL;
     double sum = 0, sum2 = 0, lo = INFINITY, hi = 0;
     int rc = 0;
@@ -423,7 +426,6 @@ int cmd_sim(int argc, char **argv)
     }
     if (!rc && !wst && plan_out) {
         sc_plan *out = NULL;
-        const char *method = plan ? plan->method : (!part_spec || !strcmp(part_spec, "uniform")) ? "uniform" : "explicit";
         wst = sc_plan_make(mod, model, &cl, cluster, &cfg, method, r, &out, &err);
         if (!wst)
             wst = sc_plan_save(out, mod, plan_tmp, &err);
@@ -438,6 +440,20 @@ int cmd_sim(int argc, char **argv)
         if (json) {
             cJSON *j = sc_step_result_json(r, &cfg);
             if (j) {
+                /* what the table shows of the stages: how they were cut,
+                 * and each one's first and last module */
+                cJSON_AddStringToObject(cJSON_GetObjectItem(j, "config"), "partition", method);
+                const cJSON *st;
+                int p = 0;
+                cJSON_ArrayForEach(st, cJSON_GetObjectItem(j, "memory"))
+                {
+                    cJSON_AddStringToObject((cJSON *)st, "first_module",
+                                            sc_partition_first_name(mod, shown, p));
+                    cJSON_AddStringToObject((cJSON *)st, "last_module",
+                                            sc_partition_last_name(mod, shown,
+                                                                   shown->n_stages - r->pp + p));
+                    p++;
+                }
                 cJSON_AddStringToObject(j, "model", mod->name);
                 cJSON_AddStringToObject(j, "cluster", cl.name);
                 cJSON_AddNumberToObject(j, "nodes", cl.nodes);
@@ -461,8 +477,7 @@ int cmd_sim(int argc, char **argv)
             if (rc != -1)
                 rc = jrc;
         } else {
-            print_summary(mod, &cl, &cfg, r, shown,
-                          !plan && (!part_spec || !strcmp(part_spec, "uniform")));
+            print_summary(mod, &cl, &cfg, r, shown, !plan && !strcmp(method, "uniform"));
             if (runs > 1 || jitter > 0) {
                 char b1[32], b2[32], b3[32], b4[32];
                 printf("\njitter %.3g over %ld runs (seeds %ld..%ld): step mean %s us, sd %s us, "

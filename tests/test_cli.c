@@ -183,6 +183,16 @@ TEST(cli_sim_stage_table_adds_up)
     CHECK(!strstr(out, "stages: uniform"));
     REQUIRE(SC("%s sim --plan %s/p.json", sc_test_bin(), d) == 0);
     CHECK(!strstr(out, "stages: uniform"));
+    /* --json: how the stages were cut, and each one's modules */
+    REQUIRE(SC("%s sim --plan %s/p.json --json", sc_test_bin(), d) == 0);
+    cJSON *j = cJSON_Parse(out);
+    REQUIRE(j);
+    CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "config"),
+                                                           "partition")), "explicit"));
+    const cJSON *m1 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "memory"), 1);
+    CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(m1, "last_module")), "head"));
+    CHECK(cJSON_GetStringValue(cJSON_GetObjectItem(m1, "first_module")) != NULL);
+    cJSON_Delete(j);
 }
 
 /* A tensor-parallel group spanning nodes: `cost` (one ring, alone on the
