@@ -876,6 +876,14 @@ TEST(tracer_measure_tiny)
     REQUIRE(a);
     const cJSON *me = cJSON_GetObjectItem(a, "measured");
     CHECK(num(me, "fwd_s") > 0 && !strcmp(str(me, "device"), "cpu-core"));
+    /* the loss the training loop runs on the head's logits, timed too and
+     * in the head's measured times */
+    const cJSON *xl = cJSON_GetObjectItem(xt, "loss"), *head = node_named(m, "head");
+    REQUIRE(head);
+    const cJSON *mh = cJSON_GetObjectItem(head, "measured");
+    CHECK(num(xl, "measured_fwd_s") > 0 && num(xl, "measured_bwd_s") > 0);
+    CHECK(num(mh, "fwd_s") >= num(xl, "measured_fwd_s"));
+    CHECK(num(mh, "bwd_s") >= num(xl, "measured_bwd_s"));
     /* the same tree and numbers but the times */
     cJSON_DeleteItemFromObject(m, "x-torch");
     cJSON_DeleteItemFromObject(s, "x-torch");

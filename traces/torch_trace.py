@@ -205,8 +205,10 @@ renamed into place, mode 0644):
             shard, as the vocab-parallel head) and 4 bytes saved (the fp32
             log-probabilities), as traces/gen.c charges Megatron-LM's. The
             head's and the model's x-torch.loss say so (the model's is "in
-            the forward" or "none" otherwise); --measure's times do not
-            include it.
+            the forward" or "none" otherwise). With --measure the loss is
+            timed on the CPU as well (F.cross_entropy over random fp32
+            logits of the head's shape, median of --repeat) and added to the
+            head's measured times (x-torch.loss.measured_fwd_s, _bwd_s).
             --loss none leaves it out. A forward that computes its own loss
             is traced as it runs, whatever --loss says.
 
@@ -1963,10 +1965,31 @@ def ce_bytes(d):
     return cast + 16, 16 + cast, 4
 
 
-def charge_loss(args, tr, allnodes):
+def time_loss(tr, n, V, repeat):
+    """The median forward and backward seconds of F.cross_entropy over n
+    tokens of V fp32 logits on this CPU (--measure), as the training loop
+    would run it on the head's output."""
+    torch = tr.torch
+    x = torch.randn(n, V, requires_grad=True)
+    y = torch.randint(V, (n,))
+    f, b = [], []
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        loss = torch.nn.functional.cross_entropy(x, y)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        f.append(t1 - t0)
+        b.append(t2 - t1)
+        x.grad = None
+    return statistics.median(f), statistics.median(b)
+
+
+def charge_loss(args, tr, allnodes, mode):
     """With --loss auto, a recognised LM head whose model ran no loss op is
     charged the training loop's cross-entropy; returns what was charged
-    (x-torch.loss of the model), or None."""
+    (x-torch.loss of the model), or None. With --measure the loss is timed
+    too (time_loss) and its times added to the head's and its ancestors'."""
     if args.loss == "none" or tr.ops_seen & set(LOSS_OPS):
         return None
     heads = [n for n in allnodes if n.kind == "head" and not n.children]
@@ -1986,6 +2009,17 @@ def charge_loss(args, tr, allnodes):
     what = {"module": head.name, "kind": "cross_entropy", "vocab": int(V), "seq": s,
             "saved_bytes": saved_b * s * V, "fwd_bytes": k["bytes"], "bwd_bytes": k["bwd_bytes"],
             "source": "the training loop's F.cross_entropy under autocast (--loss auto)"}
+    if mode == "measure":
+        fs, bs = time_loss(tr, int(round(s * tr.B)), int(V), args.repeat)
+        fs, bs = fs / tr.B, bs / tr.B  # per sample, as every measured time
+        what["measured_fwd_s"], what["measured_bwd_s"] = fs, bs
+        head.fwd += fs
+        head.bwd += bs
+        n = head
+        while n is not None:
+            n.fwd_incl += fs
+            n.bwd_incl += bs
+            n = n.parent
     head.xtorch["loss"] = what
     return what
 
@@ -2046,7 +2080,7 @@ def main(argv):
     device = (args.device_name or "cpu:" + cpu_name())[:128] if mode == "measure" else None
     root, allnodes = make_tree(tr, name, torch, notes)
     tp = annotate_tp(tr, allnodes)
-    loss = charge_loss(args, tr, allnodes)
+    loss = charge_loss(args, tr, allnodes, mode)
     for w in notes:
         warn(w)
     traced = sum(n.params for n in allnodes)
