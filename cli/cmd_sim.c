@@ -32,8 +32,9 @@ typedef struct {
 #define S(f) offsetof(sim_args, f)
 
 static const cli_opt sim_opts[] = {
-    {"partition", 0, "SPEC", "'uniform' (equal layers per stage, the default) or the\n"
-     "leaf positions where stages 2..pp·v begin (see\n'stagecraft model show')", cli_opt_str,
+    {"partition", 0, "SPEC", "'uniform' (the layers spread evenly, the default; plan\n"
+     "and tune place stages by cost) or the leaf positions\nwhere stages 2..pp·v begin (see "
+     "'stagecraft model\nshow')", cli_opt_str,
      S(part), 0, 0, 0, NULL, NULL, 0},
     {"placement", 0, "ORDER", "rank order from innermost to outermost (default\ntp,pp,dp)",
      cli_opt_str, S(placement), 0, 0, 0, NULL, NULL, 0},
