@@ -97,6 +97,14 @@ static const cli_cmd sim_cmd = {
     "unless --allow-oom.\n",
     NULL, sim_opts};
 
+/* The last module of pipeline position p: its last chunk's (interleaved
+ * stages of one rank end at the partition's last pp). */
+static const char *stage_last_name(const sc_model *m, const sc_partition *part,
+                                   const sc_step_result *r, int p)
+{
+    return sc_partition_last_name(m, part, part->n_stages - r->pp + p);
+}
+
 /* uniform: the stages are the default's, the layers spread evenly, which
  * the table follows with a note */
 static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
@@ -172,7 +180,7 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     for (int p = 0; p < r->pp; p++) {
         const sc_mem *mm = &r->mem[p];
         printf("%-6d %-28.28s %-28.28s %11s %11s %11s %11s %11s %11s%s\n", p,
-               sc_partition_first_name(m, part, p), sc_partition_last_name(m, part, part->n_stages - r->pp + p),
+               sc_partition_first_name(m, part, p), stage_last_name(m, part, r, p),
                cli_bytes(mm->weights, b[0]), cli_bytes(mm->grads, b[1]),
                cli_bytes(mm->optimizer, b[2]), cli_bytes(mm->activations, b[3]),
                cli_bytes(mm->workspace, b[5]), cli_bytes(mm->total, b[4]),
@@ -444,16 +452,14 @@ int cmd_sim(int argc, char **argv)
                 /* what the table shows of the stages: how they were cut,
                  * and each one's first and last module */
                 cJSON_AddStringToObject(cJSON_GetObjectItem(j, "config"), "partition", method);
-                const cJSON *st;
+                cJSON *st;
                 int p = 0;
                 cJSON_ArrayForEach(st, cJSON_GetObjectItem(j, "memory"))
                 {
-                    cJSON_AddStringToObject((cJSON *)st, "first_module",
+                    cJSON_AddStringToObject(st, "first_module",
                                             sc_partition_first_name(mod, shown, p));
-                    cJSON_AddStringToObject((cJSON *)st, "last_module",
-                                            sc_partition_last_name(mod, shown,
-                                                                   shown->n_stages - r->pp + p));
-                    p++;
+                    cJSON_AddStringToObject(st, "last_module",
+                                            stage_last_name(mod, shown, r, p++));
                 }
                 cJSON_AddStringToObject(j, "model", mod->name);
                 cJSON_AddStringToObject(j, "cluster", cl.name);

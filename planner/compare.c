@@ -157,7 +157,8 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
                     if (busy_kind(o->kind) && o->stream == SC_STREAM_COMPUTE)
                         (w ? cmp->rank_meas : cmp->rank_pred)[k] += d;
                 }
-        double sum = 0;
+        double sum = 0, csum = 0;
+        int nc = 0;
         for (int k = 0; k < SC_OP_KIND_N; k++) {
             if (!pn[k] || !mn[k] || cmp->n_kinds >= (int)SC_ARRAY_LEN(cmp->kinds))
                 continue;
@@ -169,15 +170,10 @@ sc_status sc_compare(const char *plan_file, const char *measured_file, const cha
             kc->err = kc->meas > 0 ? kc->pred / kc->meas - 1 : 0;
             kc->compute = busy_kind(k);
             sum += fabs(kc->err);
+            csum += kc->compute ? fabs(kc->err) : 0;
+            nc += kc->compute;
         }
         cmp->kind_mape = cmp->n_kinds ? sum / cmp->n_kinds : 0;
-        double csum = 0;
-        int nc = 0;
-        for (int i = 0; i < cmp->n_kinds; i++)
-            if (cmp->kinds[i].compute) {
-                csum += fabs(cmp->kinds[i].err);
-                nc++;
-            }
         cmp->compute_mape = nc ? csum / nc : -1;
         sum = 0;
         for (int k = 0; k < cmp->n_ranks; k++) {

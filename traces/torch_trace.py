@@ -307,6 +307,17 @@ def parse_args(argv):
     return a
 
 
+def did_you_mean(name, names):
+    """" (did you mean X?)" for the name in names closest to name, or ""."""
+    import difflib
+    near = difflib.get_close_matches(name, names, 1)
+    return " (did you mean %s?)" % near[0] if near else ""
+
+
+def plural(n, one, many):
+    return "%d %s" % (n, one if n == 1 else many)
+
+
 def parse_kv(s, where):
     out = {}
     if not s:
@@ -395,13 +406,11 @@ def build(args, torch):
             raise TraceError("'%s' is a torchvision model but not an image classifier; only "
                              "classification models are traced by name (wrap others in "
                              "FILE.py:FACTORY)" % name)
-        import difflib
-        near = difflib.get_close_matches(name, sorted(classif | {"transformer",
-                                                                 "transformer_encoder"}), 1)
         raise TraceError("unknown model '%s'%s: not a torchvision classification model (e.g. "
                          "resnet50, vit_b_16), transformer[:k=v,...], "
                          "transformer_encoder[:k=v,...] or FILE.py:FACTORY" % (
-                             name, " (did you mean %s?)" % near[0] if near else ""))
+                             name, did_you_mean(name, sorted(classif | {"transformer",
+                                                                        "transformer_encoder"}))))
     if "weights" in kw and kw["weights"] is not None:
         raise TraceError("%s: weights are never loaded (nothing is downloaded); drop 'weights'" % spec)
     kw["weights"] = None
@@ -438,16 +447,14 @@ def build_file(args, torch):
         raise TraceError("%s: cannot import: %s" % (path, one_line(e)), True)
     f = getattr(mod, fac, None)
     if not callable(f):
-        import difflib
         funcs = sorted(k for k, v in vars(mod).items()
                        if callable(v) and not k.startswith("_") and
                        getattr(v, "__module__", None) == mod.__name__)
-        near = difflib.get_close_matches(fac, funcs, 1)
         plain = [k for k in funcs if inspect.isfunction(vars(mod)[k])] or funcs
-        raise TraceError("%s: no function '%s'%s" % (
-            path, fac, " (did you mean %s?)" % near[0] if near else
-            " (it defines %s%s)" % (", ".join(plain[:8]), ", ..." if len(plain) > 8 else "")
-            if plain else ""))
+        hint = did_you_mean(fac, funcs)
+        if not hint and plain:
+            hint = " (it defines %s%s)" % (", ".join(plain[:8]), ", ..." if len(plain) > 8 else "")
+        raise TraceError("%s: no function '%s'%s" % (path, fac, hint))
     try:
         sig = inspect.signature(f)
         anykw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
@@ -793,10 +800,10 @@ FLOP_OPS = {
 
 SOFTMAX_OPS = ("_softmax", "softmax", "_safe_softmax")
 # ops that only a loss runs: a forward that ran one computed its own loss
-LOSS_OPS = ("_log_softmax", "log_softmax", "nll_loss_forward", "nll_loss", "nll_loss2d_forward",
-            "nll_loss_nd", "cross_entropy_loss", "binary_cross_entropy_with_logits",
-            "binary_cross_entropy", "mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss",
-            "kl_div")
+LOSS_OPS = frozenset(("_log_softmax", "log_softmax", "nll_loss_forward", "nll_loss",
+                      "nll_loss2d_forward", "nll_loss_nd", "cross_entropy_loss",
+                      "binary_cross_entropy_with_logits", "binary_cross_entropy", "mse_loss",
+                      "smooth_l1_loss", "huber_loss", "l1_loss", "kl_div"))
 
 
 # Ops that only relabel a storage (no kernel of their own).
@@ -1124,6 +1131,10 @@ class Tracer:
             r.saved /= self.B
             r.in_distinct /= self.B
         self.flops_by_op = {k: v / self.B for k, v in self.flops_by_op.items()}
+
+    def ran_loss(self):
+        """Whether the forward ran a loss op (LOSS_OPS): it computed its own."""
+        return bool(self.ops_seen & LOSS_OPS)
 
     def _subtree(self, r):
         s = self.subtree_params.get(id(r))
@@ -1853,6 +1864,7 @@ def kernels_json(n, B):
         if mem_tp != "none":
             e["tp"] = mem_tp
         out.append(e)
+    out.extend(n.extra_kernels)  # per sample already, no FLOPs
     if len(out) > KERNELS_MAX or abs(flops - n.flops) > 0.001 * max(n.flops, 1.0):
         return None
     return out
@@ -1885,8 +1897,6 @@ def node_json(n, device, B=1):
         x["tp"] = n.tp_role
     j["x-torch"] = x
     kern = kernels_json(n, B)
-    if kern and n.extra_kernels and len(kern) + len(n.extra_kernels) <= KERNELS_MAX:
-        kern = kern + n.extra_kernels
     if kern:
         j["kernels"] = kern
     if n.children:
@@ -1990,7 +2000,7 @@ def charge_loss(args, tr, allnodes, mode):
     charged the training loop's cross-entropy; returns what was charged
     (x-torch.loss of the model), or None. With --measure the loss is timed
     too (time_loss) and its times added to the head's and its ancestors'."""
-    if args.loss == "none" or tr.ops_seen & set(LOSS_OPS):
+    if args.loss == "none" or tr.ran_loss():
         return None
     heads = [n for n in allnodes if n.kind == "head" and not n.children]
     if len(heads) != 1:
@@ -2093,7 +2103,7 @@ def main(argv):
     xt = {"spec": args.spec, "params": torch_params, "torch": torch.__version__, "batch": tr.B,
           "mode": mode, "built": built, "inplace_disabled": n_inplace,
           "flops_by_op": dict(sorted(tr.flops_by_op.items())), "tp": tp, "warnings": notes,
-          "loss": loss or ("in the forward" if tr.ops_seen & set(LOSS_OPS) else "none")}
+          "loss": loss or ("in the forward" if tr.ran_loss() else "none")}
     if mode == "measure":
         xt.update(repeat=args.repeat, threads=torch.get_num_threads(), device=device)
     out = {"format": "stagecraft.model/1", "name": name[:NAME_MAX], "dtype": args.dtype,
@@ -2103,12 +2113,10 @@ def main(argv):
     n_leaves = sum(1 for n in allnodes if not n.children)
     how = {"shape": "shape-only (meta tensors)", "cpu": "one real CPU pass",
            "measure": "measured on the CPU"}[mode]
-    def count(n, what):
-        return "%d %s%s" % (n, what, "" if n == 1 else "s")
     print("%s: %s: %d parameters (torch: %d), %s (%s), %.4g GFLOP/sample "
           "forward, %s in %.1f s, written to %s" % (
-              PROG, name, traced, torch_params, count(len(allnodes), "module"),
-              "1 leaf" if n_leaves == 1 else "%d leaves" % n_leaves,
+              PROG, name, traced, torch_params, plural(len(allnodes), "module", "modules"),
+              plural(n_leaves, "leaf", "leaves"),
               sum(n.flops for n in allnodes) / 1e9, how, xt["trace_s"], args.output))
     if loss:
         print("%s: loss: the training loop's cross-entropy over %s's %d logits per token "
