@@ -243,8 +243,9 @@ const cli_opt cli_search_opts[] = {
      cli_opt_str, OFF(cluster), 0, 0, LAYOUT, NULL, NULL, 0},
     {"nodes", 0, "N", "nodes to use (default: the cluster's count)",
      cli_opt_long, OFF(nodes), 1, SC_CLUSTER_MAX_NODES, LAYOUT, NULL, NULL, 0},
-    {"global-batch", 0, "B", "samples per step (dp x microbatches x mbs)", cli_opt_long,
-     OFF(batch), 1, (double)CLI_MAX_BATCH, CLI_PLAN | CLI_TUNE | CLI_WHATIF, NULL, NULL, 0},
+    {"global-batch", 0, "B", "samples per step (dp x microbatches x mbs; sim: gives\n"
+     "the microbatches, B / (dp x mbs))", cli_opt_long,
+     OFF(batch), 1, (double)CLI_MAX_BATCH, ALL, NULL, NULL, 0},
     {"optimize", 0, "O", "what the ranking favours", opt_word, OFF(o.optimize_memory), 0, 0,
      CLI_PLAN, NULL, optimize_words, 0},
     {"top", 0, "N", "plans listed (the table and --json's ranked); what is\n"

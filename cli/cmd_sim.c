@@ -78,7 +78,8 @@ static const cli_opt sim_opts[] = {
 static const cli_cmd sim_cmd = {
     "sim", CLI_SIM,
     "usage: stagecraft sim --model M --cluster C [--nodes N] --dp D --tp T --pp P [--v V]\n"
-    "                      [--cp C] --microbatches M --mbs B --schedule S [--zero Z]\n"
+    "                      [--cp C] --microbatches M|--global-batch B --mbs B --schedule S\n"
+    "                      [--zero Z]\n"
     "                      [--recompute none|selective|full] [--partition uniform|B1,B2,...]\n"
     "                      [--placement tp,pp,dp] [--bucket-mib X] [--slices K|auto]\n"
     "                      [--timeline FILE\n"
@@ -244,7 +245,7 @@ int cmd_sim(int argc, char **argv)
     int config_given = model || cluster || f->fix_dp || f->fix_tp || f->fix_pp || f->fix_v ||
                        f->fix_m || f->fix_mbs || f->fix_schedule || f->fix_zero >= 0 ||
                        f->fix_recompute >= 0 || f->fix_sp >= 0 || f->attn || a.slices || part_spec || a.placement ||
-                       bucket > 0 || f->fix_cp;
+                       bucket > 0 || f->fix_cp || a.s.batch;
     sc_step_cfg cfg = {0};
     cfg.schedule = f->fix_schedule ? f->fix_schedule : "1f1b";
     cfg.placement = a.placement;
@@ -254,8 +255,26 @@ int cmd_sim(int argc, char **argv)
         return cli_usage("sim", "--plan replays a plan: give no --model, --cluster or degrees");
     if (!plan_in && (!model || !cluster))
         return cli_usage("sim", "--model and --cluster are required (or --plan)");
+    if (!plan_in && a.s.batch) {
+        /* the global batch names the microbatches, as Megatron-LM's does */
+        long per = dp * mbs;
+        if (a.s.batch % per)
+            return cli_usage("sim", "--global-batch %ld is not a multiple of dp x mbs = %ld x %ld "
+                                    "= %ld",
+                             a.s.batch, dp, mbs, per);
+        if (m && m * per != a.s.batch)
+            return cli_usage("sim", "--global-batch %ld disagrees with dp x microbatches x mbs "
+                                    "= %ld x %ld x %ld = %ld: give one of them",
+                             a.s.batch, dp, m, mbs, m * per);
+        if (a.s.batch / per > CLI_MAX_M)
+            return cli_usage("sim", "--global-batch %ld makes %ld microbatches of dp x mbs = %ld, "
+                                    "more than %d: raise --mbs or --dp",
+                             a.s.batch, a.s.batch / per, per, CLI_MAX_M);
+        m = a.s.batch / per;
+    }
     if (!plan_in && !m)
-        return cli_usage("sim", "--microbatches is required");
+        return cli_usage("sim", "--microbatches is required (or --global-batch, which gives "
+                                "them as B / (dp x mbs))");
     cfg.dp = (int)dp;
     cfg.cp = f->fix_cp > 1 ? f->fix_cp : 0;
     cfg.tp = (int)tp;

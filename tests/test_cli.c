@@ -135,6 +135,38 @@ TEST(cli_sim_json_and_timeline)
     cJSON_Delete(j);
 }
 
+/* sim --global-batch B names the microbatches, B / (dp x mbs), as plan and
+ * tune take the batch (it was refused as an unknown option): the same step
+ * as --microbatches; a batch that does not divide, or that disagrees with a
+ * --microbatches also given, is refused in one line, exit 2 */
+TEST(cli_sim_global_batch)
+{
+    static char by_m[1 << 16];
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --pp 2 --mbs 2 "
+               "--microbatches 8", sc_test_bin()) == 0);
+    snprintf(by_m, sizeof by_m, "%s", out);
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --pp 2 --mbs 2 "
+               "--global-batch 32", sc_test_bin()) == 0);
+    CHECK(!strcmp(by_m, out));
+    CHECK_STR_HAS(out, "microbatches 8  mbs 2");
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --pp 2 --mbs 2 "
+               "--global-batch 32 --microbatches 8", sc_test_bin()) == 0);
+    CHECK(!strcmp(by_m, out));
+    CHECK(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --mbs 2 --global-batch 30",
+             sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "--global-batch 30 is not a multiple of dp x mbs = 2 x 2 = 4");
+    CHECK(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2 --mbs 2 --global-batch 32 "
+             "--microbatches 4", sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "--global-batch 32 disagrees with dp x microbatches x mbs = 2 x 4 x 2 = 16");
+    CHECK(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --dp 2", sc_test_bin()) == 2);
+    CHECK_STR_HAS(out, "--microbatches is required (or --global-batch");
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --microbatches 2 -o %s/gb.json",
+               sc_test_bin(), d) == 0);
+    CHECK(SC("%s sim --plan %s/gb.json --global-batch 2", sc_test_bin(), d) == 2);
+    CHECK_STR_HAS(out, "--plan replays a plan");
+}
+
 /* bytes from "169.78 MiB" as cli_bytes prints them */
 static double shown_bytes(double v, const char *unit)
 {
