@@ -62,6 +62,35 @@ static const char *str(const cJSON *o, const char *k)
     return cJSON_IsString(x) ? x->valuestring : "";
 }
 
+/* The kernel named name in a leaf's list, or NULL. */
+static const cJSON *kernel_named(const cJSON *leaf, const char *name)
+{
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItem(leaf, "kernels"))
+    {
+        if (!strcmp(str(k, "name"), name))
+            return k;
+    }
+    return NULL;
+}
+
+/* Whether a traced attention leaf offers both implementations: its scores
+ * and context products unfused, over the keys of a self-attention (kv), and
+ * the fused kernel, causal as given. */
+static int offers_flash(const cJSON *leaf, int self, int causal)
+{
+    const cJSON *sc = kernel_named(leaf, "scores"), *cx = kernel_named(leaf, "context");
+    const cJSON *fl = kernel_named(leaf, "flash");
+    if (!sc || !cx || !fl || strcmp(str(fl, "op"), "flash") ||
+        strcmp(str(sc, "attn"), "unfused") || strcmp(str(cx, "attn"), "unfused"))
+        return 0;
+    if (strcmp(str(sc, "kv"), self ? "n" : "") || strcmp(str(cx, "kv"), self ? "k" : ""))
+        return 0;
+    return num(fl, "batch") == num(sc, "batch") && num(fl, "m") == num(sc, "m") &&
+           num(fl, "n") == num(sc, "n") && num(fl, "k") == num(sc, "k") &&
+           cJSON_IsTrue(cJSON_GetObjectItem(fl, "causal")) == causal;
+}
+
 /* The leaves of a traced model file's tree (depth first, last child first),
  * at most cap; -1 (and a failure) when there are more. */
 static int leaves_of(const cJSON *j, const cJSON **leaf, int cap)
@@ -333,6 +362,8 @@ TEST(tracer_vit_b_16)
     CHECK_NEAR(num(cJSON_GetObjectItem(at, "tp"), "replicated_saved"), 2.0 * 17 * 768, 1e-12);
     /* softmax output, dropout mask and dropout output: 12 heads x 17 x 17 */
     CHECK(num(at, "act_scores_bytes") >= 2.0 * 12 * 17 * 17);
+    /* unfused as traced, or fused under --attn flash: no mask, not causal */
+    CHECK(offers_flash(at, 1, 0));
     CHECK(num(at, "act_scores_bytes") <= num(at, "act_saved_bytes"));
     snprintf(nm, sizeof nm, "%s.mlp", L0);
     const cJSON *mlp = node_named(raw, nm);
@@ -461,17 +492,6 @@ TEST(tracer_tiny_gpt_tied)
     CHECK_NEAR(t1 - u1, 16.0 * 1000 * 64, 1e-9);
 }
 
-/* The kernel named name in a leaf's list, or NULL. */
-static const cJSON *kernel_named(const cJSON *leaf, const char *name)
-{
-    const cJSON *k;
-    cJSON_ArrayForEach(k, cJSON_GetObjectItem(leaf, "kernels"))
-    {
-        if (!strcmp(str(k, "name"), name))
-            return k;
-    }
-    return NULL;
-}
 
 /* Traces spec (tiny_gpt at sequence 32) into file and checks that its head
  * is charged no loss: it saves its bf16 input alone, lists no
@@ -598,6 +618,15 @@ TEST(tracer_transformer_and_dataflow)
           num(sa, "act_scores_bytes") <= 3 * 2.0 * 4 * 16 * 16);
     /* the query input and the encoder output both stay whole on each rank */
     CHECK_NEAR(num(cJSON_GetObjectItem(xa, "tp"), "replicated_saved"), 2 * 2.0 * 16 * 64, 1e-12);
+    /* each attention offers the fused kernel beside its unfused products:
+     * causal where the decoder's triu mask (generate_square_subsequent_mask,
+     * made in the forward) reached its scores; the cross-attention's keys
+     * are the encoder's, whatever their length */
+    const cJSON *ds = node_named(raw, "decoder.layers.1.self_attn");
+    REQUIRE(ds);
+    CHECK(offers_flash(sa, 1, 0));
+    CHECK(offers_flash(ds, 1, 1));
+    CHECK(offers_flash(xa, 0, 0));
     CHECK(tp_shardable(l1) && tp_bytes(l1) == 0 && dim(l1, "ffn") == 128);
     CHECK(tp_shardable(dr) && tp_bytes(dr) == 0);
     CHECK(tp_shardable(l2) && tp_bytes(l2) == 2.0 * 16 * 64);
@@ -780,6 +809,8 @@ TEST(tracer_gpt2_mha_attention)
     CHECK(num(at, "flops_fwd") == 8 * G_S * G_H * G_H + 4 * G_S * G_S * G_H);
     CHECK(tp_shardable(at) && tp_bytes(at) == 2 * G_S * G_H);
     CHECK(num(at, "act_scores_bytes") >= 2 * 2 * 12 * G_S * G_S);
+    /* its triu mask, made in __init__, is added to the scores by baddbmm */
+    CHECK(offers_flash(at, 1, 1));
     cJSON_Delete(raw);
     check_tp2(path);
 }
@@ -1046,14 +1077,34 @@ TEST(tracer_records_kernels)
         else
             with += 1;
         /* the attention's own products (q @ k^T, p @ v) on its #self leaf,
-         * split by heads; its projections column- then row-parallel */
+         * split by heads, run unfused over the keys of a self-attention,
+         * beside the fused kernel that replaces them under --attn flash:
+         * causal, for nanoGPT masks its scores with a tril buffer; its
+         * projections column- then row-parallel */
         if (!strcmp(str(x, "kind"), "attention_core") && cJSON_IsArray(ks)) {
-            int batched = 0;
+            int scores = 0, context = 0, flash = 0, passes = 0, other = 0;
             for (const cJSON *k = ks->child; k; k = k->next) {
-                const char *tp = str(k, "tp");
-                batched += tp && !strcmp(tp, "batch") && num(k, "batch") == 12;
+                const char *tp = str(k, "tp"), *op = str(k, "op"), *at = str(k, "attn");
+                const char *kv = str(k, "kv"), *per = str(k, "per");
+                int heads = tp && !strcmp(tp, "batch") && num(k, "batch") == 12;
+                int unf = !strcmp(at, "unfused");
+                if (!strcmp(op, "gemm") && heads && unf && !strcmp(kv, "n") &&
+                    num(k, "m") == 1024 && num(k, "n") == 1024 && num(k, "k") == 64)
+                    scores++;
+                else if (!strcmp(op, "gemm") && heads && unf && !strcmp(kv, "k") &&
+                         num(k, "n") == 64 && num(k, "k") == 1024)
+                    context++;
+                else if (!strcmp(op, "flash") && heads && num(k, "m") == 1024 &&
+                         num(k, "n") == 1024 && num(k, "k") == 64 &&
+                         cJSON_IsTrue(cJSON_GetObjectItem(k, "causal")))
+                    flash++;
+                else if (!strcmp(op, "mem") && unf && !strcmp(per, "scores") &&
+                         num(k, "bytes") == 2 * 2 * 12 * 1024.0 * 1024)
+                    passes++; /* scale, mask, softmax: bf16 in and out */
+                else
+                    other += !strcmp(op, "mem") && !*at; /* the mask's own comparison */
             }
-            attn_ok += batched == 2;
+            attn_ok += scores == 1 && context == 1 && flash == 1 && passes == 3 && other == 1;
         }
         const char *nm = str(x, "name");
         size_t ln = nm ? strlen(nm) : 0;
@@ -1088,6 +1139,30 @@ TEST(tracer_records_kernels)
     f2 = num(cJSON_GetObjectItem(j, "totals"), "fwd_s");
     cJSON_Delete(j);
     CHECK(f1 > 0 && f2 < 0.7 * f1 && f2 > 0.45 * f1);
+    /* selective recompute re-runs the core attention it stops keeping: the
+     * scores' memory saved, their kernels' forward paid; the fused kernel
+     * keeps no scores, is faster, and its forward is what selective re-runs
+     * (the recompute cost 0 and the fused kernel was not offered before) */
+    double comp[2][2], rec[2][2], mem[2][2];
+    static const char *const attn[2] = {"unfused", "flash"}, *const rc[2] = {"none", "selective"};
+    for (int a = 0; a < 2; a++)
+        for (int r = 0; r < 2; r++) {
+            REQUIRE(SC("%s sim --model %s/g.json --cluster dgx-a100-80g --nodes 1 --microbatches 1 "
+                       "--attn %s --recompute %s --json",
+                       sc_test_bin(), d, attn[a], rc[r]) == 0);
+            j = cJSON_Parse(out);
+            REQUIRE(j);
+            comp[a][r] = breakdown(j, "compute_s");
+            rec[a][r] = breakdown(j, "recompute_s");
+            const cJSON *pk = cJSON_GetObjectItem(j, "peak_mem_bytes");
+            mem[a][r] = cJSON_GetArrayItem(pk, 0)->valuedouble;
+            cJSON_Delete(j);
+        }
+    CHECK(rec[0][0] == 0 && rec[1][0] == 0);
+    CHECK(rec[0][1] > 0.05 * comp[0][0] && rec[0][1] < 0.2 * comp[0][0]);
+    CHECK(rec[1][1] > 0 && rec[1][1] < 0.5 * rec[0][1]);
+    CHECK(comp[1][0] < 0.9 * comp[0][0]);
+    CHECK(mem[0][1] < mem[0][0] && mem[1][0] == mem[0][1] && mem[1][1] == mem[1][0]);
 }
 
 /* A convolution is recorded as the implicit GEMM it runs (output pixels x

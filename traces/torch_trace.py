@@ -192,6 +192,29 @@ renamed into place, mode 0644):
             tensor-parallel kinds above.
   seq_len   --seq for sequence models; otherwise the longest attention
             sequence seen, else 1.
+  kernels   per leaf, what its own code launched (the model format's
+            kernels, traces/kernel.h), recorded at the dispatcher: each
+            GEMM with its shape per sample, every other op a memory-bound
+            kernel of the bytes it read and wrote, one per op name.
+            Attention run unfused (softmax(Q K^T) V, as PyTorch 1.13's
+            MultiheadAttention and inline code run it) is recognised in a
+            leaf as a product of two activations, the scores (L x S over the
+            head size E), followed by one contracting over their S keys, the
+            context (L x E): those two, named "scores" and "context", and
+            the passes over tensors of the scores' shape between them
+            (scale, mask, softmax, dropout; "per": "scores") are tagged
+            "attn": "unfused", and a "flash" kernel (heads, L, S, E) is
+            listed beside them, so the plan's attention setting (--attn)
+            picks either and selective recompute re-runs the one chosen. In
+            a self-attention (L = S, not a cross-attention) the products
+            carry "kv" (token slices scale them). The fused kernel is
+            "causal" when a triangular mask reached the scores: what tril or
+            triu returned, while the model was built or in the forward, and
+            what element-wise ops made of it (nanoGPT's tril buffer, the
+            triu mask of nn.Transformer's decoder, added by
+            MultiheadAttention's baddbmm). A scaled_dot_product_attention op
+            (torch >= 2) is one pair of products with no passes, and its
+            fused kernel is priced without a causal mask.
   the loss  (--loss auto, the default) a model whose forward returns the LM
             head's logits leaves the loss to the training loop, where its
             cross-entropy over s * V logits costs as much memory as a layer
@@ -542,7 +565,8 @@ class Rec:
         self.bwd = []    # per pass: inclusive backward seconds
         self.uses = set()  # ids of parameters used (saved) that are not in its subtree
         # the kernels its own code ran (pass 1, batch totals): ["gemm", batch,
-        # m, n, k, weight?, kv] or ["mem", name, bytes(, flops)]; kernels_ok
+        # m, n, k, weight?, kv] or ["mem", name, bytes(, flops(, shapes,
+        # triangular?))]; kernels_ok
         # False when a counted op had no kernel form (a transposed depthwise
         # convolution, an einsum that reached the dispatcher whole)
         self.kernels = []
@@ -633,11 +657,32 @@ def meta_context(torch):
     return MetaFactories()
 
 
-def to_meta(torch, model, args_, kwargs):
+TRI_FUNCS = ("tril", "triu", "tril_", "triu_")
+
+
+def tri_recorder(torch, found):
+    """A TorchFunctionMode that keeps, in found, every tensor that tril or
+    triu returns while the model is built: a causal mask made in __init__
+    (nanoGPT's tril buffer, CLIP's triu of -inf). Its values are not needed,
+    only which storage holds it (Tracer.tri_keys)."""
+    from torch.overrides import TorchFunctionMode
+
+    class TriRecorder(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if getattr(func, "__name__", "") in TRI_FUNCS and isinstance(out, torch.Tensor):
+                found.append(out)
+            return out
+
+    return TriRecorder()
+
+
+def to_meta(torch, model, args_, kwargs, tri=None):
     """Moves parameters, buffers, plain tensor attributes and input tensors
     that are not on the meta device there, in place. Unlike Module.to('meta'), a parameter registered
     in several modules (tied weights) stays one parameter. Returns (args,
-    kwargs) with the inputs moved."""
+    kwargs) with the inputs moved. tri: storage keys of triangular masks,
+    to which the keys of their meta copies are added."""
     memo = {}
 
     def conv(t, param):
@@ -648,6 +693,8 @@ def to_meta(torch, model, args_, kwargs):
             if param:
                 n = torch.nn.Parameter(n, requires_grad=t.requires_grad)
             memo[id(t)] = (t, n)
+            if tri is not None and storage_key(t) in tri:
+                tri.add(storage_key(n))
         return memo[id(t)][1]
 
     for m in model.modules():
@@ -830,13 +877,17 @@ SDPA_OPS = tuple(k for k in ("scaled_dot_product_attention", "_scaled_dot_produc
                              "_scaled_dot_product_fused_attention_overrideable"))
 
 
-def flop_mode(torch, on_flops, score_keys=None, keep=None, on_kernel=None):
+def flop_mode(torch, on_flops, score_keys=None, keep=None, on_kernel=None, tri_keys=None):
     """A TorchDispatchMode that calls on_flops(op name, flops) for every
     counted op (torch.utils._python_dispatch: public as a mode since 1.13).
     With score_keys (a set) it also collects the storages of attention
     scores: softmax outputs, and what ops other than the counted products
     derive from them element for element (the dropout mask and output),
-    appending those tensors to keep so that their storages stay theirs."""
+    appending those tensors to keep so that their storages stay theirs.
+    With tri_keys (a set) it follows triangular masks: what tril and triu
+    return, what ops other than the counted products make of them (the
+    boolean mask, the masked scores, their softmax), and the scores a
+    baddbmm adds them to (PyTorch's MultiheadAttention)."""
     try:
         from torch.utils._python_dispatch import TorchDispatchMode
     except ImportError:
@@ -849,6 +900,16 @@ def flop_mode(torch, on_flops, score_keys=None, keep=None, on_kernel=None):
             out = func(*args, **kwargs)
             name = func.overloadpacket.__name__
             f = FLOP_OPS.get(name)
+            if tri_keys is not None:
+                ins = flatten_tensors((args, kwargs), torch)
+                tri = name in TRI_FUNCS or (
+                    (f is None or name == "baddbmm") and
+                    any(storage_key(t) in tri_keys for t in (ins if f is None else ins[:1])))
+                if tri:
+                    outs = flatten_tensors(out, torch)
+                    tri_keys.update(storage_key(t) for t in outs)
+                    if keep is not None:
+                        keep.extend(outs)
             if f is not None:
                 try:
                     n = f(args, kwargs, out)
@@ -890,6 +951,7 @@ class Tracer:
         self.handles = []
         self.flops_by_op = {}
         self.score_keys = set()  # storages of attention scores (softmax and after)
+        self.tri_keys = set()    # storages of triangular masks and what was made of them
         self.root = self._make_recs(model)
         # parameter / buffer storages
         self.param_by_key = {}
@@ -1091,7 +1153,14 @@ class Tracer:
             for t in ins + outs:
                 nbytes += t.numel() * self.db
             if nbytes > 0:
-                r.kernels.append(["mem", name, nbytes])
+                # the shapes it touched (elements, last dimension): whether it
+                # ran over an attention's scores is decided in kernels_json
+                # and whether it read a triangular mask (a causal attention)
+                r.kernels.append(["mem", name, nbytes, 0.0,
+                                  frozenset((int(t.numel()), int(t.shape[-1]) if t.dim() else 1)
+                                            for t in ins + outs),
+                                  any(storage_key(t) in self.tri_keys
+                                      for t in flatten_tensors((args_, kwargs_), torch))])
 
         for r in self.recs.values():
             try:  # torch >= 2.0: the hook sees keyword arguments too
@@ -1105,7 +1174,7 @@ class Tracer:
             context = contextlib.nullcontext()
         try:
             with context, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-                    flop_mode(torch, on_flops, self.score_keys, keep, on_kernel):
+                    flop_mode(torch, on_flops, self.score_keys, keep, on_kernel, self.tri_keys):
                 try:
                     out = self.model(*self.args, **self.kwargs)
                 except TraceError:
@@ -1785,6 +1854,50 @@ def annotate_tp(tr, allnodes):
 KERNELS_MAX = 64  # per leaf (model format)
 
 
+def attention_cores(ks, cross=False):
+    """The core attentions among a leaf's raw kernels: a product of two
+    activations (the scores, batch x L x S over the head size E) followed by
+    one whose contraction runs over the scores' keys (the context, batch x L
+    x E over S): softmax(Q K^T) V as PyTorch's unfused attention runs it.
+    Each is a dict of the two kernels' indices, the fused kernel's shape
+    (batch, m = L, n = S, k = E; only where the context's width is E too, so
+    that FlashAttention's counted FLOPs are the pair's), the elements of a
+    scores tensor (what marks the passes over them: softmax, mask, dropout)
+    whether it is a self-attention (L == S in a leaf that is not a
+    cross-attention, whose keys are another sequence's: token slices scale
+    a self-attention's keys),
+    and whether it is causal: a self-attention one of whose passes over the
+    scores read a triangular mask (Tracer.tri_keys)."""
+    cores, used = [], set()
+    acts = [i for i, k in enumerate(ks) if k[0] == "gemm" and not k[5] and len(k) < 8]
+    for a, i in enumerate(acts):
+        if i in used:
+            continue
+        _, b, L, S, E = ks[i][:5]
+        for j in acts[a + 1:]:
+            if j in used:
+                continue
+            _, b2, L2, E2, S2 = ks[j][:5]
+            if b2 == b and L2 == L and int(round(S2)) == S and E2 == int(round(E)):
+                cores.append({"scores": i, "context": j, "batch": b, "m": L, "n": S,
+                              "k": int(round(E)), "elems": (b * L * S, S),
+                              "self": L == S and not cross, "causal": False})
+                used.update((i, j))
+                break
+    for k in ks:
+        c = scores_core(cores, k)
+        if c is not None and c["self"] and len(k) > 5 and k[5]:
+            c["causal"] = True
+    return cores
+
+
+def scores_core(cores, k):
+    """The core attention whose scores a raw mem kernel ran over, or None."""
+    if k[0] != "mem" or len(k) < 5:
+        return None
+    return next((c for c in cores if c["elems"] in k[4]), None)
+
+
 def kernels_json(n, B):
     """The kernels a leaf's own code launched (pass 1), per sample, in the
     model format's terms (kernel.h): each GEMM with its shape (a linear
@@ -1822,12 +1935,23 @@ def kernels_json(n, B):
     # s/t tokens under sequence parallelism in a tp-aware replicated leaf (a
     # norm); whole in a vocab-parallel embedding (its output is whole)
     mem_tp = ("none" if n.kind == "embedding" or not n.tp else "shard" if shard else "seq")
+    cores = attention_cores(ks, cross=n.kind == "cross_attention")
+    core_gemm = {}   # index in ks -> (core, "n" | "k"): a scores or context product
+    for c in cores:
+        core_gemm[c["scores"]] = (c, "n")
+        core_gemm[c["context"]] = (c, "k")
     out, mem, mem_flops, flops = [], {}, {}, 0.0
-    for k in ks:
+    for i, k in enumerate(ks):
         if k[0] == "mem":
-            mem[k[1]] = mem.get(k[1], 0.0) + k[2] / B
-            if len(k) > 3:
-                mem_flops[k[1]] = mem_flops.get(k[1], 0.0) + k[3] / B
+            # a pass over an attention's scores (softmax, masking, dropout)
+            # is that attention's own: priced only when it runs unfused
+            c = scores_core(cores, k)
+            key = (k[1], id(c) if c else None)
+            if key not in mem:
+                mem[key] = [0.0, c]
+            mem[key][0] += k[2] / B
+            if len(k) > 3 and k[3] > 0:
+                mem_flops[key] = mem_flops.get(key, 0.0) + k[3] / B
             continue
         batch, m, nn, kk, weight, kv = k[1:7]
         kk_i = int(round(kk))
@@ -1852,17 +1976,40 @@ def kernels_json(n, B):
             tp = "batch" if shard else "none"
             if kv:
                 e["kv"] = kv
+            if i in core_gemm:
+                c, role = core_gemm[i]
+                e["name"] = "scores" if role == "n" else "context"
+                if c["self"]:
+                    e["kv"] = role
+                else:  # a cross-attention's keys are another sequence's
+                    e.pop("kv", None)
+                e["attn"] = "unfused"
         if tp != "none":
             e["tp"] = tp
         flops += 2.0 * e.get("batch", 1) * e["m"] * e["n"] * e["k"]
         out.append(e)
-    for name, b in sorted(mem.items(), key=lambda x: -x[1]):
-        e = {"name": name[:31], "op": "mem", "bytes": b}
-        if mem_flops.get(name, 0) > 0:
-            e["flops"] = mem_flops[name]
+        if i in core_gemm and core_gemm[i][1] == "k":
+            # the fused kernel that replaces this attention's scores, passes
+            # and context under --attn flash, beside its unfused kernels
+            c = core_gemm[i][0]
+            f = {"name": "flash", "op": "flash", "batch": c["batch"] // B, "m": c["m"],
+                 "n": c["n"], "k": c["k"]}
+            if c["causal"]:
+                f["causal"] = True
+            if shard:
+                f["tp"] = "batch"
+            out.append(f)
+    for key, (b, c) in sorted(mem.items(), key=lambda x: -x[1][0]):
+        e = {"name": key[0][:31], "op": "mem", "bytes": b}
+        if mem_flops.get(key, 0) > 0:
+            e["flops"] = mem_flops[key]
             flops += e["flops"]
         if mem_tp != "none":
             e["tp"] = mem_tp
+        if c is not None:
+            if c["self"]:
+                e["per"] = "scores"
+            e["attn"] = "unfused"
         out.append(e)
     out.extend(n.extra_kernels)  # per sample already, no FLOPs
     if len(out) > KERNELS_MAX or abs(flops - n.flops) > 0.001 * max(n.flops, 1.0):
@@ -1938,25 +2085,31 @@ def write_atomic(path, obj):
 def prepare(args, torch, meta):
     """Builds the model (on the meta device when meta) in train mode with every
     `inplace` flag off. Returns (name, model, args, kwargs, B, seq, n_inplace,
-    built): built says how ("meta", "cpu then meta", "cpu")."""
+    built, tri): built says how ("meta", "cpu then meta", "cpu"); tri holds
+    the storage keys of the triangular tensors its construction made (and
+    their meta copies), kept alive by the model that holds them."""
     on_meta = False
+    found = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if meta:
             try:
-                with meta_context(torch):
+                with meta_context(torch), tri_recorder(torch, found):
                     name, model, a, kw, B, seq = build(args, torch)
                 on_meta = True
             except TraceError as e:
                 if not e.user_code:
                     raise
             except Exception:
-                pass  # built again on the CPU below, where its own errors surface
+                found = []
+                # built again on the CPU below, where its own errors surface
         if not on_meta:
             torch.manual_seed(0)
-            name, model, a, kw, B, seq = build(args, torch)
+            with tri_recorder(torch, found):
+                name, model, a, kw, B, seq = build(args, torch)
+        tri = {storage_key(t) for t in found}
         if meta:
-            a, kw = to_meta(torch, model, a, kw)
+            a, kw = to_meta(torch, model, a, kw, tri)
     built = "meta" if on_meta else "cpu then meta" if meta else "cpu"
     model.train()
     n_inplace = 0
@@ -1964,7 +2117,7 @@ def prepare(args, torch, meta):
         if isinstance(getattr(m, "inplace", None), bool) and m.inplace:
             m.inplace = False
             n_inplace += 1
-    return name, model, a, kw, B, seq, n_inplace, built
+    return name, model, a, kw, B, seq, n_inplace, built, (tri, found)
 
 
 def ce_bytes(d):
@@ -2038,9 +2191,11 @@ def trace(args, torch, mode):
     """One trace in mode "shape" (meta tensors, no backward, no times), "cpu"
     (one real forward, no times) or "measure". Returns (Tracer, name, seq,
     n_inplace, built, torch_params)."""
-    name, model, a, kw, B, seq, n_inplace, built = prepare(args, torch, mode == "shape")
+    name, model, a, kw, B, seq, n_inplace, built, tri = prepare(args, torch, mode == "shape")
     torch_params = sum(p.numel() for p in model.parameters())
     tr = Tracer(torch, model, a, kw, B, DTYPE_BYTES[args.dtype])
+    tr.tri_keys.update(tri[0])
+    tr.tri_found = tri[1]  # alive while traced: their storages stay theirs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tr.analyse(backward=mode == "measure",
