@@ -1121,6 +1121,23 @@ TEST(tracer_records_kernels)
     CHECK_EQ_INT(with, leaves);
     CHECK_EQ_INT(attn_ok, 12);
     CHECK_EQ_INT(proj_ok, 24);
+    /* dropout as CUDA runs it: one native_dropout kernel that reads the
+     * input and writes the output and a bool mask, 2·2 + 1 bytes an element
+     * each way, and the bool mask kept, where aten's dropout off CUDA runs
+     * bernoulli_, div_ and mul and keeps a float mask (these were 12 and 2
+     * bytes an element); so a traced layer keeps what Korthikanti et al.
+     * give a Megatron layer, s·h·(34 + 5·a·s/h) bytes, within 1% (16% over) */
+    const cJSON *ad = node_named(j, "transformer.h.0.attn.attn_dropout");
+    REQUIRE(ad);
+    const cJSON *nd = kernel_named(ad, "native_dropout");
+    REQUIRE(nd && cJSON_GetArraySize(cJSON_GetObjectItem(ad, "kernels")) == 1);
+    CHECK(num(nd, "bytes") == 5 * 12 * G_S * G_S && num(nd, "bwd_bytes") == num(nd, "bytes"));
+    CHECK(num(ad, "act_saved_bytes") == 12 * G_S * G_S);
+    double layer = 0;
+    for (int i = 0; i < leaves; i++)
+        if (!strncmp(str(leaf[i], "name"), "transformer.h.0.", 16))
+            layer += num(leaf[i], "act_saved_bytes");
+    CHECK_NEAR(layer / (G_S * G_H * (34 + 5 * 12 * G_S / G_H)), 1, 0.01);
     cJSON_Delete(j);
     /* it loads and is timed kernel by kernel; tp 2 about halves the compute */
     REQUIRE(SC("%s cost --model %s/g.json --cluster dgx-a100-80g --kernels --json", sc_test_bin(),

@@ -108,7 +108,9 @@ renamed into place, mode 0644):
             storage once (the first module to save it), parameters and
             buffers excluded. Bytes of floating-point tensors are scaled from
             the traced element size (normally 4) to --dtype (default bf16: 2);
-            integer and bool tensors (dropout masks, indices) are kept as is.
+            integer and bool tensors (indices) are kept as is, and a
+            dropout's mask counts 1 byte an element, the bool mask CUDA's
+            native_dropout keeps (off CUDA aten makes it a float tensor).
   tp, act_scores_bytes  tensor parallelism (Shoeybi et al. 2019, Megatron-LM;
             the layout traces/gen.c writes for its generated models), for
             the layers it recognises:
@@ -195,8 +197,13 @@ renamed into place, mode 0644):
   kernels   per leaf, what its own code launched (the model format's
             kernels, traces/kernel.h), recorded at the dispatcher: each
             GEMM with its shape per sample, every other op a memory-bound
-            kernel of the bytes it read and wrote, one per op name.
-            Attention run unfused (softmax(Q K^T) V, as PyTorch 1.13's
+            kernel of the bytes it read and wrote, one per op name. Dropout
+            is the one kernel CUDA runs for it, native_dropout: it reads the
+            input and writes the output and a bool mask, 2d + 1 bytes an
+            element forward and backward (bwd_bytes), where aten off CUDA
+            (and on meta) runs bernoulli_, div_ and mul, 12 bytes in bf16
+            (a feature dropout, whose noise is smaller than its input, keeps
+            those kernels: CUDA runs them too). Attention run unfused (softmax(Q K^T) V, as PyTorch 1.13's
             MultiheadAttention and inline code run it) is recognised in a
             leaf as a product of two activations, the scores (L x S over the
             head size E), followed by one contracting over their S keys, the
@@ -566,7 +573,7 @@ class Rec:
         self.uses = set()  # ids of parameters used (saved) that are not in its subtree
         # the kernels its own code ran (pass 1, batch totals): ["gemm", batch,
         # m, n, k, weight?, kv] or ["mem", name, bytes(, flops(, shapes,
-        # triangular?))]; kernels_ok
+        # triangular?(, bwd bytes)))]; kernels_ok
         # False when a counted op had no kernel form (a transposed depthwise
         # convolution, an einsum that reached the dispatcher whole)
         self.kernels = []
@@ -952,6 +959,7 @@ class Tracer:
         self.flops_by_op = {}
         self.score_keys = set()  # storages of attention scores (softmax and after)
         self.tri_keys = set()    # storages of triangular masks and what was made of them
+        self.noise = {}          # storage of a dropout's noise -> [(Rec, its raw kernels)]
         self.root = self._make_recs(model)
         # parameter / buffer storages
         self.param_by_key = {}
@@ -1062,7 +1070,9 @@ class Tracer:
             seen.add(key)
             keep.append(t)
             n = storage_nbytes(t)
-            if t.is_floating_point():
+            if key in self.noise:  # a dropout mask: CUDA's native_dropout keeps a bool one
+                n = float(t.numel())
+            elif t.is_floating_point():
                 n = n * self.db / t.element_size()
             r.saved += n
             r.saved_items.append((t.numel(), n, key))
@@ -1152,15 +1162,35 @@ class Tracer:
             nbytes = 0.0
             for t in ins + outs:
                 nbytes += t.numel() * self.db
-            if nbytes > 0:
-                # the shapes it touched (elements, last dimension): whether it
-                # ran over an attention's scores is decided in kernels_json
-                # and whether it read a triangular mask (a causal attention)
-                r.kernels.append(["mem", name, nbytes, 0.0,
-                                  frozenset((int(t.numel()), int(t.shape[-1]) if t.dim() else 1)
-                                            for t in ins + outs),
-                                  any(storage_key(t) in self.tri_keys
-                                      for t in flatten_tensors((args_, kwargs_), torch))])
+            if nbytes <= 0:
+                return
+            # the shapes it touched (elements, last dimension): whether it
+            # ran over an attention's scores is decided in kernels_json; and
+            # whether it read a triangular mask (a causal attention)
+            shapes = frozenset((int(t.numel()), int(t.shape[-1]) if t.dim() else 1)
+                               for t in ins + outs)
+            tri = any(storage_key(t) in self.tri_keys
+                      for t in flatten_tensors((args_, kwargs_), torch))
+            k = ["mem", name, nbytes, 0.0, shapes, tri]
+            # dropout: off CUDA, aten's dropout is bernoulli_ on a noise
+            # tensor, div_ by 1 - p, then input * noise; on CUDA it is one
+            # native_dropout kernel that reads the input and writes the
+            # output and a bool mask, and its backward reads the gradient
+            # and the mask and writes one (2d + 1 bytes an element each way)
+            nk = [storage_key(t) for t in ins]
+            if name in ("bernoulli_", "div_", "mul_") and ins and (
+                    name == "bernoulli_" or nk[0] in self.noise):
+                self.noise.setdefault(nk[0], []).append((r, k))
+            elif name == "mul" and len(ins) == 2 and outs and \
+                    (nk[0] in self.noise) != (nk[1] in self.noise):
+                noise = ins[0] if nk[0] in self.noise else ins[1]
+                x = ins[1] if noise is ins[0] else ins[0]
+                if noise.numel() == x.numel() == outs[0].numel():
+                    for rr, kk in self.noise[storage_key(noise)]:
+                        rr.kernels[:] = [q for q in rr.kernels if q is not kk]
+                    b = x.numel() * (2.0 * self.db + 1)
+                    k = ["mem", "native_dropout", b, 0.0, shapes, tri, b]
+            r.kernels.append(k)
 
         for r in self.recs.values():
             try:  # torch >= 2.0: the hook sees keyword arguments too
@@ -1948,8 +1978,12 @@ def kernels_json(n, B):
             c = scores_core(cores, k)
             key = (k[1], id(c) if c else None)
             if key not in mem:
-                mem[key] = [0.0, c]
-            mem[key][0] += k[2] / B
+                mem[key] = [0.0, c, 0.0, False]  # bytes, core, backward bytes, given?
+            g = mem[key]
+            g[0] += k[2] / B
+            given = len(k) > 6 and k[6] is not None
+            g[2] += (k[6] if given else 2.0 * k[2]) / B
+            g[3] = g[3] or given
             if len(k) > 3 and k[3] > 0:
                 mem_flops[key] = mem_flops.get(key, 0.0) + k[3] / B
             continue
@@ -1999,8 +2033,10 @@ def kernels_json(n, B):
             if shard:
                 f["tp"] = "batch"
             out.append(f)
-    for key, (b, c) in sorted(mem.items(), key=lambda x: -x[1][0]):
+    for key, (b, c, bwd, given) in sorted(mem.items(), key=lambda x: -x[1][0]):
         e = {"name": key[0][:31], "op": "mem", "bytes": b}
+        if given:
+            e["bwd_bytes"] = bwd
         if mem_flops.get(key, 0) > 0:
             e["flops"] = mem_flops[key]
             flops += e["flops"]
