@@ -322,6 +322,24 @@ TEST(tracer_resnet50)
     CHECK(num(tp, "replicated") > 100);
     CHECK(num(cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "x-torch"), "flops_by_op"),
               "convolution") > 0);
+    /* each bottleneck's residual add is its own code: a #self leaf with the
+     * add's pass (two reads and a write of 256 channels at 16 x 16, bf16),
+     * after the downsample, reading bn3's output past it */
+    const cJSON *add = node_named(raw, "layer1.0#self");
+    REQUIRE(add);
+    const cJSON *ak = kernel_named(add, "add_");
+    CHECK(ak && num(ak, "bytes") == 3 * 256 * 16 * 16 * 2.0);
+    const cJSON *ai = cJSON_GetObjectItem(add, "inputs");
+    CHECK(ai && cJSON_GetArraySize(ai) == 1 &&
+          !strcmp(cJSON_GetArrayItem(ai, 0)->valuestring, "layer1.0.bn3"));
+    const cJSON *blk = node_named(raw, "layer1.0");
+    REQUIRE(blk);
+    const cJSON *bk = cJSON_GetObjectItem(blk, "children");
+    CHECK(!strcmp(str(cJSON_GetArrayItem(bk, cJSON_GetArraySize(bk) - 1), "name"),
+                  "layer1.0#self"));
+    /* a later block's add reads the block's own input: a residual, no edge */
+    const cJSON *add1 = node_named(raw, "layer1.1#self");
+    CHECK(add1 && kernel_named(add1, "add_") && !cJSON_GetObjectItem(add1, "inputs"));
     cJSON_Delete(raw);
     /* depth-1 table */
     CHECK(SC("%s model show %s/r50.json --depth 1", sc_test_bin(), sc_test_tmpdir()) == 0);
@@ -393,8 +411,10 @@ TEST(tracer_vit_b_16)
                  4);
     const cJSON *first = cJSON_GetObjectItem(
         cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "x-torch"), "tp"), "replicated_first");
+    /* in execution order: the class token joins conv_proj's patches after it */
     CHECK(cJSON_GetArraySize(first) == 4 &&
-          !strcmp(cJSON_GetArrayItem(first, 1)->valuestring, "conv_proj"));
+          !strcmp(cJSON_GetArrayItem(first, 0)->valuestring, "conv_proj") &&
+          !strcmp(cJSON_GetArrayItem(first, 1)->valuestring, "vit_b_16#self"));
     cJSON_Delete(raw);
     /* sim at tp 2 says which modules stay replicated, in one stderr line;
      * at tp 1 it says nothing */
@@ -404,7 +424,7 @@ TEST(tracer_vit_b_16)
                        "2>&1 >/dev/null",
                        sc_test_bin(), path) == 0);
     CHECK_STR_HAS(o2, "warning: --tp 2: 4 modules of vit_b_16 have no tensor-parallel data");
-    CHECK_STR_HAS(o2, "vit_b_16#self, conv_proj, encoder#self, heads.head");
+    CHECK_STR_HAS(o2, "conv_proj, vit_b_16#self, encoder#self, heads.head");
     REQUIRE(sc_test_sh(o2, sizeof o2,
                        "%s sim --model %s --cluster p4d.24xlarge --microbatches 2 2>&1 >/dev/null",
                        sc_test_bin(), path) == 0);
@@ -651,6 +671,29 @@ TEST(tracer_transformer_and_dataflow)
     raw = load(p);
     REQUIRE(raw);
     CHECK_EQ_INT(leaves_with(raw, "tp", &leaves), 0);
+    cJSON_Delete(raw);
+    /* own code that only launches kernels (a concatenation, residual adds)
+     * is a #self leaf where it ran, with what it read out of order: LLaVA's
+     * image tokens joined to the text embedding's in the model's forward
+     * (it kept no tensor, so until 2026-12-07 it was left out: no kernel,
+     * no edge, and a cut after the embedding sent the text tokens alone) */
+    REQUIRE(SC(TRACER " tests/tracer/fixtures.py:concat_towers -o %s/ct.json", d) == 0);
+    snprintf(p, sizeof p, "%s/ct.json", d);
+    check_accepted(p);
+    raw = load(p);
+    REQUIRE(raw);
+    const cJSON *kids = cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "root"), "children");
+    REQUIRE(cJSON_GetArraySize(kids) == 4);
+    const cJSON *own = cJSON_GetArrayItem(kids, 2);
+    CHECK(!strcmp(str(own, "name"), "fixtures#self"));
+    CHECK(!strcmp(str(cJSON_GetArrayItem(kids, 1), "name"), "embed"));
+    in = cJSON_GetObjectItem(own, "inputs");
+    CHECK(in && cJSON_GetArraySize(in) == 1 &&
+          !strcmp(cJSON_GetArrayItem(in, 0)->valuestring, "vision"));
+    const cJSON *cat = kernel_named(own, "cat");
+    /* reads 6 + 10 tokens of 32 bf16 and writes them: 2 x 16 x 32 x 2 */
+    CHECK(cat && num(cat, "bytes") == 2 * 16 * 32 * 2);
+    CHECK(num(own, "act_out_bytes") == 16 * 32 * 2);
     cJSON_Delete(raw);
 }
 
@@ -1027,7 +1070,7 @@ TEST(tracer_bad_specs_exit2_nothing_written)
         {"resnet5", "unknown model 'resnet5' (did you mean resnet50?)"},
         {"tests/tracer/fixtures.py:raises", "forward failed: ValueError: this forward always fails"},
         {"tests/tracer/fixtures.py:not_a_module", "not an nn.Module"},
-        {"tests/tracer/fixtures.py:nope", "no function 'nope' (it defines conv_zoo, "},
+        {"tests/tracer/fixtures.py:nope", "no function 'nope' (it defines concat_towers, conv_zoo, "},
         {"tests/tracer/fixtures.py:raise", "no function 'raise' (did you mean raises?)"},
         {"tests/tracer/missing.py:make", "no such file"},
         {"resnet50:bogus_arg=3", "cannot build 'resnet50:bogus_arg=3'"},

@@ -61,11 +61,15 @@ renamed into place, mode 0644):
             nn.MultiheadAttention, whose weight the parent uses directly) is
             folded into its nearest ancestor that ran. The simulator reads
             leaves only, so a module that ran children AND owns parameters,
-            FLOPs or saved activations of its own (ViT's class token,
-            ConvNeXt's layer scale, an attention module computing
-            softmax(QK^T)V inline) gets a synthetic leaf child NAME#self
-            (kind "self") carrying them, placed where its first saved tensor
-            was recorded (before the first child when none was).
+            FLOPs, saved activations or kernels of its own (ViT's class
+            token, ConvNeXt's layer scale, an attention module computing
+            softmax(QK^T)V inline, a block's residual adds, a concatenation
+            of two towers' outputs) gets a synthetic leaf child NAME#self
+            (kind "self") carrying them, placed after the children that had
+            started when its first saved tensor was recorded, else when its
+            own code first launched a kernel (before the first child when
+            neither happened). Its own code's work is one leaf wherever it
+            ran: a block's two residual adds sit after its attention.
   params    parameters owned directly (recurse=False). A parameter registered
             in several modules (tied weights) is counted once, by the first
             owner in execution order; all modules using it, by registration
@@ -185,7 +189,12 @@ renamed into place, mode 0644):
             module's forward receives a tensor whose outermost producer (not
             an ancestor of the consumer) is not the module that finished
             last before it started (nor its ancestor or descendant), that
-            producer is recorded, on the innermost module receiving it. An
+            producer is recorded, on the innermost module receiving it. A
+            #self leaf records what its owner's own code read the same way
+            (not the owner's own input: a residual is no edge), where every
+            op of that code ran after the child before the leaf had
+            finished and before the one after it started (LLaVA's
+            concatenation of the image tokens and the text embedding). An
             edge to a module that does not finish before the consumer starts
             in execution order (a module called twice) is dropped and counted
             in a warning.
@@ -567,6 +576,11 @@ class Rec:
         self.kind = None
         self.first_ins = None  # its input tensors at the first call (during pass 1)
         self.own_event_seq = None
+        self.own_kernel_seq = None  # when its own code first launched a kernel
+        self.own_edges = []         # producer Recs its own code read (not a child's call)
+        self.prev_finished = None   # the Rec that finished last before its first call
+        self.own_ops = []           # (calls started, calls finished) at each own kernel
+        self.post_at = 0            # calls finished when its (last) call finished
         self.edges = []  # producer Recs
         self.fwd = []    # per pass: inclusive forward seconds
         self.bwd = []    # per pass: inclusive backward seconds
@@ -959,6 +973,7 @@ class Tracer:
         self.flops_by_op = {}
         self.score_keys = set()  # storages of attention scores (softmax and after)
         self.tri_keys = set()    # storages of triangular masks and what was made of them
+        self.posts = 0           # module calls finished so far
         self.noise = {}          # storage of a dropout's noise -> [(Rec, its raw kernels)]
         self.root = self._make_recs(model)
         # parameter / buffer storages
@@ -1002,6 +1017,26 @@ class Tracer:
         keep = []
         finished = [None]
 
+        def note_edges(r, keys, edges, before=None):
+            """Adds to edges the outermost producers of the storages keys
+            that r reads and that did not finish last before it (nor last
+            before `before`: what r's own code reads of its own input, a
+            residual, is no edge)."""
+            last = finished[0]
+            for k in keys:
+                ps = producers.get(k)
+                if not ps:
+                    continue
+                cand = [p for p in ps if p is not r and not p.is_ancestor_of(r)]
+                if not cand:
+                    continue
+                p = cand[-1]
+                if any(q is not None and (p is q or p.is_ancestor_of(q) or q.is_ancestor_of(p))
+                       for q in (last, before)):
+                    continue
+                if p not in edges:
+                    edges.append(p)
+
         def pre(mod, inp, kwargs=None):
             r = self.recs.get(id(mod))
             if r is None:
@@ -1025,19 +1060,9 @@ class Tracer:
                         r.in_distinct += self.bytes_of(t)
                 if keys and producers.get(keys[0]):
                     r.in_producer = producers[keys[0]][0]
-            last = finished[0]
-            for k in keys:
-                ps = producers.get(k)
-                if not ps:
-                    continue
-                cand = [p for p in ps if p is not r and not p.is_ancestor_of(r)]
-                if not cand:
-                    continue
-                p = cand[-1]
-                if last is not None and (p is last or p.is_ancestor_of(last) or last.is_ancestor_of(p)):
-                    continue
-                if p not in r.edges:
-                    r.edges.append(p)
+            note_edges(r, keys, r.edges)
+            if r.calls == 1:
+                r.prev_finished = finished[0]
             self.stack.append(r)
             return None
 
@@ -1054,6 +1079,8 @@ class Tracer:
                 producers.setdefault(storage_key(t), []).append(r)
                 keep.append(t)
             finished[0] = r
+            self.posts += 1
+            r.post_at = self.posts
 
         seen = set()
 
@@ -1091,6 +1118,12 @@ class Tracer:
             """The kernel an op launched, on the module whose own code ran it."""
             self.ops_seen.add(name)
             r = self.stack[-1] if self.stack else self.root
+            if r.own_kernel_seq is None:
+                r.own_kernel_seq = self.seq
+            r.own_ops.append((self.seq, self.posts))
+            # what its own code reads (a concatenation of two towers' outputs)
+            note_edges(r, [storage_key(t) for t in flatten_tensors((args_, kwargs_), torch)],
+                       r.own_edges, r.prev_finished)
             if not r.kernels_ok:
                 return
             outs = [t for t in flatten_tensors(out_, torch) if t.is_floating_point()]
@@ -1402,6 +1435,7 @@ class Node:
         self.saved_items = []   # (elements, bytes, storage key) per saved storage, batch total
         self.in_distinct = 0.0  # bytes per sample of its distinct inputs
         self.owner = None       # for a #self leaf: the Rec whose own work it carries
+        self.edges_ok = False   # for a #self leaf: its owner's own_edges hold
         self.tp = None          # {"bytes", "shardable"[, "replicated_saved"]}
         self.tp_role = None
         self.scores = None      # act_scores_bytes
@@ -1481,6 +1515,11 @@ def make_tree(tr, model_name, torch, warnings_out):
 
     prep(tr.root)
 
+    def finished_at(rec):
+        """Calls finished when rec's subtree had finished (a module list,
+        never called itself, when its last call inside did)."""
+        return max(r.post_at for r in iter_subtree(rec))
+
     def build(rec, depth):
         nm = rec.name if rec.name else root_name_hint
         kind = rec.kind or ("block" if is_block(rec, torch) else type(rec.module).__name__.lower())
@@ -1522,17 +1561,31 @@ def make_tree(tr, model_name, torch, warnings_out):
                     nodes_by_rec[r] = node
             return node
         kids = [build(k, depth + 1) for k in ran]
-        if own.param_ids or own.saved > 0 or own.flops > 0:
+        # own work with weights, FLOPs or saved tensors, or only kernels of
+        # its own (residual adds, a concatenation): placed after the children
+        # that had started when it first saved a tensor, else when it first
+        # launched a kernel
+        if own.param_ids or own.saved > 0 or own.flops > 0 or \
+                any(r.kernels for r in own.krecs if r.kernels_ok):
             own.raw_name = nm + "#self"
             pos = 0
-            if rec.own_event_seq is not None:
-                pos = sum(1 for k in ran if k.first_seq <= rec.own_event_seq)
+            at = rec.own_event_seq if rec.own_event_seq is not None else rec.own_kernel_seq
+            if at is not None:
+                pos = sum(1 for k in ran if k.first_seq <= at)
             if pos < len(ran):
                 own.out = (ran[pos].in_bytes or 0.0) / tr.B
             else:
                 own.out = node.out
             own.fwd_incl, own.bwd_incl = own.fwd, own.bwd
             own.xtorch = {"class": "(own work of %s)" % node.xtorch["class"]}
+            # what its own code read keeps its edges only where that code
+            # ran where the node stands: each op after the child before it
+            # finished and before the next one started (not a module
+            # dict's or list's own code lumped at one end of its span)
+            done = finished_at(ran[pos - 1]) if pos > 0 else 0
+            own.edges_ok = all(
+                sum(1 for k in ran if k.first_seq <= sq) == pos and done <= posts
+                for sq, posts in rec.own_ops)
             kids.insert(pos, own)
         else:
             node.fwd, node.bwd = own.fwd, own.bwd
@@ -1608,9 +1661,9 @@ def make_tree(tr, model_name, torch, warnings_out):
     dropped = []
     edge_of = {}
     for n in allnodes:
-        if n.rec is None:
+        if n.rec is None and (n.owner is None or not n.edges_ok):
             continue
-        for p in n.rec.edges:
+        for p in (n.rec.edges if n.rec is not None else n.owner.own_edges):
             pn = nodes_by_rec.get(id(p))
             if pn is None or pn is n:
                 continue

@@ -22,6 +22,26 @@ def two_tower(batch=2, **_):
     return TwoTower(), torch.randn(batch, 16)
 
 
+class ConcatTowers(nn.Module):
+    """LLaVA's pattern: an image tower's tokens and a text embedding's are
+    concatenated in the model's own code, then run through a layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.vision = nn.Linear(24, 32)
+        self.embed = nn.Embedding(100, 32)
+        self.layer = nn.Linear(32, 32)
+
+    def forward(self, patches, ids):
+        v = self.vision(patches)
+        t = self.embed(ids)
+        return self.layer(torch.cat([v, t], 1))
+
+
+def concat_towers(batch=2, **_):
+    return ConcatTowers(), (torch.randn(batch, 6, 24), torch.randint(0, 100, (batch, 10)))
+
+
 class Raises(nn.Module):
     def __init__(self):
         super().__init__()
