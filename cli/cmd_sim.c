@@ -112,8 +112,8 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
                           const sc_step_result *r, const sc_partition *part, int uniform)
 {
     char b[8][32];
-    printf("%s on %d x %s (%d GPUs used of %ld), %s\n", m->name, c->nodes, c->name, r->n_ranks,
-           sc_cluster_total_gpus(c), c->gpu.name);
+    printf("%s on %d x %s (%d GPU%s used of %ld), %s\n", m->name, c->nodes, c->name, r->n_ranks,
+           r->n_ranks == 1 ? "" : "s", sc_cluster_total_gpus(c), c->gpu.name);
     char cps[24] = "";
     if (cfg->cp > 1)
         snprintf(cps, sizeof cps, "  cp %d", cfg->cp);

@@ -163,6 +163,7 @@ TEST(cli_sim_global_batch)
     const char *d = sc_test_tmpdir();
     REQUIRE(SC("%s sim --model gpt-1.3b --cluster p4d.24xlarge --microbatches 2 -o %s/gb.json",
                sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "(1 GPU used of 8)"); /* "1 GPUs" once */
     CHECK(SC("%s sim --plan %s/gb.json --global-batch 2", sc_test_bin(), d) == 2);
     CHECK_STR_HAS(out, "--plan replays a plan");
 }
