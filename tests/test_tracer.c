@@ -346,6 +346,21 @@ TEST(tracer_resnet50)
     CHECK_STR_HAS(out, "total: 25.56M params");
 }
 
+/* Without --image a torchvision classifier gets the side its pretrained
+ * weights run at (torchvision's metadata, nothing downloaded): inception_v3
+ * 299, where 224 made it fail ("padded input size ... Kernel size").
+ * torchvision's model table lists 5.71 "GFLOPS" for it, multiply-adds (4.09
+ * for resnet50, which traces at 8.18 GFLOP): 11.42 GFLOP here. */
+TEST(tracer_torchvision_native_image)
+{
+    if (!have_torch())
+        return;
+    cJSON *s = trace_and_check("inception_v3", "--batch 2", "inc.json");
+    REQUIRE(s);
+    CHECK_NEAR(num(cJSON_GetObjectItem(s, "totals"), "flops_fwd") / 2 / 5.71e9, 1, 0.01);
+    cJSON_Delete(s);
+}
+
 TEST(tracer_vit_b_16)
 {
     if (!have_torch())
@@ -1075,6 +1090,9 @@ TEST(tracer_bad_specs_exit2_nothing_written)
         {"tests/tracer/missing.py:make", "no such file"},
         {"resnet50:bogus_arg=3", "cannot build 'resnet50:bogus_arg=3'"},
         {"fasterrcnn_resnet50_fpn", "not an image classifier"},
+        /* one sample in train mode: the auxiliary head's BatchNorm sees 1x1 */
+        {"inception_v3 --image 128",
+         "a BatchNorm in train mode needs 2 or more samples: try --batch 2"},
     };
     for (size_t i = 0; i < SC_ARRAY_LEN(bad); i++) {
         int rc = SC(TRACER " %s -o %s 2>&1 >/dev/null", bad[i].spec, p);

@@ -10,7 +10,12 @@ SPEC is one of
                           weights (weights=None; nothing is downloaded), e.g.
                           resnet50, vit_b_16 (with --image N the ViTs get
                           image_size=N), convnext_tiny:stochastic_depth_prob=0;
-                          k=v pairs are passed to the builder
+                          k=v pairs are passed to the builder. Its input is
+                          (B, 3, N, N) with N from --image, else the size it
+                          was built for (a ViT's image_size), else the crop
+                          size its pretrained weights run at, as torchvision's
+                          metadata lists it (inception_v3 299, efficientnet_b7
+                          600; nothing is downloaded), else 224
   transformer[:k=v,...]   torch.nn.Transformer (also spelled nn.Transformer,
                           torch.nn.Transformer); keys are its constructor's:
                           d_model, nhead, num_encoder_layers,
@@ -453,16 +458,27 @@ def build(args, torch):
     if "weights" in kw and kw["weights"] is not None:
         raise TraceError("%s: weights are never loaded (nothing is downloaded); drop 'weights'" % spec)
     kw["weights"] = None
-    img = args.image or 224
     if name.startswith("vit_") and args.image and "image_size" not in kw:
         kw["image_size"] = args.image
-    if "image_size" in kw:
-        img = kw["image_size"]
     try:
         m = models.get_model(name, **kw)
     except Exception as e:
         raise TraceError("cannot build '%s': %s" % (spec, one_line(e)), True)
+    # the side it was built for (a ViT's image_size), else --image, else the
+    # one its pretrained weights run at (inception_v3 299, efficientnet_b7
+    # 600: torchvision's metadata, nothing downloaded), else 224
+    img = (kw.get("image_size") or args.image or getattr(m, "image_size", None) or
+           native_image(models, name))
     return name, m, (torch.randn(B, 3, img, img),), {}, B, None
+
+
+def native_image(models, name):
+    """The crop size of torchvision's default weights for the model, or 224."""
+    try:
+        crop = models.get_model_weights(name).DEFAULT.transforms().crop_size
+        return int(crop[0] if isinstance(crop, (list, tuple)) else crop)
+    except Exception:
+        return 224
 
 
 def build_file(args, torch):
@@ -1243,7 +1259,11 @@ class Tracer:
                 except TraceError:
                     raise
                 except Exception as e:
-                    raise TraceError("forward failed: %s" % one_line(e), True)
+                    hint = ""
+                    if "more than 1 value per channel when training" in str(e) and self.B < 2:
+                        hint = ("; a BatchNorm in train mode needs 2 or more samples: "
+                                "try --batch 2")
+                    raise TraceError("forward failed: %s%s" % (one_line(e), hint), True)
         finally:
             self.remove_hooks()
             self.stack = []
