@@ -233,9 +233,14 @@ renamed into place, mode 0644):
             triu returned, while the model was built or in the forward, and
             what element-wise ops made of it (nanoGPT's tril buffer, the
             triu mask of nn.Transformer's decoder, added by
-            MultiheadAttention's baddbmm). A scaled_dot_product_attention op
-            (torch >= 2) is one pair of products with no passes, and its
-            fused kernel is priced without a causal mask.
+            MultiheadAttention's baddbmm). On torch >= 2 meta tensors take
+            F.scaled_dot_product_attention's math path (its products and
+            passes, and with is_causal its own tril); on the CPU (--measure,
+            or the CPU fallback) it is one fused op, recorded as its two
+            products without passes and causal when is_causal is set or a
+            triangular attn_mask reached it. That fused op keeps no scores,
+            so there a --measure trace keeps fewer bytes than a shape-only
+            one (torch 1.13 runs the math path on both).
   the loss  (--loss auto, the default) a model whose forward returns the LM
             head's logits leaves the loss to the training loop, where its
             cross-entropy over s * V logits costs as much memory as a layer
@@ -912,6 +917,13 @@ SDPA_OPS = tuple(k for k in ("scaled_dot_product_attention", "_scaled_dot_produc
                              "_scaled_dot_product_efficient_attention",
                              "_scaled_dot_product_cudnn_attention",
                              "_scaled_dot_product_fused_attention_overrideable"))
+# where each takes is_causal positionally (their schemas in torch 2.15)
+SDPA_IS_CAUSAL_ARG = {"scaled_dot_product_attention": 5, "_scaled_dot_product_attention_math": 5,
+                      "_scaled_dot_product_flash_attention": 4,
+                      "_scaled_dot_product_flash_attention_for_cpu": 4,
+                      "_scaled_dot_product_efficient_attention": 6,
+                      "_scaled_dot_product_cudnn_attention": 6,
+                      "_scaled_dot_product_fused_attention_overrideable": 5}
 
 
 def flop_mode(torch, on_flops, score_keys=None, keep=None, on_kernel=None, tri_keys=None):
@@ -1202,8 +1214,14 @@ class Tracer:
                     L, E = int(q.shape[-2]), int(q.shape[-1])
                     S = int(args_[1].shape[-2]) if len(args_) > 1 else L
                     lead = _numel(q.shape[:-2])
+                    # causal: is_causal, or a triangular mask among its inputs
+                    at = SDPA_IS_CAUSAL_ARG.get(name)
+                    causal = bool(kwargs_.get("is_causal") or (
+                        at is not None and len(args_) > at and args_[at] is True) or any(
+                        storage_key(t) in self.tri_keys
+                        for t in flatten_tensors((args_[3:], kwargs_), torch)))
                     r.kernels.append(["gemm", lead, L, S, E, False, "n"])
-                    r.kernels.append(["gemm", lead, L, int(o.shape[-1]), S, False, "k"])
+                    r.kernels.append(["gemm", lead, L, int(o.shape[-1]), S, False, "k", causal])
                 else:
                     r.kernels_ok = False
                 return
@@ -1972,7 +1990,7 @@ def attention_cores(ks, cross=False):
     and whether it is causal: a self-attention one of whose passes over the
     scores read a triangular mask (Tracer.tri_keys)."""
     cores, used = [], set()
-    acts = [i for i, k in enumerate(ks) if k[0] == "gemm" and not k[5] and len(k) < 8]
+    acts = [i for i, k in enumerate(ks) if k[0] == "gemm" and not k[5]]
     for a, i in enumerate(acts):
         if i in used:
             continue
@@ -1984,7 +2002,8 @@ def attention_cores(ks, cross=False):
             if b2 == b and L2 == L and int(round(S2)) == S and E2 == int(round(E)):
                 cores.append({"scores": i, "context": j, "batch": b, "m": L, "n": S,
                               "k": int(round(E)), "elems": (b * L * S, S),
-                              "self": L == S and not cross, "causal": False})
+                              "self": L == S and not cross,
+                              "causal": L == S and not cross and len(ks[j]) > 7 and ks[j][7]})
                 used.update((i, j))
                 break
     for k in ks:
