@@ -433,9 +433,22 @@ static const char *schedule_class(const sc_plan *p)
     return "Schedule1F1B";
 }
 
+/* The leaf a stage beginning at `leaf` is split at: a #self leaf (a
+ * module's own code, the tracer's; '#' is in no PyTorch module name) is no
+ * module pipeline() can split at, so the split moves to the next leaf that
+ * is one, and that code runs at the end of the stage before. m->n_leaves
+ * when no leaf after it is. */
+static int split_leaf(const sc_model *m, int leaf)
+{
+    while (leaf < m->n_leaves && strchr(m->leaves[leaf]->name, '#'))
+        leaf++;
+    return leaf;
+}
+
 /* The highest module (below the root) whose first leaf is leaf. */
 static const sc_module *split_module(const sc_model *m, int leaf)
 {
+    leaf = split_leaf(m, leaf);
     const sc_module *x = m->leaves[leaf];
     while (x->parent && x->parent->parent) {
         const sc_module *f = x->parent;
@@ -586,6 +599,14 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                          p->attn == SC_ATTN_FLASH ? "a fused kernel that keeps no scores"
                                                   : "the scores kept for the backward");
     }
+    for (int s = 1; !st && s < x->n_stages; s++) {
+        int f = p->partition.first[s], g = split_leaf(x->model, f);
+        if (g != f)
+            st = ex_note(e, "stage %d begins at %s, a module's own code, where pipeline() cannot "
+                            "split: it runs at the end of stage %d and stage %d begins at %s",
+                         s, x->model->leaves[f]->name, s - 1, s,
+                         split_module(x->model, f)->name);
+    }
     return st;
 }
 
@@ -596,6 +617,17 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
     /* tp and ZeRO 2-3 with a pipeline, which this export does not write,
      * were refused by framework.h's table (export.c) */
     assert(p->tp == 1 && (p->zero <= 1 || p->pp == 1));
+    /* each split at a module, after the one before it */
+    for (int s = 1, prev = 0; s < x->n_stages; s++) {
+        int f = p->partition.first[s], g = split_leaf(m, f);
+        if (g >= m->n_leaves || g <= prev)
+            return sc_err(err, SC_EINVAL,
+                          "%s: stage %d holds only a module's own code (from %s), which "
+                          "pipeline() cannot split off: cut the stages elsewhere",
+                          x->plan_file, g >= m->n_leaves ? s : s - 1,
+                          m->leaves[g >= m->n_leaves ? f : p->partition.first[s - 1]]->name);
+        prev = g;
+    }
     int cuts_ok = 1;
     for (int s = 0; s < x->n_stages; s++)
         cuts_ok &= x->stage_unit[s] >= 0;

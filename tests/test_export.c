@@ -550,6 +550,46 @@ TEST(export_torch_gpt)
     }
 }
 
+/* A stage that begins at a module's own code (a traced #self leaf: LLaVA's
+ * concatenation of image and text tokens) cannot begin there in
+ * pipeline(), which splits at modules: the split moves to the next module,
+ * and the file says so; a stage of nothing but such code is refused. It
+ * wrote "top#self" as a split point, a name no module has. */
+TEST(export_torch_split_at_own_code)
+{
+    const char *d = sc_test_tmpdir();
+    char path[600];
+    snprintf(path, sizeof path, "%s/own.json", d);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f);
+    fputs("{\"format\": \"stagecraft.model/1\", \"name\": \"top\", \"dtype\": \"bf16\", "
+          "\"seq_len\": 16, \"root\": {\"name\": \"top\", \"kind\": \"top\", \"params\": 0, "
+          "\"flops_fwd\": 0, \"act_out_bytes\": 4096, \"act_saved_bytes\": 0, \"children\": ["
+          "{\"name\": \"vision\", \"kind\": \"linear\", \"params\": 4096, \"flops_fwd\": 131072, "
+          "\"act_out_bytes\": 2048, \"act_saved_bytes\": 2048},"
+          "{\"name\": \"embed\", \"kind\": \"embedding\", \"params\": 4096, \"flops_fwd\": 0, "
+          "\"act_out_bytes\": 2048, \"act_saved_bytes\": 64},"
+          "{\"name\": \"top#self\", \"kind\": \"self\", \"params\": 0, \"flops_fwd\": 0, "
+          "\"act_out_bytes\": 4096, \"act_saved_bytes\": 0, \"inputs\": [\"vision\"]},"
+          "{\"name\": \"layer\", \"kind\": \"linear\", \"params\": 4096, \"flops_fwd\": 262144, "
+          "\"act_out_bytes\": 4096, \"act_saved_bytes\": 4096}]}}\n",
+          f);
+    fclose(f);
+    REQUIRE(make_plan("own2.json", path, "--nodes 1 --pp 2 --microbatches 4 --partition 2") == 0);
+    REQUIRE(SC("%s export %s/own2.json --to torch -o %s/own2", sc_test_bin(), d, d) == 0);
+    char *py = read_in(d, "own2/torch_pipeline.py");
+    REQUIRE(py);
+    CHECK_STR_HAS(py, "SPLIT_POINTS = [\"layer\"]\n");
+    CHECK_STR_HAS(py, "stage 1 begins at top#self, a module's own code, where pipeline()");
+    sc_free(py);
+    REQUIRE(make_plan("own3.json", path, "--nodes 1 --pp 3 --microbatches 4 --partition 2,3") ==
+            0);
+    CHECK(SC("%s export %s/own3.json --to torch -o %s/own3", sc_test_bin(), d, d) == 2);
+    CHECK_STR_HAS(out, "stage 1 holds only a module's own code (from top#self), which "
+                       "pipeline() cannot split off");
+    CHECK(SC("test -e %s/own3", d) != 0); /* nothing written */
+}
+
 /* t5-3b: Megatron refuses (export_refusals); DeepSpeed cuts its 53 layers
  * with the shared embedding tied three ways; torch needs --factory. */
 TEST(export_t5)
