@@ -90,6 +90,21 @@ static int tiny_export(const char *target, const char *args, const char *name)
               d, name);
 }
 
+/* The run tests' python when it has torch >= 2.6 (torch.distributed.
+ * pipelining's schedules); else NULL, the test reported unavailable with
+ * what it did not do. */
+static const char *torch_2_6(const char *not_done)
+{
+    const char *py = torch_python();
+    if (SC("%s -c 'import torch, sys; "
+           "sys.exit(0 if tuple(int(x) for x in torch.__version__.split(\".\")[:2]) >= (2, 6) "
+           "else 1)' 2>&1", py) == 0)
+        return py;
+    sc_test_unavailable("%s has no torch >= 2.6 (Debian packages 1.13; SC_TORCH_PYTHON names "
+                        "another python): %s", py, not_done);
+    return NULL;
+}
+
 /* Runs SCRIPT (with its arguments) on two ranks by torch.distributed.run in
  * the folder NAME of the test's tmpdir, under a 120 s limit; out keeps the
  * lines that say what it did (steps, stage bounds, errors). Its exit
@@ -605,15 +620,10 @@ TEST(export_torch_split_at_own_code)
  * 'top#self'"; uncast inputs: "mat1 and mat2 must have the same dtype"). */
 TEST(export_torch_split_at_own_code_runs)
 {
-    const char *py = torch_python();
-    char fx[PATH_MAX];
-    if (SC("%s -c 'import torch, sys; "
-           "sys.exit(0 if tuple(int(x) for x in torch.__version__.split(\".\")[:2]) >= (2, 6) "
-           "else 1)' 2>&1", py) != 0) {
-        sc_test_unavailable("%s has no torch >= 2.6 (Debian packages 1.13; SC_TORCH_PYTHON "
-                            "names another python): the file was not run", py);
+    const char *py = torch_2_6("the file was not run");
+    if (!py)
         return;
-    }
+    char fx[PATH_MAX];
     const char *d = sc_test_tmpdir(), *path = own_code_model();
     REQUIRE(path && realpath("tests/tracer/fixtures.py", fx));
     REQUIRE(make_plan("ownr.json", path, "--nodes 1 --pp 2 --microbatches 4 --partition 2") == 0);
@@ -678,14 +688,9 @@ TEST(export_t5)
  * ln(vocab) = 4.85 for random tokens. */
 TEST(export_torch_runs)
 {
-    const char *py = torch_python();
-    if (SC("%s -c 'import torch, sys; "
-           "sys.exit(0 if tuple(int(x) for x in torch.__version__.split(\".\")[:2]) >= (2, 6) "
-           "else 1)' 2>&1", py) != 0) {
-        sc_test_unavailable("%s has no torch >= 2.6 (Debian packages 1.13; SC_TORCH_PYTHON "
-                            "names another python): the torch file was only compiled", py);
+    const char *py = torch_2_6("the torch file was only compiled");
+    if (!py)
         return;
-    }
     const char *d = sc_test_tmpdir();
     static const char *const cases[] = {
         "--pp 2 --v 2 --schedule interleaved --microbatches 4",
