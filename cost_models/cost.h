@@ -417,7 +417,9 @@ typedef struct sc_mem_cfg {
  * with tp data that does not shard (a norm) keeps all of it whole; sequence
  * parallelism (sp) splits whatever stays whole by tp too; a module without
  * tp data keeps everything. With `selective`, an attention leaf drops its
- * scores (act_saved_scores; a model without them keeps act_out only). For
+ * scores (act_saved_scores; a model without them keeps act_out only), and
+ * so does another leaf that gives them (a traced dropout on the scores,
+ * which keeps nothing else). For
  * gpt-175b at tp 8 per layer: s·h·(10 + 24/t + 5·a·s/(h·t)) bytes without
  * sp and s·h/t·(34 + 5·a·s/h) with it, the paper's formulas. */
 double sc_cost_saved_bytes(const sc_module *m, int tp, int sp, int selective);

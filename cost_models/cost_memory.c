@@ -104,7 +104,9 @@ double sc_cost_saved_bytes(const sc_module *m, int tp, int sp, int selective)
 {
     double t = tp > 1 ? tp : 1;
     double saved = m->act_saved_bytes;
-    if (selective && sc_module_is_attention(m)) {
+    /* an attention, or a leaf of its own that keeps only a pass over its
+     * scores (a traced nn.Dropout on them) */
+    if (selective && (sc_module_is_attention(m) || m->act_saved_scores > 0)) {
         if (m->n_children)
             return 0; /* its leaves are counted */
         if (m->act_saved_scores < 0) /* no scores given: it keeps its output */

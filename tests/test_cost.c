@@ -667,6 +667,27 @@ TEST(cost_memory_zero3_gathers_units)
     sc_model_free(m);
 }
 
+/* A leaf that is not an attention but gives act_scores_bytes (the tracer's
+ * nn.Dropout module on an attention's scores, nanoGPT's attn_dropout)
+ * drops them under selective recompute and fused attention as the
+ * attention does; one without keeps everything (it kept its mask alike). */
+TEST(cost_saved_scores_of_a_dropout_leaf)
+{
+    sc_model *m = sc_model_new("t", SC_BF16, 1024);
+    sc_module *root = sc_model_add(m, NULL, "root", "model");
+    sc_module *d = sc_model_add(m, root, "attn_dropout", "dropout");
+    d->act_saved_bytes = 300;
+    d->act_saved_scores = 300;
+    sc_module *r = sc_model_add(m, root, "resid_dropout", "dropout");
+    r->act_saved_bytes = 30;
+    sc_error err = {0};
+    REQUIRE(sc_model_finish(m, "<test>", &err) == SC_OK);
+    CHECK_NEAR(sc_cost_saved_bytes(d, 1, 0, 0), 300, 1e-12);
+    CHECK_NEAR(sc_cost_saved_bytes(d, 1, 0, 1), 0, 1e-12);
+    CHECK_NEAR(sc_cost_saved_bytes(r, 1, 0, 1), 30, 1e-12);
+    sc_model_free(m);
+}
+
 TEST(cost_memory_tp_and_recompute)
 {
     sc_cluster c = preset("p4d.24xlarge");

@@ -1212,9 +1212,20 @@ TEST(tracer_records_kernels)
     const cJSON *ad = node_named(j, "transformer.h.0.attn.attn_dropout");
     REQUIRE(ad);
     const cJSON *nd = kernel_named(ad, "native_dropout");
-    REQUIRE(nd && cJSON_GetArraySize(cJSON_GetObjectItem(ad, "kernels")) == 1);
+    REQUIRE(nd && cJSON_GetArraySize(cJSON_GetObjectItem(ad, "kernels")) == 2);
     CHECK(num(nd, "bytes") == 5 * 12 * G_S * G_S && num(nd, "bwd_bytes") == num(nd, "bytes"));
     CHECK(num(ad, "act_saved_bytes") == 12 * G_S * G_S);
+    /* that dropout is a module of its own beside the core, over its scores:
+     * part of the unfused core (re-run by selective recompute, its mask
+     * dropped), and nothing under --attn flash, which runs it inside the
+     * fused kernel (it was priced and kept under either) */
+    CHECK(!strcmp(str(nd, "attn"), "unfused") && !strcmp(str(nd, "per"), "scores"));
+    const cJSON *inf = kernel_named(ad, "in_flash");
+    CHECK(inf && !strcmp(str(inf, "attn"), "flash") && num(inf, "bytes") == 0);
+    CHECK(num(ad, "act_scores_bytes") == num(ad, "act_saved_bytes"));
+    /* the dropouts after the projections are no part of it */
+    const cJSON *rd = node_named(j, "transformer.h.0.attn.resid_dropout");
+    CHECK(rd && !kernel_named(rd, "in_flash") && !cJSON_GetObjectItem(rd, "act_scores_bytes"));
     double layer = 0;
     for (int i = 0; i < leaves; i++)
         if (!strncmp(str(leaf[i], "name"), "transformer.h.0.", 16))

@@ -226,7 +226,11 @@ renamed into place, mode 0644):
             (scale, mask, softmax, dropout; "per": "scores") are tagged
             "attn": "unfused", and a "flash" kernel (heads, L, S, E) is
             listed beside them, so the plan's attention setting (--attn)
-            picks either and selective recompute re-runs the one chosen. In
+            picks either and selective recompute re-runs the one chosen. A
+            leaf of its own whose every kernel passes over a sibling's
+            scores (nanoGPT's attn_dropout, an nn.Dropout) is part of that
+            core: its pass tagged unfused, a zero-byte "in_flash" kernel
+            for --attn flash, and all it keeps its act_scores_bytes. In
             a self-attention (L = S, not a cross-attention) the products
             carry "kv" (token slices scale them). The fused kernel is
             "causal" when a triangular mask reached the scores: what tril or
@@ -1973,6 +1977,7 @@ def annotate_tp(tr, allnodes):
 
 
 KERNELS_MAX = 64  # per leaf (model format)
+IN_FLASH = "in_flash"  # a pass over a sibling's scores under --attn flash: none
 
 
 def attention_cores(ks, cross=False):
@@ -2058,6 +2063,18 @@ def kernels_json(n, B):
     # norm); whole in a vocab-parallel embedding (its output is whole)
     mem_tp = ("none" if n.kind == "embedding" or not n.tp else "shard" if shard else "seq")
     cores = attention_cores(ks, cross=n.kind == "cross_attention")
+    # a leaf of its own that only passes over a sibling's scores (nanoGPT's
+    # and Hugging Face GPT-2's attention dropout, an nn.Dropout module):
+    # part of that attention's unfused core
+    sib = []
+    if not cores and n.parent is not None and all(k[0] == "mem" for k in ks):
+        for x in n.parent.children:
+            if x is not n and not x.children and x.krecs and \
+                    all(r.kernels_ok for r in x.krecs):
+                sib += attention_cores([k for r in x.krecs for k in r.kernels],
+                                       cross=x.kind == "cross_attention")
+        if not all(scores_core(sib, k) for k in ks):
+            sib = []
     core_gemm = {}   # index in ks -> (core, "n" | "k"): a scores or context product
     for c in cores:
         core_gemm[c["scores"]] = (c, "n")
@@ -2067,7 +2084,7 @@ def kernels_json(n, B):
         if k[0] == "mem":
             # a pass over an attention's scores (softmax, masking, dropout)
             # is that attention's own: priced only when it runs unfused
-            c = scores_core(cores, k)
+            c = scores_core(cores or sib, k)
             key = (k[1], id(c) if c else None)
             if key not in mem:
                 mem[key] = [0.0, c, 0.0, False]  # bytes, core, backward bytes, given?
@@ -2139,6 +2156,8 @@ def kernels_json(n, B):
                 e["per"] = "scores"
             e["attn"] = "unfused"
         out.append(e)
+    if sib:  # under --attn flash its pass runs inside the fused kernel
+        out.append({"name": IN_FLASH, "op": "mem", "bytes": 0, "attn": "flash"})
     out.extend(n.extra_kernels)  # per sample already, no FLOPs
     if len(out) > KERNELS_MAX or abs(flops - n.flops) > 0.001 * max(n.flops, 1.0):
         return None
@@ -2174,6 +2193,8 @@ def node_json(n, device, B=1):
     kern = kernels_json(n, B)
     if kern:
         j["kernels"] = kern
+        if any(k.get("name") == IN_FLASH for k in kern):
+            j["act_scores_bytes"] = n.saved  # all it keeps is of the scores
     if n.children:
         j["children"] = [node_json(c, device, B) for c in n.children]
     return j
