@@ -601,10 +601,10 @@ class Rec:
         self.kind = None
         self.first_ins = None  # its input tensors at the first call (during pass 1)
         self.own_event_seq = None
-        self.own_kernel_seq = None  # when its own code first launched a kernel
         self.own_edges = []         # producer Recs its own code read (not a child's call)
         self.prev_finished = None   # the Rec that finished last before its first call
         self.own_ops = []           # (calls started, calls finished) at each own kernel
+                                    # (kept for modules with submodules: a #self's)
         self.post_at = 0            # calls finished when its (last) call finished
         self.edges = []  # producer Recs
         self.fwd = []    # per pass: inclusive forward seconds
@@ -953,7 +953,7 @@ def flop_mode(torch, on_flops, score_keys=None, keep=None, on_kernel=None, tri_k
             out = func(*args, **kwargs)
             name = func.overloadpacket.__name__
             f = FLOP_OPS.get(name)
-            if tri_keys is not None:
+            if tri_keys is not None and (tri_keys or name in TRI_FUNCS):
                 ins = flatten_tensors((args, kwargs), torch)
                 tri = name in TRI_FUNCS or (
                     (f is None or name == "baddbmm") and
@@ -1150,12 +1150,11 @@ class Tracer:
             """The kernel an op launched, on the module whose own code ran it."""
             self.ops_seen.add(name)
             r = self.stack[-1] if self.stack else self.root
-            if r.own_kernel_seq is None:
-                r.own_kernel_seq = self.seq
-            r.own_ops.append((self.seq, self.posts))
-            # what its own code reads (a concatenation of two towers' outputs)
-            note_edges(r, [storage_key(t) for t in flatten_tensors((args_, kwargs_), torch)],
-                       r.own_edges, r.prev_finished)
+            every_in = flatten_tensors((args_, kwargs_), torch)
+            if r.kids:  # own code beside submodules, which a #self leaf carries
+                r.own_ops.append((self.seq, self.posts))
+                # what it reads (a concatenation of two towers' outputs)
+                note_edges(r, [storage_key(t) for t in every_in], r.own_edges, r.prev_finished)
             if not r.kernels_ok:
                 return
             outs = [t for t in flatten_tensors(out_, torch) if t.is_floating_point()]
@@ -1166,7 +1165,7 @@ class Tracer:
                     M = int(o.shape[-2]) if o.dim() >= 2 else 1
                     lead = _numel(o.shape[:-2]) if o.dim() >= 2 else 1
                     K = n / (2.0 * max(o.numel(), 1))
-                    ins = [t for t in flatten_tensors((args_, kwargs_), torch)]
+                    ins = every_in
                     weight = any(id(t) in params for t in ins) or any(
                         getattr(t, "_base", None) is not None and id(t._base) in params
                         for t in ins)
@@ -1229,7 +1228,7 @@ class Tracer:
                 else:
                     r.kernels_ok = False
                 return
-            ins = [t for t in flatten_tensors((args_, kwargs_), torch) if t.is_floating_point()]
+            ins = [t for t in every_in if t.is_floating_point()]
             nbytes = 0.0
             for t in ins + outs:
                 nbytes += t.numel() * self.db
@@ -1240,8 +1239,7 @@ class Tracer:
             # whether it read a triangular mask (a causal attention)
             shapes = frozenset((int(t.numel()), int(t.shape[-1]) if t.dim() else 1)
                                for t in ins + outs)
-            tri = any(storage_key(t) in self.tri_keys
-                      for t in flatten_tensors((args_, kwargs_), torch))
+            tri = any(storage_key(t) in self.tri_keys for t in every_in)
             k = ["mem", name, nbytes, 0.0, shapes, tri]
             # dropout: off CUDA, aten's dropout is bernoulli_ on a noise
             # tensor, div_ by 1 - p, then input * noise; on CUDA it is one
@@ -1611,7 +1609,8 @@ def make_tree(tr, model_name, torch, warnings_out):
                 any(r.kernels for r in own.krecs if r.kernels_ok):
             own.raw_name = nm + "#self"
             pos = 0
-            at = rec.own_event_seq if rec.own_event_seq is not None else rec.own_kernel_seq
+            at = rec.own_event_seq if rec.own_event_seq is not None else (
+                rec.own_ops[0][0] if rec.own_ops else None)
             if at is not None:
                 pos = sum(1 for k in ran if k.first_seq <= at)
             if pos < len(ran):
