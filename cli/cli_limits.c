@@ -28,7 +28,7 @@ int cli_parse_bytes(const char *cmd, const char *opt, const char *s, double *out
     char *e;
     errno = 0;
     double v = strtod(s ? s : "", &e);
-    if (!s || e == s || errno || !isfinite(v))
+    if (!s || e == s || errno || !isfinite(v) || e != s + sc_decimal_len(s))
         return cli_usage(cmd, "%s: '%s' is not a size (like 512M, 8G)", opt, s ? s : "");
     double k = 1;
     switch (*e) {

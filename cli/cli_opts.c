@@ -102,7 +102,7 @@ int cli_opt_count(const char *cmd, const char *label, const cli_opt *o, const ch
     char *end;
     errno = 0;
     double v = strtod(num, &end);
-    if (*end || errno || !isfinite(v))
+    if (*end || errno || !isfinite(v) || sc_decimal_len(num) != strlen(num))
         return cli_usage(cmd, "%s: '%s' is not a number (like 3e11, 300B, 1.5T)", label, arg);
     v *= mul[at - suf];
     if (v < o->lo || v > o->hi)

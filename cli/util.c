@@ -155,7 +155,7 @@ int cli_long(const char *cmd, const char *opt, const char *s, long lo, long hi, 
     char *end;
     errno = 0;
     long v = strtol(s ? s : "", &end, 10);
-    if (!s || !*s || *end || errno)
+    if (!s || !*s || *end || errno || sc_decimal_len(s) != strlen(s))
         return cli_usage(cmd, "%s: '%s' is not an integer", opt, s ? s : "");
     if (v < lo || v > hi)
         return cli_usage(cmd, "%s: %ld is out of range [%ld, %ld]", opt, v, lo, hi);
@@ -169,7 +169,7 @@ int cli_double(const char *cmd, const char *opt, const char *s, double lo, doubl
     char *end;
     errno = 0;
     double v = strtod(s ? s : "", &end);
-    if (!s || !*s || *end || errno || !isfinite(v))
+    if (!s || !*s || *end || errno || !isfinite(v) || sc_decimal_len(s) != strlen(s))
         return cli_usage(cmd, "%s: '%s' is not a number", opt, s ? s : "");
     if (v < lo || v > hi)
         return cli_usage(cmd, "%s: %g is out of range [%g, %g]", opt, v, lo, hi);

@@ -127,6 +127,29 @@ int sc_reads_as_name(const char *s)
     return n > 0 && !strchr(s, '/') && !(n >= 5 && !strcmp(s + n - 5, ".json"));
 }
 
+size_t sc_decimal_len(const char *s)
+{
+    if (!s)
+        return 0;
+    size_t i = (s[0] == '+' || s[0] == '-'), digits = 0;
+    while (isdigit((unsigned char)s[i]))
+        i++, digits++;
+    if (s[i] == '.')
+        for (i++; isdigit((unsigned char)s[i]); i++)
+            digits++;
+    if (!digits)
+        return 0;
+    if (s[i] == 'e' || s[i] == 'E') {
+        size_t j = i + 1 + (s[i + 1] == '+' || s[i + 1] == '-');
+        if (isdigit((unsigned char)s[j])) {
+            while (isdigit((unsigned char)s[j]))
+                j++;
+            i = j;
+        }
+    }
+    return i;
+}
+
 sc_status sc_err_unknown_name(sc_error *err, const char *s, const char *what,
                               const char *const *names, int n, const char *list)
 {

@@ -63,6 +63,12 @@ const char *sc_did_you_mean(const char *s, const char *const *names, int n, cons
 /* Whether a name_or_file argument that could not be opened reads as a name
  * (no '/' and no ".json" ending) rather than as a path. */
 int sc_reads_as_name(const char *s);
+/* The length of the decimal number s begins with: an optional sign, digits
+ * with at most one '.' (at least one digit), an optional exponent e[+-]DIGITS;
+ * 0 when s does not begin with one. Number options read with strtod take
+ * only what this accepts: strtod also reads leading blanks, hex ("0x10" is
+ * 16), "inf" and "nan", which no one means on a command line. */
+size_t sc_decimal_len(const char *s);
 /* SC_ENOTFOUND for s, neither one of names[0..n) nor a file: "S: no WHAT of
  * that name and no such file (did you mean NAME? `LIST` lists them)". */
 sc_status sc_err_unknown_name(sc_error *err, const char *s, const char *what,

@@ -43,11 +43,10 @@ static int parse_num(const char *s, const char **end, double *out)
     char *e;
     errno = 0;
     /* decimal only: strtod would read "0x2x2x2" as the hex number 2 */
-    if (!(isdigit((unsigned char)s[0]) || s[0] == '.') ||
-        (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isxdigit((unsigned char)s[2])))
+    if (!(isdigit((unsigned char)s[0]) || s[0] == '.'))
         return -1;
     double v = strtod(s, &e);
-    if (e == s || errno || !isfinite(v) || v < 0)
+    if (e == s || e != s + sc_decimal_len(s) || errno || !isfinite(v) || v < 0)
         return -1;
     switch (*e) {
     case 'k': case 'K': v *= 1024; e++; break;
@@ -106,7 +105,8 @@ sc_status sc_bench_parse_sizes(sc_bench_op op, const char *text, sc_bench_point 
         char *fe;
         errno = 0;
         f = strtod(e + 1, &fe);
-        if (fe == e + 1 || *fe || errno || !(f >= 1) || !isfinite(f))
+        if (fe == e + 1 || *fe || errno || !(f >= 1) || !isfinite(f) ||
+            sc_decimal_len(e + 1) != strlen(e + 1))
             return sc_err(err, SC_EINVAL, "--sizes '%s': FACTOR must be a number >= 1", text);
         if (a < 1 || b < a)
             return sc_err(err, SC_EINVAL, "--sizes '%s': need 1 <= MIN <= MAX", text);

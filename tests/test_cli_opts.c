@@ -8,6 +8,7 @@
 #include "json.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 static char out[1 << 16];
 
@@ -273,4 +274,36 @@ TEST(cli_opts_tokens_take_multipliers)
     CHECK_STR_HAS(out, "--tokens: '300 B' is not a number (like 3e11, 300B, 1.5T)");
     CHECK(SC("%s %s 2000000T", sc_test_bin(), w) == 2);
     CHECK_STR_HAS(out, "--tokens: 2000000T = 2e+18 is out of range [1, 1e+18]");
+}
+
+/* Numbers on the command line are decimal: strtod alone also reads hex
+ * ("0x10" as 16, "0x1p3" as 8), leading blanks, inf and nan, which no one
+ * means; each is refused with the parser's own message, in every kind of
+ * number option (integer, real, count with a multiplier, size, bench sizes). */
+TEST(cli_opts_numbers_are_decimal)
+{
+    const char *bin = sc_test_bin();
+    const char *w = "whatif --model gpt-1.3b --cluster p4d.24xlarge --nodes 1 --global-batch 64";
+    static const char *bad_tokens[] = {"0x10", "0x1p3", "' 5'", "inf", "nan", "0x1p3B", "'5 '"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(bad_tokens); i++) {
+        CHECK(SC("%s %s --tokens %s", bin, w, bad_tokens[i]) == 2);
+        CHECK_STR_HAS(out, "--tokens: '");
+        CHECK_STR_HAS(out, "is not a number");
+    }
+    /* what people write is still read: signs, a leading point, exponents */
+    static const char *good_tokens[] = {"5", "+5", ".5e3", "3e11", "3E+11", "300B", "1.5T"};
+    for (size_t i = 0; i < SC_ARRAY_LEN(good_tokens); i++)
+        if (SC("%s %s --tokens %s", bin, w, good_tokens[i]) != 0)
+            sc_test_fail(__FILE__, __LINE__, "--tokens %s refused: %.200s", good_tokens[i], out);
+    CHECK(SC("%s sim --model gpt-1.3b --cluster dgx-a100-80g --tp ' 2'", bin) == 2);
+    CHECK_STR_HAS(out, "--tp: ' 2' is not an integer");
+    CHECK(SC("%s sim --model gpt-1.3b --cluster dgx-a100-80g --max-mem 0x10G", bin) == 2);
+    CHECK_STR_HAS(out, "--max-mem: '0x10G' is not a size (like 512M, 8G)");
+    CHECK(SC("%s sim --model gpt-1.3b --cluster dgx-a100-80g --max-mem ' 16G'", bin) == 2);
+    CHECK_STR_HAS(out, "--max-mem: ' 16G' is not a size");
+    char never[512];
+    snprintf(never, sizeof never, "%s/never.json", sc_test_tmpdir());
+    CHECK(SC("%s bench gemm --sizes 16:64:0x2 -o %s", bin, never) == 2);
+    CHECK_STR_HAS(out, "--sizes '16:64:0x2': FACTOR must be a number >= 1");
+    CHECK(access(never, F_OK) != 0);
 }
