@@ -282,6 +282,13 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
         WHY("%s has no layers (no module of kind \"block\")", m->name);
         return;
     }
+    int fb = -1, lb = -1;
+    for (int u = 0; u < x->n_units; u++)
+        if (x->units[u].block >= 0) {
+            if (fb < 0)
+                fb = u;
+            lb = u;
+        }
     for (int i = 0; i < m->n_modules; i++) {
         const sc_module *mod = m->modules[i];
         if (!strcmp(mod->kind, "cross_attention")) {
@@ -290,19 +297,18 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
                 m->name, mod->name);
             return;
         }
-        if (mod->n_inputs > 0) {
+        /* before the first layer, a sum of what the embeddings looked up
+         * (a traced nanoGPT's token + position add, which reads the token
+         * embedding past the position one) is Megatron's embedding itself */
+        const sc_module *f = mod;
+        while (f->n_children)
+            f = f->children[0];
+        if (mod->n_inputs > 0 && f->leaf_index >= x->units[fb].first) {
             WHY("%s has non-sequential dataflow (%s consumes %s's output)", m->name, mod->name,
                 mod->inputs[0]);
             return;
         }
     }
-    int fb = -1, lb = -1;
-    for (int u = 0; u < x->n_units; u++)
-        if (x->units[u].block >= 0) {
-            if (fb < 0)
-                fb = u;
-            lb = u;
-        }
     const sc_module *b0 = x->units[fb].mod;
     for (int u = fb; u <= lb; u++) {
         const ex_unit *un = &x->units[u];

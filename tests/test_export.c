@@ -1021,3 +1021,77 @@ TEST(export_megatron_sequence_parallel)
     CHECK(!strstr(out, "\n    --sequence-parallel\n"));
     CHECK_STR_HAS(out, "--sequence-parallel is off, as in the plan");
 }
+
+/* A small GPT whose own code past its embedding reads the embedding's output
+ * (inputs: ["embed"]), as a traced nanoGPT's token + position add does:
+ * inserted after root child `after`, with a position table when after is
+ * "embed". Returns the model's path, or NULL. */
+static const char *gpt_with_sum(const char *name, const char *after)
+{
+    static char path[600];
+    const char *d = sc_test_tmpdir();
+    if (SC("%s model gen gpt --layers 2 --hidden 64 --heads 2 --seq 32 --vocab 256 --dtype fp32 "
+           "-o %s/%s.gen.json",
+           sc_test_bin(), d, name) != 0)
+        return NULL;
+    snprintf(path, sizeof path, "%s/%s.gen.json", d, name);
+    cJSON *j = NULL;
+    sc_error err = {0};
+    if (sc_json_load(path, &j, &err) != SC_OK)
+        return NULL;
+    cJSON *kids = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "root"), "children");
+    int at = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, kids)
+    {
+        at++;
+        if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring, after))
+            break;
+    }
+    /* the children after `after` come off and go back after the new ones
+     * (Debian 12's cJSON 1.7.15 inserts nothing with cJSON_InsertItemInArray) */
+    cJSON *tail = cJSON_CreateArray();
+    while (cJSON_GetArraySize(kids) > at)
+        cJSON_AddItemToArray(tail, cJSON_DetachItemFromArray(kids, at));
+    if (!strcmp(after, "embed"))
+        cJSON_AddItemToArray(kids, cJSON_Parse("{\"name\": \"wpe\", \"kind\": \"embedding\", "
+                                               "\"params\": 2048, \"flops_fwd\": 0, "
+                                               "\"act_out_bytes\": 8192, \"act_saved_bytes\": 0}"));
+    cJSON_AddItemToArray(kids, cJSON_Parse("{\"name\": \"gpt#self\", \"kind\": \"self\", "
+                                           "\"params\": 0, \"flops_fwd\": 0, "
+                                           "\"act_out_bytes\": 8192, \"act_saved_bytes\": 0, "
+                                           "\"inputs\": [\"embed\"]}"));
+    while (cJSON_GetArraySize(tail) > 0)
+        cJSON_AddItemToArray(kids, cJSON_DetachItemFromArray(tail, 0));
+    cJSON_Delete(tail);
+    char *s = cJSON_Print(j);
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "%s/%s.json", d, name);
+    FILE *f = fopen(path, "w");
+    int ok = f && s && fputs(s, f) >= 0;
+    ok = f && fclose(f) == 0 && ok;
+    free(s);
+    return ok ? path : NULL;
+}
+
+/* Megatron-LM's embedding sums the token and position lookups itself: a
+ * model whose own code adds them before its first layer (the token
+ * embedding read past the position one, an `inputs` edge) is its GPT and is
+ * exported; one that reads an earlier output later on is not (a traced
+ * nanoGPT was refused for its embeddings' sum once the tracer put that sum
+ * where it runs). */
+TEST(export_megatron_embedding_sum)
+{
+    const char *d = sc_test_tmpdir(), *path = gpt_with_sum("sum", "embed");
+    REQUIRE(path);
+    REQUIRE(make_plan("sum.plan", path, "--nodes 1 --dp 2 --microbatches 1") == 0);
+    CHECK(SC("%s export %s/sum.plan --to megatron", sc_test_bin(), d) == 0);
+    CHECK_ARG(out, "--num-layers 2");
+    path = gpt_with_sum("late", "blocks.1");
+    REQUIRE(path);
+    REQUIRE(make_plan("late.plan", path, "--nodes 1 --dp 2 --microbatches 1") == 0);
+    check_refusal("late.plan", "megatron",
+                  "Megatron-LM cannot run this plan: gpt has non-sequential dataflow (gpt#self "
+                  "consumes embed's output)",
+                  __LINE__);
+}

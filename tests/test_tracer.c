@@ -844,6 +844,22 @@ TEST(tracer_gpt2_inline_attention)
     CHECK(tp_shardable(qkv) && tp_bytes(qkv) == 0);
     CHECK(tp_shardable(pr) && tp_bytes(pr) == 2 * G_S * G_H);
     CHECK(!tp_shardable(rd) && tp_bytes(rd) == 0);
+    /* the root's own code, the token + position add, ran between
+     * transformer.wpe and transformer.drop, inside the module dict's span:
+     * it stands there (on the first pipeline stage, not before lm_head), and
+     * it reads the token embedding past the position one */
+    const cJSON *kids = cJSON_GetObjectItem(node_named(raw, "transformer"), "children");
+    const char *want[] = {"transformer.wte", "transformer.wpe", "gpt2#self", "transformer.drop"};
+    for (int i = 0; i < 4; i++)
+        CHECK(!strcmp(str(cJSON_GetArrayItem(kids, i), "name"), want[i]));
+    const cJSON *sum = node_named(raw, "gpt2#self");
+    REQUIRE(sum);
+    CHECK(kernel_named(sum, "add") && num(sum, "act_out_bytes") == 2 * G_S * G_H);
+    const cJSON *in = cJSON_GetObjectItem(sum, "inputs");
+    CHECK(cJSON_GetArraySize(in) == 1 &&
+          !strcmp(cJSON_GetArrayItem(in, 0)->valuestring, "transformer.wte"));
+    const cJSON *rk = cJSON_GetObjectItem(cJSON_GetObjectItem(raw, "root"), "children");
+    CHECK(cJSON_GetArraySize(rk) == 2); /* transformer, lm_head: nothing of the root's between */
     cJSON_Delete(raw);
     check_tp2(path);
     /* its learned positions are a table of their own (transformer.wpe): the
@@ -1419,4 +1435,24 @@ TEST(tracer_einsum_kernels)
     }
     cJSON_Delete(j);
     CHECK_EQ_INT(seen, 2);
+}
+
+/* A model file's trace is the same in every run but for the time it took:
+ * its classes are shown as the file's (tiny_gpt.TinyGPT); they carried the
+ * tracer's process id (torch_trace_user_26972.TinyGPT), so two traces of one
+ * model never compared equal. */
+TEST(tracer_same_trace_twice)
+{
+    if (!have_torch())
+        return;
+    cJSON *a = trace_to("tests/tracer/tiny_gpt.py:make --seq 32", "a.json");
+    cJSON *b = trace_to("tests/tracer/tiny_gpt.py:make --seq 32", "b.json");
+    REQUIRE(a && b);
+    CHECK(!strcmp(str(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "root"), "x-torch"), "class"),
+                  "tiny_gpt.TinyGPT"));
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(a, "x-torch"), "trace_s");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(b, "x-torch"), "trace_s");
+    CHECK(cJSON_Compare(a, b, 1));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
 }

@@ -74,7 +74,11 @@ renamed into place, mode 0644):
             started when its first saved tensor was recorded, else when its
             own code first launched a kernel (before the first child when
             neither happened). Its own code's work is one leaf wherever it
-            ran: a block's two residual adds sit after its attention.
+            ran: a block's two residual adds sit after its attention. Own
+            code that all ran between the same two children of a module
+            list or dict never called itself (nanoGPT's token + position
+            add, between transformer.wpe and transformer.drop) stands
+            there, inside that container.
   params    parameters owned directly (recurse=False). A parameter registered
             in several modules (tied weights) is counted once, by the first
             owner in execution order; all modules using it, by registration
@@ -286,6 +290,8 @@ NAME_MAX = 128
 KIND_MAX = 64
 MAX_DEPTH = 64
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+USER_MODULE = "torch_trace_user"  # the module a FILE.py:FACTORY spec's file is loaded as
+USER_STEM = [None]                # that file's name without .py
 
 
 class TraceError(Exception):
@@ -503,7 +509,10 @@ def build_file(args, torch):
     if not os.path.isfile(path):
         raise TraceError("%s: no such file" % path)
     try:
-        ms = importlib.util.spec_from_file_location("torch_trace_user_%d" % os.getpid(), path)
+        # one user file a run, under a name no installed module has; traces
+        # show its classes as the file's (gpt2.GPT), the same in every run
+        ms = importlib.util.spec_from_file_location(USER_MODULE, path)
+        USER_STEM[0] = os.path.splitext(os.path.basename(path))[0]
         mod = importlib.util.module_from_spec(ms)
         sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
         ms.loader.exec_module(mod)
@@ -1570,7 +1579,9 @@ def make_tree(tr, model_name, torch, warnings_out):
         unrun = [k for k in rec.kids if not k.active]
         node.out = (rec.out_bytes or 0.0) / tr.B
         node.fwd_incl, node.bwd_incl = rec.fwd_s / tr.B, rec.bwd_sub / tr.B
-        node.xtorch = {"class": type(rec.module).__module__ + "." + type(rec.module).__name__,
+        cls_mod = type(rec.module).__module__
+        node.xtorch = {"class": (USER_STEM[0] if cls_mod == USER_MODULE else cls_mod) + "." +
+                       type(rec.module).__name__,
                        "calls": rec.calls}
         own = Node(None, "self")
         own.owner = rec
@@ -1613,21 +1624,50 @@ def make_tree(tr, model_name, torch, warnings_out):
                 rec.own_ops[0][0] if rec.own_ops else None)
             if at is not None:
                 pos = sum(1 for k in ran if k.first_seq <= at)
-            if pos < len(ran):
-                own.out = (ran[pos].in_bytes or 0.0) / tr.B
+            # own code that ran inside a module dict's or list's span (never
+            # called itself: nanoGPT's token + position add between
+            # transformer.wpe and transformer.drop) stands there, inside it,
+            # when all of it ran in one gap between two of its children
+            host, hran, hpos = rec, ran, pos
+            while hpos > 0 and rec.own_ops:
+                k = hran[hpos - 1]
+                inner = sorted([c for c in k.kids if c.active], key=lambda c: c.first_seq)
+                kn = nodes_by_rec.get(id(k))
+                if k.calls or not inner or kn is None or not kn.children or \
+                        any(posts >= finished_at(k) for _, posts in rec.own_ops):
+                    break
+                gaps = {sum(1 for c in inner if c.first_seq <= sq) for sq, _ in rec.own_ops}
+                if rec.own_event_seq is not None:
+                    gaps.add(sum(1 for c in inner if c.first_seq <= rec.own_event_seq))
+                if len(gaps) != 1 or min(gaps) == 0:
+                    break
+                host, hran, hpos = k, inner, gaps.pop()
+            hnode = nodes_by_rec[id(host)] if host is not rec else node
+            if hpos < len(hran):
+                own.out = (hran[hpos].in_bytes or 0.0) / tr.B
             else:
-                own.out = node.out
+                own.out = hnode.out
             own.fwd_incl, own.bwd_incl = own.fwd, own.bwd
             own.xtorch = {"class": "(own work of %s)" % node.xtorch["class"]}
             # what its own code read keeps its edges only where that code
             # ran where the node stands: each op after the child before it
-            # finished and before the next one started (not a module
-            # dict's or list's own code lumped at one end of its span)
-            done = finished_at(ran[pos - 1]) if pos > 0 else 0
+            # finished and before the next one started (not own code lumped
+            # at one end of a module dict's or list's span)
+            done = finished_at(hran[hpos - 1]) if hpos > 0 else 0
             own.edges_ok = all(
-                sum(1 for k in ran if k.first_seq <= sq) == pos and done <= posts
+                sum(1 for k in hran if k.first_seq <= sq) == hpos and done <= posts
                 for sq, posts in rec.own_ops)
-            kids.insert(pos, own)
+            if host is rec:
+                kids.insert(pos, own)
+            else:
+                at_kid = hnode.children.index(nodes_by_rec[id(hran[hpos - 1])]) + 1
+                hnode.children.insert(at_kid, own)
+                own.parent = hnode
+                h = hnode
+                while h is not None and h is not node:  # the containers now hold it
+                    h.fwd_incl += own.fwd
+                    h.bwd_incl += own.bwd
+                    h = h.parent
         else:
             node.fwd, node.bwd = own.fwd, own.bwd
         for k in kids:
