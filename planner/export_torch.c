@@ -21,8 +21,9 @@
  *     data-parallel group (the plan's bucket size), ZeroRedundancyOptimizer
  *     for ZeRO-1, torch.utils.checkpoint per block for full recompute, and
  *     the tied embedding kept in step across the first and last stage;
- *   - otherwise --factory FILE.py:FUNC (as traces/torch_trace.py takes it)
- *     builds the model, and pipeline() splits it at SPLIT_POINTS.
+ *   - otherwise --factory FILE.py:FUNC[:k=v,...] (as traces/torch_trace.py
+ *     takes it; batch=MBS and seq=SEQ offered as the tracer offers --batch
+ *     and --seq) builds the model, and pipeline() splits it at SPLIT_POINTS.
  * ZeRO 2 and 3 (pp = 1 only: framework.c's table) run as FSDP2 instead of
  * DDP (fully_shard from torch.distributed.fsdp, torch 2.6 on, or
  * torch.distributed._composable.fsdp in 2.4-2.5; MixedPrecisionPolicy;
@@ -248,13 +249,57 @@ static const char *const body[] = {
     "    return out",
     "",
     "",
+    "def factory_value(v):",
+    "    low = v.lower()",
+    "    if low in (\"true\", \"false\"):",
+    "        return low == \"true\"",
+    "    if low in (\"none\", \"null\"):",
+    "        return None",
+    "    for conv in (int, float):",
+    "        try:",
+    "            return conv(v)",
+    "        except ValueError:",
+    "            pass",
+    "    return v",
+    "",
+    "",
     "def load_factory(spec):",
-    "    \"\"\"FILE.py:FUNC -> what FUNC() returns: a module, or (module, example_inputs).\"\"\"",
-    "    path, _, func = spec.partition(\":\")",
+    "    \"\"\"FILE.py:FUNC[:k=v,...], as torch_trace.py takes it -> what FUNC(**kw)",
+    "    returns: a module, or (module, example_inputs). FUNC also gets batch=MBS",
+    "    where its signature names batch (or takes **kwargs), and seq=SEQ where it",
+    "    names seq, unless the spec sets them: its example is one microbatch.\"\"\"",
+    "    path, sep, rest = spec.partition(\".py:\")",
+    "    if not sep and not spec.endswith(\".py\"):",
+    "        raise SystemExit(f\"--factory {spec}: expected FILE.py:FUNC[:k=v,...]\")",
+    "    path = path + \".py\" if sep else spec",
+    "    func, _, kvs = rest.partition(\":\")",
+    "    kw = {}",
+    "    for part in filter(None, kvs.split(\",\")):",
+    "        k, eq, v = part.partition(\"=\")",
+    "        if not eq or not k.strip().isidentifier():",
+    "            raise SystemExit(f\"--factory {spec}: '{part}' is not KEY=VALUE\")",
+    "        kw[k.strip()] = factory_value(v.strip())",
+    "    if not os.path.isfile(path):",
+    "        raise SystemExit(f\"--factory {spec}: no such file {path}\")",
     "    loader = importlib.util.spec_from_file_location(\"stagecraft_factory\", path)",
     "    mod = importlib.util.module_from_spec(loader)",
     "    loader.loader.exec_module(mod)",
-    "    made = getattr(mod, func or \"make\")()",
+    "    f = getattr(mod, func or \"make\", None)",
+    "    if not callable(f):",
+    "        raise SystemExit(f\"--factory {spec}: {path} has no function '{func or 'make'}'\")",
+    "    try:",
+    "        params = inspect.signature(f).parameters",
+    "    except (TypeError, ValueError):",
+    "        params = {}",
+    "    anykw = any(p.kind == p.VAR_KEYWORD for p in params.values())",
+    "    if \"batch\" not in kw and (\"batch\" in params or anykw):",
+    "        kw[\"batch\"] = MBS",
+    "    if \"seq\" not in kw and \"seq\" in params:",
+    "        kw[\"seq\"] = SEQ",
+    "    if int(os.environ.get(\"RANK\", \"0\")) == 0:",
+    "        print(f\"factory: {func or 'make'}({', '.join(f'{k}={v!r}' for k, v in kw.items())})\",",
+    "              flush=True)",
+    "    made = f(**kw)",
     "    if isinstance(made, tuple):",
     "        module, example = made",
     "    else:",
@@ -265,6 +310,10 @@ static const char *const body[] = {
     "        example = torch.randint(VOCAB, (MBS, SEQ))",
     "    if not isinstance(example, tuple):",
     "        example = (example,)",
+    "    first = next((e for e in example if torch.is_tensor(e) and e.dim() > 0), None)",
+    "    if first is not None and first.shape[0] != MBS and int(os.environ.get(\"RANK\", \"0\")) == 0:",
+    "        print(f\"note: the factory's example holds {first.shape[0]} samples, the plan's \"",
+    "              f\"microbatch {MBS}: the run's microbatches hold {first.shape[0]}\", flush=True)",
     "    return module, example",
     "",
     "",
@@ -288,8 +337,9 @@ static const char *const body[] = {
     "",
     "def main():",
     "    ap = argparse.ArgumentParser(description=__doc__)",
-    "    ap.add_argument(\"--factory\", help=\"FILE.py:FUNC building the plan's model (nn.Module or \"",
-    "                    \"(module, example_inputs)); required unless the plan's model is GPT\")",
+    "    ap.add_argument(\"--factory\", help=\"FILE.py:FUNC[:k=v,...] building the plan's model \"",
+    "                    \"(nn.Module or (module, example_inputs)), as torch_trace.py takes it; \"",
+    "                    \"required unless the plan's model is GPT\")",
     "    ap.add_argument(\"--steps\", type=int, default=10)",
     "    ap.add_argument(\"--lr\", type=float, default=1e-4)",
     "    args = ap.parse_args()",
@@ -683,6 +733,7 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
                   "import argparse\n"
                   "import contextlib\n"
                   "import importlib.util\n"
+                  "import inspect\n"
                   "import os\n\n"
                   "import torch\n"
                   "import torch.distributed as dist\n"

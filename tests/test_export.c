@@ -113,7 +113,7 @@ static int two_ranks(const char *py, const char *name, const char *script)
 {
     return SC("cd %s/%s && timeout 120 %s -m torch.distributed.run --standalone "
               "--nproc-per-node 2 %s >run.log 2>&1; rc=$?; "
-              "grep -E 'step [0-9]|parts|Error' run.log; exit $rc",
+              "grep -E 'step [0-9]|parts|Error|^factory: |^note: ' run.log; exit $rc",
               sc_test_tmpdir(), name, py, script);
 }
 
@@ -1094,4 +1094,38 @@ TEST(export_megatron_embedding_sum)
                   "Megatron-LM cannot run this plan: gpt has non-sequential dataflow (gpt#self "
                   "consumes embed's output)",
                   __LINE__);
+}
+
+/* --factory takes the tracer's spec, FILE.py:FUNC[:k=v,...], and offers the
+ * plan's microbatch and sequence as the tracer offers --batch and --seq: a
+ * traced nanoGPT (gpt2.py, two layers, vocabulary 512, sequence 64) trains
+ * on two CPU ranks from the very spec it was traced with, built at batch 2
+ * (the plan's mbs) and seq 64, not at make()'s defaults (batch 2, seq 1024).
+ * The spec's k=v once stopped the run ("has no attribute
+ * 'make:attn=sdpa,...'"). Needs torch >= 2.6 (SC_TORCH_PYTHON). */
+TEST(export_torch_factory_spec_runs)
+{
+    const char *py = torch_2_6("the file was not run");
+    if (!py)
+        return;
+    char g[PATH_MAX], model[PATH_MAX + 16], script[2 * PATH_MAX];
+    const char *d = sc_test_tmpdir();
+    REQUIRE(realpath("tests/tracer/gpt2.py", g));
+    snprintf(model, sizeof model, "%s/g.json", d);
+    REQUIRE(SC("%s traces/torch_trace.py %s:make:attn=sdpa,layers=2,vocab=512 --batch 2 --seq 64 "
+               "--dtype fp32 -o %s 2>&1",
+               py, g, model) == 0);
+    REQUIRE(make_plan("gs.json", model, "--nodes 1 --pp 2 --microbatches 4 --mbs 2") == 0);
+    REQUIRE(SC("%s export %s/gs.json --to torch -o %s/gs >/dev/null", sc_test_bin(), d, d) == 0);
+    snprintf(script, sizeof script,
+             "torch_pipeline.py --steps 2 --factory %s:make:attn=sdpa,layers=2,vocab=512", g);
+    int rc = two_ranks(py, "gs", script);
+    if (rc != 0 || !strstr(out, "step 1: loss "))
+        sc_test_fail(__FILE__, __LINE__, "exit %d: %.2000s", rc, out);
+    CHECK_STR_HAS(out, "factory: make(attn='sdpa', layers=2, vocab=512, batch=2, seq=64)\n");
+    CHECK(!strstr(out, "note: "));
+    /* a spec that is not one: refused before anything runs */
+    snprintf(script, sizeof script, "torch_pipeline.py --steps 1 --factory %s:make:layers", g);
+    CHECK(two_ranks(py, "gs", script) != 0);
+    CHECK(SC("grep -c \"make:layers: 'layers' is not KEY=VALUE\" %s/gs/run.log", d) == 0);
 }
