@@ -54,6 +54,16 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The leaf the plan charged the loss to: the generators, and the tracer with
+ * --loss auto, give an LM head a cross_entropy kernel. NULL when none has one. */
+static const sc_module *priced_ce(const sc_model *m)
+{
+    for (int i = 0; i < m->n_leaves; i++)
+        if (sc_module_kernel(m->leaves[i], "cross_entropy"))
+            return m->leaves[i];
+    return NULL;
+}
+
 #define TORCH_CHECKED                                                                      \
     "pytorch/pytorch: torch/distributed/pipelining/schedules.py at commit "               \
     "00722e648b740f91d0e71494baa17891749fd291, stage.py, _IR.py, __init__.py (torch 2.4 "  \
@@ -326,6 +336,16 @@ static const char *const body[] = {
     "    return output.float().mean()",
     "",
     "",
+    "def factory_loss(output, target):",
+    "    \"\"\"The plan's cross-entropy where it priced one and the last stage gives",
+    "    next-token logits over VOCAB for the target's tokens; else the stand-in.\"\"\"",
+    "    if PRICED_LOSS == \"cross_entropy\" and VOCAB is not None and torch.is_tensor(output) \\",
+    "            and output.dim() == 3 and output.shape[-1] == VOCAB \\",
+    "            and not target.is_floating_point() and target.shape == output.shape[:2]:",
+    "        return lm_loss(output, target)",
+    "    return placeholder_loss(output, target)",
+    "",
+    "",
     "def batch(step, dp, device):",
     "    \"\"\"Synthetic tokens for one step of one data-parallel replica: the same on",
     "    the ranks of the first and the last stage.\"\"\"",
@@ -397,7 +417,7 @@ static const char *const body[] = {
     "                                        output_args=(output,), group=pp_group))",
     "    else:",
     "        model, example = load_factory(args.factory)",
-    "        loss_fn = placeholder_loss",
+    "        loss_fn = factory_loss",
     "        tied = []",
     "        if ZERO >= 2:  # pp = 1: FSDP around the whole model, no pipeline() split",
     "            modules = [shard(model.to(device=device), dp_group, device, dtype)]",
@@ -435,7 +455,9 @@ static const char *const body[] = {
     "            inputs = (tokens,)",
     "        else:",
     "            inputs = tuple(torch.cat([e.to(device)] * N_MICROBATCHES) for e in example)",
-    "            labels = inputs[0]",
+    "            # token ids: the next token is each one's label (the last wraps)",
+    "            labels = inputs[0] if inputs[0].is_floating_point() or inputs[0].dim() != 2 \\",
+    "                else inputs[0].roll(-1, 1)",
     "        losses = []",
     "        if schedule is None:",
     "            m = modules[0]",
@@ -633,13 +655,15 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e, int reference)
                             "pipeline step, not overlapped with the backward");
         if (!st && p->recompute != SC_RECOMPUTE_NONE)
             st = ex_note(e, "with --factory, recompute is the model's own: the file adds none");
-        /* the generators, and the tracer with --loss auto, charge an LM
-         * head the loss's cross-entropy */
-        const sc_module *ce = NULL;
-        for (int i = 0; i < x->model->n_leaves && !ce; i++)
-            if (sc_module_kernel(x->model->leaves[i], "cross_entropy"))
-                ce = x->model->leaves[i];
-        if (!st)
+        const sc_module *ce = priced_ce(x->model);
+        if (!st && ce && x->gpt.ok)
+            st = ex_note(e, "with --factory, the loss is F.cross_entropy of the last stage's "
+                            "logits against the next tokens, as the plan priced over %s's "
+                            "logits, where they are (batch, %d, %d) for token ids; else a "
+                            "stand-in, the mean of the output (placeholder_loss): put the "
+                            "model's own there",
+                         ce->name, x->model->seq_len, x->gpt.vocab);
+        else if (!st)
             st = ex_note(e, "with --factory, the loss is a stand-in, the mean of the last "
                             "stage's output (placeholder_loss): put the model's own there; the "
                             "plan priced %s%s%s",
@@ -755,6 +779,9 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
         sc_buf_printf(&b, "VOCAB = %d\n", x->gpt.vocab);
     else
         sc_buf_printf(&b, "VOCAB = None\n");
+    sc_buf_printf(&b, "# what the plan priced as the loss (a cross-entropy kernel on its head)\n"
+                      "PRICED_LOSS = %s\n",
+                  priced_ce(m) ? "\"cross_entropy\"" : "None");
     sc_buf_printf(&b, "# rank order, innermost axis first (the plan's placement)\n"
                       "PLACEMENT = [\"%s\", \"%s\", \"%s\"]\n",
                   ex_axis(x->order[0]), ex_axis(x->order[1]), ex_axis(x->order[2]));

@@ -1100,7 +1100,8 @@ TEST(export_megatron_embedding_sum)
  * plan's microbatch and sequence as the tracer offers --batch and --seq: a
  * traced nanoGPT (gpt2.py, two layers, vocabulary 512, sequence 64) trains
  * on two CPU ranks from the very spec it was traced with, built at batch 2
- * (the plan's mbs) and seq 64, not at make()'s defaults (batch 2, seq 1024).
+ * (the plan's mbs) and seq 64, not at make()'s defaults (batch 2, seq 1024),
+ * with the loss the plan priced, a cross-entropy over its logits.
  * The spec's k=v once stopped the run ("has no attribute
  * 'make:attn=sdpa,...'"). Needs torch >= 2.6 (SC_TORCH_PYTHON). */
 TEST(export_torch_factory_spec_runs)
@@ -1124,6 +1125,16 @@ TEST(export_torch_factory_spec_runs)
         sc_test_fail(__FILE__, __LINE__, "exit %d: %.2000s", rc, out);
     CHECK_STR_HAS(out, "factory: make(attn='sdpa', layers=2, vocab=512, batch=2, seq=64)\n");
     CHECK(!strstr(out, "note: "));
+    /* the plan priced a cross-entropy over lm_head's 512 logits, and the run
+     * trains that loss against the next tokens: near ln 512 = 6.24 at first
+     * (the stand-in, the output's mean, gave -0.07) */
+    double loss;
+    CHECK(trained(&loss));
+    char *py_file = read_in(d, "gs/torch_pipeline.py");
+    REQUIRE(py_file);
+    CHECK_STR_HAS(py_file, "PRICED_LOSS = \"cross_entropy\"\n");
+    CHECK_STR_HAS(py_file, "with --factory, the loss is F.cross_entropy of the last stage's");
+    sc_free(py_file);
     /* a spec that is not one: refused before anything runs */
     snprintf(script, sizeof script, "torch_pipeline.py --steps 1 --factory %s:make:layers", g);
     CHECK(two_ranks(py, "gs", script) != 0);
