@@ -225,6 +225,22 @@ static const sc_module *find_kind(const sc_module *mod, const char *kind)
     return NULL;
 }
 
+/* The first norm in mod: kind "norm" (the generators) or a traced class
+ * whose name ends in "norm" (nn.LayerNorm's "layernorm", Hugging Face's
+ * "llamarmsnorm"). */
+static const sc_module *find_norm(const sc_module *mod)
+{
+    size_t n = strlen(mod->kind);
+    if (n >= 4 && !strcmp(mod->kind + n - 4, "norm"))
+        return mod;
+    for (int i = 0; i < mod->n_children; i++) {
+        const sc_module *r = find_norm(mod->children[i]);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
 static int count_attention(const sc_module *mod, const sc_module **first)
 {
     int n = 0;
@@ -255,7 +271,7 @@ static int has_rotary(const sc_module *att)
 
 static void ex_gpt_variant(const sc_module *b, ex_gpt *g)
 {
-    const sc_module *att = NULL, *mlp = find_kind(b, "mlp"), *norm = find_kind(b, "norm");
+    const sc_module *att = NULL, *mlp = find_kind(b, "mlp"), *norm = find_norm(b);
     count_attention(b, &att);
     double h = g->hidden, f = g->ffn;
     g->kv_groups = (int)sc_module_dim(att, "kv_heads", g->heads);
@@ -297,16 +313,36 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
                 m->name, mod->name);
             return;
         }
-        /* before the first layer, a sum of what the embeddings looked up
-         * (a traced nanoGPT's token + position add, which reads the token
-         * embedding past the position one) is Megatron's embedding itself */
+        /* What Megatron's GPT model does itself is no obstacle: before the
+         * first layer, a sum of what the embeddings looked up (a traced
+         * nanoGPT's token + position add reads the token embedding past the
+         * position one); the first layer reading the embedding past what
+         * the model computes beside it (a traced Hugging Face Llama's mask
+         * and rotary tables); and every layer reading position tables the
+         * model computed once, without weights (their rotary cos and sin,
+         * as Megatron's rotary_pos_emb reaches every layer); and, inside
+         * one layer, what its modules read of each other (k_proj and v_proj
+         * reading the norm past q_proj), which Megatron's layer builds */
         const sc_module *f = mod;
         while (f->n_children)
             f = f->children[0];
-        if (mod->n_inputs > 0 && f->leaf_index >= x->units[fb].first) {
-            WHY("%s has non-sequential dataflow (%s consumes %s's output)", m->name, mod->name,
-                mod->inputs[0]);
-            return;
+        int first = x->units[fb].first, layer_first = -1;
+        for (int u = 0; u < x->n_units; u++)
+            if (x->units[u].block >= 0 && x->units[u].first <= f->leaf_index &&
+                f->leaf_index <= x->units[u].last)
+                layer_first = x->units[u].first;
+        for (int k = 0; f->leaf_index >= first && k < mod->n_inputs; k++) {
+            const sc_module *src = sc_model_find(m, mod->inputs[k]), *sl = src;
+            while (sl && sl->n_children)
+                sl = sl->children[sl->n_children - 1];
+            if (sl && layer_first >= 0 && sl->leaf_index >= layer_first)
+                continue; /* inside the consumer's own layer */
+            if (!sl || sl->leaf_index >= first ||
+                (f->leaf_index != first && sc_module_totals(src).params > 0)) {
+                WHY("%s has non-sequential dataflow (%s consumes %s's output)", m->name,
+                    mod->name, mod->inputs[k]);
+                return;
+            }
         }
     }
     const sc_module *b0 = x->units[fb].mod;
@@ -350,6 +386,12 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
     }
     g->layers = x->n_blocks;
     ex_gpt_variant(b0, g);
+    /* a traced model's rotary tables come from a module of their own before
+     * the layers (Hugging Face's LlamaRotaryEmbedding, kind
+     * "llamarotaryembedding"), not from a kernel of its attention */
+    for (int i = 0; !g->rope && i < m->n_leaves && m->leaves[i]->leaf_index < x->units[fb].first;
+         i++)
+        g->rope = strstr(m->leaves[i]->kind, "rotary") != NULL;
     const sc_module *emb = NULL, *head = NULL;
     for (int u = 0; u < fb; u++)
         if (!strcmp(x->units[u].mod->kind, "embedding") && !emb)

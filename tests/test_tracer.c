@@ -927,12 +927,10 @@ TEST(tracer_gpt2_sdpa)
 }
 
 /* Separate q, k, v, o projections with grouped K/V heads, RMSNorm, a SwiGLU
- * MLP (two column-parallel linears), an untied head. */
-TEST(tracer_llama_like_gqa_swiglu)
+ * MLP (two column-parallel linears), an untied head: spec traced to file. */
+static void check_llama_like(const char *spec, const char *file)
 {
-    if (!have_torch())
-        return;
-    cJSON *s = trace_and_check("tests/tracer/fixtures.py:llama_like", "", "llama.json");
+    cJSON *s = trace_and_check(spec, "", file);
     REQUIRE(s);
     /* s 16, h 64, kv 2 x 16, f 176, 2 layers, V 500 */
     double s_ = 16, h = 64, kvd = 32, f = 176, V = 500;
@@ -940,7 +938,7 @@ TEST(tracer_llama_like_gqa_swiglu)
     CHECK(num(cJSON_GetObjectItem(s, "totals"), "flops_fwd") == 2 * layer + 2 * s_ * h * V);
     cJSON_Delete(s);
     char path[600];
-    snprintf(path, sizeof path, "%s/llama.json", sc_test_tmpdir());
+    snprintf(path, sizeof path, "%s/%s", sc_test_tmpdir(), file);
     cJSON *raw = load(path);
     REQUIRE(raw);
     const cJSON *at = node_named(raw, "layers.0.self_attn");
@@ -967,6 +965,36 @@ TEST(tracer_llama_like_gqa_swiglu)
     int leaves = 0;
     CHECK_EQ_INT(leaves_with(raw, "tp", &leaves), leaves);
     cJSON_Delete(raw);
+}
+
+TEST(tracer_llama_like_gqa_swiglu)
+{
+    if (!have_torch())
+        return;
+    check_llama_like("tests/tracer/fixtures.py:llama_like", "llama.json");
+    /* Hugging Face's attention in recent transformers keeps its head counts
+     * only in its config (head_dim and num_key_value_groups on the module):
+     * read there, it is the same attention, sharded the same way (its q, k,
+     * v, o projections and core stayed replicated: transformers 5.25's
+     * LlamaForCausalLM traced with "10 modules with work stay replicated") */
+    check_llama_like("tests/tracer/fixtures.py:llama_like:hf_config=true,rotary=true",
+                     "llama_hf.json");
+    /* and it is Megatron-LM's GPT in its Llama form: the rotary tables the
+     * model computes once and every attention reads, the first norm reading
+     * the embedding past them, k_proj and v_proj reading the norm past
+     * q_proj are what Megatron builds itself (the export refused the model
+     * for "non-sequential dataflow"); the rotary module says rope, the
+     * traced RMSNorm class RMSNorm (it wrote LayerNorm's defaults) */
+    const char *d = sc_test_tmpdir();
+    REQUIRE(SC("%s sim --model %s/llama_hf.json --cluster p4d.24xlarge --nodes 1 --dp 8 "
+               "--microbatches 1 -o %s/llama_hf.plan >/dev/null && %s export %s/llama_hf.plan "
+               "--to megatron",
+               sc_test_bin(), d, d, sc_test_bin(), d) == 0);
+    CHECK_STR_HAS(out, "    --position-embedding-type rope\n");
+    CHECK_STR_HAS(out, "    --normalization RMSNorm\n");
+    CHECK_STR_HAS(out, "    --swiglu\n");
+    CHECK_STR_HAS(out, "    --num-query-groups 2\n");
+    CHECK_STR_HAS(out, "    --disable-bias-linear\n");
 }
 
 /* --measure: real CPU passes with times, the same structure, FLOPs and

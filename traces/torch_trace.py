@@ -133,7 +133,8 @@ renamed into place, mode 0644):
               seq (kv_seq for cross-attention);
             - an attention module written out (nanoGPT's CausalSelfAttention,
               HF-style q/k/v/o): a module with a head count attribute
-              (n_head, num_heads, n_heads, nhead, num_attention_heads) whose
+              (n_head, num_heads, n_heads, nhead, num_attention_heads; or,
+              as Hugging Face's recent attention, on its config) whose
               leaves are input projection(s) (one fused 3h or separate q, k,
               v; n_kv_head etc. for grouped K/V), the inline core and an out
               projection back to h: it becomes kind "attention" (dims hidden,
@@ -1868,7 +1869,11 @@ def annotate_tp(tr, allnodes):
             counts["attention"] += 1
 
     def attention_container(c):
-        a = int_attr(mod(c), HEAD_ATTRS)
+        # the head counts are attributes of the module, or (Hugging Face's
+        # attention in recent transformers, 5.25 tried: head_dim and
+        # num_key_value_groups only) of its config
+        cfg = getattr(mod(c), "config", None)
+        a = int_attr(mod(c), HEAD_ATTRS) or int_attr(cfg, HEAD_ATTRS)
         kids = c.children
         li = [i for i, k in enumerate(kids) if lin(k)]
         if not a or len(li) < 2:
@@ -1878,7 +1883,10 @@ def annotate_tp(tr, allnodes):
         if inner % a:
             return False
         dk = inner // a
-        kvh = int_attr(mod(c), KV_HEAD_ATTRS) or a
+        hd = int_attr(mod(c), ("head_dim",))
+        if hd and hd != dk:
+            return False
+        kvh = int_attr(mod(c), KV_HEAD_ATTRS) or int_attr(cfg, KV_HEAD_ATTRS) or a
         projs = [kids[i] for i in li[:-1]]
         if any(lin(p)[0] != h for p in projs) or \
                 sum(lin(p)[1] for p in projs) != inner + 2 * kvh * dk:

@@ -1,4 +1,6 @@
 """fixtures.py - small factories for the tracer tests (FILE.py:FACTORY specs)."""
+import types
+
 import torch
 import torch.nn as nn
 
@@ -122,29 +124,58 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
+def rotate_half(t):
+    t1, t2 = t.chunk(2, dim=-1)
+    return torch.cat((-t2, t1), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    """cos and sin tables for every position, computed once a forward by the
+    model and read by every layer's attention (Hugging Face's Llama)."""
+
+    def __init__(self, head_dim, base=10000.0):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / base ** (torch.arange(0, head_dim, 2).float()
+                                                        / head_dim))
+
+    def forward(self, x):
+        t = torch.arange(x.shape[1], device=x.device).float()
+        emb = torch.cat([torch.outer(t, self.inv_freq)] * 2, dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+
 class GQAttention(nn.Module):
     """Llama-style attention: separate q, k, v, o projections, grouped K/V
     heads (num_key_value_heads), scores and values inline."""
 
-    def __init__(self, h, heads, kv_heads):
+    def __init__(self, h, heads, kv_heads, hf_config=False):
         super().__init__()
-        self.num_heads, self.num_key_value_heads = heads, kv_heads
+        if hf_config:
+            # as Hugging Face's attention in recent transformers (5.25): the
+            # head counts only in its config, head_dim and the groups on it
+            self.config = types.SimpleNamespace(num_attention_heads=heads,
+                                                num_key_value_heads=kv_heads)
+            self.num_key_value_groups = heads // kv_heads
+        else:
+            self.num_heads, self.num_key_value_heads = heads, kv_heads
         self.head_dim = h // heads
         self.q_proj = nn.Linear(h, h, bias=False)
         self.k_proj = nn.Linear(h, kv_heads * self.head_dim, bias=False)
         self.v_proj = nn.Linear(h, kv_heads * self.head_dim, bias=False)
         self.o_proj = nn.Linear(h, h, bias=False)
 
-    def forward(self, x):
+    def forward(self, x, cos=None, sin=None):
         B, T, C = x.shape
-        q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.num_key_value_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.num_key_value_heads, self.head_dim).transpose(1, 2)
-        rep = self.num_heads // self.num_key_value_heads  # HF's repeat_kv
-        k = k[:, :, None].expand(B, self.num_key_value_heads, rep, T, self.head_dim).reshape(
-            B, self.num_heads, T, self.head_dim)
-        v = v[:, :, None].expand(B, self.num_key_value_heads, rep, T, self.head_dim).reshape(
-            B, self.num_heads, T, self.head_dim)
+        a = C // self.head_dim
+        kvh = self.k_proj.out_features // self.head_dim
+        q = self.q_proj(x).view(B, T, a, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, kvh, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, kvh, self.head_dim).transpose(1, 2)
+        rep = a // kvh  # HF's repeat_kv
+        k = k[:, :, None].expand(B, kvh, rep, T, self.head_dim).reshape(B, a, T, self.head_dim)
+        v = v[:, :, None].expand(B, kvh, rep, T, self.head_dim).reshape(B, a, T, self.head_dim)
+        if cos is not None:  # rotary positions, the tables computed once by the model
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         att = torch.softmax(q @ k.transpose(-2, -1) / self.head_dim ** 0.5, dim=-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)
         return self.o_proj(y)
@@ -162,38 +193,41 @@ class SwiGLU(nn.Module):
 
 
 class LlamaBlock(nn.Module):
-    def __init__(self, h, heads, kv_heads, f):
+    def __init__(self, h, heads, kv_heads, f, hf_config=False):
         super().__init__()
         self.input_layernorm = RMSNorm(h)
-        self.self_attn = GQAttention(h, heads, kv_heads)
+        self.self_attn = GQAttention(h, heads, kv_heads, hf_config)
         self.post_attention_layernorm = RMSNorm(h)
         self.mlp = SwiGLU(h, f)
 
-    def forward(self, x):
-        x = x + self.self_attn(self.input_layernorm(x))
+    def forward(self, x, cos=None, sin=None):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
 class LlamaLike(nn.Module):
     """Untied embedding and head; a patch-free stem: every module has tp data."""
 
-    def __init__(self, vocab, h, heads, kv_heads, f, layers):
+    def __init__(self, vocab, h, heads, kv_heads, f, layers, hf_config=False, rotary=False):
         super().__init__()
         self.embed_tokens = nn.Embedding(vocab, h)
-        self.layers = nn.ModuleList(LlamaBlock(h, heads, kv_heads, f) for _ in range(layers))
+        self.rotary_emb = RotaryEmbedding(h // heads) if rotary else None
+        self.layers = nn.ModuleList(LlamaBlock(h, heads, kv_heads, f, hf_config)
+                                    for _ in range(layers))
         self.norm = RMSNorm(h)
         self.lm_head = nn.Linear(h, vocab, bias=False)
 
     def forward(self, idx):
         x = self.embed_tokens(idx)
+        cos, sin = self.rotary_emb(x) if self.rotary_emb is not None else (None, None)
         for b in self.layers:
-            x = b(x)
+            x = b(x, cos, sin)
         return self.lm_head(self.norm(x))
 
 
 def llama_like(batch=2, seq=16, vocab=500, hidden=64, heads=4, kv_heads=2, ffn=176, layers=2,
-               **_):
-    return (LlamaLike(vocab, hidden, heads, kv_heads, ffn, layers),
+               hf_config=False, rotary=False, **_):
+    return (LlamaLike(vocab, hidden, heads, kv_heads, ffn, layers, hf_config, rotary),
             torch.randint(0, vocab, (batch, seq)))
 
 
