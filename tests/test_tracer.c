@@ -928,7 +928,7 @@ TEST(tracer_gpt2_sdpa)
 
 /* Separate q, k, v, o projections with grouped K/V heads, RMSNorm, a SwiGLU
  * MLP (two column-parallel linears), an untied head: spec traced to file. */
-static void check_llama_like(const char *spec, const char *file)
+static void check_llama_like(const char *spec, const char *file, int causal)
 {
     cJSON *s = trace_and_check(spec, "", file);
     REQUIRE(s);
@@ -954,6 +954,7 @@ static void check_llama_like(const char *spec, const char *file)
     CHECK(!strcmp(str(at, "kind"), "attention") && dim(at, "heads") == 4 &&
           dim(at, "kv_heads") == 2 && dim(at, "kv") == 16);
     CHECK(!strcmp(str(core, "kind"), "attention_core"));
+    CHECK(offers_flash(core, 1, causal));
     CHECK(tp_shardable(k) && tp_bytes(k) == 0);
     CHECK(tp_shardable(o) && tp_bytes(o) == 2 * s_ * h);
     CHECK(!strcmp(str(mlp, "kind"), "mlp") && dim(mlp, "ffn") == f);
@@ -971,14 +972,20 @@ TEST(tracer_llama_like_gqa_swiglu)
 {
     if (!have_torch())
         return;
-    check_llama_like("tests/tracer/fixtures.py:llama_like", "llama.json");
+    check_llama_like("tests/tracer/fixtures.py:llama_like", "llama.json", 0);
     /* Hugging Face's attention in recent transformers keeps its head counts
      * only in its config (head_dim and num_key_value_groups on the module):
      * read there, it is the same attention, sharded the same way (its q, k,
      * v, o projections and core stayed replicated: transformers 5.25's
      * LlamaForCausalLM traced with "10 modules with work stay replicated") */
     check_llama_like("tests/tracer/fixtures.py:llama_like:hf_config=true,rotary=true",
-                     "llama_hf.json");
+                     "llama_hf.json", 0);
+    /* its eager causal mask compares two position aranges (kv_idx <= q_idx)
+     * and turns that into 0 or -inf: a triangle, so the fused kernel that
+     * stands for the core is causal (half the products); it was priced as
+     * a full one, for every Hugging Face model traced with eager attention */
+    check_llama_like("tests/tracer/fixtures.py:llama_like:hf_config=true,causal=true",
+                     "llama_causal.json", 1);
     /* and it is Megatron-LM's GPT in its Llama form: the rotary tables the
      * model computes once and every attention reads, the first norm reading
      * the embedding past them, k_proj and v_proj reading the norm past

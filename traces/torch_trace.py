@@ -242,7 +242,10 @@ renamed into place, mode 0644):
             triu returned, while the model was built or in the forward, and
             what element-wise ops made of it (nanoGPT's tril buffer, the
             triu mask of nn.Transformer's decoder, added by
-            MultiheadAttention's baddbmm). On torch >= 2 meta tensors take
+            MultiheadAttention's baddbmm), or a comparison of two position
+            tensors (arange, and integer arithmetic on it) varying along
+            different axes (Hugging Face's kv_idx <= q_idx) and what was
+            made of that. On torch >= 2 meta tensors take
             F.scaled_dot_product_attention's math path (its products and
             passes, and with is_causal its own tril); on the CPU (--measure,
             or the CPU fallback) it is one fused op, recorded as its two
@@ -714,6 +717,7 @@ def meta_context(torch):
 
 
 TRI_FUNCS = ("tril", "triu", "tril_", "triu_")
+CMP_OPS = ("le", "lt", "ge", "gt")  # aten's comparisons: of two positions, a triangle
 
 
 def tri_recorder(torch, found):
@@ -957,12 +961,39 @@ def flop_mode(torch, on_flops, score_keys=None, keep=None, on_kernel=None, tri_k
         raise TraceError("torch %s has no TorchDispatchMode; the tracer needs torch >= 1.13"
                          % torch.__version__)
 
+    idx_keys = set()  # storages of integer positions: arange, and arithmetic on it
+
+    def varying(t, n):
+        """The axes along which t, broadcast to n dims, varies."""
+        return {n - t.dim() + i for i, (sz, st) in enumerate(zip(t.shape, t.stride()))
+                if sz > 1 and st != 0}
+
     class FlopCounter(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             name = func.overloadpacket.__name__
             f = FLOP_OPS.get(name)
+            if tri_keys is not None and isinstance(out, torch.Tensor) and (
+                    name == "arange" or idx_keys) and not out.is_floating_point():
+                # a causal mask made by comparing positions (Hugging Face's:
+                # kv_idx <= q_idx over a row and a column of aranges) is
+                # triangular: a comparison of two position tensors that vary
+                # along different axes
+                pos = [t for t in args[:2] if isinstance(t, torch.Tensor)]
+                if name == "arange" or (name not in CMP_OPS and out.dtype != torch.bool and any(
+                        storage_key(t) in idx_keys
+                        for t in flatten_tensors((args, kwargs), torch))):
+                    idx_keys.add(storage_key(out))
+                    if keep is not None:
+                        keep.append(out)
+                elif name in CMP_OPS and len(pos) == 2 and \
+                        all(storage_key(t) in idx_keys for t in pos):
+                    va, vb = varying(pos[0], out.dim()), varying(pos[1], out.dim())
+                    if len(va) == 1 and len(vb) == 1 and va != vb:
+                        tri_keys.add(storage_key(out))
+                        if keep is not None:
+                            keep.append(out)
             if tri_keys is not None and (tri_keys or name in TRI_FUNCS):
                 ins = flatten_tensors((args, kwargs), torch)
                 tri = name in TRI_FUNCS or (

@@ -164,7 +164,7 @@ class GQAttention(nn.Module):
         self.v_proj = nn.Linear(h, kv_heads * self.head_dim, bias=False)
         self.o_proj = nn.Linear(h, h, bias=False)
 
-    def forward(self, x, cos=None, sin=None):
+    def forward(self, x, cos=None, sin=None, mask=None):
         B, T, C = x.shape
         a = C // self.head_dim
         kvh = self.k_proj.out_features // self.head_dim
@@ -176,7 +176,10 @@ class GQAttention(nn.Module):
         v = v[:, :, None].expand(B, kvh, rep, T, self.head_dim).reshape(B, a, T, self.head_dim)
         if cos is not None:  # rotary positions, the tables computed once by the model
             q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        att = torch.softmax(q @ k.transpose(-2, -1) / self.head_dim ** 0.5, dim=-1)
+        att = q @ k.transpose(-2, -1) / self.head_dim ** 0.5
+        if mask is not None:
+            att = att + mask
+        att = torch.softmax(att, dim=-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)
         return self.o_proj(y)
 
@@ -200,16 +203,18 @@ class LlamaBlock(nn.Module):
         self.post_attention_layernorm = RMSNorm(h)
         self.mlp = SwiGLU(h, f)
 
-    def forward(self, x, cos=None, sin=None):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+    def forward(self, x, cos=None, sin=None, mask=None):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
 class LlamaLike(nn.Module):
     """Untied embedding and head; a patch-free stem: every module has tp data."""
 
-    def __init__(self, vocab, h, heads, kv_heads, f, layers, hf_config=False, rotary=False):
+    def __init__(self, vocab, h, heads, kv_heads, f, layers, hf_config=False, rotary=False,
+                 causal=False):
         super().__init__()
+        self.causal = causal
         self.embed_tokens = nn.Embedding(vocab, h)
         self.rotary_emb = RotaryEmbedding(h // heads) if rotary else None
         self.layers = nn.ModuleList(LlamaBlock(h, heads, kv_heads, f, hf_config)
@@ -220,14 +225,20 @@ class LlamaLike(nn.Module):
     def forward(self, idx):
         x = self.embed_tokens(idx)
         cos, sin = self.rotary_emb(x) if self.rotary_emb is not None else (None, None)
+        mask = None
+        if self.causal:  # as Hugging Face's eager mask: kv_idx <= q_idx, then 0 or -inf
+            T = idx.shape[1]
+            pos = torch.arange(T, device=idx.device)
+            allowed = pos.view(1, 1, 1, T) <= pos.view(1, 1, T, 1)
+            mask = torch.where(allowed, 0.0, float("-inf")).to(x.dtype)
         for b in self.layers:
-            x = b(x, cos, sin)
+            x = b(x, cos, sin, mask)
         return self.lm_head(self.norm(x))
 
 
 def llama_like(batch=2, seq=16, vocab=500, hidden=64, heads=4, kv_heads=2, ffn=176, layers=2,
-               hf_config=False, rotary=False, **_):
-    return (LlamaLike(vocab, hidden, heads, kv_heads, ffn, layers, hf_config, rotary),
+               hf_config=False, rotary=False, causal=False, **_):
+    return (LlamaLike(vocab, hidden, heads, kv_heads, ffn, layers, hf_config, rotary, causal),
             torch.randint(0, vocab, (batch, seq)))
 
 
