@@ -1491,3 +1491,42 @@ TEST(tracer_same_trace_twice)
     cJSON_Delete(a);
     cJSON_Delete(b);
 }
+
+/* Hugging Face's BERT and ViT split a layer across modules: q, k, v and the
+ * core in one (with the head count), the out projection in the next
+ * (BertSelfOutput), the MLP's two linears in two (BertIntermediate,
+ * BertOutput). Each is recognised as Megatron shards it; the whole layer
+ * stayed replicated under tp (transformers 5.25's BertForMaskedLM: "16
+ * modules with work stay replicated"). s 16, h 64, 4 heads, f 256. */
+TEST(tracer_split_layer_bert_like)
+{
+    if (!have_torch())
+        return;
+    cJSON *raw = trace_to("tests/tracer/fixtures.py:bert_like --seq 16", "bert.json");
+    REQUIRE(raw);
+    CHECK_STR_HAS(out, "2 attention, 2 mlp, 1 embedding, 1 head sharded; every module with work "
+                       "has tp data");
+    double s = 16, h = 64, f = 256;
+    const cJSON *at = node_named(raw, "layer.0.attention.self");
+    const cJSON *core = node_named(raw, "layer.0.attention.self#self");
+    const cJSON *q = node_named(raw, "layer.0.attention.self.query");
+    const cJSON *o = node_named(raw, "layer.0.attention.output.dense");
+    const cJSON *ln = node_named(raw, "layer.0.attention.output.LayerNorm");
+    const cJSON *up = node_named(raw, "layer.0.intermediate.dense");
+    const cJSON *act = node_named(raw, "layer.0.intermediate.intermediate_act_fn");
+    const cJSON *down = node_named(raw, "layer.0.output.dense");
+    REQUIRE(at && core && q && o && ln && up && act && down);
+    CHECK(!strcmp(str(at, "kind"), "attention") && dim(at, "heads") == 4 && dim(at, "kv") == 16 &&
+          dim(at, "seq") == s);
+    CHECK(!strcmp(str(core, "kind"), "attention_core") && offers_flash(core, 1, 0));
+    CHECK(tp_shardable(q) && tp_bytes(q) == 0);
+    CHECK(tp_shardable(core) && tp_bytes(core) == 0);
+    CHECK(tp_shardable(o) && tp_bytes(o) == 2 * s * h);
+    CHECK(!tp_shardable(ln) && tp_bytes(ln) == 0);
+    CHECK(tp_shardable(up) && tp_bytes(up) == 0 && dim(up, "ffn") == f);
+    CHECK(tp_shardable(act) && tp_bytes(act) == 0);
+    CHECK(tp_shardable(down) && tp_bytes(down) == 2 * s * h);
+    int leaves = 0;
+    CHECK_EQ_INT(leaves_with(raw, "tp", &leaves), leaves);
+    cJSON_Delete(raw);
+}

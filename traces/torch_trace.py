@@ -150,7 +150,14 @@ renamed into place, mode 0644):
               last row-parallel (tp.bytes = its output); the same pair found
               among a layer's own children (nn.TransformerEncoderLayer's
               linear1, dropout, linear2, each consuming the previous one's
-              output) gets the same tp data without the "mlp" kind;
+              output) gets the same tp data without the "mlp" kind, and so
+              does such a pair split across modules (Hugging Face BERT's
+              BertIntermediate and BertOutput);
+            - attention split across modules (Hugging Face's BERT and ViT):
+              q, k, v and the core in a module with the head count, the out
+              projection the next leaf, reading what that module returned
+              (BertSelfOutput.dense): sharded as above, the first module
+              kind "attention";
             - the LM head: the last Linear(h->V) leaf when an nn.Embedding
               with V rows and width h exists: kind "head", dims hidden, vocab,
               seq, vocab-parallel with the parallel cross-entropy (tp.bytes =
@@ -2012,6 +2019,94 @@ def annotate_tp(tr, allnodes):
             continue
         if not attention_container(c) and not mlp_container(c):
             pairs_in(c)
+
+    # Hugging Face's BERT and ViT split a layer across modules: the q, k, v
+    # projections and the core in one, which has the head count
+    # (BertSelfAttention), the out projection first in the next
+    # (BertSelfOutput); the MLP's two linears in two (BertIntermediate,
+    # BertOutput). Leaves in execution order, and the containers of leaves.
+    at = {id(n): i for i, n in enumerate(leaves)}
+
+    def within(rec, p):
+        todo = [rec]
+        while todo:
+            r = todo.pop()
+            if r is p:
+                return True
+            todo.extend(r.kids)
+        return False
+
+    def split_attention(c):
+        kids = c.children
+        cfg = getattr(mod(c), "config", None)
+        a = int_attr(mod(c), HEAD_ATTRS) or int_attr(cfg, HEAD_ATTRS)
+        li = [i for i, k in enumerate(kids) if lin(k)]
+        if not a or len(li) < 2 or any(k.tp is not None for k in kids):
+            return False
+        projs = [kids[i] for i in li]
+        h, inner = lin(projs[0])
+        if inner % a:
+            return False
+        dk = inner // a
+        hd = int_attr(mod(c), ("head_dim", "attention_head_size"))
+        kvh = int_attr(mod(c), KV_HEAD_ATTRS) or int_attr(cfg, KV_HEAD_ATTRS) or a
+        if (hd and hd != dk) or any(lin(p)[0] != h for p in projs) or \
+                sum(lin(p)[1] for p in projs) != inner + 2 * kvh * dk:
+            return False
+        first, last = li[0], li[-1]
+        rest = [k for k in kids[first:] if k not in projs]
+        core = [k for k in kids[last + 1:] if k.flops > 0]
+        if any(not (free(k) or is_norm(k)) for k in kids[:first]) or \
+                any(not weightless(k) for k in rest) or len(core) != 1:
+            return False
+        core = core[0]
+        j = at[id(kids[-1])] + 1
+        o = leaves[j] if j < len(leaves) else None
+        if o is None or o.rec is None or o.tp is not None or lin(o) != (inner, h):
+            return False
+        p = o.rec.in_producer
+        if p is not None and not within(c.rec, p):
+            return False
+        s = tokens(o, inner, h)
+        dims = {"hidden": h, "heads": a, "kv": dk, "seq": s}
+        if kvh != a:
+            dims["kv_heads"] = kvh
+        c.kind, c.dims = "attention", dict(dims)
+        core.kind, core.dims = "attention_core", dict(dims)
+        core.scores = scores(core, a, s, s)
+        for k in kids[:first]:
+            set_tp(k, 0, False, "replicated")
+        for p in projs:
+            set_tp(p, 0, True, "column", p.in_distinct)
+        for k in rest:
+            set_tp(k, 0, True, "core" if k is core else "sharded")
+        set_tp(o, db * s * h, True, "row")
+        counts["attention"] += 1
+        return True
+
+    for c in allnodes:
+        if c.children and c.rec is not None and not any(k.children for k in c.children):
+            split_attention(c)
+    # Linear(h->f), element-wise leaves, Linear(f->h) in execution order,
+    # each reading the one before, across modules
+    for i, a in enumerate(leaves):
+        sa = lin(a)
+        if not sa or a.tp is not None:
+            continue
+        h, f = sa
+        j = i + 1
+        while j < len(leaves) and free(leaves[j]) and leaves[j].tp is None:
+            j += 1
+        if j >= len(leaves) or lin(leaves[j]) != (f, h) or leaves[j].tp is not None or \
+                not all(fed_by(leaves, i, k) for k in range(i + 1, j + 1)):
+            continue
+        s = tokens(a, h, f)
+        set_tp(a, 0, True, "column", a.in_distinct)
+        for k in leaves[i + 1:j]:
+            set_tp(k, 0, True, "sharded")
+        set_tp(leaves[j], db * s * h, True, "row")
+        a.dims["ffn"] = f
+        counts["mlp"] += 1
 
     # the LM head: the last leaf with work, a Linear(h->V) matching an
     # Embedding(V, h); that embedding is the token embedding

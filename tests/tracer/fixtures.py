@@ -292,3 +292,81 @@ class ConvZoo(nn.Module):
 
 def conv_zoo(batch=2, image=8, **_):
     return ConvZoo(), torch.randn(batch, 8, image, image)
+
+
+class BertSelfAttention(nn.Module):
+    """Hugging Face's BERT splits its layer across modules: q, k, v and the
+    core here (with the head count), the out projection in the next one."""
+
+    def __init__(self, h, heads):
+        super().__init__()
+        self.num_attention_heads, self.attention_head_size = heads, h // heads
+        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        a, d = self.num_attention_heads, self.attention_head_size
+        q, k, v = (p(x).view(B, T, a, d).transpose(1, 2) for p in (self.query, self.key,
+                                                                   self.value))
+        att = torch.softmax(q @ k.transpose(-2, -1) / d ** 0.5, dim=-1)
+        return (att @ v).transpose(1, 2).reshape(B, T, C)
+
+
+class BertResidualOut(nn.Module):
+    """BertSelfOutput and BertOutput: a projection back to h, the residual, a norm."""
+
+    def __init__(self, i, h):
+        super().__init__()
+        self.dense, self.dropout, self.LayerNorm = nn.Linear(i, h), nn.Dropout(0.1), nn.LayerNorm(h)
+
+    def forward(self, x, inp):
+        return self.LayerNorm(self.dropout(self.dense(x)) + inp)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, h, heads):
+        super().__init__()
+        self.self = BertSelfAttention(h, heads)
+        self.output = BertResidualOut(h, h)
+
+    def forward(self, x):
+        return self.output(self.self(x), x)
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, h, f):
+        super().__init__()
+        self.dense, self.intermediate_act_fn = nn.Linear(h, f), nn.GELU()
+
+    def forward(self, x):
+        return self.intermediate_act_fn(self.dense(x))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, h, heads, f):
+        super().__init__()
+        self.attention = BertAttention(h, heads)
+        self.intermediate = BertIntermediate(h, f)
+        self.output = BertResidualOut(f, h)
+
+    def forward(self, x):
+        a = self.attention(x)
+        return self.output(self.intermediate(a), a)
+
+
+class BertLike(nn.Module):
+    def __init__(self, vocab, h, heads, f, layers):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(vocab, h)
+        self.layer = nn.ModuleList(BertLayer(h, heads, f) for _ in range(layers))
+        self.decoder = nn.Linear(h, vocab)
+
+    def forward(self, idx):
+        x = self.word_embeddings(idx)
+        for layer in self.layer:
+            x = layer(x)
+        return self.decoder(x)
+
+
+def bert_like(batch=2, seq=16, vocab=500, hidden=64, heads=4, ffn=256, layers=2, **_):
+    return BertLike(vocab, hidden, heads, ffn, layers), torch.randint(0, vocab, (batch, seq))
