@@ -986,6 +986,18 @@ TEST(tracer_llama_like_gqa_swiglu)
      * a full one, for every Hugging Face model traced with eager attention */
     check_llama_like("tests/tracer/fixtures.py:llama_like:hf_config=true,causal=true",
                      "llama_causal.json", 1);
+    /* a relative position bias table in the first layer's attention (T5's
+     * relative_attention_bias, looked up from a difference of positions, no
+     * comparison: not causal) is kept whole, and that attention is still one
+     * (HF T5's first encoder and decoder layers stayed replicated) */
+    check_llama_like("tests/tracer/fixtures.py:llama_like:rel_bias=true", "llama_rel.json", 0);
+    char rel[600];
+    snprintf(rel, sizeof rel, "%s/llama_rel.json", sc_test_tmpdir());
+    cJSON *rj = load(rel);
+    REQUIRE(rj);
+    const cJSON *tb = node_named(rj, "layers.0.self_attn.relative_attention_bias");
+    CHECK(tb && !tp_shardable(tb) && tp_bytes(tb) == 0);
+    cJSON_Delete(rj);
     /* and it is Megatron-LM's GPT in its Llama form: the rotary tables the
      * model computes once and every attention reads, the first norm reading
      * the embedding past them, k_proj and v_proj reading the norm past

@@ -1932,7 +1932,10 @@ def annotate_tp(tr, allnodes):
         if any(k.tp is not None for k in kids):
             return False
         mid = [k for k in kids[first:oi] if k not in projs]
-        if any(not weightless(k) for k in mid):
+        # a table of relative position biases (T5's relative_attention_bias,
+        # in its first layer) is looked up beside the core: kept whole
+        bias = [k for k in mid if isinstance(mod(k), nn.Embedding)]
+        if any(not weightless(k) and k not in bias for k in mid):
             return False
         core = [k for k in kids[li[-2] + 1:oi] if k.flops > 0]
         if not core:
@@ -1951,7 +1954,10 @@ def annotate_tp(tr, allnodes):
         for p in projs:
             set_tp(p, 0, True, "column", p.in_distinct)
         for k in mid:
-            set_tp(k, 0, True, "core" if k is core else "sharded")
+            if k in bias:
+                set_tp(k, 0, False, "replicated")
+            else:
+                set_tp(k, 0, True, "core" if k is core else "sharded")
         set_tp(o, db * s * h, True, "row")
         for k in kids[oi + 1:]:
             if free(k):

@@ -148,8 +148,10 @@ class GQAttention(nn.Module):
     """Llama-style attention: separate q, k, v, o projections, grouped K/V
     heads (num_key_value_heads), scores and values inline."""
 
-    def __init__(self, h, heads, kv_heads, hf_config=False):
+    def __init__(self, h, heads, kv_heads, hf_config=False, rel_bias=False):
         super().__init__()
+        # T5's relative position biases: a table of 32 buckets x heads
+        self.relative_attention_bias = nn.Embedding(32, heads) if rel_bias else None
         if hf_config:
             # as Hugging Face's attention in recent transformers (5.25): the
             # head counts only in its config, head_dim and the groups on it
@@ -177,6 +179,10 @@ class GQAttention(nn.Module):
         if cos is not None:  # rotary positions, the tables computed once by the model
             q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         att = q @ k.transpose(-2, -1) / self.head_dim ** 0.5
+        if self.relative_attention_bias is not None:
+            pos = torch.arange(T, device=x.device)
+            rel = (pos[None, :] - pos[:, None]).clamp(-16, 15) + 16
+            att = att + self.relative_attention_bias(rel).permute(2, 0, 1)[None]
         if mask is not None:
             att = att + mask
         att = torch.softmax(att, dim=-1)
@@ -196,10 +202,10 @@ class SwiGLU(nn.Module):
 
 
 class LlamaBlock(nn.Module):
-    def __init__(self, h, heads, kv_heads, f, hf_config=False):
+    def __init__(self, h, heads, kv_heads, f, hf_config=False, rel_bias=False):
         super().__init__()
         self.input_layernorm = RMSNorm(h)
-        self.self_attn = GQAttention(h, heads, kv_heads, hf_config)
+        self.self_attn = GQAttention(h, heads, kv_heads, hf_config, rel_bias)
         self.post_attention_layernorm = RMSNorm(h)
         self.mlp = SwiGLU(h, f)
 
@@ -212,13 +218,14 @@ class LlamaLike(nn.Module):
     """Untied embedding and head; a patch-free stem: every module has tp data."""
 
     def __init__(self, vocab, h, heads, kv_heads, f, layers, hf_config=False, rotary=False,
-                 causal=False):
+                 causal=False, rel_bias=False):
         super().__init__()
         self.causal = causal
         self.embed_tokens = nn.Embedding(vocab, h)
         self.rotary_emb = RotaryEmbedding(h // heads) if rotary else None
-        self.layers = nn.ModuleList(LlamaBlock(h, heads, kv_heads, f, hf_config)
-                                    for _ in range(layers))
+        # rel_bias: the first layer's attention holds T5's relative bias table
+        self.layers = nn.ModuleList(LlamaBlock(h, heads, kv_heads, f, hf_config,
+                                               rel_bias and i == 0) for i in range(layers))
         self.norm = RMSNorm(h)
         self.lm_head = nn.Linear(h, vocab, bias=False)
 
@@ -237,8 +244,9 @@ class LlamaLike(nn.Module):
 
 
 def llama_like(batch=2, seq=16, vocab=500, hidden=64, heads=4, kv_heads=2, ffn=176, layers=2,
-               hf_config=False, rotary=False, causal=False, **_):
-    return (LlamaLike(vocab, hidden, heads, kv_heads, ffn, layers, hf_config, rotary, causal),
+               hf_config=False, rotary=False, causal=False, rel_bias=False, **_):
+    return (LlamaLike(vocab, hidden, heads, kv_heads, ffn, layers, hf_config, rotary, causal,
+                      rel_bias),
             torch.randint(0, vocab, (batch, seq)))
 
 
