@@ -389,8 +389,17 @@ static sc_status build(const sc_export_ctx *x, sc_export *e, sc_error *err)
                   p->pp > 1 ? "DeepSpeed's PipelineEngine runs them."
                             : "1: no PipelineModule is needed, only DS_CONFIG.",
                   p->pp);
-    for (int u = 0; u < x->n_units; u++)
-        sc_buf_printf(&b, "    \"%s\",\n", x->units[u].mod->name);
+    for (int u = 0; u < x->n_units; u++) {
+        /* a traced #self leaf ('#' is in no PyTorch module name) is no
+         * module: say what it stands for */
+        const char *nm = x->units[u].mod->name, *hash = strchr(nm, '#');
+        if (hash)
+            sc_buf_printf(&b, "    \"%s\",  # no module: what %.*s's forward runs besides its "
+                              "children\n",
+                          nm, (int)(hash - nm), nm);
+        else
+            sc_buf_printf(&b, "    \"%s\",\n", nm);
+    }
     sc_buf_printf(&b, "]\n\n# Stage s holds LAYERS[PARTS[s]:PARTS[s + 1]]: the plan's partition.\n"
                       "PARTS = [");
     for (int s = 0; s <= x->n_stages; s++)

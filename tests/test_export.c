@@ -1140,3 +1140,19 @@ TEST(export_torch_factory_spec_runs)
     CHECK(two_ranks(py, "gs", script) != 0);
     CHECK(SC("grep -c \"make:layers: 'layers' is not KEY=VALUE\" %s/gs/run.log", d) == 0);
 }
+
+/* DeepSpeed's layer list names the modules the user builds its layers from;
+ * a traced #self leaf is no module (it stood there as "top#self", a name
+ * the user could not find), so its line says what it stands for. */
+TEST(export_deepspeed_own_code)
+{
+    const char *d = sc_test_tmpdir(), *path = own_code_model();
+    REQUIRE(path);
+    REQUIRE(make_plan("ownd.json", path, "--nodes 1 --pp 2 --microbatches 4 --partition 2") == 0);
+    REQUIRE(SC("%s export %s/ownd.json --to deepspeed -o %s/ownd", sc_test_bin(), d, d) == 0);
+    char *py = read_in(d, "ownd/deepspeed_pipeline.py");
+    REQUIRE(py);
+    CHECK_STR_HAS(py, "    \"embed\",\n    \"top#self\",  # no module: what top's forward runs "
+                      "besides its children\n    \"layer\",\n");
+    sc_free(py);
+}
