@@ -1906,63 +1906,75 @@ def annotate_tp(tr, allnodes):
             n.scores = scores(n, a, sq, skv)
             counts["attention"] += 1
 
-    def attention_container(c):
-        # the head counts are attributes of the module, or (Hugging Face's
-        # attention in recent transformers, 5.25 tried: head_dim and
-        # num_key_value_groups only) of its config
+    def head_counts(c, inner):
+        """(heads, kv heads, head size) of attention module c whose heads
+        are inner wide together, or None: the counts are attributes of the
+        module or (Hugging Face's attention in recent transformers, 5.25
+        tried: head_dim and num_key_value_groups only) of its config, and a
+        head size it names must be inner / heads."""
         cfg = getattr(mod(c), "config", None)
         a = int_attr(mod(c), HEAD_ATTRS) or int_attr(cfg, HEAD_ATTRS)
-        kids = c.children
-        li = [i for i, k in enumerate(kids) if lin(k)]
-        if not a or len(li) < 2:
-            return False
-        o, oi, first = kids[li[-1]], li[-1], li[0]
-        inner, h = lin(o)
-        if inner % a:
-            return False
-        dk = inner // a
-        hd = int_attr(mod(c), ("head_dim",))
-        if hd and hd != dk:
-            return False
-        kvh = int_attr(mod(c), KV_HEAD_ATTRS) or int_attr(cfg, KV_HEAD_ATTRS) or a
-        projs = [kids[i] for i in li[:-1]]
-        if any(lin(p)[0] != h for p in projs) or \
-                sum(lin(p)[1] for p in projs) != inner + 2 * kvh * dk:
-            return False
-        if any(k.tp is not None for k in kids):
-            return False
-        mid = [k for k in kids[first:oi] if k not in projs]
-        # a table of relative position biases (T5's relative_attention_bias,
-        # in its first layer) is looked up beside the core: kept whole
-        bias = [k for k in mid if isinstance(mod(k), nn.Embedding)]
-        if any(not weightless(k) and k not in bias for k in mid):
-            return False
-        core = [k for k in kids[li[-2] + 1:oi] if k.flops > 0]
-        if not core:
-            return False
-        core = max(core, key=lambda k: k.flops)
-        s = tokens(o, inner, h)
+        if not a or inner % a:
+            return None
+        hd = int_attr(mod(c), ("head_dim", "attention_head_size"))
+        if hd and hd != inner // a:
+            return None
+        return a, int_attr(mod(c), KV_HEAD_ATTRS) or int_attr(cfg, KV_HEAD_ATTRS) or a, inner // a
+
+    def qkv_fit(projs, h, inner, kvh, dk):
+        """projs are q, k, v (or one fused qkv) from h for heads inner wide."""
+        return all(lin(p)[0] == h for p in projs) and \
+            sum(lin(p)[1] for p in projs) == inner + 2 * kvh * dk
+
+    def mark_attention(c, core, heads, s, h, pre, projs, mid, o):
+        """c is an attention: its core, its projections column-parallel, the
+        leaves between them sharded (a table of relative position biases
+        kept whole), the out projection o row-parallel."""
+        a, kvh, dk = heads
         dims = {"hidden": h, "heads": a, "kv": dk, "seq": s}
         if kvh != a:
             dims["kv_heads"] = kvh
         c.kind, c.dims = "attention", dict(dims)
         core.kind, core.dims = "attention_core", dict(dims)
         core.scores = scores(core, a, s, s)
-        for k in kids[:first]:
+        for k in pre:
             if free(k) or is_norm(k):
                 set_tp(k, 0, False, "replicated")
         for p in projs:
             set_tp(p, 0, True, "column", p.in_distinct)
         for k in mid:
-            if k in bias:
+            if isinstance(mod(k), nn.Embedding):
                 set_tp(k, 0, False, "replicated")
             else:
                 set_tp(k, 0, True, "core" if k is core else "sharded")
         set_tp(o, db * s * h, True, "row")
+        counts["attention"] += 1
+
+    def attention_container(c):
+        kids = c.children
+        li = [i for i, k in enumerate(kids) if lin(k)]
+        if len(li) < 2:
+            return False
+        o, oi, first = kids[li[-1]], li[-1], li[0]
+        inner, h = lin(o)
+        heads = head_counts(c, inner)
+        projs = [kids[i] for i in li[:-1]]
+        if not heads or not qkv_fit(projs, h, inner, heads[1], heads[2]) or \
+                any(k.tp is not None for k in kids):
+            return False
+        mid = [k for k in kids[first:oi] if k not in projs]
+        # a table of relative position biases (T5's relative_attention_bias,
+        # in its first layer) is looked up beside the core: kept whole
+        if any(not weightless(k) and not isinstance(mod(k), nn.Embedding) for k in mid):
+            return False
+        core = [k for k in kids[li[-2] + 1:oi] if k.flops > 0]
+        if not core:
+            return False
+        core = max(core, key=lambda k: k.flops)
+        mark_attention(c, core, heads, tokens(o, inner, h), h, kids[:first], projs, mid, o)
         for k in kids[oi + 1:]:
             if free(k):
                 set_tp(k, 0, False, "replicated")
-        counts["attention"] += 1
         return True
 
     def mlp_container(c):
@@ -2044,20 +2056,13 @@ def annotate_tp(tr, allnodes):
 
     def split_attention(c):
         kids = c.children
-        cfg = getattr(mod(c), "config", None)
-        a = int_attr(mod(c), HEAD_ATTRS) or int_attr(cfg, HEAD_ATTRS)
         li = [i for i, k in enumerate(kids) if lin(k)]
-        if not a or len(li) < 2 or any(k.tp is not None for k in kids):
+        if len(li) < 2 or any(k.tp is not None for k in kids):
             return False
         projs = [kids[i] for i in li]
         h, inner = lin(projs[0])
-        if inner % a:
-            return False
-        dk = inner // a
-        hd = int_attr(mod(c), ("head_dim", "attention_head_size"))
-        kvh = int_attr(mod(c), KV_HEAD_ATTRS) or int_attr(cfg, KV_HEAD_ATTRS) or a
-        if (hd and hd != dk) or any(lin(p)[0] != h for p in projs) or \
-                sum(lin(p)[1] for p in projs) != inner + 2 * kvh * dk:
+        heads = head_counts(c, inner)
+        if not heads or not qkv_fit(projs, h, inner, heads[1], heads[2]):
             return False
         first, last = li[0], li[-1]
         rest = [k for k in kids[first:] if k not in projs]
@@ -2065,7 +2070,6 @@ def annotate_tp(tr, allnodes):
         if any(not (free(k) or is_norm(k)) for k in kids[:first]) or \
                 any(not weightless(k) for k in rest) or len(core) != 1:
             return False
-        core = core[0]
         j = at[id(kids[-1])] + 1
         o = leaves[j] if j < len(leaves) else None
         if o is None or o.rec is None or o.tp is not None or lin(o) != (inner, h):
@@ -2073,21 +2077,7 @@ def annotate_tp(tr, allnodes):
         p = o.rec.in_producer
         if p is not None and not within(c.rec, p):
             return False
-        s = tokens(o, inner, h)
-        dims = {"hidden": h, "heads": a, "kv": dk, "seq": s}
-        if kvh != a:
-            dims["kv_heads"] = kvh
-        c.kind, c.dims = "attention", dict(dims)
-        core.kind, core.dims = "attention_core", dict(dims)
-        core.scores = scores(core, a, s, s)
-        for k in kids[:first]:
-            set_tp(k, 0, False, "replicated")
-        for p in projs:
-            set_tp(p, 0, True, "column", p.in_distinct)
-        for k in rest:
-            set_tp(k, 0, True, "core" if k is core else "sharded")
-        set_tp(o, db * s * h, True, "row")
-        counts["attention"] += 1
+        mark_attention(c, core[0], heads, tokens(o, inner, h), h, kids[:first], projs, rest, o)
         return True
 
     for c in allnodes:
