@@ -1169,7 +1169,7 @@ TEST(tracer_bad_specs_exit2_nothing_written)
         {"resnet5", "unknown model 'resnet5' (did you mean resnet50?)"},
         {"tests/tracer/fixtures.py:raises", "forward failed: ValueError: this forward always fails"},
         {"tests/tracer/fixtures.py:not_a_module", "not an nn.Module"},
-        {"tests/tracer/fixtures.py:nope", "no function 'nope' (it defines concat_towers, conv_zoo, "},
+        {"tests/tracer/fixtures.py:nope", "no function 'nope' (it defines bert_like, concat_towers, conv_zoo, "},
         {"tests/tracer/fixtures.py:raise", "no function 'raise' (did you mean raises?)"},
         {"tests/tracer/missing.py:make", "no such file"},
         {"resnet50:bogus_arg=3", "cannot build 'resnet50:bogus_arg=3'"},

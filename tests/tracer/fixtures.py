@@ -124,7 +124,7 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rotate_half(t):
+def _rotate_half(t):
     t1, t2 = t.chunk(2, dim=-1)
     return torch.cat((-t2, t1), dim=-1)
 
@@ -177,7 +177,7 @@ class GQAttention(nn.Module):
         k = k[:, :, None].expand(B, kvh, rep, T, self.head_dim).reshape(B, a, T, self.head_dim)
         v = v[:, :, None].expand(B, kvh, rep, T, self.head_dim).reshape(B, a, T, self.head_dim)
         if cos is not None:  # rotary positions, the tables computed once by the model
-            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
         att = q @ k.transpose(-2, -1) / self.head_dim ** 0.5
         if self.relative_attention_bias is not None:
             pos = torch.arange(T, device=x.device)
