@@ -323,22 +323,17 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
          * as Megatron's rotary_pos_emb reaches every layer); and, inside
          * one layer, what its modules read of each other (k_proj and v_proj
          * reading the norm past q_proj), which Megatron's layer builds */
-        const sc_module *f = mod;
-        while (f->n_children)
-            f = f->children[0];
-        int first = x->units[fb].first, layer_first = -1;
-        for (int u = 0; u < x->n_units; u++)
-            if (x->units[u].block >= 0 && x->units[u].first <= f->leaf_index &&
-                f->leaf_index <= x->units[u].last)
-                layer_first = x->units[u].first;
-        for (int k = 0; f->leaf_index >= first && k < mod->n_inputs; k++) {
-            const sc_module *src = sc_model_find(m, mod->inputs[k]), *sl = src;
-            while (sl && sl->n_children)
-                sl = sl->children[sl->n_children - 1];
-            if (sl && layer_first >= 0 && sl->leaf_index >= layer_first)
+        int first = x->units[fb].first, f = mod->n_inputs ? sc_module_first_leaf(mod) : -1;
+        if (f < first)
+            continue;
+        const sc_module *layer = sc_partition_layer_of(m->leaves[f]);
+        int layer_first = layer ? sc_module_first_leaf(layer) : -1;
+        for (int k = 0; k < mod->n_inputs; k++) {
+            const sc_module *src = sc_model_find(m, mod->inputs[k]);
+            int sl = src ? sc_module_last_leaf(src) : -1;
+            if (src && layer && sl >= layer_first)
                 continue; /* inside the consumer's own layer */
-            if (!sl || sl->leaf_index >= first ||
-                (f->leaf_index != first && sc_module_totals(src).params > 0)) {
+            if (!src || sl >= first || (f != first && sc_module_totals(src).params > 0)) {
                 WHY("%s has non-sequential dataflow (%s consumes %s's output)", m->name,
                     mod->name, mod->inputs[k]);
                 return;
@@ -389,8 +384,7 @@ static void gpt_shape(const sc_export_ctx *x, ex_gpt *g)
     /* a traced model's rotary tables come from a module of their own before
      * the layers (Hugging Face's LlamaRotaryEmbedding, kind
      * "llamarotaryembedding"), not from a kernel of its attention */
-    for (int i = 0; !g->rope && i < m->n_leaves && m->leaves[i]->leaf_index < x->units[fb].first;
-         i++)
+    for (int i = 0; !g->rope && i < x->units[fb].first; i++)
         g->rope = strstr(m->leaves[i]->kind, "rotary") != NULL;
     const sc_module *emb = NULL, *head = NULL;
     for (int u = 0; u < fb; u++)

@@ -150,14 +150,9 @@ static sc_status notes(const sc_export_ctx *x, sc_export *e)
         const sc_module *mod = m->modules[i];
         if (mod->n_inputs == 0)
             continue;
-        const sc_module *src = sc_model_find(m, mod->inputs[0]), *f = mod;
-        while (f->n_children)
-            f = f->children[0];
-        const sc_module *sl = src;
-        while (sl && sl->n_children)
-            sl = sl->children[sl->n_children - 1];
-        if (sl && sc_partition_stage_of(&p->partition, sl->leaf_index) !=
-                      sc_partition_stage_of(&p->partition, f->leaf_index)) {
+        const sc_module *src = sc_model_find(m, mod->inputs[0]);
+        if (src && sc_partition_stage_of(&p->partition, sc_module_last_leaf(src)) !=
+                       sc_partition_stage_of(&p->partition, sc_module_first_leaf(mod))) {
             st = ex_note(e, "%s consumes %s's output on a later stage: DeepSpeed passes only "
                             "each layer's output to the next, so the layers in between must "
                             "carry it along (a tuple of tensors; the plan counts the same "

@@ -525,14 +525,8 @@ static const sc_module *split_module(const sc_model *m, int leaf)
 {
     leaf = split_leaf(m, leaf);
     const sc_module *x = m->leaves[leaf];
-    while (x->parent && x->parent->parent) {
-        const sc_module *f = x->parent;
-        while (f->n_children)
-            f = f->children[0];
-        if (f->leaf_index != leaf)
-            break;
+    while (x->parent && x->parent->parent && sc_module_first_leaf(x->parent) == leaf)
         x = x->parent;
-    }
     return x;
 }
 

@@ -84,19 +84,6 @@ static sc_status check_cfg(const sc_partitioner_cfg *cfg, sc_error *err)
 
 /* ---- helpers over the tree ---------------------------------------------- */
 
-static int first_leaf(const sc_module *x)
-{
-    while (x->n_children)
-        x = x->children[0];
-    return x->leaf_index;
-}
-
-static int last_leaf(const sc_module *x)
-{
-    while (x->n_children)
-        x = x->children[x->n_children - 1];
-    return x->leaf_index;
-}
 
 static const sc_module *layer_of(const sc_module *mod)
 {
@@ -214,7 +201,7 @@ static sc_status groups_init(sc_pctx *x, sc_error *err)
         G->span_hi = -1;
         for (int k = 0; k < MG->n_mods; k++) {
             const sc_module *a = m->modules[MG->mods[k]];
-            int lo = first_leaf(a), hi = last_leaf(a);
+            int lo = sc_module_first_leaf(a), hi = sc_module_last_leaf(a);
             if (lo < G->span_lo) {
                 G->span_lo = lo;
                 G->first_name = a->name;
@@ -446,7 +433,7 @@ static sc_status comm_init(sc_pctx *x, sc_error *err)
             const sc_module *y = find_sorted(sorted, m->n_modules, a->inputs[k]);
             if (!y)
                 continue;
-            int yl = last_leaf(y), xf = first_leaf(a);
+            int yl = sc_module_last_leaf(y), xf = sc_module_first_leaf(a);
             if (yl < xf) {
                 acc[yl + 1] += y->act_out_bytes;
                 acc[xf + 1] -= y->act_out_bytes;

@@ -661,6 +661,20 @@ static sc_module *find_in(sc_module *mod, const char *name)
 
 sc_module *sc_model_find(const sc_model *m, const char *name) { return find_in(m->root, name); }
 
+int sc_module_first_leaf(const sc_module *mod)
+{
+    while (mod->n_children)
+        mod = mod->children[0];
+    return mod->leaf_index;
+}
+
+int sc_module_last_leaf(const sc_module *mod)
+{
+    while (mod->n_children)
+        mod = mod->children[mod->n_children - 1];
+    return mod->leaf_index;
+}
+
 sc_totals sc_module_totals(const sc_module *mod)
 {
     sc_totals t = {mod->params, mod->flops_fwd, sc_module_flops_bwd(mod), mod->act_saved_bytes,

@@ -156,6 +156,10 @@ void sc_model_free(sc_model *m);
 sc_module *sc_model_find(const sc_model *m, const char *name);
 sc_totals sc_module_totals(const sc_module *mod);
 sc_totals sc_model_totals(const sc_model *m);
+/* The execution-order index of mod's first and last leaf (mod's own when
+ * it is one); after sc_model_finish. */
+int sc_module_first_leaf(const sc_module *mod);
+int sc_module_last_leaf(const sc_module *mod);
 /* flops_bwd, or 2 x flops_fwd when absent */
 double sc_module_flops_bwd(const sc_module *mod);
 /* The forward FLOPs per sample of a leaf's GEMMs with weights, whose

@@ -30,13 +30,6 @@ static int outermost_block(const sc_module *x)
     return 1;
 }
 
-static int first_leaf(const sc_module *x)
-{
-    while (x->n_children)
-        x = x->children[0];
-    return x->leaf_index;
-}
-
 const sc_module *sc_partition_layer_of(const sc_module *leaf)
 {
     if (leaf->derived)
@@ -81,7 +74,7 @@ sc_status sc_partition_uniform(const sc_model *m, int n_stages, sc_partition *ou
     int nl = 0;
     for (int i = 0; i < m->n_modules; i++)
         if (outermost_block(m->modules[i]))
-            starts[nl++] = first_leaf(m->modules[i]);
+            starts[nl++] = sc_module_first_leaf(m->modules[i]);
     if (nl == 0) /* no blocks: every leaf is a layer */
         for (int i = 0; i < m->n_leaves; i++)
             starts[nl++] = i;

@@ -987,20 +987,20 @@ def flop_mode(torch, on_flops, score_keys=None, keep=None, on_kernel=None, tri_k
                 # kv_idx <= q_idx over a row and a column of aranges) is
                 # triangular: a comparison of two position tensors that vary
                 # along different axes
-                pos = [t for t in args[:2] if isinstance(t, torch.Tensor)]
-                if name == "arange" or (name not in CMP_OPS and out.dtype != torch.bool and any(
+                if name in CMP_OPS:
+                    pos = [t for t in args[:2] if isinstance(t, torch.Tensor) and
+                           storage_key(t) in idx_keys]
+                    va, vb = (varying(t, out.dim()) for t in pos) if len(pos) == 2 else ({}, {})
+                    if len(va) == 1 and len(vb) == 1 and va != vb:
+                        tri_keys.add(storage_key(out))
+                        if keep is not None:
+                            keep.append(out)
+                elif name == "arange" or (out.dtype != torch.bool and any(
                         storage_key(t) in idx_keys
                         for t in flatten_tensors((args, kwargs), torch))):
                     idx_keys.add(storage_key(out))
                     if keep is not None:
                         keep.append(out)
-                elif name in CMP_OPS and len(pos) == 2 and \
-                        all(storage_key(t) in idx_keys for t in pos):
-                    va, vb = varying(pos[0], out.dim()), varying(pos[1], out.dim())
-                    if len(va) == 1 and len(vb) == 1 and va != vb:
-                        tri_keys.add(storage_key(out))
-                        if keep is not None:
-                            keep.append(out)
             if tri_keys is not None and (tri_keys or name in TRI_FUNCS):
                 ins = flatten_tensors((args, kwargs), torch)
                 tri = name in TRI_FUNCS or (
@@ -1557,6 +1557,15 @@ def is_block(rec, torch):
                for c in sibs)
 
 
+def iter_subtree(rec):
+    """rec and every Rec below it."""
+    todo = [rec]
+    while todo:
+        r = todo.pop()
+        yield r
+        todo.extend(r.kids)
+
+
 def make_tree(tr, model_name, torch, warnings_out):
     taken = set()
     nodes_by_rec = {}
@@ -1575,13 +1584,6 @@ def make_tree(tr, model_name, torch, warnings_out):
             into.uses |= r.uses
             into.krecs.append(r)
             nodes_by_rec[id(r)] = into
-
-    def iter_subtree(rec):
-        todo = [rec]
-        while todo:
-            r = todo.pop()
-            yield r
-            todo.extend(r.kids)
 
     # A module that was never called but whose descendants ran (an
     # nn.ModuleList iterated in forward) stays as a container.
@@ -1602,6 +1604,11 @@ def make_tree(tr, model_name, torch, warnings_out):
         rec.bwd_sub = rec.bwd_own_s + sum(k.bwd_sub for k in act)
 
     prep(tr.root)
+
+    def gap(kids, seq):
+        """Where among kids (in the order they started) something that ran
+        at call count seq stands: after the kids that had started."""
+        return sum(1 for k in kids if k.first_seq <= seq)
 
     def finished_at(rec):
         """Calls finished when rec's subtree had finished (a module list,
@@ -1662,7 +1669,7 @@ def make_tree(tr, model_name, torch, warnings_out):
             at = rec.own_event_seq if rec.own_event_seq is not None else (
                 rec.own_ops[0][0] if rec.own_ops else None)
             if at is not None:
-                pos = sum(1 for k in ran if k.first_seq <= at)
+                pos = gap(ran, at)
             # own code that ran inside a module dict's or list's span (never
             # called itself: nanoGPT's token + position add between
             # transformer.wpe and transformer.drop) stands there, inside it,
@@ -1675,9 +1682,9 @@ def make_tree(tr, model_name, torch, warnings_out):
                 if k.calls or not inner or kn is None or not kn.children or \
                         any(posts >= finished_at(k) for _, posts in rec.own_ops):
                     break
-                gaps = {sum(1 for c in inner if c.first_seq <= sq) for sq, _ in rec.own_ops}
+                gaps = {gap(inner, sq) for sq, _ in rec.own_ops}
                 if rec.own_event_seq is not None:
-                    gaps.add(sum(1 for c in inner if c.first_seq <= rec.own_event_seq))
+                    gaps.add(gap(inner, rec.own_event_seq))
                 if len(gaps) != 1 or min(gaps) == 0:
                     break
                 host, hran, hpos = k, inner, gaps.pop()
@@ -1694,7 +1701,7 @@ def make_tree(tr, model_name, torch, warnings_out):
             # at one end of a module dict's or list's span)
             done = finished_at(hran[hpos - 1]) if hpos > 0 else 0
             own.edges_ok = all(
-                sum(1 for k in hran if k.first_seq <= sq) == hpos and done <= posts
+                gap(hran, sq) == hpos and done <= posts
                 for sq, posts in rec.own_ops)
             if host is rec:
                 kids.insert(pos, own)
@@ -2008,10 +2015,10 @@ def annotate_tp(tr, allnodes):
         counts["mlp"] += 1
         return True
 
-    def pairs_in(c):
+    def pairs_in(kids):
         """Linear(h->f), element-wise leaves, Linear(f->h), each reading the
-        previous one's output, among a layer's own children."""
-        kids = c.children
+        previous one's output, in kids (a layer's own children, or every
+        leaf in execution order: a pair split across modules)."""
         for i, a in enumerate(kids):
             sa = lin(a)
             if not sa or a.tp is not None:
@@ -2036,7 +2043,7 @@ def annotate_tp(tr, allnodes):
         if not c.children or c.rec is None or any(k.children for k in c.children):
             continue
         if not attention_container(c) and not mlp_container(c):
-            pairs_in(c)
+            pairs_in(c.children)
 
     # Hugging Face's BERT and ViT split a layer across modules: the q, k, v
     # projections and the core in one, which has the head count
@@ -2044,15 +2051,6 @@ def annotate_tp(tr, allnodes):
     # (BertSelfOutput); the MLP's two linears in two (BertIntermediate,
     # BertOutput). Leaves in execution order, and the containers of leaves.
     at = {id(n): i for i, n in enumerate(leaves)}
-
-    def within(rec, p):
-        todo = [rec]
-        while todo:
-            r = todo.pop()
-            if r is p:
-                return True
-            todo.extend(r.kids)
-        return False
 
     def split_attention(c):
         kids = c.children
@@ -2075,7 +2073,7 @@ def annotate_tp(tr, allnodes):
         if o is None or o.rec is None or o.tp is not None or lin(o) != (inner, h):
             return False
         p = o.rec.in_producer
-        if p is not None and not within(c.rec, p):
+        if p is not None and not any(r is p for r in iter_subtree(c.rec)):
             return False
         mark_attention(c, core[0], heads, tokens(o, inner, h), h, kids[:first], projs, rest, o)
         return True
@@ -2083,26 +2081,9 @@ def annotate_tp(tr, allnodes):
     for c in allnodes:
         if c.children and c.rec is not None and not any(k.children for k in c.children):
             split_attention(c)
-    # Linear(h->f), element-wise leaves, Linear(f->h) in execution order,
-    # each reading the one before, across modules
-    for i, a in enumerate(leaves):
-        sa = lin(a)
-        if not sa or a.tp is not None:
-            continue
-        h, f = sa
-        j = i + 1
-        while j < len(leaves) and free(leaves[j]) and leaves[j].tp is None:
-            j += 1
-        if j >= len(leaves) or lin(leaves[j]) != (f, h) or leaves[j].tp is not None or \
-                not all(fed_by(leaves, i, k) for k in range(i + 1, j + 1)):
-            continue
-        s = tokens(a, h, f)
-        set_tp(a, 0, True, "column", a.in_distinct)
-        for k in leaves[i + 1:j]:
-            set_tp(k, 0, True, "sharded")
-        set_tp(leaves[j], db * s * h, True, "row")
-        a.dims["ffn"] = f
-        counts["mlp"] += 1
+    # Linear(h->f), element-wise leaves, Linear(f->h) across modules
+    # (Hugging Face BERT's BertIntermediate and BertOutput)
+    pairs_in(leaves)
 
     # the LM head: the last leaf with work, a Linear(h->V) matching an
     # Embedding(V, h); that embedding is the token embedding
