@@ -71,7 +71,7 @@ int main(void)
     sc_partition part;
     sc_partition_uniform(m, 16, &part, &err);
     sc_stage_table t;
-    if (sc_stage_table_build(m, &c, 16, 1, 8, 0, 0, SC_ATTN_UNFUSED, 1, 0, 0, &part, &t, &err)) {
+    if (sc_stage_table_build(m, &c, 16, 1, 8, 0, 0, SC_ATTN_UNFUSED, 1, 0, 0, 0, &part, &t, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }

@@ -339,6 +339,11 @@ const cli_opt cli_search_opts[] = {
      "the training dtype (0, default: --grad-reduce-in-bf16);\n"
      "with sim --plan, 1 replays the plan so", cli_opt_int, OFF(o.grad_reduce_in_fp32), 0, 1,
      ALL, NULL, NULL, 0},
+    {"fp8", 0, NULL, "fp8 training as Transformer Engine runs it (Megatron-LM\n"
+     "--fp8-format hybrid): the attention and MLP weight GEMMs\n"
+     "in fp8, with their casts; the rest in the model's 16 bits\n"
+     "(needs fp8 tensor cores: H100, H200); with sim --plan,\n"
+     "replays the plan so", cli_opt_flag, OFF(o.fp8), 0, 0, ALL, NULL, NULL, 0},
     {"defer-embedding-wgrad-compute", 0, NULL, "the output layer's weight gradients run in the\n"
      "pipeline flush, after the last position's last backward\n"
      "(Megatron-Core --defer-embedding-wgrad-compute; needs\n"

@@ -152,9 +152,12 @@ static void show_text(const sc_cluster *c)
     }
     if (c->eff.gemm.sms > 0) {
         const sc_cluster_gemm *g = &c->eff.gemm;
-        printf("    kernels       %d SMs, GEMM eff_max %.3g, flash attention %.3g forward, "
+        char f8[48] = "";
+        if (g->eff_max_fp8 > 0)
+            snprintf(f8, sizeof f8, " (fp8 %.4g)", g->eff_max_fp8);
+        printf("    kernels       %d SMs, GEMM eff_max %.3g%s, flash attention %.3g forward, "
                "%.3g backward of peak, sustained %.3g\n",
-               g->sms, g->eff_max, g->flash_fwd, g->flash_bwd,
+               g->sms, g->eff_max, f8, g->flash_fwd, g->flash_bwd,
                g->sustained > 0 ? g->sustained : 1);
         if (g->flash_s0 > 0 || g->flash_s0_full > 0)
             printf("                  flash attention over s keys at s / (s + %.0f) of that "

@@ -14,7 +14,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: stagecraft cost --model M --cluster C [--nodes N] [--tp T] [--sp] [--mbs B]\n"
-            "                       [--dtype D] [--algo A] [--depth N]\n"
+            "                       [--dtype D] [--fp8] [--algo A] [--depth N]\n"
             "                       [--attn unfused|flash] [--kernels] [--json]\n\n"
             "Per-module costs of model M (a built-in name or a file) on cluster C (a preset\n"
             "or a file), for one microbatch of B samples on one rank of a tp group of T:\n"
@@ -28,6 +28,9 @@ static void usage(FILE *f)
             "              reduce-scatter plus an all-gather (Korthikanti et al. 2022)\n"
             "  --mbs B     samples per microbatch (default 1)\n"
             "  --dtype D   fp32|tf32|fp16|bf16|fp8 (default: the model's)\n"
+            "  --fp8       fp8 training as Transformer Engine runs it: the attention and MLP\n"
+            "              weight GEMMs in fp8 with their casts, the rest in the 16-bit dtype\n"
+            "              (a GPU with fp8 tensor cores; kernel-level leaves)\n"
             "  --algo A    collective algorithm for tp allreduces: auto (default; NCCL's\n"
             "              choice: across nodes the faster of ring and tree), ring, tree, hier\n"
             "  --depth N   show the tree down to depth N only (the totals cover everything)\n"
@@ -41,7 +44,7 @@ static void usage(FILE *f)
 static void kernels_json(cJSON *o, const sc_cluster *c, const sc_cost_cfg *cfg,
                          const sc_module *mod, int *oom)
 {
-    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0, 0};
+    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0, 0, cfg->fp8};
     cJSON *a = sc_jadd_arr(o, "kernels", oom);
     for (int k = 0; k < mod->n_kernels && a; k++) {
         const sc_kernel *x = &mod->kernels[k];
@@ -63,8 +66,10 @@ static void kernels_json(cJSON *o, const sc_cluster *c, const sc_cost_cfg *cfg,
             sc_jadd_num(e, "n", N, oom);
             sc_jadd_num(e, "k", K, oom);
         }
-        sc_jadd_num(e, "fwd_s", sc_cost_kernel_time(c, x, &cc, 0), oom);
-        sc_jadd_num(e, "bwd_s", sc_cost_kernel_time(c, x, &cc, 1), oom);
+        if (sc_cost_fp8_gemm(mod, x, &cc))
+            sc_jadd_bool(e, "fp8", 1, oom);
+        sc_jadd_num(e, "fwd_s", sc_cost_kernel_time_in(c, mod, k, &cc, 0), oom);
+        sc_jadd_num(e, "bwd_s", sc_cost_kernel_time_in(c, mod, k, &cc, 1), oom);
     }
 }
 
@@ -84,6 +89,7 @@ static cJSON *table_json(const sc_model *m, const sc_cluster *c, const sc_cost_c
     sc_jadd_str(j, "tp_algo", cfg->tp_algo ? cfg->tp_algo : "auto", &oom);
     sc_jadd_str(j, "attention", sc_attn_name(cfg->attn), &oom);
     sc_jadd_bool(j, "sp", cfg->sp, &oom);
+    sc_jadd_bool(j, "fp8", cfg->fp8, &oom);
     cJSON *arr = sc_jadd_arr(j, "modules", &oom);
     for (int i = 0; i <= n && !oom; i++) {
         const sc_cost_row *r = i < n ? &rows[i] : tot;
@@ -137,16 +143,18 @@ static sc_cost_row subtree(const sc_cost_row *rows, int n, int i)
 static void kernels_text(const sc_cluster *c, const sc_cost_cfg *cfg, const sc_module *mod,
                          int indent, int w)
 {
-    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0, 0};
+    sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0, 0, cfg->fp8};
     char b[2][48], name[80];
     for (int k = 0; k < mod->n_kernels; k++) {
         const sc_kernel *x = &mod->kernels[k];
         if (!sc_kernel_runs(x, cfg->attn))
             continue;
-        snprintf(name, sizeof name, "%*s[%s %s]", indent, "", sc_kop_name((sc_kop)x->op),
+        snprintf(name, sizeof name, "%*s[%s %s]", indent, "",
+                 sc_cost_fp8_gemm(mod, x, &cc) ? "gemm fp8" : sc_kop_name((sc_kop)x->op),
                  x->name);
-        printf("%-*.*s %10s %12s %12s\n", w, w, name, "", cli_us(sc_cost_kernel_time(c, x, &cc, 0), b[0]),
-               cli_us(sc_cost_kernel_time(c, x, &cc, 1), b[1]));
+        printf("%-*.*s %10s %12s %12s\n", w, w, name, "",
+               cli_us(sc_cost_kernel_time_in(c, mod, k, &cc, 0), b[0]),
+               cli_us(sc_cost_kernel_time_in(c, mod, k, &cc, 1), b[1]));
     }
 }
 
@@ -170,9 +178,9 @@ static void table_text(const sc_model *m, const sc_cluster *c, const sc_cost_cfg
     }
     if (w > 48)
         w = 48;
-    printf("%s on %s (%d x %d %s), tp %d%s, mbs %d, %s, tp %s %s, %s attention\n", m->name,
+    printf("%s on %s (%d x %d %s), tp %d%s, mbs %d, %s%s, tp %s %s, %s attention\n", m->name,
            c->name, c->nodes, c->gpus_per_node, c->gpu.name, cfg->tp, cfg->sp ? " sp" : "",
-           cfg->mbs, sc_dtype_name(cfg->dtype),
+           cfg->mbs, sc_dtype_name(cfg->dtype), cfg->fp8 ? " with fp8 GEMMs" : "",
            cfg->sp ? "reduce-scatter + all-gather" : "allreduce",
            cfg->tp_algo ? cfg->tp_algo : "auto", sc_attn_name(cfg->attn));
     printf("%-*s %10s %12s %12s %12s %11s %11s\n", w, "module", "params", "fwd us", "bwd us",
@@ -210,10 +218,11 @@ int cmd_cost(int argc, char **argv)
         {"algo", required_argument, NULL, 'a'},  {"json", no_argument, NULL, 'j'},
         {"depth", required_argument, NULL, 'D'}, {"attn", required_argument, NULL, 'A'},
         {"kernels", no_argument, NULL, 'K'},    {"sp", no_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+        {"fp8", no_argument, NULL, '8'},         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *model = NULL, *cluster = NULL, *algo = NULL;
     long nodes = 0, tp = 1, mbs = 1, depth = 1000;
-    int dtype = -1, json = 0, sp = 0, ch, attn = SC_ATTN_UNFUSED, kernels = 0;
+    int dtype = -1, json = 0, sp = 0, ch, attn = SC_ATTN_UNFUSED, kernels = 0, fp8 = 0;
     if (cli_exact_longopts("cost", argc, argv, "h", opts))
         return 2;
     optind = 0;
@@ -261,6 +270,9 @@ int cmd_cost(int argc, char **argv)
         case 'S':
             sp = 1;
             break;
+        case '8':
+            fp8 = 1;
+            break;
         case 'D':
             if (cli_long("cost", "--depth", optarg, 0, 1000, &depth))
                 return 2;
@@ -295,7 +307,7 @@ int cmd_cost(int argc, char **argv)
         return cli_fail(&err);
     }
     sc_cost_cfg cfg = {dtype >= 0 ? (sc_dtype)dtype : m->dtype, (int)tp, (int)mbs, algo, sp,
-                       (sc_attn)attn};
+                       (sc_attn)attn, fp8};
     sc_cost_row *rows, tot;
     int n, rc = 0;
     if (sc_cost_table(&c, m, &cfg, &rows, &n, &tot, &err)) {

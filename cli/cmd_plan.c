@@ -228,6 +228,8 @@ int cmd_plan(int argc, char **argv)
         }
         if (o.no_overlap_p2p_comm == 1)
             printf(", pipeline sends block their sender (--overlap-p2p-comm 0)");
+        if (o.fp8)
+            printf(", fp8 GEMMs in the attention and MLP layers (--fp8)");
         printf("\n");
         cli_print_p2p_rule(o.framework, o.no_overlap_p2p_comm);
         printf("searched %ld configurations (%ld fit) in %.2f s; simulated %d in %.2f s\n", en,

@@ -135,6 +135,8 @@ static void print_summary(const sc_model *m, const sc_cluster *c, const sc_step_
     }
     if (sc_cost_grad_reduce_widens(m->dtype, cfg->grad_reduce_in_fp32))
         printf("gradients reduced in fp32 (--grad-reduce-in-fp32)\n");
+    if (cfg->fp8)
+        printf("fp8 GEMMs in the attention and MLP layers, with their casts (--fp8)\n");
     if (cfg->slices > 1) {
         printf("token slices   %d per microbatch (TeraPipe):", cfg->slices);
         for (int j = 0; j < cfg->slices; j++)
@@ -291,6 +293,7 @@ int cmd_sim(int argc, char **argv)
     cfg.tp_comm_overlap = f->tp_comm_overlap;
     cfg.overlap_param_gather = f->overlap_param_gather;
     cfg.grad_reduce_in_fp32 = f->grad_reduce_in_fp32;
+    cfg.fp8 = f->fp8;
     if (f->wgrad_deferral_limit > 0 && !f->defer_embedding_wgrad)
         return cli_usage("sim", "--wgrad-deferral-limit limits --defer-embedding-wgrad-compute, "
                                 "which is not given");
@@ -342,6 +345,7 @@ int cmd_sim(int argc, char **argv)
         pc.tp_comm_overlap |= cfg.tp_comm_overlap;
         pc.overlap_param_gather |= cfg.overlap_param_gather;
         pc.grad_reduce_in_fp32 |= cfg.grad_reduce_in_fp32;
+        pc.fp8 |= cfg.fp8;
         if (cfg.defer_embedding_wgrad) {
             pc.defer_embedding_wgrad = 1;
             pc.wgrad_deferral_limit = cfg.wgrad_deferral_limit;

@@ -96,10 +96,11 @@ int cmd_tune(int argc, char **argv)
         if (t->cp > 1)
             snprintf(cps, sizeof cps, " cp %d", t->cp);
         printf("tune: %s on %d x %s, dp %d%s tp %d pp %d v %d, %s, zero %d, recompute %s, "
-               "global batch %ld%s\n\n",
+               "global batch %ld%s%s\n\n",
                m->name, c.nodes, c.name, t->dp, cps, t->tp, t->pp, t->v, t->schedule, t->zero,
                sc_recompute_name(t->recompute), t->global_batch,
-               !t->overlap_p2p_comm && t->pp > 1 ? ", blocking sends" : "");
+               !t->overlap_p2p_comm && t->pp > 1 ? ", blocking sends" : "",
+               t->fp8 ? ", fp8 GEMMs" : "");
         printf("%6s %5s %12s %8s %11s %12s %14s\n", "m", "mbs", "step ms", "bubble",
                "efficiency", "peak mem", "tokens/s");
         for (int i = 0; i < t->n; i++) {

@@ -576,6 +576,8 @@ int cmd_validate(int argc, char **argv)
                 sc_jadd_num(o, "zero", w->zero, &oom);
                 sc_jadd_str(o, "recompute", sc_recompute_name(w->recompute), &oom);
                 sc_jadd_bool(o, "sp", w->sp, &oom);
+                if (w->fp8)
+                    sc_jadd_bool(o, "fp8", 1, &oom);
                 sc_jadd_str(o, "attention", sc_attn_name(w->attn), &oom);
                 if (w->attn_kernel)
                     sc_jadd_str(o, "attention_kernel", w->attn_kernel, &oom);
@@ -701,9 +703,9 @@ int cmd_validate(int argc, char **argv)
                 char cps[16] = "";
                 if (w->cp > 1)
                     snprintf(cps, sizeof cps, " cp%d", w->cp);
-                snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s%s", w->dp, w->tp, w->pp,
-                         w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "", cps,
-                         *fl ? " " : "", fl);
+                snprintf(lay, sizeof lay, "%d.%d.%d v%d mbs%d %s%s%s%s%s%s", w->dp, w->tp, w->pp,
+                         w->v, w->mbs, sc_recompute_name(w->recompute), w->sp ? " sp" : "",
+                         w->fp8 ? " fp8" : "", cps, *fl ? " " : "", fl);
                 printf("%-46.46s %6d %-28.28s %-19.19s %11.3f %11.3f %+7.1f%%%s%s%s\n", name,
                        res[k].gpus, lay, res[k].cluster, res[k].predicted_s, res[k].measured_s,
                        100 * res[k].error, w->approximate ? " ~" : "  ",

@@ -165,6 +165,8 @@ static void print_table(const sc_whatif *w, const sc_model *m, double state_byte
     if (o->framework || o->cut_in_layers)
         printf("plans for %s, stages cut %s\n", o->framework ? o->framework->title : "any framework",
                o->cut_in_layers ? "at any leaf" : "between layers");
+    if (o->fp8)
+        printf("every plan trains with fp8 GEMMs in the attention and MLP layers (--fp8)\n");
     cli_print_p2p_rule(o->framework, o->no_overlap_p2p_comm);
     if (w->spot)
         printf("spot: restart %.3g min per interruption; rates, prices and checkpoint "
@@ -315,6 +317,7 @@ int cmd_whatif(int argc, char **argv)
     o.tp_comm_overlap = a.s.o.tp_comm_overlap;
     o.overlap_param_gather = a.s.o.overlap_param_gather;
     o.grad_reduce_in_fp32 = a.s.o.grad_reduce_in_fp32;
+    o.fp8 = a.s.o.fp8;
     o.restart_s = 60 * restart_min;
     if (gbps > 0)
         o.storage_bytes_per_s = gbps * 1e9 / 8;

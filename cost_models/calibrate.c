@@ -713,7 +713,7 @@ static double gemm_point(const sc_cluster *cl, sc_dtype dt, const sc_calib_gemm 
 {
     sc_kernel k = sc_kernel_gemm("g", g->batch > 1 ? g->batch : 1, g->m, g->n, g->k,
                                  SC_KTP_NONE, 0, SC_ATTN_ANY);
-    sc_compute_cfg cc = {dt, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0};
+    sc_compute_cfg cc = {dt, 1, 0, 1, SC_ATTN_UNFUSED, 0, 0, 0, 0, 0};
     return sc_cost_kernel_time(cl, &k, &cc, 0);
 }
 
@@ -2210,7 +2210,7 @@ static void flash_pred(const sc_cluster *cl, sc_dtype dt, const sc_calib_flash *
 {
     sc_cluster u = *cl;
     u.eff.gemm.flash_gemms = 0; /* as a fused kernel runs, not the executor's stand-in */
-    sc_compute_cfg cc = {dt, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0};
+    sc_compute_cfg cc = {dt, 1, 0, 1, SC_ATTN_FLASH, 0, 0, 0, 0, 0};
     sc_kernel k = sc_kernel_flash("flash", q->bh, q->seq, q->seq, q->head_dim, q->causal,
                                   SC_KTP_BATCH);
     *tf = sc_cost_kernel_time(&u, &k, &cc, 0);

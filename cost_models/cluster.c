@@ -339,7 +339,8 @@ static sc_status read_flash_heads(const cJSON *o, const char *file, sc_cluster_g
 
 static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g, sc_error *err)
 {
-    static const char *const keys[] = {"sms",      "eff_max",   "tile_m",    "tile_n", "k_half",
+    static const char *const keys[] = {"sms",      "eff_max",   "eff_max_fp8", "tile_m", "tile_n",
+                                       "k_half",
                                        "kernel_s", "flash_fwd", "flash_bwd", "sustained",
                                        "flash_s0", "flash_s0_full", "flash_full", "flash_hd64",
                                        "flash_s0_bwd", "flash_s0_full_bwd",
@@ -366,7 +367,8 @@ static sc_status read_gemm(const cJSON *e, const char *file, sc_cluster_gemm *g,
     x.sustained = 1;
     x.flash_full = 1;
     x.flash_hd64 = 1;
-    if ((st = sc_json_num(o, file, p, "sustained", 0, MIN_FRACTION, 1, &x.sustained, err)) ||
+    if ((st = sc_json_num(o, file, p, "eff_max_fp8", 0, MIN_FRACTION, 1, &x.eff_max_fp8, err)) ||
+        (st = sc_json_num(o, file, p, "sustained", 0, MIN_FRACTION, 1, &x.sustained, err)) ||
         (st = sc_json_num(o, file, p, "flash_s0", 0, 0, MAX_FLASH_S0, &x.flash_s0, err)) ||
         (st = sc_json_num(o, file, p, "flash_s0_full", 0, 0, MAX_FLASH_S0, &x.flash_s0_full,
                           err)) ||
@@ -394,6 +396,8 @@ static sc_status check_gemm(const sc_cluster_gemm *g, const char *file, sc_error
         return sc_err(err, SC_EINVAL, "%s: efficiency.gemm.sms: %d is out of range [1, 100000]",
                       file, g->sms);
     if ((st = range(file, "efficiency.gemm.eff_max", g->eff_max, MIN_FRACTION, 1, err)) ||
+        (g->eff_max_fp8 != 0 &&
+         (st = range(file, "efficiency.gemm.eff_max_fp8", g->eff_max_fp8, MIN_FRACTION, 1, err))) ||
         (st = range(file, "efficiency.gemm.tile_m", g->tile_m, 1, 4096, err)) ||
         (st = range(file, "efficiency.gemm.tile_n", g->tile_n, 1, 4096, err)) ||
         (st = range(file, "efficiency.gemm.k_half", g->k_half, 0, 1e6, err)) ||
@@ -425,6 +429,8 @@ static void add_gemm(cJSON *e, const sc_cluster_gemm *g, int *oom)
     cJSON *o = sc_jadd_obj(e, "gemm", oom);
     sc_jadd_num(o, "sms", g->sms, oom);
     sc_jadd_num(o, "eff_max", g->eff_max, oom);
+    if (g->eff_max_fp8 > 0)
+        sc_jadd_num(o, "eff_max_fp8", g->eff_max_fp8, oom);
     sc_jadd_num(o, "tile_m", g->tile_m, oom);
     sc_jadd_num(o, "tile_n", g->tile_n, oom);
     sc_jadd_num(o, "k_half", g->k_half, oom);
@@ -464,7 +470,8 @@ static int heads_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
 
 static int gemm_equal(const sc_cluster_gemm *a, const sc_cluster_gemm *b)
 {
-    return a->sms == b->sms && a->eff_max == b->eff_max && a->tile_m == b->tile_m && a->tile_n == b->tile_n &&
+    return a->sms == b->sms && a->eff_max == b->eff_max && a->eff_max_fp8 == b->eff_max_fp8 &&
+           a->tile_m == b->tile_m && a->tile_n == b->tile_n &&
            a->k_half == b->k_half && a->kernel_s == b->kernel_s &&
            a->flash_fwd == b->flash_fwd && a->flash_bwd == b->flash_bwd &&
            (a->sustained > 0 ? a->sustained : 1) == (b->sustained > 0 ? b->sustained : 1) &&

@@ -168,6 +168,9 @@ typedef struct sc_cluster_fits {
 typedef struct sc_cluster_gemm {
     int sms;                 /* streaming multiprocessors; 0 = no kernel model */
     double eff_max;          /* (0, 1] */
+    /* The ceiling of fp8 GEMMs (Transformer Engine's fp8 training, a plan's
+     * fp8), (0, 1], at the fp8 peak; 0: eff_max's. Optional in files. */
+    double eff_max_fp8;
     double tile_m, tile_n;   /* the largest output tile */
     double k_half;           /* >= 0 */
     double kernel_s;         /* seconds per kernel */

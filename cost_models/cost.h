@@ -146,6 +146,19 @@ typedef struct sc_compute_cfg {
      * kernels a pass, one per key chunk received, each over N/cp keys (the
      * efficiency's fall with short key ranges is taken there). 0 or 1: none. */
     int cp;
+    /* fp8 training as Transformer Engine runs it (Megatron-Core's
+     * --fp8-format hybrid, delayed scaling; a plan's fp8): the weight GEMMs
+     * of a transformer layer (attention and MLP leaves, not the batched
+     * attention products or the LM head) run in fp8, forward, data and
+     * weight gradients, at the fp8 peak and the GEMM model's eff_max_fp8,
+     * reading 1-byte operands; each casts its input to fp8 with the
+     * transpose its weight gradient reads (a cast-transpose kernel: 4 bytes
+     * an element of a 16-bit input; 2, a transpose, where the input comes
+     * from a norm, which TE's LayerNormLinear writes in fp8 itself), and
+     * each backward casts the output gradient the same way (4 bytes an
+     * element). Kernel level only, on a 16-bit model (sc_cost_cfg_check);
+     * 0 = none. */
+    int fp8;
 } sc_compute_cfg;
 
 /* One rank's share of a microbatch's tokens: a slice's q_frac (0: whole),
@@ -204,6 +217,13 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
  * (forward, or backward with bwd 1): its bytes times the microbatch and the
  * slice's share, divided by tp where it shards. 0 for other kinds. */
 double sc_cost_kernel_bytes(const sc_kernel *k, const sc_compute_cfg *cc, int bwd);
+/* Whether kernel k of leaf mod runs in fp8 under cc (sc_compute_cfg fp8: a
+ * weight GEMM of an attention or MLP leaf). */
+int sc_cost_fp8_gemm(const sc_module *mod, const sc_kernel *k, const sc_compute_cfg *cc);
+/* Kernel i of leaf mod for a pass, whole (no tp overlap chunks), an fp8
+ * GEMM's casts included (what `cost --kernels` prints). */
+double sc_cost_kernel_time_in(const sc_cluster *c, const sc_module *mod, int i,
+                              const sc_compute_cfg *cc, int bwd);
 void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_compute_cfg *cc,
                           double *fwd_s, double *bwd_s, double *recompute_s);
 /* Of the kernels' backward, the weight-gradient GEMMs (dB = A^T dC of every
@@ -647,6 +667,7 @@ typedef struct sc_stage_cfg {
      * grad_reduce_in_fp32): grad_bytes at 4 bytes a parameter, and FSDP's
      * casts (sc_cost_fsdp_copies); 0 = in the training dtype's gradient width */
     int grad_reduce_fp32;
+    int fp8; /* fp8 GEMMs in the transformer layers (sc_compute_cfg fp8); 0 = none */
 } sc_stage_cfg;
 
 /* Fills info[0 .. part->n_stages). Errors of sc_cost_modules_time. O(leaves
@@ -677,6 +698,7 @@ typedef struct sc_cost_cfg {
     const char *tp_algo; /* collective algorithm for tp allreduces; NULL = "auto" */
     int sp;              /* sequence parallelism: act_bytes as sc_cost_saved_bytes */
     sc_attn attn;        /* attention implementation (unfused = 0) */
+    int fp8;             /* fp8 GEMMs in the transformer layers (sc_compute_cfg fp8) */
 } sc_cost_cfg;
 
 typedef struct sc_cost_row {

@@ -65,7 +65,7 @@ sc_status sc_cost_module_time(const sc_cluster *c, const sc_module *mod, sc_dtyp
 sc_status sc_cost_module_time_sp(const sc_cluster *c, const sc_module *mod, sc_dtype dt, int tp,
                                  int sp, int mbs, double *fwd_s, double *bwd_s, sc_error *err)
 {
-    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0, 0, 0};
+    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0, 0, 0, 0};
     return sc_cost_module_time_cfg(c, mod, &cc, fwd_s, bwd_s, err);
 }
 
@@ -80,6 +80,23 @@ sc_status sc_cost_cfg_check(const sc_cluster *c, const sc_compute_cfg *cc, const
     if (cc->tp < 1 || cc->mbs < 1)
         return sc_err(err, SC_EINVAL, "%s: tp (%d) and mbs (%d) must be >= 1", what, cc->tp,
                       cc->mbs);
+    if (cc->fp8) {
+        if (dt != SC_BF16 && dt != SC_FP16)
+            return sc_err(err, SC_EINVAL,
+                          "fp8 training runs a bf16 or fp16 model's GEMMs in fp8; the model "
+                          "is %s (model gen NAME --dtype bf16 writes a built-in in bf16)",
+                          sc_dtype_name(dt));
+        if (!(c->gpu.peak_flops[SC_FP8] > 0))
+            return sc_err(err, SC_EINVAL,
+                          "fp8 training needs fp8 tensor cores; %s's %s has none "
+                          "(gpu.peak_flops.fp8 is 0)",
+                          c->name, c->gpu.name);
+        if (!(c->eff.gemm.sms > 0))
+            return sc_err(err, SC_EINVAL,
+                          "fp8 training is priced by the kernel-level GEMM model, which %s "
+                          "has not (efficiency.gemm)",
+                          c->name);
+    }
     return SC_OK;
 }
 
@@ -146,7 +163,7 @@ sc_status sc_cost_modules_time_sp(const sc_cluster *c, sc_module *const *mods, i
                                   sc_dtype dt, int tp, int sp, int mbs, double *fwd_s,
                                   double *bwd_s, sc_error *err)
 {
-    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0, 0, 0};
+    sc_compute_cfg cc = {dt, tp, sp, mbs, SC_ATTN_UNFUSED, 0, 0, 0, 0, 0};
     return sc_cost_modules_time_cfg(c, mods, n, &cc, fwd_s, bwd_s, err);
 }
 

@@ -83,7 +83,8 @@ static double gemm_compute(const sc_cluster *c, sc_dtype dt, double B, double M,
                            double K)
 {
     const sc_cluster_gemm *g = &c->eff.gemm;
-    double per_sm = c->gpu.peak_flops[dt] / g->sms * g->eff_max * sustained(c);
+    double eff = dt == SC_FP8 && g->eff_max_fp8 > 0 ? g->eff_max_fp8 : g->eff_max;
+    double per_sm = c->gpu.peak_flops[dt] / g->sms * eff * sustained(c);
     /* each candidate tile's 2·tm·tn / r, which depends on the tile only:
      * computed once per tile shape (the planner times millions of GEMMs) */
     static __thread double cache_tm, cache_tn, work[9];
@@ -122,23 +123,38 @@ static double roof(const sc_cluster *c, double compute_s, double bytes)
     return c->eff.gemm.kernel_s + (compute_s > tm ? compute_s : tm);
 }
 
+/* A GEMM in dtype dt; f8: an fp8 GEMM of fp8 training (sc_compute_cfg fp8),
+ * its operands read at 1 byte, its output written at 2 (dt the model's). */
+static double gemm_time8(const sc_cluster *c, sc_dtype dt, int f8, double B, double M,
+                         double N, double K, double scale)
+{
+    double d = sc_dtype_bytes(dt), din = f8 ? 1 : d;
+    return roof(c, scale * gemm_compute(c, f8 ? SC_FP8 : dt, B, M, N, K),
+                B * (din * (M * K + K * N) + d * M * N));
+}
+
 static double gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
                         double K, double scale)
 {
-    double d = sc_dtype_bytes(dt);
-    return roof(c, scale * gemm_compute(c, dt, B, M, N, K), d * B * (M * K + K * N + M * N));
+    return gemm_time8(c, dt, 0, B, M, N, K, scale);
 }
 
 /* A GEMM's forward (bwd 0) or its two backward GEMMs, the data gradient
  * (batch, M, K, N) and the weight gradient (batch, K, N, M), their compute
  * scaled by the backward factor. */
+static double gemm_pass8(const sc_cluster *c, sc_dtype dt, int f8, double B, double M, double N,
+                         double K, int bwd)
+{
+    if (!bwd)
+        return gemm_time8(c, dt, f8, B, M, N, K, 1);
+    double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
+    return gemm_time8(c, dt, f8, B, M, K, N, bf) + gemm_time8(c, dt, f8, B, K, N, M, bf);
+}
+
 static double gemm_pass(const sc_cluster *c, sc_dtype dt, double B, double M, double N, double K,
                         int bwd)
 {
-    if (!bwd)
-        return gemm_time(c, dt, B, M, N, K, 1);
-    double bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
-    return gemm_time(c, dt, B, M, K, N, bf) + gemm_time(c, dt, B, K, N, M, bf);
+    return gemm_pass8(c, dt, 0, B, M, N, K, bwd);
 }
 
 double sc_cost_gemm_time(const sc_cluster *c, sc_dtype dt, double B, double M, double N,
@@ -234,11 +250,38 @@ static double flash_head(const sc_cluster_gemm *g, double K)
  * cc asks for it (tp >= 2 with sp) and mod is a transformer layer's
  * attention or MLP (TE's modules; the LM head is Megatron's own
  * ColumnParallelLinear, whole). */
-static int ub_module(const sc_module *mod, const sc_compute_cfg *cc)
+static int te_module(const sc_module *mod)
 {
-    return mod && cc->tp_overlap && cc->sp && cc->tp > 1 && mod->kind &&
+    return mod && mod->kind &&
            (!strcmp(mod->kind, "attention") || !strcmp(mod->kind, "cross_attention") ||
             !strcmp(mod->kind, "mlp"));
+}
+
+static int ub_module(const sc_module *mod, const sc_compute_cfg *cc)
+{
+    return cc->tp_overlap && cc->sp && cc->tp > 1 && te_module(mod);
+}
+
+int sc_cost_fp8_gemm(const sc_module *mod, const sc_kernel *k, const sc_compute_cfg *cc)
+{
+    return cc->fp8 && k->op == SC_KOP_GEMM && !k->grow_batch && te_module(mod);
+}
+
+/* The cast kernels of an fp8 GEMM (batch B, M x N x K on this rank) for a
+ * pass: forward, its input cast to fp8 with the transpose its weight
+ * gradient reads, 4 bytes an element of B·M·K (read 2, write 1 + 1), or a
+ * transpose alone, 2 bytes an element, where the input is the leaf's own
+ * (lead: a norm's output, which TE's LayerNormLinear writes in fp8 itself);
+ * under sp a column-parallel GEMM's input is cast before its all-gather, on
+ * the rank's 1/t of the tokens. Backward: the output gradient cast and
+ * transposed, 4 bytes an element of B·M·N. One kernel each. */
+static double fp8_casts(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
+                        double B, double M, double N, double K, int lead, int bwd)
+{
+    if (bwd)
+        return roof(c, 0, 4 * B * M * N);
+    double rows = cc->sp && cc->tp > 1 && k->tp == SC_KTP_N ? ceil(M / cc->tp) : M;
+    return roof(c, 0, (lead ? 2 : 4) * B * rows * K);
 }
 
 /* The chunks of the rule above for kernel k of a ub module (ub 1). */
@@ -274,8 +317,19 @@ double sc_cost_gemm_chunks_time(const sc_cluster *c, sc_dtype dt, double B, doub
     return n * sc_cost_gemm_time(c, dt, B, rows, N, K, scale);
 }
 
+/* The same for an fp8 GEMM (f8) or one in dt (kernel level). */
+static double chunks_time8(const sc_cluster *c, sc_dtype dt, int f8, double B, double M,
+                           double N, double K, double scale, int splits)
+{
+    double rows;
+    int n = sc_cost_gemm_chunks(M, splits, &rows);
+    return n * gemm_time8(c, dt, f8, B, rows, N, K, scale);
+}
+
+/* Kernel k's time for a pass; ub: its module runs TE's tp overlap; f8: it
+ * is an fp8 GEMM (sc_cost_fp8_gemm), lead: reading its leaf's input. */
 static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
-                          int bwd, int ub)
+                          int bwd, int ub, int f8, int lead)
 {
     sc_dtype dt = cc->dtype;
     double B, M, N, K;
@@ -285,15 +339,17 @@ static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_comp
     int fs, ds;
     ub_splits(k, cc, ub, &fs, &ds);
     switch (k->op) {
-    case SC_KOP_GEMM:
+    case SC_KOP_GEMM: {
+        double cast = f8 ? fp8_casts(c, k, cc, B, M, N, K, lead, bwd) : 0;
         if (fs > 1 || ds > 1) {
             if (!bwd)
-                return sc_cost_gemm_chunks_time(c, dt, B, M, N, K, 1, fs);
+                return cast + chunks_time8(c, dt, f8, B, M, N, K, 1, fs);
             /* data gradient (batch, M, K, N), weight gradient (batch, K, N, M) */
-            return sc_cost_gemm_chunks_time(c, dt, B, M, K, N, bf, ds) +
-                   gemm_time(c, dt, B, K, N, M, bf);
+            return cast + chunks_time8(c, dt, f8, B, M, K, N, bf, ds) +
+                   gemm_time8(c, dt, f8, B, K, N, M, bf);
         }
-        return gemm_pass(c, dt, B, M, N, K, bwd);
+        return cast + gemm_pass8(c, dt, f8, B, M, N, K, bwd);
+    }
     case SC_KOP_MEM: {
         double bytes = sc_cost_kernel_bytes(k, cc, bwd), fl = mem_compute(c, k, cc, bwd);
         if (!(bytes > 0) && !(fl > 0)) /* a pass without work: no kernel (forward-only) */
@@ -337,7 +393,26 @@ static double kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_comp
 double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_compute_cfg *cc,
                            int bwd)
 {
-    return kernel_time(c, k, cc, bwd, 0);
+    return kernel_time(c, k, cc, bwd, 0, 0, 0);
+}
+
+/* Whether kernel i of mod reads the leaf's input: a weight GEMM with no
+ * other kind of kernel before it. */
+static int reads_input(const sc_module *mod, int i)
+{
+    for (int j = 0; j <= i; j++) {
+        const sc_kernel *k = &mod->kernels[j];
+        if (k->op != SC_KOP_GEMM || k->grow_batch)
+            return 0;
+    }
+    return 1;
+}
+
+double sc_cost_kernel_time_in(const sc_cluster *c, const sc_module *mod, int i,
+                              const sc_compute_cfg *cc, int bwd)
+{
+    const sc_kernel *k = &mod->kernels[i];
+    return kernel_time(c, k, cc, bwd, 0, sc_cost_fp8_gemm(mod, k, cc), reads_input(mod, i));
 }
 
 double sc_cost_kernels_wgrad_time(const sc_cluster *c, const sc_module *mod,
@@ -350,7 +425,8 @@ double sc_cost_kernels_wgrad_time(const sc_cluster *c, const sc_module *mod,
             continue;
         double B, M, N, K;
         sc_cost_kernel_shape(k, cc, &B, &M, &N, &K);
-        w += gemm_time(c, cc->dtype, B, K, N, M, bf); /* dB = A^T dC */
+        /* dB = A^T dC */
+        w += gemm_time8(c, cc->dtype, sc_cost_fp8_gemm(mod, k, cc), B, K, N, M, bf);
     }
     return w;
 }
@@ -359,14 +435,17 @@ void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_co
                           double *fwd_s, double *bwd_s, double *recompute_s)
 {
     double f = 0, b = 0, r = 0;
-    int ub = ub_module(mod, cc);
+    int ub = ub_module(mod, cc), lead = 1;
     for (int i = 0; i < mod->n_kernels; i++) {
         const sc_kernel *k = &mod->kernels[i];
+        if (k->op != SC_KOP_GEMM || k->grow_batch)
+            lead = 0;
         if (!sc_kernel_runs(k, cc->attn))
             continue;
-        double kf = kernel_time(c, k, cc, 0, ub);
+        int f8 = sc_cost_fp8_gemm(mod, k, cc);
+        double kf = kernel_time(c, k, cc, 0, ub, f8, lead);
         f += kf;
-        b += kernel_time(c, k, cc, 1, ub);
+        b += kernel_time(c, k, cc, 1, ub, f8, lead);
         /* selective recompute re-runs the core attention: what unfused
          * attention stores, or the fused kernel's forward */
         if (k->attn == SC_ATTN_UNFUSED || k->op == SC_KOP_FLASH)

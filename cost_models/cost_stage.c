@@ -115,7 +115,7 @@ sc_status sc_cost_stage(const sc_cluster *c, const sc_model *m, const sc_partiti
      * the sums run in leaf order, so the results are those of timing each */
     sc_kmemo memo = {0};
     sc_compute_cfg cc = {dt, tp, cfg->sp, mbs, cfg->attn, cfg->q_frac, cfg->kv_frac,
-                         cfg->tp_overlap, cfg->cp};
+                         cfg->tp_overlap, cfg->cp, cfg->fp8};
     /* what sc_cost_module_time_cfg would refuse, which the memo skips */
     if (m->n_leaves > 0) {
         sc_status st = sc_cost_cfg_check(c, &cc, m->leaves[0]->name, err);

@@ -39,7 +39,7 @@ sc_status sc_cost_table(const sc_cluster *c, const sc_model *m, const sc_cost_cf
         x->mod = mod;
         x->depth = mod->depth;
         x->params = mod->params / sh;
-        sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0, 0};
+        sc_compute_cfg cc = {cfg->dtype, cfg->tp, cfg->sp, cfg->mbs, cfg->attn, 0, 0, 0, 0, cfg->fp8};
         sc_status st = sc_cost_module_time_cfg(c, mod, &cc, &x->fwd_s, &x->bwd_s, err);
         if (!st && mod->has_tp && cfg->tp > 1 && mod->tp_bytes > 0) {
             double t;

@@ -59,6 +59,19 @@
  *     that shape (tests/test_kernel.c checks it): A100 0.9123, H100 0.8552,
  *     H200 0.9109. One point per GPU fits one parameter: the shape
  *     dependence is the tile-and-wave rule, not fitted.
+ *   eff_max_fp8 (fp8 GEMMs, a plan's fp8): the 16-bit eff_max times the
+ *     ratio of the fp8 and BF16 MAMF efficiencies of one GPU in one revision
+ *     of the same table (compute/accelerator/README.md of
+ *     stas00/ml-engineering at 744d01e, 2026: FP8 float8_e4m3fn and BF16
+ *     rows): H100 SXM 1402.6 of 1978.9 against 794.5 of 989.4 (torch
+ *     2.7.0+cu126 both): 0.8552 x 0.7088 / 0.8030 = 0.7548; the H200 preset
+ *     as its 16-bit fit, from GH200 (1535.0 against 828.6, torch 2.6.0+cu126
+ *     both): 0.9109 x 0.7757 / 0.8375 = 0.8437. Not fitted at the fp8 best
+ *     shapes themselves: 1024x9216x14336 is 288 tiles of 256 x 128 on 132
+ *     SMs, 3 waves under the tile rule, which would need 0.946 (and H200's
+ *     1280x4096x12032 more than 1): cuBLAS's fp8 kernels there do not
+ *     quantise as the rule says, and a ceiling fitted to them would put
+ *     large fp8 GEMMs above every published rate. The A100 has no fp8.
  *   flash_fwd/flash_bwd (fractions of peak, causal, long sequences) and
  *     their fall at short sequences (flash_s0): each GPU's newest kernel,
  *     FlashAttention-2 on A100 (Dao 2023's measured rates by sequence
@@ -191,27 +204,30 @@ typedef struct spec {
     int sms;                 /* 0: no kernel-level GEMM model */
     double gemm_eff, sustained;
     const char *flash; /* the GPU's newest fused attention kernel (flash_rates) */
+    double gemm_eff_fp8; /* 0: no fp8 GEMMs (the GPU has none) */
 } spec;
 
-/* sms, GEMM eff_max, sustained, fused attention kernel (see the top of this
- * file and flash_rates below) */
-#define A100_GEMM 108, 0.9123, 1305.0 / 1410, "fa2"
-#define H100_GEMM 132, 0.8552, 698.6 / 828.0, "fa3"
-#define H200_GEMM 132, 0.9109, 698.6 / 828.0, "fa3"
+/* sms, GEMM eff_max, sustained, fused attention kernel, fp8 eff_max (see the
+ * top of this file and flash_rates below) */
+#define A100_GEMM 108, 0.9123, 1305.0 / 1410, "fa2", 0
+#define H100_GEMM 132, 0.8552, 698.6 / 828.0, "fa3", 0.7548
+#define H200_GEMM 132, 0.9109, 698.6 / 828.0, "fa3", 0.8437
 #define OVERLAP_SOURCE "; compute beside collectives 18.9% slower (Lee et al., arXiv 2507.03114)"
 #define GEMM_A100                                                                          \
     "GEMM model: MAMF A100 SXM 267.9 TFLOP/s (Bekman, ml-engineering), FA2" OVERLAP_SOURCE
 #define GEMM_H100                                                                          \
-    "GEMM model: MAMF H100 SXM 792.1 TFLOP/s (Bekman, ml-engineering), FA3" OVERLAP_SOURCE
+    "GEMM model: MAMF H100 SXM 792.1 TFLOP/s (Bekman, ml-engineering), fp8 by its FP8/BF16 "   \
+    "MAMF ratio, FA3" OVERLAP_SOURCE
 #define GEMM_H200                                                                          \
-    "GEMM model: MAMF GH200 821.0 TFLOP/s (Bekman, ml-engineering), FA3" OVERLAP_SOURCE
+    "GEMM model: MAMF GH200 821.0 TFLOP/s (Bekman, ml-engineering), fp8 by its FP8/BF16 "      \
+    "MAMF ratio, FA3" OVERLAP_SOURCE
 
 static const spec specs[] = {
     {"p3.16xlarge", "AWS, 8 x V100-SXM2-16GB, NVLink 2.0, 25 Gb/s network", "V100-SXM2-16GB", 8,
      15.7 * T, 0, 125 * T, 0, 0, 16 * GIB, 900 * GB, "nvlink", 150 * GB, 1 * US, 25 * GBIT, 1,
      30 * US, 30 * US, 24.48, 7.35, 0.005,
      "preset: NVIDIA V100 data sheet; AWS EC2 P3 page and price list (us-east-1, 2024); spot "
-     "approximate", 0, 0, 0, NULL},
+     "approximate", 0, 0, 0, NULL, 0},
     {"p4d.24xlarge", "AWS, 8 x A100-SXM4-40GB, NVSwitch 600 GB/s, 4 x 100 Gb/s EFA",
      "A100-SXM4-40GB", 8, 19.5 * T, 156 * T, 312 * T, 312 * T, 0, 40 * GIB, 1555 * GB,
      "nvswitch", 300 * GB, 1 * US, 100 * GBIT, 4, 15 * US, 15 * US, 32.7726, 11.57, 0.01,
@@ -397,6 +413,7 @@ static void from_spec(const spec *s, sc_cluster *c)
         c->eff.overlap_slowdown = SC_OVERLAP_SLOWDOWN; /* the GPUs [C1] measured */
         c->eff.gemm = (sc_cluster_gemm){.sms = s->sms,
                                         .eff_max = s->gemm_eff,
+                                        .eff_max_fp8 = s->gemm_eff_fp8,
                                         .tile_m = 256,
                                         .tile_n = 128,
                                         .k_half = 128,

@@ -195,7 +195,7 @@ static int kernel_items(const sc_exec *x, const sc_module *mod, double qf, doubl
                         int *n, int *cap)
 {
     sc_compute_cfg cc = {x->model->dtype, x->cfg.tp, x->cfg.sp, x->cfg.mbs, x->cfg.attn, qf, kf,
-                         x->cfg.tp_comm_overlap, x->cfg.cp};
+                         x->cfg.tp_comm_overlap, x->cfg.cp, 0};
     int rc = 0;
     for (int i = 0; i < mod->n_kernels && !rc; i++) {
         const sc_kernel *k = &mod->kernels[i];
@@ -1143,6 +1143,15 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
     if (st)
         return st;
     const sc_step_cfg *cfg = &x->cfg;
+    /* neither backend has fp8 GEMMs (OpenBLAS none; the CUDA backend runs
+     * cuBLAS in the model's dtype): running the plan in 16 bits and calling
+     * it measured would compare against a prediction it does not run */
+    if (cfg->fp8)
+        return sc_err(err, SC_EINVAL,
+                      "%s: fp8: the executor runs no fp8 GEMMs (the cpu and cuda backends "
+                      "run the model's dtype); plan without --fp8 to run it, or export it "
+                      "(stagecraft export --to megatron) to train in fp8",
+                      sc_basename(plan_file));
     int need = sc_step_dpc(cfg) * cfg->tp * cfg->pp;
     if (need != x->size)
         return sc_err(err, SC_EINVAL,

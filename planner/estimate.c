@@ -115,7 +115,7 @@ struct sc_dp_terms {
 
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
                                int sp, int tp_overlap, sc_attn attn, int mbs, int cp,
-                               int grad_fp32, const sc_partition *part,
+                               int grad_fp32, int fp8, const sc_partition *part,
                                sc_stage_table *out,
                                sc_error *err)
 {
@@ -164,7 +164,8 @@ sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, i
                          .attn = attn,
                          .tp_overlap = tp_overlap,
                          .cp = cp, /* a cp rank's share of the tokens */
-                         .grad_reduce_fp32 = grad_fp32};
+                         .grad_reduce_fp32 = grad_fp32,
+                         .fp8 = fp8};
     sc_status st = sc_cost_stage(c, m, &t.part, &scfg, info, err);
     int gpn = c->gpus_per_node;
     double host_prev = 0; /* the host time of the message into stage s from s + 1's B */
@@ -693,7 +694,7 @@ sc_status sc_estimate_step(const sc_model *m, const sc_cluster *c, const sc_step
     sc_stage_table t;
     if (!st)
         st = sc_stage_table_build(m, c, cfg->pp, cfg->v, cfg->tp, cfg->sp, cfg->tp_comm_overlap,
-                                  cfg->attn, cfg->mbs, cfg->cp, cfg->grad_reduce_in_fp32, pp, &t,
+                                  cfg->attn, cfg->mbs, cfg->cp, cfg->grad_reduce_in_fp32, cfg->fp8, pp, &t,
                                   err);
     sc_partition_free(&part);
     if (st)

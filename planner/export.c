@@ -66,7 +66,7 @@ static sc_status judge(const sc_export_ctx *x, sc_error *err)
 {
     const sc_plan *p = x->plan;
     sc_fw_layout l = {.tp = p->tp, .pp = p->pp, .v = p->v, .m = p->m, .zero = p->zero,
-                      .sp = p->sp, .cp = p->cp, .schedule = p->schedule,
+                      .sp = p->sp, .cp = p->cp, .fp8 = p->fp8, .schedule = p->schedule,
                       .placement = p->placement};
     char why[768];
     switch (sc_framework_judge(x->fw, x->model, &l, why, sizeof why)) {

@@ -360,6 +360,19 @@ static sc_status notes_and_args(const sc_export_ctx *x, sc_export *e, margs *a)
     default:
         break;
     }
+    /* the plan's fp8 training (a 16-bit model's GEMMs in fp8, as the plan
+     * prices them): Transformer Engine's delayed scaling with the HYBRID
+     * format (E4M3 forward, E5M2 gradients), the amax history and algorithm
+     * NVIDIA's published recipes use (DGX Cloud Benchmarking 24.11) */
+    if (p->fp8 && x->model->dtype != SC_FP8) {
+        arg_str(a, G_PRECISION, "--fp8-format", "hybrid");
+        arg_num(a, G_PRECISION, "--fp8-amax-history-len", 1024);
+        arg_str(a, G_PRECISION, "--fp8-amax-compute-algo", "max");
+        st = st ? st : ex_note(e, "fp8: the attention and MLP GEMMs run in fp8 through "
+                                  "Transformer Engine (--fp8-format hybrid, delayed scaling), "
+                                  "as the plan prices them; the LM head and the rest in %s",
+                               sc_dtype_name(x->model->dtype));
+    }
 
     /* the vocabulary Megatron pads to (build_tokenizer.py, vocab_size_with_padding) */
     long mult = 128L * p->tp, padded = (g->vocab + mult - 1) / mult * mult;

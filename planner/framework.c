@@ -20,7 +20,7 @@ static const sc_framework megatron = {
     .schedules = "1f1b,interleaved", .runs_as = "1F1B",
     .virtual_stages = 1, .v_needs_m_multiple = 1,
     .max_zero = 3, .max_zero_pp = 1, .tp = 1, .tp_needs_data = 1, .sp = 1, .cp = 1,
-    .tp_innermost = 1, .needs_gpt = 1,
+    .fp8 = 1, .tp_innermost = 1, .needs_gpt = 1,
     .p2p_blocks = SC_FW_P2P_BLOCKS_V1,
     .p2p_why = "without virtual stages, where Megatron-LM turns --overlap-p2p-communication off",
     .zero_pp_why = "Megatron-LM shards gradients and parameters (ZeRO 2 and 3) only under "
@@ -33,6 +33,12 @@ static const sc_framework megatron = {
 /* Context parallelism is Megatron-Core's (--context-parallel-size): the other
  * exports do not write it. */
 #define CP_MEGATRON_ONLY "only --to megatron writes it (--context-parallel-size)"
+/* fp8 training as the plan prices it is Transformer Engine's delayed scaling
+ * in Megatron-Core's layers (--fp8-format hybrid): the other exports build
+ * their layers from torch.nn, which has no fp8 GEMMs of that recipe. */
+#define FP8_MEGATRON_ONLY                                                                   \
+    "only --to megatron writes it (--fp8-format hybrid: Transformer Engine's layers; the "  \
+    "other exports build torch.nn layers); plan without --fp8 to export there"
 
 /* DeepSpeed (export_deepspeed.c's commit): the pipeline engine runs its own
  * 1F1B-style TrainSchedule, one contiguous stage per rank, ZeRO 0 and 1
@@ -51,6 +57,7 @@ static const sc_framework deepspeed = {
     .sp_why = "DeepSpeed does not split norms and dropouts along the sequence (Megatron-LM's "
               "--sequence-parallel; its Ulysses sequence parallelism is another scheme)",
     .cp_why = CP_MEGATRON_ONLY,
+    .fp8_why = FP8_MEGATRON_ONLY,
     .p2p_blocks = SC_FW_P2P_BLOCKS,
     .p2p_why = "in every schedule: DeepSpeed's pipeline engine sends synchronously",
 };
@@ -73,6 +80,7 @@ static const sc_framework torch_ = {
               "--to megatron",
     .sp_why = "",
     .cp_why = CP_MEGATRON_ONLY,
+    .fp8_why = FP8_MEGATRON_ONLY,
     .zero_by_export = 1, .tp_by_export = 1,
 };
 
@@ -81,7 +89,7 @@ static const sc_framework any = {
     .name = "any", .title = "any framework", .cuts_in_layers = 1,
     .schedules = "gpipe,1f1b,interleaved,zb-h1", .runs_as = NULL,
     .virtual_stages = 1, .v_needs_m_multiple = 0,
-    .max_zero = 3, .max_zero_pp = 3, .tp = 1, .tp_needs_data = 0, .sp = 1, .cp = 1,
+    .max_zero = 3, .max_zero_pp = 3, .tp = 1, .tp_needs_data = 0, .sp = 1, .cp = 1, .fp8 = 1,
     .tp_innermost = 0,
 };
 
@@ -134,6 +142,10 @@ sc_fw_verdict sc_framework_judge(const sc_framework *fw, const sc_model *m,
 {
     if (l->cp > 1 && !fw->cp) {
         SAY("context parallelism (the plan's cp %d): %s", l->cp, fw->cp_why);
+        return SC_FW_UNWRITTEN;
+    }
+    if (l->fp8 && !fw->fp8) {
+        SAY("fp8 training (the plan's fp8): %s", fw->fp8_why ? fw->fp8_why : "not written");
         return SC_FW_UNWRITTEN;
     }
     if (m && fw->needs_gpt) {

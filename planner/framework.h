@@ -57,6 +57,7 @@ typedef struct sc_framework {
     int tp_needs_data;        /* only where the model has tp data */
     int sp;                   /* runs sequence parallelism */
     int cp;                   /* its export writes context parallelism (cp > 1) */
+    int fp8;                  /* its export writes fp8 training (a plan's fp8) */
     int tp_innermost;         /* the rank order must put tp innermost */
     int needs_gpt;            /* the model must be GPT-style (sc_export_is_gpt) */
     /* the reasons, one phrase each, after the feature ("...: WHY") */
@@ -66,6 +67,7 @@ typedef struct sc_framework {
     const char *tp_why;       /* tp > 1 refused */
     const char *sp_why;       /* sequence parallelism refused */
     const char *cp_why;       /* context parallelism not written */
+    const char *fp8_why;      /* fp8 training not written */
     int zero_by_export;       /* the ZeRO rules are the export's, not the framework's */
     int tp_by_export;         /* so is the tp rule */
     int p2p_blocks;           /* its pipeline sends block their sender: SC_FW_P2P_* */
@@ -93,6 +95,7 @@ const sc_framework *sc_framework_any(void);
  * known yet (the m rule is then not judged). */
 typedef struct sc_fw_layout {
     int tp, pp, v, m, zero, sp, cp; /* cp 0 or 1: none */
+    int fp8;                        /* fp8 GEMMs (a plan's fp8) */
     const char *schedule;
     const char *placement;
 } sc_fw_layout;

@@ -491,7 +491,7 @@ sc_status sc_pctx_init(sc_pctx *x, const sc_partitioner_cfg *cfg, sc_error *err)
         return sc_err(err, SC_ENOMEM, "partition: out of memory");
     }
     sc_compute_cfg cc = {m->dtype, x->tp, cfg->sp, x->mbs, cfg->attn, 0, 0, cfg->tp_overlap,
-                         cfg->cp};
+                         cfg->cp, cfg->fp8};
     sc_kmemo memo = {0}; /* each distinct layer timed once */
     for (int l = 0; l < L && !st; l++) {
         double f = 0, b = 0;

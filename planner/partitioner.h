@@ -114,6 +114,9 @@ typedef struct sc_partitioner_cfg {
      * 1/cp of the tokens against every key (sc_compute_cfg cp), activations /cp;
      * dp is then the data-parallel group with cp, dp·cp */
     int cp;
+    /* fp8 GEMMs in the transformer layers (sc_compute_cfg fp8), as the
+     * step's simulation times them; 0 = none */
+    int fp8;
     /* optimal only: CLOCK_MONOTONIC seconds after which it returns the best
      * split found so far (0 = none; partition_optimal.c) */
     double deadline_s;

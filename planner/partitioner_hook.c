@@ -85,6 +85,7 @@ sc_status sc_planner_partition(const char *name, const sc_part_request *rq, sc_p
     cfg.tp_overlap = rq->tp_overlap;
     cfg.attn = rq->attn;
     cfg.cp = rq->cp;
+    cfg.fp8 = rq->fp8;
     cfg.mbs = rq->mbs;
     cfg.dp = rq->dp;
     cfg.zero = 3;

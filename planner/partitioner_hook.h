@@ -52,6 +52,7 @@ typedef struct sc_part_request {
     int layer_cuts;         /* stages begin only between layers (partitioner.h) */
     int tp_overlap;         /* TE's tp overlap: the tp GEMMs timed in chunks (partitioner.h) */
     int cp;                 /* context parallelism (partitioner.h; 0 or 1: none) */
+    int fp8;                /* fp8 GEMMs (partitioner.h) */
 } sc_part_request;
 
 /* Partitions one shape with the partitioner called name (see

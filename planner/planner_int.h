@@ -64,11 +64,12 @@ enum {
 };
 
 /* cp: context parallelism (sc_step_cfg cp; 0 or 1: none), fixed for a table;
- * grad_fp32: the gradients reduced in fp32 (sc_step_cfg grad_reduce_in_fp32),
- * one setting for every table of a search. */
+ * grad_fp32: the gradients reduced in fp32 (sc_step_cfg grad_reduce_in_fp32)
+ * and fp8: fp8 GEMMs (sc_step_cfg fp8), each one setting for every table of
+ * a search. */
 sc_status sc_stage_table_build(const sc_model *m, const sc_cluster *c, int pp, int v, int tp,
                                int sp, int tp_overlap, sc_attn attn, int mbs, int cp,
-                               int grad_fp32, const sc_partition *part,
+                               int grad_fp32, int fp8, const sc_partition *part,
                                sc_stage_table *out,
                                sc_error *err);
 void sc_stage_table_free(sc_stage_table *t);

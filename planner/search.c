@@ -165,12 +165,12 @@ static sc_status build_table(const sc_search *s, const table_key *k, double dead
                           (int)(sc_cluster_total_gpus(s->c) / ((long)k->tp * k->pp)),
                           s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, k->sp,
                           deadline, 1, s->o.max_mem_bytes / 2, s->o.attn,
-                          !s->o.cut_in_layers, s->o.tp_comm_overlap, k->cp};
+                          !s->o.cut_in_layers, s->o.tp_comm_overlap, k->cp, s->o.fp8};
     sc_status st = sc_planner_partition(s->partitioner, &rq, &part, err);
     if (st)
         return st;
     st = sc_stage_table_build(s->m, s->c, k->pp, k->v, k->tp, k->sp, s->o.tp_comm_overlap,
-                              s->o.attn, k->mbs, k->cp, s->o.grad_reduce_in_fp32, &part, out,
+                              s->o.attn, k->mbs, k->cp, s->o.grad_reduce_in_fp32, s->o.fp8, &part, out,
                               err);
     sc_partition_free(&part);
     return st;
@@ -1036,7 +1036,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
         sc_fw_layout l = {.tp = o->fix_tp ? o->fix_tp : 1, .pp = o->fix_pp ? o->fix_pp : 1,
                           .v = o->fix_v ? o->fix_v : 1, .m = o->fix_m,
                           .zero = o->fix_zero > 0 ? o->fix_zero : 0, .sp = o->fix_sp > 0,
-                          .schedule = o->fix_schedule};
+                          .fp8 = o->fp8, .schedule = o->fix_schedule};
         char buf[512];
         sc_fw_verdict vd = sc_framework_judge(fw, m, &l, buf, sizeof buf);
         if (vd == SC_FW_NOMEM)
@@ -1157,6 +1157,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                                            .sp = sp, .attn = s->o.attn,
                                            .no_overlap_grad_reduce = o->no_overlap_grad_reduce,
                                            .grad_reduce_in_fp32 = o->grad_reduce_in_fp32,
+                                           .fp8 = o->fp8,
                                            .no_overlap_p2p_comm = sc_search_p2p_blocks(o, pp, v)};
                     sc_step_overlaps_where_apply(&cd.cfg, o->tp_comm_overlap,
                                                  o->overlap_param_gather);
@@ -1188,7 +1189,7 @@ sc_status sc_search_run(const sc_model *m, const sc_cluster *c, const sc_search_
                               (int)(sc_cluster_total_gpus(c) / ((long)k.tp * k.pp)),
                               s->o.memory_weight, s->o.optimize_memory, s->o.shared_strict, k.sp,
                               0, 0, s->o.max_mem_bytes / 2, s->o.attn,
-                              !s->o.cut_in_layers, s->o.tp_comm_overlap, k.cp};
+                              !s->o.cut_in_layers, s->o.tp_comm_overlap, k.cp, s->o.fp8};
         sc_error e2 = {0};
         if (sc_planner_partition(s->partitioner, &rq, &np_, &e2) == SC_ENOFIT)
             memcpy(s->nofit_msg, e2.msg, sizeof s->nofit_msg);

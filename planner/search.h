@@ -103,6 +103,8 @@ typedef struct sc_search_opts {
                                   (sc_step_cfg), of the first wgrad_deferral_limit
                                   microbatches (0: all); 0: off (default) */
     int wgrad_deferral_limit;
+    int fp8;                  /* 1: every candidate trains with fp8 GEMMs (sc_step_cfg
+                                 fp8); 0: none (default) */
     int grad_reduce_in_fp32;  /* 1: every candidate reduces its gradients in fp32
                                  (sc_step_cfg grad_reduce_in_fp32); 0: in the training
                                  dtype's width (default) */

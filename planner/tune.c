@@ -81,6 +81,7 @@ sc_status sc_tune_run(const sc_model *m, const sc_cluster *c, const sc_search_op
     t->overlap_param_gather = lay.overlap_param_gather;
     t->overlap_p2p_comm = !sc_search_p2p_blocks(&o, t->pp, t->v);
     t->grad_reduce_in_fp32 = o.grad_reduce_in_fp32 != 0;
+    t->fp8 = o.fp8 != 0;
     t->global_batch = o.global_batch;
     int best_m = n ? sc_search_ranked(s, 0)->cfg.m : 0;
     for (int i = 0; i < n; i++) {
@@ -154,6 +155,8 @@ cJSON *sc_tune_to_json(const sc_tune *t)
         sc_jadd_bool(j, "overlap_p2p_comm", 0, &oom);
     if (t->grad_reduce_in_fp32)
         sc_jadd_bool(j, "grad_reduce_in_fp32", 1, &oom);
+    if (t->fp8)
+        sc_jadd_bool(j, "fp8", 1, &oom);
     cJSON *a = sc_jadd_arr(j, "points", &oom);
     for (int i = 0; i < t->n && !oom; i++) {
         const sc_tune_point *p = &t->pts[i];
@@ -194,7 +197,7 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
     static const char *const top[] = {"format", "model", "cluster", "nodes", "global_batch",
                                       "dp", "tp", "pp", "v", "schedule", "zero", "recompute",
                                       "sp", "cp", "tp_comm_overlap", "overlap_param_gather", "overlap_p2p_comm",
-                                      "grad_reduce_in_fp32", "points", "best", "skipped", NULL};
+                                      "grad_reduce_in_fp32", "fp8", "points", "best", "skipped", NULL};
     static const char *const pk[] = {"m", "mbs", "step_time_s", "bubble_fraction", "efficiency",
                                      "peak_mem_bytes", "tokens_per_s", "slices", NULL};
     *out = NULL;
@@ -261,6 +264,9 @@ sc_status sc_tune_load(const char *file, sc_tune **out, sc_error *err)
         st = sc_json_bool(j, file, "", "overlap_p2p_comm", 0, &t->overlap_p2p_comm, err);
     if (!st)
         st = sc_json_bool(j, file, "", "grad_reduce_in_fp32", 0, &t->grad_reduce_in_fp32, err);
+    t->fp8 = 0;
+    if (!st)
+        st = sc_json_bool(j, file, "", "fp8", 0, &t->fp8, err);
     if (!st)
         st = sc_json_arr(j, file, "", "points", 1, &pts, err);
     if (!st) {

@@ -41,6 +41,7 @@ typedef struct sc_tune {
     int overlap_param_gather; /* its parameter all-gather beside the next forward */
     int overlap_p2p_comm;    /* its pipeline sends beside the compute (default 1) */
     int grad_reduce_in_fp32; /* its gradients reduced in fp32 (default 0) */
+    int fp8;                 /* its fp8 GEMMs (default 0) */
     long global_batch;
     int n, best;
     sc_tune_point *pts;

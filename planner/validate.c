@@ -208,7 +208,7 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
                                        "mbs", "global_batch", "tp_comm_overlap",
                                        "overlap_param_gather", "overlap_p2p_comm",
                                        "defer_embedding_wgrad_compute", "wgrad_deferral_limit",
-                                       "overlap_grad_reduce", "grad_reduce_in_fp32", NULL};
+                                       "overlap_grad_reduce", "grad_reduce_in_fp32", "fp8", NULL};
     const char *f = s->file;
     char path[48];
     snprintf(path, sizeof path, "%s.layout", r->path);
@@ -251,6 +251,9 @@ static sc_status load_layout(const sc_val_suite *s, sc_val_row *r, const cJSON *
     r->grad_reduce_in_fp32 = 0;
     if (!st)
         st = sc_json_bool(o, f, path, "grad_reduce_in_fp32", 0, &r->grad_reduce_in_fp32, err);
+    r->fp8 = 0;
+    if (!st)
+        st = sc_json_bool(o, f, path, "fp8", 0, &r->fp8, err);
     r->defer_embedding_wgrad = 0;
     if (!st)
         st = sc_json_bool(o, f, path, "defer_embedding_wgrad_compute", 0,
@@ -509,6 +512,7 @@ static void row_cfg(const sc_val_row *r, sc_step_cfg *cfg)
     cfg->defer_embedding_wgrad = r->defer_embedding_wgrad;
     cfg->no_overlap_grad_reduce = !r->overlap_grad_reduce;
     cfg->grad_reduce_in_fp32 = r->grad_reduce_in_fp32;
+    cfg->fp8 = r->fp8;
     cfg->wgrad_deferral_limit = r->wgrad_deferral_limit;
     cfg->attn = r->attn;
     cfg->one_replica = 1;

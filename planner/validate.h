@@ -98,6 +98,7 @@ typedef struct sc_val_row {
     int defer_embedding_wgrad, wgrad_deferral_limit; /* Megatron-Core's (optional; 0, 0) */
     int overlap_grad_reduce; /* its dp reduction beside the backward (optional; default 1) */
     int grad_reduce_in_fp32; /* its gradients reduced in fp32 (optional; default 0) */
+    int fp8;                 /* fp8 GEMMs as Transformer Engine runs them (optional; 0) */
     sc_attn attn;
     const char *attn_kernel;        /* layout.attention_kernel ("fa1", "fa2", "fa3", "triton"), or NULL: the
                                        preset's own rates (sc_cluster_flash_kernel) */

@@ -222,6 +222,7 @@ static void fill_point(sc_whatif_point *p, const sc_candidate *k, const sc_clust
     p->overlap_param_gather = g->overlap_param_gather;
     p->overlap_p2p_comm = !g->no_overlap_p2p_comm;
     p->grad_reduce_in_fp32 = g->grad_reduce_in_fp32;
+    p->fp8 = g->fp8;
     p->recompute = g->recompute;
     snprintf(p->schedule, sizeof p->schedule, "%s", g->schedule ? g->schedule : k->schedule);
     p->step_s = k->sim->step_time_s;
@@ -317,6 +318,7 @@ sc_status sc_whatif_run(const sc_model *m, const sc_cluster *clusters, int n_clu
     so.tp_comm_overlap = o->tp_comm_overlap;
     so.overlap_param_gather = o->overlap_param_gather;
     so.grad_reduce_in_fp32 = o->grad_reduce_in_fp32;
+    so.fp8 = o->fp8;
 
     int done = 0;
     for (int ci = 0; ci < n_clusters; ci++) {
@@ -474,6 +476,8 @@ cJSON *sc_whatif_to_json(const sc_whatif *w)
                 sc_jadd_bool(g, "overlap_p2p_comm", 0, &oom);
             if (p->grad_reduce_in_fp32)
                 sc_jadd_bool(g, "grad_reduce_in_fp32", 1, &oom);
+            if (p->fp8)
+                sc_jadd_bool(g, "fp8", 1, &oom);
         }
         sc_jadd_num(o, "step_time_s", p->step_s, &oom);
         sc_jadd_num(o, "tokens_per_s", p->tokens_per_s, &oom);

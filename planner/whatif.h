@@ -144,6 +144,7 @@ typedef struct sc_whatif_opts {
     int tp_comm_overlap;           /* sc_search_opts.tp_comm_overlap (default 0) */
     int overlap_param_gather;      /* sc_search_opts.overlap_param_gather (default 0) */
     int grad_reduce_in_fp32;       /* sc_search_opts.grad_reduce_in_fp32 (default 0) */
+    int fp8;                       /* sc_search_opts.fp8 (default 0) */
     /* called after each (cluster, nodes) with done of total finished; point is
      * NULL for a skipped one (reason says why). May be NULL. */
     void (*progress)(void *ud, int done, int total, const char *cluster, long nodes,
@@ -163,6 +164,7 @@ typedef struct sc_whatif_point {
     int overlap_param_gather;      /* its parameter all-gather beside the next forward */
     int overlap_p2p_comm;          /* its pipeline sends beside the compute */
     int grad_reduce_in_fp32;       /* its gradients reduced in fp32 */
+    int fp8;                       /* its fp8 GEMMs */
     char schedule[16];
     sc_recompute recompute;
     double step_s, tokens_per_s, scaling_efficiency;

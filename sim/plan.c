@@ -101,6 +101,7 @@ sc_status sc_plan_make(const sc_model *m, const char *model_source, const sc_clu
     p->defer_embedding_wgrad = cfg->defer_embedding_wgrad != 0;
     p->wgrad_deferral_limit = p->defer_embedding_wgrad ? cfg->wgrad_deferral_limit : 0;
     p->grad_reduce_in_fp32 = cfg->grad_reduce_in_fp32 != 0;
+    p->fp8 = cfg->fp8 != 0;
     snprintf(p->schedule, sizeof p->schedule, "%s", cfg->schedule);
     snprintf(p->placement, sizeof p->placement, "%s", cfg->placement ? cfg->placement : "tp,pp,dp");
     snprintf(p->method, sizeof p->method, "%s", method ? method : "explicit");
@@ -159,6 +160,7 @@ void sc_plan_step_cfg(const sc_plan *p, sc_step_cfg *cfg)
     cfg->defer_embedding_wgrad = p->defer_embedding_wgrad;
     cfg->wgrad_deferral_limit = p->wgrad_deferral_limit;
     cfg->grad_reduce_in_fp32 = p->grad_reduce_in_fp32;
+    cfg->fp8 = p->fp8;
     cfg->schedule = p->schedule;
     cfg->placement = p->placement;
     cfg->partition = &p->partition;
@@ -217,6 +219,8 @@ cJSON *sc_plan_to_json(const sc_plan *p, const sc_model *m)
     }
     if (p->grad_reduce_in_fp32)
         sc_jadd_bool(j, "grad_reduce_in_fp32", 1, &oom);
+    if (p->fp8)
+        sc_jadd_bool(j, "fp8", 1, &oom);
     if (p->framework[0])
         sc_jadd_str(j, "framework", p->framework, &oom);
     cJSON *part = sc_jadd_obj(j, "partition", &oom);
@@ -394,7 +398,7 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     static const char *const top[] = {"format", "model", "cluster", "dp", "cp", "tp", "pp", "v",
                                       "microbatches", "mbs", "global_batch", "schedule", "zero",
                                       "recompute", "placement", "bucket_bytes", "sp", "attention",
-                                      "slices", "overlap_grad_reduce", "overlap_p2p_comm", "tp_comm_overlap", "overlap_param_gather", "defer_embedding_wgrad_compute", "wgrad_deferral_limit", "grad_reduce_in_fp32", "framework", "partition", "ranks",
+                                      "slices", "overlap_grad_reduce", "overlap_p2p_comm", "tp_comm_overlap", "overlap_param_gather", "defer_embedding_wgrad_compute", "wgrad_deferral_limit", "grad_reduce_in_fp32", "fp8", "framework", "partition", "ranks",
                                       "prediction", NULL};
     static const char *const mk[] = {"name", "source", "digest", NULL};
     static const char *const ck[] = {"name", "source", "digest", "nodes", "gpus_per_node", NULL};
@@ -512,6 +516,9 @@ sc_status sc_plan_load(const char *file, sc_plan **out, sc_error *err)
     p->grad_reduce_in_fp32 = 0; /* optional: absent in plans before the setting */
     if (!st)
         st = sc_json_bool(j, file, "", "grad_reduce_in_fp32", 0, &p->grad_reduce_in_fp32, err);
+    p->fp8 = 0; /* optional: absent in plans before fp8 training */
+    if (!st)
+        st = sc_json_bool(j, file, "", "fp8", 0, &p->fp8, err);
     const char *dwhy = st ? NULL : sc_step_defer_why(p->defer_embedding_wgrad, p->pp);
     if (dwhy)
         st = sc_err(err, SC_EINVAL, "%s: defer_embedding_wgrad_compute: %s (pp is %d)", file,

@@ -35,6 +35,10 @@
  *                       fp32 where the model trains in 16 bits (Megatron-Core's
  *                       grad_reduce_in_fp32, FSDP reduce_dtype fp32); optional,
  *                       absent = false (the training dtype), written only when true
+ *     "fp8",            true: the attention and MLP weight GEMMs run in fp8 as
+ *                       Transformer Engine runs them (Megatron-Core
+ *                       --fp8-format hybrid; sc_step_cfg fp8); optional,
+ *                       absent = false, written only when true
  *     "attention",      "unfused" or "flash" (optional; "unfused"): which
  *                       kernels an attention leaf runs (kernel.h)
  *     "slices",         token slices of each microbatch (TeraPipe): their
@@ -95,6 +99,7 @@ typedef struct sc_plan {
     int defer_embedding_wgrad; /* the output layer's wgrads in the pipeline flush (0) */
     int wgrad_deferral_limit;  /* of the first N microbatches (0: all) */
     int grad_reduce_in_fp32;   /* the dp gradient reduction in fp32 (default 0) */
+    int fp8;                   /* fp8 GEMMs in the transformer layers (default 0) */
     char framework[16];   /* whose overhead the prediction includes (overhead.h); "" = none */
     char schedule[32], placement[16], method[16];
     sc_partition partition;

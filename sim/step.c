@@ -1720,7 +1720,8 @@ sc_stage_cfg sc_step_stage_cfg(const sc_model *m, const sc_step_cfg *cfg)
                           .dp = sc_step_dpc(cfg),
                           .tp_overlap = cfg->tp_comm_overlap,
                           .cp = cfg->cp,
-                          .grad_reduce_fp32 = cfg->grad_reduce_in_fp32};
+                          .grad_reduce_fp32 = cfg->grad_reduce_in_fp32,
+                          .fp8 = cfg->fp8};
 }
 
 sc_status sc_step_stage_infos(const sc_model *m, const sc_cluster *c, const sc_step_cfg *cfg,
@@ -2104,6 +2105,8 @@ cJSON *sc_step_result_json(const sc_step_result *r, const sc_step_cfg *cfg)
         sc_jadd_bool(c, "overlap_param_gather", 1, &oom);
     if (cfg->no_overlap_p2p_comm)
         sc_jadd_bool(c, "overlap_p2p_comm", 0, &oom);
+    if (cfg->fp8)
+        sc_jadd_bool(c, "fp8", 1, &oom);
     sc_jadd_str(c, "attention", sc_attn_name(cfg->attn), &oom);
     if (cfg->slices > 1) {
         cJSON *a = sc_jadd_arr(c, "slices", &oom);

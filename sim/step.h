@@ -171,6 +171,11 @@ typedef struct sc_step_cfg {
      * parameters). 0 = in the training dtype's gradient width (the default,
      * and the behaviour before the setting existed). */
     int grad_reduce_in_fp32;
+    /* fp8 training as Transformer Engine runs it (Megatron-Core
+     * --fp8-format hybrid): the attention and MLP leaves' weight GEMMs in
+     * fp8 with their casts (sc_compute_cfg fp8); needs a 16-bit model, fp8
+     * tensor cores and the kernel-level GEMM model. 0 = none (default). */
+    int fp8;
     double jitter;                   /* relative sigma of compute-time noise; 0 = none */
     unsigned long seed;
     int want_timeline;

@@ -473,6 +473,12 @@ TEST(docs_formats_plan_and_timeline)
                sc_test_bin(), d) == 0);
     snprintf(path, sizeof path, "%s/plan_opg.json", d);
     walk_file(path, NULL, &keys, NULL);
+    /* fp8 training (a GPU with fp8 tensor cores) */
+    REQUIRE(SH("%s sim --model gpt-1.3b --cluster dgx-h100 --dp 2 --microbatches 1 --fp8 "
+               "-o %s/plan_fp8.json",
+               sc_test_bin(), d) == 0);
+    snprintf(path, sizeof path, "%s/plan_fp8.json", d);
+    walk_file(path, NULL, &keys, NULL);
     /* the output layer's weight gradients deferred to the flush */
     REQUIRE(SH("%s sim --model gpt-1.3b --cluster p4d.24xlarge --pp 2 --microbatches 4 "
                "--defer-embedding-wgrad-compute --wgrad-deferral-limit 2 -o %s/plan_defer.json",

@@ -838,7 +838,7 @@ TEST(planner_estimate_table_reused)
     sc_partition part;
     REQUIRE(sc_partition_uniform(m, 4, &part, &err) == SC_OK);
     sc_stage_table shared;
-    REQUIRE(sc_stage_table_build(m, &c[0], 2, 2, 2, 0, 0, SC_ATTN_UNFUSED, 1, 0, 0, &part, &shared,
+    REQUIRE(sc_stage_table_build(m, &c[0], 2, 2, 2, 0, 0, SC_ATTN_UNFUSED, 1, 0, 0, 0, &part, &shared,
                                  &err) == SC_OK);
     /* {dp, bucket bytes, cluster, dtype}: one of them changes at each step */
     const struct {
@@ -860,7 +860,7 @@ TEST(planner_estimate_table_reused)
                                .schedule = scheds[(i + z) % 4], .bucket_bytes = keys[i].bucket};
             const sc_cluster *ck = &c[keys[i].c];
             sc_stage_table fresh;
-            REQUIRE(sc_stage_table_build(m, &c[0], 2, 2, 2, 0, 0, SC_ATTN_UNFUSED, 1, 0, 0, &part,
+            REQUIRE(sc_stage_table_build(m, &c[0], 2, 2, 2, 0, 0, SC_ATTN_UNFUSED, 1, 0, 0, 0, &part,
                                          &fresh, &err) == SC_OK);
             sc_estimate a, e;
             sc_estimate_fast(&shared, ck, &cfg, keys[i].dt, &a);

@@ -1027,9 +1027,16 @@ TEST(validate_targets_hold)
      * on 64 H100, 2 samples without recompute: the same model at 2 samples
      * on 8 to 64 of those GPUs comes out 15.8-17.1% fast as well
      * (docs/accuracy.md, "The rows beyond 10%: MPT-13B") */
+    /* Llama 3.1 70B in FP8 on 2048 H100: -10.1% since the FP8 rows joined
+     * (2026-12-07), its BF16 twin -3.4%: the fp8 model prices a 1.41x
+     * speedup where the recipe measured 1.32x; what it leaves out (the amax
+     * reductions at each microbatch's forward, the parameters kept and
+     * gathered in fp8, the tp all-gathers in fp8) is not measured here
+     * (docs/accuracy.md, "FP8 training") */
     static const char *const beyond[] = {
         "mpt_llmfoundry/a100-40-13b-8gpu",
         "mpt_llmfoundry/h100-13b-64gpu",
+        "nvidia_dgxc2024/llama31-70b-fp8-2048gpu",
     };
     int seen[SC_ARRAY_LEN(beyond)] = {0};
     run_shipped();
