@@ -262,9 +262,16 @@ static int ub_module(const sc_module *mod, const sc_compute_cfg *cc)
     return cc->tp_overlap && cc->sp && cc->tp > 1 && te_module(mod);
 }
 
+/* A weight GEMM: a linear layer's (samples multiply its tokens), not a
+ * batched product of activations. */
+static int weight_gemm(const sc_kernel *k)
+{
+    return k->op == SC_KOP_GEMM && !k->grow_batch;
+}
+
 int sc_cost_fp8_gemm(const sc_module *mod, const sc_kernel *k, const sc_compute_cfg *cc)
 {
-    return cc->fp8 && k->op == SC_KOP_GEMM && !k->grow_batch && te_module(mod);
+    return cc->fp8 && weight_gemm(k) && te_module(mod);
 }
 
 /* The cast kernels of an fp8 GEMM (batch B, M x N x K on this rank) for a
@@ -289,7 +296,7 @@ static void ub_splits(const sc_kernel *k, const sc_compute_cfg *cc, int ub, int 
                       int *dgrad)
 {
     *fwd = *dgrad = 1;
-    if (!ub || k->op != SC_KOP_GEMM || k->grow_batch ||
+    if (!ub || !weight_gemm(k) ||
         (k->tp != SC_KTP_N && k->tp != SC_KTP_K))
         return;
     *fwd = k->tp == SC_KTP_N ? cc->tp : SC_UB_PIPELINE_SPLITS;
@@ -400,11 +407,9 @@ double sc_cost_kernel_time(const sc_cluster *c, const sc_kernel *k, const sc_com
  * other kind of kernel before it. */
 static int reads_input(const sc_module *mod, int i)
 {
-    for (int j = 0; j <= i; j++) {
-        const sc_kernel *k = &mod->kernels[j];
-        if (k->op != SC_KOP_GEMM || k->grow_batch)
+    for (int j = 0; j <= i; j++)
+        if (!weight_gemm(&mod->kernels[j]))
             return 0;
-    }
     return 1;
 }
 
@@ -421,7 +426,7 @@ double sc_cost_kernels_wgrad_time(const sc_cluster *c, const sc_module *mod,
     double w = 0, bf = c->eff.bwd_factor > 0 ? c->eff.bwd_factor : 1;
     for (int i = 0; i < mod->n_kernels; i++) {
         const sc_kernel *k = &mod->kernels[i];
-        if (k->op != SC_KOP_GEMM || k->grow_batch || !sc_kernel_runs(k, cc->attn))
+        if (!weight_gemm(k) || !sc_kernel_runs(k, cc->attn))
             continue;
         double B, M, N, K;
         sc_cost_kernel_shape(k, cc, &B, &M, &N, &K);
@@ -435,14 +440,12 @@ void sc_cost_kernels_time(const sc_cluster *c, const sc_module *mod, const sc_co
                           double *fwd_s, double *bwd_s, double *recompute_s)
 {
     double f = 0, b = 0, r = 0;
-    int ub = ub_module(mod, cc), lead = 1;
+    int ub = ub_module(mod, cc);
     for (int i = 0; i < mod->n_kernels; i++) {
         const sc_kernel *k = &mod->kernels[i];
-        if (k->op != SC_KOP_GEMM || k->grow_batch)
-            lead = 0;
         if (!sc_kernel_runs(k, cc->attn))
             continue;
-        int f8 = sc_cost_fp8_gemm(mod, k, cc);
+        int f8 = sc_cost_fp8_gemm(mod, k, cc), lead = f8 && reads_input(mod, i);
         double kf = kernel_time(c, k, cc, 0, ub, f8, lead);
         f += kf;
         b += kernel_time(c, k, cc, 1, ub, f8, lead);

@@ -1087,6 +1087,15 @@ static sc_status load_plan(sc_exec *x, const char *plan_file, sc_error *err)
                     "output-layer weight gradients in its backward; simulate the plan without "
                     "--defer-embedding-wgrad-compute to run it (sim --plan replays it with)",
                     plan_file);
+    /* neither backend has fp8 GEMMs (OpenBLAS none; the CUDA backend runs
+     * cuBLAS in the model's dtype): running the plan in 16 bits and calling
+     * it measured would compare against a prediction it does not run */
+    if (!st && x->cfg.fp8)
+        st = sc_err(err, SC_EINVAL,
+                    "%s: fp8: the executor runs no fp8 GEMMs (the cpu and cuda backends run "
+                    "the model's dtype); plan without --fp8 to run it, or export it "
+                    "(stagecraft export --to megatron) to train in fp8",
+                    sc_basename(plan_file));
     return st;
 }
 
@@ -1117,23 +1126,6 @@ sc_status sc_exec_open(const char *plan_file, const sc_exec_opts *o, sc_exec **o
     if (!be->available) {
         sc_bk *dummy;
         return be->init(NULL, &dummy, err);
-    }
-    /* neither backend has fp8 GEMMs (OpenBLAS none; the CUDA backend runs
-     * cuBLAS in the model's dtype): running the plan in 16 bits and calling
-     * it measured would compare against a prediction it does not run.
-     * Refused before MPI starts; a plan that does not load is reported
-     * where it always was, after. */
-    sc_plan *pre = NULL;
-    sc_error ignored = {0};
-    if (sc_plan_load(plan_file, &pre, &ignored) == SC_OK) {
-        int fp8 = pre->fp8;
-        sc_plan_free(pre);
-        if (fp8)
-            return sc_err(err, SC_EINVAL,
-                          "%s: fp8: the executor runs no fp8 GEMMs (the cpu and cuda "
-                          "backends run the model's dtype); plan without --fp8 to run it, or "
-                          "export it (stagecraft export --to megatron) to train in fp8",
-                          sc_basename(plan_file));
     }
     sc_exec *x = sc_calloc(1, sizeof *x);
     if (!x)
