@@ -572,25 +572,48 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             double K = y[SC_DPT_K];
             double tr = y[z0 ? SC_DPT_AR : SC_DPT_RS];
             /* buckets overlap that backward work but the last bucket of the last
-             * chunk; with overlap_grad_reduce off all of it is exposed */
-            double overlap = blast - t->b[r] / K;
-            dpx = cfg->no_overlap_grad_reduce ? tr : max2(tr / (K * v), tr - overlap);
+             * chunk, and the pipeline flush: position r idles pp - 1 - r
+             * backwards' worth in it (waiting for the later positions') and ends
+             * r of them before position 0, the step's last; with
+             * overlap_grad_reduce off all of it is exposed */
+            double overlap = blast - t->b[r] / K + (pp - 1) * t->b[r];
+            /* the work beside them runs at 1 / (1 + kappa), so it covers
+             * overlap (1 + kappa) of them */
+            dpx = cfg->no_overlap_grad_reduce ? tr
+                                              : max2(tr / (K * v), tr - overlap * (1 + kappa));
             hide = tr - dpx;
             /* the backward beside them loses hide kappa / (1 + kappa) */
             slow_max = max2(slow_max, hide * kappa / (1 + kappa));
             if ((cfg->zero == 1 || cfg->zero == 2) && !cfg->overlap_param_gather && !fz2)
                 dpx += y[SC_DPT_AG12];
             if ((cfg->zero == 1 || cfg->zero == 2) && cfg->overlap_param_gather && !fz2) {
-                /* the gather at the step's start (lower.h): its first unit
-                 * before the position's first forward, the rest beside it (which
-                 * loses kappa / (1 + kappa) of what it overlaps) and before the
-                 * second op; the forwards of the positions before it hide what
-                 * they can */
-                double ag1 = min2(y[SC_DPT_Z3_AG1], y[SC_DPT_AG12]);
-                double rest = max2(0, y[SC_DPT_AG12] - ag1), f0 = t->f[r] + t->tp_s[r];
+                /* the gather at the step's start (lower.h): chunk 0's first
+                 * unit before the position's first forward, the rest of chunk 0
+                 * beside it (which loses kappa / (1 + kappa) of what it
+                 * overlaps) and before the second op, each later chunk's
+                 * before its first forward; the forwards of the positions
+                 * before it hide what they can */
+                double A = y[SC_DPT_AG12], ag1 = min2(y[SC_DPT_Z3_AG1], A);
+                double grads = 0;
+                for (int ch = 0; ch < v; ch++)
+                    grads += t->grad[ch * pp + r];
+                /* chunk ch's share of the gather (its gradients' share) */
+#define OPG_SHARE(ch) (grads > 0 ? t->grad[(ch) * pp + r] / grads : 1.0 / v)
+                double rest = max2(0, A * OPG_SHARE(0) - ag1), f0 = t->f[r] + t->tp_s[r];
                 double lost = min2(rest, f0 * (1 + kappa)) * kappa / (1 + kappa);
-                opg_front = max2(opg_front,
-                                 ag1 + max2(0, rest - f0 - lost) + lost - opg_fill);
+                double front = ag1 + max2(0, rest - f0 - lost) + lost;
+                /* interleaved: chunk ch's gather, after the ones before it, is
+                 * waited for by its first forward, which the schedule runs
+                 * after pp forwards of each chunk before it */
+                double done = rest, need = 0;
+                for (int ch = 1; ch < v; ch++) {
+                    done += A * OPG_SHARE(ch);
+                    need += pp * (t->f[(ch - 1) * pp + r] + t->tp_s[(ch - 1) * pp + r]);
+                    double l = min2(done, need * (1 + kappa)) * kappa / (1 + kappa);
+                    front = max2(front, ag1 + max2(0, done - need - l) + l);
+                }
+#undef OPG_SHARE
+                opg_front = max2(opg_front, front - opg_fill);
             }
             if (cfg->zero >= 2) {
                 /* ZeRO 2 and 3 reduce-scatter every microbatch's gradients during

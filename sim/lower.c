@@ -31,7 +31,7 @@ typedef struct lctx {
     /* overlap_param_gather (ZeRO 1, 2, dp > 1): compute ops of the position
      * lowered so far, and its parameters' bytes (all chunks) */
     int opg, nops;
-    double pos_params;
+    unsigned char *opg_seen; /* per chunk: its gather pushed */
     /* defer_embedding_wgrad: the output layer's weight gradients the position's
      * backwards left for the pipeline flush (seconds), and their chunk */
     double drain_s;
@@ -203,6 +203,18 @@ static int stream_before(const lctx *x, int p, int end)
     return -1;
 }
 
+/* An overlap_param_gather all-gather of bytes that the stream waits for
+ * before op o, from the step's start (after the gathers before it). */
+static void push_gather(lctx *x, int p, int s, const sc_sched_op *o, int si, double bytes)
+{
+    sc_action a = act(SC_ACT_GATHER, SC_OP_DP_ALLGATHER, s, o->chunk, o->mb, si);
+    a.coll = SC_COLL_ALLGATHER;
+    a.waits = 1;
+    a.after = -1;
+    a.bytes = bytes;
+    push(x, p, a);
+}
+
 /* One compute op of the schedule (F, B or W) with what goes with it;
  * returns its last action on the compute stream (what a SEND after it
  * waits for). *prev_start: the stream action whose end starts the previous
@@ -234,19 +246,26 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         }
         x->gathered = 1;
     }
-    if (x->opg && x->nops < 2 && (o->kind == SC_OP_F || o->kind == SC_OP_B)) {
-        /* the step's parameter all-gather (ZeRO 1, 2) with the first ops: the
-         * first unit before the first, the rest beside it and before the second;
-         * both from the step's start, one after the other on the communicator */
-        double P = x->pos_params, U = lw->info[p].unit_bytes;
+    if (x->opg && (o->kind == SC_OP_F || o->kind == SC_OP_B)) {
+        /* the step's parameter all-gather (ZeRO 1, 2), one communicator in
+         * order from the step's start: chunk 0's first unit before the
+         * position's first op, the rest of chunk 0 beside it and before the
+         * second; under the interleaved schedule each later chunk's before
+         * that chunk's first forward (Megatron-Core's param_sync_func, which
+         * NeMo's distributed Adam sets too: a chunk's gather is launched ahead
+         * and waited for by its first forward) */
+        double P = lw->info[p].param_bytes, U = lw->info[p].unit_bytes;
         int two = U > 0 && U < P;
-        if (x->nops == 0 || two) {
-            sc_action a = act(SC_ACT_GATHER, SC_OP_DP_ALLGATHER, s, o->chunk, o->mb, si);
-            a.coll = SC_COLL_ALLGATHER;
-            a.waits = 1;
-            a.after = -1;
-            a.bytes = x->nops == 0 ? (two ? U : P) : P - U;
-            push(x, p, a);
+        double bytes = -1;
+        if (x->nops == 0)
+            bytes = two ? U : P;
+        else if (x->nops == 1 && two)
+            bytes = P - U;
+        if (bytes >= 0)
+            push_gather(x, p, s, o, si, bytes);
+        if (o->kind == SC_OP_F && o->chunk > 0 && o->chunk < cfg->v && !x->opg_seen[o->chunk]) {
+            x->opg_seen[o->chunk] = 1;
+            push_gather(x, p, s, o, si, lw->info[s].param_bytes);
         }
         x->nops++;
     }
@@ -371,10 +390,13 @@ static void lower_position(lctx *x, int p, int *grad_done)
     int prev_start = -1, produced = -1, v = lw->cfg.v;
     int *last = sc_malloc(sizeof(int) * (size_t)v);
     x->deferred = sc_malloc(sizeof(int) * 2 * (size_t)v);
-    if (!last || !x->deferred) {
+    x->opg_seen = sc_calloc((size_t)v, 1);
+    if (!last || !x->deferred || !x->opg_seen) {
         sc_free(last);
         sc_free(x->deferred);
+        sc_free(x->opg_seen);
         x->deferred = NULL;
+        x->opg_seen = NULL;
         x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
         return;
     }
@@ -383,7 +405,6 @@ static void lower_position(lctx *x, int p, int *grad_done)
     x->opg = lw->cfg.overlap_param_gather && (lw->cfg.zero == 1 || lw->cfg.zero == 2) &&
              sc_step_dpc(&lw->cfg) > 1 && !x->fsdp_z2;
     x->nops = 0;
-    x->pos_params = pos_param_bytes(lw, p);
     x->drain_s = 0;
     x->drain_chunk = -1;
     for (int c = 0; c < v; c++)
@@ -438,6 +459,8 @@ static void lower_position(lctx *x, int p, int *grad_done)
         lower_deferred_reduces(x, p, grad_done);
     sc_free(last);
     sc_free(x->deferred);
+    sc_free(x->opg_seen);
+    x->opg_seen = NULL;
     x->deferred = x->deferred_si = NULL;
 }
 

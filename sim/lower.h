@@ -61,7 +61,12 @@
  *     allreduce);
  *   - COMPUTE(OPTIMIZER): after every REDUCE and TIED of the position;
  *   - PARAMS (ZeRO 1, 2, dp > 1): allgather of the updated parameters; the
- *     stream waits for it. Not under PyTorch FSDP's ZeRO 2 (the cluster's
+ *     stream waits for it. With cfg.overlap_param_gather none: the gathers
+ *     move to the step's start instead, as GATHERs from -1 on one
+ *     communicator in order, each waited for by an op: chunk 0's first unit
+ *     by the position's first op, chunk 0's rest by its second, and under
+ *     the interleaved schedule each later chunk's parameters by that chunk's
+ *     first forward (Megatron-Core's param_sync_func). Not under PyTorch FSDP's ZeRO 2 (the cluster's
  *     framework torch, sc_lower_fsdp_zero2), which instead gathers before
  *     every F as ZeRO 3 does (GATHER above), and not before B.
  *
