@@ -29,9 +29,9 @@ typedef struct lctx {
      * freed after the backward; no gather after the optimizer */
     int fsdp_z2;
     /* overlap_param_gather (ZeRO 1, 2, dp > 1): compute ops of the position
-     * lowered so far, and its parameters' bytes (all chunks) */
+     * lowered so far, and per chunk whether its gather is pushed */
     int opg, nops;
-    unsigned char *opg_seen; /* per chunk: its gather pushed */
+    unsigned char *opg_seen;
     /* defer_embedding_wgrad: the output layer's weight gradients the position's
      * backwards left for the pipeline flush (seconds), and their chunk */
     double drain_s;
