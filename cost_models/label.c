@@ -17,7 +17,7 @@ static const sc_preset_validation table[] = {
     /* preset, rows, MAPE, mean signed, sd; sequences, GPUs, parameters spanned */
     {"dgx-a100-80g", 29, 0.0396, -0.0143, 0.0432, 2048, 8192, 8, 3360, 1.252e8, 1.008e12,
      {"fa1", "fa2", "triton", "unfused"}},
-    {"dgx-h100", 23, 0.0497, -0.0271, 0.0565, 2048, 8192, 8, 11616, 1.316e9, 4.076e11,
+    {"dgx-h100", 27, 0.0517, -0.0325, 0.0542, 2048, 8192, 8, 11616, 1.316e9, 4.076e11,
      {"cudnn", "fa2", "triton"}},
     {"p4d.24xlarge", 4, 0.0404, -0.0216, 0.0683, 2048, 2048, 8, 8, 1.316e9, 1.285e10,
      {"triton"}},
