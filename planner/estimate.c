@@ -462,6 +462,13 @@ static inline void window(double C, double T, int n, double kappa, double *ex, d
     }
 }
 
+/* Chunk ch's part of position r's parameter all-gather of A seconds: its
+ * gradients' share of the position's, grads (an even share when that is 0). */
+static double opg_chunk(const sc_stage_table *t, int r, int ch, double A, double grads)
+{
+    return grads > 0 ? A * t->grad[ch * t->pp + r] / grads : A / t->v;
+}
+
 void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_step_cfg *cfg,
                       sc_dtype dt, sc_estimate *out)
 {
@@ -600,9 +607,8 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                 double grads = 0;
                 for (int ch = 0; ch < v; ch++)
                     grads += t->grad[ch * pp + r];
-                /* chunk ch's share of the gather (its gradients' share) */
-#define OPG_SHARE(ch) (grads > 0 ? t->grad[(ch) * pp + r] / grads : 1.0 / v)
-                double rest = max2(0, A * OPG_SHARE(0) - ag1), f0 = t->f[r] + t->tp_s[r];
+                double rest = max2(0, opg_chunk(t, r, 0, A, grads) - ag1);
+                double f0 = t->f[r] + t->tp_s[r];
                 double lost = min2(rest, f0 * (1 + kappa)) * kappa / (1 + kappa);
                 double front = ag1 + max2(0, rest - f0 - lost) + lost;
                 /* interleaved: chunk ch's gather, after the ones before it, is
@@ -610,12 +616,11 @@ void sc_estimate_fast(const sc_stage_table *t, const sc_cluster *c, const sc_ste
                  * after pp forwards of each chunk before it */
                 double done = rest, need = 0;
                 for (int ch = 1; ch < v; ch++) {
-                    done += A * OPG_SHARE(ch);
+                    done += opg_chunk(t, r, ch, A, grads);
                     need += pp * (t->f[(ch - 1) * pp + r] + t->tp_s[(ch - 1) * pp + r]);
                     double l = min2(done, need * (1 + kappa)) * kappa / (1 + kappa);
                     front = max2(front, ag1 + max2(0, done - need - l) + l);
                 }
-#undef OPG_SHARE
                 opg_front = max2(opg_front, front - opg_fill);
             }
             if (cfg->zero >= 2) {

@@ -29,9 +29,8 @@ typedef struct lctx {
      * freed after the backward; no gather after the optimizer */
     int fsdp_z2;
     /* overlap_param_gather (ZeRO 1, 2, dp > 1): compute ops of the position
-     * lowered so far, and per chunk whether its gather is pushed */
+     * lowered so far */
     int opg, nops;
-    unsigned char *opg_seen;
     /* defer_embedding_wgrad: the output layer's weight gradients the position's
      * backwards left for the pipeline flush (seconds), and their chunk */
     double drain_s;
@@ -203,14 +202,17 @@ static int stream_before(const lctx *x, int p, int end)
     return -1;
 }
 
-/* An overlap_param_gather all-gather of bytes that the stream waits for
- * before op o, from the step's start (after the gathers before it). */
-static void push_gather(lctx *x, int p, int s, const sc_sched_op *o, int si, double bytes)
+/* A parameter all-gather (GATHER) of bytes in op o's actions: it may start
+ * after action `after` (-1: the step's start; it follows the gathers before
+ * it on the communicator) and, when waits, the stream waits for it before
+ * the op's compute. */
+static void push_gather(lctx *x, int p, int s, const sc_sched_op *o, int si, double bytes,
+                        int after, int waits)
 {
     sc_action a = act(SC_ACT_GATHER, SC_OP_DP_ALLGATHER, s, o->chunk, o->mb, si);
     a.coll = SC_COLL_ALLGATHER;
-    a.waits = 1;
-    a.after = -1;
+    a.waits = (uint8_t)waits;
+    a.after = after;
     a.bytes = bytes;
     push(x, p, a);
 }
@@ -233,17 +235,11 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         /* the step's first: its first unit, then the rest while the op runs */
         double P = in->param_bytes, U = in->unit_bytes;
         int two = !x->gathered && U > 0 && U < P;
-        sc_action a = act(SC_ACT_GATHER, SC_OP_DP_ALLGATHER, s, o->chunk, o->mb, si);
-        a.coll = SC_COLL_ALLGATHER;
-        a.waits = 1;
-        a.after = *prev_start; /* prefetched once the previous op has started */
-        a.bytes = two ? U : P; /* the gathered (whole) buffer */
-        push(x, p, a);
-        if (two) {
-            a.waits = 0;
-            a.bytes = P - U;
-            push(x, p, a);
-        }
+        /* prefetched once the previous op has started; the gathered (whole)
+         * buffer */
+        push_gather(x, p, s, o, si, two ? U : P, *prev_start, 1);
+        if (two)
+            push_gather(x, p, s, o, si, P - U, *prev_start, 0);
         x->gathered = 1;
     }
     if (x->opg && (o->kind == SC_OP_F || o->kind == SC_OP_B)) {
@@ -262,11 +258,10 @@ static int lower_compute(lctx *x, int p, const sc_sched_op *o, int si, int grad_
         else if (x->nops == 1 && two)
             bytes = P - U;
         if (bytes >= 0)
-            push_gather(x, p, s, o, si, bytes);
-        if (o->kind == SC_OP_F && o->chunk > 0 && o->chunk < cfg->v && !x->opg_seen[o->chunk]) {
-            x->opg_seen[o->chunk] = 1;
-            push_gather(x, p, s, o, si, lw->info[s].param_bytes);
-        }
+            push_gather(x, p, s, o, si, bytes, -1, 1);
+        /* a chunk's first forward is its microbatch 0's (unit 0's when sliced) */
+        if (o->kind == SC_OP_F && o->chunk > 0 && o->mb == 0)
+            push_gather(x, p, s, o, si, lw->info[s].param_bytes, -1, 1);
         x->nops++;
     }
     int first = -1, last = -1;
@@ -390,13 +385,10 @@ static void lower_position(lctx *x, int p, int *grad_done)
     int prev_start = -1, produced = -1, v = lw->cfg.v;
     int *last = sc_malloc(sizeof(int) * (size_t)v);
     x->deferred = sc_malloc(sizeof(int) * 2 * (size_t)v);
-    x->opg_seen = sc_calloc((size_t)v, 1);
-    if (!last || !x->deferred || !x->opg_seen) {
+    if (!last || !x->deferred) {
         sc_free(last);
         sc_free(x->deferred);
-        sc_free(x->opg_seen);
         x->deferred = NULL;
-        x->opg_seen = NULL;
         x->st = sc_err(x->err, SC_ENOMEM, "lower: out of memory");
         return;
     }
@@ -459,8 +451,6 @@ static void lower_position(lctx *x, int p, int *grad_done)
         lower_deferred_reduces(x, p, grad_done);
     sc_free(last);
     sc_free(x->deferred);
-    sc_free(x->opg_seen);
-    x->opg_seen = NULL;
     x->deferred = x->deferred_si = NULL;
 }
 

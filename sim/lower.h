@@ -66,9 +66,10 @@
  *     communicator in order, each waited for by an op: chunk 0's first unit
  *     by the position's first op, chunk 0's rest by its second, and under
  *     the interleaved schedule each later chunk's parameters by that chunk's
- *     first forward (Megatron-Core's param_sync_func). Not under PyTorch FSDP's ZeRO 2 (the cluster's
- *     framework torch, sc_lower_fsdp_zero2), which instead gathers before
- *     every F as ZeRO 3 does (GATHER above), and not before B.
+ *     first forward (Megatron-Core's param_sync_func). Not under PyTorch
+ *     FSDP's ZeRO 2 (the cluster's framework torch, sc_lower_fsdp_zero2),
+ *     which instead gathers before every F as ZeRO 3 does (GATHER above),
+ *     and not before B.
  *
  * Ownership: sc_lower returns a lowered step freed with sc_lower_free (NULL
  * ok); its arrays are read-only to callers. Cost: O(pp·m·v·(K + ops)) time
